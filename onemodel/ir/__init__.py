@@ -1,0 +1,28 @@
+"""The in-memory model: one representation of the whole of ONNX IR version 14 (Annex B).
+
+No I/O happens here; formats read bytes into these records and write them back.
+"""
+
+from .dtypes import INFO, DataType, TypeInfo
+from .entries import IntIntListEntry, OperatorSetId, StringStringEntry
+from .model import (VALUE_FIELD, Attribute, AttributeType, DeviceConfiguration, Function, Graph,
+                    Model, Node, NodeDeviceConfiguration, ShardedDim, ShardingSpec,
+                    SimpleShardedDim, TensorAnnotation, TrainingInfo, ValueInfo)
+from .opsets import Operator, OperatorSet
+from .record import LazyBuffer, Record, buffer_view, record_class
+from .tensor import EXTERNAL, Segment, SparseTensor, Tensor
+from .types import (Dimension, MapType, OpaqueType, OptionalType, SequenceType, Shape,
+                    SparseTensorType, TensorType, Type)
+from .values import MapValue, OptionalValue, SequenceValue, ValueKind
+from .walk import graph_tensors, iter_graphs, iter_tensors
+
+__all__ = [
+    "INFO", "DataType", "TypeInfo", "IntIntListEntry", "OperatorSetId", "StringStringEntry",
+    "VALUE_FIELD", "Attribute", "AttributeType", "DeviceConfiguration", "Function", "Graph",
+    "Model", "Node", "NodeDeviceConfiguration", "ShardedDim", "ShardingSpec", "SimpleShardedDim",
+    "TensorAnnotation", "TrainingInfo", "ValueInfo", "Operator", "OperatorSet", "LazyBuffer",
+    "Record", "buffer_view", "record_class", "EXTERNAL", "Segment", "SparseTensor", "Tensor",
+    "Dimension", "MapType", "OpaqueType", "OptionalType", "SequenceType", "Shape",
+    "SparseTensorType", "TensorType", "Type", "MapValue", "OptionalValue", "SequenceValue",
+    "ValueKind", "graph_tensors", "iter_graphs", "iter_tensors",
+]

@@ -1,0 +1,199 @@
+"""The base of every class of the in-memory model: declared fields, equality, repr, copy.
+
+Each class of :mod:`onemodel.ir` declares its fields once, in ``FIELDS``, as ``(name, kind, of)``
+triples. The declaration drives construction, equality (bit-exact: float fields compare by bit
+pattern, arrays and buffers by bytes), ``repr``, deep copy and the field-by-field comparison of
+:mod:`onemodel.verify`, and it is what format plugins map their own fields onto.
+
+Field kinds:
+
+==========  ======================================  ===============================================
+kind        Python value                            absent / empty
+==========  ======================================  ===============================================
+STR         ``str`` (UTF-8; bytes that are not      ``None``: the field is absent. ``""`` is an
+            UTF-8 kept with ``surrogateescape``)    explicitly present empty string.
+BYTES       ``bytes``                               ``None``
+INT         ``int``                                 ``None``
+F32         ``numpy.float32`` (bit pattern kept)    ``None``
+MSG         a record of class ``of``                ``None``
+LIST_*      ``list`` of str, bytes, int or records  ``[]``
+ARRAY       1-D ``numpy.ndarray`` of dtype ``of``   ``None`` (empty)
+BUFFER      bytes-like or :class:`LazyBuffer`       ``None``
+==========  ======================================  ===============================================
+
+Every record also has ``unknown``: the encoded bytes of fields its source format had and this model
+does not (Clause 12.4), kept so that a rewrite gives back the same bytes.
+"""
+
+from __future__ import annotations
+
+import copy as _copy
+from typing import Any, ClassVar
+
+import numpy as np
+
+STR, BYTES, INT, F32, MSG = "str", "bytes", "int", "f32", "msg"
+LIST_STR, LIST_BYTES, LIST_INT, LIST_MSG = "list_str", "list_bytes", "list_int", "list_msg"
+ARRAY, BUFFER = "array", "buffer"
+
+LIST_KINDS = frozenset((LIST_STR, LIST_BYTES, LIST_INT, LIST_MSG))
+
+_CLASSES: dict[str, type["Record"]] = {}
+
+
+def record_class(name: str) -> type["Record"]:
+    """The record class of a given name (fields name their message class by string)."""
+    return _CLASSES[name]
+
+
+class LazyBuffer:
+    """Bytes that are fetched or mapped on first use (a remote range, an external data file).
+
+    Subclasses implement :meth:`view`. ``nbytes`` is known without fetching.
+    """
+
+    nbytes: int = 0
+
+    def view(self) -> memoryview:
+        """The bytes, as a read-only memoryview of exactly ``nbytes`` bytes."""
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return self.nbytes
+
+
+def buffer_view(buf) -> memoryview:
+    """A memoryview of a BUFFER field's value (bytes, memoryview, ndarray or LazyBuffer)."""
+    if isinstance(buf, LazyBuffer):
+        return buf.view()
+    mv = memoryview(buf)
+    if mv.ndim != 1 or mv.itemsize != 1:
+        mv = mv.cast("B")
+    return mv
+
+
+def _same(kind: str, a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    if kind == F32:
+        return np.float32(a).view(np.uint32) == np.float32(b).view(np.uint32)
+    if kind == ARRAY:
+        a, b = np.asarray(a), np.asarray(b)
+        return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+    if kind == BUFFER:
+        return buffer_view(a) == buffer_view(b)
+    return a == b
+
+
+class _RecordMeta(type):
+    """Gives each record class ``__slots__`` for the fields it declares."""
+
+    def __new__(mcls, name, bases, ns, **kw):
+        if "__slots__" not in ns:
+            ns["__slots__"] = tuple(f[0] for f in ns.get("FIELDS", ())) + tuple(ns.get("EXTRA", ()))
+        return super().__new__(mcls, name, bases, ns, **kw)
+
+
+class Record(metaclass=_RecordMeta):
+    """Base class: fields declared in ``FIELDS``, slots, bit-exact equality, compact repr."""
+
+    __slots__ = ("unknown",)
+    FIELDS: ClassVar[tuple[tuple[str, str, Any], ...]] = ()
+    EXTRA: ClassVar[tuple[str, ...]] = ()
+    KIND: ClassVar[dict[str, str]] = {}
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        _CLASSES[cls.__name__] = cls
+        cls.KIND = {name: kind for name, kind, _ in cls.FIELDS}
+        # A fast __init__: keyword arguments for every field, fresh lists for list fields.
+        params, body = [], []
+        for name, kind, _ in cls.FIELDS:
+            params.append(f"{name}=None")
+            if kind in LIST_KINDS:
+                body.append(f"    self.{name} = [] if {name} is None else {name}")
+            else:
+                body.append(f"    self.{name} = {name}")
+        for name in cls.EXTRA:
+            body.append(f"    self.{name} = None")
+        body.append("    self.unknown = unknown")
+        params.append("unknown=b''")
+        src = "def __init__(self, *, " + ", ".join(params) + "):\n" + "\n".join(body)
+        ns: dict[str, Any] = {}
+        exec(compile(src, f"<{cls.__name__}.__init__>", "exec"), ns)
+        init = ns["__init__"]
+        init.__doc__ = f"Build a {cls.__name__}; every field is a keyword argument (see FIELDS)."
+        if "__init__" not in cls.__dict__:
+            cls.__init__ = init
+        cls._fast_init = init
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        for name, kind, _ in self.FIELDS:
+            a, b = getattr(self, name), getattr(other, name)
+            if kind == LIST_MSG or kind in LIST_KINDS:
+                if len(a) != len(b) or any(x != y for x, y in zip(a, b)):
+                    return False
+            elif not _same(kind, a, b):
+                return False
+        return self.unknown == other.unknown
+
+    __hash__ = None  # records are mutable
+
+    def __repr__(self) -> str:
+        parts = []
+        for name, kind, _ in self.FIELDS:
+            v = getattr(self, name)
+            if v is None or (kind in LIST_KINDS and not v):
+                continue
+            if kind == BUFFER:
+                parts.append(f"{name}=<{len(v)} bytes>")
+            elif kind == ARRAY:
+                parts.append(f"{name}=<{np.asarray(v).size} x {np.asarray(v).dtype}>")
+            elif kind == LIST_MSG and len(v) > 4:
+                parts.append(f"{name}=[{len(v)} x {type(v[0]).__name__}]")
+            else:
+                r = repr(v)
+                parts.append(f"{name}={r if len(r) < 80 else r[:76] + '...'}")
+        if self.unknown:
+            parts.append(f"unknown=<{len(self.unknown)} bytes>")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    def __copy__(self):
+        new = type(self).__new__(type(self))
+        for name, _, _ in self.FIELDS:
+            setattr(new, name, getattr(self, name))
+        for name in self.EXTRA:
+            setattr(new, name, getattr(self, name))
+        new.unknown = self.unknown
+        return new
+
+    def copy(self, deep: bool = True):
+        """A copy. Deep copies records and lists but shares weight buffers (never copies bytes)."""
+        if not deep:
+            return _copy.copy(self)
+        new = type(self).__new__(type(self))
+        for name, kind, _ in self.FIELDS:
+            v = getattr(self, name)
+            if kind == MSG and v is not None:
+                v = v.copy()
+            elif kind == LIST_MSG:
+                v = [x.copy() for x in v]
+            elif kind in LIST_KINDS:
+                v = list(v)
+            setattr(new, name, v)
+        for name in self.EXTRA:
+            setattr(new, name, getattr(self, name))
+        new.unknown = self.unknown
+        return new
+
+    def present_fields(self):
+        """Yield ``(name, kind, value)`` for every field that is present (set and non-empty)."""
+        for name, kind, _ in self.FIELDS:
+            v = getattr(self, name)
+            if v is None or (kind in LIST_KINDS and not v):
+                continue
+            if kind == ARRAY and np.asarray(v).size == 0:
+                continue
+            yield name, kind, v

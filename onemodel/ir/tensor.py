@@ -1,0 +1,328 @@
+"""Tensors: ``Tensor``, ``SparseTensor`` and ``Segment`` (Annex B.2.16 to B.2.18, Clause 6.3.4).
+
+A :class:`Tensor` keeps its contents in the storage it was given and never copies them by itself:
+
+* **raw storage** (``raw_data``): the little-endian bytes, row-major, sub-byte types packed
+  (Clause 6.3.4). When the model was read from a mapped file, ``raw_data`` is a read-only
+  memoryview of the map and :meth:`Tensor.numpy` is a zero-copy view of it.
+* **typed storage** (``float_data``, ``int32_data``, ``int64_data``, ``double_data``,
+  ``uint64_data``, ``string_data``): numbers in the field of Table B.18 that fits the element type,
+  narrow types as Table 7 states.
+* **external** (``data_location == 1`` with ``external_data`` entries, Clause 13): the reference is
+  kept as written; the resolved bytes are in :attr:`Tensor.external` once a reader resolved them.
+
+Elements narrower than a byte unpack only when :meth:`Tensor.numpy` is called.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import InvalidModelError, UnsupportedError
+from .dtypes import FROM_NUMPY, INFO, TYPED_FIELD_DTYPE, DataType, pack_bits, unpack_bits
+from .record import (ARRAY, BUFFER, INT, LIST_BYTES, LIST_INT, LIST_MSG, MSG, STR, LazyBuffer,
+                     Record, buffer_view)
+
+EXTERNAL = 1  # TensorProto.DataLocation.EXTERNAL (Table B.20)
+TYPED_FIELDS = ("float_data", "int32_data", "int64_data", "double_data", "uint64_data")
+
+
+class Segment(Record):
+    """``TensorProto.Segment``: the element range ``[begin, end)`` a chunked tensor holds."""
+
+    FIELDS = (("begin", INT, None), ("end", INT, None))
+
+
+class Tensor(Record):
+    """A dense tensor: element type, dims and contents (``TensorProto``, Annex B.2.16).
+
+    Fields mirror ``TensorProto``; the ones most code needs are ``name``, ``dims`` (list of int,
+    elements per axis), ``data_type`` (Table 5 tag) and the contents described in the module doc.
+    Use :meth:`numpy` for the values and :meth:`raw_view` for the raw-storage bytes.
+    """
+
+    FIELDS = (
+        ("dims", LIST_INT, None),
+        ("data_type", INT, None),
+        ("segment", MSG, "Segment"),
+        ("float_data", ARRAY, np.dtype("<f4")),
+        ("int32_data", ARRAY, np.dtype("<i4")),
+        ("string_data", LIST_BYTES, None),
+        ("int64_data", ARRAY, np.dtype("<i8")),
+        ("name", STR, None),
+        ("doc_string", STR, None),
+        ("raw_data", BUFFER, None),
+        ("external_data", LIST_MSG, "StringStringEntry"),
+        ("data_location", INT, None),
+        ("double_data", ARRAY, np.dtype("<f8")),
+        ("uint64_data", ARRAY, np.dtype("<u8")),
+        ("metadata_props", LIST_MSG, "StringStringEntry"),
+    )
+    #: ``external``: the resolved bytes of an external tensor (a memoryview of the mapped data
+    #: file, or a LazyBuffer), set by the reader that resolved the reference; not part of the model.
+    EXTRA = ("external",)
+
+    # -- description ------------------------------------------------------------------------
+    @property
+    def dtype(self) -> DataType:
+        """Element type as :class:`DataType` (UNDEFINED when ``data_type`` is absent)."""
+        try:
+            return DataType(self.data_type or 0)
+        except ValueError:
+            raise UnsupportedError(f"element type {self.data_type} is not in Table 5",
+                                   path=self.name) from None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """``tuple(dims)``."""
+        return tuple(self.dims)
+
+    @property
+    def size(self) -> int:
+        """Number of elements: the product of ``dims`` (1 for a scalar)."""
+        return math.prod(self.dims)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the contents in raw storage, ``ceil(size * bits / 8)``; 0 for STRING."""
+        info = INFO.get(self.data_type or 0)
+        return info.raw_nbytes(self.size) if info else 0
+
+    @property
+    def is_external(self) -> bool:
+        """True when the contents are in an external file (``data_location == EXTERNAL``)."""
+        return self.data_location == EXTERNAL
+
+    @property
+    def storage(self) -> str:
+        """Where the contents are: ``raw``, ``typed``, ``strings``, ``external`` or ``none``."""
+        if self.data_location == EXTERNAL:
+            return "external"
+        if self.raw_data is not None:
+            return "raw"
+        if self.string_data:
+            return "strings"
+        for f in TYPED_FIELDS:
+            v = getattr(self, f)
+            if v is not None and len(v):
+                return "typed"
+        return "none"
+
+    def typed_field(self) -> str | None:
+        """Name of the typed-storage field holding the contents, or ``None``."""
+        for f in TYPED_FIELDS:
+            v = getattr(self, f)
+            if v is not None and len(v):
+                return f
+        return "string_data" if self.string_data else None
+
+    # -- contents ---------------------------------------------------------------------------
+    def raw_view(self) -> memoryview:
+        """The contents in raw storage layout (Clause 6.3.4), as a memoryview of ``nbytes`` bytes.
+
+        Zero-copy for raw and external storage; typed storage is converted (a new buffer).
+        Raises InvalidModelError for an unresolved external tensor or contents that do not
+        match dims and element type, UnsupportedError for STRING (it has no raw layout).
+        """
+        if self.data_type == DataType.STRING:
+            raise UnsupportedError("STRING tensors have no raw storage layout", path=self.name)
+        if self.data_location == EXTERNAL:
+            if self.external is None:
+                raise InvalidModelError("external data of this tensor was not resolved "
+                                        "(the model was read without a base directory)",
+                                        path=self.name)
+            return buffer_view(self.external)
+        if self.raw_data is not None:
+            return buffer_view(self.raw_data)
+        field = self.typed_field()
+        if field is None:
+            if self.size == 0:
+                return memoryview(b"")
+            raise InvalidModelError(f"tensor of {self.size} elements has no contents",
+                                    path=self.name)
+        return memoryview(typed_to_raw(self.data_type, field, getattr(self, field), self.size))
+
+    def numpy(self) -> np.ndarray:
+        """The values as an ndarray of shape ``dims``.
+
+        dtype is the numpy or ml_dtypes type of the element type (``INFO[code].dtype``); STRING
+        gives an object array of bytes. Raw and external storage of byte-aligned types give a
+        zero-copy view (read-only when the bytes are a read-only map); sub-byte types unpack to
+        one element per byte. Raises InvalidModelError when the contents do not match
+        ``dims``, UnsupportedError for an element type outside Table 5 or UNDEFINED.
+        """
+        code = self.data_type or 0
+        info = INFO.get(code)
+        if info is None:
+            raise UnsupportedError(f"element type {code} has no values", path=self.name)
+        count = self.size
+        if code == DataType.STRING:
+            if len(self.string_data) != count:
+                raise InvalidModelError(f"{len(self.string_data)} strings for {count} elements",
+                                        path=self.name)
+            arr = np.empty(count, dtype=object)
+            arr[:] = list(self.string_data)
+            return arr.reshape(self.dims)
+        if self.data_location != EXTERNAL and self.raw_data is None:
+            field = self.typed_field()
+            if field is not None:
+                return typed_to_array(code, field, getattr(self, field), count,
+                                      self.name).reshape(self.dims)
+        raw = self.raw_view()
+        if len(raw) != info.raw_nbytes(count):
+            raise InvalidModelError(f"{len(raw)} bytes of contents for {count} elements of "
+                                    f"{info.name} ({info.raw_nbytes(count)} bytes)",
+                                    path=self.name)
+        if info.subbyte:
+            return unpack_bits(raw, count, info.bits).view(info.dtype).reshape(self.dims)
+        return np.frombuffer(raw, dtype=info.dtype.newbyteorder("<")).reshape(self.dims)
+
+    def tobytes(self) -> bytes:
+        """The contents in raw storage layout as a new ``bytes`` object (a copy)."""
+        return bytes(self.raw_view())
+
+    # -- construction -----------------------------------------------------------------------
+    @classmethod
+    def from_numpy(cls, array: np.ndarray, name: str | None = None,
+                   data_type: int | None = None) -> "Tensor":
+        """A tensor in raw storage holding ``array``'s values (object arrays: STRING).
+
+        A C-contiguous little-endian array is referenced, not copied; sub-byte types are packed
+        (a copy). ``data_type`` overrides the tag inferred from ``array.dtype``. Raises
+        UnsupportedError for a dtype with no ONNX element type.
+        """
+        array = np.asarray(array)
+        if array.dtype == object or array.dtype.kind in "US":
+            flat = [x if isinstance(x, bytes) else str(x).encode() for x in array.reshape(-1)]
+            return cls(name=name, dims=list(array.shape), data_type=int(DataType.STRING),
+                       string_data=flat)
+        code = data_type if data_type is not None else FROM_NUMPY.get(array.dtype.newbyteorder("="))
+        if code is None:
+            raise UnsupportedError(f"numpy dtype {array.dtype} has no ONNX element type")
+        info = INFO[code]
+        if info.subbyte:
+            codes = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+            raw = pack_bits(codes, info.bits)
+        else:
+            arr = np.ascontiguousarray(array, dtype=info.dtype.newbyteorder("<"))
+            raw = arr.reshape(-1).view(np.uint8)
+        return cls(name=name, dims=list(array.shape), data_type=int(code), raw_data=raw)
+
+
+class SparseTensor(Record):
+    """A sparse tensor (``SparseTensorProto``, Annex B.2.18).
+
+    ``values`` holds the non-default values (its ``name`` names the sparse tensor), ``indices``
+    the INT64 positions, either ``[NNZ]`` linear or ``[NNZ, rank]`` coordinates, and ``dims`` the
+    dense shape.
+    """
+
+    FIELDS = (("values", MSG, "Tensor"), ("indices", MSG, "Tensor"), ("dims", LIST_INT, None))
+
+    @property
+    def name(self) -> str | None:
+        """The values tensor's name, which is the sparse tensor's."""
+        return self.values.name if self.values is not None else None
+
+    def to_dense(self) -> np.ndarray:
+        """The dense ndarray of shape ``dims``: zeros with ``values`` placed at ``indices``."""
+        vals = self.values.numpy().reshape(-1)
+        idx = self.indices.numpy()
+        dense = np.zeros(math.prod(self.dims), dtype=vals.dtype)
+        if idx.ndim == 2:
+            idx = np.ravel_multi_index(tuple(idx.T), self.dims) if idx.size else idx.reshape(-1)
+        dense[idx.reshape(-1)] = vals
+        return dense.reshape(self.dims)
+
+
+# -- typed storage <-> values ----------------------------------------------------------------
+def _typed_array(field: str, values) -> np.ndarray:
+    return np.asarray(values, dtype=TYPED_FIELD_DTYPE[field])
+
+
+def typed_to_array(code: int, field: str, values, count: int, where=None) -> np.ndarray:
+    """Values of typed storage (Clause 6.3.4, Table 7) as a flat ndarray of the element dtype.
+
+    Args:
+        code: element type tag. field: the TensorProto field the values came from.
+        values: the field's numbers. count: element count (the product of dims).
+    Raises InvalidModelError when the field does not fit the element type or holds a wrong
+    number of values.
+    """
+    info = INFO[code]
+    if field != info.typed_field:
+        raise InvalidModelError(f"{info.name} contents in {field}; {info.typed_field} expected",
+                                path=where)
+    v = _typed_array(field, values)
+    if info.subbyte:
+        per = 8 // info.bits if info.bits in (2, 4) else 1
+        need = -(-count // per)
+        if v.size != need:
+            raise InvalidModelError(f"{v.size} values in {field} for {count} elements of "
+                                    f"{info.name} ({need} expected)", path=where)
+        if per == 1:
+            return (v.astype(np.uint8) & ((1 << info.bits) - 1)).view(info.dtype)
+        return unpack_bits(v.astype(np.uint8), count, info.bits).view(info.dtype)
+    need = count * info.typed_per_element
+    if v.size != need:
+        raise InvalidModelError(f"{v.size} values in {field} for {count} elements of {info.name}",
+                                path=where)
+    if info.typed_per_element == 2:
+        return v.view(info.dtype)
+    if code in (DataType.FLOAT16, DataType.BFLOAT16):
+        return v.astype(np.uint16).view(info.dtype)
+    if info.bits == 8 and info.dtype.kind not in "iub":  # the float8 types
+        return v.astype(np.uint8).view(info.dtype)
+    if code == DataType.BOOL:
+        return v != 0
+    return v.astype(info.dtype, copy=False)
+
+
+def typed_to_raw(code: int, field: str, values, count: int) -> np.ndarray:
+    """Typed storage converted to raw storage bytes (uint8 array of ``raw_nbytes(count)``)."""
+    info = INFO[code]
+    if info.subbyte and info.bits in (2, 4):
+        v = _typed_array(field, values)
+        need = info.raw_nbytes(count)
+        if v.size != need:
+            raise InvalidModelError(f"{v.size} values in {field} for {count} elements of "
+                                    f"{info.name}")
+        return v.astype(np.uint8)
+    arr = typed_to_array(code, field, values, count)
+    if info.subbyte:
+        return pack_bits(arr.view(np.uint8), info.bits)
+    return np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+
+
+def raw_to_typed(code: int, raw, count: int) -> tuple[str, np.ndarray]:
+    """Raw storage bytes converted to typed storage: ``(field name, values)`` (Clause 6.3.4).
+
+    The inverse of :func:`typed_to_raw` for values a producer writes (Table 7): narrow floats as
+    the unsigned integer of their bits, 2- and 4-bit types one raw octet per int32, 6-bit types
+    one element per int32. Raises UnsupportedError for STRING.
+    """
+    info = INFO[code]
+    if code == DataType.STRING:
+        raise UnsupportedError("STRING tensors have no raw storage layout")
+    raw = np.frombuffer(raw, dtype=np.uint8)
+    field = info.typed_field
+    if info.subbyte:
+        if info.bits in (2, 4):
+            return field, raw.astype(np.int32)
+        return field, unpack_bits(raw, count, info.bits).astype(np.int32)
+    arr = raw.view(info.dtype.newbyteorder("<"))
+    if info.typed_per_element == 2:
+        return field, arr.view(TYPED_FIELD_DTYPE[field]).copy()
+    if field == "int32_data":
+        if code in (DataType.FLOAT16, DataType.BFLOAT16):
+            return field, arr.view(np.uint16).astype(np.int32)
+        if info.bits == 8 and info.dtype.kind not in "iu":
+            return field, arr.view(np.uint8).astype(np.int32)
+        return field, arr.astype(np.int32)
+    return field, arr.astype(TYPED_FIELD_DTYPE[field])
+
+
+__all__ = ["Tensor", "SparseTensor", "Segment", "LazyBuffer", "EXTERNAL", "typed_to_array",
+           "typed_to_raw", "raw_to_typed"]

@@ -1,0 +1,53 @@
+"""Every resource limit of onemodel, in one place (ONNX Part 1, Clause 15.4; OneModel format, 3.1).
+
+A model that exceeds a limit is refused with :class:`~onemodel.errors.UnsupportedError` (or
+Malformed where the format itself states the bound), never with a crash, a ``RecursionError`` or
+a ``MemoryError``. The conformance statement (docs/conformance-statement.md) lists the same table.
+"""
+
+from __future__ import annotations
+
+KiB = 1024
+MiB = 1024 * KiB
+GiB = 1024 * MiB
+
+#: Largest OneModel manifest read, in bytes (OneModel format 1.2; the same as the C# reader).
+MAX_MANIFEST_BYTES = 512 * MiB
+
+#: Deepest JSON nesting accepted in a OneModel manifest, in JSON levels (OneModel format 1.2).
+MAX_JSON_DEPTH = 1024
+
+#: Graphs and types open at once in a OneModel manifest (OneModel format 3.1). A graph inside a
+#: node attribute counts one level, a type inside a graph or a type one more.
+MAX_MODEL_NESTING = 64
+
+#: Deepest nesting of embedded protobuf messages in an ONNX file (Clause 12). The same bound as the
+#: protobuf libraries' default recursion limit, so every file they read, we read.
+MAX_MESSAGE_DEPTH = 100
+
+#: Element count of one tensor must stay below this (OneModel format 2.5, 3.1).
+MAX_ELEMENT_COUNT = 1 << 60
+
+#: Largest tensor in a OneModel file, in bytes (OneModel format 2.5).
+MAX_CONTAINER_TENSOR_BYTES = (1 << 31) - 1
+
+#: Largest value of any u64 header field of a OneModel file (OneModel format 1.1).
+MAX_HEADER_U64 = (1 << 63) - 1
+
+#: Files at least this large are memory-mapped; smaller ones are read into memory (OneModel 5).
+MMAP_THRESHOLD = 1 * MiB
+
+#: A serialized protobuf message larger than this cannot be read by protobuf-based tools; writing
+#: an inline ONNX file past it warns (Clause 12.5, editorial note).
+PROTOBUF_MESSAGE_LIMIT = 2 * GiB
+
+#: Largest output accepted when decompressing a .zst file whose frame does not state its size,
+#: and the cap applied to any declared size: a decompression bomb is refused past it.
+MAX_DECOMPRESSED_BYTES = 64 * GiB
+
+#: Alignment of every tensor in a OneModel data region, in bytes (OneModel format 1.3).
+CONTAINER_ALIGNMENT = 64
+
+#: Default alignment of tensor offsets in external data files, in bytes (Clause 13.2: a page).
+EXTERNAL_DATA_ALIGNMENT = 4096
+

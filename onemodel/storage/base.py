@@ -1,0 +1,156 @@
+"""Byte sources and sinks: what readers read from and writers write to (DESIGN: bytes in, bytes out).
+
+A reader never sees a path. It gets a :class:`Source` with a ``size`` and ``read(offset, length)``,
+and, when the bytes are a local file or already in memory, ``whole()``: one zero-copy memoryview of
+all of them, so tensors can be views. A writer gets a :class:`Sink` that is written front to back
+and made visible only by :meth:`Sink.commit` (atomic: an interrupted write leaves no file that
+looks complete).
+"""
+
+from __future__ import annotations
+
+from ..errors import IoError, MalformedError
+
+
+class Source:
+    """Random-access bytes of known size.
+
+    Attributes:
+        name: the path or URL, for error messages.
+        size: length in bytes.
+    """
+
+    name: str = "<bytes>"
+    size: int = 0
+
+    def read(self, offset: int, length: int) -> memoryview:
+        """Exactly ``length`` bytes at ``offset``. Raises MalformedError past the end, IoError."""
+        raise NotImplementedError
+
+    def whole(self) -> memoryview | None:
+        """All the bytes as one zero-copy memoryview, or ``None`` when they are not local."""
+        return None
+
+    def fetch_many(self, ranges: list[tuple[int, int]]) -> list[memoryview]:
+        """Read several ``(offset, length)`` ranges; remote sources coalesce them into few requests."""
+        return [self.read(o, n) for o, n in ranges]
+
+    def close(self) -> None:
+        """Release the file, map or connection; views already handed out stay valid."""
+
+    def _check_range(self, offset: int, length: int) -> None:
+        if offset < 0 or length < 0 or offset + length > self.size:
+            raise MalformedError(f"read of {length} bytes at {offset} is past the end of the "
+                                 f"{self.size}-byte file", offset=offset, source=self.name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class MemorySource(Source):
+    """A source over bytes already in memory (``bytes``, ``bytearray``, ``memoryview``, mmap)."""
+
+    def __init__(self, data, name: str = "<bytes>", closer=None):
+        self._view = memoryview(data).cast("B") if not isinstance(data, memoryview) else data
+        if self._view.ndim != 1 or self._view.itemsize != 1:
+            self._view = self._view.cast("B")
+        self.size = len(self._view)
+        self.name = name
+        self._closer = closer
+
+    def read(self, offset: int, length: int) -> memoryview:
+        self._check_range(offset, length)
+        return self._view[offset:offset + length]
+
+    def whole(self) -> memoryview:
+        return self._view
+
+    def close(self) -> None:
+        closer, self._closer = self._closer, None
+        if closer is not None:
+            closer()
+
+
+class Sink:
+    """Bytes written front to back, published atomically by :meth:`commit`.
+
+    Attributes:
+        name: the destination path or URL, for error messages.
+    """
+
+    name: str = "<sink>"
+
+    def write(self, data) -> None:
+        """Append ``data`` (any bytes-like object). Raises IoError."""
+        raise NotImplementedError
+
+    def tell(self) -> int:
+        """Bytes written so far."""
+        raise NotImplementedError
+
+    def write_zeros(self, count: int) -> None:
+        """Append ``count`` zero bytes (padding)."""
+        chunk = bytes(min(count, 1 << 20))
+        while count > 0:
+            n = min(count, len(chunk))
+            self.write(memoryview(chunk)[:n])
+            count -= n
+
+    def copy_from(self, source: Source, offset: int, length: int) -> None:
+        """Append ``length`` bytes of ``source`` at ``offset``, streamed in bounded chunks."""
+        step = 64 << 20
+        while length > 0:
+            n = min(step, length)
+            self.write(source.read(offset, n))
+            offset += n
+            length -= n
+
+    def commit(self) -> None:
+        """Make the written bytes visible under the destination name (atomic where possible)."""
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        """Discard everything written; the destination is left as it was."""
+        raise NotImplementedError
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+
+class BytesSink(Sink):
+    """A sink that collects bytes in memory; :meth:`getvalue` returns them after commit."""
+
+    def __init__(self, name: str = "<bytes>"):
+        self.name = name
+        self._buf = bytearray()
+        self._done = False
+
+    def write(self, data) -> None:
+        self._buf += data
+
+    def tell(self) -> int:
+        return len(self._buf)
+
+    def commit(self) -> None:
+        self._done = True
+
+    def abort(self) -> None:
+        self._buf = bytearray()
+
+    def getvalue(self) -> bytes:
+        return bytes(self._buf)
+
+
+def io_error(exc: OSError, name: str, action: str = "read") -> IoError:
+    """An IoError for an OSError, naming the file and what was being done."""
+    why = exc.strerror or str(exc)
+    return IoError(f"cannot {action} file: {why}", source=name)

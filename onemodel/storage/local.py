@@ -1,0 +1,167 @@
+"""Local files: sources that are memory-mapped (or read, when small) and atomic sinks.
+
+Files of :data:`~onemodel.limits.MMAP_THRESHOLD` bytes or more are mapped read-only, so every
+tensor of the file is a zero-copy view of the map (OneModel format section 5); smaller files are
+read into memory. Sinks write a temporary file in the destination's directory and rename it over
+the destination on commit, so an interrupted write never leaves a file that looks complete.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import tempfile
+
+from ..errors import IoError
+from ..limits import MMAP_THRESHOLD
+from .base import MemorySource, Sink, Source, io_error
+
+
+class LocalSource(MemorySource):
+    """A local file, mapped or read whole. ``fileno()`` stays usable for kernel-side copies.
+
+    Raises IoError when the file cannot be opened or is not a regular file.
+    """
+
+    def __init__(self, path: str, *, mmap_threshold: int = MMAP_THRESHOLD, fd: int | None = None):
+        name = os.fspath(path)
+        try:
+            if fd is None:
+                fd = os.open(name, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            st = os.fstat(fd)
+        except OSError as e:
+            raise io_error(e, name, "open") from None
+        import stat as _stat
+        if not _stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            raise IoError("not a regular file", source=name)
+        self.stat = st
+        self._fd = fd
+        self._map = None
+        size = st.st_size
+        try:
+            if size >= mmap_threshold and size > 0:
+                self._map = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
+                data = memoryview(self._map)
+            else:
+                data = memoryview(_read_all(fd, size, name))
+        except OSError as e:
+            os.close(fd)
+            raise io_error(e, name) from None
+        super().__init__(data, name)
+        self.mapped = self._map is not None
+
+    def fileno(self) -> int:
+        """The open file descriptor (valid until :meth:`close`)."""
+        return self._fd
+
+    def close(self) -> None:
+        """Release our view, close the descriptor and unmap when no tensor still views the map."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        view, self._view = self._view, memoryview(b"")
+        try:
+            view.release()
+        except BufferError:
+            pass
+        if self._map is not None:
+            try:
+                self._map.close()
+            except BufferError:
+                pass  # arrays still view the map; it is unmapped when the last one goes
+            self._map = None
+
+
+def _read_all(fd: int, size: int, name: str) -> bytes:
+    chunks, got = [], 0
+    while got < size:
+        b = os.read(fd, size - got)
+        if not b:
+            raise IoError(f"file shrank while being read ({got} of {size} bytes)", source=name)
+        chunks.append(b)
+        got += len(b)
+    return b"".join(chunks)
+
+
+class LocalSink(Sink):
+    """An atomic local file sink: a temporary file beside ``path``, renamed over it on commit.
+
+    ``copy_from`` uses ``os.copy_file_range`` when the source is a local file, so tensor bytes go
+    from file to file inside the kernel. Raises IoError.
+    """
+
+    def __init__(self, path: str, *, durable: bool = False):
+        self.name = os.fspath(path)
+        self.durable = durable
+        directory = os.path.dirname(os.path.abspath(self.name))
+        try:
+            fd, self._tmp = tempfile.mkstemp(prefix="." + os.path.basename(self.name) + ".",
+                                             suffix=".partial", dir=directory)
+        except OSError as e:
+            raise io_error(e, self.name, "create") from None
+        self._f = os.fdopen(fd, "wb", buffering=1 << 20)
+        self._pos = 0
+
+    def write(self, data) -> None:
+        try:
+            self._f.write(data)
+        except OSError as e:
+            self.abort()
+            raise io_error(e, self.name, "write") from None
+        self._pos += len(data) if not isinstance(data, memoryview) else data.nbytes
+
+    def tell(self) -> int:
+        return self._pos
+
+    def copy_from(self, source: Source, offset: int, length: int) -> None:
+        fileno = getattr(source, "fileno", None)
+        fd = fileno() if fileno is not None else None
+        if fd is None or not hasattr(os, "copy_file_range") or length < (1 << 20):
+            return super().copy_from(source, offset, length)
+        source._check_range(offset, length)
+        self._f.flush()
+        out = self._f.fileno()
+        done = 0
+        try:
+            while done < length:
+                n = os.copy_file_range(fd, out, length - done, offset + done)
+                if n <= 0:
+                    break
+                done += n
+        except OSError:
+            pass  # e.g. EXDEV on old kernels: fall back to copying through memory
+        # keep the buffered writer's position in step with what the kernel wrote
+        self._f.seek(0, os.SEEK_END)
+        self._pos += done
+        if done < length:
+            super().copy_from(source, offset + done, length - done)
+
+    def commit(self) -> None:
+        if self._f is None:
+            return
+        try:
+            self._f.flush()
+            if self.durable:
+                os.fsync(self._f.fileno())
+            self._f.close()
+            self._f = None
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(self._tmp, 0o666 & ~umask)
+            os.replace(self._tmp, self.name)
+        except OSError as e:
+            self.abort()
+            raise io_error(e, self.name, "write") from None
+
+    def abort(self) -> None:
+        if self._f is not None:
+            try:
+                self._f.close()
+            except OSError:
+                pass
+            self._f = None
+        try:
+            os.unlink(self._tmp)
+        except OSError:
+            pass
