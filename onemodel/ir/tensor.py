@@ -62,7 +62,9 @@ class Tensor(Record):
     )
     #: ``external``: the resolved bytes of an external tensor (a memoryview of the mapped data
     #: file, or a LazyBuffer), set by the reader that resolved the reference; not part of the model.
-    EXTRA = ("external",)
+    #: ``origin``: ``(source, offset)`` when the contents (raw or external) are the bytes at
+    #: ``offset`` of a storage Source, so writers can copy them file to file without a detour.
+    EXTRA = ("external", "origin")
 
     # -- description ------------------------------------------------------------------------
     @property

@@ -1,0 +1,97 @@
+"""The format registry: plugins by name, suffix and magic bytes (DESIGN: formats/).
+
+A format plugin is a small object with
+
+* ``name``: short name used by ``--to`` and ``save(format=...)`` (``onnx``, ``onemodel``);
+* ``suffixes``: file name suffixes it claims (``.onnx``), without compression suffixes;
+* ``sniff(head: bytes) -> bool``: whether the first bytes of a file are this format;
+* ``read(source, **options) -> Model`` and ``write(model, sink, **options) -> None``.
+
+Built-in plugins are registered on import; third parties add theirs with :func:`register` or
+through the ``onemodel.formats`` entry point group, without touching this package.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib import metadata
+from typing import Protocol
+
+from ..errors import UnsupportedError
+
+
+class FormatPlugin(Protocol):
+    name: str
+    suffixes: tuple[str, ...]
+
+    def sniff(self, head: bytes) -> bool: ...
+
+    def read(self, source, **options): ...
+
+    def write(self, model, sink, **options) -> None: ...
+
+
+_PLUGINS: dict[str, FormatPlugin] = {}
+_BUILTIN = ("onemodel.formats.container:PLUGIN", "onemodel.formats.onnx:PLUGIN")
+_loaded = False
+
+
+def register(plugin: FormatPlugin) -> None:
+    """Add (or replace) a format plugin under ``plugin.name``."""
+    _PLUGINS[plugin.name] = plugin
+
+
+def _load() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for spec in _BUILTIN:
+        mod, attr = spec.split(":")
+        register(getattr(importlib.import_module(mod), attr))
+    try:
+        eps = metadata.entry_points(group="onemodel.formats")
+    except Exception:  # pragma: no cover - broken environments
+        eps = ()
+    for ep in eps:
+        register(ep.load())
+
+
+def plugins() -> list[FormatPlugin]:
+    """Every registered plugin."""
+    _load()
+    return list(_PLUGINS.values())
+
+
+def by_name(name: str) -> FormatPlugin:
+    """The plugin called ``name``; UnsupportedError naming the known formats otherwise."""
+    _load()
+    try:
+        return _PLUGINS[name]
+    except KeyError:
+        raise UnsupportedError(f"unknown format {name!r}; known: {', '.join(sorted(_PLUGINS))}") \
+            from None
+
+
+def detect(head: bytes | None = None, name: str | None = None) -> FormatPlugin:
+    """The plugin for a file: by its first bytes when they are given, else by its name's suffix.
+
+    Magic bytes win over the suffix. Raises UnsupportedError when neither decides.
+    """
+    _load()
+    if head:
+        for p in _PLUGINS.values():
+            if p.sniff(head):
+                return p
+    if name:
+        base = strip_compression(name).lower()
+        for p in _PLUGINS.values():
+            if any(base.endswith(s) for s in p.suffixes):
+                return p
+    raise UnsupportedError("cannot tell the format of the file from its first bytes or its name",
+                           source=name)
+
+
+def strip_compression(name: str) -> str:
+    """``name`` without a trailing compression suffix (``.zst``)."""
+    return name[:-4] if name.lower().endswith(".zst") else name
