@@ -51,3 +51,7 @@ CONTAINER_ALIGNMENT = 64
 #: Default alignment of tensor offsets in external data files, in bytes (Clause 13.2: a page).
 EXTERNAL_DATA_ALIGNMENT = 4096
 
+
+#: Deepest nesting the evaluator follows: subgraphs (If, Loop, Scan bodies) inside subgraphs, and
+#: model-local function calls inside function bodies, counted together (ONNX Part 1, Clause 8.4).
+MAX_EVAL_DEPTH = 64
