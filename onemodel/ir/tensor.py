@@ -62,8 +62,10 @@ class Tensor(Record):
     )
     #: ``external``: the resolved bytes of an external tensor (a memoryview of the mapped data
     #: file, or a LazyBuffer), set by the reader that resolved the reference; not part of the model.
-    #: ``origin``: ``(source, offset)`` when the contents (raw or external) are the bytes at
-    #: ``offset`` of a storage Source, so writers can copy them file to file without a detour.
+    #: ``origin``: ``(source, offset, buffer)`` when the contents (raw or external) are the bytes
+    #: at ``offset`` of a storage Source, so writers can copy them file to file without a detour.
+    #: ``buffer`` is the raw_data (or external) object it describes: when that was replaced, the
+    #: origin no longer applies (see :meth:`Tensor.origin_of`).
     EXTRA = ("external", "origin")
 
     # -- description ------------------------------------------------------------------------
@@ -119,6 +121,14 @@ class Tensor(Record):
             if v is not None and len(v):
                 return f
         return "string_data" if self.string_data else None
+
+    def origin_of(self, buffer) -> tuple | None:
+        """``(source, offset)`` of ``buffer`` (this tensor's raw_data or external) when it is
+        still the bytes a reader took from a source, else ``None``."""
+        o = self.origin
+        if o is not None and o[2] is buffer:
+            return o[0], o[1]
+        return None
 
     # -- contents ---------------------------------------------------------------------------
     def raw_view(self) -> memoryview:

@@ -198,3 +198,53 @@ def prefetch(buffers) -> None:
         views = group[0].source.fetch_many([(b.offset, b.nbytes) for b in group])
         for b, v in zip(group, views):
             b._data = v
+
+
+class BlockView:
+    """Random access to a source through a cache of fixed-size blocks, fetched on first touch.
+
+    Supports ``len()``, ``view[i]`` (an int) and ``view[a:b]`` (a memoryview), so a decoder
+    written for an in-memory buffer can read a remote file while fetching only the blocks it
+    touches. Used to parse the structure of a remote ONNX file without fetching raw_data.
+    """
+
+    def __init__(self, source: Source, block_size: int = 64 * 1024):
+        self.source = source
+        self.block = block_size
+        self._blocks: dict[int, memoryview] = {}
+        self._size = source.size
+
+    def __len__(self) -> int:
+        return self._size
+
+    def _get(self, index: int) -> memoryview:
+        b = self._blocks.get(index)
+        if b is None:
+            start = index * self.block
+            b = self.source.read(start, min(self.block, self._size - start))
+            self._blocks[index] = b
+        return b
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            start, stop, _ = key.indices(self._size)
+            if stop <= start:
+                return memoryview(b"")
+            first, last = start // self.block, (stop - 1) // self.block
+            if first == last:
+                off = first * self.block
+                return self._get(first)[start - off:stop - off]
+            out = bytearray()
+            for i in range(first, last + 1):
+                off = i * self.block
+                blk = self._get(i)
+                out += blk[max(start - off, 0):min(stop - off, len(blk))]
+            return memoryview(bytes(out))
+        if key < 0:
+            key += self._size
+        return self._get(key // self.block)[key % self.block]
+
+    @property
+    def fetched_bytes(self) -> int:
+        """Bytes fetched so far."""
+        return sum(len(b) for b in self._blocks.values())

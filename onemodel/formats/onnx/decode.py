@@ -1,0 +1,260 @@
+"""Decoding ONNX messages (Clause 12, Annex B) into :mod:`onemodel.ir` records, in pure Python.
+
+The decoder follows the schema of :mod:`.schema`:
+
+* a field may come in any order; a singular scalar that appears more than once keeps its last
+  value, a singular message that appears more than once is merged into the first (12.3.2);
+* a repeated scalar field is accepted packed, unpacked or both, in order of appearance (12.3.3);
+* a field whose tag is unknown, or whose wire type does not fit its tag, is skipped by its wire
+  type and its octets are kept in the record's ``unknown`` (12.4), as protobuf does; so is a value
+  of a closed enumeration outside it;
+* wire types 3 and 4, a varint over ten octets, a length past the end of the enclosing message,
+  an int32 value out of range, and nesting deeper than
+  :data:`~onemodel.limits.MAX_MESSAGE_DEPTH` messages raise MalformedError with the field path
+  (``ModelProto.graph.node[3].attribute[0]``) and the byte offset. Recursion is bounded by that
+  depth, far below Python's own limit.
+* ``raw_data`` is not copied: it becomes a view of the input (see ``raw`` in :func:`decode`).
+"""
+
+from __future__ import annotations
+
+import codecs
+
+import numpy as np
+
+from ...errors import MalformedError
+from ...limits import MAX_MESSAGE_DEPTH
+from ..protobuf import WireError, decode_packed_varints, read_varint, skip_field
+from .schema import (BYTES, DOUBLE, ENUM, FLOAT, INT32, INT64, MESSAGE, MESSAGES, RAW, STRING,
+                     UINT64, Message)
+
+_utf8 = codecs.utf_8_decode
+_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
+_F4 = np.dtype("<f4")
+_F8 = np.dtype("<f8")
+
+
+class _Ctx:
+    __slots__ = ("raw", "tensors", "origin")
+
+    def __init__(self, raw, origin):
+        self.raw = raw
+        self.origin = origin
+        self.tensors = []  # (tensor, offset of its first byte) for the checks after decoding
+
+
+def _signed(v: int) -> int:
+    return v - (1 << 64) if v >= (1 << 63) else v
+
+
+def _scalar_list(f, arr: np.ndarray, pos: int) -> np.ndarray:
+    """Packed varints (uint64) as the field's integer kind, range-checked for int32."""
+    if f.kind == UINT64:
+        return arr
+    arr = arr.view(np.int64)
+    if f.kind in (INT32, ENUM):
+        if arr.size and (arr.min() < _I32_MIN or arr.max() > _I32_MAX):
+            raise WireError(f"int32 field {f.proto_name} out of range", pos)
+    return arr
+
+
+def _decode(buf, pos: int, end: int, msg: Message, obj, depth: int, ctx: _Ctx) -> None:
+    by_tag = msg.by_tag
+    pending = None  # repeated numeric fields gathered in pieces: name -> list of arrays/values
+    counts = None  # repeated message fields: name -> index, for error paths
+    while pos < end:
+        kstart = pos
+        k = buf[pos]
+        if k < 0x80:
+            pos += 1
+        else:
+            k, pos = read_varint(buf, pos, end)
+        wire = k & 7
+        f = by_tag.get(k >> 3)
+        if f is None or (f.wire != wire and not (f.repeated and wire == 2 and f.wire != 2)):
+            if k >> 3 == 0:
+                raise WireError("field tag 0 is not allowed (Clause 12.3.1)", kstart)
+            pos = skip_field(buf, pos, end, wire)
+            obj.unknown += bytes(buf[kstart:pos])
+            continue
+        kind = f.kind
+        if wire == 2:
+            n = buf[pos] if pos < end else 0x80
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = read_varint(buf, pos, end)
+            e = pos + n
+            if e > end:
+                raise WireError(f"length {n} of field {f.proto_name} runs past the end of its "
+                                "message", kstart)
+            if kind == STRING:
+                s = _utf8(buf[pos:e], "surrogateescape")[0]
+                if f.repeated:
+                    getattr(obj, f.name).append(s)
+                else:
+                    if f.oneof:
+                        _clear_oneof(msg, obj, f)
+                    setattr(obj, f.name, s)
+            elif kind == MESSAGE:
+                sub_msg = f.message
+                if depth >= MAX_MESSAGE_DEPTH:
+                    raise WireError(f"messages nested deeper than {MAX_MESSAGE_DEPTH}", kstart)
+                if f.repeated:
+                    lst = getattr(obj, f.name)
+                    sub = sub_msg.cls()
+                    lst.append(sub)
+                    idx = len(lst) - 1
+                else:
+                    sub = getattr(obj, f.name)
+                    if sub is None:
+                        if f.oneof:
+                            _clear_oneof(msg, obj, f)
+                        sub = sub_msg.cls()
+                        setattr(obj, f.name, sub)
+                    idx = None
+                try:
+                    _decode(buf, pos, e, sub_msg, sub, depth + 1, ctx)
+                except WireError as err:
+                    err.segments.append(f.proto_name if idx is None
+                                        else f"{f.proto_name}[{idx}]")
+                    raise
+                if sub_msg.proto_name == "TensorProto":
+                    ctx.tensors.append((sub, kstart))
+            elif kind == BYTES:
+                b = bytes(buf[pos:e])
+                if f.repeated:
+                    getattr(obj, f.name).append(b)
+                else:
+                    setattr(obj, f.name, b)
+            elif kind == RAW:
+                obj.raw_data = ctx.raw(pos, e) if ctx.raw is not None else buf[pos:e]
+                if ctx.origin is not None:
+                    obj.origin = (ctx.origin, pos, obj.raw_data)
+            else:  # a packed run of a repeated scalar field
+                if kind == FLOAT or kind == DOUBLE:
+                    width = 4 if kind == FLOAT else 8
+                    if n % width:
+                        raise WireError(f"packed {f.proto_name} of {n} octets is not a "
+                                        f"multiple of {width}", kstart)
+                    arr = np.frombuffer(buf[pos:e], dtype=_F4 if kind == FLOAT else _F8)
+                else:
+                    try:
+                        arr = _scalar_list(f, decode_packed_varints(buf, pos, e), kstart)
+                    except WireError as err:
+                        err.segments.append(f.proto_name)
+                        raise
+                if pending is None:
+                    pending = {}
+                pending.setdefault(f.name, []).append(arr)
+            pos = e
+            continue
+        # wire types 0, 1, 5: one scalar value
+        if wire == 0:
+            v = buf[pos] if pos < end else 0x80
+            if v < 0x80:
+                pos += 1
+            else:
+                v, pos = read_varint(buf, pos, end)
+            if kind != UINT64:
+                if v >= (1 << 63):
+                    v -= 1 << 64
+                if kind != INT64 and (v < _I32_MIN or v > _I32_MAX):
+                    raise WireError(f"int32 field {f.proto_name} out of range: {v}", kstart)
+                if kind == ENUM and v not in f.enum_values:
+                    obj.unknown += bytes(buf[kstart:pos])  # closed enum: kept as unknown
+                    continue
+        elif wire == 5:
+            if pos + 4 > end:
+                raise WireError(f"field {f.proto_name} runs past the end of its message", kstart)
+            v = np.frombuffer(buf[pos:pos + 4], dtype=_F4)[0]
+            pos += 4
+        else:
+            if pos + 8 > end:
+                raise WireError(f"field {f.proto_name} runs past the end of its message", kstart)
+            v = np.frombuffer(buf[pos:pos + 8], dtype=_F8)[0]
+            pos += 8
+        if f.repeated:
+            if f.array_dtype is not None:
+                if pending is None:
+                    pending = {}
+                pending.setdefault(f.name, []).append(v)
+            else:
+                getattr(obj, f.name).append(v)
+        else:
+            if f.oneof:
+                _clear_oneof(msg, obj, f)
+            setattr(obj, f.name, v)
+    if pending:
+        _finish_pending(msg, obj, pending)
+
+
+def _finish_pending(msg: Message, obj, pending: dict) -> None:
+    for name, parts in pending.items():
+        f = next(x for x in msg.fields if x.name == name)
+        if f.array_dtype is None:  # a list field (dims, ints, ...) got packed runs
+            lst = getattr(obj, name)
+            for p in parts:
+                if isinstance(p, np.ndarray):
+                    lst.extend(p.tolist())
+                else:
+                    lst.append(p)
+            continue
+        arrays = [p if isinstance(p, np.ndarray) else np.asarray([p]) for p in parts]
+        old = getattr(obj, name)
+        if old is not None:
+            arrays.insert(0, old)
+        dtype = np.dtype(f.array_dtype)
+        if len(arrays) == 1:
+            a = arrays[0]
+            setattr(obj, name, a if a.dtype == dtype else a.astype(dtype))
+        else:
+            setattr(obj, name, np.concatenate([a.astype(dtype, copy=False) for a in arrays]))
+
+
+def _clear_oneof(msg: Message, obj, f) -> None:
+    for other in msg.oneofs[f.oneof]:
+        if other != f.name:
+            setattr(obj, other, None)
+
+
+def decode(data, message: str = "ModelProto", *, raw=None, source: str | None = None,
+           origin=None, check=None):
+    """Decode one message of type ``message`` (an Annex B name) from ``data``.
+
+    Args:
+        data: bytes-like (bytes, memoryview of a mapped file, ...), or an object with
+            ``__getitem__`` for ints and slices and ``__len__`` (a lazily fetched remote file).
+        message: the proto name of the top-level message, e.g. ``ModelProto``, ``TensorProto``,
+            ``SequenceProto``.
+        raw: ``raw(start, end) -> buffer`` making the value of each ``raw_data`` field; by
+            default a zero-copy slice of ``data``.
+        source: path or URL, for error messages.
+        origin: a storage Source whose bytes ``data`` are; each tensor with ``raw_data`` gets
+            ``origin = (origin, offset, raw_data)`` so writers can copy its bytes file to file.
+        check: ``check(tensors)`` called with every decoded TensorProto and its offset after
+            decoding (the reader's content checks).
+    Returns:
+        the record (``Model`` for ModelProto, ``Tensor`` for TensorProto, ...).
+    Raises:
+        MalformedError with the field path and offset for any violation of Clause 12.
+    """
+    msg = MESSAGES[message]
+    if not isinstance(data, (bytes, bytearray, memoryview)) and not hasattr(data, "__getitem__"):
+        data = memoryview(data)
+    if isinstance(data, (bytes, bytearray)):
+        data = memoryview(data)
+    if isinstance(data, memoryview) and (data.ndim != 1 or data.itemsize != 1):
+        data = data.cast("B")
+    ctx = _Ctx(raw, origin)
+    obj = msg.cls()
+    try:
+        _decode(data, 0, len(data), msg, obj, 1, ctx)
+    except WireError as err:
+        path = ".".join([message] + err.segments[::-1])
+        raise MalformedError(err.message, path=path, offset=err.offset, source=source) from None
+    if msg.proto_name == "TensorProto":
+        ctx.tensors.append((obj, 0))
+    if check is not None:
+        check(obj, ctx.tensors)
+    return obj

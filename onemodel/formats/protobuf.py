@@ -1,0 +1,162 @@
+"""The wire encoding of ONNX Part 1, Clause 12: varints, field keys, packed runs, skipping.
+
+Only what Clause 12 states: wire types 0 (varint), 1 (64-bit), 2 (length-delimited) and 5
+(32-bit). Wire types 3 and 4 are rejected (12.2.1), a varint longer than ten octets is rejected
+(12.2.2), a length that runs past the end of its enclosing message is rejected (12.2.5).
+
+Errors raised here are :class:`WireError`; the message decoder turns them into
+:class:`~onemodel.errors.MalformedError` with the field path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+VARINT, I64, LEN, SGROUP, EGROUP, I32 = 0, 1, 2, 3, 4, 5
+U64 = (1 << 64) - 1
+
+
+class WireError(Exception):
+    """A violation of Clause 12 at byte ``offset``; ``segments`` collects the field path."""
+
+    def __init__(self, message: str, offset: int):
+        super().__init__(message)
+        self.message = message
+        self.offset = offset
+        self.segments: list[str] = []
+
+
+def read_varint(buf, pos: int, end: int) -> tuple[int, int]:
+    """Decode the varint at ``pos`` (Clause 12.2.2): ``(value, next position)``.
+
+    ``value`` is in ``[0, 2**64)``; bits past the 64th are dropped as protobuf does. Raises
+    WireError when the varint is longer than ten octets or runs past ``end``.
+    """
+    if pos >= end:
+        raise WireError("varint runs past the end of its message", pos)
+    b = buf[pos]
+    if b < 0x80:
+        return b, pos + 1
+    start = pos
+    result = b & 0x7F
+    shift = 7
+    pos += 1
+    while True:
+        if pos >= end:
+            raise WireError("varint runs past the end of its message", start)
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result & U64, pos
+        shift += 7
+        if shift >= 70:
+            raise WireError("varint longer than 10 octets", start)
+
+
+def encode_varint(value: int) -> bytes:
+    """The varint octets of ``value`` (Clause 12.2.2); a negative value is taken as its 64-bit
+    two's complement, so it takes ten octets (Clause 12.2.3)."""
+    if 0 <= value < 0x80:
+        return _SMALL[value]
+    value &= U64
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+_SMALL = [bytes((i,)) for i in range(0x80)]
+
+
+def skip_field(buf, pos: int, end: int, wire: int) -> int:
+    """The position after the value of a field of wire type ``wire`` at ``pos`` (Clause 12.4).
+
+    Raises WireError for wire types 3, 4, 6, 7 or a value that runs past ``end``.
+    """
+    if wire == VARINT:
+        return read_varint(buf, pos, end)[1]
+    if wire == LEN:
+        n, p = read_varint(buf, pos, end)
+        if n > end - p:
+            raise WireError(f"length {n} runs past the end of its message", pos)
+        return p + n
+    if wire == I64:
+        if pos + 8 > end:
+            raise WireError("64-bit value runs past the end of its message", pos)
+        return pos + 8
+    if wire == I32:
+        if pos + 4 > end:
+            raise WireError("32-bit value runs past the end of its message", pos)
+        return pos + 4
+    if wire in (SGROUP, EGROUP):
+        raise WireError(f"wire type {wire} (group) is not allowed (Clause 12.2.1)", pos)
+    raise WireError(f"invalid wire type {wire}", pos)
+
+
+def decode_packed_varints(buf, pos: int, end: int) -> np.ndarray:
+    """All varints of a packed run ``buf[pos:end]`` as a uint64 array (vectorized).
+
+    Raises WireError when a varint is longer than ten octets or the run ends inside one.
+    """
+    if pos == end:
+        return np.zeros(0, dtype=np.uint64)
+    b = np.frombuffer(buf[pos:end], dtype=np.uint8)
+    last = np.flatnonzero(b < 0x80)
+    if last.size == 0 or last[-1] != b.size - 1:
+        raise WireError("packed run ends inside a varint", pos)
+    first = np.empty_like(last)
+    first[0] = 0
+    first[1:] = last[:-1] + 1
+    lengths = last - first + 1
+    longest = int(lengths.max())
+    if longest > 10:
+        bad = int(first[np.argmax(lengths > 10)])
+        raise WireError("varint longer than 10 octets", pos + bad)
+    if longest == 1:
+        return b.astype(np.uint64)
+    out = (b[first] & 0x7F).astype(np.uint64)
+    for k in range(1, longest):
+        sel = np.flatnonzero(lengths > k)
+        out[sel] |= (b[first[sel] + k] & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+    return out
+
+
+def encode_packed_varints(values: np.ndarray) -> bytes:
+    """Varint octets of every value, concatenated (a packed run's payload), vectorized.
+
+    ``values`` are taken as uint64 (negative int64 as two's complement: ten octets each).
+    """
+    v = np.asarray(values)
+    if v.size == 0:
+        return b""
+    v = v.astype(np.int64, copy=False).view(np.uint64) if v.dtype.kind == "i" else v.astype(
+        np.uint64, copy=False)
+    if int(v.max()) < 0x80:
+        return v.astype(np.uint8).tobytes()
+    # number of octets per value: 1 + floor(log128(v))
+    nbytes = np.ones(v.size, dtype=np.int64)
+    t = v >> np.uint64(7)
+    while True:
+        more = t > 0
+        if not more.any():
+            break
+        nbytes += more
+        t = t >> np.uint64(7)
+    offsets = np.zeros(v.size + 1, dtype=np.int64)
+    np.cumsum(nbytes, out=offsets[1:])
+    out = np.zeros(int(offsets[-1]), dtype=np.uint8)
+    rem = v.copy()
+    for k in range(int(nbytes.max())):
+        sel = np.flatnonzero(nbytes > k)
+        cont = (nbytes[sel] > k + 1).astype(np.uint8) << 7
+        out[offsets[sel] + k] = (rem[sel] & np.uint64(0x7F)).astype(np.uint8) | cont
+        rem[sel] >>= np.uint64(7)
+    return out.tobytes()
+
+
+def key(tag: int, wire: int) -> bytes:
+    """The field key octets of ``tag`` and ``wire`` (Clause 12.3.1)."""
+    return encode_varint((tag << 3) | wire)
