@@ -1,0 +1,325 @@
+"""Element-wise operators: unary and binary arithmetic, logic, comparison, bitwise, selection.
+
+Each kernel follows the ONNX operator definition (ONNX 1-2) for the versions it is registered
+with; the versions only differ in the types they admit or in broadcasting (multidirectional,
+numpy-style, from opset 7 on; opset 1 to 6 ``broadcast``/``axis`` attributes are honoured where
+the operator had them). Outputs keep the element type of the inputs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...errors import UnsupportedError
+from ..registry import op
+
+
+def _legacy_broadcast(ctx, a, b):
+    """Opset < 7 binary operators: ``broadcast=1`` with ``axis`` aligns ``b`` inside ``a``."""
+    if ctx.opset >= 7 or not ctx.attr("broadcast", 0) or b.ndim == 0 or a.shape == b.shape:
+        return b
+    axis = ctx.attr("axis", None)
+    if axis is None:
+        return b
+    if axis < 0:
+        axis += a.ndim
+    tail = a.ndim - axis - b.ndim
+    return b.reshape(b.shape + (1,) * tail) if tail > 0 else b
+
+
+def _binary(name, ufunc, versions):
+    def kernel(ctx, a, b):
+        b = _legacy_broadcast(ctx, a, b)
+        return ufunc(a, b)
+
+    kernel.__name__ = name.lower()
+    kernel.__qualname__ = kernel.__name__
+    for v in versions:
+        op(name, since=v)(kernel)
+    return kernel
+
+
+_binary("Add", np.add, (1, 6, 7, 13, 14))
+_binary("Sub", np.subtract, (1, 6, 7, 13, 14))
+_binary("Mul", np.multiply, (1, 6, 7, 13, 14))
+
+
+def _int_div(a, b):
+    """Integer division truncating toward zero, as C and the ONNX reference do."""
+    q = np.floor_divide(a, b)
+    if a.dtype.kind == "i":
+        fix = (np.remainder(a, b) != 0) & ((a < 0) != (b < 0))
+        q = q + fix.astype(q.dtype)
+    return q
+
+
+@op("Div", since=1)
+@op("Div", since=6)
+@op("Div", since=7)
+@op("Div", since=13)
+@op("Div", since=14)
+def div(ctx, a, b):
+    b = _legacy_broadcast(ctx, a, b)
+    if a.dtype.kind in "iu" and b.dtype.kind in "iu":
+        return _int_div(a, b)
+    return np.divide(a, b)
+
+
+@op("Pow", since=1)
+@op("Pow", since=7)
+@op("Pow", since=12)
+@op("Pow", since=13)
+@op("Pow", since=15)
+def pow_(ctx, x, y):
+    """Pow: the output has the type of ``x`` (opset 12 on allows a different type for ``y``)."""
+    y = _legacy_broadcast(ctx, x, y)
+    if x.dtype.kind in "iu":
+        if y.dtype.kind in "iu":
+            return np.power(x, y.astype(x.dtype, copy=False))
+        return np.power(x.astype(np.float64), y).astype(x.dtype)
+    if y.dtype != x.dtype:
+        y = y.astype(x.dtype)
+    return np.power(x, y)
+
+
+@op("Mod", since=10)
+@op("Mod", since=13)
+def mod(ctx, a, b):
+    """Mod: ``fmod=1`` the C remainder (sign of the dividend), else the sign of the divisor."""
+    if ctx.attr("fmod", 0):
+        return np.fmod(a, b)
+    if a.dtype.kind == "f" or a.dtype.kind == "V":
+        raise UnsupportedError("Mod with fmod=0 is defined for integer types only")
+    return np.mod(a, b)
+
+
+# -- variadic -------------------------------------------------------------------------------
+def _fold(ufunc, xs):
+    xs = [x for x in xs if x is not None]
+    out = xs[0]
+    for x in xs[1:]:
+        out = ufunc(out, x)
+    return out
+
+
+@op("Sum", since=1)
+@op("Sum", since=6)
+@op("Sum", since=8)
+@op("Sum", since=13)
+def sum_(ctx, *xs):
+    return _fold(np.add, xs)
+
+
+@op("Mean", since=1)
+@op("Mean", since=6)
+@op("Mean", since=8)
+@op("Mean", since=13)
+def mean(ctx, *xs):
+    xs = [x for x in xs if x is not None]
+    total = _fold(np.add, xs)
+    return (total / np.asarray(len(xs), dtype=total.dtype)).astype(total.dtype, copy=False)
+
+
+@op("Max", since=1)
+@op("Max", since=6)
+@op("Max", since=8)
+@op("Max", since=12)
+@op("Max", since=13)
+def max_(ctx, *xs):
+    return _fold(np.maximum, xs)
+
+
+@op("Min", since=1)
+@op("Min", since=6)
+@op("Min", since=8)
+@op("Min", since=12)
+@op("Min", since=13)
+def min_(ctx, *xs):
+    return _fold(np.minimum, xs)
+
+
+# -- unary math -----------------------------------------------------------------------------
+def _unary(name, fn, versions):
+    def kernel(ctx, x):
+        return fn(x)
+
+    kernel.__name__ = name.lower()
+    kernel.__qualname__ = kernel.__name__
+    for v in versions:
+        op(name, since=v)(kernel)
+
+
+_unary("Abs", np.abs, (1, 6, 13))
+_unary("Neg", np.negative, (1, 6, 13))
+_unary("Floor", np.floor, (1, 6, 13))
+_unary("Ceil", np.ceil, (1, 6, 13))
+_unary("Sqrt", np.sqrt, (1, 6, 13))
+_unary("Exp", np.exp, (1, 6, 13))
+_unary("Log", np.log, (1, 6, 13))
+_unary("Round", np.round, (11, 22))  # round half to even, as numpy
+_unary("Sin", np.sin, (7, 22))
+_unary("Cos", np.cos, (7, 22))
+_unary("Tan", np.tan, (7, 22))
+_unary("Asin", np.arcsin, (7, 22))
+_unary("Acos", np.arccos, (7, 22))
+_unary("Atan", np.arctan, (7, 22))
+_unary("Sinh", np.sinh, (9, 22))
+_unary("Cosh", np.cosh, (9, 22))
+_unary("Asinh", np.arcsinh, (9, 22))
+_unary("Acosh", np.arccosh, (9, 22))
+_unary("Atanh", np.arctanh, (9, 22))
+_unary("Sign", np.sign, (9, 13))
+_unary("Not", np.logical_not, (1,))
+_unary("BitwiseNot", np.invert, (18,))
+
+
+@op("Reciprocal", since=1)
+@op("Reciprocal", since=6)
+@op("Reciprocal", since=13)
+def reciprocal(ctx, x):
+    return np.divide(np.ones((), dtype=x.dtype), x)
+
+
+@op("IsNaN", since=9)
+@op("IsNaN", since=13)
+@op("IsNaN", since=20)
+def isnan(ctx, x):
+    return np.isnan(x)
+
+
+@op("IsInf", since=10)
+@op("IsInf", since=20)
+def isinf(ctx, x):
+    pos = ctx.attr("detect_positive", 1)
+    neg = ctx.attr("detect_negative", 1)
+    if pos and neg:
+        return np.isinf(x)
+    if pos:
+        return np.isposinf(x)
+    if neg:
+        return np.isneginf(x)
+    return np.zeros(x.shape, dtype=bool)
+
+
+# -- erf --------------------------------------------------------------------------------------
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+def erf_array(x: np.ndarray) -> np.ndarray:
+    """The error function, element-wise, accurate to about 1 ulp of float64, in x's dtype.
+
+    For |x| < 3: erf(x) = 2/sqrt(pi) exp(-x^2) sum_n 2^n x^(2n+1) / (1*3*...*(2n+1)), a series of
+    positive terms (no cancellation). For 3 <= |x| < 6: 1 - erfc(x) with erfc from its continued
+    fraction. For |x| >= 6: +-1 (erfc(6) is below float64 resolution of 1).
+    """
+    dt = x.dtype
+    xd = np.asarray(x, dtype=np.float64)
+    ax = np.abs(xd)
+    out = np.empty_like(xd)
+    small = ax < 3.0
+    if small.any():
+        s = xd[small] if not small.all() else xd
+        s2 = s * s
+        term = s.copy()
+        total = s.copy()
+        terms = 60 if dt == np.float64 else 40
+        for n in range(1, terms):
+            term = term * (2.0 * s2 / (2 * n + 1))
+            total += term
+        val = _TWO_OVER_SQRT_PI * np.exp(-s2) * total
+        if small.all():
+            out = val
+        else:
+            out[small] = val
+    mid = (ax >= 3.0) & (ax < 6.0)
+    if mid.any():
+        m = ax[mid]
+        # erfc(x) = exp(-x^2)/sqrt(pi) * 1/(x + (1/2)/(x + 1/(x + (3/2)/(x + 2/(x + ...)))))
+        frac = m.copy()
+        for k in range(60, 0, -1):
+            frac = m + (k / 2.0) / frac
+        erfc = np.exp(-m * m) / math.sqrt(math.pi) / frac
+        out[mid] = np.sign(xd[mid]) * (1.0 - erfc)
+    big = ax >= 6.0
+    if big.any():
+        out[big] = np.sign(xd[big])
+    nan = np.isnan(xd)
+    if nan.any():
+        out[nan] = np.nan
+    return out.astype(dt, copy=False)
+
+
+@op("Erf", since=9)
+@op("Erf", since=13)
+def erf(ctx, x):
+    return erf_array(x)
+
+
+# -- logic and comparison -------------------------------------------------------------------
+def _compare(name, ufunc, versions):
+    def kernel(ctx, a, b):
+        b = _legacy_broadcast(ctx, a, b)
+        if a.dtype == object or b.dtype == object:
+            return np.asarray(ufunc(a, b), dtype=bool)
+        return ufunc(a, b)
+
+    kernel.__name__ = name.lower()
+    kernel.__qualname__ = kernel.__name__
+    for v in versions:
+        op(name, since=v)(kernel)
+
+
+_compare("And", np.logical_and, (1, 7))
+_compare("Or", np.logical_or, (1, 7))
+_compare("Xor", np.logical_xor, (1, 7))
+_compare("Equal", np.equal, (1, 7, 11, 13, 19))
+_compare("Greater", np.greater, (1, 7, 9, 13))
+_compare("Less", np.less, (1, 7, 9, 13))
+_compare("GreaterOrEqual", np.greater_equal, (12, 16))
+_compare("LessOrEqual", np.less_equal, (12, 16))
+_binary("BitwiseAnd", np.bitwise_and, (18,))
+_binary("BitwiseOr", np.bitwise_or, (18,))
+_binary("BitwiseXor", np.bitwise_xor, (18,))
+
+
+@op("BitShift", since=11)
+def bitshift(ctx, x, y):
+    direction = ctx.attr("direction", "")
+    y = y.astype(x.dtype, copy=False)
+    if direction == "LEFT":
+        return np.left_shift(x, y)
+    if direction == "RIGHT":
+        return np.right_shift(x, y)
+    raise UnsupportedError(f"BitShift direction {direction!r} is neither LEFT nor RIGHT")
+
+
+# -- selection ------------------------------------------------------------------------------
+@op("Where", since=9)
+@op("Where", since=16)
+def where(ctx, cond, x, y):
+    out = np.where(cond, x, y)
+    if out.dtype != x.dtype:
+        out = out.astype(x.dtype)
+    return out
+
+
+@op("Clip", since=1)
+@op("Clip", since=6)
+def clip_attr(ctx, x):
+    lo = ctx.attr("min", -math.inf)
+    hi = ctx.attr("max", math.inf)
+    return np.minimum(np.maximum(x, np.asarray(lo, x.dtype)), np.asarray(hi, x.dtype))
+
+
+@op("Clip", since=11)
+@op("Clip", since=12)
+@op("Clip", since=13)
+def clip(ctx, x, lo=None, hi=None):
+    y = x
+    if lo is not None and lo.size:
+        y = np.maximum(y, lo.astype(x.dtype, copy=False))
+    if hi is not None and hi.size:
+        y = np.minimum(y, hi.astype(x.dtype, copy=False))
+    return y

@@ -1,0 +1,155 @@
+"""The kernel registry: numpy kernels by ``(domain, op_type, since_version)``.
+
+A kernel implements one operator of one domain from the operator set version ``since`` on, until
+the next registered version of the same operator (ONNX Part 1, Clause 4.4 and ONNX 1-2: an operator
+keeps its definition until a later opset version redefines it). For a node whose model imports
+its domain at version ``v``, the registry picks the kernel with the greatest ``since <= v``.
+
+Kernel convention (every built-in kernel follows it, and so must a user kernel)::
+
+    from onemodel.evaluate.registry import op
+
+    @op("Add", since=7)
+    @op("Add", since=13)                   # several versions, one function
+    def add(ctx, a, b):
+        return np.add(a, b)
+
+* called as ``fn(ctx, *inputs)``; ``inputs`` are numpy arrays, ``None`` for an unsupplied optional
+  input (empty name, or a trailing input the node omits), a Python ``list`` for a sequence value,
+  a ``dict`` for a map value; an optional-typed value is passed as its value or ``None``.
+* ``ctx`` is a :class:`~onemodel.evaluate.context.Context`: ``ctx.attrs``, ``ctx.attr(name,
+  default)``, ``ctx.attr_bytes(name)``, ``ctx.opset``, ``ctx.node``, ``ctx.num_outputs``,
+  ``ctx.run_graph(graph, inputs)``.
+* returns the outputs: a **tuple** with one entry per node output (``None`` for an output it
+  does not compute; entries past the node's output count are ignored), or the value itself.
+  For a node with exactly one output, a tuple is unpacked (its first entry is the value) and
+  anything else -- a **list included** -- is the value (a list is a sequence value). For a node
+  with several outputs, a list is accepted as one entry per output too. So: return a tuple for
+  outputs, a list only for a sequence value. ``ctx.run_graph`` returns a tuple.
+* optional trailing inputs: a node may omit trailing inputs. The runner passes ``None`` for
+  them up to the kernel's number of positional parameters (after ``ctx``); a kernel taking
+  ``*inputs`` gets only those the node lists (empty names as ``None``).
+* numpy scalars returned are turned into 0-d arrays.
+* a kernel never modifies its inputs in place (they may be read-only views of a mapped file,
+  or values other nodes still read); sequences are returned as new lists.
+* a kernel raises :class:`~onemodel.errors.UnsupportedError` for an attribute value or input
+  type it does not implement, never an approximation (Clause 4.4).
+
+User kernels (:func:`register_kernel`, or :func:`op` with ``user=True``) take precedence over the
+built-in kernels of every version.
+"""
+
+from __future__ import annotations
+
+import bisect
+import importlib
+from typing import Callable
+
+Kernel = Callable[..., object]
+
+#: (domain, op_type) -> sorted list of (since, kernel), for the built-in kernels.
+_BUILTIN: dict[tuple[str, str], list[tuple[int, Kernel]]] = {}
+#: The same for kernels registered by users; consulted first.
+_USER: dict[tuple[str, str], list[tuple[int, Kernel]]] = {}
+_loaded = False
+
+
+def normalize_domain(domain: str | None) -> str:
+    """``""`` for the default domain, whether written ``""``, ``None`` or ``"ai.onnx"``."""
+    if not domain or domain == "ai.onnx":
+        return ""
+    return domain
+
+
+def _add(table, domain: str, op_type: str, since: int, fn: Kernel) -> None:
+    if not isinstance(since, int) or since < 1:
+        raise ValueError(f"since must be an opset version >= 1, not {since!r}")
+    if not callable(fn):
+        raise TypeError(f"kernel for {op_type} is not callable: {fn!r}")
+    entries = table.setdefault((normalize_domain(domain), op_type), [])
+    entries[:] = [e for e in entries if e[0] != since]
+    bisect.insort(entries, (since, fn), key=lambda e: e[0])
+
+
+def op(op_type: str, since: int, domain: str = "", *, user: bool = False):
+    """Decorator registering a kernel for ``(domain, op_type)`` from opset ``since`` on.
+
+    Several decorators may stack on one function, one per version it implements. Built-in kernel
+    modules use the default ``user=False``; ``user=True`` registers it as a user kernel (same as
+    :func:`register_kernel`). Returns the function unchanged.
+    """
+
+    def decorate(fn: Kernel) -> Kernel:
+        _add(_USER if user else _BUILTIN, domain, op_type, since, fn)
+        return fn
+
+    return decorate
+
+
+def register_kernel(domain: str, op_type: str, since: int, fn: Kernel) -> None:
+    """Register a user kernel for ``(domain, op_type)`` from opset version ``since`` on.
+
+    User kernels override built-in kernels (of any version) for the same operator, and take
+    precedence over a model-local function of the same name. ``fn`` follows the kernel convention
+    of this module. A second registration of the same ``(domain, op_type, since)`` replaces the
+    first. Raises ValueError for ``since < 1``, TypeError when ``fn`` is not callable.
+    """
+    _add(_USER, domain, op_type, since, fn)
+
+
+def unregister_kernel(domain: str, op_type: str, since: int | None = None) -> None:
+    """Remove user kernels of ``(domain, op_type)``: the one for ``since``, or all when None."""
+    key = (normalize_domain(domain), op_type)
+    if key not in _USER:
+        return
+    if since is None:
+        del _USER[key]
+    else:
+        _USER[key] = [e for e in _USER[key] if e[0] != since]
+        if not _USER[key]:
+            del _USER[key]
+
+
+def load_builtin() -> None:
+    """Import every built-in kernel module (once), which registers their kernels."""
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        importlib.import_module("onemodel.evaluate.kernels")
+
+
+def _pick(entries, version: int) -> Kernel | None:
+    i = bisect.bisect_right([e[0] for e in entries], version)
+    return entries[i - 1][1] if i else None
+
+
+def lookup(domain: str, op_type: str, version: int, *, builtin: bool = True,
+           user: bool = True) -> Kernel | None:
+    """The kernel for ``(domain, op_type)`` at opset ``version``, or ``None``.
+
+    A user kernel with ``since <= version`` wins; otherwise the built-in kernel with the greatest
+    ``since <= version``.
+    """
+    key = (normalize_domain(domain), op_type)
+    if user and key in _USER:
+        fn = _pick(_USER[key], version)
+        if fn is not None:
+            return fn
+    if builtin:
+        load_builtin()
+        entries = _BUILTIN.get(key)
+        if entries:
+            return _pick(entries, version)
+    return None
+
+
+def operators(domain: str | None = None) -> dict[tuple[str, str], list[int]]:
+    """Every registered operator: ``(domain, op_type) -> [since versions]`` (built-in and user)."""
+    load_builtin()
+    out: dict[tuple[str, str], list[int]] = {}
+    for table in (_BUILTIN, _USER):
+        for key, entries in table.items():
+            if domain is None or key[0] == normalize_domain(domain):
+                out.setdefault(key, [])
+                out[key] = sorted(set(out[key]) | {s for s, _ in entries})
+    return out

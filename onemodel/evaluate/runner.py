@@ -1,0 +1,608 @@
+"""The graph runner: plans a model once, then evaluates it node by node with numpy kernels.
+
+Planning (:class:`Session`) does all the checking before any computation (ONNX Part 1, Clause 4.4
+and 8.6): every node of the main graph, of every subgraph and of every model-local function it
+calls is matched to a kernel, and every operator without one is listed in one
+:class:`~onemodel.errors.UnsupportedError`. Planning also fixes the evaluation order (the node
+order, which Clause 7.5 requires to be topological; an unsorted graph is sorted, a cycle is
+refused), the values each subgraph reads from its enclosing scopes (Clause 5.4.3), and the last
+use of every value, after which the runner drops it.
+
+Evaluation seeds each graph's values with its initializers as zero-copy arrays
+(:meth:`Tensor.numpy`), sparse initializers as dense arrays, then the caller's inputs (which
+override an initializer of the same name, Clause 7.2), and runs each node's kernel. Model-local
+functions (Clause 8.4) run their body with the call site's attributes bound, when no kernel is
+registered for the function's operator.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import numpy as np
+
+from .. import limits
+from ..errors import InvalidModelError, OneModelError, UnsupportedError
+from ..ir.model import Attribute, Function, Graph, Model, Node
+from . import registry
+from .context import Context, attribute_value
+from .inputs import prepare_inputs
+
+
+def _label(node: Node) -> str:
+    name = f" '{node.name}'" if node.name else ""
+    dom = f"{node.domain}." if node.domain and node.domain != "ai.onnx" else ""
+    return f"{dom}{node.op_type}{name}"
+
+
+_PARAM_CACHE: dict[Any, int] = {}
+
+
+def _positional_params(fn) -> int:
+    """Number of input parameters after ``ctx`` (-1: the kernel takes ``*inputs``)."""
+    try:
+        return _PARAM_CACHE[fn]
+    except (KeyError, TypeError):
+        pass
+    n = 0
+    try:
+        params = list(inspect.signature(fn).parameters.values())[1:]
+    except (TypeError, ValueError):
+        params = []
+    for p in params:
+        if p.kind == p.VAR_POSITIONAL:
+            n = -1
+            break
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            n += 1
+    try:
+        _PARAM_CACHE[fn] = n
+    except TypeError:
+        pass
+    return n
+
+
+class _Step:
+    """One node of a plan: its kernel (or function body), value names and what to drop after."""
+
+    __slots__ = ("node", "fn", "body", "opset", "attrs", "raw", "path", "ins", "outs", "free",
+                 "nparams")
+
+
+class _Plan:
+    """How to evaluate one graph (or one function body at one call site)."""
+
+    __slots__ = ("graph", "inputs", "outputs", "consts", "steps", "captures", "is_function",
+                 "used")
+
+
+def _normalize(v):
+    if isinstance(v, np.generic):
+        return np.asarray(v)
+    return v
+
+
+class _Scope:
+    """Names a graph can see while it is being planned: its own, then its enclosing scopes'."""
+
+    def __init__(self, outer: "_Scope | None"):
+        self.outer = outer
+        self.names: set[str] = set()
+
+    def visible(self, name: str) -> bool:
+        s = self
+        while s is not None:
+            if name in s.names:
+                return True
+            s = s.outer
+        return False
+
+
+class Session:
+    """A model prepared for evaluation: checked, ordered and planned once, run many times.
+
+    Args:
+        model: an :class:`~onemodel.ir.Model` with a main graph. Its tensors are read in place.
+
+    Raises (at construction, before any computation):
+        UnsupportedError: listing every operator ``(domain, op_type, opset)`` no kernel and no
+            model-local function implements, in the main graph, its subgraphs and the functions
+            it calls; or nesting deeper than ``limits.MAX_EVAL_DEPTH``.
+        InvalidModelError: a node reading a value no graph input, initializer, earlier node or
+            enclosing scope defines; a cycle; a domain the model does not import; a function
+            that calls itself; two nodes defining one value.
+    """
+
+    def __init__(self, model: Model):
+        if model is None or model.graph is None:
+            raise InvalidModelError("the model has no graph", path="graph")
+        self.model = model
+        self._opsets = self._imports(model.opset_imports)
+        self._functions: dict[tuple[str, str, str], Function] = {}
+        for f in model.functions:
+            key = (registry.normalize_domain(f.domain), f.name or "", f.overload or "")
+            self._functions[key] = f
+        self._subplans: dict[int, _Plan] = {}
+        self._plans: dict[Any, _Plan] = {}
+        registry.load_builtin()
+        self._check_supported()
+        self._main = self._plan_graph(model.graph, "graph", None, self._opsets, 0,
+                                      outputs=None, top=True)
+        self._plans[None] = self._main
+
+    # -- the public face ------------------------------------------------------------------------
+    @property
+    def input_names(self) -> list[str]:
+        """Names of the main graph's inputs that have no initializer (the caller must supply)."""
+        inits = {t.name for t in self.model.graph.initializers}
+        inits |= {s.name for s in self.model.graph.sparse_initializers}
+        return [v.name for v in self.model.graph.inputs if v.name not in inits]
+
+    @property
+    def output_names(self) -> list[str]:
+        """Names of the main graph's outputs, in order."""
+        return [v.name for v in self.model.graph.outputs]
+
+    def run(self, inputs: dict[str, Any], outputs: list[str] | None = None) -> dict[str, Any]:
+        """Evaluate the main graph.
+
+        Args:
+            inputs: graph input name -> value: an ndarray (or anything ``numpy.asarray`` takes)
+                for a tensor, a list for a sequence, a dict for a map, ``None`` or the value for
+                an optional. Inputs that have an initializer may be omitted (Clause 7.2).
+            outputs: names of the values wanted, graph outputs or any intermediate value;
+                ``None`` for the graph outputs. Only the nodes they depend on run.
+        Returns:
+            name -> value, in the order of ``outputs``: ndarrays (numpy or ml_dtypes dtypes),
+            lists for sequences, dicts for maps, ``None`` for an empty optional.
+        Raises:
+            InvalidModelError: a missing or unknown input, a value of the wrong element type or
+                shape, an initializer supplied as input, or a kernel failing on its inputs
+                (the path names the node).
+            UnsupportedError: a kernel refusing an attribute value or type it does not implement.
+        """
+        key = None if outputs is None else tuple(outputs)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plan_graph(self.model.graph, "graph", None, self._opsets, 0,
+                                    outputs=list(outputs), top=True)
+            self._plans[key] = plan
+        env = prepare_inputs(self.model.graph, plan, inputs)
+        values = self._execute(plan, env)
+        return dict(zip(plan.outputs, values))
+
+    # -- checking -------------------------------------------------------------------------------
+    @staticmethod
+    def _imports(opset_imports) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for o in opset_imports:
+            out[registry.normalize_domain(o.domain)] = int(o.version or 0)
+        return out
+
+    def _function_for(self, node: Node) -> Function | None:
+        key = (registry.normalize_domain(node.domain), node.op_type or "", node.overload or "")
+        return self._functions.get(key)
+
+    def _resolve(self, node: Node, opsets: dict[str, int], path: str):
+        """(kernel or None, function or None, opset version) for a node; raises on no import."""
+        domain = registry.normalize_domain(node.domain)
+        version = opsets.get(domain)
+        func = self._function_for(node)
+        if version is None:
+            if func is not None:
+                # a model-local function of a domain that is not imported: version 1.
+                return None, func, 1
+            raise InvalidModelError(
+                f"node {_label(node)} uses domain '{domain or 'ai.onnx'}', which the model does "
+                f"not import", path=path)
+        fn = registry.lookup(domain, node.op_type or "", version)
+        if fn is not None:
+            return fn, None, version
+        return None, func, version
+
+    def _check_supported(self) -> None:
+        missing: dict[tuple[str, str, int], str] = {}
+        seen_functions: set[int] = set()
+
+        def visit_nodes(nodes, opsets, path, depth, stack):
+            if depth > limits.MAX_EVAL_DEPTH:
+                raise UnsupportedError(f"subgraphs and function calls nest deeper than "
+                                       f"{limits.MAX_EVAL_DEPTH}", path=path)
+            for i, node in enumerate(nodes):
+                npath = f"{path}.nodes[{i}]"
+                fn, func, version = self._resolve(node, opsets, npath)
+                if fn is None and func is None:
+                    key = (registry.normalize_domain(node.domain), node.op_type or "", version)
+                    missing.setdefault(key, npath)
+                for j, a in enumerate(node.attributes):
+                    if a.g is not None:
+                        visit_nodes(a.g.nodes, opsets, f"{npath}.attributes[{j}].g", depth + 1,
+                                    stack)
+                    for k, g in enumerate(a.graphs):
+                        visit_nodes(g.nodes, opsets, f"{npath}.attributes[{j}].graphs[{k}]",
+                                    depth + 1, stack)
+                if fn is None and func is not None:
+                    if id(func) in stack:
+                        raise InvalidModelError(f"function {func.domain}.{func.name} calls "
+                                                f"itself", path=npath)
+                    if id(func) not in seen_functions:
+                        seen_functions.add(id(func))
+                        fops = dict(opsets)
+                        fops.update(self._imports(func.opset_imports))
+                        visit_nodes(func.nodes, fops, f"function {func.domain}.{func.name}",
+                                    depth + 1, stack | {id(func)})
+
+        visit_nodes(self.model.graph.nodes, self._opsets, "graph", 0, frozenset())
+        if missing:
+            listed = ", ".join(f"({d or 'ai.onnx'}, {t}, {v})" for (d, t, v) in sorted(missing))
+            first = next(iter(missing.values()))
+            raise UnsupportedError(
+                f"{len(missing)} operator(s) cannot be evaluated (domain, op_type, opset): "
+                f"{listed}", path=first)
+
+    # -- planning -------------------------------------------------------------------------------
+    def _plan_graph(self, graph: Graph, path: str, outer: _Scope | None, opsets: dict[str, int],
+                    depth: int, *, outputs: list[str] | None = None, top: bool = False,
+                    function: Function | None = None, bound: dict | None = None) -> _Plan:
+        """Plan one graph; ``function``/``bound`` plan a function body at one call site."""
+        if depth > limits.MAX_EVAL_DEPTH:
+            raise UnsupportedError(f"subgraphs and function calls nest deeper than "
+                                   f"{limits.MAX_EVAL_DEPTH}", path=path)
+        plan = _Plan()
+        plan.graph = graph
+        plan.is_function = function is not None
+        scope = _Scope(None if function is not None else outer)
+        consts: dict[str, Any] = {}
+        if function is not None:
+            nodes = [_bind_node(n, bound) for n in function.nodes]
+            plan.inputs = list(function.inputs)
+            plan.outputs = list(function.outputs)
+        else:
+            nodes = graph.nodes
+            plan.inputs = [v.name for v in graph.inputs]
+            plan.outputs = list(outputs) if outputs is not None else [v.name for v in graph.outputs]
+            for j, t in enumerate(graph.initializers):
+                consts[t.name] = (t, f"{path}.initializers[{j}]")
+            for j, st in enumerate(graph.sparse_initializers):
+                consts[st.name] = (st, f"{path}.sparse_initializers[{j}]")
+        scope.names.update(n for n in plan.inputs if n)
+        scope.names.update(consts)
+        defined_before = set(scope.names)
+
+        order = _topological_order(nodes, scope, path)
+        # Prune to the nodes the outputs depend on (Clause 8.2 allows eliding unused nodes).
+        needed = set(plan.outputs)
+        keep = []
+        free_cache: dict[int, set[str]] = {}
+        for i in reversed(order):
+            node = nodes[i]
+            if top and outputs is not None and not any(o in needed for o in node.outputs if o):
+                continue
+            keep.append(i)
+            needed.update(n for n in node.inputs if n)
+            fv = _free_names(node)
+            free_cache[i] = fv
+            needed.update(fv)
+        keep.reverse()
+
+        produced: dict[str, str] = {}
+        steps: list[_Step] = []
+        uses: dict[str, int] = {}
+        for pos, i in enumerate(keep):
+            node = nodes[i]
+            npath = f"{path}.nodes[{i}]"
+            fn, func, version = self._resolve(node, opsets, npath)
+            st = _Step()
+            st.node = node
+            st.fn = fn
+            st.body = None
+            st.opset = version
+            st.path = f"{npath} ({_label(node)})"
+            st.ins = list(node.inputs)
+            st.outs = list(node.outputs)
+            raw = {a.name: a for a in node.attributes}
+            st.raw = raw
+            try:
+                st.attrs = {a.name: attribute_value(a) for a in node.attributes
+                            if not a.ref_attr_name}
+            except OneModelError as e:
+                raise e.at(path=npath)
+            if fn is None:
+                if func is None:  # _check_supported refused it already
+                    raise UnsupportedError(f"no kernel for {_label(node)}", path=npath)
+                fops = dict(opsets)
+                fops.update(self._imports(func.opset_imports))
+                call = {a.name: a for a in func.attribute_defaults}
+                call.update(raw)
+                st.body = self._plan_graph(graph, f"{st.path} -> function "
+                                           f"{func.domain or ''}.{func.name}", None, fops,
+                                           depth + 1, function=func, bound=call)
+                st.nparams = len(st.body.inputs)
+            else:
+                st.nparams = _positional_params(fn)
+            # subgraphs of this node see everything visible here
+            for j, a in enumerate(node.attributes):
+                for k, g in _graphs_of(a):
+                    gpath = f"{npath}.attributes[{j}]." + ("g" if k is None else f"graphs[{k}]")
+                    self._subplans[id(g)] = self._plan_graph(g, gpath, scope, opsets, depth + 1)
+            for n in st.ins:
+                if n:
+                    uses[n] = pos
+            for n in free_cache.get(i, ()):
+                uses[n] = pos
+            for n in st.outs:
+                if n:
+                    if n in produced or n in defined_before:
+                        raise InvalidModelError(f"value '{n}' is defined twice", path=npath)
+                    produced[n] = npath
+                    scope.names.add(n)
+                    uses.setdefault(n, pos)
+                    uses[n] = max(uses[n], pos)
+            steps.append(st)
+
+        keep_names = set(plan.outputs)
+        for n in plan.outputs:
+            if n and not scope.visible(n):
+                raise InvalidModelError(f"output '{n}' is not defined by any node, input or "
+                                        f"initializer", path=path)
+        frees: list[list[str]] = [[] for _ in steps]
+        for n, pos in uses.items():
+            if n not in keep_names:
+                frees[pos].append(n)
+        for st, fr in zip(steps, frees):
+            st.free = tuple(fr)
+        plan.steps = steps
+        # Values read from enclosing scopes: used here (or in nested subgraphs) but not local.
+        local = set(scope.names)
+        captures = {n for n in uses if n not in local}
+        captures |= {n for n in plan.outputs if n and n not in local}
+        plan.captures = tuple(sorted(captures))
+        used_consts = {n: c for n, c in consts.items() if n in uses or n in keep_names}
+        plan.consts = {n: _const_array(c, p) for n, (c, p) in used_consts.items()}
+        plan.used = frozenset(uses) | keep_names
+        return plan
+
+    # -- evaluation -----------------------------------------------------------------------------
+    def _execute(self, plan: _Plan, env: dict) -> list:
+        for st in plan.steps:
+            try:
+                args = [env[n] if n else None for n in st.ins]
+            except KeyError as e:
+                raise InvalidModelError(f"value {e.args[0]!r} is not available when node "
+                                        f"{_label(st.node)} runs", path=st.path) from None
+            npar = st.nparams
+            if npar > len(args):
+                args.extend([None] * (npar - len(args)))
+            outs = st.outs
+            nout = len(outs)
+            try:
+                if st.body is not None:
+                    res = tuple(self._run_function(st.body, args, st.path))
+                else:
+                    ctx = Context(st.node, st.opset, st.attrs, st.raw, st.path, self, env)
+                    res = st.fn(ctx, *args)
+            except OneModelError as e:
+                raise e.at(path=st.path)
+            except MemoryError:
+                raise UnsupportedError(f"{_label(st.node)} needs more memory than is available",
+                                       path=st.path) from None
+            except RecursionError:
+                raise UnsupportedError(f"{_label(st.node)} nests too deeply",
+                                       path=st.path) from None
+            except Exception as e:  # a kernel failing on its inputs: the model or inputs are bad
+                raise InvalidModelError(f"{_label(st.node)} failed: {type(e).__name__}: {e}",
+                                        path=st.path) from e
+            if nout == 1:
+                if type(res) is tuple:
+                    res = res[0] if res else None
+                name = outs[0]
+                if name:
+                    env[name] = _normalize(res)
+            else:
+                if not isinstance(res, (tuple, list)):
+                    raise InvalidModelError(f"kernel of {_label(st.node)} returned one value for "
+                                            f"{nout} outputs", path=st.path)
+                if len(res) < nout:
+                    for name in outs[len(res):]:
+                        if name:
+                            raise InvalidModelError(
+                                f"kernel of {_label(st.node)} returned {len(res)} values for "
+                                f"{nout} outputs", path=st.path)
+                for name, v in zip(outs, res):
+                    if name:
+                        env[name] = _normalize(v)
+            for n in st.free:
+                env.pop(n, None)
+        try:
+            return [env[n] for n in plan.outputs]
+        except KeyError as e:
+            raise InvalidModelError(f"output {e.args[0]!r} was not computed",
+                                    path=plan.steps[-1].path if plan.steps else None) from None
+
+    def _run_function(self, plan: _Plan, args: list, path: str) -> list:
+        env = dict(plan.consts)
+        for name, v in zip(plan.inputs, args):
+            if name:
+                env[name] = v
+        return self._execute(plan, env)
+
+    def run_subgraph(self, graph: Graph, inputs: list, outer_env: dict, path: str) -> tuple:
+        """Evaluate a subgraph of the node at ``path`` with the enclosing scope ``outer_env``.
+
+        ``inputs`` bind the subgraph's inputs by position; inputs past them take their
+        initializer (Clause 7.2). Returns the output values as a tuple.
+        """
+        plan = self._subplans.get(id(graph))
+        if plan is None or plan.graph is not graph:
+            plan = self._plan_graph(graph, f"{path}.<subgraph>", None, self._opsets, 1)
+            self._subplans[id(graph)] = plan
+        env = {}
+        for n in plan.captures:
+            try:
+                env[n] = outer_env[n]
+            except KeyError:
+                raise InvalidModelError(f"the subgraph reads '{n}', which no enclosing scope "
+                                        f"defines", path=path) from None
+        env.update(plan.consts)
+        names = plan.inputs
+        if len(inputs) > len(names):
+            raise InvalidModelError(f"{len(inputs)} values given to a subgraph with "
+                                    f"{len(names)} inputs", path=path)
+        for name, v in zip(names, inputs):
+            env[name] = v
+        for name in names[len(inputs):]:
+            if name not in plan.consts:
+                raise InvalidModelError(f"subgraph input '{name}' was given no value",
+                                        path=path)
+        return tuple(self._execute(plan, env))
+
+
+def _graphs_of(attr: Attribute):
+    if attr.g is not None:
+        yield None, attr.g
+    for k, g in enumerate(attr.graphs):
+        yield k, g
+
+
+def _free_names(node: Node) -> set[str]:
+    """Names the subgraphs of ``node`` read from enclosing scopes (all nesting levels)."""
+    out: set[str] = set()
+    for a in node.attributes:
+        for _, g in _graphs_of(a):
+            out |= _graph_free_names(g)
+    return out
+
+
+def _graph_free_names(g: Graph) -> set[str]:
+    defined = {v.name for v in g.inputs}
+    defined |= {t.name for t in g.initializers}
+    defined |= {s.name for s in g.sparse_initializers}
+    used: set[str] = set()
+    for node in g.nodes:
+        used.update(n for n in node.inputs if n)
+        used |= _free_names(node)
+        defined.update(n for n in node.outputs if n)
+    used.update(v.name for v in g.outputs if v.name)
+    return used - defined
+
+
+def _topological_order(nodes: list[Node], scope: _Scope, path: str) -> list[int]:
+    """Node indices in evaluation order: the given order when it is topological (Clause 7.5),
+    else a stable topological sort; a cycle or an undefined input raises InvalidModelError."""
+    available = set()
+    ok = True
+    for node in nodes:
+        for n in node.inputs:
+            if n and n not in available and not scope.visible(n):
+                ok = False
+                break
+        if ok:
+            for n in _free_names(node) if any(a.g is not None or a.graphs
+                                              for a in node.attributes) else ():
+                if n not in available and not scope.visible(n):
+                    ok = False
+                    break
+        if not ok:
+            break
+        available.update(n for n in node.outputs if n)
+    if ok:
+        return list(range(len(nodes)))
+    producer: dict[str, int] = {}
+    for i, node in enumerate(nodes):
+        for n in node.outputs:
+            if n:
+                producer[n] = i
+    deps: list[set[int]] = []
+    for i, node in enumerate(nodes):
+        d = set()
+        names = [n for n in node.inputs if n] + sorted(_free_names(node))
+        for n in names:
+            if n in producer:
+                d.add(producer[n])
+            elif not scope.visible(n):
+                raise InvalidModelError(f"node {_label(node)} reads '{n}', which no graph "
+                                        f"input, initializer, node or enclosing scope defines",
+                                        path=f"{path}.nodes[{i}]")
+        deps.append(d)
+    order: list[int] = []
+    done: set[int] = set()
+    remaining = list(range(len(nodes)))
+    while remaining:
+        progress = [i for i in remaining if deps[i] <= done]
+        if not progress:
+            i = remaining[0]
+            raise InvalidModelError(f"the graph has a cycle through node {_label(nodes[i])}",
+                                    path=f"{path}.nodes[{i}]")
+        for i in progress:
+            order.append(i)
+            done.add(i)
+        pset = set(progress)
+        remaining = [i for i in remaining if i not in pset]
+    return order
+
+
+def _const_array(c, path: str):
+    try:
+        if hasattr(c, "to_dense"):
+            return c.to_dense()
+        return c.numpy()
+    except OneModelError as e:
+        raise e.at(path=path)
+    except (ValueError, TypeError) as e:
+        raise InvalidModelError(f"initializer cannot be read: {e}", path=path) from None
+
+
+def _bind_node(node: Node, bound: dict[str, Attribute]) -> Node:
+    """A node of a function body with attribute references replaced (Clause 8.4).
+
+    An attribute with ``ref_attr_name`` takes the call site's attribute of that name, else the
+    function's default, else it is omitted. Graph attributes are bound recursively. Nodes without
+    references are returned as they are.
+    """
+    changed = False
+    attrs = []
+    for a in node.attributes:
+        if a.ref_attr_name:
+            changed = True
+            src = bound.get(a.ref_attr_name)
+            if src is None:
+                continue
+            b = src.copy(deep=False)
+            b.name = a.name
+            b.ref_attr_name = None
+            attrs.append(b)
+        elif a.g is not None or a.graphs:
+            b = a.copy(deep=False)
+            if a.g is not None:
+                b.g = _bind_graph(a.g, bound)
+            if a.graphs:
+                b.graphs = [_bind_graph(g, bound) for g in a.graphs]
+            changed = changed or b.g is not a.g or any(x is not y
+                                                       for x, y in zip(b.graphs, a.graphs))
+            attrs.append(b)
+        else:
+            attrs.append(a)
+    if not changed:
+        return node
+    new = node.copy(deep=False)
+    new.attributes = attrs
+    return new
+
+
+def _bind_graph(g: Graph, bound: dict[str, Attribute]) -> Graph:
+    nodes = [_bind_node(n, bound) for n in g.nodes]
+    if all(a is b for a, b in zip(nodes, g.nodes)):
+        return g
+    new = g.copy(deep=False)
+    new.nodes = nodes
+    return new
+
+
+def run(model: Model, inputs: dict[str, Any], outputs: list[str] | None = None) -> dict[str, Any]:
+    """Evaluate ``model`` once: ``Session(model).run(inputs, outputs)``.
+
+    See :class:`Session` for what is checked before any computation and :meth:`Session.run` for
+    the values, the result and the errors raised.
+    """
+    return Session(model).run(inputs, outputs)
