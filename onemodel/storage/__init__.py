@@ -23,9 +23,10 @@ def _local_path(target) -> str | None:
     return None
 
 
-def open_source(target, **options) -> Source:
+def open_source(target, *, storage_options: dict | None = None, **options) -> Source:
     """A :class:`Source` for ``target``: a path, ``file://`` URL, bytes-like, or a Source.
 
+    ``storage_options`` are passed to the fsspec backend of a URL (ignored for local files).
     Raises IoError when it cannot be opened.
     """
     if isinstance(target, Source):
@@ -38,8 +39,11 @@ def open_source(target, **options) -> Source:
     raise TypeError(f"cannot open {target!r} as a byte source")
 
 
-def open_sink(target, **options) -> Sink:
-    """A :class:`Sink` for ``target`` (a path or ``file://`` URL), committed atomically."""
+def open_sink(target, *, storage_options: dict | None = None, **options) -> Sink:
+    """A :class:`Sink` for ``target`` (a path or ``file://`` URL), committed atomically.
+
+    ``storage_options`` are passed to the fsspec backend of a URL (ignored for local files).
+    """
     if isinstance(target, Sink):
         return target
     path = _local_path(target)
