@@ -334,7 +334,8 @@ class Model(Record):
     )
     #: ``resources``: objects with ``close()`` (maps, files) this model's tensors view.
     #: ``source``: the path or URL it was read from. ``base_dir``: where external data resolves.
-    EXTRA = ("resources", "source", "base_dir")
+    #: ``format``: the name of the format it was read from (``onnx``, ``onemodel``).
+    EXTRA = ("resources", "source", "base_dir", "format")
 
     def opset_version(self, domain: str = "") -> int | None:
         """The imported version of ``domain`` (``""`` and ``"ai.onnx"`` are the same), or None."""

@@ -1,0 +1,25 @@
+"""onemodel: store, convert and verify machine-learning models, bit-identical.
+
+ONNX files (Part 1, Clause 12) and the OneModel container (format version 1) read into one
+in-memory model (:mod:`onemodel.ir`) and write back byte for byte; weights stay zero-copy views of
+memory-mapped files.
+
+    >>> import onemodel
+    >>> onemodel.convert("model.onnx", "model.onemodel")
+    >>> onemodel.verify("model.onnx", "model.onemodel").equal
+    True
+"""
+
+from .api import ConvertResult, convert, load, save
+from .errors import (InvalidModelError, IoError, MalformedError, OneModelError, UnsupportedError)
+from .ir import Attribute, DataType, Function, Graph, Model, Node, SparseTensor, Tensor, Type, ValueInfo
+from .verify import Difference, VerifyReport, compare_models, verify
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "load", "save", "convert", "verify", "compare_models", "ConvertResult", "VerifyReport",
+    "Difference", "OneModelError", "MalformedError", "InvalidModelError", "UnsupportedError",
+    "IoError", "Model", "Graph", "Node", "Attribute", "Tensor", "SparseTensor", "Type",
+    "ValueInfo", "Function", "DataType", "__version__",
+]

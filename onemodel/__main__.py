@@ -1,0 +1,5 @@
+"""``python -m onemodel``: the command line."""
+
+from .cli import main
+
+main()

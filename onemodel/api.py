@@ -1,0 +1,144 @@
+"""The Python API: load, save and convert models in any registered format, from any storage.
+
+>>> import onemodel
+>>> with onemodel.load("model.onnx") as m:           # zero-copy: tensors view the mapped file
+...     onemodel.save(m, "model.onemodel")
+>>> onemodel.convert("model.onemodel", "back.onnx")
+>>> onemodel.verify("model.onnx", "back.onnx").equal
+True
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from dataclasses import dataclass, field
+
+from . import formats
+from .errors import OneModelError, UnsupportedError
+from .ir import Model
+from .storage import is_local, open_sink, open_source
+
+
+def _name_of(target) -> str | None:
+    if isinstance(target, (str, os.PathLike)):
+        return os.fspath(target)
+    return getattr(target, "name", None)
+
+
+def _base_dir(target) -> str | None:
+    """Directory (or URL prefix) against which a model's external data resolves (Clause 13.2)."""
+    name = _name_of(target)
+    if name is None:
+        return None
+    if is_local(name):
+        path = name[len("file://"):] if name.startswith("file://") else name
+        return os.path.dirname(os.path.abspath(path))
+    return posixpath.dirname(name)
+
+
+def load(target, *, format: str | None = None, storage_options: dict | None = None,
+         **options) -> Model:
+    """Read a model from a path, URL, bytes or Source.
+
+    Args:
+        target: local path, ``file://`` or fsspec URL, bytes-like object, or a storage Source.
+        format: ``onnx`` or ``onemodel`` (or a plugin's name); by default the magic bytes decide,
+            then the file name's suffix.
+        storage_options: options for the fsspec backend of a URL.
+        options: passed to the format's reader, e.g. ``allow_outside=True`` for ONNX external
+            data outside the model's directory (Clause 15.3; never the default).
+    Returns:
+        the :class:`~onemodel.ir.Model`. Tensors are views of the mapped file; use the model as a
+        context manager (or call ``close()``) to release the map.
+    Raises:
+        OneModelError of kind Malformed, InvalidModel, Unsupported or Io.
+    """
+    source = open_source(target, storage_options=storage_options)
+    try:
+        if format:
+            plugin = formats.by_name(format)
+        else:
+            head = bytes(source.read(0, min(16, source.size)))
+            plugin = formats.detect(head, _name_of(target) or source.name)
+        options.setdefault("base_dir", _base_dir(target))
+        if storage_options is not None:
+            options.setdefault("storage_options", storage_options)
+        model = plugin.read(source, **options)
+        model.format = plugin.name
+        return model
+    except OneModelError as e:
+        source.close()
+        raise e.at(source=source.name)
+    except BaseException:
+        source.close()
+        raise
+
+
+def _plugin_for_target(target, format: str | None):
+    if format:
+        return formats.by_name(format)
+    name = _name_of(target)
+    try:
+        return formats.detect(None, name)
+    except UnsupportedError:
+        raise UnsupportedError("cannot tell the output format from the file name; pass "
+                               "format='onnx' or format='onemodel'", source=name) from None
+
+
+def save(model: Model, target, format: str | None = None, *,
+         storage_options: dict | None = None, **options):
+    """Write ``model`` to ``target`` atomically (a temporary file renamed into place).
+
+    Args:
+        model: the model to write.
+        target: local path, ``file://`` or fsspec URL, or a storage Sink.
+        format: ``onnx`` or ``onemodel``; by default the target's suffix decides.
+        options: passed to the format's writer (``strict_v1=True`` for plain OneModel v1;
+            external-data layout options for ONNX).
+    Returns:
+        whatever the writer returns (the OneModel writer: what ``strict_v1`` left out).
+    Raises:
+        OneModelError; on error nothing is left at ``target``.
+    """
+    plugin = _plugin_for_target(target, format)
+    sink = open_sink(target, storage_options=storage_options)
+    try:
+        result = plugin.write(model, sink, **options)
+    except BaseException:
+        sink.abort()
+        raise
+    sink.commit()
+    return result
+
+
+@dataclass
+class ConvertResult:
+    """What :func:`convert` did: formats, tensor count and bytes, what was left out."""
+
+    source_format: str
+    target_format: str
+    tensors: int = 0
+    tensor_bytes: int = 0
+    omitted: list[str] = field(default_factory=list)
+
+
+def convert(src, dst, *, to: str | None = None, source_format: str | None = None,
+            storage_options: dict | None = None, read_options: dict | None = None,
+            **write_options) -> ConvertResult:
+    """Convert the model at ``src`` to ``dst`` (formats from magic bytes and suffixes, or
+    ``source_format`` / ``to``). Tensor bytes stream from the source map to the destination.
+
+    Returns a :class:`ConvertResult`; raises OneModelError.
+    """
+    from .ir import iter_tensors
+
+    model = load(src, format=source_format, storage_options=storage_options,
+                 **(read_options or {}))
+    with model:
+        out_plugin = _plugin_for_target(dst, to)
+        omitted = save(model, dst, format=out_plugin.name, storage_options=storage_options,
+                       **write_options)
+        tensors = [t for _, t in iter_tensors(model)]
+        return ConvertResult(model.format or "?", out_plugin.name, len(tensors),
+                             sum(t.nbytes for t in tensors), list(omitted or []))

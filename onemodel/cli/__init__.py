@@ -1,0 +1,288 @@
+"""The ``onemodel`` command line (typer, rich). Thin: parse, call the API, print.
+
+Exit status: 0 success (``verify``: the models are equal), 1 ``verify`` found a difference,
+2 error. An error prints one line naming its kind (Malformed, InvalidModel, Unsupported, Io), the
+field path, the offset and the file; ``--debug`` prints the traceback instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sys
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ..errors import OneModelError, UnsupportedError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Store, convert and verify ONNX and OneModel models, bit-identical.")
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+DebugOpt = typer.Option(False, "--debug", help="Show the full traceback on errors.")
+QuietOpt = typer.Option(False, "--quiet", "-q", help="Print nothing but errors; no progress.")
+StorageOpt = typer.Option(None, "--storage-option", "-S", metavar="KEY=VALUE",
+                          help="fsspec storage option for URLs (repeatable).")
+
+
+@contextlib.contextmanager
+def _errors(debug: bool):
+    """Turn every failure into one line on stderr and exit status 2 (unless --debug)."""
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except OneModelError as e:
+        if debug:
+            raise
+        err.print(str(e), markup=False)
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        err.print("interrupted", markup=False)
+        raise typer.Exit(130) from None
+    except Exception as e:  # a bug: still one line, the traceback with --debug
+        if debug:
+            raise
+        err.print(f"internal error: {type(e).__name__}: {e} (run with --debug for the traceback)",
+                  markup=False)
+        raise typer.Exit(2) from None
+
+
+def _pairs(items: Optional[List[str]], what: str) -> dict:
+    result = {}
+    for item in items or []:
+        if "=" not in item:
+            raise UnsupportedError(f"{what} {item!r} is not KEY=VALUE")
+        k, v = item.split("=", 1)
+        low = v.lower()
+        if low in ("true", "false"):
+            result[k] = low == "true"
+        else:
+            try:
+                result[k] = int(v)
+            except ValueError:
+                result[k] = v
+    return result
+
+
+def _human(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+@app.command()
+def convert(
+    src: str = typer.Argument(..., help="Model to read (.onnx, .onemodel; path or URL)."),
+    dst: str = typer.Argument(..., help="Where to write it."),
+    to: Optional[str] = typer.Option(None, "--to", help="Output format: onnx or onemodel "
+                                     "(default: from DST's suffix)."),
+    strict_v1: bool = typer.Option(False, "--strict-v1", help="Write plain OneModel v1 without "
+                                   "the ONNX-preservation extension; list what is left out."),
+    external_data: Optional[str] = typer.Option(None, "--external-data", metavar="FILE",
+                                                help="ONNX output: put weights in this data file."),
+    per_tensor: bool = typer.Option(False, "--external-data-per-tensor",
+                                    help="ONNX output: one data file per tensor."),
+    inline: bool = typer.Option(False, "--inline", help="ONNX output: all weights inline."),
+    align: Optional[int] = typer.Option(None, "--align", help="Alignment of data file offsets "
+                                        "in bytes (default 4096)."),
+    threshold: Optional[int] = typer.Option(None, "--threshold", help="Tensors smaller than "
+                                            "this many bytes stay inline (default 1024)."),
+    force: bool = typer.Option(False, "--force", help="Write an inline ONNX file over 2 GiB."),
+    allow_outside: bool = typer.Option(False, "--allow-external-outside", help="Resolve "
+                                       "external data outside the model's directory."),
+    storage_option: Optional[List[str]] = StorageOpt,
+    quiet: bool = QuietOpt,
+    debug: bool = DebugOpt,
+):
+    """Convert SRC to DST (ONNX <-> OneModel, or ONNX layout changes), bit-identical."""
+    from .. import api
+
+    with _errors(debug):
+        options: dict = {}
+        if strict_v1:
+            options["strict_v1"] = True
+        layout = [flag for flag, on in (("inline", inline), ("per_tensor", per_tensor),
+                                        ("file", external_data is not None)) if on]
+        if len(layout) > 1:
+            raise UnsupportedError("choose one of --inline, --external-data, "
+                                   "--external-data-per-tensor")
+        if layout:
+            options["layout"] = layout[0]
+        if external_data is not None:
+            options["external_data"] = external_data
+        for name, value in (("align", align), ("threshold", threshold)):
+            if value is not None:
+                options[name] = value
+        if force:
+            options["force"] = True
+        read_options = {"allow_outside": True} if allow_outside else {}
+        result = api.convert(src, dst, to=to, storage_options=_pairs(storage_option,
+                                                                     "--storage-option") or None,
+                             read_options=read_options, **options)
+        if not quiet:
+            out.print(f"{src} ({result.source_format}) -> {dst} ({result.target_format}): "
+                      f"{result.tensors} tensors, {_human(result.tensor_bytes)}", markup=False)
+            for item in result.omitted:
+                out.print(f"  left out (--strict-v1): {item}", markup=False)
+
+
+@app.command()
+def info(
+    file: str = typer.Argument(..., help="Model file or URL."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    storage_option: Optional[List[str]] = StorageOpt,
+    debug: bool = DebugOpt,
+):
+    """Show a model: IR and opsets, producer, inputs and outputs, operators, weights."""
+    from .. import api
+    from ..summary import summarize
+
+    with _errors(debug):
+        with api.load(file, storage_options=_pairs(storage_option, "--storage-option") or None) \
+                as model:
+            s = summarize(model)
+        if as_json:
+            out.print(json.dumps(s, indent=2), markup=False)
+            return
+        _print_summary(s)
+
+
+def _print_summary(s: dict) -> None:
+    out.print(f"[bold]{s['source']}[/bold]  format {s['format']}, IR version {s['ir_version']}")
+    opsets = ", ".join(f"{o['domain'] or 'ai.onnx'} {o['version']}" for o in s["opsets"])
+    out.print(f"opsets: {opsets}", markup=False)
+    prod = s["producer"]
+    if prod["name"] or prod["version"]:
+        out.print(f"producer: {prod['name']} {prod['version']}".rstrip(), markup=False)
+    for title, values in (("inputs", s["inputs"]), ("outputs", s["outputs"])):
+        t = Table(title=title, title_justify="left", show_edge=False)
+        t.add_column("name")
+        t.add_column("type")
+        for v in values:
+            t.add_row(v["name"], v["type"])
+        out.print(t)
+    t = Table(title=f"nodes: {s['nodes']}", title_justify="left", show_edge=False)
+    t.add_column("op_type")
+    t.add_column("count", justify="right")
+    for op, n in s["ops"].items():
+        t.add_row(op, str(n))
+    out.print(t)
+    init = s["initializers"]
+    t = Table(title=f"initializers: {init['count']}, {_human(init['bytes'])}",
+              title_justify="left", show_edge=False)
+    t.add_column("dtype")
+    t.add_column("count", justify="right")
+    t.add_column("bytes", justify="right")
+    for dt, e in init["by_dtype"].items():
+        t.add_row(dt, str(e["count"]), _human(e["bytes"]))
+    out.print(t)
+    if s["functions"]:
+        out.print("functions: " + ", ".join(s["functions"]), markup=False)
+    for f in s.get("external_data", []):
+        aligned = "aligned" if f.get("aligned") else "NOT aligned for mapping"
+        out.print(f"data file {f['location']}: {_human(f['referenced'])} referenced, "
+                  f"{_human(f['unreferenced'])} unreferenced, {aligned}", markup=False)
+
+
+@app.command()
+def verify(
+    a: str = typer.Argument(..., help="First model (any format, path or URL)."),
+    b: str = typer.Argument(..., help="Second model."),
+    loose: bool = typer.Option(False, "--loose", help="Absent equals empty; ignore unknown "
+                               "fields (what plain OneModel v1 holds)."),
+    run: bool = typer.Option(False, "--run", help="Also run both models and compare every "
+                             "output bit for bit."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the generated inputs."),
+    dim: Optional[List[str]] = typer.Option(None, "--dim", metavar="NAME=VALUE",
+                                            help="Value of a symbolic dimension (repeatable)."),
+    engine: str = typer.Option("onemodel", "--engine", help="onemodel or onnxruntime."),
+    storage_option: Optional[List[str]] = StorageOpt,
+    quiet: bool = QuietOpt,
+    debug: bool = DebugOpt,
+):
+    """Compare two models field by field and tensor byte by byte (exit 0 equal, 1 different)."""
+    from ..verify import verify as do_verify
+
+    with _errors(debug):
+        report = do_verify(a, b, loose=loose, run=run, seed=seed, dims=_pairs(dim, "--dim"),
+                           engine=engine,
+                           storage_options=_pairs(storage_option, "--storage-option") or None)
+    if report.equal:
+        if not quiet:
+            extra = f", {len(report.outputs_compared)} outputs bit-identical" if run else ""
+            out.print(f"equal: {a} and {b}{extra}", markup=False)
+        raise typer.Exit(0)
+    first = report.first
+    out.print(f"different: {first}", markup=False)
+    if len(report.differences) > 1 and not quiet:
+        out.print(f"  ({len(report.differences) - 1} more differences)", markup=False)
+    raise typer.Exit(1)
+
+
+@app.command("run")
+def run_cmd(
+    file: str = typer.Argument(..., help="Model to run."),
+    input: Optional[List[str]] = typer.Option(None, "--input", "-i", metavar="NAME=FILE.npy",
+                                              help="An input value from a .npy file."),
+    random: bool = typer.Option(False, "--random", help="Generate the inputs from their types."),
+    seed: int = typer.Option(0, "--seed", help="Seed for --random."),
+    dim: Optional[List[str]] = typer.Option(None, "--dim", metavar="NAME=VALUE",
+                                            help="Value of a symbolic dimension (repeatable)."),
+    output_dir: Optional[str] = typer.Option(None, "--output-dir", help="Save outputs as .npy."),
+    storage_option: Optional[List[str]] = StorageOpt,
+    debug: bool = DebugOpt,
+):
+    """Run a model with onemodel's evaluator; print each output's name, shape, dtype, digest."""
+    import numpy as np
+
+    from .. import api
+    from ..evaluate import random_inputs
+    from ..evaluate import run as run_model
+
+    with _errors(debug):
+        with api.load(file, storage_options=_pairs(storage_option, "--storage-option") or None) \
+                as model:
+            feeds = {}
+            if random:
+                feeds = random_inputs(model, seed=seed, dims=_pairs(dim, "--dim"))
+            for item in input or []:
+                if "=" not in item:
+                    raise UnsupportedError(f"--input {item!r} is not NAME=FILE.npy")
+                name, path = item.split("=", 1)
+                try:
+                    feeds[name] = np.load(path, allow_pickle=False)
+                except (OSError, ValueError) as e:
+                    from ..errors import IoError
+                    raise IoError(f"cannot read input {name}: {e}", source=path) from None
+            results = run_model(model, feeds)
+        if output_dir:
+            os.makedirs(output_dir, exist_ok=True)
+        for name, value in results.items():
+            arr = np.asarray(value) if isinstance(value, np.ndarray) else None
+            if arr is not None and arr.dtype != object:
+                digest = hashlib.sha256(np.ascontiguousarray(arr).view(np.uint8)).hexdigest()[:16]
+                out.print(f"{name}: shape {list(arr.shape)} dtype {arr.dtype} sha256:{digest}",
+                          markup=False)
+            else:
+                out.print(f"{name}: {type(value).__name__} {str(value)[:60]}", markup=False)
+            if output_dir and arr is not None:
+                safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+                np.save(os.path.join(output_dir, safe + ".npy"), arr, allow_pickle=False)
+
+
+def main() -> None:
+    """Entry point of the ``onemodel`` console script."""
+    app(prog_name="onemodel")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,312 @@
+"""Proving two models are the same: field by field, tensor byte by tensor byte, and by running them.
+
+:func:`compare_models` walks both models over the fields every record declares and reports each
+difference with its path (``graph.nodes[3].attributes[0].f``). Tensors are compared by their
+contents in raw storage layout, bit for bit (NaN payloads and signed zeros included), so a model
+whose weights moved between inline, typed, external and OneModel storage still compares equal;
+where the contents differ the first differing element is named.
+
+:func:`verify` loads two files in any formats and compares them; with ``run=True`` it also runs
+both on the same deterministic inputs and compares every output bit for bit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import OneModelError
+from .ir import Model, Tensor
+from .ir.dtypes import INFO
+from .ir.record import ARRAY, BUFFER, F32, LIST_KINDS, LIST_MSG, MSG, Record
+
+#: Tensor fields that say where the contents are stored, not what they are.
+_LAYOUT_FIELDS = frozenset(("raw_data", "float_data", "int32_data", "string_data", "int64_data",
+                            "double_data", "uint64_data", "external_data", "data_location"))
+
+
+@dataclass
+class Difference:
+    """One difference: the field ``path`` and what differs."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+@dataclass
+class VerifyReport:
+    """The result of :func:`verify`.
+
+    Attributes:
+        equal: True when no difference was found (structure, tensors, and outputs when run).
+        differences: every difference found, up to the limit, in model order.
+        outputs_compared: names of the outputs compared bit for bit when run.
+    """
+
+    a: str
+    b: str
+    equal: bool = True
+    differences: list[Difference] = field(default_factory=list)
+    outputs_compared: list[str] = field(default_factory=list)
+
+    @property
+    def first(self) -> Difference | None:
+        """The first difference, or None."""
+        return self.differences[0] if self.differences else None
+
+
+def _fmt(kind: str, v) -> str:
+    if v is None:
+        return "absent"
+    if kind == F32:
+        return f"{float(v)!r} (0x{int(np.float32(v).view(np.uint32)):08X})"
+    r = repr(v)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+def _empty(kind: str, v) -> bool:
+    return v is None or v == "" or v == 0 or v == b"" or (kind in LIST_KINDS and not v) or (
+        kind == ARRAY and np.asarray(v).size == 0)
+
+
+class _Walker:
+    def __init__(self, loose: bool, limit: int):
+        self.loose = loose
+        self.limit = limit
+        self.out: list[Difference] = []
+
+    def full(self) -> bool:
+        return len(self.out) >= self.limit
+
+    def add(self, path: str, message: str) -> None:
+        if not self.full():
+            self.out.append(Difference(path, message))
+
+    def record(self, a: Record, b: Record, path: str) -> None:
+        if type(a) is not type(b):
+            self.add(path, f"{type(a).__name__} vs {type(b).__name__}")
+            return
+        tensor = isinstance(a, Tensor)
+        for name, kind, _ in a.FIELDS:
+            if self.full():
+                return
+            if tensor and name in _LAYOUT_FIELDS:
+                continue
+            x, y = getattr(a, name), getattr(b, name)
+            p = f"{path}.{name}" if path else name
+            if kind == MSG:
+                if x is None or y is None:
+                    if (x is None) != (y is None):
+                        self.add(p, f"{'absent' if x is None else 'present'} vs "
+                                    f"{'absent' if y is None else 'present'}")
+                else:
+                    self.record(x, y, p)
+            elif kind == LIST_MSG:
+                if len(x) != len(y):
+                    self.add(p, f"{len(x)} vs {len(y)} items")
+                for i, (u, v) in enumerate(zip(x, y)):
+                    self.record(u, v, f"{p}[{i}]")
+            else:
+                self.value(kind, x, y, p)
+        if tensor:
+            self.tensor_contents(a, b, path)
+        if not self.loose and a.unknown != b.unknown:
+            self.add(f"{path}.unknown" if path else "unknown",
+                     f"{len(a.unknown)} vs {len(b.unknown)} bytes of unknown fields")
+
+    def value(self, kind: str, x, y, p: str) -> None:
+        if self.loose and _empty(kind, x) and _empty(kind, y):
+            return
+        if x is None or y is None:
+            if x is not None or y is not None:
+                self.add(p, f"{_fmt(kind, x)} vs {_fmt(kind, y)}")
+            return
+        if kind == F32:
+            if np.float32(x).view(np.uint32) != np.float32(y).view(np.uint32):
+                self.add(p, f"{_fmt(kind, x)} vs {_fmt(kind, y)}")
+        elif kind == ARRAY:
+            xa, ya = np.asarray(x), np.asarray(y)
+            if xa.shape != ya.shape or xa.tobytes() != ya.tobytes():
+                self.add(p, f"arrays differ ({xa.size} vs {ya.size} values)")
+        elif kind == BUFFER:
+            if bytes(x) != bytes(y):
+                self.add(p, "bytes differ")
+        elif x != y:
+            self.add(p, f"{_fmt(kind, x)} vs {_fmt(kind, y)}")
+
+    def tensor_contents(self, a: Tensor, b: Tensor, path: str) -> None:
+        p = f"{path}.contents" if path else "contents"
+        if a.storage == "none" and b.storage == "none":
+            return
+        code = a.data_type or 0
+        if code == 8:  # STRING
+            if list(a.string_data) != list(b.string_data):
+                self.add(p, "string elements differ")
+            return
+        if code not in INFO or code != (b.data_type or 0):
+            return  # the data_type difference is already reported
+        try:
+            ra, rb = a.raw_view(), b.raw_view()
+        except OneModelError as e:
+            self.add(p, f"cannot read contents: {e.message}")
+            return
+        if len(ra) != len(rb):
+            self.add(p, f"{len(ra)} vs {len(rb)} bytes")
+        elif ra != rb:
+            xa = np.frombuffer(ra, dtype=np.uint8)
+            xb = np.frombuffer(rb, dtype=np.uint8)
+            first = int(np.flatnonzero(xa != xb)[0])
+            bits = INFO[code].bits
+            self.add(p, f"contents differ first at byte {first} (element {first * 8 // bits})")
+
+
+def compare_models(a: Record, b: Record, *, loose: bool = False,
+                   limit: int = 100) -> list[Difference]:
+    """Every difference between two models (or any two records), up to ``limit``.
+
+    Args:
+        loose: treat an absent field as equal to an empty or zero one and ignore unknown
+            fields (compare what a plain OneModel v1 file can hold).
+    Returns:
+        the differences in model order; empty when the models are the same.
+    """
+    w = _Walker(loose, limit)
+    w.record(a, b, "")
+    return w.out
+
+
+def verify(a, b, *, loose: bool = False, run: bool = False, seed: int = 0,
+           dims: dict[str, int] | None = None, engine: str = "onemodel",
+           storage_options: dict | None = None, limit: int = 100) -> VerifyReport:
+    """Load two models (any formats, any storage) and compare them.
+
+    Args:
+        a, b: paths, URLs or already loaded :class:`~onemodel.ir.Model` objects.
+        loose: see :func:`compare_models`.
+        run: also run both models on the same deterministic inputs (``seed``; symbolic dims from
+            ``dims``) with ``engine`` (``onemodel`` or ``onnxruntime``) and compare every output
+            bit for bit.
+    Returns:
+        a :class:`VerifyReport`.
+    Raises:
+        OneModelError when a model cannot be read (or run).
+    """
+    from .api import load
+
+    ma = a if isinstance(a, Model) else load(a, storage_options=storage_options)
+    try:
+        mb = b if isinstance(b, Model) else load(b, storage_options=storage_options)
+        try:
+            report = VerifyReport(str(getattr(ma, "source", a)), str(getattr(mb, "source", b)))
+            report.differences = compare_models(ma, mb, loose=loose, limit=limit)
+            if run:
+                diffs, names = compare_runs(ma, mb, seed=seed, dims=dims or {}, engine=engine)
+                report.differences.extend(diffs)
+                report.outputs_compared = names
+            report.equal = not report.differences
+            return report
+        finally:
+            if mb is not b:
+                mb.close()
+    finally:
+        if ma is not a:
+            ma.close()
+
+
+def _same_value(x, y) -> str | None:
+    """None when two runtime values are bit-identical, else what differs."""
+    if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+        xa, ya = np.asarray(x), np.asarray(y)
+        if xa.dtype != ya.dtype:
+            return f"dtype {xa.dtype} vs {ya.dtype}"
+        if xa.shape != ya.shape:
+            return f"shape {xa.shape} vs {ya.shape}"
+        if xa.dtype == object:
+            return None if xa.tolist() == ya.tolist() else "string elements differ"
+        xb = np.ascontiguousarray(xa).view(np.uint8)
+        yb = np.ascontiguousarray(ya).view(np.uint8)
+        if not np.array_equal(xb, yb):
+            first = int(np.flatnonzero(xb.reshape(-1) != yb.reshape(-1))[0])
+            return f"bits differ first at element {first // max(xa.itemsize, 1)}"
+        return None
+    if isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)):
+        if len(x) != len(y):
+            return f"{len(x)} vs {len(y)} elements"
+        for i, (u, v) in enumerate(zip(x, y)):
+            d = _same_value(u, v)
+            if d:
+                return f"element {i}: {d}"
+        return None
+    if isinstance(x, dict) and isinstance(y, dict):
+        if list(x) != list(y):
+            return "keys differ"
+        for k in x:
+            d = _same_value(x[k], y[k])
+            if d:
+                return f"key {k!r}: {d}"
+        return None
+    if x is None or y is None:
+        return None if x is y else "absent vs present"
+    return None if x == y else f"{x!r} vs {y!r}"
+
+
+def _run(model: Model, inputs: dict, engine: str) -> dict:
+    if engine == "onemodel":
+        from .evaluate import run as run_model
+        return run_model(model, inputs)
+    if engine == "onnxruntime":
+        try:
+            import onnxruntime as ort
+        except ImportError:
+            from .errors import UnsupportedError
+            raise UnsupportedError("engine onnxruntime is not installed: pip install onnxruntime") \
+                from None
+        from .formats.onnx import encode_model
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = 1
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        sess = ort.InferenceSession(encode_model(_inlined(model)), opts,
+                                    providers=["CPUExecutionProvider"])
+        names = [o.name for o in sess.get_outputs()]
+        return dict(zip(names, sess.run(names, inputs)))
+    from .errors import UnsupportedError
+    raise UnsupportedError(f"unknown engine {engine!r}; use onemodel or onnxruntime")
+
+
+def _inlined(model: Model) -> Model:
+    """A shallow view of ``model`` whose external tensors carry their bytes inline (for engines
+    that take one buffer). Copies the external weights: only used for the onnxruntime engine."""
+    from .ir import iter_tensors
+    external = [t for _, t in iter_tensors(model) if t.is_external]
+    if not external:
+        return model
+    copy = model.copy()
+    for _, t in iter_tensors(copy):
+        if t.is_external:
+            t.raw_data = bytes(t.raw_view())
+            t.data_location = None
+            t.external_data = []
+    return copy
+
+
+def compare_runs(a: Model, b: Model, *, seed: int = 0, dims: dict[str, int] | None = None,
+                 engine: str = "onemodel") -> tuple[list[Difference], list[str]]:
+    """Run both models on the same deterministic inputs (generated from ``a``'s graph input
+    types) and compare every output bit for bit. Returns (differences, output names compared)."""
+    from .evaluate import random_inputs
+    inputs = random_inputs(a, seed=seed, dims=dims or {})
+    out_a = _run(a, inputs, engine)
+    out_b = _run(b, inputs, engine)
+    diffs = []
+    if list(out_a) != list(out_b):
+        diffs.append(Difference("outputs", f"{list(out_a)} vs {list(out_b)}"))
+    for name in out_a:
+        if name in out_b:
+            d = _same_value(out_a[name], out_b[name])
+            if d:
+                diffs.append(Difference(f"outputs[{name!r}]", d))
+    return diffs, [n for n in out_a if n in out_b]
