@@ -71,16 +71,20 @@ def _add(table, domain: str, op_type: str, since: int, fn: Kernel) -> None:
     bisect.insort(entries, (since, fn), key=lambda e: e[0])
 
 
-def op(op_type: str, since: int, domain: str = "", *, user: bool = False):
+def op(op_type: str, since: int | tuple[int, ...], domain: str = "", *, user: bool = False):
     """Decorator registering a kernel for ``(domain, op_type)`` from opset ``since`` on.
 
-    Several decorators may stack on one function, one per version it implements. Built-in kernel
+    ``since`` may be a tuple of versions: the same function then claims each of them (as
+    stacking one decorator per version does). Built-in kernel
     modules use the default ``user=False``; ``user=True`` registers it as a user kernel (same as
     :func:`register_kernel`). Returns the function unchanged.
     """
 
+    versions = since if isinstance(since, (tuple, list)) else (since,)
+
     def decorate(fn: Kernel) -> Kernel:
-        _add(_USER if user else _BUILTIN, domain, op_type, since, fn)
+        for v in versions:
+            _add(_USER if user else _BUILTIN, domain, op_type, v, fn)
         return fn
 
     return decorate

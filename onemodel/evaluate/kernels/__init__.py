@@ -9,6 +9,7 @@ from importlib import import_module
 #: Kernel modules of this package, imported in this order.
 MODULES = (
     "elementwise",
+    "activations",
 )
 
 for _name in MODULES:

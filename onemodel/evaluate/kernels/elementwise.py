@@ -84,14 +84,11 @@ def pow_(ctx, x, y):
     return np.power(x, y)
 
 
-@op("Mod", since=10)
-@op("Mod", since=13)
+@op("Mod", since=(10, 13, 28))
 def mod(ctx, a, b):
-    """Mod: ``fmod=1`` the C remainder (sign of the dividend), else the sign of the divisor."""
+    """Mod: ``fmod=1`` ``A - trunc(A/B)*B`` (sign of A), else ``A - floor(A/B)*B`` (sign of B)."""
     if ctx.attr("fmod", 0):
         return np.fmod(a, b)
-    if a.dtype.kind == "f" or a.dtype.kind == "V":
-        raise UnsupportedError("Mod with fmod=0 is defined for integer types only")
     return np.mod(a, b)
 
 
@@ -157,6 +154,7 @@ _unary("Floor", np.floor, (1, 6, 13))
 _unary("Ceil", np.ceil, (1, 6, 13))
 _unary("Sqrt", np.sqrt, (1, 6, 13))
 _unary("Exp", np.exp, (1, 6, 13))
+_unary("Tanh", np.tanh, (1, 6, 13))
 _unary("Log", np.log, (1, 6, 13))
 _unary("Round", np.round, (11, 22))  # round half to even, as numpy
 _unary("Sin", np.sin, (7, 22))
@@ -284,15 +282,25 @@ _binary("BitwiseOr", np.bitwise_or, (18,))
 _binary("BitwiseXor", np.bitwise_xor, (18,))
 
 
-@op("BitShift", since=11)
+@op("BitShift", since=(11, 28))
 def bitshift(ctx, x, y):
+    """BitShift: logical shifts of unsigned types; opset 28 adds signed types (arithmetic right
+    shift) and defines shifts by a negative amount or by the bit width or more (-1 for a right
+    shift of a negative value, else 0)."""
     direction = ctx.attr("direction", "")
-    y = y.astype(x.dtype, copy=False)
-    if direction == "LEFT":
-        return np.left_shift(x, y)
-    if direction == "RIGHT":
-        return np.right_shift(x, y)
-    raise UnsupportedError(f"BitShift direction {direction!r} is neither LEFT nor RIGHT")
+    if direction not in ("LEFT", "RIGHT"):
+        raise UnsupportedError(f"BitShift direction {direction!r} is neither LEFT nor RIGHT")
+    bits = x.dtype.itemsize * 8
+    yy = y.astype(np.int64, copy=False)
+    out_of_range = (yy < 0) | (yy >= bits)
+    shift = np.where(out_of_range, 0, yy).astype(x.dtype)
+    z = np.left_shift(x, shift) if direction == "LEFT" else np.right_shift(x, shift)
+    if out_of_range.any():
+        fill = np.zeros((), x.dtype)
+        if direction == "RIGHT" and x.dtype.kind == "i":
+            fill = np.where(x < 0, np.array(-1, x.dtype), fill)
+        z = np.where(out_of_range, fill, z).astype(x.dtype, copy=False)
+    return z
 
 
 # -- selection ------------------------------------------------------------------------------
