@@ -1,15 +1,34 @@
 """Opening sources and sinks for paths, URLs and in-memory bytes (DESIGN: storage/).
 
-``open_source(target)`` and ``open_sink(target)`` accept a local path, a ``file://`` URL, or
-bytes (sources only).
+``open_source(target)`` and ``open_sink(target)`` accept:
+
+==========================  =================================================================
+target                      opened as
+==========================  =================================================================
+a Source / a Sink           itself
+bytes-like (sources only)   :class:`MemorySource`
+a path, ``file://`` URL     :class:`LocalSource` (mapped) / :class:`LocalSink` (atomic rename)
+any other fsspec URL        :class:`RemoteSource` (range reads) / :class:`RemoteSink` (staged
+                            upload): ``s3://``, ``gs://``, ``https://``, ``memory://``, chains
+a name ending in ``.zst``   the above, decompressed (:func:`decompress_source`, size-capped)
+                            or compressed (:class:`ZstdSink`) transparently
+==========================  =================================================================
+
+``storage_options`` go to the fsspec backend of a URL. ``progress`` is a callable given byte
+counts as they move (see :mod:`onemodel.storage.progress`).
 """
 
 from __future__ import annotations
 
 import os
+from urllib.parse import urlsplit
 
-from .base import BytesSink, MemorySource, Sink, Source
+from ..limits import MAX_DECOMPRESSED_BYTES
+from .base import BytesSink, MemorySource, RangeBuffer, Sink, Source, prefetch
+from .compressed import DEFAULT_LEVEL, ZstdSink, decompress_source, has_zstd_suffix, is_zstd
 from .local import LocalSink, LocalSource
+from .progress import Progress, ProgressSink
+from .remote import RemoteSink, RemoteSource, display_url, is_url, resolve_relative
 
 
 def _local_path(target) -> str | None:
@@ -18,38 +37,89 @@ def _local_path(target) -> str | None:
     if isinstance(target, str):
         if target.startswith("file://"):
             return target[len("file://"):]
-        if "://" not in target:
+        if not is_url(target):
             return target
     return None
 
 
-def open_source(target, *, storage_options: dict | None = None, **options) -> Source:
-    """A :class:`Source` for ``target``: a path, ``file://`` URL, bytes-like, or a Source.
+def _compressed(target: str, compression: str | None) -> bool:
+    if compression is None:
+        return False
+    if compression == "zstd":
+        return True
+    if compression != "infer":
+        raise ValueError(f"compression must be 'infer', 'zstd' or None, not {compression!r}")
+    name = target
+    if target.lower().startswith(("http://", "https://")):
+        name = urlsplit(target).path  # a query (?sig=...) is not part of the name
+    return has_zstd_suffix(name)
 
-    ``storage_options`` are passed to the fsspec backend of a URL (ignored for local files).
-    Raises IoError when it cannot be opened.
+
+def open_source(target, *, storage_options: dict | None = None, compression: str | None = "infer",
+                progress=None, max_decompressed: int = MAX_DECOMPRESSED_BYTES,
+                **options) -> Source:
+    """A :class:`Source` for ``target``: a path, URL, bytes-like, or a Source.
+
+    Args:
+        storage_options: fsspec backend options for a URL (credentials, ``endpoint_url`` ...).
+        compression: ``"infer"`` (zstd when the name ends in ``.zst``), ``"zstd"`` or ``None``.
+        progress: callable given the bytes transferred (remote reads, decompression input).
+        max_decompressed: the most bytes a ``.zst`` stream may decompress to.
+        options: passed to the source class (``mmap_threshold`` for local files,
+            ``head_bytes`` for URLs).
+
+    Raises IoError when it cannot be opened, UnsupportedError for an unknown URL scheme, a
+    missing backend or a decompressed size over the limit, MalformedError for a bad ``.zst``.
     """
     if isinstance(target, Source):
         return target
     if isinstance(target, (bytes, bytearray, memoryview)):
         return MemorySource(target)
+    if isinstance(target, os.PathLike):
+        target = os.fspath(target)
+    if not isinstance(target, str):
+        raise TypeError(f"cannot open {target!r} as a byte source")
+    zst = _compressed(target, compression)
     path = _local_path(target)
     if path is not None:
-        return LocalSource(path, **options)
-    raise TypeError(f"cannot open {target!r} as a byte source")
+        raw = LocalSource(path, **options)
+    else:
+        raw = RemoteSource(target, storage_options, progress=None if zst else progress,
+                           **options)
+    if zst:
+        return decompress_source(raw, limit=max_decompressed, progress=progress)
+    return raw
 
 
-def open_sink(target, *, storage_options: dict | None = None, **options) -> Sink:
-    """A :class:`Sink` for ``target`` (a path or ``file://`` URL), committed atomically.
+def open_sink(target, *, storage_options: dict | None = None, compression: str | None = "infer",
+              progress=None, level: int = DEFAULT_LEVEL, **options) -> Sink:
+    """A :class:`Sink` for ``target`` (a path or URL), published atomically on commit.
 
-    ``storage_options`` are passed to the fsspec backend of a URL (ignored for local files).
+    Args:
+        storage_options: fsspec backend options for a URL.
+        compression: ``"infer"`` (zstd when the name ends in ``.zst``), ``"zstd"`` or ``None``.
+        progress: callable given the bytes written (uncompressed).
+        level: zstd level for compressed sinks.
+        options: passed to the sink class (``durable`` for local files, ``block_size`` for
+            URLs).
+
+    Raises IoError, UnsupportedError (unknown scheme, missing backend, read-only backend).
     """
     if isinstance(target, Sink):
-        return target
-    path = _local_path(target)
-    if path is not None:
-        return LocalSink(path, **options)
-    raise TypeError(f"cannot open {target!r} as a byte sink")
+        sink = target
+    else:
+        if isinstance(target, os.PathLike):
+            target = os.fspath(target)
+        if not isinstance(target, str):
+            raise TypeError(f"cannot open {target!r} as a byte sink")
+        path = _local_path(target)
+        if path is not None:
+            sink = LocalSink(path, **options)
+        else:
+            sink = RemoteSink(target, storage_options, **options)
+        if _compressed(target, compression):
+            sink = ZstdSink(sink, level=level)
+    return ProgressSink(sink, progress) if progress is not None else sink
 
 
 def is_local(target) -> bool:
@@ -58,4 +128,6 @@ def is_local(target) -> bool:
 
 
 __all__ = ["Source", "Sink", "MemorySource", "BytesSink", "LocalSource", "LocalSink",
-           "open_source", "open_sink", "is_local"]
+           "RemoteSource", "RemoteSink", "ZstdSink", "RangeBuffer", "Progress", "ProgressSink",
+           "open_source", "open_sink", "is_local", "is_url", "is_zstd", "display_url",
+           "decompress_source", "resolve_relative", "prefetch"]

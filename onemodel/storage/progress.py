@@ -1,0 +1,129 @@
+"""A progress bar for long transfers: bytes done, rate and time left (rich), on stderr only.
+
+Sources and sinks take an optional ``progress`` callable that they call with the number of
+bytes each read or write moved; :class:`Progress` is such a callable. It draws nothing unless
+stderr is a terminal, ``quiet`` is false and the operation has lasted :data:`DELAY` seconds, so
+quick operations and piped or redirected output stay clean; it never writes to stdout.
+
+    with Progress("convert", total=source.size, quiet=quiet) as bar:
+        sink = open_sink(url, progress=bar)
+        ...
+"""
+
+from __future__ import annotations
+
+import time
+
+from .base import Sink, Source
+
+#: Seconds an operation runs before its bar appears.
+DELAY = 1.0
+
+
+class Progress:
+    """A callable counting bytes, shown as a rich progress bar once the operation is slow.
+
+    Args:
+        description: what is being done (``"convert"``, ``"download"``).
+        total: bytes expected, or ``None`` when unknown (the bar then shows bytes and rate).
+        quiet: never draw anything.
+        delay: seconds before the bar appears (default :data:`DELAY`).
+        console: a ``rich.console.Console`` to draw on (default: one on stderr); drawing
+            happens only when it is a terminal.
+
+    ``bar(n)`` adds ``n`` bytes. ``done`` is the count so far. Use as a context manager; the
+    bar is removed on exit.
+    """
+
+    def __init__(self, description: str, total: int | None = None, *, quiet: bool = False,
+                 delay: float = DELAY, console=None):
+        self.description = description
+        self.total = total
+        self.quiet = quiet
+        self.delay = delay
+        self.done = 0
+        self._console = console
+        self._start = time.monotonic()
+        self._bar = None
+        self._task = None
+        self._enabled = not quiet and self._terminal()
+
+    def _terminal(self) -> bool:
+        if self._console is None:
+            from rich.console import Console
+            self._console = Console(stderr=True)
+        return bool(self._console.is_terminal)
+
+    @property
+    def shown(self) -> bool:
+        """True once the bar is on screen."""
+        return self._bar is not None
+
+    def __call__(self, nbytes: int) -> None:
+        self.done += nbytes
+        if not self._enabled:
+            return
+        if self._bar is None:
+            if time.monotonic() - self._start < self.delay:
+                return
+            self._show()
+        self._bar.update(self._task, completed=self.done)
+
+    def set_total(self, total: int | None) -> None:
+        """Change the number of bytes expected."""
+        self.total = total
+        if self._bar is not None:
+            self._bar.update(self._task, total=total)
+
+    def _show(self) -> None:
+        from rich.progress import (BarColumn, DownloadColumn, Progress as RichProgress,
+                                   TextColumn, TimeRemainingColumn, TransferSpeedColumn)
+        self._bar = RichProgress(TextColumn("{task.description}"), BarColumn(),
+                                 DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
+                                 console=self._console, transient=True)
+        self._task = self._bar.add_task(self.description, total=self.total,
+                                        completed=self.done)
+        self._bar.start()
+
+    def close(self) -> None:
+        """Remove the bar from the screen (if it was shown)."""
+        bar, self._bar = self._bar, None
+        if bar is not None:
+            bar.stop()
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class ProgressSink(Sink):
+    """A sink that passes everything to ``inner`` and tells ``progress`` how many bytes each
+    write or copy moved (``copy_from`` keeps the inner sink's fast path)."""
+
+    def __init__(self, inner: Sink, progress):
+        self.inner = inner
+        self.name = inner.name
+        self.progress = progress
+
+    def write(self, data) -> None:
+        self.inner.write(data)
+        self.progress(memoryview(data).nbytes)
+
+    def tell(self) -> int:
+        return self.inner.tell()
+
+    def write_zeros(self, count: int) -> None:
+        self.inner.write_zeros(count)
+        self.progress(count)
+
+    def copy_from(self, source: Source, offset: int, length: int) -> None:
+        self.inner.copy_from(source, offset, length)
+        self.progress(length)
+
+    def commit(self) -> None:
+        self.inner.commit()
+
+    def abort(self) -> None:
+        self.inner.abort()

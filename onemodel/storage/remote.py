@@ -1,0 +1,584 @@
+"""fsspec URLs as byte sources and sinks: range reads, coalesced fetches, staged uploads.
+
+Any URL fsspec understands is accepted (``s3://``, ``gs://``, ``https://``, ``memory://``,
+chained URLs such as ``simplecache::s3://b/m.onemodel``). Storage options are passed to the
+backend as given; credentials otherwise come from each backend's usual environment variables
+(``AWS_ACCESS_KEY_ID``, ``AWS_ENDPOINT_URL``, ``GOOGLE_APPLICATION_CREDENTIALS`` ...).
+
+Reading (:class:`RemoteSource`) never downloads the whole object. The first
+:data:`HEAD_BYTES` bytes are fetched once and kept, so a reader's header read and a small
+manifest read cost one request; every other read is one range request whose answer is checked
+to be exactly the bytes asked for. ``fetch_many`` merges neighbouring ranges (gaps of at most
+:data:`COALESCE_GAP` bytes) into few requests issued concurrently.
+
+Over HTTP(S) the range requests are made here, on fsspec's own aiohttp session, so that every
+answer is checked before its body is read: status 206 with a ``Content-Range`` naming exactly
+the requested bytes. A server that ignores ``Range`` (status 200 with the whole body) is refused
+without transferring the body, rather than silently downloading everything or handing back bytes
+from the wrong offset. Opening an HTTP source costs one request: the object's size comes from the
+``Content-Range`` of the first read. Other backends take the size from ``fs.info`` (one metadata
+request, e.g. S3 HEAD) and read with ``fs.cat_file``/``fs.cat_ranges``; lengths are checked.
+
+Writing (:class:`RemoteSink`) streams: bytes go to the backend as they are written (multipart
+uploads on S3), and the object appears only on :meth:`RemoteSink.commit`. See the class for how
+an aborted upload leaves no object that looks complete.
+
+Every backend failure becomes :class:`~onemodel.errors.IoError` naming the URL; a missing backend
+package becomes a one-line :class:`~onemodel.errors.UnsupportedError` naming what to install.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import posixpath
+import re
+import uuid
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
+
+from ..errors import InvalidModelError, IoError, OneModelError, UnsupportedError
+from ..limits import KiB, MiB
+from .base import Sink, Source
+
+#: Bytes fetched by the first read of a remote source and kept: enough for the OneModel header
+#: and a small manifest, or the start of an ONNX file, so opening costs one request.
+HEAD_BYTES = 64 * KiB
+
+#: Two ranges of one ``fetch_many`` call whose gap is at most this many bytes are fetched by one
+#: request (the gap is transferred and dropped).
+COALESCE_GAP = 1 * MiB
+
+#: Coalescing stops growing a request past this many bytes (a single larger range is still one
+#: request), so large loads run as several concurrent requests.
+MAX_REQUEST_BYTES = 64 * MiB
+
+#: Range requests of one ``fetch_many`` call in flight at once.
+CONCURRENCY = 8
+
+#: Backends whose files stage an upload (a multipart or resumable upload) that becomes an object
+#: only when the file is closed, and that ``discard()`` throws away.
+_STAGED_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az", "adl"})
+
+#: What to install for a backend fsspec cannot import.
+_INSTALL_HINTS = {
+    "s3": 'install the "s3" extra: pip install "onemodel[s3]"',
+    "s3a": 'install the "s3" extra: pip install "onemodel[s3]"',
+    "gs": "install gcsfs: pip install gcsfs",
+    "gcs": "install gcsfs: pip install gcsfs",
+    "http": 'install the "http" extra: pip install "onemodel[http]"',
+    "https": 'install the "http" extra: pip install "onemodel[http]"',
+    "az": "install adlfs: pip install adlfs",
+    "abfs": "install adlfs: pip install adlfs",
+    "abfss": "install adlfs: pip install adlfs",
+}
+
+
+def is_url(target) -> bool:
+    """True when ``target`` is a string naming an fsspec URL (``scheme://...`` or a chain ``a::b``)."""
+    return isinstance(target, str) and ("://" in target or "::" in target)
+
+
+def display_url(url: str) -> str:
+    """``url`` fit for messages: user information and query values (presigned signatures,
+    tokens) are replaced by ``***``."""
+    def clean(part: str) -> str:
+        if "://" not in part:
+            return part
+        s = urlsplit(part)
+        netloc = s.netloc
+        if "@" in netloc:
+            netloc = "***@" + netloc.rsplit("@", 1)[1]
+        query = "&".join(q.split("=", 1)[0] + "=***" if "=" in q else q
+                         for q in s.query.split("&")) if s.query else ""
+        return urlunsplit((s.scheme, netloc, s.path, query, s.fragment))
+    return "::".join(clean(p) for p in url.split("::"))
+
+
+def _protocol(url: str) -> str:
+    first = url.split("::", 1)[0]
+    return first.split("://", 1)[0].lower() if "://" in first else first.lower()
+
+
+def _protocols(fs) -> set[str]:
+    p = fs.protocol
+    return {p} if isinstance(p, str) else set(p)
+
+
+def filesystem(url: str, storage_options: dict | None = None):
+    """``(fs, path)`` for ``url`` through ``fsspec.core.url_to_fs``.
+
+    Raises UnsupportedError for an unknown scheme or a backend that is not installed (naming
+    the extra to install), IoError when the backend cannot be set up.
+    """
+    import fsspec.core
+
+    name = display_url(url)
+    try:
+        return fsspec.core.url_to_fs(url, **(storage_options or {}))
+    except ImportError:
+        proto = _protocol(url)
+        hint = _INSTALL_HINTS.get(proto, "install the fsspec backend for it")
+        raise UnsupportedError(f"no backend for {proto}:// URLs; {hint}", source=name) from None
+    except ValueError as e:
+        if "protocol not known" in str(e).lower():
+            raise UnsupportedError(f"unknown URL scheme {_protocol(url)!r}", source=name) \
+                from None
+        raise as_io_error(e, url, "open") from None
+    except OneModelError:
+        raise
+    except Exception as e:  # backend constructors raise anything
+        raise as_io_error(e, url, "open") from None
+
+
+def as_io_error(exc: BaseException, url: str, action: str = "read") -> IoError:
+    """An IoError for a backend exception (fsspec, aiohttp, botocore, OSError) naming ``url``.
+
+    Not found (404, FileNotFoundError) and access denied (401/403, PermissionError) are said
+    in those words; a refused connection says it could not connect.
+    """
+    name = display_url(url)
+    status = getattr(exc, "status", None)
+    if isinstance(exc, FileNotFoundError) or status in (404, 410):
+        return IoError(f"cannot {action}: not found", source=name)
+    if isinstance(exc, PermissionError) or status in (401, 403):
+        return IoError(f"cannot {action}: access denied", source=name)
+    kind = type(exc).__name__.lower()
+    if "payload" in kind or "disconnect" in kind or isinstance(exc, ConnectionResetError):
+        return IoError(f"cannot {action}: the connection closed before the response was "
+                       f"complete", source=name)
+    if isinstance(exc, ConnectionRefusedError) or "connect" in kind:
+        return IoError(f"cannot {action}: cannot connect ({_short(exc)})", source=name)
+    if isinstance(exc, asyncio.TimeoutError) or "timeout" in kind:
+        return IoError(f"cannot {action}: timed out", source=name)
+    if status is not None:
+        return IoError(f"cannot {action}: HTTP status {status}", source=name)
+    return IoError(f"cannot {action}: {_short(exc)}", source=name)
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text and text[0] else type(exc).__name__
+
+
+_CONTENT_RANGE = re.compile(r"^\s*bytes\s+(\d+)-(\d+)/(\d+|\*)\s*$", re.IGNORECASE)
+_UNSATISFIED_RANGE = re.compile(r"^\s*bytes\s+\*/(\d+)\s*$", re.IGNORECASE)
+
+
+def coalesce(ranges: list[tuple[int, int]], gap: int = COALESCE_GAP,
+             limit: int = MAX_REQUEST_BYTES) -> list[tuple[int, int, list[int]]]:
+    """Group ``(offset, length)`` ranges into requests ``(start, end, members)``.
+
+    Ranges are taken in offset order; a range joins the current request when it starts at most
+    ``gap`` bytes after the request's end and the request stays within ``limit`` bytes.
+    ``members`` are indices into ``ranges``. Empty ranges join no request.
+    """
+    order = sorted((i for i, (o, n) in enumerate(ranges) if n > 0), key=lambda i: ranges[i][0])
+    groups: list[tuple[int, int, list[int]]] = []
+    for i in order:
+        o, n = ranges[i]
+        if groups:
+            start, end, members = groups[-1]
+            new_end = max(end, o + n)
+            if o - end <= gap and new_end - start <= limit:
+                groups[-1] = (start, new_end, members + [i])
+                continue
+        groups.append((o, o + n, [i]))
+    return groups
+
+
+class RemoteSource(Source):
+    """Bytes of an fsspec URL, read with range requests; nothing is downloaded whole.
+
+    Args:
+        url: the URL (``s3://bucket/key``, ``https://host/path``, ``memory://...``, chains).
+        storage_options: passed to the fsspec backend (credentials, ``endpoint_url`` ...).
+        progress: optional callable given the number of bytes each request transferred.
+        head_bytes: size of the first read, kept and reused (default :data:`HEAD_BYTES`).
+
+    ``read(offset, length)`` returns exactly ``length`` bytes as a read-only memoryview and
+    raises MalformedError for a range past the end, IoError for anything the backend or server
+    does wrong (not found, access denied, refused connection, a status or ``Content-Range``
+    other than the one asked for, a truncated or short answer). ``whole()`` is ``None``, so
+    readers make :class:`~onemodel.storage.base.RangeBuffer` tensors fetched on first use.
+    """
+
+    def __init__(self, url: str, storage_options: dict | None = None, *, progress=None,
+                 head_bytes: int = HEAD_BYTES):
+        self.url = url
+        self.name = display_url(url)
+        self.progress = progress
+        self.requests = 0            # range requests made (for tests and benchmarks)
+        self.bytes_fetched = 0       # bytes those requests transferred
+        self._head_bytes = head_bytes
+        self._head: bytes | None = None
+        self._etag: str | None = None
+        self.fs, self.path = filesystem(url, storage_options)
+        self._http = type(self.fs).__name__ == "HTTPFileSystem"
+        if self._http:
+            self.size = -1  # learnt from the first answer's Content-Range
+            self._load_head()
+        else:
+            self.size = self._remote_size()
+
+    # -- size and head -----------------------------------------------------------------------
+    def _remote_size(self) -> int:
+        try:
+            info = self.fs.info(self.path)
+        except Exception as e:
+            raise as_io_error(e, self.url, "open") from None
+        if info.get("type") == "directory":
+            raise IoError("cannot open: not a file", source=self.name)
+        size = info.get("size")
+        if not isinstance(size, int) or size < 0:
+            raise IoError("cannot open: the backend does not report the object's size",
+                          source=self.name)
+        return size
+
+    def _load_head(self) -> bytes:
+        if self._head is None:
+            if self._http:
+                self._head = self._http_fetch(0, self._head_bytes, first=True)
+            else:
+                n = min(self.size, self._head_bytes)
+                self._head = self._fetch_ranges([(0, n)])[0] if n else b""
+        return self._head
+
+    # -- Source interface ----------------------------------------------------------------------
+    def read(self, offset: int, length: int) -> memoryview:
+        self._check_range(offset, length)
+        if length == 0:
+            return memoryview(b"")
+        if offset + length <= min(self.size, self._head_bytes):
+            return memoryview(self._load_head())[offset:offset + length]
+        return memoryview(self._fetch_ranges([(offset, offset + length)])[0])
+
+    def fetch_many(self, ranges: list[tuple[int, int]]) -> list[memoryview]:
+        """Exactly the bytes of each ``(offset, length)``, fetched by few coalesced requests.
+
+        Ranges inside the kept head cost nothing; the others are grouped by :func:`coalesce`
+        and the groups fetched concurrently. Each result is a zero-copy slice of its group's
+        answer. Raises MalformedError for a range past the end, IoError.
+        """
+        for o, n in ranges:
+            self._check_range(o, n)
+        out: list[memoryview | None] = [None] * len(ranges)
+        rest = []
+        head_end = min(self.size, self._head_bytes)
+        for i, (o, n) in enumerate(ranges):
+            if n == 0:
+                out[i] = memoryview(b"")
+            elif o + n <= head_end and self._head is not None:
+                out[i] = memoryview(self._head)[o:o + n]
+            else:
+                rest.append(i)
+        groups = coalesce([ranges[i] for i in rest])
+        bodies = self._fetch_ranges([(s, e) for s, e, _ in groups])
+        for (start, _end, members), body in zip(groups, bodies):
+            view = memoryview(body)
+            for m in members:
+                o, n = ranges[rest[m]]
+                out[rest[m]] = view[o - start:o - start + n]
+        return out  # type: ignore[return-value]
+
+    # -- fetching ------------------------------------------------------------------------------
+    def _fetch_ranges(self, spans: list[tuple[int, int]]) -> list[bytes]:
+        """Bodies of ``[start, end)`` spans, each checked to be exactly ``end - start`` bytes."""
+        if not spans:
+            return []
+        if self._http:
+            if len(spans) == 1:
+                return [self._http_fetch(*spans[0])]
+            from fsspec.asyn import sync
+            try:
+                return sync(self.fs.loop, self._http_gather, spans)
+            except OneModelError:
+                raise
+            except Exception as e:
+                raise as_io_error(e, self.url) from None
+        try:
+            if len(spans) == 1:
+                s, e = spans[0]
+                bodies = [self.fs.cat_file(self.path, start=s, end=e)]
+            else:
+                bodies = self.fs.cat_ranges([self.path] * len(spans), [s for s, _ in spans],
+                                            [e for _, e in spans], on_error="return")
+        except Exception as e:
+            raise as_io_error(e, self.url) from None
+        for (s, e), body in zip(spans, bodies):
+            if isinstance(body, BaseException):
+                raise as_io_error(body, self.url) from None
+            self._account(len(body))
+            if len(body) != e - s:
+                raise IoError(f"asked for {e - s} bytes at offset {s}, got {len(body)}",
+                              offset=s, source=self.name)
+        return list(bodies)
+
+    def _account(self, n: int) -> None:
+        self.requests += 1
+        self.bytes_fetched += n
+        if self.progress is not None:
+            self.progress(n)
+
+    def _http_fetch(self, start: int, end: int, first: bool = False) -> bytes:
+        from fsspec.asyn import sync
+        try:
+            return sync(self.fs.loop, self._http_get, start, end, first)
+        except OneModelError:
+            raise
+        except Exception as e:
+            raise as_io_error(e, self.url, "open" if first else "read") from None
+
+    async def _http_gather(self, spans):
+        sem = asyncio.Semaphore(CONCURRENCY)
+
+        async def one(s, e):
+            async with sem:
+                return await self._http_get(s, e, False)
+        return await asyncio.gather(*(one(s, e) for s, e in spans))
+
+    async def _http_get(self, start: int, end: int, first: bool) -> bytes:
+        """One ranged GET of ``[start, end)``; the answer is checked before its body is read.
+
+        With ``first`` the object's size is not known yet: it is taken from the answer, and
+        ``end`` may lie past the end of the object.
+        """
+        session = await self.fs.set_session()
+        kw = dict(self.fs.kwargs)
+        headers = dict(kw.pop("headers", None) or {})
+        headers["Range"] = f"bytes={start}-{end - 1}"
+        headers["Accept-Encoding"] = "identity"
+        async with session.get(self.fs.encode_url(self.path), headers=headers, **kw) as r:
+            try:
+                want = self._check_answer(r, start, end, first)
+                body = await _read_at_most(r, want) if want else b""
+            except BaseException:
+                r.close()  # drop the connection rather than read a body we refuse
+                raise
+        self._account(len(body))
+        if len(body) < want:
+            raise IoError(f"the response ended after {len(body)} of the {want} bytes asked "
+                          f"for", offset=start, source=self.name)
+        if len(body) > want:
+            raise IoError(f"the response is longer than the {want} bytes asked for",
+                          offset=start, source=self.name)
+        return body
+
+    def _check_answer(self, r, start: int, end: int, first: bool) -> int:
+        """Check an answer's status and headers against the request for ``[start, end)``;
+        the number of body bytes to read. Raises IoError naming what is wrong."""
+        action = "open" if first else "read"
+        want = end - start
+        self._check_etag(r.headers.get("ETag"), start)
+        if r.status == 206:
+            m = _CONTENT_RANGE.match(r.headers.get("Content-Range", ""))
+            if m is None:
+                raise IoError(f"the server answered the range request for bytes "
+                              f"{start}-{end - 1} without a valid Content-Range",
+                              offset=start, source=self.name)
+            first_byte, last_byte = int(m.group(1)), int(m.group(2))
+            total = None if m.group(3) == "*" else int(m.group(3))
+            if first:
+                if total is None:
+                    raise IoError("cannot open: the server does not state the object's size",
+                                  source=self.name)
+                self.size = total
+                want = min(want, total - start)
+            elif total is not None and total != self.size:
+                raise IoError(f"the object changed size while being read ({self.size} "
+                              f"then {total} bytes)", offset=start, source=self.name)
+            if first_byte != start or last_byte - first_byte + 1 != want:
+                raise IoError(f"asked for bytes {start}-{start + want - 1}, the server "
+                              f"sent bytes {first_byte}-{last_byte}",
+                              offset=start, source=self.name)
+            return want
+        if r.status == 200:
+            length = r.headers.get("Content-Length", "")
+            # the whole object in answer to a range request: acceptable only when it is no
+            # more than what was asked for from offset 0 (the object is that small)
+            if not (start == 0 and length.isdigit() and int(length) <= want
+                    and (first or int(length) == self.size)):
+                raise IoError(f"the server ignored the range request for bytes "
+                              f"{start}-{end - 1} and sent the whole object; refusing to "
+                              f"download it", offset=start, source=self.name)
+            if first:
+                self.size = int(length)
+            return int(length)
+        if r.status == 416 and first:
+            m = _UNSATISFIED_RANGE.match(r.headers.get("Content-Range", ""))
+            if m is None or int(m.group(1)) != 0:
+                raise IoError("cannot open: the server refused the first range request "
+                              "(status 416)", source=self.name)
+            self.size = 0
+            return 0
+        if r.status in (404, 410):
+            raise IoError(f"cannot {action}: not found", source=self.name)
+        if r.status in (401, 403):
+            raise IoError(f"cannot {action}: access denied", source=self.name)
+        raise IoError(f"cannot {action}: HTTP status {r.status}", offset=start,
+                      source=self.name)
+
+    def _check_etag(self, etag: str | None, offset: int) -> None:
+        if not etag or etag.startswith("W/"):
+            return
+        if self._etag is None:
+            self._etag = etag
+        elif etag != self._etag:
+            raise IoError("the object changed while being read (its ETag changed)",
+                          offset=offset, source=self.name)
+
+
+async def _read_at_most(response, n: int) -> bytes:
+    """At most ``n + 1`` bytes of the body: enough to tell a short or an overlong answer."""
+    chunks, got = [], 0
+    while got <= n:
+        chunk = await response.content.read(min(n + 1 - got, 4 * MiB))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+class RemoteSink(Sink):
+    """Bytes streamed to an fsspec URL, published as one object by :meth:`commit`.
+
+    Args:
+        url: the destination URL.
+        storage_options: passed to the fsspec backend.
+        block_size: upload part size in bytes for backends that upload in parts (S3: at least
+            5 MiB; the backend's default, 50 MiB for s3fs, when ``None``).
+
+    How an aborted or failed write leaves no object that looks complete:
+
+    * object stores whose files stage the upload (S3, GCS, Azure: multipart or resumable
+      uploads) are written at the destination key directly. The object exists only once the
+      upload is completed by :meth:`commit` (S3 ``CompleteMultipartUpload`` or a single PUT);
+      :meth:`abort` calls the file's ``discard()``, which aborts the multipart upload.
+    * every other backend (``memory://``, ...) is written to a temporary sibling
+      ``.<name>.<random>.partial`` that :meth:`commit` moves over the destination and
+      :meth:`abort` deletes.
+
+    Raises IoError (UnsupportedError when the backend cannot write, e.g. plain HTTP).
+    """
+
+    def __init__(self, url: str, storage_options: dict | None = None, *,
+                 block_size: int | None = None):
+        self.url = url
+        self.name = display_url(url)
+        self.fs, self.path = filesystem(url, storage_options)
+        self._staged = bool(_protocols(self.fs) & _STAGED_PROTOCOLS)
+        if self._staged:
+            self._target = self.path
+        else:
+            parent, base = posixpath.split(self.path.rstrip("/"))
+            tmp = f".{base}.{uuid.uuid4().hex[:12]}.partial"
+            self._target = posixpath.join(parent, tmp) if parent else tmp
+        kwargs = {"block_size": block_size} if block_size else {}
+        try:
+            self._f = self.fs.open(self._target, "wb", **kwargs)
+        except NotImplementedError:
+            raise UnsupportedError("cannot write to this kind of URL", source=self.name) \
+                from None
+        except Exception as e:
+            raise as_io_error(e, url, "create") from None
+        self._pos = 0
+
+    def write(self, data) -> None:
+        if self._f is None:
+            raise IoError("cannot write: the upload was already committed or aborted",
+                          source=self.name)
+        view = memoryview(data)
+        if view.ndim != 1 or view.itemsize != 1:
+            view = view.cast("B")
+        try:
+            self._f.write(view)
+        except Exception as e:
+            self.abort()
+            raise as_io_error(e, self.url, "write") from None
+        self._pos += view.nbytes
+
+    def tell(self) -> int:
+        return self._pos
+
+    def commit(self) -> None:
+        f, self._f = self._f, None
+        if f is None:
+            return
+        try:
+            f.close()
+            if not self._staged:
+                self.fs.mv(self._target, self.path)
+        except Exception as e:
+            self._discard(f)
+            raise as_io_error(e, self.url, "write") from None
+
+    def abort(self) -> None:
+        f, self._f = self._f, None
+        if f is not None:
+            self._discard(f)
+
+    def _discard(self, f) -> None:
+        """Throw the upload away; errors here are secondary and dropped."""
+        try:
+            if self._staged:
+                f.discard()
+                f.closed = True  # nothing left to flush when the file is collected
+            else:
+                try:
+                    f.close()
+                finally:
+                    if self.fs.exists(self._target):
+                        self.fs.rm(self._target)
+        except Exception:
+            pass
+
+
+def resolve_relative(base_url: str, location: str) -> str:
+    """The URL of external data file ``location`` beside the model at ``base_url``.
+
+    Applies the rules of ONNX Part 1, Clauses 13.2 and 15.3 to URLs: ``location`` must be a
+    non-empty relative path of ``/``-separated components; it may not be absolute, carry a
+    scheme or a drive, contain a ``..`` component (also when percent-encoded) or a backslash.
+    The result lies in the model's directory or below it, on the same host or bucket. Over
+    HTTP(S) the components are percent-encoded and the model URL's query is not carried over.
+
+    Raises InvalidModelError naming the location.
+    """
+    def bad(why: str) -> InvalidModelError:
+        return InvalidModelError(f"external data location {location!r} {why}",
+                                 source=display_url(base_url))
+
+    if not isinstance(location, str) or not location:
+        raise bad("is empty")
+    if "\x00" in location:
+        raise bad("contains a NUL character")
+    if "\\" in location:
+        raise bad("contains a backslash")
+    decoded = unquote(location)
+    for text in (location, decoded):
+        if text.startswith("/"):
+            raise bad("is an absolute path")
+        if "://" in text or "::" in text or re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", text):
+            raise bad("names a scheme or drive; only a relative path is allowed")
+        if any(part == ".." for part in text.replace("\\", "/").split("/")):
+            raise bad("contains a parent-directory component '..'")
+    parts = [p for p in location.split("/") if p != "."]
+    if not parts or parts[-1] == "":
+        raise bad("does not name a file")
+
+    # the segment of a chained URL that names the file: the first one with a scheme
+    segments = base_url.split("::")
+    idx = next((i for i, s in enumerate(segments) if "://" in s), 0)
+    seg = segments[idx]
+    if _protocol(seg) in ("http", "https"):
+        s = urlsplit(seg)
+        directory = s.path.rsplit("/", 1)[0]
+        path = directory + "/" + "/".join(quote(p, safe="") for p in parts)
+        joined = urlunsplit((s.scheme, s.netloc, path, "", ""))
+    else:
+        scheme, _, rest = seg.rpartition("://")
+        if "/" not in rest:
+            raise bad("cannot be resolved: the model URL has no directory")
+        directory = rest.rsplit("/", 1)[0]
+        joined = (scheme + "://" if scheme else "") + directory + "/" + "/".join(parts)
+    segments[idx] = joined
+    return "::".join(segments)

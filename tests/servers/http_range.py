@@ -1,0 +1,225 @@
+"""A local HTTP server for tests: serves byte strings with Range requests, counts every request
+and every body byte it sends, and can be switched into the fault modes a remote reader must
+survive.
+
+    server = RangeServer().start()
+    server.files["m.onemodel"] = data
+    url = server.url("m.onemodel")
+    ...
+    server.mode = "ignore_range"
+    server.stop()
+
+Modes (GET requests; HEAD follows the status of ``403``/``404``):
+
+=======================  ====================================================================
+``normal``               206 with ``Content-Range`` for a satisfiable single range, 200 without
+                         ``Range``, 416 with ``bytes */size`` past the end; a strong ETag
+``403`` / ``404``        that status, empty body
+``ignore_range``         200 and the whole body, whatever the ``Range`` header says
+``wrong_content_range``  206 whose ``Content-Range`` and body start 64 bytes after the asked
+                         offset (bytes from the wrong offset, honestly labelled)
+``truncated``            206 with correct headers, then half the body and the connection closed
+``short``                206 whose ``Content-Range`` and body stop half-way through the range
+``lying``                206 with the asked ``Content-Range`` and a body of the wrong length
+=======================  ====================================================================
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import socket
+import sys
+import threading
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+MODES = ("normal", "403", "404", "ignore_range", "wrong_content_range", "truncated", "short",
+         "lying")
+
+_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+
+
+@dataclass
+class Request:
+    """One request the server answered: method, path, the Range header (or None), the status
+    and the number of body bytes written to the socket."""
+
+    method: str
+    path: str
+    range: str | None
+    status: int
+    sent: int  # body bytes handed to the socket (counted just before each write)
+
+
+class RangeServer:
+    """An HTTP/1.1 server on 127.0.0.1 (a free port) over the byte strings in ``files``."""
+
+    def __init__(self):
+        self.files: dict[str, bytes] = {}
+        self.mode = "normal"
+        self.log: list[Request] = []
+        self._lock = threading.Lock()
+        self._httpd = None
+        self._thread = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def start(self) -> "RangeServer":
+        server = self
+
+        class Handler(_Handler):
+            owner = server
+
+        self._httpd = _Server(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1]
+
+    def url(self, name: str) -> str:
+        return f"http://127.0.0.1:{self.port}/{name}"
+
+    # -- counting ------------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Forget the log and go back to ``normal`` mode."""
+        with self._lock:
+            self.log.clear()
+        self.mode = "normal"
+
+    @property
+    def requests(self) -> int:
+        """Requests answered since the last :meth:`reset`."""
+        return len(self.log)
+
+    @property
+    def bytes_sent(self) -> int:
+        """Body bytes written since the last :meth:`reset`."""
+        return sum(r.sent for r in self.log)
+
+    def _record(self, req: Request) -> None:
+        with self._lock:
+            self.log.append(req)
+
+
+def refused_url(name: str = "m.bin") -> str:
+    """An http URL on 127.0.0.1 whose port nobody listens on (connection refused)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/{name}"
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        """Clients that hang up on a refused answer are expected; other errors are printed."""
+        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    owner: RangeServer
+
+    def log_message(self, *args):  # keep test output clean
+        pass
+
+    def do_HEAD(self):
+        self._answer(body=False)
+
+    def do_GET(self):
+        self._answer(body=True)
+
+    def _answer(self, body: bool):
+        srv = self.owner
+        mode = srv.mode
+        name = self.path.lstrip("/").split("?", 1)[0]
+        rng = self.headers.get("Range")
+        data = srv.files.get(name)
+        # recorded before answering, and counted before each write, so a client that has its
+        # answer always finds it in the log
+        self._req = req = Request(self.command, name, rng, 0, 0)
+        srv._record(req)
+        try:
+            if mode in ("403", "404") or data is None:
+                self._head(403 if mode == "403" else 404, 0)
+                return
+            size = len(data)
+            etag = '"' + hashlib.sha1(data).hexdigest()[:16] + '"'
+            span = _parse_range(rng, size) if rng else None
+            if rng is None or mode == "ignore_range" or not body:
+                self._head(200, size, etag=etag, ranges=True)
+                if body:
+                    self._send(data)
+                return
+            if span is None:
+                self._head(416, 0, extra={"Content-Range": f"bytes */{size}"})
+                return
+            a, b = span  # inclusive
+            if mode == "wrong_content_range":
+                a, b = min(a + 64, size - 1), min(b + 64, size - 1)
+            elif mode == "short" and b > a:
+                b = a + (b - a) // 2
+            piece = data[a:b + 1]
+            length = len(piece)
+            if mode == "lying":
+                piece = piece[:-1] if length > 1 else piece + b"x"
+                length = len(piece)
+            self._head(206, length, etag=etag,
+                       extra={"Content-Range": f"bytes {a}-{b}/{size}"})
+            if mode == "truncated":
+                self._send(piece[:len(piece) // 2])
+                self.close_connection = True
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            self._send(piece)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _head(self, status: int, length: int, *, etag: str | None = None, ranges=False,
+              extra: dict | None = None):
+        self._req.status = status
+        self.send_response(status)
+        self.send_header("Content-Length", str(length))
+        self.send_header("Content-Type", "application/octet-stream")
+        if ranges:
+            self.send_header("Accept-Ranges", "bytes")
+        if etag:
+            self.send_header("ETag", etag)
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+
+    def _send(self, data: bytes) -> None:
+        view = memoryview(data)
+        step = 1 << 20
+        for i in range(0, len(view), step):
+            piece = view[i:i + step]
+            with self.owner._lock:
+                self._req.sent += len(piece)
+            self.wfile.write(piece)
+
+
+def _parse_range(header: str, size: int) -> tuple[int, int] | None:
+    """``(first, last)`` inclusive for a single ``bytes=`` range, ``None`` if unsatisfiable."""
+    m = _RANGE.match(header.strip())
+    if m is None or (not m.group(1) and not m.group(2)):
+        return None
+    if not m.group(1):  # suffix range: the last n bytes
+        n = int(m.group(2))
+        return (max(0, size - n), size - 1) if n and size else None
+    a = int(m.group(1))
+    b = int(m.group(2)) if m.group(2) else size - 1
+    if a >= size or b < a:
+        return None
+    return a, min(b, size - 1)
