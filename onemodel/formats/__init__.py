@@ -45,7 +45,6 @@ def _load() -> None:
     global _loaded
     if _loaded:
         return
-    _loaded = True
     for spec in _BUILTIN:
         mod, attr = spec.split(":")
         register(getattr(importlib.import_module(mod), attr))
@@ -55,6 +54,7 @@ def _load() -> None:
         eps = ()
     for ep in eps:
         register(ep.load())
+    _loaded = True
 
 
 def plugins() -> list[FormatPlugin]:

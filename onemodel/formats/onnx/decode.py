@@ -43,8 +43,10 @@ class _Ctx:
         self.tensors = []  # (tensor, offset of its first byte) for the checks after decoding
 
 
-def _signed(v: int) -> int:
-    return v - (1 << 64) if v >= (1 << 63) else v
+def _field_error(message: str, offset: int, field) -> WireError:
+    err = WireError(message, offset)
+    err.segments.append(field.proto_name)
+    return err
 
 
 def _scalar_list(f, arr: np.ndarray, pos: int) -> np.ndarray:
@@ -54,7 +56,7 @@ def _scalar_list(f, arr: np.ndarray, pos: int) -> np.ndarray:
     arr = arr.view(np.int64)
     if f.kind in (INT32, ENUM):
         if arr.size and (arr.min() < _I32_MIN or arr.max() > _I32_MAX):
-            raise WireError(f"int32 field {f.proto_name} out of range", pos)
+            raise _field_error(f"int32 field {f.proto_name} out of range", pos, f)
     return arr
 
 
@@ -74,6 +76,11 @@ def _decode(buf, pos: int, end: int, msg: Message, obj, depth: int, ctx: _Ctx) -
         if f is None or (f.wire != wire and not (f.repeated and wire == 2 and f.wire != 2)):
             if k >> 3 == 0:
                 raise WireError("field tag 0 is not allowed (Clause 12.3.1)", kstart)
+            if wire == 3 or wire == 4:
+                raise WireError(f"wire type {wire} (group) is not allowed (Clause 12.2.1)",
+                                kstart)
+            if wire > 5:
+                raise WireError(f"invalid wire type {wire}", kstart)
             pos = skip_field(buf, pos, end, wire)
             obj.unknown += bytes(buf[kstart:pos])
             continue
@@ -86,8 +93,8 @@ def _decode(buf, pos: int, end: int, msg: Message, obj, depth: int, ctx: _Ctx) -
                 n, pos = read_varint(buf, pos, end)
             e = pos + n
             if e > end:
-                raise WireError(f"length {n} of field {f.proto_name} runs past the end of its "
-                                "message", kstart)
+                raise _field_error(f"length {n} of field {f.proto_name} runs past the end of "
+                                   "its message", kstart, f)
             if kind == STRING:
                 s = _utf8(buf[pos:e], "surrogateescape")[0]
                 if f.repeated:
@@ -135,15 +142,16 @@ def _decode(buf, pos: int, end: int, msg: Message, obj, depth: int, ctx: _Ctx) -
                 if kind == FLOAT or kind == DOUBLE:
                     width = 4 if kind == FLOAT else 8
                     if n % width:
-                        raise WireError(f"packed {f.proto_name} of {n} octets is not a "
-                                        f"multiple of {width}", kstart)
+                        raise _field_error(f"packed {f.proto_name} of {n} octets is not a "
+                                           f"multiple of {width}", kstart, f)
                     arr = np.frombuffer(buf[pos:e], dtype=_F4 if kind == FLOAT else _F8)
                 else:
                     try:
-                        arr = _scalar_list(f, decode_packed_varints(buf, pos, e), kstart)
+                        packed = decode_packed_varints(buf, pos, e)
                     except WireError as err:
                         err.segments.append(f.proto_name)
                         raise
+                    arr = _scalar_list(f, packed, kstart)
                 if pending is None:
                     pending = {}
                 pending.setdefault(f.name, []).append(arr)
@@ -155,23 +163,30 @@ def _decode(buf, pos: int, end: int, msg: Message, obj, depth: int, ctx: _Ctx) -
             if v < 0x80:
                 pos += 1
             else:
-                v, pos = read_varint(buf, pos, end)
+                try:
+                    v, pos = read_varint(buf, pos, end)
+                except WireError as err:
+                    err.segments.append(f.proto_name)
+                    raise
             if kind != UINT64:
                 if v >= (1 << 63):
                     v -= 1 << 64
                 if kind != INT64 and (v < _I32_MIN or v > _I32_MAX):
-                    raise WireError(f"int32 field {f.proto_name} out of range: {v}", kstart)
+                    raise _field_error(f"int32 field {f.proto_name} out of range: {v}", kstart,
+                                       f)
                 if kind == ENUM and v not in f.enum_values:
                     obj.unknown += bytes(buf[kstart:pos])  # closed enum: kept as unknown
                     continue
         elif wire == 5:
             if pos + 4 > end:
-                raise WireError(f"field {f.proto_name} runs past the end of its message", kstart)
+                raise _field_error(f"field {f.proto_name} runs past the end of its message",
+                                   kstart, f)
             v = np.frombuffer(buf[pos:pos + 4], dtype=_F4)[0]
             pos += 4
         else:
             if pos + 8 > end:
-                raise WireError(f"field {f.proto_name} runs past the end of its message", kstart)
+                raise _field_error(f"field {f.proto_name} runs past the end of its message",
+                                   kstart, f)
             v = np.frombuffer(buf[pos:pos + 8], dtype=_F8)[0]
             pos += 8
         if f.repeated:

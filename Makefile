@@ -1,0 +1,39 @@
+# onemodel: `make run` converts the bundled real model ONNX -> OneModel -> ONNX and proves it
+# bit-identical; `make test` runs the test suite. Both create the virtual environment first.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+CLI := $(VENV)/bin/onemodel
+EXAMPLE ?= $(firstword $(wildcard testdata/models/*.onnx))
+OUT ?= out
+
+.PHONY: run test install bench clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml $(wildcard setup.py)
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $@
+
+run: install
+	@mkdir -p $(OUT)
+	@echo "== $(EXAMPLE)"
+	$(CLI) info $(EXAMPLE)
+	$(CLI) convert $(EXAMPLE) $(OUT)/model.onemodel
+	$(CLI) convert $(OUT)/model.onemodel $(OUT)/model.onnx
+	cmp $(EXAMPLE) $(OUT)/model.onnx
+	@echo "ONNX -> OneModel -> ONNX: byte-identical ($$(stat -c %s $(EXAMPLE)) bytes)"
+	$(CLI) verify $(EXAMPLE) $(OUT)/model.onemodel --run
+
+test: install
+	ONEMODEL_REQUIRE_C=1 $(PY) -m pytest -q
+
+bench: install
+	$(PY) -m pip install --quiet -e ".[bench]"
+	$(PY) benchmarks/load_convert.py
+
+clean:
+	rm -rf $(OUT) build *.egg-info

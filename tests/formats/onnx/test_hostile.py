@@ -1,0 +1,141 @@
+"""Hostile ONNX byte strings: each is refused with the right kind and path, never with a
+RecursionError, a MemoryError or a traceback from deep inside (Clause 12, 15.4)."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import pytest
+
+import onemodel
+from onemodel.errors import InvalidModelError, MalformedError, OneModelError, UnsupportedError
+from onemodel.formats.onnx import decode_model
+from wire import key, ld, model_with_initializer, tensor, varint, vint
+
+M, I, U = MalformedError, InvalidModelError, UnsupportedError
+INIT = "ModelProto.graph.initializer[0]"
+
+
+def _deep_graphs(depth: int) -> bytes:
+    """GraphProto -> NodeProto -> AttributeProto.g -> GraphProto ... ``depth`` graphs deep."""
+    g = ld(2, b"leaf")
+    for _ in range(depth):
+        attr = ld(1, b"body") + vint(20, 5) + ld(6, g)
+        node = ld(4, b"If") + ld(5, attr)
+        g = ld(1, node)
+    return vint(1, 10) + ld(7, g)
+
+
+def _deep_types(depth: int) -> bytes:
+    t = ld(1, vint(1, 1))  # TypeProto{tensor_type{elem_type FLOAT}}
+    for _ in range(depth):
+        t = ld(4, ld(1, t))  # TypeProto{sequence_type{elem_type: t}}
+    return vint(1, 10) + ld(7, ld(11, ld(1, b"x") + ld(2, t)))
+
+
+CASES = [
+    # (name, bytes, kind, path, offset or None)
+    ("wire-type-3", vint(1, 10) + key(5, 3), M, "ModelProto", 2),
+    ("wire-type-4", vint(1, 10) + key(5, 4), M, "ModelProto", 2),
+    ("wire-type-3-known-tag", vint(1, 10) + key(7, 3), M, "ModelProto", 2),
+    ("wire-type-7", key(9, 7) + b"\x00", M, "ModelProto", 0),
+    ("varint-11-bytes", key(1, 0) + b"\xff" * 10 + b"\x01", M, "ModelProto.ir_version", 1),
+    ("varint-truncated", key(1, 0) + b"\xff\xff", M, "ModelProto.ir_version", 1),
+    ("key-varint-11-bytes", b"\xff" * 10 + b"\x01", M, "ModelProto", 0),
+    ("length-past-end", key(7, 2) + varint(100) + b"abc", M, "ModelProto.graph", 0),
+    ("huge-length", key(7, 2) + varint(1 << 62), M, "ModelProto.graph", 0),
+    ("nested-length-past-end", vint(1, 10) + ld(7, ld(1, key(4, 2) + varint(50) + b"Relu")),
+     M, "ModelProto.graph.node[0].op_type", 6),
+    ("field-tag-0", key(0, 0) + b"\x01", M, "ModelProto", 0),
+    ("fixed32-truncated", vint(1, 10) + ld(7, ld(1, ld(5, ld(1, b"a") + key(2, 5) + b"\x00\x00"))),
+     M, "ModelProto.graph.node[0].attribute[0].f", None),
+    ("int32-out-of-range", model_with_initializer(vint(2, 1 << 40)), M, INIT + ".data_type",
+     None),
+    ("int32-negative-out-of-range", model_with_initializer(vint(2, -(1 << 33))), M,
+     INIT + ".data_type", None),
+    ("packed-int32-out-of-range", model_with_initializer(vint(1, 1) + vint(2, 6) +
+                                                         ld(5, varint(1 << 35))), M,
+     INIT + ".int32_data", None),
+    ("packed-float-ragged", model_with_initializer(vint(1, 1) + vint(2, 1) + ld(4, b"\x00" * 5)),
+     M, INIT + ".float_data", None),
+    ("packed-varint-unterminated", model_with_initializer(ld(1, b"\x02\x80")), M, INIT + ".dims",
+     None),
+    ("graph-nesting-10000", _deep_graphs(10_000), M, None, None),
+    ("type-nesting-10000", _deep_types(10_000), M, None, None),
+    ("data-type-99", model_with_initializer(tensor((2,), 99, b"\x00\x00")), U, INIT, None),
+    ("raw-data-short", model_with_initializer(tensor((2, 3), 1, b"\x00" * 20)), I, INIT, None),
+    ("raw-data-long", model_with_initializer(tensor((2,), 1, b"\x00" * 9)), I, INIT, None),
+    ("dims-overflow-64-bits", model_with_initializer(tensor((1 << 40, 1 << 40), 1, b"")), I, INIT,
+     None),
+    ("element-count-2^60", model_with_initializer(tensor((1 << 30, 1 << 30), 2, b"")), U, INIT,
+     None),
+    ("negative-dim", model_with_initializer(tensor((-3,), 1, b"")), I, INIT, None),
+    ("string-with-raw-data", model_with_initializer(tensor((1,), 8, b"abc")), I, INIT, None),
+    ("raw-and-typed", model_with_initializer(tensor((1,), 1, b"\x00" * 4,
+                                                    extra=ld(4, b"\x00" * 4))), I, INIT, None),
+    ("typed-count-mismatch", model_with_initializer(tensor((4,), 1, None,
+                                                           extra=ld(4, b"\x00" * 12))), I, INIT,
+     None),
+    ("typed-wrong-field", model_with_initializer(tensor((1,), 1, None, extra=ld(7, varint(5)))),
+     I, INIT, None),
+    ("strings-count-mismatch", model_with_initializer(tensor((3,), 8, None,
+                                                             extra=ld(6, b"a") + ld(6, b"b"))),
+     I, INIT, None),
+    ("int4-raw-size", model_with_initializer(tensor((5,), 22, b"\x00\x00")), I, INIT, None),
+    ("contents-without-type", model_with_initializer(vint(1, 1) + ld(8, b"t") + ld(9, b"\0" * 4)),
+     I, INIT, None),
+    ("external-and-raw", model_with_initializer(tensor((1,), 1, b"\x00" * 4, extra=vint(14, 1) +
+                                                       ld(13, ld(1, b"location") + ld(2, b"w")))),
+     I, INIT, None),
+    ("no-contents", model_with_initializer(tensor((4,), 1, None)), I, INIT, None),
+]
+
+
+@pytest.mark.parametrize("name,data,kind,path,offset", CASES, ids=[c[0] for c in CASES])
+def test_hostile_bytes(name, data, kind, path, offset):
+    with pytest.raises(OneModelError) as info:
+        decode_model(data)
+    err = info.value
+    assert type(err) is kind, f"{name}: {err!r}"
+    if path is not None:
+        assert err.path == path, str(err)
+    else:
+        assert err.path and err.path.startswith("ModelProto"), str(err)
+    if offset is not None:
+        assert err.offset == offset, str(err)
+    line = str(err)
+    assert "\n" not in line and line.startswith(kind.kind + ":")
+
+
+def test_enough_hostile_cases():
+    assert len(CASES) >= 20
+
+
+def test_deep_nesting_is_refused_at_the_documented_depth():
+    from onemodel.limits import MAX_MESSAGE_DEPTH
+    with pytest.raises(MalformedError) as info:
+        decode_model(_deep_graphs(10_000))
+    assert f"deeper than {MAX_MESSAGE_DEPTH}" in info.value.message
+    # one graph level costs three message levels (Graph, Node, Attribute): 30 graphs are fine
+    decode_model(_deep_graphs(30))
+
+
+@pytest.mark.parametrize("name,data,kind,path,offset", CASES[:8], ids=[c[0] for c in CASES[:8]])
+def test_hostile_file_through_load(tmp_path, name, data, kind, path, offset):
+    p = tmp_path / f"{name}.onnx"
+    p.write_bytes(data)
+    with pytest.raises(kind) as info:
+        onemodel.load(p, format="onnx")
+    assert info.value.source == str(p)
+
+
+def test_no_allocation_sized_by_a_declared_length():
+    data = key(7, 2) + varint((1 << 62) - 1) + b"x" * 16
+    tracemalloc.start()
+    try:
+        with pytest.raises(MalformedError):
+            decode_model(data)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
