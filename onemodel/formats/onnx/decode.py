@@ -152,9 +152,12 @@ def _decode(buf, pos: int, end: int, msg: Message, obj, depth: int, ctx: _Ctx) -
                         err.segments.append(f.proto_name)
                         raise
                     arr = _scalar_list(f, packed, kstart)
-                if pending is None:
-                    pending = {}
-                pending.setdefault(f.name, []).append(arr)
+                if f.array_dtype is None:  # a list field (dims, ints, ...): keep the order
+                    getattr(obj, f.name).extend(arr.tolist())
+                else:
+                    if pending is None:
+                        pending = {}
+                    pending.setdefault(f.name, []).append(arr)
             pos = e
             continue
         # wire types 0, 1, 5: one scalar value
@@ -207,14 +210,6 @@ def _decode(buf, pos: int, end: int, msg: Message, obj, depth: int, ctx: _Ctx) -
 def _finish_pending(msg: Message, obj, pending: dict) -> None:
     for name, parts in pending.items():
         f = next(x for x in msg.fields if x.name == name)
-        if f.array_dtype is None:  # a list field (dims, ints, ...) got packed runs
-            lst = getattr(obj, name)
-            for p in parts:
-                if isinstance(p, np.ndarray):
-                    lst.extend(p.tolist())
-                else:
-                    lst.append(p)
-            continue
         arrays = [p if isinstance(p, np.ndarray) else np.asarray([p]) for p in parts]
         old = getattr(obj, name)
         if old is not None:
