@@ -1,0 +1,69 @@
+"""The progress bar: drawn only on a terminal, after the delay, never when quiet."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from onemodel.storage import BytesSink, MemorySource, Progress, ProgressSink, open_sink
+
+
+def _console(terminal: bool) -> tuple[Console, io.StringIO]:
+    out = io.StringIO()
+    return Console(file=out, force_terminal=terminal, width=100), out
+
+
+def test_bar_appears_on_a_terminal_after_the_delay():
+    console, out = _console(True)
+    with Progress("convert", total=3 << 20, delay=0.0, console=console) as bar:
+        bar(1 << 20)
+        bar(1 << 20)
+        assert bar.shown and bar.done == 2 << 20
+        bar._bar.refresh()
+        text = out.getvalue()
+    assert "convert" in text and "2.1/3.1 MB" in text
+    assert not bar.shown
+
+
+def test_no_bar_before_the_delay():
+    console, out = _console(True)
+    with Progress("convert", total=100, delay=3600, console=console) as bar:
+        bar(50)
+        assert not bar.shown and bar.done == 50
+    assert out.getvalue() == ""
+
+
+def test_no_bar_when_quiet_or_not_a_terminal():
+    for quiet, terminal in ((True, True), (False, False)):
+        console, out = _console(terminal)
+        with Progress("download", total=100, quiet=quiet, delay=0.0, console=console) as bar:
+            bar(100)
+            assert not bar.shown
+        assert out.getvalue() == ""
+
+
+def test_default_console_is_stderr_not_stdout(capsys):
+    with Progress("download", total=10, delay=0.0) as bar:
+        bar(10)
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == ""  # captured streams are not terminals
+
+
+def test_progress_sink_counts_writes_zeros_and_copies():
+    seen = []
+    inner = BytesSink()
+    sink = ProgressSink(inner, seen.append)
+    sink.write(b"abc")
+    sink.write_zeros(5)
+    sink.copy_from(MemorySource(b"0123456789"), 2, 4)
+    sink.commit()
+    assert seen == [3, 5, 4] and sink.tell() == 12
+    assert inner.getvalue() == b"abc" + bytes(5) + b"2345"
+
+
+def test_open_sink_with_progress(tmp_path):
+    seen = []
+    with open_sink(str(tmp_path / "m.bin.zst"), progress=seen.append) as sink:
+        sink.write(b"x" * 1000)
+    assert seen == [1000]  # uncompressed bytes

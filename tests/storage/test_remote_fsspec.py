@@ -1,0 +1,164 @@
+"""RemoteSource and RemoteSink through fsspec's memory:// backend; URL helpers; backend errors."""
+
+from __future__ import annotations
+
+import uuid
+
+import fsspec
+import pytest
+
+from onemodel.errors import InvalidModelError, IoError, MalformedError, UnsupportedError
+from onemodel.storage import RemoteSink, RemoteSource, open_sink, open_source, resolve_relative
+from onemodel.storage.remote import COALESCE_GAP, coalesce, display_url
+
+
+@pytest.fixture
+def mem():
+    """``(fs, prefix)``: fsspec's memory filesystem and a fresh directory in it."""
+    fs = fsspec.filesystem("memory")
+    prefix = "/t" + uuid.uuid4().hex[:10]
+    fs.mkdir(prefix)
+    yield fs, prefix
+    fs.rm(prefix, recursive=True)
+
+
+def test_memory_source_reads_exact_ranges(mem):
+    fs, d = mem
+    data = bytes(range(256)) * 1000
+    fs.pipe_file(f"{d}/a.bin", data)
+    src = open_source(f"memory://{d}/a.bin")
+    assert isinstance(src, RemoteSource) and src.size == len(data) and src.whole() is None
+    assert bytes(src.read(70_000, 300)) == data[70_000:70_300]
+    assert bytes(src.read(5, 10)) == data[5:15]
+    assert bytes(src.read(7, 1)) == data[7:8]
+    assert src.requests == 2  # one range past the head, one head read serving both small reads
+    with pytest.raises(MalformedError):
+        src.read(len(data) - 1, 2)
+
+
+def test_memory_fetch_many_groups_and_orders(mem):
+    fs, d = mem
+    data = bytes(range(256)) * 20_000
+    fs.pipe_file(f"{d}/a.bin", data)
+    src = open_source(f"memory://{d}/a.bin")
+    ranges = [(4_000_000, 10), (100_000, 5), (100_010, 0), (100_020, 7), (2_000_000, 3)]
+    views = src.fetch_many(ranges)
+    assert [bytes(v) for v in views] == [data[o:o + n] for o, n in ranges]
+    assert src.requests == 3  # 100_000..100_027 together; 2_000_000; 4_000_000
+
+
+def test_missing_object_is_io_not_found(mem):
+    fs, d = mem
+    with pytest.raises(IoError) as e:
+        open_source(f"memory://{d}/nope.bin")
+    assert "not found" in e.value.message and "nope.bin" in str(e.value)
+
+
+def test_sink_stages_under_a_temporary_name_until_commit(mem):
+    fs, d = mem
+    sink = open_sink(f"memory://{d}/out.bin")
+    assert isinstance(sink, RemoteSink)
+    sink.write(b"abc")
+    sink.write(memoryview(b"defg"))
+    sink.write_zeros(3)
+    assert sink.tell() == 10
+    assert not fs.exists(f"{d}/out.bin")
+    sink.commit()
+    assert fs.cat_file(f"{d}/out.bin") == b"abcdefg\0\0\0"
+    assert fs.ls(d, detail=False) == [f"{d}/out.bin"]  # no leftover temporary
+
+
+def test_sink_abort_leaves_nothing_and_keeps_an_old_object(mem):
+    fs, d = mem
+    fs.pipe_file(f"{d}/out.bin", b"old")
+    with pytest.raises(RuntimeError):
+        with open_sink(f"memory://{d}/out.bin") as sink:
+            sink.write(b"new bytes")
+            raise RuntimeError("writer failed")
+    assert fs.cat_file(f"{d}/out.bin") == b"old"
+    assert fs.ls(d, detail=False) == [f"{d}/out.bin"]
+
+
+def test_sink_copy_from_remote_source(mem):
+    fs, d = mem
+    data = bytes(range(256)) * 4000
+    fs.pipe_file(f"{d}/in.bin", data)
+    src = open_source(f"memory://{d}/in.bin")
+    with open_sink(f"memory://{d}/out.bin") as sink:
+        sink.copy_from(src, 1000, 500_000)
+    assert fs.cat_file(f"{d}/out.bin") == data[1000:501_000]
+
+
+def test_http_is_read_only():
+    with pytest.raises(UnsupportedError):
+        open_sink("http://127.0.0.1:9/x.bin")
+
+
+def test_unknown_scheme_is_unsupported():
+    with pytest.raises(UnsupportedError) as e:
+        open_source("nosuchscheme://b/k")
+    assert "nosuchscheme" in e.value.message
+
+
+def test_missing_backend_names_what_to_install():
+    pytest.importorskip("fsspec")
+    try:
+        import gcsfs  # noqa: F401
+        pytest.skip("gcsfs is installed")
+    except ImportError:
+        pass
+    with pytest.raises(UnsupportedError) as e:
+        open_source("gs://bucket/model.onnx")
+    assert str(e.value).count("\n") == 0
+    assert "pip install gcsfs" in e.value.message
+
+
+def test_missing_s3_backend_names_the_extra(monkeypatch):
+    import fsspec.core
+
+    def no_backend(*a, **k):
+        raise ImportError("Install s3fs to access S3")
+    monkeypatch.setattr(fsspec.core, "url_to_fs", no_backend)
+    with pytest.raises(UnsupportedError) as e:
+        open_source("s3://bucket/model.onnx")
+    assert 'pip install "onemodel[s3]"' in e.value.message
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+def test_coalesce():
+    g = COALESCE_GAP
+    ranges = [(0, 10), (10 + g, 5), (20 + 2 * g + 1, 5), (5, 3), (100, 0)]
+    assert coalesce(ranges) == [(0, 15 + g, [0, 3, 1]), (20 + 2 * g + 1, 26 + 2 * g, [2])]
+    # the size cap splits a run of touching ranges
+    assert coalesce([(0, 60), (60, 60), (120, 60)], gap=0, limit=130) == \
+        [(0, 120, [0, 1]), (120, 180, [2])]
+
+
+def test_display_url_hides_credentials():
+    assert display_url("https://user:pw@h/m.onnx?X-Amz-Signature=abc&x=1") == \
+        "https://***@h/m.onnx?X-Amz-Signature=***&x=***"
+    assert display_url("s3://b/k.onnx") == "s3://b/k.onnx"
+
+
+@pytest.mark.parametrize("base,location,expected", [
+    ("s3://b/dir/m.onnx", "m.data", "s3://b/dir/m.data"),
+    ("s3://b/dir/m.onnx", "./w/part 1.bin", "s3://b/dir/w/part 1.bin"),
+    ("s3://b/m.onnx", "w.bin", "s3://b/w.bin"),
+    ("https://h:8080/a/b/m.onnx?sig=1", "w #1.bin", "https://h:8080/a/b/w%20%231.bin"),
+    ("simplecache::s3://b/d/m.onnx", "w.bin", "simplecache::s3://b/d/w.bin"),
+    ("memory://d/m.onnx", "x/y.bin", "memory://d/x/y.bin"),
+])
+def test_resolve_relative(base, location, expected):
+    assert resolve_relative(base, location) == expected
+
+
+@pytest.mark.parametrize("location", [
+    "", "../w.bin", "a/../../w.bin", "a/..", "/etc/passwd", "s3://other/w.bin",
+    "https://evil/w.bin", "C:/w.bin", "c:w.bin", "a\\..\\w.bin", "%2e%2e/w.bin",
+    "a/%2E%2E/%2e%2e/w.bin", "%2fetc/passwd", "dir/", "w\x00.bin", "x::s3://b/k",
+])
+def test_resolve_relative_refuses_escapes(location):
+    with pytest.raises(InvalidModelError) as e:
+        resolve_relative("s3://b/dir/m.onnx", location)
+    assert repr(location) in e.value.message
