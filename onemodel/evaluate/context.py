@@ -9,12 +9,35 @@ from ..ir.model import Attribute, AttributeType, Node
 A = AttributeType
 
 
+def decode_strings(arr: np.ndarray) -> np.ndarray:
+    """An object array with every ``bytes`` element decoded to ``str`` (UTF-8, undecodable bytes
+    kept with ``surrogateescape``); other arrays are returned as they are.
+
+    Inside the evaluator a STRING tensor is an object array of ``str``.
+    """
+    if arr.dtype != object or not arr.size:
+        return arr
+    flat = arr.reshape(-1)
+    if not any(isinstance(v, bytes) for v in flat):
+        return arr
+    out = np.empty(flat.shape, dtype=object)
+    out[:] = [v.decode("utf-8", "surrogateescape") if isinstance(v, bytes) else v for v in flat]
+    return out.reshape(arr.shape)
+
+
+def tensor_value(t) -> np.ndarray:
+    """The values of an ir Tensor or SparseTensor as the evaluator holds them: a zero-copy
+    ndarray where the tensor allows, dense for a sparse tensor, strings as ``str``."""
+    arr = t.to_dense() if hasattr(t, "to_dense") else t.numpy()
+    return decode_strings(arr)
+
+
 def attribute_value(attr: Attribute):
     """An attribute's value as kernels get it (see :class:`Context`).
 
     FLOAT -> float, INT -> int, STRING -> str (UTF-8, undecodable bytes kept with
     ``surrogateescape``), FLOATS -> list[float], INTS -> list[int], STRINGS -> list[str],
-    TENSOR -> ndarray (zero-copy where the tensor allows), TENSORS -> list of ndarrays,
+    TENSOR -> ndarray (zero-copy where the tensor allows; STRING elements as str), TENSORS -> list of ndarrays,
     GRAPH -> ir.Graph, GRAPHS -> list of ir.Graph, SPARSE_TENSOR -> dense ndarray,
     SPARSE_TENSORS -> list of dense ndarrays, TYPE_PROTO -> ir.Type, TYPE_PROTOS -> list of ir.Type.
     """
@@ -32,17 +55,17 @@ def attribute_value(attr: Attribute):
     if t == A.STRINGS:
         return [s.decode("utf-8", "surrogateescape") for s in attr.strings]
     if t == A.TENSOR:
-        return None if attr.t is None else attr.t.numpy()
+        return None if attr.t is None else tensor_value(attr.t)
     if t == A.TENSORS:
-        return [x.numpy() for x in attr.tensors]
+        return [tensor_value(x) for x in attr.tensors]
     if t == A.GRAPH:
         return attr.g
     if t == A.GRAPHS:
         return list(attr.graphs)
     if t == A.SPARSE_TENSOR:
-        return None if attr.sparse_tensor is None else attr.sparse_tensor.to_dense()
+        return None if attr.sparse_tensor is None else tensor_value(attr.sparse_tensor)
     if t == A.SPARSE_TENSORS:
-        return [x.to_dense() for x in attr.sparse_tensors]
+        return [tensor_value(x) for x in attr.sparse_tensors]
     if t == A.TYPE_PROTO:
         return attr.tp
     if t == A.TYPE_PROTOS:

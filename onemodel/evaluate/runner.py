@@ -26,7 +26,7 @@ from .. import limits
 from ..errors import InvalidModelError, OneModelError, UnsupportedError
 from ..ir.model import Attribute, Function, Graph, Model, Node
 from . import registry
-from .context import Context, attribute_value
+from .context import Context, attribute_value, tensor_value
 from .inputs import prepare_inputs
 
 
@@ -544,9 +544,7 @@ def _topological_order(nodes: list[Node], scope: _Scope, path: str) -> list[int]
 
 def _const_array(c, path: str):
     try:
-        if hasattr(c, "to_dense"):
-            return c.to_dense()
-        return c.numpy()
+        return tensor_value(c)
     except OneModelError as e:
         raise e.at(path=path)
     except (ValueError, TypeError) as e:

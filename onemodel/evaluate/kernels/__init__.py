@@ -10,6 +10,14 @@ from importlib import import_module
 MODULES = (
     "elementwise",
     "activations",
+    "shape",
+    "reduce",
+    "cast",
+    "control",
+    "sequence",
+    "quant",
+    "rnn",
+    "resize",
 )
 
 for _name in MODULES:
