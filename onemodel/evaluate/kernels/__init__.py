@@ -10,9 +10,6 @@ from importlib import import_module
 MODULES = (
     "elementwise",
     "activations",
-    "shape",
-    "reduce",
-    "cast",
     "control",
     "sequence",
     "quant",
