@@ -10,6 +10,9 @@ from importlib import import_module
 MODULES = (
     "elementwise",
     "activations",
+    "shape",
+    "reduce",
+    "cast",
     "control",
     "sequence",
     "quant",
