@@ -1,0 +1,134 @@
+"""The command line as a user meets it: exit codes, one-line errors, info, convert, verify."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import onnx
+import pytest
+from typer.testing import CliRunner
+
+from onemodel.cli import app
+
+MODELS = Path(__file__).resolve().parents[2] / "testdata" / "models"
+CNN = MODELS / "cnn_legacy.onnx"
+runner = CliRunner()
+
+
+def cli(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def test_info_json_matches_onnx():
+    r = cli("info", CNN, "--json")
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.stdout)
+    proto = onnx.load(CNN)
+    assert s["ir_version"] == proto.ir_version
+    assert s["opsets"] == [{"domain": o.domain, "version": o.version} for o in proto.opset_import]
+    assert s["producer"] == {"name": proto.producer_name, "version": proto.producer_version}
+    assert [i["name"] for i in s["inputs"]] == [i.name for i in proto.graph.input]
+    dims = proto.graph.input[0].type.tensor_type.shape.dim
+    assert s["inputs"][0]["shape"] == [d.dim_param if d.HasField("dim_param") else d.dim_value
+                                       for d in dims]
+    assert s["nodes"] == len(proto.graph.node)
+    assert s["ops"] == dict(Counter(n.op_type for n in proto.graph.node))
+    assert s["initializers"]["count"] == len(proto.graph.initializer)
+    nbytes = sum(onnx.numpy_helper.to_array(t).nbytes for t in proto.graph.initializer)
+    assert s["initializers"]["bytes"] == nbytes
+
+
+def test_info_table():
+    r = cli("info", CNN)
+    assert r.exit_code == 0, r.output
+    assert "opsets:" in r.stdout and "Conv" in r.stdout and "initializers:" in r.stdout
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in MODELS.glob("*.onnx")))
+def test_convert_round_trip_is_byte_identical(tmp_path, name):
+    src = MODELS / name
+    r = cli("convert", src, tmp_path / "m.onemodel")
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "m.onemodel").read_bytes()[:8] == b"ONEMODEL"
+    r = cli("convert", tmp_path / "m.onemodel", tmp_path / "back.onnx")
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "back.onnx").read_bytes() == src.read_bytes()
+    r = cli("verify", src, tmp_path / "m.onemodel")
+    assert r.exit_code == 0, r.output
+    assert r.stdout.startswith("equal")
+
+
+def test_convert_to_forces_format(tmp_path):
+    r = cli("convert", CNN, tmp_path / "model.bin", "--to", "onemodel")
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "model.bin").read_bytes()[:8] == b"ONEMODEL"
+
+
+def test_verify_names_the_first_difference(tmp_path):
+    proto = onnx.load(CNN)
+    index = next(i for i, n in enumerate(proto.graph.node) if n.attribute)
+    attr = proto.graph.node[index].attribute[0]
+    if attr.type == onnx.AttributeProto.INTS:
+        attr.ints[0] += 1
+        field = "ints"
+    elif attr.type == onnx.AttributeProto.INT:
+        attr.i += 1
+        field = "i"
+    else:
+        attr.f += 1.0
+        field = "f"
+    onnx.save(proto, tmp_path / "changed.onnx")
+    r = cli("verify", CNN, tmp_path / "changed.onnx")
+    assert r.exit_code == 1, r.output
+    assert f"graph.nodes[{index}].attributes[0].{field}" in r.stdout
+
+
+def test_verify_reports_weight_difference(tmp_path):
+    proto = onnx.load(CNN)
+    t = proto.graph.initializer[0]
+    arr = onnx.numpy_helper.to_array(t).copy()
+    arr.reshape(-1)[3] = arr.reshape(-1)[3] + 1
+    t.CopyFrom(onnx.numpy_helper.from_array(arr, t.name))
+    onnx.save(proto, tmp_path / "w.onnx")
+    r = cli("verify", CNN, tmp_path / "w.onnx")
+    assert r.exit_code == 1
+    assert "graph.initializers[0].contents" in r.stdout and "element 3" in r.stdout
+
+
+def test_bad_input_is_one_line_exit_2(tmp_path):
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x08\x0a\x3a\x64abc")  # graph field whose length runs past the end
+    r = cli("info", bad)
+    assert r.exit_code == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("Malformed:") and "[ModelProto.graph]" in lines[0]
+    assert "at offset 0x2" in lines[0] and str(bad) in lines[0]
+
+
+def test_missing_file_is_io(tmp_path):
+    r = cli("convert", tmp_path / "nope.onnx", tmp_path / "x.onemodel")
+    assert r.exit_code == 2
+    assert r.stderr.startswith("Io:")
+    assert not (tmp_path / "x.onemodel").exists()
+
+
+def test_unknown_output_format(tmp_path):
+    r = cli("convert", CNN, tmp_path / "x.weird")
+    assert r.exit_code == 2 and r.stderr.startswith("Unsupported:")
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x08\x0a\x3a\x64abc")
+    proc = subprocess.run([sys.executable, "-m", "onemodel", "info", str(bad), "--debug"],
+                          capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "Traceback" in proc.stderr and "MalformedError" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "onemodel", "info", str(bad)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
