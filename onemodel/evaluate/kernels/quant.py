@@ -205,7 +205,7 @@ def dequantize_linear(ctx, x, x_scale, x_zero_point=None):
 def dynamic_quantize_linear(ctx, x):
     """DynamicQuantizeLinear: uint8 quantization of a float32 tensor with a computed scale.
 
-    ``scale = (max(0, max(x)) - min(0, min(x))) / 255`` (1/255 when that range is 0),
+    ``scale = (max(0, max(x)) - min(0, min(x))) / 255`` (1 when that range is 0, as onnxruntime),
     ``zero_point = saturate(round(-min(0, min(x)) / scale))``,
     ``y = saturate(round(x / scale) + zero_point)``. Outputs: y (uint8, x's shape), y_scale
     (float32 scalar), y_zero_point (uint8 scalar).
@@ -213,8 +213,7 @@ def dynamic_quantize_linear(ctx, x):
     x = np.asarray(x, dtype=np.float32)
     hi = np.float32(max(0.0, float(x.max()))) if x.size else np.float32(0)
     lo = np.float32(min(0.0, float(x.min()))) if x.size else np.float32(0)
-    span = np.float32(1.0) if hi == lo else np.float32(hi - lo)
-    scale = np.float32(span / np.float32(255))
+    scale = np.float32(1.0) if hi == lo else np.float32(np.float32(hi - lo) / np.float32(255))
     zp = np.rint(np.clip(np.float32(0) - lo / scale, 0, 255))
     y = np.clip(np.rint(x / scale) + zp, 0, 255).astype(np.uint8)
     return y, np.array(scale, dtype=np.float32), np.array(zp, dtype=np.uint8)
