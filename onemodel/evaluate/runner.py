@@ -169,7 +169,8 @@ class Session:
                                     outputs=list(outputs), top=True)
             self._plans[key] = plan
         env = prepare_inputs(self.model.graph, plan, inputs)
-        values = self._execute(plan, env)
+        with np.errstate(all="ignore"):  # IEEE results (inf, nan) are values, not warnings
+            values = self._execute(plan, env)
         return dict(zip(plan.outputs, values))
 
     # -- checking -------------------------------------------------------------------------------

@@ -1,0 +1,153 @@
+"""Normalizations (ONNX 1-2): Batch (inference and training mode), Layer, Instance, Group, Lp,
+MeanVariance and RMS normalization.
+
+Statistics of float16 and bfloat16 inputs are computed in float32 (the definitions' ``stash_type``
+default, and what BatchNormalization states for float16), results rounded back once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import InvalidModelError, UnsupportedError
+from ..registry import op
+from .linalg import _back, _wide
+
+
+def _channel(v, ndim):
+    return v.reshape((1, -1) + (1,) * (ndim - 2))
+
+
+@op("BatchNormalization", since=(1, 6, 7, 9, 14, 15))
+def batch_norm(ctx, x, scale, bias, mean, var):
+    eps = ctx.attr("epsilon", 1e-5)
+    momentum = ctx.attr("momentum", 0.9)
+    if ctx.opset >= 14:
+        training = bool(ctx.attr("training_mode", 0))
+    elif ctx.opset >= 7:
+        training = ctx.num_outputs > 1
+    else:
+        training = not ctx.attr("is_test", 0) and ctx.num_outputs > 1
+    (w,), dt = _wide(x)
+    s, b, m, v = (np.asarray(a, dtype=w.dtype) for a in (scale, bias, mean, var))
+    if ctx.opset < 6 and not ctx.attr("spatial", 1):
+        raise UnsupportedError("BatchNormalization with spatial=0 is not implemented")
+    if not training:
+        inv = s / np.sqrt(v + np.asarray(eps, w.dtype))
+        y = w * _channel(inv, w.ndim) + _channel(b - m * inv, w.ndim)
+        return _back(y, dt)
+    axes = tuple(i for i in range(w.ndim) if i != 1)
+    cur_mean = np.mean(w, axis=axes)
+    cur_var = np.var(w, axis=axes)
+    y = (w - _channel(cur_mean, w.ndim)) / np.sqrt(_channel(cur_var, w.ndim) + eps)
+    y = y * _channel(s, w.ndim) + _channel(b, w.ndim)
+    run_mean = m * momentum + cur_mean * (1 - momentum)
+    run_var = v * momentum + cur_var * (1 - momentum)
+    outs = [_back(y, dt), _back(run_mean, mean.dtype), _back(run_var, var.dtype)]
+    if ctx.opset < 14:  # saved_mean, saved_var
+        outs += [_back(cur_mean, mean.dtype), _back(cur_var, var.dtype)]
+    return tuple(outs)
+
+
+def _stash(ctx, x):
+    st = ctx.attr("stash_type", 1)
+    if st == 1 and x.dtype != np.float64:
+        return x.astype(np.float32)
+    if st == 11:
+        return x.astype(np.float64)
+    if st not in (1, 11):
+        raise UnsupportedError(f"stash_type {st} is not float (1) or double (11)")
+    return x
+
+
+@op("LayerNormalization", since=17)
+def layer_norm(ctx, x, scale, bias=None):
+    eps = ctx.attr("epsilon", 1e-5)
+    axis = ctx.attr("axis", -1)
+    r = x.ndim
+    if not -r <= axis < r:
+        raise InvalidModelError(f"LayerNormalization axis {axis} is out of range for rank {r}")
+    axis = axis + r if axis < 0 else axis
+    axes = tuple(range(axis, r))
+    w = _stash(ctx, x)
+    mean = np.mean(w, axis=axes, keepdims=True)
+    d = w - mean
+    var = np.mean(d * d, axis=axes, keepdims=True)
+    inv = 1 / np.sqrt(var + eps)
+    y = d * inv * scale.astype(w.dtype, copy=False)
+    if bias is not None:
+        y = y + bias.astype(w.dtype, copy=False)
+    return y.astype(x.dtype, copy=False), mean.astype(w.dtype), inv.astype(w.dtype)
+
+
+@op("RMSNormalization", since=23)
+def rms_norm(ctx, x, scale):
+    eps = ctx.attr("epsilon", 1e-5)
+    axis = ctx.attr("axis", -1)
+    r = x.ndim
+    if not -r <= axis < r:
+        raise InvalidModelError(f"RMSNormalization axis {axis} is out of range for rank {r}")
+    axis = axis + r if axis < 0 else axis
+    w = _stash(ctx, x)
+    ms = np.mean(w * w, axis=tuple(range(axis, r)), keepdims=True)
+    y = w / np.sqrt(ms + eps) * scale.astype(w.dtype, copy=False)
+    return y.astype(x.dtype, copy=False)
+
+
+@op("InstanceNormalization", since=(1, 6, 22))
+def instance_norm(ctx, x, scale, bias):
+    eps = ctx.attr("epsilon", 1e-5)
+    (w,), dt = _wide(x)
+    axes = tuple(range(2, w.ndim))
+    mean = np.mean(w, axis=axes, keepdims=True)
+    var = np.var(w, axis=axes, keepdims=True)
+    y = (w - mean) / np.sqrt(var + np.asarray(eps, w.dtype))
+    y = y * _channel(scale.astype(w.dtype), w.ndim) + _channel(bias.astype(w.dtype), w.ndim)
+    return _back(y, dt)
+
+
+@op("GroupNormalization", since=(18, 21))
+def group_norm(ctx, x, scale, bias):
+    eps = ctx.attr("epsilon", 1e-5)
+    G = ctx.attr("num_groups")
+    N, C = x.shape[:2]
+    if not G or C % G:
+        raise InvalidModelError(f"GroupNormalization: {C} channels do not divide into "
+                                f"{G} groups")
+    w = _stash(ctx, x) if ctx.opset >= 21 else _wide(x)[0][0]
+    g = w.reshape(N, G, -1)
+    mean = np.mean(g, axis=2, keepdims=True)
+    var = np.var(g, axis=2, keepdims=True)
+    y = ((g - mean) / np.sqrt(var + eps)).reshape(x.shape)
+    s = scale.astype(w.dtype)
+    b = bias.astype(w.dtype)
+    if ctx.opset < 21:  # one scale and bias per group
+        s = np.repeat(s, C // G)
+        b = np.repeat(b, C // G)
+    y = y * _channel(s, x.ndim) + _channel(b, x.ndim)
+    return y.astype(x.dtype, copy=False)
+
+
+@op("LpNormalization", since=(1, 22))
+def lp_norm(ctx, x):
+    axis = ctx.attr("axis", -1)
+    p = ctx.attr("p", 2)
+    (w,), dt = _wide(x)
+    if p == 1:
+        norm = np.sum(np.abs(w), axis=axis, keepdims=True)
+    elif p == 2:
+        norm = np.sqrt(np.sum(w * w, axis=axis, keepdims=True))
+    else:
+        raise UnsupportedError(f"LpNormalization p={p} is neither 1 nor 2")
+    safe = np.where(norm == 0, 1, norm)
+    return _back(np.where(norm == 0, 0, w / safe).astype(w.dtype, copy=False), dt)
+
+
+@op("MeanVarianceNormalization", since=(9, 13))
+def mean_variance_norm(ctx, x):
+    axes = tuple(ctx.attr("axes", [0, 2, 3]))
+    (w,), dt = _wide(x)
+    mean = np.mean(w, axis=axes, keepdims=True)
+    var = np.mean(w * w, axis=axes, keepdims=True) - mean * mean
+    y = (w - mean) / (np.sqrt(np.maximum(var, 0)) + np.asarray(1e-9, w.dtype))
+    return _back(y, dt)

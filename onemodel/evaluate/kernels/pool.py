@@ -1,0 +1,145 @@
+"""Pooling (ONNX 1-2): MaxPool (with Indices), AveragePool, LpPool and their global forms.
+
+Each pooling reduces a strided view of the padded input (see :func:`.conv.windows`), so every
+window is one vectorized reduction. Output extents follow the definitions: with explicit pads,
+``floor`` (or ``ceil`` with ``ceil_mode=1``) of ``(in + pads - dilated kernel) / stride + 1``,
+dropping a last window that would start in the end padding; with ``SAME_*``, ``ceil(in/stride)``;
+with ``VALID``, ``ceil((in - dilated kernel + 1) / stride)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...errors import InvalidModelError, UnsupportedError
+from ..registry import op
+from .conv import conv_pads, windows
+from .linalg import _back, _wide
+
+
+def _pool_geometry(ctx, x, with_dilations: bool):
+    if x.ndim < 3:
+        raise InvalidModelError(f"pooling input has rank {x.ndim}; at least 3 expected")
+    n = x.ndim - 2
+    kernel = ctx.attr("kernel_shape")
+    if not kernel or len(kernel) != n:
+        raise InvalidModelError(f"kernel_shape {kernel} does not have {n} values")
+    strides = ctx.attr("strides") or [1] * n
+    dilations = (ctx.attr("dilations") if with_dilations else None) or [1] * n
+    if len(strides) != n or len(dilations) != n:
+        raise InvalidModelError(f"strides or dilations do not have {n} values")
+    auto_pad = ctx.attr("auto_pad", "NOTSET")
+    begin, end, out = conv_pads(auto_pad, x.shape[2:], kernel, strides, dilations,
+                                ctx.attr("pads"))
+    if ctx.attr("ceil_mode", 0) and auto_pad in ("NOTSET", ""):
+        out = []
+        for i, b, e, k, s, d in zip(x.shape[2:], begin, end, kernel, strides, dilations):
+            dk = (k - 1) * d + 1
+            o = -(-(i + b + e - dk) // s) + 1
+            if (o - 1) * s >= i + b:  # the last window would start in the end padding
+                o -= 1
+            out.append(o)
+    return kernel, strides, dilations, begin, end, out
+
+
+def _lowest(dt):
+    if dt.kind == "f":
+        return -np.inf
+    if dt.kind in "iu":
+        return np.iinfo(dt).min
+    return -np.inf
+
+
+@op("MaxPool", since=(1, 8, 10, 11, 12, 22))
+def max_pool(ctx, x):
+    kernel, strides, dilations, begin, end, out = _pool_geometry(ctx, x, ctx.opset >= 10)
+    (w,), dt = _wide(x)
+    v = windows(w, kernel, strides, dilations, begin, out, fill=_lowest(w.dtype))
+    nd = len(out)
+    kaxes = tuple(range(2 + nd, 2 + 2 * nd))
+    y = _back(np.max(v, axis=kaxes), dt)
+    if ctx.num_outputs < 2 or not ctx.output_used(1):
+        return y
+    # Indices: the flat position of each maximum in x, row-major (or column-major with
+    # storage_order=1), counting N and C too.
+    K = math.prod(kernel)
+    flatv = v.reshape(v.shape[: 2 + nd] + (K,))
+    arg = np.argmax(flatv, axis=-1)  # first maximum in window order
+    kidx = np.unravel_index(arg, kernel)
+    sp = x.shape[2:]
+    N, C = x.shape[:2]
+    grids = np.meshgrid(*[np.arange(o) for o in out], indexing="ij")
+    coords = [grids[i] * strides[i] + kidx[i] * dilations[i] - begin[i] for i in range(nd)]
+    if ctx.attr("storage_order", 0):
+        flat = np.zeros_like(coords[0])
+        mult = 1
+        for i in range(nd):
+            flat = flat + coords[i] * mult
+            mult *= sp[i]
+    else:
+        flat = np.zeros_like(coords[0])
+        for i in range(nd):
+            flat = flat * sp[i] + coords[i]
+    base = (np.arange(N).reshape(N, 1) * C + np.arange(C).reshape(1, C)) * math.prod(sp)
+    idx = flat + base.reshape((N, C) + (1,) * nd)
+    return y, idx.astype(np.int64)
+
+
+@op("AveragePool", since=(1, 7, 10, 11, 19, 22))
+def average_pool(ctx, x):
+    kernel, strides, dilations, begin, end, out = _pool_geometry(ctx, x, ctx.opset >= 19)
+    (w,), dt = _wide(x)
+    nd = len(out)
+    kaxes = tuple(range(2 + nd, 2 + 2 * nd))
+    total = np.sum(windows(w, kernel, strides, dilations, begin, out), axis=kaxes)
+    # the count of each window: positions inside x, or inside x and its pads
+    ones = np.ones((1, 1) + x.shape[2:], dtype=w.dtype)
+    if ctx.attr("count_include_pad", 0) if ctx.opset >= 7 else False:
+        ones = np.pad(ones, [(0, 0), (0, 0)] + [(max(b, 0), max(e, 0))
+                                                 for b, e in zip(begin, end)],
+                      constant_values=1)
+        b2 = [b - max(b, 0) for b in begin]
+    else:
+        b2 = begin
+    count = np.sum(windows(ones, kernel, strides, dilations, b2, out), axis=kaxes)
+    return _back(total / count, dt)
+
+
+@op("LpPool", since=(1, 2, 11, 18, 22))
+def lp_pool(ctx, x):
+    kernel, strides, dilations, begin, end, out = _pool_geometry(ctx, x, ctx.opset >= 18)
+    p = ctx.attr("p", 2.0 if ctx.opset < 2 else 2)
+    (w,), dt = _wide(x)
+    nd = len(out)
+    kaxes = tuple(range(2 + nd, 2 + 2 * nd))
+    v = windows(np.abs(w), kernel, strides, dilations, begin, out)
+    return _back(np.power(np.sum(np.power(v, p), axis=kaxes), 1.0 / p).astype(w.dtype), dt)
+
+
+def _spatial(x):
+    if x.ndim < 2:
+        raise InvalidModelError(f"global pooling input has rank {x.ndim}; at least 2 expected")
+    return tuple(range(2, x.ndim))
+
+
+@op("GlobalAveragePool", since=(1, 22))
+def global_average_pool(ctx, x):
+    (w,), dt = _wide(x)
+    return _back(np.mean(w, axis=_spatial(x), keepdims=True), dt)
+
+
+@op("GlobalMaxPool", since=(1, 22))
+def global_max_pool(ctx, x):
+    return np.max(x, axis=_spatial(x), keepdims=True)
+
+
+@op("GlobalLpPool", since=(1, 2, 22))
+def global_lp_pool(ctx, x):
+    p = ctx.attr("p", 2.0 if ctx.opset < 2 else 2)
+    if p <= 0:
+        raise UnsupportedError(f"GlobalLpPool p={p} is not positive")
+    (w,), dt = _wide(x)
+    s = np.sum(np.power(np.abs(w), p), axis=_spatial(x), keepdims=True)
+    return _back(np.power(s, 1.0 / p).astype(w.dtype), dt)
