@@ -6,17 +6,25 @@ No ``onnx`` or ``protobuf`` import happens at run time: the wire codec is :mod:`
 * :func:`decode_model` / :func:`encode_model`: bytes <-> Model.
 * :func:`decode_message` / :func:`encode_message`: any Annex B message (TensorProto,
   SequenceProto, MapProto, OptionalProto ...), e.g. the .pb files of the conformance tests.
-* ``PLUGIN``: the format plugin (``read(source)`` / ``write(model, sink)``).
+* ``PLUGIN``: the format plugin (``read(source)`` / ``write(model, sink)``), with external data
+  (Clause 13): resolution under the Clause 15.3 checks in :mod:`.external`, writing layouts
+  (keep, inline, one file, one file per tensor) in :mod:`.layout`.
+* :func:`external_data_report`: per data file, the bytes referenced and unreferenced and whether
+  every offset can be mapped.
 """
 
 from __future__ import annotations
 
 from ...errors import MalformedError
 from ...ir import Model
+from ...ir.tensor import EXTERNAL
+from ...limits import EXTERNAL_DATA_ALIGNMENT
 from ...storage.base import BlockView, RangeBuffer, Sink, Source
 from .checks import check_tensors
 from .decode import decode
-from .encode import RawPiece, encode, encode_pieces
+from .encode import encode
+from .external import default_base, resolve_external_data
+from .layout import external_data_report, write_layout
 from .schema import BY_CLASS
 
 
@@ -58,46 +66,105 @@ def _sniff(head: bytes) -> bool:
     return len(head) > 1 and head[0] == 0x08 and head[1] < 0x80
 
 
-def read(source: Source, **options) -> Model:
-    """Read a ModelProto from a byte source (Clause 12).
+def read(source: Source, *, base_dir=None, allow_outside: bool = False,
+         load_external: bool = True, storage_options: dict | None = None,
+         block_size: int = 64 * 1024, **options) -> Model:
+    """Read a ModelProto from a byte source (Clause 12) and resolve its external data (Clause 13).
 
     A local or in-memory source is decoded in place: every ``raw_data`` is a zero-copy view.
-    A remote source (no ``whole()``) is read through a block cache while ``raw_data`` values are
-    skipped and become lazy ranges fetched on first use. The source is kept in
-    ``model.resources`` (released by ``model.close()``).
+    A remote source (no ``whole()``) is read through a block cache of ``block_size`` bytes while
+    ``raw_data`` values are skipped and become lazy ranges fetched on first use. The source is
+    kept in ``model.resources`` (released by ``model.close()``).
+
+    External data (see :mod:`.external`):
+
+    Args:
+        base_dir: the directory the external data locations are relative to (a local path, or
+            a URL of a directory). Default: the directory of the source's file (never the working
+            directory); a model read from bytes has none.
+        allow_outside: also resolve locations outside ``base_dir`` (absolute paths, ``..``,
+            symbolic and hard links). Never the default (Clause 15.3); CLI
+            ``--allow-external-outside``.
+        load_external: resolve external tensors now (default). When ``False`` the references
+            are kept unresolved (``tensor.external`` is ``None``; reading their values raises)
+            and no data file is opened; :func:`.external.resolve_external_data` can resolve
+            them later.
+        storage_options: fsspec options for data files under a URL.
+    Each data file is opened once and mapped; every external tensor's ``external`` is a view of
+    exactly its bytes and its ``origin`` is ``(data source, offset, external)``. The data
+    sources join ``model.resources``. ``model.base_dir`` records the directory used.
+
+    Raises MalformedError (Clause 12), InvalidModelError (tensor contents; a refused external
+    reference; external tensors in a model with no base directory), UnsupportedError, IoError
+    (a data file that cannot be read). Nothing stays open when it raises.
     """
     whole = source.whole()
     raw = None
     if whole is None:
-        data = BlockView(source, options.get("block_size", 64 * 1024))
+        data = BlockView(source, block_size)
         raw = lambda start, end: RangeBuffer(source, start, end - start)  # noqa: E731
     else:
         data = whole
-    model = decode(data, "ModelProto", raw=raw, source=source.name, origin=source,
-                   check=_check(source.name))
+    external: dict = {}
+
+    def check(root, tensors):
+        check_tensors(root, tensors, source.name)
+        for t, offset in tensors:
+            if t.data_location == EXTERNAL:
+                external[id(t)] = offset
+
+    model = decode(data, "ModelProto", raw=raw, source=source.name, origin=source, check=check)
     model.resources = [source]
     model.source = source.name
+    if external:
+        model.base_dir = base_dir if base_dir is not None else default_base(source)
+        if load_external:
+            model.resources += resolve_external_data(
+                model, model.base_dir, allow_outside=allow_outside,
+                storage_options=storage_options, offsets=external, source=source.name)
     return model
 
 
-def write(model, sink: Sink, **options) -> None:
-    """Write ``model`` as a ModelProto to ``sink`` (not committed here).
+def write(model, sink: Sink, *, layout: str | None = None, external_data: str | None = None,
+          threshold: int = 1024, align: int = EXTERNAL_DATA_ALIGNMENT, force: bool = False,
+          base_dir=None, allow_outside: bool = False, convert_attributes: bool = False,
+          storage_options: dict | None = None, **options) -> None:
+    """Write ``model`` as a ModelProto to ``sink`` (not committed here) and its external data
+    files beside it (committed here, after everything was written).
 
-    Large ``raw_data`` values are streamed: copied file to file when they are untouched views of
-    a local source, else written from their buffers; nothing is concatenated in memory.
+    Args:
+        layout: where tensor contents go (:mod:`.layout` has the details):
+            ``"keep"`` (default): every tensor stays where it is; external references are kept
+            as written and their data files rewritten to hold exactly the referenced bytes, so
+            a model read and written back gives the same .onnx and data files, byte for byte.
+            ``"inline"``: every tensor in the .onnx file. ``"file"``: tensors of ``threshold``
+            bytes or more in one data file ``external_data``. ``"per_tensor"``: one data file per
+            such tensor, named after it. Default ``"file"`` when ``external_data`` is given.
+        external_data: the data file name for ``"file"`` (a relative location; default the
+            .onnx file's name + ``.data``).
+        threshold: tensors smaller than this many bytes stay inline (``file``, ``per_tensor``).
+        align: every tensor offset in a data file is a multiple of this (default 4096, a page, so
+            the data can be mapped; 65536 for Windows readers that map by allocation granule).
+        force: write a .onnx file of 2 GiB or more (protobuf-based tools cannot read it);
+            without it such a write raises UnsupportedError.
+        base_dir: the directory data files go to; default the directory of the sink's file.
+        allow_outside: keep references outside that directory (``keep``); never the default.
+        convert_attributes: ``file``/``per_tensor`` also move attribute tensors and sparse
+            tensors (as ``onnx``'s ``convert_attribute``); by default only initializers.
+        storage_options: fsspec options for data files under a URL.
+
+    Large tensor contents are streamed: copied file to file when they are untouched views of a
+    local source (``copy_file_range``), else written from their buffers in bounded chunks;
+    nothing is concatenated in memory. Data files are written to temporary files renamed into
+    place, so writing onto the files the model is mapped from is safe (the maps keep the old
+    files alive) and an existing file is never appended to. Raises InvalidModelError,
+    UnsupportedError, IoError; on error no data file is changed.
     """
     if not isinstance(model, Model):
         raise TypeError("write() takes an onemodel.ir.Model")
-    for piece in encode_pieces(model):
-        if isinstance(piece, RawPiece):
-            t = piece.tensor
-            where = t.origin_of(t.raw_data)
-            if where is not None and hasattr(where[0], "fileno"):
-                sink.copy_from(where[0], where[1], piece.nbytes)
-            else:
-                sink.write(piece.view())
-        else:
-            sink.write(piece)
+    write_layout(model, sink, layout=layout, external_data=external_data, threshold=threshold,
+                 align=align, force=force, base_dir=base_dir, allow_outside=allow_outside,
+                 convert_attributes=convert_attributes, storage_options=storage_options)
 
 
 class _Plugin:
@@ -111,4 +178,5 @@ class _Plugin:
 PLUGIN = _Plugin()
 
 __all__ = ["decode_model", "encode_model", "decode_message", "encode_message", "read", "write",
-           "PLUGIN", "BY_CLASS", "MalformedError"]
+           "PLUGIN", "BY_CLASS", "MalformedError", "resolve_external_data",
+           "external_data_report"]

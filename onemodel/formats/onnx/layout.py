@@ -1,0 +1,573 @@
+"""Where an ONNX file's tensor contents go when it is written: inline or in external data files
+(ONNX Part 1, Clause 13), and a report of how a model's data files are laid out.
+
+Layouts (:func:`write_layout`, ``layout=``):
+
+==============  ===================================================================================
+``keep``        Every tensor stays where it is. External references are written as they are, and
+                each data file is rewritten to hold exactly the bytes its references select (zeros
+                in gaps between them, nothing after the last): a model read and written back gives
+                the same .onnx file and the same data files, byte for byte, and orphaned bytes of
+                a data file are dropped. A ``checksum`` key is updated when the file's bytes
+                change. A data file that already holds exactly those bytes, in place, is left
+                untouched (saving a model into its own directory does not copy its weights).
+``inline``      Every tensor in the .onnx file (``raw_data``); references are dropped.
+``file``        Tensors of ``threshold`` bytes or more in one data file (``external_data``, by
+                default the .onnx file's name + ``.data``), each at an offset that is a multiple
+                of ``align``; the others inline.
+``per_tensor``  One data file per tensor of ``threshold`` bytes or more, named after the tensor
+                (characters outside ``A-Za-z0-9._-`` become ``_``; names made unique).
+==============  ===================================================================================
+
+Which tensors move to data files (``file``, ``per_tensor``): initializers of every graph
+(subgraphs and training graphs included), as ``onnx`` does; with ``convert_attributes`` also
+attribute tensors (``Constant`` values ...) and sparse tensors' values and indices; and every tensor
+that already was external. STRING tensors (no raw layout) and empty tensors stay inline.
+References are written with the keys ``location``, ``offset`` and ``length``, in that order, as
+``onnx`` writes them.
+
+Bytes stream: a tensor that is an untouched view of a local file is copied file to file
+(``copy_file_range``); other contents are written from their buffers, remote ones fetched in
+bounded chunks. Nothing is concatenated in memory, so memory stays bounded whatever the model size.
+
+Safety: every data file is written to a temporary file beside its destination and renamed into
+place only after the .onnx bytes were written, so an existing data file is never appended to or
+truncated in place, a failed write changes no data file, and writing a model onto the files it is
+still mapped from is safe on POSIX (the maps keep the old files alive). On Windows a mapped file
+cannot be replaced; that write fails with IoError and leaves the old files as they were. Data files
+are created only inside the output directory (symbolic links on the way refused) unless
+``allow_outside`` is given. Data files of an earlier layout that the new one no longer references
+are not deleted.
+
+While :func:`write_layout` runs it temporarily sets the storage fields of tensors that change
+place and restores them before it returns; the model must not be used by another thread meanwhile.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import warnings
+
+import numpy as np
+
+from ... import limits
+from ...errors import InvalidModelError, UnsupportedError
+from ...ir.dtypes import INFO, DataType
+from ...ir.entries import StringStringEntry
+from ...ir.record import LazyBuffer, buffer_view
+from ...ir.tensor import EXTERNAL
+from ...ir.walk import iter_tensors
+from ...limits import EXTERNAL_DATA_ALIGNMENT
+from ...storage.local import LocalSink
+from .encode import RawPiece, encode_pieces, pieces_size
+from .external import (RefusedError, data_file_identity, is_url, location_parts, open_data_sink,
+                       parse_reference, same_directory)
+from .paths import proto_path
+
+LAYOUTS = ("keep", "inline", "file", "per_tensor")
+
+_STORAGE_FIELDS = ("data_location", "external_data", "raw_data", "origin", "float_data",
+                   "int32_data", "int64_data", "double_data", "uint64_data")
+_INITIALIZER = re.compile(r"\.initializers\[\d+\]$")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_RESERVED = frozenset(["CON", "PRN", "AUX", "NUL"] + [f"COM{i}" for i in range(1, 10)]
+                      + [f"LPT{i}" for i in range(1, 10)])
+_ZEROS = bytes(1 << 20)
+
+
+class _Slot:
+    """One tensor's bytes in a data file: where, how many, and where they come from."""
+
+    __slots__ = ("offset", "nbytes", "tensor", "buffer", "origin")
+
+    def __init__(self, offset, nbytes, tensor, buffer, origin):
+        self.offset, self.nbytes, self.tensor = offset, nbytes, tensor
+        self.buffer, self.origin = buffer, origin
+
+
+class _DataFile:
+    """A data file to write: its location and slots; ``untouched`` leaves the file as it is."""
+
+    __slots__ = ("location", "slots", "checksum", "untouched", "sha1")
+
+    def __init__(self, location: str):
+        self.location = location
+        self.slots: list[_Slot] = []
+        self.checksum = False      # keep: a reference carries a checksum to keep true
+        self.untouched = False
+        self.sha1 = None
+
+
+class _Overrides:
+    """Storage fields set for the write and restored afterwards."""
+
+    def __init__(self):
+        self.saved: list = []
+
+    def set(self, t, **fields) -> None:
+        self.saved.append((t, {f: getattr(t, f) for f in _STORAGE_FIELDS}))
+        for k, v in fields.items():
+            setattr(t, k, v)
+
+    def restore(self) -> None:
+        while self.saved:
+            t, fields = self.saved.pop()
+            for k, v in fields.items():
+                setattr(t, k, v)
+
+
+def _contents(model, t):
+    """``(buffer, origin)`` of a tensor's raw-layout bytes; origin ``(source, offset)`` or None."""
+    if t.data_location == EXTERNAL:
+        if t.external is None:
+            raise InvalidModelError(
+                f"the external data of tensor {t.name!r} was not loaded (read with "
+                "load_external=False or from bytes), so it cannot be written to a new place",
+                path=proto_path(model, t))
+        return t.external, t.origin_of(t.external)
+    if t.raw_data is not None:
+        return t.raw_data, t.origin_of(t.raw_data)
+    return t.raw_view(), None
+
+
+def _nbytes(buf) -> int:
+    return buf.nbytes if isinstance(buf, LazyBuffer) else len(buffer_view(buf))
+
+
+def _movable(path: str, t, threshold: int, convert_attributes: bool) -> bool:
+    code = t.data_type or 0
+    if code in (DataType.UNDEFINED, DataType.STRING) or code not in INFO or t.segment is not None:
+        return False
+    n = t.nbytes
+    if n == 0 or n < threshold:
+        return False
+    return t.data_location == EXTERNAL or convert_attributes or bool(_INITIALIZER.search(path))
+
+
+def _entries(location: str, offset: int, nbytes: int) -> list:
+    return [StringStringEntry(key="location", value=location),
+            StringStringEntry(key="offset", value=str(offset)),
+            StringStringEntry(key="length", value=str(nbytes))]
+
+
+def _tensor_file_name(name: str | None, used: set) -> str:
+    base = _UNSAFE.sub("_", name or "").lstrip(".")[:200] or "tensor"
+    if base.split(".")[0].upper() in _RESERVED:
+        base = "_" + base
+    cand, i = base, 1
+    while cand.lower() in used:
+        i += 1
+        cand = f"{base}.{i}"
+    used.add(cand.lower())
+    return cand
+
+
+def _align_up(n: int, align: int) -> int:
+    return -(-n // align) * align
+
+
+def _sink_target(sink):
+    """``(kind, name)`` of the file a sink writes: ``("path", p)``, ``("url", u)`` or None."""
+    s = sink
+    for _ in range(16):
+        url = getattr(s, "url", None)
+        if isinstance(url, str):
+            return "url", url
+        if isinstance(s, LocalSink):
+            return "path", s.name
+        s = getattr(s, "inner", None)
+        if s is None:
+            return None
+    return None
+
+
+def _output_place(sink, base_dir):
+    """``(directory or URL of the data files, the model file's name when it is in that
+    directory)`` for a write to ``sink``."""
+    target = _sink_target(sink)
+    if target is None:
+        return base_dir, None
+    kind, where = target
+    if kind == "path":
+        name = os.path.basename(where)
+        own = os.path.dirname(os.path.abspath(where))
+    else:
+        from ...storage.remote import resolve_relative
+
+        name = where.split("::")[0].split("?")[0].rstrip("/").rsplit("/", 1)[-1]
+        own = resolve_relative(where, "x")[:-1]
+    if base_dir is None:
+        return own, name
+    return base_dir, (name if same_directory(base_dir, own) else None)
+
+
+# -- planning -----------------------------------------------------------------------------------
+def _plan(model, layout, external_data, threshold, align, convert_attributes, out_base,
+          model_name, allow_outside, ov: _Overrides) -> list[_DataFile]:
+    files: dict[str, _DataFile] = {}
+    seen: set = set()
+    used_names = {model_name.lower()} if model_name else set()
+    one_file = None
+    end = 0
+    for path, t in iter_tensors(model):
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        external = t.data_location == EXTERNAL
+        if layout == "keep":
+            if external:
+                _plan_keep(model, t, files, out_base, allow_outside)
+            continue
+        if layout == "inline" or not _movable(path, t, threshold, convert_attributes):
+            if external:
+                buf, _ = _contents(model, t)
+                ov.set(t, data_location=None, external_data=[], raw_data=buf)
+            continue
+        buf, origin = _contents(model, t)
+        n = t.nbytes
+        if layout == "file":
+            if one_file is None:
+                loc = external_data or ((model_name or "model.onnx") + ".data")
+                one_file = files.setdefault(loc, _DataFile(loc))
+            offset = _align_up(end, align)
+            end = offset + n
+            df = one_file
+        else:
+            loc = _tensor_file_name(t.name, used_names)
+            df = files.setdefault(loc, _DataFile(loc))
+            offset = 0
+        df.slots.append(_Slot(offset, n, t, buf, origin))
+        ov.set(t, data_location=EXTERNAL, external_data=_entries(df.location, offset, n),
+               raw_data=None, origin=None, float_data=None, int32_data=None, int64_data=None,
+               double_data=None, uint64_data=None)
+    return list(files.values())
+
+
+def _plan_keep(model, t, files, out_base, allow_outside) -> None:
+    try:
+        ref = parse_reference(t.external_data)
+        key = ref.location if allow_outside else "/".join(location_parts(ref.location))
+    except RefusedError as e:
+        raise InvalidModelError(f"tensor {t.name!r}: {e.message}", path=proto_path(model, t)) \
+            from None
+    df = files.get(key)
+    if df is None:
+        df = files[key] = _DataFile(ref.location)
+    if ref.checksum is not None:
+        df.checksum = True
+    if t.external is None:
+        if same_directory(out_base, model.base_dir):
+            df.untouched = True  # not loaded, written to where it is: the file stays as it is
+            return
+        _contents(model, t)  # raises: not loaded
+    buf = t.external
+    n = _nbytes(buf)
+    if ref.length is not None and ref.length != n:
+        raise InvalidModelError(f"tensor {t.name!r} holds {n} bytes but its reference says "
+                                f"length {ref.length}", path=proto_path(model, t))
+    df.slots.append(_Slot(ref.offset, n, t, buf, t.origin_of(buf)))
+
+
+def _union(ranges) -> list[list[int]]:
+    """Sorted ``(start, end)`` ranges merged where they overlap or touch."""
+    out: list[list[int]] = []
+    for a, b in ranges:
+        if out and a <= out[-1][1]:
+            if b > out[-1][1]:
+                out[-1][1] = b
+        else:
+            out.append([a, b])
+    return out
+
+
+def _in_place(df: _DataFile, out_base) -> bool:
+    """True when ``df``'s destination already is the file its slots come from, holding exactly
+    their bytes at their offsets and zeros elsewhere, so it needs no rewriting."""
+    if out_base is None or is_url(out_base) or not df.slots:
+        return False
+    identity = src = None
+    for s in df.slots:
+        if s.origin is None or s.origin[1] != s.offset:
+            return False
+        ident = data_file_identity(s.origin[0])
+        if ident is None or (identity is not None and ident != identity):
+            return False
+        identity, src = ident, s.origin[0]
+    try:
+        st = os.lstat(os.path.join(os.fspath(out_base), *location_parts(df.location)))
+    except (OSError, InvalidModelError):
+        return False
+    if (st.st_dev, st.st_ino) != identity or st.st_nlink != 1 or st.st_size != src.size:
+        return False
+    covered = _union(sorted((s.offset, s.offset + s.nbytes) for s in df.slots))
+    whole = src.whole()
+    if whole is None or covered[-1][1] != src.size:
+        return False
+    pos = 0
+    for a, b in covered:
+        if a > pos and np.frombuffer(whole[pos:a], dtype=np.uint8).any():
+            return False
+        pos = b
+    return True
+
+
+# -- writing ------------------------------------------------------------------------------------
+def _emit(sink, slot: _Slot, start: int, n: int, hasher) -> None:
+    """Write bytes ``[start, start + n)`` of a slot's contents."""
+    if n <= 0:
+        return
+    if slot.origin is not None:
+        src, off = slot.origin
+        sink.copy_from(src, off + start, n)
+        if hasher is not None:
+            step = 16 << 20
+            for i in range(start, start + n, step):
+                hasher.update(src.read(off + i, min(step, start + n - i)))
+        return
+    view = buffer_view(slot.buffer)[start:start + n]
+    sink.write(view)
+    if hasher is not None:
+        hasher.update(view)
+
+
+def _zeros(sink, n: int, hasher) -> None:
+    if n <= 0:
+        return
+    sink.write_zeros(n)
+    if hasher is not None:
+        while n > 0:
+            m = min(n, len(_ZEROS))
+            hasher.update(memoryview(_ZEROS)[:m])
+            n -= m
+
+
+def _same_bytes(a: _Slot, b: _Slot, start: int, end: int) -> bool:
+    """Whether slots ``a`` and ``b`` hold the same bytes over file range ``[start, end)``."""
+    if a.origin is not None and b.origin is not None and a.origin[0] is b.origin[0] \
+            and a.origin[1] - a.offset == b.origin[1] - b.offset:
+        return True
+    va = buffer_view(a.buffer)[start - a.offset:end - a.offset]
+    vb = buffer_view(b.buffer)[start - b.offset:end - b.offset]
+    return va == vb
+
+
+def _write_data_file(model, df: _DataFile, sink) -> str | None:
+    """Write ``df``'s slots in offset order with zeros in gaps; the file's SHA-1 when asked."""
+    hasher = hashlib.sha1() if df.checksum else None
+    pos = 0
+    last = None
+    for slot in sorted(df.slots, key=lambda s: (s.offset, -s.nbytes)):
+        end = slot.offset + slot.nbytes
+        if last is not None and slot.offset < pos:
+            shared_end = min(end, pos)
+            if not _same_bytes(last, slot, slot.offset, shared_end):
+                raise InvalidModelError(
+                    f"tensors {last.tensor.name!r} and {slot.tensor.name!r} share bytes "
+                    f"{slot.offset}..{shared_end} of data file {df.location!r} but hold "
+                    "different contents", path=proto_path(model, slot.tensor))
+            if end <= pos:
+                continue
+            _emit(sink, slot, pos - slot.offset, end - pos, hasher)
+        else:
+            _zeros(sink, slot.offset - pos, hasher)
+            _emit(sink, slot, 0, slot.nbytes, hasher)
+        pos = end
+        last = slot
+    return hasher.hexdigest() if hasher is not None else None
+
+
+def _update_checksums(files: list[_DataFile], ov: _Overrides) -> bool:
+    """Set the checksum of references to rewritten files whose SHA-1 changed; True if any."""
+    changed = False
+    for df in files:
+        if df.sha1 is None:
+            continue
+        done: set = set()
+        for slot in df.slots:
+            t = slot.tensor
+            if id(t) in done:
+                continue
+            done.add(id(t))
+            if any(e.key == "checksum" and e.value != df.sha1 for e in t.external_data):
+                ov.set(t, external_data=[StringStringEntry(key=e.key, value=df.sha1)
+                                         if e.key == "checksum" else e
+                                         for e in t.external_data])
+                changed = True
+    return changed
+
+
+def stream_pieces(pieces, sink) -> None:
+    """Write the pieces of :func:`~.encode.encode_pieces` to ``sink``: bytes as they are, each
+    large ``raw_data`` copied from its origin source (file to file when local), else written from
+    its buffer."""
+    for piece in pieces:
+        if isinstance(piece, RawPiece):
+            t = piece.tensor
+            where = t.origin_of(t.raw_data)
+            if where is not None:
+                sink.copy_from(where[0], where[1], piece.nbytes)
+            else:
+                sink.write(piece.view())
+        else:
+            sink.write(piece)
+
+
+def write_layout(model, sink, *, layout: str | None = None, external_data: str | None = None,
+                 threshold: int = 1024, align: int = EXTERNAL_DATA_ALIGNMENT,
+                 force: bool = False, base_dir=None, allow_outside: bool = False,
+                 convert_attributes: bool = False, storage_options: dict | None = None) -> None:
+    """Write ``model`` to ``sink`` as a ModelProto with the external data ``layout`` (module
+    documentation), and its data files beside it.
+
+    Args:
+        layout: ``keep`` (default; ``file`` when ``external_data`` is given), ``inline``,
+            ``file`` or ``per_tensor``.
+        external_data: relative location of the one data file of ``file`` (default: the .onnx
+            file's name + ``.data``); the rules of Clause 13.2 apply (no ``..``, not absolute).
+        threshold: bytes; smaller tensors stay inline (``file``, ``per_tensor``).
+        align: bytes; every offset in a ``file`` data file is a multiple of it (default 4096, a
+            page; 65536 for readers that map by the Windows allocation granularity; 1 for none).
+        force: write a .onnx file of :data:`~onemodel.limits.PROTOBUF_MESSAGE_LIMIT` (2 GiB) or
+            more, with a warning; without it that raises UnsupportedError before anything is
+            written.
+        base_dir: directory (or URL) of the data files; default the sink's file's directory.
+        allow_outside: allow ``keep`` references outside that directory. Never the default.
+        convert_attributes: also move attribute and sparse tensors (``file``, ``per_tensor``).
+        storage_options: fsspec options for data files under a URL.
+    The .onnx bytes go to ``sink`` (the caller commits it); data files are committed here, after
+    the .onnx bytes were written, and aborted on any error.
+
+    Raises ValueError for a bad option; InvalidModelError for an external tensor that was not
+    loaded and must move, a data file that would replace the model file, tensors that share
+    bytes of a data file with different contents; UnsupportedError for the 2 GiB limit without
+    ``force``; IoError.
+    """
+    if layout is None:
+        layout = "file" if external_data is not None else "keep"
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
+    if external_data is not None and layout != "file":
+        raise ValueError("external_data names the data file of layout 'file'")
+    if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0:
+        raise ValueError(f"threshold must be a non-negative integer (bytes), not {threshold!r}")
+    if isinstance(align, bool) or not isinstance(align, int) or align < 1:
+        raise ValueError(f"align must be a positive integer (bytes), not {align!r}")
+    if external_data is not None:
+        try:
+            location_parts(external_data)
+        except RefusedError as e:
+            raise ValueError(f"external_data {external_data!r}: {e.message}") from None
+
+    out_base, model_name = _output_place(sink, base_dir)
+    ov = _Overrides()
+    sinks: list = []
+    try:
+        files = _plan(model, layout, external_data, threshold, align, convert_attributes,
+                      out_base, model_name, allow_outside, ov)
+        if files and out_base is None:
+            raise ValueError("the model has external data files to write but the sink is not a "
+                             "file; pass base_dir= (their directory)")
+        if model_name and not allow_outside:
+            for df in files:
+                if "/".join(location_parts(df.location)).lower() == model_name.lower():
+                    raise InvalidModelError(f"data file {df.location!r} would replace the "
+                                            "model file itself")
+        pieces = encode_pieces(model)
+        total = pieces_size(pieces)
+        if total >= limits.PROTOBUF_MESSAGE_LIMIT:
+            msg = (f"the ONNX file would be {total} bytes, past the 2 GiB protobuf limit: onnx, "
+                   "onnxruntime and other protobuf-based tools cannot read it")
+            if not force:
+                raise UnsupportedError(msg + "; write the weights to external data "
+                                       "(layout='file'), or pass force=True (--force) to write "
+                                       "it anyway")
+            warnings.warn(msg, stacklevel=3)
+        for df in files:
+            if df.untouched or (layout == "keep" and _in_place(df, out_base)):
+                continue
+            s = open_data_sink(out_base, df.location, allow_outside=allow_outside,
+                               storage_options=storage_options)
+            sinks.append(s)
+            df.sha1 = _write_data_file(model, df, s)
+        if layout == "keep" and any(df.checksum for df in files):
+            if _update_checksums(files, ov):
+                pieces = encode_pieces(model)
+        stream_pieces(pieces, sink)
+        for s in sinks:
+            s.commit()
+        sinks = []
+    finally:
+        for s in sinks:
+            s.abort()
+        ov.restore()
+
+
+# -- reporting ------------------------------------------------------------------------------------
+_REPORT_KEYS = ("location", "size", "tensors", "referenced", "unreferenced", "gaps", "trailing",
+                "aligned", "aligned_64", "error")
+
+
+def external_data_report(model) -> list[dict]:
+    """How each external data file of ``model`` is used, for ``onemodel info``.
+
+    Returns one JSON-ready dict per data file, in order of first reference, all sizes in bytes:
+    ``location`` (as written), ``size`` (of the file; ``None`` when it was not opened, e.g. read
+    with ``load_external=False`` or from a OneModel file), ``tensors`` (references to it),
+    ``referenced`` (bytes covered by at least one reference), ``unreferenced`` (``size -
+    referenced``: orphans and gaps; ``None`` without a size), ``gaps`` (unreferenced bytes
+    before the end of the last reference), ``trailing`` (bytes after it), ``aligned`` (every
+    non-empty tensor's offset is a multiple of 4096, so it can be mapped in place),
+    ``aligned_64`` (of 64), and ``error`` for a reference that cannot be parsed (reported, not
+    raised).
+    """
+    files: dict[str, dict] = {}
+    ranges: dict[str, list] = {}
+    for _, t in iter_tensors(model):
+        if t.data_location != EXTERNAL:
+            continue
+        try:
+            ref = parse_reference(t.external_data)
+            key = "/".join(location_parts(ref.location))
+        except RefusedError as e:
+            loc = next((x.value for x in t.external_data if x.key == "location"), None)
+            f = files.setdefault(f"?{loc}", {"location": loc, "size": None, "tensors": 0,
+                                             "referenced": 0, "unreferenced": None, "gaps": None,
+                                             "trailing": None, "aligned": False,
+                                             "aligned_64": False})
+            f["tensors"] += 1
+            f["error"] = e.message
+            continue
+        f = files.get(key)
+        if f is None:
+            f = files[key] = {"location": ref.location, "size": None, "tensors": 0,
+                              "aligned": True, "aligned_64": True}
+            ranges[key] = []
+        f["tensors"] += 1
+        where = t.origin_of(t.external) if t.external is not None else None
+        if where is not None and data_file_identity(where[0]) is not None:
+            f["size"] = where[0].size
+        length = ref.length if ref.length is not None else t.nbytes
+        if length > 0:
+            f["aligned"] = f["aligned"] and ref.offset % EXTERNAL_DATA_ALIGNMENT == 0
+            f["aligned_64"] = f["aligned_64"] and ref.offset % limits.CONTAINER_ALIGNMENT == 0
+        ranges[key].append((ref.offset, ref.offset + length))
+    for key, f in files.items():
+        if key not in ranges:
+            continue
+        covered = _union(sorted(ranges[key]))
+        referenced = sum(b - a for a, b in covered)
+        last_end = covered[-1][1] if covered else 0
+        f["referenced"] = referenced
+        size = f["size"]
+        if size is None:
+            f["unreferenced"] = f["gaps"] = f["trailing"] = None
+        else:
+            f["trailing"] = max(size - last_end, 0)
+            f["gaps"] = last_end - referenced
+            f["unreferenced"] = size - referenced
+    return [{k: f[k] for k in _REPORT_KEYS if k in f} for f in files.values()]
+
+
+__all__ = ["LAYOUTS", "write_layout", "external_data_report", "stream_pieces"]
