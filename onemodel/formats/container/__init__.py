@@ -1,0 +1,46 @@
+"""The OneModel container, format version 1 (/work/shared/spec/onemodel-format-v1.md).
+
+A fixed 64-byte header (:mod:`.header`), a JSON manifest (:mod:`.manifest`, :mod:`.schema`)
+and a data region of 64-byte aligned tensor bytes. :mod:`.reader` and :mod:`.writer` implement
+sections 1 to 4; :mod:`.rules` the reading rules of section 3; :mod:`.extension` the
+ONNX-preservation extension that lets any model the ONNX reader produces round-trip bit-exactly
+(docs/format-extension.md).
+
+* ``PLUGIN``: the format plugin (``name`` ``onemodel``, suffix ``.onemodel``, magic ``ONEMODEL``).
+* :func:`read_bytes` / :func:`write_bytes`: bytes <-> Model, for tests and small models.
+"""
+
+from __future__ import annotations
+
+from ...ir.model import Model
+from ...storage.base import MemorySource
+from .header import MAGIC
+from .reader import read
+from .writer import write, write_bytes
+
+
+def read_bytes(data, *, name: str = "<bytes>") -> Model:
+    """Read a OneModel file held in memory (bytes-like). Tensors are views of ``data``.
+
+    Raises MalformedError, InvalidModelError or UnsupportedError (see :func:`.reader.read`).
+    """
+    return read(MemorySource(data, name))
+
+
+def _sniff(head: bytes) -> bool:
+    return bytes(head[:len(MAGIC)]) == MAGIC
+
+
+class _Plugin:
+    """The ``onemodel`` format plugin for :mod:`onemodel.formats`."""
+
+    name = "onemodel"
+    suffixes = (".onemodel",)
+    sniff = staticmethod(_sniff)
+    read = staticmethod(read)
+    write = staticmethod(write)
+
+
+PLUGIN = _Plugin()
+
+__all__ = ["PLUGIN", "read", "write", "read_bytes", "write_bytes", "MAGIC"]

@@ -1,0 +1,143 @@
+"""Reading a OneModel file (format version 1) into a :class:`~onemodel.ir.Model`.
+
+Order of work (section 3.1): the header is checked against the real file length (section 1.1),
+then the manifest's size and JSON depth, then the manifest is parsed and decoded object by object
+(every tensor range checked against the data region in exact integer arithmetic before any view
+is taken), then the reading rules of section 3 are applied. Tensors are never copied: with a local
+or in-memory source, ``raw_data`` is a read-only memoryview of the source's bytes (of its memory
+map for files of 1 MiB or more); with a remote source it is a
+:class:`~onemodel.storage.base.RangeBuffer`, fetched on first use.
+"""
+
+from __future__ import annotations
+
+from ...errors import InvalidModelError, MalformedError, OneModelError, UnsupportedError
+from ...ir.model import Model
+from ...storage.base import RangeBuffer, Source
+from . import extension, rules
+from .header import HEADER_SIZE, parse_header
+from .manifest import as_int, as_obj, ensure_recursion_room, parse_manifest, req
+from .schema import DECODE
+
+MANIFEST = "manifest"
+
+
+class Reader:
+    """Decodes the manifest objects of one file (the ``ctx`` of :mod:`.schema`).
+
+    Attributes:
+        source: the file. header: its checked :class:`~.header.Header`. version: the header's
+        format version. graph_paths: ``id(graph)`` -> manifest path (for rule errors).
+        node_orders: ``id(graph)`` -> original node order from the extension.
+    """
+
+    def __init__(self, source: Source, header):
+        self.source = source
+        self.header = header
+        self.version = header.version
+        self.whole = source.whole()
+        self.graph_paths: dict[int, str] = {}
+        self.node_orders: dict[int, list[int]] = {}
+
+    def full(self, cls: str, obj, path: str, lvl: int):
+        """Decode a ``cls`` object: its natural reading, then its ``"onnx"`` extension."""
+        obj = as_obj(obj, path)
+        rec = DECODE[cls](obj, self, path, lvl)
+        ext = obj.get(extension.KEY)
+        if cls == "Graph":
+            self.graph_paths[id(rec)] = path
+        if ext is not None:
+            epath = f"{path}.{extension.KEY}"
+            if cls == "Tensor":
+                extension.apply_tensor(rec, ext, self, epath)
+            else:
+                inner = extension.inner_level(cls, lvl)
+                skip = (extension.NODE_ORDER,) if cls == "Graph" else ()
+                if cls == "Graph" and extension.NODE_ORDER in as_obj(ext, epath):
+                    self.node_orders[id(rec)] = extension.read_node_order(
+                        ext[extension.NODE_ORDER], len(rec.nodes),
+                        f"{epath}.{extension.NODE_ORDER}")
+                extension.apply(rec, ext, self, epath, inner, skip=skip)
+        return rec
+
+    def tensor_content(self, data, path: str, nbytes: int):
+        """``(raw_data, origin)`` for a tensor's ``data`` object: ``nbytes`` bytes at its offset.
+
+        Checked in exact arithmetic before any slice: InvalidModel when ``length`` is not
+        ``nbytes``; Malformed when the range leaves the data region or a non-empty tensor's
+        offset is not a multiple of 64.
+        """
+        data = as_obj(data, path)
+        offset = as_int(req(data, "offset", path), f"{path}.offset")
+        length = as_int(req(data, "length", path), f"{path}.length")
+        h = self.header
+        where = h.data_offset + offset if offset >= 0 else None
+        if length != nbytes:
+            raise InvalidModelError(f"byte length {length} does not match dims and dtype "
+                                    f"({nbytes} bytes)", path=f"{path}.length", offset=where)
+        if offset < 0 or offset + length > h.data_length:
+            raise MalformedError(f"tensor byte range [{offset}, {offset + length}) is outside the "
+                                 f"{h.data_length}-byte data region", path=path, offset=where)
+        if length and offset % 64:
+            raise MalformedError(f"tensor offset {offset} is not a multiple of 64",
+                                 path=f"{path}.offset", offset=where)
+        start = h.data_offset + offset
+        if self.whole is not None:
+            buf = self.whole[start:start + length]
+        else:
+            buf = RangeBuffer(self.source, start, length)
+        return buf, (self.source, start, buf)
+
+
+def read(source: Source, **options) -> Model:
+    """Read a OneModel file from ``source`` (OneModel format version 1, sections 1 to 3).
+
+    Returns the model; ``model.resources`` holds ``source`` (``model.close()`` releases it) and
+    ``model.source`` its name. Tensors are views of the source (see the module doc) with
+    ``tensor.origin`` set, so a writer can copy them file to file. Options are accepted for the
+    registry's sake (``base_dir``, ``storage_options``) and have no effect: a OneModel file has
+    no external data.
+
+    Raises MalformedError, InvalidModelError, UnsupportedError (each with the manifest path or
+    header field and the file offset when there is one) or IoError from the source. On error the
+    source is left open (the caller opened it).
+    """
+    ensure_recursion_room()
+    try:
+        size = source.size
+        header = parse_header(source.read(0, min(HEADER_SIZE, size)), size)
+        manifest = parse_manifest(source.read(HEADER_SIZE, header.manifest_length), HEADER_SIZE)
+        r = Reader(source, header)
+        model = r.full("Model", manifest, MANIFEST, 0)
+        orders = rules.check_model(model, prefix=f"{MANIFEST}.", paths=r.graph_paths)
+        _reorder(model, orders, r.node_orders)
+    except OneModelError as e:
+        raise e.at(source=source.name)
+    except RecursionError:
+        raise UnsupportedError("the manifest nests too deeply", path=MANIFEST,
+                               source=source.name) from None
+    model.resources = [source]
+    model.source = source.name
+    return model
+
+
+def _reorder(model: Model, orders: dict, originals: dict) -> None:
+    """Put each graph's nodes in dependency order, or in the original order the extension
+    recorded."""
+    from ...ir.walk import iter_graphs
+
+    graphs = []
+    if model.graph is not None:
+        graphs += [g for _, g in iter_graphs(model.graph)]
+    for ti in model.training_info:
+        for g in (ti.initialization, ti.algorithm):
+            if g is not None:
+                graphs += [x for _, x in iter_graphs(g)]
+    seen = set()
+    for g in graphs:
+        if id(g) in seen:
+            continue
+        seen.add(id(g))
+        order = originals.get(id(g), orders.get(id(g)))
+        if order is not None and order != list(range(len(g.nodes))):
+            g.nodes = [g.nodes[i] for i in order]

@@ -1,0 +1,169 @@
+"""Reading rules of OneModel format section 3: names, scopes, dependency order, domains.
+
+The reader applies them to the model it decoded; the writer applies the same function to the
+model it is given, so it never writes a file that cannot be read back.
+
+1. Within one graph every name defines at most one value: graph inputs, initializers, sparse
+   initializers (by their values' name) and non-empty node outputs. An initializer whose name
+   matches a graph input attaches to it. Empty names define nothing.
+2. A node input (non-empty) or a graph output names a value of the same graph or of an
+   enclosing graph (a subgraph in a node attribute reads the values around it).
+3. Nodes are put in dependency order by a stable sort: Kahn's algorithm taking the ready node of
+   the lowest original index first, so nodes already in order keep their positions. A node
+   depends on the producers of its inputs and of the names its subgraphs read from its graph.
+4. A node's domain (``""`` and ``"ai.onnx"`` are the default domain) must be imported by the
+   model's ``opsets``; in a function body, by the function's or the model's.
+
+Function bodies are checked for rule 4 only (their names are the function's parameters), and the
+graphs of ``training_info`` (which the extension carries) are not checked.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from ...errors import InvalidModelError, UnsupportedError
+from ...ir.model import Graph, Model
+from ...limits import MAX_MODEL_NESTING
+
+
+def _norm(domain: str | None) -> str:
+    d = domain or ""
+    return "" if d == "ai.onnx" else d
+
+
+def _domains(opsets) -> set[str]:
+    return {_norm(o.domain) for o in opsets}
+
+
+def check_model(model: Model, *, prefix: str = "", paths: dict | None = None) -> dict[int, list]:
+    """Check rules 1 to 4 and return ``{id(graph): node order}`` for every checked graph.
+
+    ``prefix`` starts every path (``"manifest."`` for the reader); ``paths`` maps ``id(graph)``
+    to that graph's path when it differs from its place in the model (the reader's manifest
+    paths). Raises InvalidModelError: a duplicate definition, an undefined name, a cycle, an
+    undeclared domain; UnsupportedError: graphs nested deeper than MAX_MODEL_NESTING.
+    """
+    paths = paths or {}
+    orders: dict[int, list] = {}
+    domains = _domains(model.opset_imports)
+    if model.graph is not None:
+        _graph(model.graph, paths.get(id(model.graph), prefix + "graph"), [], domains, orders,
+               paths, 1)
+    for fi, fn in enumerate(model.functions):
+        fdomains = domains | _domains(fn.opset_imports)
+        _function_domains(fn.nodes, f"{prefix}functions[{fi}]", fdomains, paths, 1)
+    return orders
+
+
+def _subgraphs(node, npath: str, paths: dict):
+    for j, a in enumerate(node.attributes):
+        if a.g is not None:
+            yield a.g, paths.get(id(a.g), f"{npath}.attributes[{j}].g")
+        for k, g in enumerate(a.graphs):
+            yield g, paths.get(id(g), f"{npath}.attributes[{j}].graphs[{k}]")
+
+
+def _function_domains(nodes, path: str, domains: set, paths: dict, depth: int) -> None:
+    if depth > MAX_MODEL_NESTING:
+        raise UnsupportedError("graphs nested too deep", path=path)
+    for i, node in enumerate(nodes):
+        npath = f"{path}.nodes[{i}]"
+        if _norm(node.domain) not in domains:
+            raise InvalidModelError(f"domain {node.domain!r} of node {node.op_type!r} is not "
+                                    "imported by opsets", path=f"{npath}.domain")
+        for g, gpath in _subgraphs(node, npath, paths):
+            _function_domains(g.nodes, gpath, domains, paths, depth + 1)
+
+
+def _graph(g: Graph, gpath: str, outer: list, domains: set, orders: dict, paths: dict,
+           depth: int) -> set:
+    """Check one graph; return the names it reads from enclosing graphs."""
+    if depth > MAX_MODEL_NESTING:
+        raise UnsupportedError("graphs nested too deep", path=gpath)
+    defs: dict[str, int | None] = {}  # name -> index of the producing node (None: not a node)
+
+    def define(n: str, producer, where: str):
+        if n in defs:
+            raise InvalidModelError(f"name {n!r} is defined twice in one graph", path=where)
+        defs[n] = producer
+
+    inputs = set()
+    for k, vi in enumerate(g.inputs):
+        if vi.name:
+            define(vi.name, None, f"{gpath}.inputs[{k}].name")
+            inputs.add(vi.name)
+    attached = set()
+    named = [(t.name, f"{gpath}.initializers[{k}].name") for k, t in enumerate(g.initializers)]
+    named += [(st.values.name if st.values is not None else None,
+               f"{gpath}.sparse_initializers[{k}].values.name")
+              for k, st in enumerate(g.sparse_initializers)]
+    for n, where in named:
+        if not n:
+            continue
+        if n in inputs and n not in attached:
+            attached.add(n)
+            continue
+        define(n, None, where)
+    for i, node in enumerate(g.nodes):
+        for k, o in enumerate(node.outputs):
+            if o:
+                define(o, i, f"{gpath}.nodes[{i}].outputs[{k}]")
+
+    chain = [defs] + outer
+    free: set[str] = set()
+    deps: list[set] = []
+
+    def use(n: str, mine: set, where: str):
+        if n in defs:
+            p = defs[n]
+            if p is not None:
+                mine.add(p)
+        elif any(n in scope for scope in outer):
+            free.add(n)
+        else:
+            raise InvalidModelError(f"name {n!r} is not defined in this graph or an enclosing "
+                                    "one", path=where)
+
+    for i, node in enumerate(g.nodes):
+        npath = f"{gpath}.nodes[{i}]"
+        if _norm(node.domain) not in domains:
+            raise InvalidModelError(f"domain {node.domain!r} of node {node.op_type!r} is not "
+                                    "imported by opsets", path=f"{npath}.domain")
+        mine: set = set()
+        for k, n in enumerate(node.inputs):
+            if n:
+                use(n, mine, f"{npath}.inputs[{k}]")
+        for sub, spath in _subgraphs(node, npath, paths):
+            for n in sorted(_graph(sub, spath, chain, domains, orders, paths, depth + 1)):
+                use(n, mine, spath)
+        deps.append(mine)
+    for k, vi in enumerate(g.outputs):
+        use(vi.name or "", set(), f"{gpath}.outputs[{k}]")
+    orders[id(g)] = _sort(deps, gpath)
+    return free
+
+
+def _sort(deps: list[set], gpath: str) -> list[int]:
+    """Stable topological order: Kahn's algorithm, lowest ready index first."""
+    n = len(deps)
+    indegree = [len(d) for d in deps]
+    users: list[list[int]] = [[] for _ in range(n)]
+    for i, d in enumerate(deps):
+        for p in d:
+            users[p].append(i)
+    ready = [i for i in range(n) if indegree[i] == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for u in users[i]:
+            indegree[u] -= 1
+            if indegree[u] == 0:
+                heapq.heappush(ready, u)
+    if len(order) != n:
+        stuck = min(set(range(n)) - set(order))
+        raise InvalidModelError("the nodes form a cycle (no dependency order exists)",
+                                path=f"{gpath}.nodes[{stuck}]")
+    return order

@@ -1,0 +1,284 @@
+"""Writing a :class:`~onemodel.ir.Model` as a OneModel file (format version 1, section 4).
+
+One pass checks the model and builds the manifest (the reading rules of section 3, nesting, names,
+element types, tensor contents: every error is raised before the first byte is written), then
+offsets are assigned in the order of section 1.3 (:func:`onemodel.ir.walk.iter_tensors`), then
+the manifest (no insignificant whitespace), the header, the zero padding and the tensor bytes
+are written, each tensor at a multiple of 64 with zero bytes between. Tensor bytes are streamed:
+untouched views of a source are copied with ``sink.copy_from`` (kernel-side for local files),
+others written from their buffers; typed storage is converted to raw layout one tensor at a time.
+The same model always gives the same bytes.
+
+The manifest carries the ONNX-preservation extension (:mod:`.extension`) unless ``strict_v1``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import InvalidModelError, UnsupportedError
+from ...ir.dtypes import INFO
+from ...ir.model import Model
+from ...ir.record import LazyBuffer, _same, buffer_view, record_class
+from ...ir.tensor import EXTERNAL, raw_to_typed, typed_to_raw
+from ...ir.walk import iter_tensors
+from ...limits import MAX_CONTAINER_TENSOR_BYTES, MAX_JSON_DEPTH, MAX_MANIFEST_BYTES
+from ...storage.base import RangeBuffer, Sink
+from . import extension, rules
+from .header import HEADER_SIZE, Header, align
+from .manifest import dumps, ensure_recursion_room, json_depth
+from .schema import DECODE, ENCODE, FORMAT_VERSION
+
+_REGION = object()  # the natural raw_data of a tensor, as the writer sees it
+
+
+@dataclass
+class Plan:
+    """Where one tensor's data-region bytes come from.
+
+    mode: ``raw`` (raw_data), ``external`` (resolved external data), ``typed`` (typed storage,
+    converted into ``array``) or ``none`` (no contents, zero bytes). buffer: the raw or external
+    buffer. field: the typed-storage field. rederivable: the typed values are exactly what
+    ``raw_to_typed`` gives back from the converted bytes.
+    """
+
+    tensor: object
+    nbytes: int
+    mode: str
+    buffer: object = None
+    array: np.ndarray | None = None
+    field: str | None = None
+    rederivable: bool = False
+    data: dict | None = None
+
+
+class _Natural:
+    """The writer's view of a plain v1 reading: children are empty placeholders, tensor bytes a
+    marker (every child carries its own extension; the data region holds raw_view's bytes)."""
+
+    version = FORMAT_VERSION
+
+    def full(self, cls: str, obj, path: str, lvl: int):
+        return record_class(cls)()
+
+    def tensor_content(self, data, path: str, nbytes: int):
+        return _REGION, None
+
+
+_NATURAL = _Natural()
+
+
+class Writer:
+    """Builds the manifest of one model (the ``w`` of :mod:`.schema` and :mod:`.extension`)."""
+
+    def __init__(self, orders: dict):
+        self.orders = orders
+        self.plans: dict[int, Plan] = {}
+
+    def node_order(self, graph) -> list[int]:
+        """The order the graph's nodes are written in (dependency order, section 3)."""
+        order = self.orders.get(id(graph))
+        return order if order is not None else list(range(len(graph.nodes)))
+
+    def full(self, rec, path: str, lvl: int) -> dict:
+        """The manifest object of ``rec`` with its ``"onnx"`` extension when it needs one."""
+        cls = type(rec).__name__
+        obj = ENCODE[cls](rec, self, path, lvl)
+        natural = DECODE[cls](obj, _NATURAL, path, lvl)
+        inner = extension.inner_level(cls, lvl)
+        ext, skip = {}, set()
+        if cls == "Tensor":
+            ext, skip = extension.tensor_content_ext(rec, self.plans.get(id(rec))
+                                                     if "data" in obj else None)
+            skip |= {"dims", "data_type"}
+        ext.update(extension.diff(rec, natural, self, path, inner, skip=skip))
+        if cls == "Graph":
+            order = self.node_order(rec)
+            if order != list(range(len(order))):
+                pos = {i: j for j, i in enumerate(order)}
+                ext[extension.NODE_ORDER] = [pos[k] for k in range(len(order))]
+        if ext:
+            obj[extension.KEY] = ext
+        return obj
+
+    def tensor_data(self, t, path: str, count: int) -> dict:
+        """The ``data`` object of a tensor, planning where its bytes come from.
+
+        InvalidModel: unresolved external data, contents whose size does not match dims and
+        dtype. Unsupported: more than 2^31 - 1 bytes.
+        """
+        plan = self.plans.get(id(t))
+        if plan is not None:
+            return plan.data
+        info = INFO[t.data_type]
+        nbytes = info.raw_nbytes(count)
+        if nbytes > MAX_CONTAINER_TENSOR_BYTES:
+            raise UnsupportedError(f"tensor of {nbytes} bytes is larger than the "
+                                   f"{MAX_CONTAINER_TENSOR_BYTES}-byte limit", path=path)
+        if t.data_location == EXTERNAL:
+            if t.external is None:
+                raise InvalidModelError("external data of this tensor was not resolved",
+                                        path=path)
+            plan = Plan(t, nbytes, "external", buffer=t.external)
+        elif t.raw_data is not None:
+            plan = Plan(t, nbytes, "raw", buffer=t.raw_data)
+        else:
+            field = t.typed_field()
+            if field is not None and field != "string_data":
+                values = getattr(t, field)
+                try:
+                    arr = typed_to_raw(t.data_type, field, values, count)
+                except InvalidModelError as e:
+                    raise InvalidModelError(e.message, path=f"{path}.{field}") from None
+                back_field, back = raw_to_typed(t.data_type, arr, count)
+                plan = Plan(t, nbytes, "typed", array=arr, field=field,
+                            rederivable=back_field == field and _same("array", values, back))
+            else:
+                plan = Plan(t, nbytes, "none", array=np.zeros(0, np.uint8))
+        have = _length(plan.buffer if plan.array is None else plan.array)
+        if have != nbytes:
+            raise InvalidModelError(f"{have} bytes of contents for {count} elements of "
+                                    f"{info.name} ({nbytes} bytes)", path=path)
+        plan.data = {"offset": 0, "length": nbytes}
+        self.plans[id(t)] = plan
+        return plan.data
+
+
+def _length(buf) -> int:
+    if isinstance(buf, LazyBuffer):
+        return buf.nbytes
+    return buffer_view(buf).nbytes
+
+
+def _collect(tree, by_data: dict) -> list:
+    """The plans whose ``data`` objects the manifest tree references (no recursion)."""
+    found, seen = [], set()
+    stack = [tree]
+    while stack:
+        v = stack.pop()
+        if type(v) is dict:
+            plan = by_data.get(id(v))
+            if plan is not None:
+                if id(v) not in seen:
+                    seen.add(id(v))
+                    found.append(plan)
+                continue
+            stack.extend(v.values())
+        elif type(v) is list:
+            stack.extend(v)
+    return found
+
+
+def _strip(tree, path: str, left_out: list) -> None:
+    """Remove every extension object from the tree, listing what each held."""
+    stack = [(tree, path)]
+    while stack:
+        v, p = stack.pop()
+        if type(v) is dict:
+            ext = v.pop(extension.KEY, None)
+            if ext:
+                left_out.append(f"{p}: " + ", ".join(_describe(k) for k in ext))
+            stack.extend((x, f"{p}.{k}") for k, x in reversed(list(v.items())))
+        elif type(v) is list:
+            stack.extend((x, f"{p}[{i}]") for i, x in reversed(list(enumerate(v))))
+
+
+def _describe(key: str) -> str:
+    return {extension.TYPED: "typed storage (the data region keeps raw bytes)",
+            extension.NODE_ORDER: "original node order",
+            extension.UNKNOWN: "unrecognized ONNX fields",
+            "raw_data": "raw_data presence"}.get(key, key)
+
+
+def build(model: Model, *, strict_v1: bool = False):
+    """Check ``model`` and build its manifest: ``(manifest bytes, header, plans in data order,
+    left_out)``. Nothing is written. Raises InvalidModelError / UnsupportedError with the path."""
+    if not isinstance(model, Model):
+        raise TypeError("write() takes an onemodel.ir.Model")
+    ensure_recursion_room()
+    orders = rules.check_model(model)
+    w = Writer(orders)
+    tree = w.full(model, "", 0)
+    left_out: list[str] = []
+    if strict_v1:
+        _strip(tree, "manifest", left_out)
+    by_data = {id(p.data): p for p in w.plans.values()}
+    plans = _collect(tree, by_data)
+    rank = {}
+    for i, (_, t) in enumerate(iter_tensors(model)):
+        rank.setdefault(id(t), i)
+    plans.sort(key=lambda p: rank.get(id(p.tensor), len(rank)))
+    pos = 0
+    for p in plans:
+        if p.nbytes:
+            pos = align(pos)
+            p.data["offset"] = pos
+            pos += p.nbytes
+    text = dumps(tree)
+    if len(text) > MAX_MANIFEST_BYTES:
+        raise UnsupportedError(f"manifest of {len(text)} bytes is larger than the "
+                               f"{MAX_MANIFEST_BYTES}-byte limit", path="manifest")
+    depth, where = json_depth(text)
+    if where is not None:
+        raise UnsupportedError(f"the manifest would nest more than {MAX_JSON_DEPTH} JSON levels",
+                               path="manifest")
+    header = Header.for_layout(len(text), pos)
+    return text, header, [p for p in plans if p.nbytes], left_out
+
+
+def write(model: Model, sink: Sink, *, strict_v1: bool = False, **options) -> list[str]:
+    """Write ``model`` to ``sink`` as a OneModel file (not committed: the caller commits, or
+    aborts on error).
+
+    Args:
+        model: the model. sink: where the bytes go, front to back.
+        strict_v1: write plain version 1 without the ONNX-preservation extension.
+        options: accepted for the registry's sake and ignored.
+    Returns:
+        with ``strict_v1``, what the plain file leaves out, one line per manifest object
+        (``manifest.graph.nodes[2]: metadata_props``); otherwise ``[]``.
+    Raises:
+        InvalidModelError (section 3 rules, contents that do not match dims and dtype,
+        unresolved external data), UnsupportedError (element type 0 or unknown, a name that is
+        not UTF-8, too much nesting, a tensor over 2^31 - 1 bytes) before anything is written;
+        IoError from the sink.
+    """
+    text, header, plans, left_out = build(model, strict_v1=strict_v1)
+    sink.write(header.pack())
+    sink.write(text)
+    sink.write_zeros(header.data_offset - HEADER_SIZE - len(text))
+    pos = 0
+    for p in plans:
+        start = p.data["offset"]
+        if start > pos:
+            sink.write_zeros(start - pos)
+        _write_tensor(p, sink)
+        pos = start + p.nbytes
+    return left_out
+
+
+def _write_tensor(p: Plan, sink: Sink) -> None:
+    if p.array is not None:
+        sink.write(memoryview(p.array).cast("B"))
+        return
+    buf = p.buffer
+    where = p.tensor.origin_of(buf) if p.tensor.origin is not None else None
+    if where is not None:
+        sink.copy_from(where[0], where[1], p.nbytes)
+    elif isinstance(buf, RangeBuffer) and not buf.loaded:
+        sink.copy_from(buf.source, buf.offset, p.nbytes)
+    else:
+        sink.write(buffer_view(buf))
+
+
+def write_bytes(model: Model, *, strict_v1: bool = False) -> bytes:
+    """The bytes of ``model`` as a OneModel file (for tests and small models)."""
+    from ...storage.base import BytesSink
+
+    sink = BytesSink()
+    write(model, sink, strict_v1=strict_v1)
+    sink.commit()
+    return sink.getvalue()
+
