@@ -1,0 +1,375 @@
+"""The graph runner (onemodel/evaluate/runner.py): refusal before work, user kernels, freeing of
+intermediates, function expansion, outer scope, inputs and initializers, errors with locations."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import numpy as np
+import pytest
+from onnx import TensorProto as TP
+from onnx import helper, numpy_helper
+
+from onemodel.errors import InvalidModelError, UnsupportedError
+from onemodel.evaluate import Session, op, random_inputs, register_kernel, run, unregister_kernel
+from onemodel.evaluate import registry
+from onemodel.formats.onnx import decode_model
+
+F = TP.FLOAT
+
+
+def _vi(name, elem=F, shape=None):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def _model(nodes, inputs, outputs, inits=(), opset=21, extra_opsets=(), functions=(),
+           sparse=()):
+    g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits),
+                          sparse_initializer=list(sparse))
+    ops = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, v) for d, v in extra_opsets]
+    m = helper.make_model(g, opset_imports=ops, functions=list(functions))
+    m.ir_version = 10
+    return decode_model(m.SerializeToString())
+
+
+@pytest.fixture
+def user_kernels():
+    """Registers user kernels for one test and removes them afterwards."""
+    added = []
+
+    def add(domain, op_type, since, fn):
+        register_kernel(domain, op_type, since, fn)
+        added.append((domain, op_type, since))
+
+    yield add
+    for d, t, s in added:
+        unregister_kernel(d, t, s)
+
+
+# -- refusal before work ------------------------------------------------------------------------
+def test_unsupported_operators_are_all_listed_before_any_kernel_runs(user_kernels):
+    calls = []
+    user_kernels("test.probe", "Count", 1, lambda ctx, x: calls.append(1) or x)
+    m = _model([helper.make_node("Count", ["x"], ["a"], domain="test.probe"),
+                helper.make_node("Frobnicate", ["a"], ["b"], domain="custom.ops"),
+                helper.make_node("Relu", ["b"], ["c"]),
+                helper.make_node("Twiddle", ["c"], ["y"], domain="custom.ops")],
+               [_vi("x", F, [2])], [_vi("y")],
+               extra_opsets=[("test.probe", 1), ("custom.ops", 3)])
+    with pytest.raises(UnsupportedError) as e:
+        run(m, {"x": np.ones(2, np.float32)})
+    text = str(e.value)
+    assert "(custom.ops, Frobnicate, 3)" in text and "(custom.ops, Twiddle, 3)" in text
+    assert "2 operator(s)" in text
+    assert calls == []  # nothing was computed
+
+
+def test_unsupported_operator_inside_a_subgraph_is_refused_before_work():
+    then_g = helper.make_graph([helper.make_node("Mystery", ["x"], ["t"], domain="zz")], "then",
+                               [], [_vi("t")])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else", [], [_vi("e")])
+    m = _model([helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)],
+               [_vi("c", TP.BOOL, []), _vi("x", F, [1])], [_vi("y")], extra_opsets=[("zz", 1)])
+    with pytest.raises(UnsupportedError, match=r"\(zz, Mystery, 1\)"):
+        Session(m)
+
+
+def test_default_domain_operator_at_an_opset_before_it_existed_is_refused():
+    # Gelu appeared in opset 20; at opset 18 no definition exists, so no kernel either.
+    m = _model([helper.make_node("Gelu", ["x"], ["y"])], [_vi("x", F, [1])], [_vi("y")],
+               opset=18)
+    with pytest.raises(UnsupportedError, match=r"\(ai.onnx, Gelu, 18\)"):
+        Session(m)
+
+
+def test_domain_not_imported_is_invalid():
+    m = _model([helper.make_node("Foo", ["x"], ["y"], domain="nowhere")], [_vi("x", F, [1])],
+               [_vi("y")])
+    with pytest.raises(InvalidModelError, match="nowhere"):
+        Session(m)
+
+
+# -- user kernels -------------------------------------------------------------------------------
+def test_user_kernel_for_a_custom_domain(user_kernels):
+    user_kernels("my.ops", "AddTwice", 1, lambda ctx, a, b: a + 2 * b)
+    m = _model([helper.make_node("AddTwice", ["a", "b"], ["y"], domain="my.ops")],
+               [_vi("a", F, [2]), _vi("b", F, [2])], [_vi("y")], extra_opsets=[("my.ops", 1)])
+    y = run(m, {"a": np.array([1, 2], np.float32), "b": np.array([10, 20], np.float32)})["y"]
+    np.testing.assert_array_equal(y, np.array([21, 42], np.float32))
+
+
+def test_user_kernel_overrides_the_builtin(user_kernels):
+    user_kernels("", "Relu", 1, lambda ctx, x: x * 0 + 7)
+    m = _model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", F, [2])], [_vi("y")])
+    y = run(m, {"x": np.array([-1, 1], np.float32)})["y"]
+    np.testing.assert_array_equal(y, np.array([7, 7], np.float32))
+
+
+def test_user_kernel_versions_and_decorator():
+    try:
+        @op("Pick", since=1, domain="ver.test", user=True)
+        def v1(ctx, x):
+            return x + 1
+
+        @op("Pick", since=5, domain="ver.test", user=True)
+        def v5(ctx, x):
+            return x + 5
+
+        for version, add in ((1, 1), (4, 1), (5, 5), (9, 5)):
+            m = _model([helper.make_node("Pick", ["x"], ["y"], domain="ver.test")],
+                       [_vi("x", F, [1])], [_vi("y")], extra_opsets=[("ver.test", version)])
+            y = run(m, {"x": np.zeros(1, np.float32)})["y"]
+            assert y[0] == add, version
+    finally:
+        unregister_kernel("ver.test", "Pick")
+    assert registry.lookup("ver.test", "Pick", 9) is None
+
+
+def test_kernel_context_attributes_and_outputs(user_kernels):
+    seen = {}
+
+    def kernel(ctx, x, missing=None, trailing=None):
+        seen.update(attrs=dict(ctx.attrs), opset=ctx.opset, n=ctx.num_outputs,
+                    raw=ctx.attr_bytes("s"), missing=missing, trailing=trailing,
+                    default=ctx.attr("absent", 42), used=[ctx.output_used(i) for i in range(3)])
+        return x, None, x * 2
+
+    user_kernels("ctx.test", "Look", 1, kernel)
+    node = helper.make_node("Look", ["x", ""], ["a", "", "c"], domain="ctx.test", f=1.5, i=3,
+                            s="héllo", fs=[1.0, 2.5], is_=[1, 2], ss=["p", "q"],
+                            t=numpy_helper.from_array(np.arange(3, dtype=np.int32)))
+    m = _model([node], [_vi("x", F, [1])], [_vi("a"), _vi("c")], extra_opsets=[("ctx.test", 4)])
+    out = run(m, {"x": np.ones(1, np.float32)})
+    np.testing.assert_array_equal(out["c"], [2.0])
+    a = seen["attrs"]
+    assert a["f"] == 1.5 and a["i"] == 3 and a["s"] == "héllo"
+    assert a["fs"] == [1.0, 2.5] and a["is_"] == [1, 2] and a["ss"] == ["p", "q"]
+    np.testing.assert_array_equal(a["t"], np.arange(3, dtype=np.int32))
+    assert seen["raw"] == "héllo".encode()
+    assert seen["opset"] == 4 and seen["n"] == 3 and seen["default"] == 42
+    assert seen["missing"] is None and seen["trailing"] is None
+    assert seen["used"] == [True, False, True]
+
+
+# -- freeing of intermediates -------------------------------------------------------------------
+def test_intermediate_is_freed_after_its_last_use(user_kernels):
+    refs = {}
+
+    def make(ctx, x):
+        t = x + 1
+        refs["t"] = weakref.ref(t)
+        return t
+
+    def check(ctx, u):
+        gc.collect()
+        refs["alive_at_check"] = refs["t"]() is not None
+        return u
+
+    user_kernels("free.test", "Make", 1, make)
+    user_kernels("free.test", "Check", 1, check)
+    m = _model([helper.make_node("Make", ["x"], ["t"], domain="free.test"),
+                helper.make_node("Neg", ["t"], ["u"]),
+                helper.make_node("Check", ["u"], ["y"], domain="free.test")],
+               [_vi("x", F, [3])], [_vi("y")], extra_opsets=[("free.test", 1)])
+    y = run(m, {"x": np.zeros(3, np.float32)})["y"]
+    np.testing.assert_array_equal(y, [-1, -1, -1])
+    assert refs["alive_at_check"] is False
+
+
+def test_value_read_by_a_later_subgraph_is_kept_until_then(user_kernels):
+    refs = {}
+
+    def make(ctx, x):
+        t = x * 3
+        refs["t"] = weakref.ref(t)
+        return t
+
+    def check(ctx, u):
+        gc.collect()
+        refs["alive"] = refs["t"]() is not None
+        return u
+
+    user_kernels("keep.test", "Make", 1, make)
+    user_kernels("keep.test", "Check", 1, check)
+    then_g = helper.make_graph([helper.make_node("Identity", ["t"], ["r"])], "then", [],
+                               [_vi("r")])
+    else_g = helper.make_graph([helper.make_node("Neg", ["t"], ["r2"])], "else", [], [_vi("r2")])
+    m = _model([helper.make_node("Make", ["x"], ["t"], domain="keep.test"),
+                helper.make_node("Abs", ["x"], ["a"]),
+                helper.make_node("Check", ["a"], ["a2"], domain="keep.test"),
+                helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)],
+               [_vi("x", F, [2]), _vi("c", TP.BOOL, [])], [_vi("y"), _vi("a2")],
+               extra_opsets=[("keep.test", 1)])
+    out = run(m, {"x": np.array([1, -2], np.float32), "c": np.array(False)})
+    assert refs["alive"] is True  # still needed by the If's else branch
+    np.testing.assert_array_equal(out["y"], [-3, 6])
+
+
+# -- subgraphs and outer scope ------------------------------------------------------------------
+def test_nested_subgraph_reads_values_two_scopes_out():
+    inner_then = helper.make_graph([helper.make_node("Add", ["x", "k"], ["i1"])], "it", [],
+                                   [_vi("i1")])
+    inner_else = helper.make_graph([helper.make_node("Sub", ["x", "k"], ["i2"])], "ie", [],
+                                   [_vi("i2")])
+    outer_then = helper.make_graph(
+        [helper.make_node("If", ["c2"], ["o1"], then_branch=inner_then, else_branch=inner_else)],
+        "ot", [], [_vi("o1")])
+    outer_else = helper.make_graph([helper.make_node("Identity", ["k"], ["o2"])], "oe", [],
+                                   [_vi("o2")])
+    m = _model([helper.make_node("Mul", ["x", "x"], ["k"]),
+                helper.make_node("If", ["c1"], ["y"], then_branch=outer_then,
+                                 else_branch=outer_else)],
+               [_vi("x", F, [2]), _vi("c1", TP.BOOL, []), _vi("c2", TP.BOOL, [])], [_vi("y")])
+    x = np.array([2, 3], np.float32)
+    s = Session(m)
+    np.testing.assert_array_equal(s.run({"x": x, "c1": np.array(True), "c2": np.array(True)})["y"],
+                                  [6, 12])
+    np.testing.assert_array_equal(s.run({"x": x, "c1": np.array(True), "c2": np.array(False)})["y"],
+                                  [-2, -6])
+    np.testing.assert_array_equal(s.run({"x": x, "c1": np.array(False), "c2": np.array(True)})["y"],
+                                  [4, 9])
+
+
+def test_subgraph_reading_an_undefined_name_is_refused():
+    then_g = helper.make_graph([helper.make_node("Neg", ["ghost"], ["t"])], "then", [],
+                               [_vi("t")])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else", [], [_vi("e")])
+    m = _model([helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)],
+               [_vi("c", TP.BOOL, []), _vi("x", F, [1])], [_vi("y")])
+    with pytest.raises(InvalidModelError, match="ghost"):
+        Session(m)
+
+
+# -- model-local functions ----------------------------------------------------------------------
+def _scale_function():
+    # ScaleShift(X) = X * alpha + LeakyRelu(X) with LeakyRelu's alpha from attribute "slope"
+    AP = helper.AttributeProto
+    const = helper.make_node("Constant", [], ["a"])
+    const.attribute.append(helper.make_attribute_ref("value_float", AP.FLOAT,
+                                                     ref_attr_name="alpha"))
+    leaky = helper.make_node("LeakyRelu", ["X"], ["l"])
+    leaky.attribute.append(helper.make_attribute_ref("alpha", AP.FLOAT, ref_attr_name="slope"))
+    nodes = [const, helper.make_node("Mul", ["X", "a"], ["m"]), leaky,
+             helper.make_node("Add", ["m", "l"], ["Y"])]
+    return helper.make_function("local", "ScaleShift", ["X"], ["Y"], nodes,
+                                [helper.make_opsetid("", 21)], attributes=["slope"],
+                                attribute_protos=[helper.make_attribute("alpha", 2.0)])
+
+
+def test_function_binds_attributes_defaults_and_omits_unset_references():
+    fn = _scale_function()
+    x = np.array([-1.0, 3.0], np.float32)
+    cases = [({"alpha": 0.5, "slope": 0.25}, 0.5, 0.25),  # both given at the call site
+             ({"slope": 0.25}, 2.0, 0.25),                # alpha from the function's default
+             ({}, 2.0, 0.01)]                              # slope omitted: LeakyRelu's default
+    for attrs, alpha, slope in cases:
+        node = helper.make_node("ScaleShift", ["x"], ["y"], domain="local", **attrs)
+        m = _model([node], [_vi("x", F, [2])], [_vi("y")], extra_opsets=[("local", 1)],
+                   functions=[fn])
+        y = run(m, {"x": x})["y"]
+        leaky = np.where(x >= 0, x, x * np.float32(slope))
+        np.testing.assert_allclose(y, x * np.float32(alpha) + leaky, rtol=1e-6)
+
+
+def test_function_that_calls_itself_is_refused():
+    fn = helper.make_function("local", "Loopy", ["X"], ["Y"],
+                              [helper.make_node("Loopy", ["X"], ["Y"], domain="local")],
+                              [helper.make_opsetid("", 21), helper.make_opsetid("local", 1)])
+    m = _model([helper.make_node("Loopy", ["x"], ["y"], domain="local")], [_vi("x", F, [1])],
+               [_vi("y")], extra_opsets=[("local", 1)], functions=[fn])
+    with pytest.raises(InvalidModelError, match="calls itself"):
+        Session(m)
+
+
+def test_registered_kernel_wins_over_the_function_body(user_kernels):
+    fn = _scale_function()
+    user_kernels("local", "ScaleShift", 1, lambda ctx, x: x * 0 - 1)
+    m = _model([helper.make_node("ScaleShift", ["x"], ["y"], domain="local")],
+               [_vi("x", F, [2])], [_vi("y")], extra_opsets=[("local", 1)], functions=[fn])
+    np.testing.assert_array_equal(run(m, {"x": np.ones(2, np.float32)})["y"], [-1, -1])
+
+
+# -- inputs, initializers, order ----------------------------------------------------------------
+def test_initializer_is_a_zero_copy_view_and_inputs_override_defaults():
+    w = numpy_helper.from_array(np.array([1, 2, 3], np.float32), "w")
+    m = _model([helper.make_node("Identity", ["w"], ["y"])], [_vi("w", F, [3])], [_vi("y")],
+               inits=[w])
+    y = run(m, {})["y"]
+    raw = np.frombuffer(m.graph.initializers[0].raw_view(), np.float32)
+    assert np.shares_memory(y, raw)  # the weight was not copied
+    y2 = run(m, {"w": np.array([7, 8, 9], np.float32)})["y"]
+    np.testing.assert_array_equal(y2, [7, 8, 9])
+
+
+def test_constant_initializer_cannot_be_supplied_and_inputs_are_checked():
+    w = numpy_helper.from_array(np.array([1, 2], np.float32), "w")
+    m = _model([helper.make_node("Add", ["x", "w"], ["y"])], [_vi("x", F, [2])], [_vi("y")],
+               inits=[w])
+    with pytest.raises(InvalidModelError, match="constant"):
+        run(m, {"x": np.zeros(2, np.float32), "w": np.zeros(2, np.float32)})
+    with pytest.raises(InvalidModelError, match="no value given"):
+        run(m, {})
+    with pytest.raises(InvalidModelError, match="dtype float64"):
+        run(m, {"x": np.zeros(2)})
+    with pytest.raises(InvalidModelError, match="extent 3"):
+        run(m, {"x": np.zeros(3, np.float32)})
+    with pytest.raises(InvalidModelError, match="not an input"):
+        run(m, {"x": np.zeros(2, np.float32), "bogus": 1})
+
+
+def test_sparse_initializer_is_dense():
+    values = numpy_helper.from_array(np.array([5.0, 6.0], np.float32), "s")
+    indices = numpy_helper.from_array(np.array([1, 3], np.int64), "s_idx")
+    sp = helper.make_sparse_tensor(values, indices, [4])
+    m = _model([helper.make_node("Identity", ["s"], ["y"])], [], [_vi("y")], sparse=[sp])
+    np.testing.assert_array_equal(run(m, {})["y"], [0, 5, 0, 6])
+
+
+def test_unsorted_graph_runs_in_dependency_order_and_a_cycle_is_refused():
+    m = _model([helper.make_node("Neg", ["t"], ["y"]), helper.make_node("Abs", ["x"], ["t"])],
+               [_vi("x", F, [2])], [_vi("y")])
+    np.testing.assert_array_equal(run(m, {"x": np.array([-1, 2], np.float32)})["y"], [-1, -2])
+    m = _model([helper.make_node("Neg", ["b"], ["a"]), helper.make_node("Abs", ["a"], ["b"])],
+               [_vi("x", F, [2])], [_vi("a")])
+    with pytest.raises(InvalidModelError, match="cycle"):
+        Session(m)
+
+
+def test_requested_intermediate_output_runs_only_what_it_needs(user_kernels):
+    calls = []
+    user_kernels("side.test", "Mark", 1, lambda ctx, x: calls.append(1) or x)
+    m = _model([helper.make_node("Abs", ["x"], ["t"]),
+                helper.make_node("Mark", ["t"], ["y"], domain="side.test")],
+               [_vi("x", F, [2])], [_vi("y")], extra_opsets=[("side.test", 1)])
+    out = Session(m).run({"x": np.array([-4, 5], np.float32)}, outputs=["t"])
+    assert list(out) == ["t"] and calls == []
+    np.testing.assert_array_equal(out["t"], [4, 5])
+
+
+def test_kernel_failure_names_the_node():
+    m = _model([helper.make_node("Relu", ["x"], ["r"], name="first"),
+                helper.make_node("Reshape", ["r", "s"], ["y"], name="bad_reshape")],
+               [_vi("x", F, [6]), _vi("s", TP.INT64, [2])], [_vi("y")])
+    with pytest.raises(InvalidModelError) as e:
+        run(m, {"x": np.zeros(6, np.float32), "s": np.array([4, 4], np.int64)})
+    assert e.value.path.startswith("graph.nodes[1]")
+    assert "Reshape 'bad_reshape'" in str(e.value)
+
+
+def test_random_inputs_follow_the_declared_types_and_are_deterministic():
+    m = _model([helper.make_node("Identity", ["a"], ["y"])],
+               [_vi("a", F, ["batch", 3]), _vi("b", TP.INT64, [2]), _vi("c", TP.BOOL, [None]),
+                _vi("d", TP.STRING, [2]), _vi("w", F, [1])], [_vi("y")],
+               inits=[numpy_helper.from_array(np.zeros(1, np.float32), "w")])
+    r1 = random_inputs(m, seed=3, dims={"batch": 4})
+    r2 = random_inputs(m, seed=3, dims={"batch": 4})
+    assert set(r1) == {"a", "b", "c", "d"}  # w has an initializer
+    assert r1["a"].shape == (4, 3) and r1["a"].dtype == np.float32
+    assert np.all((r1["a"] >= -1) & (r1["a"] < 1))
+    assert r1["b"].dtype == np.int64 and np.all((r1["b"] >= 0) & (r1["b"] < 3))
+    assert r1["c"].shape == (1,) and r1["c"].dtype == np.bool_
+    assert r1["d"].dtype == object and all(isinstance(v, str) for v in r1["d"])
+    for k in r1:
+        np.testing.assert_array_equal(r1[k], r2[k])
+    assert not np.array_equal(random_inputs(m, seed=4, dims={"batch": 4})["a"], r1["a"])
