@@ -82,10 +82,15 @@ _O_BINARY = getattr(os, "O_BINARY", 0)
 _FILE_ATTRIBUTE_REPARSE_POINT = 0x400
 
 
+#: True where directories can be walked by descriptor (POSIX: ``dir_fd``, ``O_NOFOLLOW``,
+#: ``O_DIRECTORY``); elsewhere (Windows) every component is checked by path and the opened file's
+#: identity compared with what the check saw.
+DIR_FD_WALK = (os.open in os.supports_dir_fd and os.stat in os.supports_dir_fd
+               and bool(_O_NOFOLLOW) and bool(_O_DIRECTORY))
+
+
 def _have_dir_fd() -> bool:
-    """True where directories can be walked by descriptor (POSIX); else a path-based walk."""
-    return (os.open in os.supports_dir_fd and os.stat in os.supports_dir_fd
-            and bool(_O_NOFOLLOW) and bool(_O_DIRECTORY))
+    return DIR_FD_WALK
 
 
 # -- the reference ---------------------------------------------------------------------------
@@ -285,8 +290,8 @@ def _os_error(e: OSError, shown: str) -> OneModelError:
         return RefusedError(f"{shown!r} is a symbolic link (it changed between the check and "
                             "the open; Clause 15.3)")
     if e.errno == errno.ENOTDIR:
-        return RefusedError(f"{shown!r} is not a directory (it changed between the check and "
-                            "the open)")
+        return RefusedError(f"{shown!r} is not a directory or is a symbolic link (it changed "
+                            "between the check and the open; Clause 15.3)")
     if e.errno == errno.ENOENT:
         return IoError(f"{shown!r} does not exist")
     if e.errno in (errno.EMFILE, errno.ENFILE):
