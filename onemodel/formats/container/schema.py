@@ -98,9 +98,9 @@ def v1_attribute_type(a: Attribute) -> int:
     t = a.type
     valid = isinstance(t, int) and 0 <= t <= 14
     if a.ref_attr_name:
-        return t if valid else 0
+        return int(t) if valid else 0
     if valid and t != 0:
-        return t
+        return int(t)
     for code, field in VALUE_FIELD.items():
         v = getattr(a, field)
         if v is None or (not isinstance(v, (Graph, Tensor, SparseTensor, Type, np.floating,
