@@ -1,0 +1,1631 @@
+/*
+ * _cdecode: the ONNX wire decoder of onemodel.formats.onnx.decode, in C (ONNX Part 1, Clause 12,
+ * Annex B).
+ *
+ * This module is an optional accelerator. Its behaviour is specified by the pure-Python decoder
+ * (decode._decode): the same records with the same field values and types, and the same
+ * WireError (message, offset, field path segments) for the same input. Only the speed differs.
+ *
+ * Interface (called by decode.py only):
+ *
+ *   setup(schema, WireError, max_depth, numpy)
+ *       Builds the message table once from schema.MESSAGES: per message its record class, the
+ *       offset and default value of every slot of that class, and per field its tag, kind, wire
+ *       type, form, slot offset, sub-message, oneof siblings and enumeration values. Raises
+ *       TypeError when the schema or the record classes are not what this module handles (the
+ *       caller then keeps the Python path).
+ *
+ *   decode(data, message, raw, origin, tensors) -> record
+ *       Decodes all of ``data`` (a C-contiguous 1-D memoryview of bytes) as the Annex B message
+ *       named ``message``. ``raw(start, end)`` makes each raw_data value (None: a slice of
+ *       ``data``, which keeps the exporter of ``data`` alive); ``origin`` (None or a Source)
+ *       gives each tensor with raw_data ``origin = (origin, start, raw_data)``; ``tensors`` (a
+ *       list) receives ``(tensor, offset of its field key)`` for every embedded TensorProto.
+ *
+ *   first_unchecked(tensors, start, codes) -> index
+ *       The index of the first ``(tensor, offset)`` pair at or after ``start`` that is not
+ *       plainly valid by the rules of checks.tensor_problem (see there); len(tensors) when none.
+ *
+ * Memory safety: every read is checked against the end of the enclosing message; a length is
+ * compared with the octets left (n > end - pos) before it is used; buffers grow only with octets
+ * actually present in the input. The GIL is held throughout. The input's Py_buffer is held for
+ * the whole decode and released on every path.
+ *
+ * Arrays: a packed float/double run that is the only contents of its ARRAY field becomes an
+ * np.frombuffer view of the input (zero-copy, read-only, as on the Python path); every other
+ * ARRAY value (varint runs, unpacked values, several runs, merges) is a new, writable array.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <string.h>
+
+/* wire kinds of schema.py */
+enum { K_STRING, K_BYTES, K_RAW, K_INT64, K_INT32, K_UINT64, K_ENUM, K_FLOAT, K_DOUBLE,
+       K_MESSAGE, K_COUNT };
+static const char *const KIND_NAMES[K_COUNT] = {
+    "STRING", "BYTES", "RAW", "INT64", "INT32", "UINT64", "ENUM", "FLOAT", "DOUBLE", "MESSAGE"};
+
+/* element types of ARRAY fields */
+enum { A_NONE, A_F4, A_F8, A_I4, A_I8, A_U8 };
+static const int A_SIZE[] = {0, 4, 8, 4, 8, 8};
+
+#define MAX_TAG 4096 /* the largest tag the table accepts (Annex B uses up to 26) */
+
+typedef struct {
+    PyObject *proto_name;    /* str: error messages and path segments */
+    Py_ssize_t off;          /* slot offset in the record */
+    int kind, wire, repeated, array; /* array: A_* for an ARRAY field */
+    int pend;                /* index of this field's pending state, -1 when never pending */
+    int sub;                 /* message index when kind == K_MESSAGE */
+    PyObject *dtype;         /* numpy dtype of an ARRAY field */
+    Py_ssize_t *oneof_others; /* offsets of the other fields of its oneof group */
+    int n_oneof_others;
+    int64_t *enum_vals;      /* values of a closed enumeration */
+    int n_enum;
+} Field;
+
+typedef struct {
+    PyTypeObject *cls;
+    PyObject *proto_name;
+    int is_tensor;
+    Py_ssize_t unknown_off, origin_off;
+    int nslots;
+    Py_ssize_t *slot_off;
+    PyObject **slot_def;     /* default value, NULL for a fresh list (or an unset slot) */
+    unsigned char *slot_list;
+    int max_tag;
+    Field **by_tag;          /* max_tag + 1 entries */
+    int nfields;
+    Field *fields;
+    int npend;
+} Msg;
+
+/* ---- module state (set by setup) -------------------------------------------------------- */
+static Msg *g_msgs = NULL;
+static int g_nmsgs = 0;
+static PyObject *g_names = NULL;        /* proto name -> message index */
+static PyObject *g_WireError = NULL;
+static PyObject *g_np_empty = NULL, *g_np_frombuffer = NULL;
+static PyObject *g_scalar[2] = {NULL, NULL};  /* 1-element float32 / float64 scratch arrays */
+static Py_buffer g_scalar_buf[2];
+static int g_scalar_held[2] = {0, 0};
+static PyObject *g_empty_bytes = NULL;
+static int g_max_depth = 0;
+static PyObject *g_gc_freeze = NULL, *g_gc_unfreeze = NULL, *g_gc_freeze_count = NULL;
+
+#define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))
+
+/* ---- errors --------------------------------------------------------------------------- */
+
+/* Raise WireError(message, offset); ``message`` is stolen (may be NULL: an error is set). */
+static void
+wire_error(PyObject *message, Py_ssize_t offset)
+{
+    if (message == NULL)
+        return;
+    PyObject *exc = PyObject_CallFunction(g_WireError, "On", message, offset);
+    Py_DECREF(message);
+    if (exc != NULL) {
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+        Py_DECREF(exc);
+    }
+}
+
+#define WERR(offset, ...) wire_error(PyUnicode_FromFormat(__VA_ARGS__), (offset))
+
+/* When the error set is a WireError, append the path segment of field ``f`` (``idx`` >= 0:
+ * ``name[idx]``) to its ``segments``, as decode._decode does while the error passes up. */
+static void
+add_segment(Field *f, Py_ssize_t idx)
+{
+    if (!PyErr_ExceptionMatches(g_WireError))
+        return;
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *v = PyErr_GetRaisedException();
+#else
+    PyObject *t, *v, *tb;
+    PyErr_Fetch(&t, &v, &tb);
+    PyErr_NormalizeException(&t, &v, &tb);
+#endif
+    if (v != NULL) {
+        PyObject *seg = idx < 0 ? Py_NewRef(f->proto_name)
+                                : PyUnicode_FromFormat("%U[%zd]", f->proto_name, idx);
+        PyObject *segs = seg ? PyObject_GetAttrString(v, "segments") : NULL;
+        if (segs == NULL || !PyList_Check(segs) || PyList_Append(segs, seg) < 0)
+            PyErr_Clear();  /* keep the WireError; a failure here must not replace it */
+        Py_XDECREF(segs);
+        Py_XDECREF(seg);
+    }
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(v);
+#else
+    PyErr_Restore(t, v, tb);
+#endif
+}
+
+/* ---- wire primitives (protobuf.py) ------------------------------------------------------ */
+
+/* read_varint: the varint at *pp; at most ten octets; bits past the 64th dropped. */
+static int
+rd_varint_slow(const uint8_t *b, Py_ssize_t *pp, Py_ssize_t end, uint64_t *out)
+{
+    Py_ssize_t start = *pp, pos = start;
+    if (pos >= end) {
+        WERR(pos, "varint runs past the end of its message");
+        return -1;
+    }
+    uint64_t result = b[pos] & 0x7F;
+    int shift = 7;
+    pos++;
+    for (;;) {
+        if (pos >= end) {
+            WERR(start, "varint runs past the end of its message");
+            return -1;
+        }
+        uint8_t c = b[pos++];
+        result |= (uint64_t)(c & 0x7F) << shift;  /* shift <= 63 here */
+        if (c < 0x80) {
+            *out = result;
+            *pp = pos;
+            return 0;
+        }
+        shift += 7;
+        if (shift >= 70) {
+            WERR(start, "varint longer than 10 octets");
+            return -1;
+        }
+    }
+}
+
+static inline int
+rd_varint(const uint8_t *b, Py_ssize_t *pp, Py_ssize_t end, uint64_t *out)
+{
+    Py_ssize_t pos = *pp;
+    if (pos < end && b[pos] < 0x80) {
+        *out = b[pos];
+        *pp = pos + 1;
+        return 0;
+    }
+    return rd_varint_slow(b, pp, end, out);
+}
+
+/* skip_field: the position after a value of wire type ``wire`` (Clause 12.4). */
+static int
+skip_field(const uint8_t *b, Py_ssize_t *pp, Py_ssize_t end, unsigned wire)
+{
+    Py_ssize_t pos = *pp;
+    uint64_t v;
+    switch (wire) {
+    case 0:
+        return rd_varint(b, pp, end, &v);
+    case 2:
+        if (rd_varint(b, pp, end, &v) < 0)
+            return -1;
+        if (v > (uint64_t)(end - *pp)) {
+            WERR(pos, "length %llu runs past the end of its message", (unsigned long long)v);
+            return -1;
+        }
+        *pp += (Py_ssize_t)v;
+        return 0;
+    case 1:
+        if (end - pos < 8) {
+            WERR(pos, "64-bit value runs past the end of its message");
+            return -1;
+        }
+        *pp = pos + 8;
+        return 0;
+    case 5:
+        if (end - pos < 4) {
+            WERR(pos, "32-bit value runs past the end of its message");
+            return -1;
+        }
+        *pp = pos + 4;
+        return 0;
+    case 3:
+    case 4:
+        WERR(pos, "wire type %d (group) is not allowed (Clause 12.2.1)", (int)wire);
+        return -1;
+    default:
+        WERR(pos, "invalid wire type %d", (int)wire);
+        return -1;
+    }
+}
+
+static inline int64_t
+as_signed(uint64_t u)
+{
+    return u >= ((uint64_t)1 << 63) ? -(int64_t)(~u) - 1 : (int64_t)u;
+}
+
+/* decode_packed_varints: the varints of b[pos:e] into a new PyMem array (*out, *count). */
+static int
+packed_varints(const uint8_t *b, Py_ssize_t pos, Py_ssize_t e, uint64_t **out, Py_ssize_t *count)
+{
+    *out = NULL;
+    *count = 0;
+    if (pos == e)
+        return 0;
+    if (b[e - 1] >= 0x80) {
+        WERR(pos, "packed run ends inside a varint");
+        return -1;
+    }
+    Py_ssize_t n = 0;
+    for (Py_ssize_t i = pos; i < e; i++)
+        n += b[i] < 0x80;
+    if ((size_t)n > PY_SSIZE_T_MAX / sizeof(uint64_t)) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    uint64_t *vals = PyMem_Malloc((size_t)n * sizeof(uint64_t) + 1);
+    if (vals == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t k = 0, p = pos;
+    while (p < e) {  /* the run ends with a terminating octet, so every varint ends inside it */
+        Py_ssize_t start = p;
+        uint64_t r = 0;
+        int shift = 0;
+        for (;;) {
+            uint8_t c = b[p++];
+            if (shift < 64)
+                r |= (uint64_t)(c & 0x7F) << shift;
+            if (c < 0x80)
+                break;
+            shift += 7;
+            if (shift >= 70) {
+                PyMem_Free(vals);
+                WERR(start, "varint longer than 10 octets");
+                return -1;
+            }
+        }
+        vals[k++] = r;
+    }
+    *out = vals;
+    *count = k;
+    return 0;
+}
+
+/* ---- growable octet buffers -------------------------------------------------------------- */
+typedef struct {
+    char *p;
+    Py_ssize_t len, cap;
+} Buf;
+
+static int
+buf_reserve(Buf *b, Py_ssize_t n)
+{
+    if (n > PY_SSIZE_T_MAX - b->len) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t need = b->len + n;
+    if (need <= b->cap)
+        return 0;
+    Py_ssize_t cap = b->cap ? b->cap : 64;
+    while (cap < need)
+        cap = cap > PY_SSIZE_T_MAX / 2 ? need : cap * 2;
+    char *q = PyMem_Realloc(b->p, (size_t)cap);
+    if (q == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->p = q;
+    b->cap = cap;
+    return 0;
+}
+
+static int
+buf_add(Buf *b, const void *src, Py_ssize_t n)
+{
+    if (buf_reserve(b, n) < 0)
+        return -1;
+    memcpy(b->p + b->len, src, (size_t)n);
+    b->len += n;
+    return 0;
+}
+
+/* ARRAY fields gathered while a message is read, finished at its end (decode._finish_pending):
+ * the elements collect in ``data``; the first part, when it is a packed float run, is kept as a
+ * position until a second part comes, so that a lone run can become a view of the input. */
+typedef struct {
+    int nparts;
+    int first_is_run;
+    Py_ssize_t run_pos, run_end;
+    Buf data;
+} Pend;
+
+/* ---- records ------------------------------------------------------------------------------- */
+
+/* A new record of message ``m`` with every slot at its default, as cls() makes it. */
+static PyObject *
+new_record(Msg *m)
+{
+    PyObject *o = m->cls->tp_alloc(m->cls, 0);
+    if (o == NULL)
+        return NULL;
+    for (int i = 0; i < m->nslots; i++) {
+        PyObject *v;
+        if (m->slot_list[i]) {
+            v = PyList_New(0);
+            if (v == NULL) {
+                Py_DECREF(o);
+                return NULL;
+            }
+        }
+        else {
+            v = Py_XNewRef(m->slot_def[i]);
+        }
+        SLOT(o, m->slot_off[i]) = v;
+    }
+    return o;
+}
+
+static inline void
+set_slot(PyObject *o, Py_ssize_t off, PyObject *v /* stolen */)
+{
+    PyObject *old = SLOT(o, off);
+    SLOT(o, off) = v;
+    Py_XDECREF(old);
+}
+
+static inline void
+clear_oneof(PyObject *o, Field *f)
+{
+    for (int i = 0; i < f->n_oneof_others; i++)
+        set_slot(o, f->oneof_others[i], Py_NewRef(Py_None));
+}
+
+static PyObject *
+slot_list(PyObject *o, Field *f)
+{
+    PyObject *l = SLOT(o, f->off);
+    if (l == NULL || !PyList_Check(l)) {
+        PyErr_Format(PyExc_TypeError, "field %U of a record is not a list", f->proto_name);
+        return NULL;
+    }
+    return l;
+}
+
+/* ---- the decoder ------------------------------------------------------------------------ */
+typedef struct {
+    const uint8_t *buf;
+    PyObject *mv;       /* the input memoryview: raw_data values are slices of it */
+    PyObject *raw;      /* raw(start, end) factory, or NULL */
+    PyObject *origin;   /* or NULL */
+    PyObject *tensors;  /* list of (tensor, offset) */
+} Dec;
+
+static PyObject *
+mv_slice(PyObject *mv, Py_ssize_t a, Py_ssize_t e)
+{
+    return PySequence_GetSlice(mv, a, e);
+}
+
+/* One float32/float64 scalar (numpy.float32 / numpy.float64) with the bit pattern at ``p``. */
+static PyObject *
+float_scalar(int which, const uint8_t *p)
+{
+    memcpy(g_scalar_buf[which].buf, p, which ? 8 : 4);
+    return PySequence_GetItem(g_scalar[which], 0);
+}
+
+static Pend *
+get_pend(Pend **pend, Msg *m, Field *f)
+{
+    if (*pend == NULL) {
+        *pend = PyMem_Calloc((size_t)m->npend, sizeof(Pend));
+        if (*pend == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+    }
+    return &(*pend)[f->pend];
+}
+
+/* Materialize a first part kept as a run position, before another part is added. */
+static int
+pend_spill(const uint8_t *b, Pend *p)
+{
+    if (p->first_is_run) {
+        p->first_is_run = 0;
+        return buf_add(&p->data, b + p->run_pos, p->run_end - p->run_pos);
+    }
+    return 0;
+}
+
+/* Append ``count`` values (uint64 bit patterns of the wire) to an ARRAY field's pending data. */
+static int
+pend_add_ints(const uint8_t *b, Pend *p, Field *f, const uint64_t *vals, Py_ssize_t count)
+{
+    if (pend_spill(b, p) < 0)
+        return -1;
+    int size = A_SIZE[f->array];
+    if (count > PY_SSIZE_T_MAX / size) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (buf_reserve(&p->data, count * size) < 0)
+        return -1;
+    char *dst = p->data.p + p->data.len;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (size == 4) {
+            int32_t v = (int32_t)as_signed(vals[i]);  /* range checked before */
+            memcpy(dst + 4 * i, &v, 4);
+        }
+        else {
+            memcpy(dst + 8 * i, &vals[i], 8);
+        }
+    }
+    p->data.len += count * size;
+    p->nparts++;
+    return 0;
+}
+
+static int
+finish_array(Dec *d, PyObject *obj, Field *f, Pend *p)
+{
+    PyObject *old = SLOT(obj, f->off);
+    PyObject *arr;
+    if ((old == NULL || old == Py_None) && p->nparts == 1 && p->first_is_run) {
+        PyObject *view = mv_slice(d->mv, p->run_pos, p->run_end);
+        if (view == NULL)
+            return -1;
+        arr = PyObject_CallFunctionObjArgs(g_np_frombuffer, view, f->dtype, NULL);
+        Py_DECREF(view);
+        if (arr == NULL)
+            return -1;
+        set_slot(obj, f->off, arr);
+        return 0;
+    }
+    if (pend_spill(d->buf, p) < 0)
+        return -1;
+    int size = A_SIZE[f->array];
+    Py_buffer ob;
+    int have_old = 0;
+    if (old != NULL && old != Py_None) {
+        if (PyObject_GetBuffer(old, &ob, PyBUF_C_CONTIGUOUS) < 0)
+            return -1;
+        have_old = 1;
+        if (ob.len % size || p->data.len > PY_SSIZE_T_MAX - ob.len) {
+            PyBuffer_Release(&ob);
+            PyErr_SetString(PyExc_TypeError, "ARRAY field holds a value of another dtype");
+            return -1;
+        }
+    }
+    Py_ssize_t old_len = have_old ? ob.len : 0;
+    Py_ssize_t total = old_len + p->data.len;
+    arr = PyObject_CallFunction(g_np_empty, "nO", total / size, f->dtype);
+    if (arr == NULL) {
+        if (have_old)
+            PyBuffer_Release(&ob);
+        return -1;
+    }
+    Py_buffer ab;
+    if (PyObject_GetBuffer(arr, &ab, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        if (have_old)
+            PyBuffer_Release(&ob);
+        Py_DECREF(arr);
+        return -1;
+    }
+    if (ab.len != total) {
+        PyBuffer_Release(&ab);
+        if (have_old)
+            PyBuffer_Release(&ob);
+        Py_DECREF(arr);
+        PyErr_SetString(PyExc_SystemError, "numpy.empty gave an array of another size");
+        return -1;
+    }
+    if (old_len)
+        memcpy(ab.buf, ob.buf, (size_t)old_len);
+    if (p->data.len)
+        memcpy((char *)ab.buf + old_len, p->data.p, (size_t)p->data.len);
+    PyBuffer_Release(&ab);
+    if (have_old)
+        PyBuffer_Release(&ob);
+    set_slot(obj, f->off, arr);
+    return 0;
+}
+
+static int
+finish_pending(Dec *d, Msg *m, PyObject *obj, Pend *pend)
+{
+    for (int i = 0; i < m->nfields; i++) {
+        Field *f = &m->fields[i];
+        if (f->pend < 0)
+            continue;
+        Pend *p = &pend[f->pend];
+        if (p->nparts != 0 && finish_array(d, obj, f, p) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void
+free_pending(Msg *m, Pend *pend)
+{
+    if (pend == NULL)
+        return;
+    for (int i = 0; i < m->npend; i++)
+        PyMem_Free(pend[i].data.p);
+    PyMem_Free(pend);
+}
+
+static int
+finish_unknown(Msg *m, PyObject *obj, Buf *unk)
+{
+    PyObject *old = SLOT(obj, m->unknown_off);
+    if (old == NULL || !PyBytes_Check(old)) {
+        PyErr_SetString(PyExc_TypeError, "record field unknown is not bytes");
+        return -1;
+    }
+    Py_ssize_t n = PyBytes_GET_SIZE(old);
+    if (unk->len > PY_SSIZE_T_MAX - n) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    PyObject *nb = PyBytes_FromStringAndSize(NULL, n + unk->len);
+    if (nb == NULL)
+        return -1;
+    memcpy(PyBytes_AS_STRING(nb), PyBytes_AS_STRING(old), (size_t)n);
+    memcpy(PyBytes_AS_STRING(nb) + n, unk->p, (size_t)unk->len);
+    set_slot(obj, m->unknown_off, nb);
+    return 0;
+}
+
+/* decode._decode: the fields of b[pos:end] into ``obj``, a record of message ``m``. */
+static int
+decode_msg(Dec *d, Py_ssize_t pos, Py_ssize_t end, Msg *m, PyObject *obj, int depth)
+{
+    const uint8_t *b = d->buf;
+    Pend *pend = NULL;
+    Buf unk = {NULL, 0, 0};
+    int rc = -1;
+
+    while (pos < end) {
+        Py_ssize_t kstart = pos;
+        uint64_t k;
+        if (rd_varint(b, &pos, end, &k) < 0)
+            goto done;
+        unsigned wire = (unsigned)(k & 7);
+        uint64_t tag = k >> 3;
+        Field *f = tag <= (uint64_t)m->max_tag ? m->by_tag[tag] : NULL;
+        if (f == NULL || ((unsigned)f->wire != wire &&
+                          !(f->repeated && wire == 2 && f->wire != 2))) {
+            if (tag == 0) {
+                WERR(kstart, "field tag 0 is not allowed (Clause 12.3.1)");
+                goto done;
+            }
+            if (wire == 3 || wire == 4) {
+                WERR(kstart, "wire type %d (group) is not allowed (Clause 12.2.1)", (int)wire);
+                goto done;
+            }
+            if (wire > 5) {
+                WERR(kstart, "invalid wire type %d", (int)wire);
+                goto done;
+            }
+            if (skip_field(b, &pos, end, wire) < 0 || buf_add(&unk, b + kstart, pos - kstart) < 0)
+                goto done;
+            continue;
+        }
+        int kind = f->kind;
+        if (wire == 2) {
+            uint64_t n;
+            if (rd_varint(b, &pos, end, &n) < 0)
+                goto done;
+            if (n > (uint64_t)(end - pos)) {
+                WERR(kstart, "length %llu of field %U runs past the end of its message",
+                     (unsigned long long)n, f->proto_name);
+                add_segment(f, -1);
+                goto done;
+            }
+            Py_ssize_t e = pos + (Py_ssize_t)n;
+            PyObject *v;
+            switch (kind) {
+            case K_STRING:
+                v = PyUnicode_DecodeUTF8((const char *)b + pos, e - pos, "surrogateescape");
+                if (v == NULL)
+                    goto done;
+                if (f->repeated) {
+                    PyObject *lst = slot_list(obj, f);
+                    int r = lst ? PyList_Append(lst, v) : -1;
+                    Py_DECREF(v);
+                    if (r < 0)
+                        goto done;
+                }
+                else {
+                    clear_oneof(obj, f);
+                    set_slot(obj, f->off, v);
+                }
+                break;
+            case K_MESSAGE: {
+                if (depth >= g_max_depth) {
+                    WERR(kstart, "messages nested deeper than %d", g_max_depth);
+                    goto done;
+                }
+                Msg *sm = &g_msgs[f->sub];
+                PyObject *sub;
+                Py_ssize_t idx = -1;
+                if (f->repeated) {
+                    PyObject *lst = slot_list(obj, f);
+                    if (lst == NULL)
+                        goto done;
+                    sub = new_record(sm);
+                    if (sub == NULL)
+                        goto done;
+                    if (PyList_Append(lst, sub) < 0) {
+                        Py_DECREF(sub);
+                        goto done;
+                    }
+                    idx = PyList_GET_SIZE(lst) - 1;
+                }
+                else {
+                    sub = SLOT(obj, f->off);
+                    if (sub == NULL || sub == Py_None) {
+                        clear_oneof(obj, f);
+                        sub = new_record(sm);
+                        if (sub == NULL)
+                            goto done;
+                        set_slot(obj, f->off, Py_NewRef(sub));
+                    }
+                    else if (Py_TYPE(sub) != sm->cls) {  /* never: we made it; slots need it */
+                        PyErr_Format(PyExc_TypeError, "field %U holds a record of another type",
+                                     f->proto_name);
+                        goto done;
+                    }
+                    else {
+                        Py_INCREF(sub);
+                    }
+                }
+                if (decode_msg(d, pos, e, sm, sub, depth + 1) < 0) {
+                    add_segment(f, idx);
+                    Py_DECREF(sub);
+                    goto done;
+                }
+                if (sm->is_tensor) {
+                    PyObject *item = Py_BuildValue("(On)", sub, kstart);
+                    int r = item ? PyList_Append(d->tensors, item) : -1;
+                    Py_XDECREF(item);
+                    if (r < 0) {
+                        Py_DECREF(sub);
+                        goto done;
+                    }
+                }
+                Py_DECREF(sub);
+                break;
+            }
+            case K_BYTES:
+                v = PyBytes_FromStringAndSize((const char *)b + pos, e - pos);
+                if (v == NULL)
+                    goto done;
+                if (f->repeated) {
+                    PyObject *lst = slot_list(obj, f);
+                    int r = lst ? PyList_Append(lst, v) : -1;
+                    Py_DECREF(v);
+                    if (r < 0)
+                        goto done;
+                }
+                else {
+                    set_slot(obj, f->off, v);
+                }
+                break;
+            case K_RAW:
+                if (d->raw != NULL)
+                    v = PyObject_CallFunction(d->raw, "nn", pos, e);
+                else
+                    v = mv_slice(d->mv, pos, e);
+                if (v == NULL)
+                    goto done;
+                set_slot(obj, f->off, v);
+                if (d->origin != NULL) {
+                    PyObject *t = Py_BuildValue("(OnO)", d->origin, pos, v);
+                    if (t == NULL)
+                        goto done;
+                    set_slot(obj, m->origin_off, t);
+                }
+                break;
+            case K_FLOAT:
+            case K_DOUBLE: {  /* a packed run of an ARRAY field */
+                int width = kind == K_FLOAT ? 4 : 8;
+                if (n % width) {
+                    WERR(kstart, "packed %U of %llu octets is not a multiple of %d",
+                         f->proto_name, (unsigned long long)n, width);
+                    add_segment(f, -1);
+                    goto done;
+                }
+                Pend *p = get_pend(&pend, m, f);
+                if (p == NULL)
+                    goto done;
+                if (p->nparts == 0 && !p->first_is_run) {
+                    p->first_is_run = 1;
+                    p->run_pos = pos;
+                    p->run_end = e;
+                }
+                else if (pend_spill(b, p) < 0 || buf_add(&p->data, b + pos, e - pos) < 0) {
+                    goto done;
+                }
+                p->nparts++;
+                break;
+            }
+            default: {  /* a packed run of varints */
+                uint64_t *vals;
+                Py_ssize_t count;
+                if (packed_varints(b, pos, e, &vals, &count) < 0) {
+                    add_segment(f, -1);
+                    goto done;
+                }
+                if (kind == K_INT32 || kind == K_ENUM) {
+                    for (Py_ssize_t i = 0; i < count; i++) {
+                        int64_t s = as_signed(vals[i]);
+                        if (s < INT32_MIN || s > INT32_MAX) {
+                            PyMem_Free(vals);
+                            WERR(kstart, "int32 field %U out of range", f->proto_name);
+                            add_segment(f, -1);
+                            goto done;
+                        }
+                    }
+                }
+                int r = 0;
+                if (f->array != A_NONE) {
+                    Pend *p = get_pend(&pend, m, f);
+                    r = p == NULL ? -1 : pend_add_ints(b, p, f, vals, count);
+                }
+                else {  /* a list field (dims, ints, ...): the values in order of appearance */
+                    PyObject *lst = slot_list(obj, f);
+                    r = lst == NULL ? -1 : 0;
+                    for (Py_ssize_t i = 0; r == 0 && i < count; i++) {
+                        PyObject *iv = kind == K_UINT64
+                                           ? PyLong_FromUnsignedLongLong(vals[i])
+                                           : PyLong_FromLongLong(as_signed(vals[i]));
+                        r = iv ? PyList_Append(lst, iv) : -1;
+                        Py_XDECREF(iv);
+                    }
+                }
+                PyMem_Free(vals);
+                if (r < 0)
+                    goto done;
+                break;
+            }
+            }
+            pos = e;
+            continue;
+        }
+
+        /* wire types 0, 1, 5: one scalar value */
+        PyObject *v = NULL;
+        if (wire == 0) {
+            uint64_t u;
+            if (rd_varint(b, &pos, end, &u) < 0) {
+                add_segment(f, -1);
+                goto done;
+            }
+            if (kind != K_UINT64) {
+                int64_t s = as_signed(u);
+                if (kind != K_INT64 && (s < INT32_MIN || s > INT32_MAX)) {
+                    WERR(kstart, "int32 field %U out of range: %lld", f->proto_name,
+                         (long long)s);
+                    add_segment(f, -1);
+                    goto done;
+                }
+                if (kind == K_ENUM) {
+                    int found = 0;
+                    for (int i = 0; i < f->n_enum; i++)
+                        found |= f->enum_vals[i] == s;
+                    if (!found) {  /* a closed enumeration keeps other values as unknown */
+                        if (buf_add(&unk, b + kstart, pos - kstart) < 0)
+                            goto done;
+                        continue;
+                    }
+                }
+            }
+            if (f->repeated && f->array != A_NONE) {
+                Pend *p = get_pend(&pend, m, f);
+                if (p == NULL || pend_add_ints(b, p, f, &u, 1) < 0)
+                    goto done;
+                continue;
+            }
+            v = kind == K_UINT64 ? PyLong_FromUnsignedLongLong(u)
+                                 : PyLong_FromLongLong(as_signed(u));
+        }
+        else {
+            int width = wire == 5 ? 4 : 8;
+            if (end - pos < width) {
+                WERR(kstart, "field %U runs past the end of its message", f->proto_name);
+                add_segment(f, -1);
+                goto done;
+            }
+            if (f->repeated) {  /* setup admits repeated floats only as ARRAY fields */
+                Pend *p = get_pend(&pend, m, f);
+                if (p == NULL || pend_spill(b, p) < 0 || buf_add(&p->data, b + pos, width) < 0)
+                    goto done;
+                p->nparts++;
+                pos += width;
+                continue;
+            }
+            v = float_scalar(width == 8, b + pos);
+            pos += width;
+        }
+        if (v == NULL)
+            goto done;
+        if (f->repeated) {
+            PyObject *lst = slot_list(obj, f);
+            int r = lst ? PyList_Append(lst, v) : -1;
+            Py_DECREF(v);
+            if (r < 0)
+                goto done;
+        }
+        else {
+            clear_oneof(obj, f);
+            set_slot(obj, f->off, v);
+        }
+    }
+    if (unk.len && finish_unknown(m, obj, &unk) < 0)
+        goto done;
+    if (pend != NULL && finish_pending(d, m, obj, pend) < 0)
+        goto done;
+    rc = 0;
+done:
+    free_pending(m, pend);
+    PyMem_Free(unk.p);
+    return rc;
+}
+
+/* Move the objects the decode made (and any other young ones) to the oldest GC generation, so
+ * the next young collections do not traverse the whole model right away; they are still
+ * collected as usual by full collections. gc.freeze() + gc.unfreeze() does exactly that in O(1);
+ * it is skipped when someone else froze objects (gc.get_freeze_count() > 0), whose freeze
+ * unfreeze() would undo. */
+static int
+promote_young(void)
+{
+    if (g_gc_freeze == NULL)
+        return 0;
+    PyObject *n = PyObject_CallNoArgs(g_gc_freeze_count);
+    if (n == NULL)
+        return -1;
+    long frozen = PyLong_AsLong(n);
+    Py_DECREF(n);
+    if (frozen == -1 && PyErr_Occurred())
+        return -1;
+    if (frozen != 0)
+        return 0;
+    PyObject *r = PyObject_CallNoArgs(g_gc_freeze);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    r = PyObject_CallNoArgs(g_gc_unfreeze);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+static PyObject *
+cdecode_decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "decode(data, message, raw, origin, tensors)");
+        return NULL;
+    }
+    if (g_msgs == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_cdecode.setup() was not called");
+        return NULL;
+    }
+    PyObject *mv = args[0], *name = args[1], *tensors = args[4];
+    if (!PyMemoryView_Check(mv)) {
+        PyErr_SetString(PyExc_TypeError, "data must be a memoryview");
+        return NULL;
+    }
+    Py_buffer *info = PyMemoryView_GET_BUFFER(mv);
+    if (info->ndim != 1 || info->itemsize != 1) {
+        PyErr_SetString(PyExc_TypeError, "data must be a 1-D memoryview of octets");
+        return NULL;
+    }
+    if (!PyList_Check(tensors)) {
+        PyErr_SetString(PyExc_TypeError, "tensors must be a list");
+        return NULL;
+    }
+    PyObject *idx = PyDict_GetItemWithError(g_names, name);
+    if (idx == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_KeyError, "%R", name);
+        return NULL;
+    }
+    Msg *m = &g_msgs[PyLong_AsLong(idx)];
+    Py_buffer view;
+    if (PyObject_GetBuffer(mv, &view, PyBUF_SIMPLE) < 0)  /* fails unless contiguous */
+        return NULL;
+    Dec d = {(const uint8_t *)view.buf, mv, args[2] == Py_None ? NULL : args[2],
+             args[3] == Py_None ? NULL : args[3], tensors};
+    /* The records form a tree and decoding makes no cycles, so the cyclic GC has nothing to
+     * find while it runs; left on, it would traverse the whole heap several times over (the
+     * records are hundreds of thousands of tracked objects). It is off for the duration. */
+    int gc_was = PyGC_Disable();
+    PyObject *obj = new_record(m);
+    if (obj != NULL && decode_msg(&d, 0, view.len, m, obj, 1) < 0)
+        Py_CLEAR(obj);
+    if (gc_was)
+        PyGC_Enable();
+    PyBuffer_Release(&view);
+    if (obj != NULL && gc_was && promote_young() < 0)
+        Py_CLEAR(obj);
+    return obj;
+}
+
+/* ---- post-decode tensor checks: the plainly valid tensors --------------------------------- */
+
+/* first_unchecked(tensors, start, bits): index of the first (tensor, offset) at or after
+ * ``start`` that checks.tensor_problem has to look at. A tensor is passed over here only when it
+ * is plainly valid: dims a list of ints in [0, 2**31), data_type a code with ``bits[code] > 0``
+ * (Table 5, not STRING), raw_data a bytes or memoryview of exactly ceil(count * bits / 8)
+ * octets, every typed field None, string_data empty, segment and data_location None. */
+static PyObject *
+cdecode_first_unchecked(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyList_Check(args[0]) || !PyBytes_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "first_unchecked(tensors: list, start: int, bits: bytes)");
+        return NULL;
+    }
+    if (g_msgs == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_cdecode.setup() was not called");
+        return NULL;
+    }
+    PyObject *tensors = args[0];
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
+    if (start == -1 && PyErr_Occurred())
+        return NULL;
+    const unsigned char *bits = (const unsigned char *)PyBytes_AS_STRING(args[2]);
+    Py_ssize_t nbits = PyBytes_GET_SIZE(args[2]);
+    PyObject *ti = PyDict_GetItemString(g_names, "TensorProto");
+    if (ti == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "no TensorProto in the table");
+        return NULL;
+    }
+    Msg *m = &g_msgs[PyLong_AsLong(ti)];
+    /* slot offsets of the fields looked at, from the table */
+    Py_ssize_t o_dims = -1, o_type = -1, o_raw = -1, o_str = -1, o_seg = -1, o_loc = -1;
+    Py_ssize_t o_typed[8];
+    int n_typed = 0;
+    for (int i = 0; i < m->nfields; i++) {
+        Field *f = &m->fields[i];
+        const char *nm = PyUnicode_AsUTF8(f->proto_name);
+        if (nm == NULL)
+            return NULL;
+        if (!strcmp(nm, "dims")) o_dims = f->off;
+        else if (!strcmp(nm, "data_type")) o_type = f->off;
+        else if (!strcmp(nm, "raw_data")) o_raw = f->off;
+        else if (!strcmp(nm, "string_data")) o_str = f->off;
+        else if (!strcmp(nm, "segment")) o_seg = f->off;
+        else if (!strcmp(nm, "data_location")) o_loc = f->off;
+        else if (f->array != A_NONE && n_typed < 8) o_typed[n_typed++] = f->off;
+    }
+    if (o_dims < 0 || o_type < 0 || o_raw < 0 || o_str < 0 || o_seg < 0 || o_loc < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "TensorProto lacks a field the check needs");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(tensors), i;
+    for (i = start < 0 ? 0 : start; i < n; i++) {
+        PyObject *pair = PyList_GET_ITEM(tensors, i);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2)
+            break;
+        PyObject *t = PyTuple_GET_ITEM(pair, 0);
+        if (Py_TYPE(t) != m->cls)
+            break;
+        PyObject *dims = SLOT(t, o_dims), *dt = SLOT(t, o_type), *raw = SLOT(t, o_raw);
+        PyObject *strs = SLOT(t, o_str);
+        if (dims == NULL || !PyList_CheckExact(dims) || dt == NULL || !PyLong_CheckExact(dt) ||
+            raw == NULL || SLOT(t, o_seg) != Py_None || SLOT(t, o_loc) != Py_None ||
+            strs == NULL || !PyList_CheckExact(strs) || PyList_GET_SIZE(strs) != 0)
+            break;
+        int typed = 0;
+        for (int j = 0; j < n_typed; j++)
+            typed |= SLOT(t, o_typed[j]) != Py_None;
+        if (typed)
+            break;
+        int overflow;
+        long code = PyLong_AsLongAndOverflow(dt, &overflow);
+        if (overflow || code <= 0 || code >= nbits || bits[code] == 0)
+            break;
+        /* element count; every dim below 2**31 and at most 2 dims over 2**20 keep it exact */
+        uint64_t count = 1;
+        int ok = 1;
+        Py_ssize_t nd = PyList_GET_SIZE(dims);
+        for (Py_ssize_t j = 0; j < nd && ok; j++) {
+            PyObject *dv = PyList_GET_ITEM(dims, j);
+            if (!PyLong_CheckExact(dv)) {
+                ok = 0;
+                break;
+            }
+            long long x = PyLong_AsLongLongAndOverflow(dv, &overflow);
+            if (overflow || x < 0 || x >= ((long long)1 << 31)) {
+                ok = 0;
+                break;
+            }
+            if (x != 0 && count > (((uint64_t)1 << 50) / (uint64_t)x))
+                ok = 0;  /* large: leave it to the Python check */
+            else
+                count *= (uint64_t)x;
+        }
+        if (!ok)
+            break;
+        uint64_t want = (count * bits[code] + 7) / 8;
+        Py_ssize_t have;
+        if (PyMemoryView_Check(raw) && PyMemoryView_GET_BUFFER(raw)->ndim == 1 &&
+            PyMemoryView_GET_BUFFER(raw)->itemsize == 1)
+            have = PyMemoryView_GET_BUFFER(raw)->len;
+        else if (PyBytes_CheckExact(raw))
+            have = PyBytes_GET_SIZE(raw);
+        else
+            break;
+        if ((uint64_t)have != want)
+            break;
+    }
+    return PyLong_FromSsize_t(i);
+}
+
+/* ---- setup ------------------------------------------------------------------------------- */
+
+static void
+free_table(void)
+{
+    if (g_msgs != NULL) {
+        for (int i = 0; i < g_nmsgs; i++) {
+            Msg *m = &g_msgs[i];
+            Py_XDECREF(m->cls);
+            Py_XDECREF(m->proto_name);
+            if (m->slot_def != NULL)
+                for (int j = 0; j < m->nslots; j++)
+                    Py_XDECREF(m->slot_def[j]);
+            PyMem_Free(m->slot_def);
+            PyMem_Free(m->slot_off);
+            PyMem_Free(m->slot_list);
+            PyMem_Free(m->by_tag);
+            if (m->fields != NULL)
+                for (int j = 0; j < m->nfields; j++) {
+                    Py_XDECREF(m->fields[j].proto_name);
+                    Py_XDECREF(m->fields[j].dtype);
+                    PyMem_Free(m->fields[j].oneof_others);
+                    PyMem_Free(m->fields[j].enum_vals);
+                }
+            PyMem_Free(m->fields);
+        }
+        PyMem_Free(g_msgs);
+        g_msgs = NULL;
+    }
+    g_nmsgs = 0;
+    Py_CLEAR(g_names);
+    Py_CLEAR(g_WireError);
+    Py_CLEAR(g_np_empty);
+    Py_CLEAR(g_np_frombuffer);
+    for (int i = 0; i < 2; i++) {
+        if (g_scalar_held[i])
+            PyBuffer_Release(&g_scalar_buf[i]);
+        g_scalar_held[i] = 0;
+        Py_CLEAR(g_scalar[i]);
+    }
+    Py_CLEAR(g_empty_bytes);
+    Py_CLEAR(g_gc_freeze);
+    Py_CLEAR(g_gc_unfreeze);
+    Py_CLEAR(g_gc_freeze_count);
+}
+
+static long
+attr_long(PyObject *o, const char *name)
+{
+    PyObject *v = PyObject_GetAttrString(o, name);
+    if (v == NULL)
+        return -1;
+    long r = PyLong_AsLong(v);
+    Py_DECREF(v);
+    if (r == -1 && !PyErr_Occurred())
+        PyErr_Format(PyExc_TypeError, "%s is -1", name);
+    return r;
+}
+
+static int
+attr_bool(PyObject *o, const char *name)
+{
+    PyObject *v = PyObject_GetAttrString(o, name);
+    if (v == NULL)
+        return -1;
+    int r = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return r;
+}
+
+/* The slot offset of attribute ``name`` of ``cls``: a writable object member (a __slots__
+ * entry), else -1 with TypeError. */
+static Py_ssize_t
+slot_offset(PyTypeObject *cls, PyObject *name)
+{
+    PyObject *descr = PyObject_GetAttr((PyObject *)cls, name);
+    if (descr == NULL)
+        return -1;
+    Py_ssize_t off = -1;
+    if (Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+        PyMemberDef *md = ((PyMemberDescrObject *)descr)->d_member;
+        if (md->type == T_OBJECT_EX && !(md->flags & READONLY) &&
+            md->offset >= (Py_ssize_t)sizeof(PyObject) &&
+            md->offset + (Py_ssize_t)sizeof(PyObject *) <= cls->tp_basicsize)
+            off = md->offset;
+    }
+    Py_DECREF(descr);
+    if (off < 0)
+        PyErr_Format(PyExc_TypeError, "%s.%U is not a slot", cls->tp_name, name);
+    return off;
+}
+
+/* Every slot of ``cls`` (all classes of its MRO) with the default value cls() gives it. */
+static int
+setup_slots(Msg *m)
+{
+    PyTypeObject *cls = m->cls;
+    PyObject *proto = NULL, *offs = PyList_New(0);
+    if (offs == NULL)
+        return -1;
+    PyObject *mro = cls->tp_mro;
+    if (mro == NULL || !PyTuple_Check(mro))
+        goto fail;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); i++) {
+        PyTypeObject *t = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+        PyObject *dict = t->tp_dict;
+        if (dict == NULL)
+            continue;
+        PyObject *key, *val;
+        Py_ssize_t p = 0;
+        while (PyDict_Next(dict, &p, &key, &val)) {
+            if (!Py_IS_TYPE(val, &PyMemberDescr_Type))
+                continue;
+            PyMemberDef *md = ((PyMemberDescrObject *)val)->d_member;
+            if (md->type != T_OBJECT_EX)
+                continue;  /* __weakref__ and the like */
+            if (md->flags & READONLY || md->offset < (Py_ssize_t)sizeof(PyObject) ||
+                md->offset + (Py_ssize_t)sizeof(PyObject *) > cls->tp_basicsize) {
+                PyErr_Format(PyExc_TypeError, "%s: unexpected member %U", cls->tp_name, key);
+                goto fail;
+            }
+            PyObject *o = PyLong_FromSsize_t(md->offset);
+            if (o == NULL || PyList_Append(offs, o) < 0) {
+                Py_XDECREF(o);
+                goto fail;
+            }
+            Py_DECREF(o);
+        }
+    }
+    /* cls() must be the plain record construction this module repeats */
+    if (cls->tp_new != PyBaseObject_Type.tp_new) {
+        PyErr_Format(PyExc_TypeError, "%s has its own __new__", cls->tp_name);
+        goto fail;
+    }
+    {
+        PyObject *init = PyObject_GetAttrString((PyObject *)cls, "__init__");
+        PyObject *fast = init ? PyObject_GetAttrString((PyObject *)cls, "_fast_init") : NULL;
+        int same = init != NULL && fast != NULL && init == fast;
+        Py_XDECREF(init);
+        Py_XDECREF(fast);
+        if (!same) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_TypeError, "%s has its own __init__", cls->tp_name);
+            goto fail;
+        }
+    }
+    proto = PyObject_CallNoArgs((PyObject *)cls);
+    if (proto == NULL)
+        goto fail;
+    m->nslots = (int)PyList_GET_SIZE(offs);
+    m->slot_off = PyMem_Calloc((size_t)m->nslots + 1, sizeof(Py_ssize_t));
+    m->slot_def = PyMem_Calloc((size_t)m->nslots + 1, sizeof(PyObject *));
+    m->slot_list = PyMem_Calloc((size_t)m->nslots + 1, 1);
+    if (m->slot_off == NULL || m->slot_def == NULL || m->slot_list == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (int i = 0; i < m->nslots; i++) {
+        Py_ssize_t off = PyLong_AsSsize_t(PyList_GET_ITEM(offs, i));
+        m->slot_off[i] = off;
+        PyObject *v = SLOT(proto, off);
+        if (v == NULL || v == Py_None || PyBytes_CheckExact(v) || PyLong_CheckExact(v) ||
+            PyUnicode_CheckExact(v) || PyFloat_CheckExact(v) || PyBool_Check(v)) {
+            m->slot_def[i] = Py_XNewRef(v);  /* immutable: shared, as the literal default is */
+        }
+        else if (PyList_CheckExact(v) && PyList_GET_SIZE(v) == 0) {
+            m->slot_list[i] = 1;
+        }
+        else {
+            PyErr_Format(PyExc_TypeError, "%s: a default of type %s", cls->tp_name,
+                         Py_TYPE(v)->tp_name);
+            goto fail;
+        }
+    }
+    Py_DECREF(proto);
+    Py_DECREF(offs);
+    return 0;
+fail:
+    Py_XDECREF(proto);
+    Py_DECREF(offs);
+    if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "record class without an MRO");
+    return -1;
+}
+
+static int
+dtype_code(PyObject *dtype)
+{
+    PyObject *s = PyObject_GetAttrString(dtype, "str");
+    if (s == NULL)
+        return -1;
+    const char *c = PyUnicode_AsUTF8(s);
+    int r = -1;
+    if (c != NULL) {
+        if (!strcmp(c, "<f4")) r = A_F4;
+        else if (!strcmp(c, "<f8")) r = A_F8;
+        else if (!strcmp(c, "<i4")) r = A_I4;
+        else if (!strcmp(c, "<i8")) r = A_I8;
+        else if (!strcmp(c, "<u8")) r = A_U8;
+        else PyErr_Format(PyExc_TypeError, "unsupported ARRAY dtype %s", c);
+    }
+    Py_DECREF(s);
+    return r;
+}
+
+static int
+setup_field(Msg *m, Field *f, PyObject *pf, PyObject *messages)
+{
+    long tag = attr_long(pf, "tag");
+    long kind = tag < 0 ? -1 : attr_long(pf, "kind");
+    long wire = kind < 0 ? -1 : attr_long(pf, "wire");
+    if (wire < 0)
+        return -1;
+    if (tag < 1 || tag > MAX_TAG || kind >= K_COUNT || wire > 5) {
+        PyErr_SetString(PyExc_TypeError, "field tag, kind or wire out of range");
+        return -1;
+    }
+    f->kind = (int)kind;
+    f->wire = (int)wire;
+    f->pend = -1;
+    f->sub = -1;
+    if ((f->repeated = attr_bool(pf, "repeated")) < 0)
+        return -1;
+    if ((f->proto_name = PyObject_GetAttrString(pf, "proto_name")) == NULL)
+        return -1;
+    if (!PyUnicode_Check(f->proto_name)) {
+        PyErr_SetString(PyExc_TypeError, "proto_name is not a str");
+        return -1;
+    }
+    PyObject *name = PyObject_GetAttrString(pf, "name");
+    if (name == NULL)
+        return -1;
+    f->off = slot_offset(m->cls, name);
+    Py_DECREF(name);
+    if (f->off < 0)
+        return -1;
+    if (m->by_tag[tag] != NULL) {
+        PyErr_SetString(PyExc_TypeError, "tag used twice");
+        return -1;
+    }
+    m->by_tag[tag] = f;
+
+    PyObject *dtype = PyObject_GetAttrString(pf, "array_dtype");
+    if (dtype == NULL)
+        return -1;
+    if (dtype != Py_None) {
+        f->array = dtype_code(dtype);
+        if (f->array < 0) {
+            Py_DECREF(dtype);
+            return -1;
+        }
+        f->dtype = dtype;
+    }
+    else {
+        f->array = A_NONE;
+        Py_DECREF(dtype);
+    }
+    /* the combinations decode._decode meets in Annex B; anything else stays on that path */
+    static const int ARRAY_OF[K_COUNT] = {[K_INT64] = A_I8, [K_INT32] = A_I4, [K_UINT64] = A_U8,
+                                          [K_FLOAT] = A_F4, [K_DOUBLE] = A_F8};
+    static const int WIRE_OF[K_COUNT] = {2, 2, 2, 0, 0, 0, 0, 5, 1, 2};
+    if (f->wire != WIRE_OF[kind] ||
+        (f->array != A_NONE && (!f->repeated || ARRAY_OF[kind] != f->array)) ||
+        (f->repeated && (kind == K_FLOAT || kind == K_DOUBLE) && f->array == A_NONE) ||
+        (f->repeated && kind == K_RAW)) {
+        PyErr_Format(PyExc_TypeError, "field %U: a %s field this decoder does not handle",
+                     f->proto_name, KIND_NAMES[kind]);
+        return -1;
+    }
+    if (kind == K_RAW && m->origin_off < 0) {
+        PyErr_SetString(PyExc_TypeError, "raw_data in a record without an origin slot");
+        return -1;
+    }
+    if (f->array != A_NONE)
+        f->pend = m->npend++;
+    if (kind == K_MESSAGE) {
+        PyObject *sub = PyObject_GetAttrString(pf, "message");
+        if (sub == NULL)
+            return -1;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(messages); i++)
+            if (PyList_GET_ITEM(messages, i) == sub)
+                f->sub = (int)i;
+        Py_DECREF(sub);
+        if (f->sub < 0) {
+            PyErr_SetString(PyExc_TypeError, "sub-message not in schema.MESSAGES");
+            return -1;
+        }
+    }
+    if (kind == K_ENUM) {
+        PyObject *vals = PyObject_GetAttrString(pf, "enum_values");
+        if (vals == NULL)
+            return -1;
+        PyObject *seq = PySequence_Fast(vals, "enum_values is not iterable");
+        Py_DECREF(vals);
+        if (seq == NULL)
+            return -1;
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+        f->enum_vals = PyMem_Calloc((size_t)n + 1, sizeof(int64_t));
+        if (f->enum_vals == NULL) {
+            Py_DECREF(seq);
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            long long x = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
+            if (x == -1 && PyErr_Occurred()) {
+                Py_DECREF(seq);
+                return -1;
+            }
+            f->enum_vals[i] = x;
+        }
+        f->n_enum = (int)n;
+        Py_DECREF(seq);
+    }
+    return 0;
+}
+
+/* oneof groups: each field of a group gets the slot offsets of the others */
+static int
+setup_oneofs(Msg *m, PyObject *pfields)
+{
+    for (int i = 0; i < m->nfields; i++) {
+        PyObject *gi = PyObject_GetAttrString(PyList_GET_ITEM(pfields, i), "oneof");
+        if (gi == NULL)
+            return -1;
+        if (gi == Py_None) {
+            Py_DECREF(gi);
+            continue;
+        }
+        Field *f = &m->fields[i];
+        f->oneof_others = PyMem_Calloc((size_t)m->nfields, sizeof(Py_ssize_t));
+        if (f->oneof_others == NULL) {
+            Py_DECREF(gi);
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (int j = 0; j < m->nfields; j++) {
+            if (j == i)
+                continue;
+            PyObject *gj = PyObject_GetAttrString(PyList_GET_ITEM(pfields, j), "oneof");
+            if (gj == NULL) {
+                Py_DECREF(gi);
+                return -1;
+            }
+            int same = gj != Py_None ? PyObject_RichCompareBool(gi, gj, Py_EQ) : 0;
+            Py_DECREF(gj);
+            if (same < 0) {
+                Py_DECREF(gi);
+                return -1;
+            }
+            if (same && m->fields[j].off != f->off)
+                f->oneof_others[f->n_oneof_others++] = m->fields[j].off;
+        }
+        Py_DECREF(gi);
+    }
+    return 0;
+}
+
+static int
+setup_scalars(PyObject *np)
+{
+    const char *names[2] = {"<f4", "<f8"};
+    for (int i = 0; i < 2; i++) {
+        PyObject *dt = PyObject_CallMethod(np, "dtype", "s", names[i]);
+        if (dt == NULL)
+            return -1;
+        g_scalar[i] = PyObject_CallMethod(np, "zeros", "iO", 1, dt);
+        Py_DECREF(dt);
+        if (g_scalar[i] == NULL)
+            return -1;
+        if (PyObject_GetBuffer(g_scalar[i], &g_scalar_buf[i],
+                               PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
+            return -1;
+        g_scalar_held[i] = 1;
+        if (g_scalar_buf[i].len != (i ? 8 : 4)) {
+            PyErr_SetString(PyExc_TypeError, "scratch scalar of a wrong size");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *
+cdecode_setup(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "setup(schema, WireError, max_depth, numpy)");
+        return NULL;
+    }
+#if PY_BIG_ENDIAN
+    PyErr_SetString(PyExc_TypeError, "_cdecode reads little-endian values on little-endian "
+                    "hosts only");
+    return NULL;
+#endif
+    PyObject *schema = args[0], *np = args[3];
+    free_table();
+    PyObject *messages = NULL, *mdict = NULL;
+
+    /* the kind numbers of schema.py are the ones compiled in */
+    for (int k = 0; k < K_COUNT; k++) {
+        long v = attr_long(schema, KIND_NAMES[k]);
+        if (v != k) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_TypeError, "schema.%s is not %d", KIND_NAMES[k], k);
+            goto fail;
+        }
+    }
+    g_WireError = Py_NewRef(args[1]);
+    g_max_depth = (int)PyLong_AsLong(args[2]);
+    if (g_max_depth == -1 && PyErr_Occurred())
+        goto fail;
+    if ((g_np_empty = PyObject_GetAttrString(np, "empty")) == NULL ||
+        (g_np_frombuffer = PyObject_GetAttrString(np, "frombuffer")) == NULL ||
+        setup_scalars(np) < 0 || (g_empty_bytes = PyBytes_FromStringAndSize(NULL, 0)) == NULL)
+        goto fail;
+
+    PyObject *gc = PyImport_ImportModule("gc");
+    if (gc == NULL)
+        goto fail;
+    g_gc_freeze = PyObject_GetAttrString(gc, "freeze");
+    g_gc_unfreeze = g_gc_freeze ? PyObject_GetAttrString(gc, "unfreeze") : NULL;
+    g_gc_freeze_count = g_gc_unfreeze ? PyObject_GetAttrString(gc, "get_freeze_count") : NULL;
+    Py_DECREF(gc);
+    if (g_gc_freeze_count == NULL)
+        goto fail;
+
+    mdict = PyObject_GetAttrString(schema, "MESSAGES");
+    if (mdict == NULL)
+        goto fail;
+    messages = PyDict_Check(mdict) ? PyDict_Values(mdict) : NULL;
+    if (messages == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "schema.MESSAGES is not a dict");
+        goto fail;
+    }
+    Py_ssize_t nm = PyList_GET_SIZE(messages);
+    g_msgs = PyMem_Calloc((size_t)nm + 1, sizeof(Msg));
+    g_names = PyDict_New();
+    if (g_msgs == NULL || g_names == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    g_nmsgs = (int)nm;
+    for (Py_ssize_t i = 0; i < nm; i++) {
+        PyObject *pm = PyList_GET_ITEM(messages, i);
+        Msg *m = &g_msgs[i];
+        m->origin_off = -1;
+        PyObject *cls = PyObject_GetAttrString(pm, "cls");
+        if (cls == NULL)
+            goto fail;
+        if (!PyType_Check(cls)) {
+            Py_DECREF(cls);
+            PyErr_SetString(PyExc_TypeError, "Message.cls is not a class");
+            goto fail;
+        }
+        m->cls = (PyTypeObject *)cls;
+        if ((m->proto_name = PyObject_GetAttrString(pm, "proto_name")) == NULL)
+            goto fail;
+        PyObject *idx = PyLong_FromSsize_t(i);
+        int r = idx ? PyDict_SetItem(g_names, m->proto_name, idx) : -1;
+        Py_XDECREF(idx);
+        if (r < 0)
+            goto fail;
+        int is_t = PyUnicode_Check(m->proto_name) &&
+                   PyUnicode_CompareWithASCIIString(m->proto_name, "TensorProto") == 0;
+        m->is_tensor = is_t;
+        if (setup_slots(m) < 0)
+            goto fail;
+        PyObject *uname = PyUnicode_FromString("unknown");
+        if (uname == NULL)
+            goto fail;
+        m->unknown_off = slot_offset(m->cls, uname);
+        Py_DECREF(uname);
+        if (m->unknown_off < 0)
+            goto fail;
+        if (PyObject_HasAttrString((PyObject *)m->cls, "origin")) {
+            PyObject *oname = PyUnicode_FromString("origin");
+            if (oname == NULL)
+                goto fail;
+            m->origin_off = slot_offset(m->cls, oname);
+            Py_DECREF(oname);
+            if (m->origin_off < 0)
+                goto fail;
+        }
+    }
+    for (Py_ssize_t i = 0; i < nm; i++) {
+        Msg *m = &g_msgs[i];
+        PyObject *pfields = PyObject_GetAttrString(PyList_GET_ITEM(messages, i), "fields");
+        if (pfields == NULL)
+            goto fail;
+        if (!PyList_Check(pfields)) {
+            Py_DECREF(pfields);
+            PyErr_SetString(PyExc_TypeError, "Message.fields is not a list");
+            goto fail;
+        }
+        Py_ssize_t nf = PyList_GET_SIZE(pfields);
+        long max_tag = 0;
+        for (Py_ssize_t j = 0; j < nf; j++) {
+            long t = attr_long(PyList_GET_ITEM(pfields, j), "tag");
+            if (t < 0 || t > MAX_TAG) {
+                Py_DECREF(pfields);
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_TypeError, "field tag out of range");
+                goto fail;
+            }
+            if (t > max_tag)
+                max_tag = t;
+        }
+        m->max_tag = (int)max_tag;
+        m->by_tag = PyMem_Calloc((size_t)max_tag + 1, sizeof(Field *));
+        m->fields = PyMem_Calloc((size_t)nf + 1, sizeof(Field));
+        if (m->by_tag == NULL || m->fields == NULL) {
+            Py_DECREF(pfields);
+            PyErr_NoMemory();
+            goto fail;
+        }
+        m->nfields = (int)nf;
+        for (Py_ssize_t j = 0; j < nf; j++) {
+            if (setup_field(m, &m->fields[j], PyList_GET_ITEM(pfields, j), messages) < 0) {
+                Py_DECREF(pfields);
+                goto fail;
+            }
+        }
+        if (setup_oneofs(m, pfields) < 0) {
+            Py_DECREF(pfields);
+            goto fail;
+        }
+        Py_DECREF(pfields);
+    }
+    Py_DECREF(messages);
+    Py_DECREF(mdict);
+    Py_RETURN_NONE;
+fail:
+    Py_XDECREF(messages);
+    Py_XDECREF(mdict);
+    free_table();
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"setup", (PyCFunction)(void (*)(void))cdecode_setup, METH_FASTCALL,
+     "setup(schema, WireError, max_depth, numpy): build the message table from schema.MESSAGES."},
+    {"decode", (PyCFunction)(void (*)(void))cdecode_decode, METH_FASTCALL,
+     "decode(data, message, raw, origin, tensors) -> record: decode._decode in C."},
+    {"first_unchecked", (PyCFunction)(void (*)(void))cdecode_first_unchecked, METH_FASTCALL,
+     "first_unchecked(tensors, start, bits) -> index of the first tensor needing the full check."},
+    {NULL, NULL, 0, NULL}};
+
+static void
+cdecode_free(void *mod)
+{
+    free_table();
+}
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_cdecode",
+    "The ONNX wire decoder of decode.py in C (Clause 12); see decode.py for its use.", -1,
+    methods, NULL, NULL, NULL, cdecode_free};
+
+PyMODINIT_FUNC
+PyInit__cdecode(void)
+{
+    return PyModule_Create(&module);
+}
