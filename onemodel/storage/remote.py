@@ -9,7 +9,10 @@ Reading (:class:`RemoteSource`) never downloads the whole object. The first
 :data:`HEAD_BYTES` bytes are fetched once and kept, so a reader's header read and a small
 manifest read cost one request; every other read is one range request whose answer is checked
 to be exactly the bytes asked for. ``fetch_many`` merges neighbouring ranges (gaps of at most
-:data:`COALESCE_GAP` bytes) into few requests issued concurrently.
+:data:`COALESCE_GAP` bytes) into few requests issued concurrently. Reads that follow each other
+through the file (a converter streaming tensors in order, a parser walking a large structure)
+are served from a read-ahead window that grows to :data:`READAHEAD_MAX`, so they too cost few
+requests; a random read fetches exactly its bytes.
 
 Over HTTP(S) the range requests are made here, on fsspec's own aiohttp session, so that every
 answer is checked before its body is read: status 206 with a ``Content-Range`` naming exactly
@@ -50,6 +53,19 @@ COALESCE_GAP = 1 * MiB
 #: Coalescing stops growing a request past this many bytes (a single larger range is still one
 #: request), so large loads run as several concurrent requests.
 MAX_REQUEST_BYTES = 64 * MiB
+
+#: Reads that start at most this many bytes after the previous read ended count as sequential
+#: (tensors one after the other, with alignment padding between them).
+SEQUENTIAL_SLACK = 4 * KiB
+
+#: First read-ahead of a sequential run of reads, in bytes; it doubles with each further
+#: sequential read that misses the window, up to :data:`READAHEAD_MAX`. A random read fetches
+#: exactly what it asks for.
+READAHEAD_MIN = 256 * KiB
+
+#: Largest read-ahead window, in bytes: reading tensors one after the other in file order costs
+#: about one request per this many bytes, and memory for one window.
+READAHEAD_MAX = 16 * MiB
 
 #: Range requests of one ``fetch_many`` call in flight at once.
 CONCURRENCY = 8
@@ -211,6 +227,9 @@ class RemoteSource(Source):
         self._head_bytes = head_bytes
         self._head: bytes | None = None
         self._etag: str | None = None
+        self._window: tuple[int, bytes] | None = None  # (offset, bytes) of the last read-ahead
+        self._last_end: int | None = None               # end of the last read past the head
+        self._readahead = READAHEAD_MIN
         self.fs, self.path = filesystem(url, storage_options)
         self._http = type(self.fs).__name__ == "HTTPFileSystem"
         if self._http:
@@ -244,12 +263,39 @@ class RemoteSource(Source):
 
     # -- Source interface ----------------------------------------------------------------------
     def read(self, offset: int, length: int) -> memoryview:
+        """Exactly ``length`` bytes at ``offset``.
+
+        From the kept head when they lie in it; from the read-ahead window when a previous
+        sequential read fetched them; else one range request: of exactly these bytes for a
+        random read, of a growing window for sequential reads (see :data:`READAHEAD_MAX`).
+        """
         self._check_range(offset, length)
         if length == 0:
             return memoryview(b"")
-        if offset + length <= min(self.size, self._head_bytes):
-            return memoryview(self._load_head())[offset:offset + length]
-        return memoryview(self._fetch_ranges([(offset, offset + length)])[0])
+        end = offset + length
+        if end <= min(self.size, self._head_bytes):
+            return memoryview(self._load_head())[offset:end]
+        win = self._window
+        if win is not None and win[0] <= offset and end <= win[0] + len(win[1]):
+            self._last_end = end
+            return memoryview(win[1])[offset - win[0]:end - win[0]]
+        last = self._last_end
+        self._last_end = end
+        if last is None or not 0 <= offset - last <= SEQUENTIAL_SLACK:
+            self._readahead = READAHEAD_MIN
+            return memoryview(self._fetch_ranges([(offset, end)])[0])
+        # sequential: fetch on from where the window ends (nothing is fetched twice), at least
+        # the read-ahead size, and keep what was fetched as the new window
+        start = offset
+        if win is not None and win[0] <= offset < win[0] + len(win[1]):
+            start = win[0] + len(win[1])
+        stop = min(self.size, max(end, start + self._readahead))
+        self._readahead = min(2 * self._readahead, READAHEAD_MAX)
+        body = self._fetch_ranges([(start, stop)])[0]
+        self._window = (start, body)
+        if start == offset:
+            return memoryview(body)[:length]
+        return memoryview(bytes(win[1][offset - win[0]:]) + body[:end - start])
 
     def fetch_many(self, ranges: list[tuple[int, int]]) -> list[memoryview]:
         """Exactly the bytes of each ``(offset, length)``, fetched by few coalesced requests.

@@ -8,7 +8,7 @@ import pytest
 
 from onemodel.errors import IoError, MalformedError
 from onemodel.storage import RangeBuffer, open_source, prefetch
-from onemodel.storage.remote import COALESCE_GAP, HEAD_BYTES, RemoteSource
+from onemodel.storage.remote import COALESCE_GAP, HEAD_BYTES, READAHEAD_MAX, RemoteSource
 
 from servers.http_range import refused_url
 
@@ -104,6 +104,49 @@ def test_range_buffers_are_fetched_once(big):
         assert bytes(b.view()) == data[o:o + 60_000]
     prefetch(bufs)
     assert server.requests == 1 and server.bytes_sent == sent
+
+
+def _fetched_spans(server) -> list[tuple[int, int]]:
+    spans = []
+    for r in server.log:
+        a, b = r.range[len("bytes="):].split("-")
+        spans.append((int(a), int(b) + 1))
+    return sorted(spans)
+
+
+def _disjoint(spans) -> bool:
+    return all(e1 <= s2 for (_, e1), (s2, _) in zip(spans, spans[1:]))
+
+
+@pytest.mark.parametrize("length,pad,reads,requests", [
+    (10_000, 64, 306, 5),      # one exact read, then windows of 256 KiB, 512 KiB, 1 MiB, 2 MiB
+    (300_000, 0, 10, 5),       # reads straddle windows: only the rest is fetched
+    (1_000_000, 4000, 3, 3),   # reads larger than the read-ahead are fetched exactly
+])
+def test_sequential_reads_are_read_ahead_and_nothing_is_fetched_twice(big, length, pad, reads,
+                                                                       requests):
+    server, url, data = big
+    src = open_source(url)
+    server.reset()
+    offsets = list(range(HEAD_BYTES, len(data) - length, length + pad))
+    for o in offsets:
+        assert bytes(src.read(o, length)) == data[o:o + length]
+    spans = _fetched_spans(server)
+    assert _disjoint(spans)
+    assert len(offsets) == reads and server.requests == requests
+    last = offsets[-1] + length
+    assert spans[0][0] == HEAD_BYTES and spans[-1][1] >= last
+    assert server.bytes_sent <= last - HEAD_BYTES + READAHEAD_MAX
+
+
+def test_random_reads_fetch_exactly_their_bytes(big):
+    server, url, data = big
+    src = open_source(url)
+    server.reset()
+    offsets = [2_900_000, 2_000_000, 1_500_000, 100_000, 2_500_000]
+    for o in offsets:
+        assert bytes(src.read(o, 5000)) == data[o:o + 5000]
+    assert server.requests == len(offsets) and server.bytes_sent == 5000 * len(offsets)
 
 
 def test_small_object_is_read_by_the_first_request(http_server):
