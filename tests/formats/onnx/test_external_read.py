@@ -274,3 +274,31 @@ def test_parse_reference_and_location_parts():
     for bad in ("", "/abs", "C:/x", "c:x", "a\\b", "a/../b", "..", "a/", "a/.", "x\0y"):
         with pytest.raises(InvalidModelError):
             location_parts(bad)
+
+
+def test_remote_model_resolves_data_files_beside_it():
+    """A model under a URL: locations resolve against the model's URL directory, tensors are
+    lazy ranges of the data file, and a location leaving that directory is refused."""
+    import uuid
+
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    root = f"/ext-{uuid.uuid4().hex}"
+    try:
+        a = np.arange(20, dtype=np.float32)
+        fs.pipe(f"{root}/dir/w.bin", b"\0" * 16 + a.tobytes())
+        fs.pipe(f"{root}/secret.bin", a.tobytes())
+        t = external_tensor("w", [20], [("location", "w.bin"), ("offset", "16")])
+        fs.pipe(f"{root}/dir/m.onnx", model_with(t).SerializeToString())
+        with onemodel.load(f"memory://{root}/dir/m.onnx") as model:
+            (w,) = model.graph.initializers
+            assert type(w.external).__name__ == "RangeBuffer"
+            assert np.array_equal(w.numpy(), a)
+        bad = external_tensor("w", [20], [("location", "../secret.bin")])
+        fs.pipe(f"{root}/dir/bad.onnx", model_with(bad).SerializeToString())
+        with pytest.raises(InvalidModelError, match="parent-directory") as e:
+            onemodel.load(f"memory://{root}/dir/bad.onnx")
+        assert "'w'" in str(e.value)
+    finally:
+        fs.rm(root, recursive=True)
