@@ -428,8 +428,7 @@ def encode_graph(g: Graph, w, path: str, lvl: int) -> dict:
         obj["doc"] = text(g.doc_string)
     for key in ("inputs", "outputs", "value_info", "initializers", "sparse_initializers"):
         obj[key] = [w.full(x, f"{path}.{key}[{i}]", lvl) for i, x in enumerate(getattr(g, key))]
-    order = w.node_order(g)
-    obj["nodes"] = [w.full(g.nodes[i], f"{path}.nodes[{i}]", lvl) for i in order]
+    obj["nodes"] = [w.full(n, f"{path}.nodes[{i}]", lvl) for i, n in enumerate(g.nodes)]
     return obj
 
 

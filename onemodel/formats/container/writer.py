@@ -73,14 +73,9 @@ _NATURAL = _Natural()
 class Writer:
     """Builds the manifest of one model (the ``w`` of :mod:`.schema` and :mod:`.extension`)."""
 
-    def __init__(self, orders: dict):
-        self.orders = orders
+    def __init__(self):
         self.plans: dict[int, Plan] = {}
-
-    def node_order(self, graph) -> list[int]:
-        """The order the graph's nodes are written in (dependency order, section 3)."""
-        order = self.orders.get(id(graph))
-        return order if order is not None else list(range(len(graph.nodes)))
+        self.graphs: list = []  # (graph, its manifest object), to put nodes in order later
 
     def full(self, rec, path: str, lvl: int) -> dict:
         """The manifest object of ``rec`` with its ``"onnx"`` extension when it needs one."""
@@ -93,15 +88,25 @@ class Writer:
             ext, skip = extension.tensor_content_ext(rec, self.plans.get(id(rec))
                                                      if "data" in obj else None)
             skip |= {"dims", "data_type"}
+        elif cls == "Graph":
+            self.graphs.append((rec, obj))
         ext.update(extension.diff(rec, natural, self, path, inner, skip=skip))
-        if cls == "Graph":
-            order = self.node_order(rec)
-            if order != list(range(len(order))):
-                pos = {i: j for j, i in enumerate(order)}
-                ext[extension.NODE_ORDER] = [pos[k] for k in range(len(order))]
         if ext:
             obj[extension.KEY] = ext
         return obj
+
+    def put_in_order(self, orders: dict) -> None:
+        """Write each checked graph's nodes in dependency order (section 3), recording the
+        original order in the extension when it differs."""
+        for g, obj in self.graphs:
+            order = orders.get(id(g))
+            if order is None or order == list(range(len(order))):
+                continue
+            nodes = obj["nodes"]
+            obj["nodes"] = [nodes[i] for i in order]
+            pos = {i: j for j, i in enumerate(order)}
+            obj.setdefault(extension.KEY, {})[extension.NODE_ORDER] = [pos[k] for k in
+                                                                      range(len(order))]
 
     def tensor_data(self, t, path: str, count: int) -> dict:
         """The ``data`` object of a tensor, planning where its bytes come from.
@@ -198,9 +203,9 @@ def build(model: Model, *, strict_v1: bool = False):
     if not isinstance(model, Model):
         raise TypeError("write() takes an onemodel.ir.Model")
     ensure_recursion_room()
-    orders = rules.check_model(model)
-    w = Writer(orders)
-    tree = w.full(model, "", 0)
+    w = Writer()
+    tree = w.full(model, "", 0)  # UnsupportedError (names, types, nesting) comes first
+    w.put_in_order(rules.check_model(model))
     left_out: list[str] = []
     if strict_v1:
         _strip(tree, "manifest", left_out)
