@@ -108,7 +108,7 @@ def _decode(buf, pos: int, end: int, msg: Message, obj, depth: int, ctx: _Ctx) -
                 raise _field_error(f"length {n} of field {f.proto_name} runs past the end of "
                                    "its message", kstart, f)
             if kind == STRING:
-                s = _utf8(buf[pos:e], "surrogateescape")[0]
+                s = _utf8(buf[pos:e], "surrogateescape", True)[0]  # final: keep a cut-off tail
                 if f.repeated:
                     getattr(obj, f.name).append(s)
                 else:
