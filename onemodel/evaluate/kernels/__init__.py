@@ -22,6 +22,7 @@ MODULES = (
     "quant",
     "rnn",
     "resize",
+    "ml",
 )
 
 for _name in MODULES:
