@@ -120,7 +120,8 @@ def _protocols(fs) -> set[str]:
 
 
 def filesystem(url: str, storage_options: dict | None = None):
-    """``(fs, path)`` for ``url`` through ``fsspec.core.url_to_fs``.
+    """``(fs, path)`` for ``url`` through ``fsspec.core.url_to_fs``, with the options
+    :func:`options_for` picks for it.
 
     Raises UnsupportedError for an unknown scheme or a backend that is not installed (naming
     the extra to install), IoError when the backend cannot be set up.
@@ -129,7 +130,7 @@ def filesystem(url: str, storage_options: dict | None = None):
 
     name = display_url(url)
     try:
-        return fsspec.core.url_to_fs(url, **(storage_options or {}))
+        return fsspec.core.url_to_fs(url, **options_for(url, storage_options))
     except ImportError:
         proto = _protocol(url)
         hint = _INSTALL_HINTS.get(proto, "install the fsspec backend for it")
@@ -143,6 +144,41 @@ def filesystem(url: str, storage_options: dict | None = None):
         raise
     except Exception as e:  # backend constructors raise anything
         raise as_io_error(e, url, "open") from None
+
+
+#: Protocol names that are the same backend, for matching option sections.
+_ALIASES = {"https": "http", "s3a": "s3", "gcs": "gs", "abfss": "abfs"}
+
+
+def options_for(url: str, storage_options: dict | None) -> dict:
+    """The storage options that apply to ``url``.
+
+    Options may be flat (``{"key": ..., "secret": ...}``: given to the URL's backend as they
+    are) or in sections named by protocol (``{"s3": {...}, "http": {"headers": {...}}}``), so one
+    set of options can serve a conversion between two backends. A URL's own section is merged
+    over the flat options (``https`` matches ``http``, ``s3a`` matches ``s3``, ``gcs`` matches
+    ``gs``); other protocols' sections are left out. In a chained URL every link keeps its own
+    section, as fsspec expects.
+    """
+    if not storage_options:
+        return {}
+    from fsspec.registry import known_implementations, registry
+
+    protocols = set(known_implementations) | set(registry)
+    raw = [_protocol(seg) if "://" in seg else seg.lower() for seg in url.split("::")]
+    chain = [_ALIASES.get(p, p) for p in raw]
+    flat, own, sections = {}, {}, {}
+    for k, v in storage_options.items():
+        if k in protocols and isinstance(v, dict):
+            key = _ALIASES.get(k, k)
+            if key in chain:
+                if len(chain) == 1:
+                    own.update(v)
+                else:
+                    sections[raw[chain.index(key)]] = v
+        else:
+            flat[k] = v
+    return {**flat, **own, **sections}
 
 
 def as_io_error(exc: BaseException, url: str, action: str = "read") -> IoError:

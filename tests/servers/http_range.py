@@ -7,6 +7,7 @@ survive.
     url = server.url("m.onemodel")
     ...
     server.mode = "ignore_range"
+    server.mode_after = 2      # optional: answer the first two requests normally
     server.stop()
 
 Modes (GET requests; HEAD follows the status of ``403``/``404``):
@@ -41,14 +42,15 @@ _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
 @dataclass
 class Request:
-    """One request the server answered: method, path, the Range header (or None), the status
-    and the number of body bytes written to the socket."""
+    """One request the server answered: method, path, the Range header (or None), the status,
+    the number of body bytes written to the socket and the request headers."""
 
     method: str
     path: str
     range: str | None
     status: int
     sent: int  # body bytes handed to the socket (counted just before each write)
+    headers: dict | None = None
 
 
 class RangeServer:
@@ -57,6 +59,7 @@ class RangeServer:
     def __init__(self):
         self.files: dict[str, bytes] = {}
         self.mode = "normal"
+        self.mode_after = 0  # requests answered normally before ``mode`` applies
         self.log: list[Request] = []
         self._lock = threading.Lock()
         self._httpd = None
@@ -94,6 +97,7 @@ class RangeServer:
         with self._lock:
             self.log.clear()
         self.mode = "normal"
+        self.mode_after = 0
 
     @property
     def requests(self) -> int:
@@ -146,13 +150,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self, body: bool):
         srv = self.owner
-        mode = srv.mode
+        mode = srv.mode if len(srv.log) >= srv.mode_after else "normal"
         name = self.path.lstrip("/").split("?", 1)[0]
         rng = self.headers.get("Range")
         data = srv.files.get(name)
         # recorded before answering, and counted before each write, so a client that has its
         # answer always finds it in the log
-        self._req = req = Request(self.command, name, rng, 0, 0)
+        self._req = req = Request(self.command, name, rng, 0, 0, dict(self.headers))
         srv._record(req)
         try:
             if mode in ("403", "404") or data is None:

@@ -162,3 +162,19 @@ def test_resolve_relative_refuses_escapes(location):
     with pytest.raises(InvalidModelError) as e:
         resolve_relative("s3://b/dir/m.onnx", location)
     assert repr(location) in e.value.message
+
+
+def test_options_in_sections_by_protocol():
+    from onemodel.storage.remote import options_for
+    opts = {"s3": {"key": "k", "secret": "s"}, "http": {"headers": {"A": "1"}}, "anon": False}
+    assert options_for("s3://b/m.onnx", opts) == {"anon": False, "key": "k", "secret": "s"}
+    assert options_for("s3a://b/m.onnx", opts) == {"anon": False, "key": "k", "secret": "s"}
+    assert options_for("https://h/m.onnx", opts) == {"anon": False, "headers": {"A": "1"}}
+    assert options_for("memory://m.onnx", {"s3": {"key": "k"}}) == {}
+    # a chain keeps each link's section for fsspec to hand out
+    assert options_for("simplecache::s3://b/m.onnx", opts) == {"anon": False,
+                                                              "s3": {"key": "k", "secret": "s"}}
+    # dict-valued backend options that are not protocol names stay as they are
+    assert options_for("s3://b/k", {"client_kwargs": {"region_name": "x"}}) == \
+        {"client_kwargs": {"region_name": "x"}}
+

@@ -187,6 +187,14 @@ def test_query_string_is_kept_in_requests_and_hidden_in_names(big):
     assert "secret" not in src.name and src.name.endswith("big.bin?sig=***")
 
 
+def test_storage_options_by_protocol_reach_the_http_backend(big):
+    server, url, data = big
+    opts = {"s3": {"key": "k", "secret": "s"}, "http": {"headers": {"X-Test": "yes"}}}
+    src = open_source(url, storage_options=opts)  # the s3 section would break aiohttp
+    assert bytes(src.read(2_000_000, 10)) == data[2_000_000:2_000_010]
+    assert [r.headers.get("X-Test") for r in server.log] == ["yes", "yes"]
+
+
 # -- faults ----------------------------------------------------------------------------------
 
 def _fault(server, mode, *, open_first: bool):
