@@ -566,6 +566,8 @@ def _legacy_forest(ctx, prefix: str, n_targets: int, target_name: str) -> _Fores
         if t not in seen and (t, node_ids[i]) not in referenced:
             seen.add(t)
             roots.append(child(t, node_ids[i]))
+    if len(seen) != len(set(tree_ids)):
+        raise InvalidModelError("a tree has no root: every one of its nodes is some node's child")
     w_tree = list(a.get(f"{prefix}_treeids", []))
     w_node = list(a.get(f"{prefix}_nodeids", []))
     w_ids = list(a.get(f"{prefix}_ids", []))
