@@ -27,8 +27,15 @@ def decode_strings(arr: np.ndarray) -> np.ndarray:
 
 def tensor_value(t) -> np.ndarray:
     """The values of an ir Tensor or SparseTensor as the evaluator holds them: a zero-copy
-    ndarray where the tensor allows, dense for a sparse tensor, strings as ``str``."""
+    ndarray where the tensor allows, dense for a sparse tensor, strings as ``str``.
+
+    A view whose start is not a multiple of its element size (``raw_data`` at an odd offset of
+    an ONNX file; the OneModel container aligns every tensor to 64 bytes) is copied once here:
+    numpy's BLAS paths refuse misaligned arrays and fall back to loops 100 times slower.
+    """
     arr = t.to_dense() if hasattr(t, "to_dense") else t.numpy()
+    if not arr.flags.aligned:
+        arr = arr.copy()
     return decode_strings(arr)
 
 

@@ -9,7 +9,8 @@ refused), the values each subgraph reads from its enclosing scopes (Clause 5.4.3
 use of every value, after which the runner drops it.
 
 Evaluation seeds each graph's values with its initializers as zero-copy arrays
-(:meth:`Tensor.numpy`), sparse initializers as dense arrays, then the caller's inputs (which
+(:meth:`Tensor.numpy`; a misaligned one is copied once when the session is prepared, see
+:func:`.context.tensor_value`), sparse initializers as dense arrays, then the caller's inputs (which
 override an initializer of the same name, Clause 7.2), and runs each node's kernel. Model-local
 functions (Clause 8.4) run their body with the call site's attributes bound, when no kernel is
 registered for the function's operator.

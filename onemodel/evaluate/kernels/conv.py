@@ -1,9 +1,10 @@
 """Convolutions (ONNX 1-2): Conv and ConvTranspose, 1-D to N-D, with groups, dilations, strides,
 explicit pads or ``auto_pad``.
 
-Conv gathers the receptive fields as a strided view of the padded input (im2col) and multiplies
-it with the weights in one batched matrix product per group; a 1x1 convolution with unit strides
-is a plain matrix product. ConvTranspose multiplies first and then adds each kernel tap's
+Conv gathers the receptive fields as a strided view of the padded input and copies it once into
+columns [N, group, C/group * kernel, output positions] (im2col), then multiplies the weights with
+them in one batched matrix product, which leaves the result in NCHW order; a 1x1 convolution with
+unit strides is a plain matrix product. ConvTranspose multiplies first and then adds each kernel tap's
 contribution into the output (col2im), one vectorized addition per kernel position.
 """
 
@@ -73,23 +74,41 @@ def _pad_to(x, begin, needed, fill):
     return x
 
 
-def windows(x, kernel, strides, dilations, begin, out, fill=0):
-    """A strided view [N, C, *out, *kernel] of the receptive fields of x [N, C, *spatial].
-
-    ``begin`` pads lead each spatial axis; the end is padded (or cropped) to what ``out`` needs.
-    Padding uses ``fill``. Raises UnsupportedError past ``limits.MAX_ELEMENT_COUNT`` elements.
-    """
-    needed = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out, strides, kernel, dilations)]
+def padded(x, kernel, strides, dilations, begin, out, fill=0):
+    """x [N, C, *spatial] padded with ``fill`` (``begin`` leading pads) or cropped so that its
+    spatial extents are exactly what ``out`` windows need. Raises InvalidModelError when no
+    window fits, UnsupportedError past ``limits.MAX_ELEMENT_COUNT`` elements."""
     if any(o <= 0 for o in out):
         raise InvalidModelError(f"the window does not fit: output extents {out}")
     if math.prod(x.shape[:2]) * math.prod(out) * math.prod(kernel) > limits.MAX_ELEMENT_COUNT:
         raise UnsupportedError("the receptive fields have more than 2^60 elements")
-    xp = np.ascontiguousarray(_pad_to(x, begin, needed, fill))
+    needed = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out, strides, kernel, dilations)]
+    return _pad_to(x, begin, needed, fill)
+
+
+def windows(x, kernel, strides, dilations, begin, out, fill=0):
+    """A strided view [N, C, *kernel, *out] of the receptive fields of x [N, C, *spatial]:
+    element ``[n, c, k..., o...]`` is the input at ``o * stride + k * dilation - begin``.
+
+    ``begin`` pads lead each spatial axis; the end is padded (or cropped) to what ``out`` needs.
+    Padding uses ``fill``.
+    """
+    xp = np.ascontiguousarray(padded(x, kernel, strides, dilations, begin, out, fill))
     st = xp.strides
-    shape = xp.shape[:2] + tuple(out) + tuple(kernel)
-    strides_v = st[:2] + tuple(st[2 + i] * s for i, s in enumerate(strides)) + \
-        tuple(st[2 + i] * d for i, d in enumerate(dilations))
+    shape = xp.shape[:2] + tuple(kernel) + tuple(out)
+    strides_v = st[:2] + tuple(st[2 + i] * d for i, d in enumerate(dilations)) + \
+        tuple(st[2 + i] * s for i, s in enumerate(strides))
     return as_strided(xp, shape=shape, strides=strides_v, writeable=False)
+
+
+def taps(xp, kernel, strides, dilations, out):
+    """For each kernel position (in row-major order), the view [N, C, *out] of the padded input
+    ``xp`` (see :func:`padded`) that this position reads."""
+    for kidx in np.ndindex(*kernel):
+        sl = (slice(None), slice(None)) + tuple(
+            slice(k * d, k * d + (o - 1) * s + 1, s)
+            for k, d, o, s in zip(kidx, dilations, out, strides))
+        yield kidx, xp[sl]
 
 
 def _geometry(ctx, x, kernel):
@@ -122,18 +141,11 @@ def conv(ctx, x, w, b=None):
     x, w = args[0], args[1]
     Cg, Mg, K, P = C // group, M // group, math.prod(kernel), math.prod(out)
     if (K == 1 and all(s == 1 for s in strides) and not any(begin) and not any(end)):
-        xs = x.reshape(N, group, Cg, P)
-        y = np.matmul(w.reshape(group, Mg, Cg), xs)  # [N, g, Mg, P]
+        cols = x.reshape(N, group, Cg, P)
     else:
-        v = windows(x, kernel, strides, dilations, begin, out)  # [N, C, *out, *k]
-        nd = len(out)
-        v = v.reshape((N, group, Cg) + tuple(out) + tuple(kernel))
-        # -> [g, N, *out, Cg, *k]  (the im2col copy happens in the reshape)
-        order = (1, 0) + tuple(range(3, 3 + nd)) + (2,) + tuple(range(3 + nd, 3 + 2 * nd))
-        cols = v.transpose(order).reshape(group, N * P, Cg * K)
-        wg = w.reshape(group, Mg, Cg * K).transpose(0, 2, 1)
-        y = np.matmul(cols, wg)  # [g, N*P, Mg]
-        y = y.reshape(group, N, P, Mg).transpose(1, 0, 3, 2)  # [N, g, Mg, P]
+        # im2col: [N, C, *k, *out] -> [N, g, Cg*K, P], one copy with contiguous inner rows
+        cols = windows(x, kernel, strides, dilations, begin, out).reshape(N, group, Cg * K, P)
+    y = np.matmul(w.reshape(group, Mg, Cg * K), cols)  # [N, g, Mg, P]
     y = y.reshape((N, M) + tuple(out))
     if b is not None:
         y = y + args[2].reshape((1, M) + (1,) * len(out))

@@ -1,7 +1,7 @@
 """Pooling (ONNX 1-2): MaxPool (with Indices), AveragePool, LpPool and their global forms.
 
-Each pooling reduces a strided view of the padded input (see :func:`.conv.windows`), so every
-window is one vectorized reduction. Output extents follow the definitions: with explicit pads,
+Each pooling combines, for every kernel position, the strided view of the padded input that
+position reads (see :func:`.conv.taps`): one vectorized maximum or sum per kernel position. Output extents follow the definitions: with explicit pads,
 ``floor`` (or ``ceil`` with ``ceil_mode=1``) of ``(in + pads - dilated kernel) / stride + 1``,
 dropping a last window that would start in the end padding; with ``SAME_*``, ``ceil(in/stride)``;
 with ``VALID``, ``ceil((in - dilated kernel + 1) / stride)``.
@@ -15,7 +15,7 @@ import numpy as np
 
 from ...errors import InvalidModelError, UnsupportedError
 from ..registry import op
-from .conv import conv_pads, windows
+from .conv import conv_pads, padded, taps
 from .linalg import _back, _wide
 
 
@@ -56,30 +56,40 @@ def _lowest(dt):
 def max_pool(ctx, x):
     kernel, strides, dilations, begin, end, out = _pool_geometry(ctx, x, ctx.opset >= 10)
     (w,), dt = _wide(x)
-    v = windows(w, kernel, strides, dilations, begin, out, fill=_lowest(w.dtype))
-    nd = len(out)
-    kaxes = tuple(range(2 + nd, 2 + 2 * nd))
-    y = _back(np.max(v, axis=kaxes), dt)
-    if ctx.num_outputs < 2 or not ctx.output_used(1):
+    xp = padded(w, kernel, strides, dilations, begin, out, fill=_lowest(w.dtype))
+    want_idx = ctx.num_outputs > 1 and ctx.output_used(1)
+    best = None
+    best_k = None
+    for kidx, view in taps(xp, kernel, strides, dilations, out):
+        if best is None:
+            best = np.array(view, copy=True)
+            if want_idx:
+                best_k = np.zeros(best.shape, dtype=np.int64)
+            continue
+        if want_idx:
+            gt = view > best  # strict: the first maximum in window order wins
+            best = np.where(gt, view, best)
+            best_k[gt] = np.ravel_multi_index(kidx, kernel)
+        else:
+            np.maximum(best, view, out=best)
+    y = _back(best, dt)
+    if not want_idx:
         return y
     # Indices: the flat position of each maximum in x, row-major (or column-major with
     # storage_order=1), counting N and C too.
-    K = math.prod(kernel)
-    flatv = v.reshape(v.shape[: 2 + nd] + (K,))
-    arg = np.argmax(flatv, axis=-1)  # first maximum in window order
-    kidx = np.unravel_index(arg, kernel)
+    nd = len(out)
+    kpos = np.unravel_index(best_k, kernel)
     sp = x.shape[2:]
     N, C = x.shape[:2]
     grids = np.meshgrid(*[np.arange(o) for o in out], indexing="ij")
-    coords = [grids[i] * strides[i] + kidx[i] * dilations[i] - begin[i] for i in range(nd)]
+    coords = [grids[i] * strides[i] + kpos[i] * dilations[i] - begin[i] for i in range(nd)]
+    flat = np.zeros_like(coords[0])
     if ctx.attr("storage_order", 0):
-        flat = np.zeros_like(coords[0])
         mult = 1
         for i in range(nd):
             flat = flat + coords[i] * mult
             mult *= sp[i]
     else:
-        flat = np.zeros_like(coords[0])
         for i in range(nd):
             flat = flat * sp[i] + coords[i]
     base = (np.arange(N).reshape(N, 1) * C + np.arange(C).reshape(1, C)) * math.prod(sp)
@@ -87,13 +97,19 @@ def max_pool(ctx, x):
     return y, idx.astype(np.int64)
 
 
+def _window_sum(w, kernel, strides, dilations, begin, out):
+    xp = padded(w, kernel, strides, dilations, begin, out)
+    total = None
+    for _, view in taps(xp, kernel, strides, dilations, out):
+        total = np.array(view, copy=True) if total is None else np.add(total, view, out=total)
+    return total
+
+
 @op("AveragePool", since=(1, 7, 10, 11, 19, 22))
 def average_pool(ctx, x):
     kernel, strides, dilations, begin, end, out = _pool_geometry(ctx, x, ctx.opset >= 19)
     (w,), dt = _wide(x)
-    nd = len(out)
-    kaxes = tuple(range(2 + nd, 2 + 2 * nd))
-    total = np.sum(windows(w, kernel, strides, dilations, begin, out), axis=kaxes)
+    total = _window_sum(w, kernel, strides, dilations, begin, out)
     # the count of each window: positions inside x, or inside x and its pads
     ones = np.ones((1, 1) + x.shape[2:], dtype=w.dtype)
     if ctx.attr("count_include_pad", 0) if ctx.opset >= 7 else False:
@@ -103,7 +119,7 @@ def average_pool(ctx, x):
         b2 = [b - max(b, 0) for b in begin]
     else:
         b2 = begin
-    count = np.sum(windows(ones, kernel, strides, dilations, b2, out), axis=kaxes)
+    count = _window_sum(ones, kernel, strides, dilations, b2, out)
     return _back(total / count, dt)
 
 
@@ -112,10 +128,8 @@ def lp_pool(ctx, x):
     kernel, strides, dilations, begin, end, out = _pool_geometry(ctx, x, ctx.opset >= 18)
     p = ctx.attr("p", 2.0 if ctx.opset < 2 else 2)
     (w,), dt = _wide(x)
-    nd = len(out)
-    kaxes = tuple(range(2 + nd, 2 + 2 * nd))
-    v = windows(np.abs(w), kernel, strides, dilations, begin, out)
-    return _back(np.power(np.sum(np.power(v, p), axis=kaxes), 1.0 / p).astype(w.dtype), dt)
+    total = _window_sum(np.power(np.abs(w), p), kernel, strides, dilations, begin, out)
+    return _back(np.power(total, 1.0 / p).astype(w.dtype), dt)
 
 
 def _spatial(x):
