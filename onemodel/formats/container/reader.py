@@ -53,11 +53,11 @@ class Reader:
             else:
                 inner = extension.inner_level(cls, lvl)
                 skip = (extension.NODE_ORDER,) if cls == "Graph" else ()
-                if cls == "Graph" and extension.NODE_ORDER in as_obj(ext, epath):
+                extension.apply(rec, ext, self, epath, inner, skip=skip)
+                if cls == "Graph" and extension.NODE_ORDER in ext:
                     self.node_orders[id(rec)] = extension.read_node_order(
                         ext[extension.NODE_ORDER], len(rec.nodes),
                         f"{epath}.{extension.NODE_ORDER}")
-                extension.apply(rec, ext, self, epath, inner, skip=skip)
         return rec
 
     def tensor_content(self, data, path: str, nbytes: int):
@@ -116,6 +116,10 @@ def read(source: Source, **options) -> Model:
     except RecursionError:
         raise UnsupportedError("the manifest nests too deeply", path=MANIFEST,
                                source=source.name) from None
+    except (ValueError, TypeError, KeyError, IndexError, OverflowError, AttributeError) as e:
+        # a last line of defence: every check above names its field; nothing else may escape
+        raise MalformedError(f"the manifest could not be read ({type(e).__name__}: {e})",
+                             path=MANIFEST, source=source.name) from e
     model.resources = [source]
     model.source = source.name
     return model
