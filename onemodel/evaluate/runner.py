@@ -68,7 +68,7 @@ class _Step:
     """One node of a plan: its kernel (or function body), value names and what to drop after."""
 
     __slots__ = ("node", "fn", "body", "opset", "attrs", "raw", "path", "ins", "outs", "free",
-                 "nparams")
+                 "nparams", "pad", "ctx")
 
 
 class _Plan:
@@ -289,9 +289,11 @@ class Session:
         keep.reverse()
 
         produced: dict[str, str] = {}
+        folded: dict[str, Any] = {}
         steps: list[_Step] = []
         uses: dict[str, int] = {}
-        for pos, i in enumerate(keep):
+        for i in keep:
+            pos = len(steps)
             node = nodes[i]
             npath = f"{path}.nodes[{i}]"
             fn, func, version = self._resolve(node, opsets, npath)
@@ -328,6 +330,26 @@ class Session:
                 for k, g in _graphs_of(a):
                     gpath = f"{npath}.attributes[{j}]." + ("g" if k is None else f"graphs[{k}]")
                     self._subplans[id(g)] = self._plan_graph(g, gpath, scope, opsets, depth + 1)
+            st.pad = [None] * max(st.nparams - len(st.ins), 0)
+            # A node without subgraphs gets one Context for every run (it never reads the
+            # environment); a node with subgraphs gets a fresh one per run, see _execute.
+            st.ctx = None
+            if st.fn is not None and not free_cache.get(i) and not any(
+                    a.g is not None or a.graphs for a in node.attributes):
+                st.ctx = Context(node, version, st.attrs, raw, st.path, self, None)
+            if (node.op_type == "Constant" and st.ctx is not None
+                    and not registry.normalize_domain(node.domain)
+                    and fn is registry.lookup("", "Constant", version, user=False)):
+                # A Constant's value is fixed by its attributes: computed once, here.
+                value = self._fold(st)
+                for n in st.outs:
+                    if n:
+                        if n in produced or n in defined_before:
+                            raise InvalidModelError(f"value '{n}' is defined twice", path=npath)
+                        produced[n] = npath
+                        scope.names.add(n)
+                        folded[n] = value
+                continue
             for n in st.ins:
                 if n:
                     uses[n] = pos
@@ -362,8 +384,21 @@ class Session:
         plan.captures = tuple(sorted(captures))
         used_consts = {n: c for n, c in consts.items() if n in uses or n in keep_names}
         plan.consts = {n: _const_array(c, p) for n, (c, p) in used_consts.items()}
+        plan.consts.update((n, v) for n, v in folded.items() if n in uses or n in keep_names)
         plan.used = frozenset(uses) | keep_names
         return plan
+
+    def _fold(self, st: _Step):
+        """The value of a node computed at planning time (a Constant), errors located."""
+        try:
+            with np.errstate(all="ignore"):
+                res = st.fn(st.ctx)
+        except OneModelError as e:
+            raise e.at(path=st.path)
+        except Exception as e:
+            raise InvalidModelError(f"{_label(st.node)} failed: {type(e).__name__}: {e}",
+                                    path=st.path) from e
+        return _normalize(res[0] if type(res) is tuple else res)
 
     # -- evaluation -----------------------------------------------------------------------------
     def _execute(self, plan: _Plan, env: dict) -> list:
@@ -373,16 +408,17 @@ class Session:
             except KeyError as e:
                 raise InvalidModelError(f"value {e.args[0]!r} is not available when node "
                                         f"{_label(st.node)} runs", path=st.path) from None
-            npar = st.nparams
-            if npar > len(args):
-                args.extend([None] * (npar - len(args)))
+            if st.pad:
+                args.extend(st.pad)
             outs = st.outs
             nout = len(outs)
             try:
                 if st.body is not None:
                     res = tuple(self._run_function(st.body, args, st.path))
                 else:
-                    ctx = Context(st.node, st.opset, st.attrs, st.raw, st.path, self, env)
+                    ctx = st.ctx
+                    if ctx is None:
+                        ctx = Context(st.node, st.opset, st.attrs, st.raw, st.path, self, env)
                     res = st.fn(ctx, *args)
             except OneModelError as e:
                 raise e.at(path=st.path)
@@ -440,6 +476,7 @@ class Session:
             plan = self._plan_graph(graph, f"{path}.<subgraph>", None, self._opsets, 1)
             self._subplans[id(graph)] = plan
         env = {}
+        outer_env = outer_env if outer_env is not None else {}
         for n in plan.captures:
             try:
                 env[n] = outer_env[n]

@@ -175,9 +175,10 @@ def _along_axis(ctx, x, fn):
 
 
 def _softmax(x, axis):
-    m = np.max(x, axis=axis, keepdims=True) if x.size else 0
-    e = np.exp(x - m)
-    return e / np.sum(e, axis=axis, keepdims=True)
+    e = x - np.max(x, axis=axis, keepdims=True) if x.size else x.copy()
+    np.exp(e, out=e)
+    e /= np.add.reduce(e, axis=axis, keepdims=True)
+    return e
 
 
 def _log_softmax(x, axis):

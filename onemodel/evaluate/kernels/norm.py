@@ -52,9 +52,9 @@ def batch_norm(ctx, x, scale, bias, mean, var):
 def _stash(ctx, x):
     st = ctx.attr("stash_type", 1)
     if st == 1 and x.dtype != np.float64:
-        return x.astype(np.float32)
+        return x.astype(np.float32, copy=False)
     if st == 11:
-        return x.astype(np.float64)
+        return x.astype(np.float64, copy=False)
     if st not in (1, 11):
         raise UnsupportedError(f"stash_type {st} is not float (1) or double (11)")
     return x
@@ -70,14 +70,19 @@ def layer_norm(ctx, x, scale, bias=None):
     axis = axis + r if axis < 0 else axis
     axes = tuple(range(axis, r))
     w = _stash(ctx, x)
-    mean = np.mean(w, axis=axes, keepdims=True)
+    n = 1
+    for a in axes:
+        n *= w.shape[a]
+    mean = np.add.reduce(w, axis=axes, keepdims=True) / np.asarray(max(n, 1), w.dtype)
     d = w - mean
-    var = np.mean(d * d, axis=axes, keepdims=True)
-    inv = 1 / np.sqrt(var + eps)
-    y = d * inv * scale.astype(w.dtype, copy=False)
+    var = np.add.reduce(d * d, axis=axes, keepdims=True) / np.asarray(max(n, 1), w.dtype)
+    inv = 1 / np.sqrt(var + np.asarray(eps, w.dtype))
+    y = d
+    y *= inv
+    y *= scale.astype(w.dtype, copy=False)
     if bias is not None:
-        y = y + bias.astype(w.dtype, copy=False)
-    return y.astype(x.dtype, copy=False), mean.astype(w.dtype), inv.astype(w.dtype)
+        y += bias.astype(w.dtype, copy=False)
+    return y.astype(x.dtype, copy=False), mean, inv
 
 
 @op("RMSNormalization", since=23)
