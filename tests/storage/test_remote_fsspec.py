@@ -178,3 +178,14 @@ def test_options_in_sections_by_protocol():
     assert options_for("s3://b/k", {"client_kwargs": {"region_name": "x"}}) == \
         {"client_kwargs": {"region_name": "x"}}
 
+
+
+def test_chained_url(mem, tmp_path):
+    fs, d = mem
+    data = bytes(range(256)) * 500
+    fs.pipe_file(f"{d}/a.bin", data)
+    url = f"simplecache::memory://{d}/a.bin"
+    src = open_source(url, storage_options={"simplecache": {"cache_storage": str(tmp_path)}})
+    assert src.size == len(data)
+    assert bytes(src.read(100_000, 50)) == data[100_000:100_050]
+    assert resolve_relative(url, "w.bin") == f"simplecache::memory://{d}/w.bin"
