@@ -16,6 +16,7 @@ from typing import List, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..errors import OneModelError, UnsupportedError
@@ -157,7 +158,8 @@ def info(
 
 
 def _print_summary(s: dict) -> None:
-    out.print(f"[bold]{s['source']}[/bold]  format {s['format']}, IR version {s['ir_version']}")
+    out.print(f"[bold]{escape(str(s['source']))}[/bold]  format {s['format']}, "
+              f"IR version {s['ir_version']}")
     opsets = ", ".join(f"{o['domain'] or 'ai.onnx'} {o['version']}" for o in s["opsets"])
     out.print(f"opsets: {opsets}", markup=False)
     prod = s["producer"]
@@ -168,13 +170,13 @@ def _print_summary(s: dict) -> None:
         t.add_column("name")
         t.add_column("type")
         for v in values:
-            t.add_row(v["name"], v["type"])
+            t.add_row(escape(v["name"]), escape(v["type"]))
         out.print(t)
     t = Table(title=f"nodes: {s['nodes']}", title_justify="left", show_edge=False)
     t.add_column("op_type")
     t.add_column("count", justify="right")
     for op, n in s["ops"].items():
-        t.add_row(op, str(n))
+        t.add_row(escape(op), str(n))
     out.print(t)
     init = s["initializers"]
     t = Table(title=f"initializers: {init['count']}, {_human(init['bytes'])}",

@@ -46,6 +46,8 @@ def test_info_table():
     r = cli("info", CNN)
     assert r.exit_code == 0, r.output
     assert "opsets:" in r.stdout and "Conv" in r.stdout and "initializers:" in r.stdout
+    # shapes are printed as text, not taken for markup
+    assert "tensor(float)[N,3,32,32]" in r.stdout or "tensor(float)[batch,3,32,32]" in r.stdout
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in MODELS.glob("*.onnx")))
