@@ -23,6 +23,7 @@ MODULES = (
     "rnn",
     "resize",
     "ml",
+    "misc",
 )
 
 for _name in MODULES:
