@@ -69,3 +69,10 @@ def test_lp_normalization_of_zero_vector_is_zero():
     x = np.zeros((2, 3), np.float32)
     (y,) = ours(node_model("LpNormalization", {"x": x}, ["x"], ["y"]), {"x": x})
     np.testing.assert_array_equal(y, x)
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5])
+def test_lrn(size):
+    feeds = {"x": _r(2, 6, 3, 3)}
+    model = node_model("LRN", feeds, ["x"], ["y"], size=size, alpha=0.01, beta=0.6, bias=2.0)
+    assert_outputs(ours(model, feeds), reference(model, feeds), rtol=1e-5, atol=1e-6)

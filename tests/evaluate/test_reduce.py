@@ -89,3 +89,13 @@ def test_topk_ties_keep_the_lower_index():
              "k": np.array([2], np.int64)}
     model = node_model("TopK", feeds, ["x", "k"], ["v", "i"], axis=0)
     assert_outputs(ours(model, feeds), reference(model, feeds))
+
+
+@pytest.mark.parametrize("exclusive, reverse, want", [(0, 0, [1, 2, 6, 24]), (1, 0, [1, 1, 2, 6]),
+                                                      (0, 1, [24, 24, 12, 4]),
+                                                      (1, 1, [24, 12, 4, 1])])
+def test_cumprod(exclusive, reverse, want):
+    feeds = {"x": np.array([1, 2, 3, 4], np.int64), "axis": np.array(0, np.int64)}
+    (y,) = ours(node_model("CumProd", feeds, ["x", "axis"], ["y"], opset=26, exclusive=exclusive,
+                           reverse=reverse), feeds)
+    np.testing.assert_array_equal(y, want)

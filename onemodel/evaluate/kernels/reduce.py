@@ -1,4 +1,4 @@
-"""Reductions (ONNX 1-2): Reduce*, ArgMax/ArgMin, CumSum, TopK.
+"""Reductions (ONNX 1-2): Reduce*, ArgMax/ArgMin, CumSum, CumProd, TopK.
 
 The axes of a reduction are an attribute up to the version where they became the optional
 second input (ReduceSum 13, the others 18). ``keepdims`` defaults to 1. With no axes the
@@ -141,24 +141,32 @@ def arg_min(ctx, x):
 
 
 # -- CumSum, TopK -------------------------------------------------------------------------
-@op("CumSum", since=(11, 14))
-def cum_sum(ctx, x, axis):
+def _cumulative(ctx, x, axis, ufunc, identity, name):
     a = int(np.asarray(axis).reshape(-1)[0])
     r = x.ndim
     if not -r <= a < r:
-        raise InvalidModelError(f"CumSum axis {a} is out of range for rank {r}")
+        raise InvalidModelError(f"{name} axis {a} is out of range for rank {r}")
     a = a + r if a < 0 else a
     w, dt = _acc(x)
     if ctx.attr("reverse", 0):
         w = np.flip(w, axis=a)
-    y = np.cumsum(w, axis=a, dtype=w.dtype)
-    if ctx.attr("exclusive", 0):
-        y = np.concatenate([np.zeros_like(np.take(y, [0], axis=a)),
-                            np.take(y, np.arange(y.shape[a] - 1), axis=a)], axis=a) \
-            if y.shape[a] else y
+    y = ufunc.accumulate(w, axis=a, dtype=w.dtype)
+    if ctx.attr("exclusive", 0) and y.shape[a]:
+        lead = np.full_like(np.take(y, [0], axis=a), identity)
+        y = np.concatenate([lead, np.take(y, np.arange(y.shape[a] - 1), axis=a)], axis=a)
     if ctx.attr("reverse", 0):
         y = np.flip(y, axis=a)
     return y.astype(dt, copy=False)
+
+
+@op("CumSum", since=(11, 14))
+def cum_sum(ctx, x, axis):
+    return _cumulative(ctx, x, axis, np.add, 0, "CumSum")
+
+
+@op("CumProd", since=26)
+def cum_prod(ctx, x, axis):
+    return _cumulative(ctx, x, axis, np.multiply, 1, "CumProd")
 
 
 @op("TopK", since=1)
