@@ -10,6 +10,7 @@ from ..errors import InvalidModelError, UnsupportedError
 from ..ir.dtypes import INFO, DataType, name_of
 from ..ir.model import Graph, Model
 from ..ir.types import Type
+from .context import decode_strings
 
 #: Largest element count of one random input tensor (a guard against huge ``dims``).
 MAX_RANDOM_ELEMENTS = 1 << 28
@@ -39,6 +40,8 @@ def _check_tensor(name: str, value, ttype, where: str):
             if value.dtype.kind not in "OUS":
                 raise InvalidModelError(f"input '{name}' has dtype {value.dtype}; the graph "
                                         f"declares string", path=where)
+            # inside the evaluator a STRING tensor is an object array of str
+            value = decode_strings(value.astype(object) if value.dtype.kind in "US" else value)
         elif value.dtype != want:
             raise InvalidModelError(f"input '{name}' has dtype {value.dtype}; the graph declares "
                                     f"{name_of(code)}", path=where)
@@ -59,7 +62,8 @@ def check_value(name: str, value, vtype: Type | None, where: str):
     """The caller's value for an input of type ``vtype``, checked (and converted if not an ndarray).
 
     Tensors: element type and every fixed extent must match (Clause 6.5); a non-ndarray is
-    converted with ``numpy.asarray`` to the declared element type. Sequences must be lists (or
+    converted with ``numpy.asarray`` to the declared element type; strings (str, bytes, numpy
+    ``U``/``S`` arrays) become an object array of ``str``. Sequences must be lists (or
     tuples), maps dicts; an optional may be ``None``. Raises InvalidModelError otherwise.
     """
     if vtype is None or vtype.kind is None:

@@ -373,3 +373,12 @@ def test_random_inputs_follow_the_declared_types_and_are_deterministic():
     for k in r1:
         np.testing.assert_array_equal(r1[k], r2[k])
     assert not np.array_equal(random_inputs(m, seed=4, dims={"batch": 4})["a"], r1["a"])
+
+
+def test_string_inputs_of_any_form_become_str():
+    m = _model([helper.make_node("Identity", ["s"], ["y"])], [_vi("s", TP.STRING, [2])],
+               [_vi("y")])
+    for value in (np.array([b"ab", "c\u00e9".encode()], dtype=object), np.array(["ab", "cé"]),
+                  ["ab", "cé"]):
+        y = run(m, {"s": value})["y"]
+        assert y.dtype == object and y.tolist() == ["ab", "cé"]
