@@ -121,23 +121,38 @@ def _same_shallow(a, b) -> bool:
     return True
 
 
+_LISTS = frozenset((LIST_STR, LIST_BYTES, LIST_INT, LIST_MSG))
+_EQ = frozenset((STR, INT, BYTES, LIST_STR, LIST_BYTES, LIST_INT))  # plain == is exact
+_META: dict = {}
+
+
+def _meta(cls):
+    """Per class: ``(name, kind, of, empty value)`` of each field, computed once."""
+    m = _META.get(cls)
+    if m is None:
+        m = _META[cls] = tuple((name, kind, of, [] if kind in _LISTS else None)
+                               for name, kind, of in cls.FIELDS)
+    return m
+
+
 def diff(actual, natural, w, path: str, lvl: int, skip=()) -> dict:
     """The extension object of ``actual`` against ``natural`` (a record of the same class, or
     ``None`` for an empty one). ``w`` is the writer (``w.full`` encodes codec-class children),
     ``path`` the record's path, ``lvl`` the nesting level of its children."""
     out = {}
-    for name, kind, of in actual.FIELDS:
-        if name in skip:
-            continue
+    for name, kind, of, empty in _meta(type(actual)):
         a = getattr(actual, name)
-        n = getattr(natural, name) if natural is not None else ([] if kind == LIST_MSG or
-                                                                  kind in (LIST_STR, LIST_BYTES,
-                                                                           LIST_INT) else None)
-        p = f"{path}.{name}" if path else name
-        if kind == MSG:
+        n = getattr(natural, name) if natural is not None else empty
+        if (a is None and n is None) or name in skip:
+            continue
+        if kind in _EQ:
+            if a == n:
+                continue
+            out[name] = encode_value(kind, of, a, _join(path, name))
+        elif kind == MSG:
+            p = _join(path, name)
             if a is None:
-                if n is not None:
-                    out[name] = None
+                out[name] = None
             elif of in CODEC_CLASSES:
                 if n is None:
                     out[name] = w.full(a, p, lvl)
@@ -146,20 +161,24 @@ def diff(actual, natural, w, path: str, lvl: int, skip=()) -> dict:
                 if d or n is None:
                     out[name] = d
         elif kind == LIST_MSG:
+            if not a and not n:
+                continue
+            p = _join(path, name)
             if of in CODEC_CLASSES:
                 if len(a) != len(n):
                     out[name] = [w.full(x, f"{p}[{i}]", lvl) for i, x in enumerate(a)]
             elif len(a) != len(n) or not all(_same_shallow(x, y) for x, y in zip(a, n)):
                 out[name] = [diff(x, None, w, f"{p}[{i}]", inner_level(of, lvl))
                              for i, x in enumerate(a)]
-        elif kind in (LIST_STR, LIST_BYTES, LIST_INT):
-            if list(a) != list(n):
-                out[name] = encode_value(kind, of, a, p)
         elif not _same(kind, a, n):
-            out[name] = encode_value(kind, of, a, p)
+            out[name] = encode_value(kind, of, a, _join(path, name))
     if actual.unknown != (natural.unknown if natural is not None else b""):
         out[UNKNOWN] = b64(actual.unknown)
     return out
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
 
 
 def tensor_content_ext(t, plan) -> tuple[dict, set]:

@@ -17,9 +17,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
+import gc
 import json
 import re
 import sys
+
+import numpy as np
 
 from ...errors import MalformedError, UnsupportedError
 from ...limits import MAX_JSON_DEPTH
@@ -44,30 +48,50 @@ class JsonFloat:
         return self.text
 
 
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
+
+
 def json_depth(data, limit: int = MAX_JSON_DEPTH) -> tuple[int, int | None]:
     """Deepest nesting of arrays and objects in JSON bytes, scanning without recursion.
 
     Returns ``(depth, offset)`` where ``offset`` is the byte index of the first bracket that went
     past ``limit`` (``None`` when the depth stays within it). Brackets inside strings are skipped;
-    the scan stops at an unterminated string (the parser reports that).
+    the scan stops at an unterminated string (the parser reports that). Strings are removed and
+    the brackets counted in C (``re``, ``bytes.translate``, numpy); the Python token loop runs only
+    to find the offset of a file that is too deep.
     """
-    depth = deepest = 0
+    stripped = _STRING.sub(b"", data)
+    quote = stripped.find(b'"')
+    if quote >= 0:
+        stripped = stripped[:quote]
+    brackets = stripped.translate(None, _NOT_BRACKETS)
+    if not brackets:
+        return 0, None
+    steps = np.frombuffer(brackets, dtype=np.uint8)
+    steps = np.where((steps == 0x5B) | (steps == 0x7B), 1, -1).astype(np.int32)
+    deepest = int(np.cumsum(steps, dtype=np.int64).max())
+    if deepest <= limit:
+        return deepest, None
+    return deepest, _offset_past(data, limit)
+
+
+def _offset_past(data, limit: int) -> int | None:
+    depth = 0
     for m in _TOKEN.finditer(data):
         tok = m.group()
         if len(tok) != 1:
             continue
         c = tok[0]
-        if c == 0x22:  # a lone quote: an unterminated string
+        if c == 0x22:
             break
         if c in _OPEN:
             depth += 1
-            if depth > deepest:
-                deepest = depth
-                if depth > limit:
-                    return depth, m.start()
+            if depth > limit:
+                return m.start()
         else:
             depth -= 1
-    return deepest, None
+    return None
 
 
 def _reject_constant(name: str):
@@ -99,6 +123,23 @@ def ensure_recursion_room() -> None:
     """
     if sys.getrecursionlimit() < RECURSION_ROOM:
         sys.setrecursionlimit(RECURSION_ROOM)
+
+
+@contextlib.contextmanager
+def bulk_objects():
+    """Pause the cyclic garbage collector while a manifest's many small objects are built.
+
+    Reading or writing a manifest creates hundreds of thousands of objects and no cycles; the
+    collector would otherwise run over the whole growing heap again and again (two thirds of the
+    time of a 20 000-node read). It is re-enabled on exit if it was enabled on entry.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _with_recursion_room(fn, *args):

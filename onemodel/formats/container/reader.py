@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from ...errors import InvalidModelError, MalformedError, OneModelError, UnsupportedError
 from ...ir.model import Model
+from ...ir.walk import iter_graphs
 from ...storage.base import RangeBuffer, Source
 from . import extension, rules
 from .header import HEADER_SIZE, parse_header
-from .manifest import as_int, as_obj, ensure_recursion_room, parse_manifest, req
+from .manifest import as_int, as_obj, bulk_objects, ensure_recursion_room, parse_manifest, req
 from .schema import DECODE
 
 MANIFEST = "manifest"
@@ -104,20 +105,15 @@ def read(source: Source, **options) -> Model:
     """
     ensure_recursion_room()
     try:
-        size = source.size
-        header = parse_header(source.read(0, min(HEADER_SIZE, size)), size)
-        manifest = parse_manifest(source.read(HEADER_SIZE, header.manifest_length), HEADER_SIZE)
-        r = Reader(source, header)
-        model = r.full("Model", manifest, MANIFEST, 0)
-        orders = rules.check_model(model, prefix=f"{MANIFEST}.", paths=r.graph_paths)
-        _reorder(model, orders, r.node_orders)
+        with bulk_objects():
+            model = _read(source)
     except OneModelError as e:
         raise e.at(source=source.name)
     except RecursionError:
         raise UnsupportedError("the manifest nests too deeply", path=MANIFEST,
                                source=source.name) from None
     except (ValueError, TypeError, KeyError, IndexError, OverflowError, AttributeError) as e:
-        # a last line of defence: every check above names its field; nothing else may escape
+        # a last line of defence: every check names its field; nothing else may escape
         raise MalformedError(f"the manifest could not be read ({type(e).__name__}: {e})",
                              path=MANIFEST, source=source.name) from e
     model.resources = [source]
@@ -125,11 +121,21 @@ def read(source: Source, **options) -> Model:
     return model
 
 
+def _read(source: Source) -> Model:
+    """Header, manifest, objects, rules (see :func:`read`)."""
+    size = source.size
+    header = parse_header(source.read(0, min(HEADER_SIZE, size)), size)
+    manifest = parse_manifest(source.read(HEADER_SIZE, header.manifest_length), HEADER_SIZE)
+    r = Reader(source, header)
+    model = r.full("Model", manifest, MANIFEST, 0)
+    orders = rules.check_model(model, prefix=f"{MANIFEST}.", paths=r.graph_paths)
+    _reorder(model, orders, r.node_orders)
+    return model
+
+
 def _reorder(model: Model, orders: dict, originals: dict) -> None:
     """Put each graph's nodes in dependency order, or in the original order the extension
     recorded."""
-    from ...ir.walk import iter_graphs
-
     graphs = []
     if model.graph is not None:
         graphs += [g for _, g in iter_graphs(model.graph)]

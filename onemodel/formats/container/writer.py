@@ -24,11 +24,11 @@ from ...ir.model import Model
 from ...ir.record import LazyBuffer, _same, buffer_view, record_class
 from ...ir.tensor import EXTERNAL, raw_to_typed, typed_to_raw
 from ...ir.walk import iter_tensors
-from ...limits import MAX_CONTAINER_TENSOR_BYTES, MAX_JSON_DEPTH, MAX_MANIFEST_BYTES
+from ...limits import MAX_CONTAINER_TENSOR_BYTES, MAX_MANIFEST_BYTES
 from ...storage.base import RangeBuffer, Sink
 from . import extension, rules
 from .header import HEADER_SIZE, Header, align
-from .manifest import dumps, ensure_recursion_room, json_depth
+from .manifest import bulk_objects, dumps, ensure_recursion_room
 from .schema import DECODE, ENCODE, FORMAT_VERSION
 
 _REGION = object()  # the natural raw_data of a tensor, as the writer sees it
@@ -209,8 +209,9 @@ def build(model: Model, *, strict_v1: bool = False):
     left_out: list[str] = []
     if strict_v1:
         _strip(tree, "manifest", left_out)
-    by_data = {id(p.data): p for p in w.plans.values()}
-    plans = _collect(tree, by_data)
+    plans = list(w.plans.values())
+    if strict_v1:  # tensors that only the extension referenced are left out too
+        plans = _collect(tree, {id(p.data): p for p in plans})
     rank = {}
     for i, (_, t) in enumerate(iter_tensors(model)):
         rank.setdefault(id(t), i)
@@ -225,10 +226,10 @@ def build(model: Model, *, strict_v1: bool = False):
     if len(text) > MAX_MANIFEST_BYTES:
         raise UnsupportedError(f"manifest of {len(text)} bytes is larger than the "
                                f"{MAX_MANIFEST_BYTES}-byte limit", path="manifest")
-    depth, where = json_depth(text)
-    if where is not None:
-        raise UnsupportedError(f"the manifest would nest more than {MAX_JSON_DEPTH} JSON levels",
-                               path="manifest")
+    # No JSON depth check is needed: with at most MAX_MODEL_NESTING graphs and types open, an
+    # object is at most 7 JSON levels below the one of the graph or type around it (a graph in
+    # an extension's ``graphs`` of an attribute), so the manifest stays below 64 * 7 + 4 levels,
+    # well within MAX_JSON_DEPTH (1024).
     header = Header.for_layout(len(text), pos)
     return text, header, [p for p in plans if p.nbytes], left_out
 
@@ -250,7 +251,8 @@ def write(model: Model, sink: Sink, *, strict_v1: bool = False, **options) -> li
         not UTF-8, too much nesting, a tensor over 2^31 - 1 bytes) before anything is written;
         IoError from the sink.
     """
-    text, header, plans, left_out = build(model, strict_v1=strict_v1)
+    with bulk_objects():
+        text, header, plans, left_out = build(model, strict_v1=strict_v1)
     sink.write(header.pack())
     sink.write(text)
     sink.write_zeros(header.data_offset - HEADER_SIZE - len(text))

