@@ -65,25 +65,3 @@ def test_float16_is_computed_in_float32_and_rounded_once():
     want = np.array([0.5 * v * (1 + erf(v / sqrt(2))) for v in x.astype(np.float64)])
     np.testing.assert_array_equal(y, want.astype(np.float32).astype(np.float16))
 
-
-def test_dropout_is_the_identity_outside_training():
-    x = X
-    for opset, names in ((7, ["x"]), (13, ["x"])):
-        y, mask = ours(node_model("Dropout", {"x": x}, names, ["y", "m"], opset=opset),
-                       {"x": x})
-        np.testing.assert_array_equal(y, x)
-        assert mask.all()
-    feeds = {"x": x, "r": np.array(0.3, np.float32), "t": np.array(False)}
-    y, mask = ours(node_model("Dropout", feeds, ["x", "r", "t"], ["y", "m"]), feeds)
-    np.testing.assert_array_equal(y, x)
-    assert mask.dtype == np.bool_ and mask.all()
-
-
-def test_dropout_training_mode_with_a_seed_is_reproducible():
-    feeds = {"x": X, "r": np.array(0.25, np.float32), "t": np.array(True)}
-    model = node_model("Dropout", feeds, ["x", "r", "t"], ["y", "m"], seed=7)
-    y1, m1 = ours(model, feeds)
-    y2, m2 = ours(model, feeds)
-    np.testing.assert_array_equal(y1, y2)
-    np.testing.assert_array_equal(y1, np.where(m1, X / np.float32(0.75), 0))
-    assert 0.5 < m1.mean() < 0.95

@@ -70,17 +70,3 @@ def test_lp_normalization_of_zero_vector_is_zero():
     (y,) = ours(node_model("LpNormalization", {"x": x}, ["x"], ["y"]), {"x": x})
     np.testing.assert_array_equal(y, x)
 
-
-@pytest.mark.parametrize("size", [1, 2, 3, 5])
-def test_lrn(size):
-    # Written out from the definition (onnx.reference differs from it; onnxruntime takes odd
-    # sizes only).
-    x = _r(2, 6, 3, 3)
-    (y,) = ours(node_model("LRN", {"x": x}, ["x"], ["y"], size=size, alpha=0.01, beta=0.6,
-                           bias=2.0), {"x": x})
-    want = np.empty(x.shape)
-    for c in range(6):
-        lo, hi = max(0, c - (size - 1) // 2), min(5, c + -(-(size - 1) // 2))
-        square_sum = (x[:, lo:hi + 1].astype(np.float64) ** 2).sum(axis=1)
-        want[:, c] = x[:, c] / (2.0 + 0.01 / size * square_sum) ** 0.6
-    np.testing.assert_allclose(y, want, rtol=1e-6)

@@ -210,35 +210,3 @@ def log_softmax(ctx, x):
 def hardmax(ctx, x):
     return _along_axis(ctx, x, _hardmax)
 
-
-# -- Dropout --------------------------------------------------------------------------------
-@op("Dropout", since=(1, 6))
-def dropout_v1(ctx, x):
-    if not ctx.attr("is_test", 0) and ctx.num_outputs > 1 and ctx.attr("ratio", 0.5) > 0:
-        raise UnsupportedError("Dropout with is_test=0 (training) before opset 7 is not "
-                               "implemented")
-    return x, np.ones(x.shape, dtype=x.dtype)
-
-
-@op("Dropout", since=(7, 10))
-def dropout_v7(ctx, x):
-    """Opsets 7 and 10: inference only, the identity; the mask is all ones (bool from 10)."""
-    return x, np.ones(x.shape, dtype=bool if ctx.opset >= 10 else x.dtype)
-
-
-@op("Dropout", since=(12, 13, 22))
-def dropout(ctx, x, ratio=None, training_mode=None):
-    """Identity unless ``training_mode`` is true; then each element is kept with probability
-    1 - ratio (drawn from numpy's MT19937 seeded with ``seed`` when given) and scaled by
-    1 / (1 - ratio)."""
-    r = 0.5 if ratio is None else float(np.asarray(ratio).reshape(-1)[0])
-    training = training_mode is not None and bool(np.asarray(training_mode).reshape(-1)[0])
-    if not training or r == 0:
-        return x, np.ones(x.shape, dtype=bool)
-    if not 0 <= r < 1:
-        raise InvalidModelError(f"Dropout ratio {r} is not in [0, 1)")
-    seed = ctx.attr("seed")
-    rng = np.random.RandomState(seed) if seed is not None else np.random.RandomState()
-    mask = rng.uniform(0, 1.0, x.shape) >= r
-    y = (mask * x * (1 / (1 - r))).astype(x.dtype, copy=False)
-    return y, mask

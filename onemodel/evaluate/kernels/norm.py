@@ -1,5 +1,5 @@
 """Normalizations (ONNX 1-2): Batch (inference and training mode), Layer, Instance, Group, Lp,
-MeanVariance, RMS and local response normalization.
+MeanVariance and RMS normalization (LRN is in misc.py).
 
 Statistics of float16 and bfloat16 inputs are computed in float32 (the definitions' ``stash_type``
 default, and what BatchNormalization states for float16), results rounded back once.
@@ -157,25 +157,3 @@ def mean_variance_norm(ctx, x):
     y = (w - mean) / (np.sqrt(np.maximum(var, 0)) + np.asarray(1e-9, w.dtype))
     return _back(y, dt)
 
-
-@op("LRN", since=(1, 13))
-def lrn(ctx, x):
-    size = ctx.attr("size")
-    if not size or size < 1:
-        raise InvalidModelError(f"LRN size {size} is not a positive integer")
-    alpha = ctx.attr("alpha", 1e-4)
-    beta = ctx.attr("beta", 0.75)
-    bias = ctx.attr("bias", 1.0)
-    (w,), dt = _wide(x)
-    C = w.shape[1]
-    sq = w * w
-    # square_sum over channels [c - floor((size-1)/2), c + ceil((size-1)/2)] via a prefix sum
-    lo = (size - 1) // 2
-    hi = size - 1 - lo
-    csum = np.concatenate([np.zeros_like(sq[:, :1]), np.cumsum(sq, axis=1)], axis=1)
-    c = np.arange(C)
-    top = np.minimum(c + hi, C - 1) + 1
-    bottom = np.maximum(c - lo, 0)
-    square_sum = np.take(csum, top, axis=1) - np.take(csum, bottom, axis=1)
-    base = np.asarray(bias, w.dtype) + np.asarray(alpha / size, w.dtype) * square_sum
-    return _back(w / np.power(base, np.asarray(beta, w.dtype)), dt)
