@@ -131,6 +131,24 @@ def test_plain_v1_file_reads_into_the_natural_model():
     assert attrs["untyped"].type == 2 and attrs["nothing"].type == 7
     # a v1 reading of a plain file leaves nothing else to write back
     assert write(plain, BytesSink(), strict_v1=True) == []
+    # tensors only the extension referenced (training_info, attribute fields beyond the type)
+    # are not in the plain file's data region: its ranges cover the region exactly
+    ranges = set()
+
+    def walk(v):
+        if isinstance(v, dict):
+            if "data" in v and "dtype" in v and v["data"]["length"]:
+                ranges.add((v["data"]["offset"], v["data"]["length"]))
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    walk(manifest_of(data))
+    (data_length,) = struct.unpack_from("<Q", data, 40)
+    assert sum(-(-n // 64) * 64 for _, n in ranges) == -(-data_length // 64) * 64
+    assert len(data) < len(write_bytes(m))
 
 
 def test_without_extension_a_simple_model_needs_none():
