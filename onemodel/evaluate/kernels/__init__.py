@@ -24,6 +24,8 @@ MODULES = (
     "resize",
     "ml",
     "misc",
+    "vision",
+    "attention",
 )
 
 for _name in MODULES:

@@ -1,0 +1,166 @@
+"""Attention (opsets 23, 24, 25) and RotaryEmbedding (opset 23), default domain."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...errors import InvalidModelError
+from ...ir.dtypes import INFO
+from ..registry import op
+
+
+def _heads(x: np.ndarray, heads: int | None, what: str) -> np.ndarray:
+    """[B, S, H * D] -> [B, H, S, D] (3-D input), or the 4-D input itself."""
+    if x.ndim == 4:
+        return x
+    if x.ndim != 3 or not heads or x.shape[2] % heads:
+        raise InvalidModelError(f"Attention {what} of shape {list(x.shape)} needs 4 dims or a "
+                                f"num_heads attribute that divides its last dim")
+    b, s, h = x.shape
+    return x.reshape(b, s, heads, h // heads).transpose(0, 2, 1, 3)
+
+
+@op("Attention", since=(23, 24, 25))
+def attention(ctx, q, k, v, attn_mask=None, past_key=None, past_value=None,
+              nonpad_kv_seqlen=None):
+    """Attention: ``softmax(softcap(Q K^T * scale) + bias) V`` with multi-, grouped- and
+    multi-query heads.
+
+    Q [B, Hq, S, D] or [B, S, Hq * D] (``q_num_heads``); K, V [B, Hkv, L, D(v)] or 3-D
+    (``kv_num_heads``). ``past_key`` / ``past_value`` are prepended to K / V (outputs
+    present_key / present_value). The bias combines ``attn_mask`` (bool: False disallows;
+    float: added; a last dim shorter than the total length is padded with disallowed
+    positions), ``is_causal`` (query i sees key j iff j <= i + offset, offset the past length,
+    or ``nonpad_kv_seqlen - S`` without past), ``nonpad_kv_seqlen`` (keys past it are padding)
+    and, from opset 25, ``left_window_size`` / ``right_window_size``. ``scale`` defaults to
+    1/sqrt(D); a fully masked query row gives zeros. Outputs: Y (3-D when Q is), present_key,
+    present_value, qk_matmul_output (``qk_matmul_output_mode`` 0 raw scaled scores, 1 after
+    softcap, 2 after the bias, 3 after softmax).
+    """
+    q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+    out_dtype = q.dtype
+    three_d = q.ndim == 3
+    qh = _heads(q, ctx.attr("q_num_heads", None), "Q")
+    kh = _heads(k, ctx.attr("kv_num_heads", None), "K")
+    vh = _heads(v, ctx.attr("kv_num_heads", None), "V")
+    past_len = 0
+    if past_key is not None:
+        pk, pv = np.asarray(past_key), np.asarray(past_value)
+        past_len = pk.shape[2]
+        kh = np.concatenate([pk, kh], axis=2)
+        vh = np.concatenate([pv, vh], axis=2)
+    present_k, present_v = kh, vh
+    b, n_q, s_q, d = qh.shape
+    n_kv, total = kh.shape[1], kh.shape[2]
+    if n_q % n_kv:
+        raise InvalidModelError(f"{n_q} query heads are not a multiple of {n_kv} key heads")
+    work = np.float64
+    kr = np.repeat(kh, n_q // n_kv, axis=1).astype(work)
+    vr = np.repeat(vh, n_q // n_kv, axis=1).astype(work)
+    scale = ctx.attr("scale", None)
+    scale = 1 / math.sqrt(d) if scale is None else float(scale)
+    root = math.sqrt(scale)
+    scores = np.matmul(qh.astype(work) * root, np.swapaxes(kr * root, -1, -2))
+    raw = scores
+    softcap = float(ctx.attr("softcap", 0.0) or 0.0)
+    if softcap > 0:
+        scores = softcap * np.tanh(scores / softcap)
+    capped = scores
+    allowed = np.ones((b, 1, s_q, total), dtype=bool)
+    bias = np.zeros((1, 1, 1, 1))
+    if attn_mask is not None:
+        m = np.asarray(attn_mask)
+        if m.shape[-1] < total:
+            fill = False if m.dtype == np.bool_ else -np.inf
+            pad = [(0, 0)] * (m.ndim - 1) + [(0, total - m.shape[-1])]
+            m = np.pad(m, pad, constant_values=fill)
+        if m.dtype == np.bool_:
+            allowed = allowed & m
+        else:
+            bias = m.astype(work)
+    j = np.arange(total)[None, None, None, :]
+    i = np.arange(s_q)[None, None, :, None]
+    if nonpad_kv_seqlen is not None:
+        lens = np.asarray(nonpad_kv_seqlen).astype(np.int64).reshape(-1, 1, 1, 1)
+        allowed = allowed & (j < lens)
+        offset = lens - s_q if past_key is None else np.full((b, 1, 1, 1), past_len)
+    else:
+        offset = np.full((b, 1, 1, 1), past_len)
+    if int(ctx.attr("is_causal", 0)):
+        allowed = allowed & (j <= i + offset)
+    left = int(ctx.attr("left_window_size", -1))
+    right = int(ctx.attr("right_window_size", -1))
+    if left >= 0:
+        allowed = allowed & (j >= i + offset - left)
+    if right >= 0:
+        allowed = allowed & (j <= i + offset + right)
+    scores = np.where(allowed, scores + bias, -np.inf)
+    biased = scores
+    precision = ctx.attr("softmax_precision", None)
+    sm_in = scores.astype(INFO[int(precision)].dtype).astype(work) if precision else scores
+    top = sm_in.max(axis=-1, keepdims=True)
+    dead = ~np.isfinite(top)
+    e = np.exp(sm_in - np.where(dead, 0, top))
+    e = np.where(np.isfinite(sm_in), e, 0.0)
+    total_e = e.sum(axis=-1, keepdims=True)
+    probs = np.where(dead | (total_e == 0), 0.0, e / np.where(total_e == 0, 1, total_e))
+    y = np.matmul(probs, vr)
+    if three_d:
+        y = y.transpose(0, 2, 1, 3).reshape(b, s_q, -1)
+    mode = int(ctx.attr("qk_matmul_output_mode", 0))
+    qk_out = {0: raw, 1: capped, 2: biased, 3: probs}.get(mode)
+    if qk_out is None:
+        raise InvalidModelError(f"qk_matmul_output_mode {mode} is not 0, 1, 2 or 3")
+    return (y.astype(out_dtype), present_k, present_v, qk_out.astype(out_dtype))
+
+
+@op("RotaryEmbedding", since=23)
+def rotary_embedding(ctx, x, cos_cache, sin_cache, position_ids=None):
+    """RotaryEmbedding: rotate the first ``rotary_embedding_dim`` (default: all) features of
+    every head by the angles whose cos / sin are given (indexed by ``position_ids`` when
+    present), in halves or, with ``interleaved``, in even/odd pairs.
+
+    X [B, H, S, D] or [B, S, H * D] (``num_heads``); caches [max_pos, R / 2] with position_ids
+    [B, S], else [B, S, R / 2]. Output has X's shape and dtype.
+    """
+    x = np.asarray(x)
+    shape = x.shape
+    if x.ndim == 4:
+        t = x.transpose(0, 2, 1, 3)
+    elif x.ndim == 3:
+        heads = int(ctx.attr("num_heads", 0) or 0)
+        if not heads or shape[2] % heads:
+            raise InvalidModelError("RotaryEmbedding of a 3-D input needs num_heads dividing "
+                                    "its last dim")
+        t = x.reshape(shape[0], shape[1], heads, shape[2] // heads)
+    else:
+        raise InvalidModelError(f"RotaryEmbedding input must be 3-D or 4-D, not {list(shape)}")
+    d = t.shape[3]
+    rot = int(ctx.attr("rotary_embedding_dim", 0) or 0) or d
+    if rot > d or rot % 2:
+        raise InvalidModelError(f"rotary_embedding_dim {rot} does not fit head size {d}")
+    cos = np.asarray(cos_cache)
+    sin = np.asarray(sin_cache)
+    if position_ids is not None:
+        pos = np.asarray(position_ids).astype(np.int64)
+        if pos.size and (pos.min() < 0 or pos.max() >= cos.shape[0]):
+            raise InvalidModelError("RotaryEmbedding position_ids exceed the caches")
+        cos, sin = cos[pos], sin[pos]
+    half = rot // 2
+    cos = cos[..., :half].astype(np.float64)[:, :, None, :]  # [B, S, 1, R/2]
+    sin = sin[..., :half].astype(np.float64)[:, :, None, :]
+    xr = t[..., :rot].astype(np.float64)
+    if int(ctx.attr("interleaved", 0)):
+        a, c = xr[..., 0::2], xr[..., 1::2]
+        out = np.empty_like(xr)
+        out[..., 0::2] = a * cos - c * sin
+        out[..., 1::2] = c * cos + a * sin
+    else:
+        a, c = xr[..., :half], xr[..., half:]
+        out = np.concatenate([a * cos - c * sin, c * cos + a * sin], axis=-1)
+    res = np.concatenate([out.astype(x.dtype), t[..., rot:]], axis=-1)
+    if x.ndim == 4:
+        return res.transpose(0, 2, 1, 3)
+    return res.reshape(shape)
