@@ -187,8 +187,10 @@ def build() -> None:
          variant(lambda m: node(m).update(inputs=["x", 7])))
     case("Malformed", "typed-name-missing-name", "manifest.graph.inputs[0]",
          variant(lambda m: g(m)["inputs"][0].pop("name")))
-    case("Unsupported", "unknown-dtype", f"{INIT}.dtype", variant(lambda m: init(m).update(dtype=99)))
-    case("Unsupported", "dtype-undefined", f"{INIT}.dtype", variant(lambda m: init(m).update(dtype=0)))
+    case("Unsupported", "unknown-dtype", f"{INIT}.dtype",
+         variant(lambda m: init(m).update(dtype=99)))
+    case("Unsupported", "dtype-undefined", f"{INIT}.dtype",
+         variant(lambda m: init(m).update(dtype=0)))
     case("Malformed", "dims-missing", INIT, variant(lambda m: init(m).pop("dims")))
     case("Malformed", "data-missing", INIT, variant(lambda m: init(m).pop("data")))
     case("Malformed", "dims-float", f"{INIT}.dims[0]",

@@ -1,4 +1,6 @@
-"""The ONNX-preservation extension: what a plain version 1 reading would lose (docs/format-extension.md).
+"""The ONNX-preservation extension: what a plain version 1 reading would lose.
+
+The format of the extension is documented in docs/format-extension.md.
 
 Section 1.2 lets a file carry fields a version 1 reader does not know: it ignores them and still
 sees the same model. The extension uses that. Every manifest object of a codec class (Model,

@@ -36,8 +36,7 @@ from ...ir.types import (Dimension, MapType, OpaqueType, OptionalType, SequenceT
                          SparseTensorType, TensorType, Type)
 from ...limits import MAX_CONTAINER_TENSOR_BYTES, MAX_ELEMENT_COUNT, MAX_MODEL_NESTING
 from .manifest import (INT64_MAX, INT64_MIN, UINT32_MAX, as_bytes, as_int, as_list, as_obj,
-                       as_str, b64, bytes_list, get_int, get_list, get_str, int_list, req,
-                       str_list)
+                       b64, bytes_list, get_int, get_list, get_str, int_list, req, str_list)
 
 FORMAT_NAME = "onemodel"
 FORMAT_VERSION = 1

@@ -3,7 +3,6 @@ in-memory model, and small helpers. Only onemodel.ir is used (no onnx)."""
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 
 from onemodel.ir import (Attribute, AttributeType, DeviceConfiguration, Dimension, Function,
@@ -247,4 +246,4 @@ def simple_model(weights: np.ndarray | None = None) -> Model:
 
 
 __all__ = ["sink_model", "simple_model", "every_type", "every_attribute", "all_dtype_tensors",
-           "typed_tensors", "external_tensor", "vi", "OPSETS", "ml_dtypes"]
+           "typed_tensors", "external_tensor", "vi", "OPSETS"]

@@ -15,8 +15,7 @@ from onemodel.errors import InvalidModelError, IoError, OneModelError, Unsupport
 from onemodel.formats.container import PLUGIN, read, read_bytes, write, write_bytes
 from onemodel.formats.container.header import Header, parse_header
 from onemodel.formats.container.manifest import json_depth
-from onemodel.ir import (Attribute, Graph, LazyBuffer, Model, Node, OperatorSetId,
-                         SequenceType, Tensor, Type)
+from onemodel.ir import Attribute, Graph, LazyBuffer, Model, Node, SequenceType, Tensor, Type
 from onemodel.limits import MAX_MANIFEST_BYTES
 from onemodel.storage import BytesSink, LocalSink, LocalSource, MemorySource
 from onemodel.storage.base import RangeBuffer, Sink, Source
@@ -201,7 +200,8 @@ def test_tensors_read_from_a_file_are_copied_from_the_source_when_rewritten():
     back.graph.initializers[0].raw_data = np.zeros(100, np.float32).view(np.uint8)
     sink = _RecordingSink()
     write(back, sink)
-    assert sink.copies == [] and read_bytes(sink.getvalue()).graph.initializers[0].numpy().sum() == 0
+    assert sink.copies == []
+    assert read_bytes(sink.getvalue()).graph.initializers[0].numpy().sum() == 0
 
 
 class _Remote(Source):

@@ -111,7 +111,8 @@ def test_plain_v1_file_reads_into_the_natural_model():
     data = sink.getvalue()
     assert '"onnx"' not in data.decode("latin-1")
     joined = "\n".join(left_out)
-    for expect in ("manifest: ir_version", "training_info", "manifest.graph: quantization_annotations",
+    for expect in ("manifest: ir_version", "training_info",
+                   "manifest.graph: quantization_annotations",
                    "original node order", "manifest.graph.nodes[1]: metadata_props",
                    "manifest.graph.nodes[3].attributes[18]: f, s, t, tp"):
         assert expect in joined
