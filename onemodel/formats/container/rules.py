@@ -56,6 +56,11 @@ def check_model(model: Model, *, prefix: str = "", paths: dict | None = None) ->
     return orders
 
 
+def _undeclared(node, npath: str) -> InvalidModelError:
+    return InvalidModelError(f"domain {node.domain or ''!r} of node {node.op_type!r} is not "
+                             "imported by opsets", path=f"{npath}.domain")
+
+
 def _subgraphs(node, npath: str, paths: dict):
     for j, a in enumerate(node.attributes):
         if a.g is not None:
@@ -70,8 +75,7 @@ def _function_domains(nodes, path: str, domains: set, paths: dict, depth: int) -
     for i, node in enumerate(nodes):
         npath = f"{path}.nodes[{i}]"
         if _norm(node.domain) not in domains:
-            raise InvalidModelError(f"domain {node.domain!r} of node {node.op_type!r} is not "
-                                    "imported by opsets", path=f"{npath}.domain")
+            raise _undeclared(node, npath)
         for g, gpath in _subgraphs(node, npath, paths):
             _function_domains(g.nodes, gpath, domains, paths, depth + 1)
 
@@ -128,8 +132,7 @@ def _graph(g: Graph, gpath: str, outer: list, domains: set, orders: dict, paths:
     for i, node in enumerate(g.nodes):
         npath = f"{gpath}.nodes[{i}]"
         if _norm(node.domain) not in domains:
-            raise InvalidModelError(f"domain {node.domain!r} of node {node.op_type!r} is not "
-                                    "imported by opsets", path=f"{npath}.domain")
+            raise _undeclared(node, npath)
         mine: set = set()
         for k, n in enumerate(node.inputs):
             if n:
