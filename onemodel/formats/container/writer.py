@@ -271,11 +271,15 @@ def _write_tensor(p: Plan, sink: Sink) -> None:
         sink.write(memoryview(p.array).cast("B"))
         return
     buf = p.buffer
+    if isinstance(buf, RangeBuffer):
+        if buf.loaded:  # already fetched: no second request
+            sink.write(buf.view())
+        else:  # streamed in bounded chunks, never held whole
+            sink.copy_from(buf.source, buf.offset, p.nbytes)
+        return
     where = p.tensor.origin_of(buf) if p.tensor.origin is not None else None
-    if where is not None:
+    if where is not None:  # an untouched view of a source: file to file (kernel-side if local)
         sink.copy_from(where[0], where[1], p.nbytes)
-    elif isinstance(buf, RangeBuffer) and not buf.loaded:
-        sink.copy_from(buf.source, buf.offset, p.nbytes)
     else:
         sink.write(buffer_view(buf))
 
