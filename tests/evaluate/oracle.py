@@ -30,7 +30,7 @@ def node_model(op_type: str, feeds: dict, inputs: list[str], outputs: list[str],
 
     Graph inputs are the names of ``inputs`` found in ``feeds`` (typed after their values) or in
     ``infos`` (name -> ValueInfoProto, for sequences and maps); ``""`` leaves an input out.
-    Outputs are untyped. ``domain`` other than the default is imported at version ``opset`` too
+    Graph outputs are the non-empty names of ``outputs``, untyped. ``domain`` other than the default is imported at version ``opset`` too
     (with the default domain at 21 in that case).
     """
     infos = infos or {}
@@ -41,7 +41,8 @@ def node_model(op_type: str, feeds: dict, inputs: list[str], outputs: list[str],
         graph_inputs.append(infos[name] if name in infos else tensor_info(name, feeds[name]))
     node = helper.make_node(op_type, inputs, outputs, domain=domain or None, **attrs)
     graph = helper.make_graph([node], "g", graph_inputs,
-                              [helper.make_value_info(n, onnx.TypeProto()) for n in outputs])
+                              [helper.make_value_info(n, onnx.TypeProto()) for n in outputs
+                               if n])
     opsets = [helper.make_opsetid("", opset if not domain else 21)]
     if domain:
         opsets.append(helper.make_opsetid(domain, opset))
