@@ -44,7 +44,8 @@ def attribute_value(attr: Attribute):
 
     FLOAT -> float, INT -> int, STRING -> str (UTF-8, undecodable bytes kept with
     ``surrogateescape``), FLOATS -> list[float], INTS -> list[int], STRINGS -> list[str],
-    TENSOR -> ndarray (zero-copy where the tensor allows; STRING elements as str), TENSORS -> list of ndarrays,
+    TENSOR -> ndarray (zero-copy where the tensor allows; STRING elements as str),
+    TENSORS -> list of ndarrays,
     GRAPH -> ir.Graph, GRAPHS -> list of ir.Graph, SPARSE_TENSOR -> dense ndarray,
     SPARSE_TENSORS -> list of dense ndarrays, TYPE_PROTO -> ir.Type, TYPE_PROTOS -> list of ir.Type.
     """

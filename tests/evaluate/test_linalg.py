@@ -52,7 +52,8 @@ def test_gemm(attrs, c_shape):
 @pytest.mark.parametrize("eq, shapes", [("ij,jk->ik", [(2, 3), (3, 4)]),
                                         ("bij,bjk->bik", [(2, 2, 3), (2, 3, 2)]),
                                         ("ii->i", [(3, 3)]), ("ij->", [(2, 3)]),
-                                        ("i,j", [(2,), (3,)]), ("...ij,...jk", [(2, 2, 3), (3, 2)])])
+                                        ("i,j", [(2,), (3,)]),
+                                        ("...ij,...jk", [(2, 2, 3), (3, 2)])])
 def test_einsum(eq, shapes):
     feeds = {f"x{i}": _r(*s) for i, s in enumerate(shapes)}
     model = node_model("Einsum", feeds, list(feeds), ["y"], equation=eq)

@@ -4,8 +4,8 @@ explicit pads or ``auto_pad``.
 Conv gathers the receptive fields as a strided view of the padded input and copies it once into
 columns [N, group, C/group * kernel, output positions] (im2col), then multiplies the weights with
 them in one batched matrix product, which leaves the result in NCHW order; a 1x1 convolution with
-unit strides is a plain matrix product. ConvTranspose multiplies first and then adds each kernel tap's
-contribution into the output (col2im), one vectorized addition per kernel position.
+unit strides is a plain matrix product. ConvTranspose multiplies first and then adds each kernel
+tap's contribution into the output (col2im), one vectorized addition per kernel position.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Pooling (ONNX 1-2): MaxPool (with Indices), AveragePool, LpPool and their global forms.
 
 Each pooling combines, for every kernel position, the strided view of the padded input that
-position reads (see :func:`.conv.taps`): one vectorized maximum or sum per kernel position. Output extents follow the definitions: with explicit pads,
+position reads (see :func:`.conv.taps`): one vectorized maximum or sum per kernel position.
+Output extents follow the definitions: with explicit pads,
 ``floor`` (or ``ceil`` with ``ceil_mode=1``) of ``(in + pads - dilated kernel) / stride + 1``,
 dropping a last window that would start in the end padding; with ``SAME_*``, ``ceil(in/stride)``;
 with ``VALID``, ``ceil((in - dilated kernel + 1) / stride)``.

@@ -142,7 +142,8 @@ def tile(ctx, x, repeats):
 @op("Tile", since=1)
 def tile_v1(ctx, x, tiles, axis):
     reps = [1] * x.ndim
-    reps[_axis(int(np.asarray(axis).reshape(-1)[0]), x.ndim)] = int(np.asarray(tiles).reshape(-1)[0])
+    a = _axis(int(np.asarray(axis).reshape(-1)[0]), x.ndim)
+    reps[a] = int(np.asarray(tiles).reshape(-1)[0])
     return np.tile(x, reps)
 
 
