@@ -439,8 +439,7 @@ class Session:
                     env[name] = _normalize(res)
             else:
                 if not isinstance(res, (tuple, list)):
-                    raise InvalidModelError(f"kernel of {_label(st.node)} returned one value for "
-                                            f"{nout} outputs", path=st.path)
+                    res = (res,)  # one value: the first output (the others must be unnamed)
                 if len(res) < nout:
                     for name in outs[len(res):]:
                         if name:

@@ -116,3 +116,10 @@ def test_global_lp_pool_hand_computed():
     np.testing.assert_allclose(y.reshape(-1), [5.0, np.sqrt(2)], rtol=1e-6)
     (y,) = ours(node_model("GlobalLpPool", {"x": x}, ["x"], ["y"], p=1), {"x": x})
     np.testing.assert_allclose(y.reshape(-1), [7.0, 2.0], rtol=1e-6)
+
+
+def test_maxpool_with_an_unnamed_indices_output():
+    x = _r(1, 1, 4, 4)
+    model = node_model("MaxPool", {"x": x}, ["x"], ["y", ""], kernel_shape=[2, 2], strides=[2, 2])
+    (y,) = ours(model, {"x": x})
+    np.testing.assert_array_equal(y[0, 0], x[0, 0].reshape(2, 2, 2, 2).max(axis=(1, 3)))

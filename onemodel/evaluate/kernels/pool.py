@@ -75,7 +75,7 @@ def max_pool(ctx, x):
             np.maximum(best, view, out=best)
     y = _back(best, dt)
     if not want_idx:
-        return y
+        return y, None
     # Indices: the flat position of each maximum in x, row-major (or column-major with
     # storage_order=1), counting N and C too.
     nd = len(out)
