@@ -24,7 +24,8 @@ Kernel convention (every built-in kernel follows it, and so must a user kernel):
   does not compute; entries past the node's output count are ignored), or the value itself.
   For a node with exactly one output, a tuple is unpacked (its first entry is the value) and
   anything else -- a **list included** -- is the value (a list is a sequence value). For a node
-  with several outputs, a list is accepted as one entry per output too. So: return a tuple for
+  with several outputs, a list is accepted as one entry per output too, and a single value is
+  the first output (the node's other outputs must then be unnamed). So: return a tuple for
   outputs, a list only for a sequence value. ``ctx.run_graph`` returns a tuple.
 * optional trailing inputs: a node may omit trailing inputs. The runner passes ``None`` for
   them up to the kernel's number of positional parameters (after ``ctx``); a kernel taking
