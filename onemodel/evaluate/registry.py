@@ -19,7 +19,9 @@ Kernel convention (every built-in kernel follows it, and so must a user kernel):
   a ``dict`` for a map value; an optional-typed value is passed as its value or ``None``.
 * ``ctx`` is a :class:`~onemodel.evaluate.context.Context`: ``ctx.attrs``, ``ctx.attr(name,
   default)``, ``ctx.attr_bytes(name)``, ``ctx.opset``, ``ctx.node``, ``ctx.num_outputs``,
-  ``ctx.run_graph(graph, inputs)``.
+  ``ctx.run_graph(graph, inputs)``, ``ctx.output_used(i)``, ``ctx.path``.
+* element types: numpy dtypes, ml_dtypes for bfloat16, float8, int4/uint4/int2/uint2, float4 and
+  float6 (one element per byte, unpacked); a STRING tensor is an object array of ``str``.
 * returns the outputs: a **tuple** with one entry per node output (``None`` for an output it
   does not compute; entries past the node's output count are ignored), or the value itself.
   For a node with exactly one output, a tuple is unpacked (its first entry is the value) and
