@@ -1,0 +1,248 @@
+"""onemodel's ONNX reader (C decoder and pure Python) side by side with onnx.load and onnx_ir.load.
+
+Generates two models in a temporary directory and prints, in one run, median times and ratios:
+
+* graph-heavy: 50,000 small nodes and 20,000 tiny initializers (like a large exported graph):
+  onemodel read with the C decoder and with ONEMODEL_PURE_PYTHON=1, onnx.load, onnx_ir.load.
+  Targets: onemodel (C) <= 1.0x onnx.load and <= 0.1x onnx_ir.load. The C read is also split
+  into its decode and its tensor checks (checks.check_tensors).
+* weights: ~1 GB of float32 weights inline (``--gb``): onemodel read vs onnx.load (and
+  onnx_ir.load for reference). Targets: time <= 0.1x onnx.load; peak RSS growth <= 0.1x, measured
+  in a child process per tool (VmHWM, the peak resident set of the process, after the load minus
+  the resident set just before it; ru_maxrss is not used: Linux carries it over from the parent
+  across exec).
+
+onemodel reads through a memory map of the file: ``onemodel.storage.LocalSource`` +
+``onemodel.formats.onnx.read(source)``, so raw_data values are views of the map.
+
+    python benchmarks/onnx_read.py [--gb 1.0] [--repeat 7] [--dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+PY = sys.executable
+
+
+def median_time(fn, repeat: int) -> float:
+    """Median wall time of ``fn()`` in seconds; what it returns is dropped outside the timing."""
+    times = []
+    for _ in range(repeat):
+        gc.collect()
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+        del out
+    return statistics.median(times)
+
+
+def make_heavy(path: str) -> None:
+    """50,000 nodes (20,000 Add with a 4-float initializer each, then 30,000 Relu), in a chain."""
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+
+    nodes, inits, prev = [], [], "x"
+    for i in range(50_000):
+        if i < 20_000:
+            inits.append(numpy_helper.from_array(np.full((4,), i, np.float32), f"w{i}"))
+            nodes.append(helper.make_node("Add", [prev, f"w{i}"], [f"t{i}"], name=f"n{i}"))
+        else:
+            nodes.append(helper.make_node("Relu", [prev], [f"t{i}"], name=f"n{i}"))
+        prev = f"t{i}"
+    g = helper.make_graph(nodes, "heavy", [helper.make_tensor_value_info("x", 1, [4])],
+                          [helper.make_tensor_value_info(prev, 1, [4])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)]), path)
+
+
+def make_weights(path: str, gb: float) -> None:
+    """A chain of 64 MatMuls over ``gb`` GiB of float32 weights, all inline (raw_data)."""
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+
+    n = 64
+    side = int((gb * (1 << 30) / 4 / n) ** 0.5)
+    nodes, inits, prev = [], [], "x"
+    base = np.arange(side * side, dtype=np.float32).reshape(side, side) / (side * side)
+    for i in range(n):
+        inits.append(numpy_helper.from_array(base + i, f"w{i}"))
+        nodes.append(helper.make_node("MatMul", [prev, f"w{i}"], [f"h{i}"], name=f"mm{i}"))
+        prev = f"h{i}"
+    g = helper.make_graph(nodes, "weights", [helper.make_tensor_value_info("x", 1, ["N", side])],
+                          [helper.make_tensor_value_info(prev, 1, ["N", side])], inits)
+    data = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)]).SerializeToString()
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+CHILD = textwrap.dedent("""
+    import json, os, sys, time
+    def rss():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    tool, path = sys.argv[1], sys.argv[2]
+    if tool == "onnx":
+        import onnx
+        load = lambda: onnx.load(path)
+    elif tool == "onnx_ir":
+        import onnx_ir
+        load = lambda: onnx_ir.load(path)
+    else:
+        if tool == "onemodel-py":
+            os.environ["ONEMODEL_PURE_PYTHON"] = "1"
+        from onemodel.formats.onnx import read
+        from onemodel.storage import LocalSource
+        load = lambda: read(LocalSource(path))
+    def status(key):  # VmHWM: peak resident set of this process image (not inherited by exec)
+        with open("/proc/self/status") as f:
+            return next(int(l.split()[1]) * 1024 for l in f if l.startswith(key + ":"))
+    before, anon = rss(), status("RssAnon")
+    assert status("VmHWM") < before + (64 << 20), "peak before the load is not the current size"
+    t = time.perf_counter()
+    m = load()
+    dt = time.perf_counter() - t
+    print(json.dumps({"seconds": dt, "rss_growth": max(status("VmHWM") - before, 0),
+                      "anon_growth": status("RssAnon") - anon}))
+""")
+
+
+def child_load(tool: str, path: str) -> dict:
+    """``{"seconds", "rss_growth"}`` of one load of ``path`` by ``tool`` in a fresh process."""
+    env = dict(os.environ)
+    env.pop("ONEMODEL_PURE_PYTHON", None)
+    out = subprocess.run([PY, "-c", CHILD, tool, path], capture_output=True, text=True,
+                         check=True, env=env)
+    return json.loads(out.stdout)
+
+
+def fmt(v: float, unit: str) -> str:
+    return f"{v * 1000:9.1f} ms" if unit == "s" else f"{v / 2**20:9.1f} MiB"
+
+
+def ratio_line(label: str, ours: float, theirs: float, target: float, unit: str = "s") -> str:
+    ratio = ours / theirs if theirs else float("inf")
+    verdict = "OK  " if ratio <= target else "MISS"
+    return (f"{verdict} {label:<44} {fmt(ours, unit)} vs {fmt(theirs, unit)}   ratio "
+            f"{ratio:6.3f}  (target <= {target})")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--gb", type=float, default=1.0, help="GiB of weights in the second model")
+    ap.add_argument("--repeat", type=int, default=7, help="timed runs per tool (median)")
+    ap.add_argument("--dir", default=None, help="work directory (default: a temp dir, removed)")
+    args = ap.parse_args()
+
+    import onnx
+    import onnx_ir
+
+    from onemodel.formats.onnx import read
+    from onemodel.storage import LocalSource
+
+    dec = importlib.import_module("onemodel.formats.onnx.decode")
+    checks = importlib.import_module("onemodel.formats.onnx.checks")
+
+    work = args.dir or tempfile.mkdtemp(prefix="onemodel-onnx-read-")
+    os.makedirs(work, exist_ok=True)
+    heavy, weights = os.path.join(work, "heavy.onnx"), os.path.join(work, "weights.onnx")
+    try:
+        if not os.path.exists(heavy):
+            make_heavy(heavy)
+        if not os.path.exists(weights):
+            make_weights(weights, args.gb)
+        for p in (heavy, weights):  # warm the page cache for every tool alike
+            with open(p, "rb") as f:
+                while f.read(1 << 24):
+                    pass
+        print(f"python {sys.version.split()[0]}, onnx {onnx.__version__}, "
+              f"onnx_ir {onnx_ir.__version__}; C decoder: "
+              f"{'in use' if dec._C is not None else 'NOT BUILT (' + str(dec._C_ERROR) + ')'}")
+        print(f"heavy.onnx {os.path.getsize(heavy) / 2**20:.1f} MiB, "
+              f"weights.onnx {os.path.getsize(weights) / 2**30:.2f} GiB, repeat {args.repeat}")
+
+        def ours(path, pure=False):
+            def run():
+                old = os.environ.pop("ONEMODEL_PURE_PYTHON", None)
+                if pure:
+                    os.environ["ONEMODEL_PURE_PYTHON"] = "1"
+                try:
+                    src = LocalSource(path)
+                    return read(src)
+                finally:
+                    os.environ.pop("ONEMODEL_PURE_PYTHON", None)
+                    if old is not None:
+                        os.environ["ONEMODEL_PURE_PYTHON"] = old
+            return run
+
+        r = args.repeat
+        print("\n== graph-heavy (50,000 nodes, 20,000 initializers)")
+        h = {
+            "onemodel read (C)": median_time(ours(heavy), r),
+            "onemodel read (pure Python)": median_time(ours(heavy, pure=True), max(3, r // 2)),
+            "onnx.load": median_time(lambda: onnx.load(heavy), r),
+            "onnx_ir.load": median_time(lambda: onnx_ir.load(heavy), max(3, r // 2)),
+        }
+        for k, v in h.items():
+            print(f"  {k:<32} {fmt(v, 's')}")
+        src = LocalSource(heavy)
+        seen = []
+        def keep(root, ts):
+            seen[:] = [(root, ts)]
+
+        t_dec = median_time(lambda: dec.decode(src.whole(), origin=src, check=keep), r)
+        root, tensors = seen[-1]
+        seen.clear()
+        t_chk = median_time(lambda: checks.check_tensors(root, tensors), r)
+        print(f"  (C read = decode {fmt(t_dec, 's').strip()} + tensor checks "
+              f"{fmt(t_chk, 's').strip()} for {len(tensors)} tensors)")
+        del root, tensors
+        src.close()
+
+        print(f"\n== weights ({os.path.getsize(weights) / 2**30:.2f} GiB of float32 inline)")
+        w = {
+            "onemodel read (C)": median_time(ours(weights), r),
+            "onnx.load": median_time(lambda: onnx.load(weights), max(3, r // 2)),
+            "onnx_ir.load": median_time(lambda: onnx_ir.load(weights), max(3, r // 2)),
+        }
+        for k, v in w.items():
+            print(f"  {k:<32} {fmt(v, 's')}")
+        kids = {tool: child_load(tool, weights) for tool in ("onemodel", "onnx")}
+        rss = {tool: k["rss_growth"] for tool, k in kids.items()}
+        for tool, k in kids.items():
+            print(f"  {tool:<10} child: peak RSS growth {fmt(k['rss_growth'], 'B').strip()}, of "
+                  f"which anonymous {fmt(k['anon_growth'], 'B').strip()} (the rest: pages of the "
+                  "mapped file, shared with the page cache)" if tool == "onemodel" else
+                  f"  {tool:<10} child: peak RSS growth {fmt(k['rss_growth'], 'B').strip()}")
+
+        print("\n== targets")
+        print(ratio_line("graph-heavy: onemodel (C) vs onnx.load", h["onemodel read (C)"],
+                         h["onnx.load"], 1.0))
+        print(ratio_line("graph-heavy: onemodel (C) vs onnx_ir.load", h["onemodel read (C)"],
+                         h["onnx_ir.load"], 0.1))
+        print(ratio_line("weights: onemodel (C) vs onnx.load, time", w["onemodel read (C)"],
+                         w["onnx.load"], 0.1))
+        print(ratio_line("weights: onemodel vs onnx.load, peak RSS", rss["onemodel"], rss["onnx"],
+                         0.1, unit="B"))
+        print(f"     (pure Python graph-heavy: {h['onemodel read (pure Python)'] / h['onnx.load']:.2f}"
+              f"x onnx.load, {h['onemodel read (pure Python)'] / h['onnx_ir.load']:.3f}x "
+              "onnx_ir.load)")
+    finally:
+        if not args.dir:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
