@@ -8,12 +8,15 @@ QLinearConv. Narrow element types are the ml_dtypes types of :data:`onemodel.ir.
 
 from __future__ import annotations
 
+import math
+
 import ml_dtypes
 import numpy as np
 
 from ...errors import InvalidModelError, UnsupportedError
 from ...ir.dtypes import FROM_NUMPY, INFO, DataType
 from ..registry import op
+from .conv import conv_pads, windows
 
 D = DataType
 
@@ -311,80 +314,31 @@ def _requantize(value: np.ndarray, zero_point, out_code: int) -> np.ndarray:
 
 # -- integer convolution ----------------------------------------------------------------------
 
-def conv_geometry(in_spatial, kernel, attrs) -> tuple[list, list, list, list]:
-    """Strides, dilations, begin pads and end pads of a Conv-family node (ONNX Conv attributes).
-
-    ``auto_pad`` SAME_UPPER / SAME_LOWER pad so that the output has ``ceil(in / stride)``
-    positions (the odd pad at the end for SAME_UPPER, at the beginning for SAME_LOWER); VALID
-    pads nothing; NOTSET uses ``pads`` (default zeros).
-    """
-    n = len(in_spatial)
-    strides = list(attrs.get("strides") or [1] * n)
-    dil = list(attrs.get("dilations") or [1] * n)
-    auto = attrs.get("auto_pad", "NOTSET") or "NOTSET"
-    if len(strides) != n or len(dil) != n:
-        raise InvalidModelError(f"strides {strides} / dilations {dil} do not have {n} entries")
-    if auto in ("SAME_UPPER", "SAME_LOWER"):
-        begin, end = [], []
-        for size, k, s, d in zip(in_spatial, kernel, strides, dil):
-            out = -(-size // s)
-            total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
-            small = total // 2
-            big = total - small
-            begin.append(small if auto == "SAME_UPPER" else big)
-            end.append(big if auto == "SAME_UPPER" else small)
-    elif auto == "VALID":
-        begin, end = [0] * n, [0] * n
-    elif auto == "NOTSET":
-        pads = list(attrs.get("pads") or [0] * (2 * n))
-        if len(pads) != 2 * n:
-            raise InvalidModelError(f"pads {pads} do not have {2 * n} entries")
-        begin, end = pads[:n], pads[n:]
-    else:
-        raise UnsupportedError(f"auto_pad {auto!r} is not one of NOTSET, SAME_UPPER, "
-                               "SAME_LOWER, VALID")
-    return strides, dil, begin, end
-
-
-def conv_nd(x: np.ndarray, w: np.ndarray, attrs: dict, pad_value=0) -> np.ndarray:
-    """N-D grouped convolution (cross-correlation) of ONNX Conv, vectorized with window views.
-
-    x: [N, C, *spatial]; w: [M, C / group, *kernel]; attributes ``group``, ``strides``,
-    ``dilations``, ``pads``, ``auto_pad``. The padding is filled with ``pad_value``. Computes in
-    x's dtype promoted with w's (callers pass float64 for exact integer sums).
-    Returns [N, M, *out_spatial].
-    """
-    group = int(attrs.get("group", 1) or 1)
+def _conv_exact(x: np.ndarray, w: np.ndarray, attrs: dict) -> np.ndarray:
+    """Grouped N-D convolution of float64 x [N, C, *in] and w [M, C/group, *k] with the Conv
+    attributes, by the Conv kernels' im2col (exact for integer values below 2**53)."""
     n_sp = x.ndim - 2
+    if n_sp < 1:
+        raise InvalidModelError(f"the input has rank {x.ndim}; at least 3 expected")
+    group = int(attrs.get("group", 1) or 1)
     kernel = list(w.shape[2:])
     if attrs.get("kernel_shape") and list(attrs["kernel_shape"]) != kernel:
         raise InvalidModelError(f"kernel_shape {attrs['kernel_shape']} differs from the "
                                 f"weight shape {kernel}")
-    c, m = x.shape[1], w.shape[0]
-    if c % group or m % group or w.shape[1] * group != c:
-        raise InvalidModelError(f"group {group} does not fit {c} input and {m} output channels "
-                                f"with weights {list(w.shape)}")
-    strides, dil, begin, end = conv_geometry(x.shape[2:], kernel, attrs)
-    pad_width = [(0, 0), (0, 0)] + list(zip(begin, end))
-    if any(p < 0 for pair in pad_width for p in pair):
-        raise InvalidModelError("negative pads are not allowed")
-    xp = np.pad(x, pad_width, constant_values=pad_value)
-    extent = [(k - 1) * d + 1 for k, d in zip(kernel, dil)]
-    if any(xp.shape[2 + i] < extent[i] for i in range(n_sp)):
-        raise InvalidModelError("the kernel is larger than the padded input")
-    win = np.lib.stride_tricks.sliding_window_view(xp, extent, axis=tuple(range(2, 2 + n_sp)))
-    sel = tuple([slice(None)] * 2 + [slice(None, None, s) for s in strides]
-                + [slice(None, None, d) for d in dil])
-    win = win[sel]  # [N, C, *out, *kernel]
-    outs = []
-    cg, mg = c // group, m // group
-    letters = "abcdefgh"[:n_sp]
-    kl = "pqrstuvw"[:n_sp]
-    spec = f"nc{letters}{kl},mc{kl}->nm{letters}"
-    for g in range(group):
-        outs.append(np.einsum(spec, win[:, g * cg:(g + 1) * cg],
-                              w[g * mg:(g + 1) * mg], optimize=True))
-    return np.concatenate(outs, axis=1) if group > 1 else outs[0]
+    strides = list(attrs.get("strides") or [1] * n_sp)
+    dil = list(attrs.get("dilations") or [1] * n_sp)
+    if len(strides) != n_sp or len(dil) != n_sp or min(strides + dil) < 1:
+        raise InvalidModelError(f"strides {strides} / dilations {dil} do not fit {n_sp} axes")
+    n, c = x.shape[:2]
+    m = w.shape[0]
+    if c != w.shape[1] * group or m % group:
+        raise InvalidModelError(f"{c} input channels, weights {list(w.shape)}, group {group}")
+    begin, _, out = conv_pads(attrs.get("auto_pad", "NOTSET") or "NOTSET", x.shape[2:], kernel,
+                              strides, dil, attrs.get("pads"))
+    k = math.prod(kernel)
+    cols = windows(x, kernel, strides, dil, begin, out).reshape(n, group, (c // group) * k, -1)
+    y = np.matmul(w.reshape(group, m // group, (c // group) * k), cols)
+    return y.reshape((n, m) + tuple(out))
 
 
 def _conv_int(x, w, x_zero_point, w_zero_point, attrs) -> np.ndarray:
@@ -402,7 +356,7 @@ def _conv_int(x, w, x_zero_point, w_zero_point, attrs) -> np.ndarray:
         if wzp.size > 1:
             wzp = wzp.reshape((-1,) + (1,) * (wf.ndim - 1))
         wf = wf - wzp
-    return np.rint(conv_nd(xf, wf, attrs)).astype(np.int64)
+    return np.rint(_conv_exact(xf, wf, attrs)).astype(np.int64)
 
 
 @op("ConvInteger", since=10)
