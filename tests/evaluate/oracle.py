@@ -30,8 +30,8 @@ def node_model(op_type: str, feeds: dict, inputs: list[str], outputs: list[str],
 
     Graph inputs are the names of ``inputs`` found in ``feeds`` (typed after their values) or in
     ``infos`` (name -> ValueInfoProto, for sequences and maps); ``""`` leaves an input out.
-    Graph outputs are the non-empty names of ``outputs``, untyped. ``domain`` other than the default is imported at version ``opset`` too
-    (with the default domain at 21 in that case).
+    Graph outputs are the non-empty names of ``outputs``, untyped. A ``domain`` other than the
+    default is imported at version ``opset`` (and the default domain at 21).
     """
     infos = infos or {}
     graph_inputs = []

@@ -33,7 +33,8 @@ def _resize(x, scales=None, sizes=None, roi=None, opset=19, **attrs):
 @pytest.mark.parametrize("transform", TRANSFORMS)
 @pytest.mark.parametrize("mode, extra", [
     ("nearest", {}), ("nearest", {"nearest_mode": "floor"}), ("nearest", {"nearest_mode": "ceil"}),
-    ("nearest", {"nearest_mode": "round_prefer_ceil"}), ("linear", {}), ("linear", {"antialias": 1}),
+    ("nearest", {"nearest_mode": "round_prefer_ceil"}), ("linear", {}),
+    ("linear", {"antialias": 1}),
     ("cubic", {}), ("cubic", {"exclude_outside": 1, "cubic_coeff_a": -0.5}),
     ("cubic", {"antialias": 1}),
 ])
