@@ -56,8 +56,9 @@ def test_directions_and_sequence_lens_match_onnxruntime(op, direction, lens):
     assert_outputs(ours(model, feeds), ort(model, feeds), rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("op", ["RNN", "GRU", "LSTM"])
-@pytest.mark.parametrize("extra", ["clip", "activations", "linear_before_reset", "no_bias"])
+@pytest.mark.parametrize("op, extra", [
+    (op, extra) for op in ("RNN", "GRU", "LSTM")
+    for extra in ("clip", "activations", "no_bias")] + [("GRU", "linear_before_reset")])
 def test_clip_activations_and_variants_match_onnxruntime(op, extra):
     attrs = {}
     if extra == "clip":
@@ -65,8 +66,6 @@ def test_clip_activations_and_variants_match_onnxruntime(op, extra):
     elif extra == "activations":
         attrs["activations"] = ACTS[op] * 2
     elif extra == "linear_before_reset":
-        if op != "GRU":
-            pytest.skip("GRU attribute")
         attrs["linear_before_reset"] = 1
     model, feeds = _case(op, "bidirectional", seed=1, **attrs)
     if extra == "no_bias":
