@@ -107,6 +107,10 @@ def test_resize10_and_upsample_match_onnxruntime():
     feeds = {"X": x, "scales": np.array([1, 1, 2, 1.5], np.float32)}
     model = node_model("Upsample", feeds, ["X", "scales"], ["Y"], opset=9, mode="linear")
     assert_outputs(ours(model, feeds), ort(model, feeds), rtol=1e-5)
+    for mode in ("nearest", "linear"):  # opset 7: scales is an attribute
+        model = node_model("Upsample", {"X": x}, ["X"], ["Y"], opset=7, ir_version=3, mode=mode,
+                           scales=[1.0, 1.0, 2.0, 1.5])
+        assert_outputs(ours(model, {"X": x}), ort(model, {"X": x}), rtol=1e-5)
 
 
 def test_scales_and_sizes_together_is_invalid_model():
