@@ -164,3 +164,51 @@ def rotary_embedding(ctx, x, cos_cache, sin_cache, position_ids=None):
     if x.ndim == 4:
         return res.transpose(0, 2, 1, 3)
     return res.reshape(shape)
+
+
+@op("TensorScatter", since=24)
+def tensor_scatter(ctx, past_cache, update, write_indices=None):
+    """TensorScatter: a copy of ``past_cache`` with ``update`` written along ``axis`` (default
+    -2, not the batch axis) from ``write_indices[b]`` (default 0) for each batch entry b;
+    ``mode`` circular wraps the positions modulo the cache length, linear requires them to fit.
+    """
+    cache = np.asarray(past_cache)
+    upd = np.asarray(update)
+    axis = int(ctx.attr("axis", -2))
+    if not -cache.ndim <= axis < cache.ndim or axis % cache.ndim == 0:
+        raise InvalidModelError(f"TensorScatter axis {axis} is not a non-batch axis of rank "
+                                f"{cache.ndim}")
+    axis %= cache.ndim
+    if upd.ndim != cache.ndim or any(u != c for i, (u, c) in enumerate(zip(upd.shape,
+                                                                         cache.shape))
+                                     if i != axis):
+        raise InvalidModelError(f"TensorScatter update {list(upd.shape)} does not fit the "
+                                f"cache {list(cache.shape)}")
+    batch, length, seq = cache.shape[0], cache.shape[axis], upd.shape[axis]
+    starts = np.zeros(batch, np.int64) if write_indices is None else \
+        np.asarray(write_indices).astype(np.int64).reshape(-1)
+    circular = ctx.attr("mode", "linear") == "circular"
+    out = cache.copy()
+    for b in range(batch):
+        pos = starts[b] + np.arange(seq)
+        if circular:
+            pos = pos % length
+        elif seq and (starts[b] < 0 or pos[-1] >= length):
+            raise InvalidModelError(f"TensorScatter writes positions {starts[b]}..{pos[-1]} of "
+                                    f"a cache of {length}")
+        target = np.moveaxis(out[b], axis - 1, 0)
+        target[pos] = np.moveaxis(upd[b], axis - 1, 0)
+    return out
+
+
+@op("SwiGLU", since=28)
+def swiglu(ctx, a, b):
+    """SwiGLU: ``A * sigmoid(alpha * A) * B`` (A and B of one shape)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        raise InvalidModelError(f"SwiGLU inputs have shapes {list(a.shape)} and {list(b.shape)}")
+    alpha = float(ctx.attr("alpha", 1.0))
+    af = a.astype(np.float64)
+    e = np.exp(-np.abs(alpha * af))
+    sig = np.where(alpha * af >= 0, 1 / (1 + e), e / (1 + e))
+    return (af * sig * b.astype(np.float64)).astype(a.dtype)
