@@ -64,3 +64,14 @@ def test_det():
     feeds = {"x": np.array([[[2, 0], [0, 3]], [[1, 2], [3, 4]]], np.float32)}
     (y,) = ours(node_model("Det", feeds, ["x"], ["y"]), feeds)
     np.testing.assert_allclose(y, [6, -2], rtol=1e-6)
+
+
+@pytest.mark.parametrize("a, b", [((300, 64), (64, 64)), ((4, 77, 64), (64, 128)),
+                                  ((7, 130, 128), (128, 96))])
+def test_products_split_into_single_thread_pieces_are_exact(a, b):
+    # 300 x 64 x 64 and the others fall between one BLAS thread's share and "small": they run as
+    # stacks of row blocks (with a remainder block); the values must be those of one product.
+    feeds = {"a": _r(*a), "b": _r(*b)}
+    (y,) = ours(node_model("MatMul", feeds, ["a", "b"], ["y"]), feeds)
+    np.testing.assert_allclose(y, np.matmul(feeds["a"], feeds["b"]), rtol=1e-6, atol=1e-6)
+    assert y.shape == a[:-1] + (b[1],)

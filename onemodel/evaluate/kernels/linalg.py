@@ -23,10 +23,35 @@ def _back(y, dt):
     return y if y.dtype == dt else y.astype(dt)
 
 
+#: OpenBLAS runs a product of at most this many multiply-adds (m * n * k) on one thread.
+_ONE_THREAD = 1 << 18
+#: Below this many multiply-adds, waking BLAS threads costs more than they give; on a busy
+#: machine a wake-up can take milliseconds.
+_SMALL = 1 << 23
+
+
+def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``numpy.matmul(a, b)``; a small product with a 2-D ``b`` runs as a stack of products of
+    at most ``_ONE_THREAD`` multiply-adds each, which BLAS computes without waking threads."""
+    if b.ndim == 2 and a.ndim >= 2 and a.dtype == b.dtype and a.dtype.kind == "f":
+        k, n = b.shape
+        m = a.size // k if k else 0
+        work = m * n * k
+        if _ONE_THREAD < work <= _SMALL and n * k <= _ONE_THREAD:
+            rows = _ONE_THREAD // (n * k)
+            flat = a.reshape(m, k)
+            q = m // rows
+            head = np.matmul(flat[: q * rows].reshape(q, rows, k), b).reshape(q * rows, n)
+            if q * rows < m:
+                head = np.concatenate([head, np.matmul(flat[q * rows:], b)])
+            return head.reshape(a.shape[:-1] + (n,))
+    return np.matmul(a, b)
+
+
 def matmul_array(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """numpy.matmul with narrow floats computed in float32 (the semantics of ONNX MatMul)."""
     (a, b), dt = _wide(a, b)
-    return _back(np.matmul(a, b), dt)
+    return _back(_product(a, b), dt)
 
 
 @op("MatMul", since=(1, 9, 13))
@@ -45,7 +70,7 @@ def gemm(ctx, a, b, c=None):
     if ctx.attr("transB", 0):
         b = b.T
     args, dt = _wide(a, b) if c is None else _wide(a, b, c)
-    y = np.matmul(args[0], args[1])
+    y = _product(args[0], args[1])
     if alpha != 1.0:
         y = y * np.asarray(alpha, y.dtype)
     if c is not None and beta != 0.0:
