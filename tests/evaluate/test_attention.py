@@ -93,3 +93,53 @@ def test_rotary_embedding_3d_without_position_ids():
     model = node_model("RotaryEmbedding", feeds, ["X", "cos", "sin"], ["Y"], opset=23,
                        num_heads=2)
     assert_outputs(ours(model, feeds), reference(model, feeds), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["linear", "circular"])
+def test_tensor_scatter_writes_at_each_batch_index(mode):
+    cache = _rand(2, 3, 6, 4)
+    update = _rand(2, 3, 3, 4)
+    idx = np.array([1, 4 if mode == "circular" else 3], np.int64)
+    feeds = {"c": cache, "u": update, "i": idx}
+    model = node_model("TensorScatter", feeds, ["c", "u", "i"], ["y"], opset=24, mode=mode)
+    (y,) = ours(model, feeds)
+    want = cache.copy()
+    for b in range(2):
+        for s in range(3):
+            want[b, :, (idx[b] + s) % 6] = update[b, :, s]
+    np.testing.assert_array_equal(y, want)
+    assert_outputs([y], reference(model, feeds))
+
+
+def test_swiglu_by_hand():
+    a, b = _rand(3, 4), _rand(3, 4)
+    model = node_model("SwiGLU", {"a": a, "b": b}, ["a", "b"], ["y"], opset=28, alpha=1.5)
+    (y,) = ours(model, {"a": a, "b": b})
+    np.testing.assert_allclose(y, a / (1 + np.exp(-1.5 * a)) * b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("rule", ["linear", "gated", "delta", "gated_delta"])
+def test_linear_attention_step_by_step_equals_one_call(rule):
+    """Running T tokens at once equals running them one by one with the state carried."""
+    b, t, hq, hkv, dk, dv = 2, 4, 4, 2, 3, 5
+    feeds = {"q": _rand(b, t, hq * dk), "k": _rand(b, t, hkv * dk), "v": _rand(b, t, hkv * dv),
+             "s": _rand(b, hkv, dk, dv) * 0.1,
+             "g": -np.abs(_rand(b, t, hkv * dk)), "beta": RNG.random((b, t, hkv), np.float32)}
+    ins = ["q", "k", "v", "s", "g" if "gated" in rule else "", "beta" if "delta" in rule else ""]
+    model = node_model("LinearAttention", feeds, ins, ["o", "st"], opset=27, q_num_heads=hq,
+                       kv_num_heads=hkv, update_rule=rule)
+    out, state = ours(model, {k: v for k, v in feeds.items() if k in ins})
+    steps, s = [], feeds["s"]
+    for i in range(t):
+        one = {"q": feeds["q"][:, i:i + 1], "k": feeds["k"][:, i:i + 1],
+               "v": feeds["v"][:, i:i + 1], "s": s, "g": feeds["g"][:, i:i + 1],
+               "beta": feeds["beta"][:, i:i + 1]}
+        o, s = ours(model, {k: v for k, v in one.items() if k in ins})
+        steps.append(o)
+    np.testing.assert_allclose(np.concatenate(steps, axis=1), out, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(s, state, rtol=1e-5, atol=1e-6)
+    if rule == "linear":  # no decay, no delta: S = S0 + sum_t k_t v_t^T
+        k4 = feeds["k"].reshape(b, t, hkv, dk)
+        v4 = feeds["v"].reshape(b, t, hkv, dv)
+        want = feeds["s"] + np.einsum("bthk,bthv->bhkv", k4, v4)
+        np.testing.assert_allclose(state, want, rtol=1e-5, atol=1e-6)

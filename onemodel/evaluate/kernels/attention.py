@@ -212,3 +212,63 @@ def swiglu(ctx, a, b):
     e = np.exp(-np.abs(alpha * af))
     sig = np.where(alpha * af >= 0, 1 / (1 + e), e / (1 + e))
     return (af * sig * b.astype(np.float64)).astype(a.dtype)
+
+
+@op("LinearAttention", since=27)
+def linear_attention(ctx, query, key, value, past_state=None, decay=None, beta=None):
+    """LinearAttention: the recurrence of ``update_rule`` run token by token.
+
+    query [B, T, Hq * dk], key [B, T, Hkv * dk], value [B, T, Hkv * dv] (``q_num_heads``,
+    ``kv_num_heads``); state S [B, Hkv, dk, dv] (``past_state``, default zeros). With
+    g = ``decay`` (log space, per head or per key dimension) and b = ``beta``:
+    linear ``S = S + k v^T``; gated ``S = e^g S + k v^T``; delta ``S = S + b k (v - S^T k)^T``;
+    gated_delta ``S = e^g S + b k (v - e^g S^T k)^T``. Output ``scale * q^T S`` (scale 0:
+    1/sqrt(dk)) as [B, T, Hq * dv], and the final state.
+    """
+    q, k, v = (np.asarray(t) for t in (query, key, value))
+    hq, hkv = int(ctx.attrs["q_num_heads"]), int(ctx.attrs["kv_num_heads"])
+    if hq <= 0 or hkv <= 0 or hq % hkv:
+        raise InvalidModelError(f"q_num_heads {hq} must be a positive multiple of "
+                                f"kv_num_heads {hkv}")
+    bsz, steps = q.shape[0], q.shape[1]
+    dk, dv = q.shape[2] // hq, v.shape[2] // hkv
+    if q.shape[2] != hq * dk or k.shape[2] != hkv * dk or v.shape[2] != hkv * dv:
+        raise InvalidModelError("LinearAttention head sizes do not divide the packed dims")
+    rule = ctx.attr("update_rule", "gated_delta")
+    if rule not in ("linear", "gated", "delta", "gated_delta"):
+        raise InvalidModelError(f"update_rule {rule!r} is not linear, gated, delta or "
+                                "gated_delta")
+    scale = float(ctx.attr("scale", 0.0) or 0.0) or 1 / math.sqrt(dk)
+    w = np.float64
+    qh = q.reshape(bsz, steps, hq, dk).astype(w)
+    kh = k.reshape(bsz, steps, hkv, dk).astype(w)
+    vh = v.reshape(bsz, steps, hkv, dv).astype(w)
+    state = np.zeros((bsz, hkv, dk, dv), w) if past_state is None else \
+        np.asarray(past_state).astype(w).copy()
+    gates = None
+    if rule in ("gated", "gated_delta"):
+        if decay is None:
+            raise InvalidModelError(f"update_rule {rule} needs the decay input")
+        g = np.asarray(decay).astype(w)
+        gates = np.exp(g.reshape(bsz, steps, hkv, -1))  # [B, T, Hkv, 1 or dk]
+    rates = None
+    if rule in ("delta", "gated_delta"):
+        if beta is None:
+            raise InvalidModelError(f"update_rule {rule} needs the beta input")
+        rates = np.broadcast_to(np.asarray(beta).astype(w).reshape(bsz, steps, -1),
+                                (bsz, steps, hkv))
+    group = hq // hkv
+    out = np.empty((bsz, steps, hq, dv), w)
+    for t in range(steps):
+        kt, vt = kh[:, t], vh[:, t]  # [B, Hkv, dk], [B, Hkv, dv]
+        if gates is not None:
+            state = gates[:, t][..., None] * state  # per head or per key row
+        if rates is None:
+            state = state + kt[..., :, None] * vt[..., None, :]
+        else:
+            predicted = np.einsum("bhkv,bhk->bhv", state, kt)
+            delta = rates[:, t][..., None] * (vt - predicted)
+            state = state + kt[..., :, None] * delta[..., None, :]
+        shared = np.repeat(state, group, axis=1)  # [B, Hq, dk, dv]
+        out[:, t] = scale * np.einsum("bhk,bhkv->bhv", qh[:, t], shared)
+    return out.reshape(bsz, steps, hq * dv).astype(q.dtype), state.astype(q.dtype)
