@@ -134,7 +134,9 @@ def test_linear_attention_step_by_step_equals_one_call(rule):
         one = {"q": feeds["q"][:, i:i + 1], "k": feeds["k"][:, i:i + 1],
                "v": feeds["v"][:, i:i + 1], "s": s, "g": feeds["g"][:, i:i + 1],
                "beta": feeds["beta"][:, i:i + 1]}
-        o, s = ours(model, {k: v for k, v in one.items() if k in ins})
+        step = node_model("LinearAttention", one, ins, ["o", "st"], opset=27, q_num_heads=hq,
+                          kv_num_heads=hkv, update_rule=rule)
+        o, s = ours(step, {k: v for k, v in one.items() if k in ins})
         steps.append(o)
     np.testing.assert_allclose(np.concatenate(steps, axis=1), out, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(s, state, rtol=1e-5, atol=1e-6)
