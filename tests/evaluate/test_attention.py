@@ -145,3 +145,27 @@ def test_linear_attention_step_by_step_equals_one_call(rule):
         v4 = feeds["v"].reshape(b, t, hkv, dv)
         want = feeds["s"] + np.einsum("bthk,bthv->bhkv", k4, v4)
         np.testing.assert_allclose(state, want, rtol=1e-5, atol=1e-6)
+
+
+def test_flex_attention_with_score_and_prob_modifiers():
+    from onnx import TensorProto as TP
+    from onnx import helper
+
+    def mod(name, op_type, const):
+        return helper.make_graph(
+            [helper.make_node(op_type, ["x", "c"], ["y"])], name,
+            [helper.make_tensor_value_info("x", TP.FLOAT, None)],
+            [helper.make_tensor_value_info("y", TP.FLOAT, None)],
+            initializer=[helper.make_tensor("c", TP.FLOAT, [], [const])])
+
+    q, k, v = _rand(1, 4, 3, 8), _rand(1, 2, 5, 8), _rand(1, 2, 5, 6)
+    feeds = {"Q": q, "K": k, "V": v}
+    model = node_model("FlexAttention", feeds, ["Q", "K", "V"], ["Y"], opset=1,
+                       domain="ai.onnx.preview", score_mod=mod("s", "Mul", 2.0),
+                       prob_mod=mod("p", "Mul", 0.5))
+    (y,) = ours(model, feeds)
+    kr, vr = np.repeat(k, 2, axis=1), np.repeat(v, 2, axis=1)
+    s = 2.0 * (q.astype(np.float64) @ np.swapaxes(kr, -1, -2)) / np.sqrt(8)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p = 0.5 * p / p.sum(-1, keepdims=True)
+    np.testing.assert_allclose(y, p @ vr, rtol=1e-5, atol=1e-6)

@@ -272,3 +272,40 @@ def linear_attention(ctx, query, key, value, past_state=None, decay=None, beta=N
         shared = np.repeat(state, group, axis=1)  # [B, Hq, dk, dv]
         out[:, t] = scale * np.einsum("bhk,bhkv->bhv", qh[:, t], shared)
     return out.reshape(bsz, steps, hq * dv).astype(q.dtype), state.astype(q.dtype)
+
+
+@op("FlexAttention", since=1, domain="ai.onnx.preview")
+def flex_attention(ctx, q, k, v):
+    """FlexAttention (ai.onnx.preview): ``softmax(score_mod(Q K^T * scale)) -> prob_mod -> @ V``.
+
+    Q [B, Hq, L, D], K [B, Hkv, S, D], V [B, Hkv, S, Dv] (K/V heads shared by contiguous
+    groups of query heads). ``score_mod`` and ``prob_mod`` are optional one-input subgraphs
+    applied to the [B, Hq, L, S] scores and probabilities, which are in ``softmax_precision``
+    (float32, or float64 for double inputs). A row that is -inf everywhere gives NaN, as
+    softmax does. Output [B, Hq, L, Dv] in Q's type.
+    """
+    q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
+        raise InvalidModelError("FlexAttention inputs must be rank 4")
+    hq, hkv = q.shape[1], k.shape[1]
+    if hq % hkv:
+        raise InvalidModelError(f"{hq} query heads are not a multiple of {hkv} key heads")
+    precision = ctx.attr("softmax_precision", None)
+    work = INFO[int(precision)].dtype if precision else \
+        np.dtype(np.float64 if q.dtype == np.float64 else np.float32)
+    scale = ctx.attr("scale", None)
+    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    kr = np.repeat(k, hq // hkv, axis=1).astype(np.float64)
+    vr = np.repeat(v, hq // hkv, axis=1).astype(np.float64)
+    scores = (np.matmul(q.astype(np.float64), np.swapaxes(kr, -1, -2)) * scale).astype(work)
+    score_mod = ctx.attr("score_mod", None)
+    if score_mod is not None:
+        (scores,) = ctx.run_graph(score_mod, [scores])
+    s = np.asarray(scores).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(s - s.max(axis=-1, keepdims=True))
+        probs = (e / e.sum(axis=-1, keepdims=True)).astype(work)
+    prob_mod = ctx.attr("prob_mod", None)
+    if prob_mod is not None:
+        (probs,) = ctx.run_graph(prob_mod, [probs])
+    return np.matmul(np.asarray(probs).astype(np.float64), vr).astype(q.dtype)
