@@ -336,7 +336,8 @@ class RemoteSource(Source):
     def fetch_many(self, ranges: list[tuple[int, int]]) -> list[memoryview]:
         """Exactly the bytes of each ``(offset, length)``, fetched by few coalesced requests.
 
-        Ranges inside the kept head cost nothing; the others are grouped by :func:`coalesce`
+        Ranges inside the kept head or the read-ahead window cost nothing; the others are
+        grouped by :func:`coalesce`
         and the groups fetched concurrently. Each result is a zero-copy slice of its group's
         answer. Raises MalformedError for a range past the end, IoError.
         """
@@ -345,11 +346,14 @@ class RemoteSource(Source):
         out: list[memoryview | None] = [None] * len(ranges)
         rest = []
         head_end = min(self.size, self._head_bytes)
+        win = self._window
         for i, (o, n) in enumerate(ranges):
             if n == 0:
                 out[i] = memoryview(b"")
             elif o + n <= head_end and self._head is not None:
                 out[i] = memoryview(self._head)[o:o + n]
+            elif win is not None and win[0] <= o and o + n <= win[0] + len(win[1]):
+                out[i] = memoryview(win[1])[o - win[0]:o + n - win[0]]
             else:
                 rest.append(i)
         groups = coalesce([ranges[i] for i in rest])
@@ -360,6 +364,10 @@ class RemoteSource(Source):
                 o, n = ranges[rest[m]]
                 out[rest[m]] = view[o - start:o - start + n]
         return out  # type: ignore[return-value]
+
+    def close(self) -> None:
+        """Drop the read-ahead window; views already handed out stay valid."""
+        self._window = None
 
     # -- fetching ------------------------------------------------------------------------------
     def _fetch_ranges(self, spans: list[tuple[int, int]]) -> list[bytes]:

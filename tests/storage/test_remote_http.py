@@ -139,6 +139,17 @@ def test_sequential_reads_are_read_ahead_and_nothing_is_fetched_twice(big, lengt
     assert server.bytes_sent <= last - HEAD_BYTES + READAHEAD_MAX
 
 
+def test_fetch_many_uses_the_read_ahead_window(big):
+    server, url, data = big
+    src = open_source(url)
+    src.read(HEAD_BYTES, 1000)
+    src.read(HEAD_BYTES + 1000, 1000)  # sequential: fetches a 256 KiB window
+    server.reset()
+    ranges = [(HEAD_BYTES + 5000, 100), (HEAD_BYTES + 200_000, 100)]
+    assert [bytes(v) for v in src.fetch_many(ranges)] == [data[o:o + n] for o, n in ranges]
+    assert server.requests == 0
+
+
 def test_random_reads_fetch_exactly_their_bytes(big):
     server, url, data = big
     src = open_source(url)
