@@ -261,9 +261,9 @@ class RemoteSource(Source):
         self.requests = 0            # range requests made (for tests and benchmarks)
         self.bytes_fetched = 0       # bytes those requests transferred
         self._head_bytes = head_bytes
-        self._head: bytes | None = None
+        self._head: memoryview | None = None
         self._etag: str | None = None
-        self._window: tuple[int, bytes] | None = None  # (offset, bytes) of the last read-ahead
+        self._window: tuple[int, memoryview] | None = None  # (offset, bytes) of the read-ahead
         self._last_end: int | None = None               # end of the last read past the head
         self._readahead = READAHEAD_MIN
         self.fs, self.path = filesystem(url, storage_options)
@@ -288,13 +288,13 @@ class RemoteSource(Source):
                           source=self.name)
         return size
 
-    def _load_head(self) -> bytes:
+    def _load_head(self) -> memoryview:
         if self._head is None:
             if self._http:
                 self._head = self._http_fetch(0, self._head_bytes, first=True)
             else:
                 n = min(self.size, self._head_bytes)
-                self._head = self._fetch_ranges([(0, n)])[0] if n else b""
+                self._head = self._fetch_ranges([(0, n)])[0] if n else memoryview(b"")
         return self._head
 
     # -- Source interface ----------------------------------------------------------------------
@@ -322,16 +322,21 @@ class RemoteSource(Source):
             return memoryview(self._fetch_ranges([(offset, end)])[0])
         # sequential: fetch on from where the window ends (nothing is fetched twice), at least
         # the read-ahead size, and keep what was fetched as the new window
-        start = offset
+        start, tail = offset, None
         if win is not None and win[0] <= offset < win[0] + len(win[1]):
             start = win[0] + len(win[1])
+            tail = bytes(win[1][offset - win[0]:])  # a copy: a view would keep the old window
+        self._window = win = None  # the old window goes before the new one comes
         stop = min(self.size, max(end, start + self._readahead))
         self._readahead = min(2 * self._readahead, READAHEAD_MAX)
         body = self._fetch_ranges([(start, stop)])[0]
         self._window = (start, body)
-        if start == offset:
-            return memoryview(body)[:length]
-        return memoryview(bytes(win[1][offset - win[0]:]) + body[:end - start])
+        if tail is None:
+            return body[:length]
+        out = bytearray(length)  # a read across the old window's end: its tail + the new start
+        out[:len(tail)] = tail
+        out[len(tail):] = body[:end - start]
+        return memoryview(out).toreadonly()
 
     def fetch_many(self, ranges: list[tuple[int, int]]) -> list[memoryview]:
         """Exactly the bytes of each ``(offset, length)``, fetched by few coalesced requests.
@@ -370,8 +375,9 @@ class RemoteSource(Source):
         self._window = None
 
     # -- fetching ------------------------------------------------------------------------------
-    def _fetch_ranges(self, spans: list[tuple[int, int]]) -> list[bytes]:
-        """Bodies of ``[start, end)`` spans, each checked to be exactly ``end - start`` bytes."""
+    def _fetch_ranges(self, spans: list[tuple[int, int]]) -> list[memoryview]:
+        """Bodies of ``[start, end)`` spans as read-only memoryviews, each checked to be exactly
+        ``end - start`` bytes."""
         if not spans:
             return []
         if self._http:
@@ -400,7 +406,7 @@ class RemoteSource(Source):
             if len(body) != e - s:
                 raise IoError(f"asked for {e - s} bytes at offset {s}, got {len(body)}",
                               offset=s, source=self.name)
-        return list(bodies)
+        return [memoryview(b).toreadonly() for b in bodies]
 
     def _account(self, n: int) -> None:
         self.requests += 1
@@ -408,7 +414,7 @@ class RemoteSource(Source):
         if self.progress is not None:
             self.progress(n)
 
-    def _http_fetch(self, start: int, end: int, first: bool = False) -> bytes:
+    def _http_fetch(self, start: int, end: int, first: bool = False) -> memoryview:
         from fsspec.asyn import sync
         try:
             return sync(self.fs.loop, self._http_get, start, end, first)
@@ -425,7 +431,7 @@ class RemoteSource(Source):
                 return await self._http_get(s, e, False)
         return await asyncio.gather(*(one(s, e) for s, e in spans))
 
-    async def _http_get(self, start: int, end: int, first: bool) -> bytes:
+    async def _http_get(self, start: int, end: int, first: bool) -> memoryview:
         """One ranged GET of ``[start, end)``; the answer is checked before its body is read.
 
         With ``first`` the object's size is not known yet: it is taken from the answer, and
@@ -439,7 +445,7 @@ class RemoteSource(Source):
         async with session.get(self.fs.encode_url(self.path), headers=headers, **kw) as r:
             try:
                 want = self._check_answer(r, start, end, first)
-                body = await _read_at_most(r, want) if want else b""
+                body, overlong = await _read_body(r, want)
             except BaseException:
                 r.close()  # drop the connection rather than read a body we refuse
                 raise
@@ -447,7 +453,7 @@ class RemoteSource(Source):
         if len(body) < want:
             raise IoError(f"the response ended after {len(body)} of the {want} bytes asked "
                           f"for", offset=start, source=self.name)
-        if len(body) > want:
+        if overlong:
             raise IoError(f"the response is longer than the {want} bytes asked for",
                           offset=start, source=self.name)
         return body
@@ -516,16 +522,19 @@ class RemoteSource(Source):
                           offset=offset, source=self.name)
 
 
-async def _read_at_most(response, n: int) -> bytes:
-    """At most ``n + 1`` bytes of the body: enough to tell a short or an overlong answer."""
-    chunks, got = [], 0
-    while got <= n:
-        chunk = await response.content.read(min(n + 1 - got, 4 * MiB))
+async def _read_body(response, n: int) -> tuple[memoryview, bool]:
+    """The body, read into one buffer of the ``n`` bytes expected (``n`` was checked against
+    the request before): ``(read-only view of what arrived, whether more followed)``."""
+    buf = bytearray(n)
+    got = 0
+    while got < n:
+        chunk = await response.content.read(min(n - got, 4 * MiB))
         if not chunk:
             break
-        chunks.append(chunk)
+        buf[got:got + len(chunk)] = chunk
         got += len(chunk)
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    overlong = got == n and bool(await response.content.read(1))
+    return memoryview(buf)[:got].toreadonly(), overlong
 
 
 class RemoteSink(Sink):

@@ -126,6 +126,27 @@ def test_loading_all_tensors_makes_few_requests(served, how):
         assert server.bytes_sent <= len(om) + 16 * 1024 * KiB
 
 
+@pytest.mark.parametrize("source,target", [("m.onemodel", "out.onnx"),
+                                           ("m.onnx", "out.onemodel")])
+def test_converting_a_remote_model_streams(served, tmp_path, source, target):
+    import tracemalloc
+
+    server, onnx_bytes, om, _ = served
+    tracemalloc.start()
+    try:
+        onemodel.convert(server.url(source), str(tmp_path / target))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # one read-ahead window (16 MiB) and the model's structure, never the 51 MB of weights
+    assert peak < len(om) / 2
+    assert server.requests < N_WEIGHTS + 16
+    original = tmp_path / "orig.onnx"
+    original.write_bytes(onnx_bytes)
+    with onemodel.load(str(tmp_path / target)) as a, onemodel.load(str(original)) as b:
+        assert onemodel.verify(a, b).equal
+
+
 # -- ONNX over HTTP --------------------------------------------------------------------------
 
 def test_info_on_a_50_MB_onnx_transfers_a_small_fraction(served):
