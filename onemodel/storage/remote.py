@@ -89,7 +89,7 @@ _INSTALL_HINTS = {
 
 
 def is_url(target) -> bool:
-    """True when ``target`` is a string naming an fsspec URL (``scheme://...`` or a chain ``a::b``)."""
+    """True when ``target`` is a string naming an fsspec URL (``scheme://...`` or ``a::b``)."""
     return isinstance(target, str) and ("://" in target or "::" in target)
 
 

@@ -15,7 +15,6 @@ import pytest
 
 import onemodel
 from onemodel.errors import InvalidModelError, IoError, UnsupportedError
-from onemodel.ir import iter_tensors
 from onemodel.storage import RemoteSource, prefetch
 from onemodel.summary import summarize
 
