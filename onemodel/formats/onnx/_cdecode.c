@@ -22,14 +22,26 @@
  *       gives each tensor with raw_data ``origin = (origin, start, raw_data)``; ``tensors`` (a
  *       list) receives ``(tensor, offset of its field key)`` for every embedded TensorProto.
  *
- *   first_unchecked(tensors, start, codes) -> index
+ *   first_unchecked(tensors, start, bits) -> index
  *       The index of the first ``(tensor, offset)`` pair at or after ``start`` that is not
- *       plainly valid by the rules of checks.tensor_problem (see there); len(tensors) when none.
+ *       plainly valid by the rules of checks.tensor_problem (``bits[code]``: bits per element of
+ *       element type ``code``, 0 for STRING and codes outside Table 5); len(tensors) when none.
  *
  * Memory safety: every read is checked against the end of the enclosing message; a length is
  * compared with the octets left (n > end - pos) before it is used; buffers grow only with octets
  * actually present in the input. The GIL is held throughout. The input's Py_buffer is held for
- * the whole decode and released on every path.
+ * the whole decode and released on every path; raw_data values are slices of the input
+ * memoryview object, so they keep its exporter (the map, the bytes) alive.
+ *
+ * Records are made as cls() makes them, without running Python: tp_alloc, then every slot of
+ * the class set to the default a prototype cls() showed at setup (a fresh list for list fields).
+ *
+ * Garbage collection: the cyclic GC is disabled while decoding (the records form a tree; there
+ * is nothing for it to find, and it would traverse the heap over and over as hundreds of
+ * thousands of records appear); afterwards the young objects are moved to the oldest generation
+ * (gc.freeze() + gc.unfreeze(), O(1)) so that the next young collections do not walk the whole
+ * new model at once. Full collections see them as usual. Skipped when something else froze
+ * objects (unfreeze would undo that) and on free-threaded builds.
  *
  * Arrays: a packed float/double run that is the only contents of its ARRAY field becomes an
  * np.frombuffer view of the input (zero-copy, read-only, as on the Python path); every other
@@ -93,6 +105,8 @@ static Py_buffer g_scalar_buf[2];
 static int g_scalar_held[2] = {0, 0};
 static PyObject *g_empty_bytes = NULL;
 static int g_max_depth = 0;
+static int g_ready = 0;   /* the table is complete */
+static int g_active = 0;  /* decodes running (a raw() callback may start another one) */
 static PyObject *g_gc_freeze = NULL, *g_gc_unfreeze = NULL, *g_gc_freeze_count = NULL;
 
 #define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))
@@ -718,12 +732,17 @@ decode_msg(Dec *d, Py_ssize_t pos, Py_ssize_t end, Msg *m, PyObject *obj, int de
                     v = mv_slice(d->mv, pos, e);
                 if (v == NULL)
                     goto done;
-                set_slot(obj, f->off, v);
-                if (d->origin != NULL) {
+                if (d->origin != NULL) {  /* made first: set_slot may free what v is */
                     PyObject *t = Py_BuildValue("(OnO)", d->origin, pos, v);
-                    if (t == NULL)
+                    if (t == NULL) {
+                        Py_DECREF(v);
                         goto done;
+                    }
+                    set_slot(obj, f->off, v);
                     set_slot(obj, m->origin_off, t);
+                }
+                else {
+                    set_slot(obj, f->off, v);
                 }
                 break;
             case K_FLOAT:
@@ -880,6 +899,9 @@ done:
 static int
 promote_young(void)
 {
+#ifdef Py_GIL_DISABLED
+    return 0;  /* there, freezing walks the whole heap */
+#endif
     if (g_gc_freeze == NULL)
         return 0;
     PyObject *n = PyObject_CallNoArgs(g_gc_freeze_count);
@@ -909,7 +931,7 @@ cdecode_decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "decode(data, message, raw, origin, tensors)");
         return NULL;
     }
-    if (g_msgs == NULL) {
+    if (!g_ready) {
         PyErr_SetString(PyExc_RuntimeError, "_cdecode.setup() was not called");
         return NULL;
     }
@@ -943,9 +965,11 @@ cdecode_decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
      * find while it runs; left on, it would traverse the whole heap several times over (the
      * records are hundreds of thousands of tracked objects). It is off for the duration. */
     int gc_was = PyGC_Disable();
+    g_active++;
     PyObject *obj = new_record(m);
     if (obj != NULL && decode_msg(&d, 0, view.len, m, obj, 1) < 0)
         Py_CLEAR(obj);
+    g_active--;
     if (gc_was)
         PyGC_Enable();
     PyBuffer_Release(&view);
@@ -968,7 +992,7 @@ cdecode_first_unchecked(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "first_unchecked(tensors: list, start: int, bits: bytes)");
         return NULL;
     }
-    if (g_msgs == NULL) {
+    if (!g_ready) {
         PyErr_SetString(PyExc_RuntimeError, "_cdecode.setup() was not called");
         return NULL;
     }
@@ -1460,6 +1484,11 @@ cdecode_setup(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return NULL;
 #endif
     PyObject *schema = args[0], *np = args[3];
+    if (g_active) {
+        PyErr_SetString(PyExc_RuntimeError, "_cdecode.setup() while a decode is running");
+        return NULL;
+    }
+    g_ready = 0;
     free_table();
     PyObject *messages = NULL, *mdict = NULL;
 
@@ -1596,6 +1625,7 @@ cdecode_setup(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     Py_DECREF(messages);
     Py_DECREF(mdict);
+    g_ready = 1;
     Py_RETURN_NONE;
 fail:
     Py_XDECREF(messages);
@@ -1616,6 +1646,7 @@ static PyMethodDef methods[] = {
 static void
 cdecode_free(void *mod)
 {
+    g_ready = 0;
     free_table();
 }
 
