@@ -38,7 +38,7 @@ def _base_dir(target) -> str | None:
 
 
 def load(target, *, format: str | None = None, storage_options: dict | None = None,
-         **options) -> Model:
+         progress=None, **options) -> Model:
     """Read a model from a path, URL, bytes or Source.
 
     Args:
@@ -46,6 +46,8 @@ def load(target, *, format: str | None = None, storage_options: dict | None = No
         format: ``onnx`` or ``onemodel`` (or a plugin's name); by default the magic bytes decide,
             then the file name's suffix.
         storage_options: options for the fsspec backend of a URL.
+        progress: a callable given byte counts as they are read (remote files), such as
+            :class:`onemodel.storage.progress.Progress`.
         options: passed to the format's reader, e.g. ``allow_outside=True`` for ONNX external
             data outside the model's directory (Clause 15.3; never the default).
     Returns:
@@ -54,7 +56,7 @@ def load(target, *, format: str | None = None, storage_options: dict | None = No
     Raises:
         OneModelError of kind Malformed, InvalidModel, Unsupported or Io.
     """
-    source = open_source(target, storage_options=storage_options)
+    source = open_source(target, storage_options=storage_options, progress=progress)
     try:
         if format:
             plugin = formats.by_name(format)
@@ -87,13 +89,14 @@ def _plugin_for_target(target, format: str | None):
 
 
 def save(model: Model, target, format: str | None = None, *,
-         storage_options: dict | None = None, **options):
+         storage_options: dict | None = None, progress=None, **options):
     """Write ``model`` to ``target`` atomically (a temporary file renamed into place).
 
     Args:
         model: the model to write.
         target: local path, ``file://`` or fsspec URL, or a storage Sink.
         format: ``onnx`` or ``onemodel``; by default the target's suffix decides.
+        progress: a callable given byte counts as they are written.
         options: passed to the format's writer (``strict_v1=True`` for plain OneModel v1;
             external-data layout options for ONNX).
     Returns:
@@ -102,7 +105,7 @@ def save(model: Model, target, format: str | None = None, *,
         OneModelError; on error nothing is left at ``target``.
     """
     plugin = _plugin_for_target(target, format)
-    sink = open_sink(target, storage_options=storage_options)
+    sink = open_sink(target, storage_options=storage_options, progress=progress)
     try:
         result = plugin.write(model, sink, **options)
     except BaseException:
@@ -125,9 +128,11 @@ class ConvertResult:
 
 def convert(src, dst, *, to: str | None = None, source_format: str | None = None,
             storage_options: dict | None = None, read_options: dict | None = None,
-            **write_options) -> ConvertResult:
+            progress=None, **write_options) -> ConvertResult:
     """Convert the model at ``src`` to ``dst`` (formats from magic bytes and suffixes, or
     ``source_format`` / ``to``). Tensor bytes stream from the source map to the destination.
+    ``progress`` (a callable given byte counts, e.g. a Progress bar) follows the bytes written;
+    its total is set to the tensor bytes plus the source's size when it has ``set_total``.
 
     Returns a :class:`ConvertResult`; raises OneModelError.
     """
@@ -137,8 +142,10 @@ def convert(src, dst, *, to: str | None = None, source_format: str | None = None
                  **(read_options or {}))
     with model:
         out_plugin = _plugin_for_target(dst, to)
-        omitted = save(model, dst, format=out_plugin.name, storage_options=storage_options,
-                       **write_options)
         tensors = [t for _, t in iter_tensors(model)]
+        if progress is not None and hasattr(progress, "set_total"):
+            progress.set_total(sum(t.nbytes for t in tensors))
+        omitted = save(model, dst, format=out_plugin.name, storage_options=storage_options,
+                       progress=progress, **write_options)
         return ConvertResult(model.format or "?", out_plugin.name, len(tensors),
                              sum(t.nbytes for t in tensors), list(omitted or []))

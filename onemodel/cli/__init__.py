@@ -126,9 +126,11 @@ def convert(
         if force:
             options["force"] = True
         read_options = {"allow_outside": True} if allow_outside else {}
-        result = api.convert(src, dst, to=to, storage_options=_pairs(storage_option,
-                                                                     "--storage-option") or None,
-                             read_options=read_options, **options)
+        from ..storage.progress import Progress
+        with Progress("convert", quiet=quiet) as bar:
+            result = api.convert(src, dst, to=to,
+                                 storage_options=_pairs(storage_option, "--storage-option")
+                                 or None, read_options=read_options, progress=bar, **options)
         if not quiet:
             out.print(f"{src} ({result.source_format}) -> {dst} ({result.target_format}): "
                       f"{result.tensors} tensors, {_human(result.tensor_bytes)}", markup=False)
@@ -147,14 +149,26 @@ def info(
     from .. import api
     from ..summary import summarize
 
+    from ..storage.progress import Progress
+
     with _errors(debug):
-        with api.load(file, storage_options=_pairs(storage_option, "--storage-option") or None) \
-                as model:
+        with Progress("read", quiet=as_json) as bar, \
+                api.load(file, storage_options=_pairs(storage_option, "--storage-option") or None,
+                         progress=bar) as model:
             s = summarize(model)
+            s["external_data"] = external_report(model)
         if as_json:
             out.print(json.dumps(s, indent=2), markup=False)
             return
         _print_summary(s)
+
+
+def external_report(model) -> list[dict]:
+    """Per external data file: bytes referenced, unreferenced, alignment (ONNX models only)."""
+    if model.format != "onnx":
+        return []
+    from ..formats.onnx.layout import external_data_report
+    return external_data_report(model)
 
 
 def _print_summary(s: dict) -> None:
@@ -190,9 +204,16 @@ def _print_summary(s: dict) -> None:
     if s["functions"]:
         out.print("functions: " + ", ".join(s["functions"]), markup=False)
     for f in s.get("external_data", []):
-        aligned = "aligned" if f.get("aligned") else "NOT aligned for mapping"
-        out.print(f"data file {f['location']}: {_human(f['referenced'])} referenced, "
-                  f"{_human(f['unreferenced'])} unreferenced, {aligned}", markup=False)
+        if f.get("error"):
+            out.print(f"data file {f['location']}: {f['error']}", markup=False)
+            continue
+        aligned = ("every offset aligned for mapping (4096)" if f.get("aligned") else
+                   "offsets NOT aligned for mapping (4096)")
+        unref = ("size unknown" if f.get("unreferenced") is None else
+                 f"{_human(f['unreferenced'])} unreferenced (gaps {_human(f['gaps'])}, "
+                 f"trailing {_human(f['trailing'])})")
+        out.print(f"data file {f['location']}: {f['tensors']} tensors, "
+                  f"{_human(f['referenced'])} referenced, {unref}, {aligned}", markup=False)
 
 
 @app.command()
