@@ -26,6 +26,8 @@ MODULES = (
     "misc",
     "vision",
     "attention",
+    "loss",
+    "training",
 )
 
 for _name in MODULES:

@@ -139,3 +139,31 @@ def cast_like(ctx, x, like):
         if to is None:
             raise UnsupportedError(f"CastLike to numpy dtype {like.dtype}")
     return cast_array(x, to, bool(ctx.attr("saturate", 1)), ctx.attr("round_mode", "up"))
+
+
+@op("BitCast", since=26)
+def bitcast(ctx, x):
+    """BitCast: the bits of each element of ``x`` read as element type ``to`` (same bit width,
+    little endian, same shape). Narrow types (int4, uint4, float4e2m1, int2, uint2) hold one
+    element per byte here, their code in the low bits. A byte that is neither 0 nor 1 read as
+    bool is refused (InvalidModelError): it is no bool encoding. Strings are refused."""
+    from ...ir.dtypes import FROM_NUMPY
+    to = ctx.attr("to")
+    if to is None:
+        raise InvalidModelError("BitCast needs the 'to' attribute")
+    src = FROM_NUMPY.get(x.dtype)
+    if to not in INFO or to == D.STRING or src is None or src == D.STRING:
+        raise UnsupportedError(f"BitCast from {x.dtype} to element type {to}")
+    bits = INFO[to].bits
+    if INFO[src].bits != bits:
+        raise InvalidModelError(f"BitCast from {INFO[src].name} ({INFO[src].bits} bits) to "
+                                f"{INFO[to].name} ({bits} bits): the widths differ")
+    dt = INFO[to].dtype
+    if bits < 8:
+        codes = x.view(np.uint8) & np.uint8((1 << bits) - 1)
+        return codes.view(dt)
+    if dt == np.bool_ and ((x.view(np.uint8) > 1).any()):
+        raise InvalidModelError("BitCast to bool of a byte other than 0 or 1")
+    little = (x if x.flags.c_contiguous else x.copy()).astype(x.dtype.newbyteorder("<"),
+                                                             copy=False)
+    return little.view(dt.newbyteorder("<")).astype(dt, copy=False)

@@ -218,3 +218,117 @@ def conv_transpose(ctx, x, w, b=None):
     if b is not None:
         y = y + args[2].reshape((1, M) + (1,) * n)
     return _back(np.ascontiguousarray(y), dt)
+
+
+@op("CausalConvWithState", since=27)
+def causal_conv_with_state(ctx, x, w, b=None, past_state=None):
+    """CausalConvWithState: a causal depthwise 1-D convolution that carries its state.
+
+    ``x`` [N, C, L], ``w`` [C, 1, k], ``b`` [C] (optional), ``past_state`` [N, C, k-1]
+    (optional, zeros when absent). With ``padded = concat(past_state, x)`` on the last axis,
+    ``y[n, c, t] = b[c] + sum_j w[c, 0, j] * padded[n, c, t + j]``, then SiLU (``y *
+    sigmoid(y)``) when ``activation`` is ``silu`` or ``swish``; ``present_state`` is the last
+    k-1 positions of ``padded``. Outputs ``(y [N, C, L], present_state [N, C, k-1])``.
+    float16 and bfloat16 are computed in float32 and rounded once per output.
+    """
+    activation = ctx.attr("activation", "none")
+    if activation not in ("none", "silu", "swish"):
+        raise UnsupportedError(f"CausalConvWithState activation {activation!r} is not none, "
+                               f"silu or swish")
+    if x.ndim != 3 or w.ndim != 3 or w.shape[1] != 1 or w.shape[0] != x.shape[1]:
+        raise InvalidModelError(f"CausalConvWithState: input {x.shape} and weight {w.shape} "
+                                f"are not [N, C, L] and [C, 1, k]")
+    N, C, L = x.shape
+    k = w.shape[2]
+    if k < 1:
+        raise InvalidModelError("CausalConvWithState kernel size is 0")
+    if past_state is None:
+        past_state = np.zeros((N, C, k - 1), dtype=x.dtype)
+    elif past_state.shape != (N, C, k - 1):
+        raise InvalidModelError(f"CausalConvWithState past_state {past_state.shape} is not "
+                                f"{(N, C, k - 1)}")
+    if b is not None and b.shape != (C,):
+        raise InvalidModelError(f"CausalConvWithState bias {b.shape} is not ({C},)")
+    padded_x = np.concatenate([past_state, x], axis=2)
+    args, dt = _wide(padded_x, w) if b is None else _wide(padded_x, w, b)
+    p, wk = args[0], args[1][:, 0, :]
+    y = np.zeros((N, C, L), dtype=p.dtype)
+    for j in range(k):
+        y += wk[None, :, j:j + 1] * p[:, :, j:j + L]
+    if b is not None:
+        y += args[2][None, :, None]
+    y = _back(y, dt)
+    if activation != "none":
+        z = y.astype(np.float32) if y.dtype != np.float64 else y
+        y = _back((z / (1 + np.exp(-z))).astype(z.dtype), dt)
+    return y, np.ascontiguousarray(padded_x[:, :, L:])
+
+
+@op("DeformConv", since=(19, 22))
+def deform_conv(ctx, x, w, offset, b=None, mask=None):
+    """DeformConv: Conv whose kernel taps sample the input at learned offsets, N-D.
+
+    ``x`` [N, C, *in], ``w`` [M, C/group, *k], ``offset`` [N, offset_group * K * n, *out]
+    (K = prod(k), n spatial axes; for each offset group and kernel position, in row-major kernel
+    order, the n displacements along the spatial axes), ``b`` [M], ``mask`` [N, offset_group *
+    K, *out] (ones when absent). Tap ``k`` of output position ``o`` reads the input at
+    ``o * stride - pad_begin + k * dilation + offset``, interpolated linearly between the 2^n
+    neighbouring elements; a neighbour outside the input counts as 0. The sampled value is
+    multiplied by ``mask``, then the taps are combined with ``w`` as Conv does (groups included).
+    ``out`` follows Conv's explicit-pads formula and must equal ``offset``'s spatial shape.
+    float16 and bfloat16 are computed in float32. Raises InvalidModelError on shapes that do not
+    fit together.
+    """
+    if x.ndim < 3:
+        raise InvalidModelError(f"DeformConv input has rank {x.ndim}; at least 3 expected")
+    N, C = x.shape[:2]
+    sp = x.shape[2:]
+    nd = len(sp)
+    M = w.shape[0]
+    group = ctx.attr("group", 1)
+    og = ctx.attr("offset_group", 1)
+    kernel = list(ctx.attr("kernel_shape") or w.shape[2:])
+    if tuple(kernel) != tuple(w.shape[2:]):
+        raise InvalidModelError(f"kernel_shape {kernel} does not match the weights {w.shape}")
+    strides, dilations = _geometry(ctx, x, kernel)
+    begin, end, out = conv_pads("NOTSET", sp, kernel, strides, dilations, ctx.attr("pads"))
+    if group < 1 or og < 1 or C != w.shape[1] * group or M % group or C % og:
+        raise InvalidModelError(f"DeformConv: {C} input channels, weights {w.shape}, group "
+                                f"{group}, offset_group {og}")
+    K, P = math.prod(kernel), math.prod(out)
+    if any(o <= 0 for o in out) or offset.shape != (N, og * K * nd) + tuple(out):
+        raise InvalidModelError(f"DeformConv offset shape {offset.shape} is not "
+                                f"{(N, og * K * nd) + tuple(out)}")
+    if mask is not None and mask.shape != (N, og * K) + tuple(out):
+        raise InvalidModelError(f"DeformConv mask shape {mask.shape} is not "
+                                f"{(N, og * K) + tuple(out)}")
+    if N * C * K * P > limits.MAX_ELEMENT_COUNT:
+        raise UnsupportedError("DeformConv samples more than 2^60 elements")
+    args, dt = _wide(x, w) if b is None else _wide(x, w, b)
+    xw, ww = args[0], args[1]
+    # sampling positions [N, og, K, P] per spatial axis, in float64
+    off = offset.astype(np.float64).reshape(N, og, K, nd, P)
+    kidx = np.array(list(np.ndindex(*kernel)), dtype=np.float64).reshape(K, nd)
+    oidx = np.array(list(np.ndindex(*out)), dtype=np.float64).reshape(P, nd)
+    pos = [oidx[None, :, d] * strides[d] - begin[d] + kidx[:, d, None] * dilations[d]
+           + off[:, :, :, d, :] for d in range(nd)]
+    lower = [np.floor(p) for p in pos]
+    xg = xw.reshape(N, og, C // og, math.prod(sp))
+    sampled = np.zeros((N, og, C // og, K * P), dtype=xw.dtype)
+    for corner in np.ndindex(*([2] * nd)):
+        flat = np.zeros((N, og, K, P), dtype=np.int64)
+        weight = np.ones((N, og, K, P), dtype=np.float64)
+        for d in range(nd):
+            idx = lower[d] + corner[d]
+            weight *= (1.0 - np.abs(pos[d] - idx)) * ((idx >= 0) & (idx <= sp[d] - 1))
+            flat = flat * sp[d] + np.clip(idx, 0, sp[d] - 1).astype(np.int64)
+        vals = np.take_along_axis(xg, flat.reshape(N, og, 1, K * P), axis=3)
+        sampled += vals * weight.reshape(N, og, 1, K * P).astype(xw.dtype)
+    if mask is not None:
+        sampled *= mask.astype(xw.dtype).reshape(N, og, 1, K * P)
+    cols = sampled.reshape(N, C, K, P).reshape(N, group, (C // group) * K, P)
+    y = np.matmul(ww.reshape(group, M // group, (C // group) * K), cols)
+    y = y.reshape((N, M) + tuple(out))
+    if b is not None:
+        y = y + args[2].reshape((1, M) + (1,) * nd)
+    return _back(np.ascontiguousarray(y), dt)

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from ... import limits
 from ...errors import InvalidModelError, UnsupportedError
 from ..registry import op
 from .conv import conv_pads, padded, taps
@@ -158,3 +159,49 @@ def global_lp_pool(ctx, x):
     (w,), dt = _wide(x)
     s = np.sum(np.power(np.abs(w), p), axis=_spatial(x), keepdims=True)
     return _back(np.power(s, 1.0 / p).astype(w.dtype), dt)
+
+
+@op("MaxUnpool", since=(9, 11, 22))
+def max_unpool(ctx, x, indices, output_shape=None):
+    """MaxUnpool: zeros of the unpooled shape with ``x``'s values put at ``indices``.
+
+    The unpooled shape is ``[N, C]`` and per spatial axis ``(in - 1) * stride + kernel -
+    pad_begin - pad_end``; ``indices`` are flat positions in a tensor of that shape (N and C
+    counted, as MaxPool's Indices give them). With ``output_shape`` (``pads`` then ignored), the
+    unpooled tensor is placed at the start of each axis of a zero tensor of that shape, as the
+    ONNX test vectors have it. Raises InvalidModelError for indices of another shape than ``x``
+    or outside the unpooled tensor, or an ``output_shape`` smaller than the unpooled shape.
+    """
+    if x.ndim < 3:
+        raise InvalidModelError(f"MaxUnpool input has rank {x.ndim}; at least 3 expected")
+    n = x.ndim - 2
+    kernel = ctx.attr("kernel_shape")
+    if not kernel or len(kernel) != n:
+        raise InvalidModelError(f"kernel_shape {kernel} does not have {n} values")
+    strides = ctx.attr("strides") or [1] * n
+    pads = ctx.attr("pads") or [0] * (2 * n)
+    if len(strides) != n or len(pads) != 2 * n:
+        raise InvalidModelError(f"strides or pads do not have {n} / {2 * n} values")
+    if indices.shape != x.shape:
+        raise InvalidModelError(f"MaxUnpool indices shape {indices.shape} is not X's {x.shape}")
+    inferred = x.shape[:2] + tuple((i - 1) * s + k - b - e for i, s, k, b, e in
+                                   zip(x.shape[2:], strides, kernel, pads[:n], pads[n:]))
+    shape = inferred
+    if output_shape is not None:
+        shape = tuple(int(v) for v in np.asarray(output_shape).reshape(-1))
+        if len(shape) != x.ndim or any(o < i for o, i in zip(shape, inferred)):
+            raise InvalidModelError(f"MaxUnpool output_shape {list(shape)} is smaller than the "
+                                    f"unpooled shape {list(inferred)}")
+    if any(d < 0 for d in inferred) or math.prod(shape) > limits.MAX_ELEMENT_COUNT:
+        raise InvalidModelError(f"MaxUnpool output shape {list(shape)} is not valid")
+    total = math.prod(inferred)
+    flat = indices.reshape(-1).astype(np.int64)
+    if flat.size and (flat.min() < 0 or flat.max() >= total):
+        raise InvalidModelError(f"a MaxUnpool index is outside the {total} unpooled elements")
+    y = np.zeros(total, dtype=x.dtype)
+    y[flat] = x.reshape(-1)
+    if shape == inferred:
+        return y.reshape(shape)
+    out = np.zeros(shape, dtype=x.dtype)
+    out[tuple(slice(0, d) for d in inferred)] = y.reshape(inferred)
+    return out
