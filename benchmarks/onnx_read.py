@@ -232,9 +232,9 @@ def main() -> None:
                          w["onnx.load"], 0.1))
         print(ratio_line("weights: onemodel vs onnx.load, peak RSS", rss["onemodel"], rss["onnx"],
                          0.1, unit="B"))
-        print(f"     (pure Python graph-heavy: {h['onemodel read (pure Python)'] / h['onnx.load']:.2f}"
-              f"x onnx.load, {h['onemodel read (pure Python)'] / h['onnx_ir.load']:.3f}x "
-              "onnx_ir.load)")
+        pure = h["onemodel read (pure Python)"]
+        print(f"     (pure Python graph-heavy: {pure / h['onnx.load']:.2f}x onnx.load, "
+              f"{pure / h['onnx_ir.load']:.3f}x onnx_ir.load)")
     finally:
         if not args.dir:
             shutil.rmtree(work, ignore_errors=True)

@@ -17,7 +17,6 @@ import gc
 import importlib
 import os
 import pathlib
-import struct
 import tracemalloc
 
 import numpy as np
@@ -33,7 +32,7 @@ from onemodel.formats.onnx.schema import (BYTES, DOUBLE, ENUM, FLOAT, INT32, INT
                                           MESSAGES, RAW, STRING, UINT64)
 from onemodel.ir import Graph, Model, Record, Segment, Tensor
 from onemodel.ir.record import ARRAY, LIST_KINDS, LIST_MSG, MSG
-from wire import f32, f64, key, ld, model_with_initializer, tensor, varint, vint
+from wire import f32, key, ld, model_with_initializer, tensor, varint, vint
 
 D = importlib.import_module("onemodel.formats.onnx.decode")
 C = D._C
@@ -570,6 +569,33 @@ def test_mutated_models(data):
         else:
             del b[i:i + data.draw(st.integers(1, 20))]
     _compare(bytes(b), origin="o")
+
+
+_NESTING = [n for n in _NAMES if any(f.kind == MESSAGE for f in MESSAGES[n].fields)]
+
+
+@needs_c
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.sampled_from(_NESTING), st.one_of(st.integers(95, 105), st.just(10_000)),
+       st.randoms(use_true_random=False), st.data())
+def test_random_deep_nesting(root, depth, rnd, data):
+    """Chains of embedded messages through random message fields, around the depth limit and far
+    past it, with a random innermost message."""
+    msg, chain = MESSAGES[root], []
+    for _ in range(depth):
+        subs = [f for f in msg.fields if f.kind == MESSAGE and
+                any(g.kind == MESSAGE for g in f.message.fields)]
+        if not subs:
+            break
+        f = rnd.choice(subs)
+        chain.append(f)
+        msg = f.message
+    body = data.draw(_message(msg, 1))
+    for f in reversed(chain):
+        body = ld(f.tag, body)
+    out = _compare(body, root, origin="o")
+    if len(chain) >= 100:
+        assert out[0] == "error" and out[2] == "messages nested deeper than 100"
 
 
 @needs_c
