@@ -115,11 +115,17 @@ class RefusedError(InvalidModelError):
     """A reference refused by Clause 13.2 or 15.3 (an InvalidModelError; the message says why)."""
 
 
+def clip(text, limit: int = 80) -> str:
+    """``repr(text)``, cut to about ``limit`` characters (hostile values can be megabytes)."""
+    r = repr(text)
+    return r if len(r) <= limit else r[:limit - 5] + "...'"
+
+
 def _decimal(key: str, value: str | None) -> int:
     if value is None or not _DIGITS.fullmatch(value):
-        raise RefusedError(f"{key} {value!r} is not a non-negative decimal integer")
+        raise RefusedError(f"{key} {clip(value)} is not a non-negative decimal integer")
     if len(value.lstrip("0")) > 19 or int(value) > MAX_OFFSET:
-        raise RefusedError(f"{key} {value} is larger than 2^63 - 1")
+        raise RefusedError(f"{key} {clip(value)[1:-1]} is larger than 2^63 - 1")
     return int(value)
 
 
@@ -135,7 +141,7 @@ def parse_reference(entries) -> ExternalReference:
     for e in entries:
         key = e.key
         if key not in KEYS:
-            raise RefusedError(f"unknown key {key!r} in external_data (Clause 13.2 allows only "
+            raise RefusedError(f"unknown key {clip(key)} in external_data (Clause 13.2 allows only "
                                f"{', '.join(KEYS)})")
         if key in seen:
             raise RefusedError(f"key {key!r} appears more than once in external_data")
@@ -149,7 +155,7 @@ def parse_reference(entries) -> ExternalReference:
     if "checksum" in seen:
         checksum = seen["checksum"]
         if checksum is None or not _SHA1.fullmatch(checksum):
-            raise RefusedError(f"checksum {checksum!r} is not a SHA-1 digest (40 hex digits)")
+            raise RefusedError(f"checksum {clip(checksum)} is not a SHA-1 digest (40 hex digits)")
         checksum = checksum.lower()
     return ExternalReference(location, offset, length, checksum)
 
@@ -617,9 +623,9 @@ def _located(e: OneModelError, model, t, offset, source) -> OneModelError:
         if entry.key == "location":
             loc = entry.value
             break
-    head = f"tensor {t.name!r}"
+    head = f"tensor {clip(t.name)}"
     if loc is not None:
-        head += f", external data location {loc!r}"
+        head += f", external data location {clip(loc, 300)}"
     err = type(e)(f"{head}: {e.message}", path=e.path, offset=e.offset, source=e.source)
     return err.at(path=proto_path(model, t), offset=offset, source=source)
 
