@@ -268,11 +268,19 @@ def _run(model: Model, inputs: dict, engine: str) -> dict:
         from .formats.onnx import encode_model
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = 1
+        opts.log_severity_level = 4  # errors are raised, not logged
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        sess = ort.InferenceSession(encode_model(_inlined(model)), opts,
-                                    providers=["CPUExecutionProvider"])
-        names = [o.name for o in sess.get_outputs()]
-        return dict(zip(names, sess.run(names, inputs)))
+        try:
+            sess = ort.InferenceSession(encode_model(_inlined(model)), opts,
+                                        providers=["CPUExecutionProvider"])
+            names = [o.name for o in sess.get_outputs()]
+            quiet = ort.RunOptions()
+            quiet.log_severity_level = 4
+            return dict(zip(names, sess.run(names, inputs, quiet)))
+        except Exception as e:  # onnxruntime's own exception types
+            from .errors import UnsupportedError
+            raise UnsupportedError(f"onnxruntime cannot run the model: "
+                                   f"{str(e).strip()[:500]}") from None
     from .errors import UnsupportedError
     raise UnsupportedError(f"unknown engine {engine!r}; use onemodel or onnxruntime")
 
@@ -295,12 +303,26 @@ def _inlined(model: Model) -> Model:
 
 def compare_runs(a: Model, b: Model, *, seed: int = 0, dims: dict[str, int] | None = None,
                  engine: str = "onemodel") -> tuple[list[Difference], list[str]]:
-    """Run both models on the same deterministic inputs (generated from ``a``'s graph input
-    types) and compare every output bit for bit. Returns (differences, output names compared)."""
+    """Run both models on the same deterministic inputs and compare every output bit for bit.
+
+    The inputs are :func:`onemodel.evaluate.random_inputs` of ``a`` (``seed``; each dimension
+    variable from ``dims``, 1 when not given). Outputs are compared by name: dtype, shape and
+    every byte (NaN payloads and signed zeros included).
+    Returns:
+        (differences, names of the outputs compared). A difference ``outputs[NAME]`` names an
+        output whose bits differ; ``run`` says that ``b`` could not run on ``a``'s inputs.
+    Raises:
+        OneModelError when ``a`` cannot be run (an unsupported operator, a bad model or
+        ``dims``), or when ``engine`` is unknown or not installed.
+    """
     from .evaluate import random_inputs
     inputs = random_inputs(a, seed=seed, dims=dims or {})
     out_a = _run(a, inputs, engine)
-    out_b = _run(b, inputs, engine)
+    try:
+        out_b = _run(b, inputs, engine)
+    except OneModelError as e:
+        return [Difference("run", f"the second model cannot run on the first one's inputs: "
+                                  f"{e}")], []
     diffs = []
     if list(out_a) != list(out_b):
         diffs.append(Difference("outputs", f"{list(out_a)} vs {list(out_b)}"))

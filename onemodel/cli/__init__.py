@@ -246,37 +246,86 @@ def verify(
         raise typer.Exit(0)
     first = report.first
     out.print(f"different: {first}", markup=False)
-    if len(report.differences) > 1 and not quiet:
-        out.print(f"  ({len(report.differences) - 1} more differences)", markup=False)
+    # the outputs that differ when run are named even when a structural difference comes first
+    shown = [first] + [d for d in report.differences[1:] if d.path.startswith("outputs")]
+    for d in shown[1:]:
+        out.print(f"  {d}", markup=False)
+    if len(report.differences) > len(shown) and not quiet:
+        out.print(f"  ({len(report.differences) - len(shown)} more differences)", markup=False)
     raise typer.Exit(1)
+
+
+def _digest(arr) -> str:
+    """sha256 of a tensor's elements: its bytes in C order (numpy's ``tobytes()``); for string
+    tensors, each element's UTF-8 bytes followed by a NUL byte."""
+    if arr.dtype == object:
+        h = hashlib.sha256()
+        for v in arr.reshape(-1):
+            h.update((v if isinstance(v, bytes) else str(v).encode("utf-8", "surrogateescape"))
+                     + b"\0")
+        return h.hexdigest()
+    return hashlib.sha256(arr.tobytes()).hexdigest()
+
+
+def _safe_name(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "_"
+
+
+def _report_value(name: str, value, output_dir: Optional[str]) -> None:
+    """Print one output (a sequence element by element) and save tensors under output_dir."""
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        dtype = "string" if value.dtype == object else str(value.dtype)
+        out.print(f"{name}: shape {list(value.shape)} dtype {dtype} sha256:{_digest(value)}",
+                  markup=False)
+        if output_dir:
+            np.save(os.path.join(output_dir, _safe_name(name) + ".npy"),
+                    value.astype(str) if value.dtype == object else value, allow_pickle=False)
+    elif isinstance(value, list):
+        out.print(f"{name}: sequence of {len(value)}", markup=False)
+        for i, v in enumerate(value):
+            _report_value(f"{name}[{i}]", v, output_dir)
+    elif value is None:
+        out.print(f"{name}: empty optional", markup=False)
+    else:
+        text = str(value)
+        out.print(f"{name}: {type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}",
+                  markup=False)
 
 
 @app.command("run")
 def run_cmd(
     file: str = typer.Argument(..., help="Model to run."),
     input: Optional[List[str]] = typer.Option(None, "--input", "-i", metavar="NAME=FILE.npy",
-                                              help="An input value from a .npy file."),
-    random: bool = typer.Option(False, "--random", help="Generate the inputs from their types."),
+                                              help="An input value from a .npy file "
+                                                   "(repeatable; overrides --random)."),
+    random: bool = typer.Option(False, "--random", help="Generate the inputs from their types "
+                                "(seeded, deterministic)."),
     seed: int = typer.Option(0, "--seed", help="Seed for --random."),
     dim: Optional[List[str]] = typer.Option(None, "--dim", metavar="NAME=VALUE",
-                                            help="Value of a symbolic dimension (repeatable)."),
-    output_dir: Optional[str] = typer.Option(None, "--output-dir", help="Save outputs as .npy."),
+                                            help="Value of a symbolic dimension for --random "
+                                                 "(repeatable; unset ones are 1)."),
+    output_dir: Optional[str] = typer.Option(None, "--output-dir", help="Save each tensor "
+                                             "output as NAME.npy in this directory (sequence "
+                                             "elements as NAME_i_.npy)."),
     storage_option: Optional[List[str]] = StorageOpt,
     debug: bool = DebugOpt,
 ):
-    """Run a model with onemodel's evaluator; print each output's name, shape, dtype, digest."""
+    """Run a model with onemodel's evaluator; print each output's name, shape, dtype and the
+    sha256 of its bytes (C order)."""
     import numpy as np
 
     from .. import api
+    from ..errors import IoError
     from ..evaluate import random_inputs
     from ..evaluate import run as run_model
 
     with _errors(debug):
+        dims = _pairs(dim, "--dim")
         with api.load(file, storage_options=_pairs(storage_option, "--storage-option") or None) \
                 as model:
-            feeds = {}
-            if random:
-                feeds = random_inputs(model, seed=seed, dims=_pairs(dim, "--dim"))
+            feeds = random_inputs(model, seed=seed, dims=dims) if random else {}
             for item in input or []:
                 if "=" not in item:
                     raise UnsupportedError(f"--input {item!r} is not NAME=FILE.npy")
@@ -284,22 +333,13 @@ def run_cmd(
                 try:
                     feeds[name] = np.load(path, allow_pickle=False)
                 except (OSError, ValueError) as e:
-                    from ..errors import IoError
                     raise IoError(f"cannot read input {name}: {e}", source=path) from None
             results = run_model(model, feeds)
-        if output_dir:
-            os.makedirs(output_dir, exist_ok=True)
-        for name, value in results.items():
-            arr = np.asarray(value) if isinstance(value, np.ndarray) else None
-            if arr is not None and arr.dtype != object:
-                digest = hashlib.sha256(np.ascontiguousarray(arr).view(np.uint8)).hexdigest()[:16]
-                out.print(f"{name}: shape {list(arr.shape)} dtype {arr.dtype} sha256:{digest}",
-                          markup=False)
-            else:
-                out.print(f"{name}: {type(value).__name__} {str(value)[:60]}", markup=False)
-            if output_dir and arr is not None:
-                safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
-                np.save(os.path.join(output_dir, safe + ".npy"), arr, allow_pickle=False)
+            if output_dir:
+                os.makedirs(output_dir, exist_ok=True)
+            # still inside `with`: an output may be a view of the model's mapped weights
+            for name, value in results.items():
+                _report_value(name, value, output_dir)
 
 
 def main() -> None:
