@@ -1,0 +1,187 @@
+"""`onemodel run` and `onemodel verify --run` as a user meets them: what is printed, what is
+written, the exit status; every value is checked against the Python API."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from typer.testing import CliRunner
+
+import onemodel
+from onemodel.cli import app
+from onemodel.evaluate import random_inputs, run
+
+MODELS = Path(__file__).resolve().parents[2] / "testdata" / "models"
+CNN = MODELS / "cnn_legacy.onnx"
+TRANSFORMER = MODELS / "transformer_dynamo.onnx"
+LEGACY_TRANSFORMER = MODELS / "transformer_legacy.onnx"
+runner = CliRunner()
+
+LINE = re.compile(r"^(\S+): shape \[([\d, ]*)\] dtype (\S+) sha256:([0-9a-f]{64})$")
+
+
+def cli(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def api_outputs(path, feeds=None, *, seed=0, dims=None):
+    """The outputs the Python API computes, with the inputs `--random --seed` would make."""
+    with onemodel.load(path) as model:
+        if feeds is None:
+            feeds = random_inputs(model, seed=seed, dims=dims or {})
+        return {k: np.array(v) for k, v in run(model, feeds).items()}
+
+
+def parse(stdout: str) -> dict:
+    found = {}
+    for line in stdout.splitlines():
+        m = LINE.match(line.strip())
+        if m:
+            shape = [int(x) for x in m.group(2).split(",") if x.strip()]
+            found[m.group(1)] = (shape, m.group(3), m.group(4))
+    return found
+
+
+def sha256(a: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+
+
+def test_run_random_prints_name_shape_dtype_and_digest():
+    r = cli("run", CNN, "--random", "--seed", "0")
+    assert r.exit_code == 0, r.output
+    want = api_outputs(CNN, seed=0)
+    assert parse(r.stdout) == {k: (list(v.shape), str(v.dtype), sha256(v))
+                               for k, v in want.items()}
+
+
+def test_run_seed_and_dim_change_the_inputs():
+    a = parse(cli("run", CNN, "--random", "--seed", "0").stdout)
+    b = parse(cli("run", CNN, "--random", "--seed", "1").stdout)
+    assert a["logits"][2] != b["logits"][2]
+    r = cli("run", TRANSFORMER, "--random", "--dim", "batch=2", "--dim", "seq=5")
+    assert r.exit_code == 0, r.output
+    want = api_outputs(TRANSFORMER, dims={"batch": 2, "seq": 5})
+    assert parse(r.stdout)["logits"] == ([2, 5, 10], "float32", sha256(want["logits"]))
+
+
+def test_run_input_from_npy_and_output_dir(tmp_path):
+    x = np.random.default_rng(5).standard_normal((4, 3, 32, 32)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    out = tmp_path / "out"
+    r = cli("run", CNN, "--input", f"input={tmp_path / 'x.npy'}", "--output-dir", out)
+    assert r.exit_code == 0, r.output
+    want = api_outputs(CNN, {"input": x})
+    saved = np.load(out / "logits.npy")
+    assert saved.dtype == want["logits"].dtype and saved.shape == (4, 10)
+    assert saved.tobytes() == want["logits"].tobytes()
+    assert parse(r.stdout)["logits"][2] == sha256(saved)
+
+
+def test_run_input_overrides_random(tmp_path):
+    x = np.zeros((1, 3, 32, 32), np.float32)
+    np.save(tmp_path / "x.npy", x)
+    r = cli("run", CNN, "--random", "--input", f"input={tmp_path / 'x.npy'}")
+    assert r.exit_code == 0, r.output
+    assert parse(r.stdout)["logits"][2] == sha256(api_outputs(CNN, {"input": x})["logits"])
+
+
+def test_run_external_data_model():
+    path = MODELS / "external" / "mlp_dynamo.onnx"
+    r = cli("run", path, "--random", "--dim", "batch=3")
+    assert r.exit_code == 0, r.output
+    want = api_outputs(path, dims={"batch": 3})
+    assert parse(r.stdout)["output"] == ([3, 10], "float32", sha256(want["output"]))
+
+
+def test_run_sequence_of_maps_output():
+    r = cli("run", MODELS / "sklearn_pipeline_zipmap.onnx", "--random")
+    assert r.exit_code == 0, r.output
+    assert "output_label: shape [1] dtype int64 sha256:" in r.stdout
+    assert "output_probability: sequence of 1" in r.stdout
+    assert "output_probability[0]: dict" in r.stdout
+
+
+def test_run_errors_are_one_line_with_exit_2(tmp_path):
+    r = cli("run", CNN)  # no inputs
+    assert r.exit_code == 2
+    assert "no value given for input(s) ['input']" in r.stderr
+    r = cli("run", CNN, "--input", "input")
+    assert r.exit_code == 2 and "NAME=FILE.npy" in r.stderr
+    r = cli("run", CNN, "--input", f"input={tmp_path / 'missing.npy'}")
+    assert r.exit_code == 2 and r.stderr.startswith("Io:")
+    np.save(tmp_path / "bad.npy", np.zeros((1, 3, 32, 32), np.float64))
+    r = cli("run", CNN, "--input", f"input={tmp_path / 'bad.npy'}")
+    assert r.exit_code == 2 and "InvalidModel" in r.stderr and "float64" in r.stderr
+
+
+def test_run_refuses_a_custom_operator_naming_it(tmp_path):
+    proto = onnx.load(CNN)
+    proto.graph.node.append(onnx.helper.make_node("Mystery", ["logits"], ["m"],
+                                                  domain="com.example"))
+    proto.graph.output[0].name = "m"
+    proto.opset_import.append(onnx.helper.make_opsetid("com.example", 2))
+    onnx.save(proto, tmp_path / "custom.onnx")
+    r = cli("run", tmp_path / "custom.onnx", "--random")
+    assert r.exit_code == 2
+    assert r.stderr.startswith("Unsupported:") and "(com.example, Mystery, 2)" in r.stderr
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory):
+    d = tmp_path_factory.mktemp("verify")
+    onemodel.convert(CNN, d / "cnn.onemodel")
+    proto = onnx.load(CNN)
+    t = proto.graph.initializer[0]
+    w = onnx.numpy_helper.to_array(t).copy()
+    w.reshape(-1)[0] += 0.5
+    t.CopyFrom(onnx.numpy_helper.from_array(w, t.name))
+    onnx.save(proto, d / "changed.onnx")
+    return d
+
+
+def test_verify_run_equal_for_a_model_and_its_conversion(converted):
+    r = cli("verify", CNN, converted / "cnn.onemodel", "--run")
+    assert r.exit_code == 0, r.output
+    assert "1 outputs bit-identical" in r.stdout
+
+
+def test_verify_run_names_the_output_when_a_weight_changed(converted):
+    r = cli("verify", CNN, converted / "changed.onnx", "--run")
+    assert r.exit_code == 1, r.output
+    assert "graph.initializers[0].contents" in r.stdout
+    assert "outputs['logits']: bits differ" in r.stdout
+    # the API agrees that the outputs really differ
+    a = api_outputs(CNN)["logits"]
+    b = api_outputs(converted / "changed.onnx")["logits"]
+    assert a.tobytes() != b.tobytes()
+
+
+def test_verify_run_engine_onnxruntime(converted):
+    r = cli("verify", CNN, converted / "cnn.onemodel", "--run", "--engine", "onnxruntime")
+    assert r.exit_code == 0, r.output
+    r = cli("verify", CNN, converted / "changed.onnx", "--run", "--engine", "onnxruntime")
+    assert r.exit_code == 1 and "outputs['logits']" in r.stdout
+    r = cli("verify", CNN, CNN, "--run", "--engine", "nosuch")
+    assert r.exit_code == 2 and "unknown engine" in r.stderr
+
+
+def test_verify_run_dim_reaches_the_generated_inputs():
+    # transformer_legacy.onnx runs only at seq 16 (testdata/README.md): --dim must be applied
+    r = cli("verify", LEGACY_TRANSFORMER, LEGACY_TRANSFORMER, "--run", "--dim", "seq=16",
+            "--dim", "batch=2")
+    assert r.exit_code == 0, r.output
+    r = cli("verify", LEGACY_TRANSFORMER, LEGACY_TRANSFORMER, "--run", "--dim", "seq=17")
+    assert r.exit_code == 2
+    assert "Reshape" in r.stderr
+
+
+def test_verify_engine_onnxruntime_not_installed_is_unsupported(converted, monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "onnxruntime", None)  # import fails
+    r = cli("verify", CNN, converted / "cnn.onemodel", "--run", "--engine", "onnxruntime")
+    assert r.exit_code == 2
+    assert r.stderr.startswith("Unsupported:") and "not installed" in r.stderr
