@@ -90,7 +90,7 @@ def make_heavy(path: str) -> None:
 
 
 CHILD = textwrap.dedent("""
-    import json, resource, sys, time
+    import json, sys, time
     def rss():
         with open("/proc/self/statm") as f:
             return int(f.read().split()[1]) * 4096
@@ -104,11 +104,16 @@ CHILD = textwrap.dedent("""
     else:
         import onemodel
         load = lambda: onemodel.load(path)
+    def hwm():  # peak resident set of this process image (ru_maxrss survives exec on Linux)
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
     before = rss()
     t = time.perf_counter()
     m = load()
     dt = time.perf_counter() - t
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = hwm()
     print(json.dumps({"seconds": dt, "rss_growth": max(peak - before, 0)}))
 """)
 
@@ -211,12 +216,9 @@ def main() -> None:
     t_h_ir = median_time(lambda: onnx_ir.load(heavy), max(2, args.repeat // 2))
     lines.append(row("graph-heavy: onemodel ONNX reader vs onnx.load", t_h, t_h_onnx, 1.0))
     lines.append(row("graph-heavy: onemodel ONNX reader vs onnx_ir.load", t_h, t_h_ir, 0.1))
-    try:
-        from onemodel.formats.onnx import decode as _d
-        accel = getattr(_d, "ACCELERATED", None)
-    except Exception:
-        accel = None
-    print(f"\nC decoder: {accel}")
+    import importlib
+    dec = importlib.import_module("onemodel.formats.onnx.decode")
+    print(f"\nC decoder: {'built' if dec._C is not None else 'not built'}")
     print("\n".join(lines))
     if not args.dir:
         shutil.rmtree(work, ignore_errors=True)
