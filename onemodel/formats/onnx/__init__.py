@@ -96,7 +96,7 @@ def read(source: Source, *, base_dir=None, allow_outside: bool = False,
 
     Raises MalformedError (Clause 12), InvalidModelError (tensor contents; a refused external
     reference; external tensors in a model with no base directory), UnsupportedError, IoError
-    (a data file that cannot be read). Nothing stays open when it raises.
+    (a data file that cannot be read). When it raises, the data files it opened are closed again.
     """
     whole = source.whole()
     raw = None
