@@ -29,6 +29,7 @@ from ..ir.model import Attribute, Function, Graph, Model, Node
 from . import registry
 from .context import Context, attribute_value, tensor_value
 from .inputs import prepare_inputs
+from .memory import tune_allocator
 
 
 def _label(node: Node) -> str:
@@ -106,6 +107,9 @@ class Session:
     Args:
         model: an :class:`~onemodel.ir.Model` with a main graph. Its tensors are read in place.
 
+    The first session of a process keeps freed memory mapped for the next run (glibc's malloc
+    thresholds, see :mod:`onemodel.evaluate.memory`; ``ONEMODEL_TUNE_MALLOC=0`` turns it off).
+
     Raises (at construction, before any computation):
         UnsupportedError: listing every operator ``(domain, op_type, opset)`` no kernel and no
             model-local function implements, in the main graph, its subgraphs and the functions
@@ -127,6 +131,7 @@ class Session:
         self._subplans: dict[int, _Plan] = {}
         self._plans: dict[Any, _Plan] = {}
         registry.load_builtin()
+        tune_allocator()  # keep freed intermediates mapped for the next run (see .memory)
         self._check_supported()
         self._main = self._plan_graph(model.graph, "graph", None, self._opsets, 0,
                                       outputs=None, top=True)

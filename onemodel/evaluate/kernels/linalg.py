@@ -30,9 +30,31 @@ _ONE_THREAD = 1 << 18
 _SMALL = 1 << 23
 
 
+def _scattered(x: np.ndarray) -> bool:
+    """Whether the last two axes of ``x`` are neither a packed row-major nor a packed
+    column-major matrix."""
+    m, n = x.shape[-2:]
+    s0, s1 = x.strides[-2:]
+    item = x.itemsize
+    return not ((s1 == item and (s0 == n * item or m == 1))
+                or (s0 == item and (s1 == m * item or n == 1)))
+
+
 def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``numpy.matmul(a, b)``; a small product with a 2-D ``b`` runs as a stack of products of
-    at most ``_ONE_THREAD`` multiply-adds each, which BLAS computes without waking threads."""
+    at most ``_ONE_THREAD`` multiply-adds each, which BLAS computes without waking threads.
+    When exactly one operand of a stacked (3-D or more) product has its matrices scattered
+    through memory (neither rows nor columns packed back to back, e.g. attention values after a
+    Transpose), it is copied once: numpy multiplies the stack matrix by matrix, and the
+    scattered one takes about twice as long (measured; with both scattered the two copies cost
+    more than they save)."""
+    if a.dtype.kind == "f" and (a.ndim > 2 or b.ndim > 2):
+        sa = a.ndim > 2 and _scattered(a)
+        sb = b.ndim > 2 and _scattered(b)
+        if sa and not sb:
+            a = np.ascontiguousarray(a)
+        elif sb and not sa:
+            b = np.ascontiguousarray(b)
     if b.ndim == 2 and a.ndim >= 2 and a.dtype == b.dtype and a.dtype.kind == "f":
         k, n = b.shape
         m = a.size // k if k else 0

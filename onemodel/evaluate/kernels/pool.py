@@ -169,7 +169,9 @@ def max_unpool(ctx, x, indices, output_shape=None):
     pad_begin - pad_end``; ``indices`` are flat positions in a tensor of that shape (N and C
     counted, as MaxPool's Indices give them). With ``output_shape`` (``pads`` then ignored), the
     unpooled tensor is placed at the start of each axis of a zero tensor of that shape, as the
-    ONNX test vectors have it. Raises InvalidModelError for indices of another shape than ``x``
+    ONNX test vector ``test_maxunpool_export_with_output_shape`` has it (the definition does not
+    say which shape the indices count in; onnxruntime 1.32 counts them in ``output_shape`` and
+    fails that vector). Raises InvalidModelError for indices of another shape than ``x``
     or outside the unpooled tensor, or an ``output_shape`` smaller than the unpooled shape.
     """
     if x.ndim < 3:

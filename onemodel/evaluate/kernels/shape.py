@@ -256,8 +256,10 @@ def _check_indices(idx, dim, what):
 @op("Gather", since=(1, 11, 13))
 def gather(ctx, x, indices):
     axis = _axis(ctx.attr("axis", 0), x.ndim)
-    # numpy.take counts negative indices from the end and raises IndexError out of range
-    # (the runner reports it with the node's location), as Gather defines.
+    # numpy counts negative indices from the end and raises IndexError out of range (the runner
+    # reports it with the node's location), as Gather defines. A scalar index selects a view.
+    if indices.ndim == 0 and indices.dtype.kind in "iu":
+        return x[(slice(None),) * axis + (int(indices),)]
     return np.take(x, indices, axis=axis)
 
 
