@@ -73,9 +73,20 @@ def layer_norm(ctx, x, scale, bias=None):
     n = 1
     for a in axes:
         n *= w.shape[a]
-    mean = np.add.reduce(w, axis=axes, keepdims=True) / np.asarray(max(n, 1), w.dtype)
-    d = w - mean
-    var = np.add.reduce(d * d, axis=axes, keepdims=True) / np.asarray(max(n, 1), w.dtype)
+    count = np.asarray(max(n, 1), w.dtype)
+    if n > 1 and w.size and w.dtype in (np.float32, np.float64) and w.flags.c_contiguous:
+        # sums over the trailing axes as BLAS products with a vector of ones: numpy's reduction
+        # over a short innermost axis is several times slower
+        ones = np.ones(n, w.dtype)
+        stat = w.shape[:axis] + (1,) * len(axes)
+        rows = w.reshape(-1, n)
+        mean = (np.matmul(rows, ones) / count).reshape(stat)
+        d = w - mean
+        var = (np.matmul(np.square(d).reshape(-1, n), ones) / count).reshape(stat)
+    else:
+        mean = np.add.reduce(w, axis=axes, keepdims=True) / count
+        d = w - mean
+        var = np.add.reduce(d * d, axis=axes, keepdims=True) / count
     inv = 1 / np.sqrt(var + np.asarray(eps, w.dtype))
     y = d
     y *= inv
