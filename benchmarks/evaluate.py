@@ -1,0 +1,202 @@
+"""The evaluator side by side: onemodel vs onnx.reference.ReferenceEvaluator vs onnxruntime.
+
+Two models of testdata/models, a CNN (cnn_dynamo.onnx) and a transformer encoder
+(transformer_dynamo.onnx), at batch sizes that make the run non-trivial (the transformer at two
+sizes: where per-node work is small, and where the matrix products dominate). Every engine
+runs in its own process, prepares the model once (``onemodel.evaluate.Session``,
+``ReferenceEvaluator``, ``onnxruntime.InferenceSession`` with one intra-op and one inter-op
+thread) and is warmed up with one run; then the median of ``--repeat`` timed runs is taken (for
+the reference evaluator, which is slow, half as many, at least 3). All engines run one-threaded: ``OPENBLAS_NUM_THREADS``,
+``OMP_NUM_THREADS`` and ``MKL_NUM_THREADS`` are set to 1 before numpy is imported (numpy's BLAS
+serves both onemodel and the reference evaluator). The outputs of the engines are checked
+against each other (rtol 1e-4, atol 1e-5) before any timing is reported.
+
+onemodel keeps freed memory mapped for the next run (onemodel/evaluate/memory.py), which saves
+the page faults of re-allocating large intermediates; for comparison the reference evaluator is
+also timed with the same glibc setting (``ref+malloc``, given through the environment).
+
+Target (issue 5): onemodel at least 3x faster than the reference evaluator; the ratio to
+onnxruntime is reported.
+
+    .venv/bin/python benchmarks/evaluate.py [--repeat 7] [--markdown]
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import argparse  # noqa: E402
+import pathlib  # noqa: E402
+import platform  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from onemodel.evaluate.memory import MMAP_THRESHOLD, TRIM_THRESHOLD  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+MODELS = ROOT / "testdata" / "models"
+
+#: (label, file, dimension variables, what the input is)
+CASES = [
+    ("CNN", "cnn_dynamo.onnx", {"batch": 32}, "images [32, 3, 32, 32]"),
+    ("transformer encoder", "transformer_dynamo.onnx", {"batch": 16, "seq": 64},
+     "tokens [16, 64] of a 100-word vocabulary"),
+    ("transformer encoder", "transformer_dynamo.onnx", {"batch": 32, "seq": 128},
+     "tokens [32, 128] of a 100-word vocabulary"),
+]
+TARGET_VS_REFERENCE = 3.0
+
+
+def median_seconds(fn, repeat: int) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def feeds_for(model, dims: dict) -> dict:
+    from onemodel.evaluate import random_inputs
+
+    feeds = random_inputs(model, seed=0, dims=dims)
+    rng = np.random.default_rng(0)
+    for name, value in feeds.items():
+        if value.dtype == np.int64:  # token ids over the whole vocabulary
+            feeds[name] = rng.integers(0, 100, size=value.shape, dtype=np.int64)
+    return feeds
+
+
+def child(engine: str, file: str, dims: dict, repeat: int, out_path: str) -> dict:
+    """Time one engine on one model in this process; save its outputs to ``out_path``."""
+    import onemodel
+
+    path = MODELS / file
+    with onemodel.load(path) as model:
+        feeds = feeds_for(model, dims)
+        names = [o.name for o in model.graph.outputs]
+        nodes = len(model.graph.nodes)
+        if engine == "onemodel":
+            from onemodel.evaluate import Session
+
+            session = Session(model)
+            fn = lambda: list(session.run(feeds).values())  # noqa: E731
+        elif engine == "reference":
+            from onnx.reference import ReferenceEvaluator
+
+            ref = ReferenceEvaluator(str(path))
+            fn = lambda: ref.run(None, feeds)  # noqa: E731
+            repeat = max(3, repeat // 2)
+        else:
+            import onnxruntime
+
+            so = onnxruntime.SessionOptions()
+            so.intra_op_num_threads = 1
+            so.inter_op_num_threads = 1
+            so.log_severity_level = 3
+            sess = onnxruntime.InferenceSession(str(path), so,
+                                                providers=["CPUExecutionProvider"])
+            fn = lambda: sess.run(names, feeds)  # noqa: E731
+        np.savez(out_path, **dict(zip(names, fn())))
+        seconds = median_seconds(fn, repeat)
+    return {"seconds": seconds, "nodes": nodes}
+
+
+def bench(label: str, file: str, dims: dict, repeat: int) -> dict:
+    """Each engine in its own process (nothing one engine does to the process -- imports, thread
+    pools, onemodel's allocator setting, see onemodel/evaluate/memory.py -- reaches another);
+    the outputs are compared before the times are reported."""
+    import json
+    import subprocess
+    import sys
+    import tempfile
+
+    row = {"label": label, "file": file}
+    outputs = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for engine in ("onemodel", "reference", "reference+malloc", "onnxruntime"):
+            out_path = os.path.join(tmp, f"{engine}.npz")
+            env = dict(os.environ)
+            if engine == "reference+malloc":  # the reference with onemodel's glibc setting
+                env["MALLOC_MMAP_THRESHOLD_"] = str(MMAP_THRESHOLD)
+                env["MALLOC_TRIM_THRESHOLD_"] = str(TRIM_THRESHOLD)
+            proc = subprocess.run([sys.executable, __file__, "--child",
+                                   engine.split("+")[0], file, json.dumps(dims), str(repeat),
+                                   out_path], capture_output=True, text=True, check=True,
+                                  env=env)
+            result = json.loads(proc.stdout.strip().splitlines()[-1])
+            row[engine] = result["seconds"]
+            row["nodes"] = result["nodes"]
+            with np.load(out_path) as z:
+                outputs[engine] = {k: z[k] for k in z.files}
+    for name, value in outputs["onemodel"].items():
+        for engine in ("reference", "onnxruntime"):
+            np.testing.assert_allclose(value, outputs[engine][name], rtol=1e-4, atol=1e-5,
+                                       err_msg=f"{label}: onemodel vs {engine} on {name}")
+    row["ours"], row["ref"], row["ort"] = row["onemodel"], row["reference"], row["onnxruntime"]
+    row["ref_malloc"] = row["reference+malloc"]
+    return row
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=7, help="timed runs per engine "
+                        "(the reference evaluator: half, at least 3)")
+    parser.add_argument("--markdown", action="store_true", help="also print a markdown table")
+    parser.add_argument("--child", nargs=5, metavar=("ENGINE", "FILE", "DIMS", "REPEAT", "OUT"),
+                        help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        import json
+
+        engine, file, dims, repeat, out_path = args.child
+        print(json.dumps(child(engine, file, json.loads(dims), int(repeat), out_path)))
+        return 0
+    import onnx
+    import onnxruntime
+
+    print(f"threads: OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=MKL_NUM_THREADS=1 (onemodel, "
+          f"reference); onnxruntime intra_op_num_threads=1, inter_op_num_threads=1")
+    print(f"python {platform.python_version()}, numpy {np.__version__}, onnx {onnx.__version__}, "
+          f"onnxruntime {onnxruntime.__version__}, {platform.machine()}, "
+          f"{os.cpu_count()} CPUs; median of {args.repeat} runs after one warm-up")
+    rows = []
+    for label, file, dims, what in CASES:
+        r = bench(label, file, dims, args.repeat)
+        r["what"] = what
+        rows.append(r)
+    head = (f"{'model':<22}{'onemodel':>10}{'reference':>11}{'ref+malloc':>12}"
+            f"{'onnxruntime':>13}{'ref/ours':>10}{'ours/ort':>10}")
+    print(head)
+    met = 0
+    for r in rows:
+        speedup = r["ref"] / r["ours"]
+        met += speedup >= TARGET_VS_REFERENCE
+        print(f"{r['label']:<22}{r['ours'] * 1e3:>8.1f}ms{r['ref'] * 1e3:>9.1f}ms"
+              f"{r['ref_malloc'] * 1e3:>10.1f}ms{r['ort'] * 1e3:>11.1f}ms{speedup:>9.1f}x"
+              f"{r['ours'] / r['ort']:>9.1f}x   ({r['what']})")
+    print("ref+malloc: the reference evaluator with onemodel's glibc malloc setting "
+          "(onemodel/evaluate/memory.py), for comparison")
+    print(f"target: onemodel >= {TARGET_VS_REFERENCE:.0f}x faster than the reference evaluator: "
+          f"met in {met} of {len(rows)} rows")
+    if args.markdown:
+        print()
+        print("| model | input | onemodel | onnx.reference | reference, same malloc setting | "
+              "onnxruntime (1 thread) | reference / onemodel | onemodel / onnxruntime |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|")
+        for r in rows:
+            print(f"| {r['label']} (`{r['file']}`, {r['nodes']} nodes) | {r['what']} | "
+                  f"{r['ours'] * 1e3:.1f} ms | {r['ref'] * 1e3:.1f} ms | "
+                  f"{r['ref_malloc'] * 1e3:.1f} ms | {r['ort'] * 1e3:.1f} ms "
+                  f"| {r['ref'] / r['ours']:.1f}x | {r['ours'] / r['ort']:.1f}x |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
