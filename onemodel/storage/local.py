@@ -84,42 +84,11 @@ def _read_all(fd: int, size: int, name: str) -> bytes:
     return b"".join(chunks)
 
 
-#: Bytes per ``write`` when copying from a mapped file (fits the CPU caches; measured fastest).
-COPY_PIECE = 2 << 20
-
-#: Mapped pages of a source are released (``MADV_DONTNEED``; the page cache keeps them) after
-#: every this many bytes copied, so copying a file of any size keeps the resident set bounded.
-COPY_WINDOW = 32 << 20
-
-
-def _write_from_map(out: int, source: "LocalSource", offset: int, length: int) -> int:
-    """Write ``length`` bytes of a mapped source at ``offset`` to descriptor ``out``; the bytes
-    written (fewer only when a write raised)."""
-    view = source.whole()
-    m = source._map
-    done = 0
-    while done < length:
-        start = offset + done
-        end = offset + min(length, done + COPY_WINDOW)
-        pos = start
-        while pos < end:
-            pos += os.write(out, view[pos:min(end, pos + COPY_PIECE)])
-        done += end - start
-        if hasattr(m, "madvise"):
-            lo = start - start % mmap.PAGESIZE
-            try:
-                m.madvise(mmap.MADV_DONTNEED, lo, end - lo)
-            except (OSError, ValueError, AttributeError):
-                pass
-    return done
-
-
 class LocalSink(Sink):
     """An atomic local file sink: a temporary file beside ``path``, renamed over it on commit.
 
-    ``copy_from`` copies from a local file without a detour through Python buffers
-    (``os.copy_file_range``, or ``write`` from the source's map; see :meth:`copy_from`).
-    Raises IoError.
+    ``copy_from`` uses ``os.copy_file_range`` when the source is a local file, so tensor bytes go
+    from file to file inside the kernel. Raises IoError.
     """
 
     def __init__(self, path: str, *, durable: bool = False):
@@ -146,39 +115,22 @@ class LocalSink(Sink):
         return self._pos
 
     def copy_from(self, source: Source, offset: int, length: int) -> None:
-        """Append ``length`` bytes of ``source`` at ``offset``.
-
-        From a local file: ``os.copy_file_range`` (inside the kernel, reflinks where the file
-        system has them) when ``offset`` and the write position are congruent modulo the page
-        size; otherwise, when the source is mapped, ``write`` straight from the map in
-        :data:`COPY_PIECE` pieces (one copy, and faster than the kernel's copy of misaligned
-        pages), releasing the mapped pages every :data:`COPY_WINDOW` bytes so the resident set
-        stays bounded. Other sources: in chunks through memory.
-        """
         fileno = getattr(source, "fileno", None)
         fd = fileno() if fileno is not None else None
-        if fd is None or length < (1 << 20):
+        if fd is None or not hasattr(os, "copy_file_range") or length < (1 << 20):
             return super().copy_from(source, offset, length)
         source._check_range(offset, length)
         self._f.flush()
         out = self._f.fileno()
         done = 0
-        congruent = (offset - self._pos) % mmap.PAGESIZE == 0
-        if congruent and hasattr(os, "copy_file_range"):
-            try:
-                while done < length:
-                    n = os.copy_file_range(fd, out, length - done, offset + done)
-                    if n <= 0:
-                        break
-                    done += n
-            except OSError:
-                pass  # e.g. EXDEV on old kernels: fall back to copying through memory
-        elif getattr(source, "_map", None) is not None:
-            try:
-                done = _write_from_map(out, source, offset, length)
-            except OSError as e:
-                self.abort()
-                raise io_error(e, self.name, "write") from None
+        try:
+            while done < length:
+                n = os.copy_file_range(fd, out, length - done, offset + done)
+                if n <= 0:
+                    break
+                done += n
+        except OSError:
+            pass  # e.g. EXDEV on old kernels: fall back to copying through memory
         # keep the buffered writer's position in step with what the kernel wrote
         self._f.seek(0, os.SEEK_END)
         self._pos += done
