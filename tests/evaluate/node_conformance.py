@@ -23,9 +23,9 @@ generators (``Bernoulli``, ``RandomUniform``, ``RandomUniformLike``, ``RandomNor
 ``RandomNormalLike``, ``Multinomial``, and ``Dropout`` when it runs in training mode) do not fix
 the generator, so their expected outputs cannot be matched value for value. For them the criterion
 is :func:`check_random`: every output has the expected shape and dtype, and values in the range
-the definition gives (``[low, high)`` for RandomUniform*, finite for RandomNormal*, ``{0, 1}`` for
-Bernoulli, ``[0, classes)`` for Multinomial, and for Dropout every element either 0 or ``x/(1-r)``
-with the mask marking the kept ones).
+the definition gives (``[low, high]`` for RandomUniform*, finite for RandomNormal*, ``{0, 1}`` for
+Bernoulli, and 0 where the probability is 0, 1 where it is 1, ``[0, classes)`` for Multinomial,
+and for Dropout every element either 0 or ``x/(1-r)`` with the mask marking the kept ones).
 """
 
 from __future__ import annotations
@@ -276,13 +276,17 @@ def check_random(op_type: str, model, inputs: list, got: list, want: list) -> st
         lo, hi = (_attr(node, "low", 0.0), _attr(node, "high", 1.0)) if node else (0.0, 1.0)
         v = y.astype(np.float64)
         if not ((v >= lo) & (v <= hi)).all():
-            return f"values outside [{lo}, {hi})"
+            return f"values outside [{lo}, {hi}]"
     elif op_type in ("RandomNormal", "RandomNormalLike"):
         if not np.isfinite(y.astype(np.float64)).all():
             return "non-finite values"
     elif op_type == "Bernoulli":
-        if not np.isin(y.astype(np.float64), (0.0, 1.0)).all():
+        v = y.astype(np.float64)
+        p = np.asarray(inputs[0]).astype(np.float64)
+        if not np.isin(v, (0.0, 1.0)).all():
             return "values other than 0 and 1"
+        if (v[p == 0] != 0).any() or (v[p == 1] != 1).any():
+            return "a draw contradicts a probability of 0 or 1"
     elif op_type == "Multinomial":
         classes = np.asarray(inputs[0]).shape[-1]
         if not ((y >= 0) & (y < classes)).all():

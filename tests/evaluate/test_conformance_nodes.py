@@ -149,3 +149,8 @@ def test_random_criterion_rejects_wrong_outputs():
                            [want])
     assert nc.check_random("Bernoulli", model, [p], [np.ones(3, np.float32)], [want])
     assert nc.check_random("Bernoulli", model, [p], [np.ones(4, np.float64)], [want])
+    certain = np.array([0.0, 1.0, 0.5, 0.5], np.float32)
+    assert nc.check_random("Bernoulli", model, [certain], [np.array([0, 1, 1, 0], np.float32)],
+                           [want]) is None
+    assert nc.check_random("Bernoulli", model, [certain], [np.array([1, 1, 1, 0], np.float32)],
+                           [want])
