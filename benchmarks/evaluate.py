@@ -6,9 +6,9 @@ sizes: where per-node work is small, and where the matrix products dominate). Ev
 runs in its own process, prepares the model once (``onemodel.evaluate.Session``,
 ``ReferenceEvaluator``, ``onnxruntime.InferenceSession`` with one intra-op and one inter-op
 thread) and is warmed up with one run; then the median of ``--repeat`` timed runs is taken (for
-the reference evaluator, which is slow, half as many, at least 3). All engines run one-threaded: ``OPENBLAS_NUM_THREADS``,
-``OMP_NUM_THREADS`` and ``MKL_NUM_THREADS`` are set to 1 before numpy is imported (numpy's BLAS
-serves both onemodel and the reference evaluator). The outputs of the engines are checked
+the reference evaluator, which is slow, half as many, at least 3). All engines run
+one-threaded: ``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS`` and ``MKL_NUM_THREADS`` are set to 1
+before numpy is imported (numpy's BLAS serves both onemodel and the reference evaluator). The outputs of the engines are checked
 against each other (rtol 1e-4, atol 1e-5) before any timing is reported.
 
 onemodel keeps freed memory mapped for the next run (onemodel/evaluate/memory.py), which saves
