@@ -15,16 +15,29 @@ import sys
 from typing import List, Optional
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from ..errors import OneModelError, UnsupportedError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Store, convert and verify ONNX and OneModel models, bit-identical.")
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class _LazyConsole:
+    """A rich Console created on first use (importing rich costs ~20 ms of every command)."""
+
+    def __init__(self, **options):
+        self._options = options
+        self._console = None
+
+    def __getattr__(self, name):
+        if self._console is None:
+            from rich.console import Console
+            self._console = Console(**self._options)
+        return getattr(self._console, name)
+
+
+out = _LazyConsole(highlight=False, soft_wrap=True)
+err = _LazyConsole(stderr=True, highlight=False, soft_wrap=True)
 
 DebugOpt = typer.Option(False, "--debug", help="Show the full traceback on errors.")
 QuietOpt = typer.Option(False, "--quiet", "-q", help="Print nothing but errors; no progress.")
@@ -172,6 +185,9 @@ def external_report(model) -> list[dict]:
 
 
 def _print_summary(s: dict) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
     out.print(f"[bold]{escape(str(s['source']))}[/bold]  format {s['format']}, "
               f"IR version {s['ir_version']}")
     opsets = ", ".join(f"{o['domain'] or 'ai.onnx'} {o['version']}" for o in s["opsets"])

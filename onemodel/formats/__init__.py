@@ -14,7 +14,6 @@ through the ``onemodel.formats`` entry point group, without touching this packag
 from __future__ import annotations
 
 import importlib
-from importlib import metadata
 from typing import Protocol
 
 from ..errors import UnsupportedError
@@ -33,7 +32,8 @@ class FormatPlugin(Protocol):
 
 _PLUGINS: dict[str, FormatPlugin] = {}
 _BUILTIN = ("onemodel.formats.container:PLUGIN", "onemodel.formats.onnx:PLUGIN")
-_loaded = False
+_builtins_loaded = False
+_entry_points_loaded = False
 
 
 def register(plugin: FormatPlugin) -> None:
@@ -41,31 +41,44 @@ def register(plugin: FormatPlugin) -> None:
     _PLUGINS[plugin.name] = plugin
 
 
-def _load() -> None:
-    global _loaded
-    if _loaded:
+def _load_builtins() -> None:
+    global _builtins_loaded
+    if not _builtins_loaded:
+        for spec in _BUILTIN:
+            mod, attr = spec.split(":")
+            plugin = getattr(importlib.import_module(mod), attr)
+            _PLUGINS.setdefault(plugin.name, plugin)
+        _builtins_loaded = True
+
+
+def _load_entry_points() -> None:
+    """Third-party plugins of the ``onemodel.formats`` entry point group. Loaded only when the
+    built-in formats do not answer (importing importlib.metadata costs tens of milliseconds)."""
+    global _entry_points_loaded
+    if _entry_points_loaded:
         return
-    for spec in _BUILTIN:
-        mod, attr = spec.split(":")
-        register(getattr(importlib.import_module(mod), attr))
+    _entry_points_loaded = True
+    from importlib import metadata
     try:
         eps = metadata.entry_points(group="onemodel.formats")
     except Exception:  # pragma: no cover - broken environments
         eps = ()
     for ep in eps:
         register(ep.load())
-    _loaded = True
 
 
 def plugins() -> list[FormatPlugin]:
-    """Every registered plugin."""
-    _load()
+    """Every registered plugin, built-in and third-party."""
+    _load_builtins()
+    _load_entry_points()
     return list(_PLUGINS.values())
 
 
 def by_name(name: str) -> FormatPlugin:
     """The plugin called ``name``; UnsupportedError naming the known formats otherwise."""
-    _load()
+    _load_builtins()
+    if name not in _PLUGINS:
+        _load_entry_points()
     try:
         return _PLUGINS[name]
     except KeyError:
@@ -73,12 +86,7 @@ def by_name(name: str) -> FormatPlugin:
             from None
 
 
-def detect(head: bytes | None = None, name: str | None = None) -> FormatPlugin:
-    """The plugin for a file: by its first bytes when they are given, else by its name's suffix.
-
-    Magic bytes win over the suffix. Raises UnsupportedError when neither decides.
-    """
-    _load()
+def _match(head: bytes | None, name: str | None) -> FormatPlugin | None:
     if head:
         for p in _PLUGINS.values():
             if p.sniff(head):
@@ -88,8 +96,24 @@ def detect(head: bytes | None = None, name: str | None = None) -> FormatPlugin:
         for p in _PLUGINS.values():
             if any(base.endswith(s) for s in p.suffixes):
                 return p
-    raise UnsupportedError("cannot tell the format of the file from its first bytes or its name",
-                           source=name)
+    return None
+
+
+def detect(head: bytes | None = None, name: str | None = None) -> FormatPlugin:
+    """The plugin for a file: by its first bytes when they are given, else by its name's suffix.
+
+    Magic bytes win over the suffix; built-in formats are asked first, third-party plugins when
+    no built-in format answers. Raises UnsupportedError when none decides.
+    """
+    _load_builtins()
+    found = _match(head, name)
+    if found is None and not _entry_points_loaded:
+        _load_entry_points()
+        found = _match(head, name)
+    if found is None:
+        raise UnsupportedError("cannot tell the format of the file from its first bytes or its "
+                               "name", source=name)
+    return found
 
 
 def strip_compression(name: str) -> str:

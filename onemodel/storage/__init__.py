@@ -24,11 +24,20 @@ import os
 from urllib.parse import urlsplit
 
 from ..limits import MAX_DECOMPRESSED_BYTES
-from .base import BytesSink, MemorySource, RangeBuffer, Sink, Source, prefetch
+from .base import BytesSink, MemorySource, RangeBuffer, Sink, Source, is_url, prefetch
 from .compressed import DEFAULT_LEVEL, ZstdSink, decompress_source, has_zstd_suffix, is_zstd
 from .local import LocalSink, LocalSource
 from .progress import Progress, ProgressSink
-from .remote import RemoteSink, RemoteSource, display_url, is_url, resolve_relative
+
+_REMOTE = ("RemoteSource", "RemoteSink", "display_url", "resolve_relative")
+
+
+def __getattr__(name: str):
+    # the fsspec layer (and asyncio under it) is imported only when a URL is used
+    if name in _REMOTE:
+        from . import remote
+        return getattr(remote, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _local_path(target) -> str | None:
@@ -84,6 +93,7 @@ def open_source(target, *, storage_options: dict | None = None, compression: str
     if path is not None:
         raw = LocalSource(path, **options)
     else:
+        from .remote import RemoteSource
         raw = RemoteSource(target, storage_options, progress=None if zst else progress,
                            **options)
     if zst:
@@ -116,6 +126,7 @@ def open_sink(target, *, storage_options: dict | None = None, compression: str |
         if path is not None:
             sink = LocalSink(path, **options)
         else:
+            from .remote import RemoteSink
             sink = RemoteSink(target, storage_options, **options)
         if _compressed(target, compression):
             sink = ZstdSink(sink, level=level)

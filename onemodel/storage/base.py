@@ -13,6 +13,11 @@ from ..errors import IoError, MalformedError
 from ..ir.record import LazyBuffer
 
 
+def is_url(target) -> bool:
+    """True when ``target`` is a string naming an fsspec URL (``scheme://...`` or ``a::b``)."""
+    return isinstance(target, str) and ("://" in target or "::" in target)
+
+
 class Source:
     """Random-access bytes of known size.
 

@@ -40,7 +40,7 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from ..errors import InvalidModelError, IoError, OneModelError, UnsupportedError
 from ..limits import KiB, MiB
-from .base import Sink, Source
+from .base import Sink, Source, is_url  # noqa: F401 (is_url re-exported)
 
 #: Bytes fetched by the first read of a remote source and kept: enough for the OneModel header
 #: and a small manifest, or the start of an ONNX file, so opening costs one request.
@@ -86,11 +86,6 @@ _INSTALL_HINTS = {
     "abfs": "install adlfs: pip install adlfs",
     "abfss": "install adlfs: pip install adlfs",
 }
-
-
-def is_url(target) -> bool:
-    """True when ``target`` is a string naming an fsspec URL (``scheme://...`` or ``a::b``)."""
-    return isinstance(target, str) and ("://" in target or "::" in target)
 
 
 def display_url(url: str) -> str:
