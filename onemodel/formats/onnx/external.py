@@ -436,8 +436,10 @@ def open_data_sink(base, location: str, *, allow_outside: bool = False,
     write-side counterpart of :func:`open_location`.
 
     A local location passes :func:`location_parts`; its directories are walked from ``base`` by
-    descriptor with ``O_NOFOLLOW`` (missing ones are created), so a symbolic link in the target
-    directory cannot redirect the write outside ``base``. The file itself is written to a
+    descriptor with ``O_NOFOLLOW`` (missing ones are created) and a symbolic link among them is
+    refused, so a link planted in the output directory does not redirect the write outside
+    ``base`` (a directory changed by another process while the file is being written is out of
+    scope: the output directory is the caller's). The file itself is written to a
     temporary file in its directory and renamed over the destination on commit
     (:class:`~onemodel.storage.local.LocalSink`): an existing file is replaced, never appended to
     or truncated in place, and maps of the old file stay valid. A URL base writes through
