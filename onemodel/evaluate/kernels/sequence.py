@@ -170,14 +170,14 @@ def optional(ctx, value=None):
     return (value,)
 
 
-@op("OptionalHasElement", since=15)
+@op("OptionalHasElement", since=(15, 18))
 def optional_has_element(ctx, value=None):
     """OptionalHasElement: bool scalar, true when the optional (or, from opset 18, the tensor or
     sequence) holds a value; false for an empty optional or an omitted input."""
     return np.array(value is not None, dtype=np.bool_)
 
 
-@op("OptionalGetElement", since=15)
+@op("OptionalGetElement", since=(15, 18))
 def optional_get_element(ctx, value):
     """OptionalGetElement: the element of a non-empty optional; from opset 18 a tensor or
     sequence input is returned as it is. Raises InvalidModelError for an empty optional."""
