@@ -1,25 +1,31 @@
-"""Load and convert, side by side with the tools users pick today (issue: ONNX <-> OneModel).
+"""Load and convert, side by side with the tools users pick today (ONNX <-> OneModel).
 
 Generates its models in a temporary directory and prints, in one run, median times and ratios:
 
-* a model with ~1 GB of float32 weights inline (``--gb`` to change):
-  - ``onemodel.load`` of the .onnx vs ``onnx.load``: time and peak RSS growth (targets <= 0.1x);
+* graph-heavy: 50,000 small nodes and 20,000 tiny initializers: onemodel's ONNX reader (C decoder,
+  and pure Python with ONEMODEL_PURE_PYTHON=1) vs ``onnx.load`` and ``onnx_ir.load``.
+  Targets: onemodel (C) <= 1.0x onnx.load and <= 0.1x onnx_ir.load. The C read is also split into
+  its decode and its tensor checks.
+* weights: ~1 GB of float32 weights inline (``--gb``):
+  - ``onemodel.load`` of the .onnx vs ``onnx.load``: time <= 0.1x and peak RSS growth <= 0.1x,
+    measured in a child process per tool (VmHWM after the load minus the resident set just
+    before it; ru_maxrss is not used: Linux carries it over from the parent across exec);
   - opening the .onemodel and reading one tensor vs ``safetensors.safe_open`` + ``get_tensor`` on
-    the same weights (target <= 2x);
-  - ``onemodel convert`` .onnx -> .onemodel vs ``cp`` of the same file (target <= 1.5x), both
-    as commands, and the in-process API for reference;
-* a graph-heavy model (50,000 small nodes, 20,000 tiny initializers):
-  - onemodel's ONNX reader vs ``onnx.load`` (target <= 1.0x) and ``onnx_ir.load`` (<= 0.1x).
+    the same weights: <= 2x;
+  - ``onemodel convert`` .onnx -> .onemodel vs ``cp`` of the same file, both as commands to a
+    fresh destination: <= 1.5x; and ``onemodel.convert()`` in process for reference.
 
-Peak RSS growth is measured in a child process per tool: the maximum resident set during the load
-minus the resident set just before it. Needs the bench extra: ``pip install -e ".[bench]"``.
+onemodel reads through a memory map of the file, so raw_data values are views of the map. Needs
+the bench extra: ``pip install -e ".[bench]"``.
 
-    python benchmarks/load_convert.py [--gb 1.0] [--repeat 5]
+    python benchmarks/load_convert.py [--gb 1.0] [--repeat 7] [--dir DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import importlib
 import json
 import os
 import shutil
@@ -30,48 +36,23 @@ import tempfile
 import textwrap
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 PY = sys.executable
 
 
 def median_time(fn, repeat: int) -> float:
+    """Median wall time of ``fn()`` in seconds; what it returns is dropped outside the timing."""
     times = []
     for _ in range(repeat):
+        gc.collect()
         t = time.perf_counter()
-        fn()
+        out = fn()
         times.append(time.perf_counter() - t)
+        del out
     return statistics.median(times)
 
 
-def make_big(path_onnx: str, path_st: str, gb: float) -> str:
-    """A chain of MatMuls over ~gb GB of float32 weights, inline; returns one tensor's name."""
-    import numpy as np
-    import onnx
-    from onnx import helper, numpy_helper
-    from safetensors.numpy import save_file
-
-    n_tensors = 64
-    per = int(gb * (1 << 30) / 4 / n_tensors)
-    side = int(per ** 0.5)
-    rng = np.random.default_rng(0)
-    inits, nodes, weights = [], [], {}
-    prev = "x"
-    for i in range(n_tensors):
-        w = rng.standard_normal((side, side), dtype=np.float32)
-        weights[f"w{i}"] = w
-        inits.append(numpy_helper.from_array(w, f"w{i}"))
-        nodes.append(helper.make_node("MatMul", [prev, f"w{i}"], [f"h{i}"]))
-        prev = f"h{i}"
-    g = helper.make_graph(nodes, "big", [helper.make_tensor_value_info("x", 1, ["N", side])],
-                          [helper.make_tensor_value_info(prev, 1, ["N", side])], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
-    with open(path_onnx, "wb") as f:
-        f.write(m.SerializeToString())
-    save_file(weights, path_st)
-    return f"w{n_tensors // 2}"
-
-
 def make_heavy(path: str) -> None:
+    """50,000 nodes (20,000 Add with a 4-float initializer each, then 30,000 Relu), in a chain."""
     import numpy as np
     import onnx
     from onnx import helper, numpy_helper
@@ -89,11 +70,32 @@ def make_heavy(path: str) -> None:
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)]), path)
 
 
+def make_weights(path: str, gb: float) -> None:
+    """A chain of 64 MatMuls over ``gb`` GiB of float32 weights, all inline (raw_data)."""
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+
+    n = 64
+    side = int((gb * (1 << 30) / 4 / n) ** 0.5)
+    nodes, inits, prev = [], [], "x"
+    base = np.arange(side * side, dtype=np.float32).reshape(side, side) / (side * side)
+    for i in range(n):
+        inits.append(numpy_helper.from_array(base + i, f"w{i}"))
+        nodes.append(helper.make_node("MatMul", [prev, f"w{i}"], [f"h{i}"], name=f"mm{i}"))
+        prev = f"h{i}"
+    g = helper.make_graph(nodes, "weights", [helper.make_tensor_value_info("x", 1, ["N", side])],
+                          [helper.make_tensor_value_info(prev, 1, ["N", side])], inits)
+    data = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)]).SerializeToString()
+    with open(path, "wb") as f:
+        f.write(data)
+
+
 CHILD = textwrap.dedent("""
-    import json, sys, time
+    import json, os, sys, time
     def rss():
         with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * 4096
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     tool, path = sys.argv[1], sys.argv[2]
     if tool == "onnx":
         import onnx
@@ -102,126 +104,208 @@ CHILD = textwrap.dedent("""
         import onnx_ir
         load = lambda: onnx_ir.load(path)
     else:
-        import onemodel
-        load = lambda: onemodel.load(path)
-    def hwm():  # peak resident set of this process image (ru_maxrss survives exec on Linux)
+        if tool == "onemodel-py":
+            os.environ["ONEMODEL_PURE_PYTHON"] = "1"
+        from onemodel.formats.onnx import read
+        from onemodel.storage import LocalSource
+        load = lambda: read(LocalSource(path))
+    def status(key):  # VmHWM: peak resident set of this process image (not inherited by exec)
         with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    before = rss()
+            return next(int(l.split()[1]) * 1024 for l in f if l.startswith(key + ":"))
+    before, anon = rss(), status("RssAnon")
+    assert status("VmHWM") < before + (64 << 20), "peak before the load is not the current size"
     t = time.perf_counter()
     m = load()
     dt = time.perf_counter() - t
-    peak = hwm()
-    print(json.dumps({"seconds": dt, "rss_growth": max(peak - before, 0)}))
+    print(json.dumps({"seconds": dt, "rss_growth": max(status("VmHWM") - before, 0),
+                      "anon_growth": status("RssAnon") - anon}))
 """)
 
 
 def child_load(tool: str, path: str) -> dict:
+    """``{"seconds", "rss_growth"}`` of one load of ``path`` by ``tool`` in a fresh process."""
+    env = dict(os.environ)
+    env.pop("ONEMODEL_PURE_PYTHON", None)
     out = subprocess.run([PY, "-c", CHILD, tool, path], capture_output=True, text=True,
-                         check=True)
+                         check=True, env=env)
     return json.loads(out.stdout)
 
 
-def row(label: str, ours: float, theirs: float, target: float, unit: str = "s") -> str:
+def fmt(v: float, unit: str) -> str:
+    return f"{v * 1000:9.1f} ms" if unit == "s" else f"{v / 2**20:9.1f} MiB"
+
+
+def ratio_line(label: str, ours: float, theirs: float, target: float, unit: str = "s") -> str:
     ratio = ours / theirs if theirs else float("inf")
-    ok = "OK " if ratio <= target else "MISS"
-    fmt = (lambda v: f"{v * 1000:9.1f} ms") if unit == "s" else (lambda v: f"{v / 2**20:9.1f} MiB")
-    return f"{ok} {label:<58} {fmt(ours)} vs {fmt(theirs)}  ratio {ratio:6.3f} (target <= {target})"
+    verdict = "OK  " if ratio <= target else "MISS"
+    return (f"{verdict} {label:<44} {fmt(ours, unit)} vs {fmt(theirs, unit)}   ratio "
+            f"{ratio:6.3f}  (target <= {target})")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--gb", type=float, default=1.0)
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--dir", default=None, help="work directory (default: a temp dir)")
+    ap.add_argument("--gb", type=float, default=1.0, help="GiB of weights in the second model")
+    ap.add_argument("--repeat", type=int, default=7, help="timed runs per tool (median)")
+    ap.add_argument("--dir", default=None, help="work directory (default: a temp dir, removed)")
     args = ap.parse_args()
 
+    import numpy as np
     import onnx
     import onnx_ir
     from safetensors import safe_open
+    from safetensors.numpy import save_file
 
     import onemodel
-    from onemodel.formats.onnx import read as onnx_read
+
+    from onemodel.formats.onnx import read
     from onemodel.storage import LocalSource
 
-    work = args.dir or tempfile.mkdtemp(prefix="onemodel-bench-")
-    os.makedirs(work, exist_ok=True)
-    big, st_path = os.path.join(work, "big.onnx"), os.path.join(work, "big.safetensors")
-    om = os.path.join(work, "big.onemodel")
-    heavy = os.path.join(work, "heavy.onnx")
-    print(f"work dir {work}")
-    name = make_big(big, st_path, args.gb)
-    make_heavy(heavy)
-    size = os.path.getsize(big)
-    print(f"big.onnx {size / 2**30:.2f} GiB, heavy.onnx {os.path.getsize(heavy) / 2**20:.1f} MiB")
-    lines = []
-
-    # warm the page cache for everyone
-    for p in (big, st_path, heavy):
-        with open(p, "rb") as f:
-            while f.read(1 << 24):
-                pass
-
-    # 1. load of the 1 GB .onnx: time (in process, medians) and peak RSS growth (children)
-    t_ours = median_time(lambda: onemodel.load(big).close(), args.repeat)
-    t_onnx = median_time(lambda: onnx.load(big), max(2, args.repeat // 2))
-    lines.append(row("load 1 GB .onnx: onemodel.load vs onnx.load (time)", t_ours, t_onnx, 0.1))
-    r_ours = child_load("onemodel", big)["rss_growth"]
-    r_onnx = child_load("onnx", big)["rss_growth"]
-    lines.append(row("load 1 GB .onnx: peak RSS growth", r_ours, r_onnx, 0.1, unit="B"))
-
-    # 2. open the .onemodel and read one tensor vs safetensors
-    onemodel.convert(big, om)
-
-    def ours_one():
-        with onemodel.load(om) as m:
-            t = next(t for t in m.graph.initializers if t.name == name)
-            a = t.numpy()
-            float(a[0, 0])
-
-    def st_one():
-        with safe_open(st_path, framework="numpy") as f:
-            a = f.get_tensor(name)
-            float(a[0, 0])
-
-    lines.append(row("open .onemodel + read one tensor vs safetensors safe_open+get_tensor",
-                     median_time(ours_one, args.repeat), median_time(st_one, args.repeat), 2.0))
-
-    # 3. convert .onnx -> .onemodel vs cp, as commands
-    cli = [os.path.join(os.path.dirname(PY), "onemodel"), "convert", big, om, "--quiet"]
-    cp_dst = os.path.join(work, "copy.onnx")
-
-    def run_cli():
-        subprocess.run(cli, check=True)
-
-    def run_cp():
-        subprocess.run(["cp", big, cp_dst], check=True)
-        os.unlink(cp_dst)
-
-    t_cli = median_time(run_cli, args.repeat)
-    t_cp = median_time(run_cp, args.repeat)
-    lines.append(row("`onemodel convert` .onnx -> .onemodel vs `cp` (commands)", t_cli, t_cp, 1.5))
-    t_api = median_time(lambda: onemodel.convert(big, om), args.repeat)
-    lines.append(row("onemodel.convert() in process vs `cp`", t_api, t_cp, 1.5))
-
-    # 4. graph-heavy model: our ONNX reader vs onnx.load and onnx_ir.load
-    def ours_heavy():
-        src = LocalSource(heavy)
-        onnx_read(src).close()
-
-    t_h = median_time(ours_heavy, args.repeat)
-    t_h_onnx = median_time(lambda: onnx.load(heavy), args.repeat)
-    t_h_ir = median_time(lambda: onnx_ir.load(heavy), max(2, args.repeat // 2))
-    lines.append(row("graph-heavy: onemodel ONNX reader vs onnx.load", t_h, t_h_onnx, 1.0))
-    lines.append(row("graph-heavy: onemodel ONNX reader vs onnx_ir.load", t_h, t_h_ir, 0.1))
-    import importlib
     dec = importlib.import_module("onemodel.formats.onnx.decode")
-    print(f"\nC decoder: {'built' if dec._C is not None else 'not built'}")
-    print("\n".join(lines))
-    if not args.dir:
-        shutil.rmtree(work, ignore_errors=True)
+    checks = importlib.import_module("onemodel.formats.onnx.checks")
+
+    work = args.dir or tempfile.mkdtemp(prefix="onemodel-load-convert-")
+    os.makedirs(work, exist_ok=True)
+    heavy, weights = os.path.join(work, "heavy.onnx"), os.path.join(work, "weights.onnx")
+    try:
+        if not os.path.exists(heavy):
+            make_heavy(heavy)
+        if not os.path.exists(weights):
+            make_weights(weights, args.gb)
+        for p in (heavy, weights):  # warm the page cache for every tool alike
+            with open(p, "rb") as f:
+                while f.read(1 << 24):
+                    pass
+        print(f"python {sys.version.split()[0]}, onnx {onnx.__version__}, "
+              f"onnx_ir {onnx_ir.__version__}; C decoder: "
+              f"{'in use' if dec._C is not None else 'NOT BUILT (' + str(dec._C_ERROR) + ')'}")
+        print(f"heavy.onnx {os.path.getsize(heavy) / 2**20:.1f} MiB, "
+              f"weights.onnx {os.path.getsize(weights) / 2**30:.2f} GiB, repeat {args.repeat}")
+
+        def ours(path, pure=False):
+            def run():
+                old = os.environ.pop("ONEMODEL_PURE_PYTHON", None)
+                if pure:
+                    os.environ["ONEMODEL_PURE_PYTHON"] = "1"
+                try:
+                    src = LocalSource(path)
+                    return read(src)
+                finally:
+                    os.environ.pop("ONEMODEL_PURE_PYTHON", None)
+                    if old is not None:
+                        os.environ["ONEMODEL_PURE_PYTHON"] = old
+            return run
+
+        r = args.repeat
+        print("\n== graph-heavy (50,000 nodes, 20,000 initializers)")
+        h = {"onemodel read (C)": median_time(ours(heavy), r)}
+        src = LocalSource(heavy)  # the C read in its two parts: decode, then the tensor checks
+        t_dec = median_time(lambda: dec.decode(src.whole(), origin=src), r)
+        seen = []
+        dec.decode(src.whole(), origin=src, check=lambda root, ts: seen.append((root, ts)))
+        root, tensors = seen.pop()
+        t_chk = median_time(lambda: checks.check_tensors(root, tensors), r)
+        n_tensors = len(tensors)
+        del root, tensors
+        src.close()
+        h["onemodel read (pure Python)"] = median_time(ours(heavy, pure=True), max(3, r // 2))
+        h["onnx.load"] = median_time(lambda: onnx.load(heavy), r)
+        h["onnx_ir.load"] = median_time(lambda: onnx_ir.load(heavy), max(3, r // 2))
+        for k, v in h.items():
+            print(f"  {k:<32} {fmt(v, 's')}")
+        print(f"  (C read = decode {fmt(t_dec, 's').strip()} + tensor checks "
+              f"{fmt(t_chk, 's').strip()} for {n_tensors} tensors)")
+
+        print(f"\n== weights ({os.path.getsize(weights) / 2**30:.2f} GiB of float32 inline)")
+        w = {
+            "onemodel read (C)": median_time(ours(weights), r),
+            "onnx.load": median_time(lambda: onnx.load(weights), max(3, r // 2)),
+            "onnx_ir.load": median_time(lambda: onnx_ir.load(weights), max(3, r // 2)),
+        }
+        for k, v in w.items():
+            print(f"  {k:<32} {fmt(v, 's')}")
+        kids = {tool: child_load(tool, weights) for tool in ("onemodel", "onnx")}
+        rss = {tool: k["rss_growth"] for tool, k in kids.items()}
+        for tool, k in kids.items():
+            print(f"  {tool:<10} child: peak RSS growth {fmt(k['rss_growth'], 'B').strip()}, of "
+                  f"which anonymous {fmt(k['anon_growth'], 'B').strip()} (the rest: pages of the "
+                  "mapped file, shared with the page cache)" if tool == "onemodel" else
+                  f"  {tool:<10} child: peak RSS growth {fmt(k['rss_growth'], 'B').strip()}")
+
+
+        print("\n== open the .onemodel and read one tensor; convert")
+        onemodel_path = os.path.join(work, "weights.onemodel")
+        st_path = os.path.join(work, "weights.safetensors")
+        onemodel.convert(weights, onemodel_path)
+        if not os.path.exists(st_path):
+            with onemodel.load(weights) as m:
+                save_file({t.name: np.ascontiguousarray(t.numpy()) for t in
+                           m.graph.initializers}, st_path)
+        name = "w32"
+
+        def ours_one():
+            with onemodel.load(onemodel_path) as m:
+                t = next(t for t in m.graph.initializers if t.name == name)
+                return float(t.numpy()[0, 0])
+
+        def st_one():
+            with safe_open(st_path, framework="numpy") as f:
+                return float(f.get_tensor(name)[0, 0])
+
+        one = {"onemodel open + one tensor": median_time(ours_one, r),
+               "safetensors safe_open + get_tensor": median_time(st_one, r)}
+        cli = [os.path.join(os.path.dirname(PY), "onemodel"), "convert", weights,
+               onemodel_path, "--quiet"]
+        copy = os.path.join(work, "copy.onnx")
+
+        def fresh(path):
+            def run(fn):
+                def timed():
+                    if os.path.exists(path):
+                        os.unlink(path)  # a fresh destination for every run, outside the timing
+                    t = time.perf_counter()
+                    fn()
+                    return time.perf_counter() - t
+                return timed
+            return run
+
+        def timed_median(fn, n):
+            return statistics.median(fn() for _ in range(n))
+
+        # the command as a user runs it: bytecode caches written (a sandbox may set
+        # PYTHONDONTWRITEBYTECODE, which makes every start compile the package), one warm-up run
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        subprocess.run(cli, check=True, env=env)
+        conv = {
+            "`onemodel convert` (command)": timed_median(fresh(onemodel_path)(
+                lambda: subprocess.run(cli, check=True, env=env)), r),
+            "onemodel.convert() (in process)": timed_median(fresh(onemodel_path)(
+                lambda: onemodel.convert(weights, onemodel_path)), r),
+            "`cp` (command)": timed_median(fresh(copy)(
+                lambda: subprocess.run(["cp", weights, copy], check=True)), r),
+        }
+        for k, v in {**one, **conv}.items():
+            print(f"  {k:<40} {fmt(v, 's')}")
+        print("\n== targets")
+        print(ratio_line("graph-heavy: onemodel (C) vs onnx.load", h["onemodel read (C)"],
+                         h["onnx.load"], 1.0))
+        print(ratio_line("graph-heavy: onemodel (C) vs onnx_ir.load", h["onemodel read (C)"],
+                         h["onnx_ir.load"], 0.1))
+        print(ratio_line("weights: onemodel (C) vs onnx.load, time", w["onemodel read (C)"],
+                         w["onnx.load"], 0.1))
+        print(ratio_line("weights: onemodel vs onnx.load, peak RSS", rss["onemodel"], rss["onnx"],
+                         0.1, unit="B"))
+        print(ratio_line("open .onemodel + one tensor vs safetensors", one[
+            "onemodel open + one tensor"], one["safetensors safe_open + get_tensor"], 2.0))
+        print(ratio_line("`onemodel convert` .onnx -> .onemodel vs `cp`", conv[
+            "`onemodel convert` (command)"], conv["`cp` (command)"], 1.5))
+        print(ratio_line("onemodel.convert() in process vs `cp`", conv[
+            "onemodel.convert() (in process)"], conv["`cp` (command)"], 1.5))
+        pure = h["onemodel read (pure Python)"]
+        print(f"     (pure Python graph-heavy: {pure / h['onnx.load']:.2f}x onnx.load, "
+              f"{pure / h['onnx_ir.load']:.3f}x onnx_ir.load)")
+    finally:
+        if not args.dir:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
