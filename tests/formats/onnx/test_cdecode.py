@@ -741,7 +741,9 @@ def test_objects_frozen_by_others_stay_frozen():
         frozen = gc.get_freeze_count()
         assert frozen > 0
         C.decode(memoryview(_seed()), "ModelProto", None, None, [])
-        assert gc.get_freeze_count() == frozen
+        # frozen objects that die in the meantime leave the count, so it may drop a little;
+        # an unfreeze() by the decoder would have emptied it
+        assert gc.get_freeze_count() > frozen // 2
     finally:
         gc.unfreeze()
 
