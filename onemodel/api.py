@@ -105,6 +105,7 @@ def save(model: Model, target, format: str | None = None, *,
         OneModelError; on error nothing is left at ``target``.
     """
     plugin = _plugin_for_target(target, format)
+    _check_options(plugin, options)
     sink = open_sink(target, storage_options=storage_options, progress=progress)
     try:
         result = plugin.write(model, sink, **options)
@@ -113,6 +114,19 @@ def save(model: Model, target, format: str | None = None, *,
         raise
     sink.commit()
     return result
+
+
+def _check_options(plugin, options: dict) -> None:
+    """Refuse writer options the output format does not take (``--inline`` for OneModel,
+    ``strict_v1`` for ONNX) instead of ignoring them."""
+    import inspect
+
+    params = inspect.signature(plugin.write).parameters
+    named = {n for n, p in params.items() if p.kind == p.KEYWORD_ONLY}
+    unknown = sorted(k for k in options if k not in named)
+    if unknown:
+        raise UnsupportedError(f"{', '.join(unknown)} does not apply to {plugin.name} output "
+                               f"(it takes: {', '.join(sorted(named)) or 'no options'})")
 
 
 @dataclass

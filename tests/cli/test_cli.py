@@ -134,3 +134,21 @@ def test_debug_shows_the_traceback(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "onemodel", "info", str(bad)],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def test_options_of_the_other_format_are_refused(tmp_path):
+    r = cli("convert", CNN, tmp_path / "x.onemodel", "--inline")
+    assert r.exit_code == 2 and r.stderr.startswith("Unsupported:") and "onemodel output" in r.stderr
+    assert not (tmp_path / "x.onemodel").exists()
+    r = cli("convert", CNN, tmp_path / "x.onnx", "--strict-v1")
+    assert r.exit_code == 2 and "strict_v1 does not apply to onnx output" in r.stderr
+
+
+def test_strict_v1_lists_what_it_left_out(tmp_path):
+    src = MODELS / "cnn_dynamo.onnx"  # the dynamo exporter writes metadata_props on nodes
+    r = cli("convert", src, tmp_path / "plain.onemodel", "--strict-v1")
+    assert r.exit_code == 0, r.output
+    assert "left out (--strict-v1)" in r.stdout and "metadata_props" in r.stdout
+    r = cli("verify", src, tmp_path / "plain.onemodel", "--loose")
+    assert r.exit_code == 1  # node metadata is gone, so even a loose comparison differs
+    assert "metadata_props" in r.stdout
