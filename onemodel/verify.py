@@ -69,8 +69,17 @@ def _fmt(kind: str, v) -> str:
 
 
 def _empty(kind: str, v) -> bool:
-    return v is None or v == "" or v == 0 or v == b"" or (kind in LIST_KINDS and not v) or (
-        kind == ARRAY and np.asarray(v).size == 0)
+    if v is None:
+        return True
+    if kind == ARRAY:
+        return np.asarray(v).size == 0
+    if kind in LIST_KINDS:
+        return not v
+    if kind == F32:
+        return np.float32(v).view(np.uint32) == 0
+    if kind == BUFFER:
+        return len(v) == 0
+    return v == "" or v == 0 or v == b""
 
 
 class _Walker:
