@@ -84,8 +84,9 @@ def _plugin_for_target(target, format: str | None):
     try:
         return formats.detect(None, name)
     except UnsupportedError:
-        raise UnsupportedError("cannot tell the output format from the file name; pass "
-                               "format='onnx' or format='onemodel'", source=name) from None
+        raise UnsupportedError("cannot tell the output format from the file name: name it "
+                               ".onnx or .onemodel, or give the format (--to onnx|onemodel, "
+                               "format= in Python)", source=name) from None
 
 
 def save(model: Model, target, format: str | None = None, *,

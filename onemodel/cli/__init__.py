@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import sys
+import traceback
 from typing import List, Optional
 
 import typer
@@ -47,32 +48,37 @@ StorageOpt = typer.Option(None, "--storage-option", "-S", metavar="KEY=VALUE",
 
 @contextlib.contextmanager
 def _errors(debug: bool):
-    """Turn every failure into one line on stderr and exit status 2 (unless --debug)."""
+    """Turn every failure into one line on stderr and exit status 2; with --debug the full
+    traceback is printed instead (the exit status stays 2, so scripts read it the same way)."""
     try:
         yield
     except typer.Exit:
         raise
-    except OneModelError as e:
-        if debug:
-            raise
-        err.print(str(e), markup=False)
-        raise typer.Exit(2) from None
     except KeyboardInterrupt:
         err.print("interrupted", markup=False)
         raise typer.Exit(130) from None
-    except Exception as e:  # a bug: still one line, the traceback with --debug
+    except Exception as e:
         if debug:
-            raise
-        err.print(f"internal error: {type(e).__name__}: {e} (run with --debug for the traceback)",
-                  markup=False)
+            traceback.print_exc()
+        elif isinstance(e, OneModelError):
+            err.print(str(e), markup=False)
+        elif isinstance(e, UsageError):
+            err.print(f"Usage error: {e}", markup=False)
+        else:  # a bug: still one line
+            err.print(f"internal error: {type(e).__name__}: {e} (run with --debug for the "
+                      "traceback)", markup=False)
         raise typer.Exit(2) from None
+
+
+class UsageError(ValueError):
+    """A command-line value that is not acceptable (exit status 2, one line)."""
 
 
 def _pairs(items: Optional[List[str]], what: str) -> dict:
     result = {}
     for item in items or []:
         if "=" not in item:
-            raise UnsupportedError(f"{what} {item!r} is not KEY=VALUE")
+            raise UsageError(f"{what} {item!r} is not KEY=VALUE")
         k, v = item.split("=", 1)
         low = v.lower()
         if low in ("true", "false"):
@@ -83,6 +89,24 @@ def _pairs(items: Optional[List[str]], what: str) -> dict:
             except ValueError:
                 result[k] = v
     return result
+
+
+def _dims(items: Optional[List[str]], model=None) -> dict[str, int]:
+    """``--dim NAME=VALUE`` values: non-negative ints, each naming a dim_param of a graph input
+    of ``model`` when one is given."""
+    dims = {}
+    for k, v in _pairs(items, "--dim").items():
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise UsageError(f"--dim {k}={v}: the value must be a non-negative integer")
+        dims[k] = v
+    if model is not None and dims and model.graph is not None:
+        known = {d.dim_param for vi in model.graph.inputs if vi.type is not None
+                 and vi.type.shape is not None for d in vi.type.shape.dims if d.dim_param}
+        unknown = sorted(set(dims) - known)
+        if unknown:
+            raise UsageError(f"--dim {', '.join(unknown)}: no graph input has a dimension of "
+                             f"that name (symbolic dims: {', '.join(sorted(known)) or 'none'})")
+    return dims
 
 
 def _human(n: int) -> str:
@@ -98,7 +122,7 @@ def convert(
     src: str = typer.Argument(..., help="Model to read (.onnx, .onemodel; path or URL)."),
     dst: str = typer.Argument(..., help="Where to write it."),
     to: Optional[str] = typer.Option(None, "--to", help="Output format: onnx or onemodel "
-                                     "(default: from DST's suffix)."),
+                                     "(default: from DST's suffix).", case_sensitive=False),
     strict_v1: bool = typer.Option(False, "--strict-v1", help="Write plain OneModel v1 without "
                                    "the ONNX-preservation extension; list what is left out."),
     external_data: Optional[str] = typer.Option(None, "--external-data", metavar="FILE",
@@ -106,10 +130,10 @@ def convert(
     per_tensor: bool = typer.Option(False, "--external-data-per-tensor",
                                     help="ONNX output: one data file per tensor."),
     inline: bool = typer.Option(False, "--inline", help="ONNX output: all weights inline."),
-    align: Optional[int] = typer.Option(None, "--align", help="Alignment of data file offsets "
-                                        "in bytes (default 4096)."),
-    threshold: Optional[int] = typer.Option(None, "--threshold", help="Tensors smaller than "
-                                            "this many bytes stay inline (default 1024)."),
+    align: Optional[int] = typer.Option(None, "--align", min=1, help="Alignment of data file "
+                                        "offsets in bytes (default 4096)."),
+    threshold: Optional[int] = typer.Option(None, "--threshold", min=0, help="Tensors smaller "
+                                            "than this many bytes stay inline (default 1024)."),
     force: bool = typer.Option(False, "--force", help="Write an inline ONNX file over 2 GiB."),
     allow_outside: bool = typer.Option(False, "--allow-external-outside", help="Resolve "
                                        "external data outside the model's directory."),
@@ -141,9 +165,13 @@ def convert(
         read_options = {"allow_outside": True} if allow_outside else {}
         from ..storage.progress import Progress
         with Progress("convert", quiet=quiet) as bar:
-            result = api.convert(src, dst, to=to,
-                                 storage_options=_pairs(storage_option, "--storage-option")
-                                 or None, read_options=read_options, progress=bar, **options)
+            try:
+                result = api.convert(src, dst, to=to,
+                                     storage_options=_pairs(storage_option, "--storage-option")
+                                     or None, read_options=read_options, progress=bar,
+                                     **options)
+            except ValueError as e:  # the writers validate their options before any work
+                raise UsageError(str(e)) from None
         if not quiet:
             out.print(f"{src} ({result.source_format}) -> {dst} ({result.target_format}): "
                       f"{result.tensors} tensors, {_human(result.tensor_bytes)}", markup=False)
@@ -252,12 +280,13 @@ def verify(
     from ..verify import verify as do_verify
 
     with _errors(debug):
-        report = do_verify(a, b, loose=loose, run=run, seed=seed, dims=_pairs(dim, "--dim"),
+        report = do_verify(a, b, loose=loose, run=run, seed=seed, dims=_dims(dim),
                            engine=engine,
                            storage_options=_pairs(storage_option, "--storage-option") or None)
     if report.equal:
         if not quiet:
-            extra = f", {len(report.outputs_compared)} outputs bit-identical" if run else ""
+            n = len(report.outputs_compared)
+            extra = f", {n} output{'s' if n != 1 else ''} bit-identical" if run else ""
             out.print(f"equal: {a} and {b}{extra}", markup=False)
         raise typer.Exit(0)
     first = report.first
@@ -338,13 +367,19 @@ def run_cmd(
     from ..evaluate import run as run_model
 
     with _errors(debug):
-        dims = _pairs(dim, "--dim")
         with api.load(file, storage_options=_pairs(storage_option, "--storage-option") or None) \
                 as model:
+            dims = _dims(dim, model)
             feeds = random_inputs(model, seed=seed, dims=dims) if random else {}
+            if not random and not input and model.graph is not None:
+                needed = [v.name for v in model.graph.inputs
+                          if v.name not in model.graph.initializer_map()]
+                if needed:
+                    raise UsageError(f"the model needs input(s) {', '.join(needed)}: give "
+                                     "--input NAME=FILE.npy, or --random [--seed N]")
             for item in input or []:
                 if "=" not in item:
-                    raise UnsupportedError(f"--input {item!r} is not NAME=FILE.npy")
+                    raise UsageError(f"--input {item!r} is not NAME=FILE.npy")
                 name, path = item.split("=", 1)
                 try:
                     feeds[name] = np.load(path, allow_pickle=False)

@@ -77,6 +77,8 @@ def plugins() -> list[FormatPlugin]:
 def by_name(name: str) -> FormatPlugin:
     """The plugin called ``name``; UnsupportedError naming the known formats otherwise."""
     _load_builtins()
+    if name not in _PLUGINS and name.lower() in _PLUGINS:
+        name = name.lower()
     if name not in _PLUGINS:
         _load_entry_points()
     try:

@@ -157,14 +157,20 @@ class Tensor(Record):
         return memoryview(typed_to_raw(self.data_type, field, getattr(self, field), self.size))
 
     def numpy(self) -> np.ndarray:
-        """The values as an ndarray of shape ``dims``.
+        """The values as a read-only ndarray of shape ``dims``.
 
         dtype is the numpy or ml_dtypes type of the element type (``INFO[code].dtype``); STRING
         gives an object array of bytes. Raw and external storage of byte-aligned types give a
-        zero-copy view (read-only when the bytes are a read-only map); sub-byte types unpack to
-        one element per byte. Raises InvalidModelError when the contents do not match
+        zero-copy view of the bytes; sub-byte types unpack to one element per byte; typed
+        storage converts. The array is never writable, so it cannot change the model behind its
+        back: ``.copy()`` it to modify. Raises InvalidModelError when the contents do not match
         ``dims``, UnsupportedError for an element type outside Table 5 or UNDEFINED.
         """
+        arr = self._values().view()
+        arr.flags.writeable = False
+        return arr
+
+    def _values(self) -> np.ndarray:
         code = self.data_type or 0
         info = INFO.get(code)
         if info is None:

@@ -15,7 +15,7 @@ No ``onnx`` or ``protobuf`` import happens at run time: the wire codec is :mod:`
 
 from __future__ import annotations
 
-from ...errors import MalformedError
+from ...errors import InvalidModelError, MalformedError
 from ...ir import Model
 from ...ir.tensor import EXTERNAL
 from ...limits import EXTERNAL_DATA_ALIGNMENT
@@ -44,13 +44,29 @@ def decode_message(data, message: str = "ModelProto", *, source: str | None = No
     return decode(data, message, source=source, check=_check(source))
 
 
+def check_model(model: Model, source: str | None = None) -> None:
+    """The items Clause 5.3.1 (Table 2) makes mandatory: an IR version and a graph.
+
+    Raises InvalidModelError naming the missing field; an empty file or any protobuf message
+    that is not a model fails here rather than reading as an empty model.
+    """
+    if model.ir_version is None:
+        raise InvalidModelError("the model has no ir_version (mandatory, Clause 5.3.1): not an "
+                                "ONNX model", path="ModelProto.ir_version", source=source)
+    if model.graph is None:
+        raise InvalidModelError("the model has no graph (mandatory, Clause 5.3.1)",
+                                path="ModelProto.graph", source=source)
+
+
 def decode_model(data, *, source: str | None = None) -> Model:
     """Decode ONNX model bytes (a ModelProto) into a :class:`~onemodel.ir.Model`.
 
     External data references are kept but not resolved (there is no base directory); use
     :func:`onemodel.load` on a path for that.
     """
-    return decode_message(data, "ModelProto", source=source)
+    model = decode_message(data, "ModelProto", source=source)
+    check_model(model, source)
+    return model
 
 
 def encode_message(record) -> bytes:
@@ -114,6 +130,7 @@ def read(source: Source, *, base_dir=None, allow_outside: bool = False,
                 external[id(t)] = offset
 
     model = decode(data, "ModelProto", raw=raw, source=source.name, origin=source, check=check)
+    check_model(model, source.name)
     model.resources = [source]
     model.source = source.name
     if external:
