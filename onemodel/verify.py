@@ -213,7 +213,14 @@ def verify(a, b, *, loose: bool = False, run: bool = False, seed: int = 0,
             report = VerifyReport(str(getattr(ma, "source", a)), str(getattr(mb, "source", b)))
             report.differences = compare_models(ma, mb, loose=loose, limit=limit)
             if run:
-                diffs, names = compare_runs(ma, mb, seed=seed, dims=dims or {}, engine=engine)
+                try:
+                    diffs, names = compare_runs(ma, mb, seed=seed, dims=dims or {},
+                                                engine=engine)
+                except OneModelError as e:
+                    if not report.differences:
+                        raise
+                    # the models already differ: that is the answer, the run failure a detail
+                    diffs, names = [Difference("run", str(e))], []
                 report.differences.extend(diffs)
                 report.outputs_compared = names
             report.equal = not report.differences
@@ -310,6 +317,17 @@ def _inlined(model: Model) -> Model:
     return copy
 
 
+def _unset_dims(model: Model, dims: dict) -> list[str]:
+    """The dimension variables of the graph inputs that ``dims`` does not set."""
+    names = []
+    for vi in model.graph.inputs if model.graph is not None else []:
+        shape = vi.type.shape if vi.type is not None else None
+        for d in shape.dims if shape is not None else []:
+            if d.dim_param and d.dim_param not in dims and d.dim_param not in names:
+                names.append(d.dim_param)
+    return names
+
+
 def compare_runs(a: Model, b: Model, *, seed: int = 0, dims: dict[str, int] | None = None,
                  engine: str = "onemodel") -> tuple[list[Difference], list[str]]:
     """Run both models on the same deterministic inputs and compare every output bit for bit.
@@ -326,7 +344,14 @@ def compare_runs(a: Model, b: Model, *, seed: int = 0, dims: dict[str, int] | No
     """
     from .evaluate import random_inputs
     inputs = random_inputs(a, seed=seed, dims=dims or {})
-    out_a = _run(a, inputs, engine)
+    try:
+        out_a = _run(a, inputs, engine)
+    except OneModelError as e:
+        symbolic = _unset_dims(a, dims or {})
+        if symbolic:
+            e.message += (f" (inputs were generated with {', '.join(symbolic)} = 1; set "
+                          "dimension values with --dim NAME=VALUE / dims=)")
+        raise e.at(source=getattr(a, "source", None))
     try:
         out_b = _run(b, inputs, engine)
     except OneModelError as e:

@@ -1,0 +1,106 @@
+"""verify: field-by-field comparison with paths, storage-insensitive tensor contents, loose mode,
+and running both models."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper, numpy_helper
+
+import onemodel
+from onemodel.formats.onnx import decode_model
+from onemodel.ir.tensor import raw_to_typed
+
+
+def _model(values=(1.0, 2.0), op="Relu"):
+    const = helper.make_node("Constant", [], ["c"], value_floats=list(values))
+    node = helper.make_node(op, ["x"], ["y"])
+    add = helper.make_node("Add", ["y", "w"], ["z"])
+    w = numpy_helper.from_array(np.array([0.5, -0.25], np.float32), "w")
+    g = helper.make_graph([const, node, add], "g",
+                          [helper.make_tensor_value_info("x", 1, [2])],
+                          [helper.make_tensor_value_info("z", 1, [2]),
+                           helper.make_tensor_value_info("c", 1, [2])], [w])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _ir(proto):
+    return decode_model(proto.SerializeToString())
+
+
+def test_equal_models_and_loose_mode_with_float_lists():
+    a, b = _ir(_model()), _ir(_model())
+    assert onemodel.compare_models(a, b) == []
+    assert onemodel.compare_models(a, b, loose=True) == []
+
+
+def test_attribute_float_difference_is_named_with_its_bits():
+    diffs = onemodel.compare_models(_ir(_model((1.0, 2.0))), _ir(_model((1.0, 3.0))))
+    assert [d.path for d in diffs] == ["graph.nodes[0].attributes[0].floats"]
+
+
+def test_tensor_contents_compare_across_storage_forms():
+    a = _ir(_model())
+    b = _ir(_model())
+    t = b.graph.initializers[0]
+    field, values = raw_to_typed(t.data_type, t.raw_view(), t.size)
+    t.raw_data = None
+    setattr(t, field, values)  # same values, typed storage (float_data) instead of raw_data
+    assert t.storage == "typed"
+    assert onemodel.compare_models(a, b) == []
+    values = values.copy()
+    values[1] = -0.5
+    setattr(t, field, values)
+    diffs = onemodel.compare_models(a, b)
+    assert [d.path for d in diffs] == ["graph.initializers[0].contents"]
+    assert "element 1" in diffs[0].message
+
+
+def test_nan_payloads_count():
+    a, b = _ir(_model()), _ir(_model())
+    bits = np.array([0x7FC00001, 0x7FC00002], dtype=np.uint32)
+    a.graph.initializers[0].raw_data = bits.tobytes()
+    b.graph.initializers[0].raw_data = (bits + np.uint32(1)).tobytes()
+    assert [d.path for d in onemodel.compare_models(a, b)] == ["graph.initializers[0].contents"]
+
+
+def test_presence_differs_unless_loose():
+    a, b = _ir(_model()), _ir(_model())
+    b.graph.nodes[1].name = ""  # explicitly empty instead of absent
+    assert [d.path for d in onemodel.compare_models(a, b)] == ["graph.nodes[1].name"]
+    assert onemodel.compare_models(a, b, loose=True) == []
+
+
+def test_run_failure_does_not_hide_a_structural_difference(tmp_path):
+    onnx.save(_model(), tmp_path / "a.onnx")
+    onnx.save(_model(op="Qonv"), tmp_path / "b.onnx")  # an operator nobody implements
+    report = onemodel.verify(tmp_path / "a.onnx", tmp_path / "b.onnx", run=True)
+    assert not report.equal
+    assert report.first.path == "graph.nodes[1].op_type"
+    assert any(d.path == "run" and "Qonv" in d.message for d in report.differences)
+
+
+def test_run_compares_outputs_bit_for_bit(tmp_path):
+    onnx.save(_model(), tmp_path / "a.onnx")
+    changed = _model()
+    changed.graph.initializer[0].CopyFrom(
+        numpy_helper.from_array(np.array([0.5, -0.125], np.float32), "w"))
+    onnx.save(changed, tmp_path / "b.onnx")
+    ok = onemodel.verify(tmp_path / "a.onnx", tmp_path / "a.onnx", run=True)
+    assert ok.equal and ok.outputs_compared == ["z", "c"]
+    bad = onemodel.verify(tmp_path / "a.onnx", tmp_path / "b.onnx", run=True)
+    assert [d.path for d in bad.differences] == ["graph.initializers[0].contents",
+                                                 "outputs['z']"]
+
+
+def test_numpy_is_read_only_and_cannot_change_the_model():
+    m = _ir(_model())
+    t = m.graph.initializers[0]
+    field, values = raw_to_typed(t.data_type, t.raw_view(), t.size)
+    t.raw_data, t.data_location = None, None
+    setattr(t, field, values)
+    arr = t.numpy()
+    with pytest.raises(ValueError):
+        arr[0] = 3.0
+    assert t.numpy()[0] == 0.5
