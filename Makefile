@@ -12,9 +12,15 @@ OUT ?= out
 
 install: $(VENV)/.installed
 
+# the runtime alone, for `make run`
 $(VENV)/.installed: pyproject.toml $(wildcard setup.py)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+# plus the dev extra (pytest, hypothesis, onnx, onnxruntime, moto, ...), for `make test`
+$(VENV)/.installed-dev: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $@
 
@@ -28,7 +34,7 @@ run: install
 	@echo "ONNX -> OneModel -> ONNX: byte-identical ($$(stat -c %s $(EXAMPLE)) bytes)"
 	$(CLI) verify $(EXAMPLE) $(OUT)/model.onemodel --run
 
-test: install
+test: $(VENV)/.installed-dev
 	ONEMODEL_REQUIRE_C=1 $(PY) -m pytest -q
 
 bench: install

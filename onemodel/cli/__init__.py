@@ -237,6 +237,19 @@ def _print_summary(s: dict) -> None:
         t.add_row(escape(op), str(n))
     out.print(t)
     init = s["initializers"]
+    if not init["count"]:
+        out.print("initializers: none", markup=False)
+    else:
+        _print_initializers(init)
+    if s["functions"]:
+        out.print("functions: " + ", ".join(s["functions"]), markup=False)
+    for f in s.get("external_data", []):
+        _print_data_file(f)
+
+
+def _print_initializers(init: dict) -> None:
+    from rich.table import Table
+
     t = Table(title=f"initializers: {init['count']}, {_human(init['bytes'])}",
               title_justify="left", show_edge=False)
     t.add_column("dtype")
@@ -245,19 +258,19 @@ def _print_summary(s: dict) -> None:
     for dt, e in init["by_dtype"].items():
         t.add_row(dt, str(e["count"]), _human(e["bytes"]))
     out.print(t)
-    if s["functions"]:
-        out.print("functions: " + ", ".join(s["functions"]), markup=False)
-    for f in s.get("external_data", []):
-        if f.get("error"):
-            out.print(f"data file {f['location']}: {f['error']}", markup=False)
-            continue
-        aligned = ("every offset aligned for mapping (4096)" if f.get("aligned") else
-                   "offsets NOT aligned for mapping (4096)")
-        unref = ("size unknown" if f.get("unreferenced") is None else
-                 f"{_human(f['unreferenced'])} unreferenced (gaps {_human(f['gaps'])}, "
-                 f"trailing {_human(f['trailing'])})")
-        out.print(f"data file {f['location']}: {f['tensors']} tensors, "
-                  f"{_human(f['referenced'])} referenced, {unref}, {aligned}", markup=False)
+
+
+def _print_data_file(f: dict) -> None:
+    if f.get("error"):
+        out.print(f"data file {f['location']}: {f['error']}", markup=False)
+        return
+    aligned = ("every offset aligned for mapping (4096)" if f.get("aligned") else
+               "offsets NOT aligned for mapping (4096)")
+    unref = ("size unknown" if f.get("unreferenced") is None else
+             f"{_human(f['unreferenced'])} unreferenced (gaps {_human(f['gaps'])}, "
+             f"trailing {_human(f['trailing'])})")
+    out.print(f"data file {f['location']}: {f['tensors']} tensors, "
+              f"{_human(f['referenced'])} referenced, {unref}, {aligned}", markup=False)
 
 
 @app.command()
