@@ -163,7 +163,11 @@ def write(model, sink: Sink, *, layout: str | None = None, external_data: str | 
         align: every tensor offset in a data file is a multiple of this (default 4096, a page, so
             the data can be mapped; 65536 for Windows readers that map by allocation granule).
         force: write a .onnx file of 2 GiB or more (protobuf-based tools cannot read it);
-            without it such a write raises UnsupportedError.
+            without it such a write raises UnsupportedError. Also replace an existing data file
+            that may belong to another model: without it, a data file whose name the user did
+            not choose (``keep``, ``per_tensor``, ``file`` without ``external_data``) may replace
+            an existing file only when the model was read from that file or the destination
+            .onnx file references it; otherwise IoError, before anything is written.
         base_dir: the directory data files go to; default the directory of the sink's file.
         allow_outside: keep references outside that directory (``keep``); never the default.
         convert_attributes: ``file``/``per_tensor`` also move attribute tensors and sparse

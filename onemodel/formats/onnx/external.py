@@ -430,6 +430,20 @@ def _source_of(fd: int, st: os.stat_result, name: str) -> Source:
 
 
 # -- where a data file is written -------------------------------------------------------------
+def data_file_target(base, location: str, *, allow_outside: bool = False) -> str:
+    """Where :func:`open_data_sink` writes data file ``location`` of a model whose directory is
+    ``base``: a local path (``base`` joined with the location's components, or with the location
+    as it is under ``allow_outside``), or a URL for a URL base. Nothing is opened or created.
+    Raises InvalidModelError for a location refused by :func:`location_parts`."""
+    if is_url(base):
+        location_parts(location)
+        return _url_of(base, location)
+    directory = _local_dir(os.fspath(base))
+    if allow_outside:
+        return os.path.join(directory, location)
+    return os.path.join(directory, *location_parts(location))
+
+
 def open_data_sink(base, location: str, *, allow_outside: bool = False,
                    storage_options: dict | None = None):
     """A Sink for writing data file ``location`` of a model whose directory is ``base``: the
@@ -728,4 +742,4 @@ def default_base(source: Source):
 
 __all__ = ["KEYS", "ExternalReference", "parse_reference", "location_parts", "open_location",
            "open_data_sink", "resolve_external_data", "expected_nbytes", "default_base", "is_url",
-           "data_file_identity", "same_directory"]
+           "data_file_identity", "data_file_target", "same_directory"]

@@ -39,6 +39,20 @@ are created only inside the output directory (symbolic links on the way refused)
 ``allow_outside`` is given. Data files of an earlier layout that the new one no longer references
 are not deleted.
 
+No data file of another model is replaced silently. With ``keep``, ``per_tensor`` and ``file``
+without ``external_data`` the data file names are not the user's choice (they come from the
+model's references, its tensor names or the .onnx file's name), so two models written into one
+directory can ask for the same name. Before anything is written, each data file that would replace
+an existing file is checked; the replacement is allowed only when
+
+* that file is one the model's tensors were read from (rewriting a model in place), or
+* the destination .onnx file exists and references that file (writing over an earlier output of
+  the same conversion replaces its own data), or
+* ``force`` is given (CLI ``--force``);
+
+otherwise the write raises IoError naming the file. A name chosen with ``external_data`` (layout
+``file``) is the user's: an existing file of that name is replaced.
+
 While :func:`write_layout` runs it temporarily sets the storage fields of tensors that change
 place and restores them before it returns; the model must not be used by another thread meanwhile.
 """
@@ -53,7 +67,7 @@ import warnings
 import numpy as np
 
 from ... import limits
-from ...errors import InvalidModelError, UnsupportedError
+from ...errors import InvalidModelError, IoError, OneModelError, UnsupportedError
 from ...ir.dtypes import INFO, DataType
 from ...ir.entries import StringStringEntry
 from ...ir.record import LazyBuffer, buffer_view
@@ -62,8 +76,8 @@ from ...ir.walk import iter_tensors
 from ...limits import EXTERNAL_DATA_ALIGNMENT
 from ...storage.local import LocalSink
 from .encode import RawPiece, encode_pieces, pieces_size
-from .external import (RefusedError, data_file_identity, is_url, location_parts, open_data_sink,
-                       parse_reference, same_directory)
+from .external import (RefusedError, data_file_identity, data_file_target, is_url,
+                       location_parts, open_data_sink, parse_reference, same_directory)
 from .paths import proto_path
 
 LAYOUTS = ("keep", "inline", "file", "per_tensor")
@@ -313,6 +327,104 @@ def _in_place(df: _DataFile, out_base) -> bool:
     return True
 
 
+# -- not replacing another model's data files ------------------------------------------------------
+def _read_from(model) -> set:
+    """Identities (:func:`~.external.data_file_identity`) of the data files the model's tensors
+    were read from."""
+    found = set()
+    for _, t in iter_tensors(model):
+        if t.origin is not None:
+            ident = data_file_identity(t.origin[0])
+            if ident is not None:
+                found.add(ident)
+    return found
+
+
+def _existing(target: str, storage_options) -> tuple | str | None:
+    """The identity of the file at ``target`` (a path: ``(st_dev, st_ino)``; a URL: the URL),
+    or ``None`` when there is none."""
+    if is_url(target):
+        from ...storage.remote import as_io_error, filesystem
+
+        fs, path = filesystem(target, storage_options)
+        try:
+            return target if fs.exists(path) else None
+        except Exception as e:  # backends raise anything
+            raise as_io_error(e, target, "check") from None
+    try:
+        st = os.lstat(target)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _referenced_by(sink, out_base, allow_outside: bool, storage_options) -> set:
+    """Identities of the existing data files that the file ``sink`` will replace (the
+    destination .onnx, as it is now) references; empty when it does not exist or is no ONNX."""
+    target = _sink_target(sink)
+    if target is None:
+        return set()
+    from ...storage import open_source
+    from . import read
+
+    try:
+        source = open_source(target[1], storage_options=storage_options)
+    except OneModelError:
+        return set()
+    found = set()
+    try:
+        with read(source, load_external=False) as old:
+            for _, t in iter_tensors(old):
+                if t.data_location != EXTERNAL:
+                    continue
+                try:
+                    where = data_file_target(out_base, parse_reference(t.external_data).location,
+                                             allow_outside=allow_outside)
+                except RefusedError:
+                    continue
+                ident = _existing(where, storage_options)
+                if ident is not None:
+                    found.add(ident)
+    except OneModelError:
+        return set()
+    finally:
+        source.close()
+    return found
+
+
+def _refuse_replacing(files: list[_DataFile], sink, out_base, read_from: set,
+                      allow_outside: bool, storage_options) -> None:
+    """Raise IoError when a data file to write would replace an existing file that belongs to
+    another model: one the model was not read from and that the destination .onnx file does not
+    reference (module documentation)."""
+    referenced = None
+    for df in files:
+        target = data_file_target(out_base, df.location, allow_outside=allow_outside)
+        ident = _existing(target, storage_options)
+        if ident is None or ident in read_from:
+            continue
+        if referenced is None:
+            referenced = _referenced_by(sink, out_base, allow_outside, storage_options)
+        if ident in referenced:
+            continue
+        dest = _sink_target(sink)
+        dest = f"the destination {_shown(dest[1])!r}" if dest else "the destination .onnx file"
+        raise IoError(
+            f"data file {_shown(target)!r} already exists and may hold another model's weights "
+            f"(this model was not read from it and {dest} does not reference it); use --force "
+            "(force=True) to overwrite it, or --external-data NAME (external_data='NAME') to "
+            "write a new data file")
+
+
+def _shown(target: str) -> str:
+    """A path or URL as shown in messages (credentials of a URL masked)."""
+    if is_url(target):
+        from ...storage.remote import display_url
+
+        return display_url(target)
+    return target
+
+
 # -- writing ------------------------------------------------------------------------------------
 def _emit(sink, slot: _Slot, start: int, n: int, hasher) -> None:
     """Write bytes ``[start, start + n)`` of a slot's contents."""
@@ -431,7 +543,8 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
             page; 65536 for readers that map by the Windows allocation granularity; 1 for none).
         force: write a .onnx file of :data:`~onemodel.limits.PROTOBUF_MESSAGE_LIMIT` (2 GiB) or
             more, with a warning; without it that raises UnsupportedError before anything is
-            written.
+            written. Also replace an existing data file that may belong to another model
+            (module documentation); without it that raises IoError before anything is written.
         base_dir: directory (or URL) of the data files; default the sink's file's directory.
         allow_outside: allow ``keep`` references outside that directory. Never the default.
         convert_attributes: also move attribute and sparse tensors (``file``, ``per_tensor``).
@@ -442,7 +555,9 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
     Raises ValueError for a bad option; InvalidModelError for an external tensor that was not
     loaded and must move, a data file that would replace the model file, tensors that share
     bytes of a data file with different contents; UnsupportedError for the 2 GiB limit without
-    ``force``; IoError.
+    ``force``; IoError for a data file that would replace an existing file of another model
+    without ``force`` (``keep``, ``per_tensor``, and ``file`` without ``external_data``), or
+    when a file cannot be written.
     """
     if layout is None:
         layout = "file" if external_data is not None else "keep"
@@ -461,6 +576,8 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
             raise ValueError(f"external_data {external_data!r}: {e.message}") from None
 
     out_base, model_name = _output_place(sink, base_dir)
+    chosen = layout == "file" and external_data is not None  # the user named the data file
+    read_from = _read_from(model) if not (force or chosen) else set()
     ov = _Overrides()
     sinks: list = []
     try:
@@ -474,6 +591,10 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
                 if "/".join(location_parts(df.location)).lower() == model_name.lower():
                     raise InvalidModelError(f"data file {df.location!r} would replace the "
                                             "model file itself")
+        files = [df for df in files
+                 if not (df.untouched or (layout == "keep" and _in_place(df, out_base)))]
+        if files and not (force or chosen):
+            _refuse_replacing(files, sink, out_base, read_from, allow_outside, storage_options)
         pieces = encode_pieces(model)
         total = pieces_size(pieces)
         if total >= limits.PROTOBUF_MESSAGE_LIMIT:
@@ -485,8 +606,6 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
                                        "it anyway")
             warnings.warn(msg, stacklevel=3)
         for df in files:
-            if df.untouched or (layout == "keep" and _in_place(df, out_base)):
-                continue
             s = open_data_sink(out_base, df.location, allow_outside=allow_outside,
                                storage_options=storage_options)
             sinks.append(s)
