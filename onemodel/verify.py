@@ -87,6 +87,10 @@ class _Walker:
         self.loose = loose
         self.limit = limit
         self.out: list[Difference] = []
+        self.unheld = None
+        if loose:  # the fields a plain OneModel v1 file cannot hold
+            from .formats.container import v1_unheld
+            self.unheld = v1_unheld
 
     def full(self) -> bool:
         return len(self.out) >= self.limit
@@ -100,10 +104,13 @@ class _Walker:
             self.add(path, f"{type(a).__name__} vs {type(b).__name__}")
             return
         tensor = isinstance(a, Tensor)
+        # fields neither record's v1 object holds (an attribute's or a type's own choice of
+        # value field or kind counts only when both made the same choice)
+        skip = self.unheld(a) & self.unheld(b) if self.unheld is not None else ()
         for name, kind, _ in a.FIELDS:
             if self.full():
                 return
-            if tensor and name in _LAYOUT_FIELDS:
+            if (tensor and name in _LAYOUT_FIELDS) or name in skip:
                 continue
             x, y = getattr(a, name), getattr(b, name)
             p = f"{path}.{name}" if path else name
@@ -178,8 +185,13 @@ def compare_models(a: Record, b: Record, *, loose: bool = False,
     """Every difference between two models (or any two records), up to ``limit``.
 
     Args:
-        loose: treat an absent field as equal to an empty or zero one and ignore unknown
-            fields (compare what a plain OneModel v1 file can hold).
+        loose: compare only what a plain OneModel v1 file (``strict_v1``) can hold: ignore the
+            fields it has no place for (:func:`onemodel.formats.container.v1_unheld`: metadata
+            of nodes, values, graphs and tensors, training information, denotations, an
+            attribute's value fields beyond the one its type selects ...; of an attribute or
+            a type, only those neither record's v1 object holds), treat an absent
+            field as equal to an empty or zero one, and ignore unknown fields. A real change
+            (a weight, an attribute value, a name, a shape) is still reported.
     Returns:
         the differences in model order; empty when the models are the same.
     """

@@ -8,6 +8,9 @@ ONNX-preservation extension that lets any model the ONNX reader produces round-t
 
 * ``PLUGIN``: the format plugin (``name`` ``onemodel``, suffix ``.onemodel``, magic ``ONEMODEL``).
 * :func:`read_bytes` / :func:`write_bytes`: bytes <-> Model, for tests and small models.
+* :data:`V1_UNHELD` / :func:`v1_unheld` (:mod:`.plain`): the record fields a plain version 1 file
+  (``strict_v1``, no extension) cannot hold; ``write(..., strict_v1=True)`` reports them, and
+  :func:`onemodel.verify.compare_models` with ``loose=True`` ignores them.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 from ...ir.model import Model
 from ...storage.base import MemorySource
 from .header import MAGIC
+from .plain import V1_UNHELD, v1_unheld
 from .reader import read
 from .writer import write, write_bytes
 
@@ -43,4 +47,5 @@ class _Plugin:
 
 PLUGIN = _Plugin()
 
-__all__ = ["PLUGIN", "read", "write", "read_bytes", "write_bytes", "MAGIC"]
+__all__ = ["PLUGIN", "read", "write", "read_bytes", "write_bytes", "MAGIC", "V1_UNHELD",
+           "v1_unheld"]

@@ -9,7 +9,8 @@ untouched views of a source are copied with ``sink.copy_from`` (kernel-side for 
 others written from their buffers; typed storage is converted to raw layout one tensor at a time.
 The same model always gives the same bytes.
 
-The manifest carries the ONNX-preservation extension (:mod:`.extension`) unless ``strict_v1``.
+The manifest carries the ONNX-preservation extension (:mod:`.extension`) unless ``strict_v1``;
+then :mod:`.plain` reports what the plain file leaves out.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from ...ir.tensor import EXTERNAL, raw_to_typed, typed_to_raw
 from ...ir.walk import iter_tensors
 from ...limits import MAX_CONTAINER_TENSOR_BYTES, MAX_MANIFEST_BYTES
 from ...storage.base import RangeBuffer, Sink
-from . import extension, rules
+from . import extension, plain, rules
 from .header import HEADER_SIZE, Header, align
 from .manifest import bulk_objects, dumps, ensure_recursion_room
 from .schema import DECODE, ENCODE, FORMAT_VERSION
@@ -73,9 +74,12 @@ _NATURAL = _Natural()
 class Writer:
     """Builds the manifest of one model (the ``w`` of :mod:`.schema` and :mod:`.extension`)."""
 
-    def __init__(self):
+    def __init__(self, report: bool = False):
         self.plans: dict[int, Plan] = {}
         self.graphs: list = []  # (graph, its manifest object), to put nodes in order later
+        #: with ``report``: id(extension object) -> (record, natural record), for the strict_v1
+        #: report of what the plain file leaves out (:func:`.plain.left_out`)
+        self.naturals: dict | None = {} if report else None
 
     def full(self, rec, path: str, lvl: int) -> dict:
         """The manifest object of ``rec`` with its ``"onnx"`` extension when it needs one."""
@@ -93,6 +97,8 @@ class Writer:
         ext.update(extension.diff(rec, natural, self, path, inner, skip=skip))
         if ext:
             obj[extension.KEY] = ext
+            if self.naturals is not None:
+                self.naturals[id(ext)] = (rec, natural)
         return obj
 
     def put_in_order(self, orders: dict) -> None:
@@ -176,39 +182,18 @@ def _collect(tree, by_data: dict) -> list:
     return found
 
 
-def _strip(tree, path: str, left_out: list) -> None:
-    """Remove every extension object from the tree, listing what each held."""
-    stack = [(tree, path)]
-    while stack:
-        v, p = stack.pop()
-        if type(v) is dict:
-            ext = v.pop(extension.KEY, None)
-            if ext:
-                left_out.append(f"{p}: " + ", ".join(_describe(k) for k in ext))
-            stack.extend((x, f"{p}.{k}") for k, x in reversed(list(v.items())))
-        elif type(v) is list:
-            stack.extend((x, f"{p}[{i}]") for i, x in reversed(list(enumerate(v))))
-
-
-def _describe(key: str) -> str:
-    return {extension.TYPED: "typed storage (the data region keeps raw bytes)",
-            extension.NODE_ORDER: "original node order",
-            extension.UNKNOWN: "unrecognized ONNX fields",
-            "raw_data": "raw_data presence"}.get(key, key)
-
-
 def build(model: Model, *, strict_v1: bool = False):
     """Check ``model`` and build its manifest: ``(manifest bytes, header, plans in data order,
     left_out)``. Nothing is written. Raises InvalidModelError / UnsupportedError with the path."""
     if not isinstance(model, Model):
         raise TypeError("write() takes an onemodel.ir.Model")
     ensure_recursion_room()
-    w = Writer()
+    w = Writer(report=strict_v1)
     tree = w.full(model, "", 0)  # UnsupportedError (names, types, nesting) comes first
     w.put_in_order(rules.check_model(model))
     left_out: list[str] = []
     if strict_v1:
-        _strip(tree, "manifest", left_out)
+        left_out = plain.left_out(tree, "manifest", w.naturals)
     plans = list(w.plans.values())
     if strict_v1:  # tensors that only the extension referenced are left out too
         plans = _collect(tree, {id(p.data): p for p in plans})
@@ -243,8 +228,11 @@ def write(model: Model, sink: Sink, *, strict_v1: bool = False, **options) -> li
         strict_v1: write plain version 1 without the ONNX-preservation extension.
         options: accepted for the registry's sake and ignored.
     Returns:
-        with ``strict_v1``, what the plain file leaves out, one line per manifest object
-        (``manifest.graph.nodes[2]: metadata_props``); otherwise ``[]``.
+        with ``strict_v1``, what the plain file leaves out or changes, with manifest paths
+        (:func:`.plain.left_out`: ``manifest.graph.nodes[2]: metadata_props (6 entries)``,
+        ``manifest.opsets[0].domain: explicitly '' in the ONNX file; ...``, repeated subjects
+        grouped: ``metadata_props of 14 nodes (86 entries in all): manifest.graph.nodes[0-13]``);
+        otherwise ``[]``.
     Raises:
         InvalidModelError (section 3 rules, contents that do not match dims and dtype,
         unresolved external data), UnsupportedError (element type 0 or unknown, a name that is
