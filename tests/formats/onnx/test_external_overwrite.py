@@ -167,3 +167,19 @@ def test_the_check_reads_no_file_when_nothing_is_in_the_way(tmp_path, monkeypatc
     onemodel.convert(a, out / "a.onnx")
     assert _same(a, out / "a.onnx")
     assert pathlib.Path(out / "model.onnx.data").is_file()
+
+
+def test_the_default_name_of_one_data_file_is_checked_too(tmp_path):
+    """layout='file' without external_data names the data file after the .onnx file: running it
+    again is fine, a file of that name that the destination does not reference is not replaced."""
+    a, b, out = _pair(tmp_path)
+    with onemodel.load(a) as model:
+        onemodel.save(model, out / "a.onnx", layout="file")
+        onemodel.save(model, out / "a.onnx", layout="file")
+    assert sorted(os.listdir(out)) == ["a.onnx", "a.onnx.data"]
+    (out / "b.onnx.data").write_bytes(b"someone else's weights")
+    with onemodel.load(b) as model, pytest.raises(IoError, match="b.onnx.data"):
+        onemodel.save(model, out / "b.onnx", layout="file")
+    assert (out / "b.onnx.data").read_bytes() == b"someone else's weights"
+    assert not (out / "b.onnx").exists()
+    assert _same(a, out / "a.onnx")
