@@ -134,7 +134,8 @@ def convert(
                                         "offsets in bytes (default 4096)."),
     threshold: Optional[int] = typer.Option(None, "--threshold", min=0, help="Tensors smaller "
                                             "than this many bytes stay inline (default 1024)."),
-    force: bool = typer.Option(False, "--force", help="Write an inline ONNX file over 2 GiB."),
+    force: bool = typer.Option(False, "--force", help="Write an inline ONNX file over 2 GiB; "
+                               "overwrite data files that may belong to another model."),
     allow_outside: bool = typer.Option(False, "--allow-external-outside", help="Resolve "
                                        "external data outside the model's directory."),
     storage_option: Optional[List[str]] = StorageOpt,
@@ -277,8 +278,10 @@ def _print_data_file(f: dict) -> None:
 def verify(
     a: str = typer.Argument(..., help="First model (any format, path or URL)."),
     b: str = typer.Argument(..., help="Second model."),
-    loose: bool = typer.Option(False, "--loose", help="Absent equals empty; ignore unknown "
-                               "fields (what plain OneModel v1 holds)."),
+    loose: bool = typer.Option(False, "--loose", help="Compare what a plain OneModel v1 file "
+                               "holds: absent equals empty; unknown fields and fields v1 has no "
+                               "place for (metadata_props below the model, denotations, ...) "
+                               "are ignored."),
     run: bool = typer.Option(False, "--run", help="Also run both models and compare every "
                              "output bit for bit."),
     seed: int = typer.Option(0, "--seed", help="Seed of the generated inputs."),
