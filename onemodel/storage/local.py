@@ -87,8 +87,8 @@ def _read_all(fd: int, size: int, name: str) -> bytes:
 class LocalSink(Sink):
     """An atomic local file sink: a temporary file beside ``path``, renamed over it on commit.
 
-    ``copy_from`` uses ``os.copy_file_range`` when the source is a local file, so tensor bytes go
-    from file to file inside the kernel. Raises IoError.
+    ``copy_from`` copies from a local source file through one reused 8 MiB buffer (bounded
+    memory, whatever the tensor size). Raises IoError.
     """
 
     def __init__(self, path: str, *, durable: bool = False):
@@ -102,6 +102,7 @@ class LocalSink(Sink):
             raise io_error(e, self.name, "create") from None
         self._f = os.fdopen(fd, "wb", buffering=1 << 20)
         self._pos = 0
+        self._copy_buffer = None
 
     def write(self, data) -> None:
         try:
@@ -114,28 +115,44 @@ class LocalSink(Sink):
     def tell(self) -> int:
         return self._pos
 
+    #: Bytes per read of :meth:`copy_from`: memory use stays bounded whatever the tensor size.
+    COPY_CHUNK = 8 << 20
+
     def copy_from(self, source: Source, offset: int, length: int) -> None:
+        """Append ``length`` bytes of a local ``source`` at ``offset``, read with ``preadv`` into
+        one reused buffer of :attr:`COPY_CHUNK` bytes and written straight to the file.
+
+        Measured faster than ``copy_file_range`` for tensor copies (whose source and destination
+        offsets differ modulo the page size: the kernel then copies partial pages) and than
+        writing from the source's map (a page fault per touched page). Sources without a file
+        descriptor go through :meth:`Sink.copy_from`.
+        """
         fileno = getattr(source, "fileno", None)
         fd = fileno() if fileno is not None else None
-        if fd is None or not hasattr(os, "copy_file_range") or length < (1 << 20):
+        if fd is None or length < (1 << 20) or not hasattr(os, "preadv"):
             return super().copy_from(source, offset, length)
         source._check_range(offset, length)
-        self._f.flush()
-        out = self._f.fileno()
-        done = 0
+        if self._copy_buffer is None:
+            self._copy_buffer = memoryview(bytearray(self.COPY_CHUNK))
+        buf = self._copy_buffer
         try:
+            self._f.flush()
+            out = self._f.fileno()
+            done = 0
             while done < length:
-                n = os.copy_file_range(fd, out, length - done, offset + done)
+                n = os.preadv(fd, [buf[:min(len(buf), length - done)]], offset + done)
                 if n <= 0:
-                    break
+                    raise IoError(f"source ended {length - done} bytes early", source=source.name)
+                view = buf[:n]
+                while view:
+                    view = view[os.write(out, view):]
                 done += n
-        except OSError:
-            pass  # e.g. EXDEV on old kernels: fall back to copying through memory
-        # keep the buffered writer's position in step with what the kernel wrote
-        self._f.seek(0, os.SEEK_END)
-        self._pos += done
-        if done < length:
-            super().copy_from(source, offset + done, length - done)
+            # keep the buffered writer's position in step with what went around it
+            self._f.seek(0, os.SEEK_END)
+        except OSError as e:
+            self.abort()
+            raise io_error(e, self.name, "write") from None
+        self._pos += length
 
     def commit(self) -> None:
         if self._f is None:
