@@ -87,7 +87,7 @@ def _read_all(fd: int, size: int, name: str) -> bytes:
 class LocalSink(Sink):
     """An atomic local file sink: a temporary file beside ``path``, renamed over it on commit.
 
-    ``copy_from`` copies from a local source file through one reused 8 MiB buffer (bounded
+    ``copy_from`` copies from a local source file through one reused 1 MiB buffer (bounded
     memory, whatever the tensor size). Raises IoError.
     """
 
@@ -116,43 +116,67 @@ class LocalSink(Sink):
         return self._pos
 
     #: Bytes per read of :meth:`copy_from`: memory use stays bounded whatever the tensor size.
-    COPY_CHUNK = 8 << 20
+    COPY_CHUNK = 1 << 20
 
     def copy_from(self, source: Source, offset: int, length: int) -> None:
-        """Append ``length`` bytes of a local ``source`` at ``offset``, read with ``preadv`` into
-        one reused buffer of :attr:`COPY_CHUNK` bytes and written straight to the file.
+        """Append ``length`` bytes of a local ``source`` at ``offset``, file to file.
 
-        Measured faster than ``copy_file_range`` for tensor copies (whose source and destination
-        offsets differ modulo the page size: the kernel then copies partial pages) and than
-        writing from the source's map (a page fault per touched page). Sources without a file
-        descriptor go through :meth:`Sink.copy_from`.
+        When source and destination offsets are congruent modulo the page size the kernel copies
+        whole pages (``copy_file_range``, as cp does). Otherwise (a tensor moving between
+        OneModel's 64-byte alignment and an ONNX file) the bytes are read with ``preadv`` into one
+        reused buffer of :attr:`COPY_CHUNK` bytes and written straight to the file: measured
+        faster there than the kernel's partial-page copy, and than writing from the source's map
+        (a page fault per touched page). Sources without a file descriptor go through
+        :meth:`Sink.copy_from`.
         """
         fileno = getattr(source, "fileno", None)
         fd = fileno() if fileno is not None else None
         if fd is None or length < (1 << 20) or not hasattr(os, "preadv"):
             return super().copy_from(source, offset, length)
         source._check_range(offset, length)
-        if self._copy_buffer is None:
-            self._copy_buffer = memoryview(bytearray(self.COPY_CHUNK))
-        buf = self._copy_buffer
         try:
             self._f.flush()
             out = self._f.fileno()
             done = 0
-            while done < length:
-                n = os.preadv(fd, [buf[:min(len(buf), length - done)]], offset + done)
-                if n <= 0:
-                    raise IoError(f"source ended {length - done} bytes early", source=source.name)
-                view = buf[:n]
-                while view:
-                    view = view[os.write(out, view):]
-                done += n
+            if hasattr(os, "copy_file_range") and (offset - self._pos) % mmap.PAGESIZE == 0:
+                done = self._kernel_copy(fd, out, offset, length)
+            if done < length:
+                self._buffer_copy(fd, out, offset + done, length - done)
             # keep the buffered writer's position in step with what went around it
             self._f.seek(0, os.SEEK_END)
         except OSError as e:
             self.abort()
             raise io_error(e, self.name, "write") from None
         self._pos += length
+
+    @staticmethod
+    def _kernel_copy(fd: int, out: int, offset: int, length: int) -> int:
+        """Bytes ``copy_file_range`` copied (it appends at ``out``'s position); 0 where the
+        kernel or file system does not do it."""
+        done = 0
+        try:
+            while done < length:
+                n = os.copy_file_range(fd, out, length - done, offset + done)
+                if n <= 0:
+                    break
+                done += n
+        except OSError:
+            pass  # e.g. EXDEV, ENOSYS: the rest goes through memory
+        return done
+
+    def _buffer_copy(self, fd: int, out: int, offset: int, length: int) -> None:
+        if self._copy_buffer is None:
+            self._copy_buffer = memoryview(bytearray(self.COPY_CHUNK))
+        buf = self._copy_buffer
+        done = 0
+        while done < length:
+            n = os.preadv(fd, [buf[:min(len(buf), length - done)]], offset + done)
+            if n <= 0:
+                raise IoError(f"source ended {length - done} bytes early", source=self.name)
+            view = buf[:n]
+            while view:
+                view = view[os.write(out, view):]
+            done += n
 
     def commit(self) -> None:
         if self._f is None:
