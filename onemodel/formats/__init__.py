@@ -14,7 +14,8 @@ through the ``onemodel.formats`` entry point group, without touching this packag
 from __future__ import annotations
 
 import importlib
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Callable, Protocol
 
 from ..errors import UnsupportedError
 
@@ -28,6 +29,17 @@ class FormatPlugin(Protocol):
     def read(self, source, **options): ...
 
     def write(self, model, sink, **options) -> None: ...
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """A format plugin built from its parts (what the built-in formats use)."""
+
+    name: str
+    suffixes: tuple[str, ...]
+    sniff: Callable[[bytes], bool]
+    read: Callable
+    write: Callable
 
 
 _PLUGINS: dict[str, FormatPlugin] = {}

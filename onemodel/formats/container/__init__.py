@@ -15,6 +15,7 @@ ONNX-preservation extension that lets any model the ONNX reader produces round-t
 
 from __future__ import annotations
 
+from .. import Plugin
 from ...ir.model import Model
 from ...storage.base import MemorySource
 from .header import MAGIC
@@ -35,17 +36,7 @@ def _sniff(head: bytes) -> bool:
     return bytes(head[:len(MAGIC)]) == MAGIC
 
 
-class _Plugin:
-    """The ``onemodel`` format plugin for :mod:`onemodel.formats`."""
-
-    name = "onemodel"
-    suffixes = (".onemodel",)
-    sniff = staticmethod(_sniff)
-    read = staticmethod(read)
-    write = staticmethod(write)
-
-
-PLUGIN = _Plugin()
+PLUGIN = Plugin("onemodel", (".onemodel",), _sniff, read, write)
 
 __all__ = ["PLUGIN", "read", "write", "read_bytes", "write_bytes", "MAGIC", "V1_UNHELD",
            "v1_unheld"]

@@ -15,6 +15,7 @@ No ``onnx`` or ``protobuf`` import happens at run time: the wire codec is :mod:`
 
 from __future__ import annotations
 
+from .. import Plugin
 from ...errors import InvalidModelError, MalformedError
 from ...ir import Model
 from ...ir.tensor import EXTERNAL
@@ -189,15 +190,7 @@ def write(model, sink: Sink, *, layout: str | None = None, external_data: str | 
                  convert_attributes=convert_attributes, storage_options=storage_options)
 
 
-class _Plugin:
-    name = "onnx"
-    suffixes = (".onnx",)
-    sniff = staticmethod(_sniff)
-    read = staticmethod(read)
-    write = staticmethod(write)
-
-
-PLUGIN = _Plugin()
+PLUGIN = Plugin("onnx", (".onnx",), _sniff, read, write)
 
 __all__ = ["decode_model", "encode_model", "decode_message", "encode_message", "read", "write",
            "PLUGIN", "BY_CLASS", "MalformedError", "resolve_external_data",
