@@ -226,9 +226,19 @@ def as_list(v, path: str) -> list:
 
 
 def as_str(v, path: str) -> str:
-    """``v`` as a JSON string, or MalformedError."""
+    """``v`` as a JSON string, or MalformedError.
+
+    A string holding a lone surrogate (a ``\\ud800`` escape without its pair) is refused too:
+    it is no Unicode text, so no UTF-8 writer could store it (RFC 8259, section 8.2).
+    """
     if type(v) is not str:
         raise wrong(v, "a string", path)
+    if not v.isascii():
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise MalformedError(f"string holds the lone surrogate U+{ord(v[e.start]):04X}, "
+                                 "which is no Unicode text", path=path) from None
     return v
 
 
@@ -310,7 +320,7 @@ def str_list(v, path: str) -> list[str]:
     """An array of strings."""
     out = as_list(v, path)
     for i, x in enumerate(out):
-        if type(x) is not str:
+        if type(x) is not str or not x.isascii():
             as_str(x, f"{path}[{i}]")
     return out
 

@@ -36,7 +36,8 @@ from ...ir.types import (Dimension, MapType, OpaqueType, OptionalType, SequenceT
                          SparseTensorType, TensorType, Type)
 from ...limits import MAX_CONTAINER_TENSOR_BYTES, MAX_ELEMENT_COUNT, MAX_MODEL_NESTING
 from .manifest import (INT64_MAX, INT64_MIN, UINT32_MAX, as_bytes, as_int, as_list, as_obj,
-                       b64, bytes_list, get_int, get_list, get_str, int_list, req, str_list)
+                       as_str, b64, bytes_list, get_int, get_list, get_str, int_list, req,
+                       str_list)
 
 FORMAT_NAME = "onemodel"
 FORMAT_VERSION = 1
@@ -288,6 +289,7 @@ def _decode_shape(v, path: str) -> Shape:
         if d is None:
             dims.append(Dimension())
         elif type(d) is str:
+            d = as_str(d, f"{path}[{i}]")
             dims.append(Dimension(dim_param=d) if d else Dimension())
         else:
             d = as_int(d, f"{path}[{i}]")
