@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import OneModelError
+from .errors import OneModelError, UnsupportedError
 from .ir import Model, Tensor
 from .ir.dtypes import INFO
 from .ir.record import ARRAY, BUFFER, F32, LIST_KINDS, LIST_MSG, MSG, Record
@@ -202,7 +202,8 @@ def compare_models(a: Record, b: Record, *, loose: bool = False,
 
 def verify(a, b, *, loose: bool = False, run: bool = False, seed: int = 0,
            dims: dict[str, int] | None = None, engine: str = "onemodel",
-           storage_options: dict | None = None, limit: int = 100) -> VerifyReport:
+           storage_options: dict | None = None, limit: int = 100,
+           read_options: dict | None = None) -> VerifyReport:
     """Load two models (any formats, any storage) and compare them.
 
     Args:
@@ -211,6 +212,7 @@ def verify(a, b, *, loose: bool = False, run: bool = False, seed: int = 0,
         run: also run both models on the same deterministic inputs (``seed``; symbolic dims from
             ``dims``) with ``engine`` (``onemodel`` or ``onnxruntime``) and compare every output
             bit for bit.
+        read_options: passed to :func:`onemodel.load` for both (e.g. ``allow_outside=True``).
     Returns:
         a :class:`VerifyReport`.
     Raises:
@@ -218,9 +220,12 @@ def verify(a, b, *, loose: bool = False, run: bool = False, seed: int = 0,
     """
     from .api import load
 
-    ma = a if isinstance(a, Model) else load(a, storage_options=storage_options)
+    if run and engine not in ENGINES:
+        raise UnsupportedError(f"unknown engine {engine!r}; use {' or '.join(ENGINES)}")
+    opts = dict(read_options or {}, storage_options=storage_options)
+    ma = a if isinstance(a, Model) else load(a, **opts)
     try:
-        mb = b if isinstance(b, Model) else load(b, storage_options=storage_options)
+        mb = b if isinstance(b, Model) else load(b, **opts)
         try:
             report = VerifyReport(str(getattr(ma, "source", a)), str(getattr(mb, "source", b)))
             report.differences = compare_models(ma, mb, loose=loose, limit=limit)
@@ -243,6 +248,10 @@ def verify(a, b, *, loose: bool = False, run: bool = False, seed: int = 0,
     finally:
         if ma is not a:
             ma.close()
+
+
+#: The engines :func:`verify` can run models with.
+ENGINES = ("onemodel", "onnxruntime")
 
 
 def _same_value(x, y) -> str | None:
@@ -329,17 +338,6 @@ def _inlined(model: Model) -> Model:
     return copy
 
 
-def _unset_dims(model: Model, dims: dict) -> list[str]:
-    """The dimension variables of the graph inputs that ``dims`` does not set."""
-    names = []
-    for vi in model.graph.inputs if model.graph is not None else []:
-        shape = vi.type.shape if vi.type is not None else None
-        for d in shape.dims if shape is not None else []:
-            if d.dim_param and d.dim_param not in dims and d.dim_param not in names:
-                names.append(d.dim_param)
-    return names
-
-
 def compare_runs(a: Model, b: Model, *, seed: int = 0, dims: dict[str, int] | None = None,
                  engine: str = "onemodel") -> tuple[list[Difference], list[str]]:
     """Run both models on the same deterministic inputs and compare every output bit for bit.
@@ -355,15 +353,12 @@ def compare_runs(a: Model, b: Model, *, seed: int = 0, dims: dict[str, int] | No
         ``dims``), or when ``engine`` is unknown or not installed.
     """
     from .evaluate import random_inputs
+    from .evaluate.inputs import add_dims_hint
     inputs = random_inputs(a, seed=seed, dims=dims or {})
     try:
         out_a = _run(a, inputs, engine)
     except OneModelError as e:
-        symbolic = _unset_dims(a, dims or {})
-        if symbolic:
-            e.message += (f" (inputs were generated with {', '.join(symbolic)} = 1; set "
-                          "dimension values with --dim NAME=VALUE / dims=)")
-        raise e.at(source=getattr(a, "source", None))
+        raise add_dims_hint(e, a, dims or {})
     try:
         out_b = _run(b, inputs, engine)
     except OneModelError as e:

@@ -42,6 +42,9 @@ err = _LazyConsole(stderr=True, highlight=False, soft_wrap=True)
 
 DebugOpt = typer.Option(False, "--debug", help="Show the full traceback on errors.")
 QuietOpt = typer.Option(False, "--quiet", "-q", help="Print nothing but errors; no progress.")
+OutsideOpt = typer.Option(False, "--allow-external-outside", help="Resolve external data "
+                          "outside the model's directory or through symbolic links "
+                          "(Clause 15.3; never the default).")
 StorageOpt = typer.Option(None, "--storage-option", "-S", metavar="KEY=VALUE",
                           help="fsspec storage option for URLs (repeatable).")
 
@@ -68,6 +71,10 @@ def _errors(debug: bool):
             err.print(f"internal error: {type(e).__name__}: {e} (run with --debug for the "
                       "traceback)", markup=False)
         raise typer.Exit(2) from None
+
+
+#: Differences verify collects at most (the report says "at least" when it is reached).
+REPORT_LIMIT = 100
 
 
 class UsageError(ValueError):
@@ -109,6 +116,14 @@ def _dims(items: Optional[List[str]], model=None) -> dict[str, int]:
     return dims
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _read_options(allow_outside: bool) -> dict:
+    return {"allow_outside": True} if allow_outside else {}
+
+
 def _human(n: int) -> str:
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if n < 1024 or unit == "TiB":
@@ -136,8 +151,7 @@ def convert(
                                             "than this many bytes stay inline (default 1024)."),
     force: bool = typer.Option(False, "--force", help="Write an inline ONNX file over 2 GiB; "
                                "overwrite data files that may belong to another model."),
-    allow_outside: bool = typer.Option(False, "--allow-external-outside", help="Resolve "
-                                       "external data outside the model's directory."),
+    allow_outside: bool = OutsideOpt,
     storage_option: Optional[List[str]] = StorageOpt,
     quiet: bool = QuietOpt,
     debug: bool = DebugOpt,
@@ -163,7 +177,7 @@ def convert(
                 options[name] = value
         if force:
             options["force"] = True
-        read_options = {"allow_outside": True} if allow_outside else {}
+        read_options = _read_options(allow_outside)
         from ..storage.progress import Progress
         with Progress("convert", quiet=quiet) as bar:
             try:
@@ -175,7 +189,8 @@ def convert(
                 raise UsageError(str(e)) from None
         if not quiet:
             out.print(f"{src} ({result.source_format}) -> {dst} ({result.target_format}): "
-                      f"{result.tensors} tensors, {_human(result.tensor_bytes)}", markup=False)
+                      f"{_count(result.tensors, 'tensor')}, {_human(result.tensor_bytes)}",
+                      markup=False)
             for item in result.omitted:
                 out.print(f"  left out (--strict-v1): {item}", markup=False)
 
@@ -184,6 +199,7 @@ def convert(
 def info(
     file: str = typer.Argument(..., help="Model file or URL."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    allow_outside: bool = OutsideOpt,
     storage_option: Optional[List[str]] = StorageOpt,
     debug: bool = DebugOpt,
 ):
@@ -196,7 +212,7 @@ def info(
     with _errors(debug):
         with Progress("read", quiet=as_json) as bar, \
                 api.load(file, storage_options=_pairs(storage_option, "--storage-option") or None,
-                         progress=bar) as model:
+                         progress=bar, **_read_options(allow_outside)) as model:
             s = summarize(model)
             s["external_data"] = external_report(model)
         if as_json:
@@ -270,7 +286,7 @@ def _print_data_file(f: dict) -> None:
     unref = ("size unknown" if f.get("unreferenced") is None else
              f"{_human(f['unreferenced'])} unreferenced (gaps {_human(f['gaps'])}, "
              f"trailing {_human(f['trailing'])})")
-    out.print(f"data file {f['location']}: {f['tensors']} tensors, "
+    out.print(f"data file {f['location']}: {_count(f['tensors'], 'tensor')}, "
               f"{_human(f['referenced'])} referenced, {unref}, {aligned}", markup=False)
 
 
@@ -288,6 +304,7 @@ def verify(
     dim: Optional[List[str]] = typer.Option(None, "--dim", metavar="NAME=VALUE",
                                             help="Value of a symbolic dimension (repeatable)."),
     engine: str = typer.Option("onemodel", "--engine", help="onemodel or onnxruntime."),
+    allow_outside: bool = OutsideOpt,
     storage_option: Optional[List[str]] = StorageOpt,
     quiet: bool = QuietOpt,
     debug: bool = DebugOpt,
@@ -297,7 +314,8 @@ def verify(
 
     with _errors(debug):
         report = do_verify(a, b, loose=loose, run=run, seed=seed, dims=_dims(dim),
-                           engine=engine,
+                           engine=engine, read_options=_read_options(allow_outside),
+                           limit=REPORT_LIMIT,
                            storage_options=_pairs(storage_option, "--storage-option") or None)
     if report.equal:
         if not quiet:
@@ -312,7 +330,10 @@ def verify(
     for d in shown[1:]:
         out.print(f"  {d}", markup=False)
     if len(report.differences) > len(shown) and not quiet:
-        out.print(f"  ({len(report.differences) - len(shown)} more differences)", markup=False)
+        more = len(report.differences) - len(shown)
+        capped = len(report.differences) >= REPORT_LIMIT
+        out.print(f"  ({'at least ' if capped else ''}{_count(more, 'more difference')})",
+                  markup=False)
     raise typer.Exit(1)
 
 
@@ -351,7 +372,8 @@ def _report_value(name: str, value, output_dir: Optional[str]) -> None:
         out.print(f"{name}: empty optional", markup=False)
     else:
         text = str(value)
-        out.print(f"{name}: {type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}",
+        out.print(f"{name}: {type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
+                  + (" (not saved: only tensors are written as .npy)" if output_dir else ""),
                   markup=False)
 
 
@@ -370,6 +392,7 @@ def run_cmd(
     output_dir: Optional[str] = typer.Option(None, "--output-dir", help="Save each tensor "
                                              "output as NAME.npy in this directory (sequence "
                                              "elements as NAME_i_.npy)."),
+    allow_outside: bool = OutsideOpt,
     storage_option: Optional[List[str]] = StorageOpt,
     debug: bool = DebugOpt,
 ):
@@ -381,10 +404,11 @@ def run_cmd(
     from ..errors import IoError
     from ..evaluate import random_inputs
     from ..evaluate import run as run_model
+    from ..evaluate.inputs import add_dims_hint
 
     with _errors(debug):
-        with api.load(file, storage_options=_pairs(storage_option, "--storage-option") or None) \
-                as model:
+        with api.load(file, storage_options=_pairs(storage_option, "--storage-option") or None,
+                      **_read_options(allow_outside)) as model:
             dims = _dims(dim, model)
             feeds = random_inputs(model, seed=seed, dims=dims) if random else {}
             if not random and not input and model.graph is not None:
@@ -401,12 +425,28 @@ def run_cmd(
                     feeds[name] = np.load(path, allow_pickle=False)
                 except (OSError, ValueError) as e:
                     raise IoError(f"cannot read input {name}: {e}", source=path) from None
-            results = run_model(model, feeds)
+            try:
+                results = run_model(model, feeds)
+            except OneModelError as e:
+                raise (add_dims_hint(e, model, dims) if random else e.at(source=model.source))
             if output_dir:
                 os.makedirs(output_dir, exist_ok=True)
             # still inside `with`: an output may be a view of the model's mapped weights
             for name, value in results.items():
                 _report_value(name, value, output_dir)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
+        out.print(f"onemodel {__version__}", markup=False)
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """Store, convert and verify ONNX and OneModel models, bit-identical."""
 
 
 def main() -> None:

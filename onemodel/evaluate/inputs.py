@@ -203,3 +203,25 @@ def random_inputs(model: Model, seed: int = 0, dims: dict[str, int] | None = Non
             continue
         out[vi.name] = _random_value(vi.type, rng, dims, f"graph.inputs[{i}]")
     return out
+
+
+def unset_dims(model: Model, dims: dict[str, int]) -> list[str]:
+    """The dimension variables (dim_param) of the graph inputs that ``dims`` does not set, in
+    order of first appearance: :func:`random_inputs` gives them extent 1."""
+    names: list[str] = []
+    for vi in model.graph.inputs if model.graph is not None else []:
+        shape = vi.type.shape if vi.type is not None else None
+        for d in shape.dims if shape is not None else []:
+            if d.dim_param and d.dim_param not in dims and d.dim_param not in names:
+                names.append(d.dim_param)
+    return names
+
+
+def add_dims_hint(error, model: Model, dims: dict[str, int]):
+    """``error`` (an InvalidModelError from running on generated inputs) with a note naming the
+    dimension variables that were set to 1 and how to set them; other errors unchanged."""
+    unset = unset_dims(model, dims)
+    if unset and isinstance(error, InvalidModelError):
+        error.message += (f" (inputs were generated with {', '.join(unset)} = 1; set "
+                          "dimension values with --dim NAME=VALUE / dims=)")
+    return error.at(source=getattr(model, "source", None))

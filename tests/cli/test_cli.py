@@ -154,3 +154,31 @@ def test_strict_v1_lists_what_it_left_out(tmp_path):
     assert r.exit_code == 0, r.output  # loose compares what a plain v1 file can hold
     r = cli("verify", src, tmp_path / "plain.onemodel")
     assert r.exit_code == 1 and "metadata_props" in r.stdout
+
+
+def test_version():
+    import onemodel
+    r = cli("--version")
+    assert r.exit_code == 0 and r.stdout.strip() == f"onemodel {onemodel.__version__}"
+
+
+def test_unknown_engine_is_refused_before_loading(tmp_path):
+    r = cli("verify", tmp_path / "missing.onnx", CNN, "--run", "--engine", "weird")
+    assert r.exit_code == 2 and r.stderr.startswith("Unsupported: unknown engine 'weird'")
+
+
+def test_symlinked_data_needs_the_explicit_opt_in(tmp_path):
+    import shutil
+    src = MODELS / "external"
+    blobs, snap = tmp_path / "blobs", tmp_path / "snap"
+    blobs.mkdir()
+    snap.mkdir()
+    for f in src.iterdir():  # a Hugging Face style cache: the files are links into blobs/
+        shutil.copy(f, blobs / f.name)
+        (snap / f.name).symlink_to(blobs / f.name)
+    model = snap / "mlp_dynamo.onnx"
+    r = cli("info", model)
+    assert r.exit_code == 2 and "symbolic link" in r.stderr
+    for cmd in (("info", model), ("run", model, "--random"), ("verify", model, model, "--run")):
+        r = cli(*cmd, "--allow-external-outside")
+        assert r.exit_code == 0, (cmd, r.output)
