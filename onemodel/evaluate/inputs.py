@@ -9,10 +9,11 @@ import numpy as np
 from ..errors import InvalidModelError, UnsupportedError
 from ..ir.dtypes import INFO, DataType, name_of
 from ..ir.model import Graph, Model
+from ..ir.tensor import element_count
 from ..ir.types import Type
 from .context import decode_strings
 
-#: Largest element count of one random input tensor (a guard against huge ``dims``).
+#: Element count of one random input tensor must stay below this (a guard against huge ``dims``).
 MAX_RANDOM_ELEMENTS = 1 << 28
 
 
@@ -138,14 +139,7 @@ def _random_value(vtype: Type | None, rng: np.random.Generator, dims: dict[str, 
                     shape.append(int(dims.get(d, 1)))
                 else:
                     shape.append(1)
-        count = 1
-        for s in shape:
-            if s < 0:
-                raise InvalidModelError(f"negative extent {s}", path=where)
-            count *= s
-        if count > MAX_RANDOM_ELEMENTS:
-            raise UnsupportedError(f"a random input of {count} elements is larger than "
-                                   f"{MAX_RANDOM_ELEMENTS}", path=where)
+        element_count(shape, f"{where}.type.{kind}_type.shape.dims", limit=MAX_RANDOM_ELEMENTS)
         return random_tensor(code, tuple(shape), rng, where)
     if kind == "sequence":
         inner = vtype.sequence_type.elem_type
@@ -190,8 +184,8 @@ def random_inputs(model: Model, seed: int = 0, dims: dict[str, int] | None = Non
         input name -> value: ndarrays (floats in [-1, 1), integers in [0, 3), bools, strings),
         lists of two elements for sequences, the element for optionals, dicts for maps.
     Raises:
-        UnsupportedError: an input without a type, an opaque type, or more than
-            ``MAX_RANDOM_ELEMENTS`` elements. InvalidModelError: a negative extent.
+        UnsupportedError: an input without a type, an opaque type, or
+            ``MAX_RANDOM_ELEMENTS`` elements or more. InvalidModelError: a negative extent.
     """
     rng = np.random.default_rng(seed)
     dims = dims or {}

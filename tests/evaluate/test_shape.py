@@ -177,3 +177,15 @@ def test_unique_unsorted_keeps_first_occurrence_order():
     np.testing.assert_array_equal(i, [0, 1, 3])
     np.testing.assert_array_equal(inv, [0, 1, 0, 2, 1, 2, 0, 1, 0])
     np.testing.assert_array_equal(c, [4, 3, 2])
+
+
+@pytest.mark.parametrize("shape, kind", [([1 << 30, 1 << 30], "Unsupported"),
+                                         ([1 << 40, 1 << 40], "InvalidModel"),
+                                         ([3, -1], "InvalidModel")])
+def test_constant_of_shape_refuses_impossible_shapes_before_allocating(shape, kind):
+    from onemodel.errors import OneModelError
+    feeds = {"s": np.array(shape, I64)}
+    with pytest.raises(OneModelError) as info:
+        ours(node_model("ConstantOfShape", feeds, ["s"], ["y"]), feeds)
+    assert info.value.kind == kind
+    assert "ConstantOfShape shape" in info.value.message

@@ -2,8 +2,8 @@
 
 Kernels return views of their input where numpy allows (Reshape, Transpose, Squeeze, Slice,
 Expand...), so no element is copied unless the operator computes something. Shapes taken from
-input tensors are checked before anything is allocated: a negative extent or more than
-``limits.MAX_ELEMENT_COUNT`` elements is refused.
+input tensors are checked before anything is allocated: a negative extent or
+``limits.MAX_ELEMENT_COUNT`` elements or more are refused (``ir.tensor.element_count``).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
-from ... import limits
-from ...errors import InvalidModelError, UnsupportedError
+from ...errors import InvalidModelError, OneModelError, UnsupportedError
+from ...ir.tensor import element_count
 from ..registry import op
 
 
@@ -33,10 +33,10 @@ def _axis(axis: int, rank: int, what: str = "axis") -> int:
 
 def _checked_shape(shape, what: str = "shape") -> tuple[int, ...]:
     shape = tuple(int(d) for d in shape)
-    if any(d < 0 for d in shape):
-        raise InvalidModelError(f"{what} {list(shape)} has a negative extent")
-    if math.prod(shape) > limits.MAX_ELEMENT_COUNT:
-        raise UnsupportedError(f"{what} {list(shape)} has more than 2^60 elements")
+    try:
+        element_count(shape)
+    except OneModelError as e:
+        raise type(e)(f"{what}: {e.message}") from None
     return shape
 
 

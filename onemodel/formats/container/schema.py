@@ -31,10 +31,10 @@ from ...ir.dtypes import INFO, DataType
 from ...ir.entries import OperatorSetId, StringStringEntry
 from ...ir.model import (VALUE_FIELD, Attribute, AttributeType, Function, Graph, Model, Node,
                          ValueInfo)
-from ...ir.tensor import SparseTensor, Tensor
+from ...ir.tensor import SparseTensor, Tensor, element_count
 from ...ir.types import (Dimension, MapType, OpaqueType, OptionalType, SequenceType, Shape,
                          SparseTensorType, TensorType, Type)
-from ...limits import MAX_CONTAINER_TENSOR_BYTES, MAX_ELEMENT_COUNT, MAX_MODEL_NESTING
+from ...limits import MAX_CONTAINER_TENSOR_BYTES, MAX_MODEL_NESTING
 from .manifest import (INT64_MAX, INT64_MIN, UINT32_MAX, as_bytes, as_int, as_list, as_obj,
                        as_str, b64, bytes_list, get_int, get_list, get_str, int_list, req,
                        str_list)
@@ -66,26 +66,6 @@ def open_level(lvl: int, what: str, path: str) -> int:
         raise UnsupportedError(f"{what} nested {lvl} deep: more than {MAX_MODEL_NESTING} graphs "
                                "and types open at once", path=path)
     return lvl
-
-
-def element_count(dims, path: str) -> int:
-    """The product of ``dims`` (non-negative ints), stopping early once it reaches 2^60.
-
-    Raises InvalidModelError for a negative dimension, UnsupportedError for a count of 2^60 or
-    more (section 2.5). The early stop keeps the arithmetic small whatever the dims are.
-    """
-    count = 1
-    for i, d in enumerate(dims):
-        if d < 0:
-            raise InvalidModelError(f"dimension {d} is negative", path=f"{path}[{i}]")
-    if 0 in dims:
-        return 0
-    for d in dims:
-        count *= d
-        if count >= MAX_ELEMENT_COUNT:
-            raise UnsupportedError(f"element count reaches 2^60 (limit {MAX_ELEMENT_COUNT - 1})",
-                                   path=path)
-    return count
 
 
 def v1_attribute_type(a: Attribute) -> int:

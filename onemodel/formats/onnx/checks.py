@@ -7,14 +7,12 @@ exactly one storage form, and contents whose size matches dims and element type.
 
 from __future__ import annotations
 
-import math
 import os
 
-from ...errors import InvalidModelError, UnsupportedError
+from ...errors import InvalidModelError, OneModelError, UnsupportedError
 from ...ir.dtypes import INFO, DataType
 from ...ir.record import LazyBuffer
-from ...ir.tensor import EXTERNAL, TYPED_FIELDS
-from ...limits import MAX_ELEMENT_COUNT
+from ...ir.tensor import EXTERNAL, TYPED_FIELDS, dims_text, element_count
 from .decode import _C
 from .paths import proto_path
 
@@ -26,14 +24,10 @@ _BITS = bytes(INFO[c].bits if c in INFO and c != DataType.STRING else 0
 def tensor_problem(t) -> tuple[type, str] | None:
     """``(error class, message)`` for the first problem of tensor ``t``, or ``None``."""
     dims = t.dims
-    for d in dims:
-        if d < 0:
-            return InvalidModelError, f"negative dimension {d} in dims {dims}"
-    count = math.prod(dims)
-    if count >= 1 << 63:
-        return InvalidModelError, f"dims {dims} give an element count that overflows 64 bits"
-    if count >= MAX_ELEMENT_COUNT:
-        return UnsupportedError, f"element count {count} is 2^60 or more (limits.MAX_ELEMENT_COUNT)"
+    try:
+        count = element_count(dims)
+    except OneModelError as e:
+        return type(e), e.message
     code = t.data_type or 0
     typed = [f for f in TYPED_FIELDS if (v := getattr(t, f)) is not None and len(v)]
     forms = len(typed) + (t.raw_data is not None) + bool(t.string_data)
@@ -63,8 +57,8 @@ def tensor_problem(t) -> tuple[type, str] | None:
         n = t.raw_data.nbytes if isinstance(t.raw_data, LazyBuffer) else len(t.raw_data)
         want = info.raw_nbytes(count)
         if n != want:
-            return InvalidModelError, (f"raw_data holds {n} bytes; dims {dims} of {info.name} "
-                                       f"need {want}")
+            return InvalidModelError, (f"raw_data holds {n} bytes; dims {dims_text(dims)} of "
+                                       f"{info.name} need {want}")
         return None
     if typed:
         field = typed[0]

@@ -139,3 +139,12 @@ def test_no_allocation_sized_by_a_declared_length():
     finally:
         tracemalloc.stop()
     assert peak < 1 << 20
+
+
+def test_sixty_thousand_huge_dims_are_refused_with_a_short_message():
+    # the element count is computed in one pass with a capped product: no 60 000-digit integers
+    data = model_with_initializer(tensor([(1 << 62) + 1] * 60_000, 1, b""))
+    with pytest.raises(InvalidModelError, match="overflows 64 bits") as info:
+        decode_model(data)
+    assert info.value.path == INIT
+    assert len(str(info.value)) < 300
