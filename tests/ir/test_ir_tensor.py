@@ -10,9 +10,9 @@ from onemodel.ir.tensor import dims_text, element_count
 from onemodel.limits import MAX_ELEMENT_COUNT
 
 
-@pytest.mark.parametrize("dims, count", [([], 1), ([7], 7), ([2, 3, 4], 24), ([0, 5], 0),
-                                         ([1 << 40, 1 << 40, 0], 0), ([(1 << 60) - 1], (1 << 60) - 1),
-                                         ([1 << 30, (1 << 30) - 1], (1 << 60) - (1 << 30))])
+@pytest.mark.parametrize("dims, count", [
+    ([], 1), ([7], 7), ([2, 3, 4], 24), ([0, 5], 0), ([1 << 40, 1 << 40, 0], 0),
+    ([(1 << 60) - 1], (1 << 60) - 1), ([1 << 30, (1 << 30) - 1], (1 << 60) - (1 << 30))])
 def test_element_count_is_the_product_of_dims(dims, count):
     assert element_count(dims) == count
 
