@@ -11,30 +11,18 @@ True
 from __future__ import annotations
 
 import os
-import posixpath
 from dataclasses import dataclass, field
 
 from . import formats
 from .errors import OneModelError, UnsupportedError
 from .ir import Model
-from .storage import is_local, open_sink, open_source
+from .storage import open_sink, open_source
 
 
 def _name_of(target) -> str | None:
     if isinstance(target, (str, os.PathLike)):
         return os.fspath(target)
     return getattr(target, "name", None)
-
-
-def _base_dir(target) -> str | None:
-    """Directory (or URL prefix) against which a model's external data resolves (Clause 13.2)."""
-    name = _name_of(target)
-    if name is None:
-        return None
-    if is_local(name):
-        path = name[len("file://"):] if name.startswith("file://") else name
-        return os.path.dirname(os.path.abspath(path))
-    return posixpath.dirname(name)
 
 
 def load(target, *, format: str | None = None, storage_options: dict | None = None,
@@ -63,7 +51,6 @@ def load(target, *, format: str | None = None, storage_options: dict | None = No
         else:
             head = bytes(source.read(0, min(16, source.size)))
             plugin = formats.detect(head, _name_of(target) or source.name)
-        options.setdefault("base_dir", _base_dir(target))
         if storage_options is not None:
             options.setdefault("storage_options", storage_options)
         model = plugin.read(source, **options)

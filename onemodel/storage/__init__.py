@@ -27,6 +27,7 @@ from ..limits import MAX_DECOMPRESSED_BYTES
 from .base import BytesSink, MemorySource, RangeBuffer, Sink, Source, is_url, prefetch
 from .compressed import DEFAULT_LEVEL, ZstdSink, decompress_source, has_zstd_suffix, is_zstd
 from .local import LocalSink, LocalSource
+from .place import is_remote, local_path, place_of, target_of, url_join
 from .progress import Progress, ProgressSink
 
 _REMOTE = ("RemoteSource", "RemoteSink", "display_url", "resolve_relative")
@@ -38,17 +39,6 @@ def __getattr__(name: str):
         from . import remote
         return getattr(remote, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def _local_path(target) -> str | None:
-    if isinstance(target, os.PathLike):
-        return os.fspath(target)
-    if isinstance(target, str):
-        if target.startswith("file://"):
-            return target[len("file://"):]
-        if not is_url(target):
-            return target
-    return None
 
 
 def _compressed(target: str, compression: str | None) -> bool:
@@ -89,7 +79,7 @@ def open_source(target, *, storage_options: dict | None = None, compression: str
     if not isinstance(target, str):
         raise TypeError(f"cannot open {target!r} as a byte source")
     zst = _compressed(target, compression)
-    path = _local_path(target)
+    path = local_path(target)
     if path is not None:
         raw = LocalSource(path, **options)
     else:
@@ -122,7 +112,7 @@ def open_sink(target, *, storage_options: dict | None = None, compression: str |
             target = os.fspath(target)
         if not isinstance(target, str):
             raise TypeError(f"cannot open {target!r} as a byte sink")
-        path = _local_path(target)
+        path = local_path(target)
         if path is not None:
             sink = LocalSink(path, **options)
         else:
@@ -135,10 +125,11 @@ def open_sink(target, *, storage_options: dict | None = None, compression: str |
 
 def is_local(target) -> bool:
     """True when ``target`` names a local file (a path or ``file://`` URL)."""
-    return _local_path(target) is not None
+    return local_path(target) is not None
 
 
 __all__ = ["Source", "Sink", "MemorySource", "BytesSink", "LocalSource", "LocalSink",
            "RemoteSource", "RemoteSink", "ZstdSink", "RangeBuffer", "Progress", "ProgressSink",
            "open_source", "open_sink", "is_local", "is_url", "is_zstd", "display_url",
-           "decompress_source", "resolve_relative", "prefetch"]
+           "decompress_source", "resolve_relative", "prefetch", "local_path", "is_remote",
+           "place_of", "target_of", "url_join"]

@@ -24,6 +24,7 @@ from ..errors import IoError, MalformedError, OneModelError, UnsupportedError
 from ..limits import MAX_DECOMPRESSED_BYTES, MiB
 from .base import Sink, Source
 from .local import LocalSource
+from .place import target_of
 
 #: The four bytes every zstd frame starts with (RFC 8878, 3.1.1).
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -66,16 +67,21 @@ def decompress_source(compressed: Source, *, limit: int = MAX_DECOMPRESSED_BYTES
         tmpdir: directory of the temporary file (default: ``TMPDIR``).
 
     Returns a :class:`~onemodel.storage.local.LocalSource` over an unlinked temporary file
-    (mapped when large), named like ``compressed``. Concatenated frames are read in turn.
+    (mapped when large), named like ``compressed``, whose ``target`` is the compressed file's
+    path or URL (``None`` for bytes in memory), so external data resolves beside it
+    (:func:`onemodel.storage.place.place_of`). Concatenated frames are read in turn.
 
     Raises UnsupportedError when the declared or produced size exceeds ``limit``,
     MalformedError when the bytes are not a complete, valid zstd stream (bad magic, corrupt
     data, checksum mismatch, truncation), IoError when the temporary file cannot be written.
     """
+    target = target_of(compressed)
     try:
-        return _decompress(compressed, limit, progress, tmpdir)
+        result = _decompress(compressed, limit, progress, tmpdir)
     finally:
         compressed.close()
+    result.target = target
+    return result
 
 
 def _decompress(compressed: Source, limit: int, progress, tmpdir) -> Source:

@@ -40,7 +40,8 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from ..errors import InvalidModelError, IoError, OneModelError, UnsupportedError
 from ..limits import KiB, MiB
-from .base import Sink, Source, is_url  # noqa: F401 (is_url re-exported)
+from .base import Sink, Source
+from .place import file_segment
 
 #: Bytes fetched by the first read of a remote source and kept: enough for the OneModel header
 #: and a small manifest, or the start of an ONNX file, so opening costs one request.
@@ -661,7 +662,7 @@ def resolve_relative(base_url: str, location: str) -> str:
 
     # the segment of a chained URL that names the file: the first one with a scheme
     segments = base_url.split("::")
-    idx = next((i for i, s in enumerate(segments) if "://" in s), 0)
+    idx = file_segment(segments)
     seg = segments[idx]
     if _protocol(seg) in ("http", "https"):
         s = urlsplit(seg)

@@ -61,6 +61,7 @@ from ...ir.walk import iter_tensors
 from ...limits import MMAP_THRESHOLD
 from ...storage.base import MemorySource, RangeBuffer, Source
 from ...storage.local import LocalSource
+from ...storage.place import is_remote, local_path, place_of, url_join
 from .paths import proto_path
 
 #: The keys of an external data reference (Clause 13.2, Table 11); any other key is refused.
@@ -190,23 +191,6 @@ def location_parts(location: str) -> tuple[str, ...]:
 
 
 # -- where a location is opened --------------------------------------------------------------
-def is_url(base) -> bool:
-    """True when ``base`` is a URL (``scheme://...`` or an fsspec chain) rather than a path."""
-    return isinstance(base, str) and ("://" in base or "::" in base) \
-        and not base.startswith("file://")
-
-
-def _local_dir(base: str) -> str:
-    return base[len("file://"):] if base.startswith("file://") else base
-
-
-def _url_of(base: str, location: str) -> str:
-    from ...storage.remote import resolve_relative
-
-    # resolve_relative takes the URL of a file in the directory: give it the directory + "/".
-    return resolve_relative(base.rstrip("/") + "/", location)
-
-
 _IDENTITY: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
@@ -248,14 +232,14 @@ def open_location(base, location: str, *, allow_outside: bool = False,
     or a remote source), ``identity`` and ``name``. Raises InvalidModelError for a refused
     location or file, IoError when the file cannot be opened or read.
     """
-    if is_url(base):
+    if is_remote(base):
         location_parts(location)
-        url = _url_of(base, location)
+        url = url_join(base, location)
         from ...storage.remote import RemoteSource
 
         src = RemoteSource(url, storage_options)
         return _Opened(src, url, src.name)
-    directory = _local_dir(os.fspath(base))
+    directory = local_path(base)
     if allow_outside:
         return _open_outside(directory, location)
     parts = location_parts(location)
@@ -435,10 +419,10 @@ def data_file_target(base, location: str, *, allow_outside: bool = False) -> str
     ``base``: a local path (``base`` joined with the location's components, or with the location
     as it is under ``allow_outside``), or a URL for a URL base. Nothing is opened or created.
     Raises InvalidModelError for a location refused by :func:`location_parts`."""
-    if is_url(base):
+    if is_remote(base):
         location_parts(location)
-        return _url_of(base, location)
-    directory = _local_dir(os.fspath(base))
+        return url_join(base, location)
+    directory = local_path(base)
     if allow_outside:
         return os.path.join(directory, location)
     return os.path.join(directory, *location_parts(location))
@@ -463,11 +447,11 @@ def open_data_sink(base, location: str, *, allow_outside: bool = False,
     """
     from ...storage import LocalSink, open_sink
 
-    if is_url(base):
+    if is_remote(base):
         location_parts(location)
-        return open_sink(_url_of(base, location), storage_options=storage_options,
+        return open_sink(url_join(base, location), storage_options=storage_options,
                          compression=None)
-    directory = _local_dir(os.fspath(base))
+    directory = local_path(base)
     if allow_outside:
         if not location or "\x00" in location:
             raise RefusedError("the location is empty or contains a NUL character")
@@ -537,10 +521,10 @@ def same_directory(a, b) -> bool:
     strings for URLs)."""
     if a is None or b is None:
         return False
-    if is_url(a) or is_url(b):
+    if is_remote(a) or is_remote(b):
         return str(a).rstrip("/") == str(b).rstrip("/")
     try:
-        return os.path.samefile(_local_dir(os.fspath(a)), _local_dir(os.fspath(b)))
+        return os.path.samefile(local_path(a), local_path(b))
     except OSError:
         return False
 
@@ -657,8 +641,8 @@ class _Resolver:
         self.by_identity: dict = {}
         self.sources: list[Source] = []
         self.base_fd = None
-        if not is_url(base) and not allow_outside and _have_dir_fd():
-            directory = _local_dir(os.fspath(base))
+        if not is_remote(base) and not allow_outside and _have_dir_fd():
+            directory = local_path(base)
             try:
                 self.base_fd = os.open(directory, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
             except OSError as e:
@@ -667,7 +651,7 @@ class _Resolver:
 
     def data_file(self, location: str) -> _DataFile:
         key = location if self.allow_outside else \
-            ("/".join(location_parts(location)) if not is_url(self.base) else location)
+            ("/".join(location_parts(location)) if not is_remote(self.base) else location)
         df = self.by_location.get(key)
         if df is not None:
             return df
@@ -726,20 +710,13 @@ class _Resolver:
 
 def default_base(source: Source):
     """The directory external data of a model read from ``source`` resolves against: the
-    directory of a local file (absolute), the URL of a remote one, ``None`` for bytes."""
-    url = getattr(source, "url", None)
-    if isinstance(url, str):
-        from ...storage.remote import resolve_relative
-
-        return resolve_relative(url, "x")[:-1]
-    if isinstance(source, LocalSource):
-        name = source.name
-        if is_url(name):
-            return None
-        return os.path.dirname(os.path.abspath(_local_dir(name)))
-    return None
+    directory of a local file (absolute), the directory URL of a remote one, the compressed
+    file's for a decompressed ``.zst`` source, ``None`` for bytes in memory (never the working
+    directory, Clause 15.3). See :func:`onemodel.storage.place.place_of`."""
+    place = place_of(source)
+    return None if place is None else place[0]
 
 
 __all__ = ["KEYS", "ExternalReference", "parse_reference", "location_parts", "open_location",
-           "open_data_sink", "resolve_external_data", "expected_nbytes", "default_base", "is_url",
+           "open_data_sink", "resolve_external_data", "expected_nbytes", "default_base",
            "data_file_identity", "data_file_target", "same_directory"]

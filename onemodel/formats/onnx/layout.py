@@ -74,10 +74,10 @@ from ...ir.record import LazyBuffer, buffer_view
 from ...ir.tensor import EXTERNAL
 from ...ir.walk import iter_tensors
 from ...limits import EXTERNAL_DATA_ALIGNMENT
-from ...storage.local import LocalSink
+from ...storage.place import is_remote, local_path, place_of, target_of
 from .encode import RawPiece, encode_pieces, pieces_size
-from .external import (RefusedError, data_file_identity, data_file_target, is_url,
-                       location_parts, open_data_sink, parse_reference, same_directory)
+from .external import (RefusedError, data_file_identity, data_file_target, location_parts,
+                       open_data_sink, parse_reference, same_directory)
 from .paths import proto_path
 
 LAYOUTS = ("keep", "inline", "file", "per_tensor")
@@ -182,36 +182,13 @@ def _align_up(n: int, align: int) -> int:
     return -(-n // align) * align
 
 
-def _sink_target(sink):
-    """``(kind, name)`` of the file a sink writes: ``("path", p)``, ``("url", u)`` or None."""
-    s = sink
-    for _ in range(16):
-        url = getattr(s, "url", None)
-        if isinstance(url, str):
-            return "url", url
-        if isinstance(s, LocalSink):
-            return "path", s.name
-        s = getattr(s, "inner", None)
-        if s is None:
-            return None
-    return None
-
-
 def _output_place(sink, base_dir):
     """``(directory or URL of the data files, the model file's name when it is in that
-    directory)`` for a write to ``sink``."""
-    target = _sink_target(sink)
-    if target is None:
+    directory)`` for a write to ``sink`` (:func:`onemodel.storage.place.place_of`)."""
+    place = place_of(sink)
+    if place is None:
         return base_dir, None
-    kind, where = target
-    if kind == "path":
-        name = os.path.basename(where)
-        own = os.path.dirname(os.path.abspath(where))
-    else:
-        from ...storage.remote import resolve_relative
-
-        name = where.split("::")[0].split("?")[0].rstrip("/").rsplit("/", 1)[-1]
-        own = resolve_relative(where, "x")[:-1]
+    own, name = place
     if base_dir is None:
         return own, name
     return base_dir, (name if same_directory(base_dir, own) else None)
@@ -299,7 +276,7 @@ def _union(ranges) -> list[list[int]]:
 def _in_place(df: _DataFile, out_base) -> bool:
     """True when ``df``'s destination already is the file its slots come from, holding exactly
     their bytes at their offsets and zeros elsewhere, so it needs no rewriting."""
-    if out_base is None or is_url(out_base) or not df.slots:
+    if out_base is None or is_remote(out_base) or not df.slots:
         return False
     identity = src = None
     for s in df.slots:
@@ -310,7 +287,7 @@ def _in_place(df: _DataFile, out_base) -> bool:
             return False
         identity, src = ident, s.origin[0]
     try:
-        st = os.lstat(os.path.join(os.fspath(out_base), *location_parts(df.location)))
+        st = os.lstat(os.path.join(local_path(out_base), *location_parts(df.location)))
     except (OSError, InvalidModelError):
         return False
     if (st.st_dev, st.st_ino) != identity or st.st_nlink != 1 or st.st_size != src.size:
@@ -343,7 +320,7 @@ def _read_from(model) -> set:
 def _existing(target: str, storage_options) -> tuple | str | None:
     """The identity of the file at ``target`` (a path: ``(st_dev, st_ino)``; a URL: the URL),
     or ``None`` when there is none."""
-    if is_url(target):
+    if is_remote(target):
         from ...storage.remote import as_io_error, filesystem
 
         fs, path = filesystem(target, storage_options)
@@ -361,14 +338,14 @@ def _existing(target: str, storage_options) -> tuple | str | None:
 def _referenced_by(sink, out_base, allow_outside: bool, storage_options) -> set:
     """Identities of the existing data files that the file ``sink`` will replace (the
     destination .onnx, as it is now) references; empty when it does not exist or is no ONNX."""
-    target = _sink_target(sink)
+    target = target_of(sink)
     if target is None:
         return set()
     from ...storage import open_source
     from . import read
 
     try:
-        source = open_source(target[1], storage_options=storage_options)
+        source = open_source(target, storage_options=storage_options)
     except OneModelError:
         return set()
     found = set()
@@ -407,8 +384,8 @@ def _refuse_replacing(files: list[_DataFile], sink, out_base, read_from: set,
             referenced = _referenced_by(sink, out_base, allow_outside, storage_options)
         if ident in referenced:
             continue
-        dest = _sink_target(sink)
-        dest = f"the destination {_shown(dest[1])!r}" if dest else "the destination .onnx file"
+        dest = target_of(sink)
+        dest = f"the destination {_shown(dest)!r}" if dest else "the destination .onnx file"
         raise IoError(
             f"data file {_shown(target)!r} already exists and may hold another model's weights "
             f"(this model was not read from it and {dest} does not reference it); use --force "
@@ -418,7 +395,7 @@ def _refuse_replacing(files: list[_DataFile], sink, out_base, read_from: set,
 
 def _shown(target: str) -> str:
     """A path or URL as shown in messages (credentials of a URL masked)."""
-    if is_url(target):
+    if is_remote(target):
         from ...storage.remote import display_url
 
         return display_url(target)

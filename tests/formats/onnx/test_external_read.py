@@ -243,6 +243,43 @@ def test_bytes_without_base_directory_give_a_clear_error(tmp_path):
         assert [x.tobytes() for _, x in iter_tensors(model)] == oracle_tensors(path)
 
 
+def test_load_of_bytes_never_resolves_against_the_working_directory(tmp_path, monkeypatch):
+    """onemodel.load of in-memory bytes (a MemorySource, bytes) has no base directory: the
+    working directory, which holds the data file here, is not used (Clause 15.3)."""
+    path = save_external(rich_model(), tmp_path / "m.onnx", location="w.bin")
+    data = path.read_bytes()
+    monkeypatch.chdir(tmp_path)
+    for target in (MemorySource(data), data):
+        with pytest.raises(InvalidModelError) as e:
+            onemodel.load(target)
+        assert "no base directory" in str(e.value) and "base_dir=" in str(e.value)
+    with onemodel.load(MemorySource(data), base_dir=str(tmp_path)) as model:
+        assert [x.tobytes() for _, x in iter_tensors(model)] == oracle_tensors(path)
+
+
+def test_a_compressed_remote_model_resolves_data_files_beside_it():
+    """A ``.zst`` model under a URL is decompressed to a temporary file, but its external data
+    still resolves against the URL's directory (not the temporary file's)."""
+    import uuid
+
+    import fsspec
+    import zstandard
+
+    fs = fsspec.filesystem("memory")
+    root = f"/extzst-{uuid.uuid4().hex}"
+    try:
+        a = np.arange(20, dtype=np.float32)
+        fs.pipe(f"{root}/dir/w.bin", a.tobytes())
+        t = external_tensor("w", [20], [("location", "w.bin")])
+        packed = zstandard.ZstdCompressor().compress(model_with(t).SerializeToString())
+        fs.pipe(f"{root}/dir/m.onnx.zst", packed)
+        with onemodel.load(f"memory://{root}/dir/m.onnx.zst") as model:
+            assert model.base_dir == f"memory://{root}/dir/"
+            assert np.array_equal(model.graph.initializers[0].numpy(), a)
+    finally:
+        fs.rm(root, recursive=True)
+
+
 def test_resolution_uses_the_model_directory_not_the_working_directory(tmp_path, monkeypatch):
     path = save_external(rich_model(), tmp_path / "sub" / "m.onnx", location="w.bin")
     decoy = tmp_path / "w.bin"

@@ -45,7 +45,11 @@ def _save(model, path, **kw) -> pathlib.Path:
 
 def _refs(path) -> dict[str, dict[str, str]]:
     """``{tensor name: {key: value}}`` of the external tensors of the .onnx file at ``path``."""
-    model = decode_model(pathlib.Path(path).read_bytes())
+    return _refs_of_bytes(pathlib.Path(path).read_bytes())
+
+
+def _refs_of_bytes(data: bytes) -> dict[str, dict[str, str]]:
+    model = decode_model(data)
     return {t.name: {e.key: e.value for e in t.external_data}
             for _, t in iter_tensors(model) if t.is_external}
 
@@ -272,6 +276,28 @@ def test_data_file_locations_are_checked_on_write(tmp_path):
         with pytest.raises(ValueError, match="not a file"):
             write(model, BytesSink(), layout="file")
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_data_file_beside_a_chained_url_is_named_after_the_model_file(tmp_path):
+    """layout 'file' names the data file after the .onnx file, also under a chained URL
+    (``simplecache::memory://...``): the segment with the scheme names the file."""
+    import uuid
+
+    import fsspec
+
+    src = save_external(rich_model(), tmp_path / "in" / "m.onnx", location="w.bin")
+    fs = fsspec.filesystem("memory")
+    root = f"/chain-{uuid.uuid4().hex}"
+    try:
+        with _load(src) as model:
+            onemodel.save(model, f"simplecache::memory://{root}/out.onnx", layout="file")
+        assert sorted(fs.ls(root, detail=False)) == [f"{root}/out.onnx", f"{root}/out.onnx.data"]
+        refs = _refs_of_bytes(fs.cat(f"{root}/out.onnx"))
+        assert {r["location"] for r in refs.values()} == {"out.onnx.data"}
+        with onemodel.load(f"simplecache::memory://{root}/out.onnx") as back:
+            assert [t.tobytes() for _, t in iter_tensors(back)] == oracle_tensors(src)
+    finally:
+        fs.rm(root, recursive=True)
 
 
 def test_data_files_are_not_written_through_a_symbolic_link(tmp_path):

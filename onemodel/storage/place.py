@@ -1,0 +1,118 @@
+"""Where a file lives: the path or URL of a target, source or sink, its directory and its name.
+
+The one place that tells paths from URLs and splits them (ONNX Part 1, Clause 13.2: external
+data locations are relative to the model file's directory; Clause 15.3: never to the working
+directory). A target is
+
+* a local path (``str`` or ``os.PathLike``) or a ``file://`` URL;
+* an fsspec URL: ``s3://b/dir/m.onnx``, ``https://h/dir/m.onnx?sig=...``, ``memory://d/m.onnx``,
+  or a chain, where the segment that names the file is the first one with a scheme
+  (``simplecache::s3://b/m.onnx``, ``zip://dir/m.onnx::s3://b/a.zip``);
+* a Source or Sink: a local file's is its path, a remote one's its URL (``url``), a wrapping
+  sink's (``inner``: ``ZstdSink``, ``ProgressSink``) the wrapped one's, and one that carries a
+  ``target`` attribute (a decompressed ``.zst`` source: the compressed file's) that; bytes in
+  memory (``MemorySource``, ``BytesSink``) have none.
+
+A directory URL ends with ``/`` in the segment that names the file (``s3://b/dir/``,
+``simplecache::memory://d/``), so :func:`url_join` can put a relative location in it.
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from .base import Sink, Source, is_url
+
+_FILE = "file://"
+
+
+def local_path(target) -> str | None:
+    """The local path ``target`` names (a path, ``os.PathLike`` or ``file://`` URL, as given:
+    relative paths stay relative), or ``None`` for any other URL or object."""
+    if isinstance(target, os.PathLike):
+        target = os.fspath(target)
+    if isinstance(target, str):
+        if target.startswith(_FILE):
+            return target[len(_FILE):]
+        if not is_url(target):
+            return target
+    return None
+
+
+def is_remote(target) -> bool:
+    """True when ``target`` is a string naming a URL other than ``file://`` (an fsspec URL)."""
+    return isinstance(target, str) and local_path(target) is None
+
+
+def target_of(obj) -> str | None:
+    """The path or URL ``obj`` (a target, Source or Sink; module documentation) reads or
+    writes, or ``None`` for bytes in memory and objects that name no file."""
+    from .local import LocalSink, LocalSource
+
+    for _ in range(16):  # wrappers of wrappers, bounded
+        if isinstance(obj, (str, os.PathLike)):
+            return os.fspath(obj)
+        if not isinstance(obj, (Source, Sink)):
+            return None
+        if "target" in getattr(obj, "__dict__", ()):
+            return obj.target
+        url = getattr(obj, "url", None)
+        if isinstance(url, str):
+            return url
+        if isinstance(obj, (LocalSource, LocalSink)):
+            return obj.name
+        obj = getattr(obj, "inner", None)
+    return None
+
+
+def place_of(obj) -> tuple[str, str] | None:
+    """``(directory, file name)`` of the file ``obj`` names (see :func:`target_of`): for a local
+    file its absolute directory and base name, for a URL the directory URL (ending with ``/``
+    in the segment that names the file; the query of an HTTP(S) URL dropped) and the file name
+    (percent-decoded over HTTP(S)). ``None`` for bytes in memory: they have no directory, and
+    the working directory is never used instead (Clause 15.3)."""
+    target = target_of(obj)
+    if target is None:
+        return None
+    path = local_path(target)
+    if path is not None:
+        path = os.path.abspath(path)
+        return os.path.dirname(path), os.path.basename(path)
+    segments = target.split("::")
+    i = file_segment(segments)
+    seg = segments[i]
+    scheme = seg.split("://", 1)[0].lower() if "://" in seg else ""
+    if scheme in ("http", "https"):
+        s = urlsplit(seg)
+        directory, _, name = s.path.rpartition("/")
+        segments[i] = urlunsplit((s.scheme, s.netloc, directory + "/", "", ""))
+        name = unquote(name)
+    else:
+        head, sep, rest = seg.rpartition("://")
+        directory, slash, name = rest.rstrip("/").rpartition("/")
+        segments[i] = head + sep + directory + slash
+    return "::".join(segments), name
+
+
+def file_segment(segments: list[str]) -> int:
+    """Index of the segment of a chained URL (split at ``::``) that names the file: the first
+    with a scheme (``s3://`` in ``simplecache::s3://b/m.onnx``), else the first."""
+    return next((i for i, s in enumerate(segments) if "://" in s), 0)
+
+
+def url_join(directory: str, location: str) -> str:
+    """The URL of relative ``location`` in directory URL ``directory`` (with or without a
+    trailing ``/`` in the segment that names it), by
+    :func:`onemodel.storage.remote.resolve_relative`: InvalidModelError for a location the
+    rules of Clauses 13.2 and 15.3 refuse."""
+    from .remote import resolve_relative
+
+    segments = directory.split("::")
+    i = file_segment(segments)
+    if not segments[i].endswith("/"):
+        segments[i] += "/"
+    return resolve_relative("::".join(segments), location)
+
+
+__all__ = ["local_path", "is_remote", "target_of", "place_of", "file_segment", "url_join"]
