@@ -180,13 +180,9 @@ def convert(
         read_options = _read_options(allow_outside)
         from ..storage.progress import Progress
         with Progress("convert", quiet=quiet) as bar:
-            try:
-                result = api.convert(src, dst, to=to,
-                                     storage_options=_pairs(storage_option, "--storage-option")
-                                     or None, read_options=read_options, progress=bar,
-                                     **options)
-            except ValueError as e:  # the writers validate their options before any work
-                raise UsageError(str(e)) from None
+            result = api.convert(src, dst, to=to,
+                                 storage_options=_pairs(storage_option, "--storage-option")
+                                 or None, read_options=read_options, progress=bar, **options)
         if not quiet:
             out.print(f"{src} ({result.source_format}) -> {dst} ({result.target_format}): "
                       f"{_count(result.tensors, 'tensor')}, {_human(result.tensor_bytes)}",

@@ -144,6 +144,30 @@ def test_options_of_the_other_format_are_refused(tmp_path):
     assert r.exit_code == 2 and "strict_v1 does not apply to onnx output" in r.stderr
 
 
+def test_a_bad_writer_option_is_one_line_exit_2(tmp_path):
+    r = cli("convert", CNN, tmp_path / "x.onnx", "--external-data", "../x.bin")
+    assert r.exit_code == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("Unsupported: external_data '../x.bin'") and "'..'" in lines[0]
+    assert not any(tmp_path.iterdir()) and not (tmp_path.parent / "x.bin").exists()
+
+
+def test_a_value_error_from_a_bug_is_not_a_usage_error(tmp_path, monkeypatch):
+    """Only command-line values are usage errors; a ValueError from inside is reported as an
+    internal error (exit status 2, one line)."""
+    from onemodel import api
+
+    def broken(*args, **kwargs):
+        raise ValueError("something inside went wrong")
+
+    monkeypatch.setattr(api, "convert", broken)
+    r = cli("convert", CNN, tmp_path / "x.onnx")
+    assert r.exit_code == 2
+    assert r.stderr.strip() == ("internal error: ValueError: something inside went wrong (run "
+                                "with --debug for the traceback)")
+
+
 def test_strict_v1_lists_what_it_left_out(tmp_path):
     src = MODELS / "cnn_dynamo.onnx"  # the dynamo exporter writes metadata_props on nodes
     r = cli("convert", src, tmp_path / "plain.onemodel", "--strict-v1")

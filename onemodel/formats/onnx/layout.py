@@ -529,9 +529,11 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
     The .onnx bytes go to ``sink`` (the caller commits it); data files are committed here, after
     the .onnx bytes were written, and aborted on any error.
 
-    Raises ValueError for a bad option; InvalidModelError for an external tensor that was not
-    loaded and must move, a data file that would replace the model file, tensors that share
-    bytes of a data file with different contents; UnsupportedError for the 2 GiB limit without
+    Raises UnsupportedError for a bad option (naming it and the values it takes) or data files
+    to write with no directory for them (no ``base_dir`` and a sink that is no file);
+    InvalidModelError for an external tensor that was not loaded and must move, a data file
+    that would replace the model file, tensors that share bytes of a data file with different
+    contents; UnsupportedError for the 2 GiB limit without
     ``force``; IoError for a data file that would replace an existing file of another model
     without ``force`` (``keep``, ``per_tensor``, and ``file`` without ``external_data``), or
     when a file cannot be written.
@@ -539,18 +541,22 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
     if layout is None:
         layout = "file" if external_data is not None else "keep"
     if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
+        raise UnsupportedError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
     if external_data is not None and layout != "file":
-        raise ValueError("external_data names the data file of layout 'file'")
+        raise UnsupportedError(f"external_data names the data file of layout 'file' only, not "
+                               f"of layout {layout!r}")
     if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0:
-        raise ValueError(f"threshold must be a non-negative integer (bytes), not {threshold!r}")
+        raise UnsupportedError(f"threshold must be a non-negative integer (bytes), not "
+                               f"{threshold!r}")
     if isinstance(align, bool) or not isinstance(align, int) or align < 1:
-        raise ValueError(f"align must be a positive integer (bytes), not {align!r}")
+        raise UnsupportedError(f"align must be a positive integer (bytes), not {align!r}")
     if external_data is not None:
         try:
             location_parts(external_data)
         except RefusedError as e:
-            raise ValueError(f"external_data {external_data!r}: {e.message}") from None
+            raise UnsupportedError(f"external_data {external_data!r} must be a relative path "
+                                   f"of '/'-separated names inside the output directory "
+                                   f"(Clause 13.2): {e.message}") from None
 
     out_base, model_name = _output_place(sink, base_dir)
     chosen = layout == "file" and external_data is not None  # the user named the data file
@@ -561,8 +567,9 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
         files = _plan(model, layout, external_data, threshold, align, convert_attributes,
                       out_base, model_name, allow_outside, ov)
         if files and out_base is None:
-            raise ValueError("the model has external data files to write but the sink is not a "
-                             "file; pass base_dir= (their directory)")
+            raise UnsupportedError("the model has external data files to write but the sink is "
+                                   "not a file; pass base_dir= (their directory) or "
+                                   "layout='inline'")
         if model_name and not allow_outside:
             for df in files:
                 if "/".join(location_parts(df.location)).lower() == model_name.lower():

@@ -267,13 +267,17 @@ def test_data_file_locations_are_checked_on_write(tmp_path):
     src = save_external(rich_model(), tmp_path / "in" / "m.onnx", location="w.bin")
     with _load(src) as model:
         for bad in ("../w.bin", "/tmp/w.bin", "C:/w.bin", "a\\b"):
-            with pytest.raises(ValueError):
+            with pytest.raises(UnsupportedError, match="external_data"):
                 _save(model, tmp_path / "out" / "m.onnx", layout="file", external_data=bad)
         with pytest.raises(InvalidModelError, match="would replace the model file"):
             _save(model, tmp_path / "out" / "m.onnx", layout="file", external_data="m.onnx")
-        with pytest.raises(ValueError, match="layout must be one of"):
+        with pytest.raises(UnsupportedError, match="layout must be one of"):
             _save(model, tmp_path / "out" / "m.onnx", layout="shuffled")
-        with pytest.raises(ValueError, match="not a file"):
+        for bad in (dict(threshold=-1), dict(align=0), dict(align=True),
+                    dict(layout="inline", external_data="w.bin")):
+            with pytest.raises(UnsupportedError, match=next(iter(bad))):
+                _save(model, tmp_path / "out" / "m.onnx", **bad)
+        with pytest.raises(UnsupportedError, match="not a file"):
             write(model, BytesSink(), layout="file")
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
