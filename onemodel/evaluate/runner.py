@@ -26,6 +26,7 @@ import numpy as np
 from .. import limits
 from ..errors import InvalidModelError, OneModelError, UnsupportedError
 from ..ir.model import Attribute, Function, Graph, Model, Node
+from ..ir.order import node_outer_names, stable_topological_order
 from . import registry
 from .context import Context, attribute_value, tensor_value
 from .inputs import prepare_inputs
@@ -288,7 +289,7 @@ class Session:
                 continue
             keep.append(i)
             needed.update(n for n in node.inputs if n)
-            fv = _free_names(node)
+            fv = node_outer_names(node)
             free_cache[i] = fv
             needed.update(fv)
         keep.reverse()
@@ -508,31 +509,10 @@ def _graphs_of(attr: Attribute):
         yield k, g
 
 
-def _free_names(node: Node) -> set[str]:
-    """Names the subgraphs of ``node`` read from enclosing scopes (all nesting levels)."""
-    out: set[str] = set()
-    for a in node.attributes:
-        for _, g in _graphs_of(a):
-            out |= _graph_free_names(g)
-    return out
-
-
-def _graph_free_names(g: Graph) -> set[str]:
-    defined = {v.name for v in g.inputs}
-    defined |= {t.name for t in g.initializers}
-    defined |= {s.name for s in g.sparse_initializers}
-    used: set[str] = set()
-    for node in g.nodes:
-        used.update(n for n in node.inputs if n)
-        used |= _free_names(node)
-        defined.update(n for n in node.outputs if n)
-    used.update(v.name for v in g.outputs if v.name)
-    return used - defined
-
-
 def _topological_order(nodes: list[Node], scope: _Scope, path: str) -> list[int]:
     """Node indices in evaluation order: the given order when it is topological (Clause 7.5),
-    else a stable topological sort; a cycle or an undefined input raises InvalidModelError."""
+    else the stable topological sort of :mod:`onemodel.ir.order`; a cycle or an undefined input
+    raises InvalidModelError."""
     available = set()
     ok = True
     for node in nodes:
@@ -541,8 +521,8 @@ def _topological_order(nodes: list[Node], scope: _Scope, path: str) -> list[int]
                 ok = False
                 break
         if ok:
-            for n in _free_names(node) if any(a.g is not None or a.graphs
-                                              for a in node.attributes) else ():
+            for n in node_outer_names(node) if any(a.g is not None or a.graphs
+                                                   for a in node.attributes) else ():
                 if n not in available and not scope.visible(n):
                     ok = False
                     break
@@ -559,7 +539,7 @@ def _topological_order(nodes: list[Node], scope: _Scope, path: str) -> list[int]
     deps: list[set[int]] = []
     for i, node in enumerate(nodes):
         d = set()
-        names = [n for n in node.inputs if n] + sorted(_free_names(node))
+        names = [n for n in node.inputs if n] + sorted(node_outer_names(node))
         for n in names:
             if n in producer:
                 d.add(producer[n])
@@ -568,21 +548,8 @@ def _topological_order(nodes: list[Node], scope: _Scope, path: str) -> list[int]
                                         f"input, initializer, node or enclosing scope defines",
                                         path=f"{path}.nodes[{i}]")
         deps.append(d)
-    order: list[int] = []
-    done: set[int] = set()
-    remaining = list(range(len(nodes)))
-    while remaining:
-        progress = [i for i in remaining if deps[i] <= done]
-        if not progress:
-            i = remaining[0]
-            raise InvalidModelError(f"the graph has a cycle through node {_label(nodes[i])}",
-                                    path=f"{path}.nodes[{i}]")
-        for i in progress:
-            order.append(i)
-            done.add(i)
-        pset = set(progress)
-        remaining = [i for i in remaining if i not in pset]
-    return order
+    return stable_topological_order(
+        deps, path, cycle=lambda i: f"the graph has a cycle through node {_label(nodes[i])}")
 
 
 def _const_array(c, path: str):

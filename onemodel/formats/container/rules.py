@@ -9,8 +9,9 @@ model it is given, so it never writes a file that cannot be read back.
 2. A node input (non-empty) or a graph output names a value of the same graph or of an
    enclosing graph (a subgraph in a node attribute reads the values around it).
 3. Nodes are put in dependency order by a stable sort: Kahn's algorithm taking the ready node of
-   the lowest original index first, so nodes already in order keep their positions. A node
-   depends on the producers of its inputs and of the names its subgraphs read from its graph.
+   the lowest original index first, so nodes already in order keep their positions
+   (:func:`onemodel.ir.order.stable_topological_order`). A node depends on the producers of its
+   inputs and of the names its subgraphs read from its graph.
 4. A node's domain (``""`` and ``"ai.onnx"`` are the default domain) must be imported by the
    model's ``opsets``; in a function body, by the function's or the model's.
 
@@ -20,10 +21,9 @@ graphs of ``training_info`` (which the extension carries) are not checked.
 
 from __future__ import annotations
 
-import heapq
-
 from ...errors import InvalidModelError, UnsupportedError
 from ...ir.model import Graph, Model
+from ...ir.order import stable_topological_order
 from ...limits import MAX_MODEL_NESTING
 
 
@@ -143,30 +143,5 @@ def _graph(g: Graph, gpath: str, outer: list, domains: set, orders: dict, paths:
         deps.append(mine)
     for k, vi in enumerate(g.outputs):
         use(vi.name or "", set(), f"{gpath}.outputs[{k}]")
-    orders[id(g)] = _sort(deps, gpath)
+    orders[id(g)] = stable_topological_order(deps, gpath)
     return free
-
-
-def _sort(deps: list[set], gpath: str) -> list[int]:
-    """Stable topological order: Kahn's algorithm, lowest ready index first."""
-    n = len(deps)
-    indegree = [len(d) for d in deps]
-    users: list[list[int]] = [[] for _ in range(n)]
-    for i, d in enumerate(deps):
-        for p in d:
-            users[p].append(i)
-    ready = [i for i in range(n) if indegree[i] == 0]
-    heapq.heapify(ready)
-    order = []
-    while ready:
-        i = heapq.heappop(ready)
-        order.append(i)
-        for u in users[i]:
-            indegree[u] -= 1
-            if indegree[u] == 0:
-                heapq.heappush(ready, u)
-    if len(order) != n:
-        stuck = min(set(range(n)) - set(order))
-        raise InvalidModelError("the nodes form a cycle (no dependency order exists)",
-                                path=f"{gpath}.nodes[{stuck}]")
-    return order
