@@ -83,6 +83,17 @@ class TypeInfo:
         """Bytes of ``count`` elements in raw storage: ``ceil(count * bits / 8)`` (Clause 6.3.4)."""
         return (count * self.bits + 7) // 8
 
+    def typed_count(self, count: int) -> int:
+        """Values of typed storage holding ``count`` elements (Clause 6.3.4, Table 7).
+
+        2- and 4-bit types: one packed raw octet per value, ``ceil(count * bits / 8)``; 6-bit
+        types: one element per value; complex: two values (real, imaginary) per element; the
+        others one value per element.
+        """
+        if self.subbyte:
+            return self.raw_nbytes(count) if self.bits in (2, 4) else count
+        return count * self.typed_per_element
+
 
 def _t(code, bits, dtype, field, per=1):
     return TypeInfo(int(code), bits, np.dtype(dtype), field, per)

@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from ..errors import InvalidModelError, UnsupportedError
+from ..errors import InvalidModelError, OneModelError, UnsupportedError
 from ..limits import MAX_ELEMENT_COUNT
 from .dtypes import FROM_NUMPY, INFO, TYPED_FIELD_DTYPE, DataType, pack_bits, unpack_bits
 from .record import (ARRAY, BUFFER, INT, LIST_BYTES, LIST_INT, LIST_MSG, MSG, STR, LazyBuffer,
@@ -299,6 +299,70 @@ class SparseTensor(Record):
         return dense.reshape(self.dims)
 
 
+def tensor_problem(t: "Tensor") -> tuple[type, str] | None:
+    """``(error class, message)`` for the first problem of tensor ``t``, or ``None``.
+
+    The content rules every reader applies to every tensor (Clause 6.2, 6.3.4, 13.1; Annex
+    B.2.16): element type in Table 5 (UnsupportedError), dims as :func:`element_count` wants
+    them, at most one storage form, none beside external data, and contents whose size matches
+    dims and element type: ``raw_nbytes`` bytes of raw_data, the typed field of Table 7 with
+    ``typed_count`` values, one string per element (InvalidModelError). A segment's or an
+    external tensor's size is not checked here (the resolver checks external sizes). The caller
+    raises the problem with its own field path.
+    """
+    dims = t.dims
+    try:
+        count = element_count(dims)
+    except OneModelError as e:
+        return type(e), e.message
+    code = t.data_type or 0
+    typed = [f for f in TYPED_FIELDS if (v := getattr(t, f)) is not None and len(v)]
+    forms = len(typed) + (t.raw_data is not None) + bool(t.string_data)
+    external = t.data_location == EXTERNAL
+    if external and forms:
+        return InvalidModelError, "external tensor also carries contents in the file (Clause 13.1)"
+    if code == 0:
+        if forms or external:
+            return InvalidModelError, "tensor has contents but no element type (data_type)"
+        return None
+    info = INFO.get(code)
+    if info is None:
+        return UnsupportedError, f"element type {code} is not in Table 5"
+    if forms > 1:
+        return InvalidModelError, "contents in more than one storage field (Clause 6.3.4)"
+    if t.segment is not None or external:
+        return None  # a segment holds part of the tensor; external sizes are checked on resolve
+    if code == DataType.STRING:
+        if t.raw_data is not None or typed:
+            return InvalidModelError, "STRING tensor with contents outside string_data"
+        if len(t.string_data) != count:
+            return InvalidModelError, f"{len(t.string_data)} strings for {count} elements"
+        return None
+    if t.string_data:
+        return InvalidModelError, f"{info.name} tensor with contents in string_data"
+    if t.raw_data is not None:
+        n = t.raw_data.nbytes if isinstance(t.raw_data, LazyBuffer) else len(t.raw_data)
+        want = info.raw_nbytes(count)
+        if n != want:
+            return InvalidModelError, (f"raw_data holds {n} bytes; dims {dims_text(dims)} of "
+                                       f"{info.name} need {want}")
+        return None
+    if typed:
+        field = typed[0]
+        if field != info.typed_field:
+            return InvalidModelError, (f"{info.name} contents in {field}; {info.typed_field} "
+                                       "expected")
+        have = len(getattr(t, field))
+        want = info.typed_count(count)
+        if have != want:
+            return InvalidModelError, (f"{have} values in {field} for {count} elements of "
+                                       f"{info.name} ({want} expected)")
+        return None
+    if count:
+        return InvalidModelError, f"tensor of {count} elements has no contents"
+    return None
+
+
 # -- typed storage <-> values ----------------------------------------------------------------
 def _typed_array(field: str, values) -> np.ndarray:
     return np.asarray(values, dtype=TYPED_FIELD_DTYPE[field])
@@ -318,19 +382,14 @@ def typed_to_array(code: int, field: str, values, count: int, where=None) -> np.
         raise InvalidModelError(f"{info.name} contents in {field}; {info.typed_field} expected",
                                 path=where)
     v = _typed_array(field, values)
+    need = info.typed_count(count)
+    if v.size != need:
+        raise InvalidModelError(f"{v.size} values in {field} for {count} elements of "
+                                f"{info.name} ({need} expected)", path=where)
     if info.subbyte:
-        per = 8 // info.bits if info.bits in (2, 4) else 1
-        need = -(-count // per)
-        if v.size != need:
-            raise InvalidModelError(f"{v.size} values in {field} for {count} elements of "
-                                    f"{info.name} ({need} expected)", path=where)
-        if per == 1:
+        if info.bits not in (2, 4):
             return (v.astype(np.uint8) & ((1 << info.bits) - 1)).view(info.dtype)
         return unpack_bits(v.astype(np.uint8), count, info.bits).view(info.dtype)
-    need = count * info.typed_per_element
-    if v.size != need:
-        raise InvalidModelError(f"{v.size} values in {field} for {count} elements of {info.name}",
-                                path=where)
     if info.typed_per_element == 2:
         return v.view(info.dtype)
     if code in (DataType.FLOAT16, DataType.BFLOAT16):
@@ -347,10 +406,10 @@ def typed_to_raw(code: int, field: str, values, count: int) -> np.ndarray:
     info = INFO[code]
     if info.subbyte and info.bits in (2, 4):
         v = _typed_array(field, values)
-        need = info.raw_nbytes(count)
+        need = info.typed_count(count)
         if v.size != need:
             raise InvalidModelError(f"{v.size} values in {field} for {count} elements of "
-                                    f"{info.name}")
+                                    f"{info.name} ({need} expected)")
         return v.astype(np.uint8)
     arr = typed_to_array(code, field, values, count)
     if info.subbyte:
@@ -387,4 +446,4 @@ def raw_to_typed(code: int, raw, count: int) -> tuple[str, np.ndarray]:
 
 
 __all__ = ["Tensor", "SparseTensor", "Segment", "LazyBuffer", "EXTERNAL", "element_count",
-           "dims_text", "typed_to_array", "typed_to_raw", "raw_to_typed"]
+           "dims_text", "tensor_problem", "typed_to_array", "typed_to_raw", "raw_to_typed"]

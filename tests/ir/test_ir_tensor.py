@@ -1,12 +1,14 @@
-"""onemodel.ir.tensor: the element count of dims, shared by every reader, writer and kernel."""
+"""onemodel.ir.tensor: the element count of dims and the content rules of a tensor, shared by
+every reader, writer and kernel."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from onemodel.errors import InvalidModelError, UnsupportedError
-from onemodel.ir import Tensor
-from onemodel.ir.tensor import dims_text, element_count
+from onemodel.ir import INFO, DataType, Tensor
+from onemodel.ir.tensor import dims_text, element_count, tensor_problem
 from onemodel.limits import MAX_ELEMENT_COUNT
 
 
@@ -58,3 +60,27 @@ def test_tensor_size_checks_its_dims():
     with pytest.raises(InvalidModelError) as info:
         _ = Tensor(name="w", dims=[4, -1]).size
     assert info.value.path == "w.dims[1]"
+
+
+@pytest.mark.parametrize("code, count, values", [
+    (DataType.INT4, 5, 3), (DataType.UINT2, 5, 2), (DataType.FLOAT6E2M3, 5, 5),
+    (DataType.COMPLEX64, 3, 6), (DataType.FLOAT, 3, 3), (DataType.BFLOAT16, 0, 0)])
+def test_typed_count_follows_table_7(code, count, values):
+    assert INFO[code].typed_count(count) == values
+
+
+@pytest.mark.parametrize("tensor, problem", [
+    (Tensor(data_type=1, dims=[2], raw_data=bytes(8)), None),
+    (Tensor(data_type=22, dims=[5], int32_data=np.zeros(3, "<i4")), None),
+    (Tensor(data_type=22, dims=[5], int32_data=np.zeros(5, "<i4")),
+     (InvalidModelError, "5 values in int32_data for 5 elements of INT4 (3 expected)")),
+    (Tensor(data_type=1, dims=[1], raw_data=bytes(4), float_data=np.zeros(1, "<f4")),
+     (InvalidModelError, "contents in more than one storage field (Clause 6.3.4)")),
+    (Tensor(data_type=99, dims=[1]), (UnsupportedError, "element type 99 is not in Table 5")),
+    (Tensor(data_type=1, dims=[-1]),
+     (InvalidModelError, "dimension -1 at index 0 of dims [-1] is negative")),
+    (Tensor(data_type=1, dims=[3], raw_data=bytes(8)),
+     (InvalidModelError, "raw_data holds 8 bytes; dims [3] of FLOAT need 12")),
+])
+def test_tensor_problem_names_the_first_problem(tensor, problem):
+    assert tensor_problem(tensor) == problem

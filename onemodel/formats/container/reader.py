@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ...errors import InvalidModelError, MalformedError, OneModelError, UnsupportedError
 from ...ir.model import Model
+from ...ir.tensor import tensor_problem
 from ...ir.walk import iter_graphs
 from ...storage.base import RangeBuffer, Source
 from . import extension, rules
@@ -51,6 +52,11 @@ class Reader:
             epath = f"{path}.{extension.KEY}"
             if cls == "Tensor":
                 extension.apply_tensor(rec, ext, self, epath)
+                # The natural reading already meets these rules (decode_tensor); what the
+                # extension set (a typed field beside raw_data, external data ...) may not.
+                problem = tensor_problem(rec)
+                if problem is not None:
+                    raise problem[0](problem[1], path=epath)
             else:
                 inner = extension.inner_level(cls, lvl)
                 skip = (extension.NODE_ORDER,) if cls == "Graph" else ()

@@ -44,7 +44,8 @@ def all_dtype_tensors() -> list[Tensor]:
 
 def typed_tensors() -> list[Tensor]:
     """Tensors in typed storage: derivable from raw bytes and not (values out of range, NaN
-    payloads, raw_data and typed set at once)."""
+    payloads). (raw_data and typed storage at once is refused: see
+    test_container_reader_checks.py.)"""
     nan = np.array([0x7FC00001], dtype="<u4").view("<f4")
     return [
         Tensor(name="ty_float", data_type=1, dims=[3],
@@ -65,8 +66,8 @@ def typed_tensors() -> list[Tensor]:
         Tensor(name="ty_c64", data_type=14, dims=[1], float_data=np.array([1, 2], "<f4")),
         Tensor(name="ty_int4", data_type=22, dims=[3], int32_data=np.array([0x2F, 0x07], "<i4")),
         Tensor(name="ty_f6", data_type=27, dims=[2], int32_data=np.array([5, 63], "<i4")),
-        Tensor(name="ty_both", data_type=1, dims=[1], raw_data=b"\x00\x00\x80\x3f",
-               float_data=np.array([2.0], "<f4")),
+        Tensor(name="ty_f16_wide", data_type=10, dims=[1],
+               int32_data=np.array([0x13C00], "<i4")),  # bits above the 16 of the element
         Tensor(name="ty_empty", data_type=1, dims=[0]),
         Tensor(name="ty_empty_arr", data_type=6, dims=[0], int32_data=np.zeros(0, "<i4")),
     ]

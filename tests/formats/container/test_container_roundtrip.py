@@ -262,19 +262,20 @@ def tensors(draw, name=None):
         t.string_data = draw(st.lists(st.binary(max_size=3), min_size=count, max_size=count))
         return t
     nbytes = info.raw_nbytes(count)
-    mode = draw(st.sampled_from(["raw", "typed", "external", "both"]))
+    # one storage form each: raw_data and typed storage at once is refused (Clause 6.3.4)
+    mode = draw(st.sampled_from(["raw", "typed", "external"]))
     raw = draw(st.binary(min_size=nbytes, max_size=nbytes))
     if info.subbyte and nbytes:  # keep the unused high bits of the last octet zero
         from onemodel.ir.dtypes import pack_bits, unpack_bits
         raw = pack_bits(unpack_bits(np.frombuffer(raw, np.uint8), count, info.bits),
                         info.bits).tobytes()
-    if mode in ("raw", "both"):
+    if mode == "raw":
         t.raw_data = raw
     if mode == "external":
         t.data_location = 1
         t.external_data = [StringStringEntry(key="location", value="x.bin")]
         t.external = raw
-    if mode in ("typed", "both"):
+    if mode == "typed":
         from onemodel.ir.tensor import raw_to_typed
         field, values = raw_to_typed(code, raw, count)
         if draw(st.booleans()) and values.size:
