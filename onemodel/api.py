@@ -33,11 +33,13 @@ def load(target, *, format: str | None = None, storage_options: dict | None = No
         target: local path, ``file://`` or fsspec URL, bytes-like object, or a storage Source.
         format: ``onnx`` or ``onemodel`` (or a plugin's name); by default the magic bytes decide,
             then the file name's suffix.
-        storage_options: options for the fsspec backend of a URL.
+        storage_options: options for the fsspec backend of a URL; also given to the format's
+            reader when it takes them (ONNX: for external data files under a URL).
         progress: a callable given byte counts as they are read (remote files), such as
             :class:`onemodel.storage.progress.Progress`.
         options: passed to the format's reader, e.g. ``allow_outside=True`` for ONNX external
-            data outside the model's directory (Clause 15.3; never the default).
+            data outside the model's directory (Clause 15.3; never the default). An option the
+            reader does not take raises UnsupportedError naming it and those it takes.
     Returns:
         the :class:`~onemodel.ir.Model`. Tensors are views of the mapped file; use the model as a
         context manager (or call ``close()``) to release the map.
@@ -51,9 +53,8 @@ def load(target, *, format: str | None = None, storage_options: dict | None = No
         else:
             head = bytes(source.read(0, min(16, source.size)))
             plugin = formats.detect(head, _name_of(target) or source.name)
-        if storage_options is not None:
-            options.setdefault("storage_options", storage_options)
-        model = plugin.read(source, **options)
+        model = plugin.read(source, **_plugin_options(plugin.read, 1, options, storage_options,
+                                                      f"{plugin.name} input"))
         model.format = plugin.name
         return model
     except OneModelError as e:
@@ -84,16 +85,19 @@ def save(model: Model, target, format: str | None = None, *,
         model: the model to write.
         target: local path, ``file://`` or fsspec URL, or a storage Sink.
         format: ``onnx`` or ``onemodel``; by default the target's suffix decides.
+        storage_options: options for the fsspec backend of a URL; also given to the format's
+            writer when it takes them (ONNX: for external data files under a URL).
         progress: a callable given byte counts as they are written.
         options: passed to the format's writer (``strict_v1=True`` for plain OneModel v1;
-            external-data layout options for ONNX).
+            external-data layout options for ONNX). An option the writer does not take raises
+            UnsupportedError before anything is written.
     Returns:
         whatever the writer returns (the OneModel writer: what ``strict_v1`` left out).
     Raises:
         OneModelError; on error nothing is left at ``target``.
     """
     plugin = _plugin_for_target(target, format)
-    _check_options(plugin, options)
+    options = _plugin_options(plugin.write, 2, options, storage_options, f"{plugin.name} output")
     sink = open_sink(target, storage_options=storage_options, progress=progress)
     try:
         result = plugin.write(model, sink, **options)
@@ -104,17 +108,25 @@ def save(model: Model, target, format: str | None = None, *,
     return result
 
 
-def _check_options(plugin, options: dict) -> None:
-    """Refuse writer options the output format does not take (``--inline`` for OneModel,
-    ``strict_v1`` for ONNX) instead of ignoring them."""
+def _plugin_options(func, positional: int, options: dict, storage_options: dict | None,
+                    what: str) -> dict:
+    """The keyword arguments for a format plugin's ``read`` or ``write`` (``func``, whose first
+    ``positional`` parameters are the source, or the model and sink): ``options``, refused with
+    UnsupportedError naming those ``func`` does not declare (``--inline`` for OneModel output,
+    a misspelt ``load_externall``) instead of being ignored, plus ``storage_options`` when
+    ``func`` declares that keyword. A plugin that declares ``**options`` takes any option."""
     import inspect
 
-    params = inspect.signature(plugin.write).parameters
-    named = {n for n, p in params.items() if p.kind == p.KEYWORD_ONLY}
-    unknown = sorted(k for k in options if k not in named)
-    if unknown:
-        raise UnsupportedError(f"{', '.join(unknown)} does not apply to {plugin.name} output "
-                               f"(it takes: {', '.join(sorted(named)) or 'no options'})")
+    params = list(inspect.signature(func).parameters.values())[positional:]
+    named = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    if not any(p.kind == p.VAR_KEYWORD for p in params):
+        unknown = sorted(k for k in options if k not in named)
+        if unknown:
+            raise UnsupportedError(f"{', '.join(unknown)} does not apply to {what} (it takes: "
+                                   f"{', '.join(sorted(named)) or 'no options'})")
+    if storage_options is not None and "storage_options" in named:
+        options = {**options, "storage_options": storage_options}
+    return options
 
 
 @dataclass

@@ -5,7 +5,10 @@ A format plugin is a small object with
 * ``name``: short name used by ``--to`` and ``save(format=...)`` (``onnx``, ``onemodel``);
 * ``suffixes``: file name suffixes it claims (``.onnx``), without compression suffixes;
 * ``sniff(head: bytes) -> bool``: whether the first bytes of a file are this format;
-* ``read(source, **options) -> Model`` and ``write(model, sink, **options) -> None``.
+* ``read(source, *, ...) -> Model`` and ``write(model, sink, *, ...) -> None``, whose keyword
+  parameters are the options they take: :func:`onemodel.load` and :func:`onemodel.save`
+  refuse any other (UnsupportedError) and pass ``storage_options`` only to a plugin that
+  declares it.
 
 Built-in plugins are registered on import; third parties add theirs with :func:`register` or
 through the ``onemodel.formats`` entry point group, without touching this package.

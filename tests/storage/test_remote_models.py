@@ -267,6 +267,27 @@ def test_s3_upload_info_load_and_convert_bit_identical(s3, tmp_path):
     assert (tmp_path / "unzst.onnx").read_bytes() == original
 
 
+def test_s3_external_data_files_use_the_storage_options(s3, tmp_path):
+    """Saving ONNX with external data to S3: the data file is written, and read back, with the
+    storage_options given to save/load (here the moto endpoint and its credentials)."""
+    server, bucket = s3
+    opts = server.storage_options
+    w = numpy_helper.from_array(np.arange(4096, dtype=np.float32), "w")
+    g = helper.make_graph([helper.make_node("Identity", ["w"], ["y"])], "g", [],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4096])], [w])
+    onnx.save_model(helper.make_model(g), str(tmp_path / "m.onnx"))
+    url = f"s3://{bucket}/ext/m.onnx"
+    with onemodel.load(str(tmp_path / "m.onnx")) as model:
+        onemodel.save(model, url, storage_options=opts, external_data="m.data")
+    fs = server.filesystem()
+    assert sorted(fs.ls(f"{bucket}/ext", detail=False)) == [f"{bucket}/ext/m.data",
+                                                            f"{bucket}/ext/m.onnx"]
+    assert fs.cat_file(f"{bucket}/ext/m.data") == np.arange(4096, dtype=np.float32).tobytes()
+    with onemodel.load(url, storage_options=opts) as back:
+        (t,) = back.graph.initializers
+        assert t.is_external and np.array_equal(t.numpy(), np.arange(4096, dtype=np.float32))
+
+
 def test_s3_cli_info_and_convert(s3, tmp_path):
     from typer.testing import CliRunner
 

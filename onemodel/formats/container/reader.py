@@ -96,14 +96,13 @@ class Reader:
         return buf, (self.source, start, buf)
 
 
-def read(source: Source, **options) -> Model:
+def read(source: Source) -> Model:
     """Read a OneModel file from ``source`` (OneModel format version 1, sections 1 to 3).
 
     Returns the model; ``model.resources`` holds ``source`` (``model.close()`` releases it) and
     ``model.source`` its name. Tensors are views of the source (see the module doc) with
-    ``tensor.origin`` set, so a writer can copy them file to file. Options are accepted for the
-    registry's sake (``base_dir``, ``storage_options``) and have no effect: a OneModel file has
-    no external data.
+    ``tensor.origin`` set, so a writer can copy them file to file. It takes no options: a
+    OneModel file has no external data, so nothing is resolved against a directory.
 
     Raises MalformedError, InvalidModelError, UnsupportedError (each with the manifest path or
     header field and the file offset when there is one) or IoError from the source. On error the

@@ -222,14 +222,13 @@ def build(model: Model, *, strict_v1: bool = False):
     return text, header, [p for p in plans if p.nbytes], left_out
 
 
-def write(model: Model, sink: Sink, *, strict_v1: bool = False, **options) -> list[str]:
+def write(model: Model, sink: Sink, *, strict_v1: bool = False) -> list[str]:
     """Write ``model`` to ``sink`` as a OneModel file (not committed: the caller commits, or
     aborts on error).
 
     Args:
         model: the model. sink: where the bytes go, front to back.
         strict_v1: write plain version 1 without the ONNX-preservation extension.
-        options: accepted for the registry's sake and ignored.
     Returns:
         with ``strict_v1``, what the plain file leaves out or changes, with manifest paths
         (:func:`.plain.left_out`: ``manifest.graph.nodes[2]: metadata_props (6 entries)``,

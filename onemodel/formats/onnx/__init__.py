@@ -85,7 +85,7 @@ def _sniff(head: bytes) -> bool:
 
 def read(source: Source, *, base_dir=None, allow_outside: bool = False,
          load_external: bool = True, storage_options: dict | None = None,
-         block_size: int = 64 * 1024, **options) -> Model:
+         block_size: int = 64 * 1024) -> Model:
     """Read a ModelProto from a byte source (Clause 12) and resolve its external data (Clause 13).
 
     A local or in-memory source is decoded in place: every ``raw_data`` is a zero-copy view.
@@ -146,7 +146,7 @@ def read(source: Source, *, base_dir=None, allow_outside: bool = False,
 def write(model, sink: Sink, *, layout: str | None = None, external_data: str | None = None,
           threshold: int = 1024, align: int = EXTERNAL_DATA_ALIGNMENT, force: bool = False,
           base_dir=None, allow_outside: bool = False, convert_attributes: bool = False,
-          storage_options: dict | None = None, **options) -> None:
+          storage_options: dict | None = None) -> None:
     """Write ``model`` as a ModelProto to ``sink`` (not committed here) and its external data
     files beside it (committed here, after everything was written).
 

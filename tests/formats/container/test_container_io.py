@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from container_models import OPSETS, sink_model, simple_model, vi
+import onemodel
 from onemodel import formats
 from onemodel.errors import InvalidModelError, IoError, OneModelError, UnsupportedError
 from onemodel.formats.container import PLUGIN, read, read_bytes, write, write_bytes
@@ -251,7 +252,10 @@ def test_plugin_and_registry():
     assert write(simple_model(), BytesSink(), strict_v1=True) == [
         'manifest.opsets[0].domain: explicitly "" in the ONNX file; a plain reader reads it as '
         'absent (same meaning, only its presence differs)']
-    assert PLUGIN.read(MemorySource(data), base_dir="/tmp") == read_bytes(data)
+    assert PLUGIN.read(MemorySource(data)) == read_bytes(data)
+    # a OneModel file has no external data: reader options of ONNX are refused, not ignored
+    with pytest.raises(UnsupportedError, match="base_dir does not apply to onemodel input"):
+        onemodel.load(data, base_dir="/tmp")
 
 
 def test_header_limits_without_a_huge_file():

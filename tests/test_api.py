@@ -1,0 +1,73 @@
+"""onemodel.load / save: reader and writer options are checked against what the format's
+plugin declares (never silently ignored), and storage_options reach a plugin only when it
+declares them."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper, numpy_helper
+
+import onemodel
+from onemodel import formats
+from onemodel.errors import UnsupportedError
+from onemodel.formats import Plugin
+from onemodel.ir import Model
+
+
+def _external_model(tmp_path):
+    w = numpy_helper.from_array(np.arange(512, dtype=np.float32), "w")
+    g = helper.make_graph([helper.make_node("Identity", ["w"], ["y"])], "g", [],
+                          [helper.make_tensor_value_info("y", 1, [512])], [w])
+    proto = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    path = tmp_path / "m.onnx"
+    onnx.save_model(proto, str(path), save_as_external_data=True, location="w.bin",
+                    size_threshold=0)
+    return path
+
+
+def test_a_misspelt_reader_option_is_refused(tmp_path):
+    path = _external_model(tmp_path)
+    with pytest.raises(UnsupportedError) as e:
+        onemodel.load(path, load_externall=False)
+    msg = str(e.value)
+    assert "load_externall does not apply to onnx input" in msg
+    assert "load_external" in msg.split("it takes:")[1] and str(path) in msg
+    with onemodel.load(path, load_external=False) as model:  # the right spelling works
+        assert model.graph.initializers[0].external is None
+
+
+def test_a_misspelt_writer_option_is_refused_before_anything_is_written(tmp_path):
+    with onemodel.load(_external_model(tmp_path)) as model:
+        with pytest.raises(UnsupportedError, match="layuot does not apply to onnx output"):
+            onemodel.save(model, tmp_path / "out.onnx", layuot="inline")
+    assert not (tmp_path / "out.onnx").exists()
+
+
+def test_storage_options_go_only_to_plugins_that_declare_them(tmp_path, monkeypatch):
+    """A third-party reader that takes no options is not handed storage_options or base_dir;
+    one that declares storage_options gets them."""
+    seen = []
+
+    def plain_read(source):
+        seen.append(("plain", bytes(source.read(0, source.size))))
+        return Model(ir_version=9)
+
+    def remote_read(source, *, storage_options=None):
+        seen.append(("remote", storage_options))
+        return Model(ir_version=9)
+
+    for name, read in (("plain-toy", plain_read), ("remote-toy", remote_read)):
+        monkeypatch.setitem(formats._PLUGINS, name,
+                            Plugin(name, (), lambda head: False, read, lambda m, s: None))
+    with onemodel.load(b"toy bytes", format="plain-toy", storage_options={"anon": True}) as m:
+        assert m.format == "plain-toy"
+    with onemodel.load(b"toy bytes", format="remote-toy", storage_options={"anon": True}):
+        pass
+    with onemodel.load(b"toy bytes", format="remote-toy"):
+        pass
+    assert seen == [("plain", b"toy bytes"), ("remote", {"anon": True}), ("remote", None)]
+    with pytest.raises(UnsupportedError, match=r"x does not apply to plain-toy input \(it "
+                                               r"takes: no options\)"):
+        onemodel.load(b"toy bytes", format="plain-toy", x=1)
