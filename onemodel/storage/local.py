@@ -18,9 +18,15 @@ from .base import MemorySource, Sink, Source, io_error
 
 
 class LocalSource(MemorySource):
-    """A local file, mapped or read whole. ``fileno()`` stays usable for kernel-side copies.
+    """A local file, mapped or read whole.
 
-    Raises IoError when the file cannot be opened or is not a regular file.
+    A file of ``mmap_threshold`` bytes or more is mapped and its descriptor kept open (until
+    :meth:`close`) for file-to-file copies (:meth:`LocalSink.copy_from`); a smaller one is read
+    into memory and its descriptor closed at once, so thousands of small files (per-tensor
+    external data) hold no descriptors. ``fd``: an open descriptor of the file to use instead
+    of opening ``path`` (it is owned by the source from then on: closed as above, or on error).
+
+    Raises IoError when the file cannot be opened or read or is not a regular file.
     """
 
     def __init__(self, path: str, *, mmap_threshold: int = MMAP_THRESHOLD, fd: int | None = None):
@@ -30,6 +36,8 @@ class LocalSource(MemorySource):
                 fd = os.open(name, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
             st = os.fstat(fd)
         except OSError as e:
+            if fd is not None:
+                os.close(fd)
             raise io_error(e, name, "open") from None
         import stat as _stat
         if not _stat.S_ISREG(st.st_mode):
@@ -48,11 +56,18 @@ class LocalSource(MemorySource):
         except OSError as e:
             os.close(fd)
             raise io_error(e, name) from None
+        except IoError:
+            os.close(fd)
+            raise
+        if self._map is None:  # read whole: nothing needs the descriptor any more
+            self._fd = None
+            os.close(fd)
         super().__init__(data, name)
         self.mapped = self._map is not None
 
-    def fileno(self) -> int:
-        """The open file descriptor (valid until :meth:`close`)."""
+    def fileno(self) -> int | None:
+        """The open file descriptor of a mapped file (valid until :meth:`close`); ``None`` for a
+        file read into memory (its descriptor was closed) or after :meth:`close`."""
         return self._fd
 
     def close(self) -> None:
@@ -126,8 +141,9 @@ class LocalSink(Sink):
         OneModel's 64-byte alignment and an ONNX file) the bytes are read with ``preadv`` into one
         reused buffer of :attr:`COPY_CHUNK` bytes and written straight to the file: measured
         faster there than the kernel's partial-page copy, and than writing from the source's map
-        (a page fault per touched page). Sources without a file descriptor go through
-        :meth:`Sink.copy_from`.
+        (a page fault per touched page). Ranges under 1 MiB and sources without a file
+        descriptor (``fileno()`` absent or ``None``: bytes in memory, a small file read whole)
+        go through :meth:`Sink.copy_from`.
         """
         fileno = getattr(source, "fileno", None)
         fd = fileno() if fileno is not None else None

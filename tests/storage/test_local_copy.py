@@ -3,6 +3,8 @@ source offset and of the write position (page-congruent or not, before and after
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -36,3 +38,46 @@ def test_copy_from_a_mapped_file_is_exact(tmp_path, big, head, offset):
     sink.commit()
     assert out.read_bytes() == (b"h" * head + data[offset:offset + length] + b"tail"
                                 + data[3:3 + (1 << 20)])
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+def test_a_file_read_into_memory_holds_no_descriptor_and_still_copies(tmp_path, big):
+    """A file under the mapping threshold is read whole and its descriptor closed at once;
+    copy_from then reads it from memory (no fileno), with the same bytes."""
+    _, data = big
+    path = tmp_path / "src.bin"
+    before = _open_fds()
+    sources = [LocalSource(str(path), mmap_threshold=len(data) + 1) for _ in range(20)]
+    assert _open_fds() == before  # twenty files read, no descriptor kept
+    src = sources[0]
+    assert not src.mapped and src.fileno() is None and bytes(src.whole()) == data
+    sink = LocalSink(str(tmp_path / "out.bin"))
+    sink.write(b"h" * 5)
+    sink.copy_from(src, 7, (2 << 20) + 9)  # over 1 MiB: the fast path would need fileno
+    sink.commit()
+    assert (tmp_path / "out.bin").read_bytes() == b"h" * 5 + data[7:7 + (2 << 20) + 9]
+    for s in sources:
+        s.close()
+    mapped = LocalSource(str(path))
+    assert mapped.mapped and isinstance(mapped.fileno(), int)
+    mapped.close()
+    assert mapped.fileno() is None
+
+
+def test_a_file_that_shrinks_while_read_closes_its_descriptor(tmp_path, monkeypatch):
+    from onemodel.errors import IoError
+    from onemodel.storage import local
+
+    path = tmp_path / "small.bin"
+    path.write_bytes(b"x" * 100)
+    closed = []
+    real_close = os.close
+    monkeypatch.setattr(local.os, "read", lambda fd, n: b"")  # the file ends early
+    monkeypatch.setattr(local.os, "close", lambda fd: (closed.append(fd), real_close(fd)))
+    with pytest.raises(IoError, match="shrank"):
+        LocalSource(str(path))
+    assert len(closed) == 1

@@ -58,8 +58,7 @@ from ...ir.dtypes import INFO, DataType
 from ...ir.model import Model
 from ...ir.tensor import EXTERNAL
 from ...ir.walk import iter_tensors
-from ...limits import MMAP_THRESHOLD
-from ...storage.base import MemorySource, RangeBuffer, Source
+from ...storage.base import RangeBuffer, Source
 from ...storage.local import LocalSource
 from ...storage.place import is_remote, local_path, place_of, url_join
 from .paths import proto_path
@@ -248,7 +247,7 @@ def open_location(base, location: str, *, allow_outside: bool = False,
         fd, st = _open_confined(directory, parts, base_fd)
     else:
         fd, st = _open_confined_by_path(directory, parts)
-    return _Opened(_source_of(fd, st, name), (st.st_dev, st.st_ino), name)
+    return _Opened(LocalSource(name, fd=fd), (st.st_dev, st.st_ino), name)
 
 
 def _is_link(st: os.stat_result) -> bool:
@@ -389,28 +388,7 @@ def _open_outside(directory: str, location: str) -> _Opened:
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
         raise RefusedError(f"{location!r} is {_kind(st.st_mode)}, not a regular file")
-    return _Opened(_source_of(fd, st, name), (st.st_dev, st.st_ino), name)
-
-
-def _source_of(fd: int, st: os.stat_result, name: str) -> Source:
-    """A Source over an open regular file: mapped when large (the descriptor is kept for
-    kernel-side copies), else read into memory and the descriptor closed."""
-    if st.st_size >= MMAP_THRESHOLD:
-        return LocalSource(name, fd=fd)
-    try:
-        chunks, got = [], 0
-        while got < st.st_size:
-            b = os.read(fd, st.st_size - got)
-            if not b:
-                raise IoError(f"file shrank while being read ({got} of {st.st_size} bytes)",
-                              source=name)
-            chunks.append(b)
-            got += len(b)
-    except OSError as e:
-        raise IoError(f"cannot read file: {e.strerror or e}", source=name) from None
-    finally:
-        os.close(fd)
-    return MemorySource(b"".join(chunks), name)
+    return _Opened(LocalSource(name, fd=fd), (st.st_dev, st.st_ino), name)
 
 
 # -- where a data file is written -------------------------------------------------------------
