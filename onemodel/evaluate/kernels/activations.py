@@ -16,19 +16,8 @@ import numpy as np
 
 from ...errors import UnsupportedError
 from ..registry import op
+from ._util import back, wide
 from .elementwise import erf_array
-
-
-def _wide(x):
-    """(array to compute with, dtype to return): float16, bfloat16 and other narrow floats
-    widen to float32."""
-    if x.dtype in (np.float32, np.float64) or x.dtype.kind in "iub":
-        return x, x.dtype
-    return x.astype(np.float32), x.dtype
-
-
-def _back(y, dtype):
-    return y if y.dtype == dtype else y.astype(dtype)
 
 
 def _sigmoid(x):
@@ -45,97 +34,97 @@ def relu(ctx, x):
 @op("LeakyRelu", since=(1, 6, 16))
 def leaky_relu(ctx, x):
     alpha = ctx.attr("alpha", 0.01)
-    w, dt = _wide(x)
-    return _back(np.where(w >= 0, w, w * np.asarray(alpha, w.dtype)), dt)
+    w, dt = wide(x)
+    return back(np.where(w >= 0, w, w * np.asarray(alpha, w.dtype)), dt)
 
 
 @op("PRelu", since=(1, 6, 7, 9, 16))
 def prelu(ctx, x, slope):
-    w, dt = _wide(x)
+    w, dt = wide(x)
     s = slope.astype(w.dtype, copy=False)
     if ctx.opset < 7 and s.ndim == 1 and w.ndim > 2 and s.shape[0] == w.shape[1]:
         s = s.reshape((-1,) + (1,) * (w.ndim - 2))  # opset 6: one slope per channel
-    return _back(np.where(w < 0, w * s, w), dt)
+    return back(np.where(w < 0, w * s, w), dt)
 
 
 @op("Elu", since=(1, 6, 22))
 def elu(ctx, x):
     alpha = ctx.attr("alpha", 1.0)
-    w, dt = _wide(x)
-    return _back(np.where(w > 0, w, np.asarray(alpha, w.dtype) * np.expm1(np.minimum(w, 0))), dt)
+    w, dt = wide(x)
+    return back(np.where(w > 0, w, np.asarray(alpha, w.dtype) * np.expm1(np.minimum(w, 0))), dt)
 
 
 @op("Selu", since=(1, 6, 22))
 def selu(ctx, x):
     alpha = ctx.attr("alpha", 1.67326319217681884765625)
     gamma = ctx.attr("gamma", 1.05070102214813232421875)
-    w, dt = _wide(x)
+    w, dt = wide(x)
     a = np.asarray(alpha, w.dtype)
     g = np.asarray(gamma, w.dtype)
-    return _back(np.where(w > 0, g * w, g * (a * np.exp(np.minimum(w, 0)) - a)), dt)
+    return back(np.where(w > 0, g * w, g * (a * np.exp(np.minimum(w, 0)) - a)), dt)
 
 
 @op("Celu", since=(12, 28))
 def celu(ctx, x):
     alpha = ctx.attr("alpha", 1.0)
-    w, dt = _wide(x)
+    w, dt = wide(x)
     a = np.asarray(alpha, w.dtype)
     neg = a * np.expm1(np.minimum(w, 0) / a)
-    return _back(np.maximum(w, 0) + np.minimum(0, neg), dt)
+    return back(np.maximum(w, 0) + np.minimum(0, neg), dt)
 
 
 @op("Sigmoid", since=(1, 6, 13))
 def sigmoid(ctx, x):
-    w, dt = _wide(x)
-    return _back(_sigmoid(w), dt)
+    w, dt = wide(x)
+    return back(_sigmoid(w), dt)
 
 
 @op("HardSigmoid", since=(1, 6, 22))
 def hard_sigmoid(ctx, x):
     alpha = ctx.attr("alpha", 0.2)
     beta = ctx.attr("beta", 0.5)
-    w, dt = _wide(x)
+    w, dt = wide(x)
     y = np.asarray(alpha, w.dtype) * w + np.asarray(beta, w.dtype)
-    return _back(np.clip(y, 0, 1).astype(w.dtype, copy=False), dt)
+    return back(np.clip(y, 0, 1).astype(w.dtype, copy=False), dt)
 
 
 @op("HardSwish", since=(14, 22))
 def hard_swish(ctx, x):
-    w, dt = _wide(x)
+    w, dt = wide(x)
     y = w * np.asarray(1 / 6, w.dtype) + np.asarray(0.5, w.dtype)
-    return _back(w * np.clip(y, 0, 1).astype(w.dtype, copy=False), dt)
+    return back(w * np.clip(y, 0, 1).astype(w.dtype, copy=False), dt)
 
 
 @op("Softplus", since=(1, 22))
 def softplus(ctx, x):
-    w, dt = _wide(x)
-    return _back(np.logaddexp(np.zeros((), w.dtype), w), dt)
+    w, dt = wide(x)
+    return back(np.logaddexp(np.zeros((), w.dtype), w), dt)
 
 
 @op("Softsign", since=(1, 22))
 def softsign(ctx, x):
-    w, dt = _wide(x)
-    return _back(w / (1 + np.abs(w)), dt)
+    w, dt = wide(x)
+    return back(w / (1 + np.abs(w)), dt)
 
 
 @op("Gelu", since=20)
 def gelu(ctx, x):
     approximate = ctx.attr("approximate", "none")
-    w, dt = _wide(x)
+    w, dt = wide(x)
     half = np.asarray(0.5, w.dtype)
     if approximate == "tanh":
         c = np.asarray(math.sqrt(2 / math.pi), w.dtype)
         inner = c * (w + np.asarray(0.044715, w.dtype) * w * w * w)
-        return _back(half * w * (1 + np.tanh(inner)), dt)
+        return back(half * w * (1 + np.tanh(inner)), dt)
     if approximate != "none":
         raise UnsupportedError(f"Gelu approximate={approximate!r} is neither 'none' nor 'tanh'")
-    return _back(half * w * (1 + erf_array(w * np.asarray(1 / math.sqrt(2), w.dtype))), dt)
+    return back(half * w * (1 + erf_array(w * np.asarray(1 / math.sqrt(2), w.dtype))), dt)
 
 
 @op("Mish", since=(18, 22))
 def mish(ctx, x):
-    w, dt = _wide(x)
-    return _back(w * np.tanh(np.logaddexp(np.zeros((), w.dtype), w)), dt)
+    w, dt = wide(x)
+    return back(w * np.tanh(np.logaddexp(np.zeros((), w.dtype), w)), dt)
 
 
 @op("ThresholdedRelu", since=(10, 22))
@@ -147,15 +136,15 @@ def thresholded_relu(ctx, x):
 @op("Swish", since=24)
 def swish(ctx, x):
     alpha = ctx.attr("alpha", 1.0)
-    w, dt = _wide(x)
-    return _back(w * _sigmoid(w * np.asarray(alpha, w.dtype)), dt)
+    w, dt = wide(x)
+    return back(w * _sigmoid(w * np.asarray(alpha, w.dtype)), dt)
 
 
 @op("Shrink", since=9)
 def shrink(ctx, x):
     bias = ctx.attr("bias", 0.0)
     lambd = ctx.attr("lambd", 0.5)
-    w, dt = _wide(x)
+    w, dt = wide(x)
     if w.dtype.kind in "iu":
         w = w.astype(np.float64)
     y = np.where(w < -lambd, w + bias, np.where(w > lambd, w - bias, 0))

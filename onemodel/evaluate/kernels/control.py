@@ -12,6 +12,7 @@ import numpy as np
 from ...errors import InvalidModelError
 from ...ir.dtypes import INFO
 from ..registry import op
+from ._util import axis_index
 
 
 def _truth(value, what: str) -> bool:
@@ -118,12 +119,6 @@ def _stack(items: list, axis: int, what: str) -> np.ndarray:
             from None
 
 
-def _axis(axis: int, rank: int, what: str) -> int:
-    if not -rank <= axis < rank:
-        raise InvalidModelError(f"{what} {axis} is outside [-{rank}, {rank - 1}]")
-    return axis % rank
-
-
 def _scan_once(ctx, body, states: list, scan_inputs: list, in_axes, in_dirs, out_axes,
                out_dirs):
     """One Scan-9 style pass: iterate along each scan input's axis; returns states and stacks."""
@@ -155,7 +150,7 @@ def _scan_once(ctx, body, states: list, scan_inputs: list, in_axes, in_dirs, out
             continue
         items = scans[k][::-1] if out_dirs[k] else scans[k]
         rank = items[0].ndim + 1
-        stacks.append(_stack(items, _axis(out_axes[k], rank, "Scan output axis"),
+        stacks.append(_stack(items, axis_index(out_axes[k], rank, "Scan output axis"),
                              "Scan output"))
     return states, stacks
 
@@ -188,7 +183,7 @@ def scan(ctx, *inputs):
         raise InvalidModelError(f"Scan has {len(inputs)} inputs but num_scan_inputs is {m}")
     states, scan_inputs = list(inputs[:n]), [np.asarray(x) for x in inputs[n:]]
     k = len(body.outputs) - n
-    in_axes = [_axis(a, x.ndim, "Scan input axis")
+    in_axes = [axis_index(a, x.ndim, "Scan input axis")
                for a, x in zip(_list_attr(ctx, "scan_input_axes", m, 0), scan_inputs)]
     in_dirs = _list_attr(ctx, "scan_input_directions", m, 0)
     out_axes = _list_attr(ctx, "scan_output_axes", k, 0)

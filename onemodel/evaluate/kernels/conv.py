@@ -18,7 +18,7 @@ from numpy.lib.stride_tricks import as_strided
 from ... import limits
 from ...errors import InvalidModelError, UnsupportedError
 from ..registry import op
-from .linalg import _back, _wide
+from ._util import back, wide_all
 
 
 #: Bytes of im2col columns gathered at once by Conv (about a level-2 cache).
@@ -141,7 +141,7 @@ def conv(ctx, x, w, b=None):
     M = w.shape[0]
     if C != w.shape[1] * group or M % group:
         raise InvalidModelError(f"Conv: {C} input channels, weights {w.shape}, group {group}")
-    args, dt = _wide(x, w) if b is None else _wide(x, w, b)
+    args, dt = wide_all(x, w) if b is None else wide_all(x, w, b)
     x, w = args[0], args[1]
     Cg, Mg, K, P = C // group, M // group, math.prod(kernel), math.prod(out)
     wg = w.reshape(group, Mg, Cg * K)
@@ -161,7 +161,7 @@ def conv(ctx, x, w, b=None):
     y = y.reshape((N, M) + tuple(out))
     if b is not None:
         y = y + args[2].reshape((1, M) + (1,) * len(out))
-    return _back(np.ascontiguousarray(y), dt)
+    return back(np.ascontiguousarray(y), dt)
 
 
 @op("ConvTranspose", since=(1, 11, 22))
@@ -206,7 +206,7 @@ def conv_transpose(ctx, x, w, b=None):
         raise InvalidModelError(f"ConvTranspose output extents {out} are not positive")
     if N * M * math.prod(out) > limits.MAX_ELEMENT_COUNT:
         raise UnsupportedError("ConvTranspose output has more than 2^60 elements")
-    args, dt = _wide(x, w) if b is None else _wide(x, w, b)
+    args, dt = wide_all(x, w) if b is None else wide_all(x, w, b)
     x, w = args[0], args[1]
     Cg, K, P = C // group, math.prod(kernel), math.prod(in_sp)
     xs = x.reshape(N, group, Cg, P)
@@ -229,7 +229,7 @@ def conv_transpose(ctx, x, w, b=None):
     y = buf[crop]
     if b is not None:
         y = y + args[2].reshape((1, M) + (1,) * n)
-    return _back(np.ascontiguousarray(y), dt)
+    return back(np.ascontiguousarray(y), dt)
 
 
 @op("CausalConvWithState", since=27)
@@ -262,17 +262,17 @@ def causal_conv_with_state(ctx, x, w, b=None, past_state=None):
     if b is not None and b.shape != (C,):
         raise InvalidModelError(f"CausalConvWithState bias {b.shape} is not ({C},)")
     padded_x = np.concatenate([past_state, x], axis=2)
-    args, dt = _wide(padded_x, w) if b is None else _wide(padded_x, w, b)
+    args, dt = wide_all(padded_x, w) if b is None else wide_all(padded_x, w, b)
     p, wk = args[0], args[1][:, 0, :]
     y = np.zeros((N, C, L), dtype=p.dtype)
     for j in range(k):
         y += wk[None, :, j:j + 1] * p[:, :, j:j + L]
     if b is not None:
         y += args[2][None, :, None]
-    y = _back(y, dt)
+    y = back(y, dt)
     if activation != "none":
         z = y.astype(np.float32) if y.dtype != np.float64 else y
-        y = _back((z / (1 + np.exp(-z))).astype(z.dtype), dt)
+        y = back((z / (1 + np.exp(-z))).astype(z.dtype), dt)
     return y, np.ascontiguousarray(padded_x[:, :, L:])
 
 
@@ -316,7 +316,7 @@ def deform_conv(ctx, x, w, offset, b=None, mask=None):
                                 f"{(N, og * K) + tuple(out)}")
     if N * C * K * P > limits.MAX_ELEMENT_COUNT:
         raise UnsupportedError("DeformConv samples more than 2^60 elements")
-    args, dt = _wide(x, w) if b is None else _wide(x, w, b)
+    args, dt = wide_all(x, w) if b is None else wide_all(x, w, b)
     xw, ww = args[0], args[1]
     # sampling positions [N, og, K, P] per spatial axis, in float64
     off = offset.astype(np.float64).reshape(N, og, K, nd, P)
@@ -343,4 +343,4 @@ def deform_conv(ctx, x, w, offset, b=None, mask=None):
     y = y.reshape((N, M) + tuple(out))
     if b is not None:
         y = y + args[2].reshape((1, M) + (1,) * nd)
-    return _back(np.ascontiguousarray(y), dt)
+    return back(np.ascontiguousarray(y), dt)

@@ -10,17 +10,7 @@ import numpy as np
 
 from ...errors import InvalidModelError
 from ..registry import op
-
-
-def _wide(*xs):
-    dt = xs[0].dtype
-    if dt in (np.float32, np.float64) or dt.kind in "iub" or dt.kind == "c":
-        return xs, dt
-    return tuple(x.astype(np.float32) for x in xs), dt
-
-
-def _back(y, dt):
-    return y if y.dtype == dt else y.astype(dt)
+from ._util import back, wide, wide_all
 
 
 #: OpenBLAS runs a product of at most this many multiply-adds (m * n * k) on one thread.
@@ -72,8 +62,8 @@ def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def matmul_array(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """numpy.matmul with narrow floats computed in float32 (the semantics of ONNX MatMul)."""
-    (a, b), dt = _wide(a, b)
-    return _back(_product(a, b), dt)
+    (a, b), dt = wide_all(a, b)
+    return back(_product(a, b), dt)
 
 
 @op("MatMul", since=(1, 9, 13))
@@ -91,7 +81,7 @@ def gemm(ctx, a, b, c=None):
         a = a.T
     if ctx.attr("transB", 0):
         b = b.T
-    args, dt = _wide(a, b) if c is None else _wide(a, b, c)
+    args, dt = wide_all(a, b) if c is None else wide_all(a, b, c)
     y = _product(args[0], args[1])
     if alpha != 1.0:
         y = y * np.asarray(alpha, y.dtype)
@@ -100,7 +90,7 @@ def gemm(ctx, a, b, c=None):
         if beta != 1.0:
             cc = cc * np.asarray(beta, cc.dtype)
         y = y + cc
-    return _back(y, dt)
+    return back(y, dt)
 
 
 @op("Einsum", since=(12, 28))
@@ -108,11 +98,11 @@ def einsum(ctx, *xs):
     eq = ctx.attr("equation", "").replace(" ", "")
     if not eq:
         raise InvalidModelError("Einsum needs the equation attribute")
-    args, dt = _wide(*xs)
-    return _back(np.asarray(np.einsum(eq, *args, optimize=len(args) > 2)), dt)
+    args, dt = wide_all(*xs)
+    return back(np.asarray(np.einsum(eq, *args, optimize=len(args) > 2)), dt)
 
 
 @op("Det", since=(11, 22))
 def det(ctx, x):
-    (w,), dt = _wide(x)
-    return _back(np.asarray(np.linalg.det(w)), dt)
+    w, dt = wide(x)
+    return back(np.asarray(np.linalg.det(w)), dt)

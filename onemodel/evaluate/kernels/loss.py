@@ -20,7 +20,7 @@ import numpy as np
 from ...errors import InvalidModelError, UnsupportedError
 from ..registry import op
 from .activations import _log_softmax
-from .linalg import _back, _wide
+from ._util import back, wide_all
 
 
 def _nll(ctx, x, target, weight, name: str):
@@ -59,8 +59,8 @@ def _nll(ctx, x, target, weight, name: str):
 @op("NegativeLogLikelihoodLoss", since=(12, 13, 22))
 def negative_log_likelihood_loss(ctx, x, target, weight=None):
     """NegativeLogLikelihoodLoss: ``input`` holds log-probabilities; see the module doc."""
-    args, dt = _wide(x) if weight is None else _wide(x, weight)
-    return _back(_nll(ctx, args[0], target, None if weight is None else args[1],
+    args, dt = wide_all(x) if weight is None else wide_all(x, weight)
+    return back(_nll(ctx, args[0], target, None if weight is None else args[1],
                       "NegativeLogLikelihoodLoss"), dt)
 
 
@@ -68,11 +68,11 @@ def negative_log_likelihood_loss(ctx, x, target, weight=None):
 def softmax_cross_entropy_loss(ctx, scores, labels, weights=None):
     """SoftmaxCrossEntropyLoss: ``log_prob = LogSoftmax(scores, axis=1)`` then the negative
     log-likelihood loss of the module doc; outputs ``(loss, log_prob)``."""
-    args, dt = _wide(scores) if weights is None else _wide(scores, weights)
+    args, dt = wide_all(scores) if weights is None else wide_all(scores, weights)
     if args[0].ndim < 2:
         raise InvalidModelError(f"SoftmaxCrossEntropyLoss scores have rank {args[0].ndim}; at "
                                 f"least 2 expected")
     log_prob = _log_softmax(args[0], 1)
     loss = _nll(ctx, log_prob, labels, None if weights is None else args[1],
                 "SoftmaxCrossEntropyLoss")
-    return _back(loss, dt), (_back(log_prob, dt) if ctx.output_used(1) else None)
+    return back(loss, dt), (back(log_prob, dt) if ctx.output_used(1) else None)

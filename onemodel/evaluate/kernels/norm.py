@@ -11,7 +11,7 @@ import numpy as np
 
 from ...errors import InvalidModelError, UnsupportedError
 from ..registry import op
-from .linalg import _back, _wide
+from ._util import axis_index, back, wide
 
 
 def _channel(v, ndim):
@@ -28,14 +28,14 @@ def batch_norm(ctx, x, scale, bias, mean, var):
         training = ctx.num_outputs > 1
     else:
         training = not ctx.attr("is_test", 0) and ctx.num_outputs > 1
-    (w,), dt = _wide(x)
+    w, dt = wide(x)
     s, b, m, v = (np.asarray(a, dtype=w.dtype) for a in (scale, bias, mean, var))
     if ctx.opset < 6 and not ctx.attr("spatial", 1):
         raise UnsupportedError("BatchNormalization with spatial=0 is not implemented")
     if not training:
         inv = s / np.sqrt(v + np.asarray(eps, w.dtype))
         y = w * _channel(inv, w.ndim) + _channel(b - m * inv, w.ndim)
-        return _back(y, dt)
+        return back(y, dt)
     axes = tuple(i for i in range(w.ndim) if i != 1)
     cur_mean = np.mean(w, axis=axes)
     cur_var = np.var(w, axis=axes)
@@ -43,9 +43,9 @@ def batch_norm(ctx, x, scale, bias, mean, var):
     y = y * _channel(s, w.ndim) + _channel(b, w.ndim)
     run_mean = m * momentum + cur_mean * (1 - momentum)
     run_var = v * momentum + cur_var * (1 - momentum)
-    outs = [_back(y, dt), _back(run_mean, mean.dtype), _back(run_var, var.dtype)]
+    outs = [back(y, dt), back(run_mean, mean.dtype), back(run_var, var.dtype)]
     if ctx.opset < 14:  # saved_mean, saved_var
-        outs += [_back(cur_mean, mean.dtype), _back(cur_var, var.dtype)]
+        outs += [back(cur_mean, mean.dtype), back(cur_var, var.dtype)]
     return tuple(outs)
 
 
@@ -65,9 +65,7 @@ def layer_norm(ctx, x, scale, bias=None):
     eps = ctx.attr("epsilon", 1e-5)
     axis = ctx.attr("axis", -1)
     r = x.ndim
-    if not -r <= axis < r:
-        raise InvalidModelError(f"LayerNormalization axis {axis} is out of range for rank {r}")
-    axis = axis + r if axis < 0 else axis
+    axis = axis_index(axis, r, "LayerNormalization axis")
     axes = tuple(range(axis, r))
     w = _stash(ctx, x)
     n = 1
@@ -101,9 +99,7 @@ def rms_norm(ctx, x, scale):
     eps = ctx.attr("epsilon", 1e-5)
     axis = ctx.attr("axis", -1)
     r = x.ndim
-    if not -r <= axis < r:
-        raise InvalidModelError(f"RMSNormalization axis {axis} is out of range for rank {r}")
-    axis = axis + r if axis < 0 else axis
+    axis = axis_index(axis, r, "RMSNormalization axis")
     w = _stash(ctx, x)
     ms = np.mean(w * w, axis=tuple(range(axis, r)), keepdims=True)
     y = w / np.sqrt(ms + eps) * scale.astype(w.dtype, copy=False)
@@ -113,13 +109,13 @@ def rms_norm(ctx, x, scale):
 @op("InstanceNormalization", since=(1, 6, 22))
 def instance_norm(ctx, x, scale, bias):
     eps = ctx.attr("epsilon", 1e-5)
-    (w,), dt = _wide(x)
+    w, dt = wide(x)
     axes = tuple(range(2, w.ndim))
     mean = np.mean(w, axis=axes, keepdims=True)
     var = np.var(w, axis=axes, keepdims=True)
     y = (w - mean) / np.sqrt(var + np.asarray(eps, w.dtype))
     y = y * _channel(scale.astype(w.dtype), w.ndim) + _channel(bias.astype(w.dtype), w.ndim)
-    return _back(y, dt)
+    return back(y, dt)
 
 
 @op("GroupNormalization", since=(18, 21))
@@ -130,7 +126,7 @@ def group_norm(ctx, x, scale, bias):
     if not G or C % G:
         raise InvalidModelError(f"GroupNormalization: {C} channels do not divide into "
                                 f"{G} groups")
-    w = _stash(ctx, x) if ctx.opset >= 21 else _wide(x)[0][0]
+    w = _stash(ctx, x) if ctx.opset >= 21 else wide(x)[0]
     g = w.reshape(N, G, -1)
     mean = np.mean(g, axis=2, keepdims=True)
     var = np.var(g, axis=2, keepdims=True)
@@ -148,7 +144,7 @@ def group_norm(ctx, x, scale, bias):
 def lp_norm(ctx, x):
     axis = ctx.attr("axis", -1)
     p = ctx.attr("p", 2)
-    (w,), dt = _wide(x)
+    w, dt = wide(x)
     if p == 1:
         norm = np.sum(np.abs(w), axis=axis, keepdims=True)
     elif p == 2:
@@ -156,15 +152,15 @@ def lp_norm(ctx, x):
     else:
         raise UnsupportedError(f"LpNormalization p={p} is neither 1 nor 2")
     safe = np.where(norm == 0, 1, norm)
-    return _back(np.where(norm == 0, 0, w / safe).astype(w.dtype, copy=False), dt)
+    return back(np.where(norm == 0, 0, w / safe).astype(w.dtype, copy=False), dt)
 
 
 @op("MeanVarianceNormalization", since=(9, 13))
 def mean_variance_norm(ctx, x):
     axes = tuple(ctx.attr("axes", [0, 2, 3]))
-    (w,), dt = _wide(x)
+    w, dt = wide(x)
     mean = np.mean(w, axis=axes, keepdims=True)
     var = np.mean(w * w, axis=axes, keepdims=True) - mean * mean
     y = (w - mean) / (np.sqrt(np.maximum(var, 0)) + np.asarray(1e-9, w.dtype))
-    return _back(y, dt)
+    return back(y, dt)
 

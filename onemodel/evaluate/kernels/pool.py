@@ -18,7 +18,7 @@ from ... import limits
 from ...errors import InvalidModelError, UnsupportedError
 from ..registry import op
 from .conv import conv_pads, padded, taps
-from .linalg import _back, _wide
+from ._util import back, wide
 
 
 def _pool_geometry(ctx, x, with_dilations: bool):
@@ -57,7 +57,7 @@ def _lowest(dt):
 @op("MaxPool", since=(1, 8, 10, 11, 12, 22))
 def max_pool(ctx, x):
     kernel, strides, dilations, begin, end, out = _pool_geometry(ctx, x, ctx.opset >= 10)
-    (w,), dt = _wide(x)
+    w, dt = wide(x)
     xp = padded(w, kernel, strides, dilations, begin, out, fill=_lowest(w.dtype))
     want_idx = ctx.num_outputs > 1 and ctx.output_used(1)
     best = None
@@ -74,7 +74,7 @@ def max_pool(ctx, x):
             best_k[gt] = np.ravel_multi_index(kidx, kernel)
         else:
             np.maximum(best, view, out=best)
-    y = _back(best, dt)
+    y = back(best, dt)
     if not want_idx:
         return y, None
     # Indices: the flat position of each maximum in x, row-major (or column-major with
@@ -110,7 +110,7 @@ def _window_sum(w, kernel, strides, dilations, begin, out):
 @op("AveragePool", since=(1, 7, 10, 11, 19, 22))
 def average_pool(ctx, x):
     kernel, strides, dilations, begin, end, out = _pool_geometry(ctx, x, ctx.opset >= 19)
-    (w,), dt = _wide(x)
+    w, dt = wide(x)
     total = _window_sum(w, kernel, strides, dilations, begin, out)
     # the count of each window: positions inside x, or inside x and its pads
     ones = np.ones((1, 1) + x.shape[2:], dtype=w.dtype)
@@ -122,16 +122,16 @@ def average_pool(ctx, x):
     else:
         b2 = begin
     count = _window_sum(ones, kernel, strides, dilations, b2, out)
-    return _back(total / count, dt)
+    return back(total / count, dt)
 
 
 @op("LpPool", since=(1, 2, 11, 18, 22))
 def lp_pool(ctx, x):
     kernel, strides, dilations, begin, end, out = _pool_geometry(ctx, x, ctx.opset >= 18)
     p = ctx.attr("p", 2.0 if ctx.opset < 2 else 2)
-    (w,), dt = _wide(x)
+    w, dt = wide(x)
     total = _window_sum(np.power(np.abs(w), p), kernel, strides, dilations, begin, out)
-    return _back(np.power(total, 1.0 / p).astype(w.dtype), dt)
+    return back(np.power(total, 1.0 / p).astype(w.dtype), dt)
 
 
 def _spatial(x):
@@ -142,8 +142,8 @@ def _spatial(x):
 
 @op("GlobalAveragePool", since=(1, 22))
 def global_average_pool(ctx, x):
-    (w,), dt = _wide(x)
-    return _back(np.mean(w, axis=_spatial(x), keepdims=True), dt)
+    w, dt = wide(x)
+    return back(np.mean(w, axis=_spatial(x), keepdims=True), dt)
 
 
 @op("GlobalMaxPool", since=(1, 22))
@@ -156,9 +156,9 @@ def global_lp_pool(ctx, x):
     p = ctx.attr("p", 2.0 if ctx.opset < 2 else 2)
     if p <= 0:
         raise UnsupportedError(f"GlobalLpPool p={p} is not positive")
-    (w,), dt = _wide(x)
+    w, dt = wide(x)
     s = np.sum(np.power(np.abs(w), p), axis=_spatial(x), keepdims=True)
-    return _back(np.power(s, 1.0 / p).astype(w.dtype), dt)
+    return back(np.power(s, 1.0 / p).astype(w.dtype), dt)
 
 
 @op("MaxUnpool", since=(9, 11, 22))

@@ -16,6 +16,7 @@ import numpy as np
 from ...errors import InvalidModelError, UnsupportedError
 from ...ir.dtypes import FROM_NUMPY, INFO, DataType
 from ..registry import op
+from ._util import axis_index
 from .conv import conv_pads, windows
 
 D = DataType
@@ -54,12 +55,6 @@ def saturate_cast(x: np.ndarray, dtype, saturate: bool = True) -> np.ndarray:
     return x.astype(dtype)
 
 
-def _axis(axis: int, rank: int, what: str) -> int:
-    if not -rank <= axis < rank:
-        raise InvalidModelError(f"{what} axis {axis} is outside [{-rank}, {rank - 1}]")
-    return axis % rank
-
-
 def expand_param(value: np.ndarray, shape: tuple, axis: int, block_size: int,
                  what: str) -> np.ndarray:
     """A scale or zero point made broadcastable to an input of ``shape``.
@@ -77,7 +72,7 @@ def expand_param(value: np.ndarray, shape: tuple, axis: int, block_size: int,
         if value.ndim != 1:
             raise InvalidModelError(f"{what} of shape {list(value.shape)} must be a scalar or "
                                     "1-D without block_size")
-        a = _axis(axis, rank, what)
+        a = axis_index(axis, rank, f"{what} axis")
         if value.shape[0] != shape[a]:
             raise InvalidModelError(f"{what} has {value.shape[0]} entries for axis {a} of "
                                     f"length {shape[a]}")
@@ -86,7 +81,7 @@ def expand_param(value: np.ndarray, shape: tuple, axis: int, block_size: int,
         return value.reshape(dims)
     if block_size < 0:
         raise InvalidModelError(f"block_size {block_size} must be positive")
-    a = _axis(axis, rank, what)
+    a = axis_index(axis, rank, f"{what} axis")
     want = list(shape)
     want[a] = -(-shape[a] // block_size)
     if value.ndim != rank or list(value.shape) != want:

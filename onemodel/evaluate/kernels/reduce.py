@@ -14,6 +14,7 @@ import numpy as np
 
 from ...errors import InvalidModelError
 from ..registry import op
+from ._util import axis_index, wide
 
 
 def _axes(ctx, x, axes_input, input_form: bool):
@@ -35,13 +36,6 @@ def _axes(ctx, x, axes_input, input_form: bool):
     return tuple(sorted(set(out)))
 
 
-def _acc(x):
-    """(array to accumulate, dtype of the result): narrow floats accumulate in float32."""
-    if x.dtype.kind in "iub" or x.dtype in (np.float32, np.float64) or x.dtype.kind == "c":
-        return x, x.dtype
-    return x.astype(np.float32), x.dtype
-
-
 def _make(name, compute, versions_attr, versions_input):
     def kernel(ctx, x, axes=None):
         form = ctx.opset >= versions_input[0]
@@ -49,7 +43,7 @@ def _make(name, compute, versions_attr, versions_input):
         if ax == ():
             return x
         keep = bool(ctx.attr("keepdims", 1))
-        w, dt = _acc(x)
+        w, dt = wide(x)
         y = compute(w, ax, keep)
         y = np.asarray(y)
         return y if y.dtype == dt else y.astype(dt)
@@ -142,12 +136,8 @@ def arg_min(ctx, x):
 
 # -- CumSum, TopK -------------------------------------------------------------------------
 def _cumulative(ctx, x, axis, ufunc, identity, name):
-    a = int(np.asarray(axis).reshape(-1)[0])
-    r = x.ndim
-    if not -r <= a < r:
-        raise InvalidModelError(f"{name} axis {a} is out of range for rank {r}")
-    a = a + r if a < 0 else a
-    w, dt = _acc(x)
+    a = axis_index(int(np.asarray(axis).reshape(-1)[0]), x.ndim, f"{name} axis")
+    w, dt = wide(x)
     if ctx.attr("reverse", 0):
         w = np.flip(w, axis=a)
     y = ufunc.accumulate(w, axis=a, dtype=w.dtype)
@@ -181,10 +171,7 @@ def top_k(ctx, x, k):
 
 
 def _top_k(x, k, axis, largest):
-    r = x.ndim
-    if not -r <= axis < r:
-        raise InvalidModelError(f"TopK axis {axis} is out of range for rank {r}")
-    axis = axis + r if axis < 0 else axis
+    axis = axis_index(axis, x.ndim, "TopK axis")
     n = x.shape[axis]
     if k is None or not 0 <= k <= n:
         raise InvalidModelError(f"TopK k={k} is not in [0, {n}]")

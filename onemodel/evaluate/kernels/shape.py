@@ -15,6 +15,7 @@ import numpy as np
 from ...errors import InvalidModelError, OneModelError, UnsupportedError
 from ...ir.tensor import element_count
 from ..registry import op
+from ._util import axis_index
 
 
 # -- helpers --------------------------------------------------------------------------------
@@ -23,12 +24,6 @@ def _ints(a) -> list[int]:
     if a is None:
         return []
     return [int(v) for v in np.asarray(a).reshape(-1)]
-
-
-def _axis(axis: int, rank: int, what: str = "axis") -> int:
-    if not -rank <= axis < max(rank, 1) and not (rank == 0 and axis in (0, -1)):
-        raise InvalidModelError(f"{what} {axis} is out of range for rank {rank}")
-    return axis + rank if axis < 0 else axis
 
 
 def _checked_shape(shape, what: str = "shape") -> tuple[int, ...]:
@@ -85,7 +80,7 @@ def squeeze(ctx, x, axes=None):
 def _squeeze(x, axes):
     if axes is None:
         return np.squeeze(x)
-    axes = tuple(_axis(a, x.ndim) for a in axes)
+    axes = tuple(axis_index(a, x.ndim) for a in axes)
     for a in axes:
         if x.shape[a] != 1:
             raise InvalidModelError(f"Squeeze axis {a} has extent {x.shape[a]}, not 1")
@@ -104,7 +99,7 @@ def unsqueeze(ctx, x, axes):
 
 def _unsqueeze(x, axes):
     rank = x.ndim + len(axes)
-    norm = sorted(_axis(a, rank) for a in axes)
+    norm = sorted(axis_index(a, rank) for a in axes)
     if len(set(norm)) != len(norm):
         raise InvalidModelError(f"Unsqueeze axes {axes} repeat an axis")
     shape = list(x.shape)
@@ -142,7 +137,7 @@ def tile(ctx, x, repeats):
 @op("Tile", since=1)
 def tile_v1(ctx, x, tiles, axis):
     reps = [1] * x.ndim
-    a = _axis(int(np.asarray(axis).reshape(-1)[0]), x.ndim)
+    a = axis_index(int(np.asarray(axis).reshape(-1)[0]), x.ndim)
     reps[a] = int(np.asarray(tiles).reshape(-1)[0])
     return np.tile(x, reps)
 
@@ -154,7 +149,7 @@ def concat(ctx, *xs):
     axis = ctx.attr("axis", 1 if ctx.opset < 4 else None)
     if axis is None:
         raise InvalidModelError("Concat needs the axis attribute")
-    return np.concatenate(xs, axis=_axis(axis, xs[0].ndim))
+    return np.concatenate(xs, axis=axis_index(axis, xs[0].ndim))
 
 
 def _split_sizes(dim, n, split, equal_ceil):
@@ -183,14 +178,14 @@ def _split(x, axis, sizes):
 
 @op("Split", since=(1, 2, 11))
 def split_attr(ctx, x, split=None):
-    axis = _axis(ctx.attr("axis", 0), x.ndim)
+    axis = axis_index(ctx.attr("axis", 0), x.ndim)
     sizes = _ints(split) if split is not None else ctx.attr("split", [])
     return _split(x, axis, _split_sizes(x.shape[axis], ctx.num_outputs, sizes, False))
 
 
 @op("Split", since=(13, 18))
 def split(ctx, x, split=None):
-    axis = _axis(ctx.attr("axis", 0), x.ndim)
+    axis = axis_index(ctx.attr("axis", 0), x.ndim)
     sizes = _ints(split) if split is not None else []
     n = ctx.attr("num_outputs", None) if ctx.opset >= 18 else None
     if n is not None and sizes:
@@ -213,7 +208,7 @@ def _slice(x, starts, ends, axes, steps):
     idx = [slice(None)] * x.ndim
     seen = set()
     for s, e, a, st in zip(starts, ends, axes, steps):
-        a = _axis(a, x.ndim)
+        a = axis_index(a, x.ndim)
         if a in seen:
             raise InvalidModelError(f"Slice repeats axis {a}")
         seen.add(a)
@@ -255,7 +250,7 @@ def _check_indices(idx, dim, what):
 
 @op("Gather", since=(1, 11, 13))
 def gather(ctx, x, indices):
-    axis = _axis(ctx.attr("axis", 0), x.ndim)
+    axis = axis_index(ctx.attr("axis", 0), x.ndim)
     # numpy counts negative indices from the end and raises IndexError out of range (the runner
     # reports it with the node's location), as Gather defines. A scalar index selects a view.
     if indices.ndim == 0 and indices.dtype.kind in "iu":
@@ -265,7 +260,7 @@ def gather(ctx, x, indices):
 
 @op("GatherElements", since=(11, 13))
 def gather_elements(ctx, x, indices):
-    axis = _axis(ctx.attr("axis", 0), x.ndim)
+    axis = axis_index(ctx.attr("axis", 0), x.ndim)
     idx = _check_indices(indices.astype(np.int64, copy=False), x.shape[axis], "GatherElements")
     return np.take_along_axis(x, idx, axis=axis)
 
@@ -332,7 +327,7 @@ def _elements_index(data, indices, axis, what):
 @op("ScatterElements", since=(11, 13, 16, 18))
 def scatter_elements(ctx, data, indices, updates):
     r = _reduction(ctx)
-    axis = _axis(ctx.attr("axis", 0), data.ndim)
+    axis = axis_index(ctx.attr("axis", 0), data.ndim)
     index = _elements_index(data, indices, axis, "ScatterElements")
     out = np.array(data, copy=True)
     if r == "none":
@@ -344,7 +339,7 @@ def scatter_elements(ctx, data, indices, updates):
 
 @op("Scatter", since=(9, 11))
 def scatter(ctx, data, indices, updates):
-    axis = _axis(ctx.attr("axis", 0), data.ndim)
+    axis = axis_index(ctx.attr("axis", 0), data.ndim)
     out = np.array(data, copy=True)
     out[_elements_index(data, indices, axis, "Scatter")] = updates
     return out
@@ -357,7 +352,7 @@ def compress(ctx, x, condition):
     if axis is None:
         flat = x.reshape(-1)
         return flat[: cond.size][cond[: flat.size]]
-    axis = _axis(axis, x.ndim)
+    axis = axis_index(axis, x.ndim)
     return np.compress(cond, x, axis=axis)
 
 
@@ -367,7 +362,7 @@ def _pad(x, pads, mode, value, axes=None):
     if axes is None:
         axes = list(range(rank))
     else:
-        axes = [_axis(a, rank) for a in axes]
+        axes = [axis_index(a, rank) for a in axes]
     if len(pads) != 2 * len(axes):
         raise InvalidModelError(f"pads {pads} has not 2 x {len(axes)} values")
     begin = [0] * rank
@@ -418,7 +413,7 @@ def pad(ctx, x, pads, constant_value=None, axes=None):
 def center_crop_pad(ctx, x, shape):
     target = _ints(shape)
     axes = ctx.attr("axes")
-    axes = list(range(x.ndim)) if axes is None else [_axis(a, x.ndim) for a in axes]
+    axes = list(range(x.ndim)) if axes is None else [axis_index(a, x.ndim) for a in axes]
     if len(axes) != len(target):
         raise InvalidModelError(f"CenterCropPad shape {target} does not match axes {axes}")
     crop = [slice(None)] * x.ndim
@@ -519,7 +514,7 @@ def one_hot(ctx, indices, depth, values):
     idx = np.where(idx < 0, idx + d, idx)
     axis = ctx.attr("axis", -1)
     rank = idx.ndim + 1
-    axis = _axis(axis, rank)
+    axis = axis_index(axis, rank)
     _checked_shape(idx.shape + (d,), "OneHot output")
     vals = np.asarray(values).reshape(-1)
     hot = np.expand_dims(idx, axis) == np.arange(d).reshape(
@@ -623,7 +618,7 @@ def unique(ctx, x):
     axis = ctx.attr("axis")
     is_sorted = ctx.attr("sorted", 1)
     if axis is not None:
-        axis = _axis(axis, x.ndim)
+        axis = axis_index(axis, x.ndim)
     y, first, inverse, counts = np.unique(x if axis is not None else x.reshape(-1),
                                           return_index=True, return_inverse=True,
                                           return_counts=True, axis=axis)
