@@ -74,6 +74,7 @@ from ...ir.record import LazyBuffer, buffer_view
 from ...ir.tensor import EXTERNAL
 from ...ir.walk import iter_tensors
 from ...limits import EXTERNAL_DATA_ALIGNMENT
+from ...storage.hashing import HashingSink
 from ...storage.place import is_remote, local_path, place_of, target_of
 from .encode import RawPiece, encode_pieces, pieces_size
 from .external import (RefusedError, data_file_identity, data_file_target, location_parts,
@@ -88,7 +89,6 @@ _INITIALIZER = re.compile(r"\.initializers\[\d+\]$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _RESERVED = frozenset(["CON", "PRN", "AUX", "NUL"] + [f"COM{i}" for i in range(1, 10)]
                       + [f"LPT{i}" for i in range(1, 10)])
-_ZEROS = bytes(1 << 20)
 
 
 class _Slot:
@@ -403,33 +403,15 @@ def _shown(target: str) -> str:
 
 
 # -- writing ------------------------------------------------------------------------------------
-def _emit(sink, slot: _Slot, start: int, n: int, hasher) -> None:
+def _emit(sink, slot: _Slot, start: int, n: int) -> None:
     """Write bytes ``[start, start + n)`` of a slot's contents."""
     if n <= 0:
         return
     if slot.origin is not None:
         src, off = slot.origin
         sink.copy_from(src, off + start, n)
-        if hasher is not None:
-            step = 16 << 20
-            for i in range(start, start + n, step):
-                hasher.update(src.read(off + i, min(step, start + n - i)))
-        return
-    view = buffer_view(slot.buffer)[start:start + n]
-    sink.write(view)
-    if hasher is not None:
-        hasher.update(view)
-
-
-def _zeros(sink, n: int, hasher) -> None:
-    if n <= 0:
-        return
-    sink.write_zeros(n)
-    if hasher is not None:
-        while n > 0:
-            m = min(n, len(_ZEROS))
-            hasher.update(memoryview(_ZEROS)[:m])
-            n -= m
+    else:
+        sink.write(buffer_view(slot.buffer)[start:start + n])
 
 
 def _same_bytes(a: _Slot, b: _Slot, start: int, end: int) -> bool:
@@ -443,8 +425,12 @@ def _same_bytes(a: _Slot, b: _Slot, start: int, end: int) -> bool:
 
 
 def _write_data_file(model, df: _DataFile, sink) -> str | None:
-    """Write ``df``'s slots in offset order with zeros in gaps; the file's SHA-1 when asked."""
+    """Write ``df``'s slots in offset order with zeros in gaps; the file's SHA-1 when asked,
+    computed from the bytes as they are written (:class:`~onemodel.storage.hashing.HashingSink`:
+    each byte is read once, also from a remote source)."""
     hasher = hashlib.sha1() if df.checksum else None
+    if hasher is not None:
+        sink = HashingSink(sink, hasher)
     pos = 0
     last = None
     for slot in sorted(df.slots, key=lambda s: (s.offset, -s.nbytes)):
@@ -458,10 +444,11 @@ def _write_data_file(model, df: _DataFile, sink) -> str | None:
                     "different contents", path=proto_path(model, slot.tensor))
             if end <= pos:
                 continue
-            _emit(sink, slot, pos - slot.offset, end - pos, hasher)
+            _emit(sink, slot, pos - slot.offset, end - pos)
         else:
-            _zeros(sink, slot.offset - pos, hasher)
-            _emit(sink, slot, 0, slot.nbytes, hasher)
+            if slot.offset > pos:
+                sink.write_zeros(slot.offset - pos)
+            _emit(sink, slot, 0, slot.nbytes)
         pos = end
         last = slot
     return hasher.hexdigest() if hasher is not None else None

@@ -106,6 +106,32 @@ def test_keep_drops_orphaned_bytes_and_updates_a_checksum(tmp_path):
         assert external_data_report(again)[0]["unreferenced"] == 100
 
 
+def test_a_checksum_is_computed_from_the_bytes_as_they_are_written(tmp_path):
+    """The new SHA-1 of a rewritten data file comes from the bytes on their way to it: each
+    referenced byte of the source data file is read once (a second read would be a second
+    fetch for a remote file)."""
+    a = np.arange(300, dtype=np.float32)
+    data = a.tobytes() + b"ORPHAN" * 10
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "d.bin").write_bytes(data)
+    ta = external_tensor("a", [300], [("location", "d.bin"), ("offset", "0"), ("length", "1200"),
+                                      ("checksum", hashlib.sha1(data).hexdigest())])
+    src = write_model(model_with(ta), tmp_path / "in" / "m.onnx")
+    with _load(src) as model:
+        data_source = model.resources[1]
+        read, reads = data_source.read, []
+
+        def counted(offset, length):
+            reads.append((offset, length))
+            return read(offset, length)
+
+        data_source.read = counted
+        out = _save(model, tmp_path / "out" / "m.onnx")
+    assert sum(n for _, n in reads) == 1200
+    new = (tmp_path / "out" / "d.bin").read_bytes()
+    assert new == a.tobytes() and _refs(out)["a"]["checksum"] == hashlib.sha1(new).hexdigest()
+
+
 def test_keep_in_place_leaves_an_exact_data_file_untouched(tmp_path):
     src = save_external(rich_model(), tmp_path / "m.onnx", location="w.bin")
     ino = os.stat(tmp_path / "w.bin").st_ino
