@@ -31,11 +31,10 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import pathlib  # noqa: E402
 import platform  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from _timing import median_time  # noqa: E402
 from onemodel.evaluate.memory import MMAP_THRESHOLD, TRIM_THRESHOLD  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -50,16 +49,6 @@ CASES = [
      "tokens [32, 128] of a 100-word vocabulary"),
 ]
 TARGET_VS_REFERENCE = 3.0
-
-
-def median_seconds(fn, repeat: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def feeds_for(model, dims: dict) -> dict:
@@ -104,7 +93,7 @@ def child(engine: str, file: str, dims: dict, repeat: int, out_path: str) -> dic
                                                 providers=["CPUExecutionProvider"])
             fn = lambda: sess.run(names, feeds)  # noqa: E731
         np.savez(out_path, **dict(zip(names, fn())))
-        seconds = median_seconds(fn, repeat)
+        seconds = median_time(fn, repeat, warmup=True)
     return {"seconds": seconds, "nodes": nodes}
 
 

@@ -24,31 +24,24 @@ the bench extra: ``pip install -e ".[bench]"``.
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import textwrap
-import time
+
+import _timing
 
 PY = sys.executable
 
 
 def median_time(fn, repeat: int) -> float:
-    """Median wall time of ``fn()`` in seconds; what it returns is dropped outside the timing."""
-    times = []
-    for _ in range(repeat):
-        gc.collect()
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-        del out
-    return statistics.median(times)
+    """Median wall time of ``fn()`` in seconds, each run after a ``gc.collect()``; what it returns
+    is dropped outside the timing."""
+    return _timing.median_time(fn, repeat, collect=True)
 
 
 def make_heavy(path: str) -> None:
@@ -258,30 +251,22 @@ def main() -> None:
         copy = os.path.join(work, "copy.onnx")
 
         def fresh(path):
-            def run(fn):
-                def timed():
-                    if os.path.exists(path):
-                        os.unlink(path)  # a fresh destination for every run, outside the timing
-                    t = time.perf_counter()
-                    fn()
-                    return time.perf_counter() - t
-                return timed
-            return run
-
-        def timed_median(fn, n):
-            return statistics.median(fn() for _ in range(n))
+            def remove():  # a fresh destination for every run, outside the timing
+                if os.path.exists(path):
+                    os.unlink(path)
+            return remove
 
         # the command as a user runs it: bytecode caches written (a sandbox may set
         # PYTHONDONTWRITEBYTECODE, which makes every start compile the package), one warm-up run
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         subprocess.run(cli, check=True, env=env)
         conv = {
-            "`onemodel convert` (command)": timed_median(fresh(onemodel_path)(
-                lambda: subprocess.run(cli, check=True, env=env)), r),
-            "onemodel.convert() (in process)": timed_median(fresh(onemodel_path)(
-                lambda: onemodel.convert(weights, onemodel_path)), r),
-            "`cp` (command)": timed_median(fresh(copy)(
-                lambda: subprocess.run(["cp", weights, copy], check=True)), r),
+            "`onemodel convert` (command)": _timing.median_time(
+                lambda: subprocess.run(cli, check=True, env=env), r, before=fresh(onemodel_path)),
+            "onemodel.convert() (in process)": _timing.median_time(
+                lambda: onemodel.convert(weights, onemodel_path), r, before=fresh(onemodel_path)),
+            "`cp` (command)": _timing.median_time(
+                lambda: subprocess.run(["cp", weights, copy], check=True), r, before=fresh(copy)),
         }
         for k, v in {**one, **conv}.items():
             print(f"  {k:<40} {fmt(v, 's')}")

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))  # the test suite's moto_server launcher
+
+from _timing import timed  # noqa: E402  (this directory, as the script's, is on sys.path)
 
 
 def make_model(path: str, gb: float, n_tensors: int = 64) -> int:
@@ -88,12 +89,8 @@ def measure(url: str, opts: dict | None, index: int, repeat: int) -> dict:
 
     out = {}
     for name, fn in (("info", info), ("tensor", one_tensor), ("download", download)):
-        times, counts = [], (0, 0)
-        for _ in range(repeat):
-            t = time.perf_counter()
-            counts = fn()
-            times.append(time.perf_counter() - t)
-        out[name] = (statistics.median(times), *counts)
+        seconds, counts = timed(fn, repeat)
+        out[name] = (seconds, *counts)
     return out
 
 

@@ -1,0 +1,42 @@
+"""Median wall times for the benchmark scripts of this directory (imported by them as
+``_timing``: a script's directory is on ``sys.path`` when it runs)."""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+from typing import Any, Callable
+
+
+def timed(fn: Callable[[], Any], repeat: int, *, warmup: bool = False, collect: bool = False,
+          before: Callable[[], Any] | None = None) -> tuple[float, Any]:
+    """``(median seconds, what the last call returned)`` of ``repeat`` timed calls of ``fn()``.
+
+    Outside the timing: with ``warmup`` one untimed call first; before each timed call,
+    ``before()`` when given (e.g. removing the previous run's output) and, with ``collect``, a
+    ``gc.collect()``. What a call returned is dropped before the next call starts, so two
+    results are never held at once (and freeing one is not timed).
+    """
+    if repeat < 1:
+        raise ValueError(f"repeat must be at least 1, not {repeat}")
+    if warmup:
+        fn()
+    times = []
+    result = None
+    for _ in range(repeat):
+        result = None
+        if before is not None:
+            before()
+        if collect:
+            gc.collect()
+        t = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times), result
+
+
+def median_time(fn: Callable[[], Any], repeat: int, *, warmup: bool = False,
+                collect: bool = False, before: Callable[[], Any] | None = None) -> float:
+    """Median wall time in seconds of ``repeat`` calls of ``fn()``; options as :func:`timed`."""
+    return timed(fn, repeat, warmup=warmup, collect=collect, before=before)[0]
