@@ -98,6 +98,12 @@ def save(model: Model, target, format: str | None = None, *,
     """
     plugin = _plugin_for_target(target, format)
     options = _plugin_options(plugin.write, 2, options, storage_options, f"{plugin.name} output")
+    return _write(plugin, model, target, options, storage_options, progress)
+
+
+def _write(plugin, model: Model, target, options: dict, storage_options, progress):
+    """``plugin.write`` to a sink opened for ``target``, committed on success, aborted on any
+    error (``options`` already checked by :func:`_plugin_options`)."""
     sink = open_sink(target, storage_options=storage_options, progress=progress)
     try:
         result = plugin.write(model, sink, **options)
@@ -145,21 +151,28 @@ def convert(src, dst, *, to: str | None = None, source_format: str | None = None
             progress=None, **write_options) -> ConvertResult:
     """Convert the model at ``src`` to ``dst`` (formats from magic bytes and suffixes, or
     ``source_format`` / ``to``). Tensor bytes stream from the source map to the destination.
-    ``progress`` (a callable given byte counts, e.g. a Progress bar) follows the bytes written;
-    its total is set to the tensor bytes plus the source's size when it has ``set_total``.
+
+    The output format and ``write_options`` are checked before the source is opened: an
+    unknown format or an option the writer does not take raises UnsupportedError without
+    reading anything. ``read_options`` go to the reader (:func:`load`). ``progress`` (a callable
+    given byte counts, e.g. a Progress bar) is given the bytes written to ``dst`` (not those of
+    ONNX external data files written beside it); when it has ``set_total``, its total is set
+    to the model's tensor bytes (``ConvertResult.tensor_bytes``) before writing starts.
 
     Returns a :class:`ConvertResult`; raises OneModelError.
     """
     from .ir import iter_tensors
 
+    out_plugin = _plugin_for_target(dst, to)
+    options = _plugin_options(out_plugin.write, 2, write_options, storage_options,
+                              f"{out_plugin.name} output")
     model = load(src, format=source_format, storage_options=storage_options,
                  **(read_options or {}))
     with model:
-        out_plugin = _plugin_for_target(dst, to)
         tensors = [t for _, t in iter_tensors(model)]
+        total = sum(t.nbytes for t in tensors)
         if progress is not None and hasattr(progress, "set_total"):
-            progress.set_total(sum(t.nbytes for t in tensors))
-        omitted = save(model, dst, format=out_plugin.name, storage_options=storage_options,
-                       progress=progress, **write_options)
-        return ConvertResult(model.format or "?", out_plugin.name, len(tensors),
-                             sum(t.nbytes for t in tensors), list(omitted or []))
+            progress.set_total(total)
+        omitted = _write(out_plugin, model, dst, options, storage_options, progress)
+        return ConvertResult(model.format or "?", out_plugin.name, len(tensors), total,
+                             list(omitted or []))

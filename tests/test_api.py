@@ -71,3 +71,35 @@ def test_storage_options_go_only_to_plugins_that_declare_them(tmp_path, monkeypa
     with pytest.raises(UnsupportedError, match=r"x does not apply to plain-toy input \(it "
                                                r"takes: no options\)"):
         onemodel.load(b"toy bytes", format="plain-toy", x=1)
+
+
+def test_convert_checks_the_output_before_reading_the_source(tmp_path, monkeypatch):
+    from onemodel import api
+
+    monkeypatch.setattr(api, "load", lambda *a, **k: pytest.fail("the source was read"))
+    src = tmp_path / "does-not-matter.onnx"
+    with pytest.raises(UnsupportedError, match="cannot tell the output format"):
+        onemodel.convert(src, tmp_path / "out.weird")
+    with pytest.raises(UnsupportedError, match="inline does not apply to onemodel output"):
+        onemodel.convert(src, tmp_path / "out.onemodel", inline=True)
+    with pytest.raises(UnsupportedError, match="strict_v1 does not apply to onnx output"):
+        onemodel.convert(src, tmp_path / "out.onnx", strict_v1=True)
+    assert not any(p.name.startswith("out") for p in tmp_path.iterdir())
+
+
+def test_convert_sets_the_progress_total_to_the_tensor_bytes(tmp_path):
+    class Recorder:
+        def __init__(self):
+            self.totals, self.moved = [], 0
+
+        def __call__(self, n):
+            self.moved += n
+
+        def set_total(self, total):
+            self.totals.append(total)
+
+    bar = Recorder()
+    result = onemodel.convert(_external_model(tmp_path), tmp_path / "m.onemodel", progress=bar)
+    assert result.tensors == 1 and result.tensor_bytes == 512 * 4
+    assert bar.totals == [512 * 4]
+    assert bar.moved == (tmp_path / "m.onemodel").stat().st_size
