@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from ..errors import UnsupportedError
+from ..storage.compressed import ZSTD_SUFFIX, has_zstd_suffix
 
 
 class FormatPlugin(Protocol):
@@ -109,7 +110,7 @@ def _match(head: bytes | None, name: str | None) -> FormatPlugin | None:
             if p.sniff(head):
                 return p
     if name:
-        base = strip_compression(name).lower()
+        base = (name[:-len(ZSTD_SUFFIX)] if has_zstd_suffix(name) else name).lower()
         for p in _PLUGINS.values():
             if any(base.endswith(s) for s in p.suffixes):
                 return p
@@ -131,8 +132,3 @@ def detect(head: bytes | None = None, name: str | None = None) -> FormatPlugin:
         raise UnsupportedError("cannot tell the format of the file from its first bytes or its "
                                "name", source=name)
     return found
-
-
-def strip_compression(name: str) -> str:
-    """``name`` without a trailing compression suffix (``.zst``)."""
-    return name[:-4] if name.lower().endswith(".zst") else name

@@ -244,12 +244,7 @@ class BlockView:
                 off = i * self.block
                 blk = self._get(i)
                 out += blk[max(start - off, 0):min(stop - off, len(blk))]
-            return memoryview(bytes(out))
+            return memoryview(out).toreadonly()
         if key < 0:
             key += self._size
         return self._get(key // self.block)[key % self.block]
-
-    @property
-    def fetched_bytes(self) -> int:
-        """Bytes fetched so far."""
-        return sum(len(b) for b in self._blocks.values())

@@ -43,9 +43,13 @@ READ_CHUNK = 8 * MiB
 DEFAULT_LEVEL = 3
 
 
+#: The file name suffix of zstd-compressed files (``model.onnx.zst``).
+ZSTD_SUFFIX = ".zst"
+
+
 def has_zstd_suffix(name: str) -> bool:
-    """True when ``name`` (a path or URL) ends with ``.zst``."""
-    return name.lower().endswith(".zst")
+    """True when ``name`` (a path or URL) ends with :data:`ZSTD_SUFFIX` (any case)."""
+    return name.lower().endswith(ZSTD_SUFFIX)
 
 
 def is_zstd(head) -> bool:

@@ -89,10 +89,6 @@ DIR_FD_WALK = (os.open in os.supports_dir_fd and os.stat in os.supports_dir_fd
                and bool(_O_NOFOLLOW) and bool(_O_DIRECTORY))
 
 
-def _have_dir_fd() -> bool:
-    return DIR_FD_WALK
-
-
 # -- the reference ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ExternalReference:
@@ -243,7 +239,7 @@ def open_location(base, location: str, *, allow_outside: bool = False,
         return _open_outside(directory, location)
     parts = location_parts(location)
     name = os.path.join(directory, *parts)
-    if _have_dir_fd():
+    if DIR_FD_WALK:
         fd, st = _open_confined(directory, parts, base_fd)
     else:
         fd, st = _open_confined_by_path(directory, parts)
@@ -375,11 +371,17 @@ def _open_confined_by_path(directory: str, parts: tuple[str, ...]):
     return fd, fst
 
 
-def _open_outside(directory: str, location: str) -> _Opened:
-    """``allow_outside``: any path (absolute, ``..``, through links), but a regular file."""
+def _outside_path(directory: str, location: str) -> str:
+    """``allow_outside``: ``location`` (absolute, with ``..``, through links) joined to
+    ``directory``; only an empty location or a NUL character is refused."""
     if not location or "\x00" in location:
         raise RefusedError("the location is empty or contains a NUL character")
-    name = os.path.join(directory, location)
+    return os.path.join(directory, location)
+
+
+def _open_outside(directory: str, location: str) -> _Opened:
+    """``allow_outside``: any path (absolute, ``..``, through links), but a regular file."""
+    name = _outside_path(directory, location)
     try:
         fd = os.open(name, os.O_RDONLY | _O_BINARY | _O_CLOEXEC | _O_NONBLOCK)
     except OSError as e:
@@ -402,14 +404,14 @@ def data_file_target(base, location: str, *, allow_outside: bool = False) -> str
         return url_join(base, location)
     directory = local_path(base)
     if allow_outside:
-        return os.path.join(directory, location)
+        return _outside_path(directory, location)
     return os.path.join(directory, *location_parts(location))
 
 
 def open_data_sink(base, location: str, *, allow_outside: bool = False,
                    storage_options: dict | None = None):
-    """A Sink for writing data file ``location`` of a model whose directory is ``base``: the
-    write-side counterpart of :func:`open_location`.
+    """A Sink for writing data file ``location`` of a model whose directory is ``base``, at
+    :func:`data_file_target`: the write-side counterpart of :func:`open_location`.
 
     A local location passes :func:`location_parts`; its directories are walked from ``base`` by
     descriptor with ``O_NOFOLLOW`` (missing ones are created) and a symbolic link among them is
@@ -425,15 +427,10 @@ def open_data_sink(base, location: str, *, allow_outside: bool = False,
     """
     from ...storage import LocalSink, open_sink
 
+    path = data_file_target(base, location, allow_outside=allow_outside)
     if is_remote(base):
-        location_parts(location)
-        return open_sink(url_join(base, location), storage_options=storage_options,
-                         compression=None)
-    directory = local_path(base)
+        return open_sink(path, storage_options=storage_options, compression=None)
     if allow_outside:
-        if not location or "\x00" in location:
-            raise RefusedError("the location is empty or contains a NUL character")
-        path = os.path.join(directory, location)
         try:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         except OSError as e:
@@ -442,8 +439,7 @@ def open_data_sink(base, location: str, *, allow_outside: bool = False,
         return LocalSink(path)
     parts = location_parts(location)
     if len(parts) > 1:
-        _make_dirs(directory, parts[:-1])
-    path = os.path.join(directory, *parts)
+        _make_dirs(local_path(base), parts[:-1])
     if os.path.isdir(path) and not os.path.islink(path):
         raise IoError(f"cannot write data file {location!r}: it is a directory")
     return LocalSink(path)
@@ -451,7 +447,7 @@ def open_data_sink(base, location: str, *, allow_outside: bool = False,
 
 def _make_dirs(directory: str, parts: tuple[str, ...]) -> None:
     """Create ``parts`` under ``directory`` as needed, refusing a symbolic link on the way."""
-    if not _have_dir_fd():
+    if not DIR_FD_WALK:
         path = directory
         for i, part in enumerate(parts):
             path = os.path.join(path, part)
@@ -619,7 +615,7 @@ class _Resolver:
         self.by_identity: dict = {}
         self.sources: list[Source] = []
         self.base_fd = None
-        if not is_remote(base) and not allow_outside and _have_dir_fd():
+        if not is_remote(base) and not allow_outside and DIR_FD_WALK:
             directory = local_path(base)
             try:
                 self.base_fd = os.open(directory, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)

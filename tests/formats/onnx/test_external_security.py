@@ -265,3 +265,22 @@ def test_walk_without_dir_fd_applies_the_same_checks(sentinel, monkeypatch):
     good.write_bytes(np.arange(16, dtype=np.float32).tobytes())
     with read(open_source(str(_hostile(sentinel, "good.bin")))) as model:
         assert [t.tobytes() for _, t in iter_tensors(model)] == [good.read_bytes()]
+
+
+def test_where_a_data_file_is_written_is_decided_once(tmp_path):
+    """open_data_sink writes where data_file_target says, confined or (allow_outside) not; an
+    empty location or a NUL character is refused by both."""
+    out = tmp_path / "out"
+    out.mkdir()
+    for location, allow in (("sub/w.bin", False), ("../w.bin", True)):
+        where = external.data_file_target(str(out), location, allow_outside=allow)
+        sink = external.open_data_sink(str(out), location, allow_outside=allow)
+        sink.write(b"abc")
+        sink.commit()
+        assert os.path.normpath(where) == os.path.normpath(os.path.join(out, location))
+        with open(where, "rb") as f:
+            assert f.read() == b"abc"
+    for bad in ("", "w\x00.bin"):
+        for call in (external.data_file_target, external.open_data_sink):
+            with pytest.raises(InvalidModelError, match="empty or contains a NUL"):
+                call(str(out), bad, allow_outside=True)
