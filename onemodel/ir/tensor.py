@@ -16,13 +16,12 @@ Elements narrower than a byte unpack only when :meth:`Tensor.numpy` is called.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..errors import InvalidModelError, OneModelError, UnsupportedError
 from ..limits import MAX_ELEMENT_COUNT
-from .dtypes import FROM_NUMPY, INFO, TYPED_FIELD_DTYPE, DataType, pack_bits, unpack_bits
+from .dtypes import (FROM_NUMPY, INFO, TYPED_FIELD_DTYPE, DataType, name_of, pack_bits,
+                     unpack_bits)
 from .record import (ARRAY, BUFFER, INT, LIST_BYTES, LIST_INT, LIST_MSG, MSG, STR, LazyBuffer,
                      Record, buffer_view)
 
@@ -289,14 +288,103 @@ class SparseTensor(Record):
         return self.values.name if self.values is not None else None
 
     def to_dense(self) -> np.ndarray:
-        """The dense ndarray of shape ``dims``: zeros with ``values`` placed at ``indices``."""
+        """The dense ndarray of shape ``dims``: zeros (``b""`` for STRING) with ``values``
+        placed at ``indices``; dtype as :meth:`Tensor.numpy` gives for the values.
+
+        Checks first what :func:`sparse_problem` checks, index ranges included. Raises
+        InvalidModelError naming the sparse tensor in the message (values not 1-D ``[NNZ]``,
+        indices not INT64 ``[NNZ]`` or ``[NNZ, rank]``, an index outside ``dims``; no path, so
+        a caller adds where the sparse tensor sits), UnsupportedError for a dense form of 2^60
+        elements or more or one that does not fit in memory.
+        """
+        problem = sparse_problem(self, fetch=True)
+        if problem is not None:
+            cls, message, field = problem
+            raise cls(f"sparse tensor {self.name!r}: {field}: {message}")
         vals = self.values.numpy().reshape(-1)
-        idx = self.indices.numpy()
-        dense = np.zeros(math.prod(self.dims), dtype=vals.dtype)
-        if idx.ndim == 2:
-            idx = np.ravel_multi_index(tuple(idx.T), self.dims) if idx.size else idx.reshape(-1)
-        dense[idx.reshape(-1)] = vals
+        count = element_count(self.dims)
+        try:
+            if self.values.data_type == DataType.STRING:
+                dense = np.full(count, b"", dtype=object)
+            else:
+                dense = np.zeros(count, dtype=vals.dtype)
+        except MemoryError:
+            raise UnsupportedError(f"sparse tensor {self.name!r}: the dense form of {count} "
+                                   "elements does not fit in memory") from None
+        if vals.size:
+            idx = self.indices.numpy()
+            if idx.ndim == 2:
+                idx = (np.ravel_multi_index(tuple(idx.T), self.dims) if self.dims
+                       else np.zeros(len(idx), dtype=np.intp))
+            dense[idx] = vals
         return dense.reshape(self.dims)
+
+
+def _at_hand(t: Tensor) -> bool:
+    """True when ``t``'s contents are in memory or mapped (not external, not a lazy range)."""
+    return t.data_location != EXTERNAL and not isinstance(t.raw_data, LazyBuffer)
+
+
+def sparse_problem(st: SparseTensor, check_range: bool = True,
+                   fetch: bool = False) -> tuple[type, str, str] | None:
+    """``(error class, message, field)`` for the first problem of sparse tensor ``st``, or
+    ``None``; ``field`` is ``values``, ``indices`` or ``dims``.
+
+    The structure of Annex B.2.18: ``dims`` as :func:`element_count` wants them; ``values``
+    present and 1-D ``[NNZ]``; ``indices`` INT64 of dims ``[NNZ]`` (linear positions) or
+    ``[NNZ, rank]`` (one coordinate per dim), absent only when NNZ is 0. With ``check_range``
+    the indices are also compared with ``dims`` (no negative index; linear < the element count,
+    each coordinate < its dim) when their contents are at hand: a view of a mapped file or typed
+    values, not external data or a lazy range, whose bytes are read only with ``fetch``.
+    Checking the values and indices tensors themselves is :func:`tensor_problem`'s part.
+    """
+    values, indices = st.values, st.indices
+    if values is None:
+        return InvalidModelError, "a sparse tensor needs values", "values"
+    try:
+        count = element_count(st.dims)
+    except OneModelError as e:
+        return type(e), e.message, "dims"
+    if len(values.dims) != 1 or values.dims[0] < 0:
+        return InvalidModelError, (f"values of dims {dims_text(values.dims)}; a sparse tensor's "
+                                   "values are 1-D [NNZ]"), "values"
+    nnz = values.dims[0]
+    if indices is None:
+        if nnz:
+            return InvalidModelError, f"{nnz} values and no indices", "indices"
+        return None
+    if indices.data_type != DataType.INT64:
+        return InvalidModelError, (f"indices of element type {name_of(indices.data_type or 0)}; "
+                                   "int64 expected"), "indices"
+    rank = len(st.dims)
+    idims = list(indices.dims[:3])
+    if idims == [nnz]:
+        linear = True
+    elif idims == [nnz, rank]:
+        linear = False
+    else:
+        return InvalidModelError, (f"indices of dims {dims_text(indices.dims)} for {nnz} values "
+                                   f"of a rank-{rank} tensor: [{nnz}] (linear) or "
+                                   f"[{nnz}, {rank}] (coordinates) expected"), "indices"
+    if not check_range or nnz == 0 or not (fetch or _at_hand(indices)):
+        return None
+    if count == 0:
+        return InvalidModelError, (f"{nnz} values in a tensor of dims {dims_text(st.dims)}, "
+                                   "which has no elements"), "indices"
+    try:
+        idx = indices.numpy()
+    except OneModelError as e:
+        return type(e), e.message, "indices"
+    bad = (idx < 0) | (idx >= (count if linear else np.asarray(st.dims, dtype=np.int64)))
+    if not bad.any():
+        return None
+    if linear:
+        i = int(np.argmax(bad))
+        return InvalidModelError, (f"index {int(idx[i])} at position {i} is outside the {count} "
+                                   f"elements of dims {dims_text(st.dims)}"), "indices"
+    i, j = (int(x) for x in np.argwhere(bad)[0])
+    return InvalidModelError, (f"coordinate {int(idx[i, j])} of index {i} is outside dim {j} "
+                               f"({st.dims[j]}) of dims {dims_text(st.dims)}"), "indices"
 
 
 def tensor_problem(t: "Tensor") -> tuple[type, str] | None:
@@ -446,4 +534,5 @@ def raw_to_typed(code: int, raw, count: int) -> tuple[str, np.ndarray]:
 
 
 __all__ = ["Tensor", "SparseTensor", "Segment", "LazyBuffer", "EXTERNAL", "element_count",
-           "dims_text", "tensor_problem", "typed_to_array", "typed_to_raw", "raw_to_typed"]
+           "dims_text", "tensor_problem", "sparse_problem", "typed_to_array", "typed_to_raw",
+           "raw_to_typed"]

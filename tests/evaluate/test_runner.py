@@ -382,3 +382,32 @@ def test_string_inputs_of_any_form_become_str():
                   ["ab", "cé"]):
         y = run(m, {"s": value})["y"]
         assert y.dtype == object and y.tolist() == ["ab", "cé"]
+
+
+def _bad_sparse_model(where: str):
+    """A model whose sparse tensor has index 9 in dims [4]: as a sparse initializer read by
+    ``Identity``, or as a Constant's ``sparse_value``. Built in memory (a reader refuses it)."""
+    from onemodel.ir import Attribute, SparseTensor, Tensor
+    good = _model([helper.make_node("Identity", ["x"], ["y"])], [_vi("x", F, [4])], [_vi("y")])
+    sp = SparseTensor(values=Tensor.from_numpy(np.array([5.0, 6.0], np.float32), name="s"),
+                      indices=Tensor.from_numpy(np.array([1, 9], np.int64)), dims=[4])
+    if where == "initializer":
+        good.graph.inputs = []
+        good.graph.sparse_initializers = [sp]
+        good.graph.nodes[0].inputs = ["s"]
+    else:
+        node = good.graph.nodes[0]
+        node.op_type, node.inputs = "Constant", []
+        node.attributes = [Attribute(name="sparse_value", type=11, sparse_tensor=sp)]
+        good.graph.inputs = []
+    return good
+
+
+@pytest.mark.parametrize("where, path", [("initializer", "graph.sparse_initializers[0]"),
+                                         ("attribute", "graph.nodes[0]")])
+def test_a_sparse_index_out_of_range_is_an_invalid_model_with_its_place(where, path):
+    with pytest.raises(InvalidModelError) as e:
+        run(_bad_sparse_model(where), {})
+    assert e.value.path == path
+    assert e.value.message == ("sparse tensor 's': indices: index 9 at position 1 is outside "
+                               "the 4 elements of dims [4]")

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from onemodel.errors import InvalidModelError, UnsupportedError
-from onemodel.ir import INFO, DataType, Tensor
-from onemodel.ir.tensor import dims_text, element_count, tensor_problem
+from onemodel.ir import INFO, DataType, LazyBuffer, SparseTensor, Tensor
+from onemodel.ir.tensor import dims_text, element_count, sparse_problem, tensor_problem
 from onemodel.limits import MAX_ELEMENT_COUNT
 
 
@@ -84,3 +84,55 @@ def test_typed_count_follows_table_7(code, count, values):
 ])
 def test_tensor_problem_names_the_first_problem(tensor, problem):
     assert tensor_problem(tensor) == problem
+
+
+def _sparse(values, indices, dims):
+    return SparseTensor(values=Tensor.from_numpy(np.asarray(values), name="sp"),
+                        indices=None if indices is None else Tensor.from_numpy(
+                            np.asarray(indices, np.int64)), dims=dims)
+
+
+def test_to_dense_places_values_at_linear_or_coordinate_indices():
+    assert _sparse([5.0, 6.0], [1, 3], [4]).to_dense().tolist() == [0, 5, 0, 6]
+    assert _sparse([5, 6], [[0, 2], [1, 0]], [2, 3]).to_dense().tolist() == [[0, 0, 5], [6, 0, 0]]
+    assert _sparse(np.zeros(0, np.float32), None, [2]).to_dense().tolist() == [0, 0]
+    strings = _sparse(np.array([b"a"], dtype=object), [1], [2]).to_dense()
+    assert strings.tolist() == [b"", b"a"]
+
+
+@pytest.mark.parametrize("sparse, message", [
+    (_sparse([5.0], [0, 1], [4]), "sparse tensor 'sp': indices: indices of dims [2] for 1 values "
+     "of a rank-1 tensor: [1] (linear) or [1, 1] (coordinates) expected"),
+    (_sparse([5.0, 6.0], [0, 4], [4]), "sparse tensor 'sp': indices: index 4 at position 1 is "
+     "outside the 4 elements of dims [4]"),
+    (_sparse([5.0], [[0, -1]], [2, 2]), "sparse tensor 'sp': indices: coordinate -1 of index 0 "
+     "is outside dim 1 (2) of dims [2, 2]"),
+    (_sparse([5.0], [0], [0, 3]), "sparse tensor 'sp': indices: 1 values in a tensor of dims "
+     "[0, 3], which has no elements"),
+    (_sparse([[5.0]], [0], [3]), "sparse tensor 'sp': values: values of dims [1, 1]; a sparse "
+     "tensor's values are 1-D [NNZ]"),
+    (_sparse([5.0], None, [3]), "sparse tensor 'sp': indices: 1 values and no indices"),
+    (SparseTensor(dims=[3]), "sparse tensor None: values: a sparse tensor needs values"),
+])
+def test_to_dense_refuses_what_does_not_fit_with_the_name(sparse, message):
+    with pytest.raises(InvalidModelError) as info:
+        sparse.to_dense()
+    assert info.value.message == message and info.value.path is None
+
+
+class _Lazy(LazyBuffer):
+    def __init__(self, data: bytes):
+        self.data, self.nbytes, self.fetched = data, len(data), False
+
+    def view(self):
+        self.fetched = True
+        return memoryview(self.data)
+
+
+def test_sparse_problem_leaves_lazy_indices_unread_but_to_dense_checks_them():
+    st = _sparse([5.0], [7], [4])
+    st.indices.raw_data = _Lazy(np.array([7], "<i8").tobytes())
+    assert sparse_problem(st) is None and not st.indices.raw_data.fetched
+    with pytest.raises(InvalidModelError, match="index 7 at position 0 is outside"):
+        st.to_dense()
+    assert sparse_problem(_sparse([5.0], [7], [4]), check_range=False) is None

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ...errors import InvalidModelError, MalformedError, OneModelError, UnsupportedError
 from ...ir.model import Model
-from ...ir.tensor import tensor_problem
+from ...ir.tensor import sparse_problem, tensor_problem
 from ...ir.walk import iter_graphs
 from ...storage.base import RangeBuffer, Source
 from . import extension, rules
@@ -65,6 +65,10 @@ class Reader:
                     self.node_orders[id(rec)] = extension.read_node_order(
                         ext[extension.NODE_ORDER], len(rec.nodes),
                         f"{epath}.{extension.NODE_ORDER}")
+        if cls == "SparseTensor":
+            problem = sparse_problem(rec)
+            if problem is not None:
+                raise problem[0](problem[1], path=f"{path}.{problem[2]}")
         return rec
 
     def tensor_content(self, data, path: str, nbytes: int):

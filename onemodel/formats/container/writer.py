@@ -23,7 +23,7 @@ from ...errors import InvalidModelError, UnsupportedError
 from ...ir.dtypes import INFO
 from ...ir.model import Model
 from ...ir.record import LazyBuffer, _same, buffer_view, record_class
-from ...ir.tensor import EXTERNAL, raw_to_typed, tensor_problem, typed_to_raw
+from ...ir.tensor import EXTERNAL, raw_to_typed, sparse_problem, tensor_problem, typed_to_raw
 from ...ir.walk import iter_tensors
 from ...limits import MAX_CONTAINER_TENSOR_BYTES, MAX_MANIFEST_BYTES
 from ...storage.base import RangeBuffer, Sink
@@ -95,6 +95,10 @@ class Writer:
             ext, skip = extension.tensor_content_ext(rec, self.plans.get(id(rec))
                                                      if "data" in obj else None)
             skip |= {"dims", "data_type"}
+        elif cls == "SparseTensor":
+            problem = sparse_problem(rec)
+            if problem is not None:
+                raise problem[0](problem[1], path=f"{path}.{problem[2]}")
         elif cls == "Graph":
             self.graphs.append((rec, obj))
         ext.update(extension.diff(rec, natural, self, path, inner, skip=skip))

@@ -18,7 +18,7 @@ from __future__ import annotations
 from .. import Plugin
 from ...errors import InvalidModelError, MalformedError
 from ...ir import Model
-from ...ir.tensor import EXTERNAL
+from ...ir.tensor import EXTERNAL, Tensor
 from ...limits import EXTERNAL_DATA_ALIGNMENT
 from ...storage.base import BlockView, RangeBuffer, Sink, Source
 from .checks import check_tensors
@@ -127,7 +127,7 @@ def read(source: Source, *, base_dir=None, allow_outside: bool = False,
     def check(root, tensors):
         check_tensors(root, tensors, source.name)
         for t, offset in tensors:
-            if t.data_location == EXTERNAL:
+            if type(t) is Tensor and t.data_location == EXTERNAL:  # (sparse tensors are listed too)
                 external[id(t)] = offset
 
     model = decode(data, "ModelProto", raw=raw, source=source.name, origin=source, check=check)

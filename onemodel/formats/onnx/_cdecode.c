@@ -20,11 +20,12 @@
  *       named ``message``. ``raw(start, end)`` makes each raw_data value (None: a slice of
  *       ``data``, which keeps the exporter of ``data`` alive); ``origin`` (None or a Source)
  *       gives each tensor with raw_data ``origin = (origin, start, raw_data)``; ``tensors`` (a
- *       list) receives ``(tensor, offset of its field key)`` for every embedded TensorProto.
+ *       list) receives ``(record, offset of its field key)`` for every embedded TensorProto and
+ *       SparseTensorProto (a sparse tensor after its values and indices).
  *
  *   first_unchecked(tensors, start, bits) -> index
  *       The index of the first ``(tensor, offset)`` pair at or after ``start`` that is not
- *       plainly valid by the rules of checks.tensor_problem (``bits[code]``: bits per element of
+ *       plainly valid by the rules of ir.tensor.tensor_problem (``bits[code]``: bits per element of
  *       element type ``code``, 0 for STRING and codes outside Table 5); len(tensors) when none.
  *
  * Memory safety: every read is checked against the end of the enclosing message; a length is
@@ -81,7 +82,7 @@ typedef struct {
 typedef struct {
     PyTypeObject *cls;
     PyObject *proto_name;
-    int is_tensor;
+    int is_tensor;  /* TensorProto or SparseTensorProto: reported in ``tensors`` */
     Py_ssize_t unknown_off, origin_off;
     int nslots;
     Py_ssize_t *slot_off;
@@ -981,7 +982,7 @@ cdecode_decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 /* ---- post-decode tensor checks: the plainly valid tensors --------------------------------- */
 
 /* first_unchecked(tensors, start, bits): index of the first (tensor, offset) at or after
- * ``start`` that checks.tensor_problem has to look at. A tensor is passed over here only when it
+ * ``start`` that ir.tensor.tensor_problem (or sparse_problem) has to look at. A tensor is passed over here only when it
  * is plainly valid: dims a list of ints in [0, 2**31), data_type a code with ``bits[code] > 0``
  * (Table 5, not STRING), raw_data a bytes or memoryview of exactly ceil(count * bits / 8)
  * octets, every typed field None, string_data empty, segment and data_location None. */
@@ -1558,7 +1559,8 @@ cdecode_setup(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         if (r < 0)
             goto fail;
         int is_t = PyUnicode_Check(m->proto_name) &&
-                   PyUnicode_CompareWithASCIIString(m->proto_name, "TensorProto") == 0;
+                   (PyUnicode_CompareWithASCIIString(m->proto_name, "TensorProto") == 0 ||
+                    PyUnicode_CompareWithASCIIString(m->proto_name, "SparseTensorProto") == 0);
         m->is_tensor = is_t;
         if (setup_slots(m) < 0)
             goto fail;

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from ...ir.dtypes import INFO, DataType
-from ...ir.tensor import tensor_problem
+from ...ir.tensor import SparseTensor, sparse_problem, tensor_problem
 from .decode import _C
 from .paths import proto_path
 
@@ -21,8 +21,9 @@ _BITS = bytes(INFO[c].bits if c in INFO and c != DataType.STRING else 0
 
 
 def check_tensors(root, tensors, source: str | None = None) -> None:
-    """Raise the first problem of any tensor in ``tensors`` (``(tensor, offset)`` pairs), with
-    its proto path inside ``root`` and its offset.
+    """Raise the first problem of any tensor in ``tensors`` (``(tensor, offset)`` pairs; sparse
+    tensors are checked by :func:`~onemodel.ir.tensor.sparse_problem`, index ranges included
+    when the indices are at hand), with its proto path inside ``root`` and its offset.
 
     With the C decoder built, ``_cdecode.first_unchecked`` passes over the tensors that are
     plainly valid (raw_data of the right size, nothing else) and :func:`tensor_problem` looks at
@@ -35,8 +36,15 @@ def check_tensors(root, tensors, source: str | None = None) -> None:
             if i >= n:
                 break
         t, offset = tensors[i]
-        problem = tensor_problem(t)
-        if problem is not None:
-            cls, message = problem
-            raise cls(message, path=proto_path(root, t), offset=offset, source=source)
+        if type(t) is SparseTensor:
+            problem = sparse_problem(t)
+            if problem is not None:
+                cls, message, field = problem
+                raise cls(message, path=f"{proto_path(root, t)}.{field}", offset=offset,
+                          source=source)
+        else:
+            problem = tensor_problem(t)
+            if problem is not None:
+                cls, message = problem
+                raise cls(message, path=proto_path(root, t), offset=offset, source=source)
         i += 1

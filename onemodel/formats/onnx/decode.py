@@ -60,6 +60,10 @@ class _Ctx:
         self.tensors = []  # (tensor, offset of its first byte) for the checks after decoding
 
 
+#: Messages whose records go to ``check`` after decoding (a sparse tensor after its parts).
+_CHECKED = frozenset(("TensorProto", "SparseTensorProto"))
+
+
 def _field_error(message: str, offset: int, field) -> WireError:
     err = WireError(message, offset)
     err.segments.append(field.proto_name)
@@ -143,7 +147,7 @@ def _decode(buf, pos: int, end: int, msg: Message, obj, depth: int, ctx: _Ctx) -
                     err.segments.append(f.proto_name if idx is None
                                         else f"{f.proto_name}[{idx}]")
                     raise
-                if sub_msg.proto_name == "TensorProto":
+                if sub_msg.proto_name in _CHECKED:
                     ctx.tensors.append((sub, kstart))
             elif kind == BYTES:
                 b = bytes(buf[pos:e])
@@ -259,8 +263,9 @@ def decode(data, message: str = "ModelProto", *, raw=None, source: str | None = 
         source: path or URL, for error messages.
         origin: a storage Source whose bytes ``data`` are; each tensor with ``raw_data`` gets
             ``origin = (origin, offset, raw_data)`` so writers can copy its bytes file to file.
-        check: ``check(tensors)`` called with every decoded TensorProto and its offset after
-            decoding (the reader's content checks).
+        check: ``check(root, tensors)`` called after decoding with every decoded TensorProto
+            and SparseTensorProto (a sparse tensor after its values and indices) and its offset
+            (the reader's content checks).
     Returns:
         the record (``Model`` for ModelProto, ``Tensor`` for TensorProto, ...).
     Raises:
@@ -284,7 +289,7 @@ def decode(data, message: str = "ModelProto", *, raw=None, source: str | None = 
     except WireError as err:
         path = ".".join([message] + err.segments[::-1])
         raise MalformedError(err.message, path=path, offset=err.offset, source=source) from None
-    if msg.proto_name == "TensorProto":
+    if msg.proto_name in _CHECKED:
         ctx.tensors.append((obj, 0))
     if check is not None:
         check(obj, ctx.tensors)

@@ -109,3 +109,47 @@ def test_a_refused_tensor_is_not_written_and_what_is_written_converts_to_onnx(tm
     onemodel.convert(tmp_path / "m.onemodel", tmp_path / "m.onnx")
     back = onemodel.load(tmp_path / "m.onnx")
     assert back.graph.initializers[0].numpy().tolist() == [2.0]
+
+
+# -- sparse tensors ---------------------------------------------------------------------------
+def _sparse_file(indices: list, idims: list, vdims=(2,), dims=(4,), ext=None):
+    """A file with one sparse initializer: values 1.0, 2.0, ... of dims ``vdims`` at offset 0,
+    INT64 ``indices`` of dims ``idims`` at offset 64, dense ``dims``."""
+    nnz = int(np.prod(vdims))
+    values = {"name": "s", "dtype": 1, "dims": list(vdims),
+              "data": {"offset": 0, "length": 4 * nnz}}
+    idx = {"dtype": 7, "dims": idims, "data": {"offset": 64, "length": 8 * len(indices)}}
+    sp = {"values": values, "indices": idx, "dims": list(dims)}
+    if ext is not None:
+        sp["onnx"] = ext
+    data = np.arange(1, nnz + 1, dtype="<f4").tobytes().ljust(64, b"\0")
+    data += np.array(indices, "<i8").tobytes()
+    return _manifest({"outputs": [{"name": "s"}], "sparse_initializers": [sp]}), data
+
+
+@pytest.mark.parametrize("args, field, message", [
+    (([1, 9], [2]), "indices", "index 9 at position 1 is outside the 4 elements of dims [4]"),
+    (([0, 5], [1, 2], (1,), (2, 3)), "indices",
+     "coordinate 5 of index 0 is outside dim 1 (3) of dims [2, 3]"),
+    (([0, 1], [2], (1,)), "indices",
+     "indices of dims [2] for 1 values of a rank-1 tensor: [1] (linear) or [1, 1] "
+     "(coordinates) expected"),
+    (([0], [1], (1, 1)), "values", "values of dims [1, 1]; a sparse tensor's values are 1-D [NNZ]"),
+    (([0, 1], [2], (2,), (4,), {"indices": None}), "indices", "2 values and no indices"),
+])
+def test_sparse_tensors_are_checked_with_their_manifest_path(args, field, message):
+    manifest, data = _sparse_file(*args)
+    with pytest.raises(InvalidModelError) as info:
+        _read(manifest, data)
+    assert info.value.path == f"manifest.graph.sparse_initializers[0].{field}"
+    assert info.value.message == message
+
+
+def test_a_valid_sparse_tensor_reads_and_an_invalid_one_is_not_written():
+    manifest, data = _sparse_file([0, 1, 1, 2], [2, 2], (2,), (2, 3))
+    m = _read(manifest, data)
+    assert m.graph.sparse_initializers[0].to_dense().tolist() == [[0, 1, 0], [0, 0, 2]]
+    m.graph.sparse_initializers[0].indices = Tensor.from_numpy(np.array([[0, 1], [2, 0]]))
+    with pytest.raises(InvalidModelError, match="coordinate 2 of index 1 is outside dim 0") as e:
+        write_bytes(m)
+    assert e.value.path == "graph.sparse_initializers[0].indices"

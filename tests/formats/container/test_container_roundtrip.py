@@ -251,10 +251,11 @@ _unknown = st.sampled_from([b"", b"\x08\x01", b"\xfa\x01\x00"])
 
 
 @st.composite
-def tensors(draw, name=None):
+def tensors(draw, name=None, dims=None):
     code = draw(st.sampled_from(sorted(INFO)))
     info = INFO[code]
-    dims = draw(st.lists(st.integers(0, 3), max_size=3))
+    if dims is None:
+        dims = draw(st.lists(st.integers(0, 3), max_size=3))
     count = int(np.prod(dims)) if dims else 1
     t = Tensor(name=name, data_type=code, dims=dims, doc_string=draw(_texts),
                metadata_props=draw(_entries), unknown=draw(_unknown))
@@ -287,6 +288,25 @@ def tensors(draw, name=None):
         if mode == "external":
             t.data_location = 1
     return t
+
+
+@st.composite
+def sparse_tensors(draw):
+    """A valid sparse tensor: values [NNZ] of any element type and storage, INT64 indices
+    linear or coordinates at distinct positions in dims (no indices at all when NNZ is 0)."""
+    dims = draw(st.lists(st.integers(1, 3), min_size=1, max_size=3))
+    count = int(np.prod(dims))
+    positions = sorted(draw(st.sets(st.integers(0, count - 1), max_size=count)))
+    values = draw(tensors(name=draw(_names.filter(lambda s: s is None or "\udcff" not in s)),
+                          dims=[len(positions)]))
+    if not positions and draw(st.booleans()):
+        return SparseTensor(values=values, dims=dims)
+    if draw(st.booleans()):
+        idx = np.array(positions, np.int64)
+    else:
+        idx = np.array(np.unravel_index(np.array(positions, np.intp), dims),
+                       np.int64).T.reshape(-1, len(dims))
+    return SparseTensor(values=values, indices=Tensor.from_numpy(idx), dims=dims)
 
 
 _dims = st.builds(Dimension, dim_value=st.one_of(st.none(), st.integers(-2, 5)),
@@ -324,9 +344,7 @@ def attributes(draw):
                          ("strings", st.lists(st.binary(max_size=2), max_size=2)),
                          ("tensors", st.lists(tensors(), max_size=2)),
                          ("tp", types), ("type_protos", st.lists(types, max_size=2)),
-                         ("sparse_tensor", st.builds(SparseTensor, values=tensors(),
-                                                     indices=tensors(), dims=st.lists(
-                                                         st.integers(0, 3), max_size=2)))):
+                         ("sparse_tensor", sparse_tensors())):
         if draw(st.integers(0, 4)) == 0:
             setattr(a, field, draw(strat))
     return a

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import tracemalloc
 
+import numpy as np
 import pytest
 
 import onemodel
@@ -148,3 +149,55 @@ def test_sixty_thousand_huge_dims_are_refused_with_a_short_message():
         decode_model(data)
     assert info.value.path == INIT
     assert len(str(info.value)) < 300
+
+
+def _sparse_model(values, indices, dims, where="initializer"):
+    from onnx import helper, numpy_helper
+    sp = helper.make_sparse_tensor(numpy_helper.from_array(values, "s"),
+                                   numpy_helper.from_array(indices, "i"), dims)
+    if where == "initializer":
+        g = helper.make_graph([helper.make_node("Identity", ["s"], ["y"])], "g", [],
+                              [helper.make_tensor_value_info("y", 1, None)],
+                              sparse_initializer=[sp])
+    else:
+        g = helper.make_graph([helper.make_node("Constant", [], ["y"], sparse_value=sp)], "g", [],
+                              [helper.make_tensor_value_info("y", 1, None)])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)]).SerializeToString()
+
+
+F32, I64 = np.float32, np.int64
+SPARSE_CASES = [
+    # (values, indices, dims, field, message)
+    (np.ones(2, F32), np.array([1, 9], I64), [4], "indices",
+     "index 9 at position 1 is outside the 4 elements of dims [4]"),
+    (np.ones(1, F32), np.array([-1], I64), [4], "indices",
+     "index -1 at position 0 is outside the 4 elements of dims [4]"),
+    (np.ones(1, F32), np.array([[0, 3]], I64), [2, 3], "indices",
+     "coordinate 3 of index 0 is outside dim 1 (3) of dims [2, 3]"),
+    (np.ones(1, F32), np.array([0, 1], I64), [4], "indices",
+     "indices of dims [2] for 1 values of a rank-1 tensor: [1] (linear) or [1, 1] (coordinates) "
+     "expected"),
+    (np.ones(2, F32), np.array([0, 1], np.int32), [4], "indices",
+     "indices of element type int32; int64 expected"),
+    (np.ones((1, 2), F32), np.array([0], I64), [4], "values",
+     "values of dims [1, 2]; a sparse tensor's values are 1-D [NNZ]"),
+    (np.ones(1, F32), np.array([0], I64), [2, -1], "dims",
+     "dimension -1 at index 1 of dims [2, -1] is negative"),
+]
+
+
+@pytest.mark.parametrize("where, at", [("initializer", "ModelProto.graph.sparse_initializer[0]"),
+                                       ("attribute", "ModelProto.graph.node[0].attribute[0]"
+                                                     ".sparse_tensor")])
+@pytest.mark.parametrize("values, indices, dims, field, message", SPARSE_CASES)
+def test_sparse_tensors_are_checked_with_their_field_path(where, at, values, indices, dims, field,
+                                                          message):
+    with pytest.raises(InvalidModelError) as info:
+        decode_model(_sparse_model(values, indices, dims, where))
+    assert (info.value.path, info.value.message) == (f"{at}.{field}", message)
+    assert info.value.offset is not None
+
+
+def test_a_valid_sparse_tensor_reads_and_densifies():
+    m = decode_model(_sparse_model(np.array([5, 6], F32), np.array([[0, 1], [1, 2]], I64), [2, 3]))
+    assert m.graph.sparse_initializers[0].to_dense().tolist() == [[0, 5, 0], [0, 0, 6]]
