@@ -26,7 +26,7 @@ def _name_of(target) -> str | None:
 
 
 def load(target, *, format: str | None = None, storage_options: dict | None = None,
-         progress=None, **options) -> Model:
+         progress=None, allow_outside: bool = False, **options) -> Model:
     """Read a model from a path, URL, bytes or Source.
 
     Args:
@@ -37,9 +37,12 @@ def load(target, *, format: str | None = None, storage_options: dict | None = No
             reader when it takes them (ONNX: for external data files under a URL).
         progress: a callable given byte counts as they are read (remote files), such as
             :class:`onemodel.storage.progress.Progress`.
-        options: passed to the format's reader, e.g. ``allow_outside=True`` for ONNX external
-            data outside the model's directory (Clause 15.3; never the default). An option the
-            reader does not take raises UnsupportedError naming it and those it takes.
+        allow_outside: resolve external data outside the model's directory (Clause 15.3; never
+            the default); given to a reader that takes it (ONNX). A format without external
+            data (OneModel) has nothing to resolve, so the same call serves any input format.
+        options: passed to the format's reader (ONNX: ``load_external``, ``base_dir``,
+            ``block_size``). An option the reader does not take raises UnsupportedError naming
+            it and those it takes.
     Returns:
         the :class:`~onemodel.ir.Model`. Tensors are views of the mapped file; use the model as a
         context manager (or call ``close()``) to release the map.
@@ -53,8 +56,9 @@ def load(target, *, format: str | None = None, storage_options: dict | None = No
         else:
             head = bytes(source.read(0, min(16, source.size)))
             plugin = formats.detect(head, _name_of(target) or source.name)
-        model = plugin.read(source, **_plugin_options(plugin.read, 1, options, storage_options,
-                                                      f"{plugin.name} input"))
+        model = plugin.read(source, **_plugin_options(
+            plugin.read, 1, options, f"{plugin.name} input", storage_options=storage_options,
+            allow_outside=allow_outside or None))
         model.format = plugin.name
         return model
     except OneModelError as e:
@@ -97,7 +101,8 @@ def save(model: Model, target, format: str | None = None, *,
         OneModelError; on error nothing is left at ``target``.
     """
     plugin = _plugin_for_target(target, format)
-    options = _plugin_options(plugin.write, 2, options, storage_options, f"{plugin.name} output")
+    options = _plugin_options(plugin.write, 2, options, f"{plugin.name} output",
+                              storage_options=storage_options)
     return _write(plugin, model, target, options, storage_options, progress)
 
 
@@ -114,13 +119,13 @@ def _write(plugin, model: Model, target, options: dict, storage_options, progres
     return result
 
 
-def _plugin_options(func, positional: int, options: dict, storage_options: dict | None,
-                    what: str) -> dict:
+def _plugin_options(func, positional: int, options: dict, what: str, **given) -> dict:
     """The keyword arguments for a format plugin's ``read`` or ``write`` (``func``, whose first
     ``positional`` parameters are the source, or the model and sink): ``options``, refused with
     UnsupportedError naming those ``func`` does not declare (``--inline`` for OneModel output,
-    a misspelt ``load_externall``) instead of being ignored, plus ``storage_options`` when
-    ``func`` declares that keyword. A plugin that declares ``**options`` takes any option."""
+    a misspelt ``load_externall``) instead of being ignored, plus each of ``given`` (what
+    load/save take for any format: ``storage_options``, ``allow_outside``) that is not ``None``
+    and that ``func`` declares. A plugin that declares ``**options`` takes any option."""
     import inspect
 
     params = list(inspect.signature(func).parameters.values())[positional:]
@@ -130,9 +135,8 @@ def _plugin_options(func, positional: int, options: dict, storage_options: dict 
         if unknown:
             raise UnsupportedError(f"{', '.join(unknown)} does not apply to {what} (it takes: "
                                    f"{', '.join(sorted(named)) or 'no options'})")
-    if storage_options is not None and "storage_options" in named:
-        options = {**options, "storage_options": storage_options}
-    return options
+    passed = {k: v for k, v in given.items() if v is not None and k in named}
+    return {**options, **passed} if passed else options
 
 
 @dataclass
@@ -164,8 +168,8 @@ def convert(src, dst, *, to: str | None = None, source_format: str | None = None
     from .ir import iter_tensors
 
     out_plugin = _plugin_for_target(dst, to)
-    options = _plugin_options(out_plugin.write, 2, write_options, storage_options,
-                              f"{out_plugin.name} output")
+    options = _plugin_options(out_plugin.write, 2, write_options, f"{out_plugin.name} output",
+                              storage_options=storage_options)
     model = load(src, format=source_format, storage_options=storage_options,
                  **(read_options or {}))
     with model:

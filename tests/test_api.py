@@ -54,20 +54,23 @@ def test_storage_options_go_only_to_plugins_that_declare_them(tmp_path, monkeypa
         seen.append(("plain", bytes(source.read(0, source.size))))
         return Model(ir_version=9)
 
-    def remote_read(source, *, storage_options=None):
-        seen.append(("remote", storage_options))
+    def remote_read(source, *, storage_options=None, allow_outside=False):
+        seen.append(("remote", storage_options, allow_outside))
         return Model(ir_version=9)
 
     for name, read in (("plain-toy", plain_read), ("remote-toy", remote_read)):
         monkeypatch.setitem(formats._PLUGINS, name,
                             Plugin(name, (), lambda head: False, read, lambda m, s: None))
-    with onemodel.load(b"toy bytes", format="plain-toy", storage_options={"anon": True}) as m:
+    with onemodel.load(b"toy bytes", format="plain-toy", storage_options={"anon": True},
+                       allow_outside=True) as m:
         assert m.format == "plain-toy"
-    with onemodel.load(b"toy bytes", format="remote-toy", storage_options={"anon": True}):
+    with onemodel.load(b"toy bytes", format="remote-toy", storage_options={"anon": True},
+                       allow_outside=True):
         pass
     with onemodel.load(b"toy bytes", format="remote-toy"):
         pass
-    assert seen == [("plain", b"toy bytes"), ("remote", {"anon": True}), ("remote", None)]
+    assert seen == [("plain", b"toy bytes"), ("remote", {"anon": True}, True),
+                    ("remote", None, False)]
     with pytest.raises(UnsupportedError, match=r"x does not apply to plain-toy input \(it "
                                                r"takes: no options\)"):
         onemodel.load(b"toy bytes", format="plain-toy", x=1)
@@ -103,3 +106,30 @@ def test_convert_sets_the_progress_total_to_the_tensor_bytes(tmp_path):
     assert result.tensors == 1 and result.tensor_bytes == 512 * 4
     assert bar.totals == [512 * 4]
     assert bar.moved == (tmp_path / "m.onemodel").stat().st_size
+
+
+def test_allow_outside_serves_any_input_format(tmp_path):
+    """allow_outside is a load-level policy: the ONNX reader gets it, a OneModel file (no
+    external data, nothing to resolve) reads the same with or without it, so one call (the
+    CLI's --allow-external-outside, verify of an .onnx against a .onemodel) serves both."""
+    outside = tmp_path / "shared.bin"
+    outside.write_bytes(np.arange(512, dtype=np.float32).tobytes())
+    w = onnx.TensorProto(name="w", data_type=onnx.TensorProto.FLOAT, dims=[512],
+                         data_location=onnx.TensorProto.EXTERNAL)
+    w.external_data.add(key="location", value="../shared.bin")
+    g = helper.make_graph([helper.make_node("Identity", ["w"], ["y"])], "g", [],
+                          [helper.make_tensor_value_info("y", 1, [512])], [w])
+    (tmp_path / "in").mkdir()
+    path = tmp_path / "in" / "m.onnx"
+    onnx.save_model(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    with pytest.raises(onemodel.InvalidModelError, match="parent-directory"):
+        onemodel.load(path)
+    with onemodel.load(path, allow_outside=True) as model:
+        (t,) = model.graph.initializers
+        assert np.array_equal(t.numpy(), np.arange(512, dtype=np.float32))
+        onemodel.save(model, tmp_path / "m.onemodel")
+    with onemodel.load(tmp_path / "m.onemodel", allow_outside=True) as a, \
+            onemodel.load(tmp_path / "m.onemodel") as b:
+        assert onemodel.compare_models(a, b) == []
+    report = onemodel.verify(path, tmp_path / "m.onemodel", read_options={"allow_outside": True})
+    assert report.equal
