@@ -9,7 +9,7 @@ from collections import Counter
 
 from .ir import Model, iter_graphs, iter_tensors
 from .ir.dtypes import name_of
-from .ir.entries import entries_to_dict
+from .ir.entries import entries_to_dict, normalize_domain
 
 
 def _value(vi) -> dict:
@@ -41,8 +41,8 @@ def summarize(model: Model) -> dict:
         for _, graph in iter_graphs(g):
             for n in graph.nodes:
                 nodes += 1
-                d = n.domain or ""
-                ops[f"{d}.{n.op_type}" if d not in ("", "ai.onnx") else (n.op_type or "")] += 1
+                d = normalize_domain(n.domain)
+                ops[f"{d}.{n.op_type}" if d else (n.op_type or "")] += 1
             for t in graph.initializers:
                 init_count += 1
                 nb = t.nbytes

@@ -48,6 +48,8 @@ import bisect
 import importlib
 from typing import Callable
 
+from ..ir.entries import normalize_domain
+
 Kernel = Callable[..., object]
 
 #: (domain, op_type) -> sorted list of (since, kernel), for the built-in kernels.
@@ -56,12 +58,6 @@ _BUILTIN: dict[tuple[str, str], list[tuple[int, Kernel]]] = {}
 _USER: dict[tuple[str, str], list[tuple[int, Kernel]]] = {}
 _loaded = False
 
-
-def normalize_domain(domain: str | None) -> str:
-    """``""`` for the default domain, whether written ``""``, ``None`` or ``"ai.onnx"``."""
-    if not domain or domain == "ai.onnx":
-        return ""
-    return domain
 
 
 def _add(table, domain: str, op_type: str, since: int, fn: Kernel) -> None:

@@ -35,7 +35,7 @@ from .memory import tune_allocator
 
 def _label(node: Node) -> str:
     name = f" '{node.name}'" if node.name else ""
-    dom = f"{node.domain}." if node.domain and node.domain != "ai.onnx" else ""
+    dom = f"{node.domain}." if registry.normalize_domain(node.domain) else ""
     return f"{dom}{node.op_type}{name}"
 
 

@@ -4,7 +4,7 @@ No I/O happens here; formats read bytes into these records and write them back.
 """
 
 from .dtypes import INFO, DataType, TypeInfo
-from .entries import IntIntListEntry, OperatorSetId, StringStringEntry
+from .entries import IntIntListEntry, OperatorSetId, StringStringEntry, normalize_domain
 from .model import (VALUE_FIELD, Attribute, AttributeType, DeviceConfiguration, Function, Graph,
                     Model, Node, NodeDeviceConfiguration, ShardedDim, ShardingSpec,
                     SimpleShardedDim, TensorAnnotation, TrainingInfo, ValueInfo)
@@ -24,5 +24,5 @@ __all__ = [
     "Record", "buffer_view", "record_class", "EXTERNAL", "Segment", "SparseTensor", "Tensor",
     "Dimension", "MapType", "OpaqueType", "OptionalType", "SequenceType", "Shape",
     "SparseTensorType", "TensorType", "Type", "MapValue", "OptionalValue", "SequenceValue",
-    "ValueKind", "graph_tensors", "iter_graphs", "iter_tensors",
+    "ValueKind", "graph_tensors", "iter_graphs", "iter_tensors", "normalize_domain",
 ]

@@ -15,6 +15,17 @@ class StringStringEntry(Record):
     FIELDS = (("key", STR, None), ("value", STR, None))
 
 
+DEFAULT_DOMAIN = "ai.onnx"  # the default operator set's name; "" (or absent) means it too
+
+
+def normalize_domain(domain: str | None) -> str:
+    """``""`` for the default ONNX domain, whether written ``""``, ``None`` or ``"ai.onnx"``
+    (Clause 5.3.2); any other domain as it is. Compare domains only after this."""
+    if not domain or domain == DEFAULT_DOMAIN:
+        return ""
+    return domain
+
+
 class OperatorSetId(Record):
     """An operator set import: ``domain`` and ``version`` (``OperatorSetIdProto``, Clause 5.3.2).
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from .record import (ARRAY, BYTES, F32, INT, LIST_BYTES, LIST_INT, LIST_MSG, LIST_STR, MSG, STR,
                      Record)
+from .entries import normalize_domain
 from .tensor import SparseTensor, Tensor
 from .types import Type
 
@@ -339,10 +340,9 @@ class Model(Record):
 
     def opset_version(self, domain: str = "") -> int | None:
         """The imported version of ``domain`` (``""`` and ``"ai.onnx"`` are the same), or None."""
-        want = "" if domain == "ai.onnx" else domain
+        want = normalize_domain(domain)
         for o in self.opset_imports:
-            d = o.domain or ""
-            if (d if d != "ai.onnx" else "") == want:
+            if normalize_domain(o.domain) == want:
                 return o.version
         return None
 

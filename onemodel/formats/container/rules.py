@@ -22,18 +22,14 @@ graphs of ``training_info`` (which the extension carries) are not checked.
 from __future__ import annotations
 
 from ...errors import InvalidModelError, UnsupportedError
+from ...ir.entries import normalize_domain
 from ...ir.model import Graph, Model
 from ...ir.order import stable_topological_order
 from ...limits import MAX_MODEL_NESTING
 
 
-def _norm(domain: str | None) -> str:
-    d = domain or ""
-    return "" if d == "ai.onnx" else d
-
-
 def _domains(opsets) -> set[str]:
-    return {_norm(o.domain) for o in opsets}
+    return {normalize_domain(o.domain) for o in opsets}
 
 
 def check_model(model: Model, *, prefix: str = "", paths: dict | None = None) -> dict[int, list]:
@@ -74,7 +70,7 @@ def _function_domains(nodes, path: str, domains: set, paths: dict, depth: int) -
         raise UnsupportedError("graphs nested too deep", path=path)
     for i, node in enumerate(nodes):
         npath = f"{path}.nodes[{i}]"
-        if _norm(node.domain) not in domains:
+        if normalize_domain(node.domain) not in domains:
             raise _undeclared(node, npath)
         for g, gpath in _subgraphs(node, npath, paths):
             _function_domains(g.nodes, gpath, domains, paths, depth + 1)
@@ -131,7 +127,7 @@ def _graph(g: Graph, gpath: str, outer: list, domains: set, orders: dict, paths:
 
     for i, node in enumerate(g.nodes):
         npath = f"{gpath}.nodes[{i}]"
-        if _norm(node.domain) not in domains:
+        if normalize_domain(node.domain) not in domains:
             raise _undeclared(node, npath)
         mine: set = set()
         for k, n in enumerate(node.inputs):
