@@ -20,10 +20,10 @@ from .errors import OneModelError, UnsupportedError
 from .ir import Model, Tensor
 from .ir.dtypes import INFO
 from .ir.record import ARRAY, BUFFER, F32, LIST_KINDS, LIST_MSG, MSG, Record
+from .ir.tensor import STORAGE_FIELDS
 
 #: Tensor fields that say where the contents are stored, not what they are.
-_LAYOUT_FIELDS = frozenset(("raw_data", "float_data", "int32_data", "string_data", "int64_data",
-                            "double_data", "uint64_data", "external_data", "data_location"))
+_LAYOUT_FIELDS = frozenset(STORAGE_FIELDS)
 
 
 @dataclass

@@ -26,7 +26,13 @@ from .record import (ARRAY, BUFFER, INT, LIST_BYTES, LIST_INT, LIST_MSG, MSG, ST
                      Record, buffer_view)
 
 EXTERNAL = 1  # TensorProto.DataLocation.EXTERNAL (Table B.20)
+#: The numeric typed-storage fields of TensorProto (Table 7; ``string_data`` is the STRING one).
 TYPED_FIELDS = ("float_data", "int32_data", "int64_data", "double_data", "uint64_data")
+#: The fields of an external reference (Clause 13).
+EXTERNAL_FIELDS = ("data_location", "external_data")
+#: Every field that says where and how a tensor's contents are stored (rather than what they
+#: are): raw, typed and string storage and the external reference.
+STORAGE_FIELDS = ("raw_data",) + TYPED_FIELDS + ("string_data",) + EXTERNAL_FIELDS
 
 _INT64_END = 1 << 63  # an element count at or past this does not fit a signed 64-bit integer
 
@@ -151,18 +157,19 @@ class Tensor(Record):
             return "raw"
         if self.string_data:
             return "strings"
-        for f in TYPED_FIELDS:
-            v = getattr(self, f)
-            if v is not None and len(v):
-                return "typed"
-        return "none"
+        return "typed" if self.typed_fields() else "none"
+
+    def typed_fields(self) -> list[str]:
+        """The numeric typed-storage fields (:data:`TYPED_FIELDS`) that hold values (normally
+        none or one; more is an error :func:`tensor_problem` reports)."""
+        return [f for f in TYPED_FIELDS if (v := getattr(self, f)) is not None and len(v)]
 
     def typed_field(self) -> str | None:
-        """Name of the typed-storage field holding the contents, or ``None``."""
-        for f in TYPED_FIELDS:
-            v = getattr(self, f)
-            if v is not None and len(v):
-                return f
+        """Name of the typed-storage field holding the contents (the first of
+        :meth:`typed_fields`, else ``string_data`` when it has strings), or ``None``."""
+        fields = self.typed_fields()
+        if fields:
+            return fields[0]
         return "string_data" if self.string_data else None
 
     def origin_of(self, buffer) -> tuple | None:
@@ -404,7 +411,7 @@ def tensor_problem(t: "Tensor") -> tuple[type, str] | None:
     except OneModelError as e:
         return type(e), e.message
     code = t.data_type or 0
-    typed = [f for f in TYPED_FIELDS if (v := getattr(t, f)) is not None and len(v)]
+    typed = t.typed_fields()
     forms = len(typed) + (t.raw_data is not None) + bool(t.string_data)
     external = t.data_location == EXTERNAL
     if external and forms:
@@ -533,6 +540,7 @@ def raw_to_typed(code: int, raw, count: int) -> tuple[str, np.ndarray]:
     return field, arr.astype(TYPED_FIELD_DTYPE[field])
 
 
-__all__ = ["Tensor", "SparseTensor", "Segment", "LazyBuffer", "EXTERNAL", "element_count",
+__all__ = ["Tensor", "SparseTensor", "Segment", "LazyBuffer", "EXTERNAL", "TYPED_FIELDS",
+           "EXTERNAL_FIELDS", "STORAGE_FIELDS", "element_count",
            "dims_text", "tensor_problem", "sparse_problem", "typed_to_array", "typed_to_raw",
            "raw_to_typed"]

@@ -136,3 +136,21 @@ def test_sparse_problem_leaves_lazy_indices_unread_but_to_dense_checks_them():
     with pytest.raises(InvalidModelError, match="index 7 at position 0 is outside"):
         st.to_dense()
     assert sparse_problem(_sparse([5.0], [7], [4]), check_range=False) is None
+
+
+def test_storage_field_lists_name_the_tensor_fields_that_hold_contents():
+    from onemodel.ir.tensor import EXTERNAL_FIELDS, STORAGE_FIELDS, TYPED_FIELDS
+    described = {"dims", "data_type", "segment", "name", "doc_string", "metadata_props"}
+    assert set(STORAGE_FIELDS) == {f for f, _, _ in Tensor.FIELDS} - described
+    assert len(STORAGE_FIELDS) == len(set(STORAGE_FIELDS))
+    assert set(TYPED_FIELDS) == {i.typed_field for i in INFO.values()} - {"string_data"}
+    assert set(EXTERNAL_FIELDS) == {"data_location", "external_data"}
+
+
+def test_typed_fields_lists_the_fields_with_values():
+    t = Tensor(data_type=1, dims=[1], float_data=np.ones(1, "<f4"),
+               int64_data=np.zeros(0, "<i8"), double_data=np.ones(1, "<f8"))
+    assert t.typed_fields() == ["float_data", "double_data"]
+    assert t.typed_field() == "float_data" and t.storage == "typed"
+    assert Tensor(data_type=8, dims=[1], string_data=[b"a"]).typed_field() == "string_data"
+    assert Tensor(data_type=1, dims=[0]).typed_field() is None

@@ -28,14 +28,13 @@ import numpy as np
 from ...ir.record import (ARRAY, BUFFER, F32, LIST_BYTES, LIST_INT, LIST_KINDS, LIST_MSG,
                           LIST_STR, MSG, STR, _same, record_class)
 from ...ir.model import VALUE_FIELD, AttributeType
-from ...ir.tensor import EXTERNAL
+from ...ir.tensor import EXTERNAL, EXTERNAL_FIELDS, TYPED_FIELDS
 from . import extension
 from .schema import CODEC_CLASSES, v1_attribute_type
 
 #: Where a tensor's contents were stored. The data region holds the contents themselves (in raw
 #: layout); these fields say only where the ONNX file kept them.
-TENSOR_STORAGE = frozenset(("external_data", "data_location", "float_data", "int32_data",
-                            "int64_data", "double_data", "uint64_data"))
+TENSOR_STORAGE = frozenset(TYPED_FIELDS + EXTERNAL_FIELDS)
 
 #: ``(record class name, field name)``: fields a plain version 1 manifest object has no place for.
 V1_UNHELD = frozenset(

@@ -71,7 +71,7 @@ from ...errors import InvalidModelError, IoError, OneModelError, UnsupportedErro
 from ...ir.dtypes import INFO, DataType
 from ...ir.entries import StringStringEntry
 from ...ir.record import LazyBuffer, buffer_view
-from ...ir.tensor import EXTERNAL
+from ...ir.tensor import EXTERNAL, STORAGE_FIELDS
 from ...ir.walk import iter_tensors
 from ...limits import EXTERNAL_DATA_ALIGNMENT
 from ...storage.hashing import HashingSink
@@ -83,8 +83,7 @@ from .paths import proto_path
 
 LAYOUTS = ("keep", "inline", "file", "per_tensor")
 
-_STORAGE_FIELDS = ("data_location", "external_data", "raw_data", "origin", "float_data",
-                   "int32_data", "int64_data", "double_data", "uint64_data")
+_STORAGE_FIELDS = STORAGE_FIELDS + ("origin",)
 _INITIALIZER = re.compile(r"\.initializers\[\d+\]$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _RESERVED = frozenset(["CON", "PRN", "AUX", "NUL"] + [f"COM{i}" for i in range(1, 10)]
