@@ -72,6 +72,16 @@ def buffer_view(buf) -> memoryview:
     return mv
 
 
+def buffer_nbytes(buf) -> int:
+    """The length in bytes of a BUFFER field's value (bytes, memoryview of any format, ndarray
+    of any dtype, or LazyBuffer, which is not fetched)."""
+    if isinstance(buf, LazyBuffer):
+        return buf.nbytes
+    if isinstance(buf, (bytes, bytearray)):
+        return len(buf)
+    return memoryview(buf).nbytes
+
+
 def _same(kind: str, a: Any, b: Any) -> bool:
     if a is None or b is None:
         return a is None and b is None

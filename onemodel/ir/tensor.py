@@ -23,7 +23,7 @@ from ..limits import MAX_ELEMENT_COUNT
 from .dtypes import (FROM_NUMPY, INFO, TYPED_FIELD_DTYPE, DataType, name_of, pack_bits,
                      unpack_bits)
 from .record import (ARRAY, BUFFER, INT, LIST_BYTES, LIST_INT, LIST_MSG, MSG, STR, LazyBuffer,
-                     Record, buffer_view)
+                     Record, buffer_nbytes, buffer_view)
 
 EXTERNAL = 1  # TensorProto.DataLocation.EXTERNAL (Table B.20)
 #: The numeric typed-storage fields of TensorProto (Table 7; ``string_data`` is the STRING one).
@@ -436,7 +436,7 @@ def tensor_problem(t: "Tensor") -> tuple[type, str] | None:
     if t.string_data:
         return InvalidModelError, f"{info.name} tensor with contents in string_data"
     if t.raw_data is not None:
-        n = t.raw_data.nbytes if isinstance(t.raw_data, LazyBuffer) else len(t.raw_data)
+        n = buffer_nbytes(t.raw_data)
         want = info.raw_nbytes(count)
         if n != want:
             return InvalidModelError, (f"raw_data holds {n} bytes; dims {dims_text(dims)} of "

@@ -154,3 +154,21 @@ def test_typed_fields_lists_the_fields_with_values():
     assert t.typed_field() == "float_data" and t.storage == "typed"
     assert Tensor(data_type=8, dims=[1], string_data=[b"a"]).typed_field() == "string_data"
     assert Tensor(data_type=1, dims=[0]).typed_field() is None
+
+
+@pytest.mark.parametrize("buf, n", [
+    (b"abc", 3), (bytearray(5), 5), (memoryview(np.zeros((2, 3), "<f4")), 24),
+    (np.zeros(3, "<f8"), 24), (np.zeros((2, 2), np.uint8), 4), (_Lazy(bytes(7)), 7)])
+def test_buffer_nbytes_counts_bytes_whatever_the_buffer(buf, n):
+    from onemodel.ir import buffer_nbytes
+    assert buffer_nbytes(buf) == n
+    if isinstance(buf, _Lazy):
+        assert not buf.fetched
+
+
+def test_raw_data_as_a_float_array_is_checked_by_its_bytes():
+    t = Tensor(data_type=1, dims=[3], raw_data=np.zeros(3, "<f4"))  # 12 bytes, 3 items
+    assert tensor_problem(t) is None
+    t.raw_data = np.zeros(12, "<f4")
+    assert tensor_problem(t) == (InvalidModelError, "raw_data holds 48 bytes; dims [3] of FLOAT "
+                                                    "need 12")

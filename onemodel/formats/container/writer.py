@@ -22,7 +22,7 @@ import numpy as np
 from ...errors import InvalidModelError, UnsupportedError
 from ...ir.dtypes import INFO
 from ...ir.model import Model
-from ...ir.record import LazyBuffer, _same, buffer_view, record_class
+from ...ir.record import _same, buffer_nbytes, buffer_view, record_class
 from ...ir.tensor import EXTERNAL, raw_to_typed, sparse_problem, tensor_problem, typed_to_raw
 from ...ir.walk import iter_tensors
 from ...limits import MAX_CONTAINER_TENSOR_BYTES, MAX_MANIFEST_BYTES
@@ -155,19 +155,13 @@ class Writer:
                             rederivable=back_field == field and _same("array", values, back))
             else:
                 plan = Plan(t, nbytes, "none", array=np.zeros(0, np.uint8))
-        have = _length(plan.buffer if plan.array is None else plan.array)
+        have = buffer_nbytes(plan.buffer if plan.array is None else plan.array)
         if have != nbytes:
             raise InvalidModelError(f"{have} bytes of contents for {count} elements of "
                                     f"{info.name} ({nbytes} bytes)", path=path)
         plan.data = {"offset": 0, "length": nbytes}
         self.plans[id(t)] = plan
         return plan.data
-
-
-def _length(buf) -> int:
-    if isinstance(buf, LazyBuffer):
-        return buf.nbytes
-    return buffer_view(buf).nbytes
 
 
 def _collect(tree, by_data: dict) -> list:

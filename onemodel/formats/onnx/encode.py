@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir.record import LazyBuffer, buffer_view
+from ...ir.record import LazyBuffer, buffer_nbytes, buffer_view
 from ..protobuf import encode_packed_varints, encode_varint
 from .schema import BY_CLASS, BYTES, DOUBLE, ENUM, FLOAT, INT32, INT64, MESSAGE, RAW, STRING, UINT64
 
@@ -134,11 +134,8 @@ def _encode(obj, msg, out: bytearray, parts: list) -> bytearray:
             out += _v(len(v))
             out += v
         elif kind == RAW:
-            if isinstance(v, LazyBuffer):
-                n, view = v.nbytes, None
-            else:
-                view = buffer_view(v)
-                n = view.nbytes
+            n = buffer_nbytes(v)
+            view = None if isinstance(v, LazyBuffer) else buffer_view(v)
             out += f.key
             out += _v(n)
             if view is None or n >= BIG or (n >= SMALL and obj.origin is not None

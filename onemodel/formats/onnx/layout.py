@@ -70,7 +70,7 @@ from ... import limits
 from ...errors import InvalidModelError, IoError, OneModelError, UnsupportedError
 from ...ir.dtypes import INFO, DataType
 from ...ir.entries import StringStringEntry
-from ...ir.record import LazyBuffer, buffer_view
+from ...ir.record import buffer_nbytes, buffer_view
 from ...ir.tensor import EXTERNAL, STORAGE_FIELDS
 from ...ir.walk import iter_tensors
 from ...limits import EXTERNAL_DATA_ALIGNMENT
@@ -143,10 +143,6 @@ def _contents(model, t):
     if t.raw_data is not None:
         return t.raw_data, t.origin_of(t.raw_data)
     return t.raw_view(), None
-
-
-def _nbytes(buf) -> int:
-    return buf.nbytes if isinstance(buf, LazyBuffer) else len(buffer_view(buf))
 
 
 def _movable(path: str, t, threshold: int, convert_attributes: bool) -> bool:
@@ -253,7 +249,7 @@ def _plan_keep(model, t, files, out_base, allow_outside) -> None:
             return
         _contents(model, t)  # raises: not loaded
     buf = t.external
-    n = _nbytes(buf)
+    n = buffer_nbytes(buf)
     if ref.length is not None and ref.length != n:
         raise InvalidModelError(f"tensor {t.name!r} holds {n} bytes but its reference says "
                                 f"length {ref.length}", path=proto_path(model, t))
