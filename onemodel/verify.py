@@ -19,7 +19,7 @@ import numpy as np
 from .errors import OneModelError, UnsupportedError
 from .ir import Model, Tensor
 from .ir.dtypes import INFO
-from .ir.record import ARRAY, BUFFER, F32, LIST_KINDS, LIST_MSG, MSG, Record
+from .ir.record import ARRAY, BUFFER, F32, LIST_MSG, MSG, Record, is_empty
 from .ir.tensor import STORAGE_FIELDS
 
 #: Tensor fields that say where the contents are stored, not what they are.
@@ -66,20 +66,6 @@ def _fmt(kind: str, v) -> str:
         return f"{float(v)!r} (0x{int(np.float32(v).view(np.uint32)):08X})"
     r = repr(v)
     return r if len(r) <= 60 else r[:57] + "..."
-
-
-def _empty(kind: str, v) -> bool:
-    if v is None:
-        return True
-    if kind == ARRAY:
-        return np.asarray(v).size == 0
-    if kind in LIST_KINDS:
-        return not v
-    if kind == F32:
-        return np.float32(v).view(np.uint32) == 0
-    if kind == BUFFER:
-        return len(v) == 0
-    return v == "" or v == 0 or v == b""
 
 
 class _Walker:
@@ -135,7 +121,7 @@ class _Walker:
                      f"{len(a.unknown)} vs {len(b.unknown)} bytes of unknown fields")
 
     def value(self, kind: str, x, y, p: str) -> None:
-        if self.loose and _empty(kind, x) and _empty(kind, y):
+        if self.loose and is_empty(kind, x) and is_empty(kind, y):
             return
         if x is None or y is None:
             if x is not None or y is not None:

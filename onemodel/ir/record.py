@@ -82,6 +82,25 @@ def buffer_nbytes(buf) -> int:
     return memoryview(buf).nbytes
 
 
+def is_empty(kind: str, v: Any) -> bool:
+    """True when a field value of kind ``kind`` says nothing: absent (``None``), ``""``, ``0``,
+    ``b""``, a float of bit pattern 0 (+0.0, not -0.0), an empty list, array or buffer.
+
+    Absent and empty differ in the model (and on the wire); comparisons that look only at
+    meaning (``verify`` loose, the ``strict_v1`` report) treat them alike through this."""
+    if v is None:
+        return True
+    if kind == ARRAY:
+        return np.asarray(v).size == 0
+    if kind in LIST_KINDS:
+        return not v
+    if kind == F32:
+        return int(np.float32(v).view(np.uint32)) == 0
+    if kind == BUFFER:
+        return buffer_nbytes(v) == 0
+    return v == "" or v == 0 or v == b""
+
+
 def _same(kind: str, a: Any, b: Any) -> bool:
     if a is None or b is None:
         return a is None and b is None

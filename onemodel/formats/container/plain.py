@@ -26,9 +26,10 @@ import re
 import numpy as np
 
 from ...ir.record import (ARRAY, BUFFER, F32, LIST_BYTES, LIST_INT, LIST_KINDS, LIST_MSG,
-                          LIST_STR, MSG, STR, _same, record_class)
+                          LIST_STR, MSG, STR, _same, is_empty, record_class)
 from ...ir.model import VALUE_FIELD, AttributeType
 from ...ir.tensor import EXTERNAL, EXTERNAL_FIELDS, TYPED_FIELDS
+from ...ir.types import KINDS as TYPE_KINDS
 from . import extension
 from .schema import CODEC_CLASSES, v1_attribute_type
 
@@ -52,10 +53,7 @@ for _cls, _field in V1_UNHELD:
     _BY_CLASS[_cls] = _BY_CLASS.get(_cls, frozenset()) | {_field}
 _EMPTY: frozenset = frozenset()
 
-_ATTRIBUTE_VALUES = ("f", "i", "s", "t", "g", "floats", "ints", "strings", "tensors", "graphs",
-                     "tp", "type_protos", "sparse_tensor", "sparse_tensors")
-_TYPE_KINDS = ("tensor_type", "sequence_type", "map_type", "optional_type",
-               "sparse_tensor_type", "opaque_type")
+_ATTRIBUTE_VALUES = frozenset(VALUE_FIELD.values())
 
 
 def v1_unheld(record) -> frozenset:
@@ -69,13 +67,13 @@ def v1_unheld(record) -> frozenset:
     fixed = _BY_CLASS.get(name, _EMPTY)
     if name == "Attribute":
         if record.ref_attr_name:
-            return fixed | frozenset(_ATTRIBUTE_VALUES)
+            return fixed | _ATTRIBUTE_VALUES
         kept = VALUE_FIELD[AttributeType(v1_attribute_type(record))]
-        return fixed | frozenset(f for f in _ATTRIBUTE_VALUES if f != kept)
+        return fixed | (_ATTRIBUTE_VALUES - {kept})
     if name == "Type":
-        first = next((k for k in _TYPE_KINDS if getattr(record, k) is not None), None)
+        first = record.kind
         if first is not None:
-            return fixed | frozenset(k for k in _TYPE_KINDS if k != first)
+            return fixed | frozenset(k for k in TYPE_KINDS if k != f"{first}_type")
     return fixed
 
 
@@ -90,7 +88,7 @@ _KEYS = {"doc_string": "doc", "op_type": "op", "ref_attr_name": "ref", "data_typ
          ("Model", "metadata_props"): "metadata", ("TensorType", "elem_type"): "elem",
          ("SparseTensorType", "elem_type"): "elem", ("MapType", "key_type"): "key",
          ("Shape", "dims"): ""}
-_KEYS.update((("Type", k), "") for k in _TYPE_KINDS)
+_KEYS.update((("Type", k), "") for k in TYPE_KINDS)
 
 class _Children(dict):
     """``(class name, field name)`` -> the class name of a MSG / LIST_MSG field's records."""
@@ -164,18 +162,6 @@ def _not_utf8(kind, v) -> bool:
         return True
 
 
-def _empty(kind, v) -> bool:
-    if kind == ARRAY:
-        return np.asarray(v).size == 0
-    if kind in LIST_KINDS:
-        return not v
-    if kind == F32:
-        return int(np.float32(v).view(np.uint32)) == 0
-    if kind == BUFFER:
-        return len(v) == 0
-    return v == "" or v == 0 or v == b""
-
-
 def _value_change(kind, a, n) -> str:
     """What happens to a held value ``a`` that a plain reader reads as ``n``."""
     if _not_utf8(kind, a):
@@ -184,7 +170,7 @@ def _value_change(kind, a, n) -> str:
         if kind == MSG:
             return "absent in the ONNX file; written as an empty placeholder"
         return f"absent in the ONNX file; a plain reader reads {_show(kind, n)}"
-    if n is None and _empty(kind, a):
+    if n is None and is_empty(kind, a):
         return (f"explicitly {_show(kind, a)} in the ONNX file; a plain reader reads it as "
                 "absent (same meaning, only its presence differs)")
     return f"{_show(kind, a)} in the ONNX file; a plain reader reads {_show(kind, n)}"

@@ -49,9 +49,6 @@ CODEC_CLASSES = frozenset(("Model", "Graph", "ValueInfo", "Node", "Attribute", "
 #: Classes that open a nesting level (section 3.1; a function counts as a graph).
 LEVEL_CLASSES = frozenset(("Graph", "Type", "Function"))
 
-_TYPE_KINDS = (("tensor_type", "tensor"), ("sequence_type", "sequence"), ("map_type", "map"),
-               ("optional_type", "optional"), ("sparse_tensor_type", "sparse_tensor"),
-               ("opaque_type", "opaque"))
 _A = AttributeType
 
 
@@ -525,13 +522,10 @@ def _encode_dim(d: Dimension, path: str):
 
 def encode_type(t: Type, w, path: str, lvl: int) -> dict:
     lvl = open_level(lvl, "type", path)
-    for field, kind in _TYPE_KINDS:
-        v = getattr(t, field)
-        if v is not None:
-            break
-    else:
+    kind, v = t.kind, t.value  # the first kind set (ir.types.KINDS order)
+    if kind is None:
         return {"kind": "tensor", "elem": 0}
-    p = f"{path}.{field}"
+    p = f"{path}.{kind}_type"
     obj = {"kind": kind}
     if kind in ("tensor", "sparse_tensor"):
         obj["elem"] = int64(v.elem_type or 0, f"{p}.elem_type")
