@@ -19,7 +19,7 @@ import numpy as np
 from .errors import OneModelError, UnsupportedError
 from .ir import Model, Tensor
 from .ir.dtypes import INFO
-from .ir.record import ARRAY, BUFFER, F32, LIST_MSG, MSG, Record, is_empty
+from .ir.record import ARRAY, BUFFER, F32, LIST_MSG, MSG, Record, is_empty, same_bytes
 from .ir.tensor import STORAGE_FIELDS
 
 #: Tensor fields that say where the contents are stored, not what they are.
@@ -132,7 +132,8 @@ class _Walker:
                 self.add(p, f"{_fmt(kind, x)} vs {_fmt(kind, y)}")
         elif kind == ARRAY:
             xa, ya = np.asarray(x), np.asarray(y)
-            if xa.shape != ya.shape or xa.tobytes() != ya.tobytes():
+            if xa.shape != ya.shape or not same_bytes(np.ascontiguousarray(xa),
+                                                      np.ascontiguousarray(ya)):
                 self.add(p, f"arrays differ ({xa.size} vs {ya.size} values)")
         elif kind == BUFFER:
             if bytes(x) != bytes(y):
@@ -158,7 +159,7 @@ class _Walker:
             return
         if len(ra) != len(rb):
             self.add(p, f"{len(ra)} vs {len(rb)} bytes")
-        elif ra != rb:
+        elif not same_bytes(ra, rb):
             xa = np.frombuffer(ra, dtype=np.uint8)
             xb = np.frombuffer(rb, dtype=np.uint8)
             first = int(np.flatnonzero(xa != xb)[0])

@@ -82,6 +82,31 @@ def buffer_nbytes(buf) -> int:
     return memoryview(buf).nbytes
 
 
+_SAME_SMALL = 2048      # below this many bytes memoryview == is the fastest comparison
+_SAME_BLOCK = 1 << 20   # bytes numpy compares at a time (bounds its temporary array)
+
+
+def same_bytes(a, b) -> bool:
+    """Whether two BUFFER values (bytes, memoryview, C-contiguous ndarray or LazyBuffer, which
+    is fetched) hold the same bytes.
+
+    Small buffers compare with ``memoryview ==``; larger ones with ``numpy.array_equal`` on
+    uint8 views, 1 MiB at a time: about ten times faster than ``memoryview ==`` (which compares
+    item by item through the buffer protocol), with at most 1 MiB of temporary memory.
+    """
+    va, vb = buffer_view(a), buffer_view(b)
+    n = va.nbytes
+    if n != vb.nbytes:
+        return False
+    if n < _SAME_SMALL:
+        return va == vb
+    xa, xb = np.frombuffer(va, dtype=np.uint8), np.frombuffer(vb, dtype=np.uint8)
+    for i in range(0, n, _SAME_BLOCK):
+        if not np.array_equal(xa[i:i + _SAME_BLOCK], xb[i:i + _SAME_BLOCK]):
+            return False
+    return True
+
+
 def is_empty(kind: str, v: Any) -> bool:
     """True when a field value of kind ``kind`` says nothing: absent (``None``), ``""``, ``0``,
     ``b""``, a float of bit pattern 0 (+0.0, not -0.0), an empty list, array or buffer.
@@ -108,9 +133,10 @@ def _same(kind: str, a: Any, b: Any) -> bool:
         return np.float32(a).view(np.uint32) == np.float32(b).view(np.uint32)
     if kind == ARRAY:
         a, b = np.asarray(a), np.asarray(b)
-        return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+        return (a.dtype == b.dtype and a.shape == b.shape
+                and same_bytes(np.ascontiguousarray(a), np.ascontiguousarray(b)))
     if kind == BUFFER:
-        return buffer_view(a) == buffer_view(b)
+        return same_bytes(a, b)
     return a == b
 
 

@@ -70,7 +70,7 @@ from ... import limits
 from ...errors import InvalidModelError, IoError, OneModelError, UnsupportedError
 from ...ir.dtypes import INFO, DataType
 from ...ir.entries import StringStringEntry
-from ...ir.record import buffer_nbytes, buffer_view
+from ...ir.record import buffer_nbytes, buffer_view, same_bytes
 from ...ir.tensor import EXTERNAL, STORAGE_FIELDS
 from ...ir.walk import iter_tensors
 from ...limits import EXTERNAL_DATA_ALIGNMENT
@@ -416,7 +416,7 @@ def _same_bytes(a: _Slot, b: _Slot, start: int, end: int) -> bool:
         return True
     va = buffer_view(a.buffer)[start - a.offset:end - a.offset]
     vb = buffer_view(b.buffer)[start - b.offset:end - b.offset]
-    return va == vb
+    return same_bytes(va, vb)
 
 
 def _write_data_file(model, df: _DataFile, sink) -> str | None:
