@@ -153,3 +153,30 @@ def test_a_valid_sparse_tensor_reads_and_an_invalid_one_is_not_written():
     with pytest.raises(InvalidModelError, match="coordinate 2 of index 1 is outside dim 0") as e:
         write_bytes(m)
     assert e.value.path == "graph.sparse_initializers[0].indices"
+
+
+# -- no catch-all: every check names its field, and a bug in the reader is not hidden ---------
+def test_a_bug_in_the_reader_surfaces_instead_of_reading_as_a_malformed_file(monkeypatch):
+    from onemodel.formats.container import schema
+
+    def broken(obj, ctx, path, lvl):
+        raise KeyError("a bug, not a property of the file")
+
+    monkeypatch.setitem(schema.DECODE, "Node", broken)
+    with pytest.raises(KeyError, match="a bug"):
+        _read(_manifest({"nodes": [NODE], "inputs": [{"name": "X"}]}))
+
+
+@pytest.mark.parametrize("graph, path", [
+    ({"nodes": [dict(NODE, attributes=[{"name": "a", "type": 7, "value": "x"}])]},
+     "manifest.graph.nodes[0].attributes[0].value"),
+    ({"nodes": [dict(NODE, onnx={"metadata_props": [{"key": 5}]})]},
+     "manifest.graph.nodes[0].onnx.metadata_props[0].key"),
+    ({"nodes": [dict(NODE, onnx={"attributes": 3})]}, "manifest.graph.nodes[0].onnx.attributes"),
+    ({"initializers": [dict(W, name="W", onnx={"typed": "no_such_field"})]},
+     "manifest.graph.initializers[0].onnx.typed"),
+])
+def test_wrong_json_types_are_malformed_with_their_path(graph, path):
+    with pytest.raises(MalformedError) as info:
+        _read(_manifest(dict({"inputs": [{"name": "X"}]}, **graph)), bytes(8))
+    assert info.value.path == path
