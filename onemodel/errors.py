@@ -101,5 +101,3 @@ class IoError(OneModelError):
 
     kind = "Io"
 
-
-BY_KIND = {cls.kind: cls for cls in (MalformedError, InvalidModelError, UnsupportedError, IoError)}

@@ -19,7 +19,7 @@ import numpy as np
 from .errors import OneModelError, UnsupportedError
 from .ir import Model, Tensor
 from .ir.dtypes import INFO
-from .ir.record import ARRAY, BUFFER, F32, LIST_MSG, MSG, Record, is_empty, same_bytes
+from .ir.record import ARRAY, F32, LIST_MSG, MSG, Record, is_empty, same_bytes
 from .ir.tensor import STORAGE_FIELDS
 
 #: Tensor fields that say where the contents are stored, not what they are.
@@ -135,9 +135,6 @@ class _Walker:
             if xa.shape != ya.shape or not same_bytes(np.ascontiguousarray(xa),
                                                       np.ascontiguousarray(ya)):
                 self.add(p, f"arrays differ ({xa.size} vs {ya.size} values)")
-        elif kind == BUFFER:
-            if bytes(x) != bytes(y):
-                self.add(p, "bytes differ")
         elif x != y:
             self.add(p, f"{_fmt(kind, x)} vs {_fmt(kind, y)}")
 

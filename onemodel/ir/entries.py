@@ -45,7 +45,3 @@ def entries_to_dict(entries: list[StringStringEntry]) -> dict[str, str]:
     """Metadata entries as a dict (absent keys and values read as ``""``; the last key wins)."""
     return {e.key or "": e.value or "" for e in entries}
 
-
-def dict_to_entries(mapping: dict[str, str]) -> list[StringStringEntry]:
-    """A dict as metadata entries, in the dict's order."""
-    return [StringStringEntry(key=k, value=v) for k, v in mapping.items()]

@@ -187,7 +187,7 @@ class Record(metaclass=_RecordMeta):
             return NotImplemented
         for name, kind, _ in self.FIELDS:
             a, b = getattr(self, name), getattr(other, name)
-            if kind == LIST_MSG or kind in LIST_KINDS:
+            if kind in LIST_KINDS:
                 if len(a) != len(b) or any(x != y for x, y in zip(a, b)):
                     return False
             elif not _same(kind, a, b):
@@ -242,13 +242,3 @@ class Record(metaclass=_RecordMeta):
             setattr(new, name, getattr(self, name))
         new.unknown = self.unknown
         return new
-
-    def present_fields(self):
-        """Yield ``(name, kind, value)`` for every field that is present (set and non-empty)."""
-        for name, kind, _ in self.FIELDS:
-            v = getattr(self, name)
-            if v is None or (kind in LIST_KINDS and not v):
-                continue
-            if kind == ARRAY and np.asarray(v).size == 0:
-                continue
-            yield name, kind, v
