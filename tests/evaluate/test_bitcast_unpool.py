@@ -94,3 +94,12 @@ def test_max_unpool_index_out_of_range_is_refused():
     model = node_model("MaxUnpool", feeds, ["y", "i"], ["z"], opset=22, kernel_shape=[2, 2])
     with pytest.raises(InvalidModelError, match="outside"):
         ours(model, feeds)
+
+
+def test_max_unpool_output_shape_of_2_60_elements_is_refused_before_allocating():
+    from onemodel.errors import UnsupportedError
+    feeds = {"y": np.ones((1, 1, 1, 1), np.float32), "i": np.array([[[[0]]]], np.int64),
+             "s": np.array([1, 1, 1 << 30, 1 << 30], np.int64)}
+    model = node_model("MaxUnpool", feeds, ["y", "i", "s"], ["z"], opset=22, kernel_shape=[2, 2])
+    with pytest.raises(UnsupportedError, match=r"2\^60 or more"):
+        ours(model, feeds)

@@ -14,8 +14,8 @@ import math
 
 import numpy as np
 
-from ... import limits
 from ...errors import InvalidModelError, UnsupportedError
+from ...ir.tensor import element_count
 from ..registry import op
 from .conv import conv_pads, padded, taps
 from ._util import back, wide
@@ -194,8 +194,9 @@ def max_unpool(ctx, x, indices, output_shape=None):
         if len(shape) != x.ndim or any(o < i for o, i in zip(shape, inferred)):
             raise InvalidModelError(f"MaxUnpool output_shape {list(shape)} is smaller than the "
                                     f"unpooled shape {list(inferred)}")
-    if any(d < 0 for d in inferred) or math.prod(shape) > limits.MAX_ELEMENT_COUNT:
-        raise InvalidModelError(f"MaxUnpool output shape {list(shape)} is not valid")
+    if any(d < 0 for d in inferred):
+        raise InvalidModelError(f"MaxUnpool output shape {list(inferred)} is not valid")
+    element_count(shape)  # UnsupportedError at 2^60 elements or more
     total = math.prod(inferred)
     flat = indices.reshape(-1).astype(np.int64)
     if flat.size and (flat.min() < 0 or flat.max() >= total):
