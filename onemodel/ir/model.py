@@ -347,8 +347,23 @@ class Model(Record):
         return None
 
     def close(self) -> None:
-        """Release the maps and files this model reads from. Safe to call more than once."""
+        """Release the maps and files this model reads from. Safe to call more than once.
+
+        The tensors' views of those files are released first, so the maps are unmapped and the
+        descriptors closed now; reading a tensor's contents afterwards raises IoError. An array
+        taken from a tensor before stays valid: its map is then unmapped when the array goes.
+        """
         res, self.resources = self.resources or [], None
+        if res:
+            from .walk import iter_tensors
+            for _, t in iter_tensors(self):
+                t.origin = None
+                for v in (t.raw_data, t.external):
+                    if isinstance(v, memoryview):
+                        try:
+                            v.release()
+                        except BufferError:
+                            pass  # an array still views these bytes
         for r in reversed(res):
             r.close()
 

@@ -32,6 +32,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..errors import IoError
+
 STR, BYTES, INT, F32, MSG = "str", "bytes", "int", "f32", "msg"
 LIST_STR, LIST_BYTES, LIST_INT, LIST_MSG = "list_str", "list_bytes", "list_int", "list_msg"
 ARRAY, BUFFER = "array", "buffer"
@@ -66,7 +68,10 @@ def buffer_view(buf) -> memoryview:
     """A memoryview of a BUFFER field's value (bytes, memoryview, ndarray or LazyBuffer)."""
     if isinstance(buf, LazyBuffer):
         return buf.view()
-    mv = memoryview(buf)
+    try:
+        mv = memoryview(buf)
+    except ValueError:  # a released view: Model.close() gave the file back
+        raise IoError("the contents of this tensor are gone: its model was closed") from None
     if mv.ndim != 1 or mv.itemsize != 1:
         mv = mv.cast("B")
     return mv
