@@ -485,6 +485,11 @@ def stream_pieces(pieces, sink) -> None:
             sink.write(piece)
 
 
+#: Largest accepted alignment of data file offsets, in bytes (every tensor may be preceded by
+#: that much padding, so a larger value only wastes disk).
+MAX_ALIGN = 1 << 20
+
+
 def write_layout(model, sink, *, layout: str | None = None, external_data: str | None = None,
                  threshold: int = 1024, align: int = EXTERNAL_DATA_ALIGNMENT,
                  force: bool = False, base_dir=None, allow_outside: bool = False,
@@ -530,8 +535,10 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
     if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0:
         raise UnsupportedError(f"threshold must be a non-negative integer (bytes), not "
                                f"{threshold!r}")
-    if isinstance(align, bool) or not isinstance(align, int) or align < 1:
-        raise UnsupportedError(f"align must be a positive integer (bytes), not {align!r}")
+    if (isinstance(align, bool) or not isinstance(align, int) or align < 1
+            or align & (align - 1) or align > MAX_ALIGN):
+        raise UnsupportedError(f"align must be a power of two from 1 to {MAX_ALIGN} bytes "
+                               f"(4096: a page; 65536 for Windows readers), not {align!r}")
     if external_data is not None:
         try:
             location_parts(external_data)

@@ -299,7 +299,8 @@ def test_data_file_locations_are_checked_on_write(tmp_path):
             _save(model, tmp_path / "out" / "m.onnx", layout="file", external_data="m.onnx")
         with pytest.raises(UnsupportedError, match="layout must be one of"):
             _save(model, tmp_path / "out" / "m.onnx", layout="shuffled")
-        for bad in (dict(threshold=-1), dict(align=0), dict(align=True),
+        for bad in (dict(threshold=-1), dict(align=0), dict(align=True), dict(align=4095),
+                    dict(align=3), dict(align=1 << 40),
                     dict(layout="inline", external_data="w.bin")):
             with pytest.raises(UnsupportedError, match=next(iter(bad))):
                 _save(model, tmp_path / "out" / "m.onnx", **bad)
