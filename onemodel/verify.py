@@ -93,6 +93,10 @@ class _Walker:
         # fields neither record's v1 object holds (an attribute's or a type's own choice of
         # value field or kind counts only when both made the same choice)
         skip = self.unheld(a) & self.unheld(b) if self.unheld is not None else ()
+        # name the record in messages (an attribute's, tensor's or node's name), not only its
+        # index in the path
+        who = getattr(a, "name", None) if "name" in a.KIND else None
+        label = f"{who}: " if isinstance(who, str) and who else ""
         for name, kind, _ in a.FIELDS:
             if self.full():
                 return
@@ -113,55 +117,62 @@ class _Walker:
                 for i, (u, v) in enumerate(zip(x, y)):
                     self.record(u, v, f"{p}[{i}]")
             else:
-                self.value(kind, x, y, p)
+                self.value(kind, x, y, p, "" if name == "name" else label)
         if tensor:
-            self.tensor_contents(a, b, path)
+            self.tensor_contents(a, b, path, label)
         if not self.loose and a.unknown != b.unknown:
             self.add(f"{path}.unknown" if path else "unknown",
                      f"{len(a.unknown)} vs {len(b.unknown)} bytes of unknown fields")
 
-    def value(self, kind: str, x, y, p: str) -> None:
+    def value(self, kind: str, x, y, p: str, label: str = "") -> None:
         if self.loose and is_empty(kind, x) and is_empty(kind, y):
             return
         if x is None or y is None:
             if x is not None or y is not None:
-                self.add(p, f"{_fmt(kind, x)} vs {_fmt(kind, y)}")
+                self.add(p, label + f"{_fmt(kind, x)} vs {_fmt(kind, y)}")
             return
         if kind == F32:
             if np.float32(x).view(np.uint32) != np.float32(y).view(np.uint32):
-                self.add(p, f"{_fmt(kind, x)} vs {_fmt(kind, y)}")
+                self.add(p, label + f"{_fmt(kind, x)} vs {_fmt(kind, y)}")
         elif kind == ARRAY:
             xa, ya = np.asarray(x), np.asarray(y)
             if xa.shape != ya.shape or not same_bytes(np.ascontiguousarray(xa),
                                                       np.ascontiguousarray(ya)):
-                self.add(p, f"arrays differ ({xa.size} vs {ya.size} values)")
+                self.add(p, label + f"arrays differ ({xa.size} vs {ya.size} values)")
         elif x != y:
-            self.add(p, f"{_fmt(kind, x)} vs {_fmt(kind, y)}")
+            self.add(p, label + f"{_fmt(kind, x)} vs {_fmt(kind, y)}")
 
-    def tensor_contents(self, a: Tensor, b: Tensor, path: str) -> None:
+    def tensor_contents(self, a: Tensor, b: Tensor, path: str, label: str = "") -> None:
         p = f"{path}.contents" if path else "contents"
         if a.storage == "none" and b.storage == "none":
             return
         code = a.data_type or 0
         if code == 8:  # STRING
             if list(a.string_data) != list(b.string_data):
-                self.add(p, "string elements differ")
+                self.add(p, f"{label}string elements differ")
             return
         if code not in INFO or code != (b.data_type or 0):
             return  # the data_type difference is already reported
         try:
             ra, rb = a.raw_view(), b.raw_view()
         except OneModelError as e:
-            self.add(p, f"cannot read contents: {e.message}")
+            self.add(p, f"{label}cannot read contents: {e.message}")
             return
         if len(ra) != len(rb):
-            self.add(p, f"{len(ra)} vs {len(rb)} bytes")
+            self.add(p, f"{label}{len(ra)} vs {len(rb)} bytes")
         elif not same_bytes(ra, rb):
             xa = np.frombuffer(ra, dtype=np.uint8)
             xb = np.frombuffer(rb, dtype=np.uint8)
             first = int(np.flatnonzero(xa != xb)[0])
-            bits = INFO[code].bits
-            self.add(p, f"contents differ first at byte {first} (element {first * 8 // bits})")
+            element = first * 8 // INFO[code].bits
+            values = ""
+            try:
+                u, v = a.numpy().reshape(-1)[element], b.numpy().reshape(-1)[element]
+                values = f": {u!r} vs {v!r}"
+            except (OneModelError, IndexError):
+                pass
+            self.add(p, f"{label}contents differ first at byte {first} (element {element})"
+                        f"{values}")
 
 
 def compare_models(a: Record, b: Record, *, loose: bool = False,
