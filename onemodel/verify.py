@@ -68,6 +68,14 @@ def _fmt(kind: str, v) -> str:
     return r if len(r) <= 60 else r[:57] + "..."
 
 
+def _scalar(x):
+    """A numpy scalar as a plain Python value for messages (``-0.25``, not ``np.float32(...)``)."""
+    try:
+        return x.item()
+    except (AttributeError, ValueError, TypeError):
+        return x
+
+
 class _Walker:
     def __init__(self, loose: bool, limit: int):
         self.loose = loose
@@ -168,7 +176,7 @@ class _Walker:
             values = ""
             try:
                 u, v = a.numpy().reshape(-1)[element], b.numpy().reshape(-1)[element]
-                values = f": {u!r} vs {v!r}"
+                values = f": {_scalar(u)!r} vs {_scalar(v)!r}"
             except (OneModelError, IndexError):
                 pass
             self.add(p, f"{label}contents differ first at byte {first} (element {element})"

@@ -55,6 +55,7 @@ def test_tensor_contents_compare_across_storage_forms():
     diffs = onemodel.compare_models(a, b)
     assert [d.path for d in diffs] == ["graph.initializers[0].contents"]
     assert "element 1" in diffs[0].message
+    assert diffs[0].message.startswith("w: ") and diffs[0].message.endswith("-0.25 vs -0.5")
 
 
 def test_nan_payloads_count():
