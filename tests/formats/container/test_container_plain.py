@@ -214,8 +214,9 @@ def test_loose_still_reports_real_changes():
     got = [str(d) for d in compare_models(m, plain, loose=True)]
     assert got == [
         "graph.nodes[0].name: 'add' vs 'renamed'",
-        "graph.nodes[1].attributes[0].i: 3 vs 4",
-        "graph.initializers[0].contents: contents differ first at byte 6 (element 1)",
+        "graph.nodes[1].attributes[0].i: alpha: 3 vs 4",
+        "graph.initializers[0].contents: w: contents differ first at byte 6 (element 1): "
+        "1.0 vs 5.0",
         "graph.inputs[0].type.tensor_type.shape.dims[0].dim_value: 2 vs 3",
     ]
 
@@ -228,8 +229,9 @@ def test_loose_reports_a_changed_attribute_type_or_type_kind():
     plain.graph.outputs[0].type = Type(sequence_type=SequenceType(elem_type=Type.tensor(1)))
     got = [str(d) for d in compare_models(m, plain, loose=True)]
     assert got == [  # f is the same 1.5 in both: only the type and the value it selects differ
-        "graph.nodes[1].attributes[0].i: 3 vs absent",
-        "graph.nodes[1].attributes[0].type: <AttributeType.INT: 2> vs <AttributeType.FLOAT: 1>",
+        "graph.nodes[1].attributes[0].i: alpha: 3 vs absent",
+        "graph.nodes[1].attributes[0].type: alpha: <AttributeType.INT: 2> vs "
+        "<AttributeType.FLOAT: 1>",
         "graph.outputs[0].type.tensor_type: present vs absent",
     ]
 
