@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from .. import Plugin
 from ...errors import InvalidModelError, MalformedError
-from ...ir import Model
+from ...ir import Model, iter_tensors
 from ...ir.tensor import EXTERNAL, Tensor
 from ...limits import EXTERNAL_DATA_ALIGNMENT
 from ...storage.base import BlockView, RangeBuffer, Sink, Source
@@ -185,6 +185,8 @@ def write(model, sink: Sink, *, layout: str | None = None, external_data: str | 
     """
     if not isinstance(model, Model):
         raise TypeError("write() takes an onemodel.ir.Model")
+    # what the reader would refuse is not written (InvalidModelError with the field path)
+    check_tensors(model, [(t, None) for _, t in iter_tensors(model)], sink.name)
     write_layout(model, sink, layout=layout, external_data=external_data, threshold=threshold,
                  align=align, force=force, base_dir=base_dir, allow_outside=allow_outside,
                  convert_attributes=convert_attributes, storage_options=storage_options)

@@ -201,3 +201,15 @@ def test_sparse_tensors_are_checked_with_their_field_path(where, at, values, ind
 def test_a_valid_sparse_tensor_reads_and_densifies():
     m = decode_model(_sparse_model(np.array([5, 6], F32), np.array([[0, 1], [1, 2]], I64), [2, 3]))
     assert m.graph.sparse_initializers[0].to_dense().tolist() == [[0, 5, 0], [0, 0, 6]]
+
+
+def test_the_writer_refuses_what_the_reader_refuses(tmp_path):
+    import numpy as np
+
+    import onemodel
+    m = decode_model(model_with_initializer(tensor((1,), 1, b"\x00" * 4)))
+    m.graph.initializers[0].float_data = np.zeros(1, np.float32)  # raw_data and typed storage
+    with pytest.raises(InvalidModelError) as info:
+        onemodel.save(m, tmp_path / "x.onnx")
+    assert info.value.path == "ModelProto.graph.initializer[0]"
+    assert not (tmp_path / "x.onnx").exists()
