@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
+from .lazy import np
 
 from .errors import OneModelError, UnsupportedError
 from .ir import Model, Tensor

@@ -8,11 +8,9 @@ field path, the offset and the file; ``--debug`` prints the traceback instead.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import sys
-import traceback
 from typing import List, Optional
 
 import typer
@@ -24,11 +22,19 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 
 
 class _LazyConsole:
-    """A rich Console created on first use (importing rich costs ~20 ms of every command)."""
+    """A rich Console created on first use (importing rich costs ~20 ms of every command).
+
+    :meth:`line` prints plain text without rich at all: most output is plain lines, and rich would
+    also read ``:name:`` in a file name as an emoji code.
+    """
 
     def __init__(self, **options):
         self._options = options
         self._console = None
+
+    def line(self, text: str) -> None:
+        """Print ``text`` and a newline exactly as given, on this console's stream."""
+        print(text, file=sys.stderr if self._options.get("stderr") else sys.stdout)
 
     def __getattr__(self, name):
         if self._console is None:
@@ -58,18 +64,19 @@ def _errors(debug: bool):
     except typer.Exit:
         raise
     except KeyboardInterrupt:
-        err.print("interrupted", markup=False)
+        err.line("interrupted")
         raise typer.Exit(130) from None
     except Exception as e:
         if debug:
+            import traceback
             traceback.print_exc()
         elif isinstance(e, OneModelError):
-            err.print(str(e), markup=False)
+            err.line(str(e))
         elif isinstance(e, UsageError):
-            err.print(f"Usage error: {e}", markup=False)
+            err.line(f"Usage error: {e}")
         else:  # a bug: still one line
-            err.print(f"internal error: {type(e).__name__}: {e} (run with --debug for the "
-                      "traceback)", markup=False)
+            err.line(f"internal error: {type(e).__name__}: {e} (run with --debug for the "
+                     "traceback)")
         raise typer.Exit(2) from None
 
 
@@ -184,11 +191,10 @@ def convert(
                                  storage_options=_pairs(storage_option, "--storage-option")
                                  or None, read_options=read_options, progress=bar, **options)
         if not quiet:
-            out.print(f"{src} ({result.source_format}) -> {dst} ({result.target_format}): "
-                      f"{_count(result.tensors, 'tensor')}, {_human(result.tensor_bytes)}",
-                      markup=False)
+            out.line(f"{src} ({result.source_format}) -> {dst} ({result.target_format}): "
+                     f"{_count(result.tensors, 'tensor')}, {_human(result.tensor_bytes)}")
             for item in result.omitted:
-                out.print(f"  left out (--strict-v1): {item}", markup=False)
+                out.line(f"  left out (--strict-v1): {item}")
 
 
 @app.command()
@@ -212,7 +218,7 @@ def info(
             s = summarize(model)
             s["external_data"] = external_report(model)
         if as_json:
-            out.print(json.dumps(s, indent=2), markup=False)
+            out.line(json.dumps(s, indent=2))
             return
         _print_summary(s)
 
@@ -232,10 +238,10 @@ def _print_summary(s: dict) -> None:
     out.print(f"[bold]{escape(str(s['source']))}[/bold]  format {s['format']}, "
               f"IR version {s['ir_version']}")
     opsets = ", ".join(f"{o['domain'] or 'ai.onnx'} {o['version']}" for o in s["opsets"])
-    out.print(f"opsets: {opsets}", markup=False)
+    out.line(f"opsets: {opsets}")
     prod = s["producer"]
     if prod["name"] or prod["version"]:
-        out.print(f"producer: {prod['name']} {prod['version']}".rstrip(), markup=False)
+        out.line(f"producer: {prod['name']} {prod['version']}".rstrip())
     for title, values in (("inputs", s["inputs"]), ("outputs", s["outputs"])):
         t = Table(title=title, title_justify="left", show_edge=False)
         t.add_column("name")
@@ -251,11 +257,11 @@ def _print_summary(s: dict) -> None:
     out.print(t)
     init = s["initializers"]
     if not init["count"]:
-        out.print("initializers: none", markup=False)
+        out.line("initializers: none")
     else:
         _print_initializers(init)
     if s["functions"]:
-        out.print("functions: " + ", ".join(s["functions"]), markup=False)
+        out.line("functions: " + ", ".join(s["functions"]))
     for f in s.get("external_data", []):
         _print_data_file(f)
 
@@ -275,15 +281,15 @@ def _print_initializers(init: dict) -> None:
 
 def _print_data_file(f: dict) -> None:
     if f.get("error"):
-        out.print(f"data file {f['location']}: {f['error']}", markup=False)
+        out.line(f"data file {f['location']}: {f['error']}")
         return
     aligned = ("every offset aligned for mapping (4096)" if f.get("aligned") else
                "offsets NOT aligned for mapping (4096)")
     unref = ("size unknown" if f.get("unreferenced") is None else
              f"{_human(f['unreferenced'])} unreferenced (gaps {_human(f['gaps'])}, "
              f"trailing {_human(f['trailing'])})")
-    out.print(f"data file {f['location']}: {_count(f['tensors'], 'tensor')}, "
-              f"{_human(f['referenced'])} referenced, {unref}, {aligned}", markup=False)
+    out.line(f"data file {f['location']}: {_count(f['tensors'], 'tensor')}, "
+              f"{_human(f['referenced'])} referenced, {unref}, {aligned}")
 
 
 @app.command()
@@ -317,25 +323,25 @@ def verify(
         if not quiet:
             n = len(report.outputs_compared)
             extra = f", {n} output{'s' if n != 1 else ''} bit-identical" if run else ""
-            out.print(f"equal: {a} and {b}{extra}", markup=False)
+            out.line(f"equal: {a} and {b}{extra}")
         raise typer.Exit(0)
     first = report.first
-    out.print(f"different: {first}", markup=False)
+    out.line(f"different: {first}")
     # the outputs that differ when run are named even when a structural difference comes first
     shown = [first] + [d for d in report.differences[1:] if d.path.startswith("outputs")]
     for d in shown[1:]:
-        out.print(f"  {d}", markup=False)
+        out.line(f"  {d}")
     if len(report.differences) > len(shown) and not quiet:
         more = len(report.differences) - len(shown)
         capped = len(report.differences) >= REPORT_LIMIT
-        out.print(f"  ({'at least ' if capped else ''}{_count(more, 'more difference')})",
-                  markup=False)
+        out.line(f"  ({'at least ' if capped else ''}{_count(more, 'more difference')})")
     raise typer.Exit(1)
 
 
 def _digest(arr) -> str:
     """sha256 of a tensor's elements: its bytes in C order (numpy's ``tobytes()``); for string
     tensors, each element's UTF-8 bytes followed by a NUL byte."""
+    import hashlib
     if arr.dtype == object:
         h = hashlib.sha256()
         for v in arr.reshape(-1):
@@ -355,22 +361,20 @@ def _report_value(name: str, value, output_dir: Optional[str]) -> None:
 
     if isinstance(value, np.ndarray):
         dtype = "string" if value.dtype == object else str(value.dtype)
-        out.print(f"{name}: shape {list(value.shape)} dtype {dtype} sha256:{_digest(value)}",
-                  markup=False)
+        out.line(f"{name}: shape {list(value.shape)} dtype {dtype} sha256:{_digest(value)}")
         if output_dir:
             np.save(os.path.join(output_dir, _safe_name(name) + ".npy"),
                     value.astype(str) if value.dtype == object else value, allow_pickle=False)
     elif isinstance(value, list):
-        out.print(f"{name}: sequence of {len(value)}", markup=False)
+        out.line(f"{name}: sequence of {len(value)}")
         for i, v in enumerate(value):
             _report_value(f"{name}[{i}]", v, output_dir)
     elif value is None:
-        out.print(f"{name}: empty optional", markup=False)
+        out.line(f"{name}: empty optional")
     else:
         text = str(value)
-        out.print(f"{name}: {type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
-                  + (" (not saved: only tensors are written as .npy)" if output_dir else ""),
-                  markup=False)
+        out.line(f"{name}: {type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
+                 + (" (not saved: only tensors are written as .npy)" if output_dir else ""))
 
 
 @app.command("run")
@@ -435,7 +439,7 @@ def run_cmd(
 def _version(value: bool) -> None:
     if value:
         from .. import __version__
-        out.print(f"onemodel {__version__}", markup=False)
+        out.line(f"onemodel {__version__}")
         raise typer.Exit(0)
 
 

@@ -13,8 +13,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-import ml_dtypes
-import numpy as np
+from ..lazy import ml_dtypes, np
 
 
 class DataType(enum.IntEnum):
@@ -58,7 +57,9 @@ class TypeInfo:
     Attributes:
         code: the Table 5 tag.
         bits: width of one element in raw storage, in bits (0 for STRING).
-        dtype: numpy dtype holding one element once unpacked (object for STRING).
+        dtype_name: the numpy (``"float32"``) or ml_dtypes (``"ml_dtypes.bfloat16"``) type that
+            holds one element once unpacked (``"object"`` for STRING); :attr:`dtype` is its
+            numpy dtype, resolved on first use (numpy is imported then, not before).
         typed_field: the ``TensorProto`` field of typed storage: ``float_data``, ``int32_data``,
             ``string_data``, ``int64_data``, ``double_data`` or ``uint64_data``.
         typed_per_element: typed values per element (2 for complex: real, imaginary).
@@ -66,9 +67,18 @@ class TypeInfo:
 
     code: int
     bits: int
-    dtype: np.dtype
+    dtype_name: str
     typed_field: str
     typed_per_element: int = 1
+
+    @property
+    def dtype(self) -> "np.dtype":
+        """The numpy dtype of one unpacked element (object for STRING)."""
+        dt = _DTYPES.get(self.code)
+        if dt is None:
+            module, _, name = self.dtype_name.rpartition(".")
+            dt = _DTYPES[self.code] = np.dtype(getattr(ml_dtypes if module else np, name))
+        return dt
 
     @property
     def name(self) -> str:
@@ -95,8 +105,11 @@ class TypeInfo:
         return count * self.typed_per_element
 
 
-def _t(code, bits, dtype, field, per=1):
-    return TypeInfo(int(code), bits, np.dtype(dtype), field, per)
+_DTYPES: dict = {}  # code -> numpy dtype, filled by TypeInfo.dtype
+
+
+def _t(code, bits, dtype_name, field, per=1):
+    return TypeInfo(int(code), bits, dtype_name, field, per)
 
 
 D = DataType
@@ -104,47 +117,55 @@ D = DataType
 INFO: dict[int, TypeInfo] = {
     t.code: t
     for t in (
-        _t(D.FLOAT, 32, np.float32, "float_data"),
-        _t(D.UINT8, 8, np.uint8, "int32_data"),
-        _t(D.INT8, 8, np.int8, "int32_data"),
-        _t(D.UINT16, 16, np.uint16, "int32_data"),
-        _t(D.INT16, 16, np.int16, "int32_data"),
-        _t(D.INT32, 32, np.int32, "int32_data"),
-        _t(D.INT64, 64, np.int64, "int64_data"),
-        _t(D.STRING, 0, object, "string_data"),
-        _t(D.BOOL, 8, np.bool_, "int32_data"),
-        _t(D.FLOAT16, 16, np.float16, "int32_data"),
-        _t(D.DOUBLE, 64, np.float64, "double_data"),
-        _t(D.UINT32, 32, np.uint32, "uint64_data"),
-        _t(D.UINT64, 64, np.uint64, "uint64_data"),
-        _t(D.COMPLEX64, 64, np.complex64, "float_data", 2),
-        _t(D.COMPLEX128, 128, np.complex128, "double_data", 2),
-        _t(D.BFLOAT16, 16, ml_dtypes.bfloat16, "int32_data"),
-        _t(D.FLOAT8E4M3FN, 8, ml_dtypes.float8_e4m3fn, "int32_data"),
-        _t(D.FLOAT8E4M3FNUZ, 8, ml_dtypes.float8_e4m3fnuz, "int32_data"),
-        _t(D.FLOAT8E5M2, 8, ml_dtypes.float8_e5m2, "int32_data"),
-        _t(D.FLOAT8E5M2FNUZ, 8, ml_dtypes.float8_e5m2fnuz, "int32_data"),
-        _t(D.UINT4, 4, ml_dtypes.uint4, "int32_data"),
-        _t(D.INT4, 4, ml_dtypes.int4, "int32_data"),
-        _t(D.FLOAT4E2M1, 4, ml_dtypes.float4_e2m1fn, "int32_data"),
-        _t(D.FLOAT8E8M0, 8, ml_dtypes.float8_e8m0fnu, "int32_data"),
-        _t(D.UINT2, 2, ml_dtypes.uint2, "int32_data"),
-        _t(D.INT2, 2, ml_dtypes.int2, "int32_data"),
-        _t(D.FLOAT6E2M3, 6, ml_dtypes.float6_e2m3fn, "int32_data"),
-        _t(D.FLOAT6E3M2, 6, ml_dtypes.float6_e3m2fn, "int32_data"),
+        _t(D.FLOAT, 32, "float32", "float_data"),
+        _t(D.UINT8, 8, "uint8", "int32_data"),
+        _t(D.INT8, 8, "int8", "int32_data"),
+        _t(D.UINT16, 16, "uint16", "int32_data"),
+        _t(D.INT16, 16, "int16", "int32_data"),
+        _t(D.INT32, 32, "int32", "int32_data"),
+        _t(D.INT64, 64, "int64", "int64_data"),
+        _t(D.STRING, 0, "object_", "string_data"),
+        _t(D.BOOL, 8, "bool_", "int32_data"),
+        _t(D.FLOAT16, 16, "float16", "int32_data"),
+        _t(D.DOUBLE, 64, "float64", "double_data"),
+        _t(D.UINT32, 32, "uint32", "uint64_data"),
+        _t(D.UINT64, 64, "uint64", "uint64_data"),
+        _t(D.COMPLEX64, 64, "complex64", "float_data", 2),
+        _t(D.COMPLEX128, 128, "complex128", "double_data", 2),
+        _t(D.BFLOAT16, 16, "ml_dtypes.bfloat16", "int32_data"),
+        _t(D.FLOAT8E4M3FN, 8, "ml_dtypes.float8_e4m3fn", "int32_data"),
+        _t(D.FLOAT8E4M3FNUZ, 8, "ml_dtypes.float8_e4m3fnuz", "int32_data"),
+        _t(D.FLOAT8E5M2, 8, "ml_dtypes.float8_e5m2", "int32_data"),
+        _t(D.FLOAT8E5M2FNUZ, 8, "ml_dtypes.float8_e5m2fnuz", "int32_data"),
+        _t(D.UINT4, 4, "ml_dtypes.uint4", "int32_data"),
+        _t(D.INT4, 4, "ml_dtypes.int4", "int32_data"),
+        _t(D.FLOAT4E2M1, 4, "ml_dtypes.float4_e2m1fn", "int32_data"),
+        _t(D.FLOAT8E8M0, 8, "ml_dtypes.float8_e8m0fnu", "int32_data"),
+        _t(D.UINT2, 2, "ml_dtypes.uint2", "int32_data"),
+        _t(D.INT2, 2, "ml_dtypes.int2", "int32_data"),
+        _t(D.FLOAT6E2M3, 6, "ml_dtypes.float6_e2m3fn", "int32_data"),
+        _t(D.FLOAT6E3M2, 6, "ml_dtypes.float6_e3m2fn", "int32_data"),
     )
 }
 
-#: numpy dtype -> element type tag, for :meth:`Tensor.from_numpy`.
-FROM_NUMPY: dict[np.dtype, int] = {t.dtype: t.code for t in INFO.values() if t.code != D.STRING}
+_FROM_NUMPY: dict = {}
 
-#: dtype of each typed-storage field of TensorProto (Annex B, Table B.18).
-TYPED_FIELD_DTYPE: dict[str, np.dtype] = {
-    "float_data": np.dtype("<f4"),
-    "int32_data": np.dtype("<i4"),
-    "int64_data": np.dtype("<i8"),
-    "double_data": np.dtype("<f8"),
-    "uint64_data": np.dtype("<u8"),
+
+def code_of_dtype(dtype) -> int | None:
+    """The element type tag of a numpy dtype in native byte order (``None`` when ONNX has none),
+    for :meth:`Tensor.from_numpy`."""
+    if not _FROM_NUMPY:
+        _FROM_NUMPY.update((t.dtype, t.code) for t in INFO.values() if t.code != D.STRING)
+    return _FROM_NUMPY.get(dtype)
+
+
+#: dtype (numpy spelling) of each typed-storage field of TensorProto (Annex B, Table B.18).
+TYPED_FIELD_DTYPE: dict[str, str] = {
+    "float_data": "<f4",
+    "int32_data": "<i4",
+    "int64_data": "<i8",
+    "double_data": "<f8",
+    "uint64_data": "<u8",
 }
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from typing import Iterator
 
-import numpy as np
+from ..lazy import np
 
 from .record import (ARRAY, BYTES, F32, INT, LIST_BYTES, LIST_INT, LIST_MSG, LIST_STR, MSG, STR,
                      Record)
@@ -78,7 +78,7 @@ class Attribute(Record):
         ("s", BYTES, None),
         ("t", MSG, "Tensor"),
         ("g", MSG, "Graph"),
-        ("floats", ARRAY, np.dtype("<f4")),
+        ("floats", ARRAY, "<f4"),
         ("ints", LIST_INT, None),
         ("strings", LIST_BYTES, None),
         ("tensors", LIST_MSG, "Tensor"),

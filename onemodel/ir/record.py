@@ -30,7 +30,7 @@ from __future__ import annotations
 import copy as _copy
 from typing import Any, ClassVar
 
-import numpy as np
+from ..lazy import np
 
 from ..errors import IoError
 

@@ -16,11 +16,11 @@ Elements narrower than a byte unpack only when :meth:`Tensor.numpy` is called.
 
 from __future__ import annotations
 
-import numpy as np
+from ..lazy import np
 
 from ..errors import InvalidModelError, OneModelError, UnsupportedError
 from ..limits import MAX_ELEMENT_COUNT
-from .dtypes import (FROM_NUMPY, INFO, TYPED_FIELD_DTYPE, DataType, name_of, pack_bits,
+from .dtypes import (INFO, TYPED_FIELD_DTYPE, DataType, code_of_dtype, name_of, pack_bits,
                      unpack_bits)
 from .record import (ARRAY, BUFFER, INT, LIST_BYTES, LIST_INT, LIST_MSG, MSG, STR, LazyBuffer,
                      Record, buffer_nbytes, buffer_view)
@@ -93,17 +93,17 @@ class Tensor(Record):
         ("dims", LIST_INT, None),
         ("data_type", INT, None),
         ("segment", MSG, "Segment"),
-        ("float_data", ARRAY, np.dtype("<f4")),
-        ("int32_data", ARRAY, np.dtype("<i4")),
+        ("float_data", ARRAY, "<f4"),
+        ("int32_data", ARRAY, "<i4"),
         ("string_data", LIST_BYTES, None),
-        ("int64_data", ARRAY, np.dtype("<i8")),
+        ("int64_data", ARRAY, "<i8"),
         ("name", STR, None),
         ("doc_string", STR, None),
         ("raw_data", BUFFER, None),
         ("external_data", LIST_MSG, "StringStringEntry"),
         ("data_location", INT, None),
-        ("double_data", ARRAY, np.dtype("<f8")),
-        ("uint64_data", ARRAY, np.dtype("<u8")),
+        ("double_data", ARRAY, "<f8"),
+        ("uint64_data", ARRAY, "<u8"),
         ("metadata_props", LIST_MSG, "StringStringEntry"),
     )
     #: ``external``: the resolved bytes of an external tensor (a memoryview of the mapped data
@@ -266,7 +266,7 @@ class Tensor(Record):
             flat = [x if isinstance(x, bytes) else str(x).encode() for x in array.reshape(-1)]
             return cls(name=name, dims=list(array.shape), data_type=int(DataType.STRING),
                        string_data=flat)
-        code = data_type if data_type is not None else FROM_NUMPY.get(array.dtype.newbyteorder("="))
+        code = data_type if data_type is not None else code_of_dtype(array.dtype.newbyteorder("="))
         if code is None:
             raise UnsupportedError(f"numpy dtype {array.dtype} has no ONNX element type")
         info = INFO[code]

@@ -105,6 +105,14 @@ class Sink:
             self.write(memoryview(chunk)[:n])
             count -= n
 
+    def reserve(self, nbytes: int) -> None:
+        """Announce that the finished object will be ``nbytes`` long, before writing it.
+
+        A hint: a local file allocates its disk space now (:meth:`LocalSink.reserve`), so a
+        full disk is reported before anything is written and the writes that follow are
+        cheaper; other sinks ignore it. Writing more or fewer bytes stays correct.
+        """
+
     def copy_from(self, source: Source, offset: int, length: int) -> None:
         """Append ``length`` bytes of ``source`` at ``offset``, streamed in bounded chunks."""
         step = 64 << 20

@@ -27,6 +27,9 @@ class HashingSink(Sink):
     def tell(self) -> int:
         return self.inner.tell()
 
+    def reserve(self, nbytes: int) -> None:
+        self.inner.reserve(nbytes)
+
     def copy_from(self, source: Source, offset: int, length: int) -> None:
         Sink.copy_from(self, source, offset, length)
 

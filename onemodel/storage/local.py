@@ -8,6 +8,7 @@ the destination on commit, so an interrupted write never leaves a file that look
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import tempfile
@@ -102,8 +103,9 @@ def _read_all(fd: int, size: int, name: str) -> bytes:
 class LocalSink(Sink):
     """An atomic local file sink: a temporary file beside ``path``, renamed over it on commit.
 
-    ``copy_from`` copies from a local source file through one reused 1 MiB buffer (bounded
-    memory, whatever the tensor size). Raises IoError.
+    ``copy_from`` copies from a local source file through one reused 4 MiB buffer (bounded
+    memory, whatever the tensor size); ``reserve`` allocates the file's disk space up front.
+    Raises IoError.
     """
 
     def __init__(self, path: str, *, durable: bool = False):
@@ -117,6 +119,7 @@ class LocalSink(Sink):
             raise io_error(e, self.name, "create") from None
         self._f = os.fdopen(fd, "wb", buffering=1 << 20)
         self._pos = 0
+        self._reserved = 0
         self._copy_buffer = None
 
     def write(self, data) -> None:
@@ -130,8 +133,28 @@ class LocalSink(Sink):
     def tell(self) -> int:
         return self._pos
 
+    def reserve(self, nbytes: int) -> None:
+        """Allocate ``nbytes`` of disk for the temporary file (``posix_fallocate``).
+
+        A full disk or quota then fails here, with IoError and the temporary file removed,
+        before any byte is written; and writes into allocated blocks are cheaper (ext4: a 1 GB
+        conversion measured 0.15 s instead of 0.25 s, see docs/performance.md). Where the call
+        is missing or the file system refuses it, nothing happens. If fewer bytes are written
+        than reserved, :meth:`commit` cuts the file to what was written.
+        """
+        if nbytes <= self._reserved or not hasattr(os, "posix_fallocate") or self._f is None:
+            return
+        try:
+            os.posix_fallocate(self._f.fileno(), 0, nbytes)
+        except OSError as e:
+            if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+                self.abort()
+                raise io_error(e, self.name, "write") from None
+            return  # EOPNOTSUPP, EINVAL ...: a hint only
+        self._reserved = nbytes
+
     #: Bytes per read of :meth:`copy_from`: memory use stays bounded whatever the tensor size.
-    COPY_CHUNK = 1 << 20
+    COPY_CHUNK = 4 << 20
 
     def copy_from(self, source: Source, offset: int, length: int) -> None:
         """Append ``length`` bytes of a local ``source`` at ``offset``, file to file.
@@ -158,8 +181,9 @@ class LocalSink(Sink):
                 done = self._kernel_copy(fd, out, offset, length)
             if done < length:
                 self._buffer_copy(fd, out, offset + done, length - done)
-            # keep the buffered writer's position in step with what went around it
-            self._f.seek(0, os.SEEK_END)
+            # keep the buffered writer's position in step with what went around it (not the
+            # end of the file: reserve() may have made the file longer than what is written)
+            self._f.seek(self._pos + length)
         except OSError as e:
             self.abort()
             raise io_error(e, self.name, "write") from None
@@ -199,6 +223,8 @@ class LocalSink(Sink):
             return
         try:
             self._f.flush()
+            if self._reserved > self._pos:
+                os.ftruncate(self._f.fileno(), self._pos)
             if self.durable:
                 os.fsync(self._f.fileno())
             self._f.close()

@@ -46,7 +46,9 @@ class Progress:
         self._start = time.monotonic()
         self._bar = None
         self._task = None
-        self._enabled = not quiet and self._terminal()
+        # whether stderr is a terminal is asked once the delay is over: an operation done
+        # before then never imports rich (~20 ms)
+        self._enabled = not quiet
 
     def _terminal(self) -> bool:
         if self._console is None:
@@ -65,6 +67,9 @@ class Progress:
             return
         if self._bar is None:
             if time.monotonic() - self._start < self.delay:
+                return
+            if not self._terminal():
+                self._enabled = False
                 return
             self._show()
         self._bar.update(self._task, completed=self.done)
@@ -117,6 +122,9 @@ class ProgressSink(Sink):
     def write_zeros(self, count: int) -> None:
         self.inner.write_zeros(count)
         self.progress(count)
+
+    def reserve(self, nbytes: int) -> None:
+        self.inner.reserve(nbytes)
 
     def copy_from(self, source: Source, offset: int, length: int) -> None:
         self.inner.copy_from(source, offset, length)

@@ -131,11 +131,11 @@ def cast(ctx, x):
 
 @op("CastLike", since=(15, 19, 21, 23, 24, 25))
 def cast_like(ctx, x, like):
-    from ...ir.dtypes import FROM_NUMPY
+    from ...ir.dtypes import code_of_dtype
     if like.dtype == object or like.dtype.kind in "US":
         to = int(D.STRING)
     else:
-        to = FROM_NUMPY.get(like.dtype)
+        to = code_of_dtype(like.dtype)
         if to is None:
             raise UnsupportedError(f"CastLike to numpy dtype {like.dtype}")
     return cast_array(x, to, bool(ctx.attr("saturate", 1)), ctx.attr("round_mode", "up"))
@@ -147,11 +147,11 @@ def bitcast(ctx, x):
     little endian, same shape). Narrow types (int4, uint4, float4e2m1, int2, uint2) hold one
     element per byte here, their code in the low bits. A byte that is neither 0 nor 1 read as
     bool is refused (InvalidModelError): it is no bool encoding. Strings are refused."""
-    from ...ir.dtypes import FROM_NUMPY
+    from ...ir.dtypes import code_of_dtype
     to = ctx.attr("to")
     if to is None:
         raise InvalidModelError("BitCast needs the 'to' attribute")
-    src = FROM_NUMPY.get(x.dtype)
+    src = code_of_dtype(x.dtype)
     if to not in INFO or to == D.STRING or src is None or src == D.STRING:
         raise UnsupportedError(f"BitCast from {x.dtype} to element type {to}")
     bits = INFO[to].bits

@@ -14,7 +14,7 @@ import ml_dtypes
 import numpy as np
 
 from ...errors import InvalidModelError, UnsupportedError
-from ...ir.dtypes import FROM_NUMPY, INFO, DataType
+from ...ir.dtypes import INFO, DataType, code_of_dtype
 from ..registry import op
 from ._util import axis_index
 from .conv import conv_pads, windows
@@ -34,7 +34,7 @@ FLOAT_SMALL = (D.FLOAT4E2M1, D.FLOAT6E2M3, D.FLOAT6E3M2)
 
 def code_of(dtype) -> int:
     """The Table 5 tag of a numpy / ml_dtypes dtype; UnsupportedError when there is none."""
-    code = FROM_NUMPY.get(np.dtype(dtype))
+    code = code_of_dtype(np.dtype(dtype))
     if code is None:
         raise UnsupportedError(f"no ONNX element type for numpy dtype {np.dtype(dtype)}")
     return code

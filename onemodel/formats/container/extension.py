@@ -34,7 +34,7 @@ Unknown keys are ignored.
 
 from __future__ import annotations
 
-import numpy as np
+from ...lazy import np
 
 from ...errors import InvalidModelError, MalformedError, UnsupportedError
 from ...ir.dtypes import INFO, DataType

@@ -23,7 +23,7 @@ import json
 import re
 import sys
 
-import numpy as np
+from ...lazy import np
 
 from ...errors import MalformedError, UnsupportedError
 from ...limits import MAX_JSON_DEPTH

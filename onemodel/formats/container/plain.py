@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 
-import numpy as np
+from ...lazy import np
 
 from ...ir.record import (ARRAY, BUFFER, F32, LIST_BYTES, LIST_INT, LIST_KINDS, LIST_MSG,
                           LIST_STR, MSG, STR, _same, is_empty, record_class)

@@ -24,7 +24,7 @@ and types open around an object (section 3.1); ``decode_graph``, ``decode_type``
 
 from __future__ import annotations
 
-import numpy as np
+from ...lazy import np
 
 from ...errors import InvalidModelError, MalformedError, UnsupportedError
 from ...ir.dtypes import INFO, DataType

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
+from ...lazy import np
 
 from ...errors import InvalidModelError, UnsupportedError
 from ...ir.dtypes import INFO
@@ -241,6 +241,7 @@ def write(model: Model, sink: Sink, *, strict_v1: bool = False) -> list[str]:
     """
     with bulk_objects():
         text, header, plans, left_out = build(model, strict_v1=strict_v1)
+    sink.reserve(header.file_length)
     sink.write(header.pack())
     sink.write(text)
     sink.write_zeros(header.data_offset - HEADER_SIZE - len(text))

@@ -13,7 +13,9 @@
  *       offset and default value of every slot of that class, and per field its tag, kind, wire
  *       type, form, slot offset, sub-message, oneof siblings and enumeration values. Raises
  *       TypeError when the schema or the record classes are not what this module handles (the
- *       caller then keeps the Python path).
+ *       caller then keeps the Python path). ``numpy`` may be a lazy stand-in (onemodel.lazy):
+ *       no attribute of it is read until a decode first meets a float or an ARRAY field, so a
+ *       model without them is decoded without importing numpy.
  *
  *   decode(data, message, raw, origin, tensors) -> record
  *       Decodes all of ``data`` (a C-contiguous 1-D memoryview of bytes) as the Annex B message
@@ -100,7 +102,8 @@ static Msg *g_msgs = NULL;
 static int g_nmsgs = 0;
 static PyObject *g_names = NULL;        /* proto name -> message index */
 static PyObject *g_WireError = NULL;
-static PyObject *g_np_empty = NULL, *g_np_frombuffer = NULL;
+static PyObject *g_np = NULL;          /* the numpy module (or its lazy stand-in) */
+static PyObject *g_np_empty = NULL, *g_np_frombuffer = NULL;  /* NULL until ensure_np() */
 static PyObject *g_scalar[2] = {NULL, NULL};  /* 1-element float32 / float64 scratch arrays */
 static Py_buffer g_scalar_buf[2];
 static int g_scalar_held[2] = {0, 0};
@@ -419,10 +422,14 @@ mv_slice(PyObject *mv, Py_ssize_t a, Py_ssize_t e)
     return PySequence_GetSlice(mv, a, e);
 }
 
+static int ensure_np(void);
+
 /* One float32/float64 scalar (numpy.float32 / numpy.float64) with the bit pattern at ``p``. */
 static PyObject *
 float_scalar(int which, const uint8_t *p)
 {
+    if (ensure_np() < 0)
+        return NULL;
     memcpy(g_scalar_buf[which].buf, p, which ? 8 : 4);
     return PySequence_GetItem(g_scalar[which], 0);
 }
@@ -484,6 +491,8 @@ finish_array(Dec *d, PyObject *obj, Field *f, Pend *p)
 {
     PyObject *old = SLOT(obj, f->off);
     PyObject *arr;
+    if (ensure_np() < 0)
+        return -1;
     if ((old == NULL || old == Py_None) && p->nparts == 1 && p->first_is_run) {
         PyObject *view = mv_slice(d->mv, p->run_pos, p->run_end);
         if (view == NULL)
@@ -1122,6 +1131,7 @@ free_table(void)
     g_nmsgs = 0;
     Py_CLEAR(g_names);
     Py_CLEAR(g_WireError);
+    Py_CLEAR(g_np);
     Py_CLEAR(g_np_empty);
     Py_CLEAR(g_np_frombuffer);
     for (int i = 0; i < 2; i++) {
@@ -1278,7 +1288,8 @@ fail:
 static int
 dtype_code(PyObject *dtype)
 {
-    PyObject *s = PyObject_GetAttrString(dtype, "str");
+    /* a dtype spelling ("<f4") or a numpy dtype (its .str) */
+    PyObject *s = PyUnicode_Check(dtype) ? Py_NewRef(dtype) : PyObject_GetAttrString(dtype, "str");
     if (s == NULL)
         return -1;
     const char *c = PyUnicode_AsUTF8(s);
@@ -1453,6 +1464,9 @@ setup_scalars(PyObject *np)
 {
     const char *names[2] = {"<f4", "<f8"};
     for (int i = 0; i < 2; i++) {
+        if (g_scalar_held[i])
+            continue;
+        Py_CLEAR(g_scalar[i]);
         PyObject *dt = PyObject_CallMethod(np, "dtype", "s", names[i]);
         if (dt == NULL)
             return -1;
@@ -1470,6 +1484,42 @@ setup_scalars(PyObject *np)
         }
     }
     return 0;
+}
+
+/* Read numpy's attributes on first need: empty, frombuffer, the scratch scalars, and every ARRAY
+ * field's dtype (a spelling such as "<f4" in the schema) as a numpy dtype. */
+static int
+ensure_np(void)
+{
+    if (g_np_frombuffer != NULL)
+        return 0;
+    if (g_np == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_cdecode.setup() was not called");
+        return -1;
+    }
+    PyObject *np_dtype = PyObject_GetAttrString(g_np, "dtype");
+    if (np_dtype == NULL)
+        return -1;
+    for (int i = 0; i < g_nmsgs; i++)
+        for (int j = 0; j < g_msgs[i].nfields; j++) {
+            Field *f = &g_msgs[i].fields[j];
+            if (f->dtype == NULL || !PyUnicode_Check(f->dtype))
+                continue;
+            PyObject *dt = PyObject_CallOneArg(np_dtype, f->dtype);
+            if (dt == NULL) {
+                Py_DECREF(np_dtype);
+                return -1;
+            }
+            Py_SETREF(f->dtype, dt);
+        }
+    Py_DECREF(np_dtype);
+    if (g_np_empty == NULL && (g_np_empty = PyObject_GetAttrString(g_np, "empty")) == NULL)
+        return -1;
+    if (setup_scalars(g_np) < 0)
+        return -1;
+    /* set last: its presence means all of the above is done */
+    g_np_frombuffer = PyObject_GetAttrString(g_np, "frombuffer");
+    return g_np_frombuffer == NULL ? -1 : 0;
 }
 
 static PyObject *
@@ -1506,9 +1556,8 @@ cdecode_setup(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     g_max_depth = (int)PyLong_AsLong(args[2]);
     if (g_max_depth == -1 && PyErr_Occurred())
         goto fail;
-    if ((g_np_empty = PyObject_GetAttrString(np, "empty")) == NULL ||
-        (g_np_frombuffer = PyObject_GetAttrString(np, "frombuffer")) == NULL ||
-        setup_scalars(np) < 0 || (g_empty_bytes = PyBytes_FromStringAndSize(NULL, 0)) == NULL)
+    g_np = Py_NewRef(np);
+    if ((g_empty_bytes = PyBytes_FromStringAndSize(NULL, 0)) == NULL)
         goto fail;
 
     PyObject *gc = PyImport_ImportModule("gc");

@@ -26,7 +26,7 @@ from __future__ import annotations
 import codecs
 import os
 
-import numpy as np
+from ...lazy import np
 
 from ...errors import MalformedError
 from ...limits import MAX_MESSAGE_DEPTH
@@ -47,8 +47,8 @@ except Exception as exc:  # ImportError when not built; TypeError when the schem
 
 _utf8 = codecs.utf_8_decode
 _I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
-_F4 = np.dtype("<f4")
-_F8 = np.dtype("<f8")
+_F4 = "<f4"
+_F8 = "<f8"
 
 
 class _Ctx:

@@ -17,7 +17,7 @@ memory an encoding takes is about the size of the model's structure, not of its 
 
 from __future__ import annotations
 
-import numpy as np
+from ...lazy import np
 
 from ...ir.record import LazyBuffer, buffer_nbytes, buffer_view
 from ..protobuf import encode_packed_varints, encode_varint

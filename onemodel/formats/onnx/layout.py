@@ -64,7 +64,7 @@ import os
 import re
 import warnings
 
-import numpy as np
+from ...lazy import np
 
 from ... import limits
 from ...errors import InvalidModelError, IoError, OneModelError, UnsupportedError
@@ -582,10 +582,12 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
             s = open_data_sink(out_base, df.location, allow_outside=allow_outside,
                                storage_options=storage_options)
             sinks.append(s)
+            s.reserve(max((slot.offset + slot.nbytes for slot in df.slots), default=0))
             df.sha1 = _write_data_file(model, df, s)
         if layout == "keep" and any(df.checksum for df in files):
             if _update_checksums(files, ov):
                 pieces = encode_pieces(model)
+        sink.reserve(pieces_size(pieces))
         stream_pieces(pieces, sink)
         for s in sinks:
             s.commit()
