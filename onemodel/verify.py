@@ -19,7 +19,7 @@ from .lazy import np
 from .errors import OneModelError, UnsupportedError
 from .ir import Model, Tensor
 from .ir.dtypes import INFO
-from .ir.record import ARRAY, F32, LIST_MSG, MSG, Record, is_empty, same_bytes
+from .ir.record import ARRAY, F32, LIST_MSG, MSG, Record, f32_bits, is_empty, same_bytes
 from .ir.tensor import STORAGE_FIELDS
 
 #: Tensor fields that say where the contents are stored, not what they are.
@@ -63,7 +63,7 @@ def _fmt(kind: str, v) -> str:
     if v is None:
         return "absent"
     if kind == F32:
-        return f"{float(v)!r} (0x{int(np.float32(v).view(np.uint32)):08X})"
+        return f"{float(v)!r} (0x{f32_bits(v):08X})"
     r = repr(v)
     return r if len(r) <= 60 else r[:57] + "..."
 
@@ -140,7 +140,7 @@ class _Walker:
                 self.add(p, label + f"{_fmt(kind, x)} vs {_fmt(kind, y)}")
             return
         if kind == F32:
-            if np.float32(x).view(np.uint32) != np.float32(y).view(np.uint32):
+            if f32_bits(x) != f32_bits(y):
                 self.add(p, label + f"{_fmt(kind, x)} vs {_fmt(kind, y)}")
         elif kind == ARRAY:
             xa, ya = np.asarray(x), np.asarray(y)

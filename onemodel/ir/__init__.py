@@ -9,7 +9,8 @@ from .model import (VALUE_FIELD, Attribute, AttributeType, DeviceConfiguration, 
                     Model, Node, NodeDeviceConfiguration, ShardedDim, ShardingSpec,
                     SimpleShardedDim, TensorAnnotation, TrainingInfo, ValueInfo)
 from .opsets import Operator, OperatorSet
-from .record import LazyBuffer, Record, buffer_nbytes, buffer_view, record_class
+from .record import (Float32, LazyBuffer, Record, buffer_nbytes, buffer_view, f32_bits,
+                     record_class)
 from .tensor import EXTERNAL, Segment, SparseTensor, Tensor
 from .types import (Dimension, MapType, OpaqueType, OptionalType, SequenceType, Shape,
                     SparseTensorType, TensorType, Type)
@@ -21,7 +22,8 @@ __all__ = [
     "VALUE_FIELD", "Attribute", "AttributeType", "DeviceConfiguration", "Function", "Graph",
     "Model", "Node", "NodeDeviceConfiguration", "ShardedDim", "ShardingSpec", "SimpleShardedDim",
     "TensorAnnotation", "TrainingInfo", "ValueInfo", "Operator", "OperatorSet", "LazyBuffer",
-    "Record", "buffer_nbytes", "buffer_view", "record_class", "EXTERNAL", "Segment", "SparseTensor", "Tensor",
+    "Record", "Float32", "f32_bits", "buffer_nbytes", "buffer_view", "record_class", "EXTERNAL",
+    "Segment", "SparseTensor", "Tensor",
     "Dimension", "MapType", "OpaqueType", "OptionalType", "SequenceType", "Shape",
     "SparseTensorType", "TensorType", "Type", "MapValue", "OptionalValue", "SequenceValue",
     "ValueKind", "graph_tensors", "iter_graphs", "iter_tensors", "normalize_domain",

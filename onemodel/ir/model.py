@@ -14,7 +14,7 @@ from typing import Iterator
 from ..lazy import np
 
 from .record import (ARRAY, BYTES, F32, INT, LIST_BYTES, LIST_INT, LIST_MSG, LIST_STR, MSG, STR,
-                     Record)
+                     Float32, Record)
 from .entries import normalize_domain
 from .tensor import SparseTensor, Tensor
 from .types import Type
@@ -148,7 +148,7 @@ class Attribute(Record):
         attr = cls(name=name, type=int(type))
         field = VALUE_FIELD[type]
         if type == A.FLOAT:
-            value = np.float32(value)
+            value = Float32(value)
         elif type == A.FLOATS:
             value = np.asarray(value, dtype=np.float32)
         elif type == A.INT:

@@ -14,7 +14,10 @@ STR         ``str`` (UTF-8; bytes that are not      ``None``: the field is absen
             UTF-8 kept with ``surrogateescape``)    explicitly present empty string.
 BYTES       ``bytes``                               ``None``
 INT         ``int``                                 ``None``
-F32         ``numpy.float32`` (bit pattern kept)    ``None``
+F32         :class:`Float32` (a ``float`` that      ``None``
+            keeps its 32-bit pattern); readers
+            make these, writers also take a
+            ``numpy.float32`` or a ``float``
 MSG         a record of class ``of``                ``None``
 LIST_*      ``list`` of str, bytes, int or records  ``[]``
 ARRAY       1-D ``numpy.ndarray`` of dtype ``of``   ``None`` (empty)
@@ -28,6 +31,7 @@ does not (Clause 12.4), kept so that a rewrite gives back the same bytes.
 from __future__ import annotations
 
 import copy as _copy
+import struct
 from typing import Any, ClassVar
 
 from ..lazy import np
@@ -41,6 +45,52 @@ ARRAY, BUFFER = "array", "buffer"
 LIST_KINDS = frozenset((LIST_STR, LIST_BYTES, LIST_INT, LIST_MSG))
 
 _CLASSES: dict[str, type["Record"]] = {}
+
+_U32 = struct.Struct("<I")
+_F32 = struct.Struct("<f")
+
+
+class Float32(float):
+    """The value of an F32 field (``AttributeProto.f``): a Python ``float`` that also keeps the
+    exact IEEE-754 binary32 pattern it was read as, in ``bits`` (an unsigned 32-bit integer).
+
+    As a float it is the float32 value widened exactly to a double, so arithmetic and
+    comparisons behave as for that number. The pattern is what writers emit and what equality
+    of records compares: NaN payloads (a signalling NaN included, which a float cannot hold),
+    infinities and -0.0 survive a round trip. Readers build these without numpy.
+
+        Float32(0.1)             # rounded to float32: 0.10000000149011612, bits 0x3DCCCCCD
+        Float32.from_bits(0x7F800001).bits == 0x7F800001   # a signalling NaN, kept
+    """
+
+    __slots__ = ("bits",)
+
+    def __new__(cls, value: Any = 0.0) -> "Float32":
+        return cls.from_bits(f32_bits(value))
+
+    @classmethod
+    def from_bits(cls, bits: int) -> "Float32":
+        """The value whose binary32 pattern is ``bits`` (0 <= bits < 2**32; struct.error
+        otherwise)."""
+        obj = float.__new__(cls, _F32.unpack(_U32.pack(bits))[0])
+        obj.bits = bits
+        return obj
+
+    def __reduce__(self):
+        return (Float32.from_bits, (self.bits,))
+
+    def __repr__(self) -> str:
+        return f"Float32({float.__repr__(self)})"
+
+
+def f32_bits(value: Any) -> int:
+    """The binary32 pattern (an int below 2**32) of an F32 field value: a :class:`Float32`'s
+    own ``bits``, a ``numpy.float32``'s pattern, or the pattern of any other number rounded to
+    float32 as numpy rounds it (numpy is imported then)."""
+    bits = getattr(value, "bits", None)
+    if bits is not None:
+        return bits
+    return int(np.float32(value).view(np.uint32))
 
 
 def record_class(name: str) -> type["Record"]:
@@ -125,7 +175,7 @@ def is_empty(kind: str, v: Any) -> bool:
     if kind in LIST_KINDS:
         return not v
     if kind == F32:
-        return int(np.float32(v).view(np.uint32)) == 0
+        return f32_bits(v) == 0
     if kind == BUFFER:
         return buffer_nbytes(v) == 0
     return v == "" or v == 0 or v == b""
@@ -135,7 +185,7 @@ def _same(kind: str, a: Any, b: Any) -> bool:
     if a is None or b is None:
         return a is None and b is None
     if kind == F32:
-        return np.float32(a).view(np.uint32) == np.float32(b).view(np.uint32)
+        return f32_bits(a) == f32_bits(b)
     if kind == ARRAY:
         a, b = np.asarray(a), np.asarray(b)
         return (a.dtype == b.dtype and a.shape == b.shape

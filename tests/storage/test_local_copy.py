@@ -81,3 +81,51 @@ def test_a_file_that_shrinks_while_read_closes_its_descriptor(tmp_path, monkeypa
     with pytest.raises(IoError, match="shrank"):
         LocalSource(str(path))
     assert len(closed) == 1
+
+
+def test_reserve_allocates_up_front_and_copies_stay_exact(tmp_path, big):
+    """After reserve() the file is already long; writes and copies still land at the written
+    position (not at the end of the reservation) and commit cuts the file to what was written."""
+    src, data = big
+    out = tmp_path / "out.bin"
+    sink = LocalSink(str(out))
+    sink.reserve(len(data) + (8 << 20))  # more than will be written
+    assert os.fstat(sink._f.fileno()).st_size == len(data) + (8 << 20)
+    sink.write(b"head")
+    sink.copy_from(src, 11, (2 << 20) + 5)  # preadv path (4 and 11 not page-congruent)
+    sink.write(b"mid")
+    sink.copy_from(src, 4096 * 2, 1 << 20)  # position 4 + 2 MiB + 8: buffered path again
+    sink.commit()
+    want = b"head" + data[11:11 + (2 << 20) + 5] + b"mid" + data[8192:8192 + (1 << 20)]
+    assert out.read_bytes() == want
+
+
+def test_reserve_on_a_full_disk_fails_before_writing_and_leaves_nothing(tmp_path, monkeypatch):
+    import errno
+
+    from onemodel.errors import IoError
+
+    def full(fd, offset, length):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    sink = LocalSink(str(tmp_path / "model.onemodel"))
+    with pytest.raises(IoError, match="No space left") as info:
+        sink.reserve(1 << 30)
+    assert "model.onemodel" in str(info.value)
+    assert os.listdir(tmp_path) == []  # the temporary file is gone, no destination appeared
+
+
+def test_reserve_is_only_a_hint_where_the_file_system_refuses_it(tmp_path, monkeypatch):
+    import errno
+
+    def unsupported(fd, offset, length):
+        raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+
+    monkeypatch.setattr(os, "posix_fallocate", unsupported)
+    out = tmp_path / "out.bin"
+    sink = LocalSink(str(out))
+    sink.reserve(1 << 20)
+    sink.write(b"abc")
+    sink.commit()
+    assert out.read_bytes() == b"abc"

@@ -39,7 +39,8 @@ from ...lazy import np
 from ...errors import InvalidModelError, MalformedError, UnsupportedError
 from ...ir.dtypes import INFO, DataType
 from ...ir.record import (ARRAY, BUFFER, BYTES, F32, INT, LIST_BYTES, LIST_INT, LIST_MSG,
-                          LIST_STR, MSG, STR, _same, buffer_view, record_class)
+                          LIST_STR, MSG, STR, Float32, _same, buffer_view, f32_bits,
+                          record_class)
 from ...ir.tensor import EXTERNAL, raw_to_typed
 from .manifest import (UINT32_MAX, as_bytes, as_int, as_list, as_obj, as_str, b64, bytes_list,
                        int_list, wrong)
@@ -84,7 +85,7 @@ def encode_value(kind: str, of, v, path: str):
     if kind == INT:
         return int64(v, path)
     if kind == F32:
-        return int(np.float32(v).view(np.uint32))
+        return f32_bits(v)
     if kind == ARRAY:
         return b64(np.ascontiguousarray(np.asarray(v, dtype=of)).view(np.uint8))
     if kind == BUFFER:
@@ -224,7 +225,7 @@ def decode_value(kind: str, of, v, path: str):
     if kind == INT:
         return as_int(v, path)
     if kind == F32:
-        return np.array([as_int(v, path, 0, UINT32_MAX)], dtype="<u4").view("<f4")[0]
+        return Float32.from_bits(as_int(v, path, 0, UINT32_MAX))
     if kind == ARRAY:
         raw = as_bytes(v, path)
         dt = np.dtype(of)

@@ -50,6 +50,8 @@ class JsonFloat:
 
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
+#: Brackets counted by a Python loop (about 3 ms at most); more go to numpy.
+_SMALL_BRACKETS = 1 << 16
 
 
 def json_depth(data, limit: int = MAX_JSON_DEPTH) -> tuple[int, int | None]:
@@ -58,8 +60,9 @@ def json_depth(data, limit: int = MAX_JSON_DEPTH) -> tuple[int, int | None]:
     Returns ``(depth, offset)`` where ``offset`` is the byte index of the first bracket that went
     past ``limit`` (``None`` when the depth stays within it). Brackets inside strings are skipped;
     the scan stops at an unterminated string (the parser reports that). Strings are removed and
-    the brackets counted in C (``re``, ``bytes.translate``, numpy); the Python token loop runs only
-    to find the offset of a file that is too deep.
+    the brackets counted in C (``re``, ``bytes.translate``, numpy for more than
+    :data:`_SMALL_BRACKETS` of them, a plain loop below, which spares small manifests the import
+    of numpy); the Python token loop runs only to find the offset of a file that is too deep.
     """
     stripped = _STRING.sub(b"", data)
     quote = stripped.find(b'"')
@@ -68,9 +71,19 @@ def json_depth(data, limit: int = MAX_JSON_DEPTH) -> tuple[int, int | None]:
     brackets = stripped.translate(None, _NOT_BRACKETS)
     if not brackets:
         return 0, None
-    steps = np.frombuffer(brackets, dtype=np.uint8)
-    steps = np.where((steps == 0x5B) | (steps == 0x7B), 1, -1).astype(np.int32)
-    deepest = int(np.cumsum(steps, dtype=np.int64).max())
+    if len(brackets) <= _SMALL_BRACKETS:
+        depth = deepest = 0
+        for c in brackets:
+            if c == 0x5B or c == 0x7B:
+                depth += 1
+                if depth > deepest:
+                    deepest = depth
+            else:
+                depth -= 1
+    else:
+        steps = np.frombuffer(brackets, dtype=np.uint8)
+        steps = np.where((steps == 0x5B) | (steps == 0x7B), 1, -1).astype(np.int32)
+        deepest = int(np.cumsum(steps, dtype=np.int64).max())
     if deepest <= limit:
         return deepest, None
     return deepest, _offset_past(data, limit)

@@ -31,6 +31,7 @@ from ...ir.dtypes import INFO, DataType
 from ...ir.entries import OperatorSetId, StringStringEntry
 from ...ir.model import (VALUE_FIELD, Attribute, AttributeType, Function, Graph, Model, Node,
                          ValueInfo)
+from ...ir.record import Float32, f32_bits
 from ...ir.tensor import SparseTensor, Tensor, element_count
 from ...ir.types import (Dimension, MapType, OpaqueType, OptionalType, SequenceType, Shape,
                          SparseTensorType, TensorType, Type)
@@ -193,7 +194,7 @@ def decode_attribute(obj: dict, ctx, path: str, lvl: int) -> Attribute:
     v = req(obj, "value", path)
     p = f"{path}.value"
     if code == _A.FLOAT:
-        a.f = _bits_to_f32([as_int(v, p, 0, UINT32_MAX)])[0]
+        a.f = Float32.from_bits(as_int(v, p, 0, UINT32_MAX))
     elif code == _A.INT:
         a.i = as_int(v, p)
     elif code == _A.STRING:
@@ -455,7 +456,7 @@ def encode_attribute(a: Attribute, w, path: str, lvl: int) -> dict:
     v = getattr(a, field)
     p = f"{path}.{field}"
     if code == _A.FLOAT:
-        value = 0 if v is None else int(np.float32(v).view(np.uint32))
+        value = 0 if v is None else f32_bits(v)
     elif code == _A.INT:
         value = 0 if v is None else int64(v, p)
     elif code == _A.STRING:

@@ -103,6 +103,7 @@ static int g_nmsgs = 0;
 static PyObject *g_names = NULL;        /* proto name -> message index */
 static PyObject *g_WireError = NULL;
 static PyObject *g_np = NULL;          /* the numpy module (or its lazy stand-in) */
+static PyObject *g_float_value = NULL; /* schema.FLOAT_VALUE: bits -> ir.record.Float32 */
 static PyObject *g_np_empty = NULL, *g_np_frombuffer = NULL;  /* NULL until ensure_np() */
 static PyObject *g_scalar[2] = {NULL, NULL};  /* 1-element float32 / float64 scratch arrays */
 static Py_buffer g_scalar_buf[2];
@@ -424,10 +425,21 @@ mv_slice(PyObject *mv, Py_ssize_t a, Py_ssize_t e)
 
 static int ensure_np(void);
 
-/* One float32/float64 scalar (numpy.float32 / numpy.float64) with the bit pattern at ``p``. */
+/* One singular FLOAT value (schema.FLOAT_VALUE of its bits: no numpy) or DOUBLE value
+ * (numpy.float64) with the bit pattern at ``p``. */
 static PyObject *
 float_scalar(int which, const uint8_t *p)
 {
+    if (!which) {
+        uint32_t bits;
+        memcpy(&bits, p, 4);
+        PyObject *n = PyLong_FromUnsignedLong(bits);
+        if (n == NULL)
+            return NULL;
+        PyObject *v = PyObject_CallOneArg(g_float_value, n);
+        Py_DECREF(n);
+        return v;
+    }
     if (ensure_np() < 0)
         return NULL;
     memcpy(g_scalar_buf[which].buf, p, which ? 8 : 4);
@@ -1132,6 +1144,7 @@ free_table(void)
     Py_CLEAR(g_names);
     Py_CLEAR(g_WireError);
     Py_CLEAR(g_np);
+    Py_CLEAR(g_float_value);
     Py_CLEAR(g_np_empty);
     Py_CLEAR(g_np_frombuffer);
     for (int i = 0; i < 2; i++) {
@@ -1557,7 +1570,8 @@ cdecode_setup(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (g_max_depth == -1 && PyErr_Occurred())
         goto fail;
     g_np = Py_NewRef(np);
-    if ((g_empty_bytes = PyBytes_FromStringAndSize(NULL, 0)) == NULL)
+    if ((g_float_value = PyObject_GetAttrString(schema, "FLOAT_VALUE")) == NULL ||
+        (g_empty_bytes = PyBytes_FromStringAndSize(NULL, 0)) == NULL)
         goto fail;
 
     PyObject *gc = PyImport_ImportModule("gc");

@@ -29,6 +29,7 @@ import os
 from ...lazy import np
 
 from ...errors import MalformedError
+from ...ir.record import Float32
 from ...limits import MAX_MESSAGE_DEPTH
 from ..protobuf import WireError, decode_packed_varints, read_varint, skip_field
 from . import schema as _schema
@@ -205,7 +206,8 @@ def _decode(buf, pos: int, end: int, msg: Message, obj, depth: int, ctx: _Ctx) -
             if pos + 4 > end:
                 raise _field_error(f"field {f.proto_name} runs past the end of its message",
                                    kstart, f)
-            v = np.frombuffer(buf[pos:pos + 4], dtype=_F4)[0]
+            v = (Float32.from_bits(int.from_bytes(buf[pos:pos + 4], "little")) if not f.repeated
+                 else np.frombuffer(buf[pos:pos + 4], dtype=_F4)[0])
             pos += 4
         else:
             if pos + 8 > end:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ...lazy import np
 
-from ...ir.record import LazyBuffer, buffer_nbytes, buffer_view
+from ...ir.record import LazyBuffer, buffer_nbytes, buffer_view, f32_bits
 from ..protobuf import encode_packed_varints, encode_varint
 from .schema import BY_CLASS, BYTES, DOUBLE, ENUM, FLOAT, INT32, INT64, MESSAGE, RAW, STRING, UINT64
 
@@ -125,7 +125,7 @@ def _encode(obj, msg, out: bytearray, parts: list) -> bytearray:
             out += _v(v)
         elif kind == FLOAT:
             out += f.key
-            out += np.float32(v).tobytes()
+            out += f32_bits(v).to_bytes(4, "little")
         elif kind == DOUBLE:
             out += f.key
             out += np.float64(v).tobytes()

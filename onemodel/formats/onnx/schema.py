@@ -17,6 +17,9 @@ from ...ir.record import record_class
 
 # wire kinds
 STRING, BYTES, RAW, INT64, INT32, UINT64, ENUM, FLOAT, DOUBLE, MESSAGE = range(10)
+
+#: Makes the value of a singular FLOAT field from its 32-bit pattern (both decoders call it).
+FLOAT_VALUE = R.Float32.from_bits
 _SCALARS = {"string": STRING, "bytes": BYTES, "raw": RAW, "int64": INT64, "int32": INT32,
             "uint64": UINT64, "float": FLOAT, "double": DOUBLE}
 WIRE_OF = {STRING: 2, BYTES: 2, RAW: 2, INT64: 0, INT32: 0, UINT64: 0, ENUM: 0, FLOAT: 5,

@@ -276,6 +276,18 @@ def test_json_depth_scan_skips_strings_and_stops_at_the_limit():
     assert depth == 2000 and where == 1024
 
 
+@pytest.mark.parametrize("copies", [1, 40_000], ids=["loop", "numpy"])
+def test_json_depth_counts_alike_below_and_above_the_loop_size(copies):
+    """Up to 65,536 brackets a Python loop counts them, beyond numpy: the same answers."""
+    from onemodel.formats.container import manifest
+    body = b'{"a":[{"b":[1,"]]"]}],"c":{}}'  # 8 brackets outside the string, depth 4
+    assert (len(body) - 2) * copies > manifest._SMALL_BRACKETS or copies == 1
+    data = b"[" + b",".join([body] * copies) + b"]"
+    assert json_depth(data) == (5, None)
+    deep = b"[" + b",".join([body] * copies + [b"[" * 1030 + b"]" * 1030]) + b"]"
+    assert json_depth(deep, limit=1024) == (1031, deep.index(b"[" * 1030) + 1023)
+
+
 def test_errors_name_the_source_and_are_one_of_the_kinds(tmp_path):
     path = tmp_path / "bad.onemodel"
     data = bytearray(write_bytes(simple_model()))

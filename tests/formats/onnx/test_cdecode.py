@@ -30,7 +30,7 @@ from onemodel.errors import MalformedError, OneModelError
 from onemodel.formats.onnx.checks import check_tensors
 from onemodel.formats.onnx.schema import (BYTES, DOUBLE, ENUM, FLOAT, INT32, INT64, MESSAGE,
                                           MESSAGES, RAW, STRING, UINT64)
-from onemodel.ir import Graph, Model, Record, Segment, Tensor
+from onemodel.ir import Float32, Graph, Model, Record, Segment, Tensor
 from onemodel.ir.record import ARRAY, LIST_KINDS, LIST_MSG, MSG
 from wire import f32, key, ld, model_with_initializer, tensor, varint, vint
 
@@ -293,7 +293,8 @@ def test_full_model_every_field():
     assert out[0] == "ok"
     m = out[1]
     attrs = {a.name: a for a in m.graph.nodes[0].attributes}
-    assert type(attrs["f"].f) is np.float32 and attrs["f"].f == np.float32(0.25)
+    assert type(attrs["f"].f) is Float32 and attrs["f"].f == 0.25
+    assert attrs["f"].f.bits == 0x3E800000
     assert attrs["floats"].floats.dtype == np.float32 and attrs["floats"].floats.tolist() == [1, -2]
     assert attrs["ints"].ints == [1, -1, 1 << 40] and type(attrs["ints"].ints[2]) is int
     assert attrs["s"].s == b"bytes\x00\xff" and attrs["ref"].ref_attr_name == "ref"
