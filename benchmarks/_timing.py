@@ -40,3 +40,23 @@ def median_time(fn: Callable[[], Any], repeat: int, *, warmup: bool = False,
                 collect: bool = False, before: Callable[[], Any] | None = None) -> float:
     """Median wall time in seconds of ``repeat`` calls of ``fn()``; options as :func:`timed`."""
     return timed(fn, repeat, warmup=warmup, collect=collect, before=before)[0]
+
+
+def interleaved(cases: dict[str, tuple[Callable[[], Any], Callable[[], Any] | None]],
+                repeat: int) -> dict[str, list[float]]:
+    """Wall seconds of every call of each case (in run order), the cases taking turns: round
+    ``i`` times every case once, in order. Tools that write gigabytes leave the disk busy for
+    whatever runs next; taking turns gives each the same share of that disturbance. ``cases``
+    maps a label to ``(fn, before)``; ``before()`` (may be ``None``) runs untimed before each
+    call."""
+    if repeat < 1:
+        raise ValueError(f"repeat must be at least 1, not {repeat}")
+    times: dict[str, list[float]] = {k: [] for k in cases}
+    for _ in range(repeat):
+        for label, (fn, before) in cases.items():
+            if before is not None:
+                before()
+            t = time.perf_counter()
+            fn()
+            times[label].append(time.perf_counter() - t)
+    return times

@@ -13,7 +13,10 @@ Generates its models in a temporary directory and prints, in one run, median tim
   - opening the .onemodel and reading one tensor vs ``safetensors.safe_open`` + ``get_tensor`` on
     the same weights: <= 2x;
   - ``onemodel convert`` .onnx -> .onemodel vs ``cp`` of the same file, both as commands to a
-    fresh destination: <= 1.5x; and ``onemodel.convert()`` in process for reference.
+    fresh destination: <= 1.5x; and ``onemodel.convert()`` in process and ``onemodel --version``
+    (start-up alone) for reference. These four take turns, round after round, and each writing
+    run starts after an untimed ``sync``, so that no run pays for the writeback of the gigabyte
+    another one left in the page cache.
 
 onemodel reads through a memory map of the file, so raw_data values are views of the map. Needs
 the bench extra: ``pip install -e ".[bench]"``.
@@ -28,6 +31,7 @@ import importlib
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -64,7 +68,8 @@ def make_heavy(path: str) -> None:
 
 
 def make_weights(path: str, gb: float) -> None:
-    """A chain of 64 MatMuls over ``gb`` GiB of float32 weights, all inline (raw_data)."""
+    """A chain of 64 Gemm nodes over ``gb`` GiB of float32 weights, all inline (raw_data), each
+    with FLOAT attributes ``alpha`` and ``beta`` as exporters write them for linear layers."""
     import numpy as np
     import onnx
     from onnx import helper, numpy_helper
@@ -75,7 +80,8 @@ def make_weights(path: str, gb: float) -> None:
     base = np.arange(side * side, dtype=np.float32).reshape(side, side) / (side * side)
     for i in range(n):
         inits.append(numpy_helper.from_array(base + i, f"w{i}"))
-        nodes.append(helper.make_node("MatMul", [prev, f"w{i}"], [f"h{i}"], name=f"mm{i}"))
+        nodes.append(helper.make_node("Gemm", [prev, f"w{i}"], [f"h{i}"], name=f"gemm{i}",
+                                      alpha=1.0, beta=1.0))
         prev = f"h{i}"
     g = helper.make_graph(nodes, "weights", [helper.make_tensor_value_info("x", 1, ["N", side])],
                           [helper.make_tensor_value_info(prev, 1, ["N", side])], inits)
@@ -135,6 +141,14 @@ def ratio_line(label: str, ours: float, theirs: float, target: float, unit: str 
             f"{ratio:6.3f}  (target <= {target})")
 
 
+def _install_kind(package_dir: str) -> str:
+    """How onemodel is installed. Run from a source tree (an editable install, as `make` sets
+    up) every command also pays ~10 ms for the import hook of the editable install, which a
+    wheel install does not have."""
+    return "from site-packages" if "site-packages" in package_dir.split(os.sep) else (
+        "from a source tree: editable install")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--gb", type=float, default=1.0, help="GiB of weights in the second model")
@@ -170,7 +184,8 @@ def main() -> None:
                     pass
         print(f"python {sys.version.split()[0]}, onnx {onnx.__version__}, "
               f"onnx_ir {onnx_ir.__version__}; C decoder: "
-              f"{'in use' if dec._C is not None else 'NOT BUILT (' + str(dec._C_ERROR) + ')'}")
+              f"{'in use' if dec._C is not None else 'NOT BUILT (' + str(dec._C_ERROR) + ')'}; "
+              f"onemodel {_install_kind(os.path.dirname(onemodel.__file__))}")
         print(f"heavy.onnx {os.path.getsize(heavy) / 2**20:.1f} MiB, "
               f"weights.onnx {os.path.getsize(weights) / 2**30:.2f} GiB, repeat {args.repeat}")
 
@@ -254,22 +269,30 @@ def main() -> None:
             def remove():  # a fresh destination for every run, outside the timing
                 if os.path.exists(path):
                     os.unlink(path)
+                os.sync()  # no run pays for the writeback of the gigabyte an earlier one wrote
             return remove
 
         # the command as a user runs it: bytecode caches written (a sandbox may set
         # PYTHONDONTWRITEBYTECODE, which makes every start compile the package), one warm-up run
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         subprocess.run(cli, check=True, env=env)
-        conv = {
-            "`onemodel convert` (command)": _timing.median_time(
-                lambda: subprocess.run(cli, check=True, env=env), r, before=fresh(onemodel_path)),
-            "onemodel.convert() (in process)": _timing.median_time(
-                lambda: onemodel.convert(weights, onemodel_path), r, before=fresh(onemodel_path)),
-            "`cp` (command)": _timing.median_time(
-                lambda: subprocess.run(["cp", weights, copy], check=True), r, before=fresh(copy)),
-        }
-        for k, v in {**one, **conv}.items():
+        conv_times = _timing.interleaved({
+            "`onemodel convert` (command)": (
+                lambda: subprocess.run(cli, check=True, env=env), fresh(onemodel_path)),
+            "onemodel.convert() (in process)": (
+                lambda: onemodel.convert(weights, onemodel_path), fresh(onemodel_path)),
+            "`cp` (command)": (
+                lambda: subprocess.run(["cp", weights, copy], check=True), fresh(copy)),
+            "`onemodel --version` (start-up alone)": (
+                lambda: subprocess.run(cli[:1] + ["--version"], check=True, env=env,
+                                       stdout=subprocess.DEVNULL), None),
+        }, r)
+        conv = {k: statistics.median(v) for k, v in conv_times.items()}
+        for k, v in one.items():
             print(f"  {k:<40} {fmt(v, 's')}")
+        for k, v in conv.items():  # the spread: this machine's writeback makes runs vary
+            print(f"  {k:<40} {fmt(v, 's')}  (best {fmt(min(conv_times[k]), 's').strip()}, "
+                  f"worst {fmt(max(conv_times[k]), 's').strip()})")
         print("\n== targets")
         print(ratio_line("graph-heavy: onemodel (C) vs onnx.load", h["onemodel read (C)"],
                          h["onnx.load"], 1.0))

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .lazy import np
-
 from .errors import OneModelError, UnsupportedError
 from .ir import Model, Tensor
 from .ir.dtypes import INFO
 from .ir.record import ARRAY, F32, LIST_MSG, MSG, Record, f32_bits, is_empty, same_bytes
 from .ir.tensor import STORAGE_FIELDS
+from .lazy import np
 
 #: Tensor fields that say where the contents are stored, not what they are.
 _LAYOUT_FIELDS = frozenset(STORAGE_FIELDS)

@@ -11,7 +11,6 @@ Errors raised here are :class:`WireError`; the message decoder turns them into
 from __future__ import annotations
 
 from ..lazy import np
-
 VARINT, I64, LEN, SGROUP, EGROUP, I32 = 0, 1, 2, 3, 4, 5
 U64 = (1 << 64) - 1
 

@@ -58,7 +58,7 @@ class TypeInfo:
         code: the Table 5 tag.
         bits: width of one element in raw storage, in bits (0 for STRING).
         dtype_name: the numpy (``"float32"``) or ml_dtypes (``"ml_dtypes.bfloat16"``) type that
-            holds one element once unpacked (``"object"`` for STRING); :attr:`dtype` is its
+            holds one element once unpacked (``"object_"`` for STRING); :attr:`dtype` is its
             numpy dtype, resolved on first use (numpy is imported then, not before).
         typed_field: the ``TensorProto`` field of typed storage: ``float_data``, ``int32_data``,
             ``string_data``, ``int64_data``, ``double_data`` or ``uint64_data``.

@@ -12,7 +12,6 @@ import enum
 from typing import Iterator
 
 from ..lazy import np
-
 from .record import (ARRAY, BYTES, F32, INT, LIST_BYTES, LIST_INT, LIST_MSG, LIST_STR, MSG, STR,
                      Float32, Record)
 from .entries import normalize_domain

@@ -34,9 +34,8 @@ import copy as _copy
 import struct
 from typing import Any, ClassVar
 
-from ..lazy import np
-
 from ..errors import IoError
+from ..lazy import np
 
 STR, BYTES, INT, F32, MSG = "str", "bytes", "int", "f32", "msg"
 LIST_STR, LIST_BYTES, LIST_INT, LIST_MSG = "list_str", "list_bytes", "list_int", "list_msg"

@@ -16,9 +16,8 @@ Elements narrower than a byte unpack only when :meth:`Tensor.numpy` is called.
 
 from __future__ import annotations
 
-from ..lazy import np
-
 from ..errors import InvalidModelError, OneModelError, UnsupportedError
+from ..lazy import np
 from ..limits import MAX_ELEMENT_COUNT
 from .dtypes import (INFO, TYPED_FIELD_DTYPE, DataType, code_of_dtype, name_of, pack_bits,
                      unpack_bits)

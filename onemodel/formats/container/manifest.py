@@ -23,9 +23,8 @@ import json
 import re
 import sys
 
-from ...lazy import np
-
 from ...errors import MalformedError, UnsupportedError
+from ...lazy import np
 from ...limits import MAX_JSON_DEPTH
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1

@@ -23,14 +23,13 @@ from __future__ import annotations
 import json
 import re
 
-from ...lazy import np
-
 from ...ir.record import (ARRAY, BUFFER, F32, LIST_BYTES, LIST_INT, LIST_KINDS, LIST_MSG,
                           LIST_STR, MSG, STR, _same, is_empty, record_class)
 from ...ir.model import VALUE_FIELD, AttributeType
 from ...ir.tensor import EXTERNAL, EXTERNAL_FIELDS, TYPED_FIELDS
 from ...ir.types import KINDS as TYPE_KINDS
 from . import extension
+from ...lazy import np
 from .schema import CODEC_CLASSES, v1_attribute_type
 
 #: Where a tensor's contents were stored. The data region holds the contents themselves (in raw

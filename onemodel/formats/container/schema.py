@@ -24,8 +24,6 @@ and types open around an object (section 3.1); ``decode_graph``, ``decode_type``
 
 from __future__ import annotations
 
-from ...lazy import np
-
 from ...errors import InvalidModelError, MalformedError, UnsupportedError
 from ...ir.dtypes import INFO, DataType
 from ...ir.entries import OperatorSetId, StringStringEntry
@@ -35,6 +33,7 @@ from ...ir.record import Float32, f32_bits
 from ...ir.tensor import SparseTensor, Tensor, element_count
 from ...ir.types import (Dimension, MapType, OpaqueType, OptionalType, SequenceType, Shape,
                          SparseTensorType, TensorType, Type)
+from ...lazy import np
 from ...limits import MAX_CONTAINER_TENSOR_BYTES, MAX_MODEL_NESTING
 from .manifest import (INT64_MAX, INT64_MIN, UINT32_MAX, as_bytes, as_int, as_list, as_obj,
                        as_str, b64, bytes_list, get_int, get_list, get_str, int_list, req,

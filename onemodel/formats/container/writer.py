@@ -17,14 +17,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...lazy import np
-
 from ...errors import InvalidModelError, UnsupportedError
 from ...ir.dtypes import INFO
 from ...ir.model import Model
 from ...ir.record import _same, buffer_nbytes, buffer_view, record_class
 from ...ir.tensor import EXTERNAL, raw_to_typed, sparse_problem, tensor_problem, typed_to_raw
 from ...ir.walk import iter_tensors
+from ...lazy import np
 from ...limits import MAX_CONTAINER_TENSOR_BYTES, MAX_MANIFEST_BYTES
 from ...storage.base import RangeBuffer, Sink
 from . import extension, plain, rules

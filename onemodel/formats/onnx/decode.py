@@ -26,10 +26,9 @@ from __future__ import annotations
 import codecs
 import os
 
-from ...lazy import np
-
 from ...errors import MalformedError
 from ...ir.record import Float32
+from ...lazy import np
 from ...limits import MAX_MESSAGE_DEPTH
 from ..protobuf import WireError, decode_packed_varints, read_varint, skip_field
 from . import schema as _schema

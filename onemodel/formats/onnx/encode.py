@@ -17,9 +17,8 @@ memory an encoding takes is about the size of the model's structure, not of its 
 
 from __future__ import annotations
 
-from ...lazy import np
-
 from ...ir.record import LazyBuffer, buffer_nbytes, buffer_view, f32_bits
+from ...lazy import np
 from ..protobuf import encode_packed_varints, encode_varint
 from .schema import BY_CLASS, BYTES, DOUBLE, ENUM, FLOAT, INT32, INT64, MESSAGE, RAW, STRING, UINT64
 

@@ -64,8 +64,6 @@ import os
 import re
 import warnings
 
-from ...lazy import np
-
 from ... import limits
 from ...errors import InvalidModelError, IoError, OneModelError, UnsupportedError
 from ...ir.dtypes import INFO, DataType
@@ -73,6 +71,7 @@ from ...ir.entries import StringStringEntry
 from ...ir.record import buffer_nbytes, buffer_view, same_bytes
 from ...ir.tensor import EXTERNAL, STORAGE_FIELDS
 from ...ir.walk import iter_tensors
+from ...lazy import np
 from ...limits import EXTERNAL_DATA_ALIGNMENT
 from ...storage.hashing import HashingSink
 from ...storage.place import is_remote, local_path, place_of, target_of
