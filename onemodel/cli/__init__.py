@@ -289,7 +289,7 @@ def _print_data_file(f: dict) -> None:
              f"{_human(f['unreferenced'])} unreferenced (gaps {_human(f['gaps'])}, "
              f"trailing {_human(f['trailing'])})")
     out.line(f"data file {f['location']}: {_count(f['tensors'], 'tensor')}, "
-              f"{_human(f['referenced'])} referenced, {unref}, {aligned}")
+             f"{_human(f['referenced'])} referenced, {unref}, {aligned}")
 
 
 @app.command()

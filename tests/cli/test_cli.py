@@ -206,3 +206,17 @@ def test_symlinked_data_needs_the_explicit_opt_in(tmp_path):
     for cmd in (("info", model), ("run", model, "--random"), ("verify", model, model, "--run")):
         r = cli(*cmd, "--allow-external-outside")
         assert r.exit_code == 0, (cmd, r.output)
+
+
+def test_names_are_printed_as_they_are(tmp_path):
+    """Plain lines are not rich markup: ``:smile:`` and ``[bold]`` in a file name stay text,
+    in the summary line and in an error."""
+    src = tmp_path / "m:smile:[bold].onnx"
+    src.write_bytes(CNN.read_bytes())
+    dst = tmp_path / "out:smile:.onemodel"
+    r = cli("convert", src, dst)
+    assert r.exit_code == 0, r.output
+    assert r.stdout.startswith(f"{src} (onnx) -> {dst} (onemodel): ")
+    missing = tmp_path / "gone:smile:.onnx"
+    r = cli("convert", missing, dst)
+    assert r.exit_code == 2 and str(missing) in r.stderr and "😄" not in r.stderr
