@@ -159,9 +159,9 @@ def convert(src, dst, *, to: str | None = None, source_format: str | None = None
     The output format and ``write_options`` are checked before the source is opened: an
     unknown format or an option the writer does not take raises UnsupportedError without
     reading anything. ``read_options`` go to the reader (:func:`load`). ``progress`` (a callable
-    given byte counts, e.g. a Progress bar) is given the bytes written to ``dst`` (not those of
-    ONNX external data files written beside it); when it has ``set_total``, its total is set
-    to the model's tensor bytes (``ConvertResult.tensor_bytes``) before writing starts.
+    given byte counts, e.g. a Progress bar) is given the bytes written to ``dst`` and to the ONNX
+    external data files written beside it; when it has ``set_total``, its total is set to the
+    model's tensor bytes (``ConvertResult.tensor_bytes``) before writing starts.
 
     Returns a :class:`ConvertResult`; raises OneModelError.
     """

@@ -85,9 +85,13 @@ class Sink:
 
     Attributes:
         name: the destination path or URL, for error messages.
+        progress: the callable this sink reports written byte counts to (a
+            :class:`~onemodel.storage.progress.ProgressSink` has one), else ``None``; a writer
+            that opens more sinks for one model (ONNX data files) reports their bytes there too.
     """
 
     name: str = "<sink>"
+    progress = None
 
     def write(self, data) -> None:
         """Append ``data`` (any bytes-like object). Raises IoError."""

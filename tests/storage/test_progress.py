@@ -67,3 +67,26 @@ def test_open_sink_with_progress(tmp_path):
     with open_sink(str(tmp_path / "m.bin.zst"), progress=seen.append) as sink:
         sink.write(b"x" * 1000)
     assert seen == [1000]  # uncompressed bytes
+
+
+def test_a_conversion_counts_the_bytes_of_every_file_it_writes(tmp_path):
+    """ONNX output with external data: the bytes of the data files count on the same bar as the
+    model file's, so the bar reaches the total instead of stalling at the model file's share."""
+    from pathlib import Path
+
+    import onemodel
+
+    src = Path(__file__).resolve().parents[2] / "testdata" / "models" / "transformer_dynamo.onnx"
+    seen = []
+    dst = tmp_path / "out" / "model.onnx"
+    dst.parent.mkdir()
+    result = onemodel.convert(src, dst, layout="file", external_data="weights.bin",
+                              progress=seen.append)
+    data = dst.parent / "weights.bin"
+    assert data.stat().st_size > result.tensor_bytes // 2  # most weights went to the data file
+    assert sum(seen) == dst.stat().st_size + data.stat().st_size
+    seen.clear()
+    per = tmp_path / "per" / "model.onnx"
+    per.parent.mkdir()
+    onemodel.convert(src, per, layout="per_tensor", progress=seen.append)
+    assert sum(seen) == sum(p.stat().st_size for p in per.parent.iterdir())

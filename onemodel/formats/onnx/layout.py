@@ -74,6 +74,7 @@ from ...ir.walk import iter_tensors
 from ...lazy import np
 from ...limits import EXTERNAL_DATA_ALIGNMENT
 from ...storage.hashing import HashingSink
+from ...storage.progress import ProgressSink
 from ...storage.place import is_remote, local_path, place_of, target_of
 from .encode import RawPiece, encode_pieces, pieces_size
 from .external import (RefusedError, data_file_identity, data_file_target, location_parts,
@@ -580,6 +581,8 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
         for df in files:
             s = open_data_sink(out_base, df.location, allow_outside=allow_outside,
                                storage_options=storage_options)
+            if sink.progress is not None:  # the data files' bytes count on the model's bar
+                s = ProgressSink(s, sink.progress)
             sinks.append(s)
             s.reserve(max((slot.offset + slot.nbytes for slot in df.slots), default=0))
             df.sha1 = _write_data_file(model, df, s)
