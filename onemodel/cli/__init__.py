@@ -34,17 +34,23 @@ class _LazyConsole:
 
     def line(self, text: str) -> None:
         """Print ``text`` and a newline exactly as given, on this console's stream."""
-        print(text, file=sys.stderr if self._options.get("stderr") else sys.stdout)
+        try:
+            print(text, file=sys.stderr if self._options.get("stderr") else sys.stdout)
+        except BrokenPipeError:
+            _stdout_gone()
 
     def __getattr__(self, name):
         if self._console is None:
             from rich.console import Console
             self._console = Console(**self._options)
+            # rich's own answer to a closed pipe is SystemExit(1): "different" for verify
+            self._console.on_broken_pipe = _stdout_gone
         return getattr(self._console, name)
 
 
-out = _LazyConsole(highlight=False, soft_wrap=True)
-err = _LazyConsole(stderr=True, highlight=False, soft_wrap=True)
+# emoji=False: a name such as "m:smile:.onnx" in a table or title stays as it is
+out = _LazyConsole(highlight=False, soft_wrap=True, emoji=False)
+err = _LazyConsole(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 DebugOpt = typer.Option(False, "--debug", help="Show the full traceback on errors.")
 QuietOpt = typer.Option(False, "--quiet", "-q", help="Print nothing but errors; no progress.")
@@ -55,17 +61,49 @@ StorageOpt = typer.Option(None, "--storage-option", "-S", metavar="KEY=VALUE",
                           help="fsspec storage option for URLs (repeatable).")
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived (``timeout``, ``kill``, a container stopping): raised in the main thread so
+    that every open sink aborts and removes its temporary file, as on Ctrl-C."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
+#: Exit status when stdout's reader went away (``onemodel info m.onnx | head -1``): that of a
+#: process ended by SIGPIPE, as other Unix tools give (128 + 13), and unlike 1 (verify: differ).
+EXIT_PIPE = 141
+
+
+def _stdout_gone() -> None:
+    """Point stdout at /dev/null so that nothing else fails on the closed pipe (not even the
+    flush at exit), then stop quietly with :data:`EXIT_PIPE`."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real stdout (a test runner): nothing to quiet
+        pass
+    raise typer.Exit(EXIT_PIPE)
+
+
 @contextlib.contextmanager
 def _errors(debug: bool):
     """Turn every failure into one line on stderr and exit status 2; with --debug the full
-    traceback is printed instead (the exit status stays 2, so scripts read it the same way)."""
+    traceback is printed instead (the exit status stays 2, so scripts read it the same way).
+    Ctrl-C exits 130 and SIGTERM 143 (after the writes in progress are undone); a closed
+    stdout exits :data:`EXIT_PIPE` without a message."""
     try:
         yield
     except typer.Exit:
         raise
+    except BrokenPipeError:
+        _stdout_gone()
     except KeyboardInterrupt:
         err.line("interrupted")
         raise typer.Exit(130) from None
+    except Terminated:
+        err.line("terminated")
+        raise typer.Exit(143) from None
     except Exception as e:
         if debug:
             import traceback
@@ -141,10 +179,12 @@ def _human(n: int) -> str:
 
 @app.command()
 def convert(
-    src: str = typer.Argument(..., help="Model to read (.onnx, .onemodel; path or URL)."),
-    dst: str = typer.Argument(..., help="Where to write it."),
-    to: Optional[str] = typer.Option(None, "--to", help="Output format: onnx or onemodel "
-                                     "(default: from DST's suffix).", case_sensitive=False),
+    src: str = typer.Argument(..., metavar="SRC",
+                              help="Model to read (.onnx, .onemodel; path or URL)."),
+    dst: str = typer.Argument(..., metavar="DST", help="Where to write it."),
+    to: Optional[str] = typer.Option(None, "--to", metavar="FORMAT", case_sensitive=False,
+                                     help="Output format: onnx or onemodel (default: from "
+                                     "DST's suffix)."),
     strict_v1: bool = typer.Option(False, "--strict-v1", help="Write plain OneModel v1 without "
                                    "the ONNX-preservation extension; list what is left out."),
     external_data: Optional[str] = typer.Option(None, "--external-data", metavar="FILE",
@@ -152,10 +192,12 @@ def convert(
     per_tensor: bool = typer.Option(False, "--external-data-per-tensor",
                                     help="ONNX output: one data file per tensor."),
     inline: bool = typer.Option(False, "--inline", help="ONNX output: all weights inline."),
-    align: Optional[int] = typer.Option(None, "--align", min=1, help="Alignment of data file "
-                                        "offsets in bytes (default 4096)."),
-    threshold: Optional[int] = typer.Option(None, "--threshold", min=0, help="Tensors smaller "
-                                            "than this many bytes stay inline (default 1024)."),
+    align: Optional[int] = typer.Option(None, "--align", min=1, metavar="BYTES",
+                                        help="Alignment of data file offsets in bytes (default "
+                                        "4096)."),
+    threshold: Optional[int] = typer.Option(None, "--threshold", min=0, metavar="BYTES",
+                                            help="Tensors smaller than this many bytes stay "
+                                            "inline (default 1024)."),
     force: bool = typer.Option(False, "--force", help="Write an inline ONNX file over 2 GiB; "
                                "overwrite data files that may belong to another model."),
     allow_outside: bool = OutsideOpt,
@@ -199,7 +241,7 @@ def convert(
 
 @app.command()
 def info(
-    file: str = typer.Argument(..., help="Model file or URL."),
+    file: str = typer.Argument(..., metavar="FILE", help="Model file or URL."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     allow_outside: bool = OutsideOpt,
     storage_option: Optional[List[str]] = StorageOpt,
@@ -294,8 +336,8 @@ def _print_data_file(f: dict) -> None:
 
 @app.command()
 def verify(
-    a: str = typer.Argument(..., help="First model (any format, path or URL)."),
-    b: str = typer.Argument(..., help="Second model."),
+    a: str = typer.Argument(..., metavar="A", help="First model (any format, path or URL)."),
+    b: str = typer.Argument(..., metavar="B", help="Second model."),
     loose: bool = typer.Option(False, "--loose", help="Compare what a plain OneModel v1 file "
                                "holds: absent equals empty; unknown fields and fields v1 has no "
                                "place for (metadata_props below the model, denotations, ...) "
@@ -379,7 +421,7 @@ def _report_value(name: str, value, output_dir: Optional[str]) -> None:
 
 @app.command("run")
 def run_cmd(
-    file: str = typer.Argument(..., help="Model to run."),
+    file: str = typer.Argument(..., metavar="FILE", help="Model to run."),
     input: Optional[List[str]] = typer.Option(None, "--input", "-i", metavar="NAME=FILE.npy",
                                               help="An input value from a .npy file "
                                                    "(repeatable; overrides --random)."),
@@ -389,9 +431,9 @@ def run_cmd(
     dim: Optional[List[str]] = typer.Option(None, "--dim", metavar="NAME=VALUE",
                                             help="Value of a symbolic dimension for --random "
                                                  "(repeatable; unset ones are 1)."),
-    output_dir: Optional[str] = typer.Option(None, "--output-dir", help="Save each tensor "
-                                             "output as NAME.npy in this directory (sequence "
-                                             "elements as NAME_i_.npy)."),
+    output_dir: Optional[str] = typer.Option(None, "--output-dir", metavar="DIR",
+                                             help="Save each tensor output as NAME.npy in this "
+                                             "directory (sequence elements as NAME_i_.npy)."),
     allow_outside: bool = OutsideOpt,
     storage_option: Optional[List[str]] = StorageOpt,
     debug: bool = DebugOpt,
@@ -451,7 +493,18 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 def main() -> None:
     """Entry point of the ``onemodel`` console script."""
-    app(prog_name="onemodel")
+    import signal
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        try:
+            app(prog_name="onemodel")
+        finally:  # output still buffered goes now, where a closed pipe can be handled
+            sys.stdout.flush()
+    except BrokenPipeError:
+        try:
+            _stdout_gone()
+        except typer.Exit as e:
+            sys.exit(e.exit_code)
 
 
 if __name__ == "__main__":  # pragma: no cover
