@@ -380,10 +380,11 @@ def _refuse_replacing(files: list[_DataFile], sink, out_base, read_from: set,
         if ident in referenced:
             continue
         dest = target_of(sink)
-        dest = f"the destination {_shown(dest)!r}" if dest else "the destination .onnx file"
+        dest = f"{_shown(dest)!r}" if dest else "the destination"
         raise IoError(
             f"data file {_shown(target)!r} already exists and may hold another model's weights "
-            f"(this model was not read from it and {dest} does not reference it); use --force "
+            f"(this model was not read from it, and no model file at {dest} references it); "
+            "use --force "
             "(force=True) to overwrite it, or --external-data NAME (external_data='NAME') to "
             "write a new data file")
 
