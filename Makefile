@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 CLI := $(VENV)/bin/onemodel
-EXAMPLE ?= $(firstword $(wildcard testdata/models/*.onnx))
+EXAMPLE ?= testdata/models/cnn_dynamo.onnx
 OUT ?= out
 
 .PHONY: run test install bench clean
