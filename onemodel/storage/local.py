@@ -9,6 +9,7 @@ the destination on commit, so an interrupted write never leaves a file that look
 from __future__ import annotations
 
 import errno
+import fcntl
 import mmap
 import os
 import tempfile
@@ -100,12 +101,24 @@ def _read_all(fd: int, size: int, name: str) -> bytes:
     return b"".join(chunks)
 
 
+def _drain(r: int, out: int, count: int) -> None:
+    """Move ``count`` bytes from pipe ``r`` to file ``out`` with read and write."""
+    while count:
+        data = os.read(r, min(count, 1 << 20))
+        if not data:
+            raise IoError("a pipe ended early while copying")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(out, view):]
+        count -= len(data)
+
+
 class LocalSink(Sink):
     """An atomic local file sink: a temporary file beside ``path``, renamed over it on commit.
 
-    ``copy_from`` copies from a local source file through one reused 4 MiB buffer (bounded
-    memory, whatever the tensor size); ``reserve`` allocates the file's disk space up front.
-    Raises IoError.
+    ``copy_from`` copies from a local source file in the kernel (``copy_file_range``, or
+    ``splice`` through one pipe), else through one reused 4 MiB buffer: bounded memory, whatever
+    the tensor size; ``reserve`` allocates the file's disk space up front. Raises IoError.
     """
 
     def __init__(self, path: str, *, durable: bool = False):
@@ -121,6 +134,7 @@ class LocalSink(Sink):
         self._pos = 0
         self._reserved = 0
         self._copy_buffer = None
+        self._pipe = None  # (read end, write end, capacity in bytes) of _splice_copy
 
     def write(self, data) -> None:
         try:
@@ -153,20 +167,24 @@ class LocalSink(Sink):
             return  # EOPNOTSUPP, EINVAL ...: a hint only
         self._reserved = nbytes
 
-    #: Bytes per read of :meth:`copy_from`: memory use stays bounded whatever the tensor size.
+    #: Bytes per read of :meth:`_buffer_copy`: memory stays bounded whatever the tensor size.
     COPY_CHUNK = 4 << 20
+    #: Capacity asked for the pipe of :meth:`_splice_copy` (``F_SETPIPE_SZ``; Linux lets any
+    #: user have up to ``/proc/sys/fs/pipe-max-size``, 1 MiB by default; else 64 KiB is kept).
+    PIPE_SIZE = 1 << 20
 
     def copy_from(self, source: Source, offset: int, length: int) -> None:
         """Append ``length`` bytes of a local ``source`` at ``offset``, file to file.
 
         When source and destination offsets are congruent modulo the page size the kernel copies
-        whole pages (``copy_file_range``, as cp does). Otherwise (a tensor moving between
-        OneModel's 64-byte alignment and an ONNX file) the bytes are read with ``preadv`` into one
-        reused buffer of :attr:`COPY_CHUNK` bytes and written straight to the file: measured
-        faster there than the kernel's partial-page copy, and than writing from the source's map
-        (a page fault per touched page). Ranges under 1 MiB and sources without a file
-        descriptor (``fileno()`` absent or ``None``: bytes in memory, a small file read whole)
-        go through :meth:`Sink.copy_from`.
+        whole pages (``copy_file_range``, as cp does; a reflink where the file system shares
+        blocks). Otherwise (a tensor moving between OneModel's 64-byte alignment and an ONNX
+        file) the bytes go through a pipe with ``splice``: the source's page-cache pages enter
+        the pipe by reference and are copied once, into the destination. Where the kernel or
+        file system splices neither, they are read with ``preadv`` into one reused buffer of
+        :attr:`COPY_CHUNK` bytes and written (two copies). Ranges under 1 MiB and sources without
+        a file descriptor (``fileno()`` absent or ``None``: bytes in memory, a small file read
+        whole) go through :meth:`Sink.copy_from`. Measurements: docs/performance.md.
         """
         fileno = getattr(source, "fileno", None)
         fd = fileno() if fileno is not None else None
@@ -179,6 +197,8 @@ class LocalSink(Sink):
             done = 0
             if hasattr(os, "copy_file_range") and (offset - self._pos) % mmap.PAGESIZE == 0:
                 done = self._kernel_copy(fd, out, offset, length)
+            if done < length:
+                done += self._splice_copy(fd, out, offset + done, length - done)
             if done < length:
                 self._buffer_copy(fd, out, offset + done, length - done)
             # keep the buffered writer's position in step with what went around it (not the
@@ -204,6 +224,56 @@ class LocalSink(Sink):
             pass  # e.g. EXDEV, ENOSYS: the rest goes through memory
         return done
 
+    def _splice_copy(self, fd: int, out: int, offset: int, length: int) -> int:
+        """Bytes copied with ``splice`` from ``fd`` at ``offset`` through this sink's pipe to
+        ``out`` (at its position). Returns early, the pipe empty, where the kernel or a file
+        system does not splice (the caller copies the rest another way); raises OSError or
+        IoError when a transfer fails half-way (the sink is then aborted)."""
+        if not hasattr(os, "splice"):
+            return 0
+        if self._pipe is None:
+            try:
+                r, w = os.pipe()
+            except OSError:
+                return 0
+            try:
+                fcntl.fcntl(w, getattr(fcntl, "F_SETPIPE_SZ", 1031), self.PIPE_SIZE)
+            except OSError:
+                pass  # a user over the kernel's pipe limits: the default capacity still works
+            self._pipe = (r, w, fcntl.fcntl(w, getattr(fcntl, "F_GETPIPE_SZ", 1032)))
+        r, w, capacity = self._pipe
+        done = 0
+        while done < length:
+            try:
+                n = os.splice(fd, w, min(capacity, length - done), offset_src=offset + done)
+            except OSError as e:
+                if e.errno in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EXDEV):
+                    return done  # nothing of this step entered the pipe
+                raise
+            if n <= 0:
+                raise IoError(f"source ended {length - done} bytes early", source=self.name)
+            left = n
+            while left:
+                try:
+                    m = os.splice(r, out, left)
+                except OSError as e:
+                    if e.errno not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+                        raise
+                    # the destination's file system does not splice: empty the pipe by hand
+                    _drain(r, out, left)
+                    return done + n
+                if m <= 0:
+                    raise IoError("the destination took no more bytes", source=self.name)
+                left -= m
+            done += n
+        return done
+
+    def _close_pipe(self) -> None:
+        if self._pipe is not None:
+            for end in self._pipe[:2]:
+                os.close(end)
+            self._pipe = None
+
     def _buffer_copy(self, fd: int, out: int, offset: int, length: int) -> None:
         if self._copy_buffer is None:
             self._copy_buffer = memoryview(bytearray(self.COPY_CHUNK))
@@ -219,6 +289,7 @@ class LocalSink(Sink):
             done += n
 
     def commit(self) -> None:
+        self._close_pipe()
         if self._f is None:
             return
         try:
@@ -238,6 +309,7 @@ class LocalSink(Sink):
             raise io_error(e, self.name, "write") from None
 
     def abort(self) -> None:
+        self._close_pipe()
         if self._f is not None:
             try:
                 self._f.close()

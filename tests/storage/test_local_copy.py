@@ -129,3 +129,44 @@ def test_reserve_is_only_a_hint_where_the_file_system_refuses_it(tmp_path, monke
     sink.write(b"abc")
     sink.commit()
     assert out.read_bytes() == b"abc"
+
+
+def _splice_failing(where: str, real=os.splice):
+    """An os.splice that refuses (EINVAL, as a file system without splice does) on the given
+    side: "source" (file into the pipe) or "destination" (pipe into the file)."""
+    import errno
+
+    def fake(src, dst, count, offset_src=None, offset_dst=None, flags=0):
+        if (where == "source") == (offset_src is not None):
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real(src, dst, count, offset_src=offset_src)
+    return fake
+
+
+@pytest.mark.parametrize("mode", ["splice", "no splice", "source refuses", "destination refuses"])
+def test_every_copy_path_gives_exact_bytes(tmp_path, big, monkeypatch, mode):
+    """Non-congruent offsets go through splice; where splice is missing or a file system refuses
+    it on either side, the copy continues through memory with the same bytes (and a refusal
+    on the destination side after the pipe was filled loses nothing)."""
+    src, data = big
+    calls = []
+    if mode == "no splice":
+        monkeypatch.delattr(os, "splice")
+    else:
+        inner = os.splice if mode == "splice" else _splice_failing(mode.split()[0])
+
+        def spy(*args, **kwargs):
+            calls.append(args[2])
+            return inner(*args, **kwargs)
+        monkeypatch.setattr(os, "splice", spy)
+    out = tmp_path / "out.bin"
+    sink = LocalSink(str(out))
+    sink.write(b"xyz")
+    sink.copy_from(src, 10, (3 << 20) + 7)
+    sink.write(b"!")
+    sink.copy_from(src, 5, 1 << 20)
+    sink.commit()
+    assert sink._pipe is None  # commit closed it
+    assert (len(calls) > 8) if mode == "splice" else (mode == "no splice" or calls)
+    assert out.read_bytes() == (b"xyz" + data[10:10 + (3 << 20) + 7] + b"!"
+                                + data[5:5 + (1 << 20)])
