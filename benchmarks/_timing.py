@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import statistics
 import time
 from typing import Any, Callable
@@ -60,3 +61,21 @@ def interleaved(cases: dict[str, tuple[Callable[[], Any], Callable[[], Any] | No
             fn()
             times[label].append(time.perf_counter() - t)
     return times
+
+
+def fresh_destination(path: str) -> Callable[[], None]:
+    """A ``before`` callable for :func:`interleaved` or :func:`timed`: removes ``path`` and runs
+    ``sync``, so every run writes a new file and none pays for the writeback of the bytes an
+    earlier run left dirty."""
+    def before() -> None:
+        if os.path.exists(path):
+            os.unlink(path)
+        os.sync()
+    return before
+
+
+def warm_page_cache(path: str) -> None:
+    """Read ``path`` once, so that every tool finds it in the page cache alike."""
+    with open(path, "rb") as f:
+        while f.read(64 << 20):
+            pass

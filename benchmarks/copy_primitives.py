@@ -80,14 +80,8 @@ def main() -> None:
                 block = bytes(range(256)) * 4096
                 for i in range(0, size, len(block)):
                     f.write(block[:size - i])
-        with open(src, "rb") as f:  # the source in the page cache, as for every tool
-            while f.read(1 << 24):
-                pass
-
-        def fresh():
-            if os.path.exists(dst):
-                os.unlink(dst)
-            os.sync()
+        _timing.warm_page_cache(src)
+        fresh = _timing.fresh_destination(dst)
 
         def way(how):
             return (lambda: subprocess.run([sys.executable, "-c", COPY, how, src, dst, str(size)],

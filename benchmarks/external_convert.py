@@ -37,6 +37,8 @@ import sys
 import tempfile
 import time
 
+import _timing
+
 PY = sys.executable
 TENSOR_BYTES = 64 << 20
 
@@ -93,12 +95,6 @@ def generate(directory: str, gb: float) -> tuple[str, str, int]:
     return onnx_path, data_path, n * TENSOR_BYTES
 
 
-def warm(path: str) -> None:
-    with open(path, "rb") as f:
-        while f.read(64 << 20):
-            pass
-
-
 def settle() -> None:
     """Write back what earlier steps left dirty, so no step pays for another's writeback."""
     os.sync()
@@ -145,7 +141,7 @@ def main() -> None:
         for p in d.values():
             os.mkdir(p)
         onnx_path, data_path, nbytes = generate(d["src"], args.gb)
-        warm(data_path)
+        _timing.warm_page_cache(data_path)
         cp_dst = os.path.join(d["cp"], "copy")
         print(f"model: {nbytes / 1e9:.2f} GB of external weights in "
               f"{nbytes // TENSOR_BYTES} tensors; python {sys.version.split()[0]}; "

@@ -178,10 +178,8 @@ def main() -> None:
             make_heavy(heavy)
         if not os.path.exists(weights):
             make_weights(weights, args.gb)
-        for p in (heavy, weights):  # warm the page cache for every tool alike
-            with open(p, "rb") as f:
-                while f.read(1 << 24):
-                    pass
+        for p in (heavy, weights):
+            _timing.warm_page_cache(p)
         print(f"python {sys.version.split()[0]}, onnx {onnx.__version__}, "
               f"onnx_ir {onnx_ir.__version__}; C decoder: "
               f"{'in use' if dec._C is not None else 'NOT BUILT (' + str(dec._C_ERROR) + ')'}; "
@@ -265,17 +263,11 @@ def main() -> None:
                onemodel_path, "--quiet"]
         copy = os.path.join(work, "copy.onnx")
 
-        def fresh(path):
-            def remove():  # a fresh destination for every run, outside the timing
-                if os.path.exists(path):
-                    os.unlink(path)
-                os.sync()  # no run pays for the writeback of the gigabyte an earlier one wrote
-            return remove
-
         # the command as a user runs it: bytecode caches written (a sandbox may set
         # PYTHONDONTWRITEBYTECODE, which makes every start compile the package), one warm-up run
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         subprocess.run(cli, check=True, env=env)
+        fresh = _timing.fresh_destination
         conv_times = _timing.interleaved({
             "`onemodel convert` (command)": (
                 lambda: subprocess.run(cli, check=True, env=env), fresh(onemodel_path)),
