@@ -65,9 +65,10 @@ class Attribute(Record):
     """A named attribute of a node or a function default (``AttributeProto``, Clause 7.4).
 
     ``type`` is the :class:`AttributeType` code; the value is in the field :data:`VALUE_FIELD`
-    names (``f`` a :class:`~.record.Float32`, ``floats`` a float32 ndarray, ``ints`` a list of int, ``s`` and
-    ``strings`` bytes, ...). A non-empty ``ref_attr_name`` makes the attribute a reference to an
-    attribute of the enclosing function (Clause 8.4). :attr:`value` gives the value.
+    names (``f`` a :class:`~.record.Float32`, ``floats`` a float32 ndarray, ``ints`` a list of
+    int, ``s`` and ``strings`` bytes, ...). A non-empty ``ref_attr_name`` makes the attribute a
+    reference to an attribute of the enclosing function (Clause 8.4). :attr:`value` gives the
+    value.
     """
 
     FIELDS = (
