@@ -408,6 +408,22 @@ slot_list(PyObject *o, Field *f)
     return l;
 }
 
+/* Store a decoded value ``v`` (stolen) of field ``f``: appended for a repeated field, else set
+ * (the other members of its oneof cleared; last one wins). -1 with an exception on failure. */
+static int
+store_value(PyObject *o, Field *f, PyObject *v)
+{
+    if (f->repeated) {
+        PyObject *lst = slot_list(o, f);
+        int r = lst ? PyList_Append(lst, v) : -1;
+        Py_DECREF(v);
+        return r;
+    }
+    clear_oneof(o, f);
+    set_slot(o, f->off, v);
+    return 0;
+}
+
 /* ---- the decoder ------------------------------------------------------------------------ */
 typedef struct {
     const uint8_t *buf;
@@ -662,19 +678,8 @@ decode_msg(Dec *d, Py_ssize_t pos, Py_ssize_t end, Msg *m, PyObject *obj, int de
             switch (kind) {
             case K_STRING:
                 v = PyUnicode_DecodeUTF8((const char *)b + pos, e - pos, "surrogateescape");
-                if (v == NULL)
+                if (v == NULL || store_value(obj, f, v) < 0)
                     goto done;
-                if (f->repeated) {
-                    PyObject *lst = slot_list(obj, f);
-                    int r = lst ? PyList_Append(lst, v) : -1;
-                    Py_DECREF(v);
-                    if (r < 0)
-                        goto done;
-                }
-                else {
-                    clear_oneof(obj, f);
-                    set_slot(obj, f->off, v);
-                }
                 break;
             case K_MESSAGE: {
                 if (depth >= g_max_depth) {
@@ -734,18 +739,8 @@ decode_msg(Dec *d, Py_ssize_t pos, Py_ssize_t end, Msg *m, PyObject *obj, int de
             }
             case K_BYTES:
                 v = PyBytes_FromStringAndSize((const char *)b + pos, e - pos);
-                if (v == NULL)
+                if (v == NULL || store_value(obj, f, v) < 0)
                     goto done;
-                if (f->repeated) {
-                    PyObject *lst = slot_list(obj, f);
-                    int r = lst ? PyList_Append(lst, v) : -1;
-                    Py_DECREF(v);
-                    if (r < 0)
-                        goto done;
-                }
-                else {
-                    set_slot(obj, f->off, v);
-                }
                 break;
             case K_RAW:
                 if (d->raw != NULL)
@@ -888,19 +883,8 @@ decode_msg(Dec *d, Py_ssize_t pos, Py_ssize_t end, Msg *m, PyObject *obj, int de
             v = float_scalar(width == 8, b + pos);
             pos += width;
         }
-        if (v == NULL)
+        if (v == NULL || store_value(obj, f, v) < 0)
             goto done;
-        if (f->repeated) {
-            PyObject *lst = slot_list(obj, f);
-            int r = lst ? PyList_Append(lst, v) : -1;
-            Py_DECREF(v);
-            if (r < 0)
-                goto done;
-        }
-        else {
-            clear_oneof(obj, f);
-            set_slot(obj, f->off, v);
-        }
     }
     if (unk.len && finish_unknown(m, obj, &unk) < 0)
         goto done;
