@@ -21,17 +21,26 @@ from .conv import conv_pads, padded, taps
 from ._util import back, wide
 
 
-def _pool_geometry(ctx, x, with_dilations: bool):
+def _window(ctx, x, what: str):
+    """``(n, kernel_shape, strides)`` of a windowed op on ``x`` of shape (N, C, n spatial
+    axes); InvalidModelError for a rank under 3 or attributes without n values."""
     if x.ndim < 3:
-        raise InvalidModelError(f"pooling input has rank {x.ndim}; at least 3 expected")
+        raise InvalidModelError(f"{what} input has rank {x.ndim}; at least 3 expected")
     n = x.ndim - 2
     kernel = ctx.attr("kernel_shape")
     if not kernel or len(kernel) != n:
         raise InvalidModelError(f"kernel_shape {kernel} does not have {n} values")
     strides = ctx.attr("strides") or [1] * n
+    if len(strides) != n:
+        raise InvalidModelError(f"strides {strides} do not have {n} values")
+    return n, kernel, strides
+
+
+def _pool_geometry(ctx, x, with_dilations: bool):
+    n, kernel, strides = _window(ctx, x, "pooling")
     dilations = (ctx.attr("dilations") if with_dilations else None) or [1] * n
-    if len(strides) != n or len(dilations) != n:
-        raise InvalidModelError(f"strides or dilations do not have {n} values")
+    if len(dilations) != n:
+        raise InvalidModelError(f"dilations {dilations} do not have {n} values")
     auto_pad = ctx.attr("auto_pad", "NOTSET")
     begin, end, out = conv_pads(auto_pad, x.shape[2:], kernel, strides, dilations,
                                 ctx.attr("pads"))
@@ -174,16 +183,10 @@ def max_unpool(ctx, x, indices, output_shape=None):
     fails that vector). Raises InvalidModelError for indices of another shape than ``x``
     or outside the unpooled tensor, or an ``output_shape`` smaller than the unpooled shape.
     """
-    if x.ndim < 3:
-        raise InvalidModelError(f"MaxUnpool input has rank {x.ndim}; at least 3 expected")
-    n = x.ndim - 2
-    kernel = ctx.attr("kernel_shape")
-    if not kernel or len(kernel) != n:
-        raise InvalidModelError(f"kernel_shape {kernel} does not have {n} values")
-    strides = ctx.attr("strides") or [1] * n
+    n, kernel, strides = _window(ctx, x, "MaxUnpool")
     pads = ctx.attr("pads") or [0] * (2 * n)
-    if len(strides) != n or len(pads) != 2 * n:
-        raise InvalidModelError(f"strides or pads do not have {n} / {2 * n} values")
+    if len(pads) != 2 * n:
+        raise InvalidModelError(f"pads {pads} do not have {2 * n} values")
     if indices.shape != x.shape:
         raise InvalidModelError(f"MaxUnpool indices shape {indices.shape} is not X's {x.shape}")
     inferred = x.shape[:2] + tuple((i - 1) * s + k - b - e for i, s, k, b, e in
