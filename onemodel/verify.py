@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .errors import OneModelError, UnsupportedError
+from .errors import IoError, OneModelError, UnsupportedError
 from .ir import Model, Tensor
 from .ir.dtypes import INFO
 from .ir.record import ARRAY, F32, LIST_MSG, MSG, Record, f32_bits, is_empty, same_bytes
@@ -162,6 +162,8 @@ class _Walker:
             return  # the data_type difference is already reported
         try:
             ra, rb = a.raw_view(), b.raw_view()
+        except IoError:
+            raise  # unreadable (a closed model, a failed fetch): an error, not a difference
         except OneModelError as e:
             self.add(p, f"{label}cannot read contents: {e.message}")
             return

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import os
+import pathlib
 
 import numpy as np
 import pytest
@@ -58,3 +59,17 @@ def test_arrays_taken_before_close_stay_valid(big_models, which):
     del arr, m
     gc.collect()
     assert not _mapped(path) and _open_fds(path) == 0  # and gone with the last array
+
+
+def test_saving_or_verifying_a_closed_model_is_io_and_writes_nothing(tmp_path):
+    """A closed model's tensors are gone: save (both formats) and verify raise IoError, never a
+    bare ValueError, and verify does not report the missing contents as a difference."""
+    src = pathlib.Path(__file__).resolve().parent.parent / "testdata" / "models" / "cnn_dynamo.onnx"
+    model = onemodel.load(src)
+    model.close()
+    for name in ("m.onemodel", "m.onnx"):
+        with pytest.raises(IoError, match="its model was closed"):
+            onemodel.save(model, tmp_path / name)
+    with pytest.raises(IoError, match="its model was closed"):
+        onemodel.verify(model, src)
+    assert list(tmp_path.iterdir()) == []

@@ -192,10 +192,10 @@ def convert(
     per_tensor: bool = typer.Option(False, "--external-data-per-tensor",
                                     help="ONNX output: one data file per tensor."),
     inline: bool = typer.Option(False, "--inline", help="ONNX output: all weights inline."),
-    align: Optional[int] = typer.Option(None, "--align", min=1, metavar="BYTES",
+    align: Optional[int] = typer.Option(None, "--align", metavar="BYTES",
                                         help="Alignment of data file offsets in bytes (default "
                                         "4096)."),
-    threshold: Optional[int] = typer.Option(None, "--threshold", min=0, metavar="BYTES",
+    threshold: Optional[int] = typer.Option(None, "--threshold", metavar="BYTES",
                                             help="Tensors smaller than this many bytes stay "
                                             "inline (default 1024)."),
     force: bool = typer.Option(False, "--force", help="Write an inline ONNX file over 2 GiB; "

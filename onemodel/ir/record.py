@@ -117,10 +117,7 @@ def buffer_view(buf) -> memoryview:
     """A memoryview of a BUFFER field's value (bytes, memoryview, ndarray or LazyBuffer)."""
     if isinstance(buf, LazyBuffer):
         return buf.view()
-    try:
-        mv = memoryview(buf)
-    except ValueError:  # a released view: Model.close() gave the file back
-        raise IoError("the contents of this tensor are gone: its model was closed") from None
+    mv = _memoryview(buf)
     if mv.ndim != 1 or mv.itemsize != 1:
         mv = mv.cast("B")
     return mv
@@ -128,12 +125,19 @@ def buffer_view(buf) -> memoryview:
 
 def buffer_nbytes(buf) -> int:
     """The length in bytes of a BUFFER field's value (bytes, memoryview of any format, ndarray
-    of any dtype, or LazyBuffer, which is not fetched)."""
+    of any dtype, or LazyBuffer, which is not fetched). IoError when its model was closed."""
     if isinstance(buf, LazyBuffer):
         return buf.nbytes
     if isinstance(buf, (bytes, bytearray)):
         return len(buf)
-    return memoryview(buf).nbytes
+    return _memoryview(buf).nbytes
+
+
+def _memoryview(buf) -> memoryview:
+    try:
+        return memoryview(buf)
+    except ValueError:  # a released view: Model.close() gave the file back
+        raise IoError("the contents of this tensor are gone: its model was closed") from None
 
 
 _SAME_SMALL = 2048      # below this many bytes memoryview == is the fastest comparison

@@ -220,3 +220,12 @@ def test_names_are_printed_as_they_are(tmp_path):
     missing = tmp_path / "gone:smile:.onnx"
     r = cli("convert", missing, dst)
     assert r.exit_code == 2 and str(missing) in r.stderr and "😄" not in r.stderr
+
+
+@pytest.mark.parametrize("option", [["--align", "0"], ["--align", "-64"], ["--threshold", "-1"]])
+def test_out_of_range_layout_numbers_are_one_line_unsupported(tmp_path, option):
+    r = cli("convert", CNN, tmp_path / "m.onnx", "--external-data", "w.bin", *option)
+    assert r.exit_code == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Unsupported: ") and option[1] in lines[0]
+    assert list(tmp_path.iterdir()) == []
