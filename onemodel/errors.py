@@ -15,6 +15,12 @@ Unsupported    something this implementation does not handle: a newer version, a
 Io             the file could not be read or written
 =============  ==========================================================================
 
+Two more errors are not reading kinds: :class:`EvaluationError` (a valid model failed while it
+was evaluated on the inputs given, for example a Reshape that cannot hold for those extents) and
+:class:`UsageError` (a caller's argument that cannot be taken: an unknown input name, a value out
+of range). Warnings that a caller should see (a model that is read but deviates from the spec in a
+way onemodel tolerates) are :class:`OneModelWarning`.
+
 Each error carries the path of the field (``ModelProto.graph.node[3].input[1]`` or
 ``manifest.graph.nodes[3].inputs[1]``), the byte offset in the file when there is one, and the
 source (a path or URL). ``str(error)`` gives one line::
@@ -101,3 +107,24 @@ class IoError(OneModelError):
 
     kind = "Io"
 
+
+
+class EvaluationError(OneModelError):
+    """A well-formed, valid model failed while being evaluated on the inputs given (Clause 11):
+    the message names the node (op_type, name, index) and the shapes of its inputs. Not a
+    reading kind: the file is fine, the inputs do not fit it (or an operator's run-time
+    condition does not hold)."""
+
+    kind = "EvaluationError"
+
+
+class UsageError(ValueError):
+    """An argument of the caller that cannot be taken (an input name the model does not have, a
+    shape of the wrong rank, a negative extent). The command line prints it as one line with exit
+    status 2; it is a ``ValueError`` for Python callers."""
+
+
+class OneModelWarning(UserWarning):
+    """Something a reader or the evaluator tolerates but the user should know (for example a
+    declared dimension of -1, which Clause 6.5 does not allow, read as unknown). The command line
+    prints each as one ``warning:`` line on stderr."""

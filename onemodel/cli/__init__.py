@@ -15,7 +15,7 @@ from typing import List, Optional
 
 import typer
 
-from ..errors import OneModelError, UnsupportedError
+from ..errors import OneModelError, UnsupportedError, UsageError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Store, convert and verify ONNX and OneModel models, bit-identical.")
@@ -120,10 +120,6 @@ def _errors(debug: bool):
 
 #: Differences verify collects at most (the report says "at least" when it is reached).
 REPORT_LIMIT = 100
-
-
-class UsageError(ValueError):
-    """A command-line value that is not acceptable (exit status 2, one line)."""
 
 
 def _pairs(items: Optional[List[str]], what: str) -> dict:
@@ -491,10 +487,17 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
     """Store, convert and verify ONNX and OneModel models, bit-identical."""
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings as one plain ``warning: ...`` line on stderr (not Python's file:line format)."""
+    err.line(f"warning: {message}")
+
+
 def main() -> None:
     """Entry point of the ``onemodel`` console script."""
     import signal
+    import warnings
     signal.signal(signal.SIGTERM, _on_sigterm)
+    warnings.showwarning = _show_warning
     try:
         try:
             app(prog_name="onemodel")
