@@ -58,8 +58,33 @@ def ours(model: onnx.ModelProto, feeds: dict) -> list:
     return [res[o.name] for o in model.graph.output]
 
 
-def ort(model: onnx.ModelProto, feeds: dict) -> list:
-    """Outputs of ``model`` on ``feeds`` as onnxruntime (CPU) computes them."""
+#: The ``relies_on`` of a float comparison with onnxruntime (see :func:`ort`), with ``{what}``
+#: the operations: both engines round each float32 operation once, in their own order.
+F32_ORACLE = ("float32 arithmetic rounded per operation, within a few ulps per accumulated term "
+              "of the exact value on any CPU kernel ({what}); rtol/atol bound that rounding")
+
+
+def ort(model: onnx.ModelProto, feeds: dict, *, relies_on: str) -> list:
+    """Outputs of ``model`` on ``feeds`` as onnxruntime (CPU) computes them.
+
+    onnxruntime picks its kernels by CPU (AVX2, AVX-512, VNNI...), so it is an oracle only where
+    its result does not depend on that choice: ``relies_on`` (required) names the behaviour the
+    caller relies on and why it holds on any x86-64 CPU, in one of two classes:
+
+    * exact by construction: data movement (gather, copy, concatenation, control flow that only
+      routes values), comparisons and selections, integer arithmetic that cannot overflow or
+      saturate, float arithmetic whose every intermediate is exactly representable (products of
+      small integers by powers of two);
+    * float32 arithmetic rounded once per operation: onnxruntime's result is within a few ulps
+      times the number of accumulated terms of the exact value, and so is onemodel's; the
+      caller's ``rtol``/``atol`` is that bound (never bit-equality).
+
+    Never for integer kernels whose CPU paths may saturate (u8*s8 MatMulInteger, ConvInteger,
+    QLinearConv, QLinearMatMul use ``pmaddubsw`` on AVX2, which saturates int16 pair sums):
+    those tests compare with an exact int64 computation.
+    """
+    if not relies_on or not relies_on.strip():
+        raise ValueError("say which onnxruntime behaviour the comparison relies on")
     import onnxruntime
 
     so = onnxruntime.SessionOptions()

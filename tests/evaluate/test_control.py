@@ -39,7 +39,8 @@ def test_if_picks_branch_and_reads_outer_scope(cond, expected):
     feeds = {"c": np.array(cond), "x": np.array([1, -2, 3], dtype=np.float32)}
     (y,) = ours(model, feeds)
     np.testing.assert_array_equal(y, np.array(expected, dtype=np.float32))
-    assert_outputs(ours(model, feeds), ort(model, feeds))
+    assert_outputs(ours(model, feeds), ort(model, feeds,
+        relies_on="If routes values and the branch Mul by 2 / Neg of small integers is exact"))
 
 
 def test_if_branch_returning_a_sequence():
@@ -101,7 +102,8 @@ def test_loop_trip_count_carried_value_and_scan_output():
     np.testing.assert_array_equal(acc, np.array([16, 26], dtype=np.float32))
     np.testing.assert_array_equal(scans[:, 0], np.array([20, 22, 26, 32], dtype=np.float32))
     assert scans.shape == (4, 2)
-    assert_outputs(ours(model, feeds), ort(model, feeds))
+    assert_outputs(ours(model, feeds), ort(model, feeds,
+        relies_on="Loop adds small integers in float32: every sum is exact"))
 
 
 def test_loop_stops_when_body_condition_turns_false():
@@ -111,7 +113,8 @@ def test_loop_stops_when_body_condition_turns_false():
     acc, scans = ours(model, feeds)
     assert scans.shape == (2, 2)
     np.testing.assert_array_equal(acc, np.array([1, 1], dtype=np.float32))
-    assert_outputs(ours(model, feeds), ort(model, feeds))
+    assert_outputs(ours(model, feeds), ort(model, feeds,
+        relies_on="Loop adds small integers in float32: every sum is exact"))
 
 
 def test_loop_condition_only_and_trip_count_only():
@@ -119,7 +122,8 @@ def test_loop_condition_only_and_trip_count_only():
     feeds = {"cond": np.array(True), "acc": np.array([0, 0], dtype=np.float32)}
     acc, scans = ours(model, feeds)
     assert scans.shape == (3, 2)
-    assert_outputs(ours(model, feeds), ort(model, feeds))
+    assert_outputs(ours(model, feeds), ort(model, feeds,
+        relies_on="Loop adds small integers in float32: every sum is exact"))
     # trip count only: the body's condition output is ignored
     model = _loop_model(_loop_body(stop_at=1), with_cond=False)
     feeds = {"M": np.array(3, dtype=np.int64), "acc": np.array([0, 0], dtype=np.float32)}
@@ -153,7 +157,8 @@ def test_loop_with_a_sequence_as_loop_carried_value():
     feeds = {"M": np.array(3, dtype=np.int64)}
     (got,) = ours(model, feeds)
     assert [v.tolist() for v in got] == [[0], [1], [2]]
-    assert_outputs([got], ort(model, feeds))
+    assert_outputs([got], ort(model, feeds,
+        relies_on="sequence building is data movement of int64 tensors"))
 
 
 # -- Scan -------------------------------------------------------------------------------------
@@ -182,7 +187,9 @@ def test_scan9_axes_and_directions_match_onnxruntime(attrs):
     model = node_model("Scan", feeds, ["s0", "x"], ["s_final", "ys"], opset=21, body=body,
                        num_scan_inputs=1, **attrs)
     got = ours(model, feeds)
-    assert_outputs(got, ort(model, feeds))
+    assert_outputs(got, ort(model, feeds,
+        relies_on="Scan runs the body's Add once per step in scan order: one IEEE float32 addition "
+                  "each, the same on every CPU"))
     if not attrs:
         np.testing.assert_allclose(got[1], np.cumsum(x, axis=0), rtol=1e-6)
 
@@ -206,7 +213,9 @@ def test_scan8_reverse_without_sequence_lens_matches_onnxruntime():
     feeds = {"s0": np.ones((2, 2), np.float32), "x": x}
     model = node_model("Scan", feeds, ["", "s0", "x"], ["s_final", "ys"], opset=8,
                        ir_version=3, body=body, num_scan_inputs=1, directions=[1])
-    assert_outputs(ours(model, feeds), ort(model, feeds))
+    assert_outputs(ours(model, feeds), ort(model, feeds,
+        relies_on="Scan runs the body's Add once per step in scan order: one IEEE float32 addition "
+                  "each, the same on every CPU"))
 
 
 def test_loop_body_with_wrong_output_count_is_invalid_model():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from oracle import F32_ORACLE as F32
 from oracle import assert_outputs, node_model, ort, ours, reference
 from onemodel.errors import InvalidModelError
 from onemodel.evaluate.kernels import conv as conv_module
@@ -25,7 +26,9 @@ def test_deform_conv_with_fractional_offsets_groups_and_mask_matches_both_oracle
                        group=2, offset_group=2, strides=[2, 2], pads=[1, 1, 1, 1],
                        dilations=[1, 2])
     got = ours(model, feeds)
-    assert_outputs(got, ort(model, feeds), rtol=1e-5, atol=1e-5)
+    assert_outputs(got, ort(model, feeds,
+        relies_on=F32.format(what="DeformConv bilinear sampling and sums "
+                                  "of 18 products per output")), rtol=1e-5, atol=1e-5)
     assert_outputs(got, reference(model, feeds), rtol=1e-5, atol=1e-5)
 
 
@@ -93,4 +96,5 @@ def test_conv_in_batch_chunks_equals_one_product(monkeypatch):
     monkeypatch.setattr(conv_module, "_COLUMN_BYTES", 1)  # one sample at a time
     chunked = ours(model, feeds)[0]
     np.testing.assert_array_equal(chunked, whole)
-    assert_outputs([chunked], ort(model, feeds), rtol=1e-5, atol=1e-5)
+    assert_outputs([chunked], ort(model, feeds,
+        relies_on=F32.format(what="Conv sums of 18 products per output")), rtol=1e-5, atol=1e-5)

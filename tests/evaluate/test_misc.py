@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from oracle import F32_ORACLE as F32
 from oracle import assert_outputs, node_model, ort, ours, reference
 
 RNG = np.random.default_rng(13)
@@ -39,7 +40,8 @@ def test_lrn_matches_onnxruntime(size):
     x = RNG.standard_normal((2, 6, 3, 3)).astype(np.float32)
     model = node_model("LRN", {"x": x}, ["x"], ["y"], opset=13, size=size, alpha=0.01,
                        beta=0.6, bias=1.5)
-    assert_outputs(ours(model, {"x": x}), ort(model, {"x": x}), rtol=1e-5)
+    assert_outputs(ours(model, {"x": x}), ort(model, {"x": x},
+        relies_on=F32.format(what="LRN: a sum of at most 5 squares and a power")), rtol=1e-5)
 
 
 def test_lrn_even_size_window_by_hand():
@@ -161,7 +163,9 @@ def test_tfidf_vectorizer_matches_onnxruntime(mode, skip):
                        ngram_counts=[0, 4], ngram_indexes=[0, 1, 2, 3, 4, 5, 6],
                        pool_int64s=[2, 3, 5, 4, 5, 6, 7, 8, 6, 7],
                        weights=[1.0, 0.5, 2.0, 1.0, 3.0, 1.5, 0.25])
-    assert_outputs(ours(model, {"x": x}), ort(model, {"x": x}))
+    assert_outputs(ours(model, {"x": x}), ort(model, {"x": x},
+        relies_on="TfIdfVectorizer counts n-grams (integers) and scales them by weights that are "
+                  "dyadic fractions: exact"))
 
 
 def test_col2im_matches_reference():

@@ -47,6 +47,10 @@ def feeds_for(model, seed: int = 0) -> dict:
 
 
 def _ort(path: pathlib.Path, feeds: dict) -> dict:
+    """onnxruntime's outputs. Relies on: float32 Conv, MatMul, Gemm, attention and normalization
+    kernels that round each operation once (in their own order and fusions, on any CPU), so
+    both engines are within RTOL/ATOL of the exact value for these small models; the models
+    have no u8*s8 integer kernels (whose AVX2 path saturates) and no quantized operators."""
     so = onnxruntime.SessionOptions()
     so.log_severity_level = 3
     so.intra_op_num_threads = 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from oracle import F32_ORACLE as F32
 from oracle import assert_outputs, node_model, ort, ours, reference
 
 RNG = np.random.default_rng(5)
@@ -20,7 +21,9 @@ def test_grid_sample_2d_matches_onnxruntime(mode, padding, align):
     feeds = {"X": x, "G": g}
     model = node_model("GridSample", feeds, ["X", "G"], ["Y"], opset=16, mode=mode,
                        padding_mode=padding, align_corners=align)
-    assert_outputs(ours(model, feeds), ort(model, feeds), rtol=1e-4, atol=1e-5)
+    assert_outputs(ours(model, feeds), ort(model, feeds,
+        relies_on=F32.format(what="GridSample interpolates with at most 4 "
+                                  "x 4 weights")), rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("mode", ["linear", "nearest"])
@@ -31,7 +34,9 @@ def test_grid_sample_3d_matches_onnxruntime(mode, padding):
     feeds = {"X": x, "G": g}
     model = node_model("GridSample", feeds, ["X", "G"], ["Y"], opset=20, mode=mode,
                        padding_mode=padding)
-    assert_outputs(ours(model, feeds), ort(model, feeds), rtol=1e-4, atol=1e-5)
+    assert_outputs(ours(model, feeds), ort(model, feeds,
+        relies_on=F32.format(what="GridSample interpolates with at most 2 "
+                                  "x 2 x 2 weights")), rtol=1e-4, atol=1e-5)
 
 
 def test_grid_sample_identity_grid_returns_input():
@@ -55,7 +60,9 @@ def test_roi_align_matches_onnxruntime(mode, transform, ratio):
     model = node_model("RoiAlign", feeds, ["X", "rois", "bi"], ["Y"], opset=16, mode=mode,
                        coordinate_transformation_mode=transform, sampling_ratio=ratio,
                        output_height=3, output_width=4, spatial_scale=0.8)
-    assert_outputs(ours(model, feeds), ort(model, feeds), rtol=1e-4, atol=1e-5)
+    assert_outputs(ours(model, feeds), ort(model, feeds,
+        relies_on=F32.format(what="RoiAlign averages bilinear samples, at "
+                                  "most 4 x 4 per bin")), rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("center", [0, 1])
@@ -70,7 +77,10 @@ def test_non_max_suppression_matches_onnxruntime(center, score_threshold):
         ins.append("st")
     model = node_model("NonMaxSuppression", feeds, ins, ["Y"], opset=11,
                        center_point_box=center)
-    assert_outputs(ours(model, feeds), ort(model, feeds))
+    assert_outputs(ours(model, feeds), ort(model, feeds,
+        relies_on="NonMaxSuppression selects boxes by comparisons; random boxes have no IoU or "
+                  "score within float32 rounding of the thresholds, so the selected indices "
+                  "(int64) are exact"))
 
 
 def test_non_max_suppression_by_hand():
