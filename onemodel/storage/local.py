@@ -12,6 +12,7 @@ import errno
 import fcntl
 import mmap
 import os
+import stat
 import tempfile
 
 from ..errors import IoError
@@ -28,23 +29,26 @@ class LocalSource(MemorySource):
     external data) hold no descriptors. ``fd``: an open descriptor of the file to use instead
     of opening ``path`` (it is owned by the source from then on: closed as above, or on error).
 
-    Raises IoError when the file cannot be opened or read or is not a regular file.
+    The path is opened without blocking (``O_NONBLOCK``, cleared once :func:`os.fstat` shows a
+    regular file), so a FIFO, socket or device given as a model path is refused at once instead
+    of waiting forever in ``open()`` for a writer.
+
+    Raises IoError when the file cannot be opened or read or is not a regular file (naming its
+    kind: a FIFO, a socket, a character device ...).
     """
 
     def __init__(self, path: str, *, mmap_threshold: int = MMAP_THRESHOLD, fd: int | None = None):
         name = os.fspath(path)
         try:
             if fd is None:
-                fd = os.open(name, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+                fd = open_regular(name)
+            else:
+                _check_regular(fd, name)
             st = os.fstat(fd)
         except OSError as e:
             if fd is not None:
                 os.close(fd)
             raise io_error(e, name, "open") from None
-        import stat as _stat
-        if not _stat.S_ISREG(st.st_mode):
-            os.close(fd)
-            raise IoError("not a regular file", source=name)
         self.stat = st
         self._fd = fd
         self._map = None
@@ -90,6 +94,66 @@ class LocalSource(MemorySource):
             self._map = None
 
 
+def file_kind(mode: int) -> str:
+    """What a file of ``st_mode`` ``mode`` is, for messages: ``"a FIFO"``, ``"a socket"``,
+    ``"a directory"`` ... (``"a regular file"`` for one)."""
+    for test, kind in ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a directory"),
+                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def _check_regular(fd: int, name: str) -> None:
+    """Raise IoError naming the kind of file unless ``fd`` is a regular file (``fd`` is closed
+    then); OSError from ``fstat`` passes through."""
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise IoError(f"cannot open: it is {file_kind(mode)}, not a regular file", source=name)
+
+
+def open_regular(path: str) -> int:
+    """A read-only descriptor of the regular file ``path``, opened without blocking.
+
+    ``O_NONBLOCK`` (and ``O_NOCTTY``) make ``open()`` return at once for a FIFO without a
+    writer or a device; ``fstat`` then refuses anything but a regular file before a byte is
+    read, and the flag is cleared for the regular file that remains. Raises IoError naming
+    the kind of file (``"it is a FIFO, not a regular file"``), OSError when it cannot be opened.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0) \
+        | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        if e.errno != errno.ENXIO:
+            raise
+        mode = os.lstat(path).st_mode  # Linux: open() of a socket fails with ENXIO
+        if stat.S_ISREG(mode):
+            raise
+        raise IoError(f"cannot open: it is {file_kind(mode)}, not a regular file",
+                      source=path) from None
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise IoError(f"cannot open: it is {file_kind(st.st_mode)}, not a regular file",
+                      source=path)
+    if hasattr(fcntl, "F_GETFL") and getattr(os, "O_NONBLOCK", 0):
+        try:
+            fl = fcntl.fcntl(fd, fcntl.F_GETFL)
+            fcntl.fcntl(fd, fcntl.F_SETFL, fl & ~os.O_NONBLOCK)
+        except OSError:
+            os.close(fd)
+            raise
+    return fd
+
+
 def _read_all(fd: int, size: int, name: str) -> bytes:
     chunks, got = [], 0
     while got < size:
@@ -118,12 +182,22 @@ class LocalSink(Sink):
 
     ``copy_from`` copies from a local source file in the kernel (``copy_file_range``, or
     ``splice`` through one pipe), else through one reused 4 MiB buffer: bounded memory, whatever
-    the tensor size; ``reserve`` allocates the file's disk space up front. Raises IoError.
+    the tensor size; ``reserve`` allocates the file's disk space up front. A destination that
+    exists and is not a regular file (a FIFO, a device, a directory) is refused, never replaced.
+    Raises IoError.
     """
 
     def __init__(self, path: str, *, durable: bool = False):
         self.name = os.fspath(path)
         self.durable = durable
+        try:
+            mode = os.lstat(self.name).st_mode
+        except OSError:
+            mode = None  # absent (or unreadable: the create below says why)
+        if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+            # renaming over a FIFO or a device (/dev/null) would replace it with a file
+            raise IoError(f"cannot write: it is {file_kind(mode)}, not a regular file",
+                          source=self.name)
         directory = os.path.dirname(os.path.abspath(self.name))
         try:
             fd, self._tmp = tempfile.mkstemp(prefix="." + os.path.basename(self.name) + ".",

@@ -59,7 +59,7 @@ from ...ir.model import Model
 from ...ir.tensor import EXTERNAL
 from ...ir.walk import iter_tensors
 from ...storage.base import RangeBuffer, Source
-from ...storage.local import LocalSource
+from ...storage.local import LocalSource, file_kind
 from ...storage.place import is_remote, local_path, place_of, url_join
 from .paths import proto_path
 
@@ -251,20 +251,11 @@ def _is_link(st: os.stat_result) -> bool:
         getattr(st, "st_file_attributes", 0) & _FILE_ATTRIBUTE_REPARSE_POINT)
 
 
-def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
-                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISLNK, "a symbolic link")):
-        if test(mode):
-            return name
-    return "not a regular file"
-
-
 def _check_file(st: os.stat_result, shown: str) -> None:
     if _is_link(st):
         raise RefusedError(f"{shown!r} is a symbolic link (Clause 15.3)")
     if not stat.S_ISREG(st.st_mode):
-        raise RefusedError(f"{shown!r} is {_kind(st.st_mode)}, not a regular file")
+        raise RefusedError(f"{shown!r} is {file_kind(st.st_mode)}, not a regular file")
     if st.st_nlink > 1:
         raise RefusedError(f"{shown!r} has {st.st_nlink} hard links; a file with more than one "
                            "may be a link to a file outside the model directory (Clause 15.3)")
@@ -316,7 +307,7 @@ def _open_confined(directory: str, parts: tuple[str, ...], base_fd: int | None):
                 if _is_link(st):
                     raise RefusedError(f"directory {shown!r} is a symbolic link (Clause 15.3)")
                 if not stat.S_ISDIR(st.st_mode):
-                    raise RefusedError(f"{shown!r} is {_kind(st.st_mode)}, not a directory")
+                    raise RefusedError(f"{shown!r} is {file_kind(st.st_mode)}, not a directory")
                 flags = os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC
             try:
                 fd = os.open(part, flags, dir_fd=cur)
@@ -356,7 +347,7 @@ def _open_confined_by_path(directory: str, parts: tuple[str, ...]):
             if _is_link(st):
                 raise RefusedError(f"directory {shown!r} is a symbolic link (Clause 15.3)")
             if not stat.S_ISDIR(st.st_mode):
-                raise RefusedError(f"{shown!r} is {_kind(st.st_mode)}, not a directory")
+                raise RefusedError(f"{shown!r} is {file_kind(st.st_mode)}, not a directory")
     shown = "/".join(parts)
     _check_file(st, shown)
     try:
@@ -389,7 +380,7 @@ def _open_outside(directory: str, location: str) -> _Opened:
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
-        raise RefusedError(f"{location!r} is {_kind(st.st_mode)}, not a regular file")
+        raise RefusedError(f"{location!r} is {file_kind(st.st_mode)}, not a regular file")
     return _Opened(LocalSource(name, fd=fd), (st.st_dev, st.st_ino), name)
 
 
@@ -460,7 +451,7 @@ def _make_dirs(directory: str, parts: tuple[str, ...]) -> None:
             except OSError as e:
                 raise _os_error(e, shown) from None
             if _is_link(st) or not stat.S_ISDIR(st.st_mode):
-                raise RefusedError(f"{shown!r} is {_kind(st.st_mode)}, not a directory")
+                raise RefusedError(f"{shown!r} is {file_kind(st.st_mode)}, not a directory")
         return
     try:
         cur = os.open(directory, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
@@ -478,7 +469,7 @@ def _make_dirs(directory: str, parts: tuple[str, ...]) -> None:
             try:
                 st = os.lstat(part, dir_fd=cur)
                 if _is_link(st) or not stat.S_ISDIR(st.st_mode):
-                    raise RefusedError(f"{shown!r} is {_kind(st.st_mode)}, not a directory "
+                    raise RefusedError(f"{shown!r} is {file_kind(st.st_mode)}, not a directory "
                                        "(Clause 15.3)")
                 fd = os.open(part, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC,
                              dir_fd=cur)

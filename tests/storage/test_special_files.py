@@ -1,0 +1,111 @@
+"""A FIFO, socket or device given as a model path is refused at once, never waited on.
+
+``open()`` of a FIFO without a writer blocks forever; the sources open without blocking and
+refuse anything but a regular file with IoError naming its kind (docs/storage.md). Every FIFO
+test runs under a guard (tests/servers/fifo.py, or a subprocess timeout), so a regression fails
+instead of hanging the suite.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+import onemodel
+from onemodel.errors import IoError
+from onemodel.storage import open_source
+from onemodel.storage.local import LocalSource
+
+from servers.fifo import run_guarded
+
+posix = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+
+
+@pytest.fixture
+def fifo(tmp_path):
+    path = tmp_path / "model.onnx"
+    os.mkfifo(path)
+    return str(path)
+
+
+@posix
+def test_load_of_a_fifo_is_io_error_at_once(fifo):
+    with pytest.raises(IoError) as e:
+        run_guarded(lambda: onemodel.load(fifo), fifo)
+    assert "it is a FIFO, not a regular file" in str(e.value)
+    assert e.value.source == fifo
+
+
+@posix
+def test_open_source_of_a_fifo_is_io_error_at_once(fifo):
+    with pytest.raises(IoError, match="it is a FIFO, not a regular file"):
+        run_guarded(lambda: open_source(fifo), fifo)
+
+
+@posix
+@pytest.mark.parametrize("command", [["info"], ["convert"]])
+def test_cli_on_a_fifo_is_one_line_exit_2(fifo, tmp_path, command):
+    args = command + [fifo] + ([str(tmp_path / "out.onemodel")] if command == ["convert"] else [])
+    try:
+        proc = subprocess.run([sys.executable, "-m", "onemodel", *args], capture_output=True,
+                              text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        pytest.fail(f"onemodel {command[0]} blocked on a FIFO")
+    assert proc.returncode == 2
+    assert "it is a FIFO, not a regular file" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "out.onemodel").exists()
+
+
+@posix
+def test_a_socket_is_refused_naming_its_kind(tmp_path):
+    path = str(tmp_path / "s")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        server.bind(path)
+        with pytest.raises(IoError, match="it is a socket, not a regular file"):
+            LocalSource(path)
+    finally:
+        server.close()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/null"), reason="needs /dev/null")
+def test_a_character_device_is_refused_naming_its_kind():
+    with pytest.raises(IoError, match="it is a character device, not a regular file"):
+        LocalSource("/dev/null")
+
+
+def test_a_directory_is_refused_naming_its_kind(tmp_path):
+    with pytest.raises(IoError, match="it is a directory, not a regular file"):
+        LocalSource(str(tmp_path))
+
+
+def test_a_regular_file_is_opened_blocking(tmp_path):
+    import fcntl
+
+    path = tmp_path / "m.bin"
+    path.write_bytes(b"abc")
+    from onemodel.storage.local import open_regular
+    fd = open_regular(str(path))
+    try:
+        assert not fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_NONBLOCK  # the flag was cleared
+        assert os.read(fd, 10) == b"abc"
+    finally:
+        os.close(fd)
+
+
+@posix
+def test_a_fifo_destination_is_refused_not_replaced(tmp_path):
+    from onemodel.storage import open_sink
+
+    path = tmp_path / "out.onnx"
+    os.mkfifo(path)
+    with pytest.raises(IoError, match="cannot write: it is a FIFO, not a regular file"):
+        open_sink(str(path))
+    assert os.path.exists(path) and not path.is_file()  # still the FIFO
+    assert os.listdir(tmp_path) == ["out.onnx"]          # no temporary file left
