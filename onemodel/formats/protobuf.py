@@ -1,8 +1,11 @@
 """The wire encoding of ONNX Part 1, Clause 12: varints, field keys, packed runs, skipping.
 
 Only what Clause 12 states: wire types 0 (varint), 1 (64-bit), 2 (length-delimited) and 5
-(32-bit). Wire types 3 and 4 are rejected (12.2.1), a varint longer than ten octets is rejected
-(12.2.2), a length that runs past the end of its enclosing message is rejected (12.2.5).
+(32-bit). Wire types 3 and 4 are rejected (12.2.1); a varint longer than ten octets, or of ten
+octets whose tenth is above 1 (a value of 2^64 or more, which no varint encodes), is rejected
+(12.2.2); a length that runs past the end of its enclosing message is rejected (12.2.5). A field
+key's tag is at most :data:`MAX_TAG` (2^29 - 1, so a key fits 32 bits); the message decoder
+rejects a larger one.
 
 Errors raised here are :class:`WireError`; the message decoder turns them into
 :class:`~onemodel.errors.MalformedError` with the field path.
@@ -13,6 +16,8 @@ from __future__ import annotations
 from ..lazy import np
 VARINT, I64, LEN, SGROUP, EGROUP, I32 = 0, 1, 2, 3, 4, 5
 U64 = (1 << 64) - 1
+#: The largest field tag (2^29 - 1): a field key ``tag * 8 + wire`` then fits 32 bits.
+MAX_TAG = (1 << 29) - 1
 
 
 class WireError(Exception):
@@ -28,8 +33,9 @@ class WireError(Exception):
 def read_varint(buf, pos: int, end: int) -> tuple[int, int]:
     """Decode the varint at ``pos`` (Clause 12.2.2): ``(value, next position)``.
 
-    ``value`` is in ``[0, 2**64)``; bits past the 64th are dropped as protobuf does. Raises
-    WireError when the varint is longer than ten octets or runs past ``end``.
+    ``value`` is in ``[0, 2**64)``. Raises WireError (at the varint's first octet) when the
+    varint is longer than ten octets, encodes 2**64 or more (a tenth octet above 1), or runs past
+    ``end``.
     """
     if pos >= end:
         raise WireError("varint runs past the end of its message", pos)
@@ -45,12 +51,29 @@ def read_varint(buf, pos: int, end: int) -> tuple[int, int]:
             raise WireError("varint runs past the end of its message", start)
         b = buf[pos]
         pos += 1
+        if shift == 63 and b > 1:
+            raise WireError(_too_wide(b), start)
         result |= (b & 0x7F) << shift
         if b < 0x80:
-            return result & U64, pos
+            return result, pos
         shift += 7
-        if shift >= 70:
-            raise WireError("varint longer than 10 octets", start)
+
+
+def _too_wide(tenth: int) -> str:
+    """The message for a varint whose tenth octet is ``tenth`` (above 1)."""
+    if tenth >= 0x80:
+        return "varint longer than 10 octets"
+    return (f"varint encodes 2^64 or more (tenth octet 0x{tenth:02X}; at most 2^64 - 1, "
+            "Clause 12.2.2)")
+
+
+def check_tag(tag: int, offset: int) -> None:
+    """Raise WireError when ``tag`` (a key's ``key >> 3``) is 0 or above :data:`MAX_TAG`."""
+    if tag == 0:
+        raise WireError("field tag 0 is not allowed (Clause 12.3.1)", offset)
+    if tag > MAX_TAG:
+        raise WireError(f"field tag {tag} is above 536870911 (2^29 - 1), the largest tag",
+                        offset)
 
 
 def encode_varint(value: int) -> bytes:
@@ -98,7 +121,8 @@ def skip_field(buf, pos: int, end: int, wire: int) -> int:
 def decode_packed_varints(buf, pos: int, end: int) -> np.ndarray:
     """All varints of a packed run ``buf[pos:end]`` as a uint64 array (vectorized).
 
-    Raises WireError when a varint is longer than ten octets or the run ends inside one.
+    Raises WireError when a varint is longer than ten octets, encodes 2**64 or more, or the run
+    ends inside one.
     """
     if pos == end:
         return np.zeros(0, dtype=np.uint64)
@@ -111,9 +135,11 @@ def decode_packed_varints(buf, pos: int, end: int) -> np.ndarray:
     first[1:] = last[:-1] + 1
     lengths = last - first + 1
     longest = int(lengths.max())
-    if longest > 10:
-        bad = int(first[np.argmax(lengths > 10)])
-        raise WireError("varint longer than 10 octets", pos + bad)
+    if longest >= 10:  # a tenth octet above 1: longer than 10 octets or 2^64 or more
+        wide = (lengths > 10) | ((lengths == 10) & (b[last] > 1))
+        if wide.any():
+            bad = int(np.argmax(wide))
+            raise WireError(_too_wide(int(b[first[bad] + 9])), pos + int(first[bad]))
     if longest == 1:
         return b.astype(np.uint64)
     out = (b[first] & 0x7F).astype(np.uint64)

@@ -67,6 +67,7 @@ enum { A_NONE, A_F4, A_F8, A_I4, A_I8, A_U8 };
 static const int A_SIZE[] = {0, 4, 8, 4, 8, 8};
 
 #define MAX_TAG 4096 /* the largest tag the table accepts (Annex B uses up to 26) */
+#define MAX_FIELD_TAG ((1ULL << 29) - 1) /* the largest tag of a field key (protobuf.MAX_TAG) */
 
 typedef struct {
     PyObject *proto_name;    /* str: error messages and path segments */
@@ -166,7 +167,20 @@ add_segment(Field *f, Py_ssize_t idx)
 
 /* ---- wire primitives (protobuf.py) ------------------------------------------------------ */
 
-/* read_varint: the varint at *pp; at most ten octets; bits past the 64th dropped. */
+/* read_varint: the varint at *pp; at most ten octets, at most 2^64 - 1 (Clause 12.2.2). */
+static void
+err_too_wide(Py_ssize_t start, uint8_t tenth)
+{
+    char hex[3];
+    if (tenth >= 0x80) {
+        WERR(start, "varint longer than 10 octets");
+        return;
+    }
+    snprintf(hex, sizeof hex, "%02X", (unsigned)tenth);  /* (FromFormat has no %X before 3.12) */
+    WERR(start, "varint encodes 2^64 or more (tenth octet 0x%s; at most 2^64 - 1, "
+                "Clause 12.2.2)", hex);
+}
+
 static int
 rd_varint_slow(const uint8_t *b, Py_ssize_t *pp, Py_ssize_t end, uint64_t *out)
 {
@@ -178,24 +192,35 @@ rd_varint_slow(const uint8_t *b, Py_ssize_t *pp, Py_ssize_t end, uint64_t *out)
     uint64_t result = b[pos] & 0x7F;
     int shift = 7;
     pos++;
-    for (;;) {
+    for (;;) {  /* octets 2 to 9 */
         if (pos >= end) {
             WERR(start, "varint runs past the end of its message");
             return -1;
         }
         uint8_t c = b[pos++];
-        result |= (uint64_t)(c & 0x7F) << shift;  /* shift <= 63 here */
+        result |= (uint64_t)(c & 0x7F) << shift;  /* shift <= 56 here */
         if (c < 0x80) {
             *out = result;
             *pp = pos;
             return 0;
         }
         shift += 7;
-        if (shift >= 70) {
-            WERR(start, "varint longer than 10 octets");
-            return -1;
-        }
+        if (shift == 63)
+            break;
     }
+    /* the tenth octet holds bit 63 alone: above 1 it is 2^64 or more, or an eleventh follows */
+    if (pos >= end) {
+        WERR(start, "varint runs past the end of its message");
+        return -1;
+    }
+    uint8_t c = b[pos++];
+    if (c > 1) {
+        err_too_wide(start, c);
+        return -1;
+    }
+    *out = result | (uint64_t)c << 63;
+    *pp = pos;
+    return 0;
 }
 
 static inline int
@@ -289,15 +314,19 @@ packed_varints(const uint8_t *b, Py_ssize_t pos, Py_ssize_t e, uint64_t **out, P
         int shift = 0;
         for (;;) {
             uint8_t c = b[p++];
-            if (shift < 64)
-                r |= (uint64_t)(c & 0x7F) << shift;
+            r |= (uint64_t)(c & 0x7F) << shift;
             if (c < 0x80)
                 break;
             shift += 7;
-            if (shift >= 70) {
-                PyMem_Free(vals);
-                WERR(start, "varint longer than 10 octets");
-                return -1;
+            if (shift == 63) {  /* the tenth octet holds bit 63 alone */
+                c = b[p++];
+                if (c > 1) {
+                    PyMem_Free(vals);
+                    err_too_wide(start, c);
+                    return -1;
+                }
+                r |= (uint64_t)c << 63;
+                break;
             }
         }
         vals[k++] = r;
@@ -650,6 +679,11 @@ decode_msg(Dec *d, Py_ssize_t pos, Py_ssize_t end, Msg *m, PyObject *obj, int de
                 WERR(kstart, "field tag 0 is not allowed (Clause 12.3.1)");
                 goto done;
             }
+            if (tag > MAX_FIELD_TAG) {
+                WERR(kstart, "field tag %llu is above 536870911 (2^29 - 1), the largest tag",
+                     (unsigned long long)tag);
+                goto done;
+            }
             if (wire == 3 || wire == 4) {
                 WERR(kstart, "wire type %d (group) is not allowed (Clause 12.2.1)", (int)wire);
                 goto done;
@@ -665,8 +699,10 @@ decode_msg(Dec *d, Py_ssize_t pos, Py_ssize_t end, Msg *m, PyObject *obj, int de
         int kind = f->kind;
         if (wire == 2) {
             uint64_t n;
-            if (rd_varint(b, &pos, end, &n) < 0)
+            if (rd_varint(b, &pos, end, &n) < 0) {
+                add_segment(f, -1);
                 goto done;
+            }
             if (n > (uint64_t)(end - pos)) {
                 WERR(kstart, "length %llu of field %U runs past the end of its message",
                      (unsigned long long)n, f->proto_name);

@@ -8,8 +8,9 @@ The decoder follows the schema of :mod:`.schema`:
 * a field whose tag is unknown, or whose wire type does not fit its tag, is skipped by its wire
   type and its octets are kept in the record's ``unknown`` (12.4), as protobuf does; so is a value
   of a closed enumeration outside it;
-* wire types 3 and 4, a varint over ten octets, a length past the end of the enclosing message,
-  an int32 value out of range, and nesting deeper than
+* wire types 3 and 4, a varint over ten octets or of 2^64 or more, a field tag of 0 or above
+  2^29 - 1, a length past the end of the enclosing message, an int32 value out of range, and
+  nesting deeper than
   :data:`~onemodel.limits.MAX_MESSAGE_DEPTH` messages raise MalformedError with the field path
   (``ModelProto.graph.node[3].attribute[0]``) and the byte offset. Recursion is bounded by that
   depth, far below Python's own limit.
@@ -30,7 +31,7 @@ from ...errors import MalformedError
 from ...ir.record import Float32
 from ...lazy import np
 from ...limits import MAX_MESSAGE_DEPTH
-from ..protobuf import WireError, decode_packed_varints, read_varint, skip_field
+from ..protobuf import WireError, check_tag, decode_packed_varints, read_varint, skip_field
 from . import schema as _schema
 from .schema import (BYTES, DOUBLE, ENUM, FLOAT, INT32, INT64, MESSAGE, MESSAGES, RAW, STRING,
                      UINT64, Message)
@@ -95,8 +96,7 @@ def _decode(buf, pos: int, end: int, msg: Message, obj, depth: int, ctx: _Ctx) -
         wire = k & 7
         f = by_tag.get(k >> 3)
         if f is None or (f.wire != wire and not (f.repeated and wire == 2 and f.wire != 2)):
-            if k >> 3 == 0:
-                raise WireError("field tag 0 is not allowed (Clause 12.3.1)", kstart)
+            check_tag(k >> 3, kstart)
             if wire == 3 or wire == 4:
                 raise WireError(f"wire type {wire} (group) is not allowed (Clause 12.2.1)",
                                 kstart)
@@ -111,7 +111,11 @@ def _decode(buf, pos: int, end: int, msg: Message, obj, depth: int, ctx: _Ctx) -
             if n < 0x80:
                 pos += 1
             else:
-                n, pos = read_varint(buf, pos, end)
+                try:
+                    n, pos = read_varint(buf, pos, end)
+                except WireError as err:
+                    err.segments.append(f.proto_name)
+                    raise
             e = pos + n
             if e > end:
                 raise _field_error(f"length {n} of field {f.proto_name} runs past the end of "

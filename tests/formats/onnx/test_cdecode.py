@@ -375,7 +375,21 @@ EDGE = [
     ("ModelProto", key(9, 7)),
     ("ModelProto", key(0, 2) + b"\x00"),
     ("ModelProto", key(1, 0) + b"\xff" * 10 + b"\x01"),  # 11-octet varint
-    ("ModelProto", key(1, 0) + b"\xff" * 9 + b"\x7f"),  # 10 octets, bits past 64 dropped
+    ("ModelProto", key(1, 0) + b"\xff" * 9 + b"\x7f"),  # 10 octets, 2^64 or more: refused
+    ("ModelProto", key(1, 0) + b"\xff" * 9 + b"\x01"),  # 2^64 - 1, the largest varint
+    ("ModelProto", key(1, 0) + b"\x80" * 9 + b"\x02"),  # 2^64 exactly
+    ("ModelProto", key(1, 0) + b"\x80" * 9 + b"\x00"),  # a ten-octet 0 (not minimal, valid)
+    ("ModelProto", key(1, 0) + b"\xff" * 9),  # truncated before the tenth octet
+    ("ModelProto", key(7, 2) + b"\x82" + b"\x80" * 8 + b"\x02" + ld(2, b"")),  # length 2^64+2
+    ("ModelProto", key(99, 2) + b"\x82" + b"\x80" * 8 + b"\x02" + b"ab"),
+    ("ModelProto", key(99, 0) + b"\xff" * 9 + b"\x02"),
+    ("ModelProto", b"\xff" * 9 + b"\x02"),  # a key of 2^64 or more
+    ("ModelProto", key((1 << 29) - 1, 0) + b"\x01"),  # the largest tag: an unknown field
+    ("ModelProto", key(1 << 29, 0) + b"\x01"),
+    ("ModelProto", varint((1 << 32) | (7 << 3 | 2)) + ld(2, b"")),  # past 32 bits, not graph
+    ("TensorProto", ld(7, varint(3) + b"\xff" * 9 + b"\x02")),
+    ("TensorProto", ld(11, b"\xff" * 9 + b"\x01" + b"\xff" * 9 + b"\x7f")),
+    ("TensorProto", ld(1, b"\x80" * 9 + b"\x00" + b"\xff" * 9 + b"\x80\x01")),
     ("ModelProto", key(1, 0) + b"\xff\xff"),
     ("ModelProto", key(1, 0)),
     ("ModelProto", b"\xff" * 10 + b"\x01"),
@@ -466,6 +480,29 @@ def test_edge_case_outcomes():
     assert (out[1].segment.begin, out[1].segment.end) == (7, 5)
 
 
+@needs_c
+def test_wide_varints_and_tags_outcomes():
+    """Clause 12.2.2: a tenth octet above 1 is 2^64 or more, refused at the varint's first octet
+    (it used to wrap: a length of 2^64 + 2 read as 2); a tag above 2^29 - 1 is refused."""
+    wide = "varint encodes 2^64 or more (tenth octet 0x{}; at most 2^64 - 1, Clause 12.2.2)"
+    out = _compare(key(1, 0) + b"\xff" * 9 + b"\x7f")
+    assert out[1:] == (MalformedError, wide.format("7F"), "ModelProto.ir_version", 1)
+    out = _compare(key(7, 2) + b"\x82" + b"\x80" * 8 + b"\x02" + ld(2, b""))
+    assert out[1:] == (MalformedError, wide.format("02"), "ModelProto.graph", 1)
+    out = _compare(ld(11, b"\xff" * 9 + b"\x01" + b"\xff" * 9 + b"\x7f"), "TensorProto")
+    assert out[1:] == (MalformedError, wide.format("7F"), "TensorProto.uint64_data", 12)
+    out = _compare(ld(1, b"\x80" * 9 + b"\x00" + b"\xff" * 9 + b"\x80\x01"), "TensorProto")
+    assert out[1:] == (MalformedError, "varint longer than 10 octets", "TensorProto.dims", 12)
+    out = _compare(key(1, 0) + b"\xff" * 9 + b"\x01" + key(1 << 28, 0) + b"\x00")
+    assert out[0] == "ok" and out[1].ir_version == -1 and out[1].unknown == key(1 << 28, 0) + b"\0"
+    out = _compare(vint(1, 3) + key(1 << 29, 0) + b"\x01")
+    assert out[1:] == (MalformedError, "field tag 536870912 is above 536870911 (2^29 - 1), the "
+                       "largest tag", "ModelProto", 2)
+    out = _compare(varint((1 << 32) | (7 << 3 | 2)) + ld(2, b""))
+    assert out[1:] == (MalformedError, "field tag 536870919 is above 536870911 (2^29 - 1), the "
+                       "largest tag", "ModelProto", 0)
+
+
 # -- hypothesis: field soups for every message ---------------------------------------------
 _INTS = st.one_of(
     st.integers(-(1 << 63), (1 << 64) - 1),
@@ -481,6 +518,8 @@ def _varint_octets(draw) -> bytes:
         return enc[:-1] + bytes([enc[-1] | 0x80, 0])
     if form == 1:  # 11 octets
         return b"\xff" * 10 + b"\x01"
+    if form == 2:  # ten octets, 2^64 or more
+        return b"\xff" * 9 + bytes([draw(st.integers(2, 0x7F))])
     return enc
 
 

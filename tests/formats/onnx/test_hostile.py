@@ -91,6 +91,43 @@ CASES = [
     ("no-contents", model_with_initializer(tensor((4,), 1, None)), I, INIT, None),
 ]
 
+# Clause 12.2.2: a varint holds at most 2^64 - 1, so a tenth octet carries one bit (0 or 1); one
+# above 1 encodes 2^64 or more, which both decoders used to wrap. A key's tag is at most 2^29 - 1.
+OVER = b"\xff" * 9 + b"\x02"  # 2^64 + 2^63 - 1: wrapped, it read as 2^63 - 1
+LEN_2_64_PLUS_2 = b"\x82" + b"\x80" * 8 + b"\x02"  # 2^64 + 2: wrapped, it read as a length of 2
+
+
+def _at(data: bytes, part: bytes) -> int:
+    return data.index(part)
+
+
+_PACKED_I64 = model_with_initializer(vint(1, 1) + vint(2, 7) + ld(7, varint(5) + OVER))
+_PACKED_DIMS = model_with_initializer(ld(1, varint(2) + OVER) + vint(2, 1) + ld(8, b"t"))
+WIDE = [
+    ("varint-value-2^64", key(1, 0) + OVER, M, "ModelProto.ir_version", 1),
+    ("varint-tenth-octet-7f", key(1, 0) + b"\x80" * 9 + b"\x7f", M, "ModelProto.ir_version", 1),
+    ("varint-int32-2^64", model_with_initializer(key(2, 0) + OVER), M, INIT + ".data_type",
+     _at(model_with_initializer(key(2, 0) + OVER), OVER)),
+    ("length-2^64+2", vint(1, 10) + key(7, 2) + LEN_2_64_PLUS_2 + ld(2, b""), M,
+     "ModelProto.graph", 3),
+    ("nested-length-2^64+2", vint(1, 10) + ld(7, key(2, 2) + LEN_2_64_PLUS_2 + b"gg"), M,
+     "ModelProto.graph.name", 5),
+    ("key-varint-2^64", OVER, M, "ModelProto", 0),
+    ("unknown-varint-2^64", vint(1, 10) + key(99, 0) + OVER, M, "ModelProto", 4),
+    ("unknown-length-2^64+2", vint(1, 10) + key(99, 2) + LEN_2_64_PLUS_2 + b"ab", M,
+     "ModelProto", 4),
+    ("packed-int64-2^64", _PACKED_I64, M, INIT + ".int64_data", _at(_PACKED_I64, OVER)),
+    ("packed-dims-2^64", _PACKED_DIMS, M, INIT + ".dims", _at(_PACKED_DIMS, OVER)),
+    ("field-tag-2^29", vint(1, 10) + key(1 << 29, 0) + b"\x00", M, "ModelProto", 2),
+    ("field-tag-2^61", vint(1, 10) + key((1 << 61) - 1, 0) + b"\x00", M, "ModelProto", 2),
+    # a key past 32 bits whose low 32 bits are the key of graph (7, LEN): not an alias of it
+    ("key-over-32-bits", vint(1, 10) + varint((1 << 32) | (7 << 3 | 2)) + ld(2, b""), M,
+     "ModelProto", 2),
+    ("nested-field-tag-2^29", vint(1, 10) + ld(7, key(1 << 29, 2) + b"\x00"), M,
+     "ModelProto.graph", 4),
+]
+CASES += WIDE
+
 
 @pytest.mark.parametrize("name,data,kind,path,offset", CASES, ids=[c[0] for c in CASES])
 def test_hostile_bytes(name, data, kind, path, offset):
@@ -106,6 +143,37 @@ def test_hostile_bytes(name, data, kind, path, offset):
         assert err.offset == offset, str(err)
     line = str(err)
     assert "\n" not in line and line.startswith(kind.kind + ":")
+
+
+@pytest.mark.parametrize("pure", ["0", "1"], ids=["c", "python"])
+@pytest.mark.parametrize("name,data,kind,path,offset", WIDE, ids=[c[0] for c in WIDE])
+def test_wide_integers_are_refused_by_both_decoders(monkeypatch, pure, name, data, kind, path,
+                                                    offset):
+    """Clause 12.2.2: no varint encodes 2^64 or more; a field key's tag is at most 2^29 - 1."""
+    monkeypatch.setenv("ONEMODEL_PURE_PYTHON", pure)
+    with pytest.raises(MalformedError) as info:
+        decode_model(data)
+    assert (info.value.path, info.value.offset) == (path, offset), str(info.value)
+    if "tag" in name or "key-over" in name:
+        assert "largest" in info.value.message, str(info.value)
+    else:
+        assert "2^64 or more" in info.value.message, str(info.value)
+
+
+@pytest.mark.parametrize("pure", ["0", "1"], ids=["c", "python"])
+def test_the_widest_integers_that_fit_still_read(monkeypatch, pure):
+    """2^64 - 1 (tenth octet 1), a non-minimal ten-octet zero, and tag 2^29 - 1 are well formed."""
+    monkeypatch.setenv("ONEMODEL_PURE_PYTHON", pure)
+    top = key((1 << 29) - 1, 0) + b"\x05"
+    data = (key(1, 0) + b"\xff" * 9 + b"\x01" + vint(5, 0) + key(5, 0) + b"\x80" * 9 + b"\x00"
+            + ld(7, ld(2, b"g")) + top)
+    m = decode_model(data)
+    assert m.ir_version == -1  # 2^64 - 1 as an int64 (Clause 12.2.3)
+    assert m.model_version == 0 and m.graph.name == "g"
+    assert m.unknown == top
+    t = decode_model(model_with_initializer(vint(1, 1) + vint(2, 13) + ld(11, b"\xff" * 9 + b"\x01")
+                                            + ld(8, b"t"))).graph.initializers[0]
+    assert t.uint64_data.tolist() == [(1 << 64) - 1]
 
 
 def test_enough_hostile_cases():
