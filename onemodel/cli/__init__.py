@@ -16,6 +16,7 @@ from typing import List, Optional
 import typer
 
 from ..errors import OneModelError, UnsupportedError, UsageError
+from .redact import redact, shown
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Store, convert and verify ONNX and OneModel models, bit-identical.")
@@ -25,7 +26,8 @@ class _LazyConsole:
     """A rich Console created on first use (importing rich costs ~20 ms of every command).
 
     :meth:`line` prints plain text without rich at all: most output is plain lines, and rich would
-    also read ``:name:`` in a file name as an emoji code.
+    also read ``:name:`` in a file name as an emoji code. Every line is :func:`redact`-ed: no URL
+    credential, presigned query or secret storage option reaches the terminal.
     """
 
     def __init__(self, **options):
@@ -33,9 +35,10 @@ class _LazyConsole:
         self._console = None
 
     def line(self, text: str) -> None:
-        """Print ``text`` and a newline exactly as given, on this console's stream."""
+        """Print ``text`` (URLs and secrets masked, otherwise as given) and a newline on this
+        console's stream."""
         try:
-            print(text, file=sys.stderr if self._options.get("stderr") else sys.stdout)
+            print(redact(text), file=sys.stderr if self._options.get("stderr") else sys.stdout)
         except BrokenPipeError:
             _stdout_gone()
 
@@ -105,9 +108,10 @@ def _errors(debug: bool):
         err.line("terminated")
         raise typer.Exit(143) from None
     except Exception as e:
-        if debug:
+        if debug:  # the traceback masked like every other line
             import traceback
-            traceback.print_exc()
+            for text in traceback.format_exc().splitlines():
+                err.line(text)
         elif isinstance(e, OneModelError):
             err.line(str(e))
         elif isinstance(e, UsageError):
@@ -122,31 +126,23 @@ def _errors(debug: bool):
 REPORT_LIMIT = 100
 
 
-def _pairs(items: Optional[List[str]], what: str) -> dict:
-    result = {}
-    for item in items or []:
-        if "=" not in item:
-            raise UsageError(f"{what} {item!r} is not KEY=VALUE")
-        k, v = item.split("=", 1)
-        low = v.lower()
-        if low in ("true", "false"):
-            result[k] = low == "true"
-        else:
-            try:
-                result[k] = int(v)
-            except ValueError:
-                result[k] = v
-    return result
+def _storage(items: Optional[List[str]]) -> Optional[dict]:
+    """``--storage-option`` values as the API's ``storage_options``; their secret values are
+    masked in everything printed from now on."""
+    from .redact import add_secrets
+    from .values import parse_storage_options
+
+    options = parse_storage_options(items)
+    add_secrets(options)
+    return options
 
 
 def _dims(items: Optional[List[str]], model=None) -> dict[str, int]:
     """``--dim NAME=VALUE`` values: non-negative ints, each naming a dim_param of a graph input
     of ``model`` when one is given."""
-    dims = {}
-    for k, v in _pairs(items, "--dim").items():
-        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-            raise UsageError(f"--dim {k}={v}: the value must be a non-negative integer")
-        dims[k] = v
+    from .values import parse_dims
+
+    dims = parse_dims(items)
     if model is not None and dims and model.graph is not None:
         known = {d.dim_param for vi in model.graph.inputs if vi.type is not None
                  and vi.type.shape is not None for d in vi.type.shape.dims if d.dim_param}
@@ -226,10 +222,11 @@ def convert(
         from ..storage.progress import Progress
         with Progress("convert", quiet=quiet) as bar:
             result = api.convert(src, dst, to=to,
-                                 storage_options=_pairs(storage_option, "--storage-option")
-                                 or None, read_options=read_options, progress=bar, **options)
+                                 storage_options=_storage(storage_option),
+                                 read_options=read_options, progress=bar, **options)
         if not quiet:
-            out.line(f"{src} ({result.source_format}) -> {dst} ({result.target_format}): "
+            out.line(f"{shown(src)} ({result.source_format}) -> {shown(dst)} "
+                     f"({result.target_format}): "
                      f"{_count(result.tensors, 'tensor')}, {_human(result.tensor_bytes)}")
             for item in result.omitted:
                 out.line(f"  left out (--strict-v1): {item}")
@@ -251,10 +248,11 @@ def info(
 
     with _errors(debug):
         with Progress("read", quiet=as_json) as bar, \
-                api.load(file, storage_options=_pairs(storage_option, "--storage-option") or None,
-                         progress=bar, **_read_options(allow_outside)) as model:
+                api.load(file, storage_options=_storage(storage_option), progress=bar,
+                         **_read_options(allow_outside)) as model:
             s = summarize(model)
             s["external_data"] = external_report(model)
+        s["source"] = shown(s["source"])
         if as_json:
             out.line(json.dumps(s, indent=2))
             return
@@ -285,7 +283,7 @@ def _print_summary(s: dict) -> None:
         t.add_column("name")
         t.add_column("type")
         for v in values:
-            t.add_row(escape(v["name"]), escape(v["type"]))
+            t.add_row(escape(redact(v["name"])), escape(v["type"]))
         out.print(t)
     t = Table(title=f"nodes: {s['nodes']}", title_justify="left", show_edge=False)
     t.add_column("op_type")
@@ -356,21 +354,21 @@ def verify(
         report = do_verify(a, b, loose=loose, run=run, seed=seed, dims=_dims(dim),
                            engine=engine, read_options=_read_options(allow_outside),
                            limit=REPORT_LIMIT,
-                           storage_options=_pairs(storage_option, "--storage-option") or None)
+                           storage_options=_storage(storage_option))
     if report.equal:
         if not quiet:
             n = len(report.outputs_compared)
             extra = f", {n} output{'s' if n != 1 else ''} bit-identical" if run else ""
-            out.line(f"equal: {a} and {b}{extra}")
+            out.line(f"equal: {shown(a)} and {shown(b)}{extra}")
         raise typer.Exit(0)
     first = report.first
     out.line(f"different: {first}")
     # the outputs that differ when run are named even when a structural difference comes first
-    shown = [first] + [d for d in report.differences[1:] if d.path.startswith("outputs")]
-    for d in shown[1:]:
+    listed = [first] + [d for d in report.differences[1:] if d.path.startswith("outputs")]
+    for d in listed[1:]:
         out.line(f"  {d}")
-    if len(report.differences) > len(shown) and not quiet:
-        more = len(report.differences) - len(shown)
+    if len(report.differences) > len(listed) and not quiet:
+        more = len(report.differences) - len(listed)
         capped = len(report.differences) >= REPORT_LIMIT
         out.line(f"  ({'at least ' if capped else ''}{_count(more, 'more difference')})")
     raise typer.Exit(1)
@@ -445,7 +443,7 @@ def run_cmd(
     from ..evaluate.inputs import add_dims_hint
 
     with _errors(debug):
-        with api.load(file, storage_options=_pairs(storage_option, "--storage-option") or None,
+        with api.load(file, storage_options=_storage(storage_option),
                       **_read_options(allow_outside)) as model:
             dims = _dims(dim, model)
             feeds = random_inputs(model, seed=seed, dims=dims) if random else {}
@@ -485,6 +483,8 @@ def _version(value: bool) -> None:
 def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                        help="Print the version and exit.")) -> None:
     """Store, convert and verify ONNX and OneModel models, bit-identical."""
+    from .redact import clear_secrets
+    clear_secrets()
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
