@@ -387,30 +387,34 @@ def _digest(arr) -> str:
     return hashlib.sha256(arr.tobytes()).hexdigest()
 
 
-def _safe_name(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "_"
-
-
-def _report_value(name: str, value, output_dir: Optional[str]) -> None:
-    """Print one output (a sequence element by element) and save tensors under output_dir."""
+def _report_value(name: str, value, files) -> None:
+    """Print one output (a sequence element by element) and save tensors as ``.npy`` at the
+    paths ``files`` (an :class:`~onemodel.cli.output_files.OutputFiles`, or None) hands out."""
     import numpy as np
+
+    from ..errors import IoError
 
     if isinstance(value, np.ndarray):
         dtype = "string" if value.dtype == object else str(value.dtype)
         out.line(f"{name}: shape {list(value.shape)} dtype {dtype} sha256:{_digest(value)}")
-        if output_dir:
-            np.save(os.path.join(output_dir, _safe_name(name) + ".npy"),
-                    value.astype(str) if value.dtype == object else value, allow_pickle=False)
+        if files is not None:
+            path = files.path_for(name)
+            try:
+                np.save(path, value.astype(str) if value.dtype == object else value,
+                        allow_pickle=False)
+            except OSError as e:
+                raise IoError(f"cannot save output {name!r}: {e.strerror or e}",
+                              source=path) from None
     elif isinstance(value, list):
         out.line(f"{name}: sequence of {len(value)}")
         for i, v in enumerate(value):
-            _report_value(f"{name}[{i}]", v, output_dir)
+            _report_value(f"{name}[{i}]", v, files)
     elif value is None:
         out.line(f"{name}: empty optional")
     else:
         text = str(value)
         out.line(f"{name}: {type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
-                 + (" (not saved: only tensors are written as .npy)" if output_dir else ""))
+                 + (" (not saved: only tensors are written as .npy)" if files is not None else ""))
 
 
 @app.command("run")
@@ -427,7 +431,10 @@ def run_cmd(
                                                  "(repeatable; unset ones are 1)."),
     output_dir: Optional[str] = typer.Option(None, "--output-dir", metavar="DIR",
                                              help="Save each tensor output as NAME.npy in this "
-                                             "directory (sequence elements as NAME_i_.npy)."),
+                                             "directory, characters other than letters, digits "
+                                             "and -_. written %XX (sequence elements as "
+                                             "NAME%5Bi%5D.npy); the names and files are "
+                                             "listed."),
     allow_outside: bool = OutsideOpt,
     storage_option: Optional[List[str]] = StorageOpt,
     debug: bool = DebugOpt,
@@ -465,11 +472,20 @@ def run_cmd(
                 results = run_model(model, feeds)
             except OneModelError as e:
                 raise (add_dims_hint(e, model, dims) if random else e.at(source=model.source))
+            files = None
             if output_dir:
-                os.makedirs(output_dir, exist_ok=True)
+                from .output_files import OutputFiles
+                try:
+                    os.makedirs(output_dir, exist_ok=True)
+                except OSError as e:
+                    raise IoError(f"cannot create the output directory: {e.strerror or e}",
+                                  source=output_dir) from None
+                files = OutputFiles(output_dir)
             # still inside `with`: an output may be a view of the model's mapped weights
             for name, value in results.items():
-                _report_value(name, value, output_dir)
+                _report_value(name, value, files)
+            for name, path in files.written if files else []:
+                out.line(f"saved {name} -> {path}")
 
 
 def _version(value: bool) -> None:

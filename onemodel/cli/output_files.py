@@ -1,0 +1,58 @@
+"""File names for ``run --output-dir``: one file per output, never two outputs in one file.
+
+ONNX value names may hold any character (``a/b``, ``a_b``, ``..``, ``x:0``). A name becomes a
+file name by percent-escaping (:func:`file_stem`): letters, digits, ``-``, ``_`` and ``.`` stay,
+every other byte of its UTF-8 form (and ``%`` itself, and a leading ``.``) is written ``%XX``.
+Different names give different file names; a stem longer than :data:`MAX_STEM` characters is
+cut and ends in ``~`` and a digest of the whole name (``~`` never appears otherwise). Where the
+file system folds case (``A`` and ``a`` are one file), a name whose file was already written in
+this run gets ``~2``, ``~3`` ... : no run overwrites a file it wrote itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+#: Longest stem kept as it is (file names are limited to 255 bytes; ``.npy`` and a suffix fit).
+MAX_STEM = 200
+
+_KEEP = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+
+
+def file_stem(name: str) -> str:
+    """The file name (without ``.npy``) of the output ``name``: an injective escape."""
+    out = []
+    for i, c in enumerate(name):
+        if c in _KEEP and not (i == 0 and c == "."):
+            out.append(c)
+        else:
+            out.extend(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass"))
+    stem = "".join(out) or "%"  # "" is the only name that escapes to nothing
+    if len(stem) > MAX_STEM:
+        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        stem = f"{stem[:MAX_STEM - 17]}~{digest}"
+    return stem
+
+
+class OutputFiles:
+    """Paths in ``directory`` for the outputs of one run; ``written`` lists ``(name, path)`` in
+    the order they were handed out."""
+
+    def __init__(self, directory: str):
+        self.directory = directory
+        self.written: list[tuple[str, str]] = []
+        self._taken: set[str] = set()
+
+    def path_for(self, name: str) -> str:
+        """A path ``directory/<file_stem(name)>.npy`` that no earlier output of this run got
+        (compared without case, for case-folding file systems)."""
+        stem = base = file_stem(name)
+        n = 1
+        while stem.casefold() in self._taken:
+            n += 1
+            stem = f"{base}~{n}"
+        self._taken.add(stem.casefold())
+        path = os.path.join(self.directory, stem + ".npy")
+        self.written.append((name, path))
+        return path
