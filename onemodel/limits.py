@@ -45,6 +45,15 @@ PROTOBUF_MESSAGE_LIMIT = 2 * GiB
 #: and the cap applied to any declared size: a decompression bomb is refused past it.
 MAX_DECOMPRESSED_BYTES = 64 * GiB
 
+#: Largest compression ratio (decompressed bytes per compressed byte) accepted for a .zst file
+#: whose frame does not state its size: past it the stream is refused as a decompression bomb
+#: before it fills the disk. Raised with ``max_ratio=`` (``open_source``, ``load``).
+MAX_COMPRESSION_RATIO = 1000
+
+#: Largest gap of zeros a writer writes out on a destination that cannot leave a hole (an
+#: upload, bytes in memory); a larger gap there is refused. Local files leave gaps as holes.
+MAX_WRITTEN_GAP = 64 * MiB
+
 #: Alignment of every tensor in a OneModel data region, in bytes (OneModel format 1.3).
 CONTAINER_ALIGNMENT = 64
 

@@ -9,8 +9,9 @@ looks complete).
 
 from __future__ import annotations
 
-from ..errors import IoError, MalformedError
+from ..errors import IoError, MalformedError, UnsupportedError
 from ..ir.record import LazyBuffer
+from ..limits import MAX_WRITTEN_GAP
 
 
 def is_url(target) -> bool:
@@ -109,13 +110,33 @@ class Sink:
             self.write(memoryview(chunk)[:n])
             count -= n
 
-    def reserve(self, nbytes: int) -> None:
+    def skip(self, count: int) -> None:
+        """Append ``count`` zero bytes that need not be stored: a gap between the tensors of a
+        data file that keeps its offsets (layout ``keep``).
+
+        A local file leaves a hole (:meth:`LocalSink.skip`: no disk allocated, nothing
+        written). A sink that cannot (an upload, bytes in memory) writes the zeros, up to
+        :data:`~onemodel.limits.MAX_WRITTEN_GAP` bytes; a larger gap raises UnsupportedError,
+        since it would transfer or hold that many zeros.
+        """
+        check_gap(self.name, self.tell(), count)
+        self.write_zeros(count)
+
+    def reserve(self, nbytes: int, ranges: list[tuple[int, int]] | None = None) -> None:
         """Announce that the finished object will be ``nbytes`` long, before writing it.
 
-        A hint: a local file allocates its disk space now (:meth:`LocalSink.reserve`), so a
-        full disk is reported before anything is written and the writes that follow are
-        cheaper; other sinks ignore it. Writing more or fewer bytes stays correct.
+        ``ranges``: the ``(start, end)`` byte ranges that will really be written, when the rest
+        are gaps (:meth:`skip`); default all of ``[0, nbytes)``. A hint: a local file allocates
+        the disk of those ranges now (:meth:`LocalSink.reserve`), so a full disk is reported
+        before anything is written and the writes that follow are cheaper. A sink that cannot
+        leave holes checks the gaps here, so one over
+        :data:`~onemodel.limits.MAX_WRITTEN_GAP` is refused (UnsupportedError) before a byte
+        is written. Writing more or fewer bytes stays correct.
         """
+        pos = 0
+        for start, end in ranges or ():
+            check_gap(self.name, pos, start - pos)
+            pos = max(pos, end)
 
     def copy_from(self, source: Source, offset: int, length: int) -> None:
         """Append ``length`` bytes of ``source`` at ``offset``, streamed in bounded chunks."""
@@ -166,6 +187,18 @@ class BytesSink(Sink):
 
     def getvalue(self) -> bytes:
         return bytes(self._buf)
+
+
+def check_gap(name: str, offset: int, count: int) -> None:
+    """Refuse (UnsupportedError) a gap of ``count`` zeros at ``offset`` that a sink which cannot
+    leave holes would have to write, when it exceeds :data:`~onemodel.limits.MAX_WRITTEN_GAP`."""
+    if count > MAX_WRITTEN_GAP:
+        raise UnsupportedError(
+            f"the data file keeps a gap of {count} bytes at offset {offset} (layout 'keep' "
+            f"keeps every tensor at its offset) and this destination cannot leave holes: it "
+            f"would write {count} zero bytes, more than the limit of {MAX_WRITTEN_GAP}; lay "
+            "the data out afresh (--external-data NAME, layout='file') or write to a local "
+            "file, which leaves gaps as holes", offset=offset, source=name)
 
 
 def io_error(exc: OSError, name: str, action: str = "read") -> IoError:

@@ -123,8 +123,12 @@ class ProgressSink(Sink):
         self.inner.write_zeros(count)
         self.progress(count)
 
-    def reserve(self, nbytes: int) -> None:
-        self.inner.reserve(nbytes)
+    def skip(self, count: int) -> None:
+        self.inner.skip(count)
+        self.progress(count)
+
+    def reserve(self, nbytes: int, ranges=None) -> None:
+        self.inner.reserve(nbytes, ranges)
 
     def copy_from(self, source: Source, offset: int, length: int) -> None:
         self.inner.copy_from(source, offset, length)

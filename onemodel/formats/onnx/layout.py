@@ -443,7 +443,7 @@ def _write_data_file(model, df: _DataFile, sink) -> str | None:
             _emit(sink, slot, pos - slot.offset, end - pos)
         else:
             if slot.offset > pos:
-                sink.write_zeros(slot.offset - pos)
+                sink.skip(slot.offset - pos)  # a hole where the sink can leave one
             _emit(sink, slot, 0, slot.nbytes)
         pos = end
         last = slot
@@ -585,7 +585,10 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
             if sink.progress is not None:  # the data files' bytes count on the model's bar
                 s = ProgressSink(s, sink.progress)
             sinks.append(s)
-            s.reserve(max((slot.offset + slot.nbytes for slot in df.slots), default=0))
+            # disk for the bytes really written (the slots), never for the gaps between them
+            written = _union(sorted((slot.offset, slot.offset + slot.nbytes)
+                                    for slot in df.slots))
+            s.reserve(written[-1][1] if written else 0, [tuple(r) for r in written])
             df.sha1 = _write_data_file(model, df, s)
         if layout == "keep" and any(df.checksum for df in files):
             if _update_checksums(files, ov):
