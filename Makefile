@@ -1,5 +1,11 @@
 # onemodel: `make run` converts the bundled real model ONNX -> OneModel -> ONNX and proves it
 # bit-identical; `make test` runs the test suite. Both create the virtual environment first.
+#
+#   make run EXAMPLE=path/to/model.onnx                   another model
+#   make run EXAMPLE=... DIMS="batch=2 seq=16"            symbolic dimensions for its last step,
+#   make run EXAMPLE=... SHAPES="x=1,3,224,224 y=1,16"    verify --run, whose inputs are generated
+#                                                         (unset dims are 1): each word becomes a
+#                                                         --dim / --shape of verify --run
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -7,6 +13,9 @@ PY := $(VENV)/bin/python
 CLI := $(VENV)/bin/onemodel
 EXAMPLE ?= testdata/models/cnn_dynamo.onnx
 OUT ?= out
+DIMS ?=
+SHAPES ?=
+RUN_INPUTS := $(foreach d,$(DIMS),--dim $(d)) $(foreach s,$(SHAPES),--shape $(s))
 
 .PHONY: run test install bench clean
 
@@ -32,7 +41,7 @@ run: install
 	$(CLI) convert $(OUT)/model.onemodel $(OUT)/model.onnx
 	cmp $(EXAMPLE) $(OUT)/model.onnx
 	@echo "ONNX -> OneModel -> ONNX: byte-identical ($$(stat -c %s $(EXAMPLE)) bytes)"
-	$(CLI) verify $(EXAMPLE) $(OUT)/model.onemodel --run
+	$(CLI) verify $(EXAMPLE) $(OUT)/model.onemodel --run $(RUN_INPUTS)
 
 test: $(VENV)/.installed-dev
 	ONEMODEL_REQUIRE_C=1 $(PY) -m pytest -q

@@ -77,12 +77,12 @@ _STAGED_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az", 
 
 #: What to install for a backend fsspec cannot import.
 _INSTALL_HINTS = {
-    "s3": 'install the "s3" extra: pip install "onemodel[s3]"',
-    "s3a": 'install the "s3" extra: pip install "onemodel[s3]"',
+    "s3": 'install the "s3" extra: pip install "onemodel-onnx[s3]"',
+    "s3a": 'install the "s3" extra: pip install "onemodel-onnx[s3]"',
     "gs": "install gcsfs: pip install gcsfs",
     "gcs": "install gcsfs: pip install gcsfs",
-    "http": 'install the "http" extra: pip install "onemodel[http]"',
-    "https": 'install the "http" extra: pip install "onemodel[http]"',
+    "http": 'install the "http" extra: pip install "onemodel-onnx[http]"',
+    "https": 'install the "http" extra: pip install "onemodel-onnx[http]"',
     "az": "install adlfs: pip install adlfs",
     "abfs": "install adlfs: pip install adlfs",
     "abfss": "install adlfs: pip install adlfs",

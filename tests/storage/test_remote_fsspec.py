@@ -121,7 +121,7 @@ def test_missing_s3_backend_names_the_extra(monkeypatch):
     monkeypatch.setattr(fsspec.core, "url_to_fs", no_backend)
     with pytest.raises(UnsupportedError) as e:
         open_source("s3://bucket/model.onnx")
-    assert 'pip install "onemodel[s3]"' in e.value.message
+    assert 'pip install "onemodel-onnx[s3]"' in e.value.message
 
 
 # -- helpers ---------------------------------------------------------------------------------
