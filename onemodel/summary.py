@@ -6,10 +6,13 @@
 from __future__ import annotations
 
 from collections import Counter
+from operator import attrgetter
 
-from .ir import Model, iter_graphs, iter_tensors
+from .ir import EXTERNAL, Model, all_tensors, iter_graphs
 from .ir.dtypes import name_of
 from .ir.entries import entries_to_dict, normalize_domain
+
+_OP_KEY = attrgetter("domain", "op_type")
 
 
 def _value(vi) -> dict:
@@ -33,25 +36,40 @@ def summarize(model: Model) -> dict:
     Bytes are raw-storage sizes.
     """
     g = model.graph
-    ops: Counter = Counter()
+    pairs: Counter = Counter()  # (domain as written, op_type) -> nodes
     nodes = 0
     init_count, init_bytes = 0, 0
-    by_dtype: dict[str, dict] = {}
+    by_code: dict[int, list[int]] = {}  # data_type -> [count, bytes] of the initializers
+    nbytes: dict[int, int] = {}  # id(tensor) -> bytes, for the initializers (each sized once)
     if g is not None:
         for _, graph in iter_graphs(g):
-            for n in graph.nodes:
-                nodes += 1
-                d = normalize_domain(n.domain)
-                ops[f"{d}.{n.op_type}" if d else (n.op_type or "")] += 1
+            nodes += len(graph.nodes)
+            pairs.update(map(_OP_KEY, graph.nodes))
             for t in graph.initializers:
+                nb = nbytes[id(t)] = t.nbytes
                 init_count += 1
-                nb = t.nbytes
                 init_bytes += nb
-                e = by_dtype.setdefault(name_of(t.data_type or 0), {"count": 0, "bytes": 0})
-                e["count"] += 1
-                e["bytes"] += nb
-    all_tensors = [t for _, t in iter_tensors(model)]
-    external = sum(1 for t in all_tensors if t.is_external)
+                e = by_code.get(t.data_type or 0)
+                if e is None:
+                    e = by_code[t.data_type or 0] = [0, 0]
+                e[0] += 1
+                e[1] += nb
+    ops: Counter = Counter()
+    for (domain, op_type), n in pairs.items():
+        d = normalize_domain(domain)
+        ops[f"{d}.{op_type}" if d else (op_type or "")] += n
+    by_dtype: dict[str, dict] = {}
+    for code, (count, nb) in by_code.items():  # two codes may print alike ("dtype(99)")
+        e = by_dtype.setdefault(name_of(code), {"count": 0, "bytes": 0})
+        e["count"] += count
+        e["bytes"] += nb
+    tensor_count, tensor_bytes, external = 0, 0, 0
+    for t in all_tensors(model):  # every tensor once; the initializers are sized already
+        nb = nbytes.get(id(t))
+        tensor_bytes += t.nbytes if nb is None else nb
+        tensor_count += 1
+        if t.data_location == EXTERNAL:
+            external += 1
     return {
         "format": model.format,
         "source": model.source,
@@ -67,8 +85,7 @@ def summarize(model: Model) -> dict:
         "ops": dict(sorted(ops.items(), key=lambda kv: (-kv[1], kv[0]))),
         "initializers": {"count": init_count, "bytes": init_bytes,
                          "by_dtype": dict(sorted(by_dtype.items()))},
-        "tensors": {"count": len(all_tensors), "bytes": sum(t.nbytes for t in all_tensors),
-                    "external": external},
+        "tensors": {"count": tensor_count, "bytes": tensor_bytes, "external": external},
         "functions": [f"{f.domain or ''}.{f.name or ''}" for f in model.functions],
         "metadata": entries_to_dict(model.metadata_props),
     }

@@ -15,7 +15,7 @@ from .tensor import EXTERNAL, Segment, SparseTensor, Tensor
 from .types import (Dimension, MapType, OpaqueType, OptionalType, SequenceType, Shape,
                     SparseTensorType, TensorType, Type)
 from .values import MapValue, OptionalValue, SequenceValue, ValueKind
-from .walk import graph_tensors, iter_graphs, iter_tensors
+from .walk import all_tensors, graph_tensors, iter_graphs, iter_tensors
 
 __all__ = [
     "INFO", "DataType", "TypeInfo", "IntIntListEntry", "OperatorSetId", "StringStringEntry",
@@ -26,5 +26,5 @@ __all__ = [
     "Segment", "SparseTensor", "Tensor",
     "Dimension", "MapType", "OpaqueType", "OptionalType", "SequenceType", "Shape",
     "SparseTensorType", "TensorType", "Type", "MapValue", "OptionalValue", "SequenceValue",
-    "ValueKind", "graph_tensors", "iter_graphs", "iter_tensors", "normalize_domain",
+    "ValueKind", "all_tensors", "graph_tensors", "iter_graphs", "iter_tensors", "normalize_domain",
 ]

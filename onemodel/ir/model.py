@@ -355,11 +355,11 @@ class Model(Record):
         """
         res, self.resources = self.resources or [], None
         if res:
-            from .walk import iter_tensors
-            for _, t in iter_tensors(self):
+            from .walk import all_tensors
+            for t in all_tensors(self):
                 t.origin = None
                 for v in (t.raw_data, t.external):
-                    if isinstance(v, memoryview):
+                    if type(v) is memoryview:  # (memoryview cannot be subclassed)
                         try:
                             v.release()
                         except BufferError:

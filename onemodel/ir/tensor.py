@@ -16,6 +16,8 @@ Elements narrower than a byte unpack only when :meth:`Tensor.numpy` is called.
 
 from __future__ import annotations
 
+from math import prod
+
 from ..errors import InvalidModelError, OneModelError, UnsupportedError
 from ..lazy import np
 from ..limits import MAX_ELEMENT_COUNT
@@ -58,6 +60,10 @@ def element_count(dims, path: str | None = None, limit: int = MAX_ELEMENT_COUNT)
     (default :data:`~onemodel.limits.MAX_ELEMENT_COUNT`, OneModel format 2.5 and 3.1). Messages
     quote at most the first few dims.
     """
+    if len(dims) <= 16 and (not dims or min(dims) >= 0):  # the common case, one C call
+        count = prod(dims)  # (16 dims below 2^64 each: at most 1024 bits)
+        if count < limit and count < _INT64_END:
+            return count
     count = 1
     for i, d in enumerate(dims):
         if d < 0:
@@ -134,7 +140,10 @@ class Tensor(Record):
 
         Raises what :func:`element_count` raises (a negative dimension, 2^60 or more elements).
         """
-        return element_count(self.dims, f"{self.name}.dims" if self.name else None)
+        try:
+            return element_count(self.dims)
+        except OneModelError:  # again, for the message with the path (rare: not built each time)
+            return element_count(self.dims, f"{self.name}.dims" if self.name else None)
 
     @property
     def nbytes(self) -> int:
