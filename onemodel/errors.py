@@ -27,11 +27,80 @@ source (a path or URL). ``str(error)`` gives one line::
 
     Malformed: tensor byte range ends past the data region [manifest.graph.initializers[4].data]
     at offset 0x1F40 in s3://b/m.onemodel
+
+That line stays readable whatever the file holds: a message quotes a name, a location or a string
+from the file with :func:`quote`, which keeps the first and last hundred characters of a longer
+value and gives its full length (``'aaaa…aaaa' (100000 characters)``); and ``str(error)`` cuts the
+message to :data:`MESSAGE_LIMIT` characters and the path and the source to :data:`PART_LIMIT`
+each, the same way, so that no error line exceeds about 4 KB whatever the call site.
 """
 
 from __future__ import annotations
 
+import re
+
 KINDS = ("Malformed", "InvalidModel", "Unsupported", "Io")
+
+#: Characters of a value :func:`quote` keeps (half from the start, half from the end).
+QUOTE_LIMIT = 200
+#: Characters of an error's message that ``str(error)`` keeps.
+MESSAGE_LIMIT = 2000
+#: Characters of an error's path, and of its source, that ``str(error)`` keeps.
+PART_LIMIT = 500
+
+#: A URL in running text (fsspec chains included), masked before a text is cut (:func:`clip`).
+_URL = re.compile(r"(?:[A-Za-z][\w+.-]*::)*[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]*")
+
+
+def _masked(text: str) -> str:
+    """``text`` with each URL in it shown as ``display_url`` shows it (user information and query
+    values as ``***``): cutting a URL could separate a signature from the ``?`` that marks it,
+    and the command line's masking would no longer see it."""
+    from .storage.remote import display_url
+
+    return _URL.sub(lambda m: display_url(m.group(0)), text)
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` itself when it has at most ``limit`` characters; otherwise its first and last
+    ``limit // 2`` characters around ``…`` and its full length: ``aaaa…aaaa (100000
+    characters)``. A URL in a text that is cut is masked first."""
+    if len(text) <= limit:
+        return text
+    n = len(text)
+    if "://" in text:
+        text = _masked(text)
+    half = max(limit // 2, 1)
+    return f"{text[:half]}…{text[-half:]} ({n} characters)"
+
+
+def _body(text: str) -> str:
+    """The repr of ``text`` without its quotes, fit to stand between single quotes."""
+    r = repr(text)
+    return r[1:-1] if r[0] == "'" else r[1:-1].replace("'", "\\'")
+
+
+def quote(value, limit: int = QUOTE_LIMIT) -> str:
+    """``value`` quoted for a message, as ``repr`` does (``'name'``), but at most about ``limit``
+    characters of it: a longer string keeps its first and last ``limit // 2`` characters around
+    ``…`` and gives its full length, ``'aaaa…aaaa' (100000 characters)``; bytes give ``(N
+    octets)``; any other value is its ``repr``, cut as :func:`clip` cuts. Use it for every value
+    that comes from a file or a caller (names, locations, keys, strings): they can be megabytes.
+    A URL in a string that is cut is masked first (user information and query values)."""
+    half = max(limit // 2, 1)
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return repr(value)
+        head, tail = value[:half], value[-half:]
+        if "://" in value:
+            head, tail = _masked(value)[:half], _masked(value)[-half:]
+        return f"'{_body(head)}…{_body(tail)}' ({len(value)} characters)"
+    if isinstance(value, (bytes, bytearray)):
+        if len(value) <= limit:
+            return repr(bytes(value))
+        return (f"b'{repr(bytes(value[:half]))[2:-1]}…{repr(bytes(value[-half:]))[2:-1]}' "
+                f"({len(value)} octets)")
+    return clip(repr(value), limit)
 
 
 class OneModelError(Exception):
@@ -56,13 +125,16 @@ class OneModelError(Exception):
         self.source = source
 
     def __str__(self) -> str:
-        text = f"{self.kind}: {self.message}"
+        """One line: ``Kind: message [path] at offset 0x.. in source``; the message is cut to
+        :data:`MESSAGE_LIMIT` characters, the path and the source to :data:`PART_LIMIT` each
+        (:func:`clip`), so the line stays under about 4 KB."""
+        text = f"{self.kind}: {clip(str(self.message), MESSAGE_LIMIT)}"
         if self.path:
-            text += f" [{self.path}]"
+            text += f" [{clip(str(self.path), PART_LIMIT)}]"
         if self.offset is not None:
             text += f" at offset 0x{self.offset:X}"
         if self.source:
-            text += f" in {self.source}"
+            text += f" in {clip(str(self.source), PART_LIMIT)}"
         return text
 
     def __reduce__(self):

@@ -53,7 +53,7 @@ import stat
 import weakref
 from dataclasses import dataclass
 
-from ...errors import InvalidModelError, IoError, OneModelError
+from ...errors import InvalidModelError, IoError, OneModelError, quote
 from ...ir.dtypes import INFO, DataType
 from ...ir.model import Model
 from ...ir.tensor import EXTERNAL
@@ -140,7 +140,7 @@ def parse_reference(entries) -> ExternalReference:
             raise RefusedError(f"unknown key {clip(key)} in external_data (Clause 13.2 allows only "
                                f"{', '.join(KEYS)})")
         if key in seen:
-            raise RefusedError(f"key {key!r} appears more than once in external_data")
+            raise RefusedError(f"key {quote(key)} appears more than once in external_data")
         seen[key] = e.value
     location = seen.get("location")
     if not location:
@@ -253,31 +253,31 @@ def _is_link(st: os.stat_result) -> bool:
 
 def _check_file(st: os.stat_result, shown: str) -> None:
     if _is_link(st):
-        raise RefusedError(f"{shown!r} is a symbolic link (Clause 15.3)")
+        raise RefusedError(f"{quote(shown)} is a symbolic link (Clause 15.3)")
     if not stat.S_ISREG(st.st_mode):
-        raise RefusedError(f"{shown!r} is {file_kind(st.st_mode)}, not a regular file")
+        raise RefusedError(f"{quote(shown)} is {file_kind(st.st_mode)}, not a regular file")
     if st.st_nlink > 1:
-        raise RefusedError(f"{shown!r} has {st.st_nlink} hard links; a file with more than one "
+        raise RefusedError(f"{quote(shown)} has {st.st_nlink} hard links; a file with more than one "
                            "may be a link to a file outside the model directory (Clause 15.3)")
 
 
 def _os_error(e: OSError, shown: str) -> OneModelError:
     if e.errno == errno.ELOOP:
-        return RefusedError(f"{shown!r} is a symbolic link (it changed between the check and "
+        return RefusedError(f"{quote(shown)} is a symbolic link (it changed between the check and "
                             "the open; Clause 15.3)")
     if e.errno == errno.ENOTDIR:
-        return RefusedError(f"{shown!r} is not a directory or is a symbolic link (it changed "
+        return RefusedError(f"{quote(shown)} is not a directory or is a symbolic link (it changed "
                             "between the check and the open; Clause 15.3)")
     if e.errno == errno.ENOENT:
-        return IoError(f"{shown!r} does not exist")
+        return IoError(f"{quote(shown)} does not exist")
     if e.errno in (errno.EMFILE, errno.ENFILE):
-        return IoError(f"cannot open {shown!r}: too many open files (raise the limit with "
+        return IoError(f"cannot open {quote(shown)}: too many open files (raise the limit with "
                        "'ulimit -n')")
-    return IoError(f"cannot open {shown!r}: {e.strerror or e}")
+    return IoError(f"cannot open {quote(shown)}: {e.strerror or e}")
 
 
 def _swapped(shown: str) -> RefusedError:
-    return RefusedError(f"{shown!r} changed between the check and the open (Clause 15.3)")
+    return RefusedError(f"{quote(shown)} changed between the check and the open (Clause 15.3)")
 
 
 def _open_confined(directory: str, parts: tuple[str, ...], base_fd: int | None):
@@ -288,7 +288,7 @@ def _open_confined(directory: str, parts: tuple[str, ...], base_fd: int | None):
             try:
                 base_fd = os.open(directory, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
             except OSError as e:
-                raise IoError(f"cannot open the model directory {directory!r}: "
+                raise IoError(f"cannot open the model directory {quote(directory)}: "
                               f"{e.strerror or e}") from None
             opened.append(base_fd)
         cur = base_fd
@@ -305,9 +305,9 @@ def _open_confined(directory: str, parts: tuple[str, ...], base_fd: int | None):
                     getattr(os, "O_NOCTTY", 0)
             else:
                 if _is_link(st):
-                    raise RefusedError(f"directory {shown!r} is a symbolic link (Clause 15.3)")
+                    raise RefusedError(f"directory {quote(shown)} is a symbolic link (Clause 15.3)")
                 if not stat.S_ISDIR(st.st_mode):
-                    raise RefusedError(f"{shown!r} is {file_kind(st.st_mode)}, not a directory")
+                    raise RefusedError(f"{quote(shown)} is {file_kind(st.st_mode)}, not a directory")
                 flags = os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC
             try:
                 fd = os.open(part, flags, dir_fd=cur)
@@ -345,9 +345,9 @@ def _open_confined_by_path(directory: str, parts: tuple[str, ...]):
             raise _os_error(e, shown) from None
         if i < len(parts) - 1:
             if _is_link(st):
-                raise RefusedError(f"directory {shown!r} is a symbolic link (Clause 15.3)")
+                raise RefusedError(f"directory {quote(shown)} is a symbolic link (Clause 15.3)")
             if not stat.S_ISDIR(st.st_mode):
-                raise RefusedError(f"{shown!r} is {file_kind(st.st_mode)}, not a directory")
+                raise RefusedError(f"{quote(shown)} is {file_kind(st.st_mode)}, not a directory")
     shown = "/".join(parts)
     _check_file(st, shown)
     try:
@@ -380,7 +380,7 @@ def _open_outside(directory: str, location: str) -> _Opened:
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
-        raise RefusedError(f"{location!r} is {file_kind(st.st_mode)}, not a regular file")
+        raise RefusedError(f"{quote(location)} is {file_kind(st.st_mode)}, not a regular file")
     return _Opened(LocalSource(name, fd=fd), (st.st_dev, st.st_ino), name)
 
 
@@ -425,14 +425,14 @@ def open_data_sink(base, location: str, *, allow_outside: bool = False,
         try:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         except OSError as e:
-            raise IoError(f"cannot create the directory of {location!r}: {e.strerror or e}") \
+            raise IoError(f"cannot create the directory of {quote(location)}: {e.strerror or e}") \
                 from None
         return LocalSink(path)
     parts = location_parts(location)
     if len(parts) > 1:
         _make_dirs(local_path(base), parts[:-1])
     if os.path.isdir(path) and not os.path.islink(path):
-        raise IoError(f"cannot write data file {location!r}: it is a directory")
+        raise IoError(f"cannot write data file {quote(location)}: it is a directory")
     return LocalSink(path)
 
 
@@ -451,12 +451,12 @@ def _make_dirs(directory: str, parts: tuple[str, ...]) -> None:
             except OSError as e:
                 raise _os_error(e, shown) from None
             if _is_link(st) or not stat.S_ISDIR(st.st_mode):
-                raise RefusedError(f"{shown!r} is {file_kind(st.st_mode)}, not a directory")
+                raise RefusedError(f"{quote(shown)} is {file_kind(st.st_mode)}, not a directory")
         return
     try:
         cur = os.open(directory, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
     except OSError as e:
-        raise IoError(f"cannot open directory {directory!r}: {e.strerror or e}") from None
+        raise IoError(f"cannot open directory {quote(directory)}: {e.strerror or e}") from None
     try:
         for i, part in enumerate(parts):
             shown = "/".join(parts[:i + 1])
@@ -465,11 +465,11 @@ def _make_dirs(directory: str, parts: tuple[str, ...]) -> None:
             except FileExistsError:
                 pass
             except OSError as e:
-                raise IoError(f"cannot create directory {shown!r}: {e.strerror or e}") from None
+                raise IoError(f"cannot create directory {quote(shown)}: {e.strerror or e}") from None
             try:
                 st = os.lstat(part, dir_fd=cur)
                 if _is_link(st) or not stat.S_ISDIR(st.st_mode):
-                    raise RefusedError(f"{shown!r} is {file_kind(st.st_mode)}, not a directory "
+                    raise RefusedError(f"{quote(shown)} is {file_kind(st.st_mode)}, not a directory "
                                        "(Clause 15.3)")
                 fd = os.open(part, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC,
                              dir_fd=cur)
@@ -561,7 +561,7 @@ def resolve_external_data(model: Model, base=None, *, allow_outside: bool = Fals
     if base is None:
         t = externals[0]
         raise InvalidModelError(
-            f"tensor {t.name!r} has external data, but the model was read from bytes with no "
+            f"tensor {quote(t.name)} has external data, but the model was read from bytes with no "
             "base directory; pass base_dir= (the directory of the model file) or "
             "load_external=False", path=proto_path(model, t), source=source)
     resolver = _Resolver(base, allow_outside, storage_options)
@@ -588,9 +588,9 @@ def _located(e: OneModelError, model, t, offset, source) -> OneModelError:
         if entry.key == "location":
             loc = entry.value
             break
-    head = f"tensor {clip(t.name)}"
+    head = f"tensor {quote(t.name)}"
     if loc is not None:
-        head += f", external data location {clip(loc, 300)}"
+        head += f", external data location {quote(loc)}"
     err = type(e)(f"{head}: {e.message}", path=e.path, offset=e.offset, source=e.source)
     return err.at(path=proto_path(model, t), offset=offset, source=source)
 
@@ -611,7 +611,7 @@ class _Resolver:
             try:
                 self.base_fd = os.open(directory, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
             except OSError as e:
-                raise IoError(f"cannot open the model directory {directory!r}: "
+                raise IoError(f"cannot open the model directory {quote(directory)}: "
                               f"{e.strerror or e}") from None
 
     def data_file(self, location: str) -> _DataFile:

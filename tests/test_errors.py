@@ -1,0 +1,101 @@
+"""Error lines stay readable (issue 9, item 7): quoted values are cut with an ellipsis and their
+full length (``errors.quote``), and ``str(error)`` bounds its message, path and source
+(``errors.clip``) whatever the call site."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+
+import pytest
+
+import onemodel
+from onemodel.errors import (MESSAGE_LIMIT, PART_LIMIT, IoError, MalformedError, OneModelError,
+                             clip, quote)
+
+N = 100_000
+
+
+def test_short_values_are_quoted_as_repr_does():
+    for v in ("abc", "it's", 'say "hi"', "a\nb", "", "é", "x" * 200):
+        assert quote(v) == repr(v)
+    assert quote(b"\x00ab") == repr(b"\x00ab")
+    assert quote(42) == "42"
+
+
+def test_a_long_string_keeps_both_ends_and_its_length():
+    v = "a" * 100 + "b" * (N - 200) + "c" * 100
+    assert quote(v) == "'" + "a" * 100 + "…" + "c" * 100 + f"' ({N} characters)"
+    assert quote(v, limit=10) == f"'aaaaa…ccccc' ({N} characters)"
+    # escapes are those of repr, and a quote inside stays escaped between single quotes
+    assert quote("'\n" * 150, limit=4) == "'\\'\\n…\\'\\n' (300 characters)"
+
+
+def test_long_bytes_and_other_values_are_cut_too():
+    assert quote(b"x" * 1000, limit=4) == "b'xx…xx' (1000 octets)"
+    r = repr(list(range(1000)))
+    assert quote(list(range(1000)), limit=10) == f"{r[:5]}…{r[-5:]} ({len(r)} characters)"
+
+
+def test_a_url_is_masked_before_it_is_cut():
+    """Cutting could separate a signature from its ``?``; the masking of the command line would
+    not see it then, so the URL is masked first."""
+    url = "https://h/" + "p" * 300 + "?X-Amz-Signature=SECRET&t=" + "s" * 300
+    q = quote(url)
+    assert "SECRET" not in q and "sss" not in q
+    assert q.endswith(f"?X-Amz-Signature=***&t=***' ({len(url)} characters)")
+    assert "SECRET" not in clip(f"cannot read {url} now", 100)
+
+
+def test_an_error_line_is_bounded_whatever_the_call_site():
+    e = IoError("m" * N, path="p" * N, offset=16, source="s" * N)
+    line = str(e)
+    assert len(line) < MESSAGE_LIMIT + 2 * PART_LIMIT + 200
+    assert line.count(f"({N} characters)") == 3 and "\n" not in line
+    assert line.startswith("Io: " + "m" * (MESSAGE_LIMIT // 2) + "…")
+    assert e.message == "m" * N  # the attributes keep everything
+    assert pickle.loads(pickle.dumps(e)).message == e.message
+
+
+def test_a_short_error_line_is_unchanged():
+    e = MalformedError("bad 'x'", path="ModelProto.graph", offset=0x1F40, source="m.onnx")
+    assert str(e) == "Malformed: bad 'x' [ModelProto.graph] at offset 0x1F40 in m.onnx"
+    assert str(OneModelError("m" * MESSAGE_LIMIT)) == "Error: " + "m" * MESSAGE_LIMIT
+
+
+def _long_location_model(path):
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    t = numpy_helper.from_array(np.zeros(4, np.float32), "w")
+    t.ClearField("raw_data")
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", "a" * N), ("offset", "0"), ("length", "16")):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    g = helper.make_graph([helper.make_node("Identity", ["w"], ["y"])], "g", [],
+                          [helper.make_tensor_value_info("y", 1, None)], initializer=[t])
+    path.write_bytes(helper.make_model(g).SerializeToString())
+
+
+def test_a_100_kb_external_data_location_gives_a_short_line(tmp_path):
+    p = tmp_path / "m.onnx"
+    _long_location_model(p)
+    with pytest.raises(OneModelError) as info:
+        onemodel.load(p)
+    line = str(info.value)
+    assert len(line) < 1024, len(line)
+    assert f"location 'aaaa" in line and f"aaaa' ({N} characters)" in line
+    assert info.value.path == "ModelProto.graph.initializer[0]"
+
+
+def test_a_100_kb_external_data_location_through_the_command_line(tmp_path):
+    p = tmp_path / "m.onnx"
+    _long_location_model(p)
+    r = subprocess.run([sys.executable, "-m", "onemodel", "info", str(p)], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2 and r.stdout == ""
+    assert len(r.stderr) < 1024 and r.stderr.count("\n") == 1, r.stderr[:300]
+    assert r.stderr.startswith("Io: tensor 'w', external data location 'aaaa")
+    assert f"({N} characters)" in r.stderr
