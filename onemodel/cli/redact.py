@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import re
 
-#: A URL in running text: fsspec chains (``simplecache::s3://b/k``) included; it ends at white
-#: space or a quote, and sentence punctuation right after it is not part of it.
-_URL = re.compile(r"(?:[A-Za-z][\w+.-]*::)*[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]*")
+#: A URL in running text is found from its ``://``: it starts at the scheme (and the fsspec
+#: chain before it, ``simplecache::s3://b/k``) and ends at white space or a quote; sentence
+#: punctuation right after it is not part of it. (Searching for ``://`` first keeps a 7 MB
+#: ``info --json`` line at a few milliseconds, where one regular expression took 0.6 s.)
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-_")
+_REST = re.compile(r"[^\s'\"<>`]*")
 _TRAILING = re.compile(r"[.,;:!?)\]}]+$")
 
 #: Storage option keys whose values are secrets (matched in any case, anywhere in the key);
@@ -32,23 +35,40 @@ _MIN_SECRET = 4
 _secrets: set[str] = set()
 
 
-def _mask_url(match: re.Match) -> str:
+def _mask_urls(line: str) -> str:
     from ..storage.remote import display_url
 
-    text = match.group(0)
-    tail = _TRAILING.search(text)
-    if tail is not None:
-        text, rest = text[:tail.start()], tail.group(0)
-    else:
-        rest = ""
-    return display_url(text) + rest
+    parts, done, at = [], 0, line.find("://")
+    while at != -1:
+        start = at
+        while True:
+            while start > done and line[start - 1] in _SCHEME_CHARS:
+                start -= 1
+            if start - 2 > done and line[start - 2:start] == "::":  # a chain: its links too
+                start -= 2
+            else:
+                break
+        while start < at and not line[start].isalpha():  # a scheme starts with a letter
+            start += 1
+        end = _REST.match(line, at).end()
+        url = line[start:end]
+        tail = _TRAILING.search(url)
+        if tail is not None:
+            url, end = url[:tail.start()], start + tail.start()
+        if start < at:  # a scheme: mask (else "://" with nothing before it is text)
+            parts.append(line[done:start])
+            parts.append(display_url(url))
+            done = end
+        at = line.find("://", max(end, at + 3))
+    parts.append(line[done:])
+    return "".join(parts)
 
 
 def redact(line: str) -> str:
     """``line`` with every URL in it masked (``display_url``) and every registered secret
     (:func:`add_secrets`) replaced by ``***``."""
     if "://" in line:
-        line = _URL.sub(_mask_url, line)
+        line = _mask_urls(line)
     for secret in sorted(_secrets, key=len, reverse=True):  # "Bearer abc" before "abc"
         if secret in line:
             line = line.replace(secret, "***")

@@ -123,6 +123,10 @@ def test_redact_finds_urls_in_running_text():
     assert redact('{"source": "gs://b/m?token=t"}') == '{"source": "gs://b/m?token=***"}'
     assert redact("plain /tmp/m.onnx: 3 tensors") == "plain /tmp/m.onnx: 3 tensors"
     assert shown(Path("/tmp/a b.onnx")) == "/tmp/a b.onnx"
+    # the scheme starts the URL: a word glued before it by ':' is not taken into it
+    assert redact("source:http://u:p@h/x?a=1") == "source:http://***@h/x?a=***"
+    assert redact("zip://in.onnx::s3://u:p@b/k?sig=1 and http://h/?t=2") == \
+        "zip://in.onnx::s3://***@b/k?sig=*** and http://h/?t=***"
     # masking twice changes nothing
     once = redact("x https://u:p@h/m?a=1&b")
     assert redact(once) == once == "x https://***@h/m?a=***&b"
