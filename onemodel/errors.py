@@ -142,7 +142,8 @@ class OneModelError(Exception):
 
     def at(self, *, path: str | None = None, offset: int | None = None,
            source: str | None = None) -> "OneModelError":
-        """Fill in location fields that are still unknown; returns ``self`` for ``raise e.at(...)``."""
+        """Fill in location fields that are still unknown; returns ``self`` for
+        ``raise e.at(...)``."""
         if self.path is None and path is not None:
             self.path = path
         if self.offset is None and offset is not None:

@@ -20,7 +20,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from ..errors import UnsupportedError
+from ..errors import UnsupportedError, quote
 from ..storage.compressed import ZSTD_SUFFIX, has_zstd_suffix
 
 
@@ -100,8 +100,8 @@ def by_name(name: str) -> FormatPlugin:
     try:
         return _PLUGINS[name]
     except KeyError:
-        raise UnsupportedError(f"unknown format {name!r}; known: {', '.join(sorted(_PLUGINS))}") \
-            from None
+        raise UnsupportedError(f"unknown format {quote(name)}; known: "
+                               f"{', '.join(sorted(_PLUGINS))}") from None
 
 
 def _match(head: bytes | None, name: str | None) -> FormatPlugin | None:

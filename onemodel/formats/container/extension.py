@@ -34,7 +34,7 @@ Unknown keys are ignored.
 
 from __future__ import annotations
 
-from ...errors import InvalidModelError, MalformedError, UnsupportedError
+from ...errors import InvalidModelError, MalformedError, UnsupportedError, quote
 from ...ir.dtypes import INFO, DataType
 from ...ir.record import (ARRAY, BUFFER, BYTES, F32, INT, LIST_BYTES, LIST_INT, LIST_MSG,
                           LIST_STR, MSG, STR, Float32, _same, buffer_view, f32_bits,
@@ -312,7 +312,7 @@ def apply_tensor(t, ext: dict, r, path: str) -> None:
     if typed is not None:
         field = as_str(typed, f"{path}.{TYPED}")
         if region is None or code == DataType.STRING or INFO[code].typed_field != field:
-            raise MalformedError(f"typed storage in {field!r} does not fit this tensor",
+            raise MalformedError(f"typed storage in {quote(field)} does not fit this tensor",
                                  path=f"{path}.{TYPED}")
         if "raw_data" not in ext:
             t.raw_data = None

@@ -23,7 +23,7 @@ import json
 import re
 import sys
 
-from ...errors import MalformedError, UnsupportedError
+from ...errors import MalformedError, UnsupportedError, quote
 from ...lazy import np
 from ...limits import MAX_JSON_DEPTH
 
@@ -116,7 +116,8 @@ def _pairs(pairs):
         seen = set()
         for k, _ in pairs:
             if k in seen:
-                raise MalformedError(f"key {k!r} appears twice in one object", path="manifest")
+                raise MalformedError(f"key {quote(k)} appears twice in one object",
+                                     path="manifest")
             seen.add(k)
     return obj
 
@@ -289,7 +290,7 @@ def req(obj: dict, key: str, path: str):
     try:
         return obj[key]
     except KeyError:
-        raise MalformedError(f"required field {key!r} is missing", path=path) from None
+        raise MalformedError(f"required field {quote(key)} is missing", path=path) from None
 
 
 def get_str(obj: dict, key: str, path: str, required: bool = False) -> str:

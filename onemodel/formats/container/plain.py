@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 
+from ...errors import quote
 from ...ir.record import (ARRAY, BUFFER, F32, LIST_BYTES, LIST_INT, LIST_KINDS, LIST_MSG,
                           LIST_STR, MSG, STR, _same, is_empty, record_class)
 from ...ir.model import VALUE_FIELD, AttributeType
@@ -229,7 +230,7 @@ class _Report:
         if t.data_location == EXTERNAL or t.external_data:
             loc = next((e.value for e in t.external_data if e.key == "location"), None)
             self.add("Tensor", where, "external_data", False,
-                     f"the reference to {loc!r}; the contents are in the data region",
+                     f"the reference to {quote(loc)}; the contents are in the data region",
                      summary="references; the contents are in the data region")
         elif field is not None and field != "string_data":
             if t.raw_data is not None:

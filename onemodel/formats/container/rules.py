@@ -21,7 +21,7 @@ graphs of ``training_info`` (which the extension carries) are not checked.
 
 from __future__ import annotations
 
-from ...errors import InvalidModelError, UnsupportedError
+from ...errors import InvalidModelError, UnsupportedError, quote
 from ...ir.entries import normalize_domain
 from ...ir.model import Graph, Model
 from ...ir.order import stable_topological_order
@@ -53,8 +53,8 @@ def check_model(model: Model, *, prefix: str = "", paths: dict | None = None) ->
 
 
 def _undeclared(node, npath: str) -> InvalidModelError:
-    return InvalidModelError(f"domain {node.domain or ''!r} of node {node.op_type!r} is not "
-                             "imported by opsets", path=f"{npath}.domain")
+    return InvalidModelError(f"domain {quote(node.domain or '')} of node {quote(node.op_type)} "
+                             "is not imported by opsets", path=f"{npath}.domain")
 
 
 def _subgraphs(node, npath: str, paths: dict):
@@ -85,7 +85,7 @@ def _graph(g: Graph, gpath: str, outer: list, domains: set, orders: dict, paths:
 
     def define(n: str, producer, where: str):
         if n in defs:
-            raise InvalidModelError(f"name {n!r} is defined twice in one graph", path=where)
+            raise InvalidModelError(f"name {quote(n)} is defined twice in one graph", path=where)
         defs[n] = producer
 
     inputs = set()
@@ -122,7 +122,7 @@ def _graph(g: Graph, gpath: str, outer: list, domains: set, orders: dict, paths:
         elif any(n in scope for scope in outer):
             free.add(n)
         else:
-            raise InvalidModelError(f"name {n!r} is not defined in this graph or an enclosing "
+            raise InvalidModelError(f"name {quote(n)} is not defined in this graph or an enclosing "
                                     "one", path=where)
 
     for i, node in enumerate(g.nodes):

@@ -24,7 +24,7 @@ and types open around an object (section 3.1); ``decode_graph``, ``decode_type``
 
 from __future__ import annotations
 
-from ...errors import InvalidModelError, MalformedError, UnsupportedError
+from ...errors import InvalidModelError, MalformedError, UnsupportedError, quote
 from ...ir.dtypes import INFO, DataType
 from ...ir.entries import OperatorSetId, StringStringEntry
 from ...ir.model import (VALUE_FIELD, Attribute, AttributeType, Function, Graph, Model, Node,
@@ -95,7 +95,8 @@ def decode_model(obj: dict, ctx, path: str, lvl: int = 0) -> Model:
     Unsupported: ``ir_version`` below 3."""
     fmt = get_str(obj, "format", path, required=True)
     if fmt != FORMAT_NAME:
-        raise MalformedError(f"format is {fmt!r}, not {FORMAT_NAME!r}", path=f"{path}.format")
+        raise MalformedError(f"format is {quote(fmt)}, not {FORMAT_NAME!r}",
+                             path=f"{path}.format")
     version = get_int(obj, "version", path, required=True)
     if version != ctx.version:
         raise MalformedError(f"manifest version {version} differs from the header's "
@@ -300,7 +301,7 @@ def decode_type(obj: dict, ctx, path: str, lvl: int) -> Type:
         t.opaque_type = OpaqueType(domain=_opt(get_str(obj, "domain", path)),
                                    name=_opt(get_str(obj, "name", path)))
     else:
-        raise UnsupportedError(f"type kind {kind!r} is not supported", path=f"{path}.kind")
+        raise UnsupportedError(f"type kind {quote(kind)} is not supported", path=f"{path}.kind")
     return t
 
 

@@ -257,8 +257,8 @@ def _check_file(st: os.stat_result, shown: str) -> None:
     if not stat.S_ISREG(st.st_mode):
         raise RefusedError(f"{quote(shown)} is {file_kind(st.st_mode)}, not a regular file")
     if st.st_nlink > 1:
-        raise RefusedError(f"{quote(shown)} has {st.st_nlink} hard links; a file with more than one "
-                           "may be a link to a file outside the model directory (Clause 15.3)")
+        raise RefusedError(f"{quote(shown)} has {st.st_nlink} hard links; a file with more than "
+                           "one may be a link to a file outside the model directory (Clause 15.3)")
 
 
 def _os_error(e: OSError, shown: str) -> OneModelError:
@@ -307,7 +307,8 @@ def _open_confined(directory: str, parts: tuple[str, ...], base_fd: int | None):
                 if _is_link(st):
                     raise RefusedError(f"directory {quote(shown)} is a symbolic link (Clause 15.3)")
                 if not stat.S_ISDIR(st.st_mode):
-                    raise RefusedError(f"{quote(shown)} is {file_kind(st.st_mode)}, not a directory")
+                    raise RefusedError(f"{quote(shown)} is {file_kind(st.st_mode)}, not a "
+                                       "directory")
                 flags = os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC
             try:
                 fd = os.open(part, flags, dir_fd=cur)
@@ -465,12 +466,13 @@ def _make_dirs(directory: str, parts: tuple[str, ...]) -> None:
             except FileExistsError:
                 pass
             except OSError as e:
-                raise IoError(f"cannot create directory {quote(shown)}: {e.strerror or e}") from None
+                raise IoError(f"cannot create directory {quote(shown)}: {e.strerror or e}") \
+                    from None
             try:
                 st = os.lstat(part, dir_fd=cur)
                 if _is_link(st) or not stat.S_ISDIR(st.st_mode):
-                    raise RefusedError(f"{quote(shown)} is {file_kind(st.st_mode)}, not a directory "
-                                       "(Clause 15.3)")
+                    raise RefusedError(f"{quote(shown)} is {file_kind(st.st_mode)}, not a "
+                                       "directory (Clause 15.3)")
                 fd = os.open(part, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC,
                              dir_fd=cur)
             except OSError as e:
