@@ -18,7 +18,32 @@ import typer
 from ..errors import OneModelError, UnsupportedError, UsageError
 from .redact import redact, shown
 
+class _Group(typer.core.TyperGroup):
+    """typer's command group, whose own usage errors (``Got unexpected extra argument(s)
+    (URL)``, ``Invalid value for '--seed': 'URL'``) are :func:`redact`-ed like every other
+    line before typer prints them."""
+
+    def make_context(self, *args, **kwargs):
+        with _redacted_usage_errors():
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx):
+        with _redacted_usage_errors():
+            return super().invoke(ctx)
+
+
+@contextlib.contextmanager
+def _redacted_usage_errors():
+    click = getattr(typer.core, "_click", None) or getattr(typer.core, "click")
+    try:
+        yield
+    except click.exceptions.ClickException as e:
+        e.message = redact(e.message)
+        raise
+
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  cls=_Group,
                   help="Store, convert and verify ONNX and OneModel models, bit-identical.")
 
 

@@ -151,3 +151,11 @@ def test_masking_a_plain_line_does_not_import_the_storage_layer():
             "print('onemodel.storage.remote' in sys.modules, 'fsspec' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_typer_usage_errors_mask_the_url(served):
+    url = secret_url(served, "m.onnx")
+    for args in (("info", url, url), ("run", url, "--seed", url), (url,)):
+        r, text = cli(*args)
+        assert r.exit_code == 2 and f"http://***@127.0.0.1:{served.port}/m.onnx?" in text, text
+        assert_masked(text, served)
