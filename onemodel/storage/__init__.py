@@ -23,9 +23,10 @@ from __future__ import annotations
 import os
 from urllib.parse import urlsplit
 
-from ..limits import MAX_DECOMPRESSED_BYTES
+from ..limits import MAX_COMPRESSION_RATIO, MAX_DECOMPRESSED_BYTES
 from .base import BytesSink, MemorySource, RangeBuffer, Sink, Source, is_url, prefetch
-from .compressed import DEFAULT_LEVEL, ZstdSink, decompress_source, has_zstd_suffix, is_zstd
+from .compressed import (DEFAULT_LEVEL, ZstdSink, decompress_source, has_zstd_suffix, is_zstd,
+                         looks_like_model)
 from .local import LocalSink, LocalSource
 from .place import is_remote, local_path, place_of, target_of, url_join
 from .progress import Progress, ProgressSink
@@ -56,6 +57,7 @@ def _compressed(target: str, compression: str | None) -> bool:
 
 def open_source(target, *, storage_options: dict | None = None, compression: str | None = "infer",
                 progress=None, max_decompressed: int = MAX_DECOMPRESSED_BYTES,
+                max_ratio: float = MAX_COMPRESSION_RATIO, sniff=looks_like_model,
                 **options) -> Source:
     """A :class:`Source` for ``target``: a path, URL, bytes-like, or a Source.
 
@@ -63,12 +65,18 @@ def open_source(target, *, storage_options: dict | None = None, compression: str
         storage_options: fsspec backend options for a URL (credentials, ``endpoint_url`` ...).
         compression: ``"infer"`` (zstd when the name ends in ``.zst``), ``"zstd"`` or ``None``.
         progress: callable given the bytes transferred (remote reads, decompression input).
-        max_decompressed: the most bytes a ``.zst`` stream may decompress to.
+        max_decompressed: the most bytes a ``.zst`` stream may decompress to (default 64 GiB).
+        max_ratio: the most bytes a ``.zst`` stream may decompress to per compressed byte, once
+            past 16 MiB (default 1000; :mod:`onemodel.storage.compressed`). Raise both to load
+            a trusted, extremely compressible file: ``load(open_source(path, max_ratio=1e6))``.
+        sniff: the check the first decompressed bytes of a ``.zst`` must pass before anything
+            is spilled to disk (default: they start a model); ``None`` for bytes of any kind.
         options: passed to the source class (``mmap_threshold`` for local files,
             ``head_bytes`` for URLs).
 
     Raises IoError when it cannot be opened, UnsupportedError for an unknown URL scheme, a
-    missing backend or a decompressed size over the limit, MalformedError for a bad ``.zst``.
+    missing backend, a decompressed size or ratio over the limit or decompressed bytes that
+    do not start like a model, MalformedError for a bad ``.zst``.
     """
     if isinstance(target, Source):
         return target
@@ -87,7 +95,8 @@ def open_source(target, *, storage_options: dict | None = None, compression: str
         raw = RemoteSource(target, storage_options, progress=None if zst else progress,
                            **options)
     if zst:
-        return decompress_source(raw, limit=max_decompressed, progress=progress)
+        return decompress_source(raw, limit=max_decompressed, max_ratio=max_ratio,
+                                 sniff=sniff, progress=progress)
     return raw
 
 

@@ -3,11 +3,23 @@ transparently over any source or sink, local or remote.
 
 A zstd stream cannot be read at an offset, so a compressed source is decompressed once, front to
 back, into an unlinked temporary file that is then memory-mapped: tensors are views of that map
-and the decompressed model is never held in memory as well. The output is bounded by a limit
-(:data:`~onemodel.limits.MAX_DECOMPRESSED_BYTES` by default): a frame that declares a larger
-content size is refused before anything is decompressed, and the output is counted while it
-is produced, in steps of at most :data:`MAX_STEP_OUTPUT` bytes, so a decompression bomb is
-refused with UnsupportedError long before memory or disk run out.
+and the decompressed model is never held in memory as well. Three checks bound what
+a decompression bomb can cost:
+
+* the size: a frame that declares a content size over the limit
+  (:data:`~onemodel.limits.MAX_DECOMPRESSED_BYTES`, 64 GiB, by default) is refused before
+  anything is decompressed, and the output is counted while it is produced;
+* the first bytes: the first :data:`SNIFF_BYTES` decompressed bytes are held back and checked to
+  start a model (:func:`looks_like_model`: a format plugin's magic, such as OneModel's, or a
+  plausible first field key of an ONNX ModelProto) before anything is written to disk, so a
+  stream of zeros or other bytes that are no model is refused after one step;
+* the ratio: output past :data:`RATIO_ALLOWANCE` bytes may not exceed ``max_ratio`` (default
+  :data:`~onemodel.limits.MAX_COMPRESSION_RATIO`, 1000) times the compressed bytes consumed so
+  far, so a small file cannot fill the disk with gigabytes before the size limit is reached.
+
+Each is checked before the step's output (at most :data:`MAX_STEP_OUTPUT` bytes) is written, and
+a refusal is an UnsupportedError naming the limit and how to raise it (``max_decompressed=``,
+``max_ratio=`` of :func:`onemodel.storage.open_source`; docs/storage.md).
 
 Writing compresses as the bytes arrive and hands the compressed bytes to the underlying sink,
 which publishes them atomically on commit.
@@ -20,7 +32,7 @@ import tempfile
 
 from ..errors import IoError, MalformedError, OneModelError, UnsupportedError
 from ..lazy import zstandard
-from ..limits import MAX_DECOMPRESSED_BYTES, MiB
+from ..limits import MAX_COMPRESSION_RATIO, MAX_DECOMPRESSED_BYTES, MiB
 from .base import Sink, Source
 from .local import LocalSource
 from .place import target_of
@@ -34,6 +46,17 @@ STEP_INPUT = 2048
 
 #: Most output one decompression step can produce (see :data:`STEP_INPUT`).
 MAX_STEP_OUTPUT = STEP_INPUT * 32768
+
+#: Decompressed bytes held back and checked by :func:`looks_like_model` before any is written.
+SNIFF_BYTES = 16
+
+#: Output allowed whatever the compression ratio (a small model of zeros compresses past any
+#: sensible ratio); past it the ratio limit applies.
+RATIO_ALLOWANCE = 16 * MiB
+
+#: First keys of an ONNX ModelProto (ONNX Part 1, Clause 12: a key is ``field << 3 | wire
+#: type``): the fields of ModelProto with their wire types (0 varint, 2 length-delimited).
+_MODEL_KEYS = {1: 0, 2: 2, 3: 2, 4: 2, 5: 0, 6: 2, 7: 2, 8: 2, 14: 2, 20: 2, 25: 2, 26: 2}
 
 #: Compressed bytes read from the underlying source per request.
 READ_CHUNK = 8 * MiB
@@ -58,7 +81,28 @@ def is_zstd(head) -> bool:
     return head == ZSTD_MAGIC or (head[1:4] == b"\x2a\x4d\x18" and head[0] & 0xF0 == 0x50)
 
 
+def looks_like_model(head: bytes) -> bool:
+    """Whether decompressed bytes starting with ``head`` can be a model: empty, the magic of a
+    registered format (:func:`onemodel.formats.plugins`: OneModel's ``ONEMODEL`` ...), or an
+    ONNX ModelProto whose first key (a varint, Clause 12.2) names one of its fields with that
+    field's wire type. Zeros (field 0) and other filler are not."""
+    if not head:
+        return True
+    from ..formats import plugins  # the formats know their magic; imported only here
+
+    if any(p.sniff(head) for p in plugins()):
+        return True
+    key, shift = 0, 0
+    for i, b in enumerate(head[:5]):
+        key |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            return _MODEL_KEYS.get(key >> 3) == key & 7
+    return False
+
+
 def decompress_source(compressed: Source, *, limit: int = MAX_DECOMPRESSED_BYTES,
+                      max_ratio: float = MAX_COMPRESSION_RATIO, sniff=looks_like_model,
                       progress=None, tmpdir: str | None = None) -> Source:
     """A Source over the decompressed bytes of the zstd stream in ``compressed``.
 
@@ -66,6 +110,11 @@ def decompress_source(compressed: Source, *, limit: int = MAX_DECOMPRESSED_BYTES
         compressed: the compressed bytes (any Source; read front to back in
             :data:`READ_CHUNK` pieces). It is closed when this returns.
         limit: the most decompressed bytes accepted.
+        max_ratio: the most decompressed bytes per compressed byte consumed, once the output
+            passes :data:`RATIO_ALLOWANCE` (module documentation).
+        sniff: ``callable(first bytes) -> bool`` that the first :data:`SNIFF_BYTES`
+            decompressed bytes (fewer for a shorter output) must pass before anything is
+            written (default :func:`looks_like_model`); ``None`` for no check.
         progress: optional callable given the number of compressed bytes consumed per chunk.
         tmpdir: directory of the temporary file (default: ``TMPDIR``).
 
@@ -74,35 +123,66 @@ def decompress_source(compressed: Source, *, limit: int = MAX_DECOMPRESSED_BYTES
     path or URL (``None`` for bytes in memory), so external data resolves beside it
     (:func:`onemodel.storage.place.place_of`). Concatenated frames are read in turn.
 
-    Raises UnsupportedError when the declared or produced size exceeds ``limit``,
-    MalformedError when the bytes are not a complete, valid zstd stream (bad magic, corrupt
-    data, checksum mismatch, truncation), IoError when the temporary file cannot be written.
+    Raises UnsupportedError when the declared or produced size exceeds ``limit``, the output
+    exceeds ``max_ratio``, or its first bytes are no model; MalformedError when the bytes are
+    not a complete, valid zstd stream (bad magic, corrupt data, checksum mismatch,
+    truncation); IoError when the temporary file cannot be written.
     """
     target = target_of(compressed)
     try:
-        result = _decompress(compressed, limit, progress, tmpdir)
+        result = _decompress(compressed, _Bounds(limit, max_ratio, sniff), progress, tmpdir)
     finally:
         compressed.close()
     result.target = target
     return result
 
 
-def _decompress(compressed: Source, limit: int, progress, tmpdir) -> Source:
+class _Bounds:
+    """The limits of one decompression and the count of what it produced and consumed."""
+
+    def __init__(self, limit: int, max_ratio: float, sniff):
+        if not max_ratio > 0:
+            raise ValueError(f"max_ratio must be positive, not {max_ratio!r}")
+        self.limit, self.max_ratio, self.sniff = limit, max_ratio, sniff
+        self.produced = 0        # decompressed bytes so far (also those held back)
+        self.written = 0         # bytes written to the temporary file
+        self.held = b"" if sniff is not None else None  # first bytes, until checked
+
+    def check(self, consumed: int, name: str, offset: int) -> None:
+        if self.produced > self.limit:
+            raise UnsupportedError(f"decompressed size exceeds the limit of {self.limit} bytes "
+                                   "(raise it with max_decompressed=)", offset=offset,
+                                   source=name)
+        if self.produced > RATIO_ALLOWANCE and self.produced > self.max_ratio * consumed:
+            raise UnsupportedError(
+                f"{consumed} compressed bytes decompressed to {self.produced} bytes, past the "
+                f"compression ratio limit of {self.max_ratio:g}:1 (a decompression bomb?); "
+                "raise it with max_ratio= if the file is trusted", offset=offset, source=name)
+
+    def refuse_head(self, name: str) -> None:
+        raise UnsupportedError(f"the decompressed bytes do not start like a model (first bytes "
+                               f"{self.held[:SNIFF_BYTES].hex(' ')}): neither a OneModel file "
+                               "nor an ONNX ModelProto", offset=0, source=name)
+
+
+def _decompress(compressed: Source, bounds: _Bounds, progress, tmpdir) -> Source:
     name = compressed.name
     size = compressed.size
+    limit = bounds.limit
     if size < 4 or not is_zstd(compressed.read(0, 4)):
         raise MalformedError("not a zstd stream (bad magic)", offset=0, source=name)
     declared = _declared_size(compressed.read(0, min(size, 18)))
     if declared is not None and declared > limit:
         raise UnsupportedError(f"decompressed size exceeds the limit: the frame declares "
-                               f"{declared} bytes, the limit is {limit}", offset=0, source=name)
+                               f"{declared} bytes, the limit is {limit} (raise it with "
+                               "max_decompressed=)", offset=0, source=name)
     try:
         tmp = tempfile.TemporaryFile(dir=tmpdir)
     except OSError as e:
         raise IoError(f"cannot create a temporary file for decompressing: {e.strerror}",
                       source=name) from None
     with tmp:
-        _decompress_into(compressed, tmp, limit, progress)
+        _decompress_into(compressed, tmp, bounds, progress)
         fd = os.dup(tmp.fileno())
         os.lseek(fd, 0, os.SEEK_SET)  # LocalSource reads small files from the current offset
     return LocalSource(name, fd=fd)
@@ -116,13 +196,12 @@ def _declared_size(head) -> int | None:
     return n if n >= 0 else None
 
 
-def _decompress_into(src: Source, out, limit: int, progress) -> None:
-    """Decompress every frame of ``src`` into the file ``out``, counting against ``limit``."""
+def _decompress_into(src: Source, out, bounds: _Bounds, progress) -> None:
+    """Decompress every frame of ``src`` into the file ``out`` within ``bounds``."""
     dctx = zstandard.ZstdDecompressor()
     dobj = dctx.decompressobj()
     fed = False          # the current frame has received input
     frame_start = 0      # offset of the current frame in ``src``
-    produced = 0
     name = src.name
     for base in range(0, src.size, READ_CHUNK):
         n = min(READ_CHUNK, src.size - base)
@@ -138,12 +217,8 @@ def _decompress_into(src: Source, out, limit: int, progress) -> None:
                                          source=name) from None
                 fed = True
                 if result:
-                    produced += len(result)
-                    if produced > limit:
-                        raise UnsupportedError(f"decompressed size exceeds the limit of "
-                                               f"{limit} bytes", offset=frame_start,
-                                               source=name)
-                    _write(out, result, name)
+                    bounds.produced += len(result)
+                    _emit(out, result, bounds, name, end, frame_start)
                 if not dobj.eof:
                     break
                 # the frame ended: the bytes it did not use start the next frame
@@ -155,11 +230,34 @@ def _decompress_into(src: Source, out, limit: int, progress) -> None:
     if fed and not dobj.eof:
         raise MalformedError("truncated zstd stream: the last frame is incomplete",
                              offset=frame_start, source=name)
+    if bounds.held is not None:  # the whole output is shorter than SNIFF_BYTES
+        if not bounds.sniff(bounds.held):
+            bounds.refuse_head(name)
+        _write(out, bounds.held, name)
+        bounds.written += len(bounds.held)
     try:
         out.flush()
     except OSError as e:
         raise IoError(f"cannot write the decompressed bytes to a temporary file: {e.strerror}",
                       source=name) from None
+
+
+def _emit(out, data: bytes, bounds: _Bounds, name: str, consumed: int, offset: int) -> None:
+    """Write decompressed ``data`` once the first bytes passed the sniff and the output is
+    within ``bounds`` (``consumed`` compressed bytes so far; ``offset`` of the frame)."""
+    if bounds.held is not None:
+        held = bounds.held + data[:SNIFF_BYTES]
+        if len(held) < SNIFF_BYTES:
+            bounds.held = held
+            return
+        if not bounds.sniff(held[:SNIFF_BYTES]):
+            bounds.held = held
+            bounds.refuse_head(name)
+        data = bounds.held + data
+        bounds.held = None
+    bounds.check(consumed, name, offset)
+    _write(out, data, name)
+    bounds.written += len(data)
 
 
 def _write(out, data: bytes, name: str) -> None:

@@ -50,7 +50,7 @@ def test_remote_round_trip_over_memory():
     with open_sink(url) as sink:
         for i in range(0, len(data), 1 << 20):
             sink.write(data[i:i + (1 << 20)])
-    src = open_source(url)
+    src = open_source(url, sniff=None)  # bytes that are no model
     assert src.size == len(data)
     assert bytes(src.read(1_234_560, 1000)) == data[1_234_560:1_235_560]
     assert bytes(src.whole()) == data
@@ -62,7 +62,7 @@ def test_compression_can_be_forced_or_disabled(tmp_path):
     with open_sink(str(plain), compression="zstd") as sink:
         sink.write(b"a" * 1000)
     assert is_zstd(plain.read_bytes())
-    assert bytes(open_source(str(plain), compression="zstd").whole()) == b"a" * 1000
+    assert bytes(open_source(str(plain), compression="zstd", sniff=None).whole()) == b"a" * 1000
     raw = open_source(str(plain), compression=None)
     assert bytes(raw.whole()) == plain.read_bytes()
 
@@ -71,7 +71,7 @@ def test_large_output_is_memory_mapped(tmp_path):
     data = _weights(4 << 20)
     path = tmp_path / "big.bin.zst"
     path.write_bytes(zstandard.ZstdCompressor().compress(data))
-    src = open_source(str(path))
+    src = open_source(str(path), sniff=None)
     assert src.mapped and bytes(src.read(3 << 20, 64)) == data[3 << 20:(3 << 20) + 64]
 
 
@@ -79,7 +79,7 @@ def test_concatenated_and_skippable_frames():
     c = zstandard.ZstdCompressor()
     skippable = b"\x50\x2a\x4d\x18" + (3).to_bytes(4, "little") + b"xyz"
     stream = skippable + c.compress(b"first ") + c.compress(b"second")
-    src = decompress_source(MemorySource(stream, name="m.zst"))
+    src = decompress_source(MemorySource(stream, name="m.zst"), sniff=None)
     assert bytes(src.whole()) == b"first second"
 
 
@@ -88,7 +88,7 @@ def test_frames_spanning_read_chunks(monkeypatch):
     monkeypatch.setattr(compressed, "READ_CHUNK", 1000)
     parts = [_weights(40_000), b"\x07" * 30_000, _weights(12_000)]
     stream = b"".join(zstandard.ZstdCompressor(level=1).compress(p) for p in parts)
-    src = decompress_source(MemorySource(stream, name="m.zst"))
+    src = decompress_source(MemorySource(stream, name="m.zst"), sniff=None)
     assert bytes(src.whole()) == b"".join(parts)
 
 
@@ -125,7 +125,8 @@ def test_bomb_without_declared_size_is_refused_while_streaming():
     bomb = b"".join(cobj.compress(bytes(1 << 20)) for _ in range(200)) + cobj.flush()
     assert zstandard.frame_content_size(bomb) == -1
     with pytest.raises(UnsupportedError) as e:
-        decompress_source(MemorySource(bomb, name="bomb.zst"), limit=20 << 20)
+        decompress_source(MemorySource(bomb, name="bomb.zst"), limit=20 << 20, sniff=None,
+                          max_ratio=1e9)
     assert "exceeds the limit" in e.value.message and e.value.source == "bomb.zst"
 
 
@@ -136,12 +137,99 @@ def test_bomb_under_the_default_limit_through_open_source(tmp_path):
         open_source(str(path), max_decompressed=1 << 20)
 
 
+# -- sniffing the first bytes and the compression ratio ------------------------------------
+
+def _counting_writes(monkeypatch) -> list:
+    """Record the size of every write to the temporary file of a decompression."""
+    from onemodel.storage import compressed
+    sizes: list = []
+    real = compressed._write
+
+    def counting(out, data, name):
+        sizes.append(len(data))
+        return real(out, data, name)
+    monkeypatch.setattr(compressed, "_write", counting)
+    return sizes
+
+
+def _streamed(parts) -> bytes:
+    """One zstd frame of ``parts`` written in pieces, so it declares no content size."""
+    cobj = zstandard.ZstdCompressor(level=1).compressobj()
+    out = b"".join(cobj.compress(p) for p in parts) + cobj.flush()
+    assert zstandard.frame_content_size(out) == -1
+    return out
+
+
+def test_zeros_without_declared_size_are_refused_before_any_spill(tmp_path, monkeypatch):
+    # 3 GiB of zeros in about 100 KiB: refused by its first bytes (field 0 is no key)
+    bomb = _streamed([bytes(1 << 20)] * 3072)
+    assert len(bomb) < 200_000
+    path = tmp_path / "bomb.onnx.zst"
+    path.write_bytes(bomb)
+    spilled = _counting_writes(monkeypatch)
+    with pytest.raises(UnsupportedError) as e:
+        open_source(str(path))
+    assert "do not start like a model" in e.value.message
+    assert "00 00 00 00" in e.value.message and e.value.offset == 0
+    assert spilled == []  # nothing reached the temporary file
+
+
+def test_a_bomb_that_starts_like_a_model_is_refused_by_the_ratio(tmp_path, monkeypatch):
+    # a plausible ModelProto key (ir_version = 7), then 3 GiB of zeros
+    bomb = _streamed([b"\x08\x07"] + [bytes(1 << 20)] * 3072)
+    path = tmp_path / "bomb.onnx.zst"
+    path.write_bytes(bomb)
+    spilled = _counting_writes(monkeypatch)
+    with pytest.raises(UnsupportedError) as e:
+        open_source(str(path))
+    assert "compression ratio limit of 1000:1" in e.value.message
+    assert "max_ratio=" in e.value.message
+    from onemodel.storage.compressed import MAX_STEP_OUTPUT, RATIO_ALLOWANCE
+    # at most the allowance plus what the compressed bytes read so far allow, not 3 GiB
+    assert sum(spilled) <= RATIO_ALLOWANCE + 1000 * len(bomb) + MAX_STEP_OUTPUT
+    assert sum(spilled) < 256 << 20
+
+
+def test_a_highly_compressible_model_loads_when_the_ratio_is_raised(tmp_path):
+    import onemodel
+    from onnx import helper, numpy_helper, TensorProto
+
+    zeros = numpy_helper.from_array(np.zeros((64, 1 << 16), np.float32), "w")  # 16 MiB
+    graph = helper.make_graph([helper.make_node("Identity", ["w"], ["y"])], "g", [],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              initializer=[zeros])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    cobj = zstandard.ZstdCompressor(level=19).compressobj()
+    raw = model.SerializeToString()
+    packed = b"".join(cobj.compress(raw[i:i + (1 << 20)])
+                      for i in range(0, len(raw), 1 << 20)) + cobj.flush()
+    assert len(raw) > (16 << 20) and len(raw) > 1000 * len(packed)  # past the default ratio
+    path = tmp_path / "zeros.onnx.zst"
+    path.write_bytes(packed)
+    with pytest.raises(UnsupportedError, match="compression ratio"):
+        onemodel.load(str(path))
+    with onemodel.load(open_source(str(path), max_ratio=1e6)) as m:
+        w = m.graph.initializers[0].numpy()
+        assert w.shape == (64, 1 << 16) and not w.any()
+
+
+def test_a_onemodel_file_passes_the_sniff(tmp_path):
+    from onemodel.storage.compressed import looks_like_model
+    assert looks_like_model(b"ONEMODEL" + bytes(8))
+    assert looks_like_model(b"\x08\x07\x12\x04")      # ir_version, then producer_name
+    assert looks_like_model(b"\x3a\x80\x01")           # graph first (field 7, length)
+    assert looks_like_model(b"\xa2\x01\x00")           # training_info (field 20): a 2-byte key
+    assert not looks_like_model(bytes(16))              # field 0
+    assert not looks_like_model(b"\x0a\x00")            # field 1 with wire type 2: not ir_version
+    assert not looks_like_model(b"qqqq")                # field 14 with wire type 1
+
+
 def test_corrupt_data_is_malformed():
     good = zstandard.ZstdCompressor(write_checksum=True).compress(_weights(200_000))
     bad = bytearray(good)
     bad[len(bad) // 2] ^= 0xFF
     with pytest.raises(MalformedError):
-        decompress_source(MemorySource(bytes(bad), name="bad.zst"))
+        decompress_source(MemorySource(bytes(bad), name="bad.zst"), sniff=None)
 
 
 def test_checksum_mismatch_is_malformed():
@@ -173,7 +261,7 @@ def test_decompressed_source_name_and_progress():
     stream = zstandard.ZstdCompressor().compress(b"q" * 10_000)
     seen = []
     src = decompress_source(MemorySource(stream, name="s3://b/m.onnx.zst"),
-                            progress=seen.append)
+                            progress=seen.append, sniff=None)
     assert src.name == "s3://b/m.onnx.zst" and sum(seen) == len(stream)
     assert bytes(src.whole()) == b"q" * 10_000
     with pytest.raises(MalformedError) as e:

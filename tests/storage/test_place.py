@@ -69,9 +69,9 @@ def test_sources_and_sinks(tmp_path):
 def test_a_decompressed_source_keeps_the_place_of_its_compressed_file(tmp_path):
     packed = zstandard.ZstdCompressor().compress(b"model bytes")
     (tmp_path / "m.onnx.zst").write_bytes(packed)
-    with decompress_source(LocalSource(str(tmp_path / "m.onnx.zst"))) as src:
+    with decompress_source(LocalSource(str(tmp_path / "m.onnx.zst")), sniff=None) as src:
         assert bytes(src.whole()) == b"model bytes"
         assert place_of(src) == (str(tmp_path), "m.onnx.zst")
     # bytes in memory have no place, even though the decompressed copy is a local file
-    with decompress_source(MemorySource(packed)) as src:
+    with decompress_source(MemorySource(packed), sniff=None) as src:
         assert isinstance(src, LocalSource) and place_of(src) is None

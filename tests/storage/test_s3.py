@@ -90,7 +90,7 @@ def test_zstd_round_trip_on_s3(s3):
         sink.write(data)
     stored = server.client().head_object(Bucket=bucket, Key="m.onemodel.zst")["ContentLength"]
     assert stored < len(data)
-    src = open_source(url, storage_options=server.storage_options)
+    src = open_source(url, storage_options=server.storage_options, sniff=None)  # not a model
     assert src.size == len(data) and bytes(src.whole()) == data
 
 
