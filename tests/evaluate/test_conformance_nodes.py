@@ -65,6 +65,20 @@ def test_random_operators_are_checked_by_their_criterion(node_results):
     assert {"Bernoulli", "Dropout"} <= judged
 
 
+def test_narrow_casts_are_judged_by_the_format_definitions(node_results):
+    """The Cast/CastLike cases into INT4/UINT4/INT2/UINT2/FLOAT4E2M1/float8 are compared with
+    narrow_reference (onnx generated their outputs with the installed ml_dtypes), and pass."""
+    results, _ = node_results
+    narrow = [r for r in results if nc.narrow_cast_target(r.case.name)]
+    assert len(narrow) >= 60, len(narrow)
+    assert all(r.status == "passed" and r.expected == "definition" for r in narrow), \
+        [(r.case.name, r.detail) for r in narrow if r.status != "passed"][:5]
+    assert nc.narrow_cast_target("test_cast_FLOAT_to_INT4") == ("INT4", True)
+    assert nc.narrow_cast_target("test_castlike_no_saturate_FLOAT16_to_FLOAT8E5M2_expanded") \
+        == ("FLOAT8E5M2", False)
+    assert nc.narrow_cast_target("test_cast_INT4_to_FLOAT") is None  # widening: exact
+
+
 def test_other_conformance_models_pass(conformance_cases):
     """The model cases (simple, pytorch-converted, pytorch-operator) pass too, where claimed."""
     cases = [c for c in conformance_cases

@@ -1,14 +1,27 @@
 """Cast and CastLike (ONNX 1-2), for every element type of Table 5.
 
 Conversions between numeric types follow the Cast definition: floats round to nearest even
-(float32 -> float16/bfloat16/float8/float4/float6 via ml_dtypes), integers wrap when out of range,
-floats to integers truncate toward zero (out of range is undefined), anything to bool is
-``x != 0``. To the four float8 types, ``saturate=1`` (the default) clamps values beyond the
-largest finite value, infinities included, to +-FLT_MAX; ``saturate=0`` gives the table of the
-definition (NaN for the types without infinities, +-Inf for E5M2). To FLOAT8E8M0, ``round_mode``
-(``up`` by default, ``down``, ``nearest``) picks the power of two and ``saturate`` bounds it.
-Strings parse as decimal or scientific numbers, ``INF``/``+INF``/``-INF``/``NaN`` in any case;
-numbers become their shortest round-trip decimal form.
+(float32 -> float16/bfloat16/float8/float4/float6 via ml_dtypes, for values in range), integers
+wrap when out of range, floats to integers truncate toward zero (out of range is undefined),
+anything to bool is ``x != 0``. To the four float8 types, ``saturate=1`` (the default) clamps
+values beyond the largest finite value, infinities included, to +-FLT_MAX; ``saturate=0`` gives
+the table of the definition (NaN for the types without infinities, +-Inf for E5M2). To
+FLOAT8E8M0, ``round_mode`` (``up`` by default, ``down``, ``nearest``) picks the power of two and
+``saturate`` bounds it. Strings parse as decimal or scientific numbers, ``INF``/``+INF``/
+``-INF``/``NaN`` in any case; numbers become their shortest round-trip decimal form.
+
+Rules onemodel fixes itself (Part 1 leaves them unstated, an Annex gap for Clause 6.3; see
+docs/conformance-statement.md), computed here and never by a library's out-of-range cast:
+
+* to INT4, UINT4, INT2, UINT2 (:func:`to_narrow_int`): a float rounds to the nearest integer,
+  ties to even (Clause 6.3.3), then every integer keeps its low 4 (or 2) bits, read as two's
+  complement for the signed types (out of range, which Clause 6.3.3 leaves unstated: the Cast
+  definition's "bits that cannot be stored are truncated", as for the wider integers and as
+  the onnx test vectors expect): -9 -> INT4 7, 16 -> UINT4 0, 2.5 -> INT2 -2. NaN and +-Inf
+  give 0.
+* to FLOAT4E2M1, FLOAT6E2M3, FLOAT6E3M2 (no infinity, no NaN): round to nearest even, values
+  beyond the largest finite value and +-Inf saturate to +-max, NaN gives +max (the ONNX float4
+  definition's table; the same rule for the float6 types).
 """
 
 from __future__ import annotations
@@ -22,6 +35,41 @@ from ..registry import op
 
 D = DataType
 _FLOAT8 = {D.FLOAT8E4M3FN, D.FLOAT8E4M3FNUZ, D.FLOAT8E5M2, D.FLOAT8E5M2FNUZ}
+#: Integer types narrower than a byte: tag -> (bits, signed).
+NARROW_INTS = {D.INT4: (4, True), D.UINT4: (4, False), D.INT2: (2, True), D.UINT2: (2, False)}
+#: Float types without infinity and NaN: FLOAT4E2M1 and the two FLOAT6 types.
+_NO_NAN_FLOATS = {D.FLOAT4E2M1, D.FLOAT6E2M3, D.FLOAT6E3M2}
+
+
+def to_narrow_int(x: np.ndarray, to: int) -> np.ndarray:
+    """``x`` (any numeric or bool dtype, any shape) as INT4/UINT4/INT2/UINT2 tag ``to``: floats
+    rounded to nearest, ties to even (Clause 6.3.3), then the low ``bits`` bits of the integer
+    kept (two's complement for the signed types); NaN and +-Inf give 0. Exact for every finite input (the residue is taken
+    in float64, where ``fmod`` is exact), independent of ml_dtypes' out-of-range behaviour.
+    Returns an array of the ml_dtypes type of ``to``, one element per byte, same shape."""
+    bits, signed = NARROW_INTS[to]
+    m = 1 << bits
+    if x.dtype.kind in "biu":
+        r = np.bitwise_and(x.astype(np.int64), m - 1)
+    else:
+        v = x.astype(np.float64)
+        v = np.where(np.isfinite(v), np.rint(v), 0.0)
+        r = np.fmod(v, m)
+        r = np.where(r < 0, r + m, r).astype(np.int64)
+    if signed:
+        r = np.where(r >= m // 2, r - m, r)
+    # every value is now in the type's range, where ml_dtypes' conversion is exact
+    return r.astype(np.int8).astype(INFO[to].dtype)
+
+
+def _to_no_nan_float(x: np.ndarray, to: int) -> np.ndarray:
+    """``x`` as FLOAT4E2M1/FLOAT6E2M3/FLOAT6E3M2: NaN -> +max, beyond +-max -> +-max, else
+    round to nearest even (ml_dtypes' conversion of an in-range value)."""
+    dt = INFO[to].dtype
+    hi = float(ml_dtypes.finfo(dt).max)
+    v = x.astype(np.float32) if x.dtype.kind != "f" or x.dtype == np.float16 else x
+    v = np.where(np.isnan(v), np.float32(hi), v)
+    return np.clip(v, -hi, hi).astype(dt)
 
 
 def _parse_number(s: str, dt: np.dtype):
@@ -113,6 +161,10 @@ def cast_array(x: np.ndarray, to: int, saturate: bool = True, round_mode: str = 
             hi = float(ml_dtypes.finfo(dt).max)
             src = np.clip(src, -hi, hi)
         return src.astype(dt)
+    if to in NARROW_INTS:
+        return to_narrow_int(x, to)
+    if to in _NO_NAN_FLOATS:
+        return _to_no_nan_float(x, to)
     if dt == np.bool_:
         return np.asarray(x != 0)
     try:
