@@ -1,6 +1,8 @@
 """A command pays only for what it uses: numpy, ml_dtypes, zstandard, rich and fsspec are
 imported on first need (onemodel.lazy), so converting a model whose weights are raw_data and
-whose attributes hold no float lists never imports them. Each case runs in a fresh process."""
+whose attributes hold no float lists never imports them; running a float model never imports
+ml_dtypes; loading one format imports nothing of the other format's plugin. Each case runs in a
+fresh process."""
 
 from __future__ import annotations
 
@@ -89,3 +91,89 @@ def test_numpy_arrives_with_the_first_array_and_values_are_right(pure):
     want = {f"{n.name}.{a.name}": [float(x) for x in a.floats] for n in proto.graph.node
             for a in n.attribute if a.type == onnx.AttributeProto.FLOATS}
     assert want and out["floats"] == want
+
+
+@pytest.mark.parametrize("fmt, other", [("onnx", "onemodel.formats.container"),
+                                        ("onemodel", "onemodel.formats.onnx")])
+def test_loading_one_format_imports_nothing_of_the_other(tmp_path, fmt, other):
+    """The format registry imports a built-in plugin only when a file can be of its format: the
+    first load of a model pays for its own reader alone."""
+    src = MODELS / "cnn_dynamo.onnx"
+    path = src
+    if fmt == "onemodel":
+        path = tmp_path / "cnn.onemodel"
+        import onemodel
+        onemodel.convert(str(src), str(path))
+    out = _run(f"""
+        import onemodel
+        with onemodel.load({str(path)!r}) as m:
+            out["nodes"] = len(m.graph.nodes)
+            out["format"] = m.format
+        out["other"] = {other!r} in sys.modules
+    """)
+    assert out["nodes"] == len(onnx.load(str(src)).graph.node)
+    assert out["format"] == fmt and out["other"] is False
+
+
+def test_the_registry_knows_each_builtin_format_as_its_plugin_does():
+    """formats._BUILTIN decides which plugin to import from the suffix and the magic: they
+    must be the plugins' own."""
+    from onemodel import formats
+    from onemodel.formats.container import MAGIC
+
+    for name, (spec, suffixes, magic) in formats._BUILTIN.items():
+        module, attr = spec.split(":")
+        plugin = getattr(__import__(module, fromlist=[attr]), attr)
+        assert plugin.name == name and plugin.suffixes == suffixes
+        assert magic is None or plugin.sniff(magic + b"\0" * 56)
+    assert formats._BUILTIN["onemodel"][2] == MAGIC
+
+
+def test_a_float_model_runs_without_ml_dtypes_and_a_narrow_cast_imports_it():
+    """ml_dtypes 0.7.0 takes half a second to import: the kernels name it through
+    onemodel.lazy, so only a model that uses a narrow type (bfloat16, float8, int4 ...) pays."""
+    src = MODELS / "cnn_dynamo.onnx"
+    out = _run(f"""
+        import numpy as np
+        import onemodel
+        from onemodel.evaluate import run
+        from onemodel.ir import Graph, Model, Node, OperatorSetId, ValueInfo, TensorType, Attribute
+        with onemodel.load({str(src)!r}) as m:
+            x = m.graph.inputs[0]
+            dims = [d if isinstance(d, int) else 1 for d in x.type.shape.values]
+            y = run(m, {{x.name: np.ones(dims, np.float32)}})
+            out["shape"] = list(next(iter(y.values())).shape)
+        out["after_float"] = loaded()
+        cast = Model(ir_version=10, opset_imports=[OperatorSetId(domain="", version=21)],
+                     graph=Graph(name="g", inputs=[ValueInfo(name="x")],
+                                 outputs=[ValueInfo(name="y")],
+                                 nodes=[Node(op_type="Cast", inputs=["x"], outputs=["y"],
+                                             attributes=[Attribute(name="to", i=16, type=2)])]))
+        y = run(cast, {{"x": np.array([1.0, 3.0078125], np.float32)}})["y"]
+        out["bf16"] = [str(y.dtype), y.view(np.uint16).tolist()]
+        out["after_cast"] = loaded()
+    """)
+    assert out["shape"] == [1, 10]
+    assert "numpy" in out["after_float"] and "ml_dtypes" not in out["after_float"]
+    # bfloat16 of 1.0 is 0x3F80; 3.0078125 = 0x40408000 in float32 rounds (to nearest even,
+    # a tie) down to 0x4040
+    assert out["bf16"] == ["bfloat16", [0x3F80, 0x4040]]
+    assert "ml_dtypes" in out["after_cast"]
+
+
+@pytest.mark.parametrize("head, name, want", [
+    (b"\x08\x07\x12\x00", "x.onemodel", "onnx"),   # the bytes win over the suffix
+    (b"ONEMODEL" + b"\0" * 8, "x.onnx", "onemodel"),
+    (None, "x.onemodel.zst", "onemodel"),
+    (None, "X.ONNX", "onnx"),
+    (b"\x08\x07\x12\x00", None, "onnx"),
+    (b"junk", "x.onnx", "onnx"),                    # no format's bytes: the suffix
+])
+def test_detection_in_a_fresh_registry_is_what_it_was_with_every_plugin_loaded(head, name, want):
+    out = _run(f"""
+        from onemodel import formats
+        out["lazy"] = formats.detect({head!r}, {name!r}).name
+        formats._load_builtins()
+        out["all"] = formats.detect({head!r}, {name!r}).name
+    """)
+    assert out == {"lazy": want, "all": want}

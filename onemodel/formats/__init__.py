@@ -10,8 +10,11 @@ A format plugin is a small object with
   refuse any other (UnsupportedError) and pass ``storage_options`` only to a plugin that
   declares it.
 
-Built-in plugins are registered on import; third parties add theirs with :func:`register` or
-through the ``onemodel.formats`` entry point group, without touching this package.
+Built-in plugins are registered on first use, each on its own: reading an ONNX file imports
+nothing of the OneModel container package and the reverse (:data:`_BUILTIN` names each one's
+suffixes and magic, so detection imports only the plugin that can answer). Third parties add
+theirs with :func:`register` or through the ``onemodel.formats`` entry point group, without
+touching this package.
 """
 
 from __future__ import annotations
@@ -47,8 +50,16 @@ class Plugin:
 
 
 _PLUGINS: dict[str, FormatPlugin] = {}
-_BUILTIN = ("onemodel.formats.container:PLUGIN", "onemodel.formats.onnx:PLUGIN")
-_builtins_loaded = False
+#: The built-in formats, asked in this order: name -> (``module:attribute`` of the plugin, the
+#: suffixes it claims, its magic bytes or ``None`` when it has none). A plugin's package is
+#: imported only when a file can be of its format (its magic starts the file, it has no magic, or
+#: the name has its suffix) or it is asked for by name; the plugin's own ``sniff`` decides.
+#: The magic must be the plugin's own (a test checks it against the container header's).
+_BUILTIN: dict[str, tuple[str, tuple[str, ...], bytes | None]] = {
+    "onemodel": ("onemodel.formats.container:PLUGIN", (".onemodel",), b"ONEMODEL"),
+    "onnx": ("onemodel.formats.onnx:PLUGIN", (".onnx",), None),
+}
+_builtins_loaded: set[str] = set()
 _entry_points_loaded = False
 
 
@@ -57,14 +68,34 @@ def register(plugin: FormatPlugin) -> None:
     _PLUGINS[plugin.name] = plugin
 
 
-def _load_builtins() -> None:
-    global _builtins_loaded
-    if not _builtins_loaded:
-        for spec in _BUILTIN:
-            mod, attr = spec.split(":")
-            plugin = getattr(importlib.import_module(mod), attr)
-            _PLUGINS.setdefault(plugin.name, plugin)
-        _builtins_loaded = True
+def _load_builtin(name: str) -> None:
+    """Import the built-in plugin ``name`` (once); a plugin registered under that name before
+    keeps its place."""
+    if name not in _builtins_loaded:
+        mod, attr = _BUILTIN[name][0].split(":")
+        plugin = getattr(importlib.import_module(mod), attr)
+        _PLUGINS.setdefault(plugin.name, plugin)
+        _builtins_loaded.add(name)
+
+
+def _load_builtins(magic_less: bool = False) -> None:
+    """Import every built-in plugin (``magic_less``: those of formats without magic bytes)."""
+    for name, (_, _, magic) in _BUILTIN.items():
+        if not magic_less or magic is None:
+            _load_builtin(name)
+
+
+def _base_name(name: str) -> str:
+    return (name[:-len(ZSTD_SUFFIX)] if has_zstd_suffix(name) else name).lower()
+
+
+def _load_candidates(head: bytes | None, name: str | None) -> None:
+    """Import the built-in plugins whose magic starts ``head`` or whose suffix ends ``name``."""
+    base = _base_name(name) if name else None
+    for key, (_, suffixes, magic) in _BUILTIN.items():
+        if (head and magic is not None and bytes(head[:len(magic)]) == magic) or (
+                base is not None and any(base.endswith(s) for s in suffixes)):
+            _load_builtin(key)
 
 
 def _load_entry_points() -> None:
@@ -92,10 +123,12 @@ def plugins() -> list[FormatPlugin]:
 
 def by_name(name: str) -> FormatPlugin:
     """The plugin called ``name``; UnsupportedError naming the known formats otherwise."""
-    _load_builtins()
+    if name not in _PLUGINS and name.lower() in _BUILTIN:
+        _load_builtin(name.lower())
     if name not in _PLUGINS and name.lower() in _PLUGINS:
         name = name.lower()
     if name not in _PLUGINS:
+        _load_builtins()
         _load_entry_points()
     try:
         return _PLUGINS[name]
@@ -110,7 +143,7 @@ def _match(head: bytes | None, name: str | None) -> FormatPlugin | None:
             if p.sniff(head):
                 return p
     if name:
-        base = (name[:-len(ZSTD_SUFFIX)] if has_zstd_suffix(name) else name).lower()
+        base = _base_name(name)
         for p in _PLUGINS.values():
             if any(base.endswith(s) for s in p.suffixes):
                 return p
@@ -123,8 +156,16 @@ def detect(head: bytes | None = None, name: str | None = None) -> FormatPlugin:
     Magic bytes win over the suffix; built-in formats are asked first, third-party plugins when
     no built-in format answers. Raises UnsupportedError when none decides.
     """
-    _load_builtins()
-    found = _match(head, name)
+    _load_candidates(head, name)
+    found = _match(head, None)
+    if found is None and head:  # a format without magic answers from the bytes before a suffix
+        _load_builtins(magic_less=True)
+        found = _match(head, None)
+    if found is None:
+        found = _match(None, name)
+    if found is None and len(_builtins_loaded) < len(_BUILTIN):
+        _load_builtins()
+        found = _match(head, name)
     if found is None and not _entry_points_loaded:
         _load_entry_points()
         found = _match(head, name)
