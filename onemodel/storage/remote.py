@@ -262,27 +262,43 @@ class RemoteSource(Source):
         self._window: tuple[int, memoryview] | None = None  # (offset, bytes) of the read-ahead
         self._last_end: int | None = None               # end of the last read past the head
         self._readahead = READAHEAD_MIN
+        self._s3_pin: dict | None = None  # S3: IfMatch (and VersionId) of every GET
+        self._identity: tuple | None = None  # other backends: what fs.info said at open
         self.fs, self.path = filesystem(url, storage_options)
-        self._http = type(self.fs).__name__ == "HTTPFileSystem"
+        kind = type(self.fs).__name__
+        self._http = kind == "HTTPFileSystem"
         if self._http:
             self.size = -1  # learnt from the first answer's Content-Range
             self._load_head()
-        else:
-            self.size = self._remote_size()
+            return
+        info = self._info("open")
+        self.size = _size_of(info, self.name)
+        if kind == "S3FileSystem" and info.get("ETag"):
+            self._s3_pin = {"IfMatch": info["ETag"]}
+            if info.get("VersionId") and info["VersionId"] != "null":
+                self._s3_pin["VersionId"] = info["VersionId"]
+        elif kind not in _WHOLE_COPY_FILESYSTEMS:
+            self._identity = _identity_of(info)
 
-    # -- size and head -----------------------------------------------------------------------
-    def _remote_size(self) -> int:
+    # -- size, identity and head ---------------------------------------------------------------
+    def _info(self, action: str) -> dict:
         try:
-            info = self.fs.info(self.path)
+            if action != "open":
+                self.fs.invalidate_cache(self.path)  # the backend's listing cache is stale
+            return self.fs.info(self.path)
         except Exception as e:
-            raise as_io_error(e, self.url, "open") from None
-        if info.get("type") == "directory":
-            raise IoError("cannot open: not a file", source=self.name)
-        size = info.get("size")
-        if not isinstance(size, int) or size < 0:
-            raise IoError("cannot open: the backend does not report the object's size",
-                          source=self.name)
-        return size
+            raise as_io_error(e, self.url, action) from None
+
+    def _check_unchanged(self, offset: int) -> None:
+        """After a read through a generic backend: the object's identity (ETag, generation,
+        modification time, size ... as ``fs.info`` reports them) is still the one seen at
+        open, so the bytes just read are all of the object that was opened."""
+        if self._identity is None:
+            return
+        now = self._info("read")
+        if _identity_of(now) != self._identity:
+            raise _changed("its " + _what_changed(self._identity, _identity_of(now)),
+                           offset, self.name)
 
     def _load_head(self) -> memoryview:
         if self._head is None:
@@ -387,13 +403,20 @@ class RemoteSource(Source):
             except Exception as e:
                 raise as_io_error(e, self.url) from None
         try:
-            if len(spans) == 1:
+            if self._s3_pin is not None:
+                from fsspec.asyn import sync
+                bodies = sync(self.fs.loop, self._s3_gather, spans)
+            elif len(spans) == 1:
                 s, e = spans[0]
                 bodies = [self.fs.cat_file(self.path, start=s, end=e)]
             else:
                 bodies = self.fs.cat_ranges([self.path] * len(spans), [s for s, _ in spans],
                                             [e for _, e in spans], on_error="return")
+        except OneModelError:
+            raise
         except Exception as e:
+            if _precondition_failed(e):
+                raise _changed("its ETag changed", spans[0][0], self.name) from None
             raise as_io_error(e, self.url) from None
         for (s, e), body in zip(spans, bodies):
             if isinstance(body, BaseException):
@@ -402,7 +425,34 @@ class RemoteSource(Source):
             if len(body) != e - s:
                 raise IoError(f"asked for {e - s} bytes at offset {s}, got {len(body)}",
                               offset=s, source=self.name)
+        self._check_unchanged(spans[0][0])
         return [memoryview(b).toreadonly() for b in bodies]
+
+    async def _s3_gather(self, spans):
+        sem = asyncio.Semaphore(CONCURRENCY)
+
+        async def one(s, e):
+            async with sem:
+                return await self._s3_get(s, e)
+        return await asyncio.gather(*(one(s, e) for s, e in spans))
+
+    async def _s3_get(self, start: int, end: int) -> bytes:
+        """One ranged S3 GetObject of ``[start, end)`` of the object as it was opened:
+        ``If-Match`` its ETag (S3 answers 412 once the object was overwritten) and, in a
+        versioned bucket, its ``VersionId`` (the opened version is read even after an
+        overwrite). The answer's ETag is compared too, for servers that ignore If-Match."""
+        bucket, key, version = self.fs.split_path(self.path)
+        pin = dict(self._s3_pin)
+        if version:
+            pin["VersionId"] = version
+        resp = await self.fs._call_s3("get_object", Bucket=bucket, Key=key,
+                                      Range=f"bytes={start}-{end - 1}", **pin)
+        try:
+            if resp.get("ETag") and resp["ETag"] != self._s3_pin["IfMatch"]:
+                raise _changed("its ETag changed", start, self.name)
+            return await resp["Body"].read()
+        finally:
+            resp["Body"].close()
 
     def _account(self, n: int) -> None:
         self.requests += 1
@@ -514,8 +564,66 @@ class RemoteSource(Source):
         if self._etag is None:
             self._etag = etag
         elif etag != self._etag:
-            raise IoError("the object changed while being read (its ETag changed)",
-                          offset=offset, source=self.name)
+            raise _changed("its ETag changed", offset, self.name)
+
+
+#: fsspec filesystems that copy the whole object on first use (later reads see that copy, so
+#: they cannot mix versions): no identity check per read.
+_WHOLE_COPY_FILESYSTEMS = frozenset({"SimpleCacheFileSystem", "WholeFileCacheFileSystem"})
+
+#: Keys of ``fs.info`` that change when an object is replaced, in the order they are shown.
+_IDENTITY_KEYS = ("ETag", "etag", "VersionId", "generation", "md5Hash", "mtime",
+                  "LastModified", "last_modified", "updated", "created", "ino", "size")
+
+
+def _size_of(info: dict, name: str) -> int:
+    if info.get("type") == "directory":
+        raise IoError("cannot open: not a file", source=name)
+    size = info.get("size")
+    if not isinstance(size, int) or size < 0:
+        raise IoError("cannot open: the backend does not report the object's size",
+                      source=name)
+    return size
+
+
+def _identity_of(info: dict) -> tuple | None:
+    """The ``(key, value)`` pairs of ``info`` that identify one version of an object, or
+    ``None`` when the backend reports none but the size (nothing to pin)."""
+    pairs = tuple((k, str(info[k])) for k in _IDENTITY_KEYS if info.get(k) is not None)
+    return pairs if any(k != "size" for k, _ in pairs) else None
+
+
+_IDENTITY_WORDS = {"etag": "ETag", "versionid": "version", "md5hash": "MD5", "ino": "inode",
+                   "mtime": "modification time", "lastmodified": "modification time",
+                   "last_modified": "modification time", "updated": "modification time",
+                   "created": "modification time"}
+
+
+def _what_changed(before: tuple, after: tuple | None) -> str:
+    old, new = dict(before), dict(after or ())
+    words = []
+    for k, _ in before:
+        word = _IDENTITY_WORDS.get(k.lower(), k)
+        if old.get(k) != new.get(k) and word not in words:
+            words.append(word)
+    return " and ".join(words or ["identity"]) + " changed"
+
+
+def _changed(why: str, offset: int, name: str) -> IoError:
+    return IoError(f"the object changed since it was opened ({why}); its bytes would mix two "
+                   "versions: open it again", offset=offset, source=name)
+
+
+def _precondition_failed(exc: BaseException) -> bool:
+    """Whether a backend error is S3's answer to a failed If-Match (412 PreconditionFailed)."""
+    for e in (exc, exc.__cause__):
+        err = getattr(e, "response", None)
+        if isinstance(err, dict):
+            code = str(err.get("Error", {}).get("Code", ""))
+            status = err.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if code in ("PreconditionFailed", "412") or status == 412:
+                return True
+    return False
 
 
 async def _read_body(response, n: int) -> tuple[memoryview, bool]:
