@@ -3,6 +3,9 @@
 >>> import onemodel
 >>> with onemodel.load("model.onnx") as m:           # zero-copy: tensors view the mapped file
 ...     onemodel.save(m, "model.onemodel")
+...     data = onemodel.to_bytes(m, format="onnx")     # or save(m, io.BytesIO(), format=...)
+>>> onemodel.load(data).format
+'onnx'
 >>> onemodel.convert("model.onemodel", "back.onnx")
 >>> onemodel.verify("model.onnx", "back.onnx").equal
 True
@@ -14,23 +17,29 @@ import os
 from dataclasses import dataclass, field
 
 from . import formats
-from .errors import OneModelError, UnsupportedError
+from .errors import OneModelError, OptionError, UnsupportedError
 from .ir import Model
-from .storage import open_sink, open_source
+from .storage import BytesSink, open_sink, open_source
+from .storage.memory import FileObjectSink, file_object_source, is_file_object
 
 
 def _name_of(target) -> str | None:
     if isinstance(target, (str, os.PathLike)):
         return os.fspath(target)
-    return getattr(target, "name", None)
+    name = getattr(target, "name", None)
+    return name if isinstance(name, str) else None
 
 
 def load(target, *, format: str | None = None, storage_options: dict | None = None,
          progress=None, allow_outside: bool = False, **options) -> Model:
-    """Read a model from a path, URL, bytes or Source.
+    """Read a model from a path, URL, bytes, binary file object or Source.
 
     Args:
-        target: local path, ``file://`` or fsspec URL, bytes-like object, or a storage Source.
+        target: local path, ``file://`` or fsspec URL, bytes-like object (``to_bytes`` output),
+            binary file object (``io.BytesIO``, ``open(path, "rb")``: read from its position to
+            its end, whole, since it cannot be mapped), or a storage Source. Bytes and file
+            objects have no directory, so external data in them is refused unless ``base_dir``
+            (an ONNX reader option) names one.
         format: ``onnx`` or ``onemodel`` (or a plugin's name); by default the magic bytes decide,
             then the file name's suffix.
         storage_options: options for the fsspec backend of a URL; also given to the format's
@@ -41,14 +50,18 @@ def load(target, *, format: str | None = None, storage_options: dict | None = No
             the default); given to a reader that takes it (ONNX). A format without external
             data (OneModel) has nothing to resolve, so the same call serves any input format.
         options: passed to the format's reader (ONNX: ``load_external``, ``base_dir``,
-            ``block_size``). An option the reader does not take raises UnsupportedError naming
-            it and those it takes.
+            ``block_size``). An option the reader does not take raises
+            :class:`~onemodel.errors.OptionError` (an UnsupportedError) naming it and those it
+            takes.
     Returns:
         the :class:`~onemodel.ir.Model`. Tensors are views of the mapped file; use the model as a
         context manager (or call ``close()``) to release the map.
     Raises:
-        OneModelError of kind Malformed, InvalidModel, Unsupported or Io.
+        OneModelError of kind Malformed, InvalidModel, Unsupported or Io; TypeError for a text
+        file object or a target of another type.
     """
+    if is_file_object(target, "read"):
+        target = file_object_source(target)
     source = open_source(target, storage_options=storage_options, progress=progress)
     try:
         if format:
@@ -76,6 +89,10 @@ def _plugin_for_target(target, format: str | None):
     try:
         return formats.detect(None, name)
     except UnsupportedError:
+        if name is None and not isinstance(target, (str, os.PathLike)):
+            raise UnsupportedError("cannot tell the output format: this target has no file "
+                                   "name; give the format (format='onnx' or 'onemodel')") \
+                from None
         raise UnsupportedError("cannot tell the output format from the file name: name it "
                                ".onnx or .onemodel, or give the format (--to onnx|onemodel, "
                                "format= in Python)", source=name) from None
@@ -87,18 +104,27 @@ def save(model: Model, target, format: str | None = None, *,
 
     Args:
         model: the model to write.
-        target: local path, ``file://`` or fsspec URL, or a storage Sink.
-        format: ``onnx`` or ``onemodel``; by default the target's suffix decides.
+        target: local path, ``file://`` or fsspec URL, binary writable file object
+            (``io.BytesIO``, ``open(path, "wb")``, ``sys.stdout.buffer``: bytes are written
+            into it as they are produced, from its position; on error a seekable one is
+            truncated back to it), or a storage Sink.
+        format: ``onnx`` or ``onemodel``; by default the target's suffix decides (a file
+            object's ``name``); required for a file object without a name.
         storage_options: options for the fsspec backend of a URL; also given to the format's
             writer when it takes them (ONNX: for external data files under a URL).
         progress: a callable given byte counts as they are written.
         options: passed to the format's writer (``strict_v1=True`` for plain OneModel v1;
             external-data layout options for ONNX). An option the writer does not take raises
-            UnsupportedError before anything is written.
+            :class:`~onemodel.errors.OptionError` (an UnsupportedError) before anything is
+            written.
     Returns:
         whatever the writer returns (the OneModel writer: what ``strict_v1`` left out).
     Raises:
-        OneModelError; on error nothing is left at ``target``.
+        OneModelError; on error nothing is left at ``target``. A file object (or a Sink that is
+        no file) has no directory for external data files: an ONNX model whose layout puts
+        tensors in data files (``keep`` of a model read with external data, ``file``,
+        ``per_tensor``) raises UnsupportedError there unless ``base_dir`` names their
+        directory; ``layout="inline"`` writes everything into the one stream.
     """
     plugin = _plugin_for_target(target, format)
     options = _plugin_options(plugin.write, 2, options, f"{plugin.name} output",
@@ -106,9 +132,32 @@ def save(model: Model, target, format: str | None = None, *,
     return _write(plugin, model, target, options, storage_options, progress)
 
 
+def to_bytes(model: Model, format: str, **options) -> bytes:
+    """The file ``save`` would write, as bytes in memory: ``to_bytes(model, format="onnx")``.
+
+    Args:
+        model: the model to write.
+        format: ``onnx`` or ``onemodel`` (required: there is no file name to tell it from).
+        options: as for :func:`save` (``strict_v1=True``; ONNX ``layout="inline"``, ...).
+    Returns:
+        the bytes of the whole file (one copy of every tensor's contents: use :func:`save` to a
+        file or file object to stream large models instead). ``load(data)`` reads them back.
+    Raises:
+        OneModelError as :func:`save`; UnsupportedError for an ONNX model whose layout puts
+        tensors in external data files (they have nowhere to go) unless ``base_dir`` is given.
+    """
+    plugin = formats.by_name(format)
+    options = _plugin_options(plugin.write, 2, options, f"{plugin.name} output")
+    sink = BytesSink()
+    _write(plugin, model, sink, options, None, None)
+    return sink.getvalue()
+
+
 def _write(plugin, model: Model, target, options: dict, storage_options, progress):
     """``plugin.write`` to a sink opened for ``target``, committed on success, aborted on any
     error (``options`` already checked by :func:`_plugin_options`)."""
+    if is_file_object(target, "write"):
+        target = FileObjectSink(target)
     sink = open_sink(target, storage_options=storage_options, progress=progress)
     try:
         result = plugin.write(model, sink, **options)
@@ -122,10 +171,11 @@ def _write(plugin, model: Model, target, options: dict, storage_options, progres
 def _plugin_options(func, positional: int, options: dict, what: str, **given) -> dict:
     """The keyword arguments for a format plugin's ``read`` or ``write`` (``func``, whose first
     ``positional`` parameters are the source, or the model and sink): ``options``, refused with
-    UnsupportedError naming those ``func`` does not declare (``--inline`` for OneModel output,
-    a misspelt ``load_externall``) instead of being ignored, plus each of ``given`` (what
-    load/save take for any format: ``storage_options``, ``allow_outside``) that is not ``None``
-    and that ``func`` declares. A plugin that declares ``**options`` takes any option."""
+    :class:`~onemodel.errors.OptionError` naming those ``func`` does not declare (``align`` for
+    OneModel output, a misspelt ``load_externall``) and those it declares, instead of being
+    ignored, plus each of ``given`` (what load/save take for any format: ``storage_options``,
+    ``allow_outside``) that is not ``None`` and that ``func`` declares. A plugin that declares
+    ``**options`` takes any option."""
     import inspect
 
     params = list(inspect.signature(func).parameters.values())[positional:]
@@ -133,8 +183,7 @@ def _plugin_options(func, positional: int, options: dict, what: str, **given) ->
     if not any(p.kind == p.VAR_KEYWORD for p in params):
         unknown = sorted(k for k in options if k not in named)
         if unknown:
-            raise UnsupportedError(f"{', '.join(unknown)} does not apply to {what} (it takes: "
-                                   f"{', '.join(sorted(named)) or 'no options'})")
+            raise OptionError(unknown, sorted(named), what)
     passed = {k: v for k, v in given.items() if v is not None and k in named}
     return {**options, **passed} if passed else options
 

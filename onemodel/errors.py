@@ -181,6 +181,51 @@ class IoError(OneModelError):
     kind = "Io"
 
 
+class OptionError(UnsupportedError):
+    """An option a format's reader or writer does not take (``align`` for OneModel output): an
+    UnsupportedError that keeps the names apart from the sentence, so that a caller can name
+    them as its user typed them.
+
+    Attributes:
+        options: the option names refused (Python keyword names, ``("align",)``).
+        accepted: the names the reader or writer takes.
+        target: what was being read or written (``"onemodel output"``).
+
+    ``message`` names the options as Python keywords: ``align does not apply to onemodel output
+    (it takes: strict_v1)``. :meth:`spelled` gives the same sentence with each name as another
+    interface spells it: the command line passes its flags and gets ``--align does not apply to
+    onemodel output (it takes: --strict-v1)``.
+    """
+
+    def __init__(self, options, accepted, target: str, **where):
+        self.options = tuple(options)
+        self.accepted = tuple(accepted)
+        self.target = target
+        super().__init__(self.spelled(), **where)
+
+    def spelled(self, spell=None) -> str:
+        """The message with each option name ``n`` written as ``spell(n)``; a refused name
+        ``spell`` maps to ``None`` stays as it is, an accepted one is left out (an option the
+        interface does not offer)."""
+        def say(name):
+            return name if spell is None else spell(name)
+
+        refused = ", ".join(say(n) or n for n in self.options)
+        taken = ", ".join(t for t in (say(n) for n in self.accepted) if t)
+        verb = "does" if len(self.options) == 1 else "do"
+        return f"{refused} {verb} not apply to {self.target} (it takes: {taken or 'no options'})"
+
+    def __reduce__(self):
+        return (_rebuild_option, (self.options, self.accepted, self.target, self.message,
+                                  self.path, self.offset, self.source))
+
+
+def _rebuild_option(options, accepted, target, message, path, offset, source):
+    e = OptionError(options, accepted, target, path=path, offset=offset, source=source)
+    e.message = message
+    return e
+
+
 
 class EvaluationError(OneModelError):
     """A well-formed, valid model failed while being evaluated on the inputs given (Clause 11):

@@ -133,3 +133,145 @@ def test_allow_outside_serves_any_input_format(tmp_path):
         assert onemodel.compare_models(a, b) == []
     report = onemodel.verify(path, tmp_path / "m.onemodel", read_options={"allow_outside": True})
     assert report.equal
+
+
+# -- bytes and file objects (issue 9, item 8) -------------------------------------------------
+CNN = "testdata/models/cnn_dynamo.onnx"
+
+
+def _root():
+    import pathlib
+    return pathlib.Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("fmt, suffix", [("onnx", ".onnx"), ("onemodel", ".onemodel")])
+def test_to_bytes_and_file_objects_give_the_bytes_of_the_file(tmp_path, fmt, suffix):
+    import io
+
+    with onemodel.load(_root() / CNN) as m:
+        onemodel.save(m, tmp_path / f"m{suffix}")
+        expected = (tmp_path / f"m{suffix}").read_bytes()
+        assert onemodel.to_bytes(m, format=fmt) == expected
+        f = io.BytesIO(b"head")
+        f.seek(4)
+        assert onemodel.save(m, f, format=fmt) in (None, [])
+        assert f.getvalue() == b"head" + expected
+        with open(tmp_path / f"named{suffix}", "wb") as g:  # the format from f.name
+            onemodel.save(m, g)
+        assert (tmp_path / f"named{suffix}").read_bytes() == expected
+    if fmt == "onnx":  # an inline ONNX file is written back byte for byte
+        assert expected == (_root() / CNN).read_bytes()
+    for data in (expected, io.BytesIO(expected)):
+        with onemodel.load(data) as back, onemodel.load(tmp_path / f"m{suffix}") as ref:
+            assert back.format == fmt and onemodel.compare_models(back, ref) == []
+
+
+def test_a_file_object_without_a_name_needs_the_format(tmp_path):
+    import io
+
+    with onemodel.load(_root() / CNN) as m:
+        f = io.BytesIO()
+        with pytest.raises(UnsupportedError, match="no file name; give the format"):
+            onemodel.save(m, f)
+        assert f.getvalue() == b""
+        with pytest.raises(UnsupportedError, match="unknown format 'onx'"):
+            onemodel.to_bytes(m, format="onx")
+
+
+def test_a_failed_write_leaves_a_seekable_file_object_as_it_was(monkeypatch):
+    import io
+
+    from onemodel.errors import IoError
+
+    def failing_write(model, sink):
+        sink.write(b"half a model")
+        raise IoError("disk on fire")
+
+    monkeypatch.setitem(formats._PLUGINS, "failing-toy",
+                        Plugin("failing-toy", (), lambda head: False, None, failing_write))
+    f = io.BytesIO(b"keep")
+    f.seek(4)
+    with pytest.raises(IoError, match="disk on fire"):
+        onemodel.save(Model(ir_version=9), f, format="failing-toy")
+    assert f.getvalue() == b"keep" and f.tell() == 4
+
+
+def test_a_raw_file_object_that_takes_few_bytes_per_call_gets_them_all():
+    import io
+
+    class Trickle(io.RawIOBase):
+        def __init__(self):
+            self.data = bytearray()
+
+        def writable(self):
+            return True
+
+        def write(self, b):
+            n = min(len(b), 7)
+            self.data += bytes(b[:n])
+            return n
+
+    t = Trickle()
+    with onemodel.load(_root() / CNN) as m:
+        onemodel.save(m, t, format="onnx")
+    assert bytes(t.data) == (_root() / CNN).read_bytes()
+
+
+def test_text_file_objects_are_refused(tmp_path):
+    import io
+
+    with onemodel.load(_root() / CNN) as m:
+        with pytest.raises(TypeError, match="binary file object"):
+            onemodel.save(m, io.StringIO(), format="onnx")
+    with open(tmp_path / "t.onnx", "w") as f, pytest.raises(TypeError, match="binary"):
+        onemodel.save(Model(ir_version=9), f)
+    (tmp_path / "t.onnx").write_bytes((_root() / CNN).read_bytes())
+    with open(tmp_path / "t.onnx") as f, pytest.raises(TypeError, match="binary"):
+        onemodel.load(f)
+
+
+def test_external_data_cannot_go_to_a_file_object_unless_inline(tmp_path):
+    import io
+
+    path = _external_model(tmp_path)
+    with onemodel.load(path) as m:
+        for write in (lambda: onemodel.save(m, io.BytesIO(), format="onnx"),
+                      lambda: onemodel.to_bytes(m, format="onnx"),
+                      lambda: onemodel.to_bytes(m, format="onnx", layout="file")):
+            with pytest.raises(UnsupportedError, match="layout='inline'"):
+                write()
+        data = onemodel.to_bytes(m, format="onnx", layout="inline")
+        with onemodel.load(data) as back:
+            (t,) = back.graph.initializers
+            assert np.array_equal(t.numpy(), np.arange(512, dtype=np.float32))
+    # read back from a file object: no directory to resolve the data file in, unless given
+    with open(path, "rb") as f, pytest.raises(onemodel.InvalidModelError, match="base_dir="):
+        onemodel.load(f)
+    with open(path, "rb") as f, onemodel.load(f, base_dir=str(tmp_path)) as m:
+        assert m.graph.initializers[0].numpy()[511] == 511
+
+
+def test_an_option_error_keeps_the_names_for_the_command_line(tmp_path):
+    import pickle
+
+    from onemodel.errors import OptionError
+
+    with onemodel.load(_root() / CNN) as m:
+        with pytest.raises(OptionError) as info:
+            onemodel.save(m, tmp_path / "x.onemodel", align=64)
+    e = info.value
+    assert isinstance(e, UnsupportedError) and e.kind == "Unsupported"
+    assert (e.options, e.accepted, e.target) == (("align",), ("strict_v1",), "onemodel output")
+    assert e.message == "align does not apply to onemodel output (it takes: strict_v1)"
+    flags = {"align": "--align", "strict_v1": "--strict-v1"}
+    assert e.spelled(flags.get) == "--align does not apply to onemodel output (it takes: " \
+                                   "--strict-v1)"
+    # names the interface does not offer are left out of what it takes
+    e2 = OptionError(["inline", "x"], ["base_dir", "strict_v1"], "onemodel output")
+    assert e2.message == "inline, x do not apply to onemodel output (it takes: base_dir, " \
+                         "strict_v1)"
+    assert e2.spelled({"strict_v1": "--strict-v1"}.get) == \
+        "inline, x do not apply to onemodel output (it takes: --strict-v1)"
+    back = pickle.loads(pickle.dumps(e))
+    assert type(back) is OptionError and back.options == e.options and str(back) == str(e)
+    assert not (tmp_path / "x.onemodel").exists()
