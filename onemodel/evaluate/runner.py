@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from .. import limits
-from ..errors import InvalidModelError, OneModelError, UnsupportedError
+from ..errors import EvaluationError, InvalidModelError, OneModelError, UnsupportedError
 from ..ir.model import Attribute, Function, Graph, Model, Node
 from ..ir.order import node_outer_names, stable_topological_order
 from . import registry
@@ -69,8 +69,8 @@ def _positional_params(fn) -> int:
 class _Step:
     """One node of a plan: its kernel (or function body), value names and what to drop after."""
 
-    __slots__ = ("node", "fn", "body", "opset", "attrs", "raw", "path", "ins", "outs", "free",
-                 "nparams", "pad", "ctx")
+    __slots__ = ("node", "index", "fn", "body", "opset", "attrs", "raw", "path", "ins", "outs",
+                 "free", "nparams", "pad", "ctx")
 
 
 class _Plan:
@@ -165,8 +165,13 @@ class Session:
             lists for sequences, dicts for maps, ``None`` for an empty optional.
         Raises:
             InvalidModelError: a missing or unknown input, a value of the wrong element type or
-                shape, an initializer supplied as input, or a kernel failing on its inputs
-                (the path names the node).
+                shape, an initializer supplied as input; a node whose attributes or subgraph
+                are invalid as read (a missing required attribute, a body with too few outputs).
+            EvaluationError: a node failing on the values it is given, a run-time condition of
+                its operator that does not hold for them (a Reshape that cannot hold, shapes
+                that do not broadcast, an index out of range): the message names the node
+                (index, op_type, name) and the element type and shape of each input; the path
+                is the node's.
             UnsupportedError: a kernel refusing an attribute value or type it does not implement.
         """
         key = None if outputs is None else tuple(outputs)
@@ -305,6 +310,7 @@ class Session:
             fn, func, version = self._resolve(node, opsets, npath)
             st = _Step()
             st.node = node
+            st.index = i
             st.fn = fn
             st.body = None
             st.opset = version
@@ -426,6 +432,10 @@ class Session:
                     if ctx is None:
                         ctx = Context(st.node, st.opset, st.attrs, st.raw, st.path, self, env)
                     res = st.fn(ctx, *args)
+            except EvaluationError as e:
+                if e.path is not None:  # a node of a subgraph or function body: described
+                    raise
+                raise _evaluation_error(st, args, e.message, e) from None
             except OneModelError as e:
                 raise e.at(path=st.path)
             except MemoryError:
@@ -434,9 +444,8 @@ class Session:
             except RecursionError:
                 raise UnsupportedError(f"{_label(st.node)} nests too deeply",
                                        path=st.path) from None
-            except Exception as e:  # a kernel failing on its inputs: the model or inputs are bad
-                raise InvalidModelError(f"{_label(st.node)} failed: {type(e).__name__}: {e}",
-                                        path=st.path) from e
+            except Exception as e:  # a kernel's run-time check failing on these inputs
+                raise _evaluation_error(st, args, f"{type(e).__name__}: {e}") from e
             if nout == 1:
                 if type(res) is tuple:
                     res = res[0] if res else None
@@ -500,6 +509,38 @@ class Session:
                 raise InvalidModelError(f"subgraph input '{name}' was given no value",
                                         path=path)
         return tuple(self._execute(plan, env))
+
+
+#: Inputs of a node described at most in an evaluation error (the rest are counted).
+_DESCRIBED_INPUTS = 8
+
+
+def describe_value(value) -> str:
+    """A value as an evaluation error shows it: ``float32[1, 16, 4]`` for a tensor, ``sequence
+    of 3``, ``map of 2``, ``absent`` for a missing optional input."""
+    if value is None:
+        return "absent"
+    if isinstance(value, np.ndarray):
+        return f"{value.dtype}{list(value.shape)}"
+    if isinstance(value, (list, tuple)):
+        return f"sequence of {len(value)}"
+    if isinstance(value, dict):
+        return f"map of {len(value)}"
+    return type(value).__name__
+
+
+def _evaluation_error(st: _Step, args: list, detail: str,
+                      cause: EvaluationError | None = None) -> EvaluationError:
+    """The EvaluationError of node ``st`` failing on ``args``: the node (index, op_type, name),
+    what failed, and the element type and shape of each of its inputs."""
+    node = st.node
+    parts = [f"{n or '(none)'} {describe_value(v)}"
+             for n, v in zip(st.ins[:_DESCRIBED_INPUTS], args)]
+    if len(st.ins) > _DESCRIBED_INPUTS:
+        parts.append(f"and {len(st.ins) - _DESCRIBED_INPUTS} more")
+    text = (f"node {st.index} ({_label(node)}) failed: {detail}; its inputs: "
+            f"{', '.join(parts) or 'none'}")
+    return EvaluationError(text, path=st.path, source=cause.source if cause else None)
 
 
 def _graphs_of(attr: Attribute):

@@ -9,7 +9,7 @@ import pytest
 from onnx import TensorProto as TP
 
 from oracle import assert_outputs, node_model, ort, ours
-from onemodel.errors import InvalidModelError
+from onemodel.errors import EvaluationError, InvalidModelError
 
 RNG = np.random.default_rng(3)
 
@@ -50,7 +50,7 @@ def test_bitcast_refuses_different_widths_and_non_bool_bytes():
     with pytest.raises(InvalidModelError, match="widths differ"):
         _bitcast(np.zeros(2, np.float32), TP.INT64)
     np.testing.assert_array_equal(_bitcast(np.array([0, 1], np.uint8), TP.BOOL), [False, True])
-    with pytest.raises(InvalidModelError, match="bool"):
+    with pytest.raises(EvaluationError, match="bool"):
         _bitcast(np.array([0, 2], np.uint8), TP.BOOL)
 
 
@@ -93,7 +93,7 @@ def test_max_unpool_with_output_shape_pads_the_unpooled_tensor_at_the_end():
 def test_max_unpool_index_out_of_range_is_refused():
     feeds = {"y": np.ones((1, 1, 1, 1), np.float32), "i": np.array([[[[4]]]], np.int64)}
     model = node_model("MaxUnpool", feeds, ["y", "i"], ["z"], opset=22, kernel_shape=[2, 2])
-    with pytest.raises(InvalidModelError, match="outside"):
+    with pytest.raises(EvaluationError, match="outside"):
         ours(model, feeds)
 
 

@@ -219,7 +219,7 @@ def test_scan8_reverse_without_sequence_lens_matches_onnxruntime():
 
 
 def test_loop_body_with_wrong_output_count_is_invalid_model():
-    from onemodel.errors import InvalidModelError
+    from onemodel.errors import EvaluationError, InvalidModelError
 
     body = _graph([helper.make_node("Identity", ["cond_in"], ["cond_out"])],
                   [_vi("i", I64, []), _vi("cond_in", TP.BOOL, []), _vi("acc_in", F, [2])],
@@ -231,9 +231,9 @@ def test_loop_body_with_wrong_output_count_is_invalid_model():
         ours(model, feeds)
 
 
-def test_if_condition_with_two_elements_is_invalid_model():
-    from onemodel.errors import InvalidModelError
+def test_if_condition_with_two_elements_is_an_evaluation_error():
+    from onemodel.errors import EvaluationError
 
     model = _if_model(cond_shape=None)
-    with pytest.raises(InvalidModelError):
+    with pytest.raises(EvaluationError):
         ours(model, {"c": np.array([True, False]), "x": np.zeros(3, np.float32)})

@@ -31,8 +31,8 @@ def test_gather_of_one_index_is_a_view_with_take_s_values(i, axis):
 
 
 def test_gather_of_one_index_out_of_range_fails():
-    from onemodel.errors import InvalidModelError
-    with pytest.raises(InvalidModelError, match="IndexError"):
+    from onemodel.errors import EvaluationError
+    with pytest.raises(EvaluationError, match="IndexError"):
         _gather(np.zeros((3, 2), np.float32), 3, 0)
 
 

@@ -9,7 +9,7 @@ import pytest
 from onnx import TensorProto as TP
 from onnx import helper
 
-from onemodel.errors import InvalidModelError
+from onemodel.errors import EvaluationError
 from onemodel.evaluate import run
 from onemodel.evaluate.kernels._util import axis_index, back, wide, wide_all
 from onemodel.formats.onnx import decode_model
@@ -18,7 +18,7 @@ from onemodel.formats.onnx import decode_model
 def test_axis_index_counts_negative_axes_from_the_end_and_refuses_the_rest():
     assert [axis_index(a, 3) for a in (-3, -2, -1, 0, 1, 2)] == [0, 1, 2, 0, 1, 2]
     for a, rank in ((3, 3), (-4, 3), (0, 0), (-1, 0)):
-        with pytest.raises(InvalidModelError) as e:
+        with pytest.raises(EvaluationError) as e:
             axis_index(a, rank, "Gather axis")
         assert e.value.message == f"Gather axis {a} is out of range for rank {rank}"
 
@@ -63,6 +63,6 @@ def test_kernels_refuse_an_axis_outside_the_rank_with_the_node_path(op, attrs, s
                           [helper.make_tensor_value_info("y", TP.FLOAT, None)], initializer=inits)
     m = decode_model(helper.make_model(
         g, opset_imports=[helper.make_opsetid("", 21)]).SerializeToString())
-    with pytest.raises(InvalidModelError, match="out of range for rank") as e:
+    with pytest.raises(EvaluationError, match="out of range for rank") as e:
         run(m, feeds)
     assert e.value.path.startswith("graph.nodes[0]")

@@ -118,11 +118,11 @@ def test_rnn_single_step_by_hand():
     np.testing.assert_allclose(yh.reshape(-1), [want], rtol=1e-6)
 
 
-def test_wrong_weight_shape_is_invalid_model():
-    from onemodel.errors import InvalidModelError
+def test_wrong_weight_shape_is_an_evaluation_error():
+    from onemodel.errors import EvaluationError
 
     model, feeds = _case("GRU")
     feeds["W"] = feeds["W"][:, :-1]
     model.graph.input[1].type.tensor_type.shape.dim[1].dim_value -= 1
-    with pytest.raises(InvalidModelError):
+    with pytest.raises(EvaluationError):
         ours(model, feeds)

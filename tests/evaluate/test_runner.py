@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
-from onemodel.errors import InvalidModelError, UnsupportedError
+from onemodel.errors import EvaluationError, InvalidModelError, UnsupportedError
 from onemodel.evaluate import Session, op, random_inputs, register_kernel, run, unregister_kernel
 from onemodel.evaluate import registry
 from onemodel.formats.onnx import decode_model
@@ -351,10 +351,27 @@ def test_kernel_failure_names_the_node():
     m = _model([helper.make_node("Relu", ["x"], ["r"], name="first"),
                 helper.make_node("Reshape", ["r", "s"], ["y"], name="bad_reshape")],
                [_vi("x", F, [6]), _vi("s", TP.INT64, [2])], [_vi("y")])
-    with pytest.raises(InvalidModelError) as e:
+    with pytest.raises(EvaluationError) as e:
         run(m, {"x": np.zeros(6, np.float32), "s": np.array([4, 4], np.int64)})
     assert e.value.path.startswith("graph.nodes[1]")
-    assert "Reshape 'bad_reshape'" in str(e.value)
+    assert e.value.kind == "EvaluationError" and not isinstance(e.value, InvalidModelError)
+    # the node (index, op_type, name) and the element type and shape of each input
+    assert e.value.message.startswith("node 1 (Reshape 'bad_reshape') failed: ")
+    assert e.value.message.endswith("its inputs: r float32[6], s int64[2]")
+    assert "cannot reshape" in e.value.message
+
+
+def test_broadcast_mismatch_is_an_evaluation_error_and_a_missing_attribute_stays_invalid():
+    m = _model([helper.make_node("Add", ["a", "b"], ["y"], name="plus")],
+               [_vi("a", F, ["n"]), _vi("b", F, [3])], [_vi("y")])
+    with pytest.raises(EvaluationError) as e:
+        run(m, {"a": np.zeros(2, np.float32), "b": np.zeros(3, np.float32)})
+    assert "node 0 (Add 'plus')" in e.value.message and "a float32[2], b float32[3]" in \
+        e.value.message
+    # a structural problem of the node (Cast without 'to') is the model's, as read
+    m = _model([helper.make_node("Cast", ["a"], ["y"])], [_vi("a", F, [2])], [_vi("y")])
+    with pytest.raises(InvalidModelError, match="'to'"):
+        run(m, {"a": np.zeros(2, np.float32)})
 
 
 def test_random_inputs_follow_the_declared_types_and_are_deterministic():

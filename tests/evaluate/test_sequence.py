@@ -68,13 +68,13 @@ def test_sequence_erase(pos, expected):
 
 
 def test_sequence_at_length_and_out_of_range():
-    from onemodel.errors import InvalidModelError
+    from onemodel.errors import EvaluationError
 
     infos = [helper.make_tensor_value_info("p", I64, [])]
     model = _construct_then("SequenceAt", ["p"], infos, out_seq=False)
     (got,) = ours(model, {"a": A, "b": B, "c": C, "p": np.array(-1, dtype=np.int64)})
     np.testing.assert_array_equal(got, C)
-    with pytest.raises(InvalidModelError):
+    with pytest.raises(EvaluationError):
         ours(model, {"a": A, "b": B, "c": C, "p": np.array(3, dtype=np.int64)})
     model = _construct_then("SequenceLength", [], [], out_seq=False)
     (n,) = ours(model, {"a": A, "b": B, "c": C})
@@ -158,12 +158,12 @@ def test_optional_has_and_get_element():
     assert not bool(has)
 
 
-def test_optional_get_element_of_empty_optional_is_invalid_model():
-    from onemodel.errors import InvalidModelError
+def test_optional_get_element_of_empty_optional_is_an_evaluation_error():
+    from onemodel.errors import EvaluationError
 
     elem = helper.make_tensor_type_proto(F, None)
     nodes = [helper.make_node("Optional", [], ["o"], type=elem),
              helper.make_node("OptionalGetElement", ["o"], ["v"])]
     model = _model(nodes, [], [helper.make_tensor_value_info("v", F, None)], opset=18)
-    with pytest.raises(InvalidModelError):
+    with pytest.raises(EvaluationError):
         ours(model, {})

@@ -78,9 +78,9 @@ def test_gather_family():
 
 
 def test_gather_out_of_range_is_an_error_with_location():
-    from onemodel.errors import InvalidModelError
+    from onemodel.errors import EvaluationError
     feeds = {"x": X, "i": np.array([5], I64)}
-    with pytest.raises(InvalidModelError, match="out of (range|bounds)") as e:
+    with pytest.raises(EvaluationError, match="out of (range|bounds)") as e:
         ours(node_model("Gather", feeds, ["x", "i"], ["y"]), feeds)
     assert e.value.path.startswith("graph.nodes[0]")
 

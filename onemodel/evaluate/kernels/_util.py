@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import InvalidModelError
+from ...errors import EvaluationError, InvalidModelError
 
 
 def axis_index(axis: int, rank: int, what: str = "axis") -> int:
@@ -18,7 +18,7 @@ def axis_index(axis: int, rank: int, what: str = "axis") -> int:
     that range (always for rank 0).
     """
     if not -rank <= axis < rank:
-        raise InvalidModelError(f"{what} {axis} is out of range for rank {rank}")
+        raise EvaluationError(f"{what} {axis} is out of range for rank {rank}")
     return axis + rank if axis < 0 else axis
 
 

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ...errors import InvalidModelError
+from ...errors import EvaluationError, InvalidModelError
 from ...ir.dtypes import INFO
 from ..registry import op
 
@@ -16,8 +16,8 @@ def _heads(x: np.ndarray, heads: int | None, what: str) -> np.ndarray:
     if x.ndim == 4:
         return x
     if x.ndim != 3 or not heads or x.shape[2] % heads:
-        raise InvalidModelError(f"Attention {what} of shape {list(x.shape)} needs 4 dims or a "
-                                f"num_heads attribute that divides its last dim")
+        raise EvaluationError(f"Attention {what} of shape {list(x.shape)} needs 4 dims or a "
+                              f"num_heads attribute that divides its last dim")
     b, s, h = x.shape
     return x.reshape(b, s, heads, h // heads).transpose(0, 2, 1, 3)
 
@@ -55,7 +55,7 @@ def attention(ctx, q, k, v, attn_mask=None, past_key=None, past_value=None,
     b, n_q, s_q, d = qh.shape
     n_kv, total = kh.shape[1], kh.shape[2]
     if n_q % n_kv:
-        raise InvalidModelError(f"{n_q} query heads are not a multiple of {n_kv} key heads")
+        raise EvaluationError(f"{n_q} query heads are not a multiple of {n_kv} key heads")
     work = np.float64
     kr = np.repeat(kh, n_q // n_kv, axis=1).astype(work)
     vr = np.repeat(vh, n_q // n_kv, axis=1).astype(work)
@@ -132,21 +132,21 @@ def rotary_embedding(ctx, x, cos_cache, sin_cache, position_ids=None):
     elif x.ndim == 3:
         heads = int(ctx.attr("num_heads", 0) or 0)
         if not heads or shape[2] % heads:
-            raise InvalidModelError("RotaryEmbedding of a 3-D input needs num_heads dividing "
-                                    "its last dim")
+            raise EvaluationError("RotaryEmbedding of a 3-D input needs num_heads dividing "
+                                  "its last dim")
         t = x.reshape(shape[0], shape[1], heads, shape[2] // heads)
     else:
-        raise InvalidModelError(f"RotaryEmbedding input must be 3-D or 4-D, not {list(shape)}")
+        raise EvaluationError(f"RotaryEmbedding input must be 3-D or 4-D, not {list(shape)}")
     d = t.shape[3]
     rot = int(ctx.attr("rotary_embedding_dim", 0) or 0) or d
     if rot > d or rot % 2:
-        raise InvalidModelError(f"rotary_embedding_dim {rot} does not fit head size {d}")
+        raise EvaluationError(f"rotary_embedding_dim {rot} does not fit head size {d}")
     cos = np.asarray(cos_cache)
     sin = np.asarray(sin_cache)
     if position_ids is not None:
         pos = np.asarray(position_ids).astype(np.int64)
         if pos.size and (pos.min() < 0 or pos.max() >= cos.shape[0]):
-            raise InvalidModelError("RotaryEmbedding position_ids exceed the caches")
+            raise EvaluationError("RotaryEmbedding position_ids exceed the caches")
         cos, sin = cos[pos], sin[pos]
     half = rot // 2
     cos = cos[..., :half].astype(np.float64)[:, :, None, :]  # [B, S, 1, R/2]
@@ -176,14 +176,14 @@ def tensor_scatter(ctx, past_cache, update, write_indices=None):
     upd = np.asarray(update)
     axis = int(ctx.attr("axis", -2))
     if not -cache.ndim <= axis < cache.ndim or axis % cache.ndim == 0:
-        raise InvalidModelError(f"TensorScatter axis {axis} is not a non-batch axis of rank "
-                                f"{cache.ndim}")
+        raise EvaluationError(f"TensorScatter axis {axis} is not a non-batch axis of rank "
+                              f"{cache.ndim}")
     axis %= cache.ndim
     if upd.ndim != cache.ndim or any(u != c for i, (u, c) in enumerate(zip(upd.shape,
                                                                          cache.shape))
                                      if i != axis):
-        raise InvalidModelError(f"TensorScatter update {list(upd.shape)} does not fit the "
-                                f"cache {list(cache.shape)}")
+        raise EvaluationError(f"TensorScatter update {list(upd.shape)} does not fit the "
+                              f"cache {list(cache.shape)}")
     batch, length, seq = cache.shape[0], cache.shape[axis], upd.shape[axis]
     starts = np.zeros(batch, np.int64) if write_indices is None else \
         np.asarray(write_indices).astype(np.int64).reshape(-1)
@@ -194,8 +194,8 @@ def tensor_scatter(ctx, past_cache, update, write_indices=None):
         if circular:
             pos = pos % length
         elif seq and (starts[b] < 0 or pos[-1] >= length):
-            raise InvalidModelError(f"TensorScatter writes positions {starts[b]}..{pos[-1]} of "
-                                    f"a cache of {length}")
+            raise EvaluationError(f"TensorScatter writes positions {starts[b]}..{pos[-1]} of "
+                                  f"a cache of {length}")
         target = np.moveaxis(out[b], axis - 1, 0)
         target[pos] = np.moveaxis(upd[b], axis - 1, 0)
     return out
@@ -206,7 +206,7 @@ def swiglu(ctx, a, b):
     """SwiGLU: ``A * sigmoid(alpha * A) * B`` (A and B of one shape)."""
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape:
-        raise InvalidModelError(f"SwiGLU inputs have shapes {list(a.shape)} and {list(b.shape)}")
+        raise EvaluationError(f"SwiGLU inputs have shapes {list(a.shape)} and {list(b.shape)}")
     alpha = float(ctx.attr("alpha", 1.0))
     af = a.astype(np.float64)
     e = np.exp(-np.abs(alpha * af))
@@ -228,12 +228,12 @@ def linear_attention(ctx, query, key, value, past_state=None, decay=None, beta=N
     q, k, v = (np.asarray(t) for t in (query, key, value))
     hq, hkv = int(ctx.attrs["q_num_heads"]), int(ctx.attrs["kv_num_heads"])
     if hq <= 0 or hkv <= 0 or hq % hkv:
-        raise InvalidModelError(f"q_num_heads {hq} must be a positive multiple of "
-                                f"kv_num_heads {hkv}")
+        raise EvaluationError(f"q_num_heads {hq} must be a positive multiple of "
+                              f"kv_num_heads {hkv}")
     bsz, steps = q.shape[0], q.shape[1]
     dk, dv = q.shape[2] // hq, v.shape[2] // hkv
     if q.shape[2] != hq * dk or k.shape[2] != hkv * dk or v.shape[2] != hkv * dv:
-        raise InvalidModelError("LinearAttention head sizes do not divide the packed dims")
+        raise EvaluationError("LinearAttention head sizes do not divide the packed dims")
     rule = ctx.attr("update_rule", "gated_delta")
     if rule not in ("linear", "gated", "delta", "gated_delta"):
         raise InvalidModelError(f"update_rule {rule!r} is not linear, gated, delta or "
@@ -286,10 +286,10 @@ def flex_attention(ctx, q, k, v):
     """
     q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
     if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
-        raise InvalidModelError("FlexAttention inputs must be rank 4")
+        raise EvaluationError("FlexAttention inputs must be rank 4")
     hq, hkv = q.shape[1], k.shape[1]
     if hq % hkv:
-        raise InvalidModelError(f"{hq} query heads are not a multiple of {hkv} key heads")
+        raise EvaluationError(f"{hq} query heads are not a multiple of {hkv} key heads")
     precision = ctx.attr("softmax_precision", None)
     work = INFO[int(precision)].dtype if precision else \
         np.dtype(np.float64 if q.dtype == np.float64 else np.float32)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import InvalidModelError, UnsupportedError
+from ...errors import EvaluationError, InvalidModelError, UnsupportedError
 from ...ir.dtypes import INFO, DataType
 from ...lazy import ml_dtypes  # imported when a narrow type is used (0.5 s in 0.7.0)
 from ..registry import op
@@ -97,7 +97,7 @@ def _from_strings(x: np.ndarray, dt: np.dtype) -> np.ndarray:
     try:
         vals = [_parse_number(v, dt) for v in flat]
     except ValueError as e:
-        raise InvalidModelError(f"Cast: a string is not a number: {e}") from None
+        raise EvaluationError(f"Cast: a string is not a number: {e}") from None
     if dt.kind in "iu":
         return np.array(vals, dtype=object).astype(np.int64).astype(dt).reshape(x.shape)
     return np.array(vals, dtype=np.float64).astype(dt).reshape(x.shape)
@@ -215,7 +215,7 @@ def bitcast(ctx, x):
         codes = x.view(np.uint8) & np.uint8((1 << bits) - 1)
         return codes.view(dt)
     if dt == np.bool_ and ((x.view(np.uint8) > 1).any()):
-        raise InvalidModelError("BitCast to bool of a byte other than 0 or 1")
+        raise EvaluationError("BitCast to bool of a byte other than 0 or 1")
     little = (x if x.flags.c_contiguous else x.copy()).astype(x.dtype.newbyteorder("<"),
                                                              copy=False)
     return little.view(dt.newbyteorder("<")).astype(dt, copy=False)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import InvalidModelError
+from ...errors import EvaluationError, InvalidModelError
 from ...ir.dtypes import INFO
 from ..registry import op
 from ._util import axis_index
@@ -19,13 +19,13 @@ def _truth(value, what: str) -> bool:
     """The single boolean held by a condition tensor (shape [] or [1])."""
     arr = np.asarray(value)
     if arr.size != 1:
-        raise InvalidModelError(f"{what} must hold one element, not shape {list(arr.shape)}")
+        raise EvaluationError(f"{what} must hold one element, not shape {list(arr.shape)}")
     return bool(arr.reshape(-1)[0])
 
 
 def _check_count(got: list, want: int, what: str) -> None:
     if len(got) != want:
-        raise InvalidModelError(f"{what} gave {len(got)} values where {want} are needed")
+        raise EvaluationError(f"{what} gave {len(got)} values where {want} are needed")
 
 
 def _empty_like_output(graph, index: int) -> np.ndarray:
@@ -115,7 +115,7 @@ def _stack(items: list, axis: int, what: str) -> np.ndarray:
     try:
         return np.stack([np.asarray(x) for x in items], axis=axis)
     except ValueError as e:
-        raise InvalidModelError(f"{what}: iterations gave values of different shapes ({e})") \
+        raise EvaluationError(f"{what}: iterations gave values of different shapes ({e})") \
             from None
 
 
@@ -125,7 +125,7 @@ def _scan_once(ctx, body, states: list, scan_inputs: list, in_axes, in_dirs, out
     n_states = len(states)
     lengths = {int(x.shape[a]) for x, a in zip(scan_inputs, in_axes)}
     if len(lengths) > 1:
-        raise InvalidModelError(f"Scan inputs have different sequence lengths {sorted(lengths)}")
+        raise EvaluationError(f"Scan inputs have different sequence lengths {sorted(lengths)}")
     steps = lengths.pop() if lengths else 0
     scans: list[list] | None = None
     for t in range(steps):
@@ -218,8 +218,8 @@ def scan8(ctx, sequence_lens, *inputs):
     lens = (np.full(batch, max_len, dtype=np.int64) if sequence_lens is None
             else np.asarray(sequence_lens).reshape(-1).astype(np.int64))
     if lens.size != batch or (lens < 0).any() or (lens > max_len).any():
-        raise InvalidModelError(f"Scan sequence_lens {lens.tolist()} do not fit batch {batch} "
-                                f"and sequence length {max_len}")
+        raise EvaluationError(f"Scan sequence_lens {lens.tolist()} do not fit batch {batch} "
+                              f"and sequence length {max_len}")
     final_states: list[list] = [[] for _ in range(n)]
     outputs: list[list] = [[] for _ in range(k)]
     for b in range(batch):

@@ -16,7 +16,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ... import limits
-from ...errors import InvalidModelError, UnsupportedError
+from ...errors import EvaluationError, InvalidModelError, UnsupportedError
 from ..registry import op
 from ._util import back, wide_all
 
@@ -49,7 +49,7 @@ def conv_pads(auto_pad: str, in_shape, kernel, strides, dilations, pads):
     elif auto_pad in ("NOTSET", ""):
         pads = list(pads) if pads else [0] * (2 * n)
         if len(pads) != 2 * n:
-            raise InvalidModelError(f"pads {pads} has not 2 x {n} values")
+            raise EvaluationError(f"pads {pads} has not 2 x {n} values")
         begin, end = pads[:n], pads[n:]
     else:
         raise UnsupportedError(f"auto_pad {auto_pad!r} is not NOTSET, SAME_UPPER, SAME_LOWER or "
@@ -83,7 +83,7 @@ def padded(x, kernel, strides, dilations, begin, out, fill=0):
     spatial extents are exactly what ``out`` windows need. Raises InvalidModelError when no
     window fits, UnsupportedError past ``limits.MAX_ELEMENT_COUNT`` elements."""
     if any(o <= 0 for o in out):
-        raise InvalidModelError(f"the window does not fit: output extents {out}")
+        raise EvaluationError(f"the window does not fit: output extents {out}")
     if math.prod(x.shape[:2]) * math.prod(out) * math.prod(kernel) > limits.MAX_ELEMENT_COUNT:
         raise UnsupportedError("the receptive fields have more than 2^60 elements")
     needed = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out, strides, kernel, dilations)]
@@ -120,7 +120,7 @@ def _geometry(ctx, x, kernel):
     strides = ctx.attr("strides") or [1] * n
     dilations = ctx.attr("dilations") or [1] * n
     if len(strides) != n or len(dilations) != n or len(kernel) != n:
-        raise InvalidModelError(f"kernel_shape, strides or dilations do not have {n} values")
+        raise EvaluationError(f"kernel_shape, strides or dilations do not have {n} values")
     if any(s < 1 for s in strides) or any(d < 1 for d in dilations):
         raise InvalidModelError("strides and dilations must be positive")
     return strides, dilations
@@ -129,18 +129,18 @@ def _geometry(ctx, x, kernel):
 @op("Conv", since=(1, 11, 22))
 def conv(ctx, x, w, b=None):
     if x.ndim < 3:
-        raise InvalidModelError(f"Conv input has rank {x.ndim}; at least 3 expected")
+        raise EvaluationError(f"Conv input has rank {x.ndim}; at least 3 expected")
     group = ctx.attr("group", 1)
     kernel = list(ctx.attr("kernel_shape") or w.shape[2:])
     if tuple(kernel) != tuple(w.shape[2:]):
-        raise InvalidModelError(f"kernel_shape {kernel} does not match the weights {w.shape}")
+        raise EvaluationError(f"kernel_shape {kernel} does not match the weights {w.shape}")
     strides, dilations = _geometry(ctx, x, kernel)
     begin, end, out = conv_pads(ctx.attr("auto_pad", "NOTSET"), x.shape[2:], kernel, strides,
                                 dilations, ctx.attr("pads"))
     N, C = x.shape[:2]
     M = w.shape[0]
     if C != w.shape[1] * group or M % group:
-        raise InvalidModelError(f"Conv: {C} input channels, weights {w.shape}, group {group}")
+        raise EvaluationError(f"Conv: {C} input channels, weights {w.shape}, group {group}")
     args, dt = wide_all(x, w) if b is None else wide_all(x, w, b)
     x, w = args[0], args[1]
     Cg, Mg, K, P = C // group, M // group, math.prod(kernel), math.prod(out)
@@ -167,12 +167,12 @@ def conv(ctx, x, w, b=None):
 @op("ConvTranspose", since=(1, 11, 22))
 def conv_transpose(ctx, x, w, b=None):
     if x.ndim < 3:
-        raise InvalidModelError(f"ConvTranspose input has rank {x.ndim}; at least 3 expected")
+        raise EvaluationError(f"ConvTranspose input has rank {x.ndim}; at least 3 expected")
     group = ctx.attr("group", 1)
     N, C = x.shape[:2]
     if w.shape[0] != C or C % group:
-        raise InvalidModelError(f"ConvTranspose: {C} input channels, weights {w.shape}, "
-                                f"group {group}")
+        raise EvaluationError(f"ConvTranspose: {C} input channels, weights {w.shape}, "
+                              f"group {group}")
     Mg = w.shape[1]
     M = Mg * group
     kernel = list(ctx.attr("kernel_shape") or w.shape[2:])
@@ -198,12 +198,12 @@ def conv_transpose(ctx, x, w, b=None):
     else:
         pads = ctx.attr("pads") or [0] * (2 * n)
         if len(pads) != 2 * n:
-            raise InvalidModelError(f"pads {pads} has not 2 x {n} values")
+            raise EvaluationError(f"pads {pads} has not 2 x {n} values")
         begin, end = list(pads[:n]), list(pads[n:])
         out = [s * (i - 1) + op_ + k - pb - pe for s, i, op_, k, pb, pe in
                zip(strides, in_sp, out_pad, dk, begin, end)]
     if any(o <= 0 for o in out):
-        raise InvalidModelError(f"ConvTranspose output extents {out} are not positive")
+        raise EvaluationError(f"ConvTranspose output extents {out} are not positive")
     if N * M * math.prod(out) > limits.MAX_ELEMENT_COUNT:
         raise UnsupportedError("ConvTranspose output has more than 2^60 elements")
     args, dt = wide_all(x, w) if b is None else wide_all(x, w, b)
@@ -248,19 +248,19 @@ def causal_conv_with_state(ctx, x, w, b=None, past_state=None):
         raise UnsupportedError(f"CausalConvWithState activation {activation!r} is not none, "
                                f"silu or swish")
     if x.ndim != 3 or w.ndim != 3 or w.shape[1] != 1 or w.shape[0] != x.shape[1]:
-        raise InvalidModelError(f"CausalConvWithState: input {x.shape} and weight {w.shape} "
-                                f"are not [N, C, L] and [C, 1, k]")
+        raise EvaluationError(f"CausalConvWithState: input {x.shape} and weight {w.shape} "
+                              f"are not [N, C, L] and [C, 1, k]")
     N, C, L = x.shape
     k = w.shape[2]
     if k < 1:
-        raise InvalidModelError("CausalConvWithState kernel size is 0")
+        raise EvaluationError("CausalConvWithState kernel size is 0")
     if past_state is None:
         past_state = np.zeros((N, C, k - 1), dtype=x.dtype)
     elif past_state.shape != (N, C, k - 1):
-        raise InvalidModelError(f"CausalConvWithState past_state {past_state.shape} is not "
-                                f"{(N, C, k - 1)}")
+        raise EvaluationError(f"CausalConvWithState past_state {past_state.shape} is not "
+                              f"{(N, C, k - 1)}")
     if b is not None and b.shape != (C,):
-        raise InvalidModelError(f"CausalConvWithState bias {b.shape} is not ({C},)")
+        raise EvaluationError(f"CausalConvWithState bias {b.shape} is not ({C},)")
     padded_x = np.concatenate([past_state, x], axis=2)
     args, dt = wide_all(padded_x, w) if b is None else wide_all(padded_x, w, b)
     p, wk = args[0], args[1][:, 0, :]
@@ -292,7 +292,7 @@ def deform_conv(ctx, x, w, offset, b=None, mask=None):
     fit together.
     """
     if x.ndim < 3:
-        raise InvalidModelError(f"DeformConv input has rank {x.ndim}; at least 3 expected")
+        raise EvaluationError(f"DeformConv input has rank {x.ndim}; at least 3 expected")
     N, C = x.shape[:2]
     sp = x.shape[2:]
     nd = len(sp)
@@ -301,19 +301,19 @@ def deform_conv(ctx, x, w, offset, b=None, mask=None):
     og = ctx.attr("offset_group", 1)
     kernel = list(ctx.attr("kernel_shape") or w.shape[2:])
     if tuple(kernel) != tuple(w.shape[2:]):
-        raise InvalidModelError(f"kernel_shape {kernel} does not match the weights {w.shape}")
+        raise EvaluationError(f"kernel_shape {kernel} does not match the weights {w.shape}")
     strides, dilations = _geometry(ctx, x, kernel)
     begin, end, out = conv_pads("NOTSET", sp, kernel, strides, dilations, ctx.attr("pads"))
     if group < 1 or og < 1 or C != w.shape[1] * group or M % group or C % og:
-        raise InvalidModelError(f"DeformConv: {C} input channels, weights {w.shape}, group "
-                                f"{group}, offset_group {og}")
+        raise EvaluationError(f"DeformConv: {C} input channels, weights {w.shape}, group "
+                              f"{group}, offset_group {og}")
     K, P = math.prod(kernel), math.prod(out)
     if any(o <= 0 for o in out) or offset.shape != (N, og * K * nd) + tuple(out):
-        raise InvalidModelError(f"DeformConv offset shape {offset.shape} is not "
-                                f"{(N, og * K * nd) + tuple(out)}")
+        raise EvaluationError(f"DeformConv offset shape {offset.shape} is not "
+                              f"{(N, og * K * nd) + tuple(out)}")
     if mask is not None and mask.shape != (N, og * K) + tuple(out):
-        raise InvalidModelError(f"DeformConv mask shape {mask.shape} is not "
-                                f"{(N, og * K) + tuple(out)}")
+        raise EvaluationError(f"DeformConv mask shape {mask.shape} is not "
+                              f"{(N, og * K) + tuple(out)}")
     if N * C * K * P > limits.MAX_ELEMENT_COUNT:
         raise UnsupportedError("DeformConv samples more than 2^60 elements")
     args, dt = wide_all(x, w) if b is None else wide_all(x, w, b)

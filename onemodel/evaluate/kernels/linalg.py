@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import InvalidModelError
+from ...errors import EvaluationError, InvalidModelError
 from ..registry import op
 from ._util import back, wide, wide_all
 
@@ -76,7 +76,7 @@ def gemm(ctx, a, b, c=None):
     alpha = ctx.attr("alpha", 1.0)
     beta = ctx.attr("beta", 1.0)
     if a.ndim != 2 or b.ndim != 2:
-        raise InvalidModelError(f"Gemm inputs must be 2-D, not {a.shape} and {b.shape}")
+        raise EvaluationError(f"Gemm inputs must be 2-D, not {a.shape} and {b.shape}")
     if ctx.attr("transA", 0):
         a = a.T
     if ctx.attr("transB", 0):

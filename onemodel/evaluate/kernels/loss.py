@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import InvalidModelError, UnsupportedError
+from ...errors import EvaluationError, InvalidModelError, UnsupportedError
 from ..registry import op
 from .activations import _log_softmax
 from ._util import back, wide_all
@@ -25,12 +25,12 @@ from ._util import back, wide_all
 
 def _nll(ctx, x, target, weight, name: str):
     if x.ndim < 2:
-        raise InvalidModelError(f"{name} input has rank {x.ndim}; at least 2 expected")
+        raise EvaluationError(f"{name} input has rank {x.ndim}; at least 2 expected")
     if target.shape != (x.shape[0],) + x.shape[2:]:
-        raise InvalidModelError(f"{name}: target shape {target.shape} does not match input "
-                                f"{x.shape} without its class axis")
+        raise EvaluationError(f"{name}: target shape {target.shape} does not match input "
+                              f"{x.shape} without its class axis")
     if target.dtype.kind not in "iu":
-        raise InvalidModelError(f"{name}: target must be an integer tensor, not {target.dtype}")
+        raise EvaluationError(f"{name}: target must be an integer tensor, not {target.dtype}")
     reduction = ctx.attr("reduction", "mean")
     if reduction not in ("none", "sum", "mean"):
         raise UnsupportedError(f"{name} reduction {reduction!r} is not none, sum or mean")
@@ -39,12 +39,12 @@ def _nll(ctx, x, target, weight, name: str):
     t = target.astype(np.int64)
     keep = np.ones(t.shape, bool) if ignore is None else t != ignore
     if ((t < 0) | (t >= C))[keep].any():
-        raise InvalidModelError(f"{name}: a target is outside [0, {C}) and is not ignore_index")
+        raise EvaluationError(f"{name}: a target is outside [0, {C}) and is not ignore_index")
     safe = np.where(keep, t, 0)
     picked = np.take_along_axis(x, safe[:, None], axis=1)[:, 0]
     if weight is not None:
         if weight.shape != (C,):
-            raise InvalidModelError(f"{name}: weight shape {weight.shape} is not ({C},)")
+            raise EvaluationError(f"{name}: weight shape {weight.shape} is not ({C},)")
         w = np.where(keep, weight[safe], 0).astype(x.dtype)
     else:
         w = keep.astype(x.dtype)
@@ -70,8 +70,8 @@ def softmax_cross_entropy_loss(ctx, scores, labels, weights=None):
     log-likelihood loss of the module doc; outputs ``(loss, log_prob)``."""
     args, dt = wide_all(scores) if weights is None else wide_all(scores, weights)
     if args[0].ndim < 2:
-        raise InvalidModelError(f"SoftmaxCrossEntropyLoss scores have rank {args[0].ndim}; at "
-                                f"least 2 expected")
+        raise EvaluationError(f"SoftmaxCrossEntropyLoss scores have rank {args[0].ndim}; at "
+                              f"least 2 expected")
     log_prob = _log_softmax(args[0], 1)
     loss = _nll(ctx, log_prob, labels, None if weights is None else args[1],
                 "SoftmaxCrossEntropyLoss")

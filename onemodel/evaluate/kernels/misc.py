@@ -16,7 +16,7 @@ import re
 
 import numpy as np
 
-from ...errors import InvalidModelError, UnsupportedError
+from ...errors import EvaluationError, InvalidModelError, UnsupportedError
 from ...ir.dtypes import INFO
 from ..registry import op
 
@@ -40,7 +40,7 @@ def _dtype(code: int, default) -> np.dtype:
 def _scalar(v, what: str, cast=float):
     arr = np.asarray(v)
     if arr.size != 1:
-        raise InvalidModelError(f"{what} must be a scalar, not shape {list(arr.shape)}")
+        raise EvaluationError(f"{what} must be a scalar, not shape {list(arr.shape)}")
     return cast(arr.reshape(-1)[0])
 
 
@@ -66,7 +66,7 @@ def dropout(ctx, x, ratio=None, training_mode=None):
     if not training or r == 0:
         return x, np.ones(x.shape, dtype=np.bool_)
     if not 0 <= r < 1:
-        raise InvalidModelError(f"Dropout ratio {r} is outside [0, 1)")
+        raise EvaluationError(f"Dropout ratio {r} is outside [0, 1)")
     mask = _rng(ctx).random(x.shape) >= r
     return (x * mask / (1 - r)).astype(x.dtype), mask
 
@@ -143,7 +143,7 @@ def multinomial(ctx, x):
     int32 (default) or int64."""
     logits = np.asarray(x, dtype=np.float64)
     if logits.ndim != 2:
-        raise InvalidModelError("Multinomial input must be [batch_size, class_size]")
+        raise EvaluationError("Multinomial input must be [batch_size, class_size]")
     n = int(ctx.attr("sample_size", 1))
     p = np.exp(logits - logits.max(axis=1, keepdims=True))
     cdf = np.cumsum(p / p.sum(axis=1, keepdims=True), axis=1)
@@ -157,7 +157,7 @@ def multinomial(ctx, x):
 def _window(ctx, size, kind: str) -> np.ndarray:
     n = _scalar(size, f"{kind} size", int)
     if n < 0:
-        raise InvalidModelError(f"window size {n} is negative")
+        raise EvaluationError(f"window size {n} is negative")
     periodic = int(ctx.attr("periodic", 1))
     denom = n if periodic else n - 1
     k = np.arange(n, dtype=np.float64)
@@ -200,7 +200,7 @@ def _as_complex(x: np.ndarray) -> np.ndarray:
         c = np.empty(x.shape[:-1], dtype=ctype)
         c.real, c.imag = x[..., 0], x[..., 1]
         return c
-    raise InvalidModelError(f"the last axis of a signal must be 1 or 2, not {x.shape[-1]}")
+    raise EvaluationError(f"the last axis of a signal must be 1 or 2, not {x.shape[-1]}")
 
 
 def _from_complex(c: np.ndarray, dtype) -> np.ndarray:
@@ -215,11 +215,11 @@ def dft(signal: np.ndarray, axis: int, length: int | None, inverse: bool, onesid
     if inverse and onesided:  # IRFFT: one-sided spectrum in, real signal out
         n = 2 * (c.shape[axis] - 1) if length is None else length
         if n <= 0:
-            raise InvalidModelError(f"dft_length {n} must be positive")
+            raise EvaluationError(f"dft_length {n} must be positive")
         return np.fft.irfft(c, n=n, axis=axis)[..., None].astype(dtype)
     n = c.shape[axis] if length is None else length
     if n <= 0:
-        raise InvalidModelError(f"dft_length {n} must be positive")
+        raise EvaluationError(f"dft_length {n} must be positive")
     if inverse:
         out = np.fft.ifft(c, n=n, axis=axis)
     else:
@@ -236,7 +236,7 @@ def dft17(ctx, x, dft_length=None):
     axis = int(ctx.attr("axis", 1))
     rank = x.ndim - 1
     if not -rank <= axis < rank:
-        raise InvalidModelError(f"DFT axis {axis} is outside the signal rank {rank}")
+        raise EvaluationError(f"DFT axis {axis} is outside the signal rank {rank}")
     n = None if dft_length is None else _scalar(dft_length, "dft_length", int)
     return dft(x, axis % rank, n, bool(ctx.attr("inverse", 0)), bool(ctx.attr("onesided", 0)))
 
@@ -248,7 +248,7 @@ def dft20(ctx, x, dft_length=None, axis=None):
     x = np.asarray(x)
     a = -2 if axis is None else _scalar(axis, "DFT axis", int)
     if not -x.ndim <= a < x.ndim - 1 or a == -1:
-        raise InvalidModelError(f"DFT axis {a} does not name a signal axis of rank {x.ndim}")
+        raise EvaluationError(f"DFT axis {a} does not name a signal axis of rank {x.ndim}")
     a = a % x.ndim
     n = None if dft_length is None else _scalar(dft_length, "dft_length", int)
     return dft(x, a, n, bool(ctx.attr("inverse", 0)), bool(ctx.attr("onesided", 0)))
@@ -264,20 +264,20 @@ def stft(ctx, signal, frame_step, window=None, frame_length=None):
     """
     x = np.asarray(signal)
     if x.ndim != 3:
-        raise InvalidModelError("STFT signal must be [batch, length, 1 or 2]")
+        raise EvaluationError("STFT signal must be [batch, length, 1 or 2]")
     step = _scalar(frame_step, "frame_step", int)
     length = x.shape[1]
     if window is not None:
         w = np.asarray(window).astype(np.float64).reshape(-1)
         flen = w.size if frame_length is None else _scalar(frame_length, "frame_length", int)
         if w.size != flen:
-            raise InvalidModelError(f"window has {w.size} values, frame_length is {flen}")
+            raise EvaluationError(f"window has {w.size} values, frame_length is {flen}")
     else:
         flen = length if frame_length is None else _scalar(frame_length, "frame_length", int)
         w = np.ones(flen)
     if step <= 0 or flen <= 0 or flen > length:
-        raise InvalidModelError(f"frame_step {step} / frame_length {flen} do not fit a signal of "
-                                f"{length}")
+        raise EvaluationError(f"frame_step {step} / frame_length {flen} do not fit a signal of "
+                              f"{length}")
     frames = (length - flen) // step + 1
     c = _as_complex(x)
     idx = np.arange(frames)[:, None] * step + np.arange(flen)[None, :]
@@ -302,7 +302,7 @@ def mel_weight_matrix(ctx, num_mel_bins, dft_length, sample_rate, lower_edge_her
     lo = _scalar(lower_edge_hertz, "lower_edge_hertz")
     hi = _scalar(upper_edge_hertz, "upper_edge_hertz")
     if bins <= 0 or n_dft <= 0 or rate <= 0:
-        raise InvalidModelError("num_mel_bins, dft_length and sample_rate must be positive")
+        raise EvaluationError("num_mel_bins, dft_length and sample_rate must be positive")
     n_spec = n_dft // 2 + 1
     mel_lo = 2595 * math.log10(1 + lo / 700)
     mel_hi = 2595 * math.log10(1 + hi / 700)
@@ -344,7 +344,7 @@ def string_normalizer(ctx, x):
     is dropped the output is [""] ([1] or [1, 1])."""
     s = _strings(x)
     if s.ndim not in (1, 2) or (s.ndim == 2 and s.shape[0] != 1):
-        raise InvalidModelError(f"StringNormalizer takes [C] or [1, C], not {list(s.shape)}")
+        raise EvaluationError(f"StringNormalizer takes [C] or [1, C], not {list(s.shape)}")
     stop = list(ctx.attr("stopwords", None) or [])
     sensitive = int(ctx.attr("is_case_sensitive", 0))
     if sensitive:
@@ -477,13 +477,13 @@ def col2im(ctx, x, image_shape, block_shape):
     pads = list(ctx.attr("pads", None) or [0] * (2 * nd))
     bsize = math.prod(blk)
     if x.ndim != 3 or x.shape[1] % bsize:
-        raise InvalidModelError(f"Col2Im input {list(x.shape)} does not fit block {blk}")
+        raise EvaluationError(f"Col2Im input {list(x.shape)} does not fit block {blk}")
     n, c = x.shape[0], x.shape[1] // bsize
     padded = [img[i] + pads[i] + pads[nd + i] for i in range(nd)]
     counts = [(padded[i] - (dil[i] * (blk[i] - 1) + 1)) // strides[i] + 1 for i in range(nd)]
     if math.prod(counts) != x.shape[2]:
-        raise InvalidModelError(f"Col2Im: {x.shape[2]} blocks, the geometry gives "
-                                f"{math.prod(counts)}")
+        raise EvaluationError(f"Col2Im: {x.shape[2]} blocks, the geometry gives "
+                              f"{math.prod(counts)}")
     out = np.zeros((n, c) + tuple(padded), dtype=np.float64)
     cols = x.reshape((n, c) + tuple(blk) + tuple(counts)).astype(np.float64)
     for bidx in np.ndindex(*blk):

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from ...errors import InvalidModelError, UnsupportedError
+from ...errors import EvaluationError, InvalidModelError, UnsupportedError
 from ..registry import op
 
 ML = "ai.onnx.ml"
@@ -98,7 +98,7 @@ def _features(x) -> np.ndarray:
     """The input of an ml operator as float64 [N, F] (a 1-D input is one row)."""
     x = np.asarray(x)
     if x.dtype == object:
-        raise InvalidModelError("a numeric tensor is expected, not strings")
+        raise EvaluationError("a numeric tensor is expected, not strings")
     x = x.astype(np.float64)
     if x.ndim == 1:
         x = x[None, :]
@@ -131,7 +131,7 @@ def linear_classifier(ctx, x):
     coefs = np.asarray(ctx.attrs["coefficients"], dtype=np.float64)
     n_feat = xf.shape[1]
     if n_feat == 0 or coefs.size % n_feat:
-        raise InvalidModelError(f"{coefs.size} coefficients do not fit {n_feat} features")
+        raise EvaluationError(f"{coefs.size} coefficients do not fit {n_feat} features")
     coefs = coefs.reshape(-1, n_feat)
     n_cls = coefs.shape[0]
     intercepts = np.asarray(ctx.attr("intercepts", None) or [0.0] * n_cls, dtype=np.float64)
@@ -172,8 +172,8 @@ def linear_regressor(ctx, x):
     targets = int(ctx.attr("targets", 1))
     coefs = np.asarray(ctx.attr("coefficients", None) or [], dtype=np.float64)
     if coefs.size != targets * xf.shape[1]:
-        raise InvalidModelError(f"{coefs.size} coefficients do not fit {targets} targets and "
-                                f"{xf.shape[1]} features")
+        raise EvaluationError(f"{coefs.size} coefficients do not fit {targets} targets and "
+                              f"{xf.shape[1]} features")
     intercepts = np.asarray(ctx.attr("intercepts", None) or [0.0] * targets, dtype=np.float64)
     y = xf @ coefs.reshape(targets, -1).T + intercepts
     return post_transform(y, ctx.attr("post_transform", "NONE")).astype(np.float32)
@@ -229,7 +229,7 @@ def imputer(ctx, x):
         values = np.asarray(ctx.attr("imputed_value_int64s", None) or [], dtype=x.dtype)
         hit = x == int(ctx.attr("replaced_value_int64", 0))
     if values.size not in (1, x.shape[-1] if x.ndim else 1):
-        raise InvalidModelError(f"{values.size} imputed values for {x.shape[-1]} features")
+        raise EvaluationError(f"{values.size} imputed values for {x.shape[-1]} features")
     return np.where(hit, np.broadcast_to(values, x.shape) if values.size > 1 else values[0], x)
 
 
@@ -255,7 +255,7 @@ def one_hot_encoder(ctx, x):
         i = table.get(k)
         if i is None:
             if not allow:
-                raise InvalidModelError(f"OneHotEncoder: category {k!r} is not in cats")
+                raise EvaluationError(f"OneHotEncoder: category {k!r} is not in cats")
             continue
         out[row, i] = 1
     return out.reshape(x.shape + (len(cats),))
@@ -270,10 +270,10 @@ def array_feature_extractor(ctx, x, y):
     x = np.asarray(x)
     idx = np.asarray(y).astype(np.int64).reshape(-1)
     if x.ndim == 0:
-        raise InvalidModelError("ArrayFeatureExtractor needs a tensor of rank 1 or more")
+        raise EvaluationError("ArrayFeatureExtractor needs a tensor of rank 1 or more")
     if idx.size and ((idx < 0).any() or (idx >= x.shape[-1]).any()):
-        raise InvalidModelError(f"ArrayFeatureExtractor indices {idx.tolist()} are outside "
-                                f"[0, {x.shape[-1] - 1}]")
+        raise EvaluationError(f"ArrayFeatureExtractor indices {idx.tolist()} are outside "
+                              f"[0, {x.shape[-1] - 1}]")
     out = np.take(x, idx, axis=-1)
     return out.reshape(1, -1) if x.ndim == 1 else out
 
@@ -296,7 +296,7 @@ def feature_vectorizer(ctx, *inputs):
         parts.append(a)
     rows = {p.shape[0] for p in parts}
     if len(rows) > 1:
-        raise InvalidModelError(f"FeatureVectorizer inputs have different batch sizes {rows}")
+        raise EvaluationError(f"FeatureVectorizer inputs have different batch sizes {rows}")
     return np.concatenate(parts, axis=1)
 
 
@@ -312,8 +312,8 @@ def zipmap(ctx, x):
         scores = scores[None, :]
     labels, strings = _labels(ctx, "classlabels_int64s", "classlabels_strings")
     if scores.shape[-1] != labels.size:
-        raise InvalidModelError(f"ZipMap has {labels.size} labels for {scores.shape[-1]} "
-                                "columns")
+        raise EvaluationError(f"ZipMap has {labels.size} labels for {scores.shape[-1]} "
+                              "columns")
     keys = [str(k) for k in labels] if strings else [int(k) for k in labels]
     return ([dict(zip(keys, (float(v) for v in row))) for row in scores],)
 
@@ -326,7 +326,7 @@ def cast_map(ctx, x):
     SPARSE gives ``max_map`` columns with each value at the column its key names (0 elsewhere).
     """
     if not isinstance(x, dict):
-        raise InvalidModelError("CastMap needs a map input")
+        raise EvaluationError("CastMap needs a map input")
     cast_to = ctx.attr("cast_to", "TO_FLOAT")
     form = ctx.attr("map_form", "DENSE")
     items = sorted((int(k), v) for k, v in x.items())
@@ -494,8 +494,8 @@ class _Forest:
         """Leaf index reached in every tree for every row of x: [N, trees]."""
         n = x.shape[0]
         if self.feature.size and (self.feature.max() >= x.shape[1] or self.feature.min() < 0):
-            raise InvalidModelError(f"a tree reads feature {int(self.feature.max())} of an "
-                                    f"input with {x.shape[1]} features")
+            raise EvaluationError(f"a tree reads feature {int(self.feature.max())} of an "
+                                  f"input with {x.shape[1]} features")
         cur = np.broadcast_to(self.roots, (n, self.roots.size)).copy()
         rows = np.arange(n)[:, None]
         for _ in range(self.feature.size + 1):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import InvalidModelError, UnsupportedError
+from ...errors import EvaluationError, UnsupportedError
 from ..registry import op
 from ._util import axis_index, back, wide
 
@@ -124,8 +124,8 @@ def group_norm(ctx, x, scale, bias):
     G = ctx.attr("num_groups")
     N, C = x.shape[:2]
     if not G or C % G:
-        raise InvalidModelError(f"GroupNormalization: {C} channels do not divide into "
-                                f"{G} groups")
+        raise EvaluationError(f"GroupNormalization: {C} channels do not divide into "
+                              f"{G} groups")
     w = _stash(ctx, x) if ctx.opset >= 21 else wide(x)[0]
     g = w.reshape(N, G, -1)
     mean = np.mean(g, axis=2, keepdims=True)

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from ...errors import InvalidModelError, UnsupportedError
+from ...errors import EvaluationError, InvalidModelError, UnsupportedError
 from ...ir.tensor import element_count
 from ..registry import op
 from .conv import conv_pads, padded, taps
@@ -25,14 +25,14 @@ def _window(ctx, x, what: str):
     """``(n, kernel_shape, strides)`` of a windowed op on ``x`` of shape (N, C, n spatial
     axes); InvalidModelError for a rank under 3 or attributes without n values."""
     if x.ndim < 3:
-        raise InvalidModelError(f"{what} input has rank {x.ndim}; at least 3 expected")
+        raise EvaluationError(f"{what} input has rank {x.ndim}; at least 3 expected")
     n = x.ndim - 2
     kernel = ctx.attr("kernel_shape")
     if not kernel or len(kernel) != n:
-        raise InvalidModelError(f"kernel_shape {kernel} does not have {n} values")
+        raise EvaluationError(f"kernel_shape {kernel} does not have {n} values")
     strides = ctx.attr("strides") or [1] * n
     if len(strides) != n:
-        raise InvalidModelError(f"strides {strides} do not have {n} values")
+        raise EvaluationError(f"strides {strides} do not have {n} values")
     return n, kernel, strides
 
 
@@ -40,7 +40,7 @@ def _pool_geometry(ctx, x, with_dilations: bool):
     n, kernel, strides = _window(ctx, x, "pooling")
     dilations = (ctx.attr("dilations") if with_dilations else None) or [1] * n
     if len(dilations) != n:
-        raise InvalidModelError(f"dilations {dilations} do not have {n} values")
+        raise EvaluationError(f"dilations {dilations} do not have {n} values")
     auto_pad = ctx.attr("auto_pad", "NOTSET")
     begin, end, out = conv_pads(auto_pad, x.shape[2:], kernel, strides, dilations,
                                 ctx.attr("pads"))
@@ -145,7 +145,7 @@ def lp_pool(ctx, x):
 
 def _spatial(x):
     if x.ndim < 2:
-        raise InvalidModelError(f"global pooling input has rank {x.ndim}; at least 2 expected")
+        raise EvaluationError(f"global pooling input has rank {x.ndim}; at least 2 expected")
     return tuple(range(2, x.ndim))
 
 
@@ -186,24 +186,24 @@ def max_unpool(ctx, x, indices, output_shape=None):
     n, kernel, strides = _window(ctx, x, "MaxUnpool")
     pads = ctx.attr("pads") or [0] * (2 * n)
     if len(pads) != 2 * n:
-        raise InvalidModelError(f"pads {pads} do not have {2 * n} values")
+        raise EvaluationError(f"pads {pads} do not have {2 * n} values")
     if indices.shape != x.shape:
-        raise InvalidModelError(f"MaxUnpool indices shape {indices.shape} is not X's {x.shape}")
+        raise EvaluationError(f"MaxUnpool indices shape {indices.shape} is not X's {x.shape}")
     inferred = x.shape[:2] + tuple((i - 1) * s + k - b - e for i, s, k, b, e in
                                    zip(x.shape[2:], strides, kernel, pads[:n], pads[n:]))
     shape = inferred
     if output_shape is not None:
         shape = tuple(int(v) for v in np.asarray(output_shape).reshape(-1))
         if len(shape) != x.ndim or any(o < i for o, i in zip(shape, inferred)):
-            raise InvalidModelError(f"MaxUnpool output_shape {list(shape)} is smaller than the "
-                                    f"unpooled shape {list(inferred)}")
+            raise EvaluationError(f"MaxUnpool output_shape {list(shape)} is smaller than the "
+                                  f"unpooled shape {list(inferred)}")
     if any(d < 0 for d in inferred):
-        raise InvalidModelError(f"MaxUnpool output shape {list(inferred)} is not valid")
+        raise EvaluationError(f"MaxUnpool output shape {list(inferred)} is not valid")
     element_count(shape)  # UnsupportedError at 2^60 elements or more
     total = math.prod(inferred)
     flat = indices.reshape(-1).astype(np.int64)
     if flat.size and (flat.min() < 0 or flat.max() >= total):
-        raise InvalidModelError(f"a MaxUnpool index is outside the {total} unpooled elements")
+        raise EvaluationError(f"a MaxUnpool index is outside the {total} unpooled elements")
     y = np.zeros(total, dtype=x.dtype)
     y[flat] = x.reshape(-1)
     if shape == inferred:

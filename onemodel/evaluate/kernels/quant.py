@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ...errors import InvalidModelError, UnsupportedError
+from ...errors import EvaluationError, InvalidModelError, UnsupportedError
 from ...ir.dtypes import INFO, DataType, code_of_dtype
 from ...lazy import ml_dtypes  # imported when a narrow type is used (0.5 s in 0.7.0)
 from ..registry import op
@@ -70,12 +70,12 @@ def expand_param(value: np.ndarray, shape: tuple, axis: int, block_size: int,
     rank = len(shape)
     if not block_size:
         if value.ndim != 1:
-            raise InvalidModelError(f"{what} of shape {list(value.shape)} must be a scalar or "
-                                    "1-D without block_size")
+            raise EvaluationError(f"{what} of shape {list(value.shape)} must be a scalar or "
+                                  "1-D without block_size")
         a = axis_index(axis, rank, f"{what} axis")
         if value.shape[0] != shape[a]:
-            raise InvalidModelError(f"{what} has {value.shape[0]} entries for axis {a} of "
-                                    f"length {shape[a]}")
+            raise EvaluationError(f"{what} has {value.shape[0]} entries for axis {a} of "
+                                  f"length {shape[a]}")
         dims = [1] * rank
         dims[a] = value.shape[0]
         return value.reshape(dims)
@@ -85,8 +85,8 @@ def expand_param(value: np.ndarray, shape: tuple, axis: int, block_size: int,
     want = list(shape)
     want[a] = -(-shape[a] // block_size)
     if value.ndim != rank or list(value.shape) != want:
-        raise InvalidModelError(f"{what} of shape {list(value.shape)} does not fit blocked "
-                                f"quantization of shape {list(shape)} (expected {want})")
+        raise EvaluationError(f"{what} of shape {list(value.shape)} does not fit blocked "
+                              f"quantization of shape {list(shape)} (expected {want})")
     return np.repeat(value, block_size, axis=a).take(np.arange(shape[a]), axis=a)
 
 
@@ -314,20 +314,20 @@ def _conv_exact(x: np.ndarray, w: np.ndarray, attrs: dict) -> np.ndarray:
     attributes, by the Conv kernels' im2col (exact for integer values below 2**53)."""
     n_sp = x.ndim - 2
     if n_sp < 1:
-        raise InvalidModelError(f"the input has rank {x.ndim}; at least 3 expected")
+        raise EvaluationError(f"the input has rank {x.ndim}; at least 3 expected")
     group = int(attrs.get("group", 1) or 1)
     kernel = list(w.shape[2:])
     if attrs.get("kernel_shape") and list(attrs["kernel_shape"]) != kernel:
-        raise InvalidModelError(f"kernel_shape {attrs['kernel_shape']} differs from the "
-                                f"weight shape {kernel}")
+        raise EvaluationError(f"kernel_shape {attrs['kernel_shape']} differs from the "
+                              f"weight shape {kernel}")
     strides = list(attrs.get("strides") or [1] * n_sp)
     dil = list(attrs.get("dilations") or [1] * n_sp)
     if len(strides) != n_sp or len(dil) != n_sp or min(strides + dil) < 1:
-        raise InvalidModelError(f"strides {strides} / dilations {dil} do not fit {n_sp} axes")
+        raise EvaluationError(f"strides {strides} / dilations {dil} do not fit {n_sp} axes")
     n, c = x.shape[:2]
     m = w.shape[0]
     if c != w.shape[1] * group or m % group:
-        raise InvalidModelError(f"{c} input channels, weights {list(w.shape)}, group {group}")
+        raise EvaluationError(f"{c} input channels, weights {list(w.shape)}, group {group}")
     begin, _, out = conv_pads(attrs.get("auto_pad", "NOTSET") or "NOTSET", x.shape[2:], kernel,
                               strides, dil, attrs.get("pads"))
     k = math.prod(kernel)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import InvalidModelError
+from ...errors import EvaluationError
 from ..registry import op
 from ._util import axis_index, wide
 
@@ -31,7 +31,7 @@ def _axes(ctx, x, axes_input, input_form: bool):
     out = []
     for a in axes:
         if not -r <= a < max(r, 1):
-            raise InvalidModelError(f"reduction axis {a} is out of range for rank {r}")
+            raise EvaluationError(f"reduction axis {a} is out of range for rank {r}")
         out.append(a + r if a < 0 else a)
     return tuple(sorted(set(out)))
 
@@ -112,7 +112,7 @@ def _arg(fn, ctx, x):
     axis = ctx.attr("axis", 0)
     r = x.ndim
     if not -r <= axis < max(r, 1):
-        raise InvalidModelError(f"axis {axis} is out of range for rank {r}")
+        raise EvaluationError(f"axis {axis} is out of range for rank {r}")
     axis = axis + r if axis < 0 else axis
     keep = bool(ctx.attr("keepdims", 1))
     if ctx.opset >= 12 and ctx.attr("select_last_index", 0):
@@ -174,7 +174,7 @@ def _top_k(x, k, axis, largest):
     axis = axis_index(axis, x.ndim, "TopK axis")
     n = x.shape[axis]
     if k is None or not 0 <= k <= n:
-        raise InvalidModelError(f"TopK k={k} is not in [0, {n}]")
+        raise EvaluationError(f"TopK k={k} is not in [0, {n}]")
     if largest:
         # stable descending order: ties keep the lower index first
         rev = np.flip(x, axis=axis)

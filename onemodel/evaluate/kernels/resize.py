@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from ...errors import InvalidModelError, UnsupportedError
+from ...errors import EvaluationError, InvalidModelError, UnsupportedError
 from ..registry import op
 
 _MODES = ("nearest", "linear", "cubic")
@@ -196,7 +196,7 @@ def resize(ctx, x, roi=None, scales=None, sizes=None):
         axes = list(range(r))
     axes = [a + r if a < 0 else a for a in axes]
     if any(not 0 <= a < r for a in axes) or len(set(axes)) != len(axes):
-        raise InvalidModelError(f"Resize axes {ctx.attr('axes')} do not fit rank {r}")
+        raise EvaluationError(f"Resize axes {ctx.attr('axes')} do not fit rank {r}")
     opts = {
         "mode": mode,
         "transform": ctx.attr("coordinate_transformation_mode", "half_pixel"),
@@ -213,7 +213,7 @@ def resize(ctx, x, roi=None, scales=None, sizes=None):
             raise InvalidModelError("Resize with tf_crop_and_resize needs roi")
         rv = np.asarray(roi, dtype=np.float64).reshape(-1)
         if rv.size != 2 * n:
-            raise InvalidModelError(f"Resize roi has {rv.size} values for {n} axes")
+            raise EvaluationError(f"Resize roi has {rv.size} values for {n} axes")
         for i, a in enumerate(axes):
             rois[a] = (float(rv[i]), float(rv[n + i]))
     out_shape = list(x.shape)
@@ -223,14 +223,14 @@ def resize(ctx, x, roi=None, scales=None, sizes=None):
     if _present(scales):
         sv = np.asarray(scales).astype(np.float64).reshape(-1)
         if sv.size != n or (sv <= 0).any():
-            raise InvalidModelError(f"Resize scales {sv.tolist()} do not fit {n} axes")
+            raise EvaluationError(f"Resize scales {sv.tolist()} do not fit {n} axes")
         for i, a in enumerate(axes):
             factors[a] = float(sv[i])
             out_shape[a] = int(math.floor(np.float32(x.shape[a]) * np.float32(sv[i])))
     else:
         zv = np.asarray(sizes).astype(np.int64).reshape(-1)
         if zv.size != n or (zv < 0).any():
-            raise InvalidModelError(f"Resize sizes {zv.tolist()} do not fit {n} axes")
+            raise EvaluationError(f"Resize sizes {zv.tolist()} do not fit {n} axes")
         policy = ctx.attr("keep_aspect_ratio_policy", "stretch") if ctx.opset >= 18 \
             else "stretch"
         ratios = [zv[i] / x.shape[a] if x.shape[a] else 1.0 for i, a in enumerate(axes)]
@@ -254,7 +254,7 @@ def _legacy(x, scales, mode: str):
     x = np.asarray(x)
     sv = np.asarray(scales).astype(np.float64).reshape(-1)
     if sv.size != x.ndim or (sv <= 0).any():
-        raise InvalidModelError(f"scales {sv.tolist()} do not fit rank {x.ndim}")
+        raise EvaluationError(f"scales {sv.tolist()} do not fit rank {x.ndim}")
     if mode == "bilinear":
         mode = "linear"
     if mode not in ("nearest", "linear"):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import InvalidModelError, UnsupportedError
+from ...errors import EvaluationError, InvalidModelError, UnsupportedError
 from ..registry import op
 
 
@@ -88,7 +88,7 @@ class _Common:
         self.layout = int(ctx.attr("layout", 0) or 0)
         x = np.asarray(x).astype(self.dtype)
         if x.ndim != 3:
-            raise InvalidModelError(f"X must have rank 3, not shape {list(x.shape)}")
+            raise EvaluationError(f"X must have rank 3, not shape {list(x.shape)}")
         if self.layout:
             x = x.transpose(1, 0, 2)
         self.x = x
@@ -101,18 +101,18 @@ class _Common:
         hidden = int(hidden) if hidden is not None else r.shape[-1]
         self.hidden = hidden
         if w.shape != (self.num_dir, gates * hidden, x.shape[2]):
-            raise InvalidModelError(f"W has shape {list(w.shape)}, expected "
-                                    f"{[self.num_dir, gates * hidden, x.shape[2]]}")
+            raise EvaluationError(f"W has shape {list(w.shape)}, expected "
+                                  f"{[self.num_dir, gates * hidden, x.shape[2]]}")
         if r.shape != (self.num_dir, gates * hidden, hidden):
-            raise InvalidModelError(f"R has shape {list(r.shape)}, expected "
-                                    f"{[self.num_dir, gates * hidden, hidden]}")
+            raise EvaluationError(f"R has shape {list(r.shape)}, expected "
+                                  f"{[self.num_dir, gates * hidden, hidden]}")
         self.w, self.r = w, r
         if b is None:
             b = np.zeros((self.num_dir, 2 * gates * hidden), dtype=self.dtype)
         b = np.asarray(b).astype(self.dtype)
         if b.shape != (self.num_dir, 2 * gates * hidden):
-            raise InvalidModelError(f"B has shape {list(b.shape)}, expected "
-                                    f"{[self.num_dir, 2 * gates * hidden]}")
+            raise EvaluationError(f"B has shape {list(b.shape)}, expected "
+                                  f"{[self.num_dir, 2 * gates * hidden]}")
         self.wb, self.rb = b[:, :gates * hidden], b[:, gates * hidden:]
         if sequence_lens is None:
             self.lens = np.full(self.batch, self.seq, dtype=np.int64)
@@ -120,8 +120,8 @@ class _Common:
             self.lens = np.asarray(sequence_lens).reshape(-1).astype(np.int64)
             if self.lens.size != self.batch or (self.lens < 0).any() or \
                     (self.lens > self.seq).any():
-                raise InvalidModelError(f"sequence_lens {self.lens.tolist()} do not fit batch "
-                                        f"{self.batch} and seq_length {self.seq}")
+                raise EvaluationError(f"sequence_lens {self.lens.tolist()} do not fit batch "
+                                      f"{self.batch} and seq_length {self.seq}")
         self.states = []
         for s in initial_states:
             if s is None:
@@ -131,8 +131,8 @@ class _Common:
                 if self.layout:
                     s = s.transpose(1, 0, 2)
                 if s.shape != (self.num_dir, self.batch, hidden):
-                    raise InvalidModelError(f"initial state has shape {list(s.shape)}, expected "
-                                            f"{[self.num_dir, self.batch, hidden]}")
+                    raise EvaluationError(f"initial state has shape {list(s.shape)}, expected "
+                                          f"{[self.num_dir, self.batch, hidden]}")
             self.states.append(s)
         clip = ctx.attr("clip", None)
         self.clip = None if clip is None else float(clip)
@@ -240,7 +240,7 @@ def lstm(ctx, x, w, r, b=None, sequence_lens=None, initial_h=None, initial_c=Non
         p = np.zeros((c.num_dir, 3 * n), dtype=c.dtype)
     p = np.asarray(p).astype(c.dtype)
     if p.shape != (c.num_dir, 3 * n):
-        raise InvalidModelError(f"P has shape {list(p.shape)}, expected {[c.num_dir, 3 * n]}")
+        raise EvaluationError(f"P has shape {list(p.shape)}, expected {[c.num_dir, 3 * n]}")
     coupled = int(ctx.attr("input_forget", 0) or 0)
 
     def step(d, xt, states):

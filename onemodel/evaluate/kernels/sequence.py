@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import InvalidModelError
+from ...errors import EvaluationError, InvalidModelError
 from ..registry import op
 
 
 def _seq(value, what: str) -> list:
     if not isinstance(value, list):
-        raise InvalidModelError(f"{what} must be a sequence, not {type(value).__name__}")
+        raise EvaluationError(f"{what} must be a sequence, not {type(value).__name__}")
     return value
 
 
@@ -28,7 +28,7 @@ def _position(position, length: int, *, insert: bool, what: str) -> int:
     p = int(np.asarray(position).reshape(-1)[0])
     high = length if insert else length - 1
     if not -length <= p <= high:
-        raise InvalidModelError(f"{what} position {p} is outside [{-length}, {high}]")
+        raise EvaluationError(f"{what} position {p} is outside [{-length}, {high}]")
     return p + length if p < 0 else p
 
 
@@ -59,7 +59,7 @@ def sequence_erase(ctx, sequence, position=None):
     """SequenceErase: a new sequence without the element at ``position`` (default: the last)."""
     seq = list(_seq(sequence, "SequenceErase input"))
     if not seq:
-        raise InvalidModelError("SequenceErase of an empty sequence")
+        raise EvaluationError("SequenceErase of an empty sequence")
     at = len(seq) - 1 if position is None else _position(position, len(seq), insert=False,
                                                           what="SequenceErase")
     del seq[at]
@@ -89,16 +89,16 @@ def concat_from_sequence(ctx, sequence):
     """
     seq = [np.asarray(x) for x in _seq(sequence, "ConcatFromSequence input")]
     if not seq:
-        raise InvalidModelError("ConcatFromSequence of an empty sequence")
+        raise EvaluationError("ConcatFromSequence of an empty sequence")
     axis = int(ctx.attrs["axis"])
     new_axis = int(ctx.attr("new_axis", 0))
     rank = seq[0].ndim + (1 if new_axis else 0)
     if not -rank <= axis < rank:
-        raise InvalidModelError(f"ConcatFromSequence axis {axis} is outside [{-rank}, {rank - 1}]")
+        raise EvaluationError(f"ConcatFromSequence axis {axis} is outside [{-rank}, {rank - 1}]")
     try:
         return np.stack(seq, axis=axis) if new_axis else np.concatenate(seq, axis=axis)
     except ValueError as e:
-        raise InvalidModelError(f"ConcatFromSequence: {e}") from None
+        raise EvaluationError(f"ConcatFromSequence: {e}") from None
 
 
 @op("SplitToSequence", since=11)
@@ -112,7 +112,7 @@ def split_to_sequence(ctx, tensor, split=None):
     x = np.asarray(tensor)
     axis = int(ctx.attr("axis", 0))
     if not -x.ndim <= axis < x.ndim:
-        raise InvalidModelError(f"SplitToSequence axis {axis} is outside the rank {x.ndim}")
+        raise EvaluationError(f"SplitToSequence axis {axis} is outside the rank {x.ndim}")
     axis %= x.ndim
     dim = x.shape[axis]
     if split is None:
@@ -124,12 +124,12 @@ def split_to_sequence(ctx, tensor, split=None):
     if s.ndim == 0:
         step = int(s)
         if step <= 0:
-            raise InvalidModelError(f"SplitToSequence split {step} must be positive")
+            raise EvaluationError(f"SplitToSequence split {step} must be positive")
         lengths = [step] * (dim // step) + ([dim % step] if dim % step else [])
     else:
         lengths = [int(v) for v in s.reshape(-1)]
         if any(v < 0 for v in lengths) or sum(lengths) != dim:
-            raise InvalidModelError(f"SplitToSequence split {lengths} does not add up to {dim}")
+            raise EvaluationError(f"SplitToSequence split {lengths} does not add up to {dim}")
     bounds = np.cumsum([0] + lengths)
     index = [slice(None)] * x.ndim
     pieces = []
@@ -150,7 +150,7 @@ def sequence_map(ctx, input_sequence, *additional):
     n = len(seq)
     for extra in additional:
         if isinstance(extra, list) and len(extra) != n:
-            raise InvalidModelError(f"SequenceMap sequences have lengths {n} and {len(extra)}")
+            raise EvaluationError(f"SequenceMap sequences have lengths {n} and {len(extra)}")
     body = ctx.attrs["body"]
     results: list[list] = [[] for _ in range(ctx.num_outputs)]
     for i in range(n):
@@ -182,5 +182,5 @@ def optional_get_element(ctx, value):
     """OptionalGetElement: the element of a non-empty optional; from opset 18 a tensor or
     sequence input is returned as it is. Raises InvalidModelError for an empty optional."""
     if value is None:
-        raise InvalidModelError("OptionalGetElement of an empty optional")
+        raise EvaluationError("OptionalGetElement of an empty optional")
     return (value,)

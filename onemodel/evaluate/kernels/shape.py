@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ...errors import InvalidModelError, OneModelError, UnsupportedError
+from ...errors import EvaluationError, InvalidModelError, OneModelError, UnsupportedError
 from ...ir.tensor import element_count
 from ..registry import op
 from ._util import axis_index
@@ -42,12 +42,12 @@ def _reshape(x, shape, allowzero):
         for i, d in enumerate(shape):
             if d == 0:
                 if i >= x.ndim:
-                    raise InvalidModelError(f"shape {shape}: 0 at axis {i} has no input extent")
+                    raise EvaluationError(f"shape {shape}: 0 at axis {i} has no input extent")
                 shape[i] = x.shape[i]
     elif 0 in shape and -1 in shape:
-        raise InvalidModelError(f"shape {shape} has both 0 and -1 with allowzero=1")
+        raise EvaluationError(f"shape {shape} has both 0 and -1 with allowzero=1")
     if shape.count(-1) > 1:
-        raise InvalidModelError(f"shape {shape} has more than one -1")
+        raise EvaluationError(f"shape {shape} has more than one -1")
     return x.reshape(shape)
 
 
@@ -83,7 +83,7 @@ def _squeeze(x, axes):
     axes = tuple(axis_index(a, x.ndim) for a in axes)
     for a in axes:
         if x.shape[a] != 1:
-            raise InvalidModelError(f"Squeeze axis {a} has extent {x.shape[a]}, not 1")
+            raise EvaluationError(f"Squeeze axis {a} has extent {x.shape[a]}, not 1")
     return np.squeeze(x, axis=axes)
 
 
@@ -101,7 +101,7 @@ def _unsqueeze(x, axes):
     rank = x.ndim + len(axes)
     norm = sorted(axis_index(a, rank) for a in axes)
     if len(set(norm)) != len(norm):
-        raise InvalidModelError(f"Unsqueeze axes {axes} repeat an axis")
+        raise EvaluationError(f"Unsqueeze axes {axes} repeat an axis")
     shape = list(x.shape)
     for a in norm:
         shape.insert(a, 1)
@@ -114,8 +114,8 @@ def flatten(ctx, x):
     if axis < 0:
         axis += x.ndim
     if not 0 <= axis <= x.ndim:
-        raise InvalidModelError(f"Flatten axis {ctx.attr('axis', 1)} out of range for rank "
-                                f"{x.ndim}")
+        raise EvaluationError(f"Flatten axis {ctx.attr('axis', 1)} out of range for rank "
+                              f"{x.ndim}")
     return x.reshape(math.prod(x.shape[:axis]), math.prod(x.shape[axis:]))
 
 
@@ -129,7 +129,7 @@ def expand(ctx, x, shape):
 def tile(ctx, x, repeats):
     reps = _ints(repeats)
     if len(reps) != x.ndim:
-        raise InvalidModelError(f"Tile repeats {reps} do not match rank {x.ndim}")
+        raise EvaluationError(f"Tile repeats {reps} do not match rank {x.ndim}")
     _checked_shape([a * b for a, b in zip(x.shape, reps)], "Tile output shape")
     return np.tile(x, reps)
 
@@ -155,14 +155,14 @@ def concat(ctx, *xs):
 def _split_sizes(dim, n, split, equal_ceil):
     if split:
         if sum(split) != dim or any(s < 0 for s in split):
-            raise InvalidModelError(f"split {split} does not add up to extent {dim}")
+            raise EvaluationError(f"split {split} does not add up to extent {dim}")
         return split
     if equal_ceil:
         size = -(-dim // n) if n else 0
         sizes = [min(size, max(dim - i * size, 0)) for i in range(n)]
         return sizes
     if n == 0 or dim % n:
-        raise InvalidModelError(f"extent {dim} cannot be split into {n} equal parts")
+        raise EvaluationError(f"extent {dim} cannot be split into {n} equal parts")
     return [dim // n] * n
 
 
@@ -192,8 +192,8 @@ def split(ctx, x, split=None):
         raise InvalidModelError("Split has both the split input and num_outputs")
     count = n if n is not None else ctx.num_outputs
     if sizes and len(sizes) != ctx.num_outputs:
-        raise InvalidModelError(f"split {sizes} has {len(sizes)} parts for "
-                                f"{ctx.num_outputs} outputs")
+        raise EvaluationError(f"split {sizes} has {len(sizes)} parts for "
+                              f"{ctx.num_outputs} outputs")
     return _split(x, axis, _split_sizes(x.shape[axis], count, sizes, n is not None))
 
 
@@ -204,16 +204,16 @@ def _slice(x, starts, ends, axes, steps):
     if steps is None or len(steps) == 0:
         steps = [1] * len(starts)
     if not len(starts) == len(ends) == len(axes) == len(steps):
-        raise InvalidModelError("Slice starts, ends, axes and steps differ in length")
+        raise EvaluationError("Slice starts, ends, axes and steps differ in length")
     idx = [slice(None)] * x.ndim
     seen = set()
     for s, e, a, st in zip(starts, ends, axes, steps):
         a = axis_index(a, x.ndim)
         if a in seen:
-            raise InvalidModelError(f"Slice repeats axis {a}")
+            raise EvaluationError(f"Slice repeats axis {a}")
         seen.add(a)
         if st == 0:
-            raise InvalidModelError("Slice step is 0")
+            raise EvaluationError("Slice step is 0")
         dim = x.shape[a]
         if s < 0:
             s += dim
@@ -244,7 +244,7 @@ def slice_(ctx, x, starts, ends, axes=None, steps=None):
 def _check_indices(idx, dim, what):
     idx = np.asarray(idx)
     if idx.size and (idx.min() < -dim or idx.max() >= dim):
-        raise InvalidModelError(f"{what} index out of range [-{dim}, {dim - 1}]")
+        raise EvaluationError(f"{what} index out of range [-{dim}, {dim - 1}]")
     return np.where(idx < 0, idx + dim, idx) if idx.size and idx.min() < 0 else idx
 
 
@@ -270,10 +270,10 @@ def _nd_index(data, indices, batch_dims, what):
     k = indices.shape[-1]
     bshape = data.shape[:batch_dims]
     if indices.shape[:batch_dims] != bshape:
-        raise InvalidModelError(f"{what}: batch dims of indices {indices.shape} and data "
-                                f"{data.shape} differ")
+        raise EvaluationError(f"{what}: batch dims of indices {indices.shape} and data "
+                              f"{data.shape} differ")
     if batch_dims + k > data.ndim:
-        raise InvalidModelError(f"{what}: index depth {k} exceeds the data rank {data.ndim}")
+        raise EvaluationError(f"{what}: index depth {k} exceeds the data rank {data.ndim}")
     coords = []
     for j in range(k):
         dim = data.shape[batch_dims + j]
@@ -364,7 +364,7 @@ def _pad(x, pads, mode, value, axes=None):
     else:
         axes = [axis_index(a, rank) for a in axes]
     if len(pads) != 2 * len(axes):
-        raise InvalidModelError(f"pads {pads} has not 2 x {len(axes)} values")
+        raise EvaluationError(f"pads {pads} has not 2 x {len(axes)} values")
     begin = [0] * rank
     end = [0] * rank
     for i, a in enumerate(axes):
@@ -415,7 +415,7 @@ def center_crop_pad(ctx, x, shape):
     axes = ctx.attr("axes")
     axes = list(range(x.ndim)) if axes is None else [axis_index(a, x.ndim) for a in axes]
     if len(axes) != len(target):
-        raise InvalidModelError(f"CenterCropPad shape {target} does not match axes {axes}")
+        raise EvaluationError(f"CenterCropPad shape {target} does not match axes {axes}")
     crop = [slice(None)] * x.ndim
     width = [(0, 0)] * x.ndim
     for a, t in zip(axes, target):
@@ -457,7 +457,7 @@ def constant_of_shape(ctx, shape):
     if value is None:
         value = np.zeros(1, np.float32)
     if value.size != 1:
-        raise InvalidModelError("ConstantOfShape value must hold one element")
+        raise EvaluationError("ConstantOfShape value must hold one element")
     dims = _checked_shape(_ints(shape), "ConstantOfShape shape")
     out = np.empty(dims, dtype=value.dtype)
     out[...] = value.reshape(())
@@ -471,7 +471,7 @@ def range_(ctx, start, limit, delta):
     if dt.kind in "iu":
         si, li, di = int(s), int(l), int(d)
         if di == 0:
-            raise InvalidModelError("Range delta is 0")
+            raise EvaluationError("Range delta is 0")
         n = max(-(-(li - si) // di), 0)
         _checked_shape([n], "Range output")
         return (si + np.arange(n, dtype=np.int64) * di).astype(dt)
@@ -480,7 +480,7 @@ def range_(ctx, start, limit, delta):
         work = np.dtype(np.float32)  # stash_type=1 (the default) for float16/bfloat16
     sw, lw, dw = (v.astype(work) for v in (s, l, d))
     if float(dw) == 0:
-        raise InvalidModelError("Range delta is 0")
+        raise EvaluationError("Range delta is 0")
     n = max(int(math.ceil((float(lw) - float(sw)) / float(dw))), 0)
     _checked_shape([n], "Range output")
     return (sw + np.arange(n, dtype=work) * dw).astype(dt)
@@ -490,7 +490,7 @@ def range_(ctx, start, limit, delta):
 def eye_like(ctx, x):
     from ...ir.dtypes import INFO
     if x.ndim != 2:
-        raise InvalidModelError(f"EyeLike input has rank {x.ndim}, not 2")
+        raise EvaluationError(f"EyeLike input has rank {x.ndim}, not 2")
     code = ctx.attr("dtype")
     dt = x.dtype if code is None else INFO[code].dtype
     return np.eye(x.shape[0], x.shape[1], k=ctx.attr("k", 0), dtype=dt)
@@ -506,7 +506,7 @@ def trilu(ctx, x, k=None):
 def one_hot(ctx, indices, depth, values):
     d = int(np.asarray(depth).reshape(-1)[0])
     if d < 0:
-        raise InvalidModelError(f"OneHot depth {d} is negative")
+        raise EvaluationError(f"OneHot depth {d} is negative")
     idx = np.asarray(indices)
     if idx.dtype.kind == "f":
         idx = np.trunc(idx)
@@ -569,7 +569,7 @@ def depth_to_space(ctx, x):
     mode = ctx.attr("mode", "DCR")
     b, c, h, w = x.shape
     if not bs or c % (bs * bs):
-        raise InvalidModelError(f"DepthToSpace: {c} channels do not divide by blocksize^2")
+        raise EvaluationError(f"DepthToSpace: {c} channels do not divide by blocksize^2")
     if mode == "DCR":
         t = x.reshape(b, bs, bs, c // (bs * bs), h, w).transpose(0, 3, 4, 1, 5, 2)
     elif mode == "CRD":
@@ -585,7 +585,7 @@ def space_to_depth(ctx, x):
     mode = ctx.attr("mode", "DCR") if ctx.opset >= 28 else "DCR"
     b, c, h, w = x.shape
     if not bs or h % bs or w % bs:
-        raise InvalidModelError(f"SpaceToDepth: {h}x{w} does not divide by blocksize {bs}")
+        raise EvaluationError(f"SpaceToDepth: {h}x{w} does not divide by blocksize {bs}")
     t = x.reshape(b, c, h // bs, bs, w // bs, bs)
     if mode == "DCR":
         t = t.transpose(0, 3, 5, 1, 2, 4)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import InvalidModelError, UnsupportedError
+from ...errors import EvaluationError, InvalidModelError, UnsupportedError
 from ..registry import op
 
 DOMAIN = "ai.onnx.preview.training"
@@ -23,8 +23,8 @@ DOMAIN = "ai.onnx.preview.training"
 
 def _groups(name: str, tensors, count: int):
     if len(tensors) % count or not tensors:
-        raise InvalidModelError(f"{name} takes R, T and {count} groups of tensors; "
-                                f"{len(tensors)} tensors do not split into {count}")
+        raise EvaluationError(f"{name} takes R, T and {count} groups of tensors; "
+                              f"{len(tensors)} tensors do not split into {count}")
     n = len(tensors) // count
     return [tensors[i * n:(i + 1) * n] for i in range(count)]
 
@@ -32,7 +32,7 @@ def _groups(name: str, tensors, count: int):
 def _scalar(v, what: str, name: str):
     a = np.asarray(v)
     if a.size != 1:
-        raise InvalidModelError(f"{name}: {what} must be a scalar, not shape {a.shape}")
+        raise EvaluationError(f"{name}: {what} must be a scalar, not shape {a.shape}")
     return a.reshape(())
 
 

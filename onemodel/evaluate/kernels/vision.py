@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ...errors import InvalidModelError, UnsupportedError
+from ...errors import EvaluationError, UnsupportedError
 from ..registry import op
 
 
@@ -54,8 +54,8 @@ def non_max_suppression(ctx, boxes, scores, max_output_boxes_per_class=None,
     s = np.asarray(scores).astype(np.float64)
     if b.ndim != 3 or b.shape[2] != 4 or s.ndim != 3 or s.shape[0] != b.shape[0] \
             or s.shape[2] != b.shape[1]:
-        raise InvalidModelError(f"NonMaxSuppression boxes {list(b.shape)} and scores "
-                                f"{list(s.shape)} do not fit")
+        raise EvaluationError(f"NonMaxSuppression boxes {list(b.shape)} and scores "
+                              f"{list(s.shape)} do not fit")
     limit = 0 if max_output_boxes_per_class is None else \
         int(np.asarray(max_output_boxes_per_class).reshape(-1)[0])
     iou_t = 0.0 if iou_threshold is None else float(np.asarray(iou_threshold).reshape(-1)[0])
@@ -112,10 +112,10 @@ def roi_align(ctx, x, rois, batch_indices):
     r = np.asarray(rois).astype(np.float64)
     bidx = np.asarray(batch_indices).astype(np.int64).reshape(-1)
     if x.ndim != 4 or r.ndim != 2 or r.shape[1] != 4 or bidx.size != r.shape[0]:
-        raise InvalidModelError("RoiAlign needs X [N,C,H,W], rois [R,4], batch_indices [R]")
+        raise EvaluationError("RoiAlign needs X [N,C,H,W], rois [R,4], batch_indices [R]")
     if bidx.size and ((bidx < 0).any() or (bidx >= x.shape[0]).any()):
-        raise InvalidModelError(f"RoiAlign batch indices {bidx.tolist()} exceed batch "
-                                f"{x.shape[0]}")
+        raise EvaluationError(f"RoiAlign batch indices {bidx.tolist()} exceed batch "
+                              f"{x.shape[0]}")
     oh, ow = int(ctx.attr("output_height", 1)), int(ctx.attr("output_width", 1))
     ratio = int(ctx.attr("sampling_ratio", 0))
     scale = float(ctx.attr("spatial_scale", 1.0))
@@ -212,8 +212,8 @@ def grid_sample(ctx, x, grid):
     g = np.asarray(grid).astype(np.float64)
     nd = x.ndim - 2
     if g.ndim != nd + 2 or g.shape[-1] != nd or g.shape[0] != x.shape[0]:
-        raise InvalidModelError(f"GridSample grid {list(g.shape)} does not fit X "
-                                f"{list(x.shape)}")
+        raise EvaluationError(f"GridSample grid {list(g.shape)} does not fit X "
+                              f"{list(x.shape)}")
     mode = {"bilinear": "linear", "bicubic": "cubic"}.get(ctx.attr("mode", "linear"),
                                                            ctx.attr("mode", "linear"))
     if ctx.opset < 20 and ctx.attr("mode") is None:
@@ -281,7 +281,7 @@ def affine_grid(ctx, theta, size):
     dims = [int(v) for v in np.asarray(size).reshape(-1)]
     nd = len(dims) - 2
     if nd not in (2, 3) or th.shape[1:] != (nd, nd + 1):
-        raise InvalidModelError(f"AffineGrid theta {list(th.shape)} does not fit size {dims}")
+        raise EvaluationError(f"AffineGrid theta {list(th.shape)} does not fit size {dims}")
     align = bool(ctx.attr("align_corners", 0))
 
     def base(n):
