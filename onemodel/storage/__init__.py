@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 from urllib.parse import urlsplit
 
+from ..errors import UsageError
 from ..limits import MAX_COMPRESSION_RATIO, MAX_DECOMPRESSED_BYTES
 from .base import BytesSink, MemorySource, RangeBuffer, Sink, Source, is_url, prefetch
 from .compressed import (DEFAULT_LEVEL, ZstdSink, decompress_source, has_zstd_suffix, is_zstd,
@@ -132,6 +133,27 @@ def open_sink(target, *, storage_options: dict | None = None, compression: str |
     return ProgressSink(sink, progress) if progress is not None else sink
 
 
+def check_storage_options(storage_options: dict | None, *targets) -> None:
+    """Refuse storage options that nothing of an operation would use.
+
+    ``targets``: every path, URL, Source or Sink the operation opens (model file, output,
+    ``base_dir`` of external data; ``None`` and bytes are skipped). ``storage_options`` are
+    for fsspec backends of URLs only; given when every target is local they would be ignored
+    silently, so they raise :class:`~onemodel.errors.UsageError` naming the local target.
+    A command that reads from S3 and writes a local file uses them (for the S3 end) and passes.
+    """
+    if not storage_options:
+        return
+    names = [target_of(t) for t in targets if t is not None]
+    if any(t is not None and is_remote(t) for t in names):
+        return
+    shown = next((t for t in names if isinstance(t, str)), None)
+    where = f" ({shown})" if shown else ""
+    raise UsageError(f"storage options are for URLs (s3://, https:// ...), but every file of "
+                     f"this operation is local{where}: they would be ignored; drop them "
+                     f"(--storage-option)")
+
+
 def is_local(target) -> bool:
     """True when ``target`` names a local file (a path or ``file://`` URL)."""
     return local_path(target) is not None
@@ -139,6 +161,6 @@ def is_local(target) -> bool:
 
 __all__ = ["Source", "Sink", "MemorySource", "BytesSink", "LocalSource", "LocalSink",
            "RemoteSource", "RemoteSink", "ZstdSink", "RangeBuffer", "Progress", "ProgressSink",
-           "open_source", "open_sink", "is_local", "is_url", "is_zstd", "display_url",
+           "open_source", "open_sink", "check_storage_options", "is_local", "is_url", "is_zstd", "display_url",
            "decompress_source", "resolve_relative", "prefetch", "local_path", "is_remote",
            "place_of", "target_of", "url_join"]

@@ -38,7 +38,7 @@ import re
 import uuid
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
-from ..errors import InvalidModelError, IoError, OneModelError, UnsupportedError
+from ..errors import InvalidModelError, IoError, OneModelError, UnsupportedError, UsageError
 from ..limits import KiB, MiB
 from .base import Sink, Source
 from .place import file_segment
@@ -177,13 +177,25 @@ def options_for(url: str, storage_options: dict | None) -> dict:
     return {**flat, **own, **sections}
 
 
-def as_io_error(exc: BaseException, url: str, action: str = "read") -> IoError:
+_UNEXPECTED_KEYWORD = re.compile(r"unexpected keyword argument '([^']+)'")
+
+
+def as_io_error(exc: BaseException, url: str, action: str = "read") -> Exception:
     """An IoError for a backend exception (fsspec, aiohttp, botocore, OSError) naming ``url``.
 
     Not found (404, FileNotFoundError) and access denied (401/403, PermissionError) are said
-    in those words; a refused connection says it could not connect.
+    in those words; a refused connection says it could not connect. A ``TypeError`` about an
+    unexpected keyword argument (a storage option the backend does not take: s3fs and aiohttp
+    only find out when the first request is made) is a
+    :class:`~onemodel.errors.UsageError` naming the option instead.
     """
     name = display_url(url)
+    bad = _UNEXPECTED_KEYWORD.search(str(exc)) if isinstance(exc, TypeError) else None
+    if bad is not None:
+        proto = _protocol(url.split("::")[-1]) if "::" in url else _protocol(url)
+        return UsageError(f"storage option {bad.group(1)!r} is not taken by the {proto}:// "
+                          f"backend (check its spelling and its section: docs/storage.md) "
+                          f"in {name}")
     status = getattr(exc, "status", None)
     if isinstance(exc, FileNotFoundError) or status in (404, 410):
         return IoError(f"cannot {action}: not found", source=name)
@@ -539,8 +551,11 @@ class RemoteSource(Source):
             if not (start == 0 and length.isdigit() and int(length) <= want
                     and (first or int(length) == self.size)):
                 raise IoError(f"the server ignored the range request for bytes "
-                              f"{start}-{end - 1} and sent the whole object; refusing to "
-                              f"download it", offset=start, source=self.name)
+                              f"{start}-{end - 1} and sent the whole object (it does not "
+                              f"serve byte ranges, as 'python -m http.server'); refusing to "
+                              f"download it here: open 'simplecache::{self.name}' to "
+                              f"download it whole into a local cache first",
+                              offset=start, source=self.name)
             if first:
                 self.size = int(length)
             return int(length)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from onemodel.errors import IoError, MalformedError
-from onemodel.storage import RangeBuffer, open_source, prefetch
+from onemodel.storage import BytesSink, RangeBuffer, open_source, prefetch
 from onemodel.storage.remote import COALESCE_GAP, HEAD_BYTES, READAHEAD_MAX, RemoteSource
 
 from servers.http_range import refused_url
@@ -259,6 +259,25 @@ def test_server_ignoring_range_is_refused_without_downloading(big, open_first):
             RemoteSource(url, progress=src_seen.append)
         assert src_seen == []
     assert "ignored the range request" in e.value.message and url in str(e.value)
+    assert f"open 'simplecache::{url}' to download it whole" in e.value.message
+
+
+def test_simplecache_reads_a_model_from_a_server_ignoring_range(http_server, tmp_path):
+    # the way out the refusal names: simplecache:: downloads the object whole, then reads it
+    import onemodel
+
+    arrays = np.arange(100_000, dtype=np.float32)  # 400 KB: past the first read
+    with onemodel.load(str(_onnx_with(tmp_path, arrays))) as m:
+        sink = BytesSink()
+        onemodel.save(m, sink, format="onemodel")
+    http_server.files["m.onemodel"] = sink.getvalue()
+    http_server.mode = "ignore_range"
+    url = http_server.url("m.onemodel")
+    with pytest.raises(IoError, match="simplecache::"):
+        onemodel.load(url)
+    cache = {"simplecache": {"cache_storage": str(tmp_path / "cache")}}
+    with onemodel.load("simplecache::" + url, storage_options=cache) as model:
+        assert np.array_equal(model.graph.initializers[0].numpy(), arrays)
 
 
 @pytest.mark.parametrize("open_first", [False, True])
@@ -316,3 +335,25 @@ def test_object_changing_size_while_read_is_refused(big):
     with pytest.raises(IoError) as e:
         src.read(1_000_000, 10)
     assert "changed" in e.value.message
+
+
+def _onnx_with(tmp_path, array):
+    """An ONNX file whose one initializer ``w`` is ``array``; its path."""
+    from onnx import TensorProto, helper, numpy_helper, save_model
+
+    graph = helper.make_graph([helper.make_node("Identity", ["w"], ["y"])], "g", [],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(array, "w")])
+    path = tmp_path / "m.onnx"
+    save_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def test_a_wrong_storage_option_key_over_http_is_one_usage_error_naming_it(http_server):
+    from onemodel.errors import UsageError
+
+    http_server.files["m.bin"] = b"abc"
+    with pytest.raises(UsageError) as e:
+        open_source(http_server.url("m.bin"), storage_options={"bogus_option": 1})
+    assert "storage option 'bogus_option' is not taken by the http:// backend" in str(e.value)
+    assert http_server.requests == 0  # refused before anything was sent

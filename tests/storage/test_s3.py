@@ -120,3 +120,36 @@ def test_refused_connection_to_s3_is_io():
     with pytest.raises(IoError) as e:
         open_source("s3://bucket/m.onnx", storage_options=opts)
     assert "s3://bucket/m.onnx" in str(e.value)
+
+
+# -- storage options: sections from the command line, and wrong keys ----------------------------
+def test_command_line_sections_with_json_values_reach_s3fs(s3):
+    """``--storage-option s3.client_kwargs={...}`` (parsed by the CLI into nested sections)
+    works end to end: options_for merges the ``s3`` section over the flat options."""
+    from onemodel.cli.values import parse_storage_options
+
+    server, bucket = s3
+    server.filesystem().pipe_file(f"{bucket}/o.bin", b"x" * 100)
+    options = parse_storage_options([
+        "key=testing", "secret=testing",
+        f's3.endpoint_url="{server.endpoint}"',
+        's3.client_kwargs={"region_name": "us-east-1"}',
+        'http.headers={"Authorization": "Bearer never-sent-to-s3"}',  # other protocol: left out
+    ])
+    assert options["s3"]["client_kwargs"] == {"region_name": "us-east-1"}
+    src = open_source(f"s3://{bucket}/o.bin", storage_options=options, compression=None)
+    assert src.size == 100 and bytes(src.read(10, 5)) == b"xxxxx"
+
+
+@pytest.mark.parametrize("options,key", [({"bogus_option": 1}, "bogus_option"),
+                                         ({"client_kwargs": {"region_nam": "x"}}, "region_nam")])
+def test_a_wrong_storage_option_key_is_one_usage_error_naming_it(s3, options, key):
+    from onemodel.errors import UsageError
+
+    server, bucket = s3
+    server.filesystem().pipe_file(f"{bucket}/o.bin", b"x")
+    opts = {**server.storage_options, **options}
+    with pytest.raises(UsageError) as e:
+        open_source(f"s3://{bucket}/o.bin", storage_options=opts)
+    assert f"storage option {key!r} is not taken by the s3:// backend" in str(e.value)
+    assert "TypeError" not in str(e.value) and "testing" not in str(e.value)
