@@ -12,8 +12,8 @@ and every tensor's values, but it has no place for some fields of the in-memory 
 
 Values of held fields can still change in a plain file (format-extension.md, section 6): a string
 that is present but ``""`` reads back as absent, ``ir_version`` below 3 is written as 3, text that
-is not UTF-8 gets U+FFFD, a negative ``dim_value`` is written as unknown, nodes are put in
-dependency order. :func:`left_out` reports those too, with the manifest path.
+is not UTF-8 gets U+FFFD, a negative ``dim_value`` is written as unknown, a value's type that is
+present with no kind set reads back as absent, nodes are put in dependency order. :func:`left_out` reports those too, with the manifest path.
 :func:`onemodel.verify.compare_models` with ``loose=True`` ignores exactly the fields of
 :func:`v1_unheld`, plus absent-vs-empty values and unknown fields.
 """
@@ -170,6 +170,9 @@ def _value_change(kind, a, n) -> str:
         if kind == MSG:
             return "absent in the ONNX file; written as an empty placeholder"
         return f"absent in the ONNX file; a plain reader reads {_show(kind, n)}"
+    if n is None and type(a).__name__ == "Type" and a.kind is None:
+        return ("present with no kind set (an empty TypeProto) in the ONNX file; a plain reader "
+                "reads no type")
     if n is None and is_empty(kind, a):
         return (f"explicitly {_show(kind, a)} in the ONNX file; a plain reader reads it as "
                 "absent (same meaning, only its presence differs)")

@@ -412,8 +412,12 @@ def encode_graph(g: Graph, w, path: str, lvl: int) -> dict:
 
 
 def encode_value_info(v: ValueInfo, w, path: str, lvl: int) -> dict:
+    """A TypedName. A type with no kind set (a TypeProto present but empty, as exporters write
+    for If-branch outputs) is left out, as an absent one is: version 1 has no Type object for it,
+    and a placeholder would show a plain reader a type the ONNX file does not have. The
+    extension restores its presence (``type`` holds the full Type object)."""
     obj = {"name": name(v.name, f"{path}.name")}
-    if v.type is not None:
+    if v.type is not None and v.type.kind is not None:
         obj["type"] = w.full(v.type, f"{path}.type", lvl)
     return obj
 

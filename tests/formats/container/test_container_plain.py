@@ -246,3 +246,58 @@ def test_v1_unheld_of_one_record():
         {"denotation", "tensor_type", "map_type", "optional_type", "sparse_tensor_type",
          "opaque_type"}
     assert v1_unheld(OperatorSetId()) == frozenset()
+
+
+def _if_with_empty_branch_types() -> bytes:
+    """An If whose branch outputs have a ValueInfoProto.type that is present but has no value
+    case (an empty TypeProto), as silero-vad's exporter writes them."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    def branch(name, val):
+        out = onnx.ValueInfoProto(name=f"{name}_out")
+        out.type.SetInParent()
+        node = helper.make_node("Constant", [], [f"{name}_out"],
+                                value=helper.make_tensor("v", TensorProto.FLOAT, [1], [val]))
+        return helper.make_graph([node], name, [], [out])
+
+    cond = helper.make_tensor_value_info("c", TensorProto.BOOL, [])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    node = helper.make_node("If", ["c"], ["y"], then_branch=branch("then", 1.0),
+                            else_branch=branch("else", 2.0))
+    m = helper.make_model(helper.make_graph([node], "g", [cond], [y]),
+                          opset_imports=[helper.make_opsetid("", 21)])
+    assert m.graph.node[0].attribute[0].g.output[0].HasField("type")
+    return m.SerializeToString()
+
+
+def test_an_empty_type_is_absent_in_the_plain_view(tmp_path):
+    """A plain v1 reader sees no type where the ONNX file has a TypeProto with no value case
+    (it used to see {"kind": "tensor", "elem": 0}); the extension restores its presence, so
+    ONNX -> OneModel -> ONNX stays byte-identical; strict_v1 lists it."""
+    from test_container_roundtrip import manifest_of
+
+    data = _if_with_empty_branch_types()
+    (tmp_path / "m.onnx").write_bytes(data)
+    onemodel.convert(tmp_path / "m.onnx", tmp_path / "m.onemodel")
+    manifest = manifest_of((tmp_path / "m.onemodel").read_bytes())
+    for attr in manifest["graph"]["nodes"][0]["attributes"]:
+        (out,) = attr["value"]["outputs"]
+        assert "type" not in out  # the v1 view: no type
+        assert out["onnx"]["type"]["onnx"] == {"tensor_type": None}  # the extension: present
+    assert manifest["graph"]["outputs"][0]["type"] == {"kind": "tensor", "elem": 1}
+    onemodel.convert(tmp_path / "m.onemodel", tmp_path / "back.onnx")
+    assert (tmp_path / "back.onnx").read_bytes() == data
+    with onemodel.load(tmp_path / "m.onemodel") as m:
+        t = m.graph.nodes[0].attributes[0].g.outputs[0].type
+        assert t is not None and t.kind is None
+
+    result = onemodel.convert(tmp_path / "m.onnx", tmp_path / "plain.onemodel", strict_v1=True)
+    for i in (0, 1):
+        assert (f"manifest.graph.nodes[0].attributes[{i}].value.outputs[0].type: present with no "
+                "kind set (an empty TypeProto) in the ONNX file; a plain reader reads no type"
+                ) in result.omitted
+    plain = manifest_of((tmp_path / "plain.onemodel").read_bytes())
+    assert "type" not in plain["graph"]["nodes"][0]["attributes"][0]["value"]["outputs"][0]
+    with onemodel.load(tmp_path / "plain.onemodel") as m:
+        assert m.graph.nodes[0].attributes[0].g.outputs[0].type is None
