@@ -82,10 +82,11 @@ class Progress:
 
     def _show(self) -> None:
         from rich.progress import (BarColumn, DownloadColumn, Progress as RichProgress,
-                                   TextColumn, TimeRemainingColumn, TransferSpeedColumn)
+                                   TextColumn, TimeRemainingColumn)
+        # binary units (KiB, MiB), as every summary line prints sizes
         self._bar = RichProgress(TextColumn("{task.description}"), BarColumn(),
-                                 DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
-                                 console=self._console, transient=True)
+                                 DownloadColumn(binary_units=True), _speed_column(),
+                                 TimeRemainingColumn(), console=self._console, transient=True)
         self._task = self._bar.add_task(self.description, total=self.total,
                                         completed=self.done)
         self._bar.start()
@@ -101,6 +102,31 @@ class Progress:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def binary_size(n: float) -> str:
+    """``n`` bytes in binary units, as the progress bar shows them: ``"512 B"``, ``"1.5 KiB"``,
+    ``"3.0 MiB"``, ``"2.1 GiB"``."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"  # not reached
+
+
+def _speed_column():
+    """A rich column of the transfer rate in binary units (rich's own one is decimal, MB/s)."""
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class BinarySpeedColumn(ProgressColumn):
+        def render(self, task) -> Text:
+            speed = task.finished_speed or task.speed
+            if speed is None:
+                return Text("?", style="progress.data.speed")
+            return Text(f"{binary_size(speed)}/s", style="progress.data.speed")
+
+    return BinarySpeedColumn()
 
 
 class ProgressSink(Sink):

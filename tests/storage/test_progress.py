@@ -22,7 +22,8 @@ def test_bar_appears_on_a_terminal_after_the_delay():
         assert bar.shown and bar.done == 2 << 20
         bar._bar.refresh()
         text = out.getvalue()
-    assert "convert" in text and "2.1/3.1 MB" in text
+    assert "convert" in text and "2.0/3.0 MiB" in text  # binary units, as summaries
+    assert " MB" not in text and "MB/s" not in text
     assert not bar.shown
 
 
@@ -90,3 +91,21 @@ def test_a_conversion_counts_the_bytes_of_every_file_it_writes(tmp_path):
     per.parent.mkdir()
     onemodel.convert(src, per, layout="per_tensor", progress=seen.append)
     assert sum(seen) == sum(p.stat().st_size for p in per.parent.iterdir())
+
+
+def test_rate_is_in_binary_units():
+    from types import SimpleNamespace
+
+    from onemodel.storage.progress import _speed_column
+    column = _speed_column()
+    assert column.render(SimpleNamespace(finished_speed=None, speed=3 << 20)).plain == \
+        "3.0 MiB/s"
+    assert column.render(SimpleNamespace(finished_speed=1536, speed=None)).plain == "1.5 KiB/s"
+    assert column.render(SimpleNamespace(finished_speed=None, speed=None)).plain == "?"
+
+
+def test_binary_size():
+    from onemodel.storage.progress import binary_size
+    assert [binary_size(n) for n in (0, 1023, 1024, 1536, 3 << 20, 5 << 30)] == \
+        ["0 B", "1023 B", "1.0 KiB", "1.5 KiB", "3.0 MiB", "5.0 GiB"]
+
