@@ -65,7 +65,7 @@ import re
 import warnings
 
 from ... import limits
-from ...errors import InvalidModelError, IoError, OneModelError, UnsupportedError
+from ...errors import InvalidModelError, IoError, OneModelError, UnsupportedError, quote
 from ...ir.dtypes import INFO, DataType
 from ...ir.entries import StringStringEntry
 from ...ir.record import buffer_nbytes, buffer_view, same_bytes
@@ -136,7 +136,7 @@ def _contents(model, t):
     if t.data_location == EXTERNAL:
         if t.external is None:
             raise InvalidModelError(
-                f"the external data of tensor {t.name!r} was not loaded (read with "
+                f"the external data of tensor {quote(t.name)} was not loaded (read with "
                 "load_external=False or from bytes), so it cannot be written to a new place",
                 path=proto_path(model, t))
         return t.external, t.origin_of(t.external)
@@ -236,7 +236,7 @@ def _plan_keep(model, t, files, out_base, allow_outside) -> None:
         ref = parse_reference(t.external_data)
         key = ref.location if allow_outside else "/".join(location_parts(ref.location))
     except RefusedError as e:
-        raise InvalidModelError(f"tensor {t.name!r}: {e.message}", path=proto_path(model, t)) \
+        raise InvalidModelError(f"tensor {quote(t.name)}: {e.message}", path=proto_path(model, t)) \
             from None
     df = files.get(key)
     if df is None:
@@ -251,7 +251,7 @@ def _plan_keep(model, t, files, out_base, allow_outside) -> None:
     buf = t.external
     n = buffer_nbytes(buf)
     if ref.length is not None and ref.length != n:
-        raise InvalidModelError(f"tensor {t.name!r} holds {n} bytes but its reference says "
+        raise InvalidModelError(f"tensor {quote(t.name)} holds {n} bytes but its reference says "
                                 f"length {ref.length}", path=proto_path(model, t))
     df.slots.append(_Slot(ref.offset, n, t, buf, t.origin_of(buf)))
 
@@ -380,10 +380,11 @@ def _refuse_replacing(files: list[_DataFile], sink, out_base, read_from: set,
         if ident in referenced:
             continue
         dest = target_of(sink)
-        dest = f"{_shown(dest)!r}" if dest else "the destination"
+        dest = f"{quote(_shown(dest))}" if dest else "the destination"
         raise IoError(
-            f"data file {_shown(target)!r} already exists and may hold another model's weights "
-            f"(this model was not read from it, and no model file at {dest} references it); "
+            f"data file {quote(_shown(target))} already exists and may hold another model's "
+            f"weights (this model was not read from it, and no model file at {dest} references "
+            "it); "
             "use --force "
             "(force=True) to overwrite it, or --external-data NAME (external_data='NAME') to "
             "write a new data file")
@@ -435,8 +436,8 @@ def _write_data_file(model, df: _DataFile, sink) -> str | None:
             shared_end = min(end, pos)
             if not _same_bytes(last, slot, slot.offset, shared_end):
                 raise InvalidModelError(
-                    f"tensors {last.tensor.name!r} and {slot.tensor.name!r} share bytes "
-                    f"{slot.offset}..{shared_end} of data file {df.location!r} but hold "
+                    f"tensors {quote(last.tensor.name)} and {quote(slot.tensor.name)} share bytes "
+                    f"{slot.offset}..{shared_end} of data file {quote(df.location)} but hold "
                     "different contents", path=proto_path(model, slot.tensor))
             if end <= pos:
                 continue
@@ -529,22 +530,22 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
     if layout is None:
         layout = "file" if external_data is not None else "keep"
     if layout not in LAYOUTS:
-        raise UnsupportedError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
+        raise UnsupportedError(f"layout must be one of {', '.join(LAYOUTS)}, not {quote(layout)}")
     if external_data is not None and layout != "file":
         raise UnsupportedError(f"external_data names the data file of layout 'file' only, not "
-                               f"of layout {layout!r}")
+                               f"of layout {quote(layout)}")
     if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0:
         raise UnsupportedError(f"threshold must be a non-negative integer (bytes), not "
-                               f"{threshold!r}")
+                               f"{quote(threshold)}")
     if (isinstance(align, bool) or not isinstance(align, int) or align < 1
             or align & (align - 1) or align > MAX_ALIGN):
         raise UnsupportedError(f"align must be a power of two from 1 to {MAX_ALIGN} bytes "
-                               f"(4096: a page; 65536 for Windows readers), not {align!r}")
+                               f"(4096: a page; 65536 for Windows readers), not {quote(align)}")
     if external_data is not None:
         try:
             location_parts(external_data)
         except RefusedError as e:
-            raise UnsupportedError(f"external_data {external_data!r} must be a relative path "
+            raise UnsupportedError(f"external_data {quote(external_data)} must be a relative path "
                                    f"of '/'-separated names inside the output directory "
                                    f"(Clause 13.2): {e.message}") from None
 
@@ -563,7 +564,7 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
         if model_name and not allow_outside:
             for df in files:
                 if "/".join(location_parts(df.location)).lower() == model_name.lower():
-                    raise InvalidModelError(f"data file {df.location!r} would replace the "
+                    raise InvalidModelError(f"data file {quote(df.location)} would replace the "
                                             "model file itself")
         files = [df for df in files
                  if not (df.untouched or (layout == "keep" and _in_place(df, out_base)))]
@@ -606,7 +607,11 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
 
 # -- reporting ------------------------------------------------------------------------------------
 _REPORT_KEYS = ("location", "size", "tensors", "referenced", "unreferenced", "gaps", "trailing",
-                "aligned", "aligned_64", "error")
+                "alignment", "aligned", "aligned_64", "error")
+
+#: A tensor can be mapped by itself (``mmap`` of its range) only at an offset that is a multiple
+#: of the page size: 4096 on the usual systems (Windows maps at 65536).
+PAGE_ALIGNMENT = EXTERNAL_DATA_ALIGNMENT
 
 
 def external_data_report(model) -> list[dict]:
@@ -617,10 +622,13 @@ def external_data_report(model) -> list[dict]:
     with ``load_external=False`` or from a OneModel file), ``tensors`` (references to it),
     ``referenced`` (bytes covered by at least one reference), ``unreferenced`` (``size -
     referenced``: orphans and gaps; ``None`` without a size), ``gaps`` (unreferenced bytes
-    before the end of the last reference), ``trailing`` (bytes after it), ``aligned`` (every
-    non-empty tensor's offset is a multiple of 4096, so it can be mapped in place),
-    ``aligned_64`` (of 64), and ``error`` for a reference that cannot be parsed (reported, not
-    raised).
+    before the end of the last reference), ``trailing`` (bytes after it), ``alignment`` (the
+    alignment the file has: the largest power of two, at most :data:`MAX_ALIGN`, dividing every
+    non-empty tensor's offset; ``None`` without one), ``aligned`` (``alignment`` >= 4096,
+    :data:`PAGE_ALIGNMENT`: each tensor can be mapped by itself at its offset), ``aligned_64``
+    (``alignment`` >= 64: in a map of the whole file every tensor starts 64-byte aligned, enough
+    for aligned SIMD loads and any element type), and ``error`` for a reference that cannot be
+    parsed (reported, not raised). :func:`describe_alignment` says this in words.
     """
     files: dict[str, dict] = {}
     ranges: dict[str, list] = {}
@@ -634,28 +642,31 @@ def external_data_report(model) -> list[dict]:
             loc = next((x.value for x in t.external_data if x.key == "location"), None)
             f = files.setdefault(f"?{loc}", {"location": loc, "size": None, "tensors": 0,
                                              "referenced": 0, "unreferenced": None, "gaps": None,
-                                             "trailing": None, "aligned": False,
-                                             "aligned_64": False})
+                                             "trailing": None, "alignment": None,
+                                             "aligned": False, "aligned_64": False})
             f["tensors"] += 1
             f["error"] = e.message
             continue
         f = files.get(key)
         if f is None:
             f = files[key] = {"location": ref.location, "size": None, "tensors": 0,
-                              "aligned": True, "aligned_64": True}
+                              "alignment": None}
             ranges[key] = []
         f["tensors"] += 1
         where = t.origin_of(t.external) if t.external is not None else None
         if where is not None and data_file_identity(where[0]) is not None:
             f["size"] = where[0].size
         length = ref.length if ref.length is not None else t.nbytes
-        if length > 0:
-            f["aligned"] = f["aligned"] and ref.offset % EXTERNAL_DATA_ALIGNMENT == 0
-            f["aligned_64"] = f["aligned_64"] and ref.offset % limits.CONTAINER_ALIGNMENT == 0
+        if length > 0:  # the largest power of two dividing the offset (0: any), capped
+            own = min(ref.offset & -ref.offset, MAX_ALIGN) if ref.offset else MAX_ALIGN
+            f["alignment"] = own if f["alignment"] is None else min(f["alignment"], own)
         ranges[key].append((ref.offset, ref.offset + length))
     for key, f in files.items():
         if key not in ranges:
             continue
+        a = f["alignment"]
+        f["aligned"] = a is None or a >= PAGE_ALIGNMENT
+        f["aligned_64"] = a is None or a >= limits.CONTAINER_ALIGNMENT
         covered = _union(sorted(ranges[key]))
         referenced = sum(b - a for a, b in covered)
         last_end = covered[-1][1] if covered else 0
@@ -670,4 +681,27 @@ def external_data_report(model) -> list[dict]:
     return [{k: f[k] for k in _REPORT_KEYS if k in f} for f in files.values()]
 
 
-__all__ = ["LAYOUTS", "write_layout", "external_data_report", "stream_pieces"]
+def _bytes(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB" if n >= 1024 else \
+        f"{n} byte{'s' if n != 1 else ''}"
+
+
+def describe_alignment(alignment: int | None) -> str:
+    """What an ``alignment`` of :func:`external_data_report` allows, in words, for ``info``:
+    mapping each tensor by itself needs page alignment (4096; 65536 on Windows); a map of the
+    whole file gives 64-byte aligned tensors (SIMD loads) from 64 on."""
+    if alignment is None:
+        return "no tensor bytes"
+    head = f"offsets aligned to {_bytes(alignment)}"
+    if alignment >= 65536:
+        return head + " (each tensor can be mapped by itself, also at Windows' 64 KiB)"
+    if alignment >= PAGE_ALIGNMENT:
+        return head + " (each tensor can be mapped by itself; Windows maps at 64 KiB)"
+    simd = "yes" if alignment >= limits.CONTAINER_ALIGNMENT else \
+        f"no, {_bytes(alignment)} < 64"
+    return (head + f" (64-byte aligned in a whole-file map: {simd}; mapping a tensor by "
+            f"itself needs {PAGE_ALIGNMENT})")
+
+
+__all__ = ["LAYOUTS", "write_layout", "external_data_report", "describe_alignment",
+           "stream_pieces"]

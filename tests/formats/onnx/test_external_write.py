@@ -94,7 +94,8 @@ def test_keep_drops_orphaned_bytes_and_updates_a_checksum(tmp_path):
         before = external_data_report(model)
         assert before == [{"location": "d.bin", "size": len(data), "tensors": 2,
                            "referenced": 2000, "unreferenced": 400, "gaps": 100,
-                           "trailing": 300, "aligned": False, "aligned_64": False}]
+                           "trailing": 300, "alignment": 4, "aligned": False,
+                           "aligned_64": False}]
         out = _save(model, tmp_path / "out" / "m.onnx")
     new = (tmp_path / "out" / "d.bin").read_bytes()
     assert new == a.tobytes() + bytes(100) + b.tobytes()
@@ -406,7 +407,7 @@ def test_report_of_the_dynamo_export():
     lengths = [65536, 1024, 262144, 1024, 10240]
     assert rep == {"location": "mlp_dynamo.onnx.data", "size": sum(lengths), "tensors": 5,
                    "referenced": sum(lengths), "unreferenced": 0, "gaps": 0, "trailing": 0,
-                   "aligned": False, "aligned_64": True}
+                   "alignment": 1024, "aligned": False, "aligned_64": True}
 
 
 def test_report_after_writing_aligned(tmp_path):
@@ -415,10 +416,53 @@ def test_report_after_writing_aligned(tmp_path):
     with _load(out) as model:
         (rep,) = external_data_report(model)
     # 65536 | 1024 -> 4096 | 262144 -> 69632 | 1024 -> 331776 | 10240 -> 335872
-    assert rep["aligned"] and rep["aligned_64"]
+    assert rep["aligned"] and rep["aligned_64"] and rep["alignment"] == 4096
     assert rep["size"] == 335872 + 10240
     assert rep["referenced"] == 65536 + 1024 + 262144 + 1024 + 10240
     assert rep["gaps"] == rep["size"] - rep["referenced"] and rep["trailing"] == 0
+
+
+@pytest.mark.parametrize("align,words", [
+    (64, "offsets aligned to 64 bytes (64-byte aligned in a whole-file map: yes; mapping a "
+         "tensor by itself needs 4096)"),
+    (16, "offsets aligned to 16 bytes (64-byte aligned in a whole-file map: no, 16 bytes < 64; "
+         "mapping a tensor by itself needs 4096)"),
+    (4096, "offsets aligned to 4 KiB (each tensor can be mapped by itself; Windows maps at "
+           "64 KiB)"),
+    (65536, "offsets aligned to 64 KiB (each tensor can be mapped by itself, also at Windows' "
+            "64 KiB)")])
+def test_report_gives_the_alignment_the_file_has(tmp_path, align, words):
+    from onnx import helper, numpy_helper
+
+    from onemodel.formats.onnx.layout import describe_alignment
+
+    # three 132-byte tensors: offsets 0, k * align, 2k * align with k odd (1 for >= 132)
+    arrays = [np.full(33, i, np.float32) for i in range(3)]
+    graph = helper.make_graph([], "g", [], [], [numpy_helper.from_array(a, f"w{i}")
+                                               for i, a in enumerate(arrays)])
+    src = write_model(helper.make_model(graph), tmp_path / "in.onnx")
+    with _load(src) as model:
+        out = _save(model, tmp_path / "m.onnx", layout="file", external_data="d.bin",
+                    align=align, threshold=0)
+    offsets = sorted(int(r["offset"]) for r in _refs(out).values())
+    assert offsets == [0, -(-132 // align) * align, 2 * -(-132 // align) * align]
+    with _load(out) as model:
+        (rep,) = external_data_report(model)
+    assert rep["alignment"] == align
+    assert rep["aligned"] == (align >= 4096) and rep["aligned_64"] == (align >= 64)
+    assert describe_alignment(rep["alignment"]) == words
+
+
+def test_describe_alignment_words():
+    from onemodel.formats.onnx.layout import describe_alignment
+
+    assert describe_alignment(64) == ("offsets aligned to 64 bytes (64-byte aligned in a "
+                                      "whole-file map: yes; mapping a tensor by itself needs "
+                                      "4096)")
+    assert describe_alignment(1).startswith("offsets aligned to 1 byte (")
+    assert "no, 4 bytes < 64" in describe_alignment(4)
+    assert describe_alignment(1 << 20).startswith("offsets aligned to 1 MiB (each tensor")
+    assert describe_alignment(None) == "no tensor bytes"
 
 
 def test_report_without_loading_and_of_bad_references():
