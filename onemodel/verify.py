@@ -207,20 +207,26 @@ def compare_models(a: Record, b: Record, *, loose: bool = False,
 def verify(a, b, *, loose: bool = False, run: bool = False, seed: int = 0,
            dims: dict[str, int] | None = None, engine: str = "onemodel",
            storage_options: dict | None = None, limit: int = 100,
-           read_options: dict | None = None) -> VerifyReport:
+           read_options: dict | None = None,
+           shapes: dict[str, tuple] | None = None) -> VerifyReport:
     """Load two models (any formats, any storage) and compare them.
 
     Args:
         a, b: paths, URLs or already loaded :class:`~onemodel.ir.Model` objects.
         loose: see :func:`compare_models`.
         run: also run both models on the same deterministic inputs (``seed``; symbolic dims from
-            ``dims``) with ``engine`` (``onemodel`` or ``onnxruntime``) and compare every output
-            bit for bit.
+            ``dims``, whole input shapes from ``shapes``) with ``engine`` (``onemodel`` or
+            ``onnxruntime``) and compare every output bit for bit.
+        dims, shapes: as for :func:`onemodel.evaluate.random_inputs`; checked against ``a``'s
+            inputs whether or not ``run`` is set (:func:`~onemodel.evaluate.inputs.
+            check_dims_shapes`), so a name the model does not have is refused either way.
         read_options: passed to :func:`onemodel.load` for both (e.g. ``allow_outside=True``).
     Returns:
         a :class:`VerifyReport`.
     Raises:
-        OneModelError when a model cannot be read (or run).
+        OneModelError when a model cannot be read (or run; an EvaluationError when ``a`` fails
+        on the generated inputs, with a note naming the inputs and axes to set).
+        UsageError: ``dims`` or ``shapes`` that do not fit ``a``'s inputs.
     """
     from .api import load
 
@@ -231,12 +237,15 @@ def verify(a, b, *, loose: bool = False, run: bool = False, seed: int = 0,
     try:
         mb = b if isinstance(b, Model) else load(b, **opts)
         try:
+            if dims or shapes:
+                from .evaluate.inputs import check_dims_shapes
+                check_dims_shapes(ma, dims, shapes)
             report = VerifyReport(str(getattr(ma, "source", a)), str(getattr(mb, "source", b)))
             report.differences = compare_models(ma, mb, loose=loose, limit=limit)
             if run:
                 try:
                     diffs, names = compare_runs(ma, mb, seed=seed, dims=dims or {},
-                                                engine=engine)
+                                                engine=engine, shapes=shapes)
                 except OneModelError as e:
                     if not report.differences:
                         raise
@@ -343,26 +352,30 @@ def _inlined(model: Model) -> Model:
 
 
 def compare_runs(a: Model, b: Model, *, seed: int = 0, dims: dict[str, int] | None = None,
-                 engine: str = "onemodel") -> tuple[list[Difference], list[str]]:
+                 engine: str = "onemodel",
+                 shapes: dict[str, tuple] | None = None) -> tuple[list[Difference], list[str]]:
     """Run both models on the same deterministic inputs and compare every output bit for bit.
 
     The inputs are :func:`onemodel.evaluate.random_inputs` of ``a`` (``seed``; each dimension
-    variable from ``dims``, 1 when not given). Outputs are compared by name: dtype, shape and
-    every byte (NaN payloads and signed zeros included).
+    variable from ``dims``, 1 when not given; an input's whole shape from ``shapes``), which
+    checks ``dims`` and ``shapes`` against ``a`` (UsageError). Outputs are compared by name:
+    dtype, shape and every byte (NaN payloads and signed zeros included).
     Returns:
         (differences, names of the outputs compared). A difference ``outputs[NAME]`` names an
         output whose bits differ; ``run`` says that ``b`` could not run on ``a``'s inputs.
     Raises:
-        OneModelError when ``a`` cannot be run (an unsupported operator, a bad model or
-        ``dims``), or when ``engine`` is unknown or not installed.
+        OneModelError when ``a`` cannot be run (an unsupported operator, a bad model; an
+        EvaluationError, with a note naming the generated inputs and their open axes, when it
+        fails on the generated inputs), or when ``engine`` is unknown or not installed.
+        UsageError: ``dims`` or ``shapes`` that do not fit ``a``'s inputs.
     """
     from .evaluate import random_inputs
-    from .evaluate.inputs import add_dims_hint
-    inputs = random_inputs(a, seed=seed, dims=dims or {})
+    from .evaluate.inputs import add_inputs_hint
+    inputs = random_inputs(a, seed=seed, dims=dims or {}, shapes=shapes)
     try:
         out_a = _run(a, inputs, engine)
     except OneModelError as e:
-        raise add_dims_hint(e, a, dims or {})
+        raise add_inputs_hint(e, a, dims or {}, shapes)
     try:
         out_b = _run(b, inputs, engine)
     except OneModelError as e:

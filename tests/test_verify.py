@@ -3,6 +3,8 @@ and running both models."""
 
 from __future__ import annotations
 
+import pathlib
+
 import numpy as np
 import onnx
 import pytest
@@ -105,3 +107,39 @@ def test_numpy_is_read_only_and_cannot_change_the_model():
     with pytest.raises(ValueError):
         arr[0] = 3.0
     assert t.numpy()[0] == 0.5
+
+
+#: tokens int64 [batch, seq]; runs only at seq 16 (the exporter froze the traced length)
+LEGACY = pathlib.Path(__file__).resolve().parents[1] / "testdata" / "models" / \
+    "transformer_legacy.onnx"
+
+
+@pytest.mark.parametrize("run", [False, True])
+def test_dims_and_shapes_are_checked_with_or_without_run(run):
+    from onemodel.errors import UsageError
+    with pytest.raises(UsageError, match=r"dimension 'sq'.*symbolic dims: batch, seq"):
+        onemodel.verify(LEGACY, LEGACY, run=run, dims={"sq": 16})
+    with pytest.raises(UsageError, match=r"'token': it is not a graph input.*tokens"):
+        onemodel.verify(LEGACY, LEGACY, run=run, shapes={"token": (1, 16)})
+    with pytest.raises(UsageError, match=r"rank 1; the graph declares rank 2"):
+        onemodel.verify(LEGACY, LEGACY, run=run, shapes={"tokens": (16,)})
+    assert onemodel.verify(LEGACY, LEGACY, run=run, dims={"seq": 16}).equal
+
+
+def test_verify_run_of_the_legacy_transformer_needs_seq_16_and_says_so():
+    from onemodel.errors import EvaluationError
+    with pytest.raises(EvaluationError) as e:
+        onemodel.verify(LEGACY, LEGACY, run=True)
+    assert "inputs were generated: tokens [1, 1] with batch = 1, seq = 1" in str(e.value)
+    assert "--dim seq=N" in str(e.value) and "--shape tokens=D0,D1" in str(e.value)
+    ok = onemodel.verify(LEGACY, LEGACY, run=True, dims={"seq": 16})
+    assert ok.equal and ok.outputs_compared == ["logits"]
+    ok = onemodel.verify(LEGACY, LEGACY, run=True, shapes={"tokens": (3, 16)})
+    assert ok.equal and ok.outputs_compared == ["logits"]
+
+
+def test_compare_runs_takes_shapes():
+    from onemodel.verify import compare_runs
+    with onemodel.load(LEGACY) as a:
+        diffs, names = compare_runs(a, a, shapes={"tokens": (2, 16)})
+    assert diffs == [] and names == ["logits"]

@@ -1,12 +1,19 @@
-"""Graph inputs: checking the caller's values against the declared types, and random inputs."""
+"""Graph inputs: checking the caller's values against the declared types, and random inputs.
+
+A declared extent that is negative (``dim_value`` -1, which PaddlePaddle exports write for "any";
+Clause 6.5 allows only non-negative extents) is read as unknown, as onnxruntime does, with one
+:class:`~onemodel.errors.OneModelWarning` per input naming the value and the input.
+"""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidModelError, UnsupportedError
+from ..errors import EvaluationError, InvalidModelError, OneModelWarning, UnsupportedError, \
+    UsageError
 from ..ir.dtypes import INFO, DataType, name_of
 from ..ir.model import Graph, Model
 from ..ir.tensor import element_count
@@ -52,11 +59,23 @@ def _check_tensor(name: str, value, ttype, where: str):
         if len(dims) != value.ndim:
             raise InvalidModelError(f"input '{name}' has rank {value.ndim}; the graph declares "
                                     f"{len(dims)} {shape}", path=where)
+        _warn_negative(name, dims, where)
         for k, (d, got) in enumerate(zip(dims, value.shape)):
-            if isinstance(d, int) and d != got:
+            if isinstance(d, int) and d >= 0 and d != got:
                 raise InvalidModelError(f"input '{name}' has extent {got} on axis {k}; the graph "
                                         f"declares {shape}", path=where)
     return value
+
+
+def _warn_negative(name: str, dims: list, where: str) -> None:
+    """One OneModelWarning for an input whose declared shape has negative extents (read as
+    unknown, like onnxruntime; Clause 6.5 allows none)."""
+    bad = sorted({d for d in dims if isinstance(d, int) and d < 0})
+    if bad:
+        shown = "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
+        warnings.warn(OneModelWarning(
+            f"input '{name}' declares the extent {', '.join(map(str, bad))} in {shown} "
+            f"({where}); a negative extent is read as unknown"), stacklevel=3)
 
 
 def check_value(name: str, value, vtype: Type | None, where: str):
@@ -122,34 +141,46 @@ def prepare_inputs(graph: Graph, plan, inputs: dict[str, Any]) -> dict[str, Any]
     return env
 
 
+def _declared_dims(vtype: Type | None) -> list | None:
+    """The declared dims of a tensor type (ints, dim_param names, None), None if no shape."""
+    if vtype is None or vtype.kind not in ("tensor", "sparse_tensor") or vtype.value is None:
+        return None
+    shape = vtype.value.shape
+    return None if shape is None else shape.values
+
+
 def _random_value(vtype: Type | None, rng: np.random.Generator, dims: dict[str, int],
-                  where: str):
+                  where: str, name: str = "", shape_given: tuple | None = None):
     if vtype is None or vtype.kind is None:
         raise UnsupportedError("an input without a declared type cannot be generated", path=where)
     kind = vtype.kind
     if kind in ("tensor", "sparse_tensor"):
         t = vtype.value
         code = t.elem_type or 0
-        shape = []
-        if t.shape is not None:
-            for d in t.shape.values:
-                if isinstance(d, int):
+        if shape_given is not None:
+            shape = list(shape_given)
+        else:
+            shape = []
+            declared = t.shape.values if t.shape is not None else []
+            _warn_negative(name, declared, where)
+            for d in declared:
+                if isinstance(d, int) and d >= 0:
                     shape.append(d)
                 elif isinstance(d, str):
                     shape.append(int(dims.get(d, 1)))
-                else:
+                else:  # unnamed, or a negative extent read as unknown
                     shape.append(1)
         element_count(shape, f"{where}.type.{kind}_type.shape.dims", limit=MAX_RANDOM_ELEMENTS)
         return random_tensor(code, tuple(shape), rng, where)
     if kind == "sequence":
         inner = vtype.sequence_type.elem_type
-        return [_random_value(inner, rng, dims, where) for _ in range(2)]
+        return [_random_value(inner, rng, dims, where, name) for _ in range(2)]
     if kind == "optional":
-        return _random_value(vtype.optional_type.elem_type, rng, dims, where)
+        return _random_value(vtype.optional_type.elem_type, rng, dims, where, name, shape_given)
     if kind == "map":
         m = vtype.map_type
         keys = (["a", "b"] if m.key_type == DataType.STRING else [0, 1])
-        return {k: _random_value(m.value_type, rng, dims, where) for k in keys}
+        return {k: _random_value(m.value_type, rng, dims, where, name) for k in keys}
     raise UnsupportedError(f"cannot generate a value of type {vtype}", path=where)
 
 
@@ -173,49 +204,186 @@ def random_tensor(code: int, shape: tuple[int, ...], rng: np.random.Generator,
     return rng.uniform(-1.0, 1.0, size=shape).astype(np.float32).astype(dt)
 
 
-def random_inputs(model: Model, seed: int = 0, dims: dict[str, int] | None = None) -> dict:
+def _needed_inputs(model: Model) -> list:
+    """(index, ValueInfo) of the main graph's inputs without an initializer."""
+    g = model.graph
+    if g is None:
+        return []
+    inits = {t.name for t in g.initializers} | {s.name for s in g.sparse_initializers}
+    return [(i, vi) for i, vi in enumerate(g.inputs) if vi.name not in inits]
+
+
+def symbolic_dims(model: Model) -> list[str]:
+    """The dimension variables (dim_param) of the main graph's inputs, in order of first
+    appearance."""
+    names: list[str] = []
+    for vi in model.graph.inputs if model.graph is not None else []:
+        for d in _declared_dims(vi.type) or []:
+            if isinstance(d, str) and d not in names:
+                names.append(d)
+    return names
+
+
+def _tensor_dims(vtype: Type | None) -> list | None:
+    """Declared dims of a tensor input, looking through an optional."""
+    if vtype is not None and vtype.kind == "optional":
+        vtype = vtype.optional_type.elem_type
+    return _declared_dims(vtype)
+
+
+def check_dims_shapes(model: Model, dims: dict[str, int] | None,
+                      shapes: dict[str, tuple] | None) -> None:
+    """Check the caller's ``dims`` and ``shapes`` against the main graph's inputs.
+
+    Args:
+        dims: dim_param name -> extent (int >= 0); each must be a dimension variable of a graph
+            input.
+        shapes: graph input name -> whole shape (a tuple of ints >= 0); each must be an input
+            without an initializer, of tensor type, of the declared rank, and agree with every
+            fixed declared extent (a negative declared extent is unknown and takes any value).
+    Raises:
+        UsageError: naming the offending name or value, with the symbolic dims or the inputs
+            that could be meant.
+    """
+    dims = dims or {}
+    shapes = shapes or {}
+    if not isinstance(dims, dict) or not isinstance(shapes, dict):
+        raise UsageError("dims and shapes must be dicts (name -> extent, input name -> shape)")
+    known = symbolic_dims(model)
+    for name, value in dims.items():
+        if name not in known:
+            raise UsageError(f"dimension '{name}': no graph input has a dimension of that name "
+                             f"(symbolic dims: {', '.join(known) or 'none'})")
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise UsageError(f"dimension {name}={value!r}: an extent is an integer >= 0")
+    needed = {vi.name: vi for _, vi in _needed_inputs(model)}
+    for name, shape in shapes.items():
+        if name not in needed:
+            inputs = ", ".join(needed) or "none"
+            other = model.graph is not None and any(v.name == name for v in model.graph.inputs)
+            why = "has an initializer (it needs no value)" if other else "is not a graph input"
+            raise UsageError(f"shape for '{name}': it {why}; inputs that need a value: {inputs}")
+        try:
+            extents = tuple(shape)
+        except TypeError:
+            raise UsageError(f"shape for '{name}' is {shape!r}, not a sequence of extents") \
+                from None
+        if any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0
+               for d in extents):
+            raise UsageError(f"shape for '{name}' {list(extents)}: every extent is an integer "
+                             f">= 0")
+        vtype = needed[name].type
+        inner = vtype.optional_type.elem_type if vtype is not None and \
+            vtype.kind == "optional" else vtype
+        if inner is None or inner.kind not in ("tensor", "sparse_tensor"):
+            kind = inner.kind if inner is not None and inner.kind else "untyped"
+            raise UsageError(f"shape for '{name}': the input is a {kind} value, not a tensor")
+        declared = _tensor_dims(vtype)
+        if declared is None:
+            continue  # no declared shape: any rank
+        if len(declared) != len(extents):
+            raise UsageError(f"shape for '{name}' {list(extents)} has rank {len(extents)}; the "
+                             f"graph declares rank {len(declared)} {_shown(declared)}")
+        for k, (d, got) in enumerate(zip(declared, extents)):
+            if isinstance(d, int) and d >= 0 and d != got:
+                raise UsageError(f"shape for '{name}' {list(extents)}: axis {k} is {got}; the "
+                                 f"graph declares {_shown(declared)}")
+
+
+def _shown(declared: list) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in declared) + "]"
+
+
+def random_inputs(model: Model, seed: int = 0, dims: dict[str, int] | None = None,
+                  shapes: dict[str, tuple] | None = None) -> dict:
     """Deterministic inputs for every main-graph input without an initializer.
 
     Args:
         model: the model whose ``graph.inputs`` declare the types.
         seed: seed of ``numpy.random.default_rng``; the same seed gives the same values.
-        dims: value of each dimension variable (``dim_param``); unnamed and unlisted ones are 1.
+        dims: value of each dimension variable (``dim_param``); unnamed, negative (read as
+            unknown, with a warning) and unlisted ones are 1.
+        shapes: input name -> the whole shape of that input (tuple of ints >= 0), overriding
+            its declared dims (and ``dims``) for that input.
     Returns:
         input name -> value: ndarrays (floats in [-1, 1), integers in [0, 3), bools, strings),
         lists of two elements for sequences, the element for optionals, dicts for maps.
     Raises:
-        UnsupportedError: an input without a type, an opaque type, or
-            ``MAX_RANDOM_ELEMENTS`` elements or more. InvalidModelError: a negative extent.
+        UsageError: ``dims`` or ``shapes`` that do not fit the inputs (see
+            :func:`check_dims_shapes`). UnsupportedError: an input without a type, an opaque
+            type, or ``MAX_RANDOM_ELEMENTS`` elements or more.
     """
+    check_dims_shapes(model, dims, shapes)
     rng = np.random.default_rng(seed)
     dims = dims or {}
-    g = model.graph
-    inits = {t.name for t in g.initializers} | {s.name for s in g.sparse_initializers}
+    shapes = shapes or {}
     out = {}
-    for i, vi in enumerate(g.inputs):
-        if vi.name in inits:
-            continue
-        out[vi.name] = _random_value(vi.type, rng, dims, f"graph.inputs[{i}]")
+    for i, vi in _needed_inputs(model):
+        given = tuple(int(d) for d in shapes[vi.name]) if vi.name in shapes else None
+        out[vi.name] = _random_value(vi.type, rng, dims, f"graph.inputs[{i}]", vi.name, given)
     return out
 
 
 def unset_dims(model: Model, dims: dict[str, int]) -> list[str]:
     """The dimension variables (dim_param) of the graph inputs that ``dims`` does not set, in
     order of first appearance: :func:`random_inputs` gives them extent 1."""
-    names: list[str] = []
-    for vi in model.graph.inputs if model.graph is not None else []:
-        shape = vi.type.shape if vi.type is not None else None
-        for d in shape.dims if shape is not None else []:
-            if d.dim_param and d.dim_param not in dims and d.dim_param not in names:
-                names.append(d.dim_param)
-    return names
+    return [d for d in symbolic_dims(model) if d not in (dims or {})]
+
+
+def generated_axes(model: Model, dims: dict[str, int] | None,
+                   shapes: dict[str, tuple] | None) -> list[tuple[str, list[int], list[str]]]:
+    """What :func:`random_inputs` chose for the axes the model leaves open: for each tensor
+    input (without an initializer or a ``shapes`` entry) with a dimension variable, an unnamed
+    or a negative extent, ``(name, generated shape, ["seq = 1", "axis 0 = 1", ...])``."""
+    dims = dims or {}
+    shapes = shapes or {}
+    out = []
+    for _, vi in _needed_inputs(model):
+        declared = _tensor_dims(vi.type)
+        if vi.name in shapes or not declared:
+            continue
+        shape, open_axes = [], []
+        for k, d in enumerate(declared):
+            if isinstance(d, int) and d >= 0:
+                shape.append(d)
+                continue
+            value = int(dims.get(d, 1)) if isinstance(d, str) else 1
+            shape.append(value)
+            label = d if isinstance(d, str) else f"axis {k}"
+            if f"{label} = {value}" not in open_axes:
+                open_axes.append(f"{label} = {value}")
+        if open_axes:
+            out.append((vi.name, shape, open_axes))
+    return out
+
+
+def add_inputs_hint(error, model: Model, dims: dict[str, int] | None,
+                    shapes: dict[str, tuple] | None = None):
+    """``error`` (raised while running on :func:`random_inputs`) with a note naming each
+    generated input, its shape and the open axes, and how to set them, for an EvaluationError::
+
+        (inputs were generated: tokens [1, 1] with batch = 1, seq = 1; set --dim batch=N,
+        --dim seq=N or --shape tokens=D0,D1)
+
+    Other errors only get the model's source. Returns ``error``."""
+    if isinstance(error, EvaluationError):
+        generated = generated_axes(model, dims, shapes)
+        if generated:
+            described = "; ".join(f"{name} {shape} with {', '.join(axes)}"
+                                  for name, shape, axes in generated)
+            names = []
+            for _, _, axes in generated:
+                names += [a.split(" = ")[0] for a in axes if not a.startswith("axis ")]
+            ways = [f"--dim {n}=N" for n in dict.fromkeys(names)]
+            ways += [f"--shape {name}=" + ",".join(f"D{k}" for k in range(len(shape)))
+                     for name, shape, _ in generated]
+            error.message += (f" (inputs were generated: {described}; set "
+                              f"{', '.join(ways[:-1]) + ' or ' if len(ways) > 1 else ''}"
+                              f"{ways[-1]}; dims= / shapes= in Python)")
+    return error.at(source=getattr(model, "source", None))
 
 
 def add_dims_hint(error, model: Model, dims: dict[str, int]):
-    """``error`` (an InvalidModelError from running on generated inputs) with a note naming the
-    dimension variables that were set to 1 and how to set them; other errors unchanged."""
-    unset = unset_dims(model, dims)
-    if unset and isinstance(error, InvalidModelError):
-        error.message += (f" (inputs were generated with {', '.join(unset)} = 1; set "
-                          "dimension values with --dim NAME=VALUE / dims=)")
-    return error.at(source=getattr(model, "source", None))
+    """The former name of :func:`add_inputs_hint` (without ``shapes``), kept for callers that
+    still use it."""
+    return add_inputs_hint(error, model, dims, None)

@@ -14,7 +14,7 @@ import pytest
 import onemodel
 from onemodel.errors import UnsupportedError
 from onemodel.evaluate import Session, random_inputs, register_kernel, unregister_kernel
-from onemodel.evaluate.inputs import random_tensor
+from onemodel.evaluate.inputs import symbolic_dims
 from onemodel.formats.onnx import decode_model
 
 MODELS = pathlib.Path(__file__).resolve().parents[2] / "testdata" / "models"
@@ -30,20 +30,20 @@ RTOL, ATOL = 1e-4, 1e-5
 
 
 def feeds_for(model, seed: int = 0) -> dict:
-    """Deterministic inputs: ``random_inputs`` with ``DIMS``; an input with an unnamed dim gets
-    ``UNNAMED`` there (``random_inputs`` would make it 1)."""
-    feeds = random_inputs(model, seed=seed, dims=DIMS)
-    rng = np.random.default_rng(seed)
+    """Deterministic inputs: ``random_inputs`` with the ``DIMS`` the model has; an input with
+    an unnamed dim gets ``UNNAMED`` there (``random_inputs`` would make it 1), by ``shapes``."""
+    named = symbolic_dims(model)
+    dims = {k: v for k, v in DIMS.items() if k in named}
+    shapes = {}
     for vi in model.graph.inputs:
         t = vi.type.value if vi.type is not None and vi.type.kind == "tensor" else None
-        if t is None or t.shape is None or vi.name not in feeds:
+        if t is None or t.shape is None or vi.name in model.graph.initializer_map():
             continue
-        dims = t.shape.values
-        if any(d is None for d in dims):
-            shape = tuple(UNNAMED if d is None else DIMS.get(d, 1) if isinstance(d, str) else d
-                          for d in dims)
-            feeds[vi.name] = random_tensor(t.elem_type, shape, rng)
-    return feeds
+        declared = t.shape.values
+        if any(d is None for d in declared):
+            shapes[vi.name] = tuple(UNNAMED if d is None else dims.get(d, 1)
+                                    if isinstance(d, str) else d for d in declared)
+    return random_inputs(model, seed=seed, dims=dims, shapes=shapes)
 
 
 def _ort(path: pathlib.Path, feeds: dict) -> dict:

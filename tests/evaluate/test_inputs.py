@@ -1,0 +1,159 @@
+"""Graph inputs (onemodel/evaluate/inputs.py): dims and shapes for random inputs and their
+checks, declared extents of -1, and the hint that names the generated inputs and axes when a
+model fails on them."""
+
+from __future__ import annotations
+
+import pathlib
+import warnings
+
+import numpy as np
+import pytest
+from onnx import TensorProto as TP
+from onnx import TypeProto, helper
+
+import onemodel
+from onemodel.errors import EvaluationError, InvalidModelError, OneModelWarning, UsageError
+from onemodel.evaluate import random_inputs, run
+from onemodel.evaluate.inputs import (add_dims_hint, add_inputs_hint, check_dims_shapes,
+                                      generated_axes)
+from onemodel.formats.onnx import decode_model
+
+MODELS = pathlib.Path(__file__).resolve().parents[2] / "testdata" / "models"
+LEGACY = MODELS / "transformer_legacy.onnx"  # tokens int64 [batch, seq], runs only at seq 16
+
+
+def _model(inputs, nodes=None, outputs=("y",)):
+    """A model of ``nodes`` (default: Identity of the first input to y) over ``inputs``, a list
+    of (name, elem_type, dims) with dims of ints, strings and None."""
+    vis = []
+    for name, elem, dims in inputs:
+        t = helper.make_tensor_type_proto(elem, None)
+        if dims is not None:
+            shape = t.tensor_type.shape
+            for d in dims:
+                dim = shape.dim.add()
+                if isinstance(d, int):
+                    dim.dim_value = d
+                elif isinstance(d, str):
+                    dim.dim_param = d
+        vis.append(helper.make_value_info(name, t))
+    nodes = nodes or [helper.make_node("Identity", [inputs[0][0]], ["y"])]
+    g = helper.make_graph(nodes, "g", vis, [helper.make_value_info(o, TypeProto())
+                                             for o in outputs])
+    proto = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    return decode_model(proto.SerializeToString())
+
+
+# -- dims and shapes ---------------------------------------------------------------------------
+def test_shapes_override_the_declared_dims_of_one_input():
+    m = _model([("a", TP.FLOAT, ["n", 3]), ("b", TP.INT64, [None, "n"])],
+               [helper.make_node("Identity", ["a"], ["y"])])
+    r = random_inputs(m, dims={"n": 4}, shapes={"b": (5, 2)})
+    assert r["a"].shape == (4, 3) and r["b"].shape == (5, 2)
+    r = random_inputs(m, shapes={"a": (0, 3)})
+    assert r["a"].shape == (0, 3) and r["b"].shape == (1, 1)  # unnamed and unset dims are 1
+
+
+@pytest.mark.parametrize("dims, shapes, match", [
+    ({"m": 2}, None, r"dimension 'm'.*symbolic dims: n"),
+    ({"n": -1}, None, r"n=-1: an extent is an integer >= 0"),
+    ({"n": 1.5}, None, r"an extent is an integer"),
+    (None, {"z": (1, 3)}, r"'z': it is not a graph input; inputs that need a value: a, b"),
+    (None, {"w": (2,)}, r"'w': it has an initializer"),
+    (None, {"a": (1, 3, 1)}, r"rank 3; the graph declares rank 2 \[n, 3\]"),
+    (None, {"a": (2, 4)}, r"axis 1 is 4; the graph declares \[n, 3\]"),
+    (None, {"a": (2, -3)}, r"every extent is an integer >= 0"),
+])
+def test_dims_and_shapes_that_do_not_fit_are_usage_errors(dims, shapes, match):
+    m = _model([("a", TP.FLOAT, ["n", 3]), ("b", TP.INT64, [None]), ("w", TP.FLOAT, [2])])
+    from onemodel.ir import Tensor
+    m.graph.initializers.append(Tensor.from_numpy(np.zeros(2, np.float32), name="w"))
+    with pytest.raises(UsageError, match=match):
+        check_dims_shapes(m, dims, shapes)
+    with pytest.raises(UsageError, match=match):
+        random_inputs(m, dims=dims, shapes=shapes)
+    assert issubclass(UsageError, ValueError)
+
+
+def test_a_shape_for_an_input_without_a_declared_shape_takes_any_rank():
+    m = _model([("a", TP.FLOAT, None)])
+    assert random_inputs(m, shapes={"a": (2, 3, 4)})["a"].shape == (2, 3, 4)
+    assert random_inputs(m)["a"].shape == ()
+
+
+# -- declared extent -1 ------------------------------------------------------------------------
+def test_a_declared_extent_of_minus_one_is_unknown_with_one_warning_per_input():
+    m = _model([("x", TP.FLOAT, [-1, 3, None, None])])  # what PaddlePaddle exports declare
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        feeds = random_inputs(m)
+    assert feeds["x"].shape == (1, 3, 1, 1)
+    ours = [x for x in w if issubclass(x.category, OneModelWarning)]
+    assert len(ours) == 1
+    assert "input 'x' declares the extent -1 in [-1, 3, ?, ?]" in str(ours[0].message)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        y = run(m, {"x": np.ones((5, 3, 2, 2), np.float32)})["y"]  # any extent on axis 0
+    assert y.shape == (5, 3, 2, 2)
+    assert len([x for x in w if issubclass(x.category, OneModelWarning)]) == 1
+    with pytest.raises(InvalidModelError, match="extent 4 on axis 1"):  # fixed ones still hold
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            run(m, {"x": np.ones((5, 4, 2, 2), np.float32)})
+    # --shape may set the unknown axis, and must keep the fixed one
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert random_inputs(m, shapes={"x": (7, 3, 2, 2)})["x"].shape == (7, 3, 2, 2)
+    with pytest.raises(UsageError, match="axis 1 is 2"):
+        random_inputs(m, shapes={"x": (7, 2, 2, 2)})
+
+
+# -- the hint after a failure on generated inputs ---------------------------------------------
+def test_generated_axes_name_the_open_axes():
+    m = _model([("a", TP.FLOAT, ["n", 3, None]), ("b", TP.INT64, [2]), ("c", TP.FLOAT, [-1])])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert generated_axes(m, {"n": 4}, {"c": (2,)}) == [("a", [4, 3, 1],
+                                                             ["n = 4", "axis 2 = 1"])]
+        assert generated_axes(m, None, None)[1] == ("c", [1], ["axis 0 = 1"])
+
+
+def test_legacy_transformer_fails_on_defaults_with_a_hint_naming_input_and_axes():
+    with onemodel.load(LEGACY) as model:
+        feeds = random_inputs(model)
+        assert feeds["tokens"].shape == (1, 1)
+        with pytest.raises(EvaluationError) as e:
+            run(model, feeds)
+        err = add_inputs_hint(e.value, model, {}, None)
+        assert err is e.value and err.kind == "EvaluationError"
+        assert not isinstance(err, InvalidModelError)
+        text = str(err)
+        assert "(Reshape '/encoder/layers.0/self_attn/Reshape_4') failed" in text
+        assert "float32[1, 1, 64]" in text  # the shapes of the failing node's inputs
+        assert ("(inputs were generated: tokens [1, 1] with batch = 1, seq = 1; set "
+                "--dim batch=N, --dim seq=N or --shape tokens=D0,D1") in text
+        assert err.source is not None and str(err.source).endswith("transformer_legacy.onnx")
+        # with the traced length it runs, by dims or by shapes
+        y = run(model, random_inputs(model, dims={"seq": 16}))["logits"]
+        assert y.shape == (1, 16, 10) and y.dtype == np.float32
+        y = run(model, random_inputs(model, shapes={"tokens": (2, 16)}))["logits"]
+        assert y.shape == (2, 16, 10)
+        # the old name still works (the CLI used it) and gives the same hint
+        with pytest.raises(EvaluationError) as e2:
+            run(model, feeds)
+        assert "--shape tokens=D0,D1" in str(add_dims_hint(e2.value, model, {}))
+
+
+def test_the_hint_is_left_out_when_no_axis_was_chosen():
+    m = _model([("a", TP.FLOAT, [2]), ("s", TP.INT64, [1])],
+               [helper.make_node("Reshape", ["a", "s"], ["y"])])
+    feeds = random_inputs(m)
+    feeds["s"] = np.array([3], np.int64)
+    with pytest.raises(EvaluationError) as e:
+        run(m, feeds)
+    before = e.value.message
+    assert add_inputs_hint(e.value, m, {}, None).message == before
+    # an error other than EvaluationError (the model's own fault) is never given the hint
+    err = InvalidModelError("bad")
+    assert add_inputs_hint(err, _model([("a", TP.FLOAT, ["n"])]), {}, None).message == "bad"
