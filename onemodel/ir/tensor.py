@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from math import prod
 
-from ..errors import InvalidModelError, OneModelError, UnsupportedError
+from ..errors import InvalidModelError, OneModelError, UnsupportedError, quote
 from ..lazy import np
 from ..limits import MAX_ELEMENT_COUNT
 from .dtypes import (INFO, TYPED_FIELD_DTYPE, DataType, code_of_dtype, name_of, pack_bits,
@@ -315,7 +315,7 @@ class SparseTensor(Record):
         problem = sparse_problem(self, fetch=True)
         if problem is not None:
             cls, message, field = problem
-            raise cls(f"sparse tensor {self.name!r}: {field}: {message}")
+            raise cls(f"sparse tensor {quote(self.name)}: {field}: {message}")
         vals = self.values.numpy().reshape(-1)
         count = element_count(self.dims)
         try:
@@ -324,7 +324,7 @@ class SparseTensor(Record):
             else:
                 dense = np.zeros(count, dtype=vals.dtype)
         except MemoryError:
-            raise UnsupportedError(f"sparse tensor {self.name!r}: the dense form of {count} "
+            raise UnsupportedError(f"sparse tensor {quote(self.name)}: the dense form of {count} "
                                    "elements does not fit in memory") from None
         if vals.size:
             idx = self.indices.numpy()

@@ -39,6 +39,7 @@ import uuid
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from ..errors import InvalidModelError, IoError, OneModelError, UnsupportedError, UsageError
+from ..errors import quote as quote_value  # (urllib's quote is ``quote`` here)
 from ..limits import KiB, MiB
 from .base import Sink, Source
 from .place import file_segment
@@ -762,7 +763,7 @@ def resolve_relative(base_url: str, location: str) -> str:
     Raises InvalidModelError naming the location.
     """
     def bad(why: str) -> InvalidModelError:
-        return InvalidModelError(f"external data location {location!r} {why}",
+        return InvalidModelError(f"external data location {quote_value(location)} {why}",
                                  source=display_url(base_url))
 
     if not isinstance(location, str) or not location:
