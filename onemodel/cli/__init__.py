@@ -276,7 +276,8 @@ def info(
                 api.load(file, storage_options=_storage(storage_option), progress=bar,
                          **_read_options(allow_outside)) as model:
             s = summarize(model)
-            s["external_data"] = external_report(model)
+            # (the report walks every tensor again: only for a model that has external data)
+            s["external_data"] = external_report(model) if s["tensors"]["external"] else []
         s["source"] = shown(s["source"])
         if as_json:
             out.line(json.dumps(s, indent=2))
