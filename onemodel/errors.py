@@ -239,7 +239,11 @@ class EvaluationError(OneModelError):
 class UsageError(ValueError):
     """An argument of the caller that cannot be taken (an input name the model does not have, a
     shape of the wrong rank, a negative extent). The command line prints it as one line with exit
-    status 2; it is a ``ValueError`` for Python callers."""
+    status 2; it is a ``ValueError`` for Python callers. ``str()`` is cut to
+    :data:`MESSAGE_LIMIT` characters as an error line is (:func:`clip`)."""
+
+    def __str__(self) -> str:
+        return clip(super().__str__(), MESSAGE_LIMIT)
 
 
 class OneModelWarning(UserWarning):

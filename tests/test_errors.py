@@ -11,8 +11,8 @@ import sys
 import pytest
 
 import onemodel
-from onemodel.errors import (MESSAGE_LIMIT, PART_LIMIT, IoError, MalformedError, OneModelError,
-                             clip, quote)
+from onemodel.errors import (MESSAGE_LIMIT, PART_LIMIT, EvaluationError, IoError, MalformedError,
+                             OneModelError, UsageError, clip, quote)
 
 N = 100_000
 
@@ -56,6 +56,13 @@ def test_an_error_line_is_bounded_whatever_the_call_site():
     assert line.startswith("Io: " + "m" * (MESSAGE_LIMIT // 2) + "…")
     assert e.message == "m" * N  # the attributes keep everything
     assert pickle.loads(pickle.dumps(e)).message == e.message
+
+
+def test_evaluation_and_usage_errors_are_bounded_too():
+    assert len(str(EvaluationError("e" * N))) < MESSAGE_LIMIT + 100
+    u = UsageError("u" * N)
+    assert len(str(u)) < MESSAGE_LIMIT + 100 and str(u).endswith(f"({N} characters)")
+    assert str(UsageError("no input 'x'")) == "no input 'x'"
 
 
 def test_a_short_error_line_is_unchanged():
