@@ -86,7 +86,12 @@ OutsideOpt = typer.Option(False, "--allow-external-outside", help="Resolve exter
                           "outside the model's directory or through symbolic links "
                           "(Clause 15.3; never the default).")
 StorageOpt = typer.Option(None, "--storage-option", "-S", metavar="KEY=VALUE",
-                          help="fsspec storage option for URLs (repeatable).")
+                          help="fsspec storage option for URLs (repeatable): VALUE is JSON or "
+                          "text; a dotted KEY nests, s3.KEY or http.headers.NAME for one "
+                          "protocol's section.")
+ShapeOpt = typer.Option(None, "--shape", metavar="NAME=D0,D1,...",
+                        help="Whole shape of a generated input (repeatable; for inputs whose "
+                        "dimensions have no names).")
 
 
 class Terminated(BaseException):
@@ -162,20 +167,13 @@ def _storage(items: Optional[List[str]]) -> Optional[dict]:
     return options
 
 
-def _dims(items: Optional[List[str]], model=None) -> dict[str, int]:
-    """``--dim NAME=VALUE`` values: non-negative ints, each naming a dim_param of a graph input
-    of ``model`` when one is given."""
-    from .values import parse_dims
+def _inputs_given(dim: Optional[List[str]], shape: Optional[List[str]]) -> tuple[dict, dict]:
+    """``(dims, shapes)`` from ``--dim`` and ``--shape``, parsed only: whether they fit the
+    model is checked by ``onemodel.evaluate.inputs.check_dims_shapes``, alike for ``run``,
+    ``verify --run`` and ``verify``."""
+    from .values import parse_dims, parse_shapes
 
-    dims = parse_dims(items)
-    if model is not None and dims and model.graph is not None:
-        known = {d.dim_param for vi in model.graph.inputs if vi.type is not None
-                 and vi.type.shape is not None for d in vi.type.shape.dims if d.dim_param}
-        unknown = sorted(set(dims) - known)
-        if unknown:
-            raise UsageError(f"--dim {', '.join(unknown)}: no graph input has a dimension of "
-                             f"that name (symbolic dims: {', '.join(sorted(known)) or 'none'})")
-    return dims
+    return parse_dims(dim), parse_shapes(shape)
 
 
 def _count(n: int, noun: str) -> str:
@@ -366,7 +364,9 @@ def verify(
                              "output bit for bit."),
     seed: int = typer.Option(0, "--seed", help="Seed of the generated inputs."),
     dim: Optional[List[str]] = typer.Option(None, "--dim", metavar="NAME=VALUE",
-                                            help="Value of a symbolic dimension (repeatable)."),
+                                            help="Value of a symbolic dimension for --run "
+                                            "(repeatable; unset ones are 1)."),
+    shape: Optional[List[str]] = ShapeOpt,
     engine: str = typer.Option("onemodel", "--engine", help="onemodel or onnxruntime."),
     allow_outside: bool = OutsideOpt,
     storage_option: Optional[List[str]] = StorageOpt,
@@ -377,7 +377,8 @@ def verify(
     from ..verify import verify as do_verify
 
     with _errors(debug):
-        report = do_verify(a, b, loose=loose, run=run, seed=seed, dims=_dims(dim),
+        dims, shapes = _inputs_given(dim, shape)
+        report = do_verify(a, b, loose=loose, run=run, seed=seed, dims=dims, shapes=shapes,
                            engine=engine, read_options=_read_options(allow_outside),
                            limit=REPORT_LIMIT,
                            storage_options=_storage(storage_option))
@@ -455,6 +456,7 @@ def run_cmd(
     dim: Optional[List[str]] = typer.Option(None, "--dim", metavar="NAME=VALUE",
                                             help="Value of a symbolic dimension for --random "
                                                  "(repeatable; unset ones are 1)."),
+    shape: Optional[List[str]] = ShapeOpt,
     output_dir: Optional[str] = typer.Option(None, "--output-dir", metavar="DIR",
                                              help="Save each tensor output as NAME.npy in this "
                                              "directory, characters other than letters, digits "
@@ -473,13 +475,14 @@ def run_cmd(
     from ..errors import IoError
     from ..evaluate import random_inputs
     from ..evaluate import run as run_model
-    from ..evaluate.inputs import add_dims_hint
+    from ..evaluate.inputs import add_inputs_hint, check_dims_shapes
 
     with _errors(debug):
         with api.load(file, storage_options=_storage(storage_option),
                       **_read_options(allow_outside)) as model:
-            dims = _dims(dim, model)
-            feeds = random_inputs(model, seed=seed, dims=dims) if random else {}
+            dims, shapes = _inputs_given(dim, shape)
+            check_dims_shapes(model, dims, shapes)
+            feeds = random_inputs(model, seed=seed, dims=dims, shapes=shapes) if random else {}
             if not random and not input and model.graph is not None:
                 needed = [v.name for v in model.graph.inputs
                           if v.name not in model.graph.initializer_map()]
@@ -497,7 +500,8 @@ def run_cmd(
             try:
                 results = run_model(model, feeds)
             except OneModelError as e:
-                raise (add_dims_hint(e, model, dims) if random else e.at(source=model.source))
+                raise (add_inputs_hint(e, model, dims, shapes) if random
+                       else e.at(source=model.source))
             files = None
             if output_dir:
                 from .output_files import OutputFiles

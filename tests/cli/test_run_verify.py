@@ -185,3 +185,66 @@ def test_verify_engine_onnxruntime_not_installed_is_unsupported(converted, monke
     r = cli("verify", CNN, converted / "cnn.onemodel", "--run", "--engine", "onnxruntime")
     assert r.exit_code == 2
     assert r.stderr.startswith("Unsupported:") and "not installed" in r.stderr
+
+
+def test_run_transformer_legacy_needs_seq_16_and_says_which_axis():
+    # transformer_legacy.onnx runs only at seq 16 (testdata/README.md)
+    r = cli("run", LEGACY_TRANSFORMER, "--random", "--dim", "seq=16")
+    assert r.exit_code == 0, r.output
+    want = api_outputs(LEGACY_TRANSFORMER, dims={"seq": 16})
+    assert parse(r.stdout)["logits"] == ([1, 16, 10], "float32", sha256(want["logits"]))
+    r = cli("run", LEGACY_TRANSFORMER, "--random")
+    assert r.exit_code == 2
+    line = r.stderr.strip()
+    assert "\n" not in line and not line.startswith("InvalidModel")
+    # the input, its generated shape and the axes to set, as flags
+    assert "tokens [1, 1] with batch = 1, seq = 1" in line
+    assert "--dim seq=N" in line and "--shape tokens=D0,D1" in line
+
+
+@pytest.fixture(scope="module")
+def unnamed(tmp_path_factory):
+    """A model whose input has two dimensions without names or values: ``x [?, ?]``."""
+    from onnx import TensorProto, helper
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, None])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [None])
+    graph = helper.make_graph([helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0)],
+                              "g", [x], [y],
+                              [helper.make_tensor("axes", TensorProto.INT64, [1], [1])])
+    path = tmp_path_factory.mktemp("unnamed") / "unnamed.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), path)
+    return path
+
+
+def test_shape_sets_an_input_whose_dims_have_no_names(unnamed):
+    r = cli("run", unnamed, "--random", "--shape", "x=3,5", "--seed", "2")
+    assert r.exit_code == 0, r.output
+    with onemodel.load(unnamed) as model:
+        feeds = random_inputs(model, seed=2, shapes={"x": (3, 5)})
+    assert feeds["x"].shape == (3, 5)
+    want = feeds["x"].astype(np.float64).sum(axis=1)  # exact: 5 float32 terms
+    got = run_api(unnamed, feeds)["y"]
+    # a float32 sum of n terms is within n * 2^-24 * sum|x| of the exact one; |x| < 1, n = 5
+    np.testing.assert_allclose(got, want, rtol=0, atol=5 * 5 * 2.0 ** -24)
+    assert parse(r.stdout)["y"] == ([3], "float32", sha256(got))
+    r = cli("verify", unnamed, unnamed, "--run", "--shape", "x=3,5")
+    assert r.exit_code == 0 and "1 output bit-identical" in r.stdout, r.output
+
+
+def run_api(path, feeds):
+    with onemodel.load(path) as model:
+        return {k: np.array(v) for k, v in run(model, feeds).items()}
+
+
+@pytest.mark.parametrize("flags, said", [
+    (["--dim", "nosuch=3"], "dimension 'nosuch': no graph input has a dimension of that name"),
+    (["--shape", "nosuch=1,2"], "shape for 'nosuch': it is not a graph input"),
+    (["--shape", "x=1,2,3"], "has rank 3; the graph declares rank 2"),
+    (["--shape", "x=1,two"], "--shape x=1,two: 'two' is not a non-negative integer"),
+])
+def test_dim_and_shape_are_checked_alike_by_run_and_verify(unnamed, flags, said):
+    for cmd in (("run", unnamed, "--random"), ("verify", unnamed, unnamed, "--run"),
+                ("verify", unnamed, unnamed)):
+        r = cli(*cmd, *flags)
+        assert r.exit_code == 2, (cmd, r.output)
+        assert r.stderr.startswith("Usage error:") and said in r.stderr, (cmd, r.stderr)
