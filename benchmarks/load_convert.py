@@ -18,15 +18,28 @@ Generates its models in a temporary directory and prints, in one run, median tim
     run starts after an untimed ``sync``, so that no run pays for the writeback of the gigabyte
     another one left in the page cache.
 
+* the commands people run first, each in a fresh process (``--only first-and-info`` runs these
+  alone):
+  - the first ``onemodel.load`` of the weights model in a fresh process, the import of the format
+    plugins included (timed from after ``import onemodel`` to the model in hand; the import of
+    onemodel itself is reported beside it), vs ``onnx.load`` in a fresh process (after ``import
+    onnx``): <= 0.1x;
+  - ``onemodel info`` of the graph-heavy model, the whole command from ``exec`` to exit, vs
+    ``onnx.load`` plus the same walk (op counts, initializer count and bytes by element type)
+    in process: <= 1.0x.
+  Bytecode caches are written and used (a sandbox may set PYTHONDONTWRITEBYTECODE, which makes
+  every fresh process compile what it imports).
+
 onemodel reads through a memory map of the file, so raw_data values are views of the map. Needs
 the bench extra: ``pip install -e ".[bench]"``.
 
-    python benchmarks/load_convert.py [--gb 1.0] [--repeat 7] [--dir DIR]
+    python benchmarks/load_convert.py [--gb 1.0] [--repeat 7] [--dir DIR] [--only first-and-info]
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import json
 import os
@@ -121,6 +134,113 @@ CHILD = textwrap.dedent("""
 """)
 
 
+FIRST_CHILD = textwrap.dedent("""
+    import json, sys, time
+    tool, path = sys.argv[1], sys.argv[2]
+    t0 = time.perf_counter()
+    if tool == "onnx":
+        import onnx
+        t1 = time.perf_counter()
+        m = onnx.load(path)
+    else:
+        import onemodel
+        t1 = time.perf_counter()
+        before = len(sys.modules)
+        m = onemodel.load(path)
+    t2 = time.perf_counter()
+    print(json.dumps({"import": t1 - t0, "load": t2 - t1,
+                      "modules": len(sys.modules) - before if tool != "onnx" else None}))
+""")
+
+
+def first_load(tool: str, path: str, repeat: int, env: dict) -> dict:
+    """Medians over ``repeat`` fresh processes of the import of ``tool`` and of its first load
+    of ``path`` (``{"import", "load", "modules"}``, seconds; ``modules``: how many modules the
+    first ``onemodel.load`` imported)."""
+    runs = []
+    for _ in range(repeat):
+        out = subprocess.run([PY, "-c", FIRST_CHILD, tool, path], capture_output=True, text=True,
+                             check=True, env=env)
+        runs.append(json.loads(out.stdout))
+    return {k: statistics.median(r[k] for r in runs) if runs[0][k] is not None else None
+            for k in runs[0]}
+
+
+def onnx_walk(proto) -> dict:
+    """What ``onemodel info`` counts, from an ``onnx.ModelProto``: nodes and op counts of every
+    graph (subgraphs included), initializer count and raw bytes by element type."""
+    from collections import Counter
+
+    import onnx
+
+    ops: Counter = Counter()
+    by_type: dict = {}
+    graphs = [proto.graph]
+    while graphs:
+        g = graphs.pop()
+        for n in g.node:
+            ops[f"{n.domain}.{n.op_type}" if n.domain not in ("", "ai.onnx") else n.op_type] += 1
+            for a in n.attribute:
+                if a.HasField("g"):
+                    graphs.append(a.g)
+                graphs.extend(a.graphs)
+        for t in g.initializer:
+            count = 1
+            for d in t.dims:
+                count *= d
+            e = by_type.get(t.data_type)
+            if e is None:  # [count, bytes, bytes per element]
+                e = by_type[t.data_type] = [
+                    0, 0, onnx.helper.tensor_dtype_to_np_dtype(t.data_type).itemsize]
+            e[0] += 1
+            e[1] += count * e[2]
+    return {"ops": dict(ops), "by_type": by_type}
+
+
+def first_and_info(heavy: str, weights: str, repeat: int) -> list[str]:
+    """The section of the commands people run first; returns its target lines."""
+    import onnx
+
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONDONTWRITEBYTECODE", "ONEMODEL_PURE_PYTHON")}
+    subprocess.run([PY, "-c", "import onemodel, onnx"], check=True, env=env)  # caches
+    print(f"\n== first load in a fresh process ({os.path.getsize(weights) / 1e6:.0f} MB "
+          f"inline), {repeat} processes each")
+    ours = first_load("onemodel", weights, repeat, env)
+    theirs = first_load("onnx", weights, max(3, repeat // 2), env)
+    print(f"  import onemodel                          {fmt(ours['import'], 's')}")
+    print(f"  first onemodel.load (plugin imports in)  {fmt(ours['load'], 's')}  "
+          f"({ours['modules']:.0f} modules imported by it)")
+    print(f"  import onnx                              {fmt(theirs['import'], 's')}")
+    print(f"  onnx.load                                {fmt(theirs['load'], 's')}")
+
+    print("\n== `onemodel info` of the graph-heavy model (whole process) vs onnx.load + walk")
+    cli = [os.path.join(os.path.dirname(PY), "onemodel"), "info", heavy]
+    subprocess.run(cli, check=True, env=env, stdout=subprocess.DEVNULL)
+    walk = onnx_walk(onnx.load(heavy))
+    info = json.loads(subprocess.run(cli[:2] + ["--json", heavy], check=True, env=env,
+                                     capture_output=True, text=True).stdout)
+    assert info["ops"] == walk["ops"] and info["initializers"]["count"] == sum(
+        e[0] for e in walk["by_type"].values()), "the walk does not count what info counts"
+    cases = {"`onemodel info` (command)": (
+                 lambda: subprocess.run(cli, check=True, env=env, stdout=subprocess.DEVNULL),
+                 None),
+             "onnx.load + walk (in process)": (lambda: onnx_walk(onnx.load(heavy)), gc.collect),
+             "onnx.load alone (in process)": (lambda: onnx.load(heavy), gc.collect)}
+    times = _timing.interleaved(cases, repeat)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    for k, v in med.items():
+        print(f"  {k:<40} {fmt(v, 's')}  (best {fmt(min(times[k]), 's').strip()}, "
+              f"worst {fmt(max(times[k]), 's').strip()})")
+    return [
+        ratio_line("first onemodel.load (fresh) vs onnx.load", ours["load"], theirs["load"], 0.1),
+        ratio_line("  the same with `import onemodel`", ours["load"] + ours["import"],
+                   theirs["load"], 0.1),
+        ratio_line("`onemodel info` heavy vs onnx.load + walk", med["`onemodel info` (command)"],
+                   med["onnx.load + walk (in process)"], 1.0),
+    ]
+
+
 def child_load(tool: str, path: str) -> dict:
     """``{"seconds", "rss_growth"}`` of one load of ``path`` by ``tool`` in a fresh process."""
     env = dict(os.environ)
@@ -154,15 +274,35 @@ def main() -> None:
     ap.add_argument("--gb", type=float, default=1.0, help="GiB of weights in the second model")
     ap.add_argument("--repeat", type=int, default=7, help="timed runs per tool (median)")
     ap.add_argument("--dir", default=None, help="work directory (default: a temp dir, removed)")
+    ap.add_argument("--only", choices=("all", "first-and-info"), default="all",
+                    help="first-and-info: only the fresh-process first load and `info`")
     args = ap.parse_args()
 
     import numpy as np
     import onnx
+
+    import onemodel
+
+    work = args.dir or tempfile.mkdtemp(prefix="onemodel-load-convert-")
+    os.makedirs(work, exist_ok=True)
+    heavy, weights = os.path.join(work, "heavy.onnx"), os.path.join(work, "weights.onnx")
+    if args.only == "first-and-info":  # needs onnx only (not the rest of the bench extra)
+        try:
+            for path, make in ((heavy, make_heavy), (weights, lambda p: make_weights(p, args.gb))):
+                if not os.path.exists(path):
+                    make(path)
+                _timing.warm_page_cache(path)
+            print(f"python {sys.version.split()[0]}, onnx {onnx.__version__}; onemodel "
+                  f"{_install_kind(os.path.dirname(onemodel.__file__))}; repeat {args.repeat}")
+            print("\n== targets\n" + "\n".join(first_and_info(heavy, weights, args.repeat)))
+        finally:
+            if not args.dir:
+                shutil.rmtree(work, ignore_errors=True)
+        return
+
     import onnx_ir
     from safetensors import safe_open
     from safetensors.numpy import save_file
-
-    import onemodel
 
     from onemodel.formats.onnx import read
     from onemodel.storage import LocalSource
@@ -170,9 +310,6 @@ def main() -> None:
     dec = importlib.import_module("onemodel.formats.onnx.decode")
     checks = importlib.import_module("onemodel.formats.onnx.checks")
 
-    work = args.dir or tempfile.mkdtemp(prefix="onemodel-load-convert-")
-    os.makedirs(work, exist_ok=True)
-    heavy, weights = os.path.join(work, "heavy.onnx"), os.path.join(work, "weights.onnx")
     try:
         if not os.path.exists(heavy):
             make_heavy(heavy)
@@ -285,6 +422,7 @@ def main() -> None:
         for k, v in conv.items():  # the spread: this machine's writeback makes runs vary
             print(f"  {k:<40} {fmt(v, 's')}  (best {fmt(min(conv_times[k]), 's').strip()}, "
                   f"worst {fmt(max(conv_times[k]), 's').strip()})")
+        first = first_and_info(heavy, weights, r)
         print("\n== targets")
         print(ratio_line("graph-heavy: onemodel (C) vs onnx.load", h["onemodel read (C)"],
                          h["onnx.load"], 1.0))
@@ -300,6 +438,7 @@ def main() -> None:
             "`onemodel convert` (command)"], conv["`cp` (command)"], 1.5))
         print(ratio_line("onemodel.convert() in process vs `cp`", conv[
             "onemodel.convert() (in process)"], conv["`cp` (command)"], 1.5))
+        print("\n".join(first))
         pure = h["onemodel read (pure Python)"]
         print(f"     (pure Python graph-heavy: {pure / h['onnx.load']:.2f}x onnx.load, "
               f"{pure / h['onnx_ir.load']:.3f}x onnx_ir.load)")
