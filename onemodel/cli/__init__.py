@@ -192,6 +192,43 @@ def _human(n: int) -> str:
     return str(n)
 
 
+#: The flag of each writer option that ``convert`` sets or that a writer takes
+#: (``layout``: by its value, :data:`_LAYOUT_FLAGS`); options without a flag are not shown.
+_CONVERT_FLAGS = {"strict_v1": "--strict-v1", "external_data": "--external-data",
+                  "align": "--align", "threshold": "--threshold", "force": "--force",
+                  "allow_outside": "--allow-external-outside",
+                  "storage_options": "--storage-option"}
+_LAYOUT_FLAGS = {"inline": "--inline", "per_tensor": "--external-data-per-tensor"}
+
+
+@contextlib.contextmanager
+def _option_flags(layout: Optional[str]):
+    """Errors about writer options name the flags the user typed, not the Python keywords:
+    an :class:`~onemodel.errors.OptionError` is spelled with flags (``--align does not apply to
+    onemodel output (it takes: --strict-v1)``), and a message that starts with an option's
+    name (``align must be a power of two ...``) starts with its flag instead."""
+    from ..errors import OptionError
+
+    def spell(name: str) -> Optional[str]:
+        if name == "layout":
+            given = _LAYOUT_FLAGS.get(layout) if "layout" in refused else None
+            return given or ", ".join(_LAYOUT_FLAGS.values())
+        return _CONVERT_FLAGS.get(name)
+
+    refused: tuple = ()
+    try:
+        yield
+    except OptionError as e:
+        refused = e.options
+        e.message = e.spelled(spell)
+        raise
+    except UnsupportedError as e:
+        word = e.message.split(" ", 1)[0]
+        if word in _CONVERT_FLAGS:
+            e.message = _CONVERT_FLAGS[word] + e.message[len(word):]
+        raise
+
+
 @app.command()
 def convert(
     src: str = typer.Argument(..., metavar="SRC",
@@ -232,7 +269,7 @@ def convert(
         if len(layout) > 1:
             raise UnsupportedError("choose one of --inline, --external-data, "
                                    "--external-data-per-tensor")
-        if layout:
+        if layout and layout[0] != "file":  # --external-data alone is layout "file"
             options["layout"] = layout[0]
         if external_data is not None:
             options["external_data"] = external_data
@@ -243,7 +280,7 @@ def convert(
             options["force"] = True
         read_options = _read_options(allow_outside)
         from ..storage.progress import Progress
-        with Progress("convert", quiet=quiet) as bar:
+        with Progress("convert", quiet=quiet) as bar, _option_flags(options.get("layout")):
             result = api.convert(src, dst, to=to,
                                  storage_options=_storage(storage_option),
                                  read_options=read_options, progress=bar, **options)
