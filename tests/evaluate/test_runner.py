@@ -428,3 +428,19 @@ def test_a_sparse_index_out_of_range_is_an_invalid_model_with_its_place(where, p
     assert e.value.path == path
     assert e.value.message == ("sparse tensor 's': indices: index 9 at position 1 is outside "
                                "the 4 elements of dims [4]")
+
+
+def test_a_failure_inside_a_subgraph_names_the_inner_node_once():
+    then_g = helper.make_graph([helper.make_node("Reshape", ["x", "s"], ["t"], name="inner")],
+                               "then", [], [_vi("t")])
+    else_g = helper.make_graph([helper.make_node("Identity", ["x"], ["e"])], "else", [],
+                               [_vi("e")])
+    m = _model([helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g,
+                                 name="branch")],
+               [_vi("c", TP.BOOL, []), _vi("x", F, [6]), _vi("s", TP.INT64, [1])], [_vi("y")])
+    with pytest.raises(EvaluationError) as e:
+        run(m, {"c": np.array(True), "x": np.zeros(6, np.float32), "s": np.array([4], np.int64)})
+    assert e.value.path == "graph.nodes[0].attributes[1].g.nodes[0] (Reshape 'inner')"
+    assert e.value.message.startswith("node 0 (Reshape 'inner') failed: ValueError: cannot "
+                                      "reshape")
+    assert e.value.message.count("failed") == 1 and "x float32[6], s int64[1]" in e.value.message
