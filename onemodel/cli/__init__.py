@@ -380,8 +380,9 @@ def _print_data_file(f: dict) -> None:
     if f.get("error"):
         out.line(f"data file {f['location']}: {f['error']}")
         return
-    aligned = ("every offset aligned for mapping (4096)" if f.get("aligned") else
-               "offsets NOT aligned for mapping (4096)")
+    from ..formats.onnx.layout import describe_alignment
+
+    aligned = describe_alignment(f.get("alignment"))
     unref = ("size unknown" if f.get("unreferenced") is None else
              f"{_human(f['unreferenced'])} unreferenced (gaps {_human(f['gaps'])}, "
              f"trailing {_human(f['trailing'])})")
