@@ -1,10 +1,13 @@
 """numpy, ml_dtypes and zstandard, imported on first use.
 
-Importing numpy and ml_dtypes takes about 60 ms, a third of a short command's run. A conversion
-of a model whose weights are all ``raw_data`` and whose attributes hold no floats never needs
-them: the bytes are copied file to file. The modules of the convert path therefore name numpy
-through :data:`np` (and ml_dtypes through :data:`ml_dtypes`), which import the real module the
-first time one of its attributes is read; after that an attribute is an ordinary lookup.
+Importing numpy takes about 45 ms, a third of a short command's run, and ml_dtypes a few ms more
+(0.5, 0.6) or half a second (0.7.0: docs/performance.md). A conversion of a model whose weights
+are all ``raw_data`` and whose attributes hold no floats never needs them: the bytes are copied
+file to file. The modules of the convert path therefore name numpy through :data:`np` (and
+ml_dtypes through :data:`ml_dtypes`), which import the real module the first time one of its
+attributes is read; after that an attribute is an ordinary lookup. The evaluator's kernels name
+ml_dtypes the same way, so only a model that uses a narrow type (bfloat16, float8, int4 ...)
+imports it.
 
     from ..lazy import np
     arr = np.frombuffer(buf, dtype="<f4")   # numpy is imported here, once
