@@ -249,4 +249,8 @@ class UsageError(ValueError):
 class OneModelWarning(UserWarning):
     """Something a reader or the evaluator tolerates but the user should know (for example a
     declared dimension of -1, which Clause 6.5 does not allow, read as unknown). The command line
-    prints each as one ``warning:`` line on stderr."""
+    prints each as one ``warning:`` line on stderr; ``str()`` is cut to :data:`MESSAGE_LIMIT`
+    characters as an error line is (:func:`clip`)."""
+
+    def __str__(self) -> str:
+        return clip(super().__str__(), MESSAGE_LIMIT)

@@ -12,7 +12,7 @@ import pytest
 
 import onemodel
 from onemodel.errors import (MESSAGE_LIMIT, PART_LIMIT, EvaluationError, IoError, MalformedError,
-                             OneModelError, UsageError, clip, quote)
+                             OneModelError, OneModelWarning, UsageError, clip, quote)
 
 N = 100_000
 
@@ -63,6 +63,7 @@ def test_evaluation_and_usage_errors_are_bounded_too():
     u = UsageError("u" * N)
     assert len(str(u)) < MESSAGE_LIMIT + 100 and str(u).endswith(f"({N} characters)")
     assert str(UsageError("no input 'x'")) == "no input 'x'"
+    assert len(str(OneModelWarning("w" * N))) < MESSAGE_LIMIT + 100
 
 
 def test_a_short_error_line_is_unchanged():
