@@ -88,17 +88,21 @@ def looks_like_model(head: bytes) -> bool:
     field's wire type. Zeros (field 0) and other filler are not."""
     if not head:
         return True
-    from ..formats import plugins  # the formats know their magic; imported only here
-
-    if any(p.sniff(head) for p in plugins()):
-        return True
     key, shift = 0, 0
-    for i, b in enumerate(head[:5]):
+    for b in head[:5]:
         key |= (b & 0x7F) << shift
         shift += 7
         if b < 0x80:
-            return _MODEL_KEYS.get(key >> 3) == key & 7
-    return False
+            if _MODEL_KEYS.get(key >> 3) == key & 7:
+                return True
+            break
+    from ..formats import detect  # the formats know their magic; imported only here
+
+    try:
+        detect(bytes(head))  # built-in formats first; third-party plugins when none answers
+    except UnsupportedError:
+        return False
+    return True
 
 
 def decompress_source(compressed: Source, *, limit: int = MAX_DECOMPRESSED_BYTES,
