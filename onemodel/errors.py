@@ -15,6 +15,9 @@ Unsupported    something this implementation does not handle: a newer version, a
 Io             the file could not be read or written
 =============  ==========================================================================
 
+An option that a format's reader or writer does not take is an :class:`OptionError`, of kind
+Unsupported, which keeps the option names apart so that the command line can name its flags.
+
 Two more errors are not reading kinds: :class:`EvaluationError` (a valid model failed while it
 was evaluated on the inputs given, for example a Reshape that cannot hold for those extents) and
 :class:`UsageError` (a caller's argument that cannot be taken: an unknown input name, a value out
