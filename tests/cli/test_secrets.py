@@ -163,3 +163,20 @@ def test_typer_usage_errors_mask_the_url(served):
         r, text = cli(*args)
         assert r.exit_code == 2 and f"http://***@127.0.0.1:{served.port}/m.onnx?" in text, text
         assert_masked(text, served)
+
+
+def test_protocol_sections_on_the_command_line_reach_their_backends(served, s3):
+    """HTTP source, S3 destination: each backend gets its own section (an S3 key given to
+    aiohttp would be refused), and no secret of either is printed."""
+    server, bucket = s3
+    dst = f"s3://{bucket}/m.onemodel"
+    r, text = cli("convert", served.url("m.onnx"), dst,
+                  "-S", "s3.key=testing", "-S", "s3.secret=testing-secret-value",
+                  "-S", f"s3.endpoint_url={server.endpoint}",
+                  "-S", 's3.client_kwargs={"region_name": "us-east-1"}',
+                  "-S", 'http.headers={"Authorization": "Bearer TOKENVALUE"}')
+    assert r.exit_code == 0, text
+    assert text.startswith(f"{served.url('m.onnx')} (onnx) -> {dst} (onemodel): 14 tensors")
+    assert "testing-secret-value" not in text and "TOKENVALUE" not in text
+    assert all(q.headers.get("Authorization") == "Bearer TOKENVALUE" for q in served.log)
+    assert server.filesystem().cat_file(f"{bucket}/m.onemodel")[:8] == b"ONEMODEL"
