@@ -42,8 +42,9 @@ class LocalSource(MemorySource):
         try:
             if fd is None:
                 fd = open_regular(name)
-            else:
+            else:  # e.g. opened by the confined walk of external data, without blocking
                 _check_regular(fd, name)
+                _clear_nonblock(fd)
             st = os.fstat(fd)
         except OSError as e:
             if fd is not None:
@@ -144,14 +145,20 @@ def open_regular(path: str) -> int:
         os.close(fd)
         raise IoError(f"cannot open: it is {file_kind(st.st_mode)}, not a regular file",
                       source=path)
-    if hasattr(fcntl, "F_GETFL") and getattr(os, "O_NONBLOCK", 0):
-        try:
-            fl = fcntl.fcntl(fd, fcntl.F_GETFL)
-            fcntl.fcntl(fd, fcntl.F_SETFL, fl & ~os.O_NONBLOCK)
-        except OSError:
-            os.close(fd)
-            raise
+    try:
+        _clear_nonblock(fd)
+    except OSError:
+        os.close(fd)
+        raise
     return fd
+
+
+def _clear_nonblock(fd: int) -> None:
+    """Clear ``O_NONBLOCK`` on ``fd`` (opened without blocking to check what it is)."""
+    if hasattr(fcntl, "F_GETFL") and getattr(os, "O_NONBLOCK", 0):
+        fl = fcntl.fcntl(fd, fcntl.F_GETFL)
+        if fl & os.O_NONBLOCK:
+            fcntl.fcntl(fd, fcntl.F_SETFL, fl & ~os.O_NONBLOCK)
 
 
 def _read_all(fd: int, size: int, name: str) -> bytes:

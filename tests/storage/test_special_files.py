@@ -109,3 +109,17 @@ def test_a_fifo_destination_is_refused_not_replaced(tmp_path):
         open_sink(str(path))
     assert os.path.exists(path) and not path.is_file()  # still the FIFO
     assert os.listdir(tmp_path) == ["out.onnx"]          # no temporary file left
+
+
+def test_a_descriptor_opened_without_blocking_is_cleared(tmp_path):
+    # external data is opened by a confined walk with O_NONBLOCK; the source clears it
+    import fcntl
+
+    path = tmp_path / "d.bin"
+    path.write_bytes(bytes(2 << 20))  # mapped: the source keeps its descriptor
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    src = LocalSource(str(path), fd=fd)
+    try:
+        assert src.fileno() == fd and not fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_NONBLOCK
+    finally:
+        src.close()
