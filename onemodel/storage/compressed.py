@@ -13,9 +13,12 @@ a decompression bomb can cost:
   start a model (:func:`looks_like_model`: a format plugin's magic, such as OneModel's, or a
   plausible first field key of an ONNX ModelProto) before anything is written to disk, so a
   stream of zeros or other bytes that are no model is refused after one step;
-* the ratio: output past :data:`RATIO_ALLOWANCE` bytes may not exceed ``max_ratio`` (default
-  :data:`~onemodel.limits.MAX_COMPRESSION_RATIO`, 1000) times the compressed bytes consumed so
-  far, so a small file cannot fill the disk with gigabytes before the size limit is reached.
+* the ratio: the output may not exceed ``max_ratio`` (default
+  :data:`~onemodel.limits.MAX_COMPRESSION_RATIO`, 1000) times the compressed file's size (and is
+  allowed :data:`RATIO_ALLOWANCE` whatever the ratio), so a small file cannot fill the disk
+  with gigabytes before the size limit is reached. The whole file's ratio counts, not that of
+  the bytes read so far: a model whose first tensor is a long run of zeros is not refused for
+  it when the rest of the file brings the ratio back down.
 
 Each is checked before the step's output (at most :data:`MAX_STEP_OUTPUT` bytes) is written, and
 a refusal is an UnsupportedError naming the limit and how to raise it (``max_decompressed=``,
@@ -114,8 +117,8 @@ def decompress_source(compressed: Source, *, limit: int = MAX_DECOMPRESSED_BYTES
         compressed: the compressed bytes (any Source; read front to back in
             :data:`READ_CHUNK` pieces). It is closed when this returns.
         limit: the most decompressed bytes accepted.
-        max_ratio: the most decompressed bytes per compressed byte consumed, once the output
-            passes :data:`RATIO_ALLOWANCE` (module documentation).
+        max_ratio: the most decompressed bytes per byte of the compressed file, once the
+            output passes :data:`RATIO_ALLOWANCE` (module documentation).
         sniff: ``callable(first bytes) -> bool`` that the first :data:`SNIFF_BYTES`
             decompressed bytes (fewer for a shorter output) must pass before anything is
             written (default :func:`looks_like_model`); ``None`` for no check.
@@ -134,7 +137,8 @@ def decompress_source(compressed: Source, *, limit: int = MAX_DECOMPRESSED_BYTES
     """
     target = target_of(compressed)
     try:
-        result = _decompress(compressed, _Bounds(limit, max_ratio, sniff), progress, tmpdir)
+        result = _decompress(compressed, _Bounds(limit, max_ratio, sniff, compressed.size),
+                             progress, tmpdir)
     finally:
         compressed.close()
     result.target = target
@@ -142,26 +146,29 @@ def decompress_source(compressed: Source, *, limit: int = MAX_DECOMPRESSED_BYTES
 
 
 class _Bounds:
-    """The limits of one decompression and the count of what it produced and consumed."""
+    """The limits of one decompression of a ``size``-byte file and the count of its output."""
 
-    def __init__(self, limit: int, max_ratio: float, sniff):
+    def __init__(self, limit: int, max_ratio: float, sniff, size: int):
         if not max_ratio > 0:
             raise ValueError(f"max_ratio must be positive, not {max_ratio!r}")
         self.limit, self.max_ratio, self.sniff = limit, max_ratio, sniff
+        self.size = size
+        self.ratio_limit = max(RATIO_ALLOWANCE, int(max_ratio * size))
         self.produced = 0        # decompressed bytes so far (also those held back)
         self.written = 0         # bytes written to the temporary file
         self.held = b"" if sniff is not None else None  # first bytes, until checked
 
-    def check(self, consumed: int, name: str, offset: int) -> None:
+    def check(self, name: str, offset: int) -> None:
         if self.produced > self.limit:
             raise UnsupportedError(f"decompressed size exceeds the limit of {self.limit} bytes "
                                    "(raise it with max_decompressed=)", offset=offset,
                                    source=name)
-        if self.produced > RATIO_ALLOWANCE and self.produced > self.max_ratio * consumed:
+        if self.produced > self.ratio_limit:
             raise UnsupportedError(
-                f"{consumed} compressed bytes decompressed to {self.produced} bytes, past the "
-                f"compression ratio limit of {self.max_ratio:g}:1 (a decompression bomb?); "
-                "raise it with max_ratio= if the file is trusted", offset=offset, source=name)
+                f"the {self.size}-byte file decompresses to more than {self.ratio_limit} bytes, "
+                f"past the compression ratio limit of {self.max_ratio:g}:1 (a decompression "
+                "bomb?); raise it with max_ratio= if the file is trusted", offset=offset,
+                source=name)
 
     def refuse_head(self, name: str) -> None:
         raise UnsupportedError(f"the decompressed bytes do not start like a model (first bytes "
@@ -222,7 +229,7 @@ def _decompress_into(src: Source, out, bounds: _Bounds, progress) -> None:
                 fed = True
                 if result:
                     bounds.produced += len(result)
-                    _emit(out, result, bounds, name, end, frame_start)
+                    _emit(out, result, bounds, name, frame_start)
                 if not dobj.eof:
                     break
                 # the frame ended: the bytes it did not use start the next frame
@@ -246,9 +253,9 @@ def _decompress_into(src: Source, out, bounds: _Bounds, progress) -> None:
                       source=name) from None
 
 
-def _emit(out, data: bytes, bounds: _Bounds, name: str, consumed: int, offset: int) -> None:
+def _emit(out, data: bytes, bounds: _Bounds, name: str, offset: int) -> None:
     """Write decompressed ``data`` once the first bytes passed the sniff and the output is
-    within ``bounds`` (``consumed`` compressed bytes so far; ``offset`` of the frame)."""
+    within ``bounds`` (``offset``: of the frame, for messages)."""
     if bounds.held is not None:
         held = bounds.held + data[:SNIFF_BYTES]
         if len(held) < SNIFF_BYTES:
@@ -259,7 +266,7 @@ def _emit(out, data: bytes, bounds: _Bounds, name: str, consumed: int, offset: i
             bounds.refuse_head(name)
         data = bounds.held + data
         bounds.held = None
-    bounds.check(consumed, name, offset)
+    bounds.check(name, offset)
     _write(out, data, name)
     bounds.written += len(data)
 
