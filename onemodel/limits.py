@@ -45,9 +45,9 @@ PROTOBUF_MESSAGE_LIMIT = 2 * GiB
 #: and the cap applied to any declared size: a decompression bomb is refused past it.
 MAX_DECOMPRESSED_BYTES = 64 * GiB
 
-#: Largest compression ratio (decompressed bytes per compressed byte) accepted for a .zst file
-#: whose frame does not state its size: past it the stream is refused as a decompression bomb
-#: before it fills the disk. Raised with ``max_ratio=`` (``open_source``, ``load``).
+#: Largest compression ratio of a .zst file (decompressed bytes per byte of the file, once past
+#: 16 MiB): a frame declaring more is refused before decompressing, and output is counted against
+#: it, so a decompression bomb is refused before it fills the disk. ``open_source(max_ratio=)``.
 MAX_COMPRESSION_RATIO = 1000
 
 #: Largest gap of zeros a writer writes out on a destination that cannot leave a hole (an

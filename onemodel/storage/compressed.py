@@ -187,6 +187,11 @@ def _decompress(compressed: Source, bounds: _Bounds, progress, tmpdir) -> Source
         raise UnsupportedError(f"decompressed size exceeds the limit: the frame declares "
                                f"{declared} bytes, the limit is {limit} (raise it with "
                                "max_decompressed=)", offset=0, source=name)
+    if declared is not None and declared > bounds.ratio_limit:
+        raise UnsupportedError(f"the frame declares {declared} bytes, past the compression "
+                               f"ratio limit of {bounds.max_ratio:g}:1 for a {size}-byte file "
+                               "(a decompression bomb?); raise it with max_ratio= if the file "
+                               "is trusted", offset=0, source=name)
     try:
         tmp = tempfile.TemporaryFile(dir=tmpdir)
     except OSError as e:

@@ -213,6 +213,19 @@ def test_a_highly_compressible_model_loads_when_the_ratio_is_raised(tmp_path):
         assert w.shape == (64, 1 << 16) and not w.any()
 
 
+def test_a_declared_size_past_the_ratio_is_refused_before_decompressing(monkeypatch):
+    bomb = zstandard.ZstdCompressor(level=19).compress(b"\x08\x07" + bytes(50_000_000))
+    assert zstandard.frame_content_size(bomb) == 50_000_002 and len(bomb) < 10_000
+    spilled = _counting_writes(monkeypatch)
+    with pytest.raises(UnsupportedError) as e:
+        decompress_source(MemorySource(bomb, name="bomb.onnx.zst"))
+    assert "the frame declares 50000002 bytes, past the compression ratio limit" \
+        in e.value.message
+    assert spilled == []
+    src = decompress_source(MemorySource(bomb, name="bomb.onnx.zst"), max_ratio=1e5)
+    assert src.size == 50_000_002
+
+
 def test_the_ratio_is_of_the_whole_file_not_of_the_bytes_read_so_far(tmp_path):
     # 24 MiB of zeros (a zero-initialized tensor) then 256 KiB of random bytes: the first
     # 24 MiB come from a few KiB, but the whole file is over 256 KiB, a sane ratio of about 97
