@@ -153,3 +153,51 @@ def test_a_wrong_storage_option_key_is_one_usage_error_naming_it(s3, options, ke
         open_source(f"s3://{bucket}/o.bin", storage_options=opts)
     assert f"storage option {key!r} is not taken by the s3:// backend" in str(e.value)
     assert "TypeError" not in str(e.value) and "testing" not in str(e.value)
+
+
+# -- keep layout to S3: gaps between tensors -----------------------------------------------------
+def _model_at_offset(offset: int):
+    """A model decoded from bytes whose 16-byte tensor's reference says ``offset`` of ``w.bin``,
+    its bytes set in memory."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from onemodel.formats.onnx import decode_model
+    from onemodel.ir import iter_tensors
+
+    t = onnx.TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[4])
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", "w.bin"), ("offset", str(offset)), ("length", "16")):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    graph = helper.make_graph([helper.make_node("Identity", ["w"], ["y"])], "g", [],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [t])
+    model = decode_model(helper.make_model(graph).SerializeToString())
+    for _, tensor in iter_tensors(model):
+        if tensor.is_external:
+            tensor.external = memoryview(np.arange(4, dtype=np.float32).tobytes())
+    return model
+
+
+def test_keep_to_s3_refuses_a_gibibyte_gap_before_uploading(s3):
+    import onemodel
+    from onemodel.errors import UnsupportedError
+
+    server, bucket = s3
+    with pytest.raises(UnsupportedError, match="cannot leave holes"):
+        onemodel.save(_model_at_offset(1 << 30), f"s3://{bucket}/d/m.onnx",
+                      storage_options=server.storage_options)
+    client = server.client()
+    assert client.list_objects_v2(Bucket=bucket).get("KeyCount", 0) == 0
+    assert client.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+
+
+def test_keep_to_s3_writes_a_small_gap_as_zeros(s3):
+    import onemodel
+
+    server, bucket = s3
+    onemodel.save(_model_at_offset(1000), f"s3://{bucket}/d/m.onnx",
+                  storage_options=server.storage_options)
+    data = server.filesystem().cat_file(f"{bucket}/d/w.bin")
+    assert data == bytes(1000) + np.arange(4, dtype=np.float32).tobytes()
+
