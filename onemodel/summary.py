@@ -13,6 +13,7 @@ from .ir.dtypes import name_of
 from .ir.entries import entries_to_dict, normalize_domain
 
 _OP_KEY = attrgetter("domain", "op_type")
+_DOMAIN, _OP_TYPE = attrgetter("domain"), attrgetter("op_type")
 
 
 def _value(vi) -> dict:
@@ -44,7 +45,11 @@ def summarize(model: Model) -> dict:
     if g is not None:
         for _, graph in iter_graphs(g):
             nodes += len(graph.nodes)
-            pairs.update(map(_OP_KEY, graph.nodes))
+            if not any(map(normalize_domain, set(map(_DOMAIN, graph.nodes)))):
+                # every node in the default domain (the usual graph): count op_types alone
+                pairs.update({("", op): n for op, n in Counter(map(_OP_TYPE, graph.nodes)).items()})
+            else:
+                pairs.update(map(_OP_KEY, graph.nodes))
             for t in graph.initializers:
                 nb = nbytes[id(t)] = t.nbytes
                 init_count += 1
