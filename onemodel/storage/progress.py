@@ -150,8 +150,7 @@ class ProgressSink(Sink):
         self.progress(count)
 
     def skip(self, count: int) -> None:
-        self.inner.skip(count)
-        self.progress(count)
+        self.inner.skip(count)  # a gap moves no tensor bytes: not counted (totals are tensors)
 
     def reserve(self, nbytes: int, ranges=None) -> None:
         self.inner.reserve(nbytes, ranges)

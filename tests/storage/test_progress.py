@@ -109,3 +109,12 @@ def test_binary_size():
     assert [binary_size(n) for n in (0, 1023, 1024, 1536, 3 << 20, 5 << 30)] == \
         ["0 B", "1023 B", "1.0 KiB", "1.5 KiB", "3.0 MiB", "5.0 GiB"]
 
+
+def test_a_gap_is_not_counted_as_progress():
+    seen = []
+    sink = ProgressSink(BytesSink(), seen.append)
+    sink.write(b"ab")
+    sink.skip(10)  # zeros of a gap between tensors: no tensor bytes moved
+    sink.write(b"c")
+    assert seen == [2, 1] and sink.tell() == 13
+
