@@ -150,7 +150,8 @@ class ProgressSink(Sink):
         self.progress(count)
 
     def skip(self, count: int) -> None:
-        self.inner.skip(count)  # a gap moves no tensor bytes: not counted (totals are tensors)
+        self.inner.skip(count)
+        self.progress(count)  # the gap is part of the file's length, as padding written is
 
     def reserve(self, nbytes: int, ranges=None) -> None:
         self.inner.reserve(nbytes, ranges)
