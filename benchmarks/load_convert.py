@@ -26,7 +26,8 @@ Generates its models in a temporary directory and prints, in one run, median tim
     onnx``): <= 0.1x;
   - ``onemodel info`` of the graph-heavy model, the whole command from ``exec`` to exit, vs
     ``onnx.load`` plus the same walk (op counts, initializer count and bytes by element type)
-    in process: <= 1.0x.
+    in process: <= 1.0x; also shown against a whole ``python`` process that imports onnx,
+    loads and walks.
   Bytecode caches are written and used (a sandbox may set PYTHONDONTWRITEBYTECODE, which makes
   every fresh process compile what it imports).
 
@@ -222,11 +223,16 @@ def first_and_info(heavy: str, weights: str, repeat: int) -> list[str]:
                                      capture_output=True, text=True).stdout)
     assert info["ops"] == walk["ops"] and info["initializers"]["count"] == sum(
         e[0] for e in walk["by_type"].values()), "the walk does not count what info counts"
+    walk_child = [PY, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import onnx, "
+                  "load_convert as b; b.onnx_walk(onnx.load(sys.argv[2]))",
+                  os.path.dirname(os.path.abspath(__file__)), heavy]
     cases = {"`onemodel info` (command)": (
                  lambda: subprocess.run(cli, check=True, env=env, stdout=subprocess.DEVNULL),
                  None),
              "onnx.load + walk (in process)": (lambda: onnx_walk(onnx.load(heavy)), gc.collect),
-             "onnx.load alone (in process)": (lambda: onnx.load(heavy), gc.collect)}
+             "onnx.load alone (in process)": (lambda: onnx.load(heavy), gc.collect),
+             "python: import onnx, load, walk (process)": (
+                 lambda: subprocess.run(walk_child, check=True, env=env), None)}
     times = _timing.interleaved(cases, repeat)
     med = {k: statistics.median(v) for k, v in times.items()}
     for k, v in med.items():
@@ -238,6 +244,8 @@ def first_and_info(heavy: str, weights: str, repeat: int) -> list[str]:
                    theirs["load"], 0.1),
         ratio_line("`onemodel info` heavy vs onnx.load + walk", med["`onemodel info` (command)"],
                    med["onnx.load + walk (in process)"], 1.0),
+        ratio_line("  the same vs import onnx, load, walk (process)", med[
+            "`onemodel info` (command)"], med["python: import onnx, load, walk (process)"], 1.0),
     ]
 
 
