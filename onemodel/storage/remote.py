@@ -271,7 +271,7 @@ class RemoteSource(Source):
         self.bytes_fetched = 0       # bytes those requests transferred
         self._head_bytes = head_bytes
         self._head: memoryview | None = None
-        self._etag: str | None = None
+        self._etag: tuple | None = None  # HTTP: (header, value) pinned by the first answer
         self._window: tuple[int, memoryview] | None = None  # (offset, bytes) of the read-ahead
         self._last_end: int | None = None               # end of the last read past the head
         self._readahead = READAHEAD_MIN
@@ -522,7 +522,7 @@ class RemoteSource(Source):
         the number of body bytes to read. Raises IoError naming what is wrong."""
         action = "open" if first else "read"
         want = end - start
-        self._check_etag(r.headers.get("ETag"), start)
+        self._check_validator(r.headers, start)
         if r.status == 206:
             m = _CONTENT_RANGE.match(r.headers.get("Content-Range", ""))
             if m is None:
@@ -574,13 +574,21 @@ class RemoteSource(Source):
         raise IoError(f"cannot {action}: HTTP status {r.status}", offset=start,
                       source=self.name)
 
-    def _check_etag(self, etag: str | None, offset: int) -> None:
-        if not etag or etag.startswith("W/"):
+    def _check_validator(self, headers, offset: int) -> None:
+        """Pin the object's validator from the first answer and compare every later one: its
+        strong ``ETag``, or, from a server that sends none, its ``Last-Modified`` time."""
+        etag = headers.get("ETag")
+        if etag and not etag.startswith("W/"):
+            seen, what = ("ETag", etag), "its ETag changed"
+        elif headers.get("Last-Modified"):
+            seen, what = ("Last-Modified", headers["Last-Modified"]), \
+                "its modification time (Last-Modified) changed"
+        else:
             return
         if self._etag is None:
-            self._etag = etag
-        elif etag != self._etag:
-            raise _changed("its ETag changed", offset, self.name)
+            self._etag = seen
+        elif seen != self._etag:
+            raise _changed(what, offset, self.name)
 
 
 #: fsspec filesystems that copy the whole object on first use (later reads see that copy, so

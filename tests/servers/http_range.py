@@ -23,6 +23,9 @@ Modes (GET requests; HEAD follows the status of ``403``/``404``):
 ``short``                206 whose ``Content-Range`` and body stop half-way through the range
 ``lying``                206 with the asked ``Content-Range`` and a body of the wrong length
 =======================  ====================================================================
+
+Validators: every answer carries a strong ``ETag`` of the bytes served, unless ``etags`` is set
+false; ``last_modified[name]``, when set, is sent as ``Last-Modified``.
 """
 
 from __future__ import annotations
@@ -60,6 +63,8 @@ class RangeServer:
         self.files: dict[str, bytes] = {}
         self.mode = "normal"
         self.mode_after = 0  # requests answered normally before ``mode`` applies
+        self.etags = True  # send a strong ETag with every answer
+        self.last_modified: dict[str, str] = {}  # Last-Modified header per file name
         self.log: list[Request] = []
         self._lock = threading.Lock()
         self._httpd = None
@@ -98,6 +103,8 @@ class RangeServer:
             self.log.clear()
         self.mode = "normal"
         self.mode_after = 0
+        self.etags = True
+        self.last_modified.clear()
 
     @property
     def requests(self) -> int:
@@ -164,6 +171,9 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             size = len(data)
             etag = f'"{len(data):x}-{hash(data) & 0xFFFFFFFFFFFF:x}"'  # bytes cache their hash
+            if not srv.etags:
+                etag = None
+            self._modified = srv.last_modified.get(name)
             span = _parse_range(rng, size) if rng else None
             if rng is None or mode == "ignore_range" or not body:
                 self._head(200, size, etag=etag, ranges=True)
@@ -205,6 +215,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Accept-Ranges", "bytes")
         if etag:
             self.send_header("ETag", etag)
+        if getattr(self, "_modified", None):
+            self.send_header("Last-Modified", self._modified)
         for k, v in (extra or {}).items():
             self.send_header(k, v)
         self.end_headers()

@@ -324,7 +324,21 @@ def test_object_changing_while_read_is_refused(big):
     server.files["big.bin"] = data[:-1] + b"\x00" if data[-1] else data[:-1] + b"\x01"
     with pytest.raises(IoError) as e:
         src.read(1_000_000, 10)
-    assert "changed" in e.value.message
+    assert "the object changed since it was opened (its ETag changed)" in e.value.message
+
+
+def test_object_changing_under_a_server_without_etags_is_refused_by_last_modified(big):
+    server, url, data = big
+    server.etags = False
+    server.last_modified["big.bin"] = "Tue, 01 Dec 2026 10:00:00 GMT"
+    src = open_source(url)
+    assert bytes(src.read(1_000_000, 10)) == data[1_000_000:1_000_010]
+    server.files["big.bin"] = bytes(len(data))  # replaced: same size, a new time
+    server.last_modified["big.bin"] = "Tue, 01 Dec 2026 10:00:05 GMT"
+    with pytest.raises(IoError) as e:
+        src.read(2_000_000, 10)
+    assert "changed since it was opened (its modification time (Last-Modified) changed)" \
+        in e.value.message
 
 
 def test_object_changing_size_while_read_is_refused(big):
