@@ -161,6 +161,6 @@ def is_local(target) -> bool:
 
 __all__ = ["Source", "Sink", "MemorySource", "BytesSink", "LocalSource", "LocalSink",
            "RemoteSource", "RemoteSink", "ZstdSink", "RangeBuffer", "Progress", "ProgressSink",
-           "open_source", "open_sink", "check_storage_options", "is_local", "is_url", "is_zstd", "display_url",
-           "decompress_source", "resolve_relative", "prefetch", "local_path", "is_remote",
+           "open_source", "open_sink", "check_storage_options", "is_local", "is_url", "is_zstd",
+           "display_url", "decompress_source", "resolve_relative", "prefetch", "local_path", "is_remote",
            "place_of", "target_of", "url_join"]
