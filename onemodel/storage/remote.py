@@ -26,8 +26,13 @@ Writing (:class:`RemoteSink`) streams: bytes go to the backend as they are writt
 uploads on S3), and the object appears only on :meth:`RemoteSink.commit`. See the class for how
 an aborted upload leaves no object that looks complete.
 
+A model's tensors are read long after it was opened, so every read checks that the object is
+still the one that was opened (:class:`RemoteSource`): a replaced object is an IoError, never a
+mix of two versions.
+
 Every backend failure becomes :class:`~onemodel.errors.IoError` naming the URL; a missing backend
-package becomes a one-line :class:`~onemodel.errors.UnsupportedError` naming what to install.
+package becomes a one-line :class:`~onemodel.errors.UnsupportedError` naming what to install, and
+a storage option the backend does not take a :class:`~onemodel.errors.UsageError` naming it.
 """
 
 from __future__ import annotations
@@ -258,7 +263,11 @@ class RemoteSource(Source):
     ``read(offset, length)`` returns exactly ``length`` bytes as a read-only memoryview and
     raises MalformedError for a range past the end, IoError for anything the backend or server
     does wrong (not found, access denied, refused connection, a status or ``Content-Range``
-    other than the one asked for, a truncated or short answer). ``whole()`` is ``None``, so
+    other than the one asked for, a truncated or short answer) and for an object that changed
+    since it was opened: the object's identity is pinned at open and checked on every read
+    (HTTP: strong ETag or Last-Modified; S3: ``If-Match`` ETag, and the ``VersionId`` in a
+    versioned bucket, which reads the opened version; other backends: ``fs.info`` ETag,
+    generation or modification time, compared after each read). ``whole()`` is ``None``, so
     readers make :class:`~onemodel.storage.base.RangeBuffer` tensors fetched on first use.
     """
 
