@@ -42,4 +42,5 @@ def test_every_install_line_installs_this_project():
             # this project (by name or from the clone) or a third-party package, never a taken name
             assert base not in TAKEN, (path.name, target)
     assert ("README.md", ".[s3]") in found
-    assert ("remote.py", "onemodel-onnx[s3]") in found and ("storage.md", "onemodel-onnx[s3]") in found
+    assert ("remote.py", "onemodel-onnx[s3]") in found
+    assert ("storage.md", "onemodel-onnx[s3]") in found

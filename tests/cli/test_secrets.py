@@ -117,7 +117,8 @@ def test_an_authorization_header_reaches_the_server_and_never_the_terminal(serve
 
 
 def test_redact_finds_urls_in_running_text():
-    assert redact("in s3://b/k.onnx?X-Amz-Signature=abc.") == "in s3://b/k.onnx?X-Amz-Signature=***."
+    assert redact("in s3://b/k.onnx?X-Amz-Signature=abc.") == \
+        "in s3://b/k.onnx?X-Amz-Signature=***."
     assert redact("(see 'https://u:p@h/m?sig=x')") == "(see 'https://***@h/m?sig=***')"
     assert redact("simplecache::https://u:p@h/m.onnx") == "simplecache::https://***@h/m.onnx"
     assert redact('{"source": "gs://b/m?token=t"}') == '{"source": "gs://b/m?token=***"}'
