@@ -19,6 +19,7 @@ from ... import limits
 from ...errors import EvaluationError, InvalidModelError, UnsupportedError
 from ..registry import op
 from ._util import back, wide_all
+from .linalg import column_blocks_product
 
 
 #: Bytes of im2col columns gathered at once by Conv (about a level-2 cache).
@@ -146,18 +147,19 @@ def conv(ctx, x, w, b=None):
     Cg, Mg, K, P = C // group, M // group, math.prod(kernel), math.prod(out)
     wg = w.reshape(group, Mg, Cg * K)
     if (K == 1 and all(s == 1 for s in strides) and not any(begin) and not any(end)):
-        y = np.matmul(wg, x.reshape(N, group, Cg, P))  # [N, g, Mg, P]
+        y = column_blocks_product(wg, x.reshape(N, group, Cg, P))  # [N, g, Mg, P]
     else:
         # im2col: [N, C, *k, *out] -> [N, g, Cg*K, P], copied a few samples at a time so that
         # the columns stay in the cache while they are multiplied
         win = windows(x, kernel, strides, dilations, begin, out)
         step = max(1, _COLUMN_BYTES // max(C * K * P * x.itemsize, 1))
         if step >= N:
-            y = np.matmul(wg, win.reshape(N, group, Cg * K, P))
+            y = column_blocks_product(wg, win.reshape(N, group, Cg * K, P))
         else:
             y = np.empty((N, group, Mg, P), dtype=np.result_type(wg, x))
             for s in range(0, N, step):
-                np.matmul(wg, win[s:s + step].reshape(-1, group, Cg * K, P), out=y[s:s + step])
+                column_blocks_product(wg, win[s:s + step].reshape(-1, group, Cg * K, P),
+                                      out=y[s:s + step])
     y = y.reshape((N, M) + tuple(out))
     if b is not None:
         y = y + args[2].reshape((1, M) + (1,) * len(out))

@@ -60,6 +60,27 @@ def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.matmul(a, b)
 
 
+def column_blocks_product(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None):
+    """``numpy.matmul(a, b, out=out)`` where each matrix product of the stack is small (more than
+    ``_ONE_THREAD``, at most ``_SMALL`` multiply-adds): it then runs as blocks of ``b``'s columns
+    of at most ``_ONE_THREAD`` multiply-adds each, which BLAS computes without waking threads
+    (the blocks split columns, never the inner dimension, so no sum is split). For Conv's
+    im2col products: weights ``[g, M, C*K]`` by columns ``[N, g, C*K, P]``, float32 or float64.
+    """
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    if (a.dtype.kind != "f" or b.dtype.kind != "f" or not _ONE_THREAD < m * n * k <= _SMALL
+            or m * k > _ONE_THREAD):
+        return np.matmul(a, b, out=out)
+    if out is None:
+        out = np.empty(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (m, n),
+                       dtype=np.result_type(a, b))
+    width = _ONE_THREAD // (m * k)
+    for p in range(0, n, width):
+        np.matmul(a, b[..., p:p + width], out=out[..., p:p + width])
+    return out
+
+
 def matmul_array(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """numpy.matmul with narrow floats computed in float32 (the semantics of ONNX MatMul)."""
     (a, b), dt = wide_all(a, b)
