@@ -46,7 +46,6 @@ makes reads of the lost pages fail (SIGBUS), as for any mapped file.
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import re
 import stat
@@ -498,6 +497,8 @@ def same_directory(a, b) -> bool:
 
 # -- resolving a model's references -----------------------------------------------------------
 def _sha1_of(source: Source) -> str:
+    import hashlib  # here: 2.5 ms of every model's first load otherwise
+
     h = hashlib.sha1()
     whole = source.whole()
     for start in range(0, source.size, _HASH_CHUNK):

@@ -59,7 +59,6 @@ place and restores them before it returns; the model must not be used by another
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import warnings
@@ -425,6 +424,8 @@ def _write_data_file(model, df: _DataFile, sink) -> str | None:
     """Write ``df``'s slots in offset order with zeros in gaps; the file's SHA-1 when asked,
     computed from the bytes as they are written (:class:`~onemodel.storage.hashing.HashingSink`:
     each byte is read once, also from a remote source)."""
+    import hashlib  # here: 2.5 ms of every model's first load otherwise
+
     hasher = hashlib.sha1() if df.checksum else None
     if hasher is not None:
         sink = HashingSink(sink, hasher)
