@@ -143,3 +143,30 @@ def test_compare_runs_takes_shapes():
     with onemodel.load(LEGACY) as a:
         diffs, names = compare_runs(a, a, shapes={"tokens": (2, 16)})
     assert diffs == [] and names == ["logits"]
+
+
+def test_loose_takes_an_empty_type_for_an_absent_one(tmp_path):
+    """A TypeProto present with no value case (If-branch outputs) is no type in a plain v1 file:
+    loose verify calls the two equal, strict verify names the difference."""
+    onnx_model = onnx.ModelProto()
+    cond = helper.make_tensor_value_info("c", onnx.TensorProto.BOOL, [])
+    branches = []
+    for name, val in (("then", 1.0), ("else", 2.0)):
+        out = onnx.ValueInfoProto(name=f"{name}_out")
+        out.type.SetInParent()  # present, no value case
+        node = helper.make_node("Constant", [], [out.name],
+                                value=helper.make_tensor("v", onnx.TensorProto.FLOAT, [1], [val]))
+        branches.append(helper.make_graph([node], name, [], [out]))
+    node = helper.make_node("If", ["c"], ["y"], then_branch=branches[0], else_branch=branches[1])
+    onnx_model = helper.make_model(
+        helper.make_graph([node], "g", [cond],
+                          [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)]),
+        opset_imports=[helper.make_opsetid("", 21)])
+    src = tmp_path / "m.onnx"
+    src.write_bytes(onnx_model.SerializeToString())
+    onemodel.convert(src, tmp_path / "plain.onemodel", strict_v1=True)
+    assert onemodel.verify(src, tmp_path / "plain.onemodel", loose=True).equal
+    strict = onemodel.verify(src, tmp_path / "plain.onemodel")
+    assert not strict.equal
+    assert any(d.path.endswith("outputs[0].type") and "present vs absent" in d.message
+               for d in strict.differences), [str(d) for d in strict.differences]

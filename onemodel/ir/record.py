@@ -184,6 +184,24 @@ def is_empty(kind: str, v: Any) -> bool:
     return v == "" or v == 0 or v == b""
 
 
+def is_empty_record(r) -> bool:
+    """True when record ``r`` is absent or says nothing: every field :func:`is_empty` (a
+    message field recursively) and no unknown bytes, e.g. a ``TypeProto`` with no value case.
+    ``verify`` loose takes such a record for an absent one, as a plain OneModel v1 file does."""
+    if r is None:
+        return True
+    if r.unknown:
+        return False
+    for name, kind, _ in r.FIELDS:
+        v = getattr(r, name)
+        if kind == MSG:
+            if not is_empty_record(v):
+                return False
+        elif not is_empty(kind, v):
+            return False
+    return True
+
+
 def _same(kind: str, a: Any, b: Any) -> bool:
     if a is None or b is None:
         return a is None and b is None

@@ -52,7 +52,7 @@ import stat
 import weakref
 from dataclasses import dataclass
 
-from ...errors import InvalidModelError, IoError, OneModelError, quote
+from ...errors import QUOTE_LIMIT, InvalidModelError, IoError, OneModelError, clip, quote
 from ...ir.dtypes import INFO, DataType
 from ...ir.model import Model
 from ...ir.tensor import EXTERNAL
@@ -110,17 +110,11 @@ class RefusedError(InvalidModelError):
     """A reference refused by Clause 13.2 or 15.3 (an InvalidModelError; the message says why)."""
 
 
-def clip(text, limit: int = 80) -> str:
-    """``repr(text)``, cut to about ``limit`` characters (hostile values can be megabytes)."""
-    r = repr(text)
-    return r if len(r) <= limit else r[:limit - 5] + "...'"
-
-
 def _decimal(key: str, value: str | None) -> int:
     if value is None or not _DIGITS.fullmatch(value):
-        raise RefusedError(f"{key} {clip(value)} is not a non-negative decimal integer")
+        raise RefusedError(f"{key} {quote(value)} is not a non-negative decimal integer")
     if len(value.lstrip("0")) > 19 or int(value) > MAX_OFFSET:
-        raise RefusedError(f"{key} {clip(value)[1:-1]} is larger than 2^63 - 1")
+        raise RefusedError(f"{key} {clip(value, QUOTE_LIMIT)} is larger than 2^63 - 1")
     return int(value)
 
 
@@ -136,7 +130,7 @@ def parse_reference(entries) -> ExternalReference:
     for e in entries:
         key = e.key
         if key not in KEYS:
-            raise RefusedError(f"unknown key {clip(key)} in external_data (Clause 13.2 allows only "
+            raise RefusedError(f"unknown key {quote(key)} in external_data (Clause 13.2 allows only "
                                f"{', '.join(KEYS)})")
         if key in seen:
             raise RefusedError(f"key {quote(key)} appears more than once in external_data")
@@ -150,7 +144,7 @@ def parse_reference(entries) -> ExternalReference:
     if "checksum" in seen:
         checksum = seen["checksum"]
         if checksum is None or not _SHA1.fullmatch(checksum):
-            raise RefusedError(f"checksum {clip(checksum)} is not a SHA-1 digest (40 hex digits)")
+            raise RefusedError(f"checksum {quote(checksum)} is not a SHA-1 digest (40 hex digits)")
         checksum = checksum.lower()
     return ExternalReference(location, offset, length, checksum)
 
