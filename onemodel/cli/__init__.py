@@ -156,14 +156,17 @@ def _errors(debug: bool):
 REPORT_LIMIT = 100
 
 
-def _storage(items: Optional[List[str]]) -> Optional[dict]:
+def _storage(items: Optional[List[str]], *targets: str) -> Optional[dict]:
     """``--storage-option`` values as the API's ``storage_options``; their secret values are
-    masked in everything printed from now on."""
+    masked in everything printed from now on. ``targets``: every file or URL the command
+    opens; options given when all of them are local are refused (UsageError), not ignored."""
+    from ..storage import check_storage_options
     from .redact import add_secrets
     from .values import parse_storage_options
 
     options = parse_storage_options(items)
     add_secrets(options)
+    check_storage_options(options, *targets)
     return options
 
 
@@ -282,7 +285,7 @@ def convert(
         from ..storage.progress import Progress
         with Progress("convert", quiet=quiet) as bar, _option_flags(options.get("layout")):
             result = api.convert(src, dst, to=to,
-                                 storage_options=_storage(storage_option),
+                                 storage_options=_storage(storage_option, src, dst),
                                  read_options=read_options, progress=bar, **options)
         if not quiet:
             out.line(f"{shown(src)} ({result.source_format}) -> {shown(dst)} "
@@ -308,7 +311,7 @@ def info(
 
     with _errors(debug):
         with Progress("read", quiet=as_json) as bar, \
-                api.load(file, storage_options=_storage(storage_option), progress=bar,
+                api.load(file, storage_options=_storage(storage_option, file), progress=bar,
                          **_read_options(allow_outside)) as model:
             s = summarize(model)
             # (the report walks every tensor again: only for a model that has external data)
@@ -419,7 +422,7 @@ def verify(
         report = do_verify(a, b, loose=loose, run=run, seed=seed, dims=dims, shapes=shapes,
                            engine=engine, read_options=_read_options(allow_outside),
                            limit=REPORT_LIMIT,
-                           storage_options=_storage(storage_option))
+                           storage_options=_storage(storage_option, a, b))
     if report.equal:
         if not quiet:
             n = len(report.outputs_compared)
@@ -516,7 +519,7 @@ def run_cmd(
     from ..evaluate.inputs import add_inputs_hint, check_dims_shapes
 
     with _errors(debug):
-        with api.load(file, storage_options=_storage(storage_option),
+        with api.load(file, storage_options=_storage(storage_option, file),
                       **_read_options(allow_outside)) as model:
             dims, shapes = _inputs_given(dim, shape)
             check_dims_shapes(model, dims, shapes)

@@ -241,3 +241,16 @@ def test_out_of_range_layout_numbers_are_one_line_unsupported(tmp_path, option):
     assert len(lines) == 1 and lines[0].startswith(f"Unsupported: {option[0]} must be ")
     assert option[1] in lines[0]
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["info", "convert", "verify", "run"])
+def test_storage_options_for_local_files_are_refused(command, tmp_path):
+    """--storage-option is for URLs: given when every file of the command is local it would be
+    ignored, so it is one usage error naming the file, before anything is read or written."""
+    args = {"info": ["info", CNN], "convert": ["convert", CNN, tmp_path / "m.onemodel"],
+            "verify": ["verify", CNN, CNN], "run": ["run", CNN, "--random"]}[command]
+    r = cli(*args, "--storage-option", "anon=true")
+    assert r.exit_code == 2, r.output
+    assert "Usage error: storage options are for URLs" in r.output
+    assert str(CNN) in r.output
+    assert not (tmp_path / "m.onemodel").exists()
