@@ -188,11 +188,8 @@ def _read_options(allow_outside: bool) -> dict:
 
 
 def _human(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
+    from ..storage.progress import binary_size
+    return binary_size(n)
 
 
 #: The flag of each writer option that ``convert`` sets or that a writer takes
