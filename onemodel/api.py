@@ -21,11 +21,14 @@ from .errors import OneModelError, OptionError, UnsupportedError
 from .ir import Model
 from .storage import BytesSink, open_sink, open_source
 from .storage.memory import FileObjectSink, file_object_source, is_file_object
+from .storage.place import name_of_url
 
 
 def _name_of(target) -> str | None:
+    """The name whose suffix tells ``target``'s format: a URL without its query (a presigned
+    ``?X-Amz-Signature=...``), a file object's ``name``, or None."""
     if isinstance(target, (str, os.PathLike)):
-        return os.fspath(target)
+        return name_of_url(os.fspath(target))
     name = getattr(target, "name", None)
     return name if isinstance(name, str) else None
 

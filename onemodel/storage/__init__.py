@@ -21,7 +21,6 @@ counts as they move (see :mod:`onemodel.storage.progress`).
 from __future__ import annotations
 
 import os
-from urllib.parse import urlsplit
 
 from ..errors import UsageError
 from ..limits import MAX_COMPRESSION_RATIO, MAX_DECOMPRESSED_BYTES
@@ -29,7 +28,7 @@ from .base import BytesSink, MemorySource, RangeBuffer, Sink, Source, is_url, pr
 from .compressed import (DEFAULT_LEVEL, ZstdSink, decompress_source, has_zstd_suffix, is_zstd,
                          looks_like_model)
 from .local import LocalSink, LocalSource
-from .place import is_remote, local_path, place_of, target_of, url_join
+from .place import is_remote, local_path, name_of_url, place_of, target_of, url_join
 from .progress import Progress, ProgressSink
 
 _REMOTE = ("RemoteSource", "RemoteSink", "display_url", "resolve_relative")
@@ -50,10 +49,7 @@ def _compressed(target: str, compression: str | None) -> bool:
         return True
     if compression != "infer":
         raise ValueError(f"compression must be 'infer', 'zstd' or None, not {compression!r}")
-    name = target
-    if target.lower().startswith(("http://", "https://")):
-        name = urlsplit(target).path  # a query (?sig=...) is not part of the name
-    return has_zstd_suffix(name)
+    return has_zstd_suffix(name_of_url(target))
 
 
 def open_source(target, *, storage_options: dict | None = None, compression: str | None = "infer",

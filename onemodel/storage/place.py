@@ -95,6 +95,21 @@ def place_of(obj) -> tuple[str, str] | None:
     return "::".join(segments), name
 
 
+#: URL schemes whose query (``?X-Amz-Signature=...``, ``?versionId=...``) and fragment are not
+#: part of the object's name.
+QUERY_SCHEMES = ("http://", "https://", "s3://", "s3a://", "gs://", "gcs://")
+
+
+def name_of_url(target: str) -> str:
+    """The name part of ``target`` for telling its format and compression from the suffix: a
+    presigned ``https://h/m.onnx?sig=...`` is named ``https://h/m.onnx``; other targets (paths,
+    schemes whose paths may hold ``?``, such as ``memory://``) are returned unchanged."""
+    if target.lower().startswith(QUERY_SCHEMES):
+        s = urlsplit(target)
+        return urlunsplit((s.scheme, s.netloc, s.path, "", ""))
+    return target
+
+
 def file_segment(segments: list[str]) -> int:
     """Index of the segment of a chained URL (split at ``::``) that names the file: the first
     with a scheme (``s3://`` in ``simplecache::s3://b/m.onnx``), else the first."""

@@ -13,7 +13,8 @@ import zstandard
 from onemodel.errors import InvalidModelError
 from onemodel.storage import (BytesSink, LocalSink, LocalSource, MemorySource, ProgressSink,
                               ZstdSink, decompress_source)
-from onemodel.storage.place import is_remote, local_path, place_of, target_of, url_join
+from onemodel.storage.place import (is_remote, local_path, name_of_url, place_of, target_of,
+                                    url_join)
 
 
 def test_local_paths_and_file_urls(tmp_path, monkeypatch):
@@ -75,3 +76,21 @@ def test_a_decompressed_source_keeps_the_place_of_its_compressed_file(tmp_path):
     # bytes in memory have no place, even though the decompressed copy is a local file
     with decompress_source(MemorySource(packed), sniff=None) as src:
         assert isinstance(src, LocalSource) and place_of(src) is None
+
+
+@pytest.mark.parametrize("target, name", [
+    ("https://h/b/m.onnx?X-Amz-Signature=abc&X-Amz-Credential=k", "https://h/b/m.onnx"),
+    ("s3://b/m.onemodel?versionId=3", "s3://b/m.onemodel"),
+    ("HTTP://h/m.onnx.zst#frag", "http://h/m.onnx.zst"),
+    ("memory://b/m.onnx?x", "memory://b/m.onnx?x"),  # memory paths may hold '?'
+    ("/tmp/a?b.onnx", "/tmp/a?b.onnx"),
+])
+def test_name_of_url_drops_queries_that_are_not_names(target, name):
+    assert name_of_url(target) == name
+
+
+def test_output_format_of_a_presigned_url_comes_from_its_path():
+    from onemodel.api import _plugin_for_target
+
+    assert _plugin_for_target("https://h/m.onemodel?X-Amz-Signature=s", None).name == "onemodel"
+    assert _plugin_for_target("s3://b/m.onnx?versionId=1", None).name == "onnx"
