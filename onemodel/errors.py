@@ -59,7 +59,7 @@ def _masked(text: str) -> str:
     """``text`` with each URL in it shown as ``display_url`` shows it (user information and query
     values as ``***``): cutting a URL could separate a signature from the ``?`` that marks it,
     and the command line's masking would no longer see it."""
-    from .storage.remote import display_url
+    from .storage.place import display_url
 
     return _URL.sub(lambda m: display_url(m.group(0)), text)
 

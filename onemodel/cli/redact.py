@@ -1,14 +1,14 @@
 """What keeps secrets off the terminal: every line the command line prints goes through
 :func:`redact`.
 
-A URL is masked by :func:`onemodel.storage.remote.display_url` (user information and query
+A URL is masked by :func:`onemodel.storage.place.display_url` (user information and query
 values, where presigned signatures and tokens travel, become ``***``), wherever it stands in the
 line: an echoed argument, an error message from any layer, a warning, a JSON document. Values of
 secret storage options (``--storage-option key=...``, ``http.headers.Authorization=...``) are
 masked as well, should any message quote them.
 
-Masking a line without ``://`` costs one substring search and imports nothing; the storage
-module that holds ``display_url`` is imported only for a line that has a URL.
+Masking a line without ``://`` costs one substring search; a line with a URL uses
+``storage.place`` (urllib only: no fsspec, no asyncio).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ _secrets: set[str] = set()
 
 
 def _mask_urls(line: str) -> str:
-    from ..storage.remote import display_url
+    from ..storage.place import display_url
 
     parts, done, at = [], 0, line.find("://")
     while at != -1:

@@ -110,6 +110,22 @@ def name_of_url(target: str) -> str:
     return target
 
 
+def display_url(url: str) -> str:
+    """``url`` fit for messages: user information and query values (presigned signatures,
+    tokens) are replaced by ``***``."""
+    def clean(part: str) -> str:
+        if "://" not in part:
+            return part
+        s = urlsplit(part)
+        netloc = s.netloc
+        if "@" in netloc:
+            netloc = "***@" + netloc.rsplit("@", 1)[1]
+        query = "&".join(q.split("=", 1)[0] + "=***" if "=" in q else q
+                         for q in s.query.split("&")) if s.query else ""
+        return urlunsplit((s.scheme, netloc, s.path, query, s.fragment))
+    return "::".join(clean(p) for p in url.split("::"))
+
+
 def file_segment(segments: list[str]) -> int:
     """Index of the segment of a chained URL (split at ``::``) that names the file: the first
     with a scheme (``s3://`` in ``simplecache::s3://b/m.onnx``), else the first."""

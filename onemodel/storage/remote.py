@@ -47,7 +47,7 @@ from ..errors import InvalidModelError, IoError, OneModelError, UnsupportedError
 from ..errors import quote as quote_value  # (urllib's quote is ``quote`` here)
 from ..limits import KiB, MiB
 from .base import Sink, Source
-from .place import file_segment
+from .place import display_url, file_segment
 
 #: Bytes fetched by the first read of a remote source and kept: enough for the OneModel header
 #: and a small manifest, or the start of an ONNX file, so opening costs one request.
@@ -93,22 +93,6 @@ _INSTALL_HINTS = {
     "abfs": "install adlfs: pip install adlfs",
     "abfss": "install adlfs: pip install adlfs",
 }
-
-
-def display_url(url: str) -> str:
-    """``url`` fit for messages: user information and query values (presigned signatures,
-    tokens) are replaced by ``***``."""
-    def clean(part: str) -> str:
-        if "://" not in part:
-            return part
-        s = urlsplit(part)
-        netloc = s.netloc
-        if "@" in netloc:
-            netloc = "***@" + netloc.rsplit("@", 1)[1]
-        query = "&".join(q.split("=", 1)[0] + "=***" if "=" in q else q
-                         for q in s.query.split("&")) if s.query else ""
-        return urlunsplit((s.scheme, netloc, s.path, query, s.fragment))
-    return "::".join(clean(p) for p in url.split("::"))
 
 
 def _protocol(url: str) -> str:

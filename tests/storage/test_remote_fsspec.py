@@ -9,7 +9,8 @@ import pytest
 
 from onemodel.errors import InvalidModelError, IoError, MalformedError, UnsupportedError
 from onemodel.storage import RemoteSink, RemoteSource, open_sink, open_source, resolve_relative
-from onemodel.storage.remote import COALESCE_GAP, coalesce, display_url
+from onemodel.storage.place import display_url
+from onemodel.storage.remote import COALESCE_GAP, coalesce
 
 
 @pytest.fixture

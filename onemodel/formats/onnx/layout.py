@@ -392,7 +392,7 @@ def _refuse_replacing(files: list[_DataFile], sink, out_base, read_from: set,
 def _shown(target: str) -> str:
     """A path or URL as shown in messages (credentials of a URL masked)."""
     if is_remote(target):
-        from ...storage.remote import display_url
+        from ...storage.place import display_url
 
         return display_url(target)
     return target
