@@ -9,8 +9,7 @@ Kernel convention (every built-in kernel follows it, and so must a user kernel):
 
     from onemodel.evaluate.registry import op
 
-    @op("Add", since=7)
-    @op("Add", since=13)                   # several versions, one function
+    @op("Add", since=(7, 13, 14))           # several versions, one function: one tuple
     def add(ctx, a, b):
         return np.add(a, b)
 
@@ -73,10 +72,12 @@ def _add(table, domain: str, op_type: str, since: int, fn: Kernel) -> None:
 def op(op_type: str, since: int | tuple[int, ...], domain: str = "", *, user: bool = False):
     """Decorator registering a kernel for ``(domain, op_type)`` from opset ``since`` on.
 
-    ``since`` may be a tuple of versions: the same function then claims each of them (as
-    stacking one decorator per version does). Built-in kernel
-    modules use the default ``user=False``; ``user=True`` registers it as a user kernel (same as
-    :func:`register_kernel`). Returns the function unchanged.
+    ``since`` is one version or a tuple of versions: the same function then claims
+    each of them (built-in kernels use the tuple, one decorator per operator, never a stack of
+    one decorator per version). Built-in kernel modules use the default ``user=False``;
+    ``user=True`` registers it as a user kernel (same as :func:`register_kernel`). Raises
+    ValueError for a version below 1, TypeError when the function is not callable. Returns it
+    unchanged.
     """
 
     versions = since if isinstance(since, (tuple, list)) else (since,)

@@ -9,6 +9,8 @@ evaluated). Those are listed here, each checked against onnx's schemas so the li
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import onnx.defs
 
 from onemodel.evaluate import registry
@@ -65,3 +67,34 @@ def test_listed_allowances_are_real_versions():
     history = {(("" if s.domain == "ai.onnx" else s.domain), s.name, s.since_version)
                for s in onnx.defs.get_all_schemas_with_history()}
     assert TYPE_OR_DEPRECATION_ONLY <= history
+
+
+#: The committed registration table: one line per (domain, op_type, since_version) and the kernel.
+BUILTIN_TABLE = Path(__file__).with_name("builtin_kernels.tsv")
+
+
+def _registered():
+    registry.load_builtin()
+    return {(domain, op_type, since): f"{fn.__module__.rsplit('.', 1)[-1]}.{fn.__qualname__}"
+            for (domain, op_type), entries in registry._BUILTIN.items()
+            for since, fn in entries}
+
+
+def _committed():
+    rows = {}
+    for line in BUILTIN_TABLE.read_text().splitlines():
+        if line and not line.startswith("#"):
+            domain, op_type, since, kernel = line.split("\t")
+            rows[(domain, op_type, int(since))] = kernel
+    return rows
+
+
+def test_builtin_registrations_match_the_committed_table():
+    # The kernels' registration style (one decorator with a tuple of versions) must keep every
+    # (domain, op_type, since_version) key and the function it names: 619 keys, 223 operators.
+    committed = _committed()
+    assert len(committed) == 619 and len({k[:2] for k in committed}) == 223
+    got = _registered()
+    assert sorted(set(committed) - set(got)) == [], "registrations lost"
+    assert sorted(set(got) - set(committed)) == [], "registrations not in builtin_kernels.tsv"
+    assert {k: v for k, v in got.items() if committed[k] != v} == {}, "kernel changed"

@@ -36,8 +36,7 @@ def _binary(name, ufunc, versions):
 
     kernel.__name__ = name.lower()
     kernel.__qualname__ = kernel.__name__
-    for v in versions:
-        op(name, since=v)(kernel)
+    op(name, since=tuple(versions))(kernel)
     return kernel
 
 
@@ -55,11 +54,7 @@ def _int_div(a, b):
     return q
 
 
-@op("Div", since=1)
-@op("Div", since=6)
-@op("Div", since=7)
-@op("Div", since=13)
-@op("Div", since=14)
+@op("Div", since=(1, 6, 7, 13, 14))
 def div(ctx, a, b):
     b = _legacy_broadcast(ctx, a, b)
     if a.dtype.kind in "iu" and b.dtype.kind in "iu":
@@ -67,11 +62,7 @@ def div(ctx, a, b):
     return np.divide(a, b)
 
 
-@op("Pow", since=1)
-@op("Pow", since=7)
-@op("Pow", since=12)
-@op("Pow", since=13)
-@op("Pow", since=15)
+@op("Pow", since=(1, 7, 12, 13, 15))
 def pow_(ctx, x, y):
     """Pow: the output has the type of ``x`` (opset 12 on allows a different type for ``y``)."""
     y = _legacy_broadcast(ctx, x, y)
@@ -101,38 +92,24 @@ def _fold(ufunc, xs):
     return out
 
 
-@op("Sum", since=1)
-@op("Sum", since=6)
-@op("Sum", since=8)
-@op("Sum", since=13)
+@op("Sum", since=(1, 6, 8, 13))
 def sum_(ctx, *xs):
     return _fold(np.add, xs)
 
 
-@op("Mean", since=1)
-@op("Mean", since=6)
-@op("Mean", since=8)
-@op("Mean", since=13)
+@op("Mean", since=(1, 6, 8, 13))
 def mean(ctx, *xs):
     xs = [x for x in xs if x is not None]
     total = _fold(np.add, xs)
     return (total / np.asarray(len(xs), dtype=total.dtype)).astype(total.dtype, copy=False)
 
 
-@op("Max", since=1)
-@op("Max", since=6)
-@op("Max", since=8)
-@op("Max", since=12)
-@op("Max", since=13)
+@op("Max", since=(1, 6, 8, 12, 13))
 def max_(ctx, *xs):
     return _fold(np.maximum, xs)
 
 
-@op("Min", since=1)
-@op("Min", since=6)
-@op("Min", since=8)
-@op("Min", since=12)
-@op("Min", since=13)
+@op("Min", since=(1, 6, 8, 12, 13))
 def min_(ctx, *xs):
     return _fold(np.minimum, xs)
 
@@ -144,8 +121,7 @@ def _unary(name, fn, versions):
 
     kernel.__name__ = name.lower()
     kernel.__qualname__ = kernel.__name__
-    for v in versions:
-        op(name, since=v)(kernel)
+    op(name, since=tuple(versions))(kernel)
 
 
 _unary("Abs", np.abs, (1, 6, 13))
@@ -173,22 +149,17 @@ _unary("Not", np.logical_not, (1,))
 _unary("BitwiseNot", np.invert, (18,))
 
 
-@op("Reciprocal", since=1)
-@op("Reciprocal", since=6)
-@op("Reciprocal", since=13)
+@op("Reciprocal", since=(1, 6, 13))
 def reciprocal(ctx, x):
     return np.divide(np.ones((), dtype=x.dtype), x)
 
 
-@op("IsNaN", since=9)
-@op("IsNaN", since=13)
-@op("IsNaN", since=20)
+@op("IsNaN", since=(9, 13, 20))
 def isnan(ctx, x):
     return np.isnan(x)
 
 
-@op("IsInf", since=10)
-@op("IsInf", since=20)
+@op("IsInf", since=(10, 20))
 def isinf(ctx, x):
     pos = ctx.attr("detect_positive", 1)
     neg = ctx.attr("detect_negative", 1)
@@ -249,8 +220,7 @@ def erf_array(x: np.ndarray) -> np.ndarray:
     return out.astype(dt, copy=False)
 
 
-@op("Erf", since=9)
-@op("Erf", since=13)
+@op("Erf", since=(9, 13))
 def erf(ctx, x):
     return erf_array(x)
 
@@ -265,8 +235,7 @@ def _compare(name, ufunc, versions):
 
     kernel.__name__ = name.lower()
     kernel.__qualname__ = kernel.__name__
-    for v in versions:
-        op(name, since=v)(kernel)
+    op(name, since=tuple(versions))(kernel)
 
 
 _compare("And", np.logical_and, (1, 7))
@@ -304,8 +273,7 @@ def bitshift(ctx, x, y):
 
 
 # -- selection ------------------------------------------------------------------------------
-@op("Where", since=9)
-@op("Where", since=16)
+@op("Where", since=(9, 16))
 def where(ctx, cond, x, y):
     out = np.where(cond, x, y)
     if out.dtype != x.dtype:
@@ -313,17 +281,14 @@ def where(ctx, cond, x, y):
     return out
 
 
-@op("Clip", since=1)
-@op("Clip", since=6)
+@op("Clip", since=(1, 6))
 def clip_attr(ctx, x):
     lo = ctx.attr("min", -math.inf)
     hi = ctx.attr("max", math.inf)
     return np.minimum(np.maximum(x, np.asarray(lo, x.dtype)), np.asarray(hi, x.dtype))
 
 
-@op("Clip", since=11)
-@op("Clip", since=12)
-@op("Clip", since=13)
+@op("Clip", since=(11, 12, 13))
 def clip(ctx, x, lo=None, hi=None):
     y = x
     if lo is not None and lo.size:

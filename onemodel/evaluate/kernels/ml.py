@@ -443,8 +443,7 @@ def _encoder_table(ctx):
     return keys, values, default, vdtype
 
 
-@op("LabelEncoder", since=2, domain=ML)
-@op("LabelEncoder", since=4, domain=ML)
+@op("LabelEncoder", since=(2, 4), domain=ML)
 def label_encoder(ctx, x):
     """LabelEncoder, opsets 2 and 4: map each element through ``keys_*`` -> ``values_*`` (or the
     tensor attributes of opset 4), ``default_*`` for a key not listed. From opset 4 a NaN key
@@ -633,8 +632,7 @@ def _acc_dtype(x) -> type:
     return np.float32 if np.asarray(x).dtype == np.float32 else np.float64
 
 
-@op("TreeEnsembleRegressor", since=1, domain=ML)
-@op("TreeEnsembleRegressor", since=3, domain=ML)
+@op("TreeEnsembleRegressor", since=(1, 3), domain=ML)
 def tree_ensemble_regressor(ctx, x):
     """TreeEnsembleRegressor: sum (or AVERAGE / MIN / MAX, ``aggregate_function``) of the leaf
     weights each target gets from every tree, plus ``base_values``, then ``post_transform``.
@@ -649,8 +647,7 @@ def tree_ensemble_regressor(ctx, x):
     return post_transform(s, ctx.attr("post_transform", "NONE")).astype(np.float32)
 
 
-@op("TreeEnsembleClassifier", since=1, domain=ML)
-@op("TreeEnsembleClassifier", since=3, domain=ML)
+@op("TreeEnsembleClassifier", since=(1, 3), domain=ML)
 def tree_ensemble_classifier(ctx, x):
     """TreeEnsembleClassifier: class scores summed over trees (plus ``base_values``), the label
     of the best score, scores after ``post_transform``.

@@ -119,13 +119,7 @@ def quantize(x: np.ndarray, scale: np.ndarray, zero_point, out_code: int, satura
     raise UnsupportedError(f"QuantizeLinear to {D(out_code).name} is not a quantized type")
 
 
-@op("QuantizeLinear", since=10)
-@op("QuantizeLinear", since=13)
-@op("QuantizeLinear", since=19)
-@op("QuantizeLinear", since=21)
-@op("QuantizeLinear", since=23)
-@op("QuantizeLinear", since=24)
-@op("QuantizeLinear", since=25)
+@op("QuantizeLinear", since=(10, 13, 19, 21, 23, 24, 25))
 def quantize_linear(ctx, x, y_scale, y_zero_point=None):
     """QuantizeLinear: ``y = saturate(round(x / y_scale) + y_zero_point)``.
 
@@ -166,13 +160,7 @@ def dequantize(x: np.ndarray, scale: np.ndarray, zero_point, out_dtype) -> np.nd
     return y.astype(out_dtype)
 
 
-@op("DequantizeLinear", since=10)
-@op("DequantizeLinear", since=13)
-@op("DequantizeLinear", since=19)
-@op("DequantizeLinear", since=21)
-@op("DequantizeLinear", since=23)
-@op("DequantizeLinear", since=24)
-@op("DequantizeLinear", since=25)
+@op("DequantizeLinear", since=(10, 13, 19, 21, 23, 24, 25))
 def dequantize_linear(ctx, x, x_scale, x_zero_point=None):
     """DequantizeLinear: ``y = (x - x_zero_point) * x_scale``.
 
@@ -257,8 +245,7 @@ def _is_float(arr) -> bool:
     return np.asarray(arr).dtype.kind == "f" or code_of(np.asarray(arr).dtype) in FLOAT8
 
 
-@op("QLinearMatMul", since=10)
-@op("QLinearMatMul", since=21)
+@op("QLinearMatMul", since=(10, 21))
 def qlinear_matmul(ctx, a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
                    y_zero_point):
     """QLinearMatMul: quantized matmul, ``y = quantize(dequant(a) @ dequant(b), y_scale, y_zp)``.

@@ -173,10 +173,7 @@ def _present(v) -> bool:
     return v is not None and np.asarray(v).size > 0
 
 
-@op("Resize", since=11)
-@op("Resize", since=13)
-@op("Resize", since=18)
-@op("Resize", since=19)
+@op("Resize", since=(11, 13, 18, 19))
 def resize(ctx, x, roi=None, scales=None, sizes=None):
     """Resize X by ``scales`` or to ``sizes`` (exactly one given; an empty tensor is absent).
 
@@ -276,8 +273,7 @@ def resize10(ctx, x, scales):
     return _legacy(x, scales, ctx.attr("mode", "nearest"))
 
 
-@op("Upsample", since=7)
-@op("Upsample", since=9)
+@op("Upsample", since=(7, 9))
 def upsample(ctx, x, scales=None):
     """Upsample (deprecated since opset 10): like Resize-10; opset 7 takes ``scales`` as an
     attribute (a list of floats), opset 9 as an input."""

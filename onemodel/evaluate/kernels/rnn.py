@@ -163,10 +163,7 @@ class _Common:
         return [y.astype(self.out_dtype)] + [f.astype(self.out_dtype) for f in finals]
 
 
-@op("RNN", since=1)
-@op("RNN", since=7)
-@op("RNN", since=14)
-@op("RNN", since=22)
+@op("RNN", since=(1, 7, 14, 22))
 def rnn(ctx, x, w, r, b=None, sequence_lens=None, initial_h=None):
     """RNN: ``H_t = f(X_t W^T + H_{t-1} R^T + Wb + Rb)`` (default f = Tanh).
 
@@ -183,11 +180,7 @@ def rnn(ctx, x, w, r, b=None, sequence_lens=None, initial_h=None):
     return tuple(c.run(step))
 
 
-@op("GRU", since=1)
-@op("GRU", since=3)
-@op("GRU", since=7)
-@op("GRU", since=14)
-@op("GRU", since=22)
+@op("GRU", since=(1, 3, 7, 14, 22))
 def gru(ctx, x, w, r, b=None, sequence_lens=None, initial_h=None):
     """GRU with gates z (update), r (reset), h (hidden); defaults f = Sigmoid, g = Tanh.
 
@@ -221,10 +214,7 @@ def gru(ctx, x, w, r, b=None, sequence_lens=None, initial_h=None):
     return tuple(c.run(step))
 
 
-@op("LSTM", since=1)
-@op("LSTM", since=7)
-@op("LSTM", since=14)
-@op("LSTM", since=22)
+@op("LSTM", since=(1, 7, 14, 22))
 def lstm(ctx, x, w, r, b=None, sequence_lens=None, initial_h=None, initial_c=None, p=None):
     """LSTM with gates i, o, f, c and optional peepholes P (i, o, f); defaults f = Sigmoid,
     g = Tanh, h = Tanh.
