@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.model import Attribute, AttributeType, Node
-
-A = AttributeType
+from ..ir.model import Attribute, Node, decode_attribute
 
 
 def decode_strings(arr: np.ndarray) -> np.ndarray:
@@ -39,8 +37,13 @@ def tensor_value(t) -> np.ndarray:
     return decode_strings(arr)
 
 
+def _text(b: bytes) -> str:
+    return b.decode("utf-8", "surrogateescape")
+
+
 def attribute_value(attr: Attribute):
-    """An attribute's value as kernels get it (see :class:`Context`).
+    """An attribute's value as kernels get it (see :class:`Context`), decoded by
+    :func:`onemodel.ir.model.decode_attribute` with strings as ``str`` and tensors as ndarrays.
 
     FLOAT -> float, INT -> int, STRING -> str (UTF-8, undecodable bytes kept with
     ``surrogateescape``), FLOATS -> list[float], INTS -> list[int], STRINGS -> list[str],
@@ -48,37 +51,10 @@ def attribute_value(attr: Attribute):
     TENSORS -> list of ndarrays,
     GRAPH -> ir.Graph, GRAPHS -> list of ir.Graph, SPARSE_TENSOR -> dense ndarray,
     SPARSE_TENSORS -> list of dense ndarrays, TYPE_PROTO -> ir.Type, TYPE_PROTOS -> list of ir.Type.
+    A list is the kernel's own (changing it leaves the node's attribute as it is).
     """
-    t = attr.type or 0
-    if t == A.FLOAT:
-        return 0.0 if attr.f is None else float(attr.f)
-    if t == A.INT:
-        return 0 if attr.i is None else int(attr.i)
-    if t == A.STRING:
-        return (attr.s or b"").decode("utf-8", "surrogateescape")
-    if t == A.FLOATS:
-        return [] if attr.floats is None else np.asarray(attr.floats, np.float32).tolist()
-    if t == A.INTS:
-        return list(attr.ints)
-    if t == A.STRINGS:
-        return [s.decode("utf-8", "surrogateescape") for s in attr.strings]
-    if t == A.TENSOR:
-        return None if attr.t is None else tensor_value(attr.t)
-    if t == A.TENSORS:
-        return [tensor_value(x) for x in attr.tensors]
-    if t == A.GRAPH:
-        return attr.g
-    if t == A.GRAPHS:
-        return list(attr.graphs)
-    if t == A.SPARSE_TENSOR:
-        return None if attr.sparse_tensor is None else tensor_value(attr.sparse_tensor)
-    if t == A.SPARSE_TENSORS:
-        return [tensor_value(x) for x in attr.sparse_tensors]
-    if t == A.TYPE_PROTO:
-        return attr.tp
-    if t == A.TYPE_PROTOS:
-        return list(attr.type_protos)
-    return attr.value
+    value = decode_attribute(attr, string=_text, tensor=tensor_value)
+    return list(value) if type(value) is list else value
 
 
 class Context:

@@ -9,7 +9,7 @@ explicitly set to ``""`` or ``0``.
 from __future__ import annotations
 
 import enum
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 from ..lazy import np
 from .record import (ARRAY, BYTES, F32, INT, LIST_BYTES, LIST_INT, LIST_MSG, LIST_STR, MSG, STR,
@@ -97,22 +97,10 @@ class Attribute(Record):
         """The value for ``type``: float, int, bytes, Tensor, Graph, SparseTensor, Type, or a list.
 
         FLOAT gives a Python float, FLOATS a list of floats (use ``floats`` for the bit-exact
-        float32 array). A reference (``ref_attr_name``) or an UNDEFINED type gives ``None``.
+        float32 array). An UNDEFINED type gives ``None``; a reference (``ref_attr_name``) holds
+        no value, so it gives the type's default. :func:`decode_attribute` without converters.
         """
-        try:
-            field = VALUE_FIELD[AttributeType(self.type or 0)]
-        except (KeyError, ValueError):
-            return None
-        v = getattr(self, field)
-        if field == "f":
-            return 0.0 if v is None else float(v)
-        if field == "i":
-            return 0 if v is None else v
-        if field == "s":
-            return b"" if v is None else v
-        if field == "floats":
-            return [] if v is None else np.asarray(v, dtype=np.float32).tolist()
-        return v
+        return decode_attribute(self)
 
     @classmethod
     def make(cls, name: str, value, type: int | None = None) -> "Attribute":
@@ -167,6 +155,48 @@ class Attribute(Record):
             value = list(value)
         setattr(attr, field, value)
         return attr
+
+
+def decode_attribute(attr: Attribute, *, string: Callable[[bytes], Any] | None = None,
+                     tensor: Callable[[Any], Any] | None = None):
+    """The value of ``attr`` for its ``type`` (Clause 7.4, Table B.4): the one attribute decoder.
+
+    The field :data:`VALUE_FIELD` names for the type is read, an absent scalar read as its
+    default: FLOAT -> float (0.0), INT -> int (0), STRING -> bytes (``b""``), FLOATS -> list of
+    float (each float32 value widened exactly), INTS -> list of int, STRINGS -> list of bytes,
+    TENSOR / SPARSE_TENSOR -> the :class:`~.tensor.Tensor` / :class:`~.tensor.SparseTensor` or
+    None, GRAPH -> Graph or None, TYPE_PROTO -> Type or None, and the plural types -> their list.
+    An UNDEFINED or unknown type gives ``None``. A reference (``ref_attr_name``, Clause 8.4) sets
+    no value field, so it reads as that default. Without converters the lists are the
+    attribute's own.
+
+    ``string`` is applied to each STRING / STRINGS value, ``tensor`` to each TENSOR, TENSORS,
+    SPARSE_TENSOR and SPARSE_TENSORS value (a converted plural type is a new list). The evaluator
+    passes UTF-8 decoding and the tensor's ndarray (``onemodel.evaluate.context``); it raises
+    what the converters raise, nothing itself.
+    """
+    try:
+        field = VALUE_FIELD[AttributeType(attr.type or 0)]
+    except (KeyError, ValueError):
+        return None
+    v = getattr(attr, field)
+    if field == "f":
+        return 0.0 if v is None else float(v)
+    if field == "i":
+        return 0 if v is None else v
+    if field == "s":
+        v = b"" if v is None else v
+        return v if string is None else string(v)
+    if field == "floats":
+        return [] if v is None else np.asarray(v, dtype=np.float32).tolist()
+    if field == "strings" and string is not None:
+        return [string(x) for x in v]
+    if tensor is not None:
+        if field in ("t", "sparse_tensor"):
+            return None if v is None else tensor(v)
+        if field in ("tensors", "sparse_tensors"):
+            return [tensor(x) for x in v]
+    return v
 
 
 class SimpleShardedDim(Record):
@@ -374,6 +404,6 @@ class Model(Record):
         self.close()
 
 
-__all__ = ["AttributeType", "VALUE_FIELD", "ValueInfo", "Attribute", "Node", "Graph", "Function",
-           "Model", "TrainingInfo", "TensorAnnotation", "DeviceConfiguration",
+__all__ = ["AttributeType", "VALUE_FIELD", "ValueInfo", "Attribute", "decode_attribute", "Node",
+           "Graph", "Function", "Model", "TrainingInfo", "TensorAnnotation", "DeviceConfiguration",
            "NodeDeviceConfiguration", "ShardingSpec", "ShardedDim", "SimpleShardedDim"]
