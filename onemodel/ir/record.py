@@ -22,6 +22,7 @@ MSG         a record of class ``of``                ``None``
 LIST_*      ``list`` of str, bytes, int or records  ``[]``
 ARRAY       1-D ``numpy.ndarray`` of dtype ``of``   ``None`` (empty)
 BUFFER      bytes-like or :class:`LazyBuffer`       ``None``
+            (a storage ``Blob``)
 ==========  ======================================  ===============================================
 
 Every record also has ``unknown``: the encoded bytes of fields its source format had and this model
@@ -97,10 +98,36 @@ def record_class(name: str) -> type["Record"]:
     return _CLASSES[name]
 
 
-class LazyBuffer:
+class _Structural(type):
+    """The metaclass of :class:`LazyBuffer`: a class is a LazyBuffer when it says so (subclass)
+    or when it has ``source``, ``offset``, ``nbytes`` and ``view`` (as
+    :class:`onemodel.storage.blob.Blob` has), so the IR knows a Blob without importing storage.
+    The answer is kept per class, so the check costs a dictionary look-up."""
+
+    _known: dict = {}
+
+    def __instancecheck__(cls, obj) -> bool:
+        return cls.__subclasscheck__(type(obj))
+
+    def __subclasscheck__(cls, sub) -> bool:
+        if cls is not LazyBuffer:
+            return type.__subclasscheck__(cls, sub)
+        known = _Structural._known.get(sub)
+        if known is None:
+            known = type.__subclasscheck__(cls, sub) or all(
+                any(name in vars(base) for base in sub.__mro__)
+                for name in ("source", "offset", "nbytes", "view"))
+            _Structural._known[sub] = known
+        return known
+
+
+class LazyBuffer(metaclass=_Structural):
     """Bytes that are fetched or mapped on first use (a remote range, an external data file).
 
-    Subclasses implement :meth:`view`. ``nbytes`` is known without fetching.
+    The IR's type for such a BUFFER value; the package's one implementation is
+    :class:`onemodel.storage.blob.Blob` (``source``, ``offset``, ``nbytes``, ``view()``), which
+    is recognised by those attributes, not by inheritance (the IR imports nothing from storage).
+    A subclass implements :meth:`view`; ``nbytes`` is known without fetching.
     """
 
     nbytes: int = 0

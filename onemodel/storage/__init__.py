@@ -24,7 +24,8 @@ import os
 
 from ..errors import UsageError
 from ..limits import MAX_COMPRESSION_RATIO, MAX_DECOMPRESSED_BYTES
-from .base import BytesSink, MemorySource, RangeBuffer, Sink, Source, is_url, prefetch
+from .base import BytesSink, MemorySource, Sink, Source, is_url
+from .blob import Blob, prefetch
 from .compressed import (DEFAULT_LEVEL, ZstdSink, decompress_source, has_zstd_suffix, is_zstd,
                          looks_like_model)
 from .local import LocalSink, LocalSource
@@ -156,7 +157,7 @@ def is_local(target) -> bool:
 
 
 __all__ = ["Source", "Sink", "MemorySource", "BytesSink", "LocalSource", "LocalSink",
-           "RemoteSource", "RemoteSink", "ZstdSink", "RangeBuffer", "Progress", "ProgressSink",
+           "RemoteSource", "RemoteSink", "ZstdSink", "Blob", "Progress", "ProgressSink",
            "open_source", "open_sink", "check_storage_options", "is_local", "is_url", "is_zstd",
            "display_url", "decompress_source", "resolve_relative", "prefetch", "local_path", "is_remote",
            "place_of", "target_of", "url_join"]

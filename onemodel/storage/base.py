@@ -10,7 +10,6 @@ looks complete).
 from __future__ import annotations
 
 from ..errors import IoError, MalformedError, UnsupportedError
-from ..ir.record import LazyBuffer
 from ..limits import MAX_WRITTEN_GAP
 
 
@@ -205,49 +204,6 @@ def io_error(exc: OSError, name: str, action: str = "read") -> IoError:
     """An IoError for an OSError, naming the file and what was being done."""
     why = exc.strerror or str(exc)
     return IoError(f"cannot {action} file: {why}", source=name)
-
-
-class RangeBuffer(LazyBuffer):
-    """A :class:`~onemodel.ir.LazyBuffer` for ``length`` bytes at ``offset`` of a source.
-
-    Nothing is read until :meth:`view` is first called; the bytes are then kept, so nothing is
-    fetched twice. :func:`prefetch` fills many of them with coalesced reads.
-    """
-
-    __slots__ = ("source", "offset", "nbytes", "_data")
-
-    def __init__(self, source: Source, offset: int, length: int):
-        self.source = source
-        self.offset = offset
-        self.nbytes = length
-        self._data = None
-
-    def view(self) -> memoryview:
-        if self._data is None:
-            self._data = self.source.read(self.offset, self.nbytes)
-        return self._data
-
-    def __len__(self) -> int:
-        return self.nbytes
-
-    @property
-    def loaded(self) -> bool:
-        """True once the bytes were read."""
-        return self._data is not None
-
-
-def prefetch(buffers) -> None:
-    """Read every not-yet-loaded :class:`RangeBuffer` of ``buffers``, per source in one
-    ``fetch_many`` call (remote sources coalesce neighbouring ranges into few requests)."""
-    by_source: dict[int, list[RangeBuffer]] = {}
-    for b in buffers:
-        if isinstance(b, RangeBuffer) and not b.loaded:
-            by_source.setdefault(id(b.source), []).append(b)
-    for group in by_source.values():
-        group.sort(key=lambda b: b.offset)
-        views = group[0].source.fetch_many([(b.offset, b.nbytes) for b in group])
-        for b, v in zip(group, views):
-            b._data = v
 
 
 class BlockView:

@@ -252,7 +252,7 @@ class RemoteSource(Source):
     (HTTP: strong ETag or Last-Modified; S3: ``If-Match`` ETag, and the ``VersionId`` in a
     versioned bucket, which reads the opened version; other backends: ``fs.info`` ETag,
     generation or modification time, compared after each read). ``whole()`` is ``None``, so
-    readers make :class:`~onemodel.storage.base.RangeBuffer` tensors fetched on first use.
+    readers make :class:`~onemodel.storage.blob.Blob` tensors fetched on first use.
     """
 
     def __init__(self, url: str, storage_options: dict | None = None, *, progress=None,

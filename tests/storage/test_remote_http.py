@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from onemodel.errors import IoError, MalformedError
-from onemodel.storage import BytesSink, RangeBuffer, open_source, prefetch
+from onemodel.storage import Blob, BytesSink, open_source, prefetch
 from onemodel.storage.remote import COALESCE_GAP, HEAD_BYTES, READAHEAD_MAX, RemoteSource
 
 from servers.http_range import refused_url
@@ -94,7 +94,7 @@ def test_range_buffers_are_fetched_once(big):
     server, url, data = big
     src = open_source(url)
     server.reset()
-    bufs = [RangeBuffer(src, HEAD_BYTES + i * 70_000, 60_000) for i in range(30)]
+    bufs = [Blob(src, HEAD_BYTES + i * 70_000, 60_000) for i in range(30)]
     prefetch(bufs)
     assert server.requests == 1  # all within COALESCE_GAP of each other
     sent = server.bytes_sent

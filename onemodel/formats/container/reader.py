@@ -6,7 +6,7 @@ then the manifest's size and JSON depth, then the manifest is parsed and decoded
 is taken), then the reading rules of section 3 are applied. Tensors are never copied: with a local
 or in-memory source, ``raw_data`` is a read-only memoryview of the source's bytes (of its memory
 map for files of 1 MiB or more); with a remote source it is a
-:class:`~onemodel.storage.base.RangeBuffer`, fetched on first use.
+:class:`~onemodel.storage.blob.Blob`, fetched on first use.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from ...errors import InvalidModelError, MalformedError, OneModelError, Unsuppor
 from ...ir.model import Model
 from ...ir.tensor import sparse_problem, tensor_problem
 from ...ir.walk import iter_graphs
-from ...storage.base import RangeBuffer, Source
+from ...storage.base import Source
+from ...storage.blob import Blob
 from . import extension, rules
 from .header import HEADER_SIZE, parse_header
 from .manifest import as_int, as_obj, bulk_objects, ensure_recursion_room, parse_manifest, req
@@ -96,7 +97,7 @@ class Reader:
         if self.whole is not None:
             buf = self.whole[start:start + length]
         else:
-            buf = RangeBuffer(self.source, start, length)
+            buf = Blob(self.source, start, length)
         return buf, (self.source, start, buf)
 
 

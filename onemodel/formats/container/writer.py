@@ -25,7 +25,8 @@ from ...ir.tensor import EXTERNAL, raw_to_typed, sparse_problem, tensor_problem,
 from ...ir.walk import iter_tensors
 from ...lazy import np
 from ...limits import MAX_CONTAINER_TENSOR_BYTES, MAX_MANIFEST_BYTES
-from ...storage.base import RangeBuffer, Sink
+from ...storage.base import Sink
+from ...storage.blob import Blob
 from . import extension, plain, rules
 from .header import HEADER_SIZE, Header, align
 from .manifest import bulk_objects, dumps, ensure_recursion_room
@@ -259,7 +260,7 @@ def _write_tensor(p: Plan, sink: Sink) -> None:
         sink.write(memoryview(p.array).cast("B"))
         return
     buf = p.buffer
-    if isinstance(buf, RangeBuffer):
+    if isinstance(buf, Blob):
         if buf.loaded:  # already fetched: no second request
             sink.write(buf.view())
         else:  # streamed in bounded chunks, never held whole

@@ -20,7 +20,8 @@ from ...errors import InvalidModelError, MalformedError
 from ...ir import Model, iter_tensors
 from ...ir.tensor import EXTERNAL, Tensor
 from ...limits import EXTERNAL_DATA_ALIGNMENT
-from ...storage.base import BlockView, RangeBuffer, Sink, Source
+from ...storage.base import BlockView, Sink, Source
+from ...storage.blob import Blob
 from .checks import check_tensors
 from .decode import decode
 from .encode import encode
@@ -119,7 +120,7 @@ def read(source: Source, *, base_dir=None, allow_outside: bool = False,
     raw = None
     if whole is None:
         data = BlockView(source, block_size)
-        raw = lambda start, end: RangeBuffer(source, start, end - start)  # noqa: E731
+        raw = lambda start, end: Blob(source, start, end - start)  # noqa: E731
     else:
         data = whole
     external: dict = {}

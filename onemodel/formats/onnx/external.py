@@ -57,7 +57,8 @@ from ...ir.dtypes import INFO, DataType
 from ...ir.model import Model
 from ...ir.tensor import EXTERNAL
 from ...ir.walk import iter_tensors
-from ...storage.base import RangeBuffer, Source
+from ...storage.base import Source
+from ...storage.blob import Blob
 from ...storage.local import LocalSource, file_kind
 from ...storage.place import is_remote, local_path, place_of, url_join
 from .paths import proto_path
@@ -655,7 +656,7 @@ class _Resolver:
         if whole is not None:
             view = whole[ref.offset:ref.offset + length]
         else:
-            view = RangeBuffer(src, ref.offset, length)
+            view = Blob(src, ref.offset, length)
         t.external = view
         t.origin = (src, ref.offset, view)
 

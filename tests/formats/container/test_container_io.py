@@ -19,7 +19,8 @@ from onemodel.formats.container.manifest import json_depth
 from onemodel.ir import Attribute, Graph, LazyBuffer, Model, Node, SequenceType, Tensor, Type
 from onemodel.limits import MAX_MANIFEST_BYTES
 from onemodel.storage import BytesSink, LocalSink, LocalSource, MemorySource
-from onemodel.storage.base import RangeBuffer, Sink, Source
+from onemodel.storage.base import Sink, Source
+from onemodel.storage.blob import Blob
 
 
 def test_writing_is_deterministic_and_stable_through_a_read():
@@ -227,9 +228,9 @@ def test_remote_tensors_are_lazy_ranges():
     back = read(src)
     inits = {t.name: t for t in back.graph.initializers}
     w0 = inits["w0"]
-    assert isinstance(w0.raw_data, RangeBuffer) and not w0.raw_data.loaded
+    assert isinstance(w0.raw_data, Blob) and not w0.raw_data.loaded
     ext = inits["ext_w"]
-    assert isinstance(ext.external, RangeBuffer) and ext.raw_data is None
+    assert isinstance(ext.external, Blob) and ext.raw_data is None
     n_reads = len(src.reads)
     assert w0.numpy().tolist() == [1.0, 2.0, 3.0] and len(src.reads) == n_reads + 1
     assert back == m

@@ -330,7 +330,7 @@ def test_remote_model_resolves_data_files_beside_it():
         fs.pipe(f"{root}/dir/m.onnx", model_with(t).SerializeToString())
         with onemodel.load(f"memory://{root}/dir/m.onnx") as model:
             (w,) = model.graph.initializers
-            assert type(w.external).__name__ == "RangeBuffer"
+            assert type(w.external).__name__ == "Blob"
             assert np.array_equal(w.numpy(), a)
         bad = external_tensor("w", [20], [("location", "../secret.bin")])
         fs.pipe(f"{root}/dir/bad.onnx", model_with(bad).SerializeToString())
