@@ -229,11 +229,8 @@ class Session:
                     key = (registry.normalize_domain(node.domain), node.op_type or "", version)
                     missing.setdefault(key, npath)
                 for j, a in enumerate(node.attributes):
-                    if a.g is not None:
-                        visit_nodes(a.g.nodes, opsets, f"{npath}.attributes[{j}].g", depth + 1,
-                                    stack)
-                    for k, g in enumerate(a.graphs):
-                        visit_nodes(g.nodes, opsets, f"{npath}.attributes[{j}].graphs[{k}]",
+                    for field, g in a.subgraphs():
+                        visit_nodes(g.nodes, opsets, f"{npath}.attributes[{j}].{field}",
                                     depth + 1, stack)
                 if fn is None and func is not None:
                     if id(func) in stack:
@@ -339,15 +336,15 @@ class Session:
                 st.nparams = _positional_params(fn)
             # subgraphs of this node see everything visible here
             for j, a in enumerate(node.attributes):
-                for k, g in _graphs_of(a):
-                    gpath = f"{npath}.attributes[{j}]." + ("g" if k is None else f"graphs[{k}]")
+                for field, g in a.subgraphs():
+                    gpath = f"{npath}.attributes[{j}].{field}"
                     self._subplans[id(g)] = self._plan_graph(g, gpath, scope, opsets, depth + 1)
             st.pad = [None] * max(st.nparams - len(st.ins), 0)
             # A node without subgraphs gets one Context for every run (it never reads the
             # environment); a node with subgraphs gets a fresh one per run, see _execute.
             st.ctx = None
             if st.fn is not None and not free_cache.get(i) and not any(
-                    a.g is not None or a.graphs for a in node.attributes):
+                    a.subgraphs() for a in node.attributes):
                 st.ctx = Context(node, version, st.attrs, raw, st.path, self, None)
             if (node.op_type == "Constant" and st.ctx is not None
                     and not registry.normalize_domain(node.domain)
@@ -543,13 +540,6 @@ def _evaluation_error(st: _Step, args: list, detail: str,
     return EvaluationError(text, path=st.path, source=cause.source if cause else None)
 
 
-def _graphs_of(attr: Attribute):
-    if attr.g is not None:
-        yield None, attr.g
-    for k, g in enumerate(attr.graphs):
-        yield k, g
-
-
 def _topological_order(nodes: list[Node], scope: _Scope, path: str) -> list[int]:
     """Node indices in evaluation order: the given order when it is topological (Clause 7.5),
     else the stable topological sort of :mod:`onemodel.ir.order`; a cycle or an undefined input
@@ -562,7 +552,7 @@ def _topological_order(nodes: list[Node], scope: _Scope, path: str) -> list[int]
                 ok = False
                 break
         if ok:
-            for n in node_outer_names(node) if any(a.g is not None or a.graphs
+            for n in node_outer_names(node) if any(a.subgraphs()
                                                    for a in node.attributes) else ():
                 if n not in available and not scope.visible(n):
                     ok = False

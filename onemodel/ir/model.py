@@ -102,6 +102,20 @@ class Attribute(Record):
         """
         return decode_attribute(self)
 
+    def subgraphs(self) -> "list[tuple[str, Graph]] | tuple[()]":
+        """The graphs this attribute holds, with their field paths: ``("g", g)`` for a GRAPH,
+        ``("graphs[k]", g)`` for each of GRAPHS (Clause 7.4). Empty (and falsy) for an attribute
+        without graphs. The one place that knows which fields hold subgraphs: the walks over
+        If branches, Loop and Scan bodies (ir.walk, ir.order, the reading rules, the evaluator's
+        planner) go through it or :meth:`Node.subgraphs`.
+        """
+        g, graphs = self.g, self.graphs
+        if g is None:
+            return [(f"graphs[{k}]", x) for k, x in enumerate(graphs)] if graphs else ()
+        out = [("g", g)]
+        out += [(f"graphs[{k}]", x) for k, x in enumerate(graphs)]
+        return out
+
     @classmethod
     def make(cls, name: str, value, type: int | None = None) -> "Attribute":
         """An attribute holding ``value``; the type is inferred when not given.
@@ -270,11 +284,11 @@ class Node(Record):
         return {a.name: a.value for a in self.attributes}
 
     def subgraphs(self) -> Iterator["Graph"]:
-        """Every graph in this node's attributes (If branches, Loop and Scan bodies)."""
+        """Every graph in this node's attributes (If branches, Loop and Scan bodies), in
+        attribute order: :meth:`Attribute.subgraphs` of each, without the paths."""
         for a in self.attributes:
-            if a.g is not None:
-                yield a.g
-            yield from a.graphs
+            for _, g in a.subgraphs():
+                yield g
 
 
 class TensorAnnotation(Record):

@@ -58,11 +58,8 @@ def node_outer_names(node: Node) -> set[str]:
     """Names the subgraphs of ``node`` (attributes ``g`` and ``graphs``) read from the graphs
     around them: :func:`outer_names` of each, united; empty for a node without subgraphs."""
     out: set[str] = set()
-    for a in node.attributes:
-        if a.g is not None:
-            out |= outer_names(a.g)
-        for g in a.graphs:
-            out |= outer_names(g)
+    for g in node.subgraphs():
+        out |= outer_names(g)
     return out
 
 

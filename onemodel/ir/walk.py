@@ -18,11 +18,8 @@ def iter_graphs(graph: Graph, path: str = "graph") -> Iterator[tuple[str, Graph]
         if not node.attributes:
             continue
         for j, attr in enumerate(node.attributes):
-            base = f"{path}.nodes[{i}].attributes[{j}]"
-            if attr.g is not None:
-                yield from iter_graphs(attr.g, base + ".g")
-            for k, g in enumerate(attr.graphs):
-                yield from iter_graphs(g, f"{base}.graphs[{k}]")
+            for field, g in attr.subgraphs():
+                yield from iter_graphs(g, f"{path}.nodes[{i}].attributes[{j}].{field}")
 
 
 def _sparse(st: SparseTensor, path: str):
@@ -41,10 +38,8 @@ def _attribute_tensors(attr: Attribute, path: str):
         yield from _sparse(attr.sparse_tensor, path + ".sparse_tensor")
     for k, st in enumerate(attr.sparse_tensors):
         yield from _sparse(st, f"{path}.sparse_tensors[{k}]")
-    if attr.g is not None:
-        yield from graph_tensors(attr.g, path + ".g")
-    for k, g in enumerate(attr.graphs):
-        yield from graph_tensors(g, f"{path}.graphs[{k}]")
+    for field, g in attr.subgraphs():
+        yield from graph_tensors(g, f"{path}.{field}")
 
 
 def _node_tensors(nodes: list[Node], path: str):
@@ -109,9 +104,7 @@ def all_tensors(model: Model) -> list[Tensor]:
             sparse(attr.sparse_tensor)
         for st in attr.sparse_tensors:
             sparse(st)
-        if attr.g is not None:
-            graph(attr.g)
-        for g in attr.graphs:
+        for _, g in attr.subgraphs():
             graph(g)
 
     def nodes(ns) -> None:

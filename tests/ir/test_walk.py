@@ -8,7 +8,8 @@ import pytest
 
 from onemodel.errors import InvalidModelError, UnsupportedError
 from onemodel.ir import (Attribute, DataType, Function, Graph, Model, Node, OperatorSetId,
-                         SparseTensor, Tensor, TrainingInfo, all_tensors, iter_tensors)
+                         SparseTensor, Tensor, TrainingInfo, all_tensors, iter_graphs,
+                         iter_tensors)
 from onemodel.ir.tensor import element_count
 from onemodel.summary import summarize
 
@@ -123,3 +124,32 @@ def test_a_tensor_size_error_names_the_dims_path():
     with pytest.raises(InvalidModelError) as e:
         _ = _t("w", [2, -3]).size
     assert e.value.path == "w.dims[1]"
+
+
+def test_iter_graphs_gives_every_subgraph_with_its_path():
+    m = _model()
+    assert [(p, g.name) for p, g in iter_graphs(m.graph)] == [
+        ("graph", "main"),
+        ("graph.nodes[1].attributes[0].g", "body"),
+        ("graph.nodes[1].attributes[0].g.nodes[0].attributes[0].g", "inner"),
+        ("graph.nodes[2].attributes[3].graphs[0]", "g2")]
+    paths = dict((t.name, p) for p, t in iter_tensors(m))
+    assert paths["inner_const"] == ("graph.nodes[1].attributes[0].g.nodes[0].attributes[0].g"
+                                    ".nodes[0].attributes[0].t")
+    assert paths["g2_w"] == "graph.nodes[2].attributes[3].graphs[0].initializers[0]"
+
+
+def test_subgraphs_of_an_attribute_and_a_node():
+    a, b, c = Graph(name="a"), Graph(name="b"), Graph(name="c")
+    both = Attribute(name="x", g=a, graphs=[b, c])  # GRAPH and GRAPHS fields both set
+    assert both.subgraphs() == [("g", a), ("graphs[0]", b), ("graphs[1]", c)]
+    assert Attribute(name="y", graphs=[c]).subgraphs() == [("graphs[0]", c)]
+    assert not Attribute(name="z", i=3).subgraphs()
+    node = Node(op_type="Frob", attributes=[Attribute(name="z", i=3), both,
+                                            Attribute(name="w", g=c)])
+    assert [g.name for g in node.subgraphs()] == ["a", "b", "c", "c"]
+    assert list(Node(op_type="Relu").subgraphs()) == []
+    m = Model(ir_version=10, graph=Graph(name="main", nodes=[node]))
+    assert [p for p, _ in iter_graphs(m.graph)] == [
+        "graph", "graph.nodes[0].attributes[1].g", "graph.nodes[0].attributes[1].graphs[0]",
+        "graph.nodes[0].attributes[1].graphs[1]", "graph.nodes[0].attributes[2].g"]

@@ -59,10 +59,8 @@ def _undeclared(node, npath: str) -> InvalidModelError:
 
 def _subgraphs(node, npath: str, paths: dict):
     for j, a in enumerate(node.attributes):
-        if a.g is not None:
-            yield a.g, paths.get(id(a.g), f"{npath}.attributes[{j}].g")
-        for k, g in enumerate(a.graphs):
-            yield g, paths.get(id(g), f"{npath}.attributes[{j}].graphs[{k}]")
+        for field, g in a.subgraphs():
+            yield g, paths.get(id(g), f"{npath}.attributes[{j}].{field}")
 
 
 def _function_domains(nodes, path: str, domains: set, paths: dict, depth: int) -> None:
