@@ -137,6 +137,18 @@ class Sink:
             check_gap(self.name, pos, start - pos)
             pos = max(pos, end)
 
+    def write_blob(self, blob) -> None:
+        """Append the bytes of a :class:`~onemodel.storage.blob.Blob`: the one place a writer's
+        "copy from the source file or write the buffer" is decided. Bytes already fetched are
+        written as they are (no second request); otherwise they are copied from the source with
+        :meth:`copy_from`, which a local sink does file to file (``copy_file_range`` or
+        ``splice``, docs/performance.md) and a remote source serves as range reads in bounded
+        chunks. Progress and hashing sinks see the bytes through ``write``/``copy_from``."""
+        if blob.loaded:
+            self.write(blob.view())
+        else:
+            self.copy_from(blob.source, blob.offset, blob.nbytes)
+
     def copy_from(self, source: Source, offset: int, length: int) -> None:
         """Append ``length`` bytes of ``source`` at ``offset``, streamed in bounded chunks."""
         step = 64 << 20

@@ -79,3 +79,28 @@ def test_prefetch_fills_blobs_in_one_fetch_per_source():
     prefetch(blobs)
     assert calls == [[(0, 4), (100, 4)]]
     assert blobs[0].loaded and bytes(blobs[1].view()) == bytes(range(4))
+
+
+def test_write_blob_copies_an_unfetched_blob_from_its_source_and_writes_a_fetched_one():
+    from onemodel.storage.base import BytesSink
+
+    class Recording(BytesSink):
+        def __init__(self):
+            super().__init__()
+            self.copies = []
+
+        def copy_from(self, source, offset, length):
+            self.copies.append((source, offset, length))
+            super().copy_from(source, offset, length)
+
+    src = _Counting(bytes(range(64)))
+    sink = Recording()
+    sink.write_blob(Blob(src, 4, 8))
+    fetched = Blob(src, 40, 4)
+    fetched.view()
+    reads = src.reads
+    sink.write_blob(fetched)
+    sink.commit()
+    assert sink.copies == [(src, 4, 8)]          # file to file when not yet fetched
+    assert src.reads == reads                     # a fetched blob is not read again
+    assert sink.getvalue() == bytes(range(4, 12)) + bytes(range(40, 44))

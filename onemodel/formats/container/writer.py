@@ -260,15 +260,12 @@ def _write_tensor(p: Plan, sink: Sink) -> None:
         sink.write(memoryview(p.array).cast("B"))
         return
     buf = p.buffer
-    if isinstance(buf, Blob):
-        if buf.loaded:  # already fetched: no second request
-            sink.write(buf.view())
-        else:  # streamed in bounded chunks, never held whole
-            sink.copy_from(buf.source, buf.offset, p.nbytes)
+    if isinstance(buf, Blob):  # fetched: written; else streamed in bounded chunks
+        sink.write_blob(buf)
         return
     where = p.tensor.origin_of(buf) if p.tensor.origin is not None else None
     if where is not None:  # an untouched view of a source: file to file (kernel-side if local)
-        sink.copy_from(where[0], where[1], p.nbytes)
+        sink.write_blob(Blob(where[0], where[1], p.nbytes))
     else:
         sink.write(buffer_view(buf))
 

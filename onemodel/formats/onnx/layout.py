@@ -72,6 +72,7 @@ from ...ir.tensor import EXTERNAL, STORAGE_FIELDS
 from ...ir.walk import iter_tensors
 from ...lazy import np
 from ...limits import EXTERNAL_DATA_ALIGNMENT
+from ...storage.blob import Blob
 from ...storage.hashing import HashingSink
 from ...storage.progress import ProgressSink
 from ...storage.place import is_remote, local_path, place_of, target_of
@@ -403,9 +404,9 @@ def _emit(sink, slot: _Slot, start: int, n: int) -> None:
     """Write bytes ``[start, start + n)`` of a slot's contents."""
     if n <= 0:
         return
-    if slot.origin is not None:
+    if slot.origin is not None:  # file to file: the sink's one copy decision
         src, off = slot.origin
-        sink.copy_from(src, off + start, n)
+        sink.write_blob(Blob(src, off + start, n))
     else:
         sink.write(buffer_view(slot.buffer)[start:start + n])
 
@@ -481,7 +482,7 @@ def stream_pieces(pieces, sink) -> None:
             t = piece.tensor
             where = t.origin_of(t.raw_data)
             if where is not None:
-                sink.copy_from(where[0], where[1], piece.nbytes)
+                sink.write_blob(Blob(where[0], where[1], piece.nbytes))
             else:
                 sink.write(piece.view())
         else:
