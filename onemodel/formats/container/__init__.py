@@ -1,4 +1,4 @@
-"""The OneModel container, format version 1 (/work/shared/spec/onemodel-format-v1.md).
+"""The OneModel container, format version 1 (docs/onemodel-format-v1.md).
 
 A fixed 64-byte header (:mod:`.header`), a JSON manifest (:mod:`.manifest`, :mod:`.schema`)
 and a data region of 64-byte aligned tensor bytes. :mod:`.reader` and :mod:`.writer` implement

@@ -177,8 +177,8 @@ def write(model, sink: Sink, *, layout: str | None = None, external_data: str | 
         storage_options: fsspec options for data files under a URL.
 
     Large tensor contents are streamed: copied file to file when they are untouched views of a
-    local source (``preadv`` into one bounded buffer, see LocalSink.copy_from), else written
-    from their buffers in bounded chunks;
+    local source (``copy_file_range`` or ``splice``, a bounded buffered copy where the kernel
+    does neither; see LocalSink.copy_from), else written from their buffers in bounded chunks;
     nothing is concatenated in memory. Data files are written to temporary files renamed into
     place, so writing onto the files the model is mapped from is safe (the maps keep the old
     files alive) and an existing file is never appended to. Raises InvalidModelError,

@@ -27,7 +27,8 @@ References are written with the keys ``location``, ``offset`` and ``length``, in
 ``onnx`` writes them.
 
 Bytes stream: a tensor that is an untouched view of a local file is copied file to file
-(``LocalSink.copy_from``: ``preadv`` into one bounded buffer); other contents are written from their buffers, remote ones fetched in
+(``LocalSink.copy_from``: ``copy_file_range`` or ``splice``, a bounded buffered copy where the
+kernel does neither); other contents are written from their buffers, remote ones fetched in
 bounded chunks. Nothing is concatenated in memory, so memory stays bounded whatever the model size.
 
 Safety: every data file is written to a temporary file beside its destination and renamed into
