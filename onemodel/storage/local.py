@@ -9,7 +9,6 @@ the destination on commit, so an interrupted write never leaves a file that look
 from __future__ import annotations
 
 import errno
-import fcntl
 import mmap
 import os
 import stat
@@ -18,6 +17,11 @@ import tempfile
 from ..errors import IoError
 from ..limits import MMAP_THRESHOLD
 from .base import MemorySource, Sink, Source, io_error
+
+try:  # POSIX only: absent on Windows, where the calls that need it are not made
+    import fcntl
+except ImportError:  # pragma: no cover - exercised by tests/storage/test_portable.py
+    fcntl = None
 
 
 class LocalSource(MemorySource):
@@ -344,7 +348,7 @@ class LocalSink(Sink):
         ``out`` (at its position). Returns early, the pipe empty, where the kernel or a file
         system does not splice (the caller copies the rest another way); raises OSError or
         IoError when a transfer fails half-way (the sink is then aborted)."""
-        if not hasattr(os, "splice"):
+        if not hasattr(os, "splice") or fcntl is None:
             return 0
         if self._pipe is None:
             try:
