@@ -10,7 +10,7 @@ from onnx import helper
 
 from onemodel.errors import InvalidModelError
 from onemodel.evaluate import Session
-from onemodel.formats.container import rules
+from onemodel.ir import graph_rules
 from onemodel.formats.onnx import decode_model
 from onemodel.ir.order import node_outer_names, outer_names, stable_topological_order
 
@@ -53,7 +53,7 @@ def test_long_reversed_chain_is_sorted_by_the_evaluator_and_the_reading_rules():
     m = _reversed_chain(n)
     out = Session(m).run({"t0": np.array([1.5, -2], np.float32)})[f"t{n}"]
     np.testing.assert_array_equal(out, [1.5, -2])  # an even number of negations
-    assert rules.check_model(m)[id(m.graph)] == list(range(n - 1, -1, -1))
+    assert graph_rules.check_model(m)[id(m.graph)] == list(range(n - 1, -1, -1))
 
 
 def test_evaluator_cycle_keeps_its_message_and_path():
@@ -67,7 +67,7 @@ def test_evaluator_cycle_keeps_its_message_and_path():
     assert e.value.path == "graph.nodes[1]"
     assert "cycle through node" in e.value.message and "neg" in e.value.message
     with pytest.raises(InvalidModelError) as e:
-        rules.check_model(m)
+        graph_rules.check_model(m)
     assert e.value.path == "graph.nodes[1]"
 
 

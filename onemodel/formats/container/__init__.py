@@ -2,7 +2,7 @@
 
 A fixed 64-byte header (:mod:`.header`), a JSON manifest (:mod:`.manifest`, :mod:`.schema`)
 and a data region of 64-byte aligned tensor bytes. :mod:`.reader` and :mod:`.writer` implement
-sections 1 to 4; :mod:`.rules` the reading rules of section 3; :mod:`.extension` the
+sections 1 to 4; the reading rules of section 3 are :mod:`onemodel.ir.graph_rules`; :mod:`.extension` the
 ONNX-preservation extension that lets any model the ONNX reader produces round-trip bit-exactly
 (docs/format-extension.md).
 

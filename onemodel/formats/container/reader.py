@@ -12,12 +12,13 @@ map for files of 1 MiB or more); with a remote source it is a
 from __future__ import annotations
 
 from ...errors import InvalidModelError, MalformedError, OneModelError, UnsupportedError
+from ...ir import graph_rules
 from ...ir.model import Model
 from ...ir.tensor import sparse_problem, tensor_problem
 from ...ir.walk import iter_graphs
 from ...storage.base import Source
 from ...storage.blob import Blob
-from . import extension, rules
+from . import extension
 from .header import HEADER_SIZE, parse_header
 from .manifest import as_int, as_obj, bulk_objects, ensure_recursion_room, parse_manifest, req
 from .schema import DECODE
@@ -134,7 +135,7 @@ def _read(source: Source) -> Model:
     manifest = parse_manifest(source.read(HEADER_SIZE, header.manifest_length), HEADER_SIZE)
     r = Reader(source, header)
     model = r.full("Model", manifest, MANIFEST, 0)
-    orders = rules.check_model(model, prefix=f"{MANIFEST}.", paths=r.graph_paths)
+    orders = graph_rules.check_model(model, prefix=f"{MANIFEST}.", paths=r.graph_paths)
     _reorder(model, orders, r.node_orders)
     return model
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...errors import InvalidModelError, UnsupportedError
+from ...ir import graph_rules
 from ...ir.dtypes import INFO
 from ...ir.model import Model
 from ...ir.record import _same, buffer_nbytes, buffer_view, record_class
@@ -27,7 +28,7 @@ from ...lazy import np
 from ...limits import MAX_CONTAINER_TENSOR_BYTES, MAX_MANIFEST_BYTES
 from ...storage.base import Sink
 from ...storage.blob import Blob
-from . import extension, plain, rules
+from . import extension, plain
 from .header import HEADER_SIZE, Header, align
 from .manifest import bulk_objects, dumps, ensure_recursion_room
 from .schema import DECODE, ENCODE, FORMAT_VERSION
@@ -191,7 +192,7 @@ def build(model: Model, *, strict_v1: bool = False):
     ensure_recursion_room()
     w = Writer(report=strict_v1)
     tree = w.full(model, "", 0)  # UnsupportedError (names, types, nesting) comes first
-    w.put_in_order(rules.check_model(model))
+    w.put_in_order(graph_rules.check_model(model))
     left_out: list[str] = []
     if strict_v1:
         left_out = plain.left_out(tree, "manifest", w.naturals)

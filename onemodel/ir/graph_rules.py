@@ -1,7 +1,11 @@
-"""Reading rules of OneModel format section 3: names, scopes, dependency order, domains.
+"""Graph rules (OneModel format section 3; ONNX Part 1, Clauses 7.1, 7.5, 7.9): names, scopes,
+dependency order, domains.
 
-The reader applies them to the model it decoded; the writer applies the same function to the
-model it is given, so it never writes a file that cannot be read back.
+One function, :func:`check_model`, one message and one path per rule. The OneModel reader applies
+it to the model it decoded; the container writer to the model it is given, so it never writes a
+file that cannot be read back; :func:`onemodel.api.convert` to every model it converts, whatever
+the input and output formats (the ONNX reader itself accepts what ONNX files contain); the
+evaluator's planner before it plans a session.
 
 1. Within one graph every name defines at most one value: graph inputs, initializers, sparse
    initializers (by their values' name) and non-empty node outputs. An initializer whose name
@@ -21,11 +25,11 @@ graphs of ``training_info`` (which the extension carries) are not checked.
 
 from __future__ import annotations
 
-from ...errors import InvalidModelError, UnsupportedError, quote
-from ...ir.entries import normalize_domain
-from ...ir.model import Graph, Model
-from ...ir.order import stable_topological_order
-from ...limits import MAX_MODEL_NESTING
+from ..errors import InvalidModelError, UnsupportedError, quote
+from ..limits import MAX_MODEL_NESTING
+from .entries import normalize_domain
+from .model import Graph, Model
+from .order import stable_topological_order
 
 
 def _domains(opsets) -> set[str]:
