@@ -215,9 +215,16 @@ def convert(src, dst, *, to: str | None = None, source_format: str | None = None
     external data files written beside it; when it has ``set_total``, its total is set to the
     model's tensor bytes (``ConvertResult.tensor_bytes``) before writing starts.
 
-    Returns a :class:`ConvertResult`; raises OneModelError.
+    Every conversion applies the graph rules (:func:`onemodel.ir.graph_rules.check_model`: one
+    definition per name, names defined in the graph or an enclosing one, no cycle, declared
+    domains) before writing, whatever the input and output formats: a model the OneModel
+    writer would refuse is refused with the same message and path when the output is ONNX too
+    (``load`` alone still accepts such an ONNX file as written).
+
+    Returns a :class:`ConvertResult`; raises OneModelError (InvalidModelError for a model that
+    breaks the graph rules, with nothing written at ``dst``).
     """
-    from .ir import iter_tensors
+    from .ir import graph_rules, iter_tensors
 
     out_plugin = _plugin_for_target(dst, to)
     options = _plugin_options(out_plugin.write, 2, write_options, f"{out_plugin.name} output",
@@ -225,6 +232,7 @@ def convert(src, dst, *, to: str | None = None, source_format: str | None = None
     model = load(src, format=source_format, storage_options=storage_options,
                  **(read_options or {}))
     with model:
+        graph_rules.check_model(model)
         tensors = [t for _, t in iter_tensors(model)]
         total = sum(t.nbytes for t in tensors)
         if progress is not None and hasattr(progress, "set_total"):

@@ -275,3 +275,37 @@ def test_an_option_error_keeps_the_names_for_the_command_line(tmp_path):
     back = pickle.loads(pickle.dumps(e))
     assert type(back) is OptionError and back.options == e.options and str(back) == str(e)
     assert not (tmp_path / "x.onemodel").exists()
+
+
+def _defective_onnx(tmp_path, defect):
+    """An ONNX file breaking one graph rule: ``duplicate`` (two nodes define ``y``) or
+    ``undefined`` (a node reads ``nowhere``, which nothing defines)."""
+    if defect == "duplicate":
+        nodes = [helper.make_node("Identity", ["x"], ["y"]), helper.make_node("Neg", ["x"], ["y"])]
+    else:
+        nodes = [helper.make_node("Add", ["x", "nowhere"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", 1, [2])],
+                          [helper.make_tensor_value_info("y", 1, [2])])
+    path = tmp_path / f"{defect}.onnx"
+    onnx.save_model(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+@pytest.mark.parametrize("defect,message,path", [
+    ("duplicate", "name 'y' is defined twice in one graph", "graph.nodes[1].outputs[0]"),
+    ("undefined", "name 'nowhere' is not defined in this graph or an enclosing one",
+     "graph.nodes[0].inputs[1]"),
+])
+def test_convert_applies_the_graph_rules_whatever_the_output_format(tmp_path, defect, message,
+                                                                    path):
+    from onemodel.errors import InvalidModelError
+
+    src = _defective_onnx(tmp_path, defect)
+    with onemodel.load(src) as model:  # the ONNX reader is no validator: the file loads
+        assert len(model.graph.nodes) == len(onnx.load(str(src)).graph.node)
+    for suffix in (".onnx", ".onemodel"):
+        dst = tmp_path / f"out{suffix}"
+        with pytest.raises(InvalidModelError) as e:
+            onemodel.convert(src, dst)
+        assert message in str(e.value) and e.value.path == path, suffix
+        assert not dst.exists(), suffix
