@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from .. import limits
-from ..errors import EvaluationError, InvalidModelError, OneModelError, UnsupportedError
+from ..errors import (EvaluationError, InvalidModelError, OneModelError, UnsupportedError,
+                      UsageError)
 from ..ir.model import Attribute, Function, Graph, Model, Node
 from ..ir.order import node_outer_names, stable_topological_order
 from . import registry
@@ -107,6 +108,11 @@ class Session:
 
     Args:
         model: an :class:`~onemodel.ir.Model` with a main graph. Its tensors are read in place.
+        kernels: per-session kernels, ``{(domain, op_type): fn}`` (since opset 1) or
+            ``{(domain, op_type, since): fn}``, each ``fn(ctx, *inputs)`` as for
+            :func:`onemodel.evaluate.registry.register_kernel`. For this session they take
+            precedence over user registrations and built-ins (the one with the greatest
+            ``since <= opset`` of the node's domain); the process-global registry is untouched.
 
     The first session of a process keeps freed memory mapped for the next run (glibc's malloc
     thresholds, see :mod:`onemodel.evaluate.memory`; ``ONEMODEL_TUNE_MALLOC=0`` turns it off).
@@ -120,7 +126,7 @@ class Session:
             that calls itself; two nodes defining one value.
     """
 
-    def __init__(self, model: Model):
+    def __init__(self, model: Model, *, kernels: dict | None = None):
         if model is None or model.graph is None:
             raise InvalidModelError("the model has no graph", path="graph")
         self.model = model
@@ -129,6 +135,7 @@ class Session:
         for f in model.functions:
             key = (registry.normalize_domain(f.domain), f.name or "", f.overload or "")
             self._functions[key] = f
+        self._kernels = _session_kernels(kernels or {})
         self._subplans: dict[int, _Plan] = {}
         self._plans: dict[Any, _Plan] = {}
         registry.load_builtin()
@@ -209,7 +216,10 @@ class Session:
             raise InvalidModelError(
                 f"node {_label(node)} uses domain '{domain or 'ai.onnx'}', which the model does "
                 f"not import", path=path)
-        fn = registry.lookup(domain, node.op_type or "", version)
+        own = self._kernels.get((domain, node.op_type or ""))
+        fn = registry._pick(own, version) if own else None
+        if fn is None:
+            fn = registry.lookup(domain, node.op_type or "", version)
         if fn is not None:
             return fn, None, version
         return None, func, version
@@ -510,6 +520,24 @@ class Session:
 
 #: Inputs of a node described at most in an evaluation error (the rest are counted).
 _DESCRIBED_INPUTS = 8
+
+
+def _session_kernels(kernels: dict) -> dict[tuple[str, str], list]:
+    """``{(domain, op_type): [(since, fn), ...] sorted by since}`` from Session's ``kernels``;
+    a key that is not ``(domain, op_type)`` or ``(domain, op_type, since)`` of strings and a
+    positive int, or a value that is not callable, raises UsageError."""
+    out: dict[tuple[str, str], list] = {}
+    for key, fn in kernels.items():
+        ok = isinstance(key, tuple) and len(key) in (2, 3) and all(
+            isinstance(k, str) for k in key[:2])
+        since = key[2] if ok and len(key) == 3 else 1
+        if not ok or type(since) is not int or since < 1 or not callable(fn):
+            raise UsageError(f"kernels: {key!r} is not (domain, op_type) or (domain, op_type, "
+                             "since) mapped to a callable")
+        out.setdefault((registry.normalize_domain(key[0]), key[1]), []).append((since, fn))
+    for entries in out.values():
+        entries.sort(key=lambda e: e[0])
+    return out
 
 
 def describe_value(value) -> str:

@@ -444,3 +444,33 @@ def test_a_failure_inside_a_subgraph_names_the_inner_node_once():
     assert e.value.message.startswith("node 0 (Reshape 'inner') failed: ValueError: cannot "
                                       "reshape")
     assert e.value.message.count("failed") == 1 and "x float32[6], s int64[1]" in e.value.message
+
+
+def test_session_kernels_take_precedence_without_touching_the_global_registry(user_kernels):
+    user_kernels("", "Relu", 1, lambda ctx, x: x * 0 + 7)  # a global user registration
+    m = _model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", F, [2])], [_vi("y")])
+    x = np.array([-1, 1], np.float32)
+    s = Session(m, kernels={("", "Relu"): lambda ctx, x: x * 0 + 5})
+    np.testing.assert_array_equal(s.run({"x": x})["y"], np.array([5, 5], np.float32))
+    # since-versioned keys: the greatest since <= the node's opset (21) is chosen
+    s = Session(m, kernels={("ai.onnx", "Relu", 14): lambda ctx, x: x * 0 + 14,
+                            ("", "Relu", 22): lambda ctx, x: x * 0 + 22})
+    np.testing.assert_array_equal(s.run({"x": x})["y"], np.array([14, 14], np.float32))
+    # another session sees the global registration, untouched
+    np.testing.assert_array_equal(Session(m).run({"x": x})["y"], np.array([7, 7], np.float32))
+
+
+def test_session_kernels_for_a_custom_domain_and_bad_keys():
+    from onemodel.errors import UsageError
+
+    m = _model([helper.make_node("AddTwice", ["a", "b"], ["y"], domain="my.ops")],
+               [_vi("a", F, [2]), _vi("b", F, [2])], [_vi("y")], extra_opsets=[("my.ops", 1)])
+    with pytest.raises(UnsupportedError):
+        Session(m)  # no global registration: the per-session one did not leak
+    s = Session(m, kernels={("my.ops", "AddTwice"): lambda ctx, a, b: a + 2 * b})
+    y = s.run({"a": np.array([1, 2], np.float32), "b": np.array([10, 20], np.float32)})["y"]
+    np.testing.assert_array_equal(y, np.array([21, 42], np.float32))
+    with pytest.raises(UsageError):
+        Session(m, kernels={"AddTwice": lambda ctx, a, b: a})
+    with pytest.raises(UnsupportedError):
+        Session(m)
