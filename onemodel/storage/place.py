@@ -118,6 +118,8 @@ def display_url(url: str) -> str:
             return part
         s = urlsplit(part)
         netloc = s.netloc
+        if "@" not in netloc and not s.query:
+            return part  # nothing to mask: as given (urlunsplit would drop an empty "//")
         if "@" in netloc:
             netloc = "***@" + netloc.rsplit("@", 1)[1]
         query = "&".join(q.split("=", 1)[0] + "=***" if "=" in q else q

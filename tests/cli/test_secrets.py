@@ -181,3 +181,13 @@ def test_protocol_sections_on_the_command_line_reach_their_backends(served, s3):
     assert "testing-secret-value" not in text and "TOKENVALUE" not in text
     assert all(q.headers.get("Authorization") == "Bearer TOKENVALUE" for q in served.log)
     assert server.filesystem().cat_file(f"{bucket}/m.onemodel")[:8] == b"ONEMODEL"
+
+
+def test_a_url_with_nothing_secret_is_printed_as_given():
+    """Masking changes only user information and query values: 's3://, https://' in a message
+    and a plain URL stay exactly as written (urlunsplit used to turn 's3://,' into 's3:,')."""
+    from onemodel.cli.redact import redact
+
+    for line in ("for URLs (s3://, https:// ...)", "in s3://bucket/m.onnx", "file:///tmp/m.onnx"):
+        assert redact(line) == line
+    assert redact("in s3://u:p@b/m.onnx?sig=1") == "in s3://***@b/m.onnx?sig=***"
