@@ -69,13 +69,15 @@ def _check_tensor(name: str, value, ttype, where: str):
 
 def _warn_negative(name: str, dims: list, where: str) -> None:
     """One OneModelWarning for an input whose declared shape has negative extents (read as
-    unknown, like onnxruntime; Clause 6.5 allows none)."""
+    unknown, like onnxruntime; Clause 6.5 allows none). Issued from this one place, so the
+    default warning filter shows it once per input even when both generating and checking the
+    value find it."""
     bad = sorted({d for d in dims if isinstance(d, int) and d < 0})
     if bad:
         shown = "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
         warnings.warn(OneModelWarning(
             f"input '{name}' declares the extent {', '.join(map(str, bad))} in {shown} "
-            f"({where}); a negative extent is read as unknown"), stacklevel=3)
+            f"({where}); a negative extent is read as unknown"), stacklevel=1)
 
 
 def check_value(name: str, value, vtype: Type | None, where: str):

@@ -248,3 +248,26 @@ def test_dim_and_shape_are_checked_alike_by_run_and_verify(unnamed, flags, said)
         r = cli(*cmd, *flags)
         assert r.exit_code == 2, (cmd, r.output)
         assert r.stderr.startswith("Usage error:") and said in r.stderr, (cmd, r.stderr)
+
+
+def test_a_declared_extent_of_minus_one_warns_once(tmp_path):
+    """`run --random` on an input declared [-1, 3] (PaddlePaddle exports) runs, reading -1 as
+    unknown, and says so in exactly one `warning:` line (generating and checking the value both
+    see it); the console script installs the one-line warning format."""
+    import subprocess
+    import sys
+
+    from onnx import TensorProto, helper
+
+    g = helper.make_graph([helper.make_node("Neg", ["x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [-1, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    path = tmp_path / "neg.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    r = subprocess.run([sys.executable, "-c", "from onemodel.cli import main; main()", "run",
+                        "--random", str(path)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "y: shape [1, 3] dtype float32" in r.stdout
+    warnings = [line for line in r.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == ["warning: input 'x' declares the extent -1 in [-1, 3] (graph.inputs[0]); "
+                        "a negative extent is read as unknown"], r.stderr
