@@ -167,13 +167,18 @@ class _Bounds:
             raise UnsupportedError(
                 f"the {self.size}-byte file decompresses to more than {self.ratio_limit} bytes, "
                 f"past the compression ratio limit of {self.max_ratio:g}:1 (a decompression "
-                "bomb?); raise it with max_ratio= if the file is trusted", offset=offset,
+                f"bomb?); if the file is trusted, {RAISE_RATIO}", offset=offset,
                 source=name)
 
     def refuse_head(self, name: str) -> None:
         raise UnsupportedError(f"the decompressed bytes do not start like a model (first bytes "
                                f"{self.held[:SNIFF_BYTES].hex(' ')}): neither a OneModel file "
                                "nor an ONNX ModelProto", offset=0, source=name)
+
+
+#: How to get past the ratio limit, for the command line and Python alike.
+RAISE_RATIO = ("decompress it first (zstd -d FILE) and give the result, or raise the limit with "
+               "open_source(max_ratio=) in Python")
 
 
 def _decompress(compressed: Source, bounds: _Bounds, progress, tmpdir) -> Source:
@@ -190,8 +195,8 @@ def _decompress(compressed: Source, bounds: _Bounds, progress, tmpdir) -> Source
     if declared is not None and declared > bounds.ratio_limit:
         raise UnsupportedError(f"the frame declares {declared} bytes, past the compression "
                                f"ratio limit of {bounds.max_ratio:g}:1 for a {size}-byte file "
-                               "(a decompression bomb?); raise it with max_ratio= if the file "
-                               "is trusted", offset=0, source=name)
+                               f"(a decompression bomb?); if the file is trusted, {RAISE_RATIO}",
+                               offset=0, source=name)
     try:
         tmp = tempfile.TemporaryFile(dir=tmpdir)
     except OSError as e:

@@ -118,7 +118,9 @@ def filesystem(url: str, storage_options: dict | None = None):
     try:
         return fsspec.core.url_to_fs(url, **options_for(url, storage_options))
     except ImportError:
-        proto = _protocol(url)
+        # in a chain (simplecache::http://...) the link whose backend is missing is named
+        links = [_protocol(link) for link in url.split("::")]
+        proto = next((p for p in reversed(links) if p in _INSTALL_HINTS), links[0])
         hint = _INSTALL_HINTS.get(proto, "install the fsspec backend for it")
         raise UnsupportedError(f"no backend for {proto}:// URLs; {hint}", source=name) from None
     except ValueError as e:

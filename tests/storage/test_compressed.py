@@ -183,6 +183,7 @@ def test_a_bomb_that_starts_like_a_model_is_refused_by_the_ratio(tmp_path, monke
     with pytest.raises(UnsupportedError) as e:
         open_source(str(path))
     assert "compression ratio limit of 1000:1" in e.value.message
+    assert "zstd -d FILE" in e.value.message  # a way out for the command line too
     assert "max_ratio=" in e.value.message
     assert f"the {len(bomb)}-byte file decompresses to more than {1000 * len(bomb)}" \
         in e.value.message

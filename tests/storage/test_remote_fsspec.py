@@ -190,3 +190,21 @@ def test_chained_url(mem, tmp_path):
     assert src.size == len(data)
     assert bytes(src.read(100_000, 50)) == data[100_000:100_050]
     assert resolve_relative(url, "w.bin") == f"simplecache::memory://{d}/w.bin"
+
+
+def test_a_chained_url_names_the_link_whose_backend_is_missing(monkeypatch):
+    """simplecache is part of fsspec: for simplecache::http://... without aiohttp the hint is
+    the http extra, not 'install the fsspec backend for simplecache'."""
+    import fsspec.core
+
+    from onemodel.errors import UnsupportedError
+    from onemodel.storage.remote import filesystem
+
+    def missing(url, **options):
+        raise ImportError("no module named aiohttp")
+    monkeypatch.setattr(fsspec.core, "url_to_fs", missing)
+    with pytest.raises(UnsupportedError) as e:
+        filesystem("simplecache::http://u:p@127.0.0.1:1/m.onnx")
+    assert "no backend for http:// URLs" in str(e.value)
+    assert 'pip install "onemodel-onnx[http]"' in str(e.value)
+    assert "u:p@" not in str(e.value)
