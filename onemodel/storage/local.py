@@ -112,9 +112,13 @@ def file_kind(mode: int) -> str:
 
 
 def _check_regular(fd: int, name: str) -> None:
-    """Raise IoError naming the kind of file unless ``fd`` is a regular file (``fd`` is closed
-    then); OSError from ``fstat`` passes through."""
-    mode = os.fstat(fd).st_mode
+    """Raise IoError naming the kind of file unless ``fd`` is a regular file; OSError from
+    ``fstat`` passes through. ``fd`` is closed whenever this raises."""
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        os.close(fd)
+        raise
     if not stat.S_ISREG(mode):
         os.close(fd)
         raise IoError(f"cannot open: it is {file_kind(mode)}, not a regular file", source=name)
@@ -140,15 +144,7 @@ def open_regular(path: str) -> int:
             raise
         raise IoError(f"cannot open: it is {file_kind(mode)}, not a regular file",
                       source=path) from None
-    try:
-        st = os.fstat(fd)
-    except OSError:
-        os.close(fd)
-        raise
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise IoError(f"cannot open: it is {file_kind(st.st_mode)}, not a regular file",
-                      source=path)
+    _check_regular(fd, path)
     try:
         _clear_nonblock(fd)
     except OSError:
