@@ -1,18 +1,27 @@
-"""RNN, GRU and LSTM kernels (onemodel/evaluate/kernels/rnn.py) against onnxruntime (layout 0)
-and the onnx reference evaluator (layout 1, which onnxruntime does not implement)."""
+"""RNN, GRU and LSTM kernels (onemodel/evaluate/kernels/rnn.py) against the float64 definitions
+of exact_rnn.recurrent64, within the float32 rounding bound it carries through the steps."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from oracle import F32_ORACLE as F32
-from oracle import assert_outputs, node_model, ort, ours, reference
+from exact_rnn import recurrent64, roundings_per_step
+from oracle import EPS32, assert_close_to_exact, bound_ratio, node_model, ours, reference64
 
 GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
 ACTS = {"RNN": ["Relu"], "GRU": ["HardSigmoid", "Softsign"],
         "LSTM": ["HardSigmoid", "Tanh", "Softsign"]}
 S, B, I, H = 4, 3, 5, 6
+# Per step, a gate's pre-activation sums I + H + 2 terms (X W^T, H R^T, two biases) and a
+# peephole (LSTM) or reset (GRU) product: any of its terms is rounded at most I + H + 3 times
+# (its product or two, the sums it goes through), so it is within (I + H + 3) u sum|terms|;
+# activations (<= 6 roundings, libm within a few ulps) and the gate products and sums (<= 3)
+# round less. recurrent64's scale is sum|terms| per rounded quantity plus the previous step's
+# error carried through |R|, |P|, the activations' slopes and the gate products, so the float32
+# result is within (I + H + 3) u scale to first order. ULPS * EPS32 = 2 (I + H + 3) u: the
+# factor 2 covers the second-order terms (4 steps: < 1e-5 relative).
+ULPS = roundings_per_step(I, H)
 
 
 def _case(op, direction="forward", layout=0, lens=None, peephole=True, seed=0, **attrs):
@@ -49,20 +58,32 @@ def _case(op, direction="forward", layout=0, lens=None, peephole=True, seed=0, *
     return model, feeds
 
 
+def _assert_exact(got, model, feeds):
+    """Each output of ``got`` within ULPS * EPS32 * scale of the exact definition; and that bound
+    is below 0.1% of the outputs' magnitude, so a wrong formula could not hide in it."""
+    exact, scales = recurrent64(model, feeds, ulps=ULPS)
+    assert len(got) == len(exact)
+    for k, (g, e, s) in enumerate(zip(got, exact, scales)):
+        assert_close_to_exact(g, e, ulps=ULPS, scale=s, path=f"output {k}")
+        assert ULPS * EPS32 * s.max() < 1e-3 * max(1.0, np.abs(e).max()), f"output {k} bound"
+    return exact
+
+
 @pytest.mark.parametrize("op", ["RNN", "GRU", "LSTM"])
 @pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
 @pytest.mark.parametrize("lens", [None, [4, 2, 3]])
-def test_directions_and_sequence_lens_match_onnxruntime(op, direction, lens):
+def test_directions_and_sequence_lens_match_the_definition(op, direction, lens):
     model, feeds = _case(op, direction, lens=lens)
-    assert_outputs(ours(model, feeds), ort(model, feeds,
-        relies_on=F32.format(what="RNN/GRU/LSTM gates: sums of at most 8 products and sigmoid/tanh "
-                                  "per step, 4 steps")), rtol=1e-4, atol=1e-5)
+    got = ours(model, feeds)
+    _assert_exact(got, model, feeds)
+    if lens is not None:  # past a sequence's length Y is exactly 0
+        assert not got[0][2:, :, 1].any() and not got[0][3:, :, 2].any()
 
 
 @pytest.mark.parametrize("op, extra", [
     (op, extra) for op in ("RNN", "GRU", "LSTM")
     for extra in ("clip", "activations", "no_bias")] + [("GRU", "linear_before_reset")])
-def test_clip_activations_and_variants_match_onnxruntime(op, extra):
+def test_clip_activations_and_variants_match_the_definition(op, extra):
     attrs = {}
     if extra == "clip":
         attrs["clip"] = 0.5
@@ -75,34 +96,87 @@ def test_clip_activations_and_variants_match_onnxruntime(op, extra):
         del feeds["B"]
         model.graph.node[0].input[3] = ""
         model.graph.input.remove(model.graph.input[3])
-    assert_outputs(ours(model, feeds), ort(model, feeds,
-        relies_on=F32.format(what="RNN/GRU/LSTM gates: sums of at most 8 products and sigmoid/tanh "
-                                  "per step, 4 steps")), rtol=1e-4, atol=1e-5)
+    _assert_exact(ours(model, feeds), model, feeds)
 
 
 def test_activation_alpha_beta_are_consumed_in_order():
     # LeakyRelu takes alpha, Tanh takes none, ScaledTanh takes alpha and beta
     model, feeds = _case("GRU", "forward", seed=2, activations=["LeakyRelu", "ScaledTanh"],
                          activation_alpha=[0.2, 1.5], activation_beta=[0.7])
-    assert_outputs(ours(model, feeds), ort(model, feeds,
-        relies_on=F32.format(what="RNN/GRU/LSTM gates: sums of at most 8 products and sigmoid/tanh "
-                                  "per step, 4 steps")), rtol=1e-4, atol=1e-5)
+    got = ours(model, feeds)
+    _assert_exact(got, model, feeds)
+    # the alphas the other way round give another result, far outside the bound
+    swapped, _ = _case("GRU", "forward", seed=2, activations=["LeakyRelu", "ScaledTanh"],
+                       activation_alpha=[1.5, 0.2], activation_beta=[0.7])
+    exact, scales = recurrent64(swapped, feeds, ulps=ULPS)
+    assert bound_ratio(got[0], exact[0], ulps=ULPS, scale=scales[0]) > 100
 
 
-def test_lstm_input_forget_matches_onnxruntime():
+@pytest.mark.parametrize("name, alpha, beta", [
+    ("Relu", None, None), ("Tanh", None, None), ("Sigmoid", None, None),
+    ("Affine", 0.75, -0.25), ("Affine", None, None), ("LeakyRelu", 0.125, None),
+    ("LeakyRelu", None, None), ("ThresholdedRelu", 0.5, None), ("ThresholdedRelu", None, None),
+    ("ScaledTanh", 1.5, 0.75), ("HardSigmoid", 0.25, 0.375), ("HardSigmoid", None, None),
+    ("Elu", 0.75, None), ("Elu", None, None), ("Softsign", None, None), ("Softplus", None, None)])
+def test_every_activation_function_of_the_definition(name, alpha, beta):
+    # the forward direction uses the function (alpha and beta given, or their defaults), the
+    # reverse direction Tanh
+    attrs = {"activations": [name, "Tanh"]}
+    if alpha is not None:
+        attrs["activation_alpha"] = [alpha]
+    if beta is not None:
+        attrs["activation_beta"] = [beta]
+    model, feeds = _case("RNN", "bidirectional", seed=5, **attrs)
+    _assert_exact(ours(model, feeds), model, feeds)
+
+
+def test_lstm_activations_f_g_h_take_alpha_and_beta_across_directions():
+    # alphas: Affine, Elu (forward), HardSigmoid, ScaledTanh (reverse); betas: Affine,
+    # HardSigmoid, ScaledTanh
+    model, feeds = _case("LSTM", "bidirectional", seed=6,
+                         activations=["Sigmoid", "Affine", "Elu", "HardSigmoid", "Softplus",
+                                      "ScaledTanh"],
+                         activation_alpha=[0.5, 0.75, 0.25, 1.25],
+                         activation_beta=[0.125, 0.5, 0.5])
+    _assert_exact(ours(model, feeds), model, feeds)
+
+
+def test_lstm_input_forget_matches_the_definition():
     model, feeds = _case("LSTM", "forward", seed=3, input_forget=1)
-    assert_outputs(ours(model, feeds), ort(model, feeds,
-        relies_on=F32.format(what="RNN/GRU/LSTM gates: sums of at most 8 products and sigmoid/tanh "
-                                  "per step, 4 steps")), rtol=1e-4, atol=1e-5)
+    _assert_exact(ours(model, feeds), model, feeds)
 
 
 @pytest.mark.parametrize("op", ["RNN", "GRU", "LSTM"])
 @pytest.mark.parametrize("direction", ["forward", "bidirectional"])
-def test_batch_first_layout_matches_reference(op, direction):
+def test_batch_first_layout_matches_the_definition(op, direction):
     model, feeds = _case(op, direction, layout=1, peephole=False, seed=4)
     got = ours(model, feeds)
     assert got[0].shape == (B, S, 2 if direction == "bidirectional" else 1, H)
-    assert_outputs(got, reference(model, feeds), rtol=1e-4, atol=1e-5)
+    _assert_exact(got, model, feeds)
+
+
+@pytest.mark.parametrize("op, direction, layout, attrs", [
+    *[(op, d, 0, {}) for op in ("RNN", "GRU", "LSTM")
+      for d in ("forward", "reverse", "bidirectional")],
+    *[(op, "bidirectional", 1, {}) for op in ("RNN", "GRU", "LSTM")],
+    ("GRU", "bidirectional", 0, {"linear_before_reset": 1})])
+def test_exact_oracle_is_onnx_reference_in_float64(op, direction, layout, attrs):
+    # the oracle itself, where onnx.reference implements the definition (no sequence_lens,
+    # clip, activations or input_forget): the same float64 formula, summed in another order
+    model, feeds = _case(op, direction, layout=layout, seed=7, **attrs)
+    exact, _ = recurrent64(model, feeds, ulps=ULPS)
+    for e, r in zip(exact, reference64(model, feeds), strict=True):
+        np.testing.assert_allclose(e, r, rtol=0, atol=1e-12)
+
+
+def test_thresholded_relu_keeps_its_threshold():
+    # definition: ThresholdedRelu(x) = x if x >= alpha else 0; 2 * 0.5 = 1 exactly in float32
+    feeds = {"X": np.array([[[2.0]]], np.float32), "W": np.array([[[0.5]]], np.float32),
+             "R": np.array([[[0.0]]], np.float32)}
+    model = node_model("RNN", feeds, ["X", "W", "R"], ["Y", "Y_h"], opset=22, hidden_size=1,
+                       activations=["ThresholdedRelu"], activation_alpha=[1.0])
+    y, yh = ours(model, feeds)
+    assert y.reshape(-1).tolist() == [1.0] and yh.reshape(-1).tolist() == [1.0]
 
 
 def test_rnn_single_step_by_hand():

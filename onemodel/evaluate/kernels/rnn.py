@@ -36,7 +36,7 @@ _ACTIVATIONS = {
     "sigmoid": (lambda x, a, b: _sigmoid(x), None, None),
     "affine": (lambda x, a, b: a * x + b, 1.0, 0.0),
     "leakyrelu": (lambda x, a, b: np.where(x >= 0, x, a * x), 0.01, None),
-    "thresholdedrelu": (lambda x, a, b: np.where(x > a, x, 0), 1.0, None),
+    "thresholdedrelu": (lambda x, a, b: np.where(x >= a, x, 0), 1.0, None),
     "scaledtanh": (lambda x, a, b: a * np.tanh(b * x), 1.0, 1.0),
     "hardsigmoid": (lambda x, a, b: np.clip(a * x + b, 0, 1), 0.2, 0.5),
     "elu": (lambda x, a, b: np.where(x >= 0, x, a * (np.exp(np.minimum(x, 0)) - 1)), 1.0, None),
