@@ -1,13 +1,14 @@
 """Conv, ConvTranspose and the pooling kernels (onemodel/evaluate/kernels/conv.py, pool.py)
-against onnx.reference and hand-computed values."""
+against onnx.reference, float64 formulas (exact_misc.py) and hand-computed values."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from oracle import F32_ORACLE as F32
-from oracle import assert_outputs, node_model, ort, ours, reference
+from exact_misc import conv_transpose
+from oracle import assert_close_to_exact, assert_outputs, node_model, ours, reference
+from oracle import reference64
 
 RNG = np.random.default_rng(3)
 
@@ -55,14 +56,34 @@ def test_conv_transpose(x, w, attrs):
     assert_outputs(ours(model, feeds), reference(model, feeds), rtol=1e-5, atol=1e-5)
 
 
-def test_conv_transpose_groups_against_onnxruntime():
-    # onnx.reference fails on grouped ConvTranspose; onnxruntime is the oracle here.
-    feeds = {"x": _r(1, 4, 3, 3), "w": _r(4, 1, 3, 3), "b": _r(2)}
-    model = node_model("ConvTranspose", feeds, ["x", "w", "b"], ["y"], group=2,
-                       dilations=[2, 1], strides=[1, 2])
-    assert_outputs(ours(model, feeds), ort(model, feeds,
-        relies_on=F32.format(what="grouped ConvTranspose sums 9 products "
-                                  "per output")), rtol=1e-5, atol=1e-5)
+@pytest.mark.parametrize("x, w, attrs", [
+    ((1, 4, 3, 3), (4, 1, 3, 3), {"group": 2, "dilations": [2, 1], "strides": [1, 2]}),
+    ((2, 6, 3, 4), (6, 2, 3, 2), {"group": 3, "strides": [2, 3], "pads": [1, 0, 0, 2],
+                                  "dilations": [1, 2], "output_padding": [1, 0]}),
+])
+def test_grouped_conv_transpose_against_exact(x, w, attrs):
+    # onnx.reference fails on grouped ConvTranspose: exact_misc's float64 formula is the
+    # oracle, itself checked against reference64 of each group's ungrouped ConvTranspose
+    feeds = {"x": _r(*x), "w": _r(*w), "b": _r(w[1] * attrs["group"])}
+    model = node_model("ConvTranspose", feeds, ["x", "w", "b"], ["y"], **attrs)
+    (got,) = ours(model, feeds)
+    exact = conv_transpose(feeds["x"], feeds["w"], feeds["b"], **attrs)
+    per_in, per_out = x[1] // attrs["group"], w[1]
+    ungrouped = {k: v for k, v in attrs.items() if k != "group"}
+    for g in range(attrs["group"]):
+        part = {"x": feeds["x"][:, g * per_in:(g + 1) * per_in],
+                "w": feeds["w"][g * per_in:(g + 1) * per_in],
+                "b": feeds["b"][g * per_out:(g + 1) * per_out]}
+        (want,) = reference64(node_model("ConvTranspose", part, ["x", "w", "b"], ["y"],
+                                         **ungrouped), part)
+        np.testing.assert_allclose(exact[:, g * per_out:(g + 1) * per_out], want, rtol=1e-12,
+                                   atol=1e-12)
+    # an output sums at most k = (C / group) * prod(kernel) products and the bias: each term
+    # goes through at most one product and k additions, in any order, so the error is at
+    # most (k + 1) u sum|terms|, (k + 1) / 2 ulps (EPS32 = 2u) of that sum
+    k = per_in * int(np.prod(w[2:]))
+    scale = conv_transpose(np.abs(feeds["x"]), np.abs(feeds["w"]), np.abs(feeds["b"]), **attrs)
+    assert_close_to_exact(got, exact, ulps=(k + 1) / 2, scale=scale)
 
 
 @pytest.mark.parametrize("op_type, attrs", [

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from oracle import F32_ORACLE as F32
-from oracle import assert_outputs, node_model, ort, ours, reference
+from exact_misc import lrn
+from oracle import assert_close_to_exact, assert_outputs, node_model, ort, ours, reference
 
 RNG = np.random.default_rng(13)
 
@@ -35,13 +35,20 @@ def test_dropout_training_mode_scales_kept_values_and_seed_repeats():
     np.testing.assert_array_equal(y, y2)
 
 
-@pytest.mark.parametrize("size", [3, 5])
-def test_lrn_matches_onnxruntime(size):
+@pytest.mark.parametrize("size", [1, 3, 4, 5])
+def test_lrn_against_exact(size):
     x = RNG.standard_normal((2, 6, 3, 3)).astype(np.float32)
     model = node_model("LRN", {"x": x}, ["x"], ["y"], opset=13, size=size, alpha=0.01,
                        beta=0.6, bias=1.5)
-    assert_outputs(ours(model, {"x": x}), ort(model, {"x": x},
-        relies_on=F32.format(what="LRN: a sum of at most 5 squares and a power")), rtol=1e-5)
+    (got,) = ours(model, {"x": x})
+    # exact: the definition in float64 with the attributes' stored float32 values. In float32
+    # the denominator's base b = bias + alpha / size * (sum of <= size squares) is a sum of
+    # positive terms: size squares, size - 1 sums, 2 roundings of the scaling and 1 of the
+    # bias, (2 size + 2) u relative; pow turns it into beta times that plus its own 2 ulps,
+    # the division adds u: (beta (2 size + 2) + 5) u < (size + 4) ulps of |y| (EPS32 = 2u)
+    exact = lrn(x, size=size, alpha=float(np.float32(0.01)), beta=float(np.float32(0.6)),
+                bias=1.5)
+    assert_close_to_exact(got, exact, ulps=size + 4, scale=np.abs(exact))
 
 
 def test_lrn_even_size_window_by_hand():

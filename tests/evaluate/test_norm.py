@@ -1,13 +1,13 @@
-"""Normalization kernels (onemodel/evaluate/kernels/norm.py) against onnx.reference and
-hand-computed values."""
+"""Normalization kernels (onemodel/evaluate/kernels/norm.py) against onnx.reference, float64
+formulas (exact_misc.py) and hand-computed values."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from oracle import F32_ORACLE as F32
-from oracle import assert_outputs, node_model, ort, ours, reference
+from exact_misc import lp_normalization, mean_variance_normalization, mvn_error_scale
+from oracle import assert_close_to_exact, assert_outputs, node_model, ours, reference
 
 RNG = np.random.default_rng(4)
 
@@ -42,15 +42,24 @@ def test_instance_group_lp_mvn_rms():
                            ("GroupNormalization", {"num_groups": 2})):
         model = node_model(op_type, feeds, ["x", "s", "b"], ["y"], **attrs)
         assert_outputs(ours(model, feeds), reference(model, feeds), rtol=1e-5, atol=1e-5)
-    # onnx.reference leaves out the absolute value of LpNormalization p=1; onnxruntime is the
-    # oracle for these.
-    for op_type, attrs in (("LpNormalization", {"axis": 1, "p": 1}),
-                           ("LpNormalization", {"p": 2}),
-                           ("MeanVarianceNormalization", {})):
-        model = node_model(op_type, {"x": x}, ["x"], ["y"], **attrs)
-        assert_outputs(ours(model, {"x": x}), ort(model, {"x": x},
-            relies_on=F32.format(what="LpNormalization and MeanVarianceNormalization: sums over at "
-                                      "most 36 elements and a division")), rtol=1e-5, atol=1e-5)
+    # exact: the definitions in float64 (onnx.reference leaves out the absolute value of
+    # LpNormalization p=1, and its MeanVarianceNormalization function body adds a float32
+    # Epsilon constant, so reference64 refuses it)
+    for axis, p in ((1, 1), (-1, 2)):
+        model = node_model("LpNormalization", {"x": x}, ["x"], ["y"], axis=axis, p=p)
+        (got,) = ours(model, {"x": x})
+        n = x.shape[axis]
+        # float32: the norm is a sum of n positive terms (p 2: n squares, then a square root,
+        # which halves their relative error and adds u), (n - 1) u or (n / 2 + 1) u relative;
+        # the division adds u: (n + 1) u at most, (n + 1) / 2 ulps of |y| (EPS32 = 2u)
+        exact = lp_normalization(x, axis=axis, p=p)
+        assert_close_to_exact(got, exact, ulps=(n + 1) / 2, scale=np.abs(exact))
+    (got,) = ours(node_model("MeanVarianceNormalization", {"x": x}, ["x"], ["y"]), {"x": x})
+    # the default axes [0, 2, 3] reduce n elements per channel; see mvn_error_scale for the
+    # n + 3 ulps of its scale that bound a float32 computation
+    n = x.size // x.shape[1]
+    assert_close_to_exact(got, mean_variance_normalization(x), ulps=n + 3,
+                          scale=mvn_error_scale(x))
     feeds = {"x": x, "s": _r(3)}
     (y,) = ours(node_model("RMSNormalization", feeds, ["x", "s"], ["y"], opset=23), feeds)
     want = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + 1e-5) * feeds["s"]

@@ -1,14 +1,15 @@
 """NonMaxSuppression, RoiAlign, GridSample and AffineGrid kernels
-(onemodel/evaluate/kernels/vision.py) against onnxruntime and the onnx reference evaluator."""
+(onemodel/evaluate/kernels/vision.py) against onnxruntime, the onnx reference evaluator and
+float64 formulas (exact_misc.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from exact_misc import grid_sample_2d
 from oracle import assert_close_to_exact, assert_outputs, node_model, ort, ours, reference
-from oracle import F32_ORACLE as F32
-from oracle import reference64
+from oracle import bound_ratio, reference64
 
 RNG = np.random.default_rng(5)
 
@@ -16,29 +17,47 @@ RNG = np.random.default_rng(5)
 @pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
 @pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
 @pytest.mark.parametrize("align", [0, 1])
-def test_grid_sample_2d_matches_onnxruntime(mode, padding, align):
+def test_grid_sample_2d_against_exact(mode, padding, align):
     x = RNG.standard_normal((2, 3, 5, 6)).astype(np.float32)
     g = (RNG.random((2, 4, 7, 2)) * 2.6 - 1.3).astype(np.float32)  # some points outside
     feeds = {"X": x, "G": g}
     model = node_model("GridSample", feeds, ["X", "G"], ["Y"], opset=16, mode=mode,
                        padding_mode=padding, align_corners=align)
-    # exact: the same sampling as GridSample-20 (which renamed bilinear/bicubic to
-    # linear/cubic, the only change for 2-D), in float64. An output is a sum of at most 16
-    # weights times x, a weight a product of two cubic polynomials of the float32 coordinate
-    # (~10 roundings each): 16 + 2 * 10 + 4 roundings of values bounded by about 1.6 max|x|:
-    # 64 ulps of max|x|
-    if (mode, padding) == ("bicubic", "border"):
-        # onnx.reference clamps differently here (0.2-0.4 away from onemodel and onnxruntime,
-        # which agree to 3e-6): no exact oracle yet, onnxruntime's float kernel stands in
-        assert_outputs(ours(model, feeds), ort(model, feeds,
-            relies_on=F32.format(what="GridSample interpolates with at most 4 x 4 weights")),
-            rtol=1e-4, atol=1e-5)
-        return
-    renamed = node_model("GridSample", feeds, ["X", "G"], ["Y"], opset=20,
-                         mode={"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode),
-                         padding_mode=padding, align_corners=align)
-    assert_close_to_exact(ours(model, feeds), reference64(renamed, feeds), ulps=64,
-                          scale=np.abs(x).max())
+    # exact: exact_misc's float64 sampling, as torch.nn.functional.grid_sample (which the
+    # definition refers to) samples; GridSample-20 renamed bilinear/bicubic to linear/cubic,
+    # the only change for 2-D.
+    renamed = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
+    exact = grid_sample_2d(x, g, mode=renamed, padding=padding, align=bool(align))
+    if (mode, padding) != ("bicubic", "border"):
+        # the formula agrees with reference64 where onnx.reference samples by the same rule
+        # (it computes the coordinates in float32: a few roundings of values < 8, times a
+        # slope < 2 max|x|). Under border padding onnx.reference clips the cubic coordinate
+        # itself, not each of the 4 x 4 pixel indices (see the hand-computed case below), and
+        # lands 0.2 - 0.4 away within a pixel of the edges.
+        renamed_model = node_model("GridSample", feeds, ["X", "G"], ["Y"], opset=20,
+                                   mode=renamed, padding_mode=padding, align_corners=align)
+        (ref,) = reference64(renamed_model, feeds)
+        assert bound_ratio(ref, exact, ulps=32, scale=np.abs(x).max()) <= 1
+    # An output is a sum of at most 16 weights times x, a weight a product of two cubic
+    # polynomials of the float32 coordinate (~10 roundings each): 16 + 2 * 10 + 4 roundings of
+    # values bounded by about 1.6 max|x|: 64 ulps of max|x|
+    assert_close_to_exact(ours(model, feeds), [exact], ulps=64, scale=np.abs(x).max())
+
+
+def test_grid_sample_bicubic_border_clips_each_pixel_index_by_hand():
+    # one row [1, 9, 4, 2], align_corners 0: grid x -1.125 is pixel coordinate -0.75, whose
+    # 4 cubic taps -2, -1, 0, 1 (t = 0.25) border-clip to pixels 0, 0, 0, 1; Keys' weight of
+    # the last (distance 1.75, A = -0.75) is -0.03515625 and the weights sum to 1, so
+    # y = 1 - 0.03515625 * (9 - 1) = 0.71875 (clipping the coordinate to 0 first would give 1)
+    x = np.array([[[[1, 9, 4, 2]]]], np.float32)
+    g = np.array([[[[-1.125, 0.0]]]], np.float32)
+    feeds = {"X": x, "G": g}
+    model = node_model("GridSample", feeds, ["X", "G"], ["Y"], opset=16, mode="bicubic",
+                       padding_mode="border")
+    (y,) = ours(model, feeds)
+    np.testing.assert_array_equal(y, [[[[0.71875]]]])
+    np.testing.assert_array_equal(grid_sample_2d(x, g, mode="cubic", padding="border",
+                                                 align=False), y)
 
 
 @pytest.mark.parametrize("mode", ["linear", "nearest"])
