@@ -3,7 +3,7 @@
 >>> import onemodel
 >>> with onemodel.load("model.onnx") as m:           # zero-copy: tensors view the mapped file
 ...     onemodel.save(m, "model.onemodel")
-...     data = onemodel.to_bytes(m, format="onnx")     # or save(m, io.BytesIO(), format=...)
+...     data = onemodel.to_bytes(m)                    # the ONNX file, or format="onemodel"
 >>> onemodel.load(data).format
 'onnx'
 >>> onemodel.convert("model.onemodel", "back.onnx")
@@ -135,20 +135,30 @@ def save(model: Model, target, format: str | None = None, *,
     return _write(plugin, model, target, options, storage_options, progress)
 
 
-def to_bytes(model: Model, format: str, **options) -> bytes:
-    """The file ``save`` would write, as bytes in memory: ``to_bytes(model, format="onnx")``.
+def to_bytes(model: Model, format: str | None = None, **options) -> bytes:
+    """The file ``save`` would write, as bytes in memory: ``to_bytes(model)``, or
+    ``to_bytes(model, format="onemodel")``.
 
     Args:
         model: the model to write.
-        format: ``onnx`` or ``onemodel`` (required: there is no file name to tell it from).
+        format: ``onnx`` or ``onemodel`` (or a plugin's name). By default the format the model
+            was read from (``model.format``: a model loaded from a ``.onemodel`` file gives
+            OneModel bytes back), and ``onnx`` for a model that was not read from a file
+            (built in memory), as ``onnx.ModelProto.SerializeToString()`` gives ONNX bytes.
         options: as for :func:`save` (``strict_v1=True``; ONNX ``layout="inline"``, ...).
     Returns:
         the bytes of the whole file (one copy of every tensor's contents: use :func:`save` to a
         file or file object to stream large models instead). ``load(data)`` reads them back.
     Raises:
         OneModelError as :func:`save`; UnsupportedError for an ONNX model whose layout puts
-        tensors in external data files (they have nowhere to go) unless ``base_dir`` is given.
+        tensors in external data files (they have nowhere to go) unless ``base_dir`` is given;
+        TypeError for a ``format`` that is not a string.
     """
+    if format is None:
+        format = getattr(model, "format", None) or "onnx"
+    elif not isinstance(format, str):
+        raise TypeError(f"format must be a format name ('onnx' or 'onemodel'), not "
+                        f"{type(format).__name__}")
     plugin = formats.by_name(format)
     options = _plugin_options(plugin.write, 2, options, f"{plugin.name} output")
     sink = BytesSink()

@@ -166,6 +166,27 @@ def test_to_bytes_and_file_objects_give_the_bytes_of_the_file(tmp_path, fmt, suf
             assert back.format == fmt and onemodel.compare_models(back, ref) == []
 
 
+def test_to_bytes_without_a_format_writes_the_format_the_model_came_from(tmp_path):
+    """``to_bytes(m)`` is ``to_bytes(m, format=m.format)``; a model built in memory (no
+    format) gives ONNX bytes, as ``ModelProto.SerializeToString()`` would."""
+    onnx_bytes = (_root() / CNN).read_bytes()
+    with onemodel.load(_root() / CNN) as m:
+        assert onemodel.to_bytes(m) == onnx_bytes  # inline ONNX: written back byte for byte
+        onemodel.save(m, tmp_path / "m.onemodel")
+    with onemodel.load(tmp_path / "m.onemodel") as m:
+        assert m.format == "onemodel"
+        assert onemodel.to_bytes(m) == (tmp_path / "m.onemodel").read_bytes()
+        assert onemodel.to_bytes(m, format="onnx") == onnx_bytes
+    built = Model(ir_version=9, producer_name="hand")
+    data = onemodel.to_bytes(built)
+    proto = onnx.ModelProto()
+    proto.ParseFromString(data)
+    assert (proto.ir_version, proto.producer_name) == (9, "hand")
+    assert data == proto.SerializeToString()
+    with pytest.raises(TypeError, match="format must be a format name"):
+        onemodel.to_bytes(built, 3)
+
+
 def test_a_file_object_without_a_name_needs_the_format(tmp_path):
     import io
 

@@ -205,8 +205,10 @@ _LAYOUT_FLAGS = {"inline": "--inline", "per_tensor": "--external-data-per-tensor
 def _option_flags(layout: Optional[str]):
     """Errors about writer options name the flags the user typed, not the Python keywords:
     an :class:`~onemodel.errors.OptionError` is spelled with flags (``--align does not apply to
-    onemodel output (it takes: --strict-v1)``), and a message that starts with an option's
-    name (``align must be a power of two ...``) starts with its flag instead."""
+    onemodel output (it takes: --strict-v1)``), and a writer's refusal of an option's value (a
+    message that starts with the option's name: ``align must be a power of two ...``) is a
+    :class:`~onemodel.errors.UsageError` that starts with its flag instead (``--align 3`` is a
+    value the user typed, not something the file needs that onemodel lacks)."""
     from ..errors import OptionError
 
     def spell(name: str) -> Optional[str]:
@@ -225,7 +227,7 @@ def _option_flags(layout: Optional[str]):
     except UnsupportedError as e:
         word = e.message.split(" ", 1)[0]
         if word in _CONVERT_FLAGS:
-            e.message = _CONVERT_FLAGS[word] + e.message[len(word):]
+            raise UsageError(_CONVERT_FLAGS[word] + e.message[len(word):]) from None
         raise
 
 
@@ -267,8 +269,8 @@ def convert(
         layout = [flag for flag, on in (("inline", inline), ("per_tensor", per_tensor),
                                         ("file", external_data is not None)) if on]
         if len(layout) > 1:
-            raise UnsupportedError("choose one of --inline, --external-data, "
-                                   "--external-data-per-tensor")
+            raise UsageError("choose one of --inline, --external-data, "
+                             "--external-data-per-tensor")
         if layout and layout[0] != "file":  # --external-data alone is layout "file"
             options["layout"] = layout[0]
         if external_data is not None:
@@ -513,7 +515,7 @@ def run_cmd(
     from ..errors import IoError
     from ..evaluate import random_inputs
     from ..evaluate import run as run_model
-    from ..evaluate.inputs import add_inputs_hint, check_dims_shapes
+    from ..evaluate.inputs import add_inputs_hint, check_dims_shapes, describe_generated
 
     with _errors(debug):
         with api.load(file, storage_options=_storage(storage_option, file),
@@ -527,19 +529,24 @@ def run_cmd(
                 if needed:
                     raise UsageError(f"the model needs input(s) {', '.join(needed)}: give "
                                      "--input NAME=FILE.npy, or --random [--seed N]")
+            given = set()
             for item in input or []:
                 if "=" not in item:
                     raise UsageError(f"--input {item!r} is not NAME=FILE.npy")
                 name, path = item.split("=", 1)
+                given.add(name)
                 try:
                     feeds[name] = np.load(path, allow_pickle=False)
                 except (OSError, ValueError) as e:
                     raise IoError(f"cannot read input {name}: {e}", source=path) from None
+            generated = {k: v for k, v in feeds.items() if k not in given}
             try:
                 results = run_model(model, feeds)
-            except OneModelError as e:
+            except OneModelError as e:  # (the one error line names the generated inputs)
                 raise (add_inputs_hint(e, model, dims, shapes) if random
                        else e.at(source=model.source))
+            if generated:  # what --random chose, so that the run can be repeated
+                err.line(f"inputs: {describe_generated(model, generated, dims, shapes)}")
             files = None
             if output_dir:
                 from .output_files import OutputFiles

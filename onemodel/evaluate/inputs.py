@@ -359,6 +359,53 @@ def generated_axes(model: Model, dims: dict[str, int] | None,
     return out
 
 
+#: Inputs :func:`describe_generated` names one by one; the rest are counted.
+DESCRIBED_INPUTS = 20
+
+
+def _describe(value) -> str:
+    """``float32[1,3,224,224]``, ``string[2]``, ``sequence of 2 float32[1,3]``, ``map of 2``,
+    ``absent``: a generated value's type and shape, without spaces."""
+    if value is None:
+        return "absent"
+    if isinstance(value, np.ndarray):
+        dtype = "string" if value.dtype == object else str(value.dtype)
+        return f"{dtype}[{','.join(str(d) for d in value.shape)}]"
+    if isinstance(value, list):
+        return f"sequence of {len(value)}" + (f" {_describe(value[0])}" if value else "")
+    if isinstance(value, dict):
+        return f"map of {len(value)}"
+    return type(value).__name__
+
+
+def describe_generated(model: Model, feeds: dict, dims: dict[str, int] | None = None,
+                       shapes: dict[str, tuple] | None = None) -> str:
+    """One line naming each generated input (those of ``feeds``, as :func:`random_inputs`
+    made them with ``dims`` and ``shapes``), its element type and shape, and the value chosen
+    for each axis the model leaves open, so that the run can be repeated with ``--dim`` and
+    ``--shape``::
+
+        x float32[1,3,224,224] (batch=1), mask int64[1,16] (batch=1, seq=16)
+
+    An input whose shape was given whole says ``(--shape)``; an unnamed or negative declared
+    extent is ``axis K=1``. At most :data:`DESCRIBED_INPUTS` inputs are named, the others
+    counted. Empty when ``feeds`` is."""
+    shapes = shapes or {}
+    open_axes = {name: axes for name, _, axes in generated_axes(model, dims, shapes)}
+    parts = []
+    for name, value in feeds.items():
+        if len(parts) == DESCRIBED_INPUTS:
+            parts.append(f"and {len(feeds) - DESCRIBED_INPUTS} more")
+            break
+        text = f"{name} {_describe(value)}"
+        if name in shapes:
+            text += " (--shape)"
+        elif open_axes.get(name):
+            text += f" ({', '.join(a.replace(' = ', '=') for a in open_axes[name])})"
+        parts.append(text)
+    return ", ".join(parts)
+
+
 def add_inputs_hint(error, model: Model, dims: dict[str, int] | None,
                     shapes: dict[str, tuple] | None = None):
     """``error`` (raised while running on :func:`random_inputs`) with a note naming each

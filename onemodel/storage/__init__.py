@@ -136,7 +136,8 @@ def check_storage_options(storage_options: dict | None, *targets) -> None:
     ``targets``: every path, URL, Source or Sink the operation opens (model file, output,
     ``base_dir`` of external data; ``None`` and bytes are skipped). ``storage_options`` are
     for fsspec backends of URLs only; given when every target is local they would be ignored
-    silently, so they raise :class:`~onemodel.errors.UsageError` naming the local target.
+    silently, so they raise :class:`~onemodel.errors.UsageError` naming every local target
+    (a conversion's source and destination both, not only the first).
     A command that reads from S3 and writes a local file uses them (for the S3 end) and passes.
     """
     if not storage_options:
@@ -144,8 +145,9 @@ def check_storage_options(storage_options: dict | None, *targets) -> None:
     names = [target_of(t) for t in targets if t is not None]
     if any(t is not None and is_remote(t) for t in names):
         return
-    shown = next((t for t in names if isinstance(t, str)), None)
-    where = f" ({shown})" if shown else ""
+    shown = list(dict.fromkeys(t for t in names if isinstance(t, str)))
+    where = f" ({', '.join(shown[:-1])} and {shown[-1]})" if len(shown) > 1 else \
+        f" ({shown[0]})" if shown else ""
     raise UsageError(f"storage options are for URLs (s3://, https:// ...), but every file of "
                      f"this operation is local{where}: they would be ignored; drop them "
                      f"(--storage-option)")

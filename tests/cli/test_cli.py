@@ -160,7 +160,7 @@ def test_a_bad_writer_option_is_one_line_exit_2(tmp_path):
     assert r.exit_code == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1, r.stderr
-    assert lines[0].startswith("Unsupported: --external-data '../x.bin'") and "'..'" in lines[0]
+    assert lines[0].startswith("Usage error: --external-data '../x.bin'") and "'..'" in lines[0]
     assert not any(tmp_path.iterdir()) and not (tmp_path.parent / "x.bin").exists()
 
 
@@ -233,13 +233,28 @@ def test_names_are_printed_as_they_are(tmp_path):
     assert r.exit_code == 2 and str(missing) in r.stderr and "😄" not in r.stderr
 
 
-@pytest.mark.parametrize("option", [["--align", "0"], ["--align", "-64"], ["--threshold", "-1"]])
-def test_out_of_range_layout_numbers_are_one_line_unsupported(tmp_path, option):
+@pytest.mark.parametrize("option", [["--align", "3"], ["--align", "0"], ["--align", "-64"],
+                                    ["--align", "2097152"], ["--threshold", "-1"]])
+def test_out_of_range_layout_numbers_are_one_line_usage_errors(tmp_path, option):
+    """A value the user typed that the writer cannot take is a usage error (exit 2, as typer's
+    own), spelled with the flag and the values it allows, not Unsupported (the kind for what a
+    file needs that onemodel lacks)."""
     r = cli("convert", CNN, tmp_path / "m.onnx", "--external-data", "w.bin", *option)
     assert r.exit_code == 2
     lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"Unsupported: {option[0]} must be ")
-    assert option[1] in lines[0]
+    assert len(lines) == 1 and lines[0].startswith(f"Usage error: {option[0]} must be "), lines
+    assert lines[0].endswith(f", not {option[1]}")
+    allowed = ("a power of two from 1 to 1048576 bytes" if option[0] == "--align"
+               else "a non-negative integer (bytes)")
+    assert allowed in lines[0]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_two_layouts_at_once_are_a_usage_error(tmp_path):
+    r = cli("convert", CNN, tmp_path / "m.onnx", "--inline", "--external-data-per-tensor")
+    assert r.exit_code == 2
+    assert r.stderr.strip() == ("Usage error: choose one of --inline, --external-data, "
+                                "--external-data-per-tensor")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -252,5 +267,6 @@ def test_storage_options_for_local_files_are_refused(command, tmp_path):
     r = cli(*args, "--storage-option", "anon=true")
     assert r.exit_code == 2, r.output
     assert "Usage error: storage options are for URLs" in r.output
-    assert str(CNN) in r.output
+    local = f"{CNN} and {tmp_path / 'm.onemodel'}" if command == "convert" else f"{CNN}"
+    assert f"every file of this operation is local ({local}):" in r.output
     assert not (tmp_path / "m.onemodel").exists()

@@ -90,6 +90,30 @@ def test_run_input_overrides_random(tmp_path):
     assert parse(r.stdout)["logits"][2] == sha256(api_outputs(CNN, {"input": x})["logits"])
 
 
+def test_run_random_says_which_shapes_it_generated(tmp_path, unnamed):
+    """One `inputs:` line on stderr names each generated input, its type, its shape and the
+    value of every open axis; running again with those values gives the same outputs."""
+    r = cli("run", TRANSFORMER, "--random", "--dim", "seq=5")
+    assert r.exit_code == 0, r.output
+    assert r.stderr.splitlines() == ["inputs: tokens int64[1,5] (batch=1, seq=5)"]
+    again = cli("run", TRANSFORMER, "--random", "--dim", "batch=1", "--dim", "seq=5")
+    assert parse(again.stdout) == parse(r.stdout)
+    with onemodel.load(TRANSFORMER) as model:
+        (feed,) = random_inputs(model, dims={"seq": 5}).values()
+    assert (feed.dtype, feed.shape) == (np.int64, (1, 5))
+    r = cli("run", CNN, "--random")
+    assert r.stderr.splitlines() == ["inputs: input float32[1,3,32,32] (batch=1)"]
+    # axes without names are counted from 0; a shape given whole says so
+    assert cli("run", unnamed, "--random").stderr.splitlines() == \
+        ["inputs: x float32[1,1] (axis 0=1, axis 1=1)"]
+    assert cli("run", unnamed, "--random", "--shape", "x=3,0").stderr.splitlines() == \
+        ["inputs: x float32[3,0] (--shape)"]
+    # an input read from a file was not generated: nothing to say
+    np.save(tmp_path / "x.npy", np.zeros((1, 3, 32, 32), np.float32))
+    r = cli("run", CNN, "--random", "--input", f"input={tmp_path / 'x.npy'}")
+    assert r.exit_code == 0 and r.stderr == "", r.output
+
+
 def test_run_external_data_model():
     path = MODELS / "external" / "mlp_dynamo.onnx"
     r = cli("run", path, "--random", "--dim", "batch=3")

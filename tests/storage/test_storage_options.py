@@ -22,6 +22,22 @@ def test_options_for_local_files_only_are_refused(tmp_path):
         check_storage_options({"x": 1}, MemorySource(b"abc"), BytesSink())
 
 
+def test_the_refusal_names_every_local_file(tmp_path):
+    """A conversion between two local files names both (the destination was left out), each
+    once; bytes in memory name nothing."""
+    src, dst = str(tmp_path / "m.onnx"), str(tmp_path / "o.onemodel")
+    with pytest.raises(UsageError) as e:
+        check_storage_options({"key": "k"}, src, dst)
+    assert f"every file of this operation is local ({src} and {dst}): they would be " \
+        "ignored" in str(e.value)
+    with pytest.raises(UsageError) as e:
+        check_storage_options({"key": "k"}, src, src, MemorySource(b"abc"))
+    assert f"is local ({src}): they" in str(e.value)
+    with pytest.raises(UsageError) as e:
+        check_storage_options({"key": "k"}, MemorySource(b"abc"), BytesSink())
+    assert "is local: they would be ignored" in str(e.value)
+
+
 def test_options_with_a_url_among_the_targets_pass(tmp_path):
     check_storage_options({"key": "k"}, "s3://b/m.onnx", str(tmp_path / "out.onnx"))
     check_storage_options({"key": "k"}, str(tmp_path / "m.onnx"), None, "memory://d")
