@@ -1,5 +1,7 @@
 """ai.onnx.ml kernels (onemodel/evaluate/kernels/ml.py): scikit-learn models converted with
-skl2onnx and small hand-built models, compared with onnxruntime."""
+skl2onnx and small hand-built models, compared with the exact float64 result of the operators'
+definitions (exact_ml.py, node by node over the graph) within a stated bound of float32
+roundings; labels, integers and strings exactly."""
 
 from __future__ import annotations
 
@@ -11,8 +13,8 @@ from onnx import TensorProto as TP
 from onnx import helper
 from onnx import numpy_helper as nh
 
-from oracle import F32_ORACLE as F32
-from oracle import assert_outputs, node_model, ort, ours
+import exact_ml
+from oracle import assert_close_to_exact, assert_outputs, node_model, ort, ours
 
 ML = "ai.onnx.ml"
 
@@ -34,38 +36,56 @@ def _sklearn_models():
     from sklearn.svm import SVC, SVR
     from sklearn.tree import DecisionTreeClassifier
 
+    # name -> (estimator, target, ulps): ulps counts the float32 roundings on an output's longest
+    # path through the converted graph, node by node:
+    #   scaler+logreg: Scaler 2, 4 products and 4 sums 8, SOFTMAX 5, L1 Normalizer 3
+    #   logreg-binary: 8 for the scores, LOGISTIC 3
+    #   logreg-strings: 8 for the scores, SOFTMAX 5, L1 Normalizer 3
+    #   normalizer+logreg: L2 Normalizer 9, scores 8, SOFTMAX 5, L1 Normalizer 3
+    #   random-forest: 5 trees: 4 sums
+    #   random-forest-binary: 4 sums, 1 - p
+    #   tree-strings: one tree: a stored weight, selected
+    #   gradient-boosting: 5 trees and the base value: 5 sums, SOFTMAX 5
+    #   gradient-boosting-binary: 5 sums, LOGISTIC 3, 1 - p
+    #   forest-regressor: 4 trees: 3 sums, a division
+    #   linear-regression: 4 products, 4 sums
+    #   svc-probability: RBF 13 (4 differences, 4 squares, 3 sums, gamma, exp), decisions over
+    #     60 vectors 121, Platt 5, the coupling's passes 40
+    #   svc-binary: RBF 13, the decision over 61 vectors 123
+    #   svr: RBF 13, the sum over 51 vectors 103
     return {
         "scaler+logreg": (lambda: Pipeline([("s", StandardScaler()),
-                                            ("lr", LogisticRegression(max_iter=500))]), "y"),
-        "logreg-binary": (lambda: LogisticRegression(max_iter=500), "binary"),
-        "logreg-strings": (lambda: LogisticRegression(max_iter=500), "strings"),
+                                            ("lr", LogisticRegression(max_iter=500))]), "y", 18),
+        "logreg-binary": (lambda: LogisticRegression(max_iter=500), "binary", 11),
+        "logreg-strings": (lambda: LogisticRegression(max_iter=500), "strings", 16),
         "normalizer+logreg": (lambda: Pipeline([("n", Normalizer("l2")),
-                                                ("lr", LogisticRegression())]), "y"),
+                                                ("lr", LogisticRegression())]), "y", 25),
         "random-forest": (lambda: RandomForestClassifier(n_estimators=5, max_depth=4,
-                                                         random_state=0), "y"),
+                                                         random_state=0), "y", 4),
         "random-forest-binary": (lambda: RandomForestClassifier(n_estimators=5, max_depth=4,
-                                                                random_state=0), "binary"),
-        "tree-strings": (lambda: DecisionTreeClassifier(max_depth=3, random_state=0), "strings"),
+                                                                random_state=0), "binary", 5),
+        "tree-strings": (lambda: DecisionTreeClassifier(max_depth=3, random_state=0), "strings",
+                         0),
         "gradient-boosting": (lambda: GradientBoostingClassifier(n_estimators=5,
-                                                                 random_state=0), "y"),
+                                                                 random_state=0), "y", 10),
         "gradient-boosting-binary": (lambda: GradientBoostingClassifier(n_estimators=5,
                                                                         random_state=0),
-                                     "binary"),
+                                     "binary", 9),
         "forest-regressor": (lambda: RandomForestRegressor(n_estimators=4, max_depth=4,
-                                                           random_state=0), "regression"),
-        "linear-regression": (lambda: LinearRegression(), "regression"),
-        "svc-probability": (lambda: SVC(probability=True, random_state=0), "y"),
-        "svc-binary": (lambda: SVC(), "binary"),
-        "svr": (lambda: SVR(), "regression"),
+                                                           random_state=0), "regression", 4),
+        "linear-regression": (lambda: LinearRegression(), "regression", 8),
+        "svc-probability": (lambda: SVC(probability=True, random_state=0), "y", 180),
+        "svc-binary": (lambda: SVC(), "binary", 136),
+        "svr": (lambda: SVR(), "regression", 116),
     }
 
 
 @pytest.mark.parametrize("name", list(_sklearn_models()))
-def test_skl2onnx_model_matches_onnxruntime(iris, name):
+def test_skl2onnx_model_matches_the_exact_chain(iris, name):
     from skl2onnx import to_onnx
 
     x, y = iris
-    make, target = _sklearn_models()[name]
+    make, target, ulps = _sklearn_models()[name]
     t = {"y": y, "binary": y == 1, "strings": np.array(["setosa", "versicolor", "virginica"])[y],
          "regression": x[:, 0] * 2 + x[:, 1]}[target]
     with warnings.catch_warnings():
@@ -74,9 +94,7 @@ def test_skl2onnx_model_matches_onnxruntime(iris, name):
         onx = to_onnx(model, x[:1], target_opset={"": 17, ML: 3})
     feeds = {onx.graph.input[0].name: x[::5]}
     got = ours(onx, feeds)
-    assert_outputs(got, ort(onx, feeds,
-        relies_on=F32.format(what="tree thresholds are comparisons; linear and probability outputs "
-                                  "are short float32 sums")), rtol=1e-4, atol=1e-5)
+    _assert_exact(got, onx, feeds, ulps)
     if len(got) == 2 and isinstance(got[1], list):  # ZipMap: one dict per row
         assert len(got[1]) == len(x[::5]) and isinstance(got[1][0], dict)
         if name != "svc-binary":  # decision values there, probabilities elsewhere
@@ -101,13 +119,49 @@ def test_pipeline_labels_equal_sklearn_predict(iris):
 X3 = np.array([[1, -2, 0.5], [0.5, 0.3, -1], [-1, -1, 2], [0, np.nan, 1]], np.float32)
 
 
-def _check(op, feeds, ins, outs, opset=1, **attrs):
+def _float32_maps(rows):
+    """A ZipMap output (one dict per row) with its float values as np.float32, after checking
+    that each is a float32 value (ZipMap's values are tensor(float) scores)."""
+    out = []
+    for row in rows:
+        assert all(float(np.float32(v)) == v for v in row.values()), row
+        out.append({k: np.float32(v) for k, v in row.items()})
+    return out
+
+
+def _assert_exact(got, model, feeds, ulps):
+    """Every output of ``got`` (onemodel's) is within ``ulps * EPS32 * magnitude`` of the exact
+    float64 chain of exact_ml (its running error magnitude as ``scale``); labels, integers and
+    strings exactly. ``ulps``: the float32 roundings on an output's longest path."""
+    exact, scales = exact_ml.run(model, feeds, magnitudes=True)
+    assert len(got) == len(exact)
+    for i, (g, e, m) in enumerate(zip(got, exact, scales)):
+        if isinstance(e, list):  # ZipMap: one dict per row
+            assert isinstance(g, list) and len(g) == len(e), f"output {i}"
+            for r, (gr, er, mr) in enumerate(zip(_float32_maps(g), e, m)):
+                assert set(gr) == set(er), f"output {i}[{r}] keys"
+                for k in er:
+                    assert_close_to_exact(gr[k], er[k], ulps=ulps, scale=mr[k],
+                                          path=f"output {i}[{r}][{k!r}]")
+        else:
+            assert_close_to_exact(g, e, ulps=ulps, scale=m, path=f"output {i}")
+    return exact
+
+
+def _check(op, feeds, ins, outs, opset=1, *, ulps=0, **attrs):
+    """One ``op`` node on ``feeds``: onemodel's outputs against exact_ml's (see _assert_exact;
+    ``ulps`` 0 where every float output is data movement or a comparison: exact)."""
     model = node_model(op, feeds, ins, outs, opset=opset, domain=ML, **attrs)
     got = ours(model, feeds)
-    assert_outputs(got, ort(model, feeds,
-        relies_on=F32.format(what="ai.onnx.ml scalers, normalizers, linear "
-                                  "models on 3 features")), rtol=1e-4, atol=1e-5)
+    _assert_exact(got, model, feeds, ulps)
     return got
+
+
+#: float32 roundings of a linear model's outputs on 2 features: 2 products and 2 sums (with the
+#: intercept), then the transform's own: LOGISTIC exp, add, divide (3); SOFTMAX over 3 scores
+#: subtract, exp, 2 sums, divide (5); PROBIT's closed form 14 (2p - 1, 1 -+ x, product, log,
+#: v, w / a, v * v, difference, sqrt, -v +, sqrt, sign, sqrt(2)); one more for 1 - p.
+LINEAR_ULPS = {"NONE": 5, "LOGISTIC": 8, "SOFTMAX": 9, "SOFTMAX_ZERO": 9, "PROBIT": 19}
 
 
 @pytest.mark.parametrize("transform", ["NONE", "LOGISTIC", "SOFTMAX", "SOFTMAX_ZERO"])
@@ -116,7 +170,8 @@ def _check(op, feeds, ins, outs, opset=1, **attrs):
 def test_linear_classifier_binary_one_coefficient_row(transform, labels):
     x = X3[:3, :2]
     y, z = _check("LinearClassifier", {"X": x}, ["X"], ["Y", "Z"], coefficients=[0.4, 0.2],
-                  intercepts=[0.1], post_transform=transform, **labels)
+                  intercepts=[0.1], post_transform=transform, ulps=LINEAR_ULPS[transform],
+                  **labels)
     assert z.shape == (3, 2 if labels else 1)
 
 
@@ -125,16 +180,34 @@ def test_linear_classifier_and_regressor_post_transforms(transform):
     x = X3[:3, :2]
     _check("LinearClassifier", {"X": x}, ["X"], ["Y", "Z"],
            coefficients=[0.4, 0.2, -1, 0, 0.3, 0.3], intercepts=[0.1, 0, 0.2],
-           classlabels_ints=[4, 5, 6], post_transform=transform)
+           classlabels_ints=[4, 5, 6], post_transform=transform, ulps=LINEAR_ULPS[transform])
     _check("LinearRegressor", {"X": x}, ["X"], ["Y"], coefficients=[0.4, 0.2, -1, 0],
-           intercepts=[0.1, 0.3], targets=2, post_transform=transform)
+           intercepts=[0.1, 0.3], targets=2, post_transform=transform,
+           ulps=LINEAR_ULPS[transform])
+
+
+def test_probit_is_the_normal_quantile_to_its_closed_form():
+    """PROBIT (Winitzki's closed form for erfinv, as onnxruntime computes it) is within 2e-3,
+    relative, of the true inverse normal CDF on [1e-6, 1 - 1e-6] (scipy's ndtri), and equal to
+    the exact closed form within its roundings (a product and a sum, then 14)."""
+    from scipy.special import ndtri
+
+    p = np.array([[1e-6], [1e-3], [0.1], [0.3], [0.49], [0.51], [0.8], [0.999], [1 - 1e-6]],
+                 np.float32)
+    (y,) = _check("LinearRegressor", {"X": p}, ["X"], ["Y"], coefficients=[1.0],
+                  post_transform="PROBIT", ulps=16)
+    q = ndtri(p.astype(np.float64))
+    assert (np.abs(y - q) <= 2e-3 * np.abs(q)).all()
+    assert exact_ml.probit_vs_normal_quantile(p.astype(np.float64)).max() <= 2e-3
 
 
 def test_preprocessing_operators():
     x = np.array([[1, -2, 3], [0, 0, 0], [-1, -1, -4]], np.float32)
     for norm in ("MAX", "L1", "L2"):
-        _check("Normalizer", {"X": x}, ["X"], ["Y"], norm=norm)
-    (y,) = _check("Scaler", {"X": x}, ["X"], ["Y"], offset=[1.0, 2.0, 0.0], scale=[0.5, 3.0, 1.0])
+        # L2 on 3 features: 3 squares, 2 sums, sqrt, divide (7); L1 3, MAX 1
+        _check("Normalizer", {"X": x}, ["X"], ["Y"], norm=norm, ulps=7)
+    (y,) = _check("Scaler", {"X": x}, ["X"], ["Y"], offset=[1.0, 2.0, 0.0], scale=[0.5, 3.0, 1.0],
+                  ulps=2)  # subtract, multiply
     np.testing.assert_allclose(y[0], [0.0, -12.0, 3.0])
     (y,) = _check("Binarizer", {"X": x}, ["X"], ["Y"], threshold=0.5)
     np.testing.assert_array_equal(y[0], [1, 0, 1])
@@ -229,29 +302,33 @@ def test_tree_regressor_aggregates_modes_and_missing_values(agg, modes):
                  target_nodeids=[n for _, n in LEAVES] + [3], target_ids=[0, 1, 0, 1, 0, 1],
                  target_weights=[1.5, -2.0, 3.0, 0.5, -1.0, 4.0], n_targets=2,
                  aggregate_function=agg, base_values=[0.1, -0.2])
-    _check("TreeEnsembleRegressor", {"X": XT}, ["X"], ["Y"], opset=3, **attrs)
+    # two trees: one sum, the base value, AVERAGE's division (MIN / MAX: the base value only)
+    _check("TreeEnsembleRegressor", {"X": XT}, ["X"], ["Y"], opset=3, ulps=3, **attrs)
 
 
 @pytest.mark.parametrize("transform", ["NONE", "LOGISTIC", "SOFTMAX", "SOFTMAX_ZERO"])
 def test_tree_classifiers_multiclass_and_binary(transform):
+    # two trees: one sum and the base value, then LOGISTIC (3) and 1 - p, or SOFTMAX (5)
+    ulps = {"NONE": 3, "LOGISTIC": 6, "SOFTMAX": 7, "SOFTMAX_ZERO": 7}[transform]
     attrs = _two_trees()
     attrs.update(class_treeids=[t for t, _ in LEAVES] + [1],
                  class_nodeids=[n for _, n in LEAVES] + [1], class_ids=[0, 1, 2, 1, 0, 2],
                  class_weights=[0.5, 0.2, 0.9, 0.4, 0.1, 0.3], classlabels_int64s=[10, 20, 30],
                  post_transform=transform, base_values=[0.1, 0.2, -0.3])
-    _check("TreeEnsembleClassifier", {"X": XT}, ["X"], ["Y", "Z"], opset=3, **attrs)
+    _check("TreeEnsembleClassifier", {"X": XT}, ["X"], ["Y", "Z"], opset=3, ulps=ulps, **attrs)
     for weights in ([0.5, 0.2, 0.9, 0.4, 0.1], [0.5, -0.2, 0.9, -0.4, 0.1]):
         attrs = _two_trees()
         attrs.update(class_treeids=[t for t, _ in LEAVES], class_nodeids=[n for _, n in LEAVES],
                      class_ids=[0] * 5, class_weights=weights, classlabels_strings=["n", "y"],
                      post_transform=transform)
-        _check("TreeEnsembleClassifier", {"X": XT}, ["X"], ["Y", "Z"], opset=3, **attrs)
+        _check("TreeEnsembleClassifier", {"X": XT}, ["X"], ["Y", "Z"], opset=3, ulps=ulps,
+               **attrs)
     attrs = _two_trees()
     attrs.update(class_treeids=[t for t, _ in LEAVES] * 2, class_nodeids=[n for _, n in LEAVES] * 2,
                  class_ids=[0] * 5 + [1] * 5,
                  class_weights=[0.5, 0.2, 0.9, 0.4, 0.1, 0.5, 0.8, 0.1, 0.6, 0.9],
                  classlabels_int64s=[0, 1], post_transform=transform)
-    _check("TreeEnsembleClassifier", {"X": XT}, ["X"], ["Y", "Z"], opset=3, **attrs)
+    _check("TreeEnsembleClassifier", {"X": XT}, ["X"], ["Y", "Z"], opset=3, ulps=ulps, **attrs)
 
 
 @pytest.mark.parametrize("agg", [0, 1, 2, 3])
@@ -268,7 +345,8 @@ def test_tree_ensemble_5_with_membership_and_leaf_roots(agg):
                  leaf_targetids=[0, 1, 0, 1],
                  leaf_weights=nh.from_array(np.array([1.0, 2.0, -3.0, 0.5], np.float32)),
                  n_targets=2, tree_roots=[0, 2], aggregate_function=agg)
-    _check("TreeEnsemble", {"X": x}, ["X"], ["Y"], opset=5, **attrs)
+    # two trees: one sum, AVERAGE's division
+    _check("TreeEnsemble", {"X": x}, ["X"], ["Y"], opset=5, ulps=2, **attrs)
 
 
 def test_tree_with_a_cycle_is_invalid_model():
