@@ -7,6 +7,12 @@ line: an echoed argument, an error message from any layer, a warning, a JSON doc
 secret storage options (``--storage-option key=...``, ``http.headers.Authorization=...``) are
 masked as well, should any message quote them.
 
+A backend's own error text (s3fs, aiohttp, botocore: every useful line of it is kept, see
+``storage.remote.as_io_error``) may carry a secret outside any ``://`` URL; those forms are masked
+too (:func:`_mask_credentials`): user information before a host (``alice:pw@host`` ->
+``***@host``), the value after a secret's name (``token=...``, ``X-Amz-Signature=...``,
+``'password': '...'``), and an ``Authorization:`` header's credential (``Bearer ***``).
+
 Masking a line without ``://`` costs one substring search; a line with a URL uses
 ``storage.place`` (urllib only: no fsspec, no asyncio).
 """
@@ -64,11 +70,57 @@ def _mask_urls(line: str) -> str:
     return "".join(parts)
 
 
+#: Names whose value is a secret wherever a message writes ``NAME=value`` or ``'NAME': 'value'``
+#: (whole names only, in any case: a dimension ``num_tokens=5`` is not one).
+_SECRET_NAMES = (r"password|passwd|pwd|secret|client_secret|secret_key|secret_access_key|"
+                 r"aws_secret_access_key|token|access_token|refresh_token|id_token|"
+                 r"session_token|security_token|aws_session_token|x-amz-security-token|"
+                 r"signature|x-amz-signature|sig|credential|credentials|x-amz-credential|"
+                 r"api_key|apikey|api-key|x-api-key|access_key|sas|sas_token|"
+                 r"authorization|proxy-authorization|cookie|set-cookie")
+#: ``alice:pw@host`` outside a URL (a host name or address follows the ``@``; what precedes the
+#: ``:`` is a user name, not a scheme: ``https://***@h`` is already masked and stays).
+_USERINFO = re.compile(r"(?<![\w.%+\-/:@])[\w.%+\-]+:(?!/)(?:(?!://)[^\s@'\"<>`])+@(?=[\w\[])")
+#: ``token=value`` (a value ends at white space, a quote, ``&``, ``,`` or ``;``).
+_NAME_EQUALS = re.compile(rf"(?<![\w\-])({_SECRET_NAMES})(\s*=\s*)[^\s&'\"<>`,;|]+",
+                          re.IGNORECASE)
+#: ``'token': 'value'`` and ``"token": "value"`` (a dict's repr, a JSON document).
+_NAME_QUOTED = re.compile(rf"(['\"])({_SECRET_NAMES})\1(\s*:\s*)(['\"])(?:(?!\4).)*\4",
+                          re.IGNORECASE)
+#: ``Authorization: Bearer value`` (a header as an error text quotes it).
+_HEADER = re.compile(r"(?<![\w\-])((?:proxy-)?authorization|cookie|set-cookie|x-api-key|"
+                     r"x-amz-security-token)(\s*:\s*)((?:bearer|basic|digest|token|negotiate|"
+                     r"aws4-hmac-sha256|aws|sharedkey)\s+)?[^\s'\"<>`,;|]+", re.IGNORECASE)
+
+
+def _mask_credentials(line: str) -> str:
+    """``line`` with the secrets that stand outside a URL masked (module documentation)."""
+    if "@" in line:
+        line = _USERINFO.sub("***@", line)
+    if "=" in line:
+        line = _NAME_EQUALS.sub(lambda m: m.group(1) + m.group(2) + "***" + _tail(m), line)
+    if ":" in line:
+        line = _NAME_QUOTED.sub(lambda m: f"{m.group(1)}{m.group(2)}{m.group(1)}{m.group(3)}"
+                                f"{m.group(4)}***{m.group(4)}", line)
+        line = _HEADER.sub(lambda m: m.group(1) + m.group(2) + (m.group(3) or "") + "***"
+                           + _tail(m), line)
+    return line
+
+
+def _tail(match) -> str:
+    """Sentence punctuation that ends a masked value (``token=abc.``): kept after ``***``."""
+    tail = _TRAILING.search(match.group(0))
+    return tail.group(0) if tail is not None else ""
+
+
 def redact(line: str) -> str:
-    """``line`` with every URL in it masked (``display_url``) and every registered secret
-    (:func:`add_secrets`) replaced by ``***``."""
+    """``line`` with every URL in it masked (``display_url``), every secret outside a URL
+    masked (``alice:pw@host``, ``token=...``, ``'password': '...'``, ``Authorization: Bearer
+    ...``) and every registered secret (:func:`add_secrets`) replaced by ``***``. The one
+    masking function of everything the command line prints; masking twice changes nothing."""
     if "://" in line:
         line = _mask_urls(line)
+    line = _mask_credentials(line)
     for secret in sorted(_secrets, key=len, reverse=True):  # "Bearer abc" before "abc"
         if secret in line:
             line = line.replace(secret, "***")

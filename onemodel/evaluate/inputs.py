@@ -7,6 +7,7 @@ Clause 6.5 allows only non-negative extents) is read as unknown, as onnxruntime 
 
 from __future__ import annotations
 
+import re
 import warnings
 from typing import Any
 
@@ -406,29 +407,185 @@ def describe_generated(model: Model, feeds: dict, dims: dict[str, int] | None = 
     return ", ".join(parts)
 
 
+#: Runs :func:`add_inputs_hint` may make to find the open axis that did not fit, and the time
+#: they may take together (seconds): a hint, not a search.
+PROBE_RUNS = 12
+PROBE_SECONDS = 5.0
+#: Candidate extents tried per open axis: the first numbers of the failure's own message.
+PROBE_VALUES = 6
+
+_NODE_PATH = re.compile(r"^graph\.nodes\[(\d+)\]")
+_NUMBER = re.compile(r"(?<![\w.])\d{1,6}(?![\w.])")
+
+
+def _names_used(node) -> set[str]:
+    """Every value name ``node`` reads, those its subgraphs read from outside included (all
+    names read inside them: a superset, enough to follow the data back)."""
+    used = {n for n in node.inputs if n}
+    for g in node.subgraphs():
+        for inner in g.nodes:
+            used |= _names_used(inner)
+    return used
+
+
+def _inputs_reaching(model: Model, index: int | None) -> set[str] | None:
+    """The main-graph input names node ``index`` depends on (through the nodes before it), or
+    None when the failing node is not known (every input may matter)."""
+    g = model.graph
+    if g is None or index is None or not 0 <= index < len(g.nodes):
+        return None
+    producer = {}
+    for i, node in enumerate(g.nodes):
+        for out in node.outputs:
+            if out:
+                producer.setdefault(out, i)
+    inputs = {vi.name for vi in g.inputs}
+    seen_nodes, reached, todo = {index}, set(), list(_names_used(g.nodes[index]))
+    while todo:
+        name = todo.pop()
+        if name in inputs:
+            reached.add(name)
+        i = producer.get(name)
+        if i is not None and i not in seen_nodes:
+            seen_nodes.add(i)
+            todo.extend(_names_used(g.nodes[i]))
+    return reached
+
+
+def _open_axes(model: Model, dims: dict, shapes: dict, names: set[str] | None) -> list:
+    """``(input, axis, dim_param or None, extent, declared rank)`` of each open axis of the
+    generated tensor inputs in ``names`` (all when None), as :func:`random_inputs` chose it."""
+    axes = []
+    for _, vi in _needed_inputs(model):
+        declared = _tensor_dims(vi.type)
+        if vi.name in shapes or not declared or (names is not None and vi.name not in names):
+            continue
+        for k, d in enumerate(declared):
+            if isinstance(d, int) and d >= 0:
+                continue
+            value = int(dims.get(d, 1)) if isinstance(d, str) else 1
+            axes.append((vi.name, k, d if isinstance(d, str) else None, value, len(declared)))
+    return axes
+
+
+def _probe(model: Model, error, axes: list, dims: dict, shapes: dict, seed: int):
+    """The first ``(axis, extent)`` of ``axes`` with which the whole model runs, trying for
+    each open axis (a dim_param once, for every input that has it) the numbers of the failure's
+    message (the extents and sizes of the failing node: a traced ``Reshape`` target, a
+    broadcast partner), within :data:`PROBE_RUNS` runs and :data:`PROBE_SECONDS` (no run is
+    started that the longest one so far says would end past it); or None."""
+    import time
+    from .runner import run
+
+    detail = error.message.split(" failed: ", 1)[-1]  # not the node's index
+    numbers = list(dict.fromkeys(int(n) for n in _NUMBER.findall(detail)))
+    runs, started, longest = 0, time.monotonic(), 0.0
+    tried_params = set()
+    for axis in axes:
+        name, k, param, value = axis[:4]
+        if param is not None:
+            if param in tried_params:
+                continue
+            tried_params.add(param)
+        for extent in [n for n in numbers if n != value][:PROBE_VALUES]:
+            # (stop before a run that would likely end past the budget: a large model)
+            if runs >= PROBE_RUNS or time.monotonic() - started + longest > PROBE_SECONDS:
+                return None
+            runs += 1
+            began = time.monotonic()
+            if param is not None:
+                trial_dims, trial_shapes = {**dims, param: extent}, shapes
+            else:
+                shape = [int(dims.get(d, 1)) if isinstance(d, str) else
+                         (d if isinstance(d, int) and d >= 0 else 1)
+                         for d in _tensor_dims(_needed(model, name).type)]
+                shape[k] = extent
+                trial_dims, trial_shapes = dims, {**shapes, name: tuple(shape)}
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    run(model, random_inputs(model, seed=seed, dims=trial_dims,
+                                             shapes=trial_shapes))
+            except Exception:  # still does not fit (or too large): the next candidate
+                longest = max(longest, time.monotonic() - began)
+                continue
+            return axis, extent, trial_dims, trial_shapes
+    return None
+
+
+def _needed(model: Model, name: str):
+    return next(vi for _, vi in _needed_inputs(model) if vi.name == name)
+
+
+def _flag(model: Model, axis, dims: dict, extent="N") -> str:
+    """The flag that sets ``axis``: ``--dim seq=N`` for a dim_param, else ``--shape``."""
+    name, k, param = axis[:3]
+    if param is not None:
+        return f"--dim {param}={extent}"
+    declared = _tensor_dims(_needed(model, name).type)
+    parts = []
+    for j, d in enumerate(declared):
+        if j == k:
+            parts.append(str(extent) if extent != "N" else f"D{j}")
+        elif isinstance(d, int) and d >= 0:
+            parts.append(str(d))
+        else:
+            parts.append(str(int(dims.get(d, 1))) if isinstance(d, str) else "1")
+    return f"--shape {name}={','.join(parts)}"
+
+
+def _axis_words(axis) -> str:
+    name, k, param, value, _ = axis
+    return f"input '{name}' axis {k}" + (f" ({param})" if param is not None else "") + \
+        f" = {value}"
+
+
 def add_inputs_hint(error, model: Model, dims: dict[str, int] | None,
-                    shapes: dict[str, tuple] | None = None):
-    """``error`` (raised while running on :func:`random_inputs`) with a note naming each
-    generated input, its shape and the open axes, and how to set them, for an EvaluationError::
+                    shapes: dict[str, tuple] | None = None, *, seed: int = 0,
+                    probe: bool = True):
+    """``error`` (raised while running on :func:`random_inputs` with ``dims``, ``shapes`` and
+    ``seed``) with a note saying which generated input and axis did not fit, for an
+    EvaluationError.
 
-        (inputs were generated: tokens [1, 1] with batch = 1, seq = 1; set --dim batch=N,
-        --dim seq=N or --shape tokens=D0,D1)
+    The note names the generated inputs and their open axes, then the axis at fault: the open
+    axes of the inputs the failing node depends on are tried (``probe``; at most
+    :data:`PROBE_RUNS` runs of the model, :data:`PROBE_SECONDS`) with the extents the failure
+    itself quotes, and the first with which the whole model runs is named with its flag::
 
-    Other errors only get the model's source. Returns ``error``."""
+        (inputs were generated: tokens [1, 1] with batch = 1, seq = 1; input 'tokens' axis 1
+        (seq) = 1 does not fit node 75: with --dim seq=16 the model runs; dims= / shapes= in
+        Python)
+
+    When none is found, only the open axes that reach the failing node are named, with the
+    flags that set them (``node 75 depends on input 'tokens' axis 0 (batch) = 1, ...: set
+    --dim batch=N or --dim seq=N``). Other errors only get the model's source. Returns
+    ``error``."""
     if isinstance(error, EvaluationError):
+        dims, shapes = dims or {}, shapes or {}
         generated = generated_axes(model, dims, shapes)
         if generated:
             described = "; ".join(f"{name} {shape} with {', '.join(axes)}"
                                   for name, shape, axes in generated)
-            names = []
-            for _, _, axes in generated:
-                names += [a.split(" = ")[0] for a in axes if not a.startswith("axis ")]
-            ways = [f"--dim {n}=N" for n in dict.fromkeys(names)]
-            ways += [f"--shape {name}=" + ",".join(f"D{k}" for k in range(len(shape)))
-                     for name, shape, _ in generated]
-            error.message += (f" (inputs were generated: {described}; set "
-                              f"{', '.join(ways[:-1]) + ' or ' if len(ways) > 1 else ''}"
-                              f"{ways[-1]}; dims= / shapes= in Python)")
+            m = _NODE_PATH.match(error.path or "")
+            index = int(m.group(1)) if m else None
+            reaching = _inputs_reaching(model, index)
+            axes = _open_axes(model, dims, shapes, reaching) or \
+                _open_axes(model, dims, shapes, None)
+            where = f"node {index}" if index is not None else "the failing node"
+            found = _probe(model, error, axes, dims, shapes, seed) if probe else None
+            if found is not None:
+                axis, extent, _, _ = found
+                note = (f"{_axis_words(axis)} does not fit {where}: with "
+                        f"{_flag(model, axis, dims, extent)} the model runs")
+            else:
+                ways = list(dict.fromkeys(_flag(model, a, dims) for a in axes))
+                ways = [w for w in ways if w.startswith("--dim")] + \
+                    list(dict.fromkeys(f"--shape {a[0]}=" + ",".join(
+                        f"D{j}" for j in range(a[4])) for a in axes))
+                note = (f"{where} depends on {', '.join(_axis_words(a) for a in axes)}: set "
+                        f"{', '.join(ways[:-1]) + ' or ' if len(ways) > 1 else ''}{ways[-1]}")
+            error.message += (f" (inputs were generated: {described}; {note}; "
+                              f"dims= / shapes= in Python)")
     return error.at(source=getattr(model, "source", None))
 
 

@@ -44,6 +44,7 @@ import uuid
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from ..errors import InvalidModelError, IoError, OneModelError, UnsupportedError, UsageError
+from ..errors import clip
 from ..errors import quote as quote_value  # (urllib's quote is ``quote`` here)
 from ..limits import KiB, MiB
 from .base import Sink, Source
@@ -206,9 +207,34 @@ def as_io_error(exc: BaseException, url: str, action: str = "read") -> Exception
     return IoError(f"cannot {action}: {_short(exc)}", source=name)
 
 
+#: Lines of a backend's error text an IoError keeps, and characters of each line.
+ERROR_LINES = 6
+ERROR_LINE_CHARS = 300
+
+
 def _short(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text and text[0] else type(exc).__name__
+    """A backend exception as part of a one-line message: ``Type: first line | second line``.
+
+    Every useful line of its text is kept (s3fs and botocore put the reason on the second line
+    and later ones: the request, the endpoint): blank lines, repeated lines and traceback lines
+    are dropped, at most :data:`ERROR_LINES` lines are kept (then ``| (N more lines)``), each cut
+    to :data:`ERROR_LINE_CHARS` characters (:func:`~onemodel.errors.clip`, which masks a URL
+    in a line it cuts). The command line masks every line it prints with its one masking
+    function, ``onemodel.cli.redact.redact`` (URLs, and secrets outside them: ``alice:pw@host``,
+    ``token=...``, ``Authorization: Bearer ...``), the lines kept here included."""
+    lines: list[str] = []
+    for raw in str(exc).splitlines():
+        line = raw.strip()
+        if not line or line in lines or line.startswith(("Traceback (", 'File "')):
+            continue
+        lines.append(line)
+    if not lines:
+        return type(exc).__name__
+    more = len(lines) - ERROR_LINES
+    kept = [clip(line, ERROR_LINE_CHARS) for line in lines[:ERROR_LINES]]
+    if more > 0:
+        kept.append(f"({more} more line{'s' if more != 1 else ''})")
+    return f"{type(exc).__name__}: {' | '.join(kept)}"
 
 
 _CONTENT_RANGE = re.compile(r"^\s*bytes\s+(\d+)-(\d+)/(\d+|\*)\s*$", re.IGNORECASE)

@@ -221,9 +221,11 @@ def test_run_transformer_legacy_needs_seq_16_and_says_which_axis():
     assert r.exit_code == 2
     line = r.stderr.strip()
     assert "\n" not in line and not line.startswith("InvalidModel")
-    # the input, its generated shape and the axes to set, as flags
+    # the input, its generated shape, and the one axis to set, as the flag that makes it run
     assert "tokens [1, 1] with batch = 1, seq = 1" in line
-    assert "--dim seq=N" in line and "--shape tokens=D0,D1" in line
+    assert "input 'tokens' axis 1 (seq) = 1 does not fit node 75: with --dim seq=16 the model " \
+        "runs" in line
+    assert "--dim batch" not in line
 
 
 @pytest.fixture(scope="module")
@@ -272,6 +274,33 @@ def test_dim_and_shape_are_checked_alike_by_run_and_verify(unnamed, flags, said)
         r = cli(*cmd, *flags)
         assert r.exit_code == 2, (cmd, r.output)
         assert r.stderr.startswith("Usage error:") and said in r.stderr, (cmd, r.stderr)
+
+
+def test_a_dim_of_zero_is_an_extent_and_bad_values_are_refused_alike(tmp_path):
+    """A dimension variable denotes an extent, and an extent of 0 is permitted (Part 1, Clause
+    6.5.1: the tensor has no elements), so `--dim seq=0` generates an empty input, in `run`
+    and `verify --run` alike; a negative or non-integer value is a usage error naming the flag,
+    for run, verify --run and verify (what `make run DIMS=` passes on)."""
+    from onnx import TensorProto, helper
+
+    g = helper.make_graph([helper.make_node("Neg", ["x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "seq"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", "seq"])])
+    path = tmp_path / "neg.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    r = cli("run", path, "--random", "--dim", "seq=0", "--dim", "b=2")
+    assert r.exit_code == 0, r.output
+    assert parse(r.stdout) == {"y": ([2, 0], "float32", sha256(np.zeros((2, 0), np.float32)))}
+    assert r.stderr == "inputs: x float32[2,0] (b=2, seq=0)\n"
+    r = cli("verify", path, path, "--run", "--dim", "seq=0")
+    assert r.exit_code == 0 and "1 output bit-identical" in r.stdout, r.output
+    for value in ("-1", "1.5", "", "two"):
+        for cmd in (("run", path, "--random"), ("verify", path, path, "--run"),
+                    ("verify", path, path)):
+            r = cli(*cmd, "--dim", f"seq={value}")
+            assert r.exit_code == 2, (cmd, value, r.output)
+            assert r.stderr == (f"Usage error: --dim seq={value}: {value!r} is not a "
+                                "non-negative integer\n"), (cmd, r.stderr)
 
 
 def test_a_declared_extent_of_minus_one_warns_once(tmp_path):

@@ -191,3 +191,57 @@ def test_a_url_with_nothing_secret_is_printed_as_given():
     for line in ("for URLs (s3://, https:// ...)", "in s3://bucket/m.onnx", "file:///tmp/m.onnx"):
         assert redact(line) == line
     assert redact("in s3://u:p@b/m.onnx?sig=1") == "in s3://***@b/m.onnx?sig=***"
+
+
+class _BackendError(Exception):
+    """An error as s3fs/botocore/aiohttp raise them: the reason and secrets on later lines."""
+
+
+def test_every_line_of_a_backend_error_is_kept_and_masked(monkeypatch):
+    """A backend's error text of several lines: the lines that say what happened are all kept
+    (one error line, parts joined by ' | '), and the secrets on them, outside any URL, are
+    masked by the one masking function (before, only the first line was kept)."""
+    import fsspec.implementations.memory as memory
+
+    text = ("An error occurred (AccessDenied) when calling the HeadObject operation\n\n"
+            "  request signed for alice:hunter2@bucket.s3.amazonaws.com\n"
+            "  query: X-Amz-Credential=CREDSECRET&token=TOKSECRET; header Authorization: "
+            "Bearer TOKENVALUE\n"
+            "  sent {'password': 'SIGSECRET', 'region': 'eu-west-1'}\n")
+
+    def info(self, path, **kwargs):
+        raise _BackendError(text)
+
+    monkeypatch.setattr(memory.MemoryFileSystem, "info", info)
+    r, out = cli("info", "memory://bucket/m.onnx")
+    assert r.exit_code == 2
+    assert out.count("\n") == 1, out
+    assert out.startswith("Io: cannot open: _BackendError: An error occurred (AccessDenied) when "
+                          "calling the HeadObject operation | request signed for "
+                          "***@bucket.s3.amazonaws.com | query: X-Amz-Credential=***&token=***; "
+                          "header Authorization: Bearer *** | sent {'password': '***', "
+                          "'region': 'eu-west-1'} in memory://bucket/m.onnx"), out
+    for secret in SECRETS + ("alice",):
+        assert secret not in out, (secret, out)
+
+
+def test_redact_masks_secrets_outside_urls():
+    cases = {
+        "Cannot connect to host alice:hunter2@127.0.0.1:9 ssl:default":
+            "Cannot connect to host ***@127.0.0.1:9 ssl:default",
+        "Authorization: AWS4-HMAC-SHA256 Credential=AKIA/2026/s3, SignedHeaders=host, "
+        "Signature=beef.": "Authorization: AWS4-HMAC-SHA256 ***, SignedHeaders=host, "
+                           "Signature=***.",
+        '{"token": "t0k", "key": "token", "value": "v"}':
+            '{"token": "***", "key": "token", "value": "v"}',
+        "X-Amz-Security-Token: FQoG and api_key=abc&user=bob":
+            "X-Amz-Security-Token: *** and api_key=***&user=bob",
+    }
+    for line, masked in cases.items():
+        assert redact(line) == masked
+        assert redact(masked) == masked  # masking twice changes nothing
+    # what is not a secret stays as written: names of outputs and dims, e-mail addresses
+    for line in ("token: shape [1, 10] dtype float32 sha256:00", "--dim num_tokens=N",
+                 "inputs: ids int64[1,5] (batch=1, max_tokens=5)", "mail bob@example.com",
+                 "[ModelProto.graph.node[3]:x] at offset 0x1F"):
+        assert redact(line) == line

@@ -131,8 +131,11 @@ def test_legacy_transformer_fails_on_defaults_with_a_hint_naming_input_and_axes(
         text = str(err)
         assert "(Reshape '/encoder/layers.0/self_attn/Reshape_4') failed" in text
         assert "float32[1, 1, 64]" in text  # the shapes of the failing node's inputs
-        assert ("(inputs were generated: tokens [1, 1] with batch = 1, seq = 1; set "
-                "--dim batch=N, --dim seq=N or --shape tokens=D0,D1") in text
+        # the one axis at fault, found by running with the extents the failure quotes
+        assert ("(inputs were generated: tokens [1, 1] with batch = 1, seq = 1; input 'tokens' "
+                "axis 1 (seq) = 1 does not fit node 75: with --dim seq=16 the model runs; "
+                "dims= / shapes= in Python)") in text
+        assert "--dim batch" not in text
         assert err.source is not None and str(err.source).endswith("transformer_legacy.onnx")
         # with the traced length it runs, by dims or by shapes
         y = run(model, random_inputs(model, dims={"seq": 16}))["logits"]
@@ -142,7 +145,50 @@ def test_legacy_transformer_fails_on_defaults_with_a_hint_naming_input_and_axes(
         # the old name still works (the CLI used it) and gives the same hint
         with pytest.raises(EvaluationError) as e2:
             run(model, feeds)
-        assert "--shape tokens=D0,D1" in str(add_dims_hint(e2.value, model, {}))
+        assert "with --dim seq=16 the model runs" in str(add_dims_hint(e2.value, model, {}))
+        # without trying, the axes the failing node depends on and their flags
+        with pytest.raises(EvaluationError) as e3:
+            run(model, feeds)
+        assert ("node 75 depends on input 'tokens' axis 0 (batch) = 1, input 'tokens' axis 1 "
+                "(seq) = 1: set --dim batch=N, --dim seq=N or --shape tokens=D0,D1;") in \
+            add_inputs_hint(e3.value, model, {}, None, probe=False).message
+
+
+def _const(name, dims, values, elem=TP.FLOAT):
+    return helper.make_node("Constant", [], [name],
+                            value=helper.make_tensor(name + "_v", elem, dims, values))
+
+
+def test_the_hint_names_the_axis_at_fault_not_every_open_axis():
+    """Two generated inputs, only one of which reaches the failing node: the hint names that
+    input's axis and the flag that fixes it (an unnamed axis: --shape with the other extents
+    as generated), never the other input's dimension."""
+    m = _model([("a", TP.FLOAT, ["n"]), ("x", TP.FLOAT, [None, None])],
+               [_const("w", [8, 2], [0.5] * 16), helper.make_node("MatMul", ["x", "w"], ["y"]),
+                helper.make_node("Identity", ["a"], ["z"])], outputs=("y", "z"))
+    with pytest.raises(EvaluationError) as e:
+        run(m, random_inputs(m, seed=3))
+    text = add_inputs_hint(e.value, m, {}, None, seed=3).message
+    assert text.endswith("(inputs were generated: a [1] with n = 1; x [1, 1] with axis 0 = 1, "
+                         "axis 1 = 1; input 'x' axis 1 = 1 does not fit node 1: with --shape "
+                         "x=1,8 the model runs; dims= / shapes= in Python)"), text
+    assert run(m, random_inputs(m, shapes={"x": (1, 8)}))["y"].shape == (1, 2)
+
+
+def test_when_no_quoted_extent_fits_the_axes_reaching_the_node_are_named():
+    """b must hold 6 elements, a number the failure does not quote (it says (2,3)): no trial
+    runs, so the hint names the open axes the failing node depends on (b's, not a's) and
+    their flags."""
+    m = _model([("a", TP.FLOAT, ["n"]), ("b", TP.FLOAT, ["m"])],
+               [_const("s", [2], [2, 3], TP.INT64), helper.make_node("Reshape", ["b", "s"], ["y"]),
+                helper.make_node("Identity", ["a"], ["z"])], outputs=("y", "z"))
+    with pytest.raises(EvaluationError) as e:
+        run(m, random_inputs(m))
+    text = add_inputs_hint(e.value, m, {"n": 2}, None).message
+    assert text.endswith("(inputs were generated: a [2] with n = 2; b [1] with m = 1; node 1 "
+                         "depends on input 'b' axis 0 (m) = 1: set --dim m=N or --shape b=D0; "
+                         "dims= / shapes= in Python)"), text
+    assert run(m, random_inputs(m, dims={"m": 6}))["y"].shape == (2, 3)
 
 
 def test_the_hint_is_left_out_when_no_axis_was_chosen():

@@ -125,6 +125,28 @@ def test_missing_s3_backend_names_the_extra(monkeypatch):
     assert 'pip install "onemodel-onnx[s3]"' in e.value.message
 
 
+def test_a_backend_error_keeps_its_useful_lines_bounded():
+    """Every useful line of a backend's error text is kept, on one line (blank, repeated and
+    traceback lines dropped); at most ERROR_LINES lines of at most ERROR_LINE_CHARS each."""
+    from onemodel.storage.remote import ERROR_LINE_CHARS, ERROR_LINES, as_io_error
+
+    e = as_io_error(OSError("Forbidden\n\n  reason: the signature does not match\nForbidden\n"
+                            'Traceback (most recent call last):\n  File "x.py", line 1\n'
+                            "  request id: 4F2A"), "s3://b/m.onnx", "read")
+    assert str(e) == ("Io: cannot read: OSError: Forbidden | reason: the signature does not "
+                      "match | request id: 4F2A in s3://b/m.onnx")
+    long = "x" * 5000
+    lines = [f"line {i}" for i in range(ERROR_LINES + 3)] + ["y" * 5000]
+    e = as_io_error(RuntimeError("\n".join([long] + lines)), "s3://b/m.onnx")
+    parts = e.message.split(" | ")
+    assert len(parts) == ERROR_LINES + 1
+    assert parts[-1] == f"({len(lines) + 1 - ERROR_LINES} more lines)"
+    assert parts[0] == f"cannot read: RuntimeError: {'x' * 150}…{'x' * 150} (5000 characters)"
+    assert parts[1:ERROR_LINES] == [f"line {i}" for i in range(ERROR_LINES - 1)]
+    assert len(str(e)) < ERROR_LINES * (ERROR_LINE_CHARS + 30)
+    assert str(as_io_error(ValueError(""), "s3://b/k")) == "Io: cannot read: ValueError in s3://b/k"
+
+
 # -- helpers ---------------------------------------------------------------------------------
 
 def test_coalesce():

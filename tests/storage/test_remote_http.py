@@ -280,6 +280,52 @@ def test_simplecache_reads_a_model_from_a_server_ignoring_range(http_server, tmp
         assert np.array_equal(model.graph.initializers[0].numpy(), arrays)
 
 
+def test_python_http_server_names_simplecache_for_a_file_past_64_kib(tmp_path):
+    """`python -m http.server` (the standard library's handler: no Range support) and a model
+    of 339 KiB, past the first read: the refusal is one line naming `simplecache::URL`, on the
+    API and on the command line, and that URL reads the same model; a file of at most 64 KiB is
+    read directly (its whole body is the first read)."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import onemodel
+
+    from servers.static_http import StaticServer
+
+    models = Path(__file__).resolve().parents[2] / "testdata" / "models"
+    big_model, small_model = models / "transformer_legacy.onnx", models / "cnn_legacy.onnx"
+    assert big_model.stat().st_size > HEAD_BYTES >= small_model.stat().st_size
+    for m in (big_model, small_model):
+        shutil.copy(m, tmp_path / m.name)
+    with StaticServer(tmp_path) as server:
+        url = server.url(big_model.name)
+        hint = f"open 'simplecache::{url}' to download it whole into a local cache first"
+        with pytest.raises(IoError) as e:
+            onemodel.load(url)
+        assert "ignored the range request for bytes 0-65535" in e.value.message
+        assert hint in e.value.message and e.value.source == url
+        cli = [sys.executable, "-m", "onemodel", "info"]
+        r = subprocess.run(cli + [url], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and r.stdout == ""
+        assert r.stderr.count("\n") == 1 and r.stderr.startswith("Io: the server ignored")
+        assert hint in r.stderr
+        cache = tmp_path / "cache"
+        r = subprocess.run(cli + ["--json", "-S", f"simplecache.cache_storage={cache}",
+                                  "simplecache::" + url], capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0, r.stderr
+        with onemodel.load(big_model) as want, \
+                onemodel.load("simplecache::" + url,
+                              storage_options={"simplecache": {"cache_storage": str(cache)}}) \
+                as got:
+            assert onemodel.compare_models(got, want) == []
+        with onemodel.load(server.url(small_model.name)) as got, onemodel.load(small_model) \
+                as want:
+            assert onemodel.compare_models(got, want) == []
+
+
 @pytest.mark.parametrize("open_first", [False, True])
 def test_wrong_content_range_is_refused(big, open_first):
     err = _fault(big[0], "wrong_content_range", open_first=open_first)

@@ -123,3 +123,48 @@ def test_a_descriptor_opened_without_blocking_is_cleared(tmp_path):
         assert src.fileno() == fd and not fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_NONBLOCK
     finally:
         src.close()
+
+
+def _cli_guarded(args, fifo) -> subprocess.CompletedProcess:
+    """``onemodel ARGS`` in a fresh process; a run that blocks on ``fifo`` fails the test."""
+    try:
+        return subprocess.run([sys.executable, "-m", "onemodel", *map(str, args)],
+                              capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        pytest.fail(f"onemodel {args[0]} blocked on the FIFO {fifo}")
+
+
+@posix
+def test_the_two_fifos_are_two_kinds_on_every_command(tmp_path):
+    """A FIFO as the model path is Io (the file cannot be read); a FIFO as a model's external
+    data file is InvalidModel (Clause 15.3: a location SHALL name a regular file, so the model
+    is wrong, not the disk). Each message says what the file is, on every command that opens
+    it, without blocking."""
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+
+    w = numpy_helper.from_array(np.arange(1024, dtype=np.float32), "w")
+    g = helper.make_graph([helper.make_node("Identity", ["w"], ["y"])], "g", [],
+                          [helper.make_tensor_value_info("y", 1, [1024])], [w])
+    model = tmp_path / "m.onnx"
+    onnx.save_model(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
+                    str(model), save_as_external_data=True, location="w.bin", size_threshold=0)
+    os.remove(tmp_path / "w.bin")
+    os.mkfifo(tmp_path / "w.bin")
+    pipe = tmp_path / "pipe.onnx"
+    os.mkfifo(pipe)
+    out = tmp_path / "out.onemodel"
+    for target, fifo, line in (
+            (model, tmp_path / "w.bin",
+             "InvalidModel: tensor 'w', external data location 'w.bin': 'w.bin' is a FIFO, "
+             "not a regular file [ModelProto.graph.initializer[0]]"),
+            (pipe, pipe, "Io: cannot open: it is a FIFO, not a regular file")):
+        for args in (["info", target], ["convert", target, out], ["run", target],
+                     ["verify", target, target]):
+            r = _cli_guarded(args, fifo)
+            assert r.returncode == 2, (args, r.stderr)
+            assert r.stderr.count("\n") == 1 and r.stderr.startswith(line), (args, r.stderr)
+            assert str(fifo if fifo == pipe else model) in r.stderr, (args, r.stderr)
+            assert not out.exists()
