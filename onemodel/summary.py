@@ -6,14 +6,64 @@
 from __future__ import annotations
 
 from collections import Counter
+from itertools import chain
+from math import prod
 from operator import attrgetter
 
-from .ir import EXTERNAL, Model, all_tensors, iter_graphs
+from .ir import EXTERNAL, INFO, Model, all_tensors, iter_graphs
 from .ir.dtypes import name_of
 from .ir.entries import entries_to_dict, normalize_domain
+from .limits import MAX_ELEMENT_COUNT
 
-_OP_KEY = attrgetter("domain", "op_type")
 _DOMAIN, _OP_TYPE = attrgetter("domain"), attrgetter("op_type")
+_OP_KEY = attrgetter("domain", "op_type")
+_DIMS, _CODE, _LOCATION = attrgetter("dims"), attrgetter("data_type"), attrgetter("data_location")
+
+
+def _sizes(tensors: list) -> dict[int, list[int]]:
+    """``{data_type: [tensors, bytes]}`` of ``tensors`` (``data_type`` 0 when absent), bytes as
+    :attr:`~onemodel.ir.Tensor.nbytes` gives them (raw storage, ``ceil(count * bits / 8)`` per
+    tensor, 0 for STRING and tags outside Table 5).
+
+    The element counts come from one ``math.prod`` per tensor and a few C-level passes over the
+    lists; when a tensor has more than 16 dims, a negative one or 2^60 elements or more, every
+    tensor is sized by ``nbytes`` instead, which raises what it raises for such dims.
+    """
+    if not tensors:
+        return {}
+    codes = list(map(_CODE, tensors))
+    if None in codes:
+        codes = [c or 0 for c in codes]
+    dims = list(map(_DIMS, tensors))
+    counts = None  # (16 dims below 2^64 each: a product of at most 1024 bits)
+    if max(map(len, dims)) <= 16 and min(chain.from_iterable(dims), default=0) >= 0:
+        counts = list(map(prod, dims))
+        if max(counts) >= MAX_ELEMENT_COUNT:
+            counts = None
+    if counts is None:  # nbytes raises for bad dims (not for a tag outside Table 5, as before)
+        per_code: dict[int, list[int]] = {}
+        for code, t in zip(codes, tensors):
+            e = per_code.setdefault(code, [0, 0])
+            e[0] += 1
+            e[1] += t.nbytes
+        return per_code
+    kinds = set(codes)
+    if len(kinds) == 1:
+        grouped = {codes[0]: counts}
+    else:
+        grouped = {code: [] for code in kinds}
+        for code, n in zip(codes, counts):
+            grouped[code].append(n)
+    out = {}
+    for code, ns in grouped.items():
+        info = INFO.get(code)
+        bits = info.bits if info is not None else 0
+        if bits % 8 == 0:  # whole octets per element: the sum of the ceilings is exact
+            nbytes = sum(ns) * bits // 8
+        else:
+            nbytes = sum((n * bits + 7) // 8 for n in ns)
+        out[code] = [len(ns), nbytes]
+    return out
 
 
 def _value(vi) -> dict:
@@ -39,9 +89,7 @@ def summarize(model: Model) -> dict:
     g = model.graph
     pairs: Counter = Counter()  # (domain as written, op_type) -> nodes
     nodes = 0
-    init_count, init_bytes = 0, 0
-    by_code: dict[int, list[int]] = {}  # data_type -> [count, bytes] of the initializers
-    nbytes: dict[int, int] = {}  # id(tensor) -> bytes, for the initializers (each sized once)
+    initializers: list = []  # of the graph and its subgraphs
     if g is not None:
         for _, graph in iter_graphs(g):
             nodes += len(graph.nodes)
@@ -50,31 +98,23 @@ def summarize(model: Model) -> dict:
                 pairs.update({("", op): n for op, n in Counter(map(_OP_TYPE, graph.nodes)).items()})
             else:
                 pairs.update(map(_OP_KEY, graph.nodes))
-            for t in graph.initializers:
-                nb = nbytes[id(t)] = t.nbytes
-                init_count += 1
-                init_bytes += nb
-                e = by_code.get(t.data_type or 0)
-                if e is None:
-                    e = by_code[t.data_type or 0] = [0, 0]
-                e[0] += 1
-                e[1] += nb
+            initializers += graph.initializers
     ops: Counter = Counter()
     for (domain, op_type), n in pairs.items():
         d = normalize_domain(domain)
         ops[f"{d}.{op_type}" if d else (op_type or "")] += n
+    by_code = _sizes(initializers)
     by_dtype: dict[str, dict] = {}
     for code, (count, nb) in by_code.items():  # two codes may print alike ("dtype(99)")
         e = by_dtype.setdefault(name_of(code), {"count": 0, "bytes": 0})
         e["count"] += count
         e["bytes"] += nb
-    tensor_count, tensor_bytes, external = 0, 0, 0
-    for t in all_tensors(model):  # every tensor once; the initializers are sized already
-        nb = nbytes.get(id(t))
-        tensor_bytes += t.nbytes if nb is None else nb
-        tensor_count += 1
-        if t.data_location == EXTERNAL:
-            external += 1
+    init_bytes = sum(e[1] for e in by_code.values())
+    tensors = all_tensors(model)  # every tensor once, the initializers among them
+    # as many as the initializers: they are all there is (the usual model), sized already
+    tensor_bytes = init_bytes if len(tensors) == len(initializers) else sum(
+        nb for _, nb in _sizes(tensors).values())
+    external = list(map(_LOCATION, tensors)).count(EXTERNAL)
     return {
         "format": model.format,
         "source": model.source,
@@ -88,9 +128,9 @@ def summarize(model: Model) -> dict:
         "outputs": [_value(v) for v in g.outputs] if g is not None else [],
         "nodes": nodes,
         "ops": dict(sorted(ops.items(), key=lambda kv: (-kv[1], kv[0]))),
-        "initializers": {"count": init_count, "bytes": init_bytes,
+        "initializers": {"count": len(initializers), "bytes": init_bytes,
                          "by_dtype": dict(sorted(by_dtype.items()))},
-        "tensors": {"count": tensor_count, "bytes": tensor_bytes, "external": external},
+        "tensors": {"count": len(tensors), "bytes": tensor_bytes, "external": external},
         "functions": [f"{f.domain or ''}.{f.name or ''}" for f in model.functions],
         "metadata": entries_to_dict(model.metadata_props),
     }
