@@ -70,9 +70,11 @@ def probit_vs_normal_quantile(p: np.ndarray) -> np.ndarray:
 
 
 def _probit_mag(p, mag_p):
-    """Magnitude of PROBIT(p): its slope ``sqrt(2 pi) exp(y^2 / 2)`` times p's magnitude, plus
-    the closed form's own cancellation (``-v + sqrt(v^2 - w/a)``, terms of size 2v, under a
-    square root: ``sqrt(2) * 2v / sqrt(t)``) and the result's size."""
+    """Magnitude of PROBIT(p): its slope ``dy/dp = sqrt(2 pi) exp(y^2 / 2)`` times p's
+    magnitude and (halved: dy/dx) times ``|x|`` for the rounding of x = 2p - 1 (near p = 0 or 1
+    that rounding is all of 1 + x's or 1 - x's precision), plus the closed form's own
+    cancellation (``-v + sqrt(v^2 - w/a)``, terms of size 2v, under a square root:
+    ``sqrt(2) * 2v / sqrt(t)``) and the result's size."""
     x = 2 * np.asarray(p, np.float64) - 1
     y = probit(p)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -81,7 +83,7 @@ def _probit_mag(p, mag_p):
         t = -v + np.sqrt(v * v - w / 0.147)
         cancel = np.where(t > 0, SQRT2 * 2 * np.abs(v) / np.sqrt(t), 0.0)
     slope = math.sqrt(2 * math.pi) * np.exp(np.minimum(y * y / 2, 700))
-    return np.nan_to_num(slope * 2 * mag_p + cancel + np.abs(y), nan=0.0)
+    return np.nan_to_num(slope * (mag_p + np.abs(x) / 2) + cancel + np.abs(y), nan=0.0)
 
 
 def post_transform(s: np.ndarray, mag: np.ndarray, name: str):
@@ -574,9 +576,11 @@ def _tree_ensemble(a, _v, x):
 
 def _svm_kernel(a, x, sv):
     """K [N, n_sv] and its magnitude: LINEAR x.sv, POLY (gamma x.sv + coef0)^degree,
-    RBF exp(-gamma |x - sv|^2), SIGMOID tanh(gamma x.sv + coef0). The magnitude of the RBF
-    argument is gamma * sum (|x| + |sv|)^2 (it covers |x|^2 + |sv|^2 - 2 x.sv, the expanded
-    form a kernel may use), and K moves by K times the argument's error."""
+    RBF exp(-gamma |x - sv|^2), SIGMOID tanh(gamma x.sv + coef0). The RBF argument's
+    magnitude is its own size, gamma * |x - sv|^2 (differences, squares and sums of
+    non-negative terms, each rounded relative to the result), and K moves by K times the
+    argument's error. (A float32 kernel that expands |x|^2 + |sv|^2 - 2 x.sv cancels terms of
+    size (|x| + |sv|)^2 and does not meet this bound; one in float64 does.)"""
     kind = a.get("kernel_type", "LINEAR")
     gamma, coef0, degree = (list(a.get("kernel_params", [])) + [0.0, 0.0, 0.0])[:3]
     dot, dmag = x @ sv.T, np.abs(x) @ np.abs(sv).T
@@ -589,8 +593,7 @@ def _svm_kernel(a, x, sv):
     if kind == "RBF":
         d2 = ((x[:, None, :] - sv[None, :, :]) ** 2).sum(-1)
         k = np.exp(-gamma * d2)
-        m2 = ((np.abs(x)[:, None, :] + np.abs(sv)[None, :, :]) ** 2).sum(-1)
-        return k, k * (abs(gamma) * m2 + 1)
+        return k, k * (abs(gamma) * d2 + 1)
     if kind == "SIGMOID":
         arg = gamma * dot + coef0
         t = np.tanh(arg)
