@@ -652,9 +652,11 @@ def _svm_classifier(a, _v, x):
     Platt probabilities ``1 / (1 + exp(d a + b))`` clipped to [1e-7, 1 - 1e-7], coupled by
     :func:`_couple`, label of the most probable class. Z: the probabilities, else the decision
     values; with two classes and no probabilities (onnxruntime's convention) label = first
-    class when d > 0, Z = [-d, d]. Magnitudes: the decision values', and 1 + that times the
-    largest Platt slope |a|/4 for the probabilities (the coupling is a smooth function of the
-    pairwise probabilities, whose outputs are at most 1).
+    class when d > 0, Z = [-d, d]. Magnitudes: the decision values'; for the probabilities,
+    1 + that times the largest Platt slope |a|/4 times 2, the coupling's amplification of a
+    change in the pairwise probabilities (at most 1.6 measured over 2000 random 3-class
+    tables), assuming a float32 run stops after the same pass (away from the 0.005 / k
+    stopping threshold the rounding cannot move that decision).
     """
     xv = _rows(x[0])
     labels = _labels(a)
@@ -694,7 +696,7 @@ def _svm_classifier(a, _v, x):
                     pair += 1
             probs.append(_couple(r, c))
         probs = np.array(probs)
-        pm = np.broadcast_to(1 + dmag.max(axis=1, keepdims=True) * np.abs(pa).max() / 4,
+        pm = np.broadcast_to(1 + dmag.max(axis=1, keepdims=True) * np.abs(pa).max() / 2,
                              probs.shape)
         y = labels[np.argmax(_f32(probs), axis=1)]
         z, mz = post_transform(probs, pm, tr)
