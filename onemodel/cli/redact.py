@@ -72,44 +72,103 @@ def _mask_urls(line: str) -> str:
 
 #: Names whose value is a secret wherever a message writes ``NAME=value`` or ``'NAME': 'value'``
 #: (whole names only, in any case: a dimension ``num_tokens=5`` is not one).
-_SECRET_NAMES = (r"password|passwd|pwd|secret|client_secret|secret_key|secret_access_key|"
-                 r"aws_secret_access_key|token|access_token|refresh_token|id_token|"
-                 r"session_token|security_token|aws_session_token|x-amz-security-token|"
-                 r"signature|x-amz-signature|sig|credential|credentials|x-amz-credential|"
-                 r"api_key|apikey|api-key|x-api-key|access_key|sas|sas_token|"
-                 r"authorization|proxy-authorization|cookie|set-cookie")
-#: ``alice:pw@host`` outside a URL (a host name or address follows the ``@``; what precedes the
-#: ``:`` is a user name, not a scheme: ``https://***@h`` is already masked and stays).
-_USERINFO = re.compile(r"(?<![\w.%+\-/:@])[\w.%+\-]+:(?!/)(?:(?!://)[^\s@'\"<>`])+@(?=[\w\[])")
-#: ``token=value`` (a value ends at white space, a quote, ``&``, ``,`` or ``;``).
-_NAME_EQUALS = re.compile(rf"(?<![\w\-])({_SECRET_NAMES})(\s*=\s*)[^\s&'\"<>`,;|]+",
-                          re.IGNORECASE)
-#: ``'token': 'value'`` and ``"token": "value"`` (a dict's repr, a JSON document).
-_NAME_QUOTED = re.compile(rf"(['\"])({_SECRET_NAMES})\1(\s*:\s*)(['\"])(?:(?!\4).)*\4",
-                          re.IGNORECASE)
-#: ``Authorization: Bearer value`` (a header as an error text quotes it).
-_HEADER = re.compile(r"(?<![\w\-])((?:proxy-)?authorization|cookie|set-cookie|x-api-key|"
-                     r"x-amz-security-token)(\s*:\s*)((?:bearer|basic|digest|token|negotiate|"
-                     r"aws4-hmac-sha256|aws|sharedkey)\s+)?[^\s'\"<>`,;|]+", re.IGNORECASE)
+_SECRET_NAMES = frozenset((
+    "password", "passwd", "pwd", "secret", "client_secret", "secret_key", "secret_access_key",
+    "aws_secret_access_key", "token", "access_token", "refresh_token", "id_token",
+    "session_token", "security_token", "aws_session_token", "x-amz-security-token",
+    "signature", "x-amz-signature", "sig", "credential", "credentials", "x-amz-credential",
+    "api_key", "apikey", "api-key", "x-api-key", "access_key", "sas", "sas_token",
+    "authorization", "proxy-authorization", "cookie", "set-cookie"))
+#: Of those, the HTTP headers, masked after ``NAME:`` too (``Authorization: Bearer ***``).
+_HEADER_NAMES = frozenset(("authorization", "proxy-authorization", "cookie", "set-cookie",
+                           "x-api-key", "x-amz-security-token"))
+#: Substrings one of which every secret name holds: a line without any is not searched further
+#: (a 8 MB ``info --json`` line costs one ``lower()`` and these ``in`` tests).
+_STEMS = ("pass", "pwd", "secret", "token", "sig", "credential", "key", "sas", "auth", "cookie")
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
+_EQUALS_VALUE = re.compile(r"(\s*=\s*)[^\s&'\"<>`,;|]+")
+_QUOTED_VALUE = re.compile(r"(['\"])\s*:\s*(['\"])(?:(?!\2).)*\2")
+_HEADER_VALUE = re.compile(r"\s*:\s*((?:bearer|basic|digest|token|negotiate|aws4-hmac-sha256|"
+                           r"aws|sharedkey)\s+)?[^\s'\"<>`,;|]+", re.IGNORECASE)
+#: ``alice:pw@host`` outside a URL, matched on the text before an ``@`` that a host name or
+#: address follows (what precedes the ``:`` is a user name, not a scheme: ``https://***@h`` is
+#: already masked and stays).
+_USERINFO = re.compile(r"(?<![\w.%+\-/:@])[\w.%+\-]+:(?!/)(?:(?!://)[^\s@'\"<>`])+$")
+_HOST_START = re.compile(r"[\w\[]")
+_STOP = frozenset(" \t\r\n\f\v'\"<>`")
+
+
+def _userinfo_spans(line: str) -> list[tuple[int, int, str]]:
+    spans, at = [], line.find("@")
+    while at != -1:
+        start = at
+        while start > 0 and line[start - 1] not in _STOP:
+            start -= 1
+        m = _USERINFO.search(line, start, at)
+        if m is not None and _HOST_START.match(line, at + 1):
+            spans.append((m.start(), at, "***"))
+        at = line.find("@", at + 1)
+    return spans
+
+
+def _name_spans(line: str, low: str) -> list[tuple[int, int, str]]:
+    """Where a secret's value stands after its name (``token=``, ``'token': ``,
+    ``Authorization:``): ``(start, end, replacement)`` of each value."""
+    spans, seen = [], set()
+    for stem in _STEMS:
+        at = low.find(stem)
+        while at != -1:
+            start, end = at, at + len(stem)
+            while start > 0 and low[start - 1] in _NAME_CHARS:
+                start -= 1
+            while end < len(low) and low[end] in _NAME_CHARS:
+                end += 1
+            at = low.find(stem, end)
+            if start in seen:
+                continue
+            seen.add(start)
+            word = low[start:end].lstrip("-")
+            if word not in _SECRET_NAMES:
+                continue
+            m = _EQUALS_VALUE.match(line, end)
+            if m is not None:
+                spans.append((m.start() + len(m.group(1)), m.end(), "***" + _tail(m.group(0))))
+                continue
+            m = _QUOTED_VALUE.match(line, end)
+            if m is not None and start > 0 and line[start - 1] == m.group(1):
+                q = m.group(2)
+                spans.append((line.index(q, m.start() + 1) + 1, m.end() - 1, "***"))
+                continue
+            m = _HEADER_VALUE.match(line, end) if word in _HEADER_NAMES else None
+            if m is not None:
+                begin = m.start(1) + len(m.group(1)) if m.group(1) else \
+                    m.end() - len(m.group(0).lstrip(" \t:").lstrip())
+                spans.append((begin, m.end(), "***" + _tail(m.group(0))))
+    return spans
 
 
 def _mask_credentials(line: str) -> str:
     """``line`` with the secrets that stand outside a URL masked (module documentation)."""
-    if "@" in line:
-        line = _USERINFO.sub("***@", line)
-    if "=" in line:
-        line = _NAME_EQUALS.sub(lambda m: m.group(1) + m.group(2) + "***" + _tail(m), line)
-    if ":" in line:
-        line = _NAME_QUOTED.sub(lambda m: f"{m.group(1)}{m.group(2)}{m.group(1)}{m.group(3)}"
-                                f"{m.group(4)}***{m.group(4)}", line)
-        line = _HEADER.sub(lambda m: m.group(1) + m.group(2) + (m.group(3) or "") + "***"
-                           + _tail(m), line)
-    return line
+    spans = _userinfo_spans(line) if "@" in line else []
+    if "=" in line or ":" in line:
+        low = line.lower()
+        if any(stem in low for stem in _STEMS):
+            spans += _name_spans(line, low)
+    if not spans:
+        return line
+    parts, done = [], 0
+    for start, end, text in sorted(spans):
+        if start < done:  # inside a span already masked
+            continue
+        parts += [line[done:start], text]
+        done = end
+    parts.append(line[done:])
+    return "".join(parts)
 
 
-def _tail(match) -> str:
+def _tail(value: str) -> str:
     """Sentence punctuation that ends a masked value (``token=abc.``): kept after ``***``."""
-    tail = _TRAILING.search(match.group(0))
+    tail = _TRAILING.search(value)
     return tail.group(0) if tail is not None else ""
 
 
