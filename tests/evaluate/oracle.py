@@ -58,15 +58,6 @@ def ours(model: onnx.ModelProto, feeds: dict) -> list:
     return [res[o.name] for o in model.graph.output]
 
 
-#: The ``relies_on`` of a float comparison with onnxruntime that is NOT exact by construction,
-#: kept only where no float64 oracle is written yet (Resize, RNN/GRU/LSTM, ai.onnx.ml):
-#: onnx.reference does not implement those definitions completely (nearest and
-#: tf_crop_and_resize Resize, sequence_lens, clip and activations of the RNNs, ml outputs in
-#: float32). Each use is a debt: new tests use :func:`reference64` or a float64 formula.
-F32_ORACLE = ("float32 arithmetic rounded per operation, within a few ulps per accumulated term "
-              "of the exact value on any CPU kernel ({what}); rtol/atol bound that rounding")
-
-
 def ort(model: onnx.ModelProto, feeds: dict, *, relies_on: str) -> list:
     """Outputs of ``model`` on ``feeds`` as onnxruntime (CPU) computes them.
 
