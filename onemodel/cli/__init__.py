@@ -61,9 +61,13 @@ class _LazyConsole:
 
     def line(self, text: str) -> None:
         """Print ``text`` (URLs and secrets masked, otherwise as given) and a newline on this
-        console's stream."""
+        console's stream; a text of several lines is masked line by line."""
+        if "\n" in text:
+            text = "\n".join(redact(part) for part in text.split("\n"))
+        else:
+            text = redact(text)
         try:
-            print(redact(text), file=sys.stderr if self._options.get("stderr") else sys.stdout)
+            print(text, file=sys.stderr if self._options.get("stderr") else sys.stdout)
         except BrokenPipeError:
             _stdout_gone()
 
@@ -572,7 +576,7 @@ def run_cmd(
             try:
                 results = run_model(model, feeds)
             except OneModelError as e:  # (the one error line names the generated inputs)
-                raise (add_inputs_hint(e, model, dims, shapes) if random
+                raise (add_inputs_hint(e, model, dims, shapes, seed=seed) if random
                        else e.at(source=model.source))
             if generated:  # what --random chose, so that the run can be repeated
                 err.line(f"inputs: {describe_generated(model, generated, dims, shapes)}")
