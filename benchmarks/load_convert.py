@@ -350,9 +350,9 @@ def main() -> None:
         print("\n== graph-heavy (50,000 nodes, 20,000 initializers)")
         h = {"onemodel read (C)": median_time(ours(heavy), r)}
         src = LocalSource(heavy)  # the C read in its two parts: decode, then the tensor checks
-        t_dec = median_time(lambda: dec.decode(src.whole(), origin=src), r)
+        t_dec = median_time(lambda: dec.decode(src.whole(), blob_source=src), r)
         seen = []
-        dec.decode(src.whole(), origin=src, check=lambda root, ts: seen.append((root, ts)))
+        dec.decode(src.whole(), blob_source=src, check=lambda root, ts: seen.append((root, ts)))
         root, tensors = seen.pop()
         t_chk = median_time(lambda: checks.check_tensors(root, tensors), r)
         n_tensors = len(tensors)

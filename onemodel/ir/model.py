@@ -393,21 +393,12 @@ class Model(Record):
     def close(self) -> None:
         """Release the maps and files this model reads from. Safe to call more than once.
 
-        The tensors' views of those files are released first, so the maps are unmapped and the
-        descriptors closed now; reading a tensor's contents afterwards raises IoError. An array
-        taken from a tensor before stays valid: its map is then unmapped when the array goes.
+        The tensors hold their bytes as Blobs (ranges of those files), which keep no view of a
+        map, so the maps are unmapped and the descriptors closed now; reading a tensor's contents
+        afterwards raises IoError (the closed source refuses the read). An array taken from a
+        tensor before stays valid: its map is then unmapped when the array goes.
         """
         res, self.resources = self.resources or [], None
-        if res:
-            from .walk import all_tensors
-            for t in all_tensors(self):
-                t.origin = None
-                for v in (t.raw_data, t.external):
-                    if type(v) is memoryview:  # (memoryview cannot be subclassed)
-                        try:
-                            v.release()
-                        except BufferError:
-                            pass  # an array still views these bytes
         for r in reversed(res):
             r.close()
 

@@ -3,13 +3,20 @@
 A :class:`Tensor` keeps its contents in the storage it was given and never copies them by itself:
 
 * **raw storage** (``raw_data``): the little-endian bytes, row-major, sub-byte types packed
-  (Clause 6.3.4). When the model was read from a mapped file, ``raw_data`` is a read-only
-  memoryview of the map and :meth:`Tensor.numpy` is a zero-copy view of it.
+  (Clause 6.3.4). When the model was read from a file or a byte source, ``raw_data`` is a
+  storage Blob (the bytes' range of that source, see :func:`~onemodel.ir.record.buffer_view`)
+  and :meth:`Tensor.numpy` is a zero-copy view of the map; a value a user assigns (bytes, a
+  memoryview, an array) is bytes in memory.
 * **typed storage** (``float_data``, ``int32_data``, ``int64_data``, ``double_data``,
   ``uint64_data``, ``string_data``): numbers in the field of Table B.18 that fits the element type,
   narrow types as Table 7 states.
 * **external** (``data_location == 1`` with ``external_data`` entries, Clause 13): the reference is
-  kept as written; the resolved bytes are in :attr:`Tensor.external` once a reader resolved them.
+  kept as written; the resolved bytes are in :attr:`Tensor.external` once a reader resolved them
+  (a Blob of the data file).
+
+Bytes in a source are always a Blob, so a writer copies them from the source exactly when the
+value is a Blob; a user who assigns new bytes replaces the Blob. Nothing else records where
+bytes came from.
 
 Elements narrower than a byte unpack only when :meth:`Tensor.numpy` is called.
 """
@@ -111,13 +118,10 @@ class Tensor(Record):
         ("uint64_data", ARRAY, "<u8"),
         ("metadata_props", LIST_MSG, "StringStringEntry"),
     )
-    #: ``external``: the resolved bytes of an external tensor (a memoryview of the mapped data
-    #: file, or a LazyBuffer), set by the reader that resolved the reference; not part of the model.
-    #: ``origin``: ``(source, offset, buffer)`` when the contents (raw or external) are the bytes
-    #: at ``offset`` of a storage Source, so writers can copy them file to file without a detour.
-    #: ``buffer`` is the raw_data (or external) object it describes: when that was replaced, the
-    #: origin no longer applies (see :meth:`Tensor.origin_of`).
-    EXTRA = ("external", "origin")
+    #: ``external``: the resolved bytes of an external tensor (a Blob of the data file, or a
+    #: buffer a user assigned), set by the reader that resolved the reference; not part of the
+    #: model.
+    EXTRA = ("external",)
 
     # -- description ------------------------------------------------------------------------
     @property
@@ -179,14 +183,6 @@ class Tensor(Record):
         if fields:
             return fields[0]
         return "string_data" if self.string_data else None
-
-    def origin_of(self, buffer) -> tuple | None:
-        """``(source, offset)`` of ``buffer`` (this tensor's raw_data or external) when it is
-        still the bytes a reader took from a source, else ``None``."""
-        o = self.origin
-        if o is not None and o[2] is buffer:
-            return o[0], o[1]
-        return None
 
     # -- contents ---------------------------------------------------------------------------
     def raw_view(self) -> memoryview:
@@ -336,8 +332,11 @@ class SparseTensor(Record):
 
 
 def _at_hand(t: Tensor) -> bool:
-    """True when ``t``'s contents are in memory or mapped (not external, not a lazy range)."""
-    return t.data_location != EXTERNAL and not isinstance(t.raw_data, LazyBuffer)
+    """True when ``t``'s contents are in memory or mapped (not external, not a range of a remote
+    file still to fetch: a Blob's ``at_hand``)."""
+    raw = t.raw_data
+    return t.data_location != EXTERNAL and (not isinstance(raw, LazyBuffer)
+                                            or getattr(raw, "at_hand", False))
 
 
 def sparse_problem(st: SparseTensor, check_range: bool = True,
@@ -349,8 +348,9 @@ def sparse_problem(st: SparseTensor, check_range: bool = True,
     present and 1-D ``[NNZ]``; ``indices`` INT64 of dims ``[NNZ]`` (linear positions) or
     ``[NNZ, rank]`` (one coordinate per dim), absent only when NNZ is 0. With ``check_range``
     the indices are also compared with ``dims`` (no negative index; linear < the element count,
-    each coordinate < its dim) when their contents are at hand: a view of a mapped file or typed
-    values, not external data or a lazy range, whose bytes are read only with ``fetch``.
+    each coordinate < its dim) when their contents are at hand: bytes in memory, a Blob of a
+    mapped file or typed values, not external data or a range of a remote file still to fetch,
+    whose bytes are read only with ``fetch``.
     Checking the values and indices tensors themselves is :func:`tensor_problem`'s part.
     """
     values, indices = st.values, st.indices

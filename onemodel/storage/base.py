@@ -24,10 +24,13 @@ class Source:
     Attributes:
         name: the path or URL, for error messages.
         size: length in bytes.
+        closed: True once :meth:`close` ran on a local or in-memory source; its reads then
+            raise IoError (the model that read it was closed, its tensors' contents are gone).
     """
 
     name: str = "<bytes>"
     size: int = 0
+    closed: bool = False
 
     def read(self, offset: int, length: int) -> memoryview:
         """Exactly ``length`` bytes at ``offset``. Raises MalformedError past the end, IoError."""
@@ -68,6 +71,9 @@ class MemorySource(Source):
         self._closer = closer
 
     def read(self, offset: int, length: int) -> memoryview:
+        if self.closed:
+            raise IoError("the contents of this tensor are gone: its model was closed",
+                          source=self.name)
         self._check_range(offset, length)
         return self._view[offset:offset + length]
 
@@ -75,6 +81,7 @@ class MemorySource(Source):
         return self._view
 
     def close(self) -> None:
+        self.closed = True
         closer, self._closer = self._closer, None
         if closer is not None:
             closer()

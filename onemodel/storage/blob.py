@@ -1,13 +1,17 @@
 """The byte range of a source that holds a tensor's bytes: :class:`Blob`.
 
-A Blob names ``nbytes`` bytes at ``offset`` of a :class:`~onemodel.storage.base.Source` (a
-OneModel data region, an external data file, a remote file). Readers put one where a tensor's
-bytes are fetched on first use; :meth:`view` gives the bytes (read once, then kept) and
-:func:`prefetch` fills many Blobs with coalesced reads.
+A Blob names ``nbytes`` bytes at ``offset`` of a :class:`~onemodel.storage.base.Source`. Readers
+put one wherever a tensor's bytes lie in a source: ``raw_data`` of an ONNX file read from a file
+or a byte source, an external data file (``Tensor.external``), a OneModel data region, a remote
+file. :meth:`view` gives the bytes: a zero-copy slice of a local or in-memory source (taken anew
+each time, so nothing keeps the map of a closed model alive), or one range read of a remote
+source (kept, so nothing is fetched twice); :func:`prefetch` fills many remote Blobs with
+coalesced reads. Writers hand a Blob to :meth:`~onemodel.storage.base.Sink.write_blob`, which
+copies it from its source (file to file where it can).
 
-The IR does not import storage: :class:`onemodel.ir.record.LazyBuffer` is the structural type the
-IR knows a Blob by (any class with ``source``, ``offset``, ``nbytes`` and ``view``), so a Blob is
-a valid ``raw_data`` or ``external`` value without this module being imported by ``onemodel.ir``.
+A value that is not a Blob (bytes, a memoryview, an array a user assigned) is bytes in memory:
+replacing ``raw_data`` replaces the Blob, so "copy from the source or write the buffer" is
+``isinstance(value, Blob)`` and nothing else.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ class Blob:
 
     Two Blobs are equal when they name the same range of the same source object (source
     identity, offset, nbytes), whether or not either was fetched. Nothing is read until
-    :meth:`view` is first called; the bytes are then kept, so nothing is fetched twice.
+    :meth:`view` is called; the bytes of a remote source (one without ``whole()``) are then
+    kept, so nothing is fetched twice. ``bytes(blob)`` is a copy of the bytes.
     """
 
     __slots__ = ("source", "offset", "nbytes", "_data")
@@ -39,15 +44,25 @@ class Blob:
         raise AttributeError(f"a Blob is immutable: cannot set {name!r}")
 
     def view(self) -> memoryview:
-        """The bytes as a read-only memoryview of exactly ``nbytes`` bytes: zero-copy for a mapped
-        or in-memory source, one range read (kept for later calls) for a remote one. Raises
-        MalformedError when the range passes the end of the source, IoError when it cannot be
-        read."""
+        """The bytes as a read-only memoryview of exactly ``nbytes`` bytes: a zero-copy slice of
+        a mapped or in-memory source (not kept: a closed model's map is not held), one range read
+        (kept for later calls) of a remote one. Raises MalformedError when the range passes the
+        end of the source, IoError when it cannot be read (its source was closed)."""
         data = self._data
         if data is None:
-            data = self.source.read(self.offset, self.nbytes)
-            object.__setattr__(self, "_data", data)
+            src = self.source
+            data = src.read(self.offset, self.nbytes)
+            if src.whole() is None:
+                object.__setattr__(self, "_data", data)
         return data
+
+    def part(self, offset: int, nbytes: int) -> "Blob":
+        """The Blob of ``nbytes`` bytes at ``offset`` within this one (fetched bytes shared).
+        ``0 <= offset``, ``offset + nbytes <= self.nbytes`` (the caller's ranges)."""
+        b = Blob(self.source, self.offset + offset, nbytes)
+        if self._data is not None:
+            object.__setattr__(b, "_data", self._data[offset:offset + nbytes])
+        return b
 
     def read(self, offset: int = 0, length: int | None = None) -> memoryview:
         """``length`` bytes (all to the end when None) at ``offset`` within the Blob, read from the
@@ -66,11 +81,21 @@ class Blob:
 
     @property
     def loaded(self) -> bool:
-        """True once the bytes were read."""
+        """True once the bytes of a remote source were fetched and kept (never for a local or
+        in-memory source, whose bytes are always at hand)."""
         return self._data is not None
+
+    @property
+    def at_hand(self) -> bool:
+        """True when :meth:`view` reads nothing over a network: a local or in-memory source
+        (a slice of its bytes) or bytes already fetched."""
+        return self._data is not None or self.source.whole() is not None
 
     def __len__(self) -> int:
         return self.nbytes
+
+    def __bytes__(self) -> bytes:
+        return bytes(self.view())
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, Blob):
@@ -87,12 +112,12 @@ class Blob:
 
 
 def prefetch(buffers) -> None:
-    """Read every not-yet-loaded :class:`Blob` of ``buffers``, per source in one ``fetch_many``
-    call (remote sources coalesce neighbouring ranges into few requests). Other values are
-    skipped."""
+    """Read every not-yet-loaded :class:`Blob` of a remote source in ``buffers``, per source in
+    one ``fetch_many`` call (remote sources coalesce neighbouring ranges into few requests).
+    Other values, and Blobs of local or in-memory sources (nothing to fetch), are skipped."""
     by_source: dict[int, list[Blob]] = {}
     for b in buffers:
-        if isinstance(b, Blob) and b._data is None:
+        if isinstance(b, Blob) and b._data is None and b.source.whole() is None:
             by_source.setdefault(id(b.source), []).append(b)
     for group in by_source.values():
         group.sort(key=lambda b: b.offset)

@@ -82,7 +82,9 @@ class LocalSource(MemorySource):
         return self._fd
 
     def close(self) -> None:
-        """Release our view, close the descriptor and unmap when no tensor still views the map."""
+        """Release our view, close the descriptor and unmap when no tensor still views the map;
+        reads raise IoError from then on."""
+        self.closed = True
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None

@@ -2,9 +2,9 @@
 
 import pytest
 
-from onemodel.errors import MalformedError
+from onemodel.errors import IoError, MalformedError
 from onemodel.ir.record import LazyBuffer, buffer_nbytes, buffer_view
-from onemodel.storage.base import MemorySource
+from onemodel.storage.base import MemorySource, Source
 from onemodel.storage.blob import Blob, prefetch
 
 
@@ -18,12 +18,48 @@ class _Counting(MemorySource):
         return super().read(offset, length)
 
 
-def test_a_blob_is_read_once_and_kept():
+class _Remote(Source):
+    """A source with no local view (``whole()`` is None): every read is a request."""
+
+    def __init__(self, data):
+        self._data = bytes(data)
+        self.size = len(self._data)
+        self.name = "remote://x"
+        self.reads = 0
+
+    def read(self, offset, length):
+        self._check_range(offset, length)
+        self.reads += 1
+        return memoryview(self._data)[offset:offset + length]
+
+
+def test_a_blob_of_a_remote_source_is_read_once_and_kept():
+    src = _Remote(bytes(range(100)))
+    b = Blob(src, 10, 5)
+    assert not b.loaded and not b.at_hand and src.reads == 0 and len(b) == 5
+    assert bytes(b.view()) == bytes(range(10, 15))
+    assert bytes(b.view()) == bytes(range(10, 15)) and src.reads == 1 and b.loaded and b.at_hand
+
+
+def test_a_blob_of_a_local_source_is_a_view_of_it_kept_by_nobody():
     src = _Counting(bytes(range(100)))
     b = Blob(src, 10, 5)
-    assert not b.loaded and src.reads == 0 and len(b) == 5
-    assert bytes(b.view()) == bytes(range(10, 15))
-    assert bytes(b.view()) == bytes(range(10, 15)) and src.reads == 1 and b.loaded
+    assert b.at_hand and bytes(b) == bytes(range(10, 15))
+    v = b.view()
+    assert v.obj is src.whole().obj and v.readonly
+    assert not b.loaded  # nothing held: closing the source's map is not kept from
+    src.close()
+    with pytest.raises(IoError, match="its model was closed"):
+        b.view()
+
+
+def test_part_is_the_blob_of_a_sub_range_and_shares_fetched_bytes():
+    src = _Remote(bytes(range(100)))
+    b = Blob(src, 10, 20)
+    assert b.part(5, 3) == Blob(src, 15, 3) and not b.part(5, 3).loaded
+    b.view()
+    p = b.part(5, 3)
+    assert p.loaded and bytes(p.view()) == bytes([15, 16, 17]) and src.reads == 1
 
 
 def test_a_blob_is_equal_by_source_identity_offset_and_nbytes_not_by_fetching():
@@ -74,14 +110,21 @@ def test_prefetch_fills_blobs_in_one_fetch_per_source():
             calls.append(list(ranges))
             return [self.read(o, n) for o, n in ranges]
 
-    src = Src(bytes(range(200)))
-    blobs = [Blob(src, 100, 4), Blob(src, 0, 4), b"plain"]
+    class RemoteSrc(_Remote):
+        def fetch_many(self, ranges):
+            calls.append(list(ranges))
+            return [self.read(o, n) for o, n in ranges]
+
+    src = RemoteSrc(bytes(range(200)))
+    local = Src(bytes(range(200)))
+    blobs = [Blob(src, 100, 4), Blob(src, 0, 4), b"plain", Blob(local, 8, 4)]
     prefetch(blobs)
-    assert calls == [[(0, 4), (100, 4)]]
+    assert calls == [[(0, 4), (100, 4)]]  # a local source has nothing to fetch
     assert blobs[0].loaded and bytes(blobs[1].view()) == bytes(range(4))
+    assert src.reads == 2 and not blobs[3].loaded
 
 
-def test_write_blob_copies_an_unfetched_blob_from_its_source_and_writes_a_fetched_one():
+def test_write_blob_copies_a_blob_from_its_source_and_writes_a_fetched_one():
     from onemodel.storage.base import BytesSink
 
     class Recording(BytesSink):
@@ -93,14 +136,18 @@ def test_write_blob_copies_an_unfetched_blob_from_its_source_and_writes_a_fetche
             self.copies.append((source, offset, length))
             super().copy_from(source, offset, length)
 
-    src = _Counting(bytes(range(64)))
+    src = _Remote(bytes(range(64)))
+    local = _Counting(bytes(range(64)))
     sink = Recording()
     sink.write_blob(Blob(src, 4, 8))
     fetched = Blob(src, 40, 4)
     fetched.view()
     reads = src.reads
     sink.write_blob(fetched)
+    viewed = Blob(local, 20, 4)
+    viewed.view()
+    sink.write_blob(viewed)
     sink.commit()
-    assert sink.copies == [(src, 4, 8)]          # file to file when not yet fetched
+    assert sink.copies == [(src, 4, 8), (local, 20, 4)]  # copied when not fetched
     assert src.reads == reads                     # a fetched blob is not read again
-    assert sink.getvalue() == bytes(range(4, 12)) + bytes(range(40, 44))
+    assert sink.getvalue() == bytes(range(4, 12)) + bytes(range(40, 44)) + bytes(range(20, 24))

@@ -300,7 +300,7 @@ def apply_tensor(t, ext: dict, r, path: str) -> None:
     """Apply a Tensor's extension, then settle where its data-region bytes went: ``raw_data``
     (natural), a typed-storage field (``"typed"``), or ``external`` (``data_location`` 1)."""
     ext = as_obj(ext, path)
-    region, origin = t.raw_data, t.origin
+    region = t.raw_data
     code, count = t.data_type, t.size
     apply(t, ext, r, path, 0, skip=(TYPED, "dims", "data_type"))
     typed = ext.get(TYPED)
@@ -317,12 +317,8 @@ def apply_tensor(t, ext: dict, r, path: str) -> None:
         if "raw_data" not in ext:
             t.raw_data = None
         setattr(t, field, raw_to_typed(code, buffer_view(region), count)[1])
-    t.origin = None
-    if region is not None:
-        if t.data_location == EXTERNAL:
-            t.external = region
-        if origin is not None and (t.raw_data is region or t.external is region):
-            t.origin = origin
+    if region is not None and t.data_location == EXTERNAL:
+        t.external = region
 
 
 def read_node_order(v, count: int, path: str) -> list[int]:

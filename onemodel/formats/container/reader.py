@@ -3,10 +3,10 @@
 Order of work (section 3.1): the header is checked against the real file length (section 1.1),
 then the manifest's size and JSON depth, then the manifest is parsed and decoded object by object
 (every tensor range checked against the data region in exact integer arithmetic before any view
-is taken), then the reading rules of section 3 are applied. Tensors are never copied: with a local
-or in-memory source, ``raw_data`` is a read-only memoryview of the source's bytes (of its memory
-map for files of 1 MiB or more); with a remote source it is a
-:class:`~onemodel.storage.blob.Blob`, fetched on first use.
+is taken), then the reading rules of section 3 are applied. Tensors are never copied: ``raw_data``
+is the :class:`~onemodel.storage.blob.Blob` of the tensor's bytes in the data region, a zero-copy
+view of a local or in-memory source (of its memory map for files of 1 MiB or more), fetched on
+first use from a remote one.
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ class Reader:
         self.source = source
         self.header = header
         self.version = header.version
-        self.whole = source.whole()
         self.graph_paths: dict[int, str] = {}
         self.node_orders: dict[int, list[int]] = {}
 
@@ -74,7 +73,7 @@ class Reader:
         return rec
 
     def tensor_content(self, data, path: str, nbytes: int):
-        """``(raw_data, origin)`` for a tensor's ``data`` object: ``nbytes`` bytes at its offset.
+        """The raw_data (a Blob) of a tensor's ``data`` object: ``nbytes`` bytes at its offset.
 
         Checked in exact arithmetic before any slice: InvalidModel when ``length`` is not
         ``nbytes``; Malformed when the range leaves the data region or a non-empty tensor's
@@ -94,20 +93,15 @@ class Reader:
         if length and offset % 64:
             raise MalformedError(f"tensor offset {offset} is not a multiple of 64",
                                  path=f"{path}.offset", offset=where)
-        start = h.data_offset + offset
-        if self.whole is not None:
-            buf = self.whole[start:start + length]
-        else:
-            buf = Blob(self.source, start, length)
-        return buf, (self.source, start, buf)
+        return Blob(self.source, h.data_offset + offset, length)
 
 
 def read(source: Source) -> Model:
     """Read a OneModel file from ``source`` (OneModel format version 1, sections 1 to 3).
 
     Returns the model; ``model.resources`` holds ``source`` (``model.close()`` releases it) and
-    ``model.source`` its name. Tensors are views of the source (see the module doc) with
-    ``tensor.origin`` set, so a writer can copy them file to file. It takes no options: a
+    ``model.source`` its name. Tensors are Blobs of the source (see the module doc), which a
+    writer copies file to file. It takes no options: a
     OneModel file has no external data, so nothing is resolved against a directory.
 
     Raises MalformedError, InvalidModelError, UnsupportedError (each with the manifest path or

@@ -249,7 +249,7 @@ def decode_tensor(obj: dict, ctx, path: str, lvl: int = 0) -> Tensor:
     if nbytes > MAX_CONTAINER_TENSOR_BYTES:
         raise UnsupportedError(f"tensor of {nbytes} bytes is larger than the "
                                f"{MAX_CONTAINER_TENSOR_BYTES}-byte limit", path=f"{path}.dims")
-    t.raw_data, t.origin = ctx.tensor_content(req(obj, "data", path), f"{path}.data", nbytes)
+    t.raw_data = ctx.tensor_content(req(obj, "data", path), f"{path}.data", nbytes)
     return t
 
 

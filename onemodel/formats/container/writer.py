@@ -5,8 +5,8 @@ element types, tensor contents: every error is raised before the first byte is w
 offsets are assigned in the order of section 1.3 (:func:`onemodel.ir.walk.iter_tensors`), then
 the manifest (no insignificant whitespace), the header, the zero padding and the tensor bytes
 are written, each tensor at a multiple of 64 with zero bytes between. Tensor bytes are streamed:
-untouched views of a source are copied with ``sink.copy_from`` (kernel-side for local files),
-others written from their buffers; typed storage is converted to raw layout one tensor at a time.
+Blobs (bytes of a source, as readers leave them) go to ``sink.write_blob`` (file to file for
+local files), others are written from their buffers; typed storage is converted to raw layout one tensor at a time.
 The same model always gives the same bytes.
 
 The manifest carries the ONNX-preservation extension (:mod:`.extension`) unless ``strict_v1``;
@@ -66,7 +66,7 @@ class _Natural:
         return record_class(cls)()
 
     def tensor_content(self, data, path: str, nbytes: int):
-        return _REGION, None
+        return _REGION
 
 
 _NATURAL = _Natural()
@@ -261,12 +261,8 @@ def _write_tensor(p: Plan, sink: Sink) -> None:
         sink.write(memoryview(p.array).cast("B"))
         return
     buf = p.buffer
-    if isinstance(buf, Blob):  # fetched: written; else streamed in bounded chunks
+    if isinstance(buf, Blob):  # bytes of a source: the sink's one copy decision
         sink.write_blob(buf)
-        return
-    where = p.tensor.origin_of(buf) if p.tensor.origin is not None else None
-    if where is not None:  # an untouched view of a source: file to file (kernel-side if local)
-        sink.write_blob(Blob(where[0], where[1], p.nbytes))
     else:
         sink.write(buffer_view(buf))
 

@@ -21,7 +21,6 @@ from ...ir import Model, iter_tensors
 from ...ir.tensor import EXTERNAL, Tensor
 from ...limits import EXTERNAL_DATA_ALIGNMENT
 from ...storage.base import BlockView, Sink, Source
-from ...storage.blob import Blob
 from .checks import check_tensors
 from .decode import decode
 from .encode import encode
@@ -89,10 +88,11 @@ def read(source: Source, *, base_dir=None, allow_outside: bool = False,
          block_size: int = 64 * 1024) -> Model:
     """Read a ModelProto from a byte source (Clause 12) and resolve its external data (Clause 13).
 
-    A local or in-memory source is decoded in place: every ``raw_data`` is a zero-copy view.
-    A remote source (no ``whole()``) is read through a block cache of ``block_size`` bytes while
-    ``raw_data`` values are skipped and become lazy ranges fetched on first use. The source is
-    kept in ``model.resources`` (released by ``model.close()``).
+    Every ``raw_data`` is a :class:`~onemodel.storage.blob.Blob`: its range of the source (a
+    zero-copy view of a local or in-memory source, fetched on first use from a remote one). A
+    local or in-memory source is decoded in place; a remote source (no ``whole()``) is read
+    through a block cache of ``block_size`` bytes, raw_data skipped. The source is kept in
+    ``model.resources`` (released by ``model.close()``).
 
     External data (see :mod:`.external`):
 
@@ -108,21 +108,17 @@ def read(source: Source, *, base_dir=None, allow_outside: bool = False,
             and no data file is opened; :func:`.external.resolve_external_data` can resolve
             them later.
         storage_options: fsspec options for data files under a URL.
-    Each data file is opened once and mapped; every external tensor's ``external`` is a view of
-    exactly its bytes and its ``origin`` is ``(data source, offset, external)``. The data
-    sources join ``model.resources``. ``model.base_dir`` records the directory used.
+    Each data file is opened once and mapped; every external tensor's ``external`` is the Blob
+    of exactly its bytes in that file. The data sources join ``model.resources``.
+    ``model.base_dir`` records the directory used.
 
     Raises MalformedError (Clause 12), InvalidModelError (tensor contents; a refused external
     reference; external tensors in a model with no base directory), UnsupportedError, IoError
     (a data file that cannot be read). When it raises, the data files it opened are closed again.
     """
-    whole = source.whole()
-    raw = None
-    if whole is None:
+    data = source.whole()
+    if data is None:
         data = BlockView(source, block_size)
-        raw = lambda start, end: Blob(source, start, end - start)  # noqa: E731
-    else:
-        data = whole
     external: dict = {}
 
     def check(root, tensors):
@@ -131,7 +127,7 @@ def read(source: Source, *, base_dir=None, allow_outside: bool = False,
             if type(t) is Tensor and t.data_location == EXTERNAL:  # (sparse tensors are listed too)
                 external[id(t)] = offset
 
-    model = decode(data, "ModelProto", raw=raw, source=source.name, origin=source, check=check)
+    model = decode(data, "ModelProto", source=source.name, blob_source=source, check=check)
     check_model(model, source.name)
     model.resources = [source]
     model.source = source.name

@@ -8,7 +8,7 @@
  *
  * Interface (called by decode.py only):
  *
- *   setup(schema, WireError, max_depth, numpy)
+ *   setup(schema, WireError, max_depth, numpy, Blob)
  *       Builds the message table once from schema.MESSAGES: per message its record class, the
  *       offset and default value of every slot of that class, and per field its tag, kind, wire
  *       type, form, slot offset, sub-message, oneof siblings and enumeration values. Raises
@@ -17,13 +17,18 @@
  *       no attribute of it is read until a decode first meets a float or an ARRAY field, so a
  *       model without them is decoded without importing numpy.
  *
- *   decode(data, message, raw, origin, tensors) -> record
+ *       ``Blob`` is storage.blob.Blob (the class of the byte ranges made for raw_data; its
+ *       slots ``source``, ``offset``, ``nbytes`` and ``_data`` are looked up here).
+ *
+ *   decode(data, message, raw, blob_source, tensors) -> record
  *       Decodes all of ``data`` (a C-contiguous 1-D memoryview of bytes) as the Annex B message
- *       named ``message``. ``raw(start, end)`` makes each raw_data value (None: a slice of
- *       ``data``, which keeps the exporter of ``data`` alive); ``origin`` (None or a Source)
- *       gives each tensor with raw_data ``origin = (origin, start, raw_data)``; ``tensors`` (a
- *       list) receives ``(record, offset of its field key)`` for every embedded TensorProto and
- *       SparseTensorProto (a sparse tensor after its values and indices).
+ *       named ``message``. ``raw(start, end)`` makes each raw_data value; else, with a
+ *       ``blob_source`` (the storage Source whose bytes ``data`` are), it is
+ *       ``Blob(blob_source, start, end - start)``, built as Blob.__init__ builds it (the three
+ *       slots set, ``_data`` None) without running Python; else it is a slice of ``data``, which
+ *       keeps the exporter of ``data`` alive. ``tensors`` (a list) receives ``(record, offset of its field key)``
+ *       for every embedded TensorProto and SparseTensorProto (a sparse tensor after its values
+ *       and indices).
  *
  *   first_unchecked(tensors, start, bits) -> index
  *       The index of the first ``(tensor, offset)`` pair at or after ``start`` that is not
@@ -33,8 +38,8 @@
  * Memory safety: every read is checked against the end of the enclosing message; a length is
  * compared with the octets left (n > end - pos) before it is used; buffers grow only with octets
  * actually present in the input. The GIL is held throughout. The input's Py_buffer is held for
- * the whole decode and released on every path; raw_data values are slices of the input
- * memoryview object, so they keep its exporter (the map, the bytes) alive.
+ * the whole decode and released on every path; raw_data values are Blobs of the source or slices
+ * of the input memoryview object, which keep its exporter (the map, the bytes) alive.
  *
  * Records are made as cls() makes them, without running Python: tp_alloc, then every slot of
  * the class set to the default a prototype cls() showed at setup (a fresh list for list fields).
@@ -80,13 +85,14 @@ typedef struct {
     int n_oneof_others;
     int64_t *enum_vals;      /* values of a closed enumeration */
     int n_enum;
+    int intern;              /* a STRING whose values repeat: shared through intern_ascii */
 } Field;
 
 typedef struct {
     PyTypeObject *cls;
     PyObject *proto_name;
     int is_tensor;  /* TensorProto or SparseTensorProto: reported in ``tensors`` */
-    Py_ssize_t unknown_off, origin_off;
+    Py_ssize_t unknown_off;
     int nslots;
     Py_ssize_t *slot_off;
     PyObject **slot_def;     /* default value, NULL for a fresh list (or an unset slot) */
@@ -458,9 +464,65 @@ typedef struct {
     const uint8_t *buf;
     PyObject *mv;       /* the input memoryview: raw_data values are slices of it */
     PyObject *raw;      /* raw(start, end) factory, or NULL */
-    PyObject *origin;   /* or NULL */
+    PyObject *blob_src; /* the source of the Blobs made for raw_data, or NULL */
     PyObject *tensors;  /* list of (tensor, offset) */
 } Dec;
+
+static Py_ssize_t slot_offset(PyTypeObject *cls, PyObject *name);
+
+/* The Blob class given to setup and its slot offsets. */
+static PyTypeObject *g_blob_cls = NULL;
+static Py_ssize_t g_blob_source, g_blob_offset, g_blob_nbytes, g_blob_data;
+
+/* Take ``cls`` as the Blob class: look up its four slots (once per class). */
+static int
+set_blob_class(PyObject *cls)
+{
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "Blob is not a class");
+        return -1;
+    }
+    if ((PyTypeObject *)cls == g_blob_cls)
+        return 0;
+    static const char *const names[4] = {"source", "offset", "nbytes", "_data"};
+    Py_ssize_t off[4];
+    for (int i = 0; i < 4; i++) {
+        PyObject *name = PyUnicode_FromString(names[i]);
+        if (name == NULL)
+            return -1;
+        off[i] = slot_offset((PyTypeObject *)cls, name);
+        Py_DECREF(name);
+        if (off[i] < 0)
+            return -1;
+    }
+    Py_XSETREF(g_blob_cls, (PyTypeObject *)Py_NewRef(cls));
+    g_blob_source = off[0];
+    g_blob_offset = off[1];
+    g_blob_nbytes = off[2];
+    g_blob_data = off[3];
+    return 0;
+}
+
+/* Blob(source, start, end - start) of the Blob class taken by set_blob_class. */
+static PyObject *
+new_blob(PyObject *source, Py_ssize_t start, Py_ssize_t end)
+{
+    PyObject *o = g_blob_cls->tp_alloc(g_blob_cls, 0);
+    if (o == NULL)
+        return NULL;
+    PyObject *a = PyLong_FromSsize_t(start), *n = PyLong_FromSsize_t(end - start);
+    if (a == NULL || n == NULL) {
+        Py_XDECREF(a);
+        Py_XDECREF(n);
+        Py_DECREF(o);
+        return NULL;
+    }
+    SLOT(o, g_blob_source) = Py_NewRef(source);
+    SLOT(o, g_blob_offset) = a;
+    SLOT(o, g_blob_nbytes) = n;
+    SLOT(o, g_blob_data) = Py_NewRef(Py_None);
+    return o;
+}
 
 static PyObject *
 mv_slice(PyObject *mv, Py_ssize_t a, Py_ssize_t e)
@@ -656,6 +718,53 @@ finish_unknown(Msg *m, PyObject *obj, Buf *unk)
     return 0;
 }
 
+/* Strings whose values repeat across a model (op_type, domains, attribute names, dim_param:
+ * 50,000 nodes may name a dozen operators) are made once and shared: a direct-mapped cache of
+ * the last ASCII value seen per hash slot, kept between decodes (at most INTERN_SLOTS short
+ * strings). A shared str is the same value the decode would make (str is immutable), without an
+ * allocation per record, and later dict and Counter look-ups find its hash computed. */
+#define INTERN_SLOTS 512
+#define INTERN_MAX 40  /* longer values are decoded as usual */
+typedef struct {
+    uint64_t hash;
+    Py_ssize_t len;
+    PyObject *str;
+} InternSlot;
+static InternSlot g_intern[INTERN_SLOTS];
+
+/* *out: the str of the ``n`` octets at ``p`` when they are ASCII and short (new reference),
+ * else left NULL for the caller's usual decode. -1 with an exception when out of memory. */
+static int
+intern_ascii(const uint8_t *p, Py_ssize_t n, PyObject **out)
+{
+#ifdef Py_GIL_DISABLED
+    return 0;  /* the cache is not shared safely without the GIL */
+#endif
+    if (n > INTERN_MAX)
+        return 0;
+    uint64_t h = 14695981039346656037ULL;  /* FNV-1a */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (p[i] & 0x80)
+            return 0;
+        h = (h ^ p[i]) * 1099511628211ULL;
+    }
+    InternSlot *slot = &g_intern[(h ^ (h >> 29)) & (INTERN_SLOTS - 1)];
+    if (slot->str != NULL && slot->hash == h && slot->len == n &&
+        memcmp(PyUnicode_DATA(slot->str), p, (size_t)n) == 0) {
+        *out = Py_NewRef(slot->str);
+        return 0;
+    }
+    PyObject *s = PyUnicode_New(n, 127);
+    if (s == NULL)
+        return -1;
+    memcpy(PyUnicode_DATA(s), p, (size_t)n);
+    Py_XSETREF(slot->str, Py_NewRef(s));
+    slot->hash = h;
+    slot->len = n;
+    *out = s;
+    return 0;
+}
+
 /* decode._decode: the fields of b[pos:end] into ``obj``, a record of message ``m``. */
 static int
 decode_msg(Dec *d, Py_ssize_t pos, Py_ssize_t end, Msg *m, PyObject *obj, int depth)
@@ -713,7 +822,11 @@ decode_msg(Dec *d, Py_ssize_t pos, Py_ssize_t end, Msg *m, PyObject *obj, int de
             PyObject *v;
             switch (kind) {
             case K_STRING:
-                v = PyUnicode_DecodeUTF8((const char *)b + pos, e - pos, "surrogateescape");
+                v = NULL;
+                if (f->intern && intern_ascii(b + pos, e - pos, &v) < 0)
+                    goto done;
+                if (v == NULL)
+                    v = PyUnicode_DecodeUTF8((const char *)b + pos, e - pos, "surrogateescape");
                 if (v == NULL || store_value(obj, f, v) < 0)
                     goto done;
                 break;
@@ -781,22 +894,13 @@ decode_msg(Dec *d, Py_ssize_t pos, Py_ssize_t end, Msg *m, PyObject *obj, int de
             case K_RAW:
                 if (d->raw != NULL)
                     v = PyObject_CallFunction(d->raw, "nn", pos, e);
+                else if (d->blob_src != NULL)
+                    v = new_blob(d->blob_src, pos, e);
                 else
                     v = mv_slice(d->mv, pos, e);
                 if (v == NULL)
                     goto done;
-                if (d->origin != NULL) {  /* made first: set_slot may free what v is */
-                    PyObject *t = Py_BuildValue("(OnO)", d->origin, pos, v);
-                    if (t == NULL) {
-                        Py_DECREF(v);
-                        goto done;
-                    }
-                    set_slot(obj, f->off, v);
-                    set_slot(obj, m->origin_off, t);
-                }
-                else {
-                    set_slot(obj, f->off, v);
-                }
+                set_slot(obj, f->off, v);
                 break;
             case K_FLOAT:
             case K_DOUBLE: {  /* a packed run of an ARRAY field */
@@ -970,7 +1074,7 @@ static PyObject *
 cdecode_decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "decode(data, message, raw, origin, tensors)");
+        PyErr_SetString(PyExc_TypeError, "decode(data, message, raw, blob_source, tensors)");
         return NULL;
     }
     if (!g_ready) {
@@ -998,11 +1102,12 @@ cdecode_decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     Msg *m = &g_msgs[PyLong_AsLong(idx)];
+    PyObject *blob_src = args[3] == Py_None ? NULL : args[3];
     Py_buffer view;
     if (PyObject_GetBuffer(mv, &view, PyBUF_SIMPLE) < 0)  /* fails unless contiguous */
         return NULL;
-    Dec d = {(const uint8_t *)view.buf, mv, args[2] == Py_None ? NULL : args[2],
-             args[3] == Py_None ? NULL : args[3], tensors};
+    Dec d = {(const uint8_t *)view.buf, mv, args[2] == Py_None ? NULL : args[2], blob_src,
+             tensors};
     /* The records form a tree and decoding makes no cycles, so the cyclic GC has nothing to
      * find while it runs; left on, it would traverse the whole heap several times over (the
      * records are hundreds of thousands of tracked objects). It is off for the duration. */
@@ -1025,8 +1130,8 @@ cdecode_decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 /* first_unchecked(tensors, start, bits): index of the first (tensor, offset) at or after
  * ``start`` that ir.tensor.tensor_problem (or sparse_problem) has to look at. A tensor is passed over here only when it
  * is plainly valid: dims a list of ints in [0, 2**31), data_type a code with ``bits[code] > 0``
- * (Table 5, not STRING), raw_data a bytes or memoryview of exactly ceil(count * bits / 8)
- * octets, every typed field None, string_data empty, segment and data_location None. */
+ * (Table 5, not STRING), raw_data a bytes, a memoryview or a Blob (of the class setup took) of
+ * exactly ceil(count * bits / 8) octets, every typed field None, string_data empty, segment and data_location None. */
 static PyObject *
 cdecode_first_unchecked(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1123,6 +1228,12 @@ cdecode_first_unchecked(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             have = PyMemoryView_GET_BUFFER(raw)->len;
         else if (PyBytes_CheckExact(raw))
             have = PyBytes_GET_SIZE(raw);
+        else if (g_blob_cls != NULL && Py_TYPE(raw) == g_blob_cls &&
+                 PyLong_CheckExact(SLOT(raw, g_blob_nbytes))) {
+            have = PyLong_AsSsize_t(SLOT(raw, g_blob_nbytes));
+            if (have == -1 && PyErr_Occurred())
+                return NULL;
+        }
         else
             break;
         if ((uint64_t)have != want)
@@ -1174,6 +1285,8 @@ free_table(void)
         Py_CLEAR(g_scalar[i]);
     }
     Py_CLEAR(g_empty_bytes);
+    for (int i = 0; i < INTERN_SLOTS; i++)
+        Py_CLEAR(g_intern[i].str);
     Py_CLEAR(g_gc_freeze);
     Py_CLEAR(g_gc_unfreeze);
     Py_CLEAR(g_gc_freeze_count);
@@ -1363,6 +1476,16 @@ setup_field(Msg *m, Field *f, PyObject *pf, PyObject *messages)
         PyErr_SetString(PyExc_TypeError, "proto_name is not a str");
         return -1;
     }
+    /* the strings that name rather than identify: the same few values over and over */
+    static const char *const INTERNED[][2] = {
+        {"NodeProto", "op_type"}, {"NodeProto", "domain"}, {"AttributeProto", "name"},
+        {"OperatorSetIdProto", "domain"}, {"TensorShapeProto.Dimension", "dim_param"},
+        {"FunctionProto", "domain"}};
+    f->intern = 0;
+    for (size_t i = 0; kind == K_STRING && i < sizeof INTERNED / sizeof INTERNED[0]; i++)
+        if (PyUnicode_CompareWithASCIIString(m->proto_name, INTERNED[i][0]) == 0 &&
+            PyUnicode_CompareWithASCIIString(f->proto_name, INTERNED[i][1]) == 0)
+            f->intern = 1;
     PyObject *name = PyObject_GetAttrString(pf, "name");
     if (name == NULL)
         return -1;
@@ -1401,10 +1524,6 @@ setup_field(Msg *m, Field *f, PyObject *pf, PyObject *messages)
         (f->repeated && kind == K_RAW)) {
         PyErr_Format(PyExc_TypeError, "field %U: a %s field this decoder does not handle",
                      f->proto_name, KIND_NAMES[kind]);
-        return -1;
-    }
-    if (kind == K_RAW && m->origin_off < 0) {
-        PyErr_SetString(PyExc_TypeError, "raw_data in a record without an origin slot");
         return -1;
     }
     if (f->array != A_NONE)
@@ -1558,8 +1677,8 @@ ensure_np(void)
 static PyObject *
 cdecode_setup(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "setup(schema, WireError, max_depth, numpy)");
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "setup(schema, WireError, max_depth, numpy, Blob)");
         return NULL;
     }
 #if PY_BIG_ENDIAN
@@ -1585,6 +1704,8 @@ cdecode_setup(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             goto fail;
         }
     }
+    if (set_blob_class(args[4]) < 0)
+        goto fail;
     g_WireError = Py_NewRef(args[1]);
     g_max_depth = (int)PyLong_AsLong(args[2]);
     if (g_max_depth == -1 && PyErr_Occurred())
@@ -1624,7 +1745,6 @@ cdecode_setup(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     for (Py_ssize_t i = 0; i < nm; i++) {
         PyObject *pm = PyList_GET_ITEM(messages, i);
         Msg *m = &g_msgs[i];
-        m->origin_off = -1;
         PyObject *cls = PyObject_GetAttrString(pm, "cls");
         if (cls == NULL)
             goto fail;
@@ -1654,15 +1774,6 @@ cdecode_setup(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         Py_DECREF(uname);
         if (m->unknown_off < 0)
             goto fail;
-        if (PyObject_HasAttrString((PyObject *)m->cls, "origin")) {
-            PyObject *oname = PyUnicode_FromString("origin");
-            if (oname == NULL)
-                goto fail;
-            m->origin_off = slot_offset(m->cls, oname);
-            Py_DECREF(oname);
-            if (m->origin_off < 0)
-                goto fail;
-        }
     }
     for (Py_ssize_t i = 0; i < nm; i++) {
         Msg *m = &g_msgs[i];
@@ -1721,9 +1832,9 @@ fail:
 
 static PyMethodDef methods[] = {
     {"setup", (PyCFunction)(void (*)(void))cdecode_setup, METH_FASTCALL,
-     "setup(schema, WireError, max_depth, numpy): build the message table from schema.MESSAGES."},
+     "setup(schema, WireError, max_depth, numpy, Blob): build the message table from schema.MESSAGES."},
     {"decode", (PyCFunction)(void (*)(void))cdecode_decode, METH_FASTCALL,
-     "decode(data, message, raw, origin, tensors) -> record: decode._decode in C."},
+     "decode(data, message, raw, blob_source, tensors) -> record: decode._decode in C."},
     {"first_unchecked", (PyCFunction)(void (*)(void))cdecode_first_unchecked, METH_FASTCALL,
      "first_unchecked(tensors, start, bits) -> index of the first tensor needing the full check."},
     {NULL, NULL, 0, NULL}};

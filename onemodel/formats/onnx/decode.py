@@ -14,7 +14,8 @@ The decoder follows the schema of :mod:`.schema`:
   :data:`~onemodel.limits.MAX_MESSAGE_DEPTH` messages raise MalformedError with the field path
   (``ModelProto.graph.node[3].attribute[0]``) and the byte offset. Recursion is bounded by that
   depth, far below Python's own limit.
-* ``raw_data`` is not copied: it becomes a view of the input (see ``raw`` in :func:`decode`).
+* ``raw_data`` is not copied: it becomes a :class:`~onemodel.storage.blob.Blob` of the source the
+  input's bytes are (``blob_source``), or a view of the input (see :func:`decode`).
 
 :func:`decode` runs the C version of :func:`_decode` (``_cdecode.c``, compiled at install when a
 C compiler is there) on in-memory buffers: the same records and errors, about ten times faster.
@@ -31,6 +32,7 @@ from ...errors import MalformedError
 from ...ir.record import Float32
 from ...lazy import np
 from ...limits import MAX_MESSAGE_DEPTH
+from ...storage.blob import Blob
 from ..protobuf import WireError, check_tag, decode_packed_varints, read_varint, skip_field
 from . import schema as _schema
 from .schema import (BYTES, DOUBLE, ENUM, FLOAT, INT32, INT64, MESSAGE, MESSAGES, RAW, STRING,
@@ -41,7 +43,7 @@ from .schema import (BYTES, DOUBLE, ENUM, FLOAT, INT32, INT64, MESSAGE, MESSAGES
 # _C_ERROR says why it is not in use (not built, or the table did not fit).
 try:
     from . import _cdecode as _C
-    _C.setup(_schema, WireError, MAX_MESSAGE_DEPTH, np)
+    _C.setup(_schema, WireError, MAX_MESSAGE_DEPTH, np, Blob)
     _C_ERROR = None
 except Exception as exc:  # ImportError when not built; TypeError when the schema does not fit
     _C, _C_ERROR = None, f"{type(exc).__name__}: {exc}"
@@ -53,11 +55,11 @@ _F8 = "<f8"
 
 
 class _Ctx:
-    __slots__ = ("raw", "tensors", "origin")
+    __slots__ = ("raw", "tensors", "blob_source")
 
-    def __init__(self, raw, origin):
+    def __init__(self, raw, blob_source):
         self.raw = raw
-        self.origin = origin
+        self.blob_source = blob_source
         self.tensors = []  # (tensor, offset of its first byte) for the checks after decoding
 
 
@@ -160,9 +162,12 @@ def _decode(buf, pos: int, end: int, msg: Message, obj, depth: int, ctx: _Ctx) -
                 else:
                     setattr(obj, f.name, b)
             elif kind == RAW:
-                obj.raw_data = ctx.raw(pos, e) if ctx.raw is not None else buf[pos:e]
-                if ctx.origin is not None:
-                    obj.origin = (ctx.origin, pos, obj.raw_data)
+                if ctx.raw is not None:
+                    obj.raw_data = ctx.raw(pos, e)
+                elif ctx.blob_source is not None:
+                    obj.raw_data = Blob(ctx.blob_source, pos, n)
+                else:
+                    obj.raw_data = buf[pos:e]
             else:  # a packed run of a repeated scalar field
                 if kind == FLOAT or kind == DOUBLE:
                     width = 4 if kind == FLOAT else 8
@@ -255,7 +260,7 @@ def _clear_oneof(msg: Message, obj, f) -> None:
 
 
 def decode(data, message: str = "ModelProto", *, raw=None, source: str | None = None,
-           origin=None, check=None):
+           blob_source=None, check=None):
     """Decode one message of type ``message`` (an Annex B name) from ``data``.
 
     Args:
@@ -263,11 +268,11 @@ def decode(data, message: str = "ModelProto", *, raw=None, source: str | None = 
             ``__getitem__`` for ints and slices and ``__len__`` (a lazily fetched remote file).
         message: the proto name of the top-level message, e.g. ``ModelProto``, ``TensorProto``,
             ``SequenceProto``.
-        raw: ``raw(start, end) -> buffer`` making the value of each ``raw_data`` field; by
-            default a zero-copy slice of ``data``.
+        raw: ``raw(start, end) -> buffer`` making the value of each ``raw_data`` field.
         source: path or URL, for error messages.
-        origin: a storage Source whose bytes ``data`` are; each tensor with ``raw_data`` gets
-            ``origin = (origin, offset, raw_data)`` so writers can copy its bytes file to file.
+        blob_source: the storage Source whose bytes ``data`` are: without ``raw``, each
+            ``raw_data`` is ``Blob(blob_source, offset, nbytes)`` (its range of the source,
+            which writers copy file to file). Without either, a zero-copy slice of ``data``.
         check: ``check(root, tensors)`` called after decoding with every decoded TensorProto
             and SparseTensorProto (a sparse tensor after its values and indices) and its offset
             (the reader's content checks).
@@ -283,11 +288,11 @@ def decode(data, message: str = "ModelProto", *, raw=None, source: str | None = 
         data = memoryview(data)
     if isinstance(data, memoryview) and (data.ndim != 1 or data.itemsize != 1):
         data = data.cast("B")
-    ctx = _Ctx(raw, origin)
+    ctx = _Ctx(raw, blob_source)
     try:
         if (_C is not None and type(data) is memoryview and data.c_contiguous
                 and data.format == "B" and os.environ.get("ONEMODEL_PURE_PYTHON") != "1"):
-            obj = _C.decode(data, message, raw, origin, ctx.tensors)
+            obj = _C.decode(data, message, raw, blob_source, ctx.tensors)
         else:
             obj = msg.cls()
             _decode(data, 0, len(data), msg, obj, 1, ctx)

@@ -8,8 +8,8 @@ comes back identical: known fields in increasing tag order; every present option
 the others); negative integers as ten-octet varints (12.2.3); floats by their bit patterns; the
 octets of unknown fields last, in the order they were read.
 
-``raw_data`` values that are views of a source (a mapped file), lazy ranges, or large are not
-copied into the output: :func:`encode_pieces` returns them as separate pieces that a writer
+``raw_data`` values that are Blobs (ranges of a source: a mapped file, a remote file) or large
+are not copied into the output: :func:`encode_pieces` returns them as separate pieces that a writer
 streams to its sink. A message's encoding is not copied into its parent either when it holds
 such a piece or is large: the parent's key and length precede it as their own piece. So the
 memory an encoding takes is about the size of the model's structure, not of its weights.
@@ -17,16 +17,17 @@ memory an encoding takes is about the size of the model's structure, not of its 
 
 from __future__ import annotations
 
-from ...ir.record import LazyBuffer, buffer_nbytes, buffer_view, f32_bits
+from ...ir.record import buffer_nbytes, buffer_view, f32_bits
 from ...lazy import np
+from ...storage.blob import Blob
 from ..protobuf import encode_packed_varints, encode_varint
 from .schema import BY_CLASS, BYTES, DOUBLE, ENUM, FLOAT, INT32, INT64, MESSAGE, RAW, STRING, UINT64
 
 #: ``raw_data`` values (bytes) at least this large are kept as separate pieces, not copied, even
-#: without an origin; a sub-message's encoding this large is spliced into its parent, not copied.
+#: in memory; a sub-message's encoding this large is spliced into its parent, not copied.
 BIG = 1 << 16
-#: ``raw_data`` values (bytes) under this size are copied into the output even when they are views
-#: of a source: a piece of their own costs more time than the copy (a graph of 20,000 four-float
+#: ``raw_data`` values (bytes) under this size are copied into the output even when they are Blobs
+#: of a local source: a piece of their own costs more time than the copy (a graph of 20,000 four-float
 #: initializers encodes ~30% slower), and the copy is smaller than the Tensor record holding the
 #: value (~700 bytes), so the memory of an encoding stays proportional to the model's structure.
 SMALL = 256
@@ -133,17 +134,20 @@ def _encode(obj, msg, out: bytearray, parts: list) -> bytearray:
             out += _v(len(v))
             out += v
         elif kind == RAW:
-            n = buffer_nbytes(v)
-            view = None if isinstance(v, LazyBuffer) else buffer_view(v)
+            if isinstance(v, Blob):
+                n = v.nbytes
+                piece = n >= SMALL or v.source.whole() is None  # (remote: never fetched here)
+            else:
+                n = buffer_nbytes(v)
+                piece = n >= BIG
             out += f.key
             out += _v(n)
-            if view is None or n >= BIG or (n >= SMALL and obj.origin is not None
-                                            and obj.origin_of(v) is not None):
+            if piece:
                 parts.append(out)
                 parts.append(RawPiece(obj, n))
                 out = bytearray()
             else:
-                out += view
+                out += buffer_view(v)
     if obj.unknown:
         out += obj.unknown
     return out
@@ -178,9 +182,9 @@ def encode_pieces(obj) -> list:
     """The encoding of a record as a list of ``bytearray`` and :class:`RawPiece` pieces.
 
     Concatenating the pieces (a RawPiece stands for its tensor's raw_data bytes) gives the
-    message's octets. A RawPiece stands for each ``raw_data`` that is a LazyBuffer, or of
-    :data:`BIG` bytes or more, or of :data:`SMALL` bytes or more and a view of a source (its
-    tensor's ``origin``); no piece is changed after it was returned.
+    message's octets. A RawPiece stands for each ``raw_data`` that is a Blob of a remote source,
+    or a Blob of :data:`SMALL` bytes or more, or in memory and of :data:`BIG` bytes or more; no
+    piece is changed after it was returned.
     """
     msg = BY_CLASS[type(obj)]
     parts: list = []

@@ -22,8 +22,9 @@ its contents. Resolution turns them into bytes:
    length must equal the element count times the element size (dims x element type). A
    ``checksum`` is verified (SHA-1 of the whole file, Clause 13.3) before the bytes are used. Each
    data file is opened and mapped once, whatever the number of tensors in it;
-   ``tensor.external`` becomes a zero-copy read-only view of the map and ``tensor.origin``
-   ``(data source, offset, tensor.external)``, so writers copy the bytes file to file.
+   ``tensor.external`` becomes the :class:`~onemodel.storage.blob.Blob` of the tensor's bytes in
+   it (a zero-copy view of the map, or range reads of a remote file), which writers copy file to
+   file.
 
 Resolution outside the model's directory is possible only when asked for explicitly
 (``allow_outside=True``, CLI ``--allow-external-outside``; Clause 15.3 "SHALL NOT be the default").
@@ -533,8 +534,8 @@ def resolve_external_data(model: Model, base=None, *, allow_outside: bool = Fals
     indices, attribute tensors, in subgraphs, functions and training graphs).
 
     Args:
-        model: the model; its tensors get ``external`` (a read-only view of exactly the tensor's
-            bytes: a memoryview of the map, or a lazy range of a remote file) and ``origin``.
+        model: the model; its tensors get ``external``: the Blob of exactly the tensor's bytes
+            in its data file (read through the map, or range reads of a remote file).
         base: the model's directory (a local path, or a URL of the directory); default
             ``model.base_dir``.
         allow_outside: resolve locations outside that directory too (absolute paths, ``..``,
@@ -652,13 +653,7 @@ class _Resolver:
             if df.sha1 != ref.checksum:
                 raise RefusedError(f"checksum mismatch: the file's SHA-1 is {df.sha1}, the "
                                    f"reference says {ref.checksum} (Clause 13.3)")
-        whole = src.whole()
-        if whole is not None:
-            view = whole[ref.offset:ref.offset + length]
-        else:
-            view = Blob(src, ref.offset, length)
-        t.external = view
-        t.origin = (src, ref.offset, view)
+        t.external = Blob(src, ref.offset, length)
 
     def close_base(self) -> None:
         if self.base_fd is not None:

@@ -26,10 +26,10 @@ that already was external. STRING tensors (no raw layout) and empty tensors stay
 References are written with the keys ``location``, ``offset`` and ``length``, in that order, as
 ``onnx`` writes them.
 
-Bytes stream: a tensor that is an untouched view of a local file is copied file to file
-(``LocalSink.copy_from``: ``copy_file_range`` or ``splice``, a bounded buffered copy where the
-kernel does neither); other contents are written from their buffers, remote ones fetched in
-bounded chunks. Nothing is concatenated in memory, so memory stays bounded whatever the model size.
+Bytes stream: a tensor whose contents are a Blob (bytes of a source, as the readers leave them) is
+handed to ``Sink.write_blob``, which copies a local file's bytes file to file (``copy_file_range``
+or ``splice``, a bounded buffered copy where the kernel does neither) and a remote file's in
+bounded range reads; other contents are written from their buffers. Nothing is concatenated in memory, so memory stays bounded whatever the model size.
 
 Safety: every data file is written to a temporary file beside its destination and renamed into
 place only after the .onnx bytes were written, so an existing data file is never appended to or
@@ -84,7 +84,7 @@ from .paths import proto_path
 
 LAYOUTS = ("keep", "inline", "file", "per_tensor")
 
-_STORAGE_FIELDS = STORAGE_FIELDS + ("origin",)
+_STORAGE_FIELDS = STORAGE_FIELDS
 _INITIALIZER = re.compile(r"\.initializers\[\d+\]$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _RESERVED = frozenset(["CON", "PRN", "AUX", "NUL"] + [f"COM{i}" for i in range(1, 10)]
@@ -92,13 +92,13 @@ _RESERVED = frozenset(["CON", "PRN", "AUX", "NUL"] + [f"COM{i}" for i in range(1
 
 
 class _Slot:
-    """One tensor's bytes in a data file: where, how many, and where they come from."""
+    """One tensor's bytes in a data file: where, how many, and where they come from (``buffer``:
+    a Blob of a source, or bytes in memory)."""
 
-    __slots__ = ("offset", "nbytes", "tensor", "buffer", "origin")
+    __slots__ = ("offset", "nbytes", "tensor", "buffer")
 
-    def __init__(self, offset, nbytes, tensor, buffer, origin):
-        self.offset, self.nbytes, self.tensor = offset, nbytes, tensor
-        self.buffer, self.origin = buffer, origin
+    def __init__(self, offset, nbytes, tensor, buffer):
+        self.offset, self.nbytes, self.tensor, self.buffer = offset, nbytes, tensor, buffer
 
 
 class _DataFile:
@@ -133,17 +133,17 @@ class _Overrides:
 
 
 def _contents(model, t):
-    """``(buffer, origin)`` of a tensor's raw-layout bytes; origin ``(source, offset)`` or None."""
+    """A tensor's raw-layout bytes: its Blob (bytes of a source) or a buffer in memory."""
     if t.data_location == EXTERNAL:
         if t.external is None:
             raise InvalidModelError(
                 f"the external data of tensor {quote(t.name)} was not loaded (read with "
                 "load_external=False or from bytes), so it cannot be written to a new place",
                 path=proto_path(model, t))
-        return t.external, t.origin_of(t.external)
+        return t.external
     if t.raw_data is not None:
-        return t.raw_data, t.origin_of(t.raw_data)
-    return t.raw_view(), None
+        return t.raw_data
+    return t.raw_view()
 
 
 def _movable(path: str, t, threshold: int, convert_attributes: bool) -> bool:
@@ -209,10 +209,9 @@ def _plan(model, layout, external_data, threshold, align, convert_attributes, ou
             continue
         if layout == "inline" or not _movable(path, t, threshold, convert_attributes):
             if external:
-                buf, _ = _contents(model, t)
-                ov.set(t, data_location=None, external_data=[], raw_data=buf)
+                ov.set(t, data_location=None, external_data=[], raw_data=_contents(model, t))
             continue
-        buf, origin = _contents(model, t)
+        buf = _contents(model, t)
         n = t.nbytes
         if layout == "file":
             if one_file is None:
@@ -225,9 +224,9 @@ def _plan(model, layout, external_data, threshold, align, convert_attributes, ou
             loc = _tensor_file_name(t.name, used_names)
             df = files.setdefault(loc, _DataFile(loc))
             offset = 0
-        df.slots.append(_Slot(offset, n, t, buf, origin))
+        df.slots.append(_Slot(offset, n, t, buf))
         ov.set(t, data_location=EXTERNAL, external_data=_entries(df.location, offset, n),
-               raw_data=None, origin=None, float_data=None, int32_data=None, int64_data=None,
+               raw_data=None, float_data=None, int32_data=None, int64_data=None,
                double_data=None, uint64_data=None)
     return list(files.values())
 
@@ -254,7 +253,7 @@ def _plan_keep(model, t, files, out_base, allow_outside) -> None:
     if ref.length is not None and ref.length != n:
         raise InvalidModelError(f"tensor {quote(t.name)} holds {n} bytes but its reference says "
                                 f"length {ref.length}", path=proto_path(model, t))
-    df.slots.append(_Slot(ref.offset, n, t, buf, t.origin_of(buf)))
+    df.slots.append(_Slot(ref.offset, n, t, buf))
 
 
 def _union(ranges) -> list[list[int]]:
@@ -276,12 +275,15 @@ def _in_place(df: _DataFile, out_base) -> bool:
         return False
     identity = src = None
     for s in df.slots:
-        if s.origin is None or s.origin[1] != s.offset:
+        b = s.buffer
+        if not isinstance(b, Blob) or b.offset != s.offset:
             return False
-        ident = data_file_identity(s.origin[0])
+        ident = data_file_identity(b.source)
         if ident is None or (identity is not None and ident != identity):
             return False
-        identity, src = ident, s.origin[0]
+        identity, src = ident, b.source
+    if src.closed:
+        return False
     try:
         st = os.lstat(os.path.join(local_path(out_base), *location_parts(df.location)))
     except (OSError, InvalidModelError):
@@ -306,10 +308,11 @@ def _read_from(model) -> set:
     were read from."""
     found = set()
     for _, t in iter_tensors(model):
-        if t.origin is not None:
-            ident = data_file_identity(t.origin[0])
-            if ident is not None:
-                found.add(ident)
+        for b in (t.external, t.raw_data):
+            if isinstance(b, Blob):
+                ident = data_file_identity(b.source)
+                if ident is not None:
+                    found.add(ident)
     return found
 
 
@@ -405,17 +408,18 @@ def _emit(sink, slot: _Slot, start: int, n: int) -> None:
     """Write bytes ``[start, start + n)`` of a slot's contents."""
     if n <= 0:
         return
-    if slot.origin is not None:  # file to file: the sink's one copy decision
-        src, off = slot.origin
-        sink.write_blob(Blob(src, off + start, n))
+    b = slot.buffer
+    if isinstance(b, Blob):  # the sink's one copy decision (file to file where it can)
+        sink.write_blob(b if start == 0 and n == b.nbytes else b.part(start, n))
     else:
-        sink.write(buffer_view(slot.buffer)[start:start + n])
+        sink.write(buffer_view(b)[start:start + n])
 
 
 def _same_bytes(a: _Slot, b: _Slot, start: int, end: int) -> bool:
     """Whether slots ``a`` and ``b`` hold the same bytes over file range ``[start, end)``."""
-    if a.origin is not None and b.origin is not None and a.origin[0] is b.origin[0] \
-            and a.origin[1] - a.offset == b.origin[1] - b.offset:
+    x, y = a.buffer, b.buffer
+    if isinstance(x, Blob) and isinstance(y, Blob) and x.source is y.source \
+            and x.offset - a.offset == y.offset - b.offset:
         return True
     va = buffer_view(a.buffer)[start - a.offset:end - a.offset]
     vb = buffer_view(b.buffer)[start - b.offset:end - b.offset]
@@ -476,14 +480,13 @@ def _update_checksums(files: list[_DataFile], ov: _Overrides) -> bool:
 
 def stream_pieces(pieces, sink) -> None:
     """Write the pieces of :func:`~.encode.encode_pieces` to ``sink``: bytes as they are, each
-    large ``raw_data`` copied from its origin source (file to file when local), else written from
-    its buffer."""
+    ``raw_data`` piece that is a Blob through ``sink.write_blob`` (file to file when local), else
+    written from its buffer."""
     for piece in pieces:
         if isinstance(piece, RawPiece):
-            t = piece.tensor
-            where = t.origin_of(t.raw_data)
-            if where is not None:
-                sink.write_blob(Blob(where[0], where[1], piece.nbytes))
+            raw = piece.tensor.raw_data
+            if isinstance(raw, Blob):
+                sink.write_blob(raw)
             else:
                 sink.write(piece.view())
         else:
@@ -656,9 +659,9 @@ def external_data_report(model) -> list[dict]:
                               "alignment": None}
             ranges[key] = []
         f["tensors"] += 1
-        where = t.origin_of(t.external) if t.external is not None else None
-        if where is not None and data_file_identity(where[0]) is not None:
-            f["size"] = where[0].size
+        b = t.external
+        if isinstance(b, Blob) and data_file_identity(b.source) is not None:
+            f["size"] = b.source.size
         length = ref.length if ref.length is not None else t.nbytes
         if length > 0:  # the largest power of two dividing the offset (0: any), capped
             own = min(ref.offset & -ref.offset, MAX_ALIGN) if ref.offset else MAX_ALIGN

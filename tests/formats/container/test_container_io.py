@@ -17,6 +17,7 @@ from onemodel.formats.container import PLUGIN, read, read_bytes, write, write_by
 from onemodel.formats.container.header import Header, parse_header
 from onemodel.formats.container.manifest import json_depth
 from onemodel.ir import Attribute, Graph, LazyBuffer, Model, Node, SequenceType, Tensor, Type
+from onemodel.ir.record import buffer_view
 from onemodel.limits import MAX_MANIFEST_BYTES
 from onemodel.storage import BytesSink, LocalSink, LocalSource, MemorySource
 from onemodel.storage.base import Sink, Source
@@ -169,9 +170,9 @@ def test_big_file_tensors_are_read_only_views_of_the_map(tmp_path):
     arr = t.numpy()
     whole = np.frombuffer(source.whole(), dtype=np.uint8)
     assert np.shares_memory(arr, whole) and not arr.flags.writeable
-    assert isinstance(t.raw_data, memoryview) and t.raw_data.readonly
-    start = t.origin[1]
-    assert start % 64 == 0 and t.origin[0] is source
+    assert isinstance(t.raw_data, Blob) and buffer_view(t.raw_data).readonly
+    start = t.raw_data.offset
+    assert start % 64 == 0 and t.raw_data.source is source
     assert np.array_equal(arr, w)
     assert model.resources == [source] and model.source == path
     model.close()

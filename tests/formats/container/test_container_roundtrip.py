@@ -19,7 +19,9 @@ from onemodel.ir import (Attribute, Dimension, Graph, MapType, Model, Node, Oper
                          Tensor, TensorType, Type)
 from onemodel.ir.dtypes import INFO, DataType
 from onemodel.ir.tensor import typed_to_raw
+from onemodel.ir.record import buffer_view
 from onemodel.storage.base import BytesSink
+from onemodel.storage.blob import Blob
 
 
 def manifest_of(data: bytes) -> dict:
@@ -105,7 +107,7 @@ def test_every_dtype_keeps_values_and_bytes():
             continue
         assert bytes(b.raw_data) == bytes(a.raw_data)
         assert b.numpy().tobytes() == a.numpy().tobytes()
-        assert isinstance(b.raw_data, memoryview) and b.raw_data.readonly
+        assert isinstance(b.raw_data, Blob) and buffer_view(b.raw_data).readonly
     # sub-byte types are packed: 5 int4 elements take 3 bytes
     int4 = next(t for t in manifest_of(data)["graph"]["initializers"] if t["dtype"] == 22)
     assert int4["data"]["length"] == 3

@@ -1,7 +1,7 @@
 """The C decoder (_cdecode.c) against the pure-Python one (decode._decode), which specifies it.
 
 For every input both must give equal records, with values of the same types, the same
-(tensor, offset) list for the checks, the same ``origin`` and ``raw_data`` views, or both must raise
+(tensor, offset) list for the checks, the same ``raw_data`` Blobs (or views), or both must raise
 MalformedError with the same message, field path and offset (Clause 12). Inputs: the conformance
 files of the installed onnx package, models made with onnx.helper that set every message and field,
 and hypothesis-made octets (field soups of every wire type, mutations, hostile lengths and depths).
@@ -31,7 +31,9 @@ from onemodel.formats.onnx.checks import check_tensors
 from onemodel.formats.onnx.schema import (BYTES, DOUBLE, ENUM, FLOAT, INT32, INT64, MESSAGE,
                                           MESSAGES, RAW, STRING, UINT64)
 from onemodel.ir import Float32, Graph, Model, Record, Segment, Tensor
-from onemodel.ir.record import ARRAY, LIST_KINDS, LIST_MSG, MSG
+from onemodel.ir.record import ARRAY, BUFFER, LIST_KINDS, LIST_MSG, MSG
+from onemodel.storage.base import MemorySource
+from onemodel.storage.blob import Blob
 from wire import f32, key, ld, model_with_initializer, tensor, varint, vint
 
 D = importlib.import_module("onemodel.formats.onnx.decode")
@@ -65,12 +67,12 @@ def _pure(flag: bool):
             os.environ["ONEMODEL_PURE_PYTHON"] = old
 
 
-def _run(data, message, pure, raw=None, origin=None):
+def _run(data, message, pure, raw=None, blob_source=None):
     """``("ok", record, tensors)`` or ``("error", kind, text, path, offset)``."""
     seen = []
     with _pure(pure):
         try:
-            obj = D.decode(data, message, raw=raw, origin=origin,
+            obj = D.decode(data, message, raw=raw, blob_source=blob_source,
                            check=lambda root, tensors: seen.append(list(tensors)))
         except MalformedError as e:
             return ("error", type(e), e.message, e.path, e.offset)
@@ -94,7 +96,7 @@ def _paths(root) -> dict:
 
 def _same_types(a, b, path="") -> None:
     """Every field of ``a`` and ``b`` holds a value of the same type (and dtype), recursively;
-    EXTRA slots agree too (``origin`` points at the record's own raw_data)."""
+    a raw_data Blob names the same range of the same source; EXTRA slots agree too."""
     assert type(a) is type(b), path
     for name, kind, _ in a.FIELDS:
         va, vb = getattr(a, name), getattr(b, name)
@@ -102,6 +104,8 @@ def _same_types(a, b, path="") -> None:
         assert type(va) is type(vb), (where, type(va), type(vb))
         if kind == ARRAY and va is not None:
             assert va.dtype == vb.dtype and va.ndim == 1, where
+        elif kind == BUFFER and isinstance(va, Blob):
+            assert va == vb and not va.loaded and not vb.loaded, where
         elif kind == MSG and va is not None:
             _same_types(va, vb, where)
         elif kind in LIST_KINDS:
@@ -114,17 +118,17 @@ def _same_types(a, b, path="") -> None:
     assert type(a.unknown) is bytes and type(b.unknown) is bytes, path
     for name in a.EXTRA:
         va, vb = getattr(a, name), getattr(b, name)
-        if name == "origin" and va is not None:
-            assert vb is not None and va[0] is vb[0] and va[1] == vb[1], path
-            assert va[2] is a.raw_data and vb[2] is b.raw_data, path
-        else:
-            assert va is None and vb is None, (path, name)
+        assert va is None and vb is None, (path, name)
 
 
-def _compare(data, message="ModelProto", raw=None, origin=None):
-    """Decode with both paths and assert the outcomes are the same. Returns the outcome."""
-    got_c = _run(data, message, False, raw, origin)
-    got_py = _run(data, message, True, raw, origin)
+def _compare(data, message="ModelProto", raw=None, blobs=None):
+    """Decode with both paths and assert the outcomes are the same. Returns the outcome.
+    ``blobs``: the Source whose bytes ``data`` are (True: a MemorySource over ``data``), so
+    raw_data values are Blobs of it."""
+    if blobs is True:
+        blobs = MemorySource(data)
+    got_c = _run(data, message, False, raw, blobs)
+    got_py = _run(data, message, True, raw, blobs)
     if got_c[0] == "error" or got_py[0] == "error":
         assert got_c == got_py
         return got_c
@@ -164,7 +168,7 @@ def _files(suffix):
 @pytest.mark.parametrize("name", _files(".onnx"))
 def test_onnx_backend_models(name):
     data = (ONNX_DATA / name).read_bytes()
-    out = _compare(data, "ModelProto", origin=name)
+    out = _compare(data, "ModelProto", blobs=True)
     assert out[0] == "ok"  # the conformance models are valid ONNX
 
 
@@ -188,7 +192,7 @@ def test_real_models(name):
     from onemodel.storage import LocalSource
 
     with LocalSource(str(TESTDATA / name), mmap_threshold=0) as src:
-        out = _compare(src.whole(), origin=src)
+        out = _compare(src.whole(), blobs=src)
         assert out[0] == "ok"
         del out
 
@@ -289,7 +293,8 @@ def _full_model() -> onnx.ModelProto:
 @needs_c
 def test_full_model_every_field():
     data = _full_model().SerializeToString()
-    out = _compare(data, origin="src")
+    src = MemorySource(data)
+    out = _compare(data, blobs=src)
     assert out[0] == "ok"
     m = out[1]
     attrs = {a.name: a for a in m.graph.nodes[0].attributes}
@@ -300,10 +305,10 @@ def test_full_model_every_field():
     assert attrs["s"].s == b"bytes\x00\xff" and attrs["ref"].ref_attr_name == "ref"
     init = {t.name: t for t in m.graph.initializers}
     raw = init["t_raw"]
-    assert type(raw.raw_data) is memoryview and bytes(raw.raw_data) == np.array(
+    assert type(raw.raw_data) is Blob and bytes(raw.raw_data) == np.array(
         [1.5, -0.0, np.inf], np.float32).tobytes()
-    assert raw.origin == ("src", raw.origin[1], raw.raw_data) and raw.origin[2] is raw.raw_data
-    assert data[raw.origin[1]:raw.origin[1] + 12] == bytes(raw.raw_data)
+    assert raw.raw_data.source is src and raw.raw_data.nbytes == 12
+    assert data[raw.raw_data.offset:raw.raw_data.offset + 12] == bytes(raw.raw_data)
     assert init["t_u64"].uint64_data.dtype == np.uint64
     assert init["t_u64"].uint64_data.tolist() == [(1 << 64) - 1, 3]
     assert init["t_i32"].int32_data.dtype == np.int32
@@ -339,8 +344,9 @@ def test_other_messages(message, proto):
 
 
 @needs_c
-def test_raw_factory_and_origin_are_used_alike():
+def test_raw_factory_and_blob_source_are_used_alike():
     data = _full_model().SerializeToString()
+    src = MemorySource(data)
     for pure in (False, True):
         calls = []
 
@@ -349,10 +355,12 @@ def test_raw_factory_and_origin_are_used_alike():
             return bytes(data[start:end])
 
         with _pure(pure):
-            m = D.decode(data, raw=raw, origin="o")
+            m = D.decode(data, raw=raw, blob_source=src)  # the factory comes first
+            blob = D.decode(data, blob_source=src).graph.initializers[0].raw_data
         t = m.graph.initializers[0]
-        start = t.origin[1]
-        assert type(t.raw_data) is bytes and t.origin == ("o", start, t.raw_data)
+        start = blob.offset
+        assert type(blob) is Blob and blob == Blob(src, start, 12)
+        assert type(t.raw_data) is bytes and bytes(blob) == t.raw_data
         assert (start, start + 12) in calls and t.raw_data == data[start:start + 12]
         if pure:
             assert calls == calls_c
@@ -453,7 +461,7 @@ EDGE = [
 @needs_c
 @pytest.mark.parametrize("message,data", EDGE, ids=[f"{i}-{m}" for i, (m, _) in enumerate(EDGE)])
 def test_edge_cases(message, data):
-    _compare(data, message, origin="o")
+    _compare(data, message, blobs=True)
 
 
 @needs_c
@@ -578,7 +586,7 @@ _NAMES = sorted(MESSAGES)
 def test_random_field_soups(data):
     name = data.draw(st.sampled_from(_NAMES))
     octets = data.draw(_message(MESSAGES[name], 3))
-    _compare(octets, name, origin="o")
+    _compare(octets, name, blobs=True)
 
 
 _SEED_MODEL = None
@@ -608,7 +616,7 @@ def test_mutated_models(data):
             b[i:i] = data.draw(st.binary(min_size=1, max_size=11))
         else:
             del b[i:i + data.draw(st.integers(1, 20))]
-    _compare(bytes(b), origin="o")
+    _compare(bytes(b), blobs=True)
 
 
 _NESTING = [n for n in _NAMES if any(f.kind == MESSAGE for f in MESSAGES[n].fields)]
@@ -633,7 +641,7 @@ def test_random_deep_nesting(root, depth, rnd, data):
     body = data.draw(_message(msg, 1))
     for f in reversed(chain):
         body = ld(f.tag, body)
-    out = _compare(body, root, origin="o")
+    out = _compare(body, root, blobs=True)
     if len(chain) >= 100:
         assert out[0] == "error" and out[2] == "messages nested deeper than 100"
 

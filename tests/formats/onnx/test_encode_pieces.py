@@ -48,7 +48,7 @@ def test_mapped_mid_size_tensors_are_pieces_not_copies(tmp_path):
     names = {p.tensor.name for p in raw}
     assert names == {f"w{i}" for i in range(20)} | {f"t{i}" for i in range(20)}
     for p in raw:  # the piece is the mapped bytes themselves
-        assert p.view().obj is model.graph.initializers[0].raw_data.obj
+        assert p.view().obj is model.resources[0].whole().obj
     assert pieces_size(pieces) == len(data)
     assert b"".join(p.view() if isinstance(p, RawPiece) else p for p in pieces) == data
     assert encode(model) == data
@@ -98,15 +98,14 @@ def test_large_sub_message_is_spliced_and_identical():
     assert encode(model) == data
 
 
-def test_small_values_without_origin_are_copied_large_ones_are_pieces():
-    small = numpy_helper.from_array(np.arange(SMALL, dtype=np.uint8), "small")  # no origin
+def test_small_values_in_memory_are_copied_large_ones_are_pieces():
+    small = numpy_helper.from_array(np.arange(SMALL, dtype=np.uint8), "small")  # in memory
     large = numpy_helper.from_array(np.zeros(BIG, np.uint8), "large")
     graph = helper.make_graph([], "g", [], [], initializer=[small, large])
     data = helper.make_model(graph).SerializeToString()
     model = decode_model(data)
     for t in model.graph.initializers:  # values the user set: no source to copy from
         t.raw_data = bytes(t.raw_data)
-        t.origin = None
     pieces = encode_pieces(model)
     assert [p.tensor.name for p in pieces if isinstance(p, RawPiece)] == ["large"]
     assert encode(model) == data

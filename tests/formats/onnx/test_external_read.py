@@ -18,6 +18,7 @@ from onemodel.formats.onnx import decode_model, read, resolve_external_data
 from onemodel.formats.onnx.external import ExternalReference, location_parts, parse_reference
 from onemodel.ir import StringStringEntry, iter_tensors
 from onemodel.storage import LocalSource, MemorySource, open_source
+from onemodel.storage.blob import Blob
 
 from external_models import (external_tensor, model_with, oracle_tensors, rich_model,
                              save_external, write_model)
@@ -59,14 +60,14 @@ def test_onnx_saved_models_read_bit_for_bit(tmp_path, kw):
             assert any(not t.is_external for _, t in iter_tensors(model))
         for t in external:
             assert bytes(t.external) == t.tobytes()
-            assert t.origin[2] is t.external
+            assert isinstance(t.external, Blob) and t.external.nbytes == t.nbytes
 
 
 def test_torch_dynamo_export_reads_bit_for_bit():
     with _assert_same_as_onnx(DYNAMO) as model:
         ext = [t for _, t in iter_tensors(model) if t.is_external]
         assert len(ext) == 5
-        assert {t.origin[0] for t in ext} == {ext[0].origin[0]}  # one map for the .data file
+        assert {id(t.external.source) for t in ext} == {id(ext[0].external.source)}  # one map
 
 
 def test_each_data_file_is_mapped_once_and_tensors_are_views(tmp_path):
@@ -87,7 +88,7 @@ def test_each_data_file_is_mapped_once_and_tensors_are_views(tmp_path):
         src = data_sources[0]
         assert isinstance(src, LocalSource) and src.mapped
         for t, a in zip(tensors, arrays):
-            assert t.origin[0] is src
+            assert t.external.source is src
             v = t.numpy()
             assert np.array_equal(v, a)
             assert not v.flags.writeable
