@@ -11,7 +11,8 @@ one-threaded: ``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS`` and ``MKL_NUM_THREAD
 before numpy is imported (numpy's BLAS serves both onemodel and the reference evaluator). The outputs of the engines are checked
 against each other (rtol 1e-4, atol 1e-5) before any timing is reported.
 
-onemodel keeps freed memory mapped for the next run (onemodel/evaluate/memory.py), which saves
+onemodel's session is created with ``tune_malloc=True``: it keeps freed memory mapped for the
+next run (onemodel/evaluate/memory.py; opt-in, since it is a process-wide setting), which saves
 the page faults of re-allocating large intermediates; for comparison the reference evaluator is
 also timed with the same glibc setting (``ref+malloc``, given through the environment).
 
@@ -74,7 +75,7 @@ def child(engine: str, file: str, dims: dict, repeat: int, out_path: str) -> dic
         if engine == "onemodel":
             from onemodel.evaluate import Session
 
-            session = Session(model)
+            session = Session(model, tune_malloc=True)
             fn = lambda: list(session.run(feeds).values())  # noqa: E731
         elif engine == "reference":
             from onnx.reference import ReferenceEvaluator

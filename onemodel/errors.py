@@ -21,8 +21,9 @@ Unsupported, which keeps the option names apart so that the command line can nam
 Two more errors are not reading kinds: :class:`EvaluationError` (a valid model failed while it
 was evaluated on the inputs given, for example a Reshape that cannot hold for those extents) and
 :class:`UsageError` (a caller's argument that cannot be taken: an unknown input name, a value out
-of range). Warnings that a caller should see (a model that is read but deviates from the spec in a
-way onemodel tolerates) are :class:`OneModelWarning`.
+of range). :class:`InternalError` is neither: a bug (a kernel raising an exception that is not
+one of these). Warnings that a caller should see (a model that is read but deviates from the spec
+in a way onemodel tolerates) are :class:`OneModelWarning`.
 
 Each error carries the path of the field (``ModelProto.graph.node[3].input[1]`` or
 ``manifest.graph.nodes[3].inputs[1]``), the byte offset in the file when there is one, and the
@@ -237,6 +238,45 @@ class EvaluationError(OneModelError):
     condition does not hold)."""
 
     kind = "EvaluationError"
+
+
+class InternalError(OneModelError):
+    """A bug in onemodel or in a kernel given to it, not a fault of the model or its inputs: a
+    kernel raised an exception that is not a OneModelError (a TypeError, AttributeError,
+    KeyError, ...; see :mod:`onemodel.evaluate.runner` for what counts as the inputs' fault).
+    Not a reading kind. The exception raised is its ``__cause__``.
+
+    Attributes (besides those of :class:`OneModelError`):
+        kernel: the kernel, ``module.function`` (``onemodel.evaluate.kernels.math.add``).
+        node: the node, ``3 (Add 'plus', domain ai.onnx, opset 14)`` (index, op_type, name,
+            domain, opset version).
+
+    ``message`` reads ``internal error in kernel K for node N: TypeError: ...; please report
+    it``, and ``str(error)`` is the message with its location, without a kind in front. The
+    command line prints that line and exits with status 70 (not 2).
+    """
+
+    kind = "InternalError"
+
+    def __init__(self, message: str, *, path: str | None = None, offset: int | None = None,
+                 source: str | None = None, kernel: str | None = None, node: str | None = None):
+        super().__init__(message, path=path, offset=offset, source=source)
+        self.kernel = kernel
+        self.node = node
+
+    def __str__(self) -> str:
+        """``message [path] ... in source`` as for the other errors, without ``Kind: ``: the
+        message says what it is."""
+        return super().__str__().removeprefix(f"{self.kind}: ")
+
+    def __reduce__(self):
+        return (_rebuild_internal, (self.message, self.path, self.offset, self.source,
+                                    self.kernel, self.node))
+
+
+def _rebuild_internal(message, path, offset, source, kernel, node):
+    return InternalError(message, path=path, offset=offset, source=source, kernel=kernel,
+                         node=node)
 
 
 class UsageError(ValueError):

@@ -1,8 +1,9 @@
 """The ``onemodel`` command line (typer, rich). Thin: parse, call the API, print.
 
 Exit status: 0 success (``verify``: the models are equal), 1 ``verify`` found a difference,
-2 error. An error prints one line naming its kind (Malformed, InvalidModel, Unsupported, Io), the
-field path, the offset and the file; ``--debug`` prints the traceback instead.
+2 error, 70 a kernel's internal error (:class:`~onemodel.errors.InternalError`, a bug). An error
+prints one line naming its kind (Malformed, InvalidModel, Unsupported, Io), the field path, the
+offset and the file; ``--debug`` prints the traceback instead.
 """
 
 from __future__ import annotations
@@ -107,6 +108,10 @@ def _on_sigterm(signum, frame):
     raise Terminated()
 
 
+#: Exit status of an :class:`~onemodel.errors.InternalError` (a kernel's bug, "please report"):
+#: ``EX_SOFTWARE`` of sysexits.h, apart from 2 (the model, its inputs or the command line).
+EXIT_INTERNAL = 70
+
 #: Exit status when stdout's reader went away (``onemodel info m.onnx | head -1``): that of a
 #: process ended by SIGPIPE, as other Unix tools give (128 + 13), and unlike 1 (verify: differ).
 EXIT_PIPE = 141
@@ -125,8 +130,10 @@ def _stdout_gone() -> None:
 
 @contextlib.contextmanager
 def _errors(debug: bool):
-    """Turn every failure into one line on stderr and exit status 2; with --debug the full
-    traceback is printed instead (the exit status stays 2, so scripts read it the same way).
+    """Turn every failure into one line on stderr and exit status 2 (:data:`EXIT_INTERNAL` for
+    an InternalError, whose line reads ``internal error in kernel K for node N: ...; please report
+    it``); with --debug the full traceback is printed instead (the exit status stays the same,
+    so scripts read it the same way).
     Ctrl-C exits 130 and SIGTERM 143 (after the writes in progress are undone); a closed
     stdout exits :data:`EXIT_PIPE` without a message."""
     try:
@@ -153,7 +160,8 @@ def _errors(debug: bool):
         else:  # a bug: still one line
             err.line(f"internal error: {type(e).__name__}: {e} (run with --debug for the "
                      "traceback)")
-        raise typer.Exit(2) from None
+        from ..errors import InternalError
+        raise typer.Exit(EXIT_INTERNAL if isinstance(e, InternalError) else 2) from None
 
 
 #: Differences verify collects at most (the report says "at least" when it is reached).

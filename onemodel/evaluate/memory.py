@@ -1,4 +1,4 @@
-"""Keeping freed memory for the next run: glibc's malloc tuned once per process.
+"""Keeping freed memory for the next run: glibc's malloc tuned once per process, on request.
 
 Every run of a model allocates and frees the same intermediate arrays. With glibc's default
 malloc, a freed block larger than the (dynamic) mmap threshold, and free memory at the top of the
@@ -6,11 +6,13 @@ heap past the trim threshold, go back to the kernel, so the next run pays one pa
 4 KiB page it touches again: about a third of the run time of a transformer encoder at batch 16.
 onnxruntime avoids the same cost with its own arena allocator.
 
-:func:`tune_allocator` (called by the first :class:`~onemodel.evaluate.Session`) therefore asks
-glibc, with ``mallopt``, to serve blocks up to :data:`MMAP_THRESHOLD` bytes from the heap and to
-return free heap memory to the kernel only when more than :data:`TRIM_THRESHOLD` bytes of it
-accumulate at the top. This is a process-wide setting; the process keeps at most
-``TRIM_THRESHOLD`` bytes of freed memory mapped. It is skipped when:
+:func:`tune_allocator` therefore asks glibc, with ``mallopt``, to serve blocks up to
+:data:`MMAP_THRESHOLD` bytes from the heap and to return free heap memory to the kernel only when
+more than :data:`TRIM_THRESHOLD` bytes of it accumulate at the top. This is a process-wide
+setting (it changes how everything in the process allocates, and the process keeps up to
+``TRIM_THRESHOLD`` bytes of freed memory mapped), so it is opt-in: the first
+:class:`~onemodel.evaluate.Session` (or :func:`onemodel.evaluate.run`) given
+``tune_malloc=True`` calls it; a Session without it leaves malloc as it is. It is skipped when:
 
 * the C library is not glibc (musl, macOS, Windows): nothing to tune, nothing is done;
 * the environment sets ``ONEMODEL_TUNE_MALLOC=0``;

@@ -1,12 +1,21 @@
 """The graph runner: plans a model once, then evaluates it node by node with numpy kernels.
 
 Planning (:class:`Session`) does all the checking before any computation (ONNX Part 1, Clause 4.4
-and 8.6): every node of the main graph, of every subgraph and of every model-local function it
-calls is matched to a kernel, and every operator without one is listed in one
-:class:`~onemodel.errors.UnsupportedError`. Planning also fixes the evaluation order (the node
-order, which Clause 7.5 requires to be topological; an unsorted graph is sorted, a cycle is
-refused), the values each subgraph reads from its enclosing scopes (Clause 5.4.3), and the last
-use of every value, after which the runner drops it.
+and 8.6). The graph rules of :mod:`onemodel.ir.graph_rules` come first, with their messages and
+paths: one definition per name, every name defined in its graph or an enclosing one (If, Loop and
+Scan bodies read the values around them, Clause 5.4.3), declared domains, and the evaluation
+order (the node order, which Clause 7.5 requires to be topological; an unsorted graph is sorted,
+a cycle is refused), for the main graph, its subgraphs and the bodies of model-local functions.
+Then every node is matched to a kernel (or a model-local function it calls) at the opset version
+of its domain, and every operator without one is listed in one
+:class:`~onemodel.errors.UnsupportedError`. Planning also fixes the values each subgraph reads
+from its enclosing scopes and the last use of every value, after which the runner drops it.
+
+A kernel failing on the values it is given (numpy's ValueError, IndexError, an arithmetic error,
+MemoryError) is an :class:`~onemodel.errors.EvaluationError` naming the node and the shapes of
+its inputs; any other exception that is not a :class:`~onemodel.errors.OneModelError`
+(TypeError, AttributeError, KeyError, ...) is a bug of the kernel, an
+:class:`~onemodel.errors.InternalError` naming the node and the kernel.
 
 Evaluation seeds each graph's values with its initializers as zero-copy arrays
 (:meth:`Tensor.numpy`; a misaligned one is copied once when the session is prepared, see
@@ -24,10 +33,11 @@ from typing import Any
 import numpy as np
 
 from .. import limits
-from ..errors import (EvaluationError, InvalidModelError, OneModelError, UnsupportedError,
-                      UsageError)
+from ..errors import (EvaluationError, InternalError, InvalidModelError, OneModelError,
+                      UnsupportedError, UsageError, quote)
+from ..ir import graph_rules
 from ..ir.model import Attribute, Function, Graph, Model, Node
-from ..ir.order import node_outer_names, stable_topological_order
+from ..ir.order import node_outer_names
 from . import registry
 from .context import Context, attribute_value, tensor_value
 from .inputs import prepare_inputs
@@ -87,22 +97,6 @@ def _normalize(v):
     return v
 
 
-class _Scope:
-    """Names a graph can see while it is being planned: its own, then its enclosing scopes'."""
-
-    def __init__(self, outer: "_Scope | None"):
-        self.outer = outer
-        self.names: set[str] = set()
-
-    def visible(self, name: str) -> bool:
-        s = self
-        while s is not None:
-            if name in s.names:
-                return True
-            s = s.outer
-        return False
-
-
 class Session:
     """A model prepared for evaluation: checked, ordered and planned once, run many times.
 
@@ -113,36 +107,52 @@ class Session:
             :func:`onemodel.evaluate.registry.register_kernel`. For this session they take
             precedence over user registrations and built-ins (the one with the greatest
             ``since <= opset`` of the node's domain); the process-global registry is untouched.
-
-    The first session of a process keeps freed memory mapped for the next run (glibc's malloc
-    thresholds, see :mod:`onemodel.evaluate.memory`; ``ONEMODEL_TUNE_MALLOC=0`` turns it off).
+        tune_malloc: keep freed memory mapped for the next run: glibc's malloc thresholds,
+            set once for the whole process (:mod:`onemodel.evaluate.memory`; nothing on other C
+            libraries, nor when ``ONEMODEL_TUNE_MALLOC=0`` or glibc's own ``MALLOC_*_``
+            variables are set). Off by default: it changes how the whole process allocates, and
+            the process then keeps up to 64 MiB of freed memory. It saves the page faults of
+            re-allocating large intermediates in every later run (docs/performance.md: a
+            transformer encoder at batch 16, 8.6 ms -> 4.3 ms a run).
 
     Raises (at construction, before any computation):
+        InvalidModelError: a graph rule of :mod:`onemodel.ir.graph_rules` broken (in the main
+            graph, a subgraph or a function body: a name defined twice in one graph, a name not
+            defined in its graph or an enclosing one, a cycle, a domain the model does not
+            import), with that rule's message and path; a function that calls itself.
         UnsupportedError: listing every operator ``(domain, op_type, opset)`` no kernel and no
             model-local function implements, in the main graph, its subgraphs and the functions
-            it calls; or nesting deeper than ``limits.MAX_EVAL_DEPTH``.
-        InvalidModelError: a node reading a value no graph input, initializer, earlier node or
-            enclosing scope defines; a cycle; a domain the model does not import; a function
-            that calls itself; two nodes defining one value.
+            it calls; or nesting deeper than ``limits.MAX_EVAL_DEPTH`` (graphs nested deeper
+            than ``limits.MAX_MODEL_NESTING``, by the graph rules).
+        InternalError: the kernel of a Constant (computed here) failing with an exception that
+            is not a OneModelError nor an input fault (see :meth:`run`).
+        UsageError: a ``kernels`` key that is not ``(domain, op_type[, since])``, or a value
+            that is not callable.
     """
 
-    def __init__(self, model: Model, *, kernels: dict | None = None):
+    def __init__(self, model: Model, *, kernels: dict | None = None, tune_malloc: bool = False):
         if model is None or model.graph is None:
             raise InvalidModelError("the model has no graph", path="graph")
         self.model = model
+        self._kernels = _session_kernels(kernels or {})
+        #: node order of every checked graph and function body, by id (graph_rules.check_model)
+        self._orders = graph_rules.check_model(model, function_bodies=True)
+        #: id(graph copy made by binding a function's attributes) -> (copy, graph of the model)
+        self._origins: dict[int, tuple[Graph, Graph]] = {}
+        self._outside: list[Graph] = []  # graphs checked in run_subgraph, kept for their ids
         self._opsets = self._imports(model.opset_imports)
         self._functions: dict[tuple[str, str, str], Function] = {}
         for f in model.functions:
             key = (registry.normalize_domain(f.domain), f.name or "", f.overload or "")
             self._functions[key] = f
-        self._kernels = _session_kernels(kernels or {})
         self._subplans: dict[int, _Plan] = {}
         self._plans: dict[Any, _Plan] = {}
         registry.load_builtin()
-        tune_allocator()  # keep freed intermediates mapped for the next run (see .memory)
+        if tune_malloc:
+            tune_allocator()  # keep freed intermediates mapped for the next run (see .memory)
         self._check_supported()
-        self._main = self._plan_graph(model.graph, "graph", None, self._opsets, 0,
-                                      outputs=None, top=True)
+        self._main = self._plan_graph(model.graph, "graph", self._opsets, 0, outputs=None,
+                                      top=True)
         self._plans[None] = self._main
 
     # -- the public face ------------------------------------------------------------------------
@@ -176,15 +186,21 @@ class Session:
                 are invalid as read (a missing required attribute, a body with too few outputs).
             EvaluationError: a node failing on the values it is given, a run-time condition of
                 its operator that does not hold for them (a Reshape that cannot hold, shapes
-                that do not broadcast, an index out of range): the message names the node
-                (index, op_type, name) and the element type and shape of each input; the path
-                is the node's.
-            UnsupportedError: a kernel refusing an attribute value or type it does not implement.
+                that do not broadcast, an index out of range, an array too large to allocate:
+                the kernel raised ValueError, IndexError, an ArithmeticError or MemoryError):
+                the message names the node (index, op_type, name) and the element type and
+                shape of each input; the path is the node's.
+            InternalError: a bug of a kernel: it raised another exception that is not a
+                OneModelError (TypeError, AttributeError, KeyError, ...); the message names the
+                node (index, op_type, name, domain, opset version) and the kernel
+                (``module.function``), the path is the node's; the exception is its cause.
+            UnsupportedError: a kernel refusing an attribute value or type it does not
+                implement; subgraphs nesting too deeply for the Python stack.
         """
         key = None if outputs is None else tuple(outputs)
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plan_graph(self.model.graph, "graph", None, self._opsets, 0,
+            plan = self._plan_graph(self.model.graph, "graph", self._opsets, 0,
                                     outputs=list(outputs), top=True)
             self._plans[key] = plan
         env = prepare_inputs(self.model.graph, plan, inputs)
@@ -204,18 +220,14 @@ class Session:
         key = (registry.normalize_domain(node.domain), node.op_type or "", node.overload or "")
         return self._functions.get(key)
 
-    def _resolve(self, node: Node, opsets: dict[str, int], path: str):
-        """(kernel or None, function or None, opset version) for a node; raises on no import."""
+    def _resolve(self, node: Node, opsets: dict[str, int]):
+        """(kernel or None, function or None, opset version) for a node: the version of its
+        domain in ``opsets`` (imported, graph rule 4), the session's kernel, else the registry's
+        (user, then built-in) with the greatest ``since <= version``, else the model-local
+        function of its (domain, op_type, overload)."""
         domain = registry.normalize_domain(node.domain)
-        version = opsets.get(domain)
+        version = opsets[domain]
         func = self._function_for(node)
-        if version is None:
-            if func is not None:
-                # a model-local function of a domain that is not imported: version 1.
-                return None, func, 1
-            raise InvalidModelError(
-                f"node {_label(node)} uses domain '{domain or 'ai.onnx'}', which the model does "
-                f"not import", path=path)
         own = self._kernels.get((domain, node.op_type or ""))
         fn = registry._pick(own, version) if own else None
         if fn is None:
@@ -234,7 +246,7 @@ class Session:
                                        f"{limits.MAX_EVAL_DEPTH}", path=path)
             for i, node in enumerate(nodes):
                 npath = f"{path}.nodes[{i}]"
-                fn, func, version = self._resolve(node, opsets, npath)
+                fn, func, version = self._resolve(node, opsets)
                 if fn is None and func is None:
                     key = (registry.normalize_domain(node.domain), node.op_type or "", version)
                     missing.setdefault(key, npath)
@@ -262,20 +274,28 @@ class Session:
                 f"{listed}", path=first)
 
     # -- planning -------------------------------------------------------------------------------
-    def _plan_graph(self, graph: Graph, path: str, outer: _Scope | None, opsets: dict[str, int],
-                    depth: int, *, outputs: list[str] | None = None, top: bool = False,
+    def _order(self, graph: Graph | None, function: Function | None) -> list[int]:
+        """The evaluation order of a graph or function body: graph rule 3's, computed when the
+        session was checked (a graph copied by binding a function's attributes has the order of
+        the graph it copies)."""
+        if function is not None:
+            return self._orders[id(function)]
+        return self._orders[id(self._origins.get(id(graph), (None, graph))[1])]
+
+    def _plan_graph(self, graph: Graph, path: str, opsets: dict[str, int], depth: int, *,
+                    outputs: list[str] | None = None, top: bool = False,
                     function: Function | None = None, bound: dict | None = None) -> _Plan:
-        """Plan one graph; ``function``/``bound`` plan a function body at one call site."""
+        """Plan one graph (checked by the graph rules); ``function``/``bound`` plan a function
+        body at one call site."""
         if depth > limits.MAX_EVAL_DEPTH:
             raise UnsupportedError(f"subgraphs and function calls nest deeper than "
                                    f"{limits.MAX_EVAL_DEPTH}", path=path)
         plan = _Plan()
         plan.graph = graph
         plan.is_function = function is not None
-        scope = _Scope(None if function is not None else outer)
         consts: dict[str, Any] = {}
         if function is not None:
-            nodes = [_bind_node(n, bound) for n in function.nodes]
+            nodes = [_bind_node(n, bound, self._origins) for n in function.nodes]
             plan.inputs = list(function.inputs)
             plan.outputs = list(function.outputs)
         else:
@@ -286,11 +306,10 @@ class Session:
                 consts[t.name] = (t, f"{path}.initializers[{j}]")
             for j, st in enumerate(graph.sparse_initializers):
                 consts[st.name] = (st, f"{path}.sparse_initializers[{j}]")
-        scope.names.update(n for n in plan.inputs if n)
-        scope.names.update(consts)
-        defined_before = set(scope.names)
+        local = {n for n in plan.inputs if n}  # names this graph defines (the rest: captures)
+        local.update(consts)
 
-        order = _topological_order(nodes, scope, path)
+        order = self._order(graph, function)
         # Prune to the nodes the outputs depend on (Clause 8.2 allows eliding unused nodes).
         needed = set(plan.outputs)
         keep = []
@@ -306,7 +325,6 @@ class Session:
             needed.update(fv)
         keep.reverse()
 
-        produced: dict[str, str] = {}
         folded: dict[str, Any] = {}
         steps: list[_Step] = []
         uses: dict[str, int] = {}
@@ -314,7 +332,7 @@ class Session:
             pos = len(steps)
             node = nodes[i]
             npath = f"{path}.nodes[{i}]"
-            fn, func, version = self._resolve(node, opsets, npath)
+            fn, func, version = self._resolve(node, opsets)
             st = _Step()
             st.node = node
             st.index = i
@@ -339,16 +357,16 @@ class Session:
                 call = {a.name: a for a in func.attribute_defaults}
                 call.update(raw)
                 st.body = self._plan_graph(graph, f"{st.path} -> function "
-                                           f"{func.domain or ''}.{func.name}", None, fops,
+                                           f"{func.domain or ''}.{func.name}", fops,
                                            depth + 1, function=func, bound=call)
                 st.nparams = len(st.body.inputs)
             else:
                 st.nparams = _positional_params(fn)
-            # subgraphs of this node see everything visible here
+            # subgraphs of this node read what this graph and the ones around it define
             for j, a in enumerate(node.attributes):
                 for field, g in a.subgraphs():
                     gpath = f"{npath}.attributes[{j}].{field}"
-                    self._subplans[id(g)] = self._plan_graph(g, gpath, scope, opsets, depth + 1)
+                    self._subplans[id(g)] = self._plan_graph(g, gpath, opsets, depth + 1)
             st.pad = [None] * max(st.nparams - len(st.ins), 0)
             # A node without subgraphs gets one Context for every run (it never reads the
             # environment); a node with subgraphs gets a fresh one per run, see _execute.
@@ -363,10 +381,7 @@ class Session:
                 value = self._fold(st)
                 for n in st.outs:
                     if n:
-                        if n in produced or n in defined_before:
-                            raise InvalidModelError(f"value '{n}' is defined twice", path=npath)
-                        produced[n] = npath
-                        scope.names.add(n)
+                        local.add(n)
                         folded[n] = value
                 continue
             for n in st.ins:
@@ -376,19 +391,17 @@ class Session:
                 uses[n] = pos
             for n in st.outs:
                 if n:
-                    if n in produced or n in defined_before:
-                        raise InvalidModelError(f"value '{n}' is defined twice", path=npath)
-                    produced[n] = npath
-                    scope.names.add(n)
+                    local.add(n)
                     uses.setdefault(n, pos)
                     uses[n] = max(uses[n], pos)
             steps.append(st)
 
         keep_names = set(plan.outputs)
-        for n in plan.outputs:
-            if n and not scope.visible(n):
-                raise InvalidModelError(f"output '{n}' is not defined by any node, input or "
-                                        f"initializer", path=path)
+        if top and outputs is not None:  # names the caller asked for (the graph's are checked)
+            for n in plan.outputs:
+                if n not in local:
+                    raise InvalidModelError(f"output {quote(n)} is not defined by any node, "
+                                            "input or initializer", path=path)
         frees: list[list[str]] = [[] for _ in steps]
         for n, pos in uses.items():
             if n not in keep_names:
@@ -397,7 +410,6 @@ class Session:
             st.free = tuple(fr)
         plan.steps = steps
         # Values read from enclosing scopes: used here (or in nested subgraphs) but not local.
-        local = set(scope.names)
         captures = {n for n in uses if n not in local}
         captures |= {n for n in plan.outputs if n and n not in local}
         plan.captures = tuple(sorted(captures))
@@ -408,15 +420,20 @@ class Session:
         return plan
 
     def _fold(self, st: _Step):
-        """The value of a node computed at planning time (a Constant), errors located."""
+        """The value of a node computed at planning time (a Constant), errors located: the
+        kernel failing on the node's attributes (an input fault, see :data:`_INPUT_FAULTS`) is
+        an InvalidModelError; another exception that is not a OneModelError, an
+        InternalError."""
         try:
             with np.errstate(all="ignore"):
                 res = st.fn(st.ctx)
         except OneModelError as e:
             raise e.at(path=st.path)
-        except Exception as e:
+        except _INPUT_FAULTS as e:
             raise InvalidModelError(f"{_label(st.node)} failed: {type(e).__name__}: {e}",
                                     path=st.path) from e
+        except Exception as e:
+            raise _internal_error(st, e) from e
         return _normalize(res[0] if type(res) is tuple else res)
 
     # -- evaluation -----------------------------------------------------------------------------
@@ -443,16 +460,19 @@ class Session:
                 if e.path is not None:  # a node of a subgraph or function body: described
                     raise
                 raise _evaluation_error(st, args, e.message, e) from None
-            except OneModelError as e:
+            except OneModelError as e:  # an InternalError of an inner node included
                 raise e.at(path=st.path)
-            except MemoryError:
-                raise UnsupportedError(f"{_label(st.node)} needs more memory than is available",
-                                       path=st.path) from None
+            except MemoryError as e:  # an array the values given make too large
+                detail = f": {e}" if str(e) else ""
+                raise _evaluation_error(st, args, "needs more memory than is available"
+                                        f"{detail}") from None
             except RecursionError:
                 raise UnsupportedError(f"{_label(st.node)} nests too deeply",
                                        path=st.path) from None
-            except Exception as e:  # a kernel's run-time check failing on these inputs
+            except _INPUT_FAULTS as e:  # a kernel's run-time check failing on these inputs
                 raise _evaluation_error(st, args, f"{type(e).__name__}: {e}") from e
+            except Exception as e:  # a bug of the kernel
+                raise _internal_error(st, e) from e
             if nout == 1:
                 if type(res) is tuple:
                     res = res[0] if res else None
@@ -493,8 +513,12 @@ class Session:
         initializer (Clause 7.2). Returns the output values as a tuple.
         """
         plan = self._subplans.get(id(graph))
-        if plan is None or plan.graph is not graph:
-            plan = self._plan_graph(graph, f"{path}.<subgraph>", None, self._opsets, 1)
+        if plan is None or plan.graph is not graph:  # a graph no node of the model holds
+            gpath = f"{path}.<subgraph>"
+            self._orders.update(graph_rules.check_graph(graph, gpath, self._opsets,
+                                                        outer=outer_env or ()))
+            self._outside.append(graph)
+            plan = self._plan_graph(graph, gpath, self._opsets, 1)
             self._subplans[id(graph)] = plan
         env = {}
         outer_env = outer_env if outer_env is not None else {}
@@ -520,6 +544,15 @@ class Session:
 
 #: Inputs of a node described at most in an evaluation error (the rest are counted).
 _DESCRIBED_INPUTS = 8
+
+#: Exceptions a kernel raises for the values it is given: numpy's for shapes that do not
+#: broadcast or reshape, an axis or index out of range, a singular matrix (ValueError,
+#: IndexError and their subclasses AxisError and LinAlgError), an integer division by zero or an
+#: overflow (ArithmeticError). The node fails on its inputs: an EvaluationError (MemoryError, an
+#: array too large for the values given, is one too, see Session._execute). Any other exception
+#: that is not a OneModelError (TypeError, AttributeError, KeyError, NameError, ...) is a bug of
+#: the kernel: an InternalError.
+_INPUT_FAULTS = (ValueError, IndexError, ArithmeticError)
 
 
 def _session_kernels(kernels: dict) -> dict[tuple[str, str], list]:
@@ -568,47 +601,26 @@ def _evaluation_error(st: _Step, args: list, detail: str,
     return EvaluationError(text, path=st.path, source=cause.source if cause else None)
 
 
-def _topological_order(nodes: list[Node], scope: _Scope, path: str) -> list[int]:
-    """Node indices in evaluation order: the given order when it is topological (Clause 7.5),
-    else the stable topological sort of :mod:`onemodel.ir.order`; a cycle or an undefined input
-    raises InvalidModelError."""
-    available = set()
-    ok = True
-    for node in nodes:
-        for n in node.inputs:
-            if n and n not in available and not scope.visible(n):
-                ok = False
-                break
-        if ok:
-            for n in node_outer_names(node) if any(a.subgraphs()
-                                                   for a in node.attributes) else ():
-                if n not in available and not scope.visible(n):
-                    ok = False
-                    break
-        if not ok:
-            break
-        available.update(n for n in node.outputs if n)
-    if ok:
-        return list(range(len(nodes)))
-    producer: dict[str, int] = {}
-    for i, node in enumerate(nodes):
-        for n in node.outputs:
-            if n:
-                producer[n] = i
-    deps: list[set[int]] = []
-    for i, node in enumerate(nodes):
-        d = set()
-        names = [n for n in node.inputs if n] + sorted(node_outer_names(node))
-        for n in names:
-            if n in producer:
-                d.add(producer[n])
-            elif not scope.visible(n):
-                raise InvalidModelError(f"node {_label(node)} reads '{n}', which no graph "
-                                        f"input, initializer, node or enclosing scope defines",
-                                        path=f"{path}.nodes[{i}]")
-        deps.append(d)
-    return stable_topological_order(
-        deps, path, cycle=lambda i: f"the graph has a cycle through node {_label(nodes[i])}")
+def _kernel_name(fn) -> str:
+    """A kernel as an internal error names it: ``module.function`` (``qualname`` included)."""
+    module = getattr(fn, "__module__", None)
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    if name is None:
+        return repr(fn)
+    return f"{module}.{name}" if module else name
+
+
+def _internal_error(st: _Step, e: BaseException) -> InternalError:
+    """The InternalError of node ``st``'s kernel raising ``e`` (not a OneModelError): names
+    the kernel and the node (index, op_type, name, domain, opset version)."""
+    node = st.node
+    name = f" {quote(node.name)}" if node.name else ""
+    domain = registry.normalize_domain(node.domain) or "ai.onnx"
+    where = f"{st.index} ({node.op_type}{name}, domain {domain}, opset {st.opset})"
+    kernel = _kernel_name(st.fn)
+    return InternalError(f"internal error in kernel {kernel} for node {where}: "
+                         f"{type(e).__name__}: {e}; please report it", path=st.path,
+                         kernel=kernel, node=where)
 
 
 def _const_array(c, path: str):
@@ -620,12 +632,13 @@ def _const_array(c, path: str):
         raise InvalidModelError(f"initializer cannot be read: {e}", path=path) from None
 
 
-def _bind_node(node: Node, bound: dict[str, Attribute]) -> Node:
+def _bind_node(node: Node, bound: dict[str, Attribute], origins: dict) -> Node:
     """A node of a function body with attribute references replaced (Clause 8.4).
 
     An attribute with ``ref_attr_name`` takes the call site's attribute of that name, else the
-    function's default, else it is omitted. Graph attributes are bound recursively. Nodes without
-    references are returned as they are.
+    function's default, else it is omitted. Graph attributes are bound recursively; each graph
+    copied is recorded in ``origins`` (``id(copy) -> (copy, graph of the model)``), whose node
+    order it keeps. Nodes without references are returned as they are.
     """
     changed = False
     attrs = []
@@ -642,9 +655,9 @@ def _bind_node(node: Node, bound: dict[str, Attribute]) -> Node:
         elif a.g is not None or a.graphs:
             b = a.copy(deep=False)
             if a.g is not None:
-                b.g = _bind_graph(a.g, bound)
+                b.g = _bind_graph(a.g, bound, origins)
             if a.graphs:
-                b.graphs = [_bind_graph(g, bound) for g in a.graphs]
+                b.graphs = [_bind_graph(g, bound, origins) for g in a.graphs]
             changed = changed or b.g is not a.g or any(x is not y
                                                        for x, y in zip(b.graphs, a.graphs))
             attrs.append(b)
@@ -657,19 +670,22 @@ def _bind_node(node: Node, bound: dict[str, Attribute]) -> Node:
     return new
 
 
-def _bind_graph(g: Graph, bound: dict[str, Attribute]) -> Graph:
-    nodes = [_bind_node(n, bound) for n in g.nodes]
+def _bind_graph(g: Graph, bound: dict[str, Attribute], origins: dict) -> Graph:
+    nodes = [_bind_node(n, bound, origins) for n in g.nodes]
     if all(a is b for a, b in zip(nodes, g.nodes)):
         return g
     new = g.copy(deep=False)
     new.nodes = nodes
+    origins[id(new)] = (new, origins.get(id(g), (None, g))[1])
     return new
 
 
-def run(model: Model, inputs: dict[str, Any], outputs: list[str] | None = None) -> dict[str, Any]:
-    """Evaluate ``model`` once: ``Session(model).run(inputs, outputs)``.
+def run(model: Model, inputs: dict[str, Any], outputs: list[str] | None = None, *,
+        kernels: dict | None = None, tune_malloc: bool = False) -> dict[str, Any]:
+    """Evaluate ``model`` once: ``Session(model, kernels=kernels,
+    tune_malloc=tune_malloc).run(inputs, outputs)``.
 
-    See :class:`Session` for what is checked before any computation and :meth:`Session.run` for
-    the values, the result and the errors raised.
+    See :class:`Session` for what is checked before any computation and for the options, and
+    :meth:`Session.run` for the values, the result and the errors raised.
     """
-    return Session(model).run(inputs, outputs)
+    return Session(model, kernels=kernels, tune_malloc=tune_malloc).run(inputs, outputs)

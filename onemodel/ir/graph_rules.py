@@ -1,26 +1,32 @@
-"""Graph rules (OneModel format section 3; ONNX Part 1, Clauses 7.1, 7.5, 7.9): names, scopes,
-dependency order, domains.
+"""Graph rules (OneModel format section 3; ONNX Part 1, Clauses 7.1, 7.5, 7.9, 8.4): names,
+scopes, dependency order, domains.
 
-One function, :func:`check_model`, one message and one path per rule. The OneModel reader applies
-it to the model it decoded; the container writer to the model it is given, so it never writes a
-file that cannot be read back; :func:`onemodel.api.convert` to every model it converts, whatever
-the input and output formats (the ONNX reader itself accepts what ONNX files contain); the
-evaluator's planner before it plans a session.
+One module, one message and one path per rule. :func:`check_model` applies the rules to a model:
+the OneModel reader to the model it decoded; the container writer to the model it is given, so it
+never writes a file that cannot be read back; :func:`onemodel.api.convert` to every model it
+converts, whatever the input and output formats (the ONNX reader itself accepts what ONNX files
+contain); the evaluator's planner (:class:`onemodel.evaluate.Session`) before it plans a session,
+with ``function_bodies=True`` since it runs them. :func:`check_graph` applies them to one graph
+read with the names of its enclosing scopes.
 
 1. Within one graph every name defines at most one value: graph inputs, initializers, sparse
    initializers (by their values' name) and non-empty node outputs. An initializer whose name
    matches a graph input attaches to it. Empty names define nothing.
 2. A node input (non-empty) or a graph output names a value of the same graph or of an
-   enclosing graph (a subgraph in a node attribute reads the values around it).
+   enclosing graph (a subgraph in a node attribute -- an If branch, a Loop or Scan body -- reads
+   the values around it).
 3. Nodes are put in dependency order by a stable sort: Kahn's algorithm taking the ready node of
    the lowest original index first, so nodes already in order keep their positions
    (:func:`onemodel.ir.order.stable_topological_order`). A node depends on the producers of its
-   inputs and of the names its subgraphs read from its graph.
+   inputs and of the names its subgraphs read from its graph. A cycle is an error.
 4. A node's domain (``""`` and ``"ai.onnx"`` are the default domain) must be imported by the
    model's ``opsets``; in a function body, by the function's or the model's.
 
-Function bodies are checked for rule 4 only (their names are the function's parameters), and the
-graphs of ``training_info`` (which the extension carries) are not checked.
+Function bodies are checked for rule 4; with ``function_bodies=True`` for rules 1 to 3 as well,
+as a graph whose inputs are the function's input parameters and whose outputs are its output
+parameters, enclosed by no graph (a body reads only its parameters and its own values; its
+subgraphs read the body's values). The graphs of ``training_info`` (which the extension carries)
+are not checked.
 """
 
 from __future__ import annotations
@@ -36,13 +42,17 @@ def _domains(opsets) -> set[str]:
     return {normalize_domain(o.domain) for o in opsets}
 
 
-def check_model(model: Model, *, prefix: str = "", paths: dict | None = None) -> dict[int, list]:
+def check_model(model: Model, *, prefix: str = "", paths: dict | None = None,
+                function_bodies: bool = False) -> dict[int, list]:
     """Check rules 1 to 4 and return ``{id(graph): node order}`` for every checked graph.
 
     ``prefix`` starts every path (``"manifest."`` for the reader); ``paths`` maps ``id(graph)``
     to that graph's path when it differs from its place in the model (the reader's manifest
-    paths). Raises InvalidModelError: a duplicate definition, an undefined name, a cycle, an
-    undeclared domain; UnsupportedError: graphs nested deeper than MAX_MODEL_NESTING.
+    paths). With ``function_bodies`` the bodies of ``model.functions`` are checked for rules 1
+    to 3 too (paths ``functions[i].nodes[j]...``) and the result also holds ``{id(function):
+    node order}`` and the orders of the subgraphs in them. Raises InvalidModelError: a
+    duplicate definition, an undefined name, a cycle, an undeclared domain; UnsupportedError:
+    graphs nested deeper than MAX_MODEL_NESTING.
     """
     paths = paths or {}
     orders: dict[int, list] = {}
@@ -52,13 +62,67 @@ def check_model(model: Model, *, prefix: str = "", paths: dict | None = None) ->
                paths, 1)
     for fi, fn in enumerate(model.functions):
         fdomains = domains | _domains(fn.opset_imports)
-        _function_domains(fn.nodes, f"{prefix}functions[{fi}]", fdomains, paths, 1)
+        fpath = f"{prefix}functions[{fi}]"
+        if function_bodies:
+            _scope(id(fn), fn.nodes, [(n, f"{fpath}.inputs[{k}]") for k, n in
+                                      enumerate(fn.inputs)], [],
+                   [(n, f"{fpath}.outputs[{k}]") for k, n in enumerate(fn.outputs)], fpath, [],
+                   fdomains, orders, paths, 1)
+        else:
+            _function_domains(fn.nodes, fpath, fdomains, paths, 1)
+    return orders
+
+
+def check_graph(graph: Graph, path: str, domains, *, outer=()) -> dict[int, list]:
+    """Check rules 1 to 4 on one graph at ``path`` (and its subgraphs), which may read the names
+    in ``outer`` from enclosing scopes; ``domains`` are the imported domains (any spelling).
+    Returns ``{id(graph): node order}`` as :func:`check_model` does; raises as it does."""
+    orders: dict[int, list] = {}
+    scope = {n: None for n in outer}
+    _graph(graph, path, [scope] if scope else [], {normalize_domain(d) for d in domains}, orders,
+           {}, 1)
     return orders
 
 
 def _undeclared(node, npath: str) -> InvalidModelError:
     return InvalidModelError(f"domain {quote(node.domain or '')} of node {quote(node.op_type)} "
                              "is not imported by opsets", path=f"{npath}.domain")
+
+
+def _label(node) -> str:
+    name = f" named {quote(node.name)}" if node.name else ""
+    return f"node {quote(node.op_type)}{name}"
+
+
+def _on_cycle(deps, start: int) -> int:
+    """A node on a cycle that node ``start`` (one that cannot be ordered) is on or reads from:
+    the first node a depth-first walk of its dependencies meets twice on its path."""
+    state = {start: 1}  # 1: on the walk's path, 2: done
+    stack = [(start, iter(sorted(deps[start])))]
+    while stack:
+        i, it = stack[-1]
+        for d in it:
+            s = state.get(d)
+            if s == 1:
+                return d
+            if s is None:
+                state[d] = 1
+                stack.append((d, iter(sorted(deps[d]))))
+                break
+        else:
+            state[i] = 2
+            stack.pop()
+    return start
+
+
+def _cycle_message(nodes, deps):
+    def message(i: int) -> str:
+        j = _on_cycle(deps, i)
+        if j == i:
+            return f"the nodes form a cycle through {_label(nodes[i])} (no dependency order exists)"
+        return (f"{_label(nodes[i])} reads from a cycle through {_label(nodes[j])} (no "
+                "dependency order exists)")
+    return message
 
 
 def _subgraphs(node, npath: str, paths: dict):
@@ -81,6 +145,21 @@ def _function_domains(nodes, path: str, domains: set, paths: dict, depth: int) -
 def _graph(g: Graph, gpath: str, outer: list, domains: set, orders: dict, paths: dict,
            depth: int) -> set:
     """Check one graph; return the names it reads from enclosing graphs."""
+    named = [(t.name, f"{gpath}.initializers[{k}].name") for k, t in enumerate(g.initializers)]
+    named += [(st.values.name if st.values is not None else None,
+               f"{gpath}.sparse_initializers[{k}].values.name")
+              for k, st in enumerate(g.sparse_initializers)]
+    return _scope(id(g), g.nodes, [(vi.name, f"{gpath}.inputs[{k}].name")
+                                   for k, vi in enumerate(g.inputs)], named,
+                  [(vi.name or "", f"{gpath}.outputs[{k}]") for k, vi in enumerate(g.outputs)],
+                  gpath, outer, domains, orders, paths, depth)
+
+
+def _scope(key: int, nodes, inputs: list, initializers: list, outputs: list, gpath: str,
+           outer: list, domains: set, orders: dict, paths: dict, depth: int) -> set:
+    """Rules 1 to 4 for one scope (a graph or a function body): ``inputs``, ``initializers``
+    and ``outputs`` are ``(name, path)``; ``orders[key]`` gets the node order. Returns the names
+    it reads from ``outer`` (the enclosing scopes' definitions, innermost first)."""
     if depth > MAX_MODEL_NESTING:
         raise UnsupportedError("graphs nested too deep", path=gpath)
     defs: dict[str, int | None] = {}  # name -> index of the producing node (None: not a node)
@@ -90,24 +169,20 @@ def _graph(g: Graph, gpath: str, outer: list, domains: set, orders: dict, paths:
             raise InvalidModelError(f"name {quote(n)} is defined twice in one graph", path=where)
         defs[n] = producer
 
-    inputs = set()
-    for k, vi in enumerate(g.inputs):
-        if vi.name:
-            define(vi.name, None, f"{gpath}.inputs[{k}].name")
-            inputs.add(vi.name)
+    given = set()
+    for n, where in inputs:
+        if n:
+            define(n, None, where)
+            given.add(n)
     attached = set()
-    named = [(t.name, f"{gpath}.initializers[{k}].name") for k, t in enumerate(g.initializers)]
-    named += [(st.values.name if st.values is not None else None,
-               f"{gpath}.sparse_initializers[{k}].values.name")
-              for k, st in enumerate(g.sparse_initializers)]
-    for n, where in named:
+    for n, where in initializers:
         if not n:
             continue
-        if n in inputs and n not in attached:
+        if n in given and n not in attached:
             attached.add(n)
             continue
         define(n, None, where)
-    for i, node in enumerate(g.nodes):
+    for i, node in enumerate(nodes):
         for k, o in enumerate(node.outputs):
             if o:
                 define(o, i, f"{gpath}.nodes[{i}].outputs[{k}]")
@@ -127,7 +202,7 @@ def _graph(g: Graph, gpath: str, outer: list, domains: set, orders: dict, paths:
             raise InvalidModelError(f"name {quote(n)} is not defined in this graph or an enclosing "
                                     "one", path=where)
 
-    for i, node in enumerate(g.nodes):
+    for i, node in enumerate(nodes):
         npath = f"{gpath}.nodes[{i}]"
         if normalize_domain(node.domain) not in domains:
             raise _undeclared(node, npath)
@@ -139,7 +214,7 @@ def _graph(g: Graph, gpath: str, outer: list, domains: set, orders: dict, paths:
             for n in sorted(_graph(sub, spath, chain, domains, orders, paths, depth + 1)):
                 use(n, mine, spath)
         deps.append(mine)
-    for k, vi in enumerate(g.outputs):
-        use(vi.name or "", set(), f"{gpath}.outputs[{k}]")
-    orders[id(g)] = stable_topological_order(deps, gpath)
+    for n, where in outputs:
+        use(n, set(), where)
+    orders[key] = stable_topological_order(deps, gpath, cycle=_cycle_message(nodes, deps))
     return free

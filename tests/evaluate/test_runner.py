@@ -474,3 +474,97 @@ def test_session_kernels_for_a_custom_domain_and_bad_keys():
         Session(m, kernels={"AddTwice": lambda ctx, a, b: a})
     with pytest.raises(UnsupportedError):
         Session(m)
+
+
+# -- the graph rules, as onemodel.ir.graph_rules states them --------------------------------------
+def _rule_breaking_models():
+    """name -> (model, message, path) of the graph rule each model breaks."""
+    cases = {}
+    cases["duplicate"] = (
+        _model([helper.make_node("Neg", ["x"], ["y"]), helper.make_node("Abs", ["x"], ["y"])],
+               [_vi("x", F, [1])], [_vi("y")]),
+        "name 'y' is defined twice in one graph", "graph.nodes[1].outputs[0]")
+    cases["undefined"] = (
+        _model([helper.make_node("Add", ["x", "nowhere"], ["y"])], [_vi("x", F, [1])],
+               [_vi("y")]),
+        "name 'nowhere' is not defined in this graph or an enclosing one",
+        "graph.nodes[0].inputs[1]")
+    cases["undefined-output"] = (
+        _model([helper.make_node("Neg", ["x"], ["t"])], [_vi("x", F, [1])], [_vi("y")]),
+        "name 'y' is not defined in this graph or an enclosing one", "graph.outputs[0]")
+    then_g = helper.make_graph([helper.make_node("Neg", ["ghost"], ["t"])], "then", [],
+                               [_vi("t")])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else", [], [_vi("e")])
+    cases["undefined-in-subgraph"] = (
+        _model([helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)],
+               [_vi("c", TP.BOOL, []), _vi("x", F, [1])], [_vi("y")]),
+        "name 'ghost' is not defined in this graph or an enclosing one",
+        "graph.nodes[0].attributes[1].g.nodes[0].inputs[0]")
+    cases["domain"] = (
+        _model([helper.make_node("Foo", ["x"], ["y"], domain="nowhere")], [_vi("x", F, [1])],
+               [_vi("y")]),
+        "domain 'nowhere' of node 'Foo' is not imported by opsets", "graph.nodes[0].domain")
+    cases["cycle"] = (
+        _model([helper.make_node("Neg", ["b"], ["a"], name="neg"),
+                helper.make_node("Abs", ["a"], ["b"])], [_vi("x", F, [2])], [_vi("a")]),
+        "the nodes form a cycle through node 'Neg' named 'neg' (no dependency order exists)",
+        "graph.nodes[0]")
+    body = helper.make_function("local", "F", ["X"], ["Y"],
+                                [helper.make_node("Add", ["X", "x"], ["Y"])],
+                                [helper.make_opsetid("", 21)])
+    cases["function-body-reads-the-caller"] = (
+        _model([helper.make_node("F", ["x"], ["y"], domain="local")], [_vi("x", F, [1])],
+               [_vi("y")], extra_opsets=[("local", 1)], functions=[body]),
+        "name 'x' is not defined in this graph or an enclosing one",
+        "functions[0].nodes[0].inputs[1]")
+    # Clause 8.4: a function's version is that of its domain as the model imports it
+    cases["function-domain-not-imported"] = (
+        _model([helper.make_node("F", ["x"], ["y"], domain="local")], [_vi("x", F, [1])],
+               [_vi("y")], functions=[body]),
+        "domain 'local' of node 'F' is not imported by opsets", "graph.nodes[0].domain")
+    return cases
+
+
+@pytest.mark.parametrize("case", sorted(_rule_breaking_models()))
+def test_the_planner_refuses_what_the_graph_rules_refuse_with_their_message_and_path(case):
+    from onemodel.ir import graph_rules
+
+    model, message, path = _rule_breaking_models()[case]
+    with pytest.raises(InvalidModelError) as e:
+        Session(model)
+    assert (e.value.message, e.value.path) == (message, path)
+    with pytest.raises(InvalidModelError) as rules:
+        graph_rules.check_model(model, function_bodies=True)
+    assert (rules.value.message, rules.value.path) == (message, path)
+
+
+def test_a_function_body_out_of_order_runs_in_dependency_order():
+    body = helper.make_function("local", "F", ["X"], ["Y"],
+                                [helper.make_node("Neg", ["t"], ["Y"]),
+                                 helper.make_node("Abs", ["X"], ["t"])],
+                                [helper.make_opsetid("", 21)])
+    m = _model([helper.make_node("F", ["x"], ["y"], domain="local")], [_vi("x", F, [2])],
+               [_vi("y")], extra_opsets=[("local", 1)], functions=[body])
+    np.testing.assert_array_equal(run(m, {"x": np.array([-3, 4], np.float32)})["y"], [-3, -4])
+
+
+def test_a_subgraph_in_a_function_body_with_bound_attributes_keeps_its_order():
+    # the then branch holds an attribute reference, so binding copies it; its nodes are out of
+    # order, and the copy runs in the order the graph rules gave the branch
+    AP = helper.AttributeProto
+    leaky = helper.make_node("LeakyRelu", ["t"], ["r"])
+    leaky.attribute.append(helper.make_attribute_ref("alpha", AP.FLOAT, ref_attr_name="slope"))
+    then_g = helper.make_graph([leaky, helper.make_node("Neg", ["X"], ["t"])], "then", [],
+                               [_vi("r")])
+    else_g = helper.make_graph([helper.make_node("Identity", ["X"], ["e"])], "else", [],
+                               [_vi("e")])
+    body = helper.make_function("local", "G", ["X", "C"], ["Y"],
+                                [helper.make_node("If", ["C"], ["Y"], then_branch=then_g,
+                                                  else_branch=else_g)],
+                                [helper.make_opsetid("", 21)], attributes=["slope"])
+    m = _model([helper.make_node("G", ["x", "c"], ["y"], domain="local", slope=0.5)],
+               [_vi("x", F, [2]), _vi("c", TP.BOOL, [])], [_vi("y")],
+               extra_opsets=[("local", 1)], functions=[body])
+    x = np.array([-2, 4], np.float32)
+    y = run(m, {"x": x, "c": np.array(True)})["y"]
+    np.testing.assert_array_equal(y, [2, -2])  # LeakyRelu(-x) with alpha 0.5
