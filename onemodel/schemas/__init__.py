@@ -1,0 +1,99 @@
+"""Operator signatures of ONNX Part 2 (ONNX 1-2), stored with the package.
+
+Every definition of every operator of the domains onnx defines -- ``""`` (ai.onnx),
+``ai.onnx.ml``, ``ai.onnx.preview.training``, ``ai.onnx.preview`` -- at every ``since_version``:
+formal inputs and outputs, attributes with their defaults, type constraints, deprecation, and
+the input/output count limits. The table was extracted from the onnx package named by
+:func:`onnx_version` by tools/gen_schemas.py (onnx is never imported here) and is read from the
+package data on first use, not at ``import onemodel``.
+
+    >>> from onemodel import schemas
+    >>> s = schemas.get("Softmax", "", 12)      # the definition in force at opset 12
+    >>> s.since_version, s.default("axis")
+    (11, 1)
+    >>> schemas.get("Softmax", "", 13).default("axis")
+    -1
+    >>> schemas.get("Gelu", "", 19) is None, schemas.introduced("Gelu")
+    (True, 20)
+
+A node is bound to the definition with the greatest ``since_version`` not above the version of
+its domain that the model imports (Part 1, Clause 14.3 and 14.4).
+
+This package imports nothing from onemodel's storage, formats, evaluate or cli packages.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from ..errors import UsageError
+from .types import UNBOUNDED, AttributeSpec, Formal, Schema
+
+__all__ = ["get", "versions", "introduced", "domains", "operators", "onnx_version", "Schema",
+           "Formal", "AttributeSpec", "UNBOUNDED"]
+
+_table = None
+
+
+def _tab():
+    global _table
+    if _table is None:
+        from .table import Table
+        _table = Table()
+    return _table
+
+
+def _domain(domain: str | None) -> str:
+    return "" if not domain or domain == "ai.onnx" else domain
+
+
+def get(op_type: str, domain: str | None = "", version: int | None = None) -> Schema | None:
+    """The definition of ``op_type`` in ``domain`` in force at operator set ``version``.
+
+    That is the schema with the greatest ``since_version <= version`` (Part 1, Clause 14.3), the
+    latest one when ``version`` is None. A deprecated definition is returned like any other,
+    with ``deprecated`` set (Clause 14.5). ``domain`` ``""``, ``None`` and ``"ai.onnx"`` are the
+    default domain.
+
+    Returns None when the domain has no such operator, or when ``version`` is below the version
+    that introduced it (:func:`introduced` says which). Raises :class:`~onemodel.errors.UsageError`
+    when ``version`` is not an int >= 1.
+    """
+    if version is not None and (type(version) is not int or version < 1):
+        raise UsageError(f"an operator set version is an int >= 1, not {version!r}")
+    found = _tab().schemas(_domain(domain), op_type)
+    if not found:
+        return None
+    if version is None:
+        return found[-1]
+    i = bisect.bisect_right(found, version, key=lambda s: s.since_version)
+    return found[i - 1] if i else None
+
+
+def versions(op_type: str, domain: str | None = "") -> tuple[int, ...]:
+    """The ``since_version`` of every definition of the operator, ascending; ``()`` if the
+    domain has no such operator."""
+    return tuple(s.since_version for s in _tab().schemas(_domain(domain), op_type))
+
+
+def introduced(op_type: str, domain: str | None = "") -> int | None:
+    """The operator set version that introduced the operator (its first definition), or None
+    when the domain has no such operator."""
+    v = versions(op_type, domain)
+    return v[0] if v else None
+
+
+def domains() -> tuple[str, ...]:
+    """The domains the table holds, ``""`` standing for ai.onnx, sorted."""
+    return _tab().domains()
+
+
+def operators(domain: str | None = "") -> tuple[str, ...]:
+    """The operator names of ``domain`` (every one any version defined), sorted; ``()`` for a
+    domain the table does not hold."""
+    return _tab().operators(_domain(domain))
+
+
+def onnx_version() -> str:
+    """The version of the onnx package the table was generated from (``"1.23.2"``)."""
+    return _tab().onnx_version

@@ -1,0 +1,151 @@
+"""Regenerate onemodel/schemas/data/schemas.json.gz from the installed ``onnx`` package.
+
+Run by developers when the pinned onnx version changes (never at install or run time; onnx stays
+a dev dependency and onemodel never imports it)::
+
+    .venv/bin/python tools/gen_schemas.py            # writes the table
+    .venv/bin/python tools/gen_schemas.py --check    # exit 1 when the stored table differs
+
+The table holds every operator schema (ONNX Part 2) of every domain onnx defines (``""`` i.e.
+ai.onnx, ai.onnx.ml, ai.onnx.preview.training, ai.onnx.preview) at every ``since_version``: formal
+inputs and outputs, attributes with their defaults decoded to plain values, type constraints,
+deprecation and the input/output count limits. Its layout is described in
+onemodel/schemas/table.py, which reads it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parent.parent / "onemodel" / "schemas" / "data" / "schemas.json.gz"
+FORMAT = 1
+
+_OPTION = {"Single": "single", "Optional": "optional", "Variadic": "variadic"}
+
+
+def _formal(p) -> list:
+    return [p.name, p.type_str, _OPTION[p.option.name], bool(p.is_homogeneous), int(p.min_arity)]
+
+
+def _default(attr):
+    """The default of a schema attribute as a plain value (JSON-able), or a marker of none.
+
+    FLOAT -> the float32 value stored in the AttributeProto as a Python float (exact), INT ->
+    int, STRING -> str (UTF-8), FLOATS/INTS/STRINGS -> lists of those. Any other kind raises:
+    onnx 1.23 has none, and a new kind needs a decision about how to store it.
+    """
+    import onnx
+
+    dv = attr.default_value
+    if dv.type == onnx.AttributeProto.UNDEFINED and not dv.name:
+        return _NONE
+    kind = dv.type
+    if kind == onnx.AttributeProto.FLOAT:
+        return float(dv.f)
+    if kind == onnx.AttributeProto.INT:
+        return int(dv.i)
+    if kind == onnx.AttributeProto.STRING:
+        return dv.s.decode("utf-8")
+    if kind == onnx.AttributeProto.FLOATS:
+        return [float(v) for v in dv.floats]
+    if kind == onnx.AttributeProto.INTS:
+        return [int(v) for v in dv.ints]
+    if kind == onnx.AttributeProto.STRINGS:
+        return [v.decode("utf-8") for v in dv.strings]
+    raise SystemExit(f"gen_schemas: attribute {attr.name} has a default of kind "
+                     f"{onnx.AttributeProto.AttributeType.Name(kind)}, which the table cannot "
+                     "store yet (extend _default and onemodel/schemas/table.py)")
+
+
+_NONE = object()
+
+
+def _attribute(a) -> list:
+    entry = [a.name, a.type.name, bool(a.required)]
+    default = _default(a)
+    if default is not _NONE:
+        entry.append(default)
+    return entry
+
+
+def schema_entry(s) -> dict:
+    """One schema as the table stores it (see onemodel/schemas/table.py)."""
+    entry = {
+        "since": int(s.since_version),
+        "inputs": [_formal(p) for p in s.inputs],
+        "outputs": [_formal(p) for p in s.outputs],
+        "attributes": [_attribute(a) for _, a in sorted(s.attributes.items())],
+        "constraints": [[c.type_param_str, sorted(c.allowed_type_strs)]
+                        for c in s.type_constraints],
+        "counts": [int(s.min_input), int(s.max_input), int(s.min_output), int(s.max_output)],
+    }
+    if s.deprecated:
+        entry["deprecated"] = True
+    return entry
+
+
+def build() -> dict:
+    """The whole table from the installed onnx: {"format", "onnx_version", "type_lists",
+    "domains": {domain: {op_type: [schema entry, ... by since ascending]}}}; a constraint names
+    its allowed types by an index into "type_lists"."""
+    import onnx
+    import onnx.defs
+
+    domains: dict[str, dict[str, list]] = {}
+    for s in onnx.defs.get_all_schemas_with_history():
+        domains.setdefault(s.domain, {}).setdefault(s.name, []).append(schema_entry(s))
+    type_lists: dict[tuple, int] = {}
+    for _, ops in sorted(domains.items()):
+        for _, entries in sorted(ops.items()):
+            entries.sort(key=lambda e: e["since"])
+            for e in entries:   # each distinct allowed-type list once (half the table's size)
+                for c in e["constraints"]:
+                    c[1] = type_lists.setdefault(tuple(c[1]), len(type_lists))
+    return {"format": FORMAT, "onnx_version": onnx.__version__,
+            "type_lists": [list(t) for t in type_lists],
+            "domains": {d: dict(sorted(ops.items())) for d, ops in sorted(domains.items())}}
+
+
+def encode(table: dict) -> bytes:
+    """The stored bytes, gzip (level 9, zero mtime: reproducible) of one header line and a body.
+
+    The header is a JSON object {"format", "onnx_version", "type_lists", "index": {domain:
+    {op_type: [offset, length]}}}; the body is each operator's list of schema entries as compact
+    JSON at its offset (bytes after the header line), so a reader parses only the operators it
+    is asked about.
+    """
+    body, index = bytearray(), {}
+    for domain, ops in table["domains"].items():
+        for op_type, entries in ops.items():
+            text = json.dumps(entries, separators=(",", ":"), ensure_ascii=False,
+                              allow_nan=False).encode("utf-8")
+            index.setdefault(domain, {})[op_type] = [len(body), len(text)]
+            body += text
+    header = {k: v for k, v in table.items() if k != "domains"}
+    header["index"] = index
+    head = json.dumps(header, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return gzip.compress(head.encode("utf-8") + b"\n" + bytes(body), compresslevel=9, mtime=0)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="compare with the stored table only")
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args(argv)
+    data = encode(build())
+    if args.check:
+        same = args.out.exists() and args.out.read_bytes() == data
+        print(f"{args.out}: {'up to date' if same else 'differs from the installed onnx'}")
+        return 0 if same else 1
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_bytes(data)
+    print(f"wrote {args.out} ({len(data)} bytes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
