@@ -56,8 +56,11 @@ def elu(ctx, x):
 
 @op("Selu", since=(1, 6, 22))
 def selu(ctx, x):
-    alpha = ctx.attr("alpha", 1.67326319217681884765625)
-    gamma = ctx.attr("gamma", 1.05070102214813232421875)
+    # the float32 defaults: Selu-1 1.6732 and 1.0507, Selu-6 on the constants of the paper
+    alpha = ctx.attr("alpha", 1.67326319217681884765625 if ctx.opset >= 6
+                     else 1.67320001125335693359375)
+    gamma = ctx.attr("gamma", 1.05070102214813232421875 if ctx.opset >= 6
+                     else 1.0506999492645263671875)
     w, dt = wide(x)
     a = np.asarray(alpha, w.dtype)
     g = np.asarray(gamma, w.dtype)

@@ -283,9 +283,12 @@ def where(ctx, cond, x, y):
 
 @op("Clip", since=(1, 6))
 def clip_attr(ctx, x):
-    lo = ctx.attr("min", -math.inf)
-    hi = ctx.attr("max", math.inf)
-    return np.minimum(np.maximum(x, np.asarray(lo, x.dtype)), np.asarray(hi, x.dtype))
+    # Clip-6 defaults to the float32 range (an infinite input comes out finite); Clip-1 to none
+    lo = ctx.attr("min", -3.4028234663852886e38 if ctx.opset >= 6 else -math.inf)
+    hi = ctx.attr("max", 3.4028234663852886e38 if ctx.opset >= 6 else math.inf)
+    with np.errstate(over="ignore"):   # float16: the float32 limits round to infinities
+        lo, hi = np.asarray(lo, x.dtype), np.asarray(hi, x.dtype)
+    return np.minimum(np.maximum(x, lo), hi)
 
 
 @op("Clip", since=(11, 12, 13))

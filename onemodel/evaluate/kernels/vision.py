@@ -120,8 +120,9 @@ def roi_align(ctx, x, rois, batch_indices):
     ratio = int(ctx.attr("sampling_ratio", 0))
     scale = float(ctx.attr("spatial_scale", 1.0))
     mode = ctx.attr("mode", "avg")
-    default_ctm = "half_pixel" if ctx.opset >= 16 else "output_half_pixel"
-    half = ctx.attr("coordinate_transformation_mode", default_ctm) == "half_pixel"
+    # RoiAlign-10 has no such attribute: its coordinates are output_half_pixel's
+    half = ctx.attr("coordinate_transformation_mode", "half_pixel") == "half_pixel" \
+        if ctx.opset >= 16 else False
     h, w = x.shape[2], x.shape[3]
     out = np.zeros((r.shape[0], x.shape[1], oh, ow), dtype=np.float64)
     for k in range(r.shape[0]):
@@ -214,10 +215,9 @@ def grid_sample(ctx, x, grid):
     if g.ndim != nd + 2 or g.shape[-1] != nd or g.shape[0] != x.shape[0]:
         raise EvaluationError(f"GridSample grid {list(g.shape)} does not fit X "
                               f"{list(x.shape)}")
-    mode = {"bilinear": "linear", "bicubic": "cubic"}.get(ctx.attr("mode", "linear"),
-                                                           ctx.attr("mode", "linear"))
-    if ctx.opset < 20 and ctx.attr("mode") is None:
-        mode = "linear"
+    # GridSample-16 names the modes bilinear and bicubic (its default bilinear), 20 on linear
+    mode = ctx.attr("mode", "bilinear" if ctx.opset < 20 else "linear")
+    mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
     padding = ctx.attr("padding_mode", "zeros")
     align = bool(ctx.attr("align_corners", 0))
     if mode not in ("nearest", "linear", "cubic"):

@@ -1,0 +1,186 @@
+"""One source of truth for attribute defaults: every default a built-in kernel passes to
+``ctx.attr(name, default)`` is the default of the operator's definition (onemodel.schemas, ONNX
+1-2) in force at each operator set version the kernel serves (Part 1, Clause 14.4).
+
+The kernels' source is read with ``ast`` (tests/evaluate/kernel_source.py): the kernel function
+and every kernel-module helper it calls, at each version (``if ctx.opset >= 13:`` branches and
+``x if ctx.opset < 6 else y`` defaults evaluated there).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from onemodel import schemas
+from onemodel.evaluate import registry
+from onemodel.evaluate.runner import run
+from onemodel.ir import Attribute, Graph, Model, Node, OperatorSetId, ValueInfo
+
+from kernel_source import NO_DEFAULT, UNKNOWN, attribute_reads
+
+registry.load_builtin()
+
+#: (domain, op_type, attribute) -> why the kernel's default is not the definition's, checked to
+#: be still needed (the test fails when one no longer differs).
+DIFFERENT = {
+    ("", "GRU", "direction"):
+        "GRU-1's definition gives the default 'foward', a typo of onnx; the kernel takes the "
+        "'forward' the description means (onnx's own reference reads the attribute the same way)",
+}
+
+#: (domain, op_type, attribute) -> why a kernel reads the attribute with no literal default
+#: (None or none at all) although the definition has one: it computes the same value itself.
+FALLBACK = {
+    ("", "RNN", "activations"):
+        "the definition's ['Tanh', 'Tanh'] is one Tanh per direction; the kernel takes "
+        "['Tanh'] * num_directions, the same functions for either direction",
+}
+
+
+def _served_versions():
+    """(domain, op_type, since, kernel, [every opset version the kernel serves])."""
+    top = {d: max(max(schemas.versions(o, d)) for o in schemas.operators(d))
+           for d in schemas.domains()}
+    for (domain, op), entries in sorted(registry._BUILTIN.items()):
+        for i, (since, fn) in enumerate(entries):
+            end = entries[i + 1][0] if i + 1 < len(entries) else max(top[domain], since) + 1
+            yield domain, op, since, fn, range(since, end)
+
+
+def _same(kernel, schema) -> bool:
+    """Whether a kernel's literal equals a definition's default: FLOAT as stored (float32), so
+    a kernel's 0.01 is the definition's float32 0.01; ints, strings and lists exactly."""
+    if isinstance(schema, float):
+        if not isinstance(kernel, (int, float)) or isinstance(kernel, bool):
+            return False
+        return math.isinf(kernel) and kernel == schema or float(np.float32(kernel)) == schema
+    if isinstance(schema, list):
+        return (isinstance(kernel, (list, tuple)) and len(kernel) == len(schema)
+                and all(_same(k, s) for k, s in zip(kernel, schema)))
+    return type(kernel) is type(schema) and kernel == schema
+
+
+def _findings():
+    mismatch, fallback, unknown = {}, {}, {}
+    for domain, op, since, fn, served in _served_versions():
+        module = fn.__module__.rsplit(".", 1)[1]
+        for v in served:
+            schema = schemas.get(op, domain, v)
+            assert schema is not None, f"{domain}::{op}-{since}: no definition at {v}"
+            for name, default, where in attribute_reads(module, fn.__name__, v):
+                spec = schema.attributes.get(name)
+                if spec is None or not spec.has_default:
+                    continue
+                key = (domain, op, name)
+                if default is UNKNOWN:
+                    unknown.setdefault(key, []).append((v, where))
+                elif default is None or default is NO_DEFAULT:
+                    fallback.setdefault(key, []).append((v, where))
+                elif not _same(default, spec.default):
+                    mismatch.setdefault(key, []).append((v, where, default, spec.default))
+    return mismatch, fallback, unknown
+
+
+FINDINGS = _findings()
+
+
+def test_the_registry_claims_the_kernels_this_test_reads():
+    assert sum(len(e) for e in registry._BUILTIN.values()) == 619
+    assert sum(1 for _ in _served_versions()) == 619
+
+
+def test_the_reader_sees_the_kernels_reads():
+    """The reader finds what the source says: Softmax-13 reads axis with -1 and Softmax-11
+    with 1 (one helper, an ``if ctx.opset >= 13`` branch); Pool's p default depends on the
+    version through a conditional expression; Conv's read of group is in a helper."""
+    fn = registry.lookup("", "Softmax", 13)
+    reads13 = attribute_reads(fn.__module__.rsplit(".", 1)[1], fn.__name__, 13)
+    reads11 = attribute_reads(fn.__module__.rsplit(".", 1)[1], fn.__name__, 11)
+    assert [(n, d) for n, d, _ in reads13] == [("axis", -1)]
+    assert [(n, d) for n, d, _ in reads11] == [("axis", 1)]
+    lp = registry.lookup("", "LpPool", 2)
+    module = lp.__module__.rsplit(".", 1)[1]
+    assert ("p", 2.0) in [(n, d) for n, d, _ in attribute_reads(module, lp.__name__, 1)]
+    assert ("p", 2) in [(n, d) for n, d, _ in attribute_reads(module, lp.__name__, 11)]
+    conv = registry.lookup("", "Conv", 11)
+    names = {n for n, _, _ in attribute_reads(conv.__module__.rsplit(".", 1)[1], conv.__name__,
+                                              11)}
+    assert {"group", "auto_pad", "pads", "strides", "dilations", "kernel_shape"} <= names
+
+
+def test_every_literal_default_of_a_kernel_is_the_definitions():
+    mismatch, _, _ = FINDINGS
+    wrong = {k: v for k, v in mismatch.items() if k not in DIFFERENT}
+    assert not wrong, "kernel defaults that differ from the definition: " + "; ".join(
+        f"{d or 'ai.onnx'}::{op}.{n}: " + ", ".join(
+            f"at {v} {where} passes {k!r}, the definition says {s!r}" for v, where, k, s in found)
+        for (d, op, n), found in sorted(wrong.items()))
+    assert set(DIFFERENT) <= set(mismatch), "no longer different: " + repr(
+        set(DIFFERENT) - set(mismatch))
+
+
+def test_every_default_a_kernel_reads_is_a_literal_the_test_can_check():
+    _, fallback, unknown = FINDINGS
+    assert not unknown, f"defaults not written as literals: {unknown}"
+    assert set(fallback) == set(FALLBACK), (
+        "kernels that read an attribute the definition gives a default without passing it: "
+        + repr({k: v for k, v in fallback.items() if k not in FALLBACK}))
+
+
+# -- the defaults that differed, by evaluation ---------------------------------------------------
+def _node_model(op, opset, attrs=(), inputs=("x",), outputs=("y",)):
+    return Model(ir_version=7, opset_imports=[OperatorSetId(domain="", version=opset)],
+                 graph=Graph(name="g", inputs=[ValueInfo(name=i) for i in inputs],
+                             outputs=[ValueInfo(name=o) for o in outputs],
+                             nodes=[Node(op_type=op, inputs=list(inputs), outputs=list(outputs),
+                                         attributes=list(attrs))]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_clip_6_clips_to_the_float32_range_by_default(dtype):
+    """Clip-6's min and max default to the lowest and greatest float32 (-3.4028234663852886e38,
+    3.4028234663852886e38), not to infinities: an infinite input comes out finite."""
+    big = 3.4028234663852886e38
+    x = np.array([-np.inf, -1e39 if dtype is np.float64 else -np.inf, -2.5, 0.0, 7.0, np.inf],
+                 dtype)
+    y = run(_node_model("Clip", 6), {"x": x})["y"]
+    assert y.dtype == dtype
+    assert y.tolist() == [-big, -big, -2.5, 0.0, 7.0, big]
+    # set bounds are used as they are
+    m = _node_model("Clip", 6, [Attribute(name="min", f=-1.0, type=1),
+                                Attribute(name="max", f=1.0, type=1)])
+    assert run(m, {"x": x})["y"].tolist() == [-1.0, -1.0, -1.0, 0.0, 1.0, 1.0]
+
+
+def test_clip_6_float16_keeps_infinities_beyond_its_range():
+    """float16 cannot hold the float32 limits: clipping to them leaves every float16 value,
+    infinities included (the limits round to infinity in float16)."""
+    x = np.array([-np.inf, -65504.0, 1.0, np.inf], np.float16)
+    y = run(_node_model("Clip", 6), {"x": x})["y"]
+    assert y.dtype == np.float16 and y.tolist() == [-np.inf, -65504.0, 1.0, np.inf]
+
+
+@pytest.mark.parametrize("opset, alpha, gamma", [
+    (1, 1.6732, 1.0507),                                    # Selu-1's defaults
+    (6, 1.67326319217681884765625, 1.05070102214813232421875),
+])
+def test_selu_defaults_are_those_of_the_version(opset, alpha, gamma):
+    """Selu-1 defaults alpha 1.6732 and gamma 1.0507 (float32); Selu-6 on, the exact constants
+    of the paper rounded to float32. A float64 input is computed in float64: checked against
+    the formula within 8 float64 roundings of its terms' magnitude (g a (e^x + 1) for x <= 0)."""
+    x = np.array([-3.0, -1.0, -0.25, 0.0, 0.5, 2.0], np.float64)
+    y = run(_node_model("Selu", opset), {"x": x})["y"]
+    a, g = float(np.float32(alpha)), float(np.float32(gamma))
+    want = np.where(x > 0, g * x, g * (a * np.exp(x) - a))
+    scale = np.where(x > 0, g * np.abs(x), g * a * (np.exp(np.minimum(x, 0)) + 1))
+    assert y.dtype == np.float64
+    assert (np.abs(y - want) <= 8 * 2.0**-53 * scale).all()
+    # the other version's constants are 4e-5 apart: far above that bound
+    b, h = (1.6732, 1.0507) if opset >= 6 else (1.67326319217681884765625,
+                                                 1.05070102214813232421875)
+    b, h = float(np.float32(b)), float(np.float32(h))
+    other = np.where(x > 0, h * x, h * (b * np.exp(x) - b))
+    assert (np.abs(y - other)[x != 0] > 1e3 * 2.0**-53 * scale[x != 0]).all()
