@@ -111,3 +111,4 @@ def test_under_a_test_runner_collections_resume_and_nothing_is_frozen():
     assert result.exit_code == 0, result.output
     assert gc.isenabled()
     assert gc.get_freeze_count() == frozen
+    assert cli._kept_to_exit == []  # the model is not kept past the command
