@@ -139,7 +139,6 @@ class Session:
         self._orders = graph_rules.check_model(model, function_bodies=True)
         #: id(graph copy made by binding a function's attributes) -> (copy, graph of the model)
         self._origins: dict[int, tuple[Graph, Graph]] = {}
-        self._outside: list[Graph] = []  # graphs checked in run_subgraph, kept for their ids
         self._opsets = self._imports(model.opset_imports)
         self._functions: dict[tuple[str, str, str], Function] = {}
         for f in model.functions:
@@ -517,9 +516,8 @@ class Session:
             gpath = f"{path}.<subgraph>"
             self._orders.update(graph_rules.check_graph(graph, gpath, self._opsets,
                                                         outer=outer_env or ()))
-            self._outside.append(graph)
             plan = self._plan_graph(graph, gpath, self._opsets, 1)
-            self._subplans[id(graph)] = plan
+            self._subplans[id(graph)] = plan  # keeps the graph, so its id keys its order
         env = {}
         outer_env = outer_env if outer_env is not None else {}
         for n in plan.captures:

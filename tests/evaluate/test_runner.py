@@ -568,3 +568,25 @@ def test_a_subgraph_in_a_function_body_with_bound_attributes_keeps_its_order():
     x = np.array([-2, 4], np.float32)
     y = run(m, {"x": x, "c": np.array(True)})["y"]
     np.testing.assert_array_equal(y, [2, -2])  # LeakyRelu(-x) with alpha 0.5
+
+
+def test_a_graph_a_kernel_builds_is_checked_by_the_graph_rules_before_it_runs():
+    from onemodel.ir import Graph, Node, ValueInfo
+
+    def kernel_for(reads):
+        def kernel(ctx, x):
+            g = Graph(name="made", inputs=[ValueInfo(name="v")], outputs=[ValueInfo(name="w")],
+                      nodes=[Node(op_type="Neg", inputs=[reads], outputs=["w"])])
+            return ctx.run_graph(g, [x])[0]
+        return kernel
+
+    m = _model([helper.make_node("Make", ["x"], ["y"], domain="made.ops")], [_vi("x", F, [2])],
+               [_vi("y")], extra_opsets=[("made.ops", 1)])
+    x = np.array([1, -2], np.float32)
+    s = Session(m, kernels={("made.ops", "Make"): kernel_for("v")})
+    np.testing.assert_array_equal(s.run({"x": x})["y"], [-1, 2])
+    s = Session(m, kernels={("made.ops", "Make"): kernel_for("elsewhere")})
+    with pytest.raises(InvalidModelError) as e:
+        s.run({"x": x})
+    assert e.value.message == "name 'elsewhere' is not defined in this graph or an enclosing one"
+    assert e.value.path == "graph.nodes[0] (made.ops.Make).<subgraph>.nodes[0].inputs[0]"
