@@ -9,7 +9,7 @@ from .model import (VALUE_FIELD, Attribute, AttributeType, DeviceConfiguration, 
                     Model, Node, NodeDeviceConfiguration, ShardedDim, ShardingSpec,
                     SimpleShardedDim, TensorAnnotation, TrainingInfo, ValueInfo)
 from .opsets import Operator, OperatorSet
-from .record import (Float32, LazyBuffer, Record, buffer_nbytes, buffer_view, f32_bits,
+from .record import (Float32, Record, buffer_nbytes, buffer_view, f32_bits, is_blob,
                      record_class)
 from .tensor import EXTERNAL, Segment, SparseTensor, Tensor
 from .types import (Dimension, MapType, OpaqueType, OptionalType, SequenceType, Shape,
@@ -21,9 +21,9 @@ __all__ = [
     "INFO", "DataType", "TypeInfo", "IntIntListEntry", "OperatorSetId", "StringStringEntry",
     "VALUE_FIELD", "Attribute", "AttributeType", "DeviceConfiguration", "Function", "Graph",
     "Model", "Node", "NodeDeviceConfiguration", "ShardedDim", "ShardingSpec", "SimpleShardedDim",
-    "TensorAnnotation", "TrainingInfo", "ValueInfo", "Operator", "OperatorSet", "LazyBuffer",
-    "Record", "Float32", "f32_bits", "buffer_nbytes", "buffer_view", "record_class", "EXTERNAL",
-    "Segment", "SparseTensor", "Tensor",
+    "TensorAnnotation", "TrainingInfo", "ValueInfo", "Operator", "OperatorSet",
+    "Record", "Float32", "f32_bits", "buffer_nbytes", "buffer_view", "is_blob", "record_class",
+    "EXTERNAL", "Segment", "SparseTensor", "Tensor",
     "Dimension", "MapType", "OpaqueType", "OptionalType", "SequenceType", "Shape",
     "SparseTensorType", "TensorType", "Type", "MapValue", "OptionalValue", "SequenceValue",
     "ValueKind", "all_tensors", "graph_tensors", "iter_graphs", "iter_tensors", "normalize_domain",

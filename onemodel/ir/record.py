@@ -21,8 +21,8 @@ F32         :class:`Float32` (a ``float`` that      ``None``
 MSG         a record of class ``of``                ``None``
 LIST_*      ``list`` of str, bytes, int or records  ``[]``
 ARRAY       1-D ``numpy.ndarray`` of dtype ``of``   ``None`` (empty)
-BUFFER      bytes-like or :class:`LazyBuffer`       ``None``
-            (a storage ``Blob``)
+BUFFER      bytes-like or a storage ``Blob``        ``None``
+            (:func:`is_blob`)
 ==========  ======================================  ===============================================
 
 Every record also has ``unknown``: the encoded bytes of fields its source format had and this model
@@ -98,51 +98,20 @@ def record_class(name: str) -> type["Record"]:
     return _CLASSES[name]
 
 
-class _Structural(type):
-    """The metaclass of :class:`LazyBuffer`: a class is a LazyBuffer when it says so (subclass)
-    or when it has ``source``, ``offset``, ``nbytes`` and ``view`` (as
-    :class:`onemodel.storage.blob.Blob` has), so the IR knows a Blob without importing storage.
-    The answer is kept per class, so the check costs a dictionary look-up."""
-
-    _known: dict = {}
-
-    def __instancecheck__(cls, obj) -> bool:
-        return cls.__subclasscheck__(type(obj))
-
-    def __subclasscheck__(cls, sub) -> bool:
-        if cls is not LazyBuffer:
-            return type.__subclasscheck__(cls, sub)
-        known = _Structural._known.get(sub)
-        if known is None:
-            known = type.__subclasscheck__(cls, sub) or all(
-                any(name in vars(base) for base in sub.__mro__)
-                for name in ("source", "offset", "nbytes", "view"))
-            _Structural._known[sub] = known
-        return known
-
-
-class LazyBuffer(metaclass=_Structural):
-    """Bytes that are fetched or mapped on first use (a remote range, an external data file).
-
-    The IR's type for such a BUFFER value; the package's one implementation is
-    :class:`onemodel.storage.blob.Blob` (``source``, ``offset``, ``nbytes``, ``view()``), which
-    is recognised by those attributes, not by inheritance (the IR imports nothing from storage).
-    A subclass implements :meth:`view`; ``nbytes`` is known without fetching.
-    """
-
-    nbytes: int = 0
-
-    def view(self) -> memoryview:
-        """The bytes, as a read-only memoryview of exactly ``nbytes`` bytes."""
-        raise NotImplementedError
-
-    def __len__(self) -> int:
-        return self.nbytes
+def is_blob(buf) -> bool:
+    """True when a BUFFER value is a blob: the bytes of a storage source
+    (:class:`onemodel.storage.blob.Blob`), known by its ``source`` attribute, which no bytes-like
+    value (bytes, bytearray, memoryview, ndarray) has. A blob's length is ``nbytes`` (known
+    without reading) and its bytes are ``view()``; ``at_hand`` says whether that reads nothing
+    over a network. This is the IR's one rule for telling a Blob, so the IR imports nothing from
+    storage."""
+    return hasattr(buf, "source")
 
 
 def buffer_view(buf) -> memoryview:
-    """A memoryview of a BUFFER field's value (bytes, memoryview, ndarray or LazyBuffer)."""
-    if isinstance(buf, LazyBuffer):
+    """A memoryview of a BUFFER field's value (bytes, memoryview, ndarray, or a Blob: its
+    ``view()``), of byte format. IoError when its model was closed."""
+    if hasattr(buf, "source"):  # is_blob, inline
         return buf.view()
     mv = _memoryview(buf)
     if mv.ndim != 1 or mv.itemsize != 1:
@@ -152,11 +121,11 @@ def buffer_view(buf) -> memoryview:
 
 def buffer_nbytes(buf) -> int:
     """The length in bytes of a BUFFER field's value (bytes, memoryview of any format, ndarray
-    of any dtype, or LazyBuffer, which is not fetched). IoError when its model was closed."""
-    if isinstance(buf, LazyBuffer):
-        return buf.nbytes
+    of any dtype, or a Blob, which is not fetched). IoError when its model was closed."""
     if isinstance(buf, (bytes, bytearray)):
         return len(buf)
+    if hasattr(buf, "source"):  # is_blob, inline
+        return buf.nbytes
     return _memoryview(buf).nbytes
 
 
@@ -172,8 +141,8 @@ _SAME_BLOCK = 1 << 20   # bytes numpy compares at a time (bounds its temporary a
 
 
 def same_bytes(a, b) -> bool:
-    """Whether two BUFFER values (bytes, memoryview, C-contiguous ndarray or LazyBuffer, which
-    is fetched) hold the same bytes.
+    """Whether two BUFFER values (bytes, memoryview, C-contiguous ndarray or Blob, which is
+    fetched) hold the same bytes.
 
     Small buffers compare with ``memoryview ==``; larger ones with ``numpy.array_equal`` on
     uint8 views, 1 MiB at a time: about ten times faster than ``memoryview ==`` (which compares

@@ -30,8 +30,8 @@ from ..lazy import np
 from ..limits import MAX_ELEMENT_COUNT
 from .dtypes import (INFO, TYPED_FIELD_DTYPE, DataType, code_of_dtype, name_of, pack_bits,
                      unpack_bits)
-from .record import (ARRAY, BUFFER, INT, LIST_BYTES, LIST_INT, LIST_MSG, MSG, STR, LazyBuffer,
-                     Record, buffer_nbytes, buffer_view)
+from .record import (ARRAY, BUFFER, INT, LIST_BYTES, LIST_INT, LIST_MSG, MSG, STR, Record,
+                     buffer_nbytes, buffer_view, is_blob)
 
 EXTERNAL = 1  # TensorProto.DataLocation.EXTERNAL (Table B.20)
 #: The numeric typed-storage fields of TensorProto (Table 7; ``string_data`` is the STRING one).
@@ -335,8 +335,7 @@ def _at_hand(t: Tensor) -> bool:
     """True when ``t``'s contents are in memory or mapped (not external, not a range of a remote
     file still to fetch: a Blob's ``at_hand``)."""
     raw = t.raw_data
-    return t.data_location != EXTERNAL and (not isinstance(raw, LazyBuffer)
-                                            or getattr(raw, "at_hand", False))
+    return t.data_location != EXTERNAL and (not is_blob(raw) or raw.at_hand)
 
 
 def sparse_problem(st: SparseTensor, check_range: bool = True,
@@ -548,7 +547,7 @@ def raw_to_typed(code: int, raw, count: int) -> tuple[str, np.ndarray]:
     return field, arr.astype(TYPED_FIELD_DTYPE[field])
 
 
-__all__ = ["Tensor", "SparseTensor", "Segment", "LazyBuffer", "EXTERNAL", "TYPED_FIELDS",
+__all__ = ["Tensor", "SparseTensor", "Segment", "EXTERNAL", "TYPED_FIELDS",
            "EXTERNAL_FIELDS", "STORAGE_FIELDS", "element_count",
            "dims_text", "tensor_problem", "sparse_problem", "typed_to_array", "typed_to_raw",
            "raw_to_typed"]

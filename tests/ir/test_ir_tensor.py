@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 
 from onemodel.errors import InvalidModelError, UnsupportedError
-from onemodel.ir import INFO, DataType, LazyBuffer, SparseTensor, Tensor
+from onemodel.ir import INFO, DataType, SparseTensor, Tensor
 from onemodel.ir.tensor import dims_text, element_count, sparse_problem, tensor_problem
 from onemodel.limits import MAX_ELEMENT_COUNT
+from onemodel.storage.base import Source
+from onemodel.storage.blob import Blob
 
 
 @pytest.mark.parametrize("dims, count", [
@@ -120,19 +122,22 @@ def test_to_dense_refuses_what_does_not_fit_with_the_name(sparse, message):
     assert info.value.message == message and info.value.path is None
 
 
-class _Lazy(LazyBuffer):
-    def __init__(self, data: bytes):
-        self.data, self.nbytes, self.fetched = data, len(data), False
+class _Remote(Source):
+    """A source with no local view (a remote file): every read is counted."""
 
-    def view(self):
-        self.fetched = True
-        return memoryview(self.data)
+    def __init__(self, data: bytes):
+        self.data, self.size, self.reads = data, len(data), 0
+
+    def read(self, offset, length):
+        self.reads += 1
+        return memoryview(self.data)[offset:offset + length]
 
 
 def test_sparse_problem_leaves_lazy_indices_unread_but_to_dense_checks_them():
     st = _sparse([5.0], [7], [4])
-    st.indices.raw_data = _Lazy(np.array([7], "<i8").tobytes())
-    assert sparse_problem(st) is None and not st.indices.raw_data.fetched
+    remote = _Remote(np.array([7], "<i8").tobytes())
+    st.indices.raw_data = Blob(remote, 0, 8)
+    assert sparse_problem(st) is None and remote.reads == 0
     with pytest.raises(InvalidModelError, match="index 7 at position 0 is outside"):
         st.to_dense()
     assert sparse_problem(_sparse([5.0], [7], [4]), check_range=False) is None
@@ -158,12 +163,12 @@ def test_typed_fields_lists_the_fields_with_values():
 
 @pytest.mark.parametrize("buf, n", [
     (b"abc", 3), (bytearray(5), 5), (memoryview(np.zeros((2, 3), "<f4")), 24),
-    (np.zeros(3, "<f8"), 24), (np.zeros((2, 2), np.uint8), 4), (_Lazy(bytes(7)), 7)])
+    (np.zeros(3, "<f8"), 24), (np.zeros((2, 2), np.uint8), 4), (Blob(_Remote(bytes(9)), 1, 7), 7)])
 def test_buffer_nbytes_counts_bytes_whatever_the_buffer(buf, n):
     from onemodel.ir import buffer_nbytes
     assert buffer_nbytes(buf) == n
-    if isinstance(buf, _Lazy):
-        assert not buf.fetched
+    if isinstance(buf, Blob):
+        assert buf.source.reads == 0
 
 
 def test_raw_data_as_a_float_array_is_checked_by_its_bytes():

@@ -3,7 +3,7 @@
 import pytest
 
 from onemodel.errors import IoError, MalformedError
-from onemodel.ir.record import LazyBuffer, buffer_nbytes, buffer_view
+from onemodel.ir.record import buffer_nbytes, buffer_view, is_blob
 from onemodel.storage.base import MemorySource, Source
 from onemodel.storage.blob import Blob, prefetch
 
@@ -92,14 +92,17 @@ def test_a_blob_past_the_end_of_its_source_is_malformed_on_view():
         Blob(MemorySource(b"abcd"), 2, 10).view()
 
 
-def test_the_ir_knows_a_blob_as_a_lazy_buffer_without_importing_storage():
-    b = Blob(MemorySource(b"abcdef"), 1, 4)
-    assert isinstance(b, LazyBuffer)
-    assert buffer_nbytes(b) == 4 and not b.loaded   # nbytes without fetching
+def test_the_ir_knows_a_blob_by_its_source_without_importing_storage():
+    src = _Remote(b"abcdef")
+    b = Blob(src, 1, 4)
+    assert is_blob(b)
+    assert buffer_nbytes(b) == 4 and not b.loaded and src.reads == 0  # nbytes without fetching
     assert bytes(buffer_view(b)) == b"bcde"
-    assert not isinstance(memoryview(b"ab"), LazyBuffer) and not isinstance(b"ab", LazyBuffer)
+    for plain in (memoryview(b"ab"), b"ab", bytearray(b"ab")):
+        assert not is_blob(plain) and bytes(buffer_view(plain)) == b"ab"
     np = pytest.importorskip("numpy")
-    assert not isinstance(np.zeros(3), LazyBuffer)   # has view and nbytes, not source/offset
+    assert not is_blob(np.zeros(3))   # has view and nbytes, not source
+    assert buffer_nbytes(np.zeros(3)) == 24
 
 
 def test_prefetch_fills_blobs_in_one_fetch_per_source():

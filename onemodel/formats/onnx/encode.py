@@ -9,10 +9,11 @@ the others); negative integers as ten-octet varints (12.2.3); floats by their bi
 octets of unknown fields last, in the order they were read.
 
 ``raw_data`` values that are Blobs (ranges of a source: a mapped file, a remote file) or large
-are not copied into the output: :func:`encode_pieces` returns them as separate pieces that a writer
-streams to its sink. A message's encoding is not copied into its parent either when it holds
-such a piece or is large: the parent's key and length precede it as their own piece. So the
-memory an encoding takes is about the size of the model's structure, not of its weights.
+are not copied into the output: :func:`encode_pieces` returns them as separate pieces (the Blob
+itself, or a memoryview of the buffer) that a writer streams to its sink. A message's encoding
+is not copied into its parent either when it holds such a piece or is large: the parent's key
+and length precede it as their own piece. So the memory an encoding takes is about the size of
+the model's structure, not of its weights.
 """
 
 from __future__ import annotations
@@ -26,27 +27,14 @@ from .schema import BY_CLASS, BYTES, DOUBLE, ENUM, FLOAT, INT32, INT64, MESSAGE,
 #: ``raw_data`` values (bytes) at least this large are kept as separate pieces, not copied, even
 #: in memory; a sub-message's encoding this large is spliced into its parent, not copied.
 BIG = 1 << 16
-#: ``raw_data`` values (bytes) under this size are copied into the output even when they are Blobs
-#: of a local source: a piece of their own costs more time than the copy (a graph of 20,000 four-float
-#: initializers encodes ~30% slower), and the copy is smaller than the Tensor record holding the
-#: value (~700 bytes), so the memory of an encoding stays proportional to the model's structure.
+#: ``raw_data`` values (bytes) under this size are copied into the output even when they are
+#: Blobs of a local source: a piece of their own costs more time than the copy (a graph of 20,000
+#: four-float initializers encodes ~30% slower), and the copy is smaller than the Tensor record
+#: holding the value (~700 bytes), so the memory of an encoding stays proportional to the model's
+#: structure.
 SMALL = 256
 
 _v = encode_varint
-
-
-class RawPiece:
-    """A ``raw_data`` value in the output, not copied: ``tensor`` and ``nbytes``."""
-
-    __slots__ = ("tensor", "nbytes")
-
-    def __init__(self, tensor, nbytes: int):
-        self.tensor = tensor
-        self.nbytes = nbytes
-
-    def view(self) -> memoryview:
-        """The bytes (fetched if the tensor's raw_data is lazy)."""
-        return buffer_view(self.tensor.raw_data)
 
 
 def _f32_unpacked(key: bytes, values) -> bytes:
@@ -59,9 +47,9 @@ def _f32_unpacked(key: bytes, values) -> bytes:
 
 def _encode(obj, msg, out: bytearray, parts: list) -> bytearray:
     """Append the encoding of ``obj`` (message ``msg``) to ``out``; return the bytearray that
-    holds its last octets. A raw_data value kept as a RawPiece, or a sub-message that holds one or
-    is large, moves ``out`` into ``parts`` (never copied, never changed again), appends its own
-    pieces and the encoding goes on in a new bytearray."""
+    holds its last octets. A raw_data value kept as a piece of its own, or a sub-message that
+    holds one or is large, moves ``out`` into ``parts`` (never copied, never changed again),
+    appends its own pieces and the encoding goes on in a new bytearray."""
     for f in msg.fields:
         v = getattr(obj, f.name)
         if v is None:
@@ -134,17 +122,17 @@ def _encode(obj, msg, out: bytearray, parts: list) -> bytearray:
             out += _v(len(v))
             out += v
         elif kind == RAW:
-            if isinstance(v, Blob):
+            if isinstance(v, Blob):  # a remote one is a piece whatever its size: not fetched
                 n = v.nbytes
-                piece = n >= SMALL or v.source.whole() is None  # (remote: never fetched here)
+                piece = v if n >= SMALL or v.source.whole() is None else None
             else:
                 n = buffer_nbytes(v)
-                piece = n >= BIG
+                piece = buffer_view(v) if n >= BIG else None
             out += f.key
             out += _v(n)
-            if piece:
+            if piece is not None:
                 parts.append(out)
-                parts.append(RawPiece(obj, n))
+                parts.append(piece)
                 out = bytearray()
             else:
                 out += buffer_view(v)
@@ -179,12 +167,15 @@ def _encode_sub(item, sub, key: bytes, out: bytearray, parts: list) -> bytearray
 
 
 def encode_pieces(obj) -> list:
-    """The encoding of a record as a list of ``bytearray`` and :class:`RawPiece` pieces.
+    """The encoding of a record as a list of pieces: ``bytearray`` (encoded octets), the
+    :class:`~onemodel.storage.blob.Blob` of a ``raw_data`` value (bytes of a source, which a
+    writer hands to ``Sink.write_blob``) or a byte-format memoryview of a ``raw_data`` buffer in
+    memory.
 
-    Concatenating the pieces (a RawPiece stands for its tensor's raw_data bytes) gives the
-    message's octets. A RawPiece stands for each ``raw_data`` that is a Blob of a remote source,
-    or a Blob of :data:`SMALL` bytes or more, or in memory and of :data:`BIG` bytes or more; no
-    piece is changed after it was returned.
+    Concatenating the pieces (a Blob's bytes for a Blob) gives the message's octets. A piece of
+    its own is each ``raw_data`` that is a Blob of a remote source, or a Blob of :data:`SMALL`
+    bytes or more, or in memory and of :data:`BIG` bytes or more; no piece is changed after it
+    was returned.
     """
     msg = BY_CLASS[type(obj)]
     parts: list = []
@@ -196,9 +187,9 @@ def encode_pieces(obj) -> list:
 
 def encode(obj) -> bytes:
     """The octets of a record as its ONNX message (a ``Model`` as ModelProto, ...)."""
-    return b"".join(p.view() if isinstance(p, RawPiece) else p for p in encode_pieces(obj))
+    return b"".join(p.view() if isinstance(p, Blob) else p for p in encode_pieces(obj))
 
 
 def pieces_size(pieces: list) -> int:
     """Total octets of the pieces from :func:`encode_pieces`."""
-    return sum(p.nbytes if isinstance(p, RawPiece) else len(p) for p in pieces)
+    return sum(len(p) for p in pieces)

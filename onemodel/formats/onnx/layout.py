@@ -29,7 +29,8 @@ References are written with the keys ``location``, ``offset`` and ``length``, in
 Bytes stream: a tensor whose contents are a Blob (bytes of a source, as the readers leave them) is
 handed to ``Sink.write_blob``, which copies a local file's bytes file to file (``copy_file_range``
 or ``splice``, a bounded buffered copy where the kernel does neither) and a remote file's in
-bounded range reads; other contents are written from their buffers. Nothing is concatenated in memory, so memory stays bounded whatever the model size.
+bounded range reads; other contents are written from their buffers. Nothing is concatenated in
+memory, so memory stays bounded whatever the model size.
 
 Safety: every data file is written to a temporary file beside its destination and renamed into
 place only after the .onnx bytes were written, so an existing data file is never appended to or
@@ -77,7 +78,7 @@ from ...storage.blob import Blob
 from ...storage.hashing import HashingSink
 from ...storage.progress import ProgressSink
 from ...storage.place import is_remote, local_path, place_of, target_of
-from .encode import RawPiece, encode_pieces, pieces_size
+from .encode import encode_pieces, pieces_size
 from .external import (RefusedError, data_file_identity, data_file_target, location_parts,
                        open_data_sink, parse_reference, same_directory)
 from .paths import proto_path
@@ -479,16 +480,11 @@ def _update_checksums(files: list[_DataFile], ov: _Overrides) -> bool:
 
 
 def stream_pieces(pieces, sink) -> None:
-    """Write the pieces of :func:`~.encode.encode_pieces` to ``sink``: bytes as they are, each
-    ``raw_data`` piece that is a Blob through ``sink.write_blob`` (file to file when local), else
-    written from its buffer."""
+    """Write the pieces of :func:`~.encode.encode_pieces` to ``sink``: a Blob through
+    ``sink.write_blob`` (file to file when local), bytes as they are."""
     for piece in pieces:
-        if isinstance(piece, RawPiece):
-            raw = piece.tensor.raw_data
-            if isinstance(raw, Blob):
-                sink.write_blob(raw)
-            else:
-                sink.write(piece.view())
+        if isinstance(piece, Blob):
+            sink.write_blob(piece)
         else:
             sink.write(piece)
 

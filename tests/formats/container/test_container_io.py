@@ -16,7 +16,7 @@ from onemodel.errors import InvalidModelError, IoError, OneModelError, Unsupport
 from onemodel.formats.container import PLUGIN, read, read_bytes, write, write_bytes
 from onemodel.formats.container.header import Header, parse_header
 from onemodel.formats.container.manifest import json_depth
-from onemodel.ir import Attribute, Graph, LazyBuffer, Model, Node, SequenceType, Tensor, Type
+from onemodel.ir import Attribute, Graph, Model, Node, SequenceType, Tensor, Type
 from onemodel.ir.record import buffer_view
 from onemodel.limits import MAX_MANIFEST_BYTES
 from onemodel.storage import BytesSink, LocalSink, LocalSource, MemorySource
@@ -38,20 +38,20 @@ def test_writing_is_deterministic_and_stable_through_a_read():
     assert write_bytes(read_bytes(a)) == a
 
 
-class _Boom(LazyBuffer):
-    """Bytes whose fetch fails, as a remote read might half way through a write."""
+class _Boom(Source):
+    """A remote file whose reads fail, as one might half way through a write."""
 
-    def __init__(self, n):
-        self.nbytes = n
+    name, size = "remote://boom", 1 << 20
 
-    def view(self):
+    def read(self, offset, length):
         raise IoError("connection reset while fetching tensor bytes")
 
 
 def test_a_failed_write_leaves_no_file(tmp_path):
     dest = tmp_path / "m.onemodel"
     m = simple_model(np.ones(1 << 16, np.float32))
-    m.graph.initializers.append(Tensor(name="late", data_type=1, dims=[4], raw_data=_Boom(16)))
+    m.graph.initializers.append(Tensor(name="late", data_type=1, dims=[4],
+                                       raw_data=Blob(_Boom(), 0, 16)))
     with pytest.raises(IoError):
         with LocalSink(str(dest)) as sink:
             write(m, sink)

@@ -11,9 +11,10 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from onemodel.formats.onnx import decode_model, read, write
-from onemodel.formats.onnx.encode import BIG, SMALL, RawPiece, encode, encode_pieces, pieces_size
+from onemodel.formats.onnx.encode import BIG, SMALL, encode, encode_pieces, pieces_size
 from onemodel.ir import iter_tensors
 from onemodel.storage import LocalSink, LocalSource
+from onemodel.storage.blob import Blob
 
 MID = 15_000  # float32 elements: 60,000 bytes, under BIG (64 KiB)
 
@@ -42,15 +43,15 @@ def test_mapped_mid_size_tensors_are_pieces_not_copies(tmp_path):
     data = path.read_bytes()
     model = read(LocalSource(str(path)))
     pieces = encode_pieces(model)
-    raw = [p for p in pieces if isinstance(p, RawPiece)]
+    raw = [p for p in pieces if not isinstance(p, bytearray)]
     # every 60,000-byte value is a piece of its own (40 of them), the 16-byte one is not
     assert [p.nbytes for p in raw] == [MID * 4] * 40
-    names = {p.tensor.name for p in raw}
+    names = {t.name for _, t in iter_tensors(model) if any(p is t.raw_data for p in raw)}
     assert names == {f"w{i}" for i in range(20)} | {f"t{i}" for i in range(20)}
-    for p in raw:  # the piece is the mapped bytes themselves
-        assert p.view().obj is model.resources[0].whole().obj
+    for p in raw:  # the piece is the tensor's Blob: the mapped bytes themselves
+        assert isinstance(p, Blob) and p.view().obj is model.resources[0].whole().obj
     assert pieces_size(pieces) == len(data)
-    assert b"".join(p.view() if isinstance(p, RawPiece) else p for p in pieces) == data
+    assert b"".join(p.view() if isinstance(p, Blob) else p for p in pieces) == data
     assert encode(model) == data
     model.close()
 
@@ -91,7 +92,7 @@ def test_large_sub_message_is_spliced_and_identical():
     model = decode_model(data)
     pieces = encode_pieces(model)
     assert len(body.SerializeToString()) >= BIG
-    assert not any(isinstance(p, RawPiece) for p in pieces)
+    assert all(isinstance(p, bytearray) for p in pieces)
     assert max(len(p) for p in pieces) < 2 * len(body.SerializeToString())
     assert len(pieces) >= 3  # each branch a piece of its own
     assert b"".join(pieces) == data
@@ -107,5 +108,7 @@ def test_small_values_in_memory_are_copied_large_ones_are_pieces():
     for t in model.graph.initializers:  # values the user set: no source to copy from
         t.raw_data = bytes(t.raw_data)
     pieces = encode_pieces(model)
-    assert [p.tensor.name for p in pieces if isinstance(p, RawPiece)] == ["large"]
+    large_raw = model.graph.initializers[1].raw_data
+    own = [p.obj for p in pieces if not isinstance(p, bytearray)]
+    assert len(own) == 1 and own[0] is large_raw
     assert encode(model) == data
