@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..ir.model import Attribute, Node, decode_attribute
@@ -35,6 +37,27 @@ def tensor_value(t) -> np.ndarray:
     if not arr.flags.aligned:
         arr = arr.copy()
     return decode_strings(arr)
+
+
+#: ``Context.attr(name)`` without a default: the operator definition's default
+_DEFINITION = object()
+
+
+@functools.lru_cache(maxsize=None)
+def _definition_defaults(domain: str, op_type: str, opset: int) -> dict:
+    from .. import schemas   # the table is read on the first unset attribute, not at import
+
+    s = schemas.get(op_type, domain, opset) if type(opset) is int and opset >= 1 else None
+    return s.defaults if s is not None else {}
+
+
+def definition_default(domain: str, op_type: str, opset: int, name: str):
+    """The default of attribute ``name`` in the definition of ``op_type`` in force at ``opset``
+    (:func:`onemodel.schemas.get`), as kernels get attribute values (FLOAT the float32 value
+    the definition stores, a list the caller's own); None when the definition gives none or
+    there is no definition (a custom domain)."""
+    d = _definition_defaults(domain or "", op_type, opset).get(name)
+    return list(d) if type(d) is list else d
 
 
 def _text(b: bytes) -> str:
@@ -81,9 +104,18 @@ class Context:
         self._runner = runner
         self._env = env
 
-    def attr(self, name: str, default=None):
-        """The value of attribute ``name``, or ``default`` when the node does not set it."""
-        return self.attrs.get(name, default)
+    def attr(self, name: str, default=_DEFINITION):
+        """The value of attribute ``name``, or ``default`` when the node does not set it.
+
+        Without ``default``, an unset attribute has the default of the operator's definition in
+        force at :attr:`opset` (:func:`definition_default`), or None when it gives none.
+        """
+        value = self.attrs.get(name, _DEFINITION)
+        if value is not _DEFINITION:
+            return value
+        if default is _DEFINITION:
+            return definition_default(self.node.domain, self.node.op_type, self.opset, name)
+        return default
 
     def attr_bytes(self, name: str, default: bytes | None = None) -> bytes | None:
         """The raw bytes of a STRING attribute (not decoded), or ``default``."""
