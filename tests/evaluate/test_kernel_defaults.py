@@ -184,3 +184,37 @@ def test_selu_defaults_are_those_of_the_version(opset, alpha, gamma):
     b, h = float(np.float32(b)), float(np.float32(h))
     other = np.where(x > 0, h * x, h * (b * np.exp(x) - b))
     assert (np.abs(y - other)[x != 0] > 1e3 * 2.0**-53 * scale[x != 0]).all()
+
+
+# -- ctx.attr(name): the definition's default ----------------------------------------------------
+def _seen_by(domain, op, opset, reads, attrs=()):
+    """What a per-session kernel for (domain, op) gets from ``ctx.attr`` calls ``reads``."""
+    seen = {}
+
+    def kernel(ctx, x):
+        seen.update({repr(r): ctx.attr(*r) for r in reads})
+        return x
+
+    m = Model(ir_version=7, opset_imports=[OperatorSetId(domain=domain, version=opset)],
+              graph=Graph(name="g", inputs=[ValueInfo(name="x")], outputs=[ValueInfo(name="y")],
+                          nodes=[Node(op_type=op, domain=domain, inputs=["x"], outputs=["y"],
+                                      attributes=list(attrs))]))
+    run(m, {"x": np.zeros(2, np.float32)}, kernels={(domain, op): kernel})
+    return {eval(k): v for k, v in seen.items()}
+
+
+def test_attr_without_a_default_is_the_definitions_at_the_imported_version():
+    got = _seen_by("", "Softmax", 11, [("axis",), ("axis", 7), ("axis", None), ("nope",)])
+    assert got == {("axis",): 1, ("axis", 7): 7, ("axis", None): None, ("nope",): None}
+    assert _seen_by("", "Softmax", 13, [("axis",)]) == {("axis",): -1}
+    # FLOAT: the float32 value the definition stores; lists are the kernel's own
+    alpha = _seen_by("", "LeakyRelu", 16, [("alpha",)])[("alpha",)]
+    assert alpha == float(np.float32(0.01)) and alpha != 0.01
+    axes = _seen_by("", "MeanVarianceNormalization", 13, [("axes",)])[("axes",)]
+    axes.append(5)
+    assert _seen_by("", "MeanVarianceNormalization", 13, [("axes",)]) == {("axes",): [0, 2, 3]}
+    # a set attribute wins; a custom domain has no definition
+    set_ = _seen_by("", "Softmax", 13, [("axis",)], [Attribute(name="axis", i=0, type=2)])
+    assert set_ == {("axis",): 0}
+    assert _seen_by("com.example", "Softmax", 1, [("axis",), ("axis", 3)]) == {
+        ("axis",): None, ("axis", 3): 3}
