@@ -9,7 +9,6 @@ offset and the file; ``--debug`` prints the traceback instead.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 from typing import List, Optional
@@ -172,6 +171,8 @@ def _storage(items: Optional[List[str]], *targets: str) -> Optional[dict]:
     """``--storage-option`` values as the API's ``storage_options``; their secret values are
     masked in everything printed from now on. ``targets``: every file or URL the command
     opens; options given when all of them are local are refused (UsageError), not ignored."""
+    if not items:  # (nothing to parse, mask or check: no import of the parsers and json)
+        return None
     from ..storage import check_storage_options
     from .redact import add_secrets
     from .values import parse_storage_options
@@ -331,6 +332,7 @@ def info(
             _kept_to_exit.append(model)
         s["source"] = shown(s["source"])
         if as_json:
+            import json
             out.line(json.dumps(s, indent=2))
         else:
             _print_summary(s)
