@@ -150,7 +150,8 @@ class Sink:
         written as they are (no second request); otherwise they are copied from the source with
         :meth:`copy_from`, which a local sink does file to file (``copy_file_range`` or
         ``splice``, docs/performance.md) and a remote source serves as range reads in bounded
-        chunks. Progress and hashing sinks see the bytes through ``write``/``copy_from``."""
+        chunks. A :class:`~onemodel.storage.progress.ProgressSink` counts the Blob's bytes here,
+        once, whichever way they go; hashing sinks see them through ``write``/``copy_from``."""
         if blob.loaded:
             self.write(blob.view())
         else:
@@ -227,6 +228,10 @@ def io_error(exc: OSError, name: str, action: str = "read") -> IoError:
 
 class BlockView:
     """Random access to a source through a cache of fixed-size blocks, fetched on first touch.
+
+    Not a :class:`~onemodel.storage.blob.Blob`: a Blob is one tensor's byte range, fetched whole
+    when used; a BlockView is the whole source as an indexable buffer for a decoder that touches
+    scattered bytes (the structure of a remote ONNX file), each block fetched once.
 
     Supports ``len()``, ``view[i]`` (an int) and ``view[a:b]`` (a memoryview), so a decoder
     written for an in-memory buffer can read a remote file while fetching only the blocks it

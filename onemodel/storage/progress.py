@@ -131,7 +131,10 @@ def _speed_column():
 
 class ProgressSink(Sink):
     """A sink that passes everything to ``inner`` and tells ``progress`` how many bytes each
-    write or copy moved (``copy_from`` keeps the inner sink's fast path)."""
+    write, copy or Blob moved (``copy_from`` and ``write_blob`` keep the inner sink's fast path).
+    It is the one place progress is counted: :func:`onemodel.storage.open_sink` gives a sink one
+    when asked for progress, and writers never count (an ONNX writer's data files are opened
+    with the model sink's ``progress``, so their bytes count on the same bar)."""
 
     def __init__(self, inner: Sink, progress):
         self.inner = inner
@@ -159,6 +162,11 @@ class ProgressSink(Sink):
     def copy_from(self, source: Source, offset: int, length: int) -> None:
         self.inner.copy_from(source, offset, length)
         self.progress(length)
+
+    def write_blob(self, blob) -> None:
+        """The inner sink's one copy decision for a tensor's Blob, its bytes counted once."""
+        self.inner.write_blob(blob)
+        self.progress(blob.nbytes)
 
     def commit(self) -> None:
         self.inner.commit()

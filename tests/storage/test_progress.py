@@ -119,3 +119,24 @@ def test_a_gap_counts_as_bytes_of_the_file():
     sink.skip(10)
     sink.write(b"c")
     assert seen == [2, 10, 1] and sink.tell() == 13
+
+
+def test_progress_sink_counts_a_blob_once_and_keeps_the_inner_copy_decision():
+    from onemodel.storage.blob import Blob
+
+    class Recording(BytesSink):
+        def __init__(self):
+            super().__init__()
+            self.copies = []
+
+        def copy_from(self, source, offset, length):
+            self.copies.append((source, offset, length))
+            super().copy_from(source, offset, length)
+
+    seen, inner = [], Recording()
+    sink = ProgressSink(inner, seen.append)
+    src = MemorySource(bytes(range(32)))
+    sink.write_blob(Blob(src, 4, 8))
+    sink.commit()
+    assert seen == [8] and inner.copies == [(src, 4, 8)]
+    assert inner.getvalue() == bytes(range(4, 12))

@@ -396,7 +396,7 @@ def data_file_target(base, location: str, *, allow_outside: bool = False) -> str
 
 
 def open_data_sink(base, location: str, *, allow_outside: bool = False,
-                   storage_options: dict | None = None):
+                   storage_options: dict | None = None, progress=None):
     """A Sink for writing data file ``location`` of a model whose directory is ``base``, at
     :func:`data_file_target`: the write-side counterpart of :func:`open_location`.
 
@@ -409,27 +409,29 @@ def open_data_sink(base, location: str, *, allow_outside: bool = False,
     (:class:`~onemodel.storage.local.LocalSink`): an existing file is replaced, never appended to
     or truncated in place, and maps of the old file stay valid. A URL base writes through
     :func:`onemodel.storage.open_sink` at :func:`~onemodel.storage.remote.resolve_relative`'s URL.
-    ``allow_outside`` accepts any path (absolute, ``..``). Raises InvalidModelError for a refused
-    location, IoError.
+    ``allow_outside`` accepts any path (absolute, ``..``). ``progress``: the callable the bytes
+    written are counted to (the model sink's, so a data file's bytes count on its bar), through
+    :func:`onemodel.storage.open_sink`. Raises InvalidModelError for a refused location, IoError.
     """
     from ...storage import LocalSink, open_sink
 
     path = data_file_target(base, location, allow_outside=allow_outside)
     if is_remote(base):
-        return open_sink(path, storage_options=storage_options, compression=None)
+        return open_sink(path, storage_options=storage_options, compression=None,
+                         progress=progress)
     if allow_outside:
         try:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         except OSError as e:
             raise IoError(f"cannot create the directory of {quote(location)}: {e.strerror or e}") \
                 from None
-        return LocalSink(path)
+        return open_sink(LocalSink(path), progress=progress)
     parts = location_parts(location)
     if len(parts) > 1:
         _make_dirs(local_path(base), parts[:-1])
     if os.path.isdir(path) and not os.path.islink(path):
         raise IoError(f"cannot write data file {quote(location)}: it is a directory")
-    return LocalSink(path)
+    return open_sink(LocalSink(path), progress=progress)
 
 
 def _make_dirs(directory: str, parts: tuple[str, ...]) -> None:

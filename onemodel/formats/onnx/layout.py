@@ -76,7 +76,6 @@ from ...lazy import np
 from ...limits import EXTERNAL_DATA_ALIGNMENT
 from ...storage.blob import Blob
 from ...storage.hashing import HashingSink
-from ...storage.progress import ProgressSink
 from ...storage.place import is_remote, local_path, place_of, target_of
 from .encode import encode_pieces, pieces_size
 from .external import (RefusedError, data_file_identity, data_file_target, location_parts,
@@ -584,9 +583,7 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
             warnings.warn(msg, stacklevel=3)
         for df in files:
             s = open_data_sink(out_base, df.location, allow_outside=allow_outside,
-                               storage_options=storage_options)
-            if sink.progress is not None:  # the data files' bytes count on the model's bar
-                s = ProgressSink(s, sink.progress)
+                               storage_options=storage_options, progress=sink.progress)
             sinks.append(s)
             # disk for the bytes really written (the slots), never for the gaps between them
             written = _union(sorted((slot.offset, slot.offset + slot.nbytes)
