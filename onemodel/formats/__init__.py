@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from ..errors import UnsupportedError, quote
-from ..storage.compressed import ZSTD_SUFFIX, has_zstd_suffix
+from ..storage.compressed import ZSTD_SUFFIX, has_zstd_suffix, set_format_sniff
 
 
 class FormatPlugin(Protocol):
@@ -173,3 +173,16 @@ def detect(head: bytes | None = None, name: str | None = None) -> FormatPlugin:
         raise UnsupportedError("cannot tell the format of the file from its first bytes or its "
                                "name", source=name)
     return found
+
+
+def _starts_a_model(head: bytes) -> bool:
+    """Whether ``head`` is the start of a file of a registered format (:func:`detect` by its
+    first bytes): the check a decompressed ``.zst`` passes (storage.compressed)."""
+    try:
+        detect(head)  # built-in formats first; third-party plugins when none answers
+    except UnsupportedError:
+        return False
+    return True
+
+
+set_format_sniff(_starts_a_model)  # storage asks the formats through this, never imports them

@@ -10,8 +10,9 @@ a decompression bomb can cost:
   (:data:`~onemodel.limits.MAX_DECOMPRESSED_BYTES`, 64 GiB, by default) is refused before
   anything is decompressed, and the output is counted while it is produced;
 * the first bytes: the first :data:`SNIFF_BYTES` decompressed bytes are held back and checked to
-  start a model (:func:`looks_like_model`: a format plugin's magic, such as OneModel's, or a
-  plausible first field key of an ONNX ModelProto) before anything is written to disk, so a
+  start a model (:func:`looks_like_model`: a plausible first field key of an ONNX ModelProto,
+  or a format plugin's magic, such as OneModel's, which :mod:`onemodel.formats` tells through
+  :func:`set_format_sniff`) before anything is written to disk, so a
   stream of zeros or other bytes that are no model is refused after one step;
 * the ratio: the output may not exceed ``max_ratio`` (default
   :data:`~onemodel.limits.MAX_COMPRESSION_RATIO`, 1000) times the compressed file's size (and is
@@ -84,11 +85,24 @@ def is_zstd(head) -> bool:
     return head == ZSTD_MAGIC or (head[1:4] == b"\x2a\x4d\x18" and head[0] & 0xF0 == 0x50)
 
 
+#: ``callable(head: bytes) -> bool``: whether ``head`` starts a file of a registered format (by
+#: its magic); set by :mod:`onemodel.formats` when it is imported (which ``import onemodel``
+#: does), so storage imports nothing from the formats. ``None``: no format is known.
+_format_sniff = None
+
+
+def set_format_sniff(sniff) -> None:
+    """Make ``sniff`` (``callable(head: bytes) -> bool``) the check of :func:`looks_like_model`
+    for a format's magic. Called once by :mod:`onemodel.formats`."""
+    global _format_sniff
+    _format_sniff = sniff
+
+
 def looks_like_model(head: bytes) -> bool:
-    """Whether decompressed bytes starting with ``head`` can be a model: empty, the magic of a
-    registered format (:func:`onemodel.formats.plugins`: OneModel's ``ONEMODEL`` ...), or an
-    ONNX ModelProto whose first key (a varint, Clause 12.2) names one of its fields with that
-    field's wire type. Zeros (field 0) and other filler are not."""
+    """Whether decompressed bytes starting with ``head`` can be a model: empty, an ONNX
+    ModelProto whose first key (a varint, Clause 12.2) names one of its fields with that field's
+    wire type, or the magic of a registered format (the sniff :mod:`onemodel.formats` set:
+    OneModel's ``ONEMODEL`` ...). Zeros (field 0) and other filler are not."""
     if not head:
         return True
     key, shift = 0, 0
@@ -99,13 +113,8 @@ def looks_like_model(head: bytes) -> bool:
             if _MODEL_KEYS.get(key >> 3) == key & 7:
                 return True
             break
-    from ..formats import detect  # the formats know their magic; imported only here
-
-    try:
-        detect(bytes(head))  # built-in formats first; third-party plugins when none answers
-    except UnsupportedError:
-        return False
-    return True
+    sniff = _format_sniff
+    return sniff is not None and bool(sniff(bytes(head)))
 
 
 def decompress_source(compressed: Source, *, limit: int = MAX_DECOMPRESSED_BYTES,
