@@ -463,6 +463,9 @@ def verify(
 
     with _errors(debug):
         dims, shapes = _inputs_given(dim, shape)
+        if run and engine == "onemodel":  # the process is the command's: tune as `run` does
+            from ..evaluate.memory import tune_allocator
+            tune_allocator()
         report = do_verify(a, b, loose=loose, run=run, seed=seed, dims=dims, shapes=shapes,
                            engine=engine, read_options=_read_options(allow_outside),
                            limit=REPORT_LIMIT,
@@ -586,7 +589,7 @@ def run_cmd(
                     raise IoError(f"cannot read input {name}: {e}", source=path) from None
             generated = {k: v for k, v in feeds.items() if k not in given}
             try:
-                results = run_model(model, feeds)
+                results = run_model(model, feeds, tune_malloc=True)  # the process is the command's
             except OneModelError as e:  # (the one error line names the generated inputs)
                 raise (add_inputs_hint(e, model, dims, shapes, seed=seed) if random
                        else e.at(source=model.source))
