@@ -1,4 +1,4 @@
-"""The records of the operator schema table: :class:`Schema`, :class:`Formal`, :class:`AttributeSpec`.
+"""The records of the operator schema table: Schema, Formal and AttributeSpec.
 
 They describe operator definitions as ONNX Part 2 (ONNX 1-2) publishes them; an operator is
 identified by its domain, name and the operator set version that introduced its definition

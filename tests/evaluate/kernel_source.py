@@ -89,16 +89,17 @@ def _opset_test(node, opset: int):
             ast.Eq: opset == n, ast.NotEq: opset != n}.get(type(node.ops[0]))
 
 
-def _is_attr_read(call: ast.Call) -> bool:
+def _is_attr_read(call: ast.Call) -> str | None:
+    """``"attr"`` for ``ctx.attr(...)``, ``"get"`` for ``attrs.get(...)`` / ``ctx.attrs.get``
+    (the node's attribute dict: no definition default), None for any other call."""
     f = call.func
     if not isinstance(f, ast.Attribute) or not call.args:
-        return False
+        return None
     if f.attr == "attr":
-        return True
-    # attrs.get(...) / ctx.attrs.get(...): the node's attribute dict
+        return "attr"
     target = f.value
     name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
-    return f.attr == "get" and name == "attrs"
+    return "get" if f.attr == "get" and name == "attrs" else None
 
 
 def _nodes(stmts, opset: int):
@@ -136,11 +137,13 @@ def _walk(node, opset: int):
         yield from _walk(child, opset)
 
 
-def attribute_reads(module: str, function: str, opset: int) -> list[tuple[str, object, str]]:
+def attribute_reads(module: str, function: str, opset: int) -> list[tuple[str, object, str, str]]:
     """Every attribute read reachable from ``module.function`` at operator set ``opset``: (name,
-    default, ``module.py:line``). The default is :data:`NO_DEFAULT` when the call passes none,
-    :data:`UNKNOWN` when it is not a literal; reads with a computed name are left out. Branches
-    of ``if ctx.opset ...`` statements not taken at ``opset`` are left out too."""
+    default, ``module.py:line``, ``"attr"`` or ``"get"``). The default is :data:`NO_DEFAULT`
+    when ``ctx.attr`` is given none (it then takes the definition's), None when ``attrs.get``
+    is given none, :data:`UNKNOWN` when it is not a literal; reads with a computed name are
+    left out. Branches of ``if ctx.opset ...`` statements not taken at ``opset`` are left out
+    too."""
     found, seen = [], set()
     start = _resolve(_module(module), function)
     todo = [start] if start else []
@@ -152,11 +155,13 @@ def attribute_reads(module: str, function: str, opset: int) -> list[tuple[str, o
         for node in _nodes(fn.body, opset):
             if not isinstance(node, ast.Call):
                 continue
-            if _is_attr_read(node):
+            kind = _is_attr_read(node)
+            if kind:
                 first = node.args[0]
                 if isinstance(first, ast.Constant) and isinstance(first.value, str):
-                    default = _value(node.args[1], opset) if len(node.args) > 1 else NO_DEFAULT
-                    found.append((first.value, default, f"{mod.name}.py:{node.lineno}"))
+                    default = (_value(node.args[1], opset) if len(node.args) > 1
+                               else NO_DEFAULT if kind == "attr" else None)
+                    found.append((first.value, default, f"{mod.name}.py:{node.lineno}", kind))
             callee = node.func.id if isinstance(node.func, ast.Name) else None
             if callee:
                 target = _resolve(mod, callee)

@@ -1,6 +1,8 @@
-"""One source of truth for attribute defaults: every default a built-in kernel passes to
-``ctx.attr(name, default)`` is the default of the operator's definition (onemodel.schemas, ONNX
-1-2) in force at each operator set version the kernel serves (Part 1, Clause 14.4).
+"""One source of truth for attribute defaults: a built-in kernel reads an attribute with
+``ctx.attr(name)``, which gives the default of the operator's definition (onemodel.schemas, ONNX
+1-2) in force at the imported version (Part 1, Clause 14.4). A kernel passes a literal default
+only where some version it serves defines the attribute without one (or not at all), and then
+the literal is the definition's default at every version that has one.
 
 The kernels' source is read with ``ast`` (tests/evaluate/kernel_source.py): the kernel function
 and every kernel-module helper it calls, at each version (``if ctx.opset >= 13:`` branches and
@@ -31,8 +33,8 @@ DIFFERENT = {
         "'forward' the description means (onnx's own reference reads the attribute the same way)",
 }
 
-#: (domain, op_type, attribute) -> why a kernel reads the attribute with no literal default
-#: (None or none at all) although the definition has one: it computes the same value itself.
+#: (domain, op_type, attribute) -> why a kernel reads the attribute with ``ctx.attr(name,
+#: None)`` although the definition has a default: it computes the same value itself.
 FALLBACK = {
     ("", "RNN", "activations"):
         "the definition's ['Tanh', 'Tanh'] is one Tanh per direction; the kernel takes "
@@ -51,12 +53,12 @@ def _served_versions():
 
 
 def _same(kernel, schema) -> bool:
-    """Whether a kernel's literal equals a definition's default: FLOAT as stored (float32), so
-    a kernel's 0.01 is the definition's float32 0.01; ints, strings and lists exactly."""
+    """Whether a kernel's literal equals a definition's default exactly: a FLOAT default is the
+    float32 value the definition stores (0.009999999776482582, not 0.01), as a set attribute is;
+    ints, strings and lists of them as they are."""
     if isinstance(schema, float):
-        if not isinstance(kernel, (int, float)) or isinstance(kernel, bool):
-            return False
-        return math.isinf(kernel) and kernel == schema or float(np.float32(kernel)) == schema
+        return isinstance(kernel, (int, float)) and not isinstance(kernel, bool) and \
+            kernel == schema
     if isinstance(schema, list):
         return (isinstance(kernel, (list, tuple)) and len(kernel) == len(schema)
                 and all(_same(k, s) for k, s in zip(kernel, schema)))
@@ -64,24 +66,32 @@ def _same(kernel, schema) -> bool:
 
 
 def _findings():
-    mismatch, fallback, unknown = {}, {}, {}
+    """(mismatch, fallback, unknown, sites): literal defaults that differ, ``None`` defaults
+    and non-literal ones where the definition has a default, by (domain, op_type, attribute);
+    sites: ``module.py:line`` of a literal default -> for each version reaching it, whether
+    the definition has a default there."""
+    mismatch, fallback, unknown, sites = {}, {}, {}, {}
     for domain, op, since, fn, served in _served_versions():
         module = fn.__module__.rsplit(".", 1)[1]
         for v in served:
             schema = schemas.get(op, domain, v)
             assert schema is not None, f"{domain}::{op}-{since}: no definition at {v}"
-            for name, default, where in attribute_reads(module, fn.__name__, v):
+            for name, default, where, kind in attribute_reads(module, fn.__name__, v):
                 spec = schema.attributes.get(name)
-                if spec is None or not spec.has_default:
+                has = spec is not None and spec.has_default
+                literal = default not in (NO_DEFAULT, UNKNOWN) and default is not None
+                if literal and kind == "attr":
+                    sites.setdefault((where, name), []).append((domain, op, v, has))
+                if not has or default is NO_DEFAULT:
                     continue
                 key = (domain, op, name)
                 if default is UNKNOWN:
                     unknown.setdefault(key, []).append((v, where))
-                elif default is None or default is NO_DEFAULT:
+                elif default is None:
                     fallback.setdefault(key, []).append((v, where))
                 elif not _same(default, spec.default):
                     mismatch.setdefault(key, []).append((v, where, default, spec.default))
-    return mismatch, fallback, unknown
+    return mismatch, fallback, unknown, sites
 
 
 FINDINGS = _findings()
@@ -93,26 +103,29 @@ def test_the_registry_claims_the_kernels_this_test_reads():
 
 
 def test_the_reader_sees_the_kernels_reads():
-    """The reader finds what the source says: Softmax-13 reads axis with -1 and Softmax-11
-    with 1 (one helper, an ``if ctx.opset >= 13`` branch); Pool's p default depends on the
+    """The reader finds what the source says: Softmax-13 and Softmax-11 read axis on two
+    lines of one helper (an ``if ctx.opset >= 13`` branch); Clip's defaults depend on the
     version through a conditional expression; Conv's read of group is in a helper."""
     fn = registry.lookup("", "Softmax", 13)
     reads13 = attribute_reads(fn.__module__.rsplit(".", 1)[1], fn.__name__, 13)
     reads11 = attribute_reads(fn.__module__.rsplit(".", 1)[1], fn.__name__, 11)
-    assert [(n, d) for n, d, _ in reads13] == [("axis", -1)]
-    assert [(n, d) for n, d, _ in reads11] == [("axis", 1)]
-    lp = registry.lookup("", "LpPool", 2)
-    module = lp.__module__.rsplit(".", 1)[1]
-    assert ("p", 2.0) in [(n, d) for n, d, _ in attribute_reads(module, lp.__name__, 1)]
-    assert ("p", 2) in [(n, d) for n, d, _ in attribute_reads(module, lp.__name__, 11)]
+    assert [(n, d) for n, d, *_ in reads13] == [("axis", NO_DEFAULT)]
+    assert [(n, d) for n, d, *_ in reads11] == [("axis", NO_DEFAULT)]
+    assert reads13[0][2] != reads11[0][2]
+    clip = registry.lookup("", "Clip", 6)
+    module = clip.__module__.rsplit(".", 1)[1]
+    assert [(n, d) for n, d, *_ in attribute_reads(module, clip.__name__, 1)] == [
+        ("min", -math.inf), ("max", math.inf)]
+    assert [(n, d) for n, d, *_ in attribute_reads(module, clip.__name__, 6)] == [
+        ("min", -3.4028234663852886e38), ("max", 3.4028234663852886e38)]
     conv = registry.lookup("", "Conv", 11)
-    names = {n for n, _, _ in attribute_reads(conv.__module__.rsplit(".", 1)[1], conv.__name__,
+    names = {n for n, *_ in attribute_reads(conv.__module__.rsplit(".", 1)[1], conv.__name__,
                                               11)}
     assert {"group", "auto_pad", "pads", "strides", "dilations", "kernel_shape"} <= names
 
 
 def test_every_literal_default_of_a_kernel_is_the_definitions():
-    mismatch, _, _ = FINDINGS
+    mismatch = FINDINGS[0]
     wrong = {k: v for k, v in mismatch.items() if k not in DIFFERENT}
     assert not wrong, "kernel defaults that differ from the definition: " + "; ".join(
         f"{d or 'ai.onnx'}::{op}.{n}: " + ", ".join(
@@ -122,11 +135,26 @@ def test_every_literal_default_of_a_kernel_is_the_definitions():
         set(DIFFERENT) - set(mismatch))
 
 
+def test_no_kernel_repeats_a_default_the_definition_gives():
+    """A literal default is written only where a version reaching it has no default to take
+    (``attrs.get`` on the attribute dict is left out: it has no definition default)."""
+    sites = FINDINGS[3]
+    repeated = sorted(k for k, vs in sites.items() if all(has for *_, has in vs)
+                      and not any((d, op, k[1]) in DIFFERENT for d, op, _, _ in vs))
+    assert not repeated, "literal defaults the definitions give (omit them): " + repr(repeated)
+    # the literals left where a definition has a default serve versions without one as well:
+    # Clip-1 has no min/max default (Clip-6 the float32 range), MaxPool-1 no ceil_mode
+    mixed = {k for k, vs in sites.items() if len({has for *_, has in vs}) == 2}
+    assert {("elementwise.py", "min"), ("elementwise.py", "max"), ("pool.py", "ceil_mode")} <= {
+        (where.split(":")[0], name) for where, name in mixed}
+
+
 def test_every_default_a_kernel_reads_is_a_literal_the_test_can_check():
-    _, fallback, unknown = FINDINGS
+    _, fallback, unknown, _ = FINDINGS
     assert not unknown, f"defaults not written as literals: {unknown}"
     assert set(fallback) == set(FALLBACK), (
-        "kernels that read an attribute the definition gives a default without passing it: "
+        "kernels that read an attribute the definition gives a default with ctx.attr(name, "
+        "None): "
         + repr({k: v for k, v in fallback.items() if k not in FALLBACK}))
 
 
@@ -218,3 +246,25 @@ def test_attr_without_a_default_is_the_definitions_at_the_imported_version():
     assert set_ == {("axis",): 0}
     assert _seen_by("com.example", "Softmax", 1, [("axis",), ("axis", 3)]) == {
         ("axis",): None, ("axis", 3): 3}
+
+
+def test_a_kernel_computes_with_the_float32_default_as_a_set_attribute_would(tmp_path):
+    """LeakyRelu without alpha: the definition's float32 0.01 (0.009999999776482582), exactly
+    what a node of an ONNX file setting alpha=0.01 holds (FLOAT is float32 on the wire), so a
+    float64 input gives the same result both ways (-1 * alpha is exact)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    import onemodel
+
+    x = np.array([-1.0, -4.0, 3.0], np.float64)
+    unset = run(_node_model("LeakyRelu", 16), {"x": x})["y"]
+    g = helper.make_graph([helper.make_node("LeakyRelu", ["x"], ["y"], alpha=0.01)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [3])],
+                          [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [3])])
+    path = tmp_path / "leaky.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 16)]), str(path))
+    with onemodel.load(str(path)) as m:
+        set_ = run(m, {"x": x})["y"]
+    a = float(np.float32(0.01))
+    assert unset.tolist() == set_.tolist() == [-a, -4 * a, 3.0]

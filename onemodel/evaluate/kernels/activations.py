@@ -33,7 +33,7 @@ def relu(ctx, x):
 
 @op("LeakyRelu", since=(1, 6, 16))
 def leaky_relu(ctx, x):
-    alpha = ctx.attr("alpha", 0.01)
+    alpha = ctx.attr("alpha")
     w, dt = wide(x)
     return back(np.where(w >= 0, w, w * np.asarray(alpha, w.dtype)), dt)
 
@@ -49,18 +49,16 @@ def prelu(ctx, x, slope):
 
 @op("Elu", since=(1, 6, 22))
 def elu(ctx, x):
-    alpha = ctx.attr("alpha", 1.0)
+    alpha = ctx.attr("alpha")
     w, dt = wide(x)
     return back(np.where(w > 0, w, np.asarray(alpha, w.dtype) * np.expm1(np.minimum(w, 0))), dt)
 
 
 @op("Selu", since=(1, 6, 22))
 def selu(ctx, x):
-    # the float32 defaults: Selu-1 1.6732 and 1.0507, Selu-6 on the constants of the paper
-    alpha = ctx.attr("alpha", 1.67326319217681884765625 if ctx.opset >= 6
-                     else 1.67320001125335693359375)
-    gamma = ctx.attr("gamma", 1.05070102214813232421875 if ctx.opset >= 6
-                     else 1.0506999492645263671875)
+    # the definitions' defaults: Selu-1 1.6732 and 1.0507, Selu-6 on the paper's constants
+    alpha = ctx.attr("alpha")
+    gamma = ctx.attr("gamma")
     w, dt = wide(x)
     a = np.asarray(alpha, w.dtype)
     g = np.asarray(gamma, w.dtype)
@@ -69,7 +67,7 @@ def selu(ctx, x):
 
 @op("Celu", since=(12, 28))
 def celu(ctx, x):
-    alpha = ctx.attr("alpha", 1.0)
+    alpha = ctx.attr("alpha")
     w, dt = wide(x)
     a = np.asarray(alpha, w.dtype)
     neg = a * np.expm1(np.minimum(w, 0) / a)
@@ -84,8 +82,8 @@ def sigmoid(ctx, x):
 
 @op("HardSigmoid", since=(1, 6, 22))
 def hard_sigmoid(ctx, x):
-    alpha = ctx.attr("alpha", 0.2)
-    beta = ctx.attr("beta", 0.5)
+    alpha = ctx.attr("alpha")
+    beta = ctx.attr("beta")
     w, dt = wide(x)
     y = np.asarray(alpha, w.dtype) * w + np.asarray(beta, w.dtype)
     return back(np.clip(y, 0, 1).astype(w.dtype, copy=False), dt)
@@ -112,7 +110,7 @@ def softsign(ctx, x):
 
 @op("Gelu", since=20)
 def gelu(ctx, x):
-    approximate = ctx.attr("approximate", "none")
+    approximate = ctx.attr("approximate")
     w, dt = wide(x)
     half = np.asarray(0.5, w.dtype)
     if approximate == "tanh":
@@ -132,21 +130,21 @@ def mish(ctx, x):
 
 @op("ThresholdedRelu", since=(10, 22))
 def thresholded_relu(ctx, x):
-    alpha = ctx.attr("alpha", 1.0)
+    alpha = ctx.attr("alpha")
     return np.where(x > np.asarray(alpha, x.dtype), x, np.zeros((), x.dtype))
 
 
 @op("Swish", since=24)
 def swish(ctx, x):
-    alpha = ctx.attr("alpha", 1.0)
+    alpha = ctx.attr("alpha")
     w, dt = wide(x)
     return back(w * _sigmoid(w * np.asarray(alpha, w.dtype)), dt)
 
 
 @op("Shrink", since=9)
 def shrink(ctx, x):
-    bias = ctx.attr("bias", 0.0)
-    lambd = ctx.attr("lambd", 0.5)
+    bias = ctx.attr("bias")
+    lambd = ctx.attr("lambd")
     w, dt = wide(x)
     if w.dtype.kind in "iu":
         w = w.astype(np.float64)
@@ -158,9 +156,9 @@ def shrink(ctx, x):
 def _along_axis(ctx, x, fn):
     """Apply ``fn(array, axis)`` with the axis semantics of the node's opset."""
     if ctx.opset >= 13:
-        axis = ctx.attr("axis", -1)
+        axis = ctx.attr("axis")
         return fn(x, axis if axis >= 0 else axis + x.ndim)
-    axis = ctx.attr("axis", 1)
+    axis = ctx.attr("axis")
     if axis < 0:
         axis += x.ndim
     n = math.prod(x.shape[:axis])

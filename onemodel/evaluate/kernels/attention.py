@@ -64,7 +64,7 @@ def attention(ctx, q, k, v, attn_mask=None, past_key=None, past_value=None,
     root = math.sqrt(scale)
     scores = np.matmul(qh.astype(work) * root, np.swapaxes(kr * root, -1, -2))
     raw = scores
-    softcap = float(ctx.attr("softcap", 0.0) or 0.0)
+    softcap = float(ctx.attr("softcap") or 0.0)
     if softcap > 0:
         scores = softcap * np.tanh(scores / softcap)
     capped = scores
@@ -88,7 +88,7 @@ def attention(ctx, q, k, v, attn_mask=None, past_key=None, past_value=None,
         offset = lens - s_q if past_key is None else np.full((b, 1, 1, 1), past_len)
     else:
         offset = np.full((b, 1, 1, 1), past_len)
-    if int(ctx.attr("is_causal", 0)):
+    if int(ctx.attr("is_causal")):
         allowed = allowed & (j <= i + offset)
     left = int(ctx.attr("left_window_size", -1))
     right = int(ctx.attr("right_window_size", -1))
@@ -109,7 +109,7 @@ def attention(ctx, q, k, v, attn_mask=None, past_key=None, past_value=None,
     y = np.matmul(probs, vr)
     if three_d:
         y = y.transpose(0, 2, 1, 3).reshape(b, s_q, -1)
-    mode = int(ctx.attr("qk_matmul_output_mode", 0))
+    mode = int(ctx.attr("qk_matmul_output_mode"))
     qk_out = {0: raw, 1: capped, 2: biased, 3: probs}.get(mode)
     if qk_out is None:
         raise InvalidModelError(f"qk_matmul_output_mode {mode} is not 0, 1, 2 or 3")
@@ -138,7 +138,7 @@ def rotary_embedding(ctx, x, cos_cache, sin_cache, position_ids=None):
     else:
         raise EvaluationError(f"RotaryEmbedding input must be 3-D or 4-D, not {list(shape)}")
     d = t.shape[3]
-    rot = int(ctx.attr("rotary_embedding_dim", 0) or 0) or d
+    rot = int(ctx.attr("rotary_embedding_dim") or 0) or d
     if rot > d or rot % 2:
         raise EvaluationError(f"rotary_embedding_dim {rot} does not fit head size {d}")
     cos = np.asarray(cos_cache)
@@ -152,7 +152,7 @@ def rotary_embedding(ctx, x, cos_cache, sin_cache, position_ids=None):
     cos = cos[..., :half].astype(np.float64)[:, :, None, :]  # [B, S, 1, R/2]
     sin = sin[..., :half].astype(np.float64)[:, :, None, :]
     xr = t[..., :rot].astype(np.float64)
-    if int(ctx.attr("interleaved", 0)):
+    if int(ctx.attr("interleaved")):
         a, c = xr[..., 0::2], xr[..., 1::2]
         out = np.empty_like(xr)
         out[..., 0::2] = a * cos - c * sin
@@ -174,7 +174,7 @@ def tensor_scatter(ctx, past_cache, update, write_indices=None):
     """
     cache = np.asarray(past_cache)
     upd = np.asarray(update)
-    axis = int(ctx.attr("axis", -2))
+    axis = int(ctx.attr("axis"))
     if not -cache.ndim <= axis < cache.ndim or axis % cache.ndim == 0:
         raise EvaluationError(f"TensorScatter axis {axis} is not a non-batch axis of rank "
                               f"{cache.ndim}")
@@ -187,7 +187,7 @@ def tensor_scatter(ctx, past_cache, update, write_indices=None):
     batch, length, seq = cache.shape[0], cache.shape[axis], upd.shape[axis]
     starts = np.zeros(batch, np.int64) if write_indices is None else \
         np.asarray(write_indices).astype(np.int64).reshape(-1)
-    circular = ctx.attr("mode", "linear") == "circular"
+    circular = ctx.attr("mode") == "circular"
     out = cache.copy()
     for b in range(batch):
         pos = starts[b] + np.arange(seq)
@@ -207,7 +207,7 @@ def swiglu(ctx, a, b):
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape:
         raise EvaluationError(f"SwiGLU inputs have shapes {list(a.shape)} and {list(b.shape)}")
-    alpha = float(ctx.attr("alpha", 1.0))
+    alpha = float(ctx.attr("alpha"))
     af = a.astype(np.float64)
     e = np.exp(-np.abs(alpha * af))
     sig = np.where(alpha * af >= 0, 1 / (1 + e), e / (1 + e))
@@ -234,11 +234,11 @@ def linear_attention(ctx, query, key, value, past_state=None, decay=None, beta=N
     dk, dv = q.shape[2] // hq, v.shape[2] // hkv
     if q.shape[2] != hq * dk or k.shape[2] != hkv * dk or v.shape[2] != hkv * dv:
         raise EvaluationError("LinearAttention head sizes do not divide the packed dims")
-    rule = ctx.attr("update_rule", "gated_delta")
+    rule = ctx.attr("update_rule")
     if rule not in ("linear", "gated", "delta", "gated_delta"):
         raise InvalidModelError(f"update_rule {rule!r} is not linear, gated, delta or "
                                 "gated_delta")
-    scale = float(ctx.attr("scale", 0.0) or 0.0) or 1 / math.sqrt(dk)
+    scale = float(ctx.attr("scale") or 0.0) or 1 / math.sqrt(dk)
     w = np.float64
     qh = q.reshape(bsz, steps, hq, dk).astype(w)
     kh = k.reshape(bsz, steps, hkv, dk).astype(w)

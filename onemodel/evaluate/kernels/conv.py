@@ -131,12 +131,12 @@ def _geometry(ctx, x, kernel):
 def conv(ctx, x, w, b=None):
     if x.ndim < 3:
         raise EvaluationError(f"Conv input has rank {x.ndim}; at least 3 expected")
-    group = ctx.attr("group", 1)
+    group = ctx.attr("group")
     kernel = list(ctx.attr("kernel_shape") or w.shape[2:])
     if tuple(kernel) != tuple(w.shape[2:]):
         raise EvaluationError(f"kernel_shape {kernel} does not match the weights {w.shape}")
     strides, dilations = _geometry(ctx, x, kernel)
-    begin, end, out = conv_pads(ctx.attr("auto_pad", "NOTSET"), x.shape[2:], kernel, strides,
+    begin, end, out = conv_pads(ctx.attr("auto_pad"), x.shape[2:], kernel, strides,
                                 dilations, ctx.attr("pads"))
     N, C = x.shape[:2]
     M = w.shape[0]
@@ -170,7 +170,7 @@ def conv(ctx, x, w, b=None):
 def conv_transpose(ctx, x, w, b=None):
     if x.ndim < 3:
         raise EvaluationError(f"ConvTranspose input has rank {x.ndim}; at least 3 expected")
-    group = ctx.attr("group", 1)
+    group = ctx.attr("group")
     N, C = x.shape[:2]
     if w.shape[0] != C or C % group:
         raise EvaluationError(f"ConvTranspose: {C} input channels, weights {w.shape}, "
@@ -183,7 +183,7 @@ def conv_transpose(ctx, x, w, b=None):
     in_sp = x.shape[2:]
     out_pad = ctx.attr("output_padding") or [0] * n
     dk = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
-    auto_pad = ctx.attr("auto_pad", "NOTSET")
+    auto_pad = ctx.attr("auto_pad")
     out_shape = ctx.attr("output_shape")
     if out_shape:
         out_shape = list(out_shape)[-n:]
@@ -245,7 +245,7 @@ def causal_conv_with_state(ctx, x, w, b=None, past_state=None):
     k-1 positions of ``padded``. Outputs ``(y [N, C, L], present_state [N, C, k-1])``.
     float16 and bfloat16 are computed in float32 and rounded once per output.
     """
-    activation = ctx.attr("activation", "none")
+    activation = ctx.attr("activation")
     if activation not in ("none", "silu", "swish"):
         raise UnsupportedError(f"CausalConvWithState activation {activation!r} is not none, "
                                f"silu or swish")
@@ -299,8 +299,8 @@ def deform_conv(ctx, x, w, offset, b=None, mask=None):
     sp = x.shape[2:]
     nd = len(sp)
     M = w.shape[0]
-    group = ctx.attr("group", 1)
-    og = ctx.attr("offset_group", 1)
+    group = ctx.attr("group")
+    og = ctx.attr("offset_group")
     kernel = list(ctx.attr("kernel_shape") or w.shape[2:])
     if tuple(kernel) != tuple(w.shape[2:]):
         raise EvaluationError(f"kernel_shape {kernel} does not match the weights {w.shape}")

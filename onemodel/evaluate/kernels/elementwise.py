@@ -18,7 +18,7 @@ from ..registry import op
 
 def _legacy_broadcast(ctx, a, b):
     """Opset < 7 binary operators: ``broadcast=1`` with ``axis`` aligns ``b`` inside ``a``."""
-    if ctx.opset >= 7 or not ctx.attr("broadcast", 0) or b.ndim == 0 or a.shape == b.shape:
+    if ctx.opset >= 7 or not ctx.attr("broadcast") or b.ndim == 0 or a.shape == b.shape:
         return b
     axis = ctx.attr("axis", None)
     if axis is None:
@@ -78,7 +78,7 @@ def pow_(ctx, x, y):
 @op("Mod", since=(10, 13, 28))
 def mod(ctx, a, b):
     """Mod: ``fmod=1`` ``A - trunc(A/B)*B`` (sign of A), else ``A - floor(A/B)*B`` (sign of B)."""
-    if ctx.attr("fmod", 0):
+    if ctx.attr("fmod"):
         return np.fmod(a, b)
     return np.mod(a, b)
 
@@ -161,8 +161,8 @@ def isnan(ctx, x):
 
 @op("IsInf", since=(10, 20))
 def isinf(ctx, x):
-    pos = ctx.attr("detect_positive", 1)
-    neg = ctx.attr("detect_negative", 1)
+    pos = ctx.attr("detect_positive")
+    neg = ctx.attr("detect_negative")
     if pos and neg:
         return np.isinf(x)
     if pos:

@@ -94,13 +94,13 @@ def matmul(ctx, a, b):
 
 @op("Gemm", since=(1, 6, 7, 9, 11, 13))
 def gemm(ctx, a, b, c=None):
-    alpha = ctx.attr("alpha", 1.0)
-    beta = ctx.attr("beta", 1.0)
+    alpha = ctx.attr("alpha")
+    beta = ctx.attr("beta")
     if a.ndim != 2 or b.ndim != 2:
         raise EvaluationError(f"Gemm inputs must be 2-D, not {a.shape} and {b.shape}")
-    if ctx.attr("transA", 0):
+    if ctx.attr("transA"):
         a = a.T
-    if ctx.attr("transB", 0):
+    if ctx.attr("transB"):
         b = b.T
     args, dt = wide_all(a, b) if c is None else wide_all(a, b, c)
     y = _product(args[0], args[1])

@@ -31,7 +31,7 @@ def _nll(ctx, x, target, weight, name: str):
                               f"{x.shape} without its class axis")
     if target.dtype.kind not in "iu":
         raise EvaluationError(f"{name}: target must be an integer tensor, not {target.dtype}")
-    reduction = ctx.attr("reduction", "mean")
+    reduction = ctx.attr("reduction")
     if reduction not in ("none", "sum", "mean"):
         raise UnsupportedError(f"{name} reduction {reduction!r} is not none, sum or mean")
     C = x.shape[1]

@@ -81,9 +81,9 @@ def lrn(ctx, x):
     X: [N, C, D1, ...]."""
     x = np.asarray(x)
     size = int(ctx.attrs["size"])
-    alpha = float(ctx.attr("alpha", 1e-4))
-    beta = float(ctx.attr("beta", 0.75))
-    bias = float(ctx.attr("bias", 1.0))
+    alpha = float(ctx.attr("alpha"))
+    beta = float(ctx.attr("beta"))
+    bias = float(ctx.attr("bias"))
     sq = x.astype(np.float64) ** 2
     c = x.shape[1]
     lo, hi = (size - 1) // 2, -(-(size - 1) // 2)
@@ -108,15 +108,15 @@ def bernoulli(ctx, p):
 def random_uniform(ctx):
     """RandomUniform: values in [low, high) of shape ``shape``, type ``dtype`` (float)."""
     shape = [int(d) for d in ctx.attrs["shape"]]
-    low, high = float(ctx.attr("low", 0.0)), float(ctx.attr("high", 1.0))
-    return _rng(ctx).uniform(low, high, shape).astype(_dtype(ctx.attr("dtype", 1), np.float32))
+    low, high = float(ctx.attr("low")), float(ctx.attr("high"))
+    return _rng(ctx).uniform(low, high, shape).astype(_dtype(ctx.attr("dtype"), np.float32))
 
 
 @op("RandomUniformLike", since=(1, 22))
 def random_uniform_like(ctx, x):
     """RandomUniformLike: RandomUniform with X's shape (and type unless ``dtype``)."""
     x = np.asarray(x)
-    low, high = float(ctx.attr("low", 0.0)), float(ctx.attr("high", 1.0))
+    low, high = float(ctx.attr("low")), float(ctx.attr("high"))
     return _rng(ctx).uniform(low, high, x.shape).astype(_dtype(ctx.attr("dtype", 0), x.dtype))
 
 
@@ -124,15 +124,15 @@ def random_uniform_like(ctx, x):
 def random_normal(ctx):
     """RandomNormal: normal values (``mean``, ``scale``) of shape ``shape``, type ``dtype``."""
     shape = [int(d) for d in ctx.attrs["shape"]]
-    mean, scale = float(ctx.attr("mean", 0.0)), float(ctx.attr("scale", 1.0))
-    return _rng(ctx).normal(mean, scale, shape).astype(_dtype(ctx.attr("dtype", 1), np.float32))
+    mean, scale = float(ctx.attr("mean")), float(ctx.attr("scale"))
+    return _rng(ctx).normal(mean, scale, shape).astype(_dtype(ctx.attr("dtype"), np.float32))
 
 
 @op("RandomNormalLike", since=(1, 22))
 def random_normal_like(ctx, x):
     """RandomNormalLike: RandomNormal with X's shape (and type unless ``dtype``)."""
     x = np.asarray(x)
-    mean, scale = float(ctx.attr("mean", 0.0)), float(ctx.attr("scale", 1.0))
+    mean, scale = float(ctx.attr("mean")), float(ctx.attr("scale"))
     return _rng(ctx).normal(mean, scale, x.shape).astype(_dtype(ctx.attr("dtype", 0), x.dtype))
 
 
@@ -144,12 +144,12 @@ def multinomial(ctx, x):
     logits = np.asarray(x, dtype=np.float64)
     if logits.ndim != 2:
         raise EvaluationError("Multinomial input must be [batch_size, class_size]")
-    n = int(ctx.attr("sample_size", 1))
+    n = int(ctx.attr("sample_size"))
     p = np.exp(logits - logits.max(axis=1, keepdims=True))
     cdf = np.cumsum(p / p.sum(axis=1, keepdims=True), axis=1)
     u = _rng(ctx).random((logits.shape[0], n))
     idx = np.minimum((u[:, :, None] > cdf[:, None, :]).sum(axis=2), logits.shape[1] - 1)
-    return idx.astype(_dtype(ctx.attr("dtype", 6), np.int32))
+    return idx.astype(_dtype(ctx.attr("dtype"), np.int32))
 
 
 # -- signal processing ------------------------------------------------------------------------
@@ -158,7 +158,7 @@ def _window(ctx, size, kind: str) -> np.ndarray:
     n = _scalar(size, f"{kind} size", int)
     if n < 0:
         raise EvaluationError(f"window size {n} is negative")
-    periodic = int(ctx.attr("periodic", 1))
+    periodic = int(ctx.attr("periodic"))
     denom = n if periodic else n - 1
     k = np.arange(n, dtype=np.float64)
     t = 2 * math.pi * k / denom if denom > 0 else np.zeros(n)
@@ -168,7 +168,7 @@ def _window(ctx, size, kind: str) -> np.ndarray:
         w = 25 / 46 - (1 - 25 / 46) * np.cos(t)
     else:
         w = 0.42 - 0.5 * np.cos(t) + 0.08 * np.cos(2 * t)
-    return w.astype(_dtype(ctx.attr("output_datatype", 1), np.float32))
+    return w.astype(_dtype(ctx.attr("output_datatype"), np.float32))
 
 
 @op("HannWindow", since=17)
@@ -233,12 +233,12 @@ def dft(signal: np.ndarray, axis: int, length: int | None, inverse: bool, onesid
 def dft17(ctx, x, dft_length=None):
     """DFT, opset 17: ``axis`` attribute (default 1) over a signal [batch, ..., 1|2]."""
     x = np.asarray(x)
-    axis = int(ctx.attr("axis", 1))
+    axis = int(ctx.attr("axis"))
     rank = x.ndim - 1
     if not -rank <= axis < rank:
         raise EvaluationError(f"DFT axis {axis} is outside the signal rank {rank}")
     n = None if dft_length is None else _scalar(dft_length, "dft_length", int)
-    return dft(x, axis % rank, n, bool(ctx.attr("inverse", 0)), bool(ctx.attr("onesided", 0)))
+    return dft(x, axis % rank, n, bool(ctx.attr("inverse")), bool(ctx.attr("onesided")))
 
 
 @op("DFT", since=20)
@@ -251,7 +251,7 @@ def dft20(ctx, x, dft_length=None, axis=None):
         raise EvaluationError(f"DFT axis {a} does not name a signal axis of rank {x.ndim}")
     a = a % x.ndim
     n = None if dft_length is None else _scalar(dft_length, "dft_length", int)
-    return dft(x, a, n, bool(ctx.attr("inverse", 0)), bool(ctx.attr("onesided", 0)))
+    return dft(x, a, n, bool(ctx.attr("inverse")), bool(ctx.attr("onesided")))
 
 
 @op("STFT", since=17)
@@ -283,7 +283,7 @@ def stft(ctx, signal, frame_step, window=None, frame_length=None):
     idx = np.arange(frames)[:, None] * step + np.arange(flen)[None, :]
     framed = c[:, idx] * w  # [batch, frames, flen]
     out = np.fft.fft(framed, axis=-1)
-    if int(ctx.attr("onesided", 1)):
+    if int(ctx.attr("onesided")):
         out = out[..., :flen // 2 + 1]
     return _from_complex(out, x.dtype if x.dtype.kind == "f" else np.float32)
 
@@ -322,7 +322,7 @@ def mel_weight_matrix(ctx, num_mel_bins, dft_length, sample_rate, lower_edge_her
         if c > b:
             for j in range(max(b, 0), min(c, n_spec)):
                 out[j, i] = (c - j) / (c - b)
-    return out.astype(_dtype(ctx.attr("output_datatype", 1), np.float32))
+    return out.astype(_dtype(ctx.attr("output_datatype"), np.float32))
 
 
 # -- strings ----------------------------------------------------------------------------------
@@ -346,14 +346,14 @@ def string_normalizer(ctx, x):
     if s.ndim not in (1, 2) or (s.ndim == 2 and s.shape[0] != 1):
         raise EvaluationError(f"StringNormalizer takes [C] or [1, C], not {list(s.shape)}")
     stop = list(ctx.attr("stopwords", None) or [])
-    sensitive = int(ctx.attr("is_case_sensitive", 0))
+    sensitive = int(ctx.attr("is_case_sensitive"))
     if sensitive:
         stopset = set(stop)
         kept = [v for v in s.reshape(-1) if v not in stopset]
     else:
         stopset = {w.lower() for w in stop}
         kept = [v for v in s.reshape(-1) if v.lower() not in stopset]
-    action = ctx.attr("case_change_action", "NONE")
+    action = ctx.attr("case_change_action")
     if action == "LOWER":
         kept = [v.lower() for v in kept]
     elif action == "UPPER":

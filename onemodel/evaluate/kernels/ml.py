@@ -138,7 +138,7 @@ def linear_classifier(ctx, x):
     if intercepts.size != n_cls:
         raise InvalidModelError(f"{intercepts.size} intercepts for {n_cls} classes")
     labels, strings = _labels(ctx, "classlabels_ints", "classlabels_strings")
-    transform = ctx.attr("post_transform", "NONE")
+    transform = ctx.attr("post_transform")
     raw = xf @ coefs.T + intercepts
     if n_cls == 1:
         # one coefficient row: onnxruntime reads the score as the positive class's probability
@@ -169,14 +169,14 @@ def linear_regressor(ctx, x):
     """LinearRegressor: ``Y = X @ coefficients.T + intercepts``, [N, targets], float32, then
     ``post_transform``."""
     xf = _features(x)
-    targets = int(ctx.attr("targets", 1))
+    targets = int(ctx.attr("targets"))
     coefs = np.asarray(ctx.attr("coefficients", None) or [], dtype=np.float64)
     if coefs.size != targets * xf.shape[1]:
         raise EvaluationError(f"{coefs.size} coefficients do not fit {targets} targets and "
                               f"{xf.shape[1]} features")
     intercepts = np.asarray(ctx.attr("intercepts", None) or [0.0] * targets, dtype=np.float64)
     y = xf @ coefs.reshape(targets, -1).T + intercepts
-    return post_transform(y, ctx.attr("post_transform", "NONE")).astype(np.float32)
+    return post_transform(y, ctx.attr("post_transform")).astype(np.float32)
 
 
 # -- preprocessing ----------------------------------------------------------------------------
@@ -188,7 +188,7 @@ def normalizer(ctx, x):
     A row whose norm is 0 is left as it is.
     """
     xf = _features(x)
-    norm = ctx.attr("norm", "MAX")
+    norm = ctx.attr("norm")
     if norm == "MAX":
         d = xf.max(axis=1, keepdims=True)
     elif norm == "L1":
@@ -213,7 +213,7 @@ def scaler(ctx, x):
 def binarizer(ctx, x):
     """Binarizer: 1 where ``X > threshold``, else 0, in X's dtype."""
     x = np.asarray(x)
-    return (x > float(ctx.attr("threshold", 0.0))).astype(x.dtype)
+    return (x > float(ctx.attr("threshold"))).astype(x.dtype)
 
 
 @op("Imputer", since=1, domain=ML)
@@ -223,11 +223,11 @@ def imputer(ctx, x):
     x = np.asarray(x)
     if x.dtype.kind == "f":
         values = np.asarray(ctx.attr("imputed_value_floats", None) or [], dtype=x.dtype)
-        target = float(ctx.attr("replaced_value_float", 0.0))
+        target = float(ctx.attr("replaced_value_float"))
         hit = np.isnan(x) if math.isnan(target) else x == target
     else:
         values = np.asarray(ctx.attr("imputed_value_int64s", None) or [], dtype=x.dtype)
-        hit = x == int(ctx.attr("replaced_value_int64", 0))
+        hit = x == int(ctx.attr("replaced_value_int64"))
     if values.size not in (1, x.shape[-1] if x.ndim else 1):
         raise EvaluationError(f"{values.size} imputed values for {x.shape[-1]} features")
     return np.where(hit, np.broadcast_to(values, x.shape) if values.size > 1 else values[0], x)
@@ -250,7 +250,7 @@ def one_hot_encoder(ctx, x):
         table = {int(c): i for i, c in enumerate(cats)}
         keys = [int(v) for v in x.reshape(-1)]
     out = np.zeros((len(keys), len(cats)), dtype=np.float32)
-    allow = int(ctx.attr("zeros", 1))
+    allow = int(ctx.attr("zeros"))
     for row, k in enumerate(keys):
         i = table.get(k)
         if i is None:
@@ -327,8 +327,8 @@ def cast_map(ctx, x):
     """
     if not isinstance(x, dict):
         raise EvaluationError("CastMap needs a map input")
-    cast_to = ctx.attr("cast_to", "TO_FLOAT")
-    form = ctx.attr("map_form", "DENSE")
+    cast_to = ctx.attr("cast_to")
+    form = ctx.attr("map_form")
     items = sorted((int(k), v) for k, v in x.items())
     if cast_to == "TO_STRING":  # floats written as C's "%f" (onnxruntime's std::to_string)
         dtype, conv, zero = object, lambda v: v if isinstance(v, str) else f"{float(v):f}", ""
@@ -342,7 +342,7 @@ def cast_map(ctx, x):
         return np.array([[conv(v) for _, v in items]], dtype=dtype).reshape(1, len(items))
     if form != "SPARSE":
         raise UnsupportedError(f"CastMap map_form {form!r} is not DENSE or SPARSE")
-    size = int(ctx.attr("max_map", 1))
+    size = int(ctx.attr("max_map"))
     out = np.full((1, size), zero, dtype=dtype)
     for k, v in items:
         if 0 <= k < size:
@@ -397,10 +397,10 @@ def label_encoder1(ctx, x):
     classes = list(ctx.attr("classes_strings", None) or [])
     if x.dtype == object or x.dtype.kind in "US":
         index = {c: i for i, c in enumerate(classes)}
-        default = int(ctx.attr("default_int64", -1))
+        default = int(ctx.attr("default_int64"))
         return np.array([index.get(str(v), default) for v in x.reshape(-1)],
                         dtype=np.int64).reshape(x.shape)
-    default = ctx.attr("default_string", "_Unused")
+    default = ctx.attr("default_string")
     flat = [classes[int(v)] if 0 <= int(v) < len(classes) else default for v in x.reshape(-1)]
     out = np.empty(len(flat), dtype=object)
     out[:] = flat
@@ -435,11 +435,11 @@ def _encoder_table(ctx):
     if dt is not None:
         default = np.asarray(dt).reshape(-1)[0]
     elif vdtype == object:
-        default = ctx.attr("default_string", "_Unused")
+        default = ctx.attr("default_string")
     elif vdtype.kind == "i":
-        default = ctx.attr("default_int64", -1)
+        default = ctx.attr("default_int64")
     else:
-        default = ctx.attr("default_float", -0.0)
+        default = ctx.attr("default_float")
     return keys, values, default, vdtype
 
 
@@ -642,9 +642,9 @@ def tree_ensemble_regressor(ctx, x):
     forest = _legacy_forest(ctx, "target", n_targets, "target id")
     base = ctx.attr("base_values_as_tensor", None)
     base = ctx.attr("base_values", None) if base is None else list(np.asarray(base).reshape(-1))
-    s, _ = _aggregate(forest, _features(x), ctx.attr("aggregate_function", "SUM"), base,
+    s, _ = _aggregate(forest, _features(x), ctx.attr("aggregate_function"), base,
                       _acc_dtype(x))
-    return post_transform(s, ctx.attr("post_transform", "NONE")).astype(np.float32)
+    return post_transform(s, ctx.attr("post_transform")).astype(np.float32)
 
 
 @op("TreeEnsembleClassifier", since=(1, 3), domain=ML)
@@ -664,7 +664,7 @@ def tree_ensemble_classifier(ctx, x):
     forest = _legacy_forest(ctx, "class", n_cls, "class id")
     base = ctx.attr("base_values_as_tensor", None)
     base = ctx.attr("base_values", None) if base is None else list(np.asarray(base).reshape(-1))
-    transform = ctx.attr("post_transform", "NONE")
+    transform = ctx.attr("post_transform")
     xf = _features(x)
     dtype = _acc_dtype(x)
     leaves = forest.leaves(xf)
@@ -783,7 +783,7 @@ def tree_ensemble(ctx, x):
 
 def _kernel(ctx, x: np.ndarray, sv: np.ndarray) -> np.ndarray:
     """Kernel matrix [N, n_sv] for ``kernel_type`` LINEAR, POLY, RBF or SIGMOID."""
-    kind = ctx.attr("kernel_type", "LINEAR")
+    kind = ctx.attr("kernel_type")
     params = list(ctx.attr("kernel_params", None) or [0.0, 0.0, 0.0])
     gamma, coef0, degree = (params + [0.0, 0.0, 0.0])[:3]
     if kind == "LINEAR":
@@ -803,7 +803,7 @@ def svm_regressor(ctx, x):
     """SVMRegressor: ``sum_i coef_i * K(x, sv_i) + rho`` (or a linear model without support
     vectors), float32 [N, 1]; ``one_class`` maps the sign to +1 / -1."""
     xf = _features(x)
-    n_sv = int(ctx.attr("n_supports", 0))
+    n_sv = int(ctx.attr("n_supports"))
     coefs = np.asarray(ctx.attr("coefficients", None) or [], dtype=np.float64)
     rho = np.asarray(ctx.attr("rho", None) or [0.0], dtype=np.float64)
     if n_sv > 0:
@@ -812,9 +812,9 @@ def svm_regressor(ctx, x):
         y = _kernel(ctx, xf, sv) @ coefs[:n_sv] + rho[0]
     else:
         y = _kernel(ctx, xf, coefs.reshape(1, -1))[:, 0] + rho[0]
-    if int(ctx.attr("one_class", 0)):
+    if int(ctx.attr("one_class")):
         y = np.where(y > 0, 1.0, -1.0)
-    return post_transform(y[:, None], ctx.attr("post_transform", "NONE")).astype(np.float32)
+    return post_transform(y[:, None], ctx.attr("post_transform")).astype(np.float32)
 
 
 @op("SVMClassifier", since=1, domain=ML)
@@ -832,7 +832,7 @@ def svm_classifier(ctx, x):
     coefs = np.asarray(ctx.attr("coefficients", None) or [], dtype=np.float64)
     rho = np.asarray(ctx.attr("rho", None) or [], dtype=np.float64)
     per_class = list(ctx.attr("vectors_per_class", None) or [])
-    transform = ctx.attr("post_transform", "NONE")
+    transform = ctx.attr("post_transform")
     prob_a = list(ctx.attr("prob_a", None) or [])
     prob_b = list(ctx.attr("prob_b", None) or [])
     if not per_class:  # linear: one coefficient row per class

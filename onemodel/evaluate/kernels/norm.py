@@ -20,17 +20,17 @@ def _channel(v, ndim):
 
 @op("BatchNormalization", since=(1, 6, 7, 9, 14, 15))
 def batch_norm(ctx, x, scale, bias, mean, var):
-    eps = ctx.attr("epsilon", 1e-5)
-    momentum = ctx.attr("momentum", 0.9)
+    eps = ctx.attr("epsilon")
+    momentum = ctx.attr("momentum")
     if ctx.opset >= 14:
-        training = bool(ctx.attr("training_mode", 0))
+        training = bool(ctx.attr("training_mode"))
     elif ctx.opset >= 7:
         training = ctx.num_outputs > 1
     else:
-        training = not ctx.attr("is_test", 0) and ctx.num_outputs > 1
+        training = not ctx.attr("is_test") and ctx.num_outputs > 1
     w, dt = wide(x)
     s, b, m, v = (np.asarray(a, dtype=w.dtype) for a in (scale, bias, mean, var))
-    if ctx.opset < 6 and not ctx.attr("spatial", 1):
+    if ctx.opset < 6 and not ctx.attr("spatial"):
         raise UnsupportedError("BatchNormalization with spatial=0 is not implemented")
     if not training:
         inv = s / np.sqrt(v + np.asarray(eps, w.dtype))
@@ -50,7 +50,7 @@ def batch_norm(ctx, x, scale, bias, mean, var):
 
 
 def _stash(ctx, x):
-    st = ctx.attr("stash_type", 1)
+    st = ctx.attr("stash_type")
     if st == 1 and x.dtype != np.float64:
         return x.astype(np.float32, copy=False)
     if st == 11:
@@ -62,8 +62,8 @@ def _stash(ctx, x):
 
 @op("LayerNormalization", since=17)
 def layer_norm(ctx, x, scale, bias=None):
-    eps = ctx.attr("epsilon", 1e-5)
-    axis = ctx.attr("axis", -1)
+    eps = ctx.attr("epsilon")
+    axis = ctx.attr("axis")
     r = x.ndim
     axis = axis_index(axis, r, "LayerNormalization axis")
     axes = tuple(range(axis, r))
@@ -96,8 +96,8 @@ def layer_norm(ctx, x, scale, bias=None):
 
 @op("RMSNormalization", since=23)
 def rms_norm(ctx, x, scale):
-    eps = ctx.attr("epsilon", 1e-5)
-    axis = ctx.attr("axis", -1)
+    eps = ctx.attr("epsilon")
+    axis = ctx.attr("axis")
     r = x.ndim
     axis = axis_index(axis, r, "RMSNormalization axis")
     w = _stash(ctx, x)
@@ -108,7 +108,7 @@ def rms_norm(ctx, x, scale):
 
 @op("InstanceNormalization", since=(1, 6, 22))
 def instance_norm(ctx, x, scale, bias):
-    eps = ctx.attr("epsilon", 1e-5)
+    eps = ctx.attr("epsilon")
     w, dt = wide(x)
     axes = tuple(range(2, w.ndim))
     mean = np.mean(w, axis=axes, keepdims=True)
@@ -120,7 +120,7 @@ def instance_norm(ctx, x, scale, bias):
 
 @op("GroupNormalization", since=(18, 21))
 def group_norm(ctx, x, scale, bias):
-    eps = ctx.attr("epsilon", 1e-5)
+    eps = ctx.attr("epsilon")
     G = ctx.attr("num_groups")
     N, C = x.shape[:2]
     if not G or C % G:
@@ -142,8 +142,8 @@ def group_norm(ctx, x, scale, bias):
 
 @op("LpNormalization", since=(1, 22))
 def lp_norm(ctx, x):
-    axis = ctx.attr("axis", -1)
-    p = ctx.attr("p", 2)
+    axis = ctx.attr("axis")
+    p = ctx.attr("p")
     w, dt = wide(x)
     if p == 1:
         norm = np.sum(np.abs(w), axis=axis, keepdims=True)
@@ -157,7 +157,7 @@ def lp_norm(ctx, x):
 
 @op("MeanVarianceNormalization", since=(9, 13))
 def mean_variance_norm(ctx, x):
-    axes = tuple(ctx.attr("axes", [0, 2, 3]))
+    axes = tuple(ctx.attr("axes"))
     w, dt = wide(x)
     mean = np.mean(w, axis=axes, keepdims=True)
     var = np.mean(w * w, axis=axes, keepdims=True) - mean * mean

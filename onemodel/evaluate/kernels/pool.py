@@ -41,7 +41,7 @@ def _pool_geometry(ctx, x, with_dilations: bool):
     dilations = (ctx.attr("dilations") if with_dilations else None) or [1] * n
     if len(dilations) != n:
         raise EvaluationError(f"dilations {dilations} do not have {n} values")
-    auto_pad = ctx.attr("auto_pad", "NOTSET")
+    auto_pad = ctx.attr("auto_pad")
     begin, end, out = conv_pads(auto_pad, x.shape[2:], kernel, strides, dilations,
                                 ctx.attr("pads"))
     if ctx.attr("ceil_mode", 0) and auto_pad in ("NOTSET", ""):
@@ -123,7 +123,7 @@ def average_pool(ctx, x):
     total = _window_sum(w, kernel, strides, dilations, begin, out)
     # the count of each window: positions inside x, or inside x and its pads
     ones = np.ones((1, 1) + x.shape[2:], dtype=w.dtype)
-    if ctx.attr("count_include_pad", 0) if ctx.opset >= 7 else False:
+    if ctx.attr("count_include_pad") if ctx.opset >= 7 else False:
         ones = np.pad(ones, [(0, 0), (0, 0)] + [(max(b, 0), max(e, 0))
                                                  for b, e in zip(begin, end)],
                       constant_values=1)
@@ -137,7 +137,7 @@ def average_pool(ctx, x):
 @op("LpPool", since=(1, 2, 11, 18, 22))
 def lp_pool(ctx, x):
     kernel, strides, dilations, begin, end, out = _pool_geometry(ctx, x, ctx.opset >= 18)
-    p = ctx.attr("p", 2.0 if ctx.opset < 2 else 2)
+    p = ctx.attr("p")
     w, dt = wide(x)
     total = _window_sum(np.power(np.abs(w), p), kernel, strides, dilations, begin, out)
     return back(np.power(total, 1.0 / p).astype(w.dtype), dt)
@@ -162,7 +162,7 @@ def global_max_pool(ctx, x):
 
 @op("GlobalLpPool", since=(1, 2, 22))
 def global_lp_pool(ctx, x):
-    p = ctx.attr("p", 2.0 if ctx.opset < 2 else 2)
+    p = ctx.attr("p")
     if p <= 0:
         raise UnsupportedError(f"GlobalLpPool p={p} is not positive")
     w, dt = wide(x)

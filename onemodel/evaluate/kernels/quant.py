@@ -130,9 +130,9 @@ def quantize_linear(ctx, x, y_scale, y_zero_point=None):
     ``precision`` (opset 23+) names the type the division is done in.
     """
     x = np.asarray(x)
-    axis = int(ctx.attr("axis", 1)) if ctx.opset >= 13 else 1
-    block = int(ctx.attr("block_size", 0)) if ctx.opset >= 21 else 0
-    out_code = int(ctx.attr("output_dtype", 0)) if ctx.opset >= 21 else 0
+    axis = int(ctx.attr("axis")) if ctx.opset >= 13 else 1
+    block = int(ctx.attr("block_size")) if ctx.opset >= 21 else 0
+    out_code = int(ctx.attr("output_dtype")) if ctx.opset >= 21 else 0
     if y_zero_point is not None:
         zp_code = code_of(np.asarray(y_zero_point).dtype)
         if out_code and out_code != zp_code:
@@ -140,12 +140,12 @@ def quantize_linear(ctx, x, y_scale, y_zero_point=None):
                                     f"zero point type {zp_code}")
         out_code = zp_code
     out_code = out_code or D.UINT8
-    precision = int(ctx.attr("precision", 0)) if ctx.opset >= 23 else 0
+    precision = int(ctx.attr("precision")) if ctx.opset >= 23 else 0
     prec = INFO[precision].dtype if precision else None
     scale = expand_param(y_scale, x.shape, axis, block, "QuantizeLinear y_scale")
     zp = (None if y_zero_point is None else
           expand_param(y_zero_point, x.shape, axis, block, "QuantizeLinear y_zero_point"))
-    saturate = bool(ctx.attr("saturate", 1)) if ctx.opset >= 19 else True
+    saturate = bool(ctx.attr("saturate")) if ctx.opset >= 19 else True
     return quantize(x, scale, zp, out_code, saturate, prec)
 
 
@@ -170,10 +170,10 @@ def dequantize_linear(ctx, x, x_scale, x_zero_point=None):
     for a float8e8m0 scale).
     """
     x = np.asarray(x)
-    axis = int(ctx.attr("axis", 1)) if ctx.opset >= 13 else 1
-    block = int(ctx.attr("block_size", 0)) if ctx.opset >= 21 else 0
+    axis = int(ctx.attr("axis")) if ctx.opset >= 13 else 1
+    block = int(ctx.attr("block_size")) if ctx.opset >= 21 else 0
     scale_arr = np.asarray(x_scale)
-    out_code = int(ctx.attr("output_dtype", 0)) if ctx.opset >= 23 else 0
+    out_code = int(ctx.attr("output_dtype")) if ctx.opset >= 23 else 0
     if out_code:
         out_dtype = INFO[out_code].dtype
     elif code_of(scale_arr.dtype) == D.FLOAT8E8M0:

@@ -109,13 +109,13 @@ _make("ReduceSumSquare", lambda w, ax, k: np.sum(w * w, axis=ax, keepdims=k, dty
 
 # -- arg reductions -------------------------------------------------------------------------
 def _arg(fn, ctx, x):
-    axis = ctx.attr("axis", 0)
+    axis = ctx.attr("axis")
     r = x.ndim
     if not -r <= axis < max(r, 1):
         raise EvaluationError(f"axis {axis} is out of range for rank {r}")
     axis = axis + r if axis < 0 else axis
-    keep = bool(ctx.attr("keepdims", 1))
-    if ctx.opset >= 12 and ctx.attr("select_last_index", 0):
+    keep = bool(ctx.attr("keepdims"))
+    if ctx.opset >= 12 and ctx.attr("select_last_index"):
         n = x.shape[axis]
         idx = n - 1 - fn(np.flip(x, axis=axis), axis=axis)
     else:
@@ -138,13 +138,13 @@ def arg_min(ctx, x):
 def _cumulative(ctx, x, axis, ufunc, identity, name):
     a = axis_index(int(np.asarray(axis).reshape(-1)[0]), x.ndim, f"{name} axis")
     w, dt = wide(x)
-    if ctx.attr("reverse", 0):
+    if ctx.attr("reverse"):
         w = np.flip(w, axis=a)
     y = ufunc.accumulate(w, axis=a, dtype=w.dtype)
-    if ctx.attr("exclusive", 0) and y.shape[a]:
+    if ctx.attr("exclusive") and y.shape[a]:
         lead = np.full_like(np.take(y, [0], axis=a), identity)
         y = np.concatenate([lead, np.take(y, np.arange(y.shape[a] - 1), axis=a)], axis=a)
-    if ctx.attr("reverse", 0):
+    if ctx.attr("reverse"):
         y = np.flip(y, axis=a)
     return y.astype(dt, copy=False)
 
@@ -161,13 +161,13 @@ def cum_prod(ctx, x, axis):
 
 @op("TopK", since=1)
 def top_k_v1(ctx, x):
-    return _top_k(x, ctx.attr("k"), ctx.attr("axis", -1), True)
+    return _top_k(x, ctx.attr("k"), ctx.attr("axis"), True)
 
 
 @op("TopK", since=(10, 11, 24))
 def top_k(ctx, x, k):
-    largest = ctx.attr("largest", 1) if ctx.opset >= 11 else 1
-    return _top_k(x, int(np.asarray(k).reshape(-1)[0]), ctx.attr("axis", -1), largest)
+    largest = ctx.attr("largest") if ctx.opset >= 11 else 1
+    return _top_k(x, int(np.asarray(k).reshape(-1)[0]), ctx.attr("axis"), largest)
 
 
 def _top_k(x, k, axis, largest):

@@ -185,7 +185,7 @@ def resize(ctx, x, roi=None, scales=None, sizes=None):
     """
     x = np.asarray(x)
     r = x.ndim
-    mode = ctx.attr("mode", "nearest")
+    mode = ctx.attr("mode")
     if mode not in _MODES:
         raise UnsupportedError(f"Resize mode {mode!r} is not one of {', '.join(_MODES)}")
     axes = ctx.attr("axes", None) if ctx.opset >= 18 else None
@@ -196,11 +196,11 @@ def resize(ctx, x, roi=None, scales=None, sizes=None):
         raise EvaluationError(f"Resize axes {ctx.attr('axes')} do not fit rank {r}")
     opts = {
         "mode": mode,
-        "transform": ctx.attr("coordinate_transformation_mode", "half_pixel"),
-        "nearest_mode": ctx.attr("nearest_mode", "round_prefer_floor"),
-        "cubic_coeff_a": float(ctx.attr("cubic_coeff_a", -0.75)),
-        "exclude_outside": bool(ctx.attr("exclude_outside", 0)),
-        "extrapolation_value": float(ctx.attr("extrapolation_value", 0.0)),
+        "transform": ctx.attr("coordinate_transformation_mode"),
+        "nearest_mode": ctx.attr("nearest_mode"),
+        "cubic_coeff_a": float(ctx.attr("cubic_coeff_a")),
+        "exclude_outside": bool(ctx.attr("exclude_outside")),
+        "extrapolation_value": float(ctx.attr("extrapolation_value")),
         "antialias": bool(ctx.attr("antialias", 0)) and mode != "nearest",
     }
     n = len(axes)
@@ -228,7 +228,7 @@ def resize(ctx, x, roi=None, scales=None, sizes=None):
         zv = np.asarray(sizes).astype(np.int64).reshape(-1)
         if zv.size != n or (zv < 0).any():
             raise EvaluationError(f"Resize sizes {zv.tolist()} do not fit {n} axes")
-        policy = ctx.attr("keep_aspect_ratio_policy", "stretch") if ctx.opset >= 18 \
+        policy = ctx.attr("keep_aspect_ratio_policy") if ctx.opset >= 18 \
             else "stretch"
         ratios = [zv[i] / x.shape[a] if x.shape[a] else 1.0 for i, a in enumerate(axes)]
         if policy == "stretch":
@@ -270,7 +270,7 @@ def resize10(ctx, x, scales):
     nearest reads ``floor(y / scale)`` on enlarged axes and ``ceil(y / scale)`` on shrunk ones
     (as onnxruntime does for this version).
     """
-    return _legacy(x, scales, ctx.attr("mode", "nearest"))
+    return _legacy(x, scales, ctx.attr("mode"))
 
 
 @op("Upsample", since=(7, 9))
@@ -281,4 +281,4 @@ def upsample(ctx, x, scales=None):
         scales = ctx.attr("scales", None)
         if scales is None:
             raise InvalidModelError("Upsample needs scales")
-    return _legacy(x, scales, ctx.attr("mode", "nearest"))
+    return _legacy(x, scales, ctx.attr("mode"))

@@ -231,7 +231,7 @@ def lstm(ctx, x, w, r, b=None, sequence_lens=None, initial_h=None, initial_c=Non
     p = np.asarray(p).astype(c.dtype)
     if p.shape != (c.num_dir, 3 * n):
         raise EvaluationError(f"P has shape {list(p.shape)}, expected {[c.num_dir, 3 * n]}")
-    coupled = int(ctx.attr("input_forget", 0) or 0)
+    coupled = int(ctx.attr("input_forget") or 0)
 
     def step(d, xt, states):
         h_prev, c_prev = states

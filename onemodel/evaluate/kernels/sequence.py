@@ -91,7 +91,7 @@ def concat_from_sequence(ctx, sequence):
     if not seq:
         raise EvaluationError("ConcatFromSequence of an empty sequence")
     axis = int(ctx.attrs["axis"])
-    new_axis = int(ctx.attr("new_axis", 0))
+    new_axis = int(ctx.attr("new_axis"))
     rank = seq[0].ndim + (1 if new_axis else 0)
     if not -rank <= axis < rank:
         raise EvaluationError(f"ConcatFromSequence axis {axis} is outside [{-rank}, {rank - 1}]")
@@ -110,14 +110,14 @@ def split_to_sequence(ctx, tensor, split=None):
     the piece lengths, which must sum to the axis length.
     """
     x = np.asarray(tensor)
-    axis = int(ctx.attr("axis", 0))
+    axis = int(ctx.attr("axis"))
     if not -x.ndim <= axis < x.ndim:
         raise EvaluationError(f"SplitToSequence axis {axis} is outside the rank {x.ndim}")
     axis %= x.ndim
     dim = x.shape[axis]
     if split is None:
         pieces = [np.take(x, [i], axis=axis) for i in range(dim)]
-        if not int(ctx.attr("keepdims", 1)):
+        if not int(ctx.attr("keepdims")):
             pieces = [np.squeeze(p, axis=axis) for p in pieces]
         return (pieces,)
     s = np.asarray(split).astype(np.int64)

@@ -58,7 +58,7 @@ def reshape_attr(ctx, x):
 
 @op("Reshape", since=(5, 13, 14, 19, 21, 23, 24, 25))
 def reshape(ctx, x, shape):
-    return _reshape(x, _ints(shape), ctx.attr("allowzero", 0) if ctx.opset >= 14 else 0)
+    return _reshape(x, _ints(shape), ctx.attr("allowzero") if ctx.opset >= 14 else 0)
 
 
 @op("Transpose", since=(1, 13, 21, 23, 24, 25))
@@ -110,11 +110,11 @@ def _unsqueeze(x, axes):
 
 @op("Flatten", since=(1, 9, 11, 13, 21, 23, 24, 25))
 def flatten(ctx, x):
-    axis = ctx.attr("axis", 1)
+    axis = ctx.attr("axis")
     if axis < 0:
         axis += x.ndim
     if not 0 <= axis <= x.ndim:
-        raise EvaluationError(f"Flatten axis {ctx.attr('axis', 1)} out of range for rank "
+        raise EvaluationError(f"Flatten axis {ctx.attr('axis')} out of range for rank "
                               f"{x.ndim}")
     return x.reshape(math.prod(x.shape[:axis]), math.prod(x.shape[axis:]))
 
@@ -185,7 +185,7 @@ def split_attr(ctx, x, split=None):
 
 @op("Split", since=(13, 18))
 def split(ctx, x, split=None):
-    axis = axis_index(ctx.attr("axis", 0), x.ndim)
+    axis = axis_index(ctx.attr("axis"), x.ndim)
     sizes = _ints(split) if split is not None else []
     n = ctx.attr("num_outputs", None) if ctx.opset >= 18 else None
     if n is not None and sizes:
@@ -250,7 +250,7 @@ def _check_indices(idx, dim, what):
 
 @op("Gather", since=(1, 11, 13))
 def gather(ctx, x, indices):
-    axis = axis_index(ctx.attr("axis", 0), x.ndim)
+    axis = axis_index(ctx.attr("axis"), x.ndim)
     # numpy counts negative indices from the end and raises IndexError out of range (the runner
     # reports it with the node's location), as Gather defines. A scalar index selects a view.
     if indices.ndim == 0 and indices.dtype.kind in "iu":
@@ -260,7 +260,7 @@ def gather(ctx, x, indices):
 
 @op("GatherElements", since=(11, 13))
 def gather_elements(ctx, x, indices):
-    axis = axis_index(ctx.attr("axis", 0), x.ndim)
+    axis = axis_index(ctx.attr("axis"), x.ndim)
     idx = _check_indices(indices.astype(np.int64, copy=False), x.shape[axis], "GatherElements")
     return np.take_along_axis(x, idx, axis=axis)
 
@@ -283,7 +283,7 @@ def _nd_index(data, indices, batch_dims, what):
 
 @op("GatherND", since=(11, 12, 13))
 def gather_nd(ctx, data, indices):
-    b = ctx.attr("batch_dims", 0) if ctx.opset >= 12 else 0
+    b = ctx.attr("batch_dims") if ctx.opset >= 12 else 0
     k, coords = _nd_index(data, indices, b, "GatherND")
     B = math.prod(data.shape[:b])
     mid = indices.shape[b:-1]
@@ -327,7 +327,7 @@ def _elements_index(data, indices, axis, what):
 @op("ScatterElements", since=(11, 13, 16, 18))
 def scatter_elements(ctx, data, indices, updates):
     r = _reduction(ctx)
-    axis = axis_index(ctx.attr("axis", 0), data.ndim)
+    axis = axis_index(ctx.attr("axis"), data.ndim)
     index = _elements_index(data, indices, axis, "ScatterElements")
     out = np.array(data, copy=True)
     if r == "none":
@@ -339,7 +339,7 @@ def scatter_elements(ctx, data, indices, updates):
 
 @op("Scatter", since=(9, 11))
 def scatter(ctx, data, indices, updates):
-    axis = axis_index(ctx.attr("axis", 0), data.ndim)
+    axis = axis_index(ctx.attr("axis"), data.ndim)
     out = np.array(data, copy=True)
     out[_elements_index(data, indices, axis, "Scatter")] = updates
     return out
@@ -390,14 +390,14 @@ def _pad(x, pads, mode, value, axes=None):
 
 @op("Pad", since=1)
 def pad_v1(ctx, x):
-    return _pad(x, ctx.attr("paddings", []), ctx.attr("mode", "constant"),
-                np.asarray(ctx.attr("value", 0.0), x.dtype))
+    return _pad(x, ctx.attr("paddings", []), ctx.attr("mode"),
+                np.asarray(ctx.attr("value"), x.dtype))
 
 
 @op("Pad", since=2)
 def pad_v2(ctx, x):
-    return _pad(x, ctx.attr("pads", []), ctx.attr("mode", "constant"),
-                np.asarray(ctx.attr("value", 0.0), x.dtype))
+    return _pad(x, ctx.attr("pads", []), ctx.attr("mode"),
+                np.asarray(ctx.attr("value"), x.dtype))
 
 
 @op("Pad", since=(11, 13, 18, 19, 21, 23, 24, 25))
@@ -405,7 +405,7 @@ def pad(ctx, x, pads, constant_value=None, axes=None):
     value = None
     if constant_value is not None and constant_value.size:
         value = constant_value.reshape(-1)[0]
-    return _pad(x, _ints(pads), ctx.attr("mode", "constant"), value,
+    return _pad(x, _ints(pads), ctx.attr("mode"), value,
                 None if axes is None else _ints(axes))
 
 
@@ -438,7 +438,7 @@ def shape(ctx, x):
     dims = x.shape
     if ctx.opset >= 15:
         r = len(dims)
-        start = ctx.attr("start", 0)
+        start = ctx.attr("start")
         end = ctx.attr("end", r)
         start = min(max(start + r if start < 0 else start, 0), r)
         end = min(max(end + r if end < 0 else end, 0), r)
@@ -493,13 +493,13 @@ def eye_like(ctx, x):
         raise EvaluationError(f"EyeLike input has rank {x.ndim}, not 2")
     code = ctx.attr("dtype")
     dt = x.dtype if code is None else INFO[code].dtype
-    return np.eye(x.shape[0], x.shape[1], k=ctx.attr("k", 0), dtype=dt)
+    return np.eye(x.shape[0], x.shape[1], k=ctx.attr("k"), dtype=dt)
 
 
 @op("Trilu", since=14)
 def trilu(ctx, x, k=None):
     kk = 0 if k is None else int(np.asarray(k).reshape(-1)[0])
-    return np.triu(x, kk) if ctx.attr("upper", 1) else np.tril(x, kk)
+    return np.triu(x, kk) if ctx.attr("upper") else np.tril(x, kk)
 
 
 @op("OneHot", since=(9, 11, 28))
@@ -512,7 +512,7 @@ def one_hot(ctx, indices, depth, values):
         idx = np.trunc(idx)
     idx = idx.astype(np.int64)
     idx = np.where(idx < 0, idx + d, idx)
-    axis = ctx.attr("axis", -1)
+    axis = ctx.attr("axis")
     rank = idx.ndim + 1
     axis = axis_index(axis, rank)
     _checked_shape(idx.shape + (d,), "OneHot output")
@@ -582,7 +582,7 @@ def depth_to_space(ctx, x):
 @op("SpaceToDepth", since=(1, 13, 28))
 def space_to_depth(ctx, x):
     bs = ctx.attr("blocksize")
-    mode = ctx.attr("mode", "DCR") if ctx.opset >= 28 else "DCR"
+    mode = ctx.attr("mode") if ctx.opset >= 28 else "DCR"
     b, c, h, w = x.shape
     if not bs or h % bs or w % bs:
         raise EvaluationError(f"SpaceToDepth: {h}x{w} does not divide by blocksize {bs}")
@@ -598,8 +598,8 @@ def space_to_depth(ctx, x):
 
 @op("ReverseSequence", since=(10, 28))
 def reverse_sequence(ctx, x, sequence_lens):
-    batch_axis = ctx.attr("batch_axis", 1)
-    time_axis = ctx.attr("time_axis", 0)
+    batch_axis = ctx.attr("batch_axis")
+    time_axis = ctx.attr("time_axis")
     lens = np.asarray(sequence_lens, dtype=np.int64).reshape(-1)
     T = x.shape[time_axis]
     t = np.arange(T).reshape(T, 1)
@@ -616,7 +616,7 @@ def reverse_sequence(ctx, x, sequence_lens):
 @op("Unique", since=(11, 28))
 def unique(ctx, x):
     axis = ctx.attr("axis")
-    is_sorted = ctx.attr("sorted", 1)
+    is_sorted = ctx.attr("sorted")
     if axis is not None:
         axis = axis_index(axis, x.ndim)
     y, first, inverse, counts = np.unique(x if axis is not None else x.reshape(-1),

@@ -40,9 +40,9 @@ def _scalar(v, what: str, name: str):
 def adagrad(ctx, r, t, *tensors):
     """Adagrad: inputs R, T, X..., G..., H...; outputs X_new..., H_new...."""
     xs, gs, hs = _groups("Adagrad", tensors, 3)
-    norm = ctx.attr("norm_coefficient", 0.0)
-    decay = ctx.attr("decay_factor", 0.0)
-    eps = ctx.attr("epsilon", 1e-6)
+    norm = ctx.attr("norm_coefficient")
+    decay = ctx.attr("decay_factor")
+    eps = ctx.attr("epsilon")
     rate = _scalar(r, "R", "Adagrad") / (1 + _scalar(t, "T", "Adagrad") * decay)
     x_new, h_new = [], []
     for x, g, h in zip(xs, gs, hs):
@@ -58,11 +58,11 @@ def adagrad(ctx, r, t, *tensors):
 def adam(ctx, r, t, *tensors):
     """Adam: inputs R, T, X..., G..., V..., H...; outputs X_new..., V_new..., H_new...."""
     xs, gs, vs, hs = _groups("Adam", tensors, 4)
-    alpha = ctx.attr("alpha", 0.9)
-    beta = ctx.attr("beta", 0.999)
-    eps = ctx.attr("epsilon", 1e-6)
-    norm = ctx.attr("norm_coefficient", 0.0)
-    post = ctx.attr("norm_coefficient_post", 0.0)
+    alpha = ctx.attr("alpha")
+    beta = ctx.attr("beta")
+    eps = ctx.attr("epsilon")
+    norm = ctx.attr("norm_coefficient")
+    post = ctx.attr("norm_coefficient_post")
     rate = _scalar(r, "R", "Adam").astype(np.float64)
     step = int(_scalar(t, "T", "Adam"))
     if step > 0:

@@ -61,7 +61,7 @@ def non_max_suppression(ctx, boxes, scores, max_output_boxes_per_class=None,
     iou_t = 0.0 if iou_threshold is None else float(np.asarray(iou_threshold).reshape(-1)[0])
     score_t = None if score_threshold is None else \
         float(np.asarray(score_threshold).reshape(-1)[0])
-    corners = _corners(b, bool(ctx.attr("center_point_box", 0)))
+    corners = _corners(b, bool(ctx.attr("center_point_box")))
     out = []
     if limit > 0:
         for bi in range(b.shape[0]):
@@ -116,12 +116,12 @@ def roi_align(ctx, x, rois, batch_indices):
     if bidx.size and ((bidx < 0).any() or (bidx >= x.shape[0]).any()):
         raise EvaluationError(f"RoiAlign batch indices {bidx.tolist()} exceed batch "
                               f"{x.shape[0]}")
-    oh, ow = int(ctx.attr("output_height", 1)), int(ctx.attr("output_width", 1))
-    ratio = int(ctx.attr("sampling_ratio", 0))
-    scale = float(ctx.attr("spatial_scale", 1.0))
-    mode = ctx.attr("mode", "avg")
+    oh, ow = int(ctx.attr("output_height")), int(ctx.attr("output_width"))
+    ratio = int(ctx.attr("sampling_ratio"))
+    scale = float(ctx.attr("spatial_scale"))
+    mode = ctx.attr("mode")
     # RoiAlign-10 has no such attribute: its coordinates are output_half_pixel's
-    half = ctx.attr("coordinate_transformation_mode", "half_pixel") == "half_pixel" \
+    half = ctx.attr("coordinate_transformation_mode") == "half_pixel" \
         if ctx.opset >= 16 else False
     h, w = x.shape[2], x.shape[3]
     out = np.zeros((r.shape[0], x.shape[1], oh, ow), dtype=np.float64)
@@ -215,11 +215,11 @@ def grid_sample(ctx, x, grid):
     if g.ndim != nd + 2 or g.shape[-1] != nd or g.shape[0] != x.shape[0]:
         raise EvaluationError(f"GridSample grid {list(g.shape)} does not fit X "
                               f"{list(x.shape)}")
-    # GridSample-16 names the modes bilinear and bicubic (its default bilinear), 20 on linear
-    mode = ctx.attr("mode", "bilinear" if ctx.opset < 20 else "linear")
+    # GridSample-16 names the modes bilinear and bicubic (its default bilinear), 20 on linear/cubic
+    mode = ctx.attr("mode")
     mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
-    padding = ctx.attr("padding_mode", "zeros")
-    align = bool(ctx.attr("align_corners", 0))
+    padding = ctx.attr("padding_mode")
+    align = bool(ctx.attr("align_corners"))
     if mode not in ("nearest", "linear", "cubic"):
         raise UnsupportedError(f"GridSample mode {mode!r} is not supported")
     if padding not in ("zeros", "border", "reflection"):
@@ -282,7 +282,7 @@ def affine_grid(ctx, theta, size):
     nd = len(dims) - 2
     if nd not in (2, 3) or th.shape[1:] != (nd, nd + 1):
         raise EvaluationError(f"AffineGrid theta {list(th.shape)} does not fit size {dims}")
-    align = bool(ctx.attr("align_corners", 0))
+    align = bool(ctx.attr("align_corners"))
 
     def base(n):
         if n <= 1:
