@@ -52,3 +52,9 @@ bench: install
 
 clean:
 	rm -rf $(OUT) build *.egg-info
+
+# the operator schema table (onemodel/schemas/data) from the onnx of the venv (dev extra); developers
+# run it when that onnx changes, and commit the file
+.PHONY: schemas
+schemas:
+	$(PY) tools/gen_schemas.py
