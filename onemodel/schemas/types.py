@@ -7,7 +7,6 @@ identified by its domain, name and the operator set version that introduced its 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
@@ -15,8 +14,40 @@ from typing import Mapping
 UNBOUNDED = 2**31 - 1
 
 
-@dataclass(frozen=True)
-class Formal:
+class _Record:
+    """Read-only fields named by ``__slots__``, set once by position or keyword; equal when of
+    one class with equal fields. (Plain classes: dataclasses cost 3 ms to create at import.)"""
+
+    __slots__ = ()
+
+    def __init__(self, *args, **kwargs):
+        names = self.__slots__
+        values = dict(zip(names, args), **kwargs)
+        for name in names:
+            object.__setattr__(self, name, values.pop(name, self._DEFAULTS.get(name)))
+        if values or len(args) > len(names):
+            raise TypeError(f"{type(self).__name__}: unexpected fields {sorted(values)}")
+
+    _DEFAULTS: dict = {}
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is read-only")
+
+    def _values(self) -> tuple:
+        return tuple(getattr(self, n) for n in self.__slots__)
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other._values() == self._values()
+
+    def __hash__(self):
+        return hash((type(self).__name__, self.name))
+
+    def __repr__(self):
+        shown = ", ".join(f"{n.lstrip('_')}={getattr(self, n)!r}" for n in self.__slots__)
+        return f"{type(self).__name__}({shown})"
+
+
+class Formal(_Record):
     """A formal input or output of an operator.
 
     Attributes:
@@ -31,11 +62,7 @@ class Formal:
             value; 1 for single and optional parameters).
     """
 
-    name: str
-    type_str: str
-    option: str
-    is_homogeneous: bool
-    min_arity: int
+    __slots__ = ("name", "type_str", "option", "is_homogeneous", "min_arity")
 
     @property
     def optional(self) -> bool:
@@ -48,8 +75,7 @@ class Formal:
         return self.option == "variadic"
 
 
-@dataclass(frozen=True)
-class AttributeSpec:
+class AttributeSpec(_Record):
     """An attribute an operator defines.
 
     Attributes:
@@ -60,11 +86,8 @@ class AttributeSpec:
         has_default: whether the definition gives a default (then ``required`` is False).
     """
 
-    name: str
-    type: str
-    required: bool
-    has_default: bool = False
-    _default: object = field(default=None)
+    __slots__ = ("name", "type", "required", "has_default", "_default")
+    _DEFAULTS = {"has_default": False}
 
     @property
     def default(self):
@@ -78,8 +101,7 @@ class AttributeSpec:
         return list(d) if type(d) is list else d
 
 
-@dataclass(frozen=True)
-class Schema:
+class Schema(_Record):
     """One definition of an operator: the signature ONNX 1-2 gives it from ``since_version`` on.
 
     Attributes:
@@ -96,18 +118,12 @@ class Schema:
             node may have; :data:`UNBOUNDED` (2**31 - 1) is no upper limit.
     """
 
-    name: str
-    domain: str
-    since_version: int
-    deprecated: bool
-    inputs: tuple
-    outputs: tuple
+    __slots__ = ("name", "domain", "since_version", "deprecated", "inputs", "outputs",
+                 "attributes", "constraints", "min_input", "max_input", "min_output",
+                 "max_output")
+
     attributes: Mapping[str, AttributeSpec]
     constraints: Mapping[str, tuple]
-    min_input: int
-    max_input: int
-    min_output: int
-    max_output: int
 
     def default(self, name: str):
         """The default value of attribute ``name`` (see :attr:`AttributeSpec.default`), or
