@@ -8,10 +8,13 @@ memory-mapped files.
     >>> onemodel.convert("model.onnx", "model.onemodel")
     >>> onemodel.verify("model.onnx", "model.onemodel").equal
     True
+    >>> onemodel.check("model.onnx").ok  # every problem, with its code, path and clause
+    True
     >>> data = onemodel.to_bytes(onemodel.load("model.onnx"), format="onnx")  # bytes in memory
 """
 
 from .api import ConvertResult, convert, load, save, to_bytes
+from .check import Finding, Report, check
 from .errors import (InvalidModelError, IoError, MalformedError, OneModelError, OptionError,
                      UnsupportedError)
 from .ir import Attribute, DataType, Function, Graph, Model, Node, SparseTensor, Tensor, Type, ValueInfo
@@ -20,7 +23,7 @@ from .verify import Difference, VerifyReport, compare_models, verify
 __version__ = "0.1.0"
 
 __all__ = [
-    "load", "save", "to_bytes", "convert", "verify", "compare_models", "ConvertResult",
+    "load", "save", "to_bytes", "convert", "verify", "check", "Finding", "Report", "compare_models", "ConvertResult",
     "VerifyReport", "Difference", "OneModelError", "MalformedError", "InvalidModelError",
     "UnsupportedError", "OptionError", "IoError", "Model", "Graph", "Node", "Attribute",
     "Tensor", "SparseTensor", "Type", "ValueInfo", "Function", "DataType", "__version__",

@@ -532,6 +532,45 @@ def _report_value(name: str, value, files) -> None:
                  + (" (not saved: only tensors are written as .npy)" if files is not None else ""))
 
 
+@app.command()
+def check(
+    file: str = typer.Argument(..., metavar="FILE", help="Model file or URL."),
+    as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
+    sarif: bool = typer.Option(False, "--sarif", help="Print the findings as SARIF 2.1.0."),
+    full: bool = typer.Option(False, "--full", help="Also check every intermediate value's "
+                              "type and shape (not available yet: says so)."),
+    strict: bool = typer.Option(False, "--strict", help="Warnings are errors."),
+    select: Optional[str] = typer.Option(None, "--select", metavar="CODES",
+                                         help="Report only these codes or prefixes "
+                                              "(comma-separated: OM1,OM201)."),
+    ignore: Optional[str] = typer.Option(None, "--ignore", metavar="CODES",
+                                         help="Do not report these codes or prefixes."),
+    allow_outside: bool = OutsideOpt,
+    storage_option: Optional[List[str]] = StorageOpt,
+    debug: bool = DebugOpt,
+):
+    """Validate a model (ONNX Part 1, Clause 10): every problem with its code, field path,
+    offset and clause. Exit 0: no error (warnings allowed); 1: errors; 2: unreadable."""
+    from ..check.output import sarif as to_sarif, text_lines
+    from ..check.run import check as run_check
+
+    with _errors(debug):
+        report = run_check(file, full=full, strict=strict,
+                           select=select.split(",") if select else None,
+                           ignore=ignore.split(",") if ignore else None,
+                           storage_options=_storage(storage_option, file),
+                           allow_outside=allow_outside)
+        where = shown(file)
+        if as_json or sarif:
+            import json
+            doc = to_sarif(report, where) if sarif else report.as_dict()
+            out.line(json.dumps(doc, indent=2))
+        else:
+            for text in text_lines(report, where):
+                out.line(text)
+    raise typer.Exit(0 if report.ok else 1)
+
+
 @app.command("run")
 def run_cmd(
     file: str = typer.Argument(..., metavar="FILE", help="Model to run."),

@@ -7,7 +7,8 @@ never writes a file that cannot be read back; :func:`onemodel.api.convert` to ev
 converts, whatever the input and output formats (the ONNX reader itself accepts what ONNX files
 contain); the evaluator's planner (:class:`onemodel.evaluate.Session`) before it plans a session,
 with ``function_bodies=True`` since it runs them. :func:`check_graph` applies them to one graph
-read with the names of its enclosing scopes.
+read with the names of its enclosing scopes. :func:`model_problems` finds every problem instead of
+raising the first (``onemodel check``); the rules are written once, for both.
 
 1. Within one graph every name defines at most one value: graph inputs, initializers, sparse
    initializers (by their values' name) and non-empty node outputs. An initializer whose name
@@ -42,6 +43,10 @@ def _domains(opsets) -> set[str]:
     return {normalize_domain(o.domain) for o in opsets}
 
 
+def _raise(rule: str, error) -> None:
+    raise error
+
+
 def check_model(model: Model, *, prefix: str = "", paths: dict | None = None,
                 function_bodies: bool = False) -> dict[int, list]:
     """Check rules 1 to 4 and return ``{id(graph): node order}`` for every checked graph.
@@ -50,16 +55,41 @@ def check_model(model: Model, *, prefix: str = "", paths: dict | None = None,
     to that graph's path when it differs from its place in the model (the reader's manifest
     paths). With ``function_bodies`` the bodies of ``model.functions`` are checked for rules 1
     to 3 too (paths ``functions[i].nodes[j]...``) and the result also holds ``{id(function):
-    node order}`` and the orders of the subgraphs in them. Raises InvalidModelError: a
-    duplicate definition, an undefined name, a cycle, an undeclared domain; UnsupportedError:
-    graphs nested deeper than MAX_MODEL_NESTING.
+    node order}`` and the orders of the subgraphs in them. Raises the first problem
+    :func:`model_problems` finds: InvalidModelError (a duplicate definition, an undefined name,
+    a cycle, an undeclared domain) or UnsupportedError (graphs nested deeper than
+    MAX_MODEL_NESTING).
     """
-    paths = paths or {}
+    return _model(model, prefix, paths or {}, function_bodies, _raise)
+
+
+def model_problems(model: Model, *, prefix: str = "", paths: dict | None = None,
+                   function_bodies: bool = False) -> tuple[dict[int, list], list]:
+    """Every problem :func:`check_model` would raise the first of, in the same order.
+
+    Returns ``(orders, problems)``: ``orders`` as :func:`check_model` returns them (a graph
+    whose nodes form a cycle has none); ``problems`` is a list of ``(rule, error)`` where
+    ``rule`` is one of :data:`RULES` and ``error`` the InvalidModelError or UnsupportedError
+    (message and path as :func:`check_model` raises them). A duplicate definition keeps the
+    first; an undefined name or undeclared domain is reported at each use; a graph nested too
+    deep is not entered.
+    """
+    problems: list = []
+    orders = _model(model, prefix, paths or {}, function_bodies,
+                    lambda rule, e: problems.append((rule, e)))
+    return orders, problems
+
+
+#: The rule names of :func:`model_problems`: rule 1, rule 2, rule 3 (a cycle), rule 4, nesting.
+RULES = ("duplicate", "undefined", "cycle", "domain", "nesting")
+
+
+def _model(model: Model, prefix: str, paths: dict, function_bodies: bool, fail) -> dict:
     orders: dict[int, list] = {}
     domains = _domains(model.opset_imports)
     if model.graph is not None:
         _graph(model.graph, paths.get(id(model.graph), prefix + "graph"), [], domains, orders,
-               paths, 1)
+               paths, 1, fail)
     for fi, fn in enumerate(model.functions):
         fdomains = domains | _domains(fn.opset_imports)
         fpath = f"{prefix}functions[{fi}]"
@@ -67,9 +97,9 @@ def check_model(model: Model, *, prefix: str = "", paths: dict | None = None,
             _scope(id(fn), fn.nodes, [(n, f"{fpath}.inputs[{k}]") for k, n in
                                       enumerate(fn.inputs)], [],
                    [(n, f"{fpath}.outputs[{k}]") for k, n in enumerate(fn.outputs)], fpath, [],
-                   fdomains, orders, paths, 1)
+                   fdomains, orders, paths, 1, fail)
         else:
-            _function_domains(fn.nodes, fpath, fdomains, paths, 1)
+            _function_domains(fn.nodes, fpath, fdomains, paths, 1, fail)
     return orders
 
 
@@ -80,7 +110,7 @@ def check_graph(graph: Graph, path: str, domains, *, outer=()) -> dict[int, list
     orders: dict[int, list] = {}
     scope = {n: None for n in outer}
     _graph(graph, path, [scope] if scope else [], {normalize_domain(d) for d in domains}, orders,
-           {}, 1)
+           {}, 1, _raise)
     return orders
 
 
@@ -131,19 +161,20 @@ def _subgraphs(node, npath: str, paths: dict):
             yield g, paths.get(id(g), f"{npath}.attributes[{j}].{field}")
 
 
-def _function_domains(nodes, path: str, domains: set, paths: dict, depth: int) -> None:
+def _function_domains(nodes, path: str, domains: set, paths: dict, depth: int, fail) -> None:
     if depth > MAX_MODEL_NESTING:
-        raise UnsupportedError("graphs nested too deep", path=path)
+        fail("nesting", UnsupportedError("graphs nested too deep", path=path))
+        return
     for i, node in enumerate(nodes):
         npath = f"{path}.nodes[{i}]"
         if normalize_domain(node.domain) not in domains:
-            raise _undeclared(node, npath)
+            fail("domain", _undeclared(node, npath))
         for g, gpath in _subgraphs(node, npath, paths):
-            _function_domains(g.nodes, gpath, domains, paths, depth + 1)
+            _function_domains(g.nodes, gpath, domains, paths, depth + 1, fail)
 
 
 def _graph(g: Graph, gpath: str, outer: list, domains: set, orders: dict, paths: dict,
-           depth: int) -> set:
+           depth: int, fail) -> set:
     """Check one graph; return the names it reads from enclosing graphs."""
     named = [(t.name, f"{gpath}.initializers[{k}].name") for k, t in enumerate(g.initializers)]
     named += [(st.values.name if st.values is not None else None,
@@ -152,21 +183,25 @@ def _graph(g: Graph, gpath: str, outer: list, domains: set, orders: dict, paths:
     return _scope(id(g), g.nodes, [(vi.name, f"{gpath}.inputs[{k}].name")
                                    for k, vi in enumerate(g.inputs)], named,
                   [(vi.name or "", f"{gpath}.outputs[{k}]") for k, vi in enumerate(g.outputs)],
-                  gpath, outer, domains, orders, paths, depth)
+                  gpath, outer, domains, orders, paths, depth, fail)
 
 
 def _scope(key: int, nodes, inputs: list, initializers: list, outputs: list, gpath: str,
-           outer: list, domains: set, orders: dict, paths: dict, depth: int) -> set:
+           outer: list, domains: set, orders: dict, paths: dict, depth: int, fail) -> set:
     """Rules 1 to 4 for one scope (a graph or a function body): ``inputs``, ``initializers``
     and ``outputs`` are ``(name, path)``; ``orders[key]`` gets the node order. Returns the names
-    it reads from ``outer`` (the enclosing scopes' definitions, innermost first)."""
+    it reads from ``outer`` (the enclosing scopes' definitions, innermost first). Each problem
+    goes to ``fail(rule, error)``, which raises it or records it."""
     if depth > MAX_MODEL_NESTING:
-        raise UnsupportedError("graphs nested too deep", path=gpath)
+        fail("nesting", UnsupportedError("graphs nested too deep", path=gpath))
+        return set()
     defs: dict[str, int | None] = {}  # name -> index of the producing node (None: not a node)
 
     def define(n: str, producer, where: str):
         if n in defs:
-            raise InvalidModelError(f"name {quote(n)} is defined twice in one graph", path=where)
+            fail("duplicate", InvalidModelError(f"name {quote(n)} is defined twice in one graph",
+                                                path=where))
+            return
         defs[n] = producer
 
     given = set()
@@ -199,22 +234,25 @@ def _scope(key: int, nodes, inputs: list, initializers: list, outputs: list, gpa
         elif any(n in scope for scope in outer):
             free.add(n)
         else:
-            raise InvalidModelError(f"name {quote(n)} is not defined in this graph or an enclosing "
-                                    "one", path=where)
+            fail("undefined", InvalidModelError(f"name {quote(n)} is not defined in this graph "
+                                                "or an enclosing one", path=where))
 
     for i, node in enumerate(nodes):
         npath = f"{gpath}.nodes[{i}]"
         if normalize_domain(node.domain) not in domains:
-            raise _undeclared(node, npath)
+            fail("domain", _undeclared(node, npath))
         mine: set = set()
         for k, n in enumerate(node.inputs):
             if n:
                 use(n, mine, f"{npath}.inputs[{k}]")
         for sub, spath in _subgraphs(node, npath, paths):
-            for n in sorted(_graph(sub, spath, chain, domains, orders, paths, depth + 1)):
+            for n in sorted(_graph(sub, spath, chain, domains, orders, paths, depth + 1, fail)):
                 use(n, mine, spath)
         deps.append(mine)
     for n, where in outputs:
         use(n, set(), where)
-    orders[key] = stable_topological_order(deps, gpath, cycle=_cycle_message(nodes, deps))
+    try:
+        orders[key] = stable_topological_order(deps, gpath, cycle=_cycle_message(nodes, deps))
+    except InvalidModelError as e:
+        fail("cycle", e)
     return free

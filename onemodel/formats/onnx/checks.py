@@ -20,10 +20,14 @@ _BITS = bytes(INFO[c].bits if c in INFO and c != DataType.STRING else 0
               for c in range(max(INFO) + 1))
 
 
-def check_tensors(root, tensors, source: str | None = None) -> None:
+def check_tensors(root, tensors, source: str | None = None, *,
+                  errors: list | None = None) -> None:
     """Raise the first problem of any tensor in ``tensors`` (``(tensor, offset)`` pairs; sparse
     tensors are checked by :func:`~onemodel.ir.tensor.sparse_problem`, index ranges included
     when the indices are at hand), with its proto path inside ``root`` and its offset.
+
+    With ``errors`` (a list) nothing is raised: the error of every tensor with a problem is
+    appended to it, in the order of ``tensors`` (``onemodel check``).
 
     With the C decoder built, ``_cdecode.first_unchecked`` passes over the tensors that are
     plainly valid (raw_data of the right size, nothing else) and :func:`tensor_problem` looks at
@@ -40,11 +44,17 @@ def check_tensors(root, tensors, source: str | None = None) -> None:
             problem = sparse_problem(t)
             if problem is not None:
                 cls, message, field = problem
-                raise cls(message, path=f"{proto_path(root, t)}.{field}", offset=offset,
-                          source=source)
+                e = cls(message, path=f"{proto_path(root, t)}.{field}", offset=offset,
+                        source=source)
+                if errors is None:
+                    raise e
+                errors.append(e)
         else:
             problem = tensor_problem(t)
             if problem is not None:
                 cls, message = problem
-                raise cls(message, path=proto_path(root, t), offset=offset, source=source)
+                e = cls(message, path=proto_path(root, t), offset=offset, source=source)
+                if errors is None:
+                    raise e
+                errors.append(e)
         i += 1

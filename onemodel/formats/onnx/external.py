@@ -531,7 +531,7 @@ def expected_nbytes(tensor) -> int:
 
 def resolve_external_data(model: Model, base=None, *, allow_outside: bool = False,
                           storage_options: dict | None = None, offsets: dict | None = None,
-                          source: str | None = None) -> list[Source]:
+                          source: str | None = None, errors: list | None = None) -> list[Source]:
     """Resolve every external tensor of ``model`` (initializers, sparse initializers' values and
     indices, attribute tensors, in subgraphs, functions and training graphs).
 
@@ -546,6 +546,8 @@ def resolve_external_data(model: Model, base=None, *, allow_outside: bool = Fals
         offsets: ``{id(tensor): byte offset of the TensorProto in the .onnx file}`` for error
             messages (the reader has them).
         source: the model file's name, for error messages.
+        errors: a list: a tensor that cannot be resolved is left unresolved and its error
+            appended here instead of raised (``onemodel check``); the others are resolved.
     Returns:
         the Sources opened (one per data file), which the caller closes (the reader puts them in
         ``model.resources``). On error every file opened here is closed again.
@@ -561,10 +563,14 @@ def resolve_external_data(model: Model, base=None, *, allow_outside: bool = Fals
     source = source if source is not None else model.source
     if base is None:
         t = externals[0]
-        raise InvalidModelError(
+        e = InvalidModelError(
             f"tensor {quote(t.name)} has external data, but the model was read from bytes with no "
             "base directory; pass base_dir= (the directory of the model file) or "
             "load_external=False", path=proto_path(model, t), source=source)
+        if errors is None:
+            raise e
+        errors.append(e)
+        return []
     resolver = _Resolver(base, allow_outside, storage_options)
     try:
         for t in externals:
@@ -574,7 +580,9 @@ def resolve_external_data(model: Model, base=None, *, allow_outside: bool = Fals
                 where = None
                 if offsets is not None:
                     where = offsets.get(id(t))
-                raise _located(e, model, t, where, source) from None
+                if errors is None:
+                    raise _located(e, model, t, where, source) from None
+                errors.append(_located(e, model, t, where, source))
     except BaseException:
         resolver.close_all()
         raise

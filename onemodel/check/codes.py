@@ -1,0 +1,129 @@
+"""The codes of ``onemodel check``: each code's severity, clause and one-line description.
+
+One registry for everything that names a code: the checks take their severity and clause from
+it (:func:`finding`), ``--select``/``--ignore`` match against it and ``docs/check.md`` is
+generated from it (:mod:`onemodel.check.docs`). Families: ``OM0xx`` the checker itself,
+``OM1xx`` structure (ONNX Part 1, Clauses 5, 7, 8.4, 10.2), ``OM2xx`` tensors and external
+data as the readers check them (Clauses 6.2, 13, 15). Codes are stable: one is never reused for
+another check.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .finding import Finding
+
+P1 = "ONNX Part 1, "
+
+
+@dataclass(frozen=True)
+class Code:
+    """A code: ``severity`` (``error``/``warning``/``info``), ``clause`` (where the rule is
+    stated), ``summary`` (what it checks, one line) and ``example`` (a message it gives)."""
+
+    code: str
+    severity: str
+    clause: str
+    summary: str
+    example: str
+
+
+_TABLE = [
+    ("OM001", "warning", P1 + "Clause 10.3",
+     "--full (types and shapes of every intermediate value) was asked for but is not available",
+     "--full is not available yet (shape inference): intermediate values were not checked"),
+    ("OM101", "error", P1 + "Clause 5.3.1",
+     "ir_version is present and positive",
+     "the model has no ir_version (mandatory)"),
+    ("OM102", "error", P1 + "Clause 5.3.1",
+     "the model has a graph",
+     "the model has no graph (mandatory)"),
+    ("OM103", "error", P1 + "Clause 5.3.1",
+     "the model imports at least one operator set",
+     "the model imports no operator set (opset_import is mandatory)"),
+    ("OM104", "error", P1 + "Clause 5.3.2",
+     "each domain is imported once (by the model; by each function)",
+     "domain 'ai.onnx' is imported twice (first at opset_import[0])"),
+    ("OM105", "error", P1 + "Clauses 5.3.2, 10.4",
+     "every domain a node uses is imported",
+     "domain 'com.x' of node 'Foo' is not imported by opsets"),
+    ("OM106", "error", P1 + "Clauses 5.4.1, 10.2",
+     "names are non-empty where required (operator, graph input and output, initializer, "
+     "value_info, attribute, function)",
+     "the node has an empty op_type"),
+    ("OM107", "error", P1 + "Clause 7.1",
+     "every graph has a name",
+     "the graph has no name"),
+    ("OM108", "error", P1 + "Clause 7.1",
+     "every input and output of the top-level graph declares its type",
+     "graph input 'x' declares no type"),
+    ("OM109", "error", P1 + "Clauses 5.4.2, 7.5, 10.2",
+     "one definition per name in a graph (SSA)",
+     "name 'y' is defined twice in one graph"),
+    ("OM110", "error", P1 + "Clauses 7.2, 14",
+     "below IR version 4, every initializer is also a graph input",
+     "initializer 'w' is not a graph input (IR version 3 requires it)"),
+    ("OM111", "warning", P1 + "Clause 7.2",
+     "from IR version 4, a subgraph's input is not also one of its initializers",
+     "name 'c' is both an input and an initializer of a subgraph"),
+    ("OM112", "error", P1 + "Clauses 5.4.3, 7.5, 10.2",
+     "every name a node or graph output uses is defined in the graph or an enclosing one",
+     "name 'nope' is not defined in this graph or an enclosing one"),
+    ("OM113", "error", P1 + "Clause 7.5",
+     "nodes are in topological order (reported; the rest is still checked)",
+     "node 'Relu' comes before node 'Add' which produces its input (not topologically sorted)"),
+    ("OM114", "error", P1 + "Clauses 7.5, 10.2",
+     "the nodes of a graph form no cycle",
+     "the nodes form a cycle through node 'Add' (no dependency order exists)"),
+    ("OM115", "error", P1 + "Clause 5.5",
+     "metadata property keys are distinct",
+     "metadata key 'author' appears twice (first at metadata_props[0])"),
+    ("OM116", "error", P1 + "Clause 8.4",
+     "model-local functions are unique by (domain, name, overload)",
+     "function ('local', 'f', '') is defined twice (first at functions[0])"),
+    ("OM117", "error", P1 + "Clause 8.4",
+     "ref_attr_name (a reference to a function's attribute) appears only inside a function",
+     "attribute 'alpha' refers to function attribute 'a' outside a function"),
+    ("OM118", "error", "ONNX Part 1, Annex B.2.10",
+     "training_info bindings name an initializer of the main graph and an output of their graph",
+     "update_binding key 'w' is not an initializer of the main graph"),
+    ("OM119", "error", P1 + "Clause 15.4",
+     "graphs nest no deeper than the documented limit (MAX_MODEL_NESTING)",
+     "graphs nested too deep"),
+    ("OM201", "error", P1 + "Clauses 6.2, 13.1; Annex B.2.16",
+     "a tensor's contents match its dims and element type; one storage form; dims non-negative",
+     "raw_data has 12 bytes; dims [4] of FLOAT need 16"),
+    ("OM202", "error", P1 + "Clauses 6.2, 15.4",
+     "a tensor's element type is known and its element count within the documented limit",
+     "element type 99 is not in Table 5"),
+    ("OM203", "error", P1 + "Clauses 13.2, 13.3, 15.3",
+     "an external data reference is well formed, stays in the model's directory and matches "
+     "the file (offset, length, dims, checksum)",
+     "tensor 'w', external data location 'w.bin': length 8 does not match dims [4] of FLOAT "
+     "(16 bytes)"),
+    ("OM204", "error", P1 + "Clause 13.2",
+     "an external data file can be read",
+     "tensor 'w', external data location 'w.bin': cannot open 'w.bin': No such file or directory"),
+    ("OM205", "error", "OneModel format v1, section 3.1",
+     "the OneModel reader accepts every object of the manifest (only its first refusal is "
+     "reported)",
+     "byte length 12 does not match dims and dtype (16 bytes)"),
+]
+
+#: ``{code: Code}``, in code order.
+CODES: dict[str, Code] = {c[0]: Code(*c) for c in _TABLE}
+
+
+def finding(code: str, message: str, path: str | None = None,
+            offset: int | None = None) -> Finding:
+    """A :class:`Finding` of ``code`` with the code's severity and clause. Raises KeyError for
+    a code not in :data:`CODES`."""
+    c = CODES[code]
+    return Finding(code, c.severity, message, path, offset, c.clause)
+
+
+def matches(code: str, patterns) -> bool:
+    """Whether ``code`` is one of ``patterns``: a whole code (``OM101``) or a prefix
+    (``OM1``: every structure code; ``OM``: all)."""
+    return any(code.startswith(p.strip().upper()) for p in patterns if p.strip())

@@ -1,0 +1,55 @@
+"""How ``onemodel check`` prints a :class:`~.finding.Report`: text grouped by code and counted,
+and SARIF 2.1.0 for code-scanning tools (the ``--json`` document is ``Report.as_dict``)."""
+
+from __future__ import annotations
+
+from .codes import CODES
+from .finding import Report
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+
+
+def text_lines(report: Report, shown_source: str) -> list[str]:
+    """The lines of the text report: a header per code with its count and description, one
+    line per finding (path, offset, message), then the counts."""
+    lines = []
+    for code, fs in report.by_code().items():
+        c = CODES[code]
+        lines.append(f"{code} {fs[0].severity} ({len(fs)}): {c.summary} [{c.clause}]")
+        for f in fs:
+            at = f" at offset {f.offset:#x}" if f.offset is not None else ""
+            where = f"{f.path}{at}: " if f.path else (f"{at.strip()}: " if at else "")
+            lines.append(f"  {where}{f.message}")
+    n = report.counts
+    verdict = "ok" if report.ok else "not valid"
+    lines.append(f"{shown_source}: {verdict}: {n['error']} error(s), {n['warning']} warning(s), "
+                 f"{n['info']} info")
+    return lines
+
+
+def sarif(report: Report, shown_source: str) -> dict:
+    """The report as a SARIF 2.1.0 log: one run, a rule per code of :data:`CODES` that was
+    found, a result per finding (its logical location is the field path, its region the byte
+    offset when there is one)."""
+    from .. import __version__
+
+    used = sorted({f.code for f in report.findings})
+    rules = [{"id": c, "shortDescription": {"text": CODES[c].summary},
+              "properties": {"clause": CODES[c].clause},
+              "defaultConfiguration": {"level": _LEVEL[CODES[c].severity]}} for c in used]
+    results = []
+    for f in report.findings:
+        loc: dict = {"physicalLocation": {"artifactLocation": {"uri": shown_source}}}
+        if f.offset is not None:
+            loc["physicalLocation"]["region"] = {"byteOffset": f.offset}
+        if f.path:
+            loc["logicalLocations"] = [{"fullyQualifiedName": f.path}]
+        results.append({"ruleId": f.code, "ruleIndex": used.index(f.code),
+                        "level": _LEVEL[f.severity], "message": {"text": f.message},
+                        "locations": [loc]})
+    return {"$schema": SARIF_SCHEMA, "version": "2.1.0",
+            "runs": [{"tool": {"driver": {"name": "onemodel check", "version": __version__,
+                                          "informationUri": "https://onnx.ai",
+                                          "rules": rules}},
+                      "results": results}]}

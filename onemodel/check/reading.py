@@ -1,0 +1,113 @@
+"""Reading a model for ``onemodel check``: its structure, with the reader's tensor checks
+collected instead of raised (so three bad tensors give three findings).
+
+An ONNX file is decoded with :func:`onemodel.formats.onnx.checks.check_tensors` and
+:func:`~onemodel.formats.onnx.external.resolve_external_data` in their collecting mode (tensor
+bytes are never loaded: raw_data stays a Blob of the file, external data is checked for
+reference and length); the fields Clause 5.3.1 makes mandatory are left to the structure checks.
+A OneModel file is read by its reader's own pieces without the graph rules (which the structure
+checks report all at once). What cannot be decoded at all (Malformed, Io) is raised.
+"""
+
+from __future__ import annotations
+
+from ..errors import InvalidModelError, IoError, MalformedError, OneModelError, UnsupportedError
+from .codes import finding
+
+
+def read_for_check(target, *, storage_options: dict | None = None,
+                   allow_outside: bool = False):
+    """``(model, findings, fmt, graph_paths)`` for the file or URL ``target``: the model read
+    (``None`` when a OneModel reader refused it), the reading findings (``OM2xx``, paths in the
+    file's terms), the format name and the OneModel reader's ``{id(graph): manifest path}``.
+
+    Raises MalformedError or IoError (the file cannot be read), UnsupportedError for a format
+    that cannot be told or a limit that stops decoding."""
+    from .. import formats
+    from ..storage import open_source
+
+    source = open_source(target, storage_options=storage_options)
+    try:
+        head = bytes(source.read(0, min(16, source.size)))
+        plugin = formats.detect(head, source.name)
+        if plugin.name == "onnx":
+            model, found = _onnx(source, storage_options, allow_outside)
+            return model, found, "onnx", {}
+        if plugin.name == "onemodel":
+            model, found, paths = _onemodel(source)
+            return model, found, "onemodel", paths
+        model = plugin.read(source)
+        model.format = plugin.name
+        return model, [], plugin.name, {}
+    except OneModelError as e:
+        source.close()
+        raise e.at(source=source.name)
+    except BaseException:
+        source.close()
+        raise
+
+
+def _strip(path):
+    if path and path.startswith("ModelProto."):
+        return path[len("ModelProto."):]
+    return path
+
+
+def _onnx(source, storage_options, allow_outside):
+    from ..formats.onnx.checks import check_tensors
+    from ..formats.onnx.decode import decode
+    from ..formats.onnx.external import default_base, resolve_external_data
+    from ..ir.tensor import EXTERNAL, Tensor
+    from ..storage.base import BlockView
+
+    data = source.whole()
+    if data is None:
+        data = BlockView(source, 64 * 1024)
+    tensor_errors: list = []
+    external: dict = {}
+
+    def check(root, tensors):
+        check_tensors(root, tensors, source.name, errors=tensor_errors)
+        for t, offset in tensors:
+            if type(t) is Tensor and t.data_location == EXTERNAL:
+                external[id(t)] = offset
+
+    model = decode(data, "ModelProto", source=source.name, blob_source=source, check=check)
+    model.resources = [source]
+    model.source = source.name
+    model.format = "onnx"
+    found = [finding("OM202" if isinstance(e, UnsupportedError) else "OM201", e.message,
+                     _strip(e.path), e.offset) for e in tensor_errors]
+    if external:
+        model.base_dir = default_base(source)
+        refused: list = []
+        model.resources += resolve_external_data(
+            model, model.base_dir, allow_outside=allow_outside, storage_options=storage_options,
+            offsets=external, source=source.name, errors=refused)
+        found += [finding("OM204" if isinstance(e, IoError) else "OM203", e.message,
+                          _strip(e.path), e.offset) for e in refused]
+    return model, found
+
+
+def _onemodel(source):
+    from ..formats.container import reader as cr
+
+    cr.ensure_recursion_room()
+    try:
+        size = source.size
+        header = cr.parse_header(source.read(0, min(cr.HEADER_SIZE, size)), size)
+        manifest = cr.parse_manifest(source.read(cr.HEADER_SIZE, header.manifest_length),
+                                     cr.HEADER_SIZE)
+        r = cr.Reader(source, header)
+        with cr.bulk_objects():
+            model = r.full("Model", manifest, cr.MANIFEST, 0)
+    except (InvalidModelError, UnsupportedError) as e:
+        if isinstance(e, MalformedError):
+            raise
+        return None, [finding("OM205", e.message, e.path, e.offset)], {}
+    except RecursionError:
+        raise UnsupportedError("the manifest nests too deeply", path=cr.MANIFEST) from None
+    model.resources = [source]
+    model.source = source.name
+    model.format = "onemodel"
+    return model, [], r.graph_paths

@@ -1,0 +1,97 @@
+"""``onemodel.check``: read a model's structure, run every check family, filter, report."""
+
+from __future__ import annotations
+
+from .codes import CODES, finding, matches
+from .finding import Finding, Report
+from .paths import file_path
+from .structure import check_structure
+
+#: The check families run on a model that was read, in order: each is
+#: ``family(model, context) -> list of Finding`` with paths in IR field names (or already in the
+#: file's terms). Operator checks against onemodel.schemas (ONNX Part 1, Clause 10.4) and type
+#: checks (Clause 10.3) join this list as families of their own.
+FAMILIES = [
+    lambda model, ctx: check_structure(model, prefix=ctx["prefix"],
+                                       graph_paths=ctx["graph_paths"],
+                                       sorted_required=ctx["fmt"] != "onemodel"),
+]
+
+
+def check(path_or_model, *, full: bool = False, strict: bool = False, select=None,
+          ignore=None, storage_options: dict | None = None,
+          allow_outside: bool = False) -> Report:
+    """Check a model and report every problem found (ONNX Part 1, Clause 10: a validating
+    consumer that reports all conditions, not only the first).
+
+    Args:
+        path_or_model: a local path or URL of an ONNX or OneModel file, or an
+            :class:`onemodel.ir.Model` in memory (its paths are in IR field names). A file is
+            read for its structure only: tensor bytes are checked for length and reference,
+            never loaded.
+        full: also check the types and shapes of every intermediate value; not available yet
+            (shape inference), which the report says with the warning ``OM001``.
+        strict: warnings count as errors (their severity becomes ``error``).
+        select: codes or code prefixes (``["OM1"]``) to report; default all.
+        ignore: codes or code prefixes not to report.
+        storage_options: fsspec options for a URL. allow_outside: resolve external data
+            outside the model's directory (Clause 15.3; never the default).
+    Returns:
+        a :class:`Report`; ``report.ok`` when there is no error. Codes are listed in
+        :data:`onemodel.check.codes.CODES` and docs/check.md.
+    Raises:
+        MalformedError or IoError when the file cannot be read at all; UnsupportedError when
+        its format cannot be told or decoding hits a limit; UsageError for a code in ``select``
+        or ``ignore`` that matches no code.
+    """
+    from ..ir import Model
+
+    _known(select, "select")
+    _known(ignore, "ignore")
+    if isinstance(path_or_model, Model):
+        model, found, fmt, graph_paths, source = path_or_model, [], None, {}, None
+        close = False
+    else:
+        from .reading import read_for_check
+        model, found, fmt, graph_paths = read_for_check(
+            path_or_model, storage_options=storage_options, allow_outside=allow_outside)
+        source, close = getattr(model, "source", None) or str(path_or_model), True
+    try:
+        if model is not None:
+            ctx = {"fmt": fmt, "prefix": "manifest." if fmt == "onemodel" else "",
+                   "graph_paths": graph_paths}
+            for family in FAMILIES:
+                for f in family(model, ctx):
+                    found.append(_in_file_terms(model, f, fmt))
+    finally:
+        if close and model is not None:
+            model.close()
+    if full:
+        found.append(finding("OM001", "--full is not available yet (shape inference): "
+                             "intermediate values were not checked"))
+    out = []
+    for f in found:
+        if select and not matches(f.code, select):
+            continue
+        if ignore and matches(f.code, ignore):
+            continue
+        if strict and f.severity == "warning":
+            f = Finding(f.code, "error", f.message, f.path, f.offset, f.clause)
+        out.append(f)
+    return Report(out, source)
+
+
+def _in_file_terms(model, f: Finding, fmt) -> Finding:
+    path = file_path(model, f.path, fmt)
+    if path == f.path:
+        return f
+    return Finding(f.code, f.severity, f.message, path, f.offset, f.clause)
+
+
+def _known(patterns, what: str) -> None:
+    from ..errors import UsageError
+
+    for p in patterns or ():
+        p = p.strip().upper()
+        if p and not any(c.startswith(p) for c in CODES):
+            raise UsageError(f"{what}: {p!r} matches no code (see docs/check.md)")

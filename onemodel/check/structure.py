@@ -1,0 +1,191 @@
+"""Structure checks (ONNX Part 1, Clauses 5, 7, 8.4 and 10.2): codes ``OM101`` to ``OM119``.
+
+The graph rules (one definition per name, every use defined, no cycle, every domain imported,
+nesting) are :func:`onemodel.ir.graph_rules.model_problems`, the rules the readers, writers and
+the evaluator apply, reported here all at once. Paths are in :mod:`onemodel.ir` field names;
+:mod:`onemodel.check.paths` puts them in the file's terms.
+"""
+
+from __future__ import annotations
+
+from ..errors import quote
+from ..ir import graph_rules
+from ..ir.entries import normalize_domain
+from ..ir.walk import iter_graphs
+from .codes import finding
+
+_RULE_CODES = {"duplicate": "OM109", "undefined": "OM112", "cycle": "OM114",
+               "domain": "OM105", "nesting": "OM119"}
+
+
+def check_structure(model, *, prefix: str = "", graph_paths: dict | None = None,
+                    sorted_required: bool = True) -> list:
+    """Every structure finding of ``model``, model fields first, then the graph rules.
+
+    ``prefix``/``graph_paths`` are given to the graph rules (the OneModel reader's manifest
+    paths); ``sorted_required``: report nodes out of topological order (``OM113``), which an
+    ONNX file and a model in memory must not have and a OneModel file may (its reader sorts).
+    """
+    out: list = []
+    _model_fields(model, out)
+    if model.graph is not None:
+        _graphs(model, out)
+    for i, fn in enumerate(model.functions):
+        _function(fn, f"functions[{i}]", out)
+    _training(model, out)
+    orders, problems = graph_rules.model_problems(model, prefix=prefix, paths=graph_paths,
+                                                  function_bodies=True)
+    for rule, e in problems:
+        out.append(finding(_RULE_CODES[rule], e.message, e.path, e.offset))
+    if sorted_required:
+        _order(model, orders, out)
+    return out
+
+
+def _model_fields(model, out: list) -> None:
+    if model.ir_version is None or model.ir_version <= 0:
+        what = ("has no ir_version" if model.ir_version is None
+                else f"has ir_version {model.ir_version}, not a positive integer")
+        out.append(finding("OM101", f"the model {what} (mandatory)", "ir_version"))
+    if model.graph is None:
+        out.append(finding("OM102", "the model has no graph (mandatory)", "graph"))
+    if not model.opset_imports:
+        out.append(finding("OM103", "the model imports no operator set (opset_import is "
+                           "mandatory)", "opset_imports"))
+    _distinct_domains(model.opset_imports, "opset_imports", out)
+    seen: dict = {}
+    for k, e in enumerate(model.metadata_props):
+        if e.key in seen:
+            out.append(finding("OM115", f"metadata key {quote(e.key)} appears twice (first at "
+                               f"metadata_props[{seen[e.key]}])", f"metadata_props[{k}].key"))
+        else:
+            seen[e.key] = k
+    fns: dict = {}
+    for k, fn in enumerate(model.functions):
+        key = (normalize_domain(fn.domain), fn.name or "", fn.overload or "")
+        if key in fns:
+            out.append(finding("OM116", f"function {key!r} is defined twice (first at "
+                               f"functions[{fns[key]}])", f"functions[{k}]"))
+        else:
+            fns[key] = k
+
+
+def _distinct_domains(opsets, path: str, out: list) -> None:
+    seen: dict = {}
+    for k, o in enumerate(opsets):
+        d = normalize_domain(o.domain)
+        if d in seen:
+            out.append(finding("OM104", f"domain {quote(o.domain or '')} is imported twice "
+                               f"(first at {path}[{seen[d]}])", f"{path}[{k}].domain"))
+        else:
+            seen[d] = k
+
+
+def _graphs(model, out: list) -> None:
+    ir = model.ir_version or 0
+    top = model.graph
+    for gpath, g in iter_graphs(top):
+        _graph_names(g, gpath, out, top=g is top)
+        inputs = {v.name for v in g.inputs}
+        for k, t in enumerate(g.initializers):
+            if not t.name:
+                continue
+            if 0 < ir < 4 and t.name not in inputs:
+                out.append(finding("OM110", f"initializer {quote(t.name)} is not a graph input "
+                                   f"(IR version {ir} requires it)",
+                                   f"{gpath}.initializers[{k}].name"))
+            elif ir >= 4 and g is not top and t.name in inputs:
+                out.append(finding("OM111", f"name {quote(t.name)} is both an input and an "
+                                   "initializer of a subgraph", f"{gpath}.initializers[{k}].name"))
+        for i, node in enumerate(g.nodes):
+            for j, a in enumerate(node.attributes):
+                if a.ref_attr_name:
+                    out.append(finding("OM117", f"attribute {quote(a.name)} refers to function "
+                                       f"attribute {quote(a.ref_attr_name)} outside a function",
+                                       f"{gpath}.nodes[{i}].attributes[{j}].ref_attr_name"))
+    for gpath, g in _training_graphs(model):
+        for sub_path, sub in iter_graphs(g, gpath):
+            _graph_names(sub, sub_path, out, top=False)
+
+
+def _graph_names(g, gpath: str, out: list, *, top: bool) -> None:
+    if not g.name:
+        out.append(finding("OM107", "the graph has no name", f"{gpath}.name"))
+    for field in ("inputs", "outputs"):
+        for k, v in enumerate(getattr(g, field)):
+            kind = "input" if field == "inputs" else "output"
+            if not v.name:
+                out.append(finding("OM106", f"graph {kind} {k} has an empty name",
+                                   f"{gpath}.{field}[{k}].name"))
+            if top and v.type is None:
+                out.append(finding("OM108", f"graph {kind} {quote(v.name or '')} declares no "
+                                   "type", f"{gpath}.{field}[{k}].type"))
+    for k, t in enumerate(g.initializers):
+        if not t.name:
+            out.append(finding("OM106", f"initializer {k} has an empty name",
+                               f"{gpath}.initializers[{k}].name"))
+    for k, v in enumerate(g.value_info):
+        if not v.name:
+            out.append(finding("OM106", f"value_info {k} has an empty name",
+                               f"{gpath}.value_info[{k}].name"))
+    _node_names(g.nodes, gpath, out)
+
+
+def _node_names(nodes, gpath: str, out: list) -> None:
+    for i, node in enumerate(nodes):
+        if not node.op_type:
+            out.append(finding("OM106", "the node has an empty op_type",
+                               f"{gpath}.nodes[{i}].op_type"))
+        for j, a in enumerate(node.attributes):
+            if not a.name:
+                out.append(finding("OM106", f"attribute {j} of node {quote(node.op_type or '')} "
+                                   "has an empty name", f"{gpath}.nodes[{i}].attributes[{j}].name"))
+
+
+def _function(fn, fpath: str, out: list) -> None:
+    if not fn.name:
+        out.append(finding("OM106", "the function has an empty name", f"{fpath}.name"))
+    _distinct_domains(fn.opset_imports, f"{fpath}.opset_imports", out)
+    _node_names(fn.nodes, fpath, out)
+
+
+def _training_graphs(model):
+    for k, ti in enumerate(model.training_info):
+        for field in ("initialization", "algorithm"):
+            g = getattr(ti, field)
+            if g is not None:
+                yield f"training_info[{k}].{field}", g
+
+
+def _training(model, out: list) -> None:
+    if not model.training_info:
+        return
+    main = model.graph
+    inits = {t.name for t in main.initializers} if main is not None else set()
+    for k, ti in enumerate(model.training_info):
+        for field, graph in (("initialization_binding", ti.initialization),
+                             ("update_binding", ti.algorithm)):
+            outputs = {v.name for v in graph.outputs} if graph is not None else set()
+            which = "initialization" if field == "initialization_binding" else "algorithm"
+            for j, e in enumerate(getattr(ti, field)):
+                where = f"training_info[{k}].{field}[{j}]"
+                if e.key not in inits:
+                    out.append(finding("OM118", f"{field} key {quote(e.key)} is not an "
+                                       "initializer of the main graph", f"{where}.key"))
+                if e.value not in outputs:
+                    out.append(finding("OM118", f"{field} value {quote(e.value)} is not an "
+                                       f"output of the {which} graph", f"{where}.value"))
+
+
+def _order(model, orders: dict, out: list) -> None:
+    if model.graph is None:
+        return
+    for gpath, g in iter_graphs(model.graph):
+        order = orders.get(id(g))
+        if order is None or all(i == k for k, i in enumerate(order)):
+            continue
+        first = next(k for k, i in enumerate(order) if i != k)
+        node = g.nodes[first]
+        out.append(finding("OM113", f"node {quote(node.op_type)} at position {first} reads a "
+                           "value produced by a later node (not topologically sorted)",
+                           f"{gpath}.nodes[{first}]"))

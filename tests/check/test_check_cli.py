@@ -1,0 +1,69 @@
+"""`onemodel check`: exit status 0/1/2, text grouped and counted, --json, --sarif, --full."""
+
+from __future__ import annotations
+
+import json
+
+from onnx import helper
+from typer.testing import CliRunner
+
+from check_models import model, save
+from onemodel.cli import app
+
+runner = CliRunner()
+
+
+def _two_defects(tmp_path):
+    nodes = [helper.make_node("Add", ["x", "nope"], ["y"]), helper.make_node("Neg", ["x"], ["y"])]
+    return save(tmp_path, model(nodes, outputs=("y", "gone")))
+
+
+def test_exit_status_and_text(tmp_path):
+    r = runner.invoke(app, ["check", save(tmp_path, model(), "ok.onnx")])
+    assert r.exit_code == 0 and "ok: 0 error(s), 0 warning(s)" in r.stdout
+    r = runner.invoke(app, ["check", _two_defects(tmp_path)])
+    assert r.exit_code == 1
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("OM109 error (1): ")
+    assert lines[2].startswith("OM112 error (2): ")
+    assert "  graph.node[0].input[1]: name 'nope' is not defined" in lines[3]
+    assert "  graph.output[1]: name 'gone'" in lines[4]
+    assert lines[-1].endswith("not valid: 3 error(s), 0 warning(s), 0 info")
+
+
+def test_unreadable_is_exit_2_one_line(tmp_path):
+    p = tmp_path / "bad.onnx"
+    p.write_bytes(b"\x08\x07\x12\xff\xff")
+    r = runner.invoke(app, ["check", str(p)])
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.startswith("Malformed: ") and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_json(tmp_path):
+    r = runner.invoke(app, ["check", _two_defects(tmp_path), "--json"])
+    assert r.exit_code == 1
+    doc = json.loads(r.stdout)
+    assert doc["counts"] == {"error": 3, "warning": 0, "info": 0, "total": 3}
+    assert doc["findings"][0] == {
+        "code": "OM109", "severity": "error", "message": "name 'y' is defined twice in one graph",
+        "path": "graph.node[1].output[0]", "offset": None,
+        "clause": "ONNX Part 1, Clauses 5.4.2, 7.5, 10.2"}
+
+
+def test_sarif_and_full(tmp_path):
+    p = _two_defects(tmp_path)
+    r = runner.invoke(app, ["check", p, "--sarif", "--full", "--ignore", "OM109"])
+    assert r.exit_code == 1
+    doc = json.loads(r.stdout)
+    assert doc["version"] == "2.1.0"
+    run, = doc["runs"]
+    assert [x["id"] for x in run["tool"]["driver"]["rules"]] == ["OM001", "OM112"]
+    res = run["results"]
+    assert [(x["ruleId"], x["level"]) for x in res] == [("OM112", "error"), ("OM112", "error"),
+                                                        ("OM001", "warning")]
+    assert res[0]["locations"][0]["logicalLocations"][0]["fullyQualifiedName"] == \
+        "graph.node[0].input[1]"
+    r = runner.invoke(app, ["check", save(tmp_path, model(), "ok.onnx"), "--full"])
+    assert r.exit_code == 0 and "OM001 warning (1)" in r.stdout  # a warning: still exit 0
+    r = runner.invoke(app, ["check", save(tmp_path, model(), "ok.onnx"), "--full", "--strict"])
+    assert r.exit_code == 1

@@ -1,0 +1,66 @@
+"""Reading faults as findings (OM2xx): three bad tensors give three findings, each with its
+path and the byte offset of its TensorProto; external data refused or missing; a file that
+cannot be read at all stays one error."""
+
+from __future__ import annotations
+
+import pytest
+from onnx import TensorProto, helper
+
+import onemodel
+from check_models import model, save
+
+
+def _bad(name, n):
+    t = helper.make_tensor(name, TensorProto.FLOAT, [4], [0.0] * 4)
+    t.raw_data = b"\0" * n  # 4 floats need 16 bytes
+    del t.float_data[:]
+    return t
+
+
+def test_three_bad_tensors_give_three_findings(tmp_path):
+    inits = [_bad("a", 12), helper.make_tensor("ok", TensorProto.FLOAT, [1], [1.0]),
+             _bad("b", 4), _bad("c", 20)]
+    nodes = [helper.make_node("Relu", ["x"], ["y"])]
+    p = save(tmp_path, model(nodes, initializers=inits))
+    r = onemodel.check(p)
+    got = [(f.code, f.severity, f.path) for f in r.findings]
+    assert got == [("OM201", "error", "graph.initializer[0]"),
+                   ("OM201", "error", "graph.initializer[2]"),
+                   ("OM201", "error", "graph.initializer[3]")]
+    data = open(p, "rb").read()
+    for f, t in zip(r.findings, (inits[0], inits[2], inits[3])):
+        # the offset of the field holding the TensorProto: its key and length (one byte each)
+        assert f.offset is not None and data.find(t.SerializeToString()) == f.offset + 2
+    with pytest.raises(onemodel.InvalidModelError):  # the reader itself still refuses
+        onemodel.load(p)
+
+
+def _external(tmp_path, length, location="w.bin"):
+    t = helper.make_tensor("w", TensorProto.FLOAT, [4], [0.0] * 4)
+    del t.float_data[:]
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", location), ("offset", "0"), ("length", str(length))):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    (tmp_path / "w.bin").write_bytes(b"\0" * 16)
+    nodes = [helper.make_node("Add", ["x", "w"], ["y"])]
+    return save(tmp_path, model(nodes, initializers=[t]))
+
+
+def test_external_data_findings(tmp_path):
+    assert onemodel.check(_external(tmp_path, 16)).ok
+    f, = onemodel.check(_external(tmp_path, 8)).findings
+    assert (f.code, f.severity, f.path) == ("OM203", "error", "graph.initializer[0]")
+    assert "length 8 does not match" in f.message
+    f, = onemodel.check(_external(tmp_path, 16, "gone.bin")).findings
+    assert (f.code, f.path) == ("OM204", "graph.initializer[0]")
+    f, = onemodel.check(_external(tmp_path, 16, "../w.bin")).findings
+    assert (f.code, f.path) == ("OM203", "graph.initializer[0]")
+
+
+def test_an_unreadable_file_raises(tmp_path):
+    p = tmp_path / "m.onnx"
+    p.write_bytes(b"\x08\x07\x12\xff\xff")  # ir_version, then a field running past the end
+    with pytest.raises(onemodel.MalformedError):
+        onemodel.check(str(p))
