@@ -18,12 +18,13 @@ Io             the file could not be read or written
 An option that a format's reader or writer does not take is an :class:`OptionError`, of kind
 Unsupported, which keeps the option names apart so that the command line can name its flags.
 
-Two more errors are not reading kinds: :class:`EvaluationError` (a valid model failed while it
-was evaluated on the inputs given, for example a Reshape that cannot hold for those extents) and
-:class:`UsageError` (a caller's argument that cannot be taken: an unknown input name, a value out
-of range). :class:`InternalError` is neither: a bug (a kernel raising an exception that is not
-one of these). Warnings that a caller should see (a model that is read but deviates from the spec
-in a way onemodel tolerates) are :class:`OneModelWarning`.
+Two more errors are not reading kinds: :class:`EvaluationError`, a OneModelError (a valid model
+failed while it was evaluated on the inputs given, for example a Reshape that cannot hold for
+those extents), and :class:`UsageError`, a ``ValueError`` and not a OneModelError (a caller's
+argument that cannot be taken: an unknown input name, a value out of range).
+:class:`InternalError`, a OneModelError too, is neither: a bug (a kernel raising an exception
+that is not one of these). Warnings that a caller should see (a model that is read but deviates
+from the spec in a way onemodel tolerates) are :class:`OneModelWarning`.
 
 Each error carries the path of the field (``ModelProto.graph.node[3].input[1]`` or
 ``manifest.graph.nodes[3].inputs[1]``), the byte offset in the file when there is one, and the

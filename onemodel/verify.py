@@ -7,7 +7,8 @@ whose weights moved between inline, typed, external and OneModel storage still c
 where the contents differ the first differing element is named.
 
 :func:`verify` loads two files in any formats and compares them; with ``run=True`` it also runs
-both on the same deterministic inputs and compares every output bit for bit.
+both on the same deterministic inputs (onemodel's evaluator, or ``engine="onnxruntime"`` when it
+is installed) and compares every output bit for bit.
 """
 
 from __future__ import annotations

@@ -1,4 +1,10 @@
-"""What a kernel sees besides its inputs: attributes, opset, node, and a way to run subgraphs."""
+"""What a kernel sees besides its inputs: attributes, opset, node, and a way to run subgraphs.
+
+An attribute the node does not set has the default of the operator's definition in force at the
+node's opset (:mod:`onemodel.schemas`, read on the first unset attribute). Initializers and
+tensor attributes are arrays of the tensors' bytes, zero-copy where the tensor allows
+(:func:`tensor_value`).
+"""
 
 from __future__ import annotations
 

@@ -16,9 +16,10 @@ Kernel convention (every built-in kernel follows it, and so must a user kernel):
 * called as ``fn(ctx, *inputs)``; ``inputs`` are numpy arrays, ``None`` for an unsupplied optional
   input (empty name, or a trailing input the node omits), a Python ``list`` for a sequence value,
   a ``dict`` for a map value; an optional-typed value is passed as its value or ``None``.
-* ``ctx`` is a :class:`~onemodel.evaluate.context.Context`: ``ctx.attrs``, ``ctx.attr(name,
-  default)``, ``ctx.attr_bytes(name)``, ``ctx.opset``, ``ctx.node``, ``ctx.num_outputs``,
-  ``ctx.run_graph(graph, inputs)``, ``ctx.output_used(i)``, ``ctx.path``.
+* ``ctx`` is a :class:`~onemodel.evaluate.context.Context`: ``ctx.attrs``, ``ctx.attr(name[,
+  default])`` (without a default: the operator definition's), ``ctx.attr_bytes(name)``,
+  ``ctx.opset``, ``ctx.node``, ``ctx.num_outputs``, ``ctx.run_graph(graph, inputs)``,
+  ``ctx.output_used(i)``, ``ctx.path``.
 * element types: numpy dtypes, ml_dtypes for bfloat16, float8, int4/uint4/int2/uint2, float4 and
   float6 (one element per byte, unpacked); a STRING tensor is an object array of ``str``.
 * returns the outputs: a **tuple** with one entry per node output (``None`` for an output it
@@ -38,7 +39,9 @@ Kernel convention (every built-in kernel follows it, and so must a user kernel):
   type it does not implement, never an approximation (Clause 4.4).
 
 User kernels (:func:`register_kernel`, or :func:`op` with ``user=True``) take precedence over the
-built-in kernels of every version.
+built-in kernels of every version. Both tables are process-wide; a session's own kernels
+(``Session(model, kernels=...)``) come before them, for that session only, and leave these
+tables untouched.
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ paths: one definition per name, every name defined in its graph or an enclosing 
 Scan bodies read the values around them, Clause 5.4.3), declared domains, and the evaluation
 order (the node order, which Clause 7.5 requires to be topological; an unsorted graph is sorted,
 a cycle is refused), for the main graph, its subgraphs and the bodies of model-local functions.
-Then every node is matched to a kernel (or a model-local function it calls) at the opset version
-of its domain, and every operator without one is listed in one
+Then every node is matched to a kernel (the session's own ``kernels=`` first, then the
+registry's user and built-in kernels) or else a model-local function it calls, at the opset
+version of its domain, and every operator without one is listed in one
 :class:`~onemodel.errors.UnsupportedError`. Planning also fixes the values each subgraph reads
 from its enclosing scopes and the last use of every value, after which the runner drops it.
 

@@ -1,8 +1,10 @@
 """Dependency order of a graph's nodes, and the names subgraphs read from enclosing graphs.
 
-ONNX requires a graph's nodes to be in topological order (Part 1, Clause 7.5); the OneModel
-reader puts them in that order by the stable sort of format section 3, rule 3, and the evaluator
-sorts a graph that is not. Both use :func:`stable_topological_order`.
+ONNX requires a graph's nodes to be in topological order (Part 1, Clause 7.5). The graph rules
+(:mod:`onemodel.ir.graph_rules`, rule 3: the stable sort of OneModel format section 3) compute
+that order with :func:`stable_topological_order` for all their callers: the OneModel reader puts
+the nodes in it, the OneModel writer writes them in it, and the evaluator runs a graph that is
+not sorted in it.
 
 A subgraph (a node attribute of type GRAPH or GRAPHS) may read values of the graphs around it
 (Clause 7.5.1): :func:`outer_names` gives the names it reads that it does not define itself, at
