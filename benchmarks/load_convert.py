@@ -315,7 +315,7 @@ def main() -> None:
     from onemodel.formats.onnx import read
     from onemodel.storage import LocalSource
 
-    dec = importlib.import_module("onemodel.formats.onnx.decode")
+    dec = importlib.import_module("onemodel.formats.onnx.wire_decode")
     checks = importlib.import_module("onemodel.formats.onnx.checks")
 
     try:

@@ -343,7 +343,7 @@ def external_report(model) -> list[dict]:
     """Per external data file: bytes referenced, unreferenced, alignment (ONNX models only)."""
     if model.format != "onnx":
         return []
-    from ..formats.onnx.layout import external_data_report
+    from ..formats.onnx.external_report import external_data_report
     return external_data_report(model)
 
 
@@ -427,7 +427,7 @@ def _print_rich(blocks: list) -> None:
 def _data_file_line(f: dict) -> str:
     if f.get("error"):
         return f"data file {f['location']}: {f['error']}"
-    from ..formats.onnx.layout import describe_alignment
+    from ..formats.onnx.external_report import describe_alignment
 
     aligned = describe_alignment(f.get("alignment"))
     unref = ("size unknown" if f.get("unreferenced") is None else

@@ -12,7 +12,7 @@ import os
 
 from ...ir.dtypes import INFO, DataType
 from ...ir.tensor import SparseTensor, sparse_problem, tensor_problem
-from .decode import _C
+from .wire_decode import _C
 from .paths import proto_path
 
 #: Bits per element of each Table 5 code (0: STRING or not in Table 5), for the C prefilter.

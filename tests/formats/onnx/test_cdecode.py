@@ -1,4 +1,4 @@
-"""The C decoder (_cdecode.c) against the pure-Python one (decode._decode), which specifies it.
+"""The C decoder (_cdecode.c) against the pure-Python one (wire_decode._decode), which specifies it.
 
 For every input both must give equal records, with values of the same types, the same
 (tensor, offset) list for the checks, the same ``raw_data`` Blobs (or views), or both must raise
@@ -36,7 +36,7 @@ from onemodel.storage.base import MemorySource
 from onemodel.storage.blob import Blob
 from wire import f32, key, ld, model_with_initializer, tensor, varint, vint
 
-D = importlib.import_module("onemodel.formats.onnx.decode")
+D = importlib.import_module("onemodel.formats.onnx.wire_decode")
 C = D._C
 needs_c = pytest.mark.skipif(C is None, reason=f"C decoder not built ({D._C_ERROR})")
 ONNX_DATA = pathlib.Path(onnx.__file__).parent / "backend" / "test" / "data"

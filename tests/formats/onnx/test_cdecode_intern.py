@@ -9,7 +9,7 @@ import os
 import pytest
 from onnx import TensorProto, helper
 
-D = importlib.import_module("onemodel.formats.onnx.decode")
+D = importlib.import_module("onemodel.formats.onnx.wire_decode")
 needs_c = pytest.mark.skipif(D._C is None, reason="C decoder not built")
 
 LONG = "Op" + "x" * 60  # past the shared length: decoded each time

@@ -1,4 +1,4 @@
-"""The ONNX encoder's pieces (onemodel.formats.onnx.encode): raw_data that is a view of a mapped
+"""The ONNX encoder's pieces (onemodel.formats.onnx.wire_encode): raw_data that is a view of a mapped
 file is not copied, sub-messages are spliced rather than copied into their parents, and the
 octets stay those of the protobuf serializer."""
 
@@ -11,7 +11,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from onemodel.formats.onnx import decode_model, read, write
-from onemodel.formats.onnx.encode import BIG, SMALL, encode, encode_pieces, pieces_size
+from onemodel.formats.onnx.wire_encode import BIG, SMALL, encode, encode_pieces, pieces_size
 from onemodel.ir import iter_tensors
 from onemodel.storage import LocalSink, LocalSource
 from onemodel.storage.blob import Blob

@@ -1,5 +1,6 @@
 """``onemodel info`` states the alignment an external data file has and what it allows (the
-line of ``_print_data_file``, from :func:`onemodel.formats.onnx.layout.describe_alignment`)."""
+line of ``_print_data_file``, from
+:func:`onemodel.formats.onnx.external_report.describe_alignment`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Writing external data never silently replaces a data file of another model (layout.py,
+"""Writing external data never silently replaces a data file of another model (writer.py,
 "No data file of another model is replaced silently"): two models whose data files have the same
 name, written into one directory, used to leave the first .onnx pointing at the second model's
 weights."""
@@ -160,10 +160,10 @@ def test_remote_destinations_are_checked_too(tmp_path):
 
 def test_the_check_reads_no_file_when_nothing_is_in_the_way(tmp_path, monkeypatch):
     """With no existing data file at the destination, the destination .onnx is not opened."""
-    from onemodel.formats.onnx import layout
+    from onemodel.formats.onnx import writer
 
     a, _, out = _pair(tmp_path)
-    monkeypatch.setattr(layout, "_referenced_by", lambda *args: pytest.fail("opened"))
+    monkeypatch.setattr(writer, "_referenced_by", lambda *args: pytest.fail("opened"))
     onemodel.convert(a, out / "a.onnx")
     assert _same(a, out / "a.onnx")
     assert pathlib.Path(out / "model.onnx.data").is_file()

@@ -437,7 +437,7 @@ def test_report_after_writing_aligned(tmp_path):
 def test_report_gives_the_alignment_the_file_has(tmp_path, align, words):
     from onnx import helper, numpy_helper
 
-    from onemodel.formats.onnx.layout import describe_alignment
+    from onemodel.formats.onnx.external_report import describe_alignment
 
     # three 132-byte tensors: offsets 0, k * align, 2k * align with k odd (1 for >= 132)
     arrays = [np.full(33, i, np.float32) for i in range(3)]
@@ -457,7 +457,7 @@ def test_report_gives_the_alignment_the_file_has(tmp_path, align, words):
 
 
 def test_describe_alignment_words():
-    from onemodel.formats.onnx.layout import describe_alignment
+    from onemodel.formats.onnx.external_report import describe_alignment
 
     assert describe_alignment(64) == ("offsets aligned to 64 bytes (64-byte aligned in a "
                                       "whole-file map: yes; mapping a tensor by itself needs "

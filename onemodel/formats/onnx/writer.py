@@ -1,5 +1,10 @@
-"""Where an ONNX file's tensor contents go when it is written: inline or in external data files
-(ONNX Part 1, Clause 13), and a report of how a model's data files are laid out.
+"""Writing ONNX files: the format plugin's write path (ONNX Part 1, Clause 12 and 13).
+
+:func:`write` (the plugin's ``write``) checks the model's tensors as the reader would, and
+:func:`write_layout` encodes the ModelProto (:mod:`.wire_encode`), puts the tensor contents inline
+or in external data files and streams everything to its sinks (:func:`stream_pieces`).
+:func:`encode_message` / :func:`encode_model` give the bytes of any record, in memory.
+:mod:`.external_report` describes how a model's data files are laid out (``onemodel info``).
 
 Layouts (:func:`write_layout`, ``layout=``):
 
@@ -71,16 +76,18 @@ from ...ir.dtypes import INFO, DataType
 from ...ir.entries import StringStringEntry
 from ...ir.record import buffer_nbytes, buffer_view, same_bytes
 from ...ir.tensor import EXTERNAL, STORAGE_FIELDS
+from ...ir.model import Model
 from ...ir.walk import iter_tensors
 from ...lazy import np
 from ...limits import EXTERNAL_DATA_ALIGNMENT
 from ...storage.blob import Blob
 from ...storage.hashing import HashingSink
 from ...storage.place import is_remote, local_path, place_of, target_of
-from .encode import encode_pieces, pieces_size
+from .checks import check_tensors
 from .external import (RefusedError, data_file_identity, data_file_target, location_parts,
                        open_data_sink, parse_reference, same_directory)
 from .paths import proto_path
+from .wire_encode import encode, encode_pieces, pieces_size
 
 LAYOUTS = ("keep", "inline", "file", "per_tensor")
 
@@ -256,7 +263,7 @@ def _plan_keep(model, t, files, out_base, allow_outside) -> None:
     df.slots.append(_Slot(ref.offset, n, t, buf))
 
 
-def _union(ranges) -> list[list[int]]:
+def union_ranges(ranges) -> list[list[int]]:
     """Sorted ``(start, end)`` ranges merged where they overlap or touch."""
     out: list[list[int]] = []
     for a, b in ranges:
@@ -290,7 +297,7 @@ def _in_place(df: _DataFile, out_base) -> bool:
         return False
     if (st.st_dev, st.st_ino) != identity or st.st_nlink != 1 or st.st_size != src.size:
         return False
-    covered = _union(sorted((s.offset, s.offset + s.nbytes) for s in df.slots))
+    covered = union_ranges(sorted((s.offset, s.offset + s.nbytes) for s in df.slots))
     whole = src.whole()
     if whole is None or covered[-1][1] != src.size:
         return False
@@ -479,7 +486,7 @@ def _update_checksums(files: list[_DataFile], ov: _Overrides) -> bool:
 
 
 def stream_pieces(pieces, sink) -> None:
-    """Write the pieces of :func:`~.encode.encode_pieces` to ``sink``: a Blob through
+    """Write the pieces of :func:`~.wire_encode.encode_pieces` to ``sink``: a Blob through
     ``sink.write_blob`` (file to file when local), bytes as they are."""
     for piece in pieces:
         if isinstance(piece, Blob):
@@ -586,7 +593,7 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
                                storage_options=storage_options, progress=sink.progress)
             sinks.append(s)
             # disk for the bytes really written (the slots), never for the gaps between them
-            written = _union(sorted((slot.offset, slot.offset + slot.nbytes)
+            written = union_ranges(sorted((slot.offset, slot.offset + slot.nbytes)
                                     for slot in df.slots))
             s.reserve(written[-1][1] if written else 0, [tuple(r) for r in written])
             df.sha1 = _write_data_file(model, df, s)
@@ -604,103 +611,63 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
         ov.restore()
 
 
-# -- reporting ------------------------------------------------------------------------------------
-_REPORT_KEYS = ("location", "size", "tensors", "referenced", "unreferenced", "gaps", "trailing",
-                "alignment", "aligned", "aligned_64", "error")
-
-#: A tensor can be mapped by itself (``mmap`` of its range) only at an offset that is a multiple
-#: of the page size: 4096 on the usual systems (Windows maps at 65536).
-PAGE_ALIGNMENT = EXTERNAL_DATA_ALIGNMENT
+def encode_message(record) -> bytes:
+    """The octets of any record as its ONNX message (Annex B), as the protobuf serializer writes
+    them, in memory (:func:`.wire_encode.encode`)."""
+    return encode(record)
 
 
-def external_data_report(model) -> list[dict]:
-    """How each external data file of ``model`` is used, for ``onemodel info``.
+encode_model = encode_message
 
-    Returns one JSON-ready dict per data file, in order of first reference, all sizes in bytes:
-    ``location`` (as written), ``size`` (of the file; ``None`` when it was not opened, e.g. read
-    with ``load_external=False`` or from a OneModel file), ``tensors`` (references to it),
-    ``referenced`` (bytes covered by at least one reference), ``unreferenced`` (``size -
-    referenced``: orphans and gaps; ``None`` without a size), ``gaps`` (unreferenced bytes
-    before the end of the last reference), ``trailing`` (bytes after it), ``alignment`` (the
-    alignment the file has: the largest power of two, at most :data:`MAX_ALIGN`, dividing every
-    non-empty tensor's offset; ``None`` without one), ``aligned`` (``alignment`` >= 4096,
-    :data:`PAGE_ALIGNMENT`: each tensor can be mapped by itself at its offset), ``aligned_64``
-    (``alignment`` >= 64: in a map of the whole file every tensor starts 64-byte aligned, enough
-    for aligned SIMD loads and any element type), and ``error`` for a reference that cannot be
-    parsed (reported, not raised). :func:`describe_alignment` says this in words.
+
+def write(model, sink, *, layout: str | None = None, external_data: str | None = None,
+          threshold: int = 1024, align: int = EXTERNAL_DATA_ALIGNMENT, force: bool = False,
+          base_dir=None, allow_outside: bool = False, convert_attributes: bool = False,
+          storage_options: dict | None = None) -> None:
+    """Write ``model`` as a ModelProto to ``sink`` (not committed here) and its external data
+    files beside it (committed here, after everything was written).
+
+    Args:
+        layout: where tensor contents go (the module documentation has the details):
+            ``"keep"`` (default): every tensor stays where it is; external references are kept
+            as written and their data files rewritten to hold exactly the referenced bytes, so
+            a model read and written back gives the same .onnx and data files, byte for byte.
+            ``"inline"``: every tensor in the .onnx file. ``"file"``: tensors of ``threshold``
+            bytes or more in one data file ``external_data``. ``"per_tensor"``: one data file per
+            such tensor, named after it. Default ``"file"`` when ``external_data`` is given.
+        external_data: the data file name for ``"file"`` (a relative location; default the
+            .onnx file's name + ``.data``).
+        threshold: tensors smaller than this many bytes stay inline (``file``, ``per_tensor``).
+        align: every tensor offset in a data file is a multiple of this (default 4096, a page, so
+            the data can be mapped; 65536 for Windows readers that map by allocation granule).
+        force: write a .onnx file of 2 GiB or more (protobuf-based tools cannot read it);
+            without it such a write raises UnsupportedError. Also replace an existing data file
+            that may belong to another model: without it, a data file whose name the user did
+            not choose (``keep``, ``per_tensor``, ``file`` without ``external_data``) may replace
+            an existing file only when the model was read from that file or the destination
+            .onnx file references it; otherwise IoError, before anything is written.
+        base_dir: the directory data files go to; default the directory of the sink's file.
+        allow_outside: keep references outside that directory (``keep``); never the default.
+        convert_attributes: ``file``/``per_tensor`` also move attribute tensors and sparse
+            tensors (as ``onnx``'s ``convert_attribute``); by default only initializers.
+        storage_options: fsspec options for data files under a URL.
+
+    Large tensor contents are streamed: copied file to file when they are untouched views of a
+    local source (``copy_file_range`` or ``splice``, a bounded buffered copy where the kernel
+    does neither: ``Sink.write_blob`` decides), else written from their buffers in bounded
+    chunks; nothing is concatenated in memory. Data files are written to temporary files renamed
+    into place, so writing onto the files the model is mapped from is safe (the maps keep the old
+    files alive) and an existing file is never appended to. Raises InvalidModelError,
+    UnsupportedError, IoError; on error no data file is changed.
     """
-    files: dict[str, dict] = {}
-    ranges: dict[str, list] = {}
-    for _, t in iter_tensors(model):
-        if t.data_location != EXTERNAL:
-            continue
-        try:
-            ref = parse_reference(t.external_data)
-            key = "/".join(location_parts(ref.location))
-        except RefusedError as e:
-            loc = next((x.value for x in t.external_data if x.key == "location"), None)
-            f = files.setdefault(f"?{loc}", {"location": loc, "size": None, "tensors": 0,
-                                             "referenced": 0, "unreferenced": None, "gaps": None,
-                                             "trailing": None, "alignment": None,
-                                             "aligned": False, "aligned_64": False})
-            f["tensors"] += 1
-            f["error"] = e.message
-            continue
-        f = files.get(key)
-        if f is None:
-            f = files[key] = {"location": ref.location, "size": None, "tensors": 0,
-                              "alignment": None}
-            ranges[key] = []
-        f["tensors"] += 1
-        b = t.external
-        if isinstance(b, Blob) and data_file_identity(b.source) is not None:
-            f["size"] = b.source.size
-        length = ref.length if ref.length is not None else t.nbytes
-        if length > 0:  # the largest power of two dividing the offset (0: any), capped
-            own = min(ref.offset & -ref.offset, MAX_ALIGN) if ref.offset else MAX_ALIGN
-            f["alignment"] = own if f["alignment"] is None else min(f["alignment"], own)
-        ranges[key].append((ref.offset, ref.offset + length))
-    for key, f in files.items():
-        if key not in ranges:
-            continue
-        a = f["alignment"]
-        f["aligned"] = a is None or a >= PAGE_ALIGNMENT
-        f["aligned_64"] = a is None or a >= limits.CONTAINER_ALIGNMENT
-        covered = _union(sorted(ranges[key]))
-        referenced = sum(b - a for a, b in covered)
-        last_end = covered[-1][1] if covered else 0
-        f["referenced"] = referenced
-        size = f["size"]
-        if size is None:
-            f["unreferenced"] = f["gaps"] = f["trailing"] = None
-        else:
-            f["trailing"] = max(size - last_end, 0)
-            f["gaps"] = last_end - referenced
-            f["unreferenced"] = size - referenced
-    return [{k: f[k] for k in _REPORT_KEYS if k in f} for f in files.values()]
+    if not isinstance(model, Model):
+        raise TypeError("write() takes an onemodel.ir.Model")
+    # what the reader would refuse is not written (InvalidModelError with the field path)
+    check_tensors(model, [(t, None) for _, t in iter_tensors(model)], sink.name)
+    write_layout(model, sink, layout=layout, external_data=external_data, threshold=threshold,
+                 align=align, force=force, base_dir=base_dir, allow_outside=allow_outside,
+                 convert_attributes=convert_attributes, storage_options=storage_options)
 
 
-def _bytes(n: int) -> str:
-    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB" if n >= 1024 else \
-        f"{n} byte{'s' if n != 1 else ''}"
-
-
-def describe_alignment(alignment: int | None) -> str:
-    """What an ``alignment`` of :func:`external_data_report` allows, in words, for ``info``:
-    mapping each tensor by itself needs page alignment (4096; 65536 on Windows); a map of the
-    whole file gives 64-byte aligned tensors (SIMD loads) from 64 on."""
-    if alignment is None:
-        return "no tensor bytes"
-    head = f"offsets aligned to {_bytes(alignment)}"
-    if alignment >= 65536:
-        return head + " (each tensor can be mapped by itself, also at Windows' 64 KiB)"
-    if alignment >= PAGE_ALIGNMENT:
-        return head + " (each tensor can be mapped by itself; Windows maps at 64 KiB)"
-    simd = "yes" if alignment >= limits.CONTAINER_ALIGNMENT else \
-        f"no, {_bytes(alignment)} < 64"
-    return (head + f" (64-byte aligned in a whole-file map: {simd}; mapping a tensor by "
-            f"itself needs {PAGE_ALIGNMENT})")
-
-
-__all__ = ["LAYOUTS", "write_layout", "external_data_report", "describe_alignment",
+__all__ = ["LAYOUTS", "MAX_ALIGN", "write", "write_layout", "encode_message", "encode_model",
            "stream_pieces"]
