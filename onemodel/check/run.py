@@ -44,6 +44,17 @@ def check(path_or_model, *, full: bool = False, strict: bool = False, select=Non
         its format cannot be told or decoding hits a limit; UsageError for a code in ``select``
         or ``ignore`` that matches no code.
     """
+    return check_and_model(path_or_model, full=full, strict=strict, select=select,
+                           ignore=ignore, storage_options=storage_options,
+                           allow_outside=allow_outside)[0]
+
+
+def check_and_model(path_or_model, *, full: bool = False, strict: bool = False, select=None,
+                    ignore=None, storage_options: dict | None = None,
+                    allow_outside: bool = False):
+    """:func:`check`, and the model it read (closed; ``None`` when none could be made): the
+    command line keeps it until the process ends, so that its records are not freed one by
+    one before the process exits anyway."""
     from ..ir import Model
 
     _known(select, "select")
@@ -78,7 +89,7 @@ def check(path_or_model, *, full: bool = False, strict: bool = False, select=Non
         if strict and f.severity == "warning":
             f = Finding(f.code, "error", f.message, f.path, f.offset, f.clause)
         out.append(f)
-    return Report(out, source)
+    return Report(out, source), model
 
 
 def _in_file_terms(model, f: Finding, fmt) -> Finding:

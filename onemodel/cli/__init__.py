@@ -552,14 +552,17 @@ def check(
     """Validate a model (ONNX Part 1, Clause 10): every problem with its code, field path,
     offset and clause. Exit 0: no error (warnings allowed); 1: errors; 2: unreadable."""
     from ..check.output import sarif as to_sarif, text_lines
-    from ..check.run import check as run_check
+    from ..check.run import check_and_model
 
+    global _nothing_at_exit
     with _errors(debug):
-        report = run_check(file, full=full, strict=strict,
-                           select=select.split(",") if select else None,
-                           ignore=ignore.split(",") if ignore else None,
-                           storage_options=_storage(storage_option, file),
-                           allow_outside=allow_outside)
+        with _no_collections():
+            report, model = check_and_model(
+                file, full=full, strict=strict, select=select.split(",") if select else None,
+                ignore=ignore.split(",") if ignore else None,
+                storage_options=_storage(storage_option, file), allow_outside=allow_outside)
+        if _own_process:  # freed with the process, not record by record on return
+            _kept_to_exit.append(model)
         where = shown(file)
         if as_json or sarif:
             import json
@@ -568,6 +571,7 @@ def check(
         else:
             for text in text_lines(report, where):
                 out.line(text)
+    _nothing_at_exit = True  # printed; nothing of the model needs tearing down
     raise typer.Exit(0 if report.ok else 1)
 
 

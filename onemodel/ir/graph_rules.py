@@ -220,7 +220,10 @@ def _scope(key: int, nodes, inputs: list, initializers: list, outputs: list, gpa
     for i, node in enumerate(nodes):
         for k, o in enumerate(node.outputs):
             if o:
-                define(o, i, f"{gpath}.nodes[{i}].outputs[{k}]")
+                if o in defs:  # (the path is made only for a problem)
+                    define(o, i, f"{gpath}.nodes[{i}].outputs[{k}]")
+                else:
+                    defs[o] = i
 
     chain = [defs] + outer
     free: set[str] = set()
@@ -237,17 +240,26 @@ def _scope(key: int, nodes, inputs: list, initializers: list, outputs: list, gpa
             fail("undefined", InvalidModelError(f"name {quote(n)} is not defined in this graph "
                                                 "or an enclosing one", path=where))
 
+    get = defs.get
     for i, node in enumerate(nodes):
-        npath = f"{gpath}.nodes[{i}]"
         if normalize_domain(node.domain) not in domains:
-            fail("domain", _undeclared(node, npath))
+            fail("domain", _undeclared(node, f"{gpath}.nodes[{i}]"))
         mine: set = set()
         for k, n in enumerate(node.inputs):
             if n:
-                use(n, mine, f"{npath}.inputs[{k}]")
-        for sub, spath in _subgraphs(node, npath, paths):
-            for n in sorted(_graph(sub, spath, chain, domains, orders, paths, depth + 1, fail)):
-                use(n, mine, spath)
+                p = get(n, -1)  # the common case inline; the path is made only when needed
+                if p is None:
+                    continue
+                if p >= 0:
+                    mine.add(p)
+                else:
+                    use(n, mine, f"{gpath}.nodes[{i}].inputs[{k}]")
+        if node.attributes:
+            npath = f"{gpath}.nodes[{i}]"
+            for sub, spath in _subgraphs(node, npath, paths):
+                for n in sorted(_graph(sub, spath, chain, domains, orders, paths, depth + 1,
+                                       fail)):
+                    use(n, mine, spath)
         deps.append(mine)
     for n, where in outputs:
         use(n, set(), where)

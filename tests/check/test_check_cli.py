@@ -67,3 +67,20 @@ def test_sarif_and_full(tmp_path):
     assert r.exit_code == 0 and "OM001 warning (1)" in r.stdout  # a warning: still exit 0
     r = runner.invoke(app, ["check", save(tmp_path, model(), "ok.onnx"), "--full", "--strict"])
     assert r.exit_code == 1
+
+
+def test_a_url_is_checked_and_masked(http_server, tmp_path):
+    nodes = [helper.make_node("Add", ["x", "nope"], ["y"])]
+    http_server.files["m.onnx"] = open(save(tmp_path, model(nodes)), "rb").read()
+    url = http_server.url("m.onnx").replace("http://", "http://alice:hunter2@") + \
+        "?X-Amz-Signature=SIGSECRET&token=TOKSECRET"
+    for extra in ([], ["--json"], ["--sarif"]):
+        r = runner.invoke(app, ["check", url, *extra])
+        text = r.stdout + r.stderr
+        assert r.exit_code == 1, text
+        assert "graph.node[0].input[1]" in text
+        for secret in ("alice", "hunter2", "SIGSECRET", "TOKSECRET"):
+            assert secret not in text, (secret, text)
+    r = runner.invoke(app, ["check", url])
+    masked = f"http://***@127.0.0.1:{http_server.port}/m.onnx?X-Amz-Signature=***&token=***"
+    assert r.stdout.splitlines()[-1] == f"{masked}: not valid: 1 error(s), 0 warning(s), 0 info"

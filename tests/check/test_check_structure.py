@@ -188,3 +188,19 @@ def test_a_onemodel_file_may_hold_nodes_out_of_order(tmp_path):
         onemodel.save(m, str(tmp_path / "m.onemodel"))
     r = onemodel.check(str(tmp_path / "m.onemodel"))
     assert r.ok and r.findings == []
+
+
+def test_paths_in_subgraphs_and_function_bodies_use_annex_b_names(tmp_path):
+    branch = helper.make_graph([helper.make_node("Neg", ["ghost"], ["b"])], "b", [], [vi("b")])
+    nodes = [helper.make_node("If", ["x"], ["y"], then_branch=branch, else_branch=branch)]
+    fn = helper.make_function("local", "f", ["a"], ["b"], [helper.make_node("Add", ["a", "w"],
+                                                                            ["b"])],
+                              [helper.make_opsetid("", 17)])
+    m = model(nodes, opsets=(("", 17), ("local", 1)))
+    m.functions.append(fn)
+    r = found(tmp_path, m)
+    assert sorted((f.code, f.path) for f in r.findings) == [
+        ("OM112", "functions[0].node[0].input[1]"),
+        ("OM112", "graph.node[0].attribute[0].g.node[0].input[0]"),
+        ("OM112", "graph.node[0].attribute[1].g.node[0].input[0]"),
+    ]

@@ -122,3 +122,40 @@ def test_a_cycle_names_a_node_on_it_or_the_one_it_reads_from():
         graph_rules.check_model(m)
     assert e.value.message == ("the nodes form a cycle through node 'Identity' (no dependency "
                                "order exists)")
+
+
+def test_model_problems_finds_every_problem_check_model_raises_the_first_of():
+    """model_problems: the rules written once; check_model raises the first of its problems
+    (same message, same path), and the other problems are all there, in walk order."""
+    sub = helper.make_graph([helper.make_node("Neg", ["ghost2"], ["b"])], "b", [], [_vi("b")])
+    nodes = [helper.make_node("Add", ["x", "ghost"], ["y"]),
+             helper.make_node("Neg", ["x"], ["y"]),
+             helper.make_node("Foo", ["x"], ["z"], domain="com.x"),
+             helper.make_node("If", ["x"], ["u"], then_branch=sub, else_branch=sub),
+             helper.make_node("Neg", ["q"], ["p"]), helper.make_node("Neg", ["p"], ["q"])]
+    g = helper.make_graph(nodes, "g", [_vi("x")], [_vi("y"), _vi("missing")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
+    m.ir_version = 10
+    model = decode_model(m.SerializeToString())
+    orders, problems = graph_rules.model_problems(model)
+    got = [(rule, e.message, e.path) for rule, e in problems]
+    assert got == [
+        ("duplicate", "name 'y' is defined twice in one graph", "graph.nodes[1].outputs[0]"),
+        ("undefined", "name 'ghost' is not defined in this graph or an enclosing one",
+         "graph.nodes[0].inputs[1]"),
+        ("domain", "domain 'com.x' of node 'Foo' is not imported by opsets",
+         "graph.nodes[2].domain"),
+        ("undefined", "name 'ghost2' is not defined in this graph or an enclosing one",
+         "graph.nodes[3].attributes[0].g.nodes[0].inputs[0]"),
+        ("undefined", "name 'ghost2' is not defined in this graph or an enclosing one",
+         "graph.nodes[3].attributes[1].g.nodes[0].inputs[0]"),
+        ("undefined", "name 'missing' is not defined in this graph or an enclosing one",
+         "graph.outputs[1]"),
+        ("cycle", "the nodes form a cycle through node 'Neg' (no dependency order exists)",
+         "graph.nodes[4]"),
+    ]
+    assert id(model.graph) not in orders  # no order for a graph with a cycle
+    assert {r for r, _ in problems} <= set(graph_rules.RULES)
+    with pytest.raises(InvalidModelError) as e:
+        graph_rules.check_model(model)
+    assert (e.value.message, e.value.path) == (problems[0][1].message, problems[0][1].path)
