@@ -109,6 +109,65 @@ _TABLE = [
      "the OneModel reader accepts every object of the manifest (only its first refusal is "
      "reported)",
      "byte length 12 does not match dims and dtype (16 bytes)"),
+    # -- operator set checks against onemodel.schemas (onemodel/check/operators.py) --
+    ("OM301", "error", P1 + "Clauses 10.2, 10.4",
+     "the operator is defined in its domain (a domain with schemas: ai.onnx, ai.onnx.ml, "
+     "ai.onnx.preview, ai.onnx.preview.training), or by a model-local function",
+     "operator 'Foo' is not defined in ai.onnx (no version defines it)"),
+    ("OM302", "error", P1 + "Clauses 10.4, 14.3",
+     "the operator is defined at the imported version of its domain (says which version "
+     "introduced it)",
+     "operator 'Gelu' is not defined in ai.onnx version 19 (introduced in version 20)"),
+    ("OM303", "warning", P1 + "Clause 14.5",
+     "the operator is not deprecated at the imported version (a consumer still evaluates it)",
+     "operator 'Upsample' is deprecated in ai.onnx version 10 (definition of version 10)"),
+    ("OM304", "warning", P1 + "Clause 10.4",
+     "an operator of a domain with no schema (custom) is not checked; once per operator and "
+     "domain (an error under --strict)",
+     "operator 'FusedMatMul' of domain 'com.microsoft' has no schema: not checked"),
+    ("OM305", "error", P1 + "Clauses 7.3.1, 7.3.2",
+     "a node's input count is within the definition's (optional and variadic inputs counted)",
+     "node 'Add' (Add-14) has 3 inputs; the definition takes exactly 2"),
+    ("OM306", "error", P1 + "Clauses 7.3.1, 7.3.2",
+     "a node's output count is within the definition's (optional and variadic outputs counted)",
+     "node 'Relu' (Relu-14) has 2 outputs; the definition takes exactly 1"),
+    ("OM307", "error", P1 + "Clause 7.3.3",
+     "an input or output is left unsupplied (empty name) only where the definition makes it "
+     "optional",
+     "input 1 ('B') of node 'Add' (Add-14) is empty, but only an optional one may be left "
+     "unsupplied"),
+    ("OM308", "error", P1 + "Clauses 7.3.1, 10.4",
+     "every attribute of a node is defined by the operator",
+     "node 'Relu' (Relu-14) has no attribute 'alpha'"),
+    ("OM309", "error", P1 + "Clauses 7.3.1, 7.4",
+     "an attribute's type (AttributeProto.type) is the one the definition gives",
+     "attribute 'axis' of node 'Concat' (Concat-13) is FLOAT; the definition's type is INT"),
+    ("OM310", "error", P1 + "Clause 10.4",
+     "every required attribute of the operator is present",
+     "node 'Concat' (Concat-13) lacks required attribute 'axis'"),
+    ("OM311", "error", P1 + "Clause 7.4",
+     "an attribute name is unique within its node",
+     "attribute 'axis' of node 'Concat' (Concat-13) is given twice (first at attributes[0])"),
+    # -- type checks without shape inference (onemodel/check/types.py) --
+    ("OM401", "error", P1 + "Clauses 7.3.1, 10.3",
+     "a node input whose type the model states (initializer, graph input, value_info) is one "
+     "its formal's type constraint allows",
+     "input 'x' of node 'Sqrt' (Sqrt-13) is declared tensor(int64) (by a graph input), which T "
+     "of 'X' does not allow (tensor(bfloat16), tensor(double), tensor(float), tensor(float16))"),
+    ("OM402", "error", P1 + "Clauses 7.3.1, 10.3",
+     "a node output whose type the model states (value_info, graph output) is one its "
+     "formal's type constraint allows",
+     "output 'y' of node 'Shape' (Shape-15) is declared tensor(float) (by a graph output), "
+     "which T1 of 'shape' does not allow (tensor(int64))"),
+    ("OM403", "error", P1 + "Clauses 7.3.1, 10.3",
+     "a type parameter of a node stands for one type (the stated types of its inputs and "
+     "outputs agree; not across a heterogeneous variadic parameter)",
+     "type parameter T of node 'Add' (Add-14) is tensor(float) for input 'x' but "
+     "tensor(double) for input 'w' (declared by its initializer)"),
+    ("OM404", "error", P1 + "Clauses 7.1, 7.2",
+     "a declared type (graph input or output, value_info) agrees with the initializer of the "
+     "same name: element type, rank, fixed extents",
+     "value_info 'w' is declared of element type int64; its initializer is float [2]"),
 ]
 
 #: ``{code: Code}``, in code order.
