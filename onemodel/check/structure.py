@@ -178,14 +178,16 @@ def _training(model, out: list) -> None:
 
 
 def _order(model, orders: dict, out: list) -> None:
-    if model.graph is None:
-        return
-    for gpath, g in iter_graphs(model.graph):
-        order = orders.get(id(g))
+    """OM113 for each graph and function body (Clause 8.4: sorted as a graph is) whose nodes
+    are not in the order the graph rules computed: the first node out of place."""
+    scopes = list(iter_graphs(model.graph)) if model.graph is not None else []
+    scopes += [(f"functions[{k}]", fn) for k, fn in enumerate(model.functions)]
+    for path, scope in scopes:
+        order = orders.get(id(scope))
         if order is None or all(i == k for k, i in enumerate(order)):
             continue
         first = next(k for k, i in enumerate(order) if i != k)
-        node = g.nodes[first]
+        node = scope.nodes[first]
         out.append(finding("OM113", f"node {quote(node.op_type)} at position {first} reads a "
                            "value produced by a later node (not topologically sorted)",
-                           f"{gpath}.nodes[{first}]"))
+                           f"{path}.nodes[{first}]"))

@@ -204,3 +204,12 @@ def test_paths_in_subgraphs_and_function_bodies_use_annex_b_names(tmp_path):
         ("OM112", "graph.node[0].attribute[0].g.node[0].input[0]"),
         ("OM112", "graph.node[0].attribute[1].g.node[0].input[0]"),
     ]
+
+
+def test_a_function_body_out_of_order(tmp_path):
+    body = [helper.make_node("Neg", ["t"], ["b"]), helper.make_node("Relu", ["a"], ["t"])]
+    fn = helper.make_function("local", "f", ["a"], ["b"], body, [helper.make_opsetid("", 17)])
+    m = model(opsets=(("", 17), ("local", 1)))
+    m.functions.append(fn)
+    f = one(found(tmp_path, m), "OM113")
+    assert (f.severity, f.path) == ("error", "functions[0].node[0]")
