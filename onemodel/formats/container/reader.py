@@ -16,7 +16,7 @@ from ...ir import graph_rules
 from ...ir.model import Model
 from ...ir.tensor import sparse_problem, tensor_problem
 from ...ir.walk import iter_graphs
-from ...storage.base import Source
+from ...storage.base import MemorySource, Source
 from ...storage.blob import Blob
 from . import extension
 from .header import HEADER_SIZE, parse_header
@@ -152,3 +152,15 @@ def _reorder(model: Model, orders: dict, originals: dict) -> None:
         order = originals.get(id(g), orders.get(id(g)))
         if order is not None and order != list(range(len(g.nodes))):
             g.nodes = [g.nodes[i] for i in order]
+
+
+def read_bytes(data, *, name: str = "<bytes>") -> Model:
+    """Read a OneModel file held in memory (bytes-like), for tests and small models: the
+    counterpart of :func:`.writer.write_bytes`. Tensors are views of ``data``.
+
+    Raises MalformedError, InvalidModelError or UnsupportedError (see :func:`read`).
+    """
+    return read(MemorySource(data, name))
+
+
+__all__ = ["read", "read_bytes"]

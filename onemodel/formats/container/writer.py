@@ -276,3 +276,5 @@ def write_bytes(model: Model, *, strict_v1: bool = False) -> bytes:
     sink.commit()
     return sink.getvalue()
 
+
+__all__ = ["write", "write_bytes", "build"]
