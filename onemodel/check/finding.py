@@ -1,4 +1,5 @@
-"""What ``onemodel check`` reports: a :class:`Finding` per problem and the :class:`Report` of a run."""
+"""What ``onemodel check`` reports: a :class:`Finding` per problem and the :class:`Report` of a
+run."""
 
 from __future__ import annotations
 

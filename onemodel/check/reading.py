@@ -11,7 +11,7 @@ checks report all at once). What cannot be decoded at all (Malformed, Io) is rai
 
 from __future__ import annotations
 
-from ..errors import InvalidModelError, IoError, MalformedError, OneModelError, UnsupportedError
+from ..errors import InvalidModelError, IoError, OneModelError, UnsupportedError
 from .codes import finding
 
 
@@ -93,17 +93,18 @@ def _onemodel(source):
     from ..formats.container import reader as cr
 
     cr.ensure_recursion_room()
+    size = source.size  # a header or manifest that cannot be parsed: unreadable, raised
+    header = cr.parse_header(source.read(0, min(cr.HEADER_SIZE, size)), size)
     try:
-        size = source.size
-        header = cr.parse_header(source.read(0, min(cr.HEADER_SIZE, size)), size)
         manifest = cr.parse_manifest(source.read(cr.HEADER_SIZE, header.manifest_length),
                                      cr.HEADER_SIZE)
+    except RecursionError:
+        raise UnsupportedError("the manifest nests too deeply", path=cr.MANIFEST) from None
+    try:
         r = cr.Reader(source, header)
         with cr.bulk_objects():
             model = r.full("Model", manifest, cr.MANIFEST, 0)
-    except (InvalidModelError, UnsupportedError) as e:
-        if isinstance(e, MalformedError):
-            raise
+    except (InvalidModelError, UnsupportedError) as e:  # (Malformed, Io: unreadable, raised)
         return None, [finding("OM205", e.message, e.path, e.offset)], {}
     except RecursionError:
         raise UnsupportedError("the manifest nests too deeply", path=cr.MANIFEST) from None
