@@ -32,7 +32,7 @@ from .local import LocalSink, LocalSource
 from .place import is_remote, local_path, name_of_url, place_of, target_of, url_join
 from .progress import Progress, ProgressSink
 
-_REMOTE = ("RemoteSource", "RemoteSink", "display_url", "resolve_relative")
+_REMOTE = ("RemoteSource", "RemoteSink", "display_url", "join_location")
 
 
 def __getattr__(name: str):
@@ -161,5 +161,5 @@ def is_local(target) -> bool:
 __all__ = ["Source", "Sink", "MemorySource", "BytesSink", "LocalSource", "LocalSink",
            "RemoteSource", "RemoteSink", "ZstdSink", "Blob", "Progress", "ProgressSink",
            "open_source", "open_sink", "check_storage_options", "is_local", "is_url", "is_zstd",
-           "display_url", "decompress_source", "resolve_relative", "prefetch", "local_path", "is_remote",
-           "place_of", "target_of", "url_join"]
+           "display_url", "decompress_source", "join_location", "prefetch", "local_path",
+           "is_remote", "place_of", "target_of", "url_join"]

@@ -137,15 +137,16 @@ def file_segment(segments: list[str]) -> int:
 def url_join(directory: str, location: str) -> str:
     """The URL of relative ``location`` in directory URL ``directory`` (with or without a
     trailing ``/`` in the segment that names it), by
-    :func:`onemodel.storage.remote.resolve_relative`: InvalidModelError for a location the
-    rules of Clauses 13.2 and 15.3 refuse."""
-    from .remote import resolve_relative
+    :func:`onemodel.storage.remote.join_location`: only the joining; ``location`` must have
+    passed the rules of Clauses 13.2 and 15.3 (the ONNX package's ``location_parts(location,
+    url=True)``)."""
+    from .remote import join_location
 
     segments = directory.split("::")
     i = file_segment(segments)
     if not segments[i].endswith("/"):
         segments[i] += "/"
-    return resolve_relative("::".join(segments), location)
+    return join_location("::".join(segments), location)
 
 
 __all__ = ["local_path", "is_remote", "target_of", "place_of", "file_segment", "url_join"]

@@ -7,16 +7,19 @@ its contents. Resolution turns them into bytes:
    ``offset``, ``length`` and ``checksum`` are accepted, each at most once; ``location`` is
    mandatory; ``offset`` and ``length`` are non-negative decimal integers written with ASCII digits
    only (no sign, space or underscore) and below 2^63; ``checksum`` is a SHA-1 digest in hex.
-2. **The location** (:func:`location_parts`). A relative path of ``/``-separated components: not
-   empty, not absolute, no Windows drive (``C:``), no backslash, no NUL, no ``..`` component.
+2. **The location** (:func:`location_parts`, the one rule of which locations are legal). A
+   relative path of ``/``-separated components: not empty, not absolute, no Windows drive
+   (``C:``), no backslash, no NUL, no ``..`` component; joined to a URL, also none of these once
+   percent-decoded, and no scheme.
 3. **The file** (:func:`open_location`, the one place that decides where a location is opened).
    A local location is opened component by component from a descriptor of the model's directory
    (never the working directory): every directory with ``O_NOFOLLOW | O_DIRECTORY``, the file with
    ``O_NOFOLLOW``, each after an ``lstat`` that refuses a symbolic link, and each descriptor
    compared by ``(st_dev, st_ino)`` with what the ``lstat`` saw, so a component swapped between
    the check and the open is caught. The file must be a regular file with exactly one hard link.
-   A location under a URL (``s3://``, ``https://``, ``memory://`` ...) is resolved by
-   :func:`onemodel.storage.remote.resolve_relative` and read with range requests.
+   A location under a URL (``s3://``, ``https://``, ``memory://`` ...) passes the same rule (with
+   ``url=True``), is joined to the model's directory URL by
+   :func:`onemodel.storage.remote.join_location` and read with range requests.
 4. **The bytes** (:func:`resolve_external_data`). ``offset + length`` is checked against the
    file's size before anything is used, a missing ``length`` runs to the end of the file, and the
    length must equal the element count times the element size (dims x element type). A
@@ -73,6 +76,7 @@ MAX_OFFSET = (1 << 63) - 1
 _DIGITS = re.compile(r"[0-9]+")
 _SHA1 = re.compile(r"[0-9A-Fa-f]{40}")
 _DRIVE = re.compile(r"[A-Za-z]:")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _HASH_CHUNK = 16 << 20
 
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -151,12 +155,20 @@ def parse_reference(entries) -> ExternalReference:
     return ExternalReference(location, offset, length, checksum)
 
 
-def location_parts(location: str) -> tuple[str, ...]:
-    """The components of a location, after the checks of Clauses 13.2 and 15.3 on its text.
+def location_parts(location: str, *, url: bool = False) -> tuple[str, ...]:
+    """The components of a location, after the checks of Clauses 13.2 and 15.3 on its text: the
+    one rule of which locations are legal, for files on disk and under a URL alike.
 
     Empty and ``.`` components are dropped (``./a//b`` is ``("a", "b")``). Raises
     InvalidModelError for an empty location, an absolute path, a Windows drive path, a backslash,
     a NUL character, a ``..`` component, or a location that names a directory (``a/``).
+
+    ``url``: the location is to be joined to a URL (a model read from ``s3://``, ``https://``
+    ...), where percent-encoding and schemes mean something: also refused are a location that is
+    absolute or holds a ``..`` component once percent-decoded (``%2e%2e/w.bin``), and one that
+    names a scheme or drive (``s3://other/w.bin``, ``x::s3://b/k``, ``c:w.bin``), so the joined
+    URL stays in the model's directory, on the same host or bucket
+    (:func:`onemodel.storage.remote.join_location` joins it).
     """
     if not location:
         raise RefusedError("the location is empty")
@@ -177,7 +189,27 @@ def location_parts(location: str) -> tuple[str, ...]:
     parts = tuple(p for p in raw if p not in ("", "."))
     if not parts or raw[-1] in ("", "."):
         raise RefusedError("the location does not name a file")
+    if url:
+        _check_url_location(location)
     return parts
+
+
+def _check_url_location(location: str) -> None:
+    """The rules of :func:`location_parts` with ``url`` that the text checks do not cover: no
+    scheme or drive, also percent-decoded, and no absolute path or ``..`` once percent-decoded
+    (a URL's path is percent-decoded by the server or the storage backend)."""
+    from urllib.parse import unquote
+
+    decoded = unquote(location)
+    if any("://" in t or "::" in t or _SCHEME.match(t) for t in (location, decoded)):
+        raise RefusedError("the location names a scheme or drive (Clause 13.2: it must be a "
+                           "relative path)")
+    if decoded.startswith("/"):
+        raise RefusedError("the location is an absolute path once percent-decoded "
+                           "(Clause 13.2: it must be relative)")
+    if ".." in decoded.replace("\\", "/").split("/"):
+        raise RefusedError("the location contains a parent-directory component '..' once "
+                           "percent-decoded (Clause 13.2)")
 
 
 # -- where a location is opened --------------------------------------------------------------
@@ -211,9 +243,10 @@ def open_location(base, location: str, *, allow_outside: bool = False,
 
     This is the one function that decides where a location lives:
 
-    * ``base`` a URL (``s3://b/dir``, ``https://h/dir/``, ``memory://dir``): the location is
-      resolved by :func:`onemodel.storage.remote.resolve_relative` (same rules on its text) and
-      opened as a :class:`~onemodel.storage.remote.RemoteSource` (``storage_options`` go to it);
+    * ``base`` a URL (``s3://b/dir``, ``https://h/dir/``, ``memory://dir``): the location
+      passes :func:`location_parts` with ``url=True``, is joined to ``base`` by
+      :func:`onemodel.storage.remote.join_location` and opened as a
+      :class:`~onemodel.storage.remote.RemoteSource` (``storage_options`` go to it);
     * ``base`` a local directory: the file is opened by the confined walk of the module
       documentation (``base_fd``, a descriptor of ``base``, is used when given), or, with
       ``allow_outside``, by a plain open that follows links and accepts absolute paths and ``..``.
@@ -223,7 +256,7 @@ def open_location(base, location: str, *, allow_outside: bool = False,
     location or file, IoError when the file cannot be opened or read.
     """
     if is_remote(base):
-        location_parts(location)
+        location_parts(location, url=True)
         url = url_join(base, location)
         from ...storage.remote import RemoteSource
 
@@ -385,9 +418,10 @@ def data_file_target(base, location: str, *, allow_outside: bool = False) -> str
     """Where :func:`open_data_sink` writes data file ``location`` of a model whose directory is
     ``base``: a local path (``base`` joined with the location's components, or with the location
     as it is under ``allow_outside``), or a URL for a URL base. Nothing is opened or created.
-    Raises InvalidModelError for a location refused by :func:`location_parts`."""
+    Raises InvalidModelError for a location refused by :func:`location_parts` (with ``url=True``
+    for a URL base)."""
     if is_remote(base):
-        location_parts(location)
+        location_parts(location, url=True)
         return url_join(base, location)
     directory = local_path(base)
     if allow_outside:
@@ -408,7 +442,7 @@ def open_data_sink(base, location: str, *, allow_outside: bool = False,
     temporary file in its directory and renamed over the destination on commit
     (:class:`~onemodel.storage.local.LocalSink`): an existing file is replaced, never appended to
     or truncated in place, and maps of the old file stay valid. A URL base writes through
-    :func:`onemodel.storage.open_sink` at :func:`~onemodel.storage.remote.resolve_relative`'s URL.
+    :func:`onemodel.storage.open_sink` at the URL :func:`data_file_target` gives.
     ``allow_outside`` accepts any path (absolute, ``..``). ``progress``: the callable the bytes
     written are counted to (the model sink's, so a data file's bytes count on its bar), through
     :func:`onemodel.storage.open_sink`. Raises InvalidModelError for a refused location, IoError.
