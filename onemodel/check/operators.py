@@ -12,7 +12,6 @@ Paths are in :mod:`onemodel.ir` field names (``graph.nodes[3].attributes[1]``).
 
 from __future__ import annotations
 
-from .. import schemas
 from ..errors import quote
 from ..ir.entries import normalize_domain
 from ..ir.model import AttributeType
@@ -39,15 +38,15 @@ def imports(opsets) -> dict:
 
 
 def iter_nodes(nodes, path: str):
-    """``(path, node)`` for every node of ``nodes`` and of the subgraphs in their attributes,
-    depth first, each node before its subgraphs' nodes."""
+    """``(graph path, index, node)`` for every node of ``nodes`` (the nodes of the graph or
+    function at ``path``) and of the subgraphs in their attributes, depth first, each node
+    before its subgraphs' nodes; the node's path is ``f"{graph path}.nodes[{index}]"``."""
     for i, node in enumerate(nodes):
-        npath = f"{path}.nodes[{i}]"
-        yield npath, node
+        yield path, i, node
         if node.attributes:
             for j, a in enumerate(node.attributes):
                 for field, g in a.subgraphs():
-                    yield from iter_nodes(g.nodes, f"{npath}.attributes[{j}].{field}")
+                    yield from iter_nodes(g.nodes, f"{path}.nodes[{i}].attributes[{j}].{field}")
 
 
 def node_scopes(model):
@@ -71,65 +70,113 @@ def local_functions(model) -> set:
     return {(normalize_domain(fn.domain), fn.name or "") for fn in model.functions}
 
 
-def resolve(model):
-    """``(path, node, schema)`` for every node that has a schema at its imported version
-    (deprecated ones included): the nodes the type checks look at."""
+#: What :func:`bind` gives for a node with no schema to check against.
+LOCAL, CUSTOM, UNIMPORTED, UNDEFINED = "local", "custom", "unimported", "undefined"
+
+
+def bound_nodes(model, ctx=None) -> list:
+    """``(graph path, index, node, domain, version, schema or reason)`` for every node with
+    an op_type, in walk order (:func:`iter_nodes` over :func:`node_scopes`): the definition
+    each is bound to (Clause 14.3), or the reason it has none: :data:`LOCAL` (a model-local
+    function defines it), :data:`CUSTOM` (a domain the schema table does not hold),
+    :data:`UNIMPORTED` (no usable import: OM105's) or :data:`UNDEFINED` (no definition at
+    that version). Computed once per check: kept in the framework's ``ctx`` dict when given,
+    for the operator and the type checks both."""
+    from .. import schemas   # read on first use, not at import (tests/test_schemas.py)
+
+    key = "operators.bound_nodes"
+    if isinstance(ctx, dict) and ctx.get(key, (None,))[0] is model:
+        return ctx[key][1]
     local = local_functions(model)
     held = set(schemas.domains())
+    cache: dict = {}
+    out: list = []
+    add = out.append
     for top, nodes, versions in node_scopes(model):
-        for npath, node in iter_nodes(nodes, top):
-            domain = normalize_domain(node.domain)
+        for gpath, i, node in iter_nodes(nodes, top):
+            op = node.op_type
+            if not op:
+                continue   # OM106
+            domain = node.domain
+            domain = normalize_domain(domain) if domain else ""
             version = versions.get(domain)
-            if (domain not in held or not node.op_type or (domain, node.op_type) in local
-                    or type(version) is not int or version < 1):
-                continue
-            s = schemas.get(node.op_type, domain, version)
-            if s is not None:
-                yield npath, node, s
+            k = (domain, op, version)
+            got = cache.get(k)
+            if got is None:
+                if (domain, op) in local:
+                    got = LOCAL
+                elif domain not in held:
+                    got = CUSTOM
+                elif type(version) is not int or version < 1:
+                    got = UNIMPORTED
+                else:
+                    got = schemas.get(op, domain, version) or UNDEFINED
+                cache[k] = got
+            add((gpath, i, node, domain, version, got))
+    if isinstance(ctx, dict):
+        ctx[key] = (model, out)
+    return out
 
 
 def check_operators(model, ctx=None) -> list:
     """Every operator finding of ``model`` (codes ``OM301``-``OM311``), in node order.
 
-    ``ctx`` (the framework's context) is not used. Paths are in IR field names."""
+    ``ctx``: the framework's context dict (or None), where :func:`bound_nodes` keeps its
+    result. Paths are in IR field names. A node whose definition, counts, unsupplied positions
+    and attribute names and types equal those of a node found clean is clean too, and is not
+    checked again."""
     out: list = []
-    local = local_functions(model)
-    held = set(schemas.domains())
     custom: set = set()
+    clean: set = set()
     ir_version = model.ir_version or 0
-    for top, nodes, versions in node_scopes(model):
-        for npath, node in iter_nodes(nodes, top):
-            op = node.op_type
-            if not op:
-                continue   # OM106
-            domain = normalize_domain(node.domain)
-            if (domain, op) in local:
-                continue
-            if domain not in held:
-                if (domain, op) not in custom:
-                    custom.add((domain, op))
-                    out.append(finding(
-                        "OM304", f"operator {quote(op)} of domain {quote(domain)} has no "
-                        "schema: not checked", npath))
-                continue
-            version = versions.get(domain)
-            if type(version) is not int or version < 1:
-                continue   # OM105: the domain is not imported
-            s = schemas.get(op, domain, version)
-            if s is None:
-                _undefined(node, npath, domain, version, out)
-                continue
-            if s.deprecated:
+    for gpath, i, node, domain, version, s in bound_nodes(model, ctx):
+        op = node.op_type
+        if type(s) is str:
+            if s == CUSTOM and (domain, op) not in custom:
+                custom.add((domain, op))
                 out.append(finding(
-                    "OM303", f"operator {quote(op)} is deprecated in {domain_name(domain)} "
-                    f"version {version} (definition of version {s.since_version})", npath))
-            _arity(node, npath, s, "inputs", out)
-            _arity(node, npath, s, "outputs", out)
-            _attributes(node, npath, s, ir_version, out)
+                    "OM304", f"operator {quote(op)} of domain {quote(domain)} has no "
+                    "schema: not checked", f"{gpath}.nodes[{i}]"))
+            elif s == UNDEFINED:
+                _undefined(node, f"{gpath}.nodes[{i}]", domain, version, out)
+            continue
+        ins, outs = node.inputs, node.outputs
+        key = (id(s), len(ins), len(outs),
+               "" in ins and tuple(k for k, n in enumerate(ins) if not n),
+               "" in outs and tuple(k for k, n in enumerate(outs) if not n),
+               tuple((a.name, a.type or (ir_version < 2 and _inferred_type(a)))
+                     for a in node.attributes) if node.attributes else ())
+        if key in clean:
+            continue
+        npath = f"{gpath}.nodes[{i}]"
+        n = len(out)
+        if s.deprecated:
+            out.append(finding(
+                "OM303", f"operator {quote(op)} is deprecated in {domain_name(domain)} "
+                f"version {version} (definition of version {s.since_version})", npath))
+        _arity(node, npath, s, "inputs", out)
+        _arity(node, npath, s, "outputs", out)
+        _attributes(node, npath, s, ir_version, out)
+        if len(out) == n:
+            clean.add(key)
     return out
 
 
+class _What:
+    """``node 'Add' (Add-14)`` for a message, made only when a message is."""
+
+    __slots__ = ("node", "schema")
+
+    def __init__(self, node, schema):
+        self.node, self.schema = node, schema
+
+    def __format__(self, spec) -> str:
+        return f"{label(self.node)} ({self.schema.name}-{self.schema.since_version})"
+
+
 def _undefined(node, npath, domain, version, out) -> None:
+    from .. import schemas
+
     first = schemas.introduced(node.op_type, domain)
     where = f"{domain_name(domain)} version {version}"
     if first is None:
@@ -147,7 +194,7 @@ def _arity(node, npath, s, field, out) -> None:
     formals = s.inputs if field == "inputs" else s.outputs
     lo, hi = (s.min_input, s.max_input) if field == "inputs" else (s.min_output, s.max_output)
     n = len(actual)
-    what = f"{label(node)} ({s.name}-{s.since_version})"
+    what = _What(node, s)
     if n < lo or n > hi:
         bound = f"at least {lo}" if n < lo else f"at most {hi}"
         if lo == hi:
@@ -198,7 +245,7 @@ def _inferred_type(a):
 
 def _attributes(node, npath, s, ir_version, out) -> None:
     seen: dict = {}
-    what = f"{label(node)} ({s.name}-{s.since_version})"
+    what = _What(node, s)
     for j, a in enumerate(node.attributes):
         apath = f"{npath}.attributes[{j}]"
         name = a.name

@@ -6,6 +6,8 @@ from .codes import CODES, finding, matches
 from .finding import Finding, Report
 from .paths import file_path
 from .structure import check_structure
+from .operators import check_operators
+from .types import check_types
 
 #: The check families run on a model that was read, in order: each is
 #: ``family(model, context) -> list of Finding`` with paths in IR field names (or already in the
@@ -15,6 +17,8 @@ FAMILIES = [
     lambda model, ctx: check_structure(model, prefix=ctx["prefix"],
                                        graph_paths=ctx["graph_paths"],
                                        sorted_required=ctx["fmt"] != "onemodel"),
+    check_operators,   # OM3xx against onemodel.schemas (Clause 10.4)
+    check_types,       # OM4xx stated types (Clause 10.3), after check_operators: shares its walk
 ]
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..errors import quote
 from ..ir.dtypes import DataType, name_of
 from .codes import finding
-from .operators import label, resolve
+from .operators import bound_nodes, label
 
 
 def type_string(t) -> str | None:
@@ -38,14 +38,20 @@ def type_string(t) -> str | None:
     return None
 
 
+_ELEM: dict = {}
+
+
 def _elem(code, form: str) -> str | None:
-    if not code:
-        return None
-    try:
-        DataType(code)
-    except ValueError:
-        return None
-    return form.format(name_of(code))
+    """``form`` with the Table 5 name of ``code`` (cached), None for no or an unknown tag."""
+    key = (code, form)
+    got = _ELEM.get(key, False)
+    if got is False:
+        try:
+            got = form.format(name_of(DataType(code))) if code else None
+        except ValueError:
+            got = None
+        _ELEM[key] = got
+    return got
 
 
 def normalize(s: str) -> str:
@@ -76,131 +82,196 @@ def allowed(schema, type_str: str) -> frozenset:
     return got
 
 
+_TENSOR = {int(c): f"tensor({name_of(c)})" for c in DataType if c}
+
+
 def _declared(g) -> tuple[dict, dict]:
-    """``({name: (type string, by what)}, {name: (type string, by what)})``: what a graph states of
-    the values it defines or sees (initializers first, then inputs and value_info) and of the
-    values its nodes produce (value_info, then outputs)."""
-    seen: dict = {}
-    for t in g.initializers:
-        if t.name:
-            seen.setdefault(t.name, (_elem(t.data_type, "tensor({})"), "its initializer"))
-    for st in g.sparse_initializers:
+    """``(known, produced)`` of graph ``g``: ``{name: type string or None}`` of the values it
+    defines or sees (initializers first, then inputs and value_info, then outputs) and the
+    same of the values its nodes produce (value_info, then outputs); the first statement of a
+    name wins."""
+    tensor = _TENSOR.get
+    known = {t.name: tensor(t.data_type) for t in reversed(g.initializers)}
+    for st in reversed(g.sparse_initializers):
         v = st.values
-        if v is not None and v.name:
-            seen.setdefault(v.name, (_elem(v.data_type, "tensor({})"),
-                                     "its sparse initializer"))
+        if v is not None:
+            known.setdefault(v.name, tensor(v.data_type))
     produced: dict = {}
     for field in ("inputs", "value_info", "outputs"):
         for v in getattr(g, field):
-            if not v.name:
-                continue
-            entry = (type_string(v.type), _BY[field])
-            if field != "outputs":
-                seen.setdefault(v.name, entry)
-            if field != "inputs":
-                produced.setdefault(v.name, entry)
-    return seen, produced
+            name = v.name
+            if name and (name not in known or (field != "inputs" and name not in produced)):
+                ts = type_string(v.type)
+                known.setdefault(name, ts)
+                if field != "inputs":
+                    produced.setdefault(name, ts)
+    return known, produced
 
 
 _BY = {"inputs": "a graph input", "value_info": "value_info", "outputs": "a graph output"}
 
 
+def _by(chain, name: str, output: bool) -> str:
+    """What states the type of ``name`` in the graphs of ``chain`` (innermost first), for a
+    message (made only when there is one)."""
+    for g in chain:
+        if not hasattr(g, "initializers"):
+            return "value_info"    # a function body
+        if not output:
+            if any(t.name == name for t in g.initializers):
+                return "its initializer"
+            if any(st.values is not None and st.values.name == name
+                   for st in g.sparse_initializers):
+                return "its sparse initializer"
+        for field in (("value_info", "outputs") if output else ("inputs", "value_info",
+                                                                 "outputs")):
+            if any(v.name == name for v in getattr(g, field)):
+                return _BY[field]
+        if output:
+            break
+    return "the model"
 
-def _graph_scopes(model):
-    """``(graph path, graph, {name: known}, {name: declared for outputs})`` of every graph,
-    the known types of enclosing graphs included (a subgraph may use outer names, Clause
-    5.4.3)."""
 
-    def walk(g, gpath, outer):
-        seen, produced = _declared(g)
-        known = {**outer, **seen, **{n: e for n, e in produced.items() if n not in seen}}
-        yield gpath, g, known, produced
+def _scopes(model):
+    """``(graph path, graph or None, known, produced, chain)`` of every graph and function
+    body: the known types of enclosing graphs included (a subgraph may use outer names,
+    Clause 5.4.3), a function's from its value_info; ``chain`` the graphs (or the function)
+    that state them, innermost first."""
+
+    def walk(g, gpath, outer, chain):
+        known, produced = _declared(g)
+        if outer:
+            known = {**outer, **known}
+        chain = (g,) + chain
+        yield gpath, g, known, produced, chain
         for i, node in enumerate(g.nodes):
-            for j, a in enumerate(node.attributes):
-                for field, sub in a.subgraphs():
-                    yield from walk(sub, f"{gpath}.nodes[{i}].attributes[{j}].{field}", known)
+            if node.attributes:
+                for j, a in enumerate(node.attributes):
+                    for field, sub in a.subgraphs():
+                        yield from walk(sub, f"{gpath}.nodes[{i}].attributes[{j}].{field}",
+                                        known, chain)
 
     if model.graph is not None:
-        yield from walk(model.graph, "graph", {})
+        yield from walk(model.graph, "graph", {}, ())
     for k, ti in enumerate(model.training_info):
         for field in ("initialization", "algorithm"):
             g = getattr(ti, field)
             if g is not None:
-                yield from walk(g, f"training_info[{k}].{field}", {})
+                yield from walk(g, f"training_info[{k}].{field}", {}, ())
+    for k, fn in enumerate(model.functions):
+        known = {v.name: type_string(v.type) for v in reversed(fn.value_info) if v.name}
+        yield f"functions[{k}]", None, known, known, (fn,)
 
 
 def check_types(model, ctx=None) -> list:
     """Every type finding of ``model`` (codes ``OM401``-``OM404``): declared types against the
     type constraints of the nodes they feed and come from, and against their initializers.
 
-    ``ctx`` (the framework's context) is not used. Paths are in IR field names."""
+    ``ctx``: the framework's context dict (or None), shared with the operator checks
+    (:func:`onemodel.check.operators.bound_nodes`). Paths are in IR field names. A node whose
+    definition and stated input and output types equal those of a node found clean is clean
+    too, and is not checked again."""
     out: list = []
-    knowledge: dict = {}   # node list path -> (known, produced)
-    for gpath, g, known, produced in _graph_scopes(model):
-        knowledge[gpath] = (known, produced)
-        _initializers(g, gpath, out)
-    for k, fn in enumerate(model.functions):
-        declared = {v.name: (type_string(v.type), "value_info")
-                    for v in fn.value_info if v.name}
-        knowledge[f"functions[{k}]"] = (declared, declared)
-    for npath, node, s in resolve(model):
-        gpath = npath[:npath.rindex(".nodes[")]
-        known, produced = knowledge.get(gpath, ({}, {}))
-        _node(node, npath, s, known, produced, out)
+    scopes: dict = {}
+    for gpath, g, known, produced, chain in _scopes(model):
+        if g is not None:
+            _initializers(g, gpath, out)
+        if known or produced:
+            scopes[gpath] = (known, produced, chain)
+    clean: set = set()
+    last = scope = None
+    for gpath, i, node, _, _, s in bound_nodes(model, ctx):
+        if gpath is not last:   # one path object per node list (iter_nodes)
+            last, scope = gpath, scopes.get(gpath)
+            if scope is not None:
+                kget, produced, chain = scope[0].get, scope[1], scope[2]
+                pget = produced.get
+        if scope is None or type(s) is str:
+            continue
+        tin = tuple(map(kget, node.inputs))
+        tout = tuple(map(pget, node.outputs)) if produced else ()
+        key = (id(s), tin, tout)
+        if key in clean:
+            continue
+        n = len(out)
+        _node(node, f"{gpath}.nodes[{i}]", s, tin, tout, chain, out)
+        if len(out) == n:
+            clean.add(key)
     return out
 
 
-def _formal(formals, k):
-    if k < len(formals):
-        return formals[k]
-    if formals and formals[-1].variadic:
-        return formals[-1]
-    return None
+_PLANS: dict = {}
 
 
-def _node(node, npath, s, known, produced, out) -> None:
-    bound: dict = {}    # type parameter -> (type string, what)
-    free = {f.type_str for f in s.inputs + s.outputs if f.variadic and not f.is_homogeneous}
-    for field, formals, table, code in (("inputs", s.inputs, known, "OM401"),
-                                         ("outputs", s.outputs, produced, "OM402")):
-        kind = field[:-1]
-        for k, name in enumerate(getattr(node, field)):
-            formal = _formal(formals, k)
-            if not name or formal is None:
+def _plan(s):
+    """``(inputs, outputs)`` of schema ``s``: per formal ``(formal, allowed types, the type
+    parameter it binds or None)`` (None for a heterogeneous variadic one, Loop's ``V``)."""
+    got = _PLANS.get(id(s))
+    if got is None or got[0] is not s:
+        free = {f.type_str for f in s.inputs + s.outputs if f.variadic and not f.is_homogeneous}
+
+        def side(formals):
+            return tuple((f, allowed(s, f.type_str),
+                          f.type_str if f.type_str in s.constraints and f.type_str not in free
+                          else None) for f in formals)
+
+        got = _PLANS[id(s)] = (s, side(s.inputs), side(s.outputs))
+    return got[1], got[2]
+
+
+def _node(node, npath, s, tin, tout, chain, out) -> None:
+    bound: dict = {}    # type parameter -> (type string, kind, name)
+    ins, outs = _plan(s)
+    for field, plan, types, code in (("inputs", ins, tin, "OM401"),
+                                     ("outputs", outs, tout, "OM402")):
+        if not plan:
+            continue
+        last = plan[-1] if plan[-1][0].variadic else None
+        names = getattr(node, field)
+        for k, ts in enumerate(types):
+            name = names[k]
+            if ts is None or not name:
                 continue
-            entry = table.get(name)
-            if entry is None or entry[0] is None:
+            p = plan[k] if k < len(plan) else last
+            if p is None:
                 continue
-            ts, where = entry
-            ok = allowed(s, formal.type_str)
+            formal, ok, param = p
+            kind = field[:-1]
             if ts not in ok:
                 shown = ", ".join(sorted(ok)[:6]) + (", ..." if len(ok) > 6 else "")
                 out.append(finding(
                     code, f"{kind} {quote(name)} of {label(node)} ({s.name}-{s.since_version}) "
-                    f"is declared {ts} (by {where}), which {formal.type_str} of "
-                    f"{quote(formal.name)} does not allow ({shown})", f"{npath}.{field}[{k}]"))
+                    f"is declared {ts} (by {_by(chain, name, code == 'OM402')}), which "
+                    f"{formal.type_str} of {quote(formal.name)} does not allow ({shown})",
+                    f"{npath}.{field}[{k}]"))
                 continue
-            param = formal.type_str
-            if param not in s.constraints or param in free:
+            if param is None:
                 continue
             first = bound.get(param)
             if first is None:
-                bound[param] = (ts, f"{kind} {quote(name)}")
+                bound[param] = (ts, kind, name)
             elif first[0] != ts:
                 out.append(finding(
                     "OM403", f"type parameter {param} of {label(node)} ({s.name}-"
-                    f"{s.since_version}) is {first[0]} for {first[1]} but {ts} for {kind} "
-                    f"{quote(name)} (declared by {where})", f"{npath}.{field}[{k}]"))
+                    f"{s.since_version}) is {first[0]} for {first[1]} {quote(first[2])} but "
+                    f"{ts} for {kind} {quote(name)} (declared by "
+                    f"{_by(chain, name, field == 'outputs')})",
+                    f"{npath}.{field}[{k}]"))
 
 
 def _initializers(g, gpath, out) -> None:
+    """OM404 for each graph input, value_info or output of ``g`` whose type contradicts the
+    initializer (or sparse initializer) of its name."""
+    declared = {v.name for f in (g.inputs, g.value_info, g.outputs) for v in f if v.name}
+    if not declared:
+        return
     inits: dict = {}
     for t in g.initializers:
-        if t.name:
+        if t.name in declared:
             inits.setdefault(t.name, (t.data_type, list(t.dims or ()), "tensor", "initializer"))
     for st in g.sparse_initializers:
         v = st.values
-        if v is not None and v.name:
+        if v is not None and v.name in declared:
             inits.setdefault(v.name, (v.data_type, list(st.dims or ()), "sparse_tensor",
                                       "sparse initializer"))
     if not inits:

@@ -228,3 +228,26 @@ def test_conformance_models_have_no_operator_errors():
     bad = {c.id: errs for c in cases if (errs := _clean_of_mine(str(c.model_path)))}
     assert bad == {}
     assert time.perf_counter() - start < 20
+
+
+def test_through_onemodel_check_strict_and_a_onemodel_file(tmp_path):
+    """The family runs in onemodel.check: ONNX paths, warnings that --strict makes errors,
+    OneModel manifest paths."""
+    nodes = [helper.make_node("Foo", ["x"], ["a"], domain="com.x"),
+             helper.make_node("Relu", ["a"], ["y"], alpha=0.1)]
+    p = save(tmp_path, model(nodes, opsets=(("", 17), ("com.x", 1))))
+    r = onemodel.check(p, select=["OM3"])
+    assert [(f.code, f.severity, f.path) for f in r.findings] == [
+        ("OM304", "warning", "graph.node[0]"),
+        ("OM308", "error", "graph.node[1].attribute[0].name")]
+    assert r.findings[1].clause == "ONNX Part 1, Clauses 7.3.1, 10.4"
+    r = onemodel.check(p, select=["OM304"], strict=True)
+    assert [(f.code, f.severity) for f in r.findings] == [("OM304", "error")] and not r.ok
+    assert onemodel.check(p, select=["OM304"]).ok
+    om = str(tmp_path / "m.onemodel")
+    with onemodel.load(p) as m:
+        onemodel.save(m, om)
+    r = onemodel.check(om, select=["OM3"])
+    assert [(f.code, f.path) for f in r.findings] == [
+        ("OM304", "manifest.graph.nodes[0]"),
+        ("OM308", "manifest.graph.nodes[1].attributes[0].name")]

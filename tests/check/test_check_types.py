@@ -196,3 +196,16 @@ def test_conformance_models_have_no_type_errors():
             bad[c.id] = errs
     assert bad == {}
     assert time.perf_counter() - start < 20
+
+
+def test_through_onemodel_check(tmp_path):
+    """The family runs in onemodel.check, paths in ONNX terms; the initializer's type is what
+    the node sees (a contradicting value_info is reported, not believed)."""
+    w = helper.make_tensor("w", TensorProto.DOUBLE, [2], [1.0, 2.0])
+    m = model([helper.make_node("Add", ["x", "w"], ["y"])], initializers=[w])
+    m.graph.value_info.append(typed("w", TensorProto.FLOAT))
+    r = onemodel.check(save(tmp_path, m))
+    assert sorted((f.code, f.severity, f.path) for f in r.findings) == [
+        ("OM403", "error", "graph.node[0].input[1]"),
+        ("OM404", "error", "graph.value_info[0].type")]
+    assert r.by_code()["OM403"][0].clause == "ONNX Part 1, Clauses 7.3.1, 10.3"
