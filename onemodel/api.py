@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 
 from . import formats
-from .errors import OneModelError, OptionError, UnsupportedError
+from .errors import OneModelError, OptionError, UnsupportedError, UsageError
 from .ir import Model
 from .storage import BytesSink, open_sink, open_source
 from .storage.memory import FileObjectSink, file_object_source, is_file_object
@@ -31,6 +31,30 @@ def _name_of(target) -> str | None:
         return name_of_url(os.fspath(target))
     name = getattr(target, "name", None)
     return name if isinstance(name, str) else None
+
+
+def _not_empty(target) -> None:
+    """Refuse an empty path (``""``): it names no file, not the working directory."""
+    if isinstance(target, (str, os.PathLike)) and os.fspath(target) in ("", b""):
+        raise UsageError("empty path")
+
+
+#: The start of the ONNX writer's refusal to write data files into a sink without a directory.
+_NO_DIRECTORY = "the model has external data files to write but the sink is not a file"
+
+
+def _no_directory(e: UnsupportedError, call: str, base_dir: bool) -> UnsupportedError:
+    """The ONNX writer's refusal (:data:`_NO_DIRECTORY`) said for ``call`` (``to_bytes`` or
+    ``save``): what to pass there, ``base_dir`` only where data files can go (not for bytes)."""
+    if not e.message.startswith(_NO_DIRECTORY):
+        return e
+    where = "bytes in memory have" if call == "to_bytes" else "a file object has"
+    e.message = (f"the model has external data files to write and {where} no directory "
+                 f"for them: {call}(..., layout=\"inline\") puts every tensor in the one "
+                 f"{'buffer' if call == 'to_bytes' else 'stream'}"
+                 + (", or base_dir= names the directory to write the data files in"
+                    if base_dir else ""))
+    return e
 
 
 def load(target, *, format: str | None = None, storage_options: dict | None = None,
@@ -61,8 +85,10 @@ def load(target, *, format: str | None = None, storage_options: dict | None = No
         context manager (or call ``close()``) to release the map.
     Raises:
         OneModelError of kind Malformed, InvalidModel, Unsupported or Io; TypeError for a text
-        file object or a target of another type.
+        file object or a target of another type; UsageError for an empty path (``""``: it
+        names no file).
     """
+    _not_empty(target)
     if is_file_object(target, "read"):
         target = file_object_source(target)
     source = open_source(target, storage_options=storage_options, progress=progress)
@@ -127,12 +153,19 @@ def save(model: Model, target, format: str | None = None, *,
         no file) has no directory for external data files: an ONNX model whose layout puts
         tensors in data files (``keep`` of a model read with external data, ``file``,
         ``per_tensor``) raises UnsupportedError there unless ``base_dir`` names their
-        directory; ``layout="inline"`` writes everything into the one stream.
+        directory; ``layout="inline"`` writes everything into the one stream (the message says
+        ``save(..., layout="inline")``). UsageError for an empty path (``""``).
     """
+    _not_empty(target)
     plugin = _plugin_for_target(target, format)
     options = _plugin_options(plugin.write, 2, options, f"{plugin.name} output",
                               storage_options=storage_options)
-    return _write(plugin, model, target, options, storage_options, progress)
+    try:
+        return _write(plugin, model, target, options, storage_options, progress)
+    except UnsupportedError as e:
+        if is_file_object(target, "write"):
+            raise _no_directory(e, "save", True) from None
+        raise
 
 
 def to_bytes(model: Model, format: str | None = None, **options) -> bytes:
@@ -145,14 +178,20 @@ def to_bytes(model: Model, format: str | None = None, **options) -> bytes:
             was read from (``model.format``: a model loaded from a ``.onemodel`` file gives
             OneModel bytes back), and ``onnx`` for a model that was not read from a file
             (built in memory), as ``onnx.ModelProto.SerializeToString()`` gives ONNX bytes.
-        options: as for :func:`save` (``strict_v1=True``; ONNX ``layout="inline"``, ...).
+        options: as for :func:`save` (``strict_v1=True``; ONNX ``layout``, ...). ONNX bytes
+            default to ``layout="inline"``: the bytes of one whole model, every tensor inside
+            them, for a model read with external data too (bytes have no directory for data
+            files, and a reader of the bytes, ``onnx.load_from_string`` included, expects the
+            model, not references to files beside it). Another ``layout``, or ``base_dir``
+            (the directory to write the data files in, with layout ``keep``), opts out.
     Returns:
         the bytes of the whole file (one copy of every tensor's contents: use :func:`save` to a
         file or file object to stream large models instead). ``load(data)`` reads them back.
     Raises:
-        OneModelError as :func:`save`; UnsupportedError for an ONNX model whose layout puts
-        tensors in external data files (they have nowhere to go) unless ``base_dir`` is given;
-        TypeError for a ``format`` that is not a string.
+        OneModelError as :func:`save`; UnsupportedError for an ONNX ``layout`` that puts
+        tensors in external data files without ``base_dir`` (they have nowhere to go; the
+        message says ``to_bytes(..., layout="inline")``); TypeError for a ``format`` that is
+        not a string.
     """
     if format is None:
         format = getattr(model, "format", None) or "onnx"
@@ -161,8 +200,16 @@ def to_bytes(model: Model, format: str | None = None, **options) -> bytes:
                         f"{type(format).__name__}")
     plugin = formats.by_name(format)
     options = _plugin_options(plugin.write, 2, options, f"{plugin.name} output")
+    import inspect
+
+    if "layout" not in options and "base_dir" not in options and \
+            "layout" in inspect.signature(plugin.write).parameters:
+        options["layout"] = "inline"  # the bytes of one model, not references to data files
     sink = BytesSink()
-    _write(plugin, model, sink, options, None, None)
+    try:
+        _write(plugin, model, sink, options, None, None)
+    except UnsupportedError as e:
+        raise _no_directory(e, "to_bytes", False) from None
     return sink.getvalue()
 
 
@@ -232,10 +279,13 @@ def convert(src, dst, *, to: str | None = None, source_format: str | None = None
     (``load`` alone still accepts such an ONNX file as written).
 
     Returns a :class:`ConvertResult`; raises OneModelError (InvalidModelError for a model that
-    breaks the graph rules, with nothing written at ``dst``).
+    breaks the graph rules, with nothing written at ``dst``), UsageError for an empty ``src`` or
+    ``dst`` path.
     """
     from .ir import graph_rules, iter_tensors
 
+    _not_empty(src)
+    _not_empty(dst)
     out_plugin = _plugin_for_target(dst, to)
     options = _plugin_options(out_plugin.write, 2, write_options, f"{out_plugin.name} output",
                               storage_options=storage_options)

@@ -13,9 +13,10 @@ is installed) and compares every output bit for bit.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
-from .errors import IoError, OneModelError, UnsupportedError
+from .errors import EvaluationError, IoError, OneModelError, UnsupportedError, quote
 from .ir import Model, Tensor
 from .ir.dtypes import INFO
 from .ir.record import (ARRAY, F32, LIST_MSG, MSG, Record, f32_bits, is_empty, is_empty_record,
@@ -308,7 +309,23 @@ def _same_value(x, y) -> str | None:
     return None if x == y else f"{x!r} vs {y!r}"
 
 
+#: onnxruntime's exception types (their class names) that a session's ``run`` raises when a
+#: valid model fails on the inputs given (a Reshape whose target does not hold for those extents:
+#: status FAIL or RUNTIME_EXCEPTION), as onemodel's evaluator raises EvaluationError.
+_ORT_RUN_FAILURES = ("Fail", "RuntimeException")
+
+
 def _run(model: Model, inputs: dict, engine: str) -> dict:
+    """The outputs of ``model`` on ``inputs`` with ``engine``.
+
+    Raises:
+        EvaluationError: the model failed on these inputs (onemodel's evaluator; onnxruntime's
+            FAIL or RUNTIME_EXCEPTION while running), so that :func:`onemodel.evaluate.inputs.
+            add_inputs_hint` can say which generated input did not fit.
+        UnsupportedError: the engine is unknown or not installed, or onnxruntime refuses the
+            model when making the session (an operator it lacks: NOT_IMPLEMENTED, INVALID_GRAPH)
+            or fails while running it for another reason (INVALID_ARGUMENT ...).
+    """
     if engine == "onemodel":
         from .evaluate import run as run_model
         return run_model(model, inputs)
@@ -316,7 +333,6 @@ def _run(model: Model, inputs: dict, engine: str) -> dict:
         try:
             import onnxruntime as ort
         except ImportError:
-            from .errors import UnsupportedError
             raise UnsupportedError("engine onnxruntime is not installed: pip install onnxruntime") \
                 from None
         from .formats.onnx import encode_model
@@ -328,15 +344,37 @@ def _run(model: Model, inputs: dict, engine: str) -> dict:
             sess = ort.InferenceSession(encode_model(_inlined(model)), opts,
                                         providers=["CPUExecutionProvider"])
             names = [o.name for o in sess.get_outputs()]
-            quiet = ort.RunOptions()
-            quiet.log_severity_level = 4
-            return dict(zip(names, sess.run(names, inputs, quiet)))
         except Exception as e:  # onnxruntime's own exception types
-            from .errors import UnsupportedError
             raise UnsupportedError(f"onnxruntime cannot run the model: "
                                    f"{str(e).strip()[:500]}") from None
-    from .errors import UnsupportedError
+        quiet = ort.RunOptions()
+        quiet.log_severity_level = 4
+        try:
+            return dict(zip(names, sess.run(names, inputs, quiet)))
+        except Exception as e:  # onnxruntime's own exception types
+            detail = str(e).strip()[:500]
+            if type(e).__name__ in _ORT_RUN_FAILURES:
+                raise EvaluationError(f"onnxruntime failed while running the model: {detail}",
+                                      path=_ort_node_path(model, detail)) from None
+            raise UnsupportedError(f"onnxruntime cannot run the model: {detail}") from None
     raise UnsupportedError(f"unknown engine {engine!r}; use onemodel or onnxruntime")
+
+
+_ORT_NODE = re.compile(r"running (\S+) node\. Name:'([^']*)'")
+
+
+def _ort_node_path(model: Model, detail: str) -> str | None:
+    """``graph.nodes[i] (Reshape 'name')`` of the main-graph node an onnxruntime failure names
+    (``... while running Reshape node. Name:'name' ...``), or None when it names none or no
+    one node of the main graph has that name."""
+    m = _ORT_NODE.search(detail)
+    if m is None or model.graph is None or not m.group(2):
+        return None
+    found = [i for i, n in enumerate(model.graph.nodes) if n.name == m.group(2)]
+    if len(found) != 1:
+        return None
+    node = model.graph.nodes[found[0]]
+    return f"graph.nodes[{found[0]}] ({node.op_type} {quote(node.name)})"
 
 
 def _inlined(model: Model) -> Model:
@@ -378,8 +416,9 @@ def compare_runs(a: Model, b: Model, *, seed: int = 0, dims: dict[str, int] | No
     inputs = random_inputs(a, seed=seed, dims=dims or {}, shapes=shapes)
     try:
         out_a = _run(a, inputs, engine)
-    except OneModelError as e:
-        raise add_inputs_hint(e, a, dims or {}, shapes)
+    except OneModelError as e:  # the axis at fault is found by running with the same engine
+        raise add_inputs_hint(e, a, dims or {}, shapes, seed=seed,
+                              runner=lambda model, feeds: _run(model, feeds, engine))
     try:
         out_b = _run(b, inputs, engine)
     except OneModelError as e:

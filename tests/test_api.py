@@ -256,15 +256,35 @@ def test_external_data_cannot_go_to_a_file_object_unless_inline(tmp_path):
 
     path = _external_model(tmp_path)
     with onemodel.load(path) as m:
-        for write in (lambda: onemodel.save(m, io.BytesIO(), format="onnx"),
-                      lambda: onemodel.to_bytes(m, format="onnx"),
-                      lambda: onemodel.to_bytes(m, format="onnx", layout="file")):
-            with pytest.raises(UnsupportedError, match="layout='inline'"):
-                write()
-        data = onemodel.to_bytes(m, format="onnx", layout="inline")
+        # the message says what to pass to the call that was made; bytes have no base_dir
+        with pytest.raises(UnsupportedError) as e:
+            onemodel.save(m, io.BytesIO(), format="onnx")
+        assert 'a file object has no directory for them: save(..., layout="inline")' in \
+            e.value.message and "base_dir=" in e.value.message
+        for layout in ("file", "keep", "per_tensor"):
+            with pytest.raises(UnsupportedError) as e:
+                onemodel.to_bytes(m, format="onnx", layout=layout)
+            assert e.value.message == (
+                "the model has external data files to write and bytes in memory have no "
+                'directory for them: to_bytes(..., layout="inline") puts every tensor in the '
+                "one buffer"), layout
+        # to_bytes gives one whole model by default: every tensor inline, as an explicit
+        # layout="inline" gives, read back whole by onemodel and by the onnx package
+        data = onemodel.to_bytes(m, format="onnx")
+        assert data == onemodel.to_bytes(m, format="onnx", layout="inline")
+        proto = onnx.load_from_string(data)
+        assert [t.data_location for t in proto.graph.initializer] == [onnx.TensorProto.DEFAULT]
+        assert np.array_equal(numpy_helper.to_array(proto.graph.initializer[0]),
+                              np.arange(512, dtype=np.float32))
         with onemodel.load(data) as back:
             (t,) = back.graph.initializers
             assert np.array_equal(t.numpy(), np.arange(512, dtype=np.float32))
+        # base_dir opts out: the data file is written there, the bytes keep the reference
+        out = tmp_path / "out"
+        out.mkdir()
+        refs = onnx.load_from_string(onemodel.to_bytes(m, format="onnx", base_dir=str(out)))
+        assert refs.graph.initializer[0].data_location == onnx.TensorProto.EXTERNAL
+        assert (out / "w.bin").read_bytes() == np.arange(512, dtype=np.float32).tobytes()
     # read back from a file object: no directory to resolve the data file in, unless given
     with open(path, "rb") as f, pytest.raises(onemodel.InvalidModelError, match="base_dir="):
         onemodel.load(f)
@@ -330,3 +350,16 @@ def test_convert_applies_the_graph_rules_whatever_the_output_format(tmp_path, de
             onemodel.convert(src, dst)
         assert message in str(e.value) and e.value.path == path, suffix
         assert not dst.exists(), suffix
+
+
+def test_an_empty_path_is_a_usage_error(tmp_path):
+    from onemodel.errors import UsageError
+
+    with pytest.raises(UsageError, match="^empty path$"):
+        onemodel.load("")
+    with onemodel.load(_root() / CNN) as m, pytest.raises(UsageError, match="^empty path$"):
+        onemodel.save(m, "")
+    for src, dst in (("", tmp_path / "x.onnx"), (_root() / CNN, "")):
+        with pytest.raises(UsageError, match="^empty path$"):
+            onemodel.convert(src, dst)
+    assert list(tmp_path.iterdir()) == []

@@ -171,3 +171,41 @@ def test_loose_takes_an_empty_type_for_an_absent_one(tmp_path):
     assert not strict.equal
     assert any(d.path.endswith("outputs[0].type") and "present vs absent" in d.message
                for d in strict.differences), [str(d) for d in strict.differences]
+
+
+def test_onnxruntime_failing_on_the_generated_inputs_is_an_evaluation_error_with_the_hint():
+    """onnxruntime's failure while running (status FAIL: the legacy transformer's Reshape at
+    seq 1) is an EvaluationError, at the node onnxruntime names, with the note the default
+    engine gives: the axis at fault, found by running with onnxruntime itself."""
+    import onnxruntime  # noqa: F401  (the dev extra installs it: the test must not skip)
+
+    from onemodel.errors import EvaluationError
+    with pytest.raises(EvaluationError) as e:
+        onemodel.verify(LEGACY, LEGACY, run=True, engine="onnxruntime")
+    err = e.value
+    assert err.message.startswith("onnxruntime failed while running the model: ")
+    assert "requested shape:{16,4,16}" in err.message
+    assert err.path == "graph.nodes[75] (Reshape '/encoder/layers.0/self_attn/Reshape_4')"
+    assert "(inputs were generated: tokens [1, 1] with batch = 1, seq = 1; input 'tokens' axis " \
+        "1 (seq) = 1 does not fit node 75: with --dim seq=16 the model runs; dims= / shapes= " \
+        "in Python)" in err.message
+    ok = onemodel.verify(LEGACY, LEGACY, run=True, engine="onnxruntime", dims={"seq": 16})
+    assert ok.equal and ok.outputs_compared == ["logits"]
+
+
+def test_onnxruntime_refusing_the_model_at_session_creation_stays_unsupported(tmp_path):
+    """An operator onnxruntime lacks fails when the session is made: Unsupported, no hint."""
+    import onnxruntime  # noqa: F401
+
+    from onemodel.errors import EvaluationError, UnsupportedError
+    g = helper.make_graph([helper.make_node("Mystery", ["x"], ["y"], domain="com.example")],
+                          "g", [helper.make_tensor_value_info("x", 1, ["n"])],
+                          [helper.make_tensor_value_info("y", 1, ["n"])])
+    path = tmp_path / "custom.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                                  helper.make_opsetid("com.example", 1)]), path)
+    with pytest.raises(UnsupportedError) as e:
+        onemodel.verify(path, path, run=True, engine="onnxruntime")
+    assert not isinstance(e.value, EvaluationError)
+    assert e.value.message.startswith("onnxruntime cannot run the model: ")
+    assert "Mystery" in e.value.message and "inputs were generated" not in e.value.message

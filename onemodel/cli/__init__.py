@@ -18,25 +18,66 @@ import typer
 from ..errors import OneModelError, UnsupportedError, UsageError
 from .redact import redact, shown
 
+
+def _click():
+    """The click module typer runs on (already imported with typer: no import of its own)."""
+    return getattr(typer.core, "_click", None) or getattr(typer.core, "click")
+
+
 class _Group(typer.core.TyperGroup):
     """typer's command group, whose own usage errors (``Got unexpected extra argument(s)
-    (URL)``, ``Invalid value for '--seed': 'URL'``) are :func:`redact`-ed like every other
-    line before typer prints them."""
+    (URL)``, ``Invalid value for '--seed': 'URL'``, ``No such command 'x'``) are one
+    :func:`redact`-ed line, ``Usage error: ... Try 'onemodel CMD --help' for help.``, with exit
+    status 2, as every other error (not typer's box of rich panels); ``--help`` and the help
+    shown for no arguments are typer's. Every command's arguments are paths or URLs: an empty
+    one is such a usage error (``Invalid value for 'FILE': empty path``)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for command in self.commands.values():
+            for param in command.params:
+                if param.param_type_name == "argument" and param.callback is None:
+                    param.callback = _not_empty
 
     def make_context(self, *args, **kwargs):
-        with _redacted_usage_errors():
+        with _one_line_usage_errors():
             return super().make_context(*args, **kwargs)
 
     def invoke(self, ctx):
-        with _redacted_usage_errors():
+        with _one_line_usage_errors(ctx):
             return super().invoke(ctx)
 
 
+def _not_empty(ctx, param, value):
+    """Callback of every command argument (a path or URL): an empty one is refused."""
+    if value == "":
+        raise _click().exceptions.BadParameter("empty path", ctx=ctx, param=param)
+    return value
+
+
 @contextlib.contextmanager
-def _redacted_usage_errors():
-    click = getattr(typer.core, "_click", None) or getattr(typer.core, "click")
+def _one_line_usage_errors(group_ctx=None):
+    """A usage error of click's (one of its parser, of a parameter's type or callback, an
+    unknown command) as one ``Usage error:`` line ending in where to find the help, and exit
+    status 2; ``group_ctx`` (the group's context) names the command when the error has no
+    context of its own (an option given a value it does not take)."""
+    click = _click()
     try:
         yield
+    except click.exceptions.NoArgsIsHelpError:
+        raise  # (the help text itself: typer shows it)
+    except click.exceptions.UsageError as e:
+        text = " ".join(e.format_message().split())
+        ctx = e.ctx
+        path = ctx.command_path if ctx is not None else None
+        if ctx is None and group_ctx is not None:
+            ctx = group_ctx
+            path = " ".join(filter(None, (ctx.command_path, ctx.invoked_subcommand)))
+        if ctx is not None and ctx.help_option_names:
+            text += ("" if text.endswith((".", "?", "!")) else ".") + \
+                f" Try '{path} {ctx.help_option_names[0]}' for help."
+        err.line(f"Usage error: {text}")
+        raise typer.Exit(2) from None
     except click.exceptions.ClickException as e:
         e.message = redact(e.message)
         raise
@@ -466,10 +507,14 @@ def verify(
         if run and engine == "onemodel":  # the process is the command's: tune as `run` does
             from ..evaluate.memory import tune_allocator
             tune_allocator()
-        report = do_verify(a, b, loose=loose, run=run, seed=seed, dims=dims, shapes=shapes,
-                           engine=engine, read_options=_read_options(allow_outside),
-                           limit=REPORT_LIMIT,
-                           storage_options=_storage(storage_option, a, b))
+        try:
+            report = do_verify(a, b, loose=loose, run=run, seed=seed, dims=dims, shapes=shapes,
+                               engine=engine, read_options=_read_options(allow_outside),
+                               limit=REPORT_LIMIT,
+                               storage_options=_storage(storage_option, a, b))
+        except (OneModelError, UsageError) as e:  # the hints name the flags, not dims=/shapes=
+            from ..evaluate.inputs import as_flags
+            raise as_flags(e) from None
     if report.equal:
         if not quiet:
             n = len(report.outputs_compared)
@@ -603,17 +648,24 @@ def run_cmd(
     import numpy as np
 
     from .. import api
-    from ..errors import IoError
+    from ..errors import IoError, quote
     from ..evaluate import random_inputs
     from ..evaluate import run as run_model
-    from ..evaluate.inputs import add_inputs_hint, check_dims_shapes, describe_generated
+    from ..evaluate.inputs import add_inputs_hint, as_flags, check_dims_shapes, \
+        describe_generated
 
     with _errors(debug):
+        if output_dir == "":  # (refused before the run, not after it)
+            raise UsageError("--output-dir: empty path")
         with api.load(file, storage_options=_storage(storage_option, file),
                       **_read_options(allow_outside)) as model:
             dims, shapes = _inputs_given(dim, shape)
             check_dims_shapes(model, dims, shapes)
-            feeds = random_inputs(model, seed=seed, dims=dims, shapes=shapes) if random else {}
+            try:  # (an input too large names the flag that made it so)
+                feeds = random_inputs(model, seed=seed, dims=dims, shapes=shapes) if random \
+                    else {}
+            except UsageError as e:
+                raise as_flags(e) from None
             if not random and not input and model.graph is not None:
                 needed = [v.name for v in model.graph.inputs
                           if v.name not in model.graph.initializer_map()]
@@ -625,16 +677,21 @@ def run_cmd(
                 if "=" not in item:
                     raise UsageError(f"--input {item!r} is not NAME=FILE.npy")
                 name, path = item.split("=", 1)
+                if not path:
+                    raise UsageError(f"--input {item}: empty path")
                 given.add(name)
                 try:
                     feeds[name] = np.load(path, allow_pickle=False)
-                except (OSError, ValueError) as e:
-                    raise IoError(f"cannot read input {name}: {e}", source=path) from None
+                except OSError as e:
+                    raise IoError(f"cannot read input {quote(name)}: {e.strerror or e}",
+                                  source=path) from None
+                except ValueError as e:  # not a .npy file, or one holding Python objects
+                    raise IoError(f"cannot read input {quote(name)}: {e}", source=path) from None
             generated = {k: v for k, v in feeds.items() if k not in given}
             try:
                 results = run_model(model, feeds, tune_malloc=True)  # the process is the command's
             except OneModelError as e:  # (the one error line names the generated inputs)
-                raise (add_inputs_hint(e, model, dims, shapes, seed=seed) if random
+                raise (as_flags(add_inputs_hint(e, model, dims, shapes, seed=seed)) if random
                        else e.at(source=model.source))
             if generated:  # what --random chose, so that the run can be repeated
                 err.line(f"inputs: {describe_generated(model, generated, dims, shapes)}")

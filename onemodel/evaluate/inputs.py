@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EvaluationError, InvalidModelError, OneModelWarning, UnsupportedError, \
-    UsageError
+from ..errors import EvaluationError, InvalidModelError, OneModelError, OneModelWarning, \
+    UnsupportedError, UsageError, quote
 from ..ir.dtypes import INFO, DataType, name_of
 from ..ir.model import Graph, Model
 from ..ir.tensor import element_count
@@ -173,7 +173,8 @@ def _random_value(vtype: Type | None, rng: np.random.Generator, dims: dict[str, 
                     shape.append(int(dims.get(d, 1)))
                 else:  # unnamed, or a negative extent read as unknown
                     shape.append(1)
-        element_count(shape, f"{where}.type.{kind}_type.shape.dims", limit=MAX_RANDOM_ELEMENTS)
+        _check_size(name, shape, t.shape.values if t.shape is not None else [], dims,
+                    shape_given, f"{where}.type.{kind}_type.shape.dims")
         return random_tensor(code, tuple(shape), rng, where)
     if kind == "sequence":
         inner = vtype.sequence_type.elem_type
@@ -185,6 +186,59 @@ def _random_value(vtype: Type | None, rng: np.random.Generator, dims: dict[str, 
         keys = (["a", "b"] if m.key_type == DataType.STRING else [0, 1])
         return {k: _random_value(m.value_type, rng, dims, where, name) for k in keys}
     raise UnsupportedError(f"cannot generate a value of type {vtype}", path=where)
+
+
+#: How a message spelled with the command line's flags (``--dim seq=16``) tells a Python caller
+#: the parameters they stand for; :func:`as_flags` takes it out again for the command line.
+PYTHON_NOTE = "dims= / shapes= in Python"
+
+
+def _limit_words() -> str:
+    n = MAX_RANDOM_ELEMENTS
+    return f"2^{n.bit_length() - 1}" if n & (n - 1) == 0 else str(n)
+
+
+def _check_size(name: str, shape: list, declared: list, dims: dict,
+                shape_given: tuple | None, path: str) -> None:
+    """Refuse a generated tensor input of :data:`MAX_RANDOM_ELEMENTS` elements or more: a
+    UsageError naming the flags that made it so large (``--shape x=...``, or each ``--dim``
+    set on one of its axes), else (only the declared extents) the UnsupportedError of
+    :func:`~onemodel.ir.tensor.element_count`."""
+    count = 1
+    for d in shape:
+        count *= d
+    if count < MAX_RANDOM_ELEMENTS:
+        return
+    if shape_given is not None:
+        flags = [f"--shape {name}={','.join(str(d) for d in shape_given)}"]
+    else:
+        flags = list(dict.fromkeys(f"--dim {d}={dims[d]}" for d in declared
+                                   if isinstance(d, str) and d in dims))
+    if not flags:
+        element_count(shape, path, limit=MAX_RANDOM_ELEMENTS)
+        return
+    raise UsageError(f"{' '.join(flags)} make{'s' if len(flags) == 1 else ''} input "
+                     f"{quote(name)} [{','.join(str(d) for d in shape)}] of {count} elements, "
+                     f"past the limit of {_limit_words()} for generated inputs ({PYTHON_NOTE})")
+
+
+def as_flags(error):
+    """``error`` (a OneModelError or UsageError of this module, or any other) as the command
+    line shows it: spelled with its flags only, without the note that names the Python
+    parameters they stand for (:data:`PYTHON_NOTE`). Returns the error to raise (``error``
+    itself, or a new UsageError)."""
+    note = (f"; {PYTHON_NOTE})", ")"), (f" ({PYTHON_NOTE})", "")
+    if isinstance(error, OneModelError):
+        for old, new in note:
+            error.message = error.message.replace(old, new)
+        return error
+    if isinstance(error, UsageError) and error.args and isinstance(error.args[0], str):
+        text = error.args[0]
+        for old, new in note:
+            text = text.replace(old, new)
+        if text != error.args[0]:
+            return UsageError(text)
+    return error
 
 
 def random_tensor(code: int, shape: tuple[int, ...], rng: np.random.Generator,
@@ -313,8 +367,11 @@ def random_inputs(model: Model, seed: int = 0, dims: dict[str, int] | None = Non
         lists of two elements for sequences, the element for optionals, dicts for maps.
     Raises:
         UsageError: ``dims`` or ``shapes`` that do not fit the inputs (see
-            :func:`check_dims_shapes`). UnsupportedError: an input without a type, an opaque
-            type, or ``MAX_RANDOM_ELEMENTS`` elements or more.
+            :func:`check_dims_shapes`), or that make an input of ``MAX_RANDOM_ELEMENTS``
+            elements or more (spelled with the command line's flags: ``--dim batch=N makes input
+            'x' [...] of ... elements``, with :data:`PYTHON_NOTE`). UnsupportedError: an input
+            without a type, an opaque type, or ``MAX_RANDOM_ELEMENTS`` elements or more from
+            its declared extents alone.
     """
     check_dims_shapes(model, dims, shapes)
     rng = np.random.default_rng(seed)
@@ -468,14 +525,16 @@ def _open_axes(model: Model, dims: dict, shapes: dict, names: set[str] | None) -
     return axes
 
 
-def _probe(model: Model, error, axes: list, dims: dict, shapes: dict, seed: int):
+def _probe(model: Model, error, axes: list, dims: dict, shapes: dict, seed: int, runner=None):
     """The first ``(axis, extent)`` of ``axes`` with which the whole model runs, trying for
     each open axis (a dim_param once, for every input that has it) the numbers of the failure's
     message (the extents and sizes of the failing node: a traced ``Reshape`` target, a
     broadcast partner), within :data:`PROBE_RUNS` runs and :data:`PROBE_SECONDS` (no run is
-    started that the longest one so far says would end past it); or None."""
+    started that the longest one so far says would end past it); or None. ``runner(model,
+    feeds)`` makes the runs (default: onemodel's evaluator)."""
     import time
-    from .runner import run
+    if runner is None:
+        from .runner import run as runner
 
     detail = error.message.split(" failed: ", 1)[-1]  # not the node's index
     numbers = list(dict.fromkeys(int(n) for n in _NUMBER.findall(detail)))
@@ -504,8 +563,8 @@ def _probe(model: Model, error, axes: list, dims: dict, shapes: dict, seed: int)
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    run(model, random_inputs(model, seed=seed, dims=trial_dims,
-                                             shapes=trial_shapes))
+                    runner(model, random_inputs(model, seed=seed, dims=trial_dims,
+                                                shapes=trial_shapes))
             except Exception:  # still does not fit (or too large): the next candidate
                 longest = max(longest, time.monotonic() - began)
                 continue
@@ -542,7 +601,7 @@ def _axis_words(axis) -> str:
 
 def add_inputs_hint(error, model: Model, dims: dict[str, int] | None,
                     shapes: dict[str, tuple] | None = None, *, seed: int = 0,
-                    probe: bool = True):
+                    probe: bool = True, runner=None):
     """``error`` (raised while running on :func:`random_inputs` with ``dims``, ``shapes`` and
     ``seed``) with a note saying which generated input and axis did not fit, for an
     EvaluationError.
@@ -558,8 +617,9 @@ def add_inputs_hint(error, model: Model, dims: dict[str, int] | None,
 
     When none is found, only the open axes that reach the failing node are named, with the
     flags that set them (``node 75 depends on input 'tokens' axis 0 (batch) = 1, ...: set
-    --dim batch=N or --dim seq=N``). Other errors only get the model's source. Returns
-    ``error``."""
+    --dim batch=N or --dim seq=N``). ``runner(model, feeds)`` makes the trial runs: the engine
+    that failed (default: onemodel's evaluator; :mod:`onemodel.verify` passes onnxruntime's).
+    Other errors only get the model's source. Returns ``error``."""
     if isinstance(error, EvaluationError):
         dims, shapes = dims or {}, shapes or {}
         generated = generated_axes(model, dims, shapes)
@@ -572,7 +632,7 @@ def add_inputs_hint(error, model: Model, dims: dict[str, int] | None,
             axes = _open_axes(model, dims, shapes, reaching) or \
                 _open_axes(model, dims, shapes, None)
             where = f"node {index}" if index is not None else "the failing node"
-            found = _probe(model, error, axes, dims, shapes, seed) if probe else None
+            found = _probe(model, error, axes, dims, shapes, seed, runner) if probe else None
             if found is not None:
                 axis, extent, _, _ = found
                 note = (f"{_axis_words(axis)} does not fit {where}: with "
@@ -584,8 +644,7 @@ def add_inputs_hint(error, model: Model, dims: dict[str, int] | None,
                         f"D{j}" for j in range(a[4])) for a in axes))
                 note = (f"{where} depends on {', '.join(_axis_words(a) for a in axes)}: set "
                         f"{', '.join(ways[:-1]) + ' or ' if len(ways) > 1 else ''}{ways[-1]}")
-            error.message += (f" (inputs were generated: {described}; {note}; "
-                              f"dims= / shapes= in Python)")
+            error.message += f" (inputs were generated: {described}; {note}; {PYTHON_NOTE})"
     return error.at(source=getattr(model, "source", None))
 
 

@@ -270,3 +270,64 @@ def test_storage_options_for_local_files_are_refused(command, tmp_path):
     local = f"{CNN} and {tmp_path / 'm.onemodel'}" if command == "convert" else f"{CNN}"
     assert f"every file of this operation is local ({local}):" in r.output
     assert not (tmp_path / "m.onemodel").exists()
+
+
+def named_cli(*args):
+    """The command line as the console script names itself (`onemodel`, not the runner's)."""
+    return runner.invoke(app, [str(a) for a in args], prog_name="onemodel")
+
+
+@pytest.mark.parametrize("args, said", [
+    (["convert", "a", "b", "--align", "abc"],
+     "Usage error: Invalid value for '--align': 'abc' is not a valid int. Try 'onemodel convert "
+     "--help' for help."),
+    (["nosuchcommand"], "Usage error: No such command 'nosuchcommand'. Try 'onemodel --help' "
+                        "for help."),
+    (["info"], "Usage error: Missing argument 'FILE'. Try 'onemodel info --help' for help."),
+    (["info", "a", "b"], "Usage error: Got unexpected extra argument(s) (b). Try 'onemodel info "
+                         "--help' for help."),
+    (["run", "m.onnx", "--seed", "x"], "Usage error: Invalid value for '--seed': 'x' is not a "
+                                       "valid int. Try 'onemodel run --help' for help."),
+    (["verify", "a", "b", "--nosuch"], "Usage error: No such option: --nosuch. Try 'onemodel "
+                                       "verify --help' for help."),
+    (["check", "m.onnx", "--json=3"], "Usage error: Option '--json' does not take a value. Try "
+                                      "'onemodel check --help' for help."),
+])
+def test_usage_errors_of_the_command_line_itself_are_one_line_exit_2(args, said):
+    """typer's own usage errors (a bad flag value, an unknown command or option, a missing or
+    extra argument) are one line, as every other error, not rich's five-line box."""
+    r = named_cli(*args)
+    assert r.exit_code == 2, r.output
+    assert r.stderr == said + "\n"
+    assert r.stdout == ""
+
+
+def test_help_is_not_a_usage_error():
+    r = cli("convert", "--help")
+    assert r.exit_code == 0 and "Convert SRC to DST" in r.stdout and r.stderr == ""
+    r = cli()  # no arguments: the help, as typer shows it
+    assert "Commands" in r.output and "convert" in r.output and "Usage error" not in r.output
+
+
+def test_usage_errors_are_one_line_from_the_console_script_too():
+    r = subprocess.run([sys.executable, "-c", "from onemodel.cli import main; main()",
+                        "convert", "a", "b", "--align", "abc"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert r.stderr == ("Usage error: Invalid value for '--align': 'abc' is not a valid int. "
+                        "Try 'onemodel convert --help' for help.\n")
+
+
+@pytest.mark.parametrize("args, name", [
+    (["info", ""], "FILE"), (["check", ""], "FILE"), (["run", "", "--random"], "FILE"),
+    (["convert", "", "x.onnx"], "SRC"), (["convert", CNN, ""], "DST"),
+    (["verify", "", CNN], "A"), (["verify", CNN, ""], "B"),
+])
+def test_an_empty_path_is_a_usage_error_of_every_command(args, name, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = named_cli(*args)
+    assert r.exit_code == 2, r.output
+    command = args[0]
+    assert r.stderr == (f"Usage error: Invalid value for '{name}': empty path. Try 'onemodel "
+                        f"{command} --help' for help.\n")
+    assert list(tmp_path.iterdir()) == []

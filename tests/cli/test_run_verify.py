@@ -224,8 +224,59 @@ def test_run_transformer_legacy_needs_seq_16_and_says_which_axis():
     # the input, its generated shape, and the one axis to set, as the flag that makes it run
     assert "tokens [1, 1] with batch = 1, seq = 1" in line
     assert "input 'tokens' axis 1 (seq) = 1 does not fit node 75: with --dim seq=16 the model " \
-        "runs" in line
+        "runs) [graph.nodes[75]" in line
     assert "--dim batch" not in line
+    # the command line names its flags only, not the Python parameters they stand for
+    assert "dims=" not in line and "shapes=" not in line and "Python" not in line
+    r = cli("verify", LEGACY_TRANSFORMER, LEGACY_TRANSFORMER, "--run")
+    assert r.exit_code == 2
+    assert "with --dim seq=16 the model runs) [graph.nodes[75]" in r.stderr
+    assert "dims=" not in r.stderr and "Python" not in r.stderr
+
+
+def test_verify_run_onnxruntime_failing_on_the_inputs_says_which_axis(tmp_path):
+    """With --engine onnxruntime a model that fails on the generated inputs is an
+    EvaluationError with the default engine's hint, not Unsupported."""
+    onemodel.convert(LEGACY_TRANSFORMER, tmp_path / "x.onemodel")
+    r = cli("verify", LEGACY_TRANSFORMER, tmp_path / "x.onemodel", "--run", "--engine",
+            "onnxruntime")
+    assert r.exit_code == 2
+    line = r.stderr.strip()
+    assert "\n" not in line
+    assert line.startswith("EvaluationError: onnxruntime failed while running the model: ")
+    assert "input 'tokens' axis 1 (seq) = 1 does not fit node 75: with --dim seq=16 the model " \
+        "runs) [graph.nodes[75] (Reshape '/encoder/layers.0/self_attn/Reshape_4')]" in line
+    assert "Python" not in line
+    r = cli("verify", LEGACY_TRANSFORMER, tmp_path / "x.onemodel", "--run", "--engine",
+            "onnxruntime", "--dim", "seq=16")
+    assert r.exit_code == 0 and "1 output bit-identical" in r.stdout, r.output
+
+
+def test_a_dim_or_shape_making_an_input_too_large_is_a_usage_error_naming_it(unnamed):
+    cnn = MODELS / "cnn_dynamo.onnx"  # input 'input' [batch, 3, 32, 32]
+    big = 99999999999
+    want = (f"Usage error: --dim batch={big} makes input 'input' [{big},3,32,32] of "
+            f"{big * 3 * 32 * 32} elements, past the limit of 2^28 for generated inputs\n")
+    for cmd in (("run", cnn, "--random"), ("verify", cnn, cnn, "--run")):
+        r = cli(*cmd, "--dim", f"batch={big}")
+        assert r.exit_code == 2, r.output
+        assert r.stderr == want, r.stderr
+    r = cli("run", unnamed, "--random", "--shape", "x=65536,4096")
+    assert r.exit_code == 2
+    assert r.stderr == ("Usage error: --shape x=65536,4096 makes input 'x' [65536,4096] of "
+                        "268435456 elements, past the limit of 2^28 for generated inputs\n")
+
+
+def test_an_input_file_that_cannot_be_read_is_one_io_line_with_the_reason(tmp_path):
+    missing = tmp_path / "nonexist.npy"
+    r = cli("run", CNN, "--input", f"input={missing}")
+    assert r.exit_code == 2
+    assert r.stderr == f"Io: cannot read input 'input': No such file or directory in {missing}\n"
+    r = cli("run", CNN, "--input", "input=")
+    assert r.exit_code == 2 and r.stderr == "Usage error: --input input=: empty path\n"
+    r = cli("run", CNN, "--random", "--output-dir", "")
+    assert r.exit_code == 2 and r.stderr == "Usage error: --output-dir: empty path\n"
+    assert r.stdout == ""
 
 
 @pytest.fixture(scope="module")

@@ -203,3 +203,59 @@ def test_the_hint_is_left_out_when_no_axis_was_chosen():
     # an error other than EvaluationError (the model's own fault) is never given the hint
     err = InvalidModelError("bad")
     assert add_inputs_hint(err, _model([("a", TP.FLOAT, ["n"])]), {}, None).message == "bad"
+
+
+def test_as_flags_takes_out_the_python_note_and_keeps_the_rest():
+    """The command line shows the hint with its flags only; the Python API's message keeps the
+    parameters they stand for."""
+    from onemodel.evaluate.inputs import as_flags
+
+    with onemodel.load(LEGACY) as model:
+        with pytest.raises(EvaluationError) as e:
+            run(model, random_inputs(model))
+        err = add_inputs_hint(e.value, model, {}, None)
+        python = err.message
+        assert python.endswith("with --dim seq=16 the model runs; dims= / shapes= in Python)")
+        assert as_flags(err) is err
+        assert err.message == python[:-len("; dims= / shapes= in Python)")] + ")"
+        assert err.message.endswith("with --dim seq=16 the model runs)")
+    # a UsageError with the note becomes one without it; other errors are left as they are
+    u = as_flags(UsageError("--dim n=9 makes input 'a' [9] ... (dims= / shapes= in Python)"))
+    assert isinstance(u, UsageError) and str(u) == "--dim n=9 makes input 'a' [9] ..."
+    plain = UsageError("dimension 'x': no graph input has a dimension of that name")
+    assert as_flags(plain) is plain
+    other = InvalidModelError("bad")
+    assert as_flags(other) is other and other.message == "bad"
+
+
+def test_dims_or_shapes_that_make_an_input_too_large_are_usage_errors_naming_them():
+    """An input of 2^28 elements or more made by the caller's dims or shapes is their usage
+    error, naming the value, the input and its shape; one the declared extents alone make so
+    large stays the UnsupportedError of the limit."""
+    from onemodel.errors import UnsupportedError
+
+    m = _model([("x", TP.FLOAT, ["batch", 3, 32, 32])])
+    big = 99999999999
+    with pytest.raises(UsageError) as e:
+        random_inputs(m, dims={"batch": big})
+    assert str(e.value) == (f"--dim batch={big} makes input 'x' [{big},3,32,32] of "
+                            f"{big * 3 * 32 * 32} elements, past the limit of 2^28 for "
+                            "generated inputs (dims= / shapes= in Python)")
+    # past 2^63 (an int64 element count overflows): still the caller's value
+    with pytest.raises(UsageError, match=r"^--dim batch=\d{25} makes input 'x'"):
+        random_inputs(m, dims={"batch": 10 ** 24})
+    with pytest.raises(UsageError) as e:
+        random_inputs(m, shapes={"x": (1 << 19, 3, 32, 32)})
+    assert str(e.value).startswith(f"--shape x={1 << 19},3,32,32 makes input 'x' "
+                                   f"[{1 << 19},3,32,32] of {(1 << 19) * 3072} elements")
+    # two dims of one input: both named
+    m2 = _model([("t", TP.INT64, ["b", "s"])])
+    with pytest.raises(UsageError, match=r"^--dim b=65536 --dim s=4096 make input 't' "
+                                         r"\[65536,4096\] of 268435456 elements"):
+        random_inputs(m2, dims={"b": 65536, "s": 4096})
+    # just below the limit is generated (a dim of 0 too: no elements)
+    assert random_inputs(m2, dims={"b": 0, "s": 1 << 40})["t"].shape == (0, 1 << 40)
+    # the declared extents alone: the model's size, not the caller's
+    fixed = _model([("w", TP.FLOAT, [1 << 15, 1 << 14])])
+    with pytest.raises(UnsupportedError, match=r"2\^28 or more \(the limit\)"):
+        random_inputs(fixed)
