@@ -786,7 +786,7 @@ def join_location(base_url: str, location: str) -> str:
 
     Which locations are legal (ONNX Part 1, Clauses 13.2 and 15.3: relative, no ``..``, also
     percent-encoded, no scheme or drive, no backslash) is decided by the ONNX package, which
-    parses references (``onemodel.formats.onnx.external.location_parts(location, url=True)``;
+    parses references (``onemodel.formats.onnx.external_refs.location_parts(location, url=True)``;
     storage imports nothing from formats): ``location`` must have passed it, and then the result
     lies in the model's directory or below it, on the same host or bucket. Components are
     joined as written (``.`` dropped); over HTTP(S) they are percent-encoded and the model URL's

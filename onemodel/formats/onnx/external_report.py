@@ -13,7 +13,8 @@ from ...ir.tensor import EXTERNAL
 from ...ir.walk import iter_tensors
 from ...limits import EXTERNAL_DATA_ALIGNMENT
 from ...storage.blob import Blob
-from .external import RefusedError, data_file_identity, location_parts, parse_reference
+from .external_refs import RefusedError, location_parts, parse_reference
+from .external_walk import data_file_identity
 from .writer import MAX_ALIGN, union_ranges
 
 _REPORT_KEYS = ("location", "size", "tensors", "referenced", "unreferenced", "gaps", "trailing",

@@ -84,8 +84,9 @@ from ...storage.blob import Blob
 from ...storage.hashing import HashingSink
 from ...storage.place import is_remote, local_path, place_of, target_of
 from .checks import check_tensors
-from .external import (RefusedError, data_file_identity, data_file_target, location_parts,
-                       open_data_sink, parse_reference, same_directory)
+from .external_refs import RefusedError, location_parts, parse_reference
+from .external_sinks import data_file_target, open_data_sink, same_directory
+from .external_walk import data_file_identity
 from .paths import proto_path
 from .wire_encode import encode, encode_pieces, pieces_size
 

@@ -1,4 +1,4 @@
-"""Small ONNX models with external data for the tests of onemodel.formats.onnx.external/layout.
+"""Small ONNX models with external data for the tests of onemodel.formats.onnx.external*/writer.
 
 Models are built with the ``onnx`` package (a test oracle only) and saved with its own external
 data writer, so what is read is what the most common producer writes.

@@ -15,7 +15,7 @@ from onnx import TensorProto
 import onemodel
 from onemodel.errors import InvalidModelError, IoError
 from onemodel.formats.onnx import decode_model, read, resolve_external_data
-from onemodel.formats.onnx.external import ExternalReference, location_parts, parse_reference
+from onemodel.formats.onnx.external_refs import ExternalReference, location_parts, parse_reference
 from onemodel.ir import StringStringEntry, iter_tensors
 from onemodel.storage import LocalSource, MemorySource, open_source
 from onemodel.storage.blob import Blob

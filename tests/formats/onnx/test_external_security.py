@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from onemodel.errors import InvalidModelError, OneModelError
-from onemodel.formats.onnx import external, read
+from onemodel.formats.onnx import external_sinks, external_walk, read
 from onemodel.ir import iter_tensors
 from onemodel.storage import open_source
 
@@ -212,7 +212,7 @@ def test_file_swapped_for_a_symbolic_link_after_the_check_is_caught(sentinel, mo
     data.write_bytes(bytes(64))
     path = _hostile(sentinel, "w.bin")
     if walk == "by_path":
-        monkeypatch.setattr(external, "DIR_FD_WALK", False)
+        monkeypatch.setattr(external_walk, "DIR_FD_WALK", False)
         name = str(data)
     else:
         name = "w.bin"
@@ -257,7 +257,7 @@ def test_directory_swapped_for_a_symbolic_link_after_the_check_is_caught(sentine
 
 @linux
 def test_walk_without_dir_fd_applies_the_same_checks(sentinel, monkeypatch):
-    monkeypatch.setattr(external, "DIR_FD_WALK", False)
+    monkeypatch.setattr(external_walk, "DIR_FD_WALK", False)
     os.symlink(sentinel.path, sentinel.model_dir / "link.bin")
     (sentinel.model_dir / "a").mkdir()
     os.symlink(sentinel.outside, sentinel.model_dir / "a" / "sub")
@@ -278,14 +278,14 @@ def test_where_a_data_file_is_written_is_decided_once(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     for location, allow in (("sub/w.bin", False), ("../w.bin", True)):
-        where = external.data_file_target(str(out), location, allow_outside=allow)
-        sink = external.open_data_sink(str(out), location, allow_outside=allow)
+        where = external_sinks.data_file_target(str(out), location, allow_outside=allow)
+        sink = external_sinks.open_data_sink(str(out), location, allow_outside=allow)
         sink.write(b"abc")
         sink.commit()
         assert os.path.normpath(where) == os.path.normpath(os.path.join(out, location))
         with open(where, "rb") as f:
             assert f.read() == b"abc"
     for bad in ("", "w\x00.bin"):
-        for call in (external.data_file_target, external.open_data_sink):
+        for call in (external_sinks.data_file_target, external_sinks.open_data_sink):
             with pytest.raises(InvalidModelError, match="empty or contains a NUL"):
                 call(str(out), bad, allow_outside=True)

@@ -13,7 +13,8 @@ import pytest
 
 import onemodel
 from onemodel.errors import InvalidModelError
-from onemodel.formats.onnx.external import data_file_target, location_parts
+from onemodel.formats.onnx.external_refs import location_parts
+from onemodel.formats.onnx.external_sinks import data_file_target
 
 from external_models import external_tensor, model_with
 
