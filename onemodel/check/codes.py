@@ -147,7 +147,7 @@ _TABLE = [
      "node 'Concat' (Concat-13) lacks required attribute 'axis'"),
     ("OM311", "error", P1 + "Clause 7.4",
      "an attribute name is unique within its node",
-     "attribute 'axis' of node 'Concat' (Concat-13) is given twice (first at attributes[0])"),
+     "attribute 'axis' of node 'Concat' (Concat-13) is given twice (first as attribute 0)"),
     # -- type checks without shape inference (onemodel/check/types.py) --
     ("OM401", "error", P1 + "Clauses 7.3.1, 10.3",
      "a node input whose type the model states (initializer, graph input, value_info) is one "

@@ -253,7 +253,7 @@ def _attributes(node, npath, s, ir_version, out) -> None:
             continue   # OM106
         if name in seen:
             out.append(finding("OM311", f"attribute {quote(name)} of {what} is given twice "
-                               f"(first at attributes[{seen[name]}])", f"{apath}.name"))
+                               f"(first as attribute {seen[name]})", f"{apath}.name"))
             continue
         seen[name] = j
         spec = s.attributes.get(name)

@@ -192,6 +192,7 @@ def test_an_attribute_given_twice(tmp_path):
     n.attribute.append(helper.make_attribute("axis", 0))
     code, sev, path, msg = one(found(tmp_path, model([n])), "OM311")
     assert (sev, path) == ("error", "graph.node[0].attribute[1].name")
+    assert "first as attribute 0" in msg
 
 
 def test_several_defects_in_one_model(tmp_path):
