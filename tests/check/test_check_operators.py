@@ -252,3 +252,27 @@ def test_through_onemodel_check_strict_and_a_onemodel_file(tmp_path):
     assert [(f.code, f.path) for f in r.findings] == [
         ("OM304", "manifest.graph.nodes[0]"),
         ("OM308", "manifest.graph.nodes[1].attributes[0].name")]
+
+
+@pytest.mark.parametrize("name, level", [("transformer_dynamo", "ORT_ENABLE_EXTENDED"),
+                                         ("cnn_legacy", "ORT_ENABLE_ALL")])
+def test_an_ort_optimized_model_only_warns(tmp_path, name, level):
+    """onnxruntime's optimizer writes contrib operators (com.microsoft FusedMatMul,
+    SkipLayerNormalization; com.microsoft.nchwc Conv ...): one OM304 warning per operator type,
+    nothing else."""
+    ort = pytest.importorskip("onnxruntime")
+    out = str(tmp_path / f"{name}_ort.onnx")
+    so = ort.SessionOptions()
+    so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
+    so.optimized_model_filepath = out
+    so.log_severity_level = 3
+    ort.InferenceSession(os.path.join(ROOT, "testdata", "models", f"{name}.onnx"), so,
+                         providers=["CPUExecutionProvider"])
+    m = onnx.load(out)
+    custom = {(n.domain, n.op_type) for n in m.graph.node if n.domain.startswith("com.microsoft")}
+    assert custom
+    r = onemodel.check(out)
+    assert r.ok, r.errors
+    assert sorted((f.code, f.severity, f.message) for f in r.findings) == sorted(
+        ("OM304", "warning", f"operator '{op}' of domain '{d}' has no schema: not checked")
+        for d, op in custom)
