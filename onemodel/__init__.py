@@ -14,13 +14,27 @@ memory-mapped files.
 """
 
 from .api import ConvertResult, convert, load, save, to_bytes
-from .check import Finding, Report, check
 from .errors import (InvalidModelError, IoError, MalformedError, OneModelError, OptionError,
                      UnsupportedError)
 from .ir import Attribute, DataType, Function, Graph, Model, Node, SparseTensor, Tensor, Type, ValueInfo
 from .verify import Difference, VerifyReport, compare_models, verify
 
 __version__ = "0.1.0"
+
+#: Names served on first use, so ``import onemodel`` does not import the validator (its code
+#: registry and check families, about 20 ms) for commands that never check.
+_LAZY = {"check": "onemodel.validation", "Finding": "onemodel.validation",
+         "Report": "onemodel.validation"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'onemodel' has no attribute {name!r}")
 
 __all__ = [
     "load", "save", "to_bytes", "convert", "verify", "check", "Finding", "Report", "compare_models", "ConvertResult",

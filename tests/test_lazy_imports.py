@@ -178,3 +178,13 @@ def test_detection_in_a_fresh_registry_is_what_it_was_with_every_plugin_loaded(h
         out["all"] = formats.detect({head!r}, {name!r}).name
     """)
     assert out == {"lazy": want, "all": want}
+
+
+def test_importing_onemodel_does_not_import_the_validator():
+    out = _run("""
+        import onemodel, onemodel.cli
+        out["before"] = sorted(m for m in sys.modules if m.startswith("onemodel.validation"))
+        report = onemodel.check
+        out["after"] = "onemodel.validation" in sys.modules and callable(report)
+    """)
+    assert out["before"] == [] and out["after"] is True

@@ -596,8 +596,8 @@ def check(
 ):
     """Validate a model (ONNX Part 1, Clause 10): every problem with its code, field path,
     offset and clause. Exit 0: no error (warnings allowed); 1: errors; 2: unreadable."""
-    from ..check.output import sarif as to_sarif, text_lines
-    from ..check.run import check_and_model
+    from ..validation.output import sarif as to_sarif, text_lines
+    from ..validation.run import check_and_model
 
     global _nothing_at_exit
     with _errors(debug):

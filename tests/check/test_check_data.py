@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import onemodel
-from onemodel.check.codes import CODES
-from onemodel.check.docs import render
+from onemodel.validation.codes import CODES
+from onemodel.validation.docs import render
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = sorted((ROOT / "testdata" / "models").rglob("*.onnx"))
@@ -45,6 +45,6 @@ def test_hostile_onemodel_files(path):
 
 def test_docs_check_md_is_up_to_date():
     assert (ROOT / "docs" / "check.md").read_text() == render(), \
-        "run: python -m onemodel.check.docs > docs/check.md"
+        "run: python -m onemodel.validation.docs > docs/check.md"
     for c in CODES.values():
         assert c.severity in ("error", "warning", "info") and c.clause and c.example

@@ -15,8 +15,8 @@ from onnx import TensorProto, helper
 
 import onemodel
 from check_models import model, save, vi
-from onemodel.check.operators import check_operators
-from onemodel.check.paths import onnx_path
+from onemodel.validation.operators import check_operators
+from onemodel.validation.paths import onnx_path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -9,7 +9,7 @@ from onnx import TensorProto, helper
 
 import onemodel
 from check_models import model, save, vi
-from onemodel.check import Finding
+from onemodel.validation import Finding
 
 
 def found(tmp_path, m, **kw):

@@ -14,7 +14,7 @@ class Finding:
     """One problem of a model.
 
     Attributes:
-        code: the stable code (``"OM101"``), one of :data:`onemodel.check.codes.CODES`.
+        code: the stable code (``"OM101"``), one of :data:`onemodel.validation.codes.CODES`.
         severity: ``"error"``, ``"warning"`` or ``"info"`` (the code's, or ``"error"`` for a
             warning under ``strict``).
         message: what is wrong, one line.

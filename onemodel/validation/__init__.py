@@ -12,8 +12,8 @@ generated from), :mod:`.reading` (reading with the tensor checks collected), :mo
 (Clauses 5, 7, 8.4), :mod:`.paths` (paths in the file's terms), :mod:`.run` (:func:`check` and
 the list of check families), :mod:`.sarif`, :mod:`.docs`.
 
-Note: ``onemodel.check`` is the function; import the modules by their full names
-(``from onemodel.check.codes import CODES``).
+``onemodel.check``, ``onemodel.Finding`` and ``onemodel.Report`` are this package's, imported on
+first use (``import onemodel`` does not import the validator).
 """
 
 from __future__ import annotations

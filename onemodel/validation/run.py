@@ -42,7 +42,7 @@ def check(path_or_model, *, full: bool = False, strict: bool = False, select=Non
             outside the model's directory (Clause 15.3; never the default).
     Returns:
         a :class:`Report`; ``report.ok`` when there is no error. Codes are listed in
-        :data:`onemodel.check.codes.CODES` and docs/check.md.
+        :data:`onemodel.validation.codes.CODES` and docs/check.md.
     Raises:
         MalformedError or IoError when the file cannot be read at all; UnsupportedError when
         its format cannot be told or decoding hits a limit; UsageError for a code in ``select``

@@ -168,7 +168,7 @@ def check_types(model, ctx=None) -> list:
     type constraints of the nodes they feed and come from, and against their initializers.
 
     ``ctx``: the framework's context dict (or None), shared with the operator checks
-    (:func:`onemodel.check.operators.bound_nodes`). Paths are in IR field names. A node whose
+    (:func:`onemodel.validation.operators.bound_nodes`). Paths are in IR field names. A node whose
     definition and stated input and output types equal those of a node found clean is clean
     too, and is not checked again."""
     out: list = []

@@ -3,7 +3,7 @@
 The graph rules (one definition per name, every use defined, no cycle, every domain imported,
 nesting) are :func:`onemodel.ir.graph_rules.model_problems`, the rules the readers, writers and
 the evaluator apply, reported here all at once. Paths are in :mod:`onemodel.ir` field names;
-:mod:`onemodel.check.paths` puts them in the file's terms.
+:mod:`onemodel.validation.paths` puts them in the file's terms.
 """
 
 from __future__ import annotations

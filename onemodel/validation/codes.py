@@ -2,7 +2,7 @@
 
 One registry for everything that names a code: the checks take their severity and clause from
 it (:func:`finding`), ``--select``/``--ignore`` match against it and ``docs/check.md`` is
-generated from it (:mod:`onemodel.check.docs`). Families: ``OM0xx`` the checker itself,
+generated from it (:mod:`onemodel.validation.docs`). Families: ``OM0xx`` the checker itself,
 ``OM1xx`` structure (ONNX Part 1, Clauses 5, 7, 8.4, 10.2), ``OM2xx`` tensors and external
 data as the readers check them (Clauses 6.2, 13, 15). Codes are stable: one is never reused for
 another check.
@@ -109,7 +109,7 @@ _TABLE = [
      "the OneModel reader accepts every object of the manifest (only its first refusal is "
      "reported)",
      "byte length 12 does not match dims and dtype (16 bytes)"),
-    # -- operator set checks against onemodel.schemas (onemodel/check/operators.py) --
+    # -- operator set checks against onemodel.schemas (onemodel/validation/operators.py) --
     ("OM301", "error", P1 + "Clauses 10.2, 10.4",
      "the operator is defined in its domain (a domain with schemas: ai.onnx, ai.onnx.ml, "
      "ai.onnx.preview, ai.onnx.preview.training), or by a model-local function",
@@ -148,7 +148,7 @@ _TABLE = [
     ("OM311", "error", P1 + "Clause 7.4",
      "an attribute name is unique within its node",
      "attribute 'axis' of node 'Concat' (Concat-13) is given twice (first as attribute 0)"),
-    # -- type checks without shape inference (onemodel/check/types.py) --
+    # -- type checks without shape inference (onemodel/validation/types.py) --
     ("OM401", "error", P1 + "Clauses 7.3.1, 10.3",
      "a node input whose type the model states (initializer, graph input, value_info) is one "
      "its formal's type constraint allows",
