@@ -34,8 +34,8 @@ import pathlib  # noqa: E402
 import platform  # noqa: E402
 
 import numpy as np  # noqa: E402
-
 from _timing import median_time  # noqa: E402
+
 from onemodel.evaluate.memory import MMAP_THRESHOLD, TRIM_THRESHOLD  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -151,8 +151,8 @@ def main(argv=None) -> int:
     import onnx
     import onnxruntime
 
-    print(f"threads: OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=MKL_NUM_THREADS=1 (onemodel, "
-          f"reference); onnxruntime intra_op_num_threads=1, inter_op_num_threads=1")
+    print("threads: OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=MKL_NUM_THREADS=1 (onemodel, "
+          "reference); onnxruntime intra_op_num_threads=1, inter_op_num_threads=1")
     print(f"python {platform.python_version()}, numpy {np.__version__}, onnx {onnx.__version__}, "
           f"onnxruntime {onnxruntime.__version__}, {platform.machine()}, "
           f"{os.cpu_count()} CPUs; median of {args.repeat} runs after one warm-up")

@@ -64,7 +64,6 @@ print(json.dumps({"seconds": dt, "maxrss": peak}))
 def generate(directory: str, gb: float) -> tuple[str, str, int]:
     """model.onnx + model.onnx.data with ~gb GB of weights; ``(onnx path, data path, bytes)``."""
     import numpy as np
-    import onnx
     from onnx import TensorProto, helper
 
     n = max(1, round(gb * (1 << 30) / TENSOR_BYTES))

@@ -85,7 +85,6 @@ def make_weights(path: str, gb: float) -> None:
     """A chain of 64 Gemm nodes over ``gb`` GiB of float32 weights, all inline (raw_data), each
     with FLOAT attributes ``alpha`` and ``beta`` as exporters write them for linear layers."""
     import numpy as np
-    import onnx
     from onnx import helper, numpy_helper
 
     n = 64

@@ -115,7 +115,6 @@ def report(where: str, urls: dict, opts: dict | None, index: int, repeat: int) -
 
 def run_s3(om_path: str, onnx_path: str, index: int, repeat: int) -> None:
     import s3fs
-
     from servers.s3 import MotoS3
 
     server = MotoS3().start()

@@ -14,9 +14,26 @@ memory-mapped files.
 """
 
 from .api import ConvertResult, convert, load, save, to_bytes
-from .errors import (InvalidModelError, IoError, MalformedError, OneModelError, OptionError,
-                     UnsupportedError)
-from .ir import Attribute, DataType, Function, Graph, Model, Node, SparseTensor, Tensor, Type, ValueInfo
+from .errors import (
+    InvalidModelError,
+    IoError,
+    MalformedError,
+    OneModelError,
+    OptionError,
+    UnsupportedError,
+)
+from .ir import (
+    Attribute,
+    DataType,
+    Function,
+    Graph,
+    Model,
+    Node,
+    SparseTensor,
+    Tensor,
+    Type,
+    ValueInfo,
+)
 from .verify import Difference, VerifyReport, compare_models, verify
 
 __version__ = "0.1.0"

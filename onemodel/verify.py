@@ -19,8 +19,17 @@ from dataclasses import dataclass, field
 from .errors import EvaluationError, IoError, OneModelError, UnsupportedError, quote
 from .ir import Model, Tensor
 from .ir.dtypes import INFO
-from .ir.record import (ARRAY, F32, LIST_MSG, MSG, Record, f32_bits, is_empty, is_empty_record,
-                        same_bytes)
+from .ir.record import (
+    ARRAY,
+    F32,
+    LIST_MSG,
+    MSG,
+    Record,
+    f32_bits,
+    is_empty,
+    is_empty_record,
+    same_bytes,
+)
 from .ir.tensor import STORAGE_FIELDS
 from .lazy import np
 

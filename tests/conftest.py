@@ -6,9 +6,8 @@ do real work in their own module next to this file (as conformance_data.py).
 
 from __future__ import annotations
 
-import pytest
-
 import conformance_data
+import pytest
 
 
 @pytest.fixture(scope="session")

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import conformance_data
 import onnx
 from google.protobuf import unknown_fields
 from google.protobuf.descriptor import FieldDescriptor
 from onnx import numpy_helper
-
-import conformance_data
 
 _TO_PYTHON = {
     "tensor": numpy_helper.to_array,

@@ -11,8 +11,18 @@ import sys
 import pytest
 
 import onemodel
-from onemodel.errors import (MESSAGE_LIMIT, PART_LIMIT, EvaluationError, IoError, MalformedError,
-                             OneModelError, OneModelWarning, UsageError, clip, quote)
+from onemodel.errors import (
+    MESSAGE_LIMIT,
+    PART_LIMIT,
+    EvaluationError,
+    IoError,
+    MalformedError,
+    OneModelError,
+    OneModelWarning,
+    UsageError,
+    clip,
+    quote,
+)
 
 N = 100_000
 
@@ -94,7 +104,7 @@ def test_a_100_kb_external_data_location_gives_a_short_line(tmp_path):
         onemodel.load(p)
     line = str(info.value)
     assert len(line) < 1024, len(line)
-    assert f"location 'aaaa" in line and f"aaaa' ({N} characters)" in line
+    assert "location 'aaaa" in line and f"aaaa' ({N} characters)" in line
     assert info.value.path == "ModelProto.graph.initializer[0]"
 
 

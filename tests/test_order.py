@@ -10,8 +10,8 @@ from onnx import helper
 
 from onemodel.errors import InvalidModelError
 from onemodel.evaluate import Session
-from onemodel.ir import graph_rules
 from onemodel.formats.onnx import decode_model
+from onemodel.ir import graph_rules
 from onemodel.ir.order import node_outer_names, outer_names, stable_topological_order
 
 F = TP.FLOAT

@@ -596,7 +596,8 @@ def check(
 ):
     """Validate a model (ONNX Part 1, Clause 10): every problem with its code, field path,
     offset and clause. Exit 0: no error (warnings allowed); 1: errors; 2: unreadable."""
-    from ..validation.output import sarif as to_sarif, text_lines
+    from ..validation.output import sarif as to_sarif
+    from ..validation.output import text_lines
     from ..validation.run import check_and_model
 
     global _nothing_at_exit
@@ -651,8 +652,7 @@ def run_cmd(
     from ..errors import IoError, quote
     from ..evaluate import random_inputs
     from ..evaluate import run as run_model
-    from ..evaluate.inputs import add_inputs_hint, as_flags, check_dims_shapes, \
-        describe_generated
+    from ..evaluate.inputs import add_inputs_hint, as_flags, check_dims_shapes, describe_generated
 
     with _errors(debug):
         if output_dir == "":  # (refused before the run, not after it)

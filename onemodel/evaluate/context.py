@@ -51,7 +51,7 @@ _DEFINITION = object()
 
 @functools.lru_cache(maxsize=None)
 def _definition_defaults(domain: str, op_type: str, opset: int) -> dict:
-    from .. import schemas   # the table is read on the first unset attribute, not at import
+    from .. import schemas  # the table is read on the first unset attribute, not at import
 
     s = schemas.get(op_type, domain, opset) if type(opset) is int and opset >= 1 else None
     return s.defaults if s is not None else {}

@@ -13,8 +13,15 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EvaluationError, InvalidModelError, OneModelError, OneModelWarning, \
-    UnsupportedError, UsageError, quote
+from ..errors import (
+    EvaluationError,
+    InvalidModelError,
+    OneModelError,
+    OneModelWarning,
+    UnsupportedError,
+    UsageError,
+    quote,
+)
 from ..ir.dtypes import INFO, DataType, name_of
 from ..ir.model import Graph, Model
 from ..ir.tensor import element_count

@@ -34,8 +34,15 @@ from typing import Any
 import numpy as np
 
 from .. import limits
-from ..errors import (EvaluationError, InternalError, InvalidModelError, OneModelError,
-                      UnsupportedError, UsageError, quote)
+from ..errors import (
+    EvaluationError,
+    InternalError,
+    InvalidModelError,
+    OneModelError,
+    UnsupportedError,
+    UsageError,
+    quote,
+)
 from ..ir import graph_rules
 from ..ir.model import Attribute, Function, Graph, Model, Node
 from ..ir.order import node_outer_names

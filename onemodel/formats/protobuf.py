@@ -14,6 +14,7 @@ Errors raised here are :class:`WireError`; the message decoder turns them into
 from __future__ import annotations
 
 from ..lazy import np
+
 VARINT, I64, LEN, SGROUP, EGROUP, I32 = 0, 1, 2, 3, 4, 5
 U64 = (1 << 64) - 1
 #: The largest field tag (2^29 - 1): a field key ``tag * 8 + wire`` then fits 32 bits.

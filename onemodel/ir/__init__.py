@@ -5,15 +5,37 @@ No I/O happens here; formats read bytes into these records and write them back.
 
 from .dtypes import INFO, DataType, TypeInfo
 from .entries import IntIntListEntry, OperatorSetId, StringStringEntry, normalize_domain
-from .model import (VALUE_FIELD, Attribute, AttributeType, DeviceConfiguration, Function, Graph,
-                    Model, Node, NodeDeviceConfiguration, ShardedDim, ShardingSpec,
-                    SimpleShardedDim, TensorAnnotation, TrainingInfo, ValueInfo)
+from .model import (
+                    VALUE_FIELD,
+                    Attribute,
+                    AttributeType,
+                    DeviceConfiguration,
+                    Function,
+                    Graph,
+                    Model,
+                    Node,
+                    NodeDeviceConfiguration,
+                    ShardedDim,
+                    ShardingSpec,
+                    SimpleShardedDim,
+                    TensorAnnotation,
+                    TrainingInfo,
+                    ValueInfo,
+)
 from .opsets import Operator, OperatorSet
-from .record import (Float32, Record, buffer_nbytes, buffer_view, f32_bits, is_blob,
-                     record_class)
+from .record import Float32, Record, buffer_nbytes, buffer_view, f32_bits, is_blob, record_class
 from .tensor import EXTERNAL, Segment, SparseTensor, Tensor
-from .types import (Dimension, MapType, OpaqueType, OptionalType, SequenceType, Shape,
-                    SparseTensorType, TensorType, Type)
+from .types import (
+                    Dimension,
+                    MapType,
+                    OpaqueType,
+                    OptionalType,
+                    SequenceType,
+                    Shape,
+                    SparseTensorType,
+                    TensorType,
+                    Type,
+)
 from .values import MapValue, OptionalValue, SequenceValue, ValueKind
 from .walk import all_tensors, graph_tensors, iter_graphs, iter_tensors
 

@@ -12,9 +12,21 @@ import enum
 from typing import Any, Callable, Iterator
 
 from ..lazy import np
-from .record import (ARRAY, BYTES, F32, INT, LIST_BYTES, LIST_INT, LIST_MSG, LIST_STR, MSG, STR,
-                     Float32, Record)
 from .entries import normalize_domain
+from .record import (
+    ARRAY,
+    BYTES,
+    F32,
+    INT,
+    LIST_BYTES,
+    LIST_INT,
+    LIST_MSG,
+    LIST_STR,
+    MSG,
+    STR,
+    Float32,
+    Record,
+)
 from .tensor import SparseTensor, Tensor
 from .types import Type
 

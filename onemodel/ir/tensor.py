@@ -28,10 +28,29 @@ from math import prod
 from ..errors import InvalidModelError, OneModelError, UnsupportedError, quote
 from ..lazy import np
 from ..limits import MAX_ELEMENT_COUNT
-from .dtypes import (INFO, TYPED_FIELD_DTYPE, DataType, code_of_dtype, name_of, pack_bits,
-                     unpack_bits)
-from .record import (ARRAY, BUFFER, INT, LIST_BYTES, LIST_INT, LIST_MSG, MSG, STR, Record,
-                     buffer_nbytes, buffer_view, is_blob)
+from .dtypes import (
+    INFO,
+    TYPED_FIELD_DTYPE,
+    DataType,
+    code_of_dtype,
+    name_of,
+    pack_bits,
+    unpack_bits,
+)
+from .record import (
+    ARRAY,
+    BUFFER,
+    INT,
+    LIST_BYTES,
+    LIST_INT,
+    LIST_MSG,
+    MSG,
+    STR,
+    Record,
+    buffer_nbytes,
+    buffer_view,
+    is_blob,
+)
 
 EXTERNAL = 1  # TensorProto.DataLocation.EXTERNAL (Table B.20)
 #: The numeric typed-storage fields of TensorProto (Table 7; ``string_data`` is the STRING one).

@@ -26,8 +26,14 @@ from ..errors import UsageError
 from ..limits import MAX_COMPRESSION_RATIO, MAX_DECOMPRESSED_BYTES
 from .base import BytesSink, MemorySource, Sink, Source, is_url
 from .blob import Blob, prefetch
-from .compressed import (DEFAULT_LEVEL, ZstdSink, decompress_source, has_zstd_suffix, is_zstd,
-                         looks_like_model)
+from .compressed import (
+    DEFAULT_LEVEL,
+    ZstdSink,
+    decompress_source,
+    has_zstd_suffix,
+    is_zstd,
+    looks_like_model,
+)
 from .local import LocalSink, LocalSource
 from .place import is_remote, local_path, name_of_url, place_of, target_of, url_join
 from .progress import Progress, ProgressSink

@@ -81,8 +81,8 @@ class Progress:
             self._bar.update(self._task, total=total)
 
     def _show(self) -> None:
-        from rich.progress import (BarColumn, DownloadColumn, Progress as RichProgress,
-                                   TextColumn, TimeRemainingColumn)
+        from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn
+        from rich.progress import Progress as RichProgress
         # binary units (KiB, MiB), as every summary line prints sizes
         self._bar = RichProgress(TextColumn("{task.description}"), BarColumn(),
                                  DownloadColumn(binary_units=True), _speed_column(),

@@ -43,8 +43,7 @@ import re
 import uuid
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from ..errors import InvalidModelError, IoError, OneModelError, UnsupportedError, UsageError
-from ..errors import clip
+from ..errors import InvalidModelError, IoError, OneModelError, UnsupportedError, UsageError, clip
 from ..errors import quote as quote_value  # (urllib's quote is ``quote`` here)
 from ..limits import KiB, MiB
 from .base import Sink, Source

@@ -82,7 +82,7 @@ def bound_nodes(model, ctx=None) -> list:
     :data:`UNIMPORTED` (no usable import: OM105's) or :data:`UNDEFINED` (no definition at
     that version). Computed once per check: kept in the framework's ``ctx`` dict when given,
     for the operator and the type checks both."""
-    from .. import schemas   # read on first use, not at import (tests/test_schemas.py)
+    from .. import schemas  # read on first use, not at import (tests/test_schemas.py)
 
     key = "operators.bound_nodes"
     if isinstance(ctx, dict) and ctx.get(key, (None,))[0] is model:

@@ -55,8 +55,8 @@ def _strip(path):
 
 def _onnx(source, storage_options, allow_outside):
     from ..formats.onnx.checks import check_tensors
-    from ..formats.onnx.wire_decode import decode
     from ..formats.onnx.external import default_base, resolve_external_data
+    from ..formats.onnx.wire_decode import decode
     from ..ir.tensor import EXTERNAL, Tensor
     from ..storage.base import BlockView
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from .codes import CODES, finding, matches
 from .finding import Finding, Report
+from .operators import check_operators
 from .paths import file_path
 from .structure import check_structure
-from .operators import check_operators
 from .types import check_types
 
 #: The check families run on a model that was read, in order: each is

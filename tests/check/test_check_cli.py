@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
+from check_models import model, save
 from onnx import helper
 from typer.testing import CliRunner
 
-from check_models import model, save
 from onemodel.cli import app
 
 runner = CliRunner()

@@ -11,10 +11,10 @@ import time
 
 import onnx
 import pytest
+from check_models import model, save, vi
 from onnx import TensorProto, helper
 
 import onemodel
-from check_models import model, save, vi
 from onemodel.validation.operators import check_operators
 from onemodel.validation.paths import onnx_path
 

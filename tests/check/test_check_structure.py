@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import onnx
 import pytest
+from check_models import model, save, vi
 from onnx import TensorProto, helper
 
 import onemodel
-from check_models import model, save, vi
 from onemodel.validation import Finding
 
 

@@ -5,10 +5,10 @@ cannot be read at all stays one error."""
 from __future__ import annotations
 
 import pytest
+from check_models import model, save
 from onnx import TensorProto, helper
 
 import onemodel
-from check_models import model, save
 
 
 def _bad(name, n):

@@ -9,13 +9,13 @@ import os
 import time
 
 import onnx
+from check_models import model, save, vi
 from onnx import TensorProto, helper
 
 import onemodel
-from check_models import model, save, vi
+from onemodel.ir import Type
 from onemodel.validation.paths import onnx_path
 from onemodel.validation.types import check_types, normalize, type_string
-from onemodel.ir import Type
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -45,8 +45,8 @@ beyond the final rounding: the coordinate's own rounding error ``delta`` (counte
 
 from __future__ import annotations
 
-import math
 import itertools
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 

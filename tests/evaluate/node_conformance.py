@@ -43,6 +43,7 @@ import re
 import time
 from typing import Any
 
+import narrow_reference
 import numpy as np
 
 from onemodel.errors import OneModelError, UnsupportedError
@@ -51,8 +52,6 @@ from onemodel.evaluate.context import tensor_value
 from onemodel.formats.onnx import decode_message, decode_model
 from onemodel.ir import MapValue, OptionalValue, SequenceValue
 from onemodel.ir.values import ValueKind
-
-import narrow_reference
 
 MESSAGE = {"tensor": "TensorProto", "sequence": "SequenceProto", "map": "MapProto",
            "optional": "OptionalProto"}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from oracle import assert_outputs, node_model, ours, reference
 
 RNG = np.random.default_rng(9)

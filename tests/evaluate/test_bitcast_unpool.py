@@ -7,8 +7,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 from onnx import TensorProto as TP
-
 from oracle import assert_outputs, node_model, ort, ours
+
 from onemodel.errors import EvaluationError, InvalidModelError
 
 RNG = np.random.default_rng(3)

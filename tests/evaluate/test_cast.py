@@ -7,7 +7,6 @@ import ml_dtypes
 import numpy as np
 import pytest
 from onnx import TensorProto as TP
-
 from oracle import assert_outputs, node_model, ours, reference
 
 F32 = np.array([0.5, -1.25, 3.75, 1e6, -1e6, np.inf, -np.inf, np.nan, 1e-7, -0.0], np.float32)

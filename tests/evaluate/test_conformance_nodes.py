@@ -10,11 +10,11 @@ import pathlib
 import re
 
 import ml_dtypes
+import node_conformance as nc
 import numpy as np
 import onnx
 import pytest
 
-import node_conformance as nc
 from onemodel.evaluate import registry
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -148,8 +148,9 @@ def test_compare_is_exact_for_integers_and_strings_and_bfloat16_has_two_ulps():
 
 
 def test_random_criterion_rejects_wrong_outputs():
-    from onemodel.formats.onnx import decode_model
     from onnx import helper
+
+    from onemodel.formats.onnx import decode_model
 
     node = helper.make_node("Bernoulli", ["p"], ["y"])
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("p", 1, [4])],

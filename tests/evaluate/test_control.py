@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 from onnx import TensorProto as TP
 from onnx import helper
-
 from oracle import assert_outputs, node_model, ort, ours
 
 F = TP.FLOAT
@@ -219,7 +218,7 @@ def test_scan8_reverse_without_sequence_lens_matches_onnxruntime():
 
 
 def test_loop_body_with_wrong_output_count_is_invalid_model():
-    from onemodel.errors import EvaluationError, InvalidModelError
+    from onemodel.errors import InvalidModelError
 
     body = _graph([helper.make_node("Identity", ["cond_in"], ["cond_out"])],
                   [_vi("i", I64, []), _vi("cond_in", TP.BOOL, []), _vi("acc_in", F, [2])],

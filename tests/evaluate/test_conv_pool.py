@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from exact_misc import conv_transpose
-from oracle import assert_close_to_exact, assert_outputs, node_model, ours, reference
-from oracle import reference64
+from oracle import assert_close_to_exact, assert_outputs, node_model, ours, reference, reference64
 
 RNG = np.random.default_rng(3)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from oracle import assert_close_to_exact, assert_outputs, node_model, ours, reference, reference64
+
 from onemodel.errors import EvaluationError
 from onemodel.evaluate.kernels import conv as conv_module
 

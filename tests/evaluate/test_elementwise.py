@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-
 from oracle import assert_outputs, node_model, ours, reference
 
 RNG = np.random.default_rng(0)

@@ -10,8 +10,8 @@ import sys
 
 import numpy as np
 import pytest
-
 from oracle import node_model, ours
+
 from onemodel.evaluate.kernels import activations, linalg
 
 RNG = np.random.default_rng(4)

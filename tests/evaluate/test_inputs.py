@@ -15,8 +15,12 @@ from onnx import TypeProto, helper
 import onemodel
 from onemodel.errors import EvaluationError, InvalidModelError, OneModelWarning, UsageError
 from onemodel.evaluate import random_inputs, run
-from onemodel.evaluate.inputs import (add_dims_hint, add_inputs_hint, check_dims_shapes,
-                                      generated_axes)
+from onemodel.evaluate.inputs import (
+    add_dims_hint,
+    add_inputs_hint,
+    check_dims_shapes,
+    generated_axes,
+)
 from onemodel.formats.onnx import decode_model
 
 MODELS = pathlib.Path(__file__).resolve().parents[2] / "testdata" / "models"

@@ -15,13 +15,12 @@ import math
 
 import numpy as np
 import pytest
+from kernel_source import NO_DEFAULT, UNKNOWN, attribute_reads
 
 from onemodel import schemas
 from onemodel.evaluate import registry
 from onemodel.evaluate.runner import run
 from onemodel.ir import Attribute, Graph, Model, Node, OperatorSetId, ValueInfo
-
-from kernel_source import NO_DEFAULT, UNKNOWN, attribute_reads
 
 registry.load_builtin()
 

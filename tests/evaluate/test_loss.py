@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from oracle import assert_close_to_exact, node_model, ours, reference64
+
 from onemodel.errors import EvaluationError
 
 RNG = np.random.default_rng(21)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from exact_misc import lrn
 from oracle import assert_close_to_exact, assert_outputs, node_model, ort, ours, reference
 

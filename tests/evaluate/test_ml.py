@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import warnings
 
+import exact_ml
 import numpy as np
 import pytest
 from onnx import TensorProto as TP
 from onnx import helper
 from onnx import numpy_helper as nh
-
-import exact_ml
 from oracle import assert_close_to_exact, assert_outputs, node_model, ort, ours
 
 ML = "ai.onnx.ml"
@@ -28,8 +27,11 @@ def iris():
 
 
 def _sklearn_models():
-    from sklearn.ensemble import (GradientBoostingClassifier, RandomForestClassifier,
-                                  RandomForestRegressor)
+    from sklearn.ensemble import (
+        GradientBoostingClassifier,
+        RandomForestClassifier,
+        RandomForestRegressor,
+    )
     from sklearn.linear_model import LinearRegression, LogisticRegression
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import Normalizer, StandardScaler
@@ -102,10 +104,10 @@ def test_skl2onnx_model_matches_the_exact_chain(iris, name):
 
 
 def test_pipeline_labels_equal_sklearn_predict(iris):
+    from skl2onnx import to_onnx
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import StandardScaler
-    from skl2onnx import to_onnx
 
     x, y = iris
     pipe = Pipeline([("s", StandardScaler()), ("lr", LogisticRegression(max_iter=500))]).fit(x, y)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from exact_misc import lp_normalization, mean_variance_normalization, mvn_error_scale
 from oracle import assert_close_to_exact, assert_outputs, node_model, ours, reference
 

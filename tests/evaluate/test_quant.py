@@ -8,7 +8,6 @@ import ml_dtypes
 import numpy as np
 import pytest
 from onnx import TensorProto as TP
-
 from oracle import assert_outputs, node_model, ort, ours, reference
 
 RNG = np.random.default_rng(7)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from oracle import assert_outputs, node_model, ours, reference
 
 X = np.random.default_rng(5).uniform(0.1, 2, (2, 3, 4)).astype(np.float32)

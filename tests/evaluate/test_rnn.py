@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from exact_rnn import recurrent64, roundings_per_step
 from oracle import EPS32, assert_close_to_exact, bound_ratio, node_model, ours, reference64
 

@@ -12,8 +12,15 @@ from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
 from onemodel.errors import EvaluationError, InvalidModelError, UnsupportedError
-from onemodel.evaluate import Session, op, random_inputs, register_kernel, run, unregister_kernel
-from onemodel.evaluate import registry
+from onemodel.evaluate import (
+    Session,
+    op,
+    random_inputs,
+    register_kernel,
+    registry,
+    run,
+    unregister_kernel,
+)
 from onemodel.formats.onnx import decode_model
 
 F = TP.FLOAT

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 from onnx import TensorProto as TP
 from onnx import helper
-
 from oracle import assert_outputs, assert_same, node_model, ort, ours, reference
 
 F = TP.FLOAT

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from onnx import numpy_helper
-
 from oracle import assert_outputs, node_model, ours, reference
 
 X = np.arange(24, dtype=np.float32).reshape(2, 3, 4)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from oracle import assert_outputs, node_model, ours, reference
+
 from onemodel.errors import UnsupportedError
 
 DOMAIN = "ai.onnx.preview.training"

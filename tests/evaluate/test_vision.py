@@ -6,10 +6,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from exact_misc import grid_sample_2d
-from oracle import assert_close_to_exact, assert_outputs, node_model, ort, ours, reference
-from oracle import bound_ratio, reference64
+from oracle import (
+    assert_close_to_exact,
+    assert_outputs,
+    bound_ratio,
+    node_model,
+    ort,
+    ours,
+    reference,
+    reference64,
+)
 
 RNG = np.random.default_rng(5)
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from onemodel.ir.record import (ARRAY, BUFFER, BYTES, F32, INT, LIST_INT, LIST_MSG, STR,
-                                is_empty)
+from onemodel.ir.record import ARRAY, BUFFER, BYTES, F32, INT, LIST_INT, LIST_MSG, STR, is_empty
 
 
 @pytest.mark.parametrize("kind, value, empty", [

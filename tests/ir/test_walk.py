@@ -7,9 +7,21 @@ from __future__ import annotations
 import pytest
 
 from onemodel.errors import InvalidModelError, UnsupportedError
-from onemodel.ir import (Attribute, DataType, Function, Graph, Model, Node, OperatorSetId,
-                         SparseTensor, Tensor, TrainingInfo, all_tensors, iter_graphs,
-                         iter_tensors)
+from onemodel.ir import (
+    Attribute,
+    DataType,
+    Function,
+    Graph,
+    Model,
+    Node,
+    OperatorSetId,
+    SparseTensor,
+    Tensor,
+    TrainingInfo,
+    all_tensors,
+    iter_graphs,
+    iter_tensors,
+)
 from onemodel.ir.tensor import element_count
 from onemodel.summary import summarize
 

@@ -192,8 +192,9 @@ def test_a_bomb_that_starts_like_a_model_is_refused_by_the_ratio(tmp_path, monke
 
 
 def test_a_highly_compressible_model_loads_when_the_ratio_is_raised(tmp_path):
+    from onnx import TensorProto, helper, numpy_helper
+
     import onemodel
-    from onnx import helper, numpy_helper, TensorProto
 
     zeros = numpy_helper.from_array(np.zeros((64, 1 << 16), np.float32), "w")  # 16 MiB
     graph = helper.make_graph([helper.make_node("Identity", ["w"], ["y"])], "g", [],

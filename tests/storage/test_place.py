@@ -10,10 +10,16 @@ import pathlib
 import pytest
 import zstandard
 
-from onemodel.storage import (BytesSink, LocalSink, LocalSource, MemorySource, ProgressSink,
-                              ZstdSink, decompress_source)
-from onemodel.storage.place import (is_remote, local_path, name_of_url, place_of, target_of,
-                                    url_join)
+from onemodel.storage import (
+    BytesSink,
+    LocalSink,
+    LocalSource,
+    MemorySource,
+    ProgressSink,
+    ZstdSink,
+    decompress_source,
+)
+from onemodel.storage.place import is_remote, local_path, name_of_url, place_of, target_of, url_join
 
 
 def test_local_paths_and_file_urls(tmp_path, monkeypatch):

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from servers.http_range import refused_url
 
 from onemodel.errors import IoError, MalformedError
 from onemodel.storage import Blob, BytesSink, open_source, prefetch
 from onemodel.storage.remote import COALESCE_GAP, HEAD_BYTES, READAHEAD_MAX, RemoteSource
-
-from servers.http_range import refused_url
 
 
 def _data(n: int, seed: int = 0) -> bytes:
@@ -290,9 +289,9 @@ def test_python_http_server_names_simplecache_for_a_file_past_64_kib(tmp_path):
     import sys
     from pathlib import Path
 
-    import onemodel
-
     from servers.static_http import StaticServer
+
+    import onemodel
 
     models = Path(__file__).resolve().parents[2] / "testdata" / "models"
     big_model, small_model = models / "transformer_legacy.onnx", models / "cnn_legacy.onnx"

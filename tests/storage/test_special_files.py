@@ -14,13 +14,12 @@ import subprocess
 import sys
 
 import pytest
+from servers.fifo import run_guarded
 
 import onemodel
 from onemodel.errors import IoError
 from onemodel.storage import open_source
 from onemodel.storage.local import LocalSource
-
-from servers.fifo import run_guarded
 
 posix = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
 

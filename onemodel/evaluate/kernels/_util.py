@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import EvaluationError, InvalidModelError
+from ...errors import EvaluationError
 
 
 def axis_index(axis: int, rank: int, what: str = "axis") -> int:

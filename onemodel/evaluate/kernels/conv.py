@@ -21,7 +21,6 @@ from ..registry import op
 from ._util import back, wide_all
 from .linalg import column_blocks_product
 
-
 #: Bytes of im2col columns gathered at once by Conv (about a level-2 cache).
 _COLUMN_BYTES = 1 << 20
 

@@ -12,7 +12,6 @@ from ...errors import EvaluationError, InvalidModelError
 from ..registry import op
 from ._util import back, wide, wide_all
 
-
 #: OpenBLAS runs a product of at most this many multiply-adds (m * n * k) on one thread.
 _ONE_THREAD = 1 << 18
 #: Below this many multiply-adds, waking BLAS threads costs more than they give; on a busy

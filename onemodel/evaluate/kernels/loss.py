@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import EvaluationError, InvalidModelError, UnsupportedError
+from ...errors import EvaluationError, UnsupportedError
 from ..registry import op
-from .activations import _log_softmax
 from ._util import back, wide_all
+from .activations import _log_softmax
 
 
 def _nll(ctx, x, target, weight, name: str):

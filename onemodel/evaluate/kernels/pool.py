@@ -14,11 +14,11 @@ import math
 
 import numpy as np
 
-from ...errors import EvaluationError, InvalidModelError, UnsupportedError
+from ...errors import EvaluationError, UnsupportedError
 from ...ir.tensor import element_count
 from ..registry import op
-from .conv import conv_pads, padded, taps
 from ._util import back, wide
+from .conv import conv_pads, padded, taps
 
 
 def _window(ctx, x, what: str):

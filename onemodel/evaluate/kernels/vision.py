@@ -13,7 +13,6 @@ import numpy as np
 from ...errors import EvaluationError, UnsupportedError
 from ..registry import op
 
-
 # -- NonMaxSuppression ------------------------------------------------------------------------
 
 def _corners(boxes: np.ndarray, center: bool) -> np.ndarray:

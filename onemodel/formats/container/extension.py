@@ -36,13 +36,38 @@ from __future__ import annotations
 
 from ...errors import InvalidModelError, MalformedError, UnsupportedError, quote
 from ...ir.dtypes import INFO, DataType
-from ...ir.record import (ARRAY, BUFFER, BYTES, F32, INT, LIST_BYTES, LIST_INT, LIST_MSG,
-                          LIST_STR, MSG, STR, Float32, _same, buffer_view, f32_bits,
-                          record_class)
+from ...ir.record import (
+    ARRAY,
+    BUFFER,
+    BYTES,
+    F32,
+    INT,
+    LIST_BYTES,
+    LIST_INT,
+    LIST_MSG,
+    LIST_STR,
+    MSG,
+    STR,
+    Float32,
+    _same,
+    buffer_view,
+    f32_bits,
+    record_class,
+)
 from ...ir.tensor import EXTERNAL, raw_to_typed
 from ...lazy import np
-from .manifest import (UINT32_MAX, as_bytes, as_int, as_list, as_obj, as_str, b64, bytes_list,
-                       int_list, wrong)
+from .manifest import (
+    UINT32_MAX,
+    as_bytes,
+    as_int,
+    as_list,
+    as_obj,
+    as_str,
+    b64,
+    bytes_list,
+    int_list,
+    wrong,
+)
 from .schema import CODEC_CLASSES, LEVEL_CLASSES, int64
 
 KEY = "onnx"

@@ -24,13 +24,26 @@ import json
 import re
 
 from ...errors import quote
-from ...ir.record import (ARRAY, BUFFER, F32, LIST_BYTES, LIST_INT, LIST_KINDS, LIST_MSG,
-                          LIST_STR, MSG, STR, _same, is_empty, record_class)
 from ...ir.model import VALUE_FIELD, AttributeType
+from ...ir.record import (
+    ARRAY,
+    BUFFER,
+    F32,
+    LIST_BYTES,
+    LIST_INT,
+    LIST_KINDS,
+    LIST_MSG,
+    LIST_STR,
+    MSG,
+    STR,
+    _same,
+    is_empty,
+    record_class,
+)
 from ...ir.tensor import EXTERNAL, EXTERNAL_FIELDS, TYPED_FIELDS
 from ...ir.types import KINDS as TYPE_KINDS
-from . import extension
 from ...lazy import np
+from . import extension
 from .schema import CODEC_CLASSES, v1_attribute_type
 
 #: Where a tensor's contents were stored. The data region holds the contents themselves (in raw

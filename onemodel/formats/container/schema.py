@@ -27,17 +27,49 @@ from __future__ import annotations
 from ...errors import InvalidModelError, MalformedError, UnsupportedError, quote
 from ...ir.dtypes import INFO, DataType
 from ...ir.entries import OperatorSetId, StringStringEntry
-from ...ir.model import (VALUE_FIELD, Attribute, AttributeType, Function, Graph, Model, Node,
-                         ValueInfo)
+from ...ir.model import (
+    VALUE_FIELD,
+    Attribute,
+    AttributeType,
+    Function,
+    Graph,
+    Model,
+    Node,
+    ValueInfo,
+)
 from ...ir.record import Float32, f32_bits
 from ...ir.tensor import SparseTensor, Tensor, element_count
-from ...ir.types import (Dimension, MapType, OpaqueType, OptionalType, SequenceType, Shape,
-                         SparseTensorType, TensorType, Type)
+from ...ir.types import (
+    Dimension,
+    MapType,
+    OpaqueType,
+    OptionalType,
+    SequenceType,
+    Shape,
+    SparseTensorType,
+    TensorType,
+    Type,
+)
 from ...lazy import np
 from ...limits import MAX_CONTAINER_TENSOR_BYTES, MAX_MODEL_NESTING
-from .manifest import (INT64_MAX, INT64_MIN, UINT32_MAX, as_bytes, as_int, as_list, as_obj,
-                       as_str, b64, bytes_list, get_int, get_list, get_str, int_list, req,
-                       str_list)
+from .manifest import (
+    INT64_MAX,
+    INT64_MIN,
+    UINT32_MAX,
+    as_bytes,
+    as_int,
+    as_list,
+    as_obj,
+    as_str,
+    b64,
+    bytes_list,
+    get_int,
+    get_list,
+    get_str,
+    int_list,
+    req,
+    str_list,
+)
 
 FORMAT_NAME = "onemodel"
 FORMAT_VERSION = 1

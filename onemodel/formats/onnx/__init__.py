@@ -19,8 +19,8 @@ No ``onnx`` or ``protobuf`` import happens at run time: the wire codec is :mod:`
 
 from __future__ import annotations
 
-from .. import Plugin
 from ...errors import MalformedError
+from .. import Plugin
 from .external import resolve_external_data
 from .external_report import external_data_report
 from .reader import decode_message, decode_model, read

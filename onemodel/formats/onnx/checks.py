@@ -12,8 +12,8 @@ import os
 
 from ...ir.dtypes import INFO, DataType
 from ...ir.tensor import SparseTensor, sparse_problem, tensor_problem
-from .wire_decode import _C
 from .paths import proto_path
+from .wire_decode import _C
 
 #: Bits per element of each Table 5 code (0: STRING or not in Table 5), for the C prefilter.
 _BITS = bytes(INFO[c].bits if c in INFO and c != DataType.STRING else 0

@@ -35,8 +35,20 @@ from ...limits import MAX_MESSAGE_DEPTH
 from ...storage.blob import Blob
 from ..protobuf import WireError, check_tag, decode_packed_varints, read_varint, skip_field
 from . import schema as _schema
-from .schema import (BYTES, DOUBLE, ENUM, FLOAT, INT32, INT64, MESSAGE, MESSAGES, RAW, STRING,
-                     UINT64, Message)
+from .schema import (
+    BYTES,
+    DOUBLE,
+    ENUM,
+    FLOAT,
+    INT32,
+    INT64,
+    MESSAGE,
+    MESSAGES,
+    RAW,
+    STRING,
+    UINT64,
+    Message,
+)
 
 # The C accelerator (_cdecode.c, built when a compiler is there): the same records and errors as
 # _decode below, several times faster. ONEMODEL_PURE_PYTHON=1 keeps every call on _decode.

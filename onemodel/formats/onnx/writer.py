@@ -74,9 +74,9 @@ from ... import limits
 from ...errors import InvalidModelError, IoError, OneModelError, UnsupportedError, quote
 from ...ir.dtypes import INFO, DataType
 from ...ir.entries import StringStringEntry
+from ...ir.model import Model
 from ...ir.record import buffer_nbytes, buffer_view, same_bytes
 from ...ir.tensor import EXTERNAL, STORAGE_FIELDS
-from ...ir.model import Model
 from ...ir.walk import iter_tensors
 from ...lazy import np
 from ...limits import EXTERNAL_DATA_ALIGNMENT

@@ -5,12 +5,37 @@ from __future__ import annotations
 
 import numpy as np
 
-from onemodel.ir import (Attribute, AttributeType, DeviceConfiguration, Dimension, Function,
-                         Graph, IntIntListEntry, MapType, Model, Node, NodeDeviceConfiguration,
-                         OpaqueType, OperatorSetId, OptionalType, Segment, SequenceType,
-                         ShardedDim, ShardingSpec, Shape, SimpleShardedDim, SparseTensor,
-                         SparseTensorType, StringStringEntry, Tensor, TensorAnnotation,
-                         TensorType, TrainingInfo, Type, ValueInfo)
+from onemodel.ir import (
+    Attribute,
+    AttributeType,
+    DeviceConfiguration,
+    Dimension,
+    Function,
+    Graph,
+    IntIntListEntry,
+    MapType,
+    Model,
+    Node,
+    NodeDeviceConfiguration,
+    OpaqueType,
+    OperatorSetId,
+    OptionalType,
+    Segment,
+    SequenceType,
+    Shape,
+    ShardedDim,
+    ShardingSpec,
+    SimpleShardedDim,
+    SparseTensor,
+    SparseTensorType,
+    StringStringEntry,
+    Tensor,
+    TensorAnnotation,
+    TensorType,
+    TrainingInfo,
+    Type,
+    ValueInfo,
+)
 from onemodel.ir.dtypes import INFO, DataType, pack_bits
 
 A = AttributeType

@@ -7,10 +7,10 @@ import copy
 import json
 import struct
 
+from container_models import sink_model
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from container_models import sink_model
 from onemodel.errors import OneModelError
 from onemodel.formats.container import read_bytes, write_bytes
 

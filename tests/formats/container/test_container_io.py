@@ -8,8 +8,8 @@ import struct
 
 import numpy as np
 import pytest
+from container_models import OPSETS, simple_model, sink_model, vi
 
-from container_models import OPSETS, sink_model, simple_model, vi
 import onemodel
 from onemodel import formats
 from onemodel.errors import InvalidModelError, IoError, OneModelError, UnsupportedError

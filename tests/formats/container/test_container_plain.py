@@ -8,19 +8,36 @@ import pathlib
 
 import numpy as np
 import pytest
+from container_models import external_tensor
 
 import onemodel
 from onemodel import compare_models
 from onemodel.formats.container import V1_UNHELD, read_bytes, v1_unheld, write
 from onemodel.formats.container.plain import TENSOR_STORAGE
-from onemodel.ir import (Attribute, AttributeType, DeviceConfiguration, Dimension, Function,
-                         Graph, Model, Node, NodeDeviceConfiguration, OperatorSetId, Segment,
-                         SequenceType, Shape, StringStringEntry, Tensor, TensorAnnotation,
-                         TensorType, TrainingInfo, Type, ValueInfo)
+from onemodel.ir import (
+    Attribute,
+    AttributeType,
+    DeviceConfiguration,
+    Dimension,
+    Function,
+    Graph,
+    Model,
+    Node,
+    NodeDeviceConfiguration,
+    OperatorSetId,
+    Segment,
+    SequenceType,
+    Shape,
+    StringStringEntry,
+    Tensor,
+    TensorAnnotation,
+    TensorType,
+    TrainingInfo,
+    Type,
+    ValueInfo,
+)
 from onemodel.ir.record import LIST_KINDS, Record
 from onemodel.storage import BytesSink
-
-from container_models import external_tensor
 
 MODELS = pathlib.Path(__file__).resolve().parents[3] / "testdata" / "models"
 ONNX_MODELS = sorted(MODELS.rglob("*.onnx"))

@@ -8,12 +8,12 @@ import json
 
 import numpy as np
 import pytest
+from test_container_spec import assemble
 
 import onemodel
 from onemodel.errors import InvalidModelError, MalformedError
 from onemodel.formats.container import read_bytes, write_bytes
 from onemodel.ir import Graph, Model, OperatorSetId, Tensor, ValueInfo
-from test_container_spec import assemble
 
 
 def _manifest(graph: dict, **top) -> dict:

@@ -8,18 +8,39 @@ import struct
 
 import numpy as np
 import pytest
+from container_models import (
+    all_dtype_tensors,
+    every_attribute,
+    every_type,
+    simple_model,
+    sink_model,
+    typed_tensors,
+    vi,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from container_models import (all_dtype_tensors, every_attribute, every_type, simple_model,
-                              sink_model, typed_tensors, vi)
 from onemodel.formats.container import read_bytes, write, write_bytes
-from onemodel.ir import (Attribute, Dimension, Graph, MapType, Model, Node, OperatorSetId,
-                         OptionalType, SequenceType, Shape, SparseTensor, StringStringEntry,
-                         Tensor, TensorType, Type)
+from onemodel.ir import (
+    Attribute,
+    Dimension,
+    Graph,
+    MapType,
+    Model,
+    Node,
+    OperatorSetId,
+    OptionalType,
+    SequenceType,
+    Shape,
+    SparseTensor,
+    StringStringEntry,
+    Tensor,
+    TensorType,
+    Type,
+)
 from onemodel.ir.dtypes import INFO, DataType
-from onemodel.ir.tensor import typed_to_raw
 from onemodel.ir.record import buffer_view
+from onemodel.ir.tensor import typed_to_raw
 from onemodel.storage.base import BytesSink
 from onemodel.storage.blob import Blob
 

@@ -9,11 +9,23 @@ import json
 import struct
 
 import numpy as np
-
 from container_models import sink_model
+
 from onemodel.formats.container import read_bytes, write_bytes
-from onemodel.ir import (Attribute, Dimension, Graph, Model, Node, OperatorSetId, Shape,
-                         StringStringEntry, Tensor, TensorType, Type, ValueInfo)
+from onemodel.ir import (
+    Attribute,
+    Dimension,
+    Graph,
+    Model,
+    Node,
+    OperatorSetId,
+    Shape,
+    StringStringEntry,
+    Tensor,
+    TensorType,
+    Type,
+    ValueInfo,
+)
 
 HEADER = struct.Struct("<8sII6Q")  # section 1.1: magic, version, flags, six u64
 

@@ -25,16 +25,27 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
+from wire import f32, key, ld, model_with_initializer, tensor, varint, vint
 
 from onemodel.errors import MalformedError, OneModelError
 from onemodel.formats.onnx.checks import check_tensors
-from onemodel.formats.onnx.schema import (BYTES, DOUBLE, ENUM, FLOAT, INT32, INT64, MESSAGE,
-                                          MESSAGES, RAW, STRING, UINT64)
+from onemodel.formats.onnx.schema import (
+    BYTES,
+    DOUBLE,
+    ENUM,
+    FLOAT,
+    INT32,
+    INT64,
+    MESSAGE,
+    MESSAGES,
+    RAW,
+    STRING,
+    UINT64,
+)
 from onemodel.ir import Float32, Graph, Model, Record, Segment, Tensor
 from onemodel.ir.record import ARRAY, BUFFER, LIST_KINDS, LIST_MSG, MSG
 from onemodel.storage.base import MemorySource
 from onemodel.storage.blob import Blob
-from wire import f32, key, ld, model_with_initializer, tensor, varint, vint
 
 D = importlib.import_module("onemodel.formats.onnx.wire_decode")
 C = D._C

@@ -7,11 +7,10 @@ import pathlib
 import shutil
 
 import pytest
+from external_models import files_of, oracle_tensors, rich_model, save_external
 
 import onemodel
 from onemodel.ir import iter_tensors
-
-from external_models import files_of, oracle_tensors, rich_model, save_external
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 DYNAMO = ROOT / "testdata" / "models" / "external" / "mlp_dynamo.onnx"

@@ -10,13 +10,12 @@ import pathlib
 
 import fsspec
 import pytest
+from external_models import files_of, mlp_model, oracle_tensors, save_external
 from typer.testing import CliRunner
 
 import onemodel
 from onemodel.cli import app
 from onemodel.errors import IoError
-
-from external_models import files_of, mlp_model, oracle_tensors, save_external
 
 
 def _pair(tmp_path):

@@ -10,6 +10,14 @@ import pathlib
 import numpy as np
 import onnx
 import pytest
+from external_models import (
+    external_tensor,
+    model_with,
+    oracle_tensors,
+    rich_model,
+    save_external,
+    write_model,
+)
 from onnx import TensorProto
 
 import onemodel
@@ -19,9 +27,6 @@ from onemodel.formats.onnx.external_refs import ExternalReference, location_part
 from onemodel.ir import StringStringEntry, iter_tensors
 from onemodel.storage import LocalSource, MemorySource, open_source
 from onemodel.storage.blob import Blob
-
-from external_models import (external_tensor, model_with, oracle_tensors, rich_model,
-                             save_external, write_model)
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 DYNAMO = ROOT / "testdata" / "models" / "external" / "mlp_dynamo.onnx"

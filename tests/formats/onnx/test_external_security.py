@@ -15,14 +15,13 @@ import sys
 
 import numpy as np
 import pytest
+from external_models import external_tensor, model_with, write_model
+from servers.fifo import run_guarded
 
 from onemodel.errors import InvalidModelError, OneModelError
 from onemodel.formats.onnx import external_sinks, external_walk, read
 from onemodel.ir import iter_tensors
 from onemodel.storage import open_source
-
-from external_models import external_tensor, model_with, write_model
-from servers.fifo import run_guarded
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"),
                            reason="symbolic links, hard links and FIFOs as on Linux")

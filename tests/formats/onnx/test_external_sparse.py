@@ -13,14 +13,13 @@ import pathlib
 
 import numpy as np
 import pytest
+from external_models import external_tensor, model_with, write_model
 
 import onemodel
 from onemodel.errors import UnsupportedError
 from onemodel.formats.onnx import decode_model
 from onemodel.ir import iter_tensors
 from onemodel.storage import BytesSink, LocalSink
-
-from external_models import external_tensor, model_with, write_model
 
 GiB = 1 << 30
 PAYLOAD = np.arange(4, dtype=np.float32)  # 16 bytes

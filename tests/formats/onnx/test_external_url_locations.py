@@ -10,13 +10,12 @@ import uuid
 import fsspec
 import numpy as np
 import pytest
+from external_models import external_tensor, model_with
 
 import onemodel
 from onemodel.errors import InvalidModelError
 from onemodel.formats.onnx.external_refs import location_parts
 from onemodel.formats.onnx.external_sinks import data_file_target
-
-from external_models import external_tensor, model_with
 
 #: Locations that leave the directory of a model at s3://b/dir/m.onnx, with the words of the
 #: rule that refuses each.

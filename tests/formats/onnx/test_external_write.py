@@ -11,6 +11,16 @@ import pathlib
 import numpy as np
 import onnx
 import pytest
+from external_models import (
+    external_tensor,
+    files_of,
+    mlp_model,
+    model_with,
+    oracle_tensors,
+    rich_model,
+    save_external,
+    write_model,
+)
 
 import onemodel
 from onemodel import limits
@@ -18,9 +28,6 @@ from onemodel.errors import InvalidModelError, UnsupportedError
 from onemodel.formats.onnx import decode_model, external_data_report, read, write
 from onemodel.ir import Tensor, iter_tensors
 from onemodel.storage import BytesSink, LocalSink, open_source
-
-from external_models import (external_tensor, files_of, mlp_model, model_with, oracle_tensors,
-                             rich_model, save_external, write_model)
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 DYNAMO = ROOT / "testdata" / "models" / "external" / "mlp_dynamo.onnx"

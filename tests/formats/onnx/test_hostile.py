@@ -7,11 +7,11 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from wire import key, ld, model_with_initializer, tensor, varint, vint
 
 import onemodel
 from onemodel.errors import InvalidModelError, MalformedError, OneModelError, UnsupportedError
 from onemodel.formats.onnx import decode_model
-from wire import key, ld, model_with_initializer, tensor, varint, vint
 
 M, I, U = MalformedError, InvalidModelError, UnsupportedError
 INIT = "ModelProto.graph.initializer[0]"

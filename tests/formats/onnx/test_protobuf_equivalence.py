@@ -14,12 +14,23 @@ import onnx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from wire import key, varint
 
+from onemodel.formats.onnx.schema import (
+    BYTES,
+    DOUBLE,
+    ENUM,
+    FLOAT,
+    INT32,
+    INT64,
+    MESSAGE,
+    MESSAGES,
+    RAW,
+    STRING,
+    UINT64,
+)
 from onemodel.formats.onnx.wire_decode import decode
 from onemodel.formats.onnx.wire_encode import encode
-from onemodel.formats.onnx.schema import (BYTES, DOUBLE, ENUM, FLOAT, INT32, INT64, MESSAGE,
-                                          MESSAGES, RAW, STRING, UINT64)
-from wire import key, varint
 
 PB = {
     "ModelProto": onnx.ModelProto, "GraphProto": onnx.GraphProto, "NodeProto": onnx.NodeProto,
