@@ -8,8 +8,9 @@ runs in its own process, prepares the model once (``onemodel.evaluate.Session``,
 thread) and is warmed up with one run; then the median of ``--repeat`` timed runs is taken (for
 the reference evaluator, which is slow, half as many, at least 3). All engines run
 one-threaded: ``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS`` and ``MKL_NUM_THREADS`` are set to 1
-before numpy is imported (numpy's BLAS serves both onemodel and the reference evaluator). The outputs of the engines are checked
-against each other (rtol 1e-4, atol 1e-5) before any timing is reported.
+before numpy is imported (numpy's BLAS serves both onemodel and the reference evaluator). The
+outputs of the engines are checked against each other (rtol 1e-4, atol 1e-5) before any timing
+is reported.
 
 onemodel's session is created with ``tune_malloc=True``: it keeps freed memory mapped for the
 next run (onemodel/evaluate/memory.py; opt-in, since it is a process-wide setting), which saves

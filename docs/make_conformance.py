@@ -70,6 +70,14 @@ def _ops_table(results, title: str) -> list[str]:
 
 
 def render(node, others, stats, onnx_version: str) -> str:
+    """The text of docs/conformance.md: totals and pass rate, the tolerances of Clause 11.5 with
+    what ``stats`` (a ``node_conformance.Stats``) measured per element type, the random operators
+    of Clause 11.6, the operators without a kernel (Clause 4.4) with the reason, failed cases,
+    the per-operator table, and the model cases by kind.
+
+    ``node`` and ``others`` are lists of ``node_conformance.Result`` (node cases; the other
+    conformance kinds, informative), ``onnx_version`` the version of the onnx that made them.
+    """
     count = collections.Counter(r.status for r in node)
     total = len(node)
     claimed = count["passed"] + count["failed"]
@@ -196,6 +204,9 @@ def _named(result):
 
 
 def main(argv=None) -> int:
+    """Run every conformance case and write docs/conformance.md (``argv``: command-line words,
+    default ``sys.argv[1:]``). With ``--check`` compare instead of writing: 0 when the file is up
+    to date, 1 when it differs; 0 after writing. Needs onnx (ImportError without it)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true",
                         help="do not write; exit 1 when docs/conformance.md differs")

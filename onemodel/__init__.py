@@ -54,8 +54,9 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'onemodel' has no attribute {name!r}")
 
 __all__ = [
-    "load", "save", "to_bytes", "convert", "verify", "check", "Finding", "Report", "compare_models", "ConvertResult",
-    "VerifyReport", "Difference", "OneModelError", "MalformedError", "InvalidModelError",
-    "UnsupportedError", "OptionError", "IoError", "Model", "Graph", "Node", "Attribute",
+    "load", "save", "to_bytes", "convert", "verify", "check", "Finding", "Report",
+    "compare_models", "ConvertResult", "VerifyReport", "Difference", "OneModelError",
+    "MalformedError", "InvalidModelError", "UnsupportedError", "OptionError", "IoError",
+    "Model", "Graph", "Node", "Attribute",
     "Tensor", "SparseTensor", "Type", "ValueInfo", "Function", "DataType", "__version__",
 ]

@@ -2,9 +2,9 @@
 
 Test helper only (it imports ``onnx``; nothing under ``onemodel/`` may import it).
 
-The cache lives at ``<tempdir>/onemodel-conformance-<onnx version>-f<CACHE_FORMAT>/`` (override the
-whole path with the environment variable ``ONEMODEL_CONFORMANCE_DIR``) and is laid out like onnx's own
-backend test data::
+The cache lives at ``<tempdir>/onemodel-conformance-<onnx version>-f<CACHE_FORMAT>/``
+(override the whole path with the environment variable ``ONEMODEL_CONFORMANCE_DIR``) and is laid
+out like onnx's own backend test data::
 
     <cache>/<kind>/<case name>/model.onnx
     <cache>/<kind>/<case name>/test_data_set_<i>/input_<j>.pb
@@ -108,7 +108,8 @@ def cache_path() -> pathlib.Path:
         return pathlib.Path(override)
     import onnx
 
-    return pathlib.Path(tempfile.gettempdir()) / f"onemodel-conformance-{onnx.__version__}-f{CACHE_FORMAT}"
+    name = f"onemodel-conformance-{onnx.__version__}-f{CACHE_FORMAT}"
+    return pathlib.Path(tempfile.gettempdir()) / name
 
 
 def conformance_dir() -> pathlib.Path:
@@ -128,8 +129,8 @@ def conformance_dir() -> pathlib.Path:
         tmp = pathlib.Path(tempfile.mkdtemp(prefix=f".{root.name}.tmp-", dir=root.parent))
         try:
             env = dict(os.environ, PYTHONWARNINGS="ignore")
-            subprocess.run([sys.executable, str(pathlib.Path(__file__).resolve()), "--generate", str(tmp)],
-                           check=True, env=env, stdout=subprocess.DEVNULL)
+            subprocess.run([sys.executable, str(pathlib.Path(__file__).resolve()), "--generate",
+                            str(tmp)], check=True, env=env, stdout=subprocess.DEVNULL)
             os.rename(tmp, root)
         finally:
             if tmp.exists():
@@ -167,7 +168,8 @@ def iter_cases(kinds: tuple[str, ...] | None = None) -> list[Case]:
 
 
 def message_class(kind: str) -> type:
-    """The onnx protobuf class of a message kind: TensorProto, SequenceProto, MapProto, OptionalProto."""
+    """The onnx protobuf class of a message kind: TensorProto, SequenceProto, MapProto,
+    OptionalProto."""
     import onnx
 
     return {"tensor": onnx.TensorProto, "sequence": onnx.SequenceProto,
@@ -197,7 +199,8 @@ def _value_kind(value_info: Any) -> str:
         return "optional"
     if which == "tensor_type":
         return "tensor"
-    raise ValueError(f"graph value {value_info.name!r} has type {which!r}, which cmd_tools does not write")
+    raise ValueError(f"graph value {value_info.name!r} has type {which!r}, which cmd_tools does "
+                     "not write")
 
 
 def _to_message(value: Any, value_info: Any) -> tuple[str, Any]:
@@ -262,7 +265,8 @@ def _copy_shipped(root: pathlib.Path, kind: str, src: pathlib.Path) -> dict:
     if (src / "data.json").is_file():
         extra = json.loads((src / "data.json").read_text())
         rtol, atol = extra.get("rtol", rtol), extra.get("atol", atol)
-    set_dirs = sorted((d for d in src.iterdir() if d.is_dir() and d.name.startswith("test_data_set_")),
+    set_dirs = sorted((d for d in src.iterdir()
+                       if d.is_dir() and d.name.startswith("test_data_set_")),
                       key=lambda d: int(d.name.rsplit("_", 1)[1]))
     data_sets = []
     n_in = n_out = 0
@@ -273,7 +277,8 @@ def _copy_shipped(root: pathlib.Path, kind: str, src: pathlib.Path) -> dict:
             count = len(list(set_dir.glob(f"{prefix}_*.pb")))
             rel = []
             for j in range(count):
-                shutil.copyfile(set_dir / f"{prefix}_{j}.pb", dst / set_dir.name / f"{prefix}_{j}.pb")
+                shutil.copyfile(set_dir / f"{prefix}_{j}.pb",
+                                dst / set_dir.name / f"{prefix}_{j}.pb")
                 rel.append(f"{kind}/{src.name}/{set_dir.name}/{prefix}_{j}.pb")
             lists.append(rel)
         n_in, n_out = max(n_in, len(lists[0])), max(n_out, len(lists[1]))

@@ -46,7 +46,8 @@ def test_every_model_parses_and_matches_its_declared_kinds(conformance_cases):
             assert case.input_names == [v.name for v in inputs[: len(case.input_names)]], case.id
         assert case.output_names == [v.name for v in outputs[: len(case.output_names)]], case.id
         by_name = {v.name: v for v in inputs + outputs}
-        for name, kind in zip(case.input_names + case.output_names, case.input_kinds + case.output_kinds):
+        for name, kind in zip(case.input_names + case.output_names,
+                              case.input_kinds + case.output_kinds):
             field = {"tensor": "tensor_type", "sequence": "sequence_type",
                      "map": "map_type", "optional": "optional_type"}[kind]
             assert by_name[name].type.WhichOneof("value") == field, (case.id, name)
@@ -58,7 +59,8 @@ def test_every_pb_parses_as_its_declared_message_kind(conformance_cases):
         assert case.data_sets, case.id
         for input_paths, output_paths in case.data_sets:
             assert output_paths, case.id
-            for path, kind in [*zip(input_paths, case.input_kinds), *zip(output_paths, case.output_kinds)]:
+            for path, kind in [*zip(input_paths, case.input_kinds),
+                               *zip(output_paths, case.output_kinds)]:
                 data = path.read_bytes()
                 message = conformance_data.read_message(path, kind)
                 # Read as the wrong class, a file leaves unknown fields behind, does not re-encode

@@ -1,4 +1,4 @@
-"""The format registry: plugins by name, suffix and magic bytes (DESIGN: formats/).
+"""The format registry: plugins by name, suffix and magic bytes.
 
 A format plugin is a small object with
 
@@ -28,6 +28,11 @@ from ..storage.compressed import ZSTD_SUFFIX, has_zstd_suffix, set_format_sniff
 
 
 class FormatPlugin(Protocol):
+    """What a format plugin provides (the module documentation says what each member does):
+    ``name``, ``suffixes``, ``sniff(head)``, ``read(source, **options) -> Model`` and
+    ``write(model, sink, **options)``. Any object with these members is one; :class:`Plugin`
+    builds one from its parts."""
+
     name: str
     suffixes: tuple[str, ...]
 

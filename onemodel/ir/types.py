@@ -117,7 +117,8 @@ class Type(Record):
 
     @property
     def kind(self) -> str | None:
-        """``tensor``, ``sparse_tensor``, ``sequence``, ``map``, ``optional``, ``opaque`` or None."""
+        """``tensor``, ``sparse_tensor``, ``sequence``, ``map``, ``optional``, ``opaque``
+        (the first set, in :data:`KINDS` order), or None when none is set."""
         for k in KINDS:
             if getattr(self, k) is not None:
                 return k[: -len("_type")]

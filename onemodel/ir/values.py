@@ -1,4 +1,5 @@
-"""Sequence, map and optional values (``SequenceProto``, ``MapProto``, ``OptionalProto``, Annex B.4).
+"""Sequence, map and optional values (``SequenceProto``, ``MapProto``, ``OptionalProto``;
+Annex B.4).
 
 These carry values of the composite types of Clause 6.8 outside a model, for example the inputs
 and expected outputs of the ONNX conformance test vectors (``input_0.pb``, ``output_0.pb``).

@@ -1,4 +1,4 @@
-"""Opening sources and sinks for paths, URLs and in-memory bytes (DESIGN: storage/).
+"""Opening sources and sinks for paths, URLs and in-memory bytes.
 
 ``open_source(target)`` and ``open_sink(target)`` accept:
 

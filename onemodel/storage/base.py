@@ -1,4 +1,4 @@
-"""Byte sources and sinks: what readers read from and writers write to (DESIGN: bytes in, bytes out).
+"""Byte sources and sinks: what readers read from and writers write to.
 
 A reader never sees a path. It gets a :class:`Source` with a ``size`` and ``read(offset, length)``,
 and, when the bytes are a local file or already in memory, ``whole()``: one zero-copy memoryview of
@@ -41,7 +41,8 @@ class Source:
         return None
 
     def fetch_many(self, ranges: list[tuple[int, int]]) -> list[memoryview]:
-        """Read several ``(offset, length)`` ranges; remote sources coalesce them into few requests."""
+        """Read several ``(offset, length)`` ranges (ints, bytes); remote sources coalesce them
+        into few requests."""
         return [self.read(o, n) for o, n in ranges]
 
     def close(self) -> None:

@@ -71,7 +71,7 @@ def _is_float(dtype: np.dtype) -> bool:
 def element_type(dtype: np.dtype) -> str:
     """The name under which a result is counted in the tolerance table: ``float32``,
     ``bfloat16``, ``float8_e4m3fn``, ``int64``, ``bool``, ``string`` ..."""
-    if dtype == object or dtype.kind in "US":
+    if dtype.kind in "OUS":
         return "string"
     return dtype.name
 

@@ -54,7 +54,8 @@ def _model(tmp_path):
     w0 = rng.standard_normal((512, 1024)).astype(np.float32)   # 2 MiB: the file-to-file path
     b0 = rng.standard_normal((1024,)).astype(np.float32)
     graph = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "w0"], ["m"]), helper.make_node("Add", ["m", "b0"], ["y"])],
+        [helper.make_node("MatMul", ["x", "w0"], ["m"]),
+         helper.make_node("Add", ["m", "b0"], ["y"])],
         "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 512])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1024])],
         initializer=[numpy_helper.from_array(w0, "w0"), numpy_helper.from_array(b0, "b0")])
@@ -68,7 +69,8 @@ def _model(tmp_path):
 
 
 def _files(root):
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
 
 
 def test_a_conversion_and_an_external_data_load_without_the_posix_fast_paths(tmp_path):

@@ -44,8 +44,9 @@ _NO_NAN_FLOATS = {D.FLOAT4E2M1, D.FLOAT6E2M3, D.FLOAT6E3M2}
 def to_narrow_int(x: np.ndarray, to: int) -> np.ndarray:
     """``x`` (any numeric or bool dtype, any shape) as INT4/UINT4/INT2/UINT2 tag ``to``: floats
     rounded to nearest, ties to even (Clause 6.3.3), then the low ``bits`` bits of the integer
-    kept (two's complement for the signed types); NaN and +-Inf give 0. Exact for every finite input (the residue is taken
-    in float64, where ``fmod`` is exact), independent of ml_dtypes' out-of-range behaviour.
+    kept (two's complement for the signed types); NaN and +-Inf give 0. Exact for every finite
+    input (the residue is taken in float64, where ``fmod`` is exact), independent of ml_dtypes'
+    out-of-range behaviour.
     Returns an array of the ml_dtypes type of ``to``, one element per byte, same shape."""
     bits, signed = NARROW_INTS[to]
     m = 1 << bits

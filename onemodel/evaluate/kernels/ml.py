@@ -371,7 +371,7 @@ def dict_vectorizer(ctx, x):
     values = [v for m in maps for v in m.values()]
     dtype = _value_dtype(values[0]) if values else np.dtype(np.float32)
     out = np.zeros((len(maps), len(vocab)), dtype=dtype)
-    if dtype == object:
+    if dtype.kind == "O":
         out[:] = ""
     for row, m in enumerate(maps):
         for k, v in m.items():
@@ -434,7 +434,7 @@ def _encoder_table(ctx):
     dt = ctx.attr("default_tensor", None)
     if dt is not None:
         default = np.asarray(dt).reshape(-1)[0]
-    elif vdtype == object:
+    elif vdtype.kind == "O":
         default = ctx.attr("default_string")
     elif vdtype.kind == "i":
         default = ctx.attr("default_int64")

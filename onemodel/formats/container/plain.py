@@ -13,7 +13,8 @@ and every tensor's values, but it has no place for some fields of the in-memory 
 Values of held fields can still change in a plain file (format-extension.md, section 6): a string
 that is present but ``""`` reads back as absent, ``ir_version`` below 3 is written as 3, text that
 is not UTF-8 gets U+FFFD, a negative ``dim_value`` is written as unknown, a value's type that is
-present with no kind set reads back as absent, nodes are put in dependency order. :func:`left_out` reports those too, with the manifest path.
+present with no kind set reads back as absent, nodes are put in dependency order.
+:func:`left_out` reports those too, with the manifest path.
 :func:`onemodel.verify.compare_models` with ``loose=True`` ignores exactly the fields of
 :func:`v1_unheld`, plus absent-vs-empty values and unknown fields.
 """

@@ -401,12 +401,21 @@ def _ints(values, path: str) -> list[int]:
 
 
 def encode_opsets(opsets, path: str) -> list[dict]:
+    """``opsets`` (sections 2.1, 2.8): ``[{domain, version}]`` from OperatorSetId records, an
+    absent version written as 0. UnsupportedError: a domain that is not valid UTF-8 or a version
+    outside the signed 64-bit range (``path[i].domain`` / ``path[i].version``)."""
     return [{"domain": name(o.domain, f"{path}[{i}].domain"),
              "version": int64(o.version or 0, f"{path}[{i}].version")}
             for i, o in enumerate(opsets)]
 
 
 def encode_model(m: Model, w, path: str, lvl: int = 0) -> dict:
+    """The top-level object of ``m`` (section 2.1); ``w`` encodes the graph and functions.
+
+    ``format`` and ``version`` are this format's; an ``ir_version`` absent or below 3 is written
+    as 3 (the extension keeps the true one); an absent graph is written as an empty Graph.
+    UnsupportedError: a name that is not valid UTF-8, an integer outside 64 bits.
+    """
     iv = m.ir_version
     obj = {"format": FORMAT_NAME, "version": FORMAT_VERSION,
            "ir_version": int64(iv, "ir_version") if iv is not None and iv >= MIN_IR_VERSION
@@ -431,6 +440,9 @@ def encode_model(m: Model, w, path: str, lvl: int = 0) -> dict:
 
 
 def encode_graph(g: Graph, w, path: str, lvl: int) -> dict:
+    """A Graph object (section 2.2); ``w`` encodes its inputs, outputs, value_info,
+    initializers, sparse initializers and nodes (in the record's order; the writer sorts nodes
+    later). Opens a nesting level: UnsupportedError past MAX_MODEL_NESTING (section 3.1)."""
     lvl = open_level(lvl, "graph", path)
     obj = {}
     if g.name:
@@ -455,6 +467,9 @@ def encode_value_info(v: ValueInfo, w, path: str, lvl: int) -> dict:
 
 
 def encode_node(n: Node, w, path: str, lvl: int) -> dict:
+    """A Node object (section 2.3): ``name``, ``op``, ``domain``, ``overload``, ``inputs``,
+    ``outputs`` and ``attributes`` always written (section 4), ``doc`` when non-empty.
+    UnsupportedError: a name that is not valid UTF-8."""
     obj = {"name": name(n.name, f"{path}.name"), "op": name(n.op_type, f"{path}.op_type"),
            "domain": name(n.domain, f"{path}.domain"),
            "overload": name(n.overload, f"{path}.overload")}
@@ -481,6 +496,11 @@ def _placeholder_type() -> Type:
 
 
 def encode_attribute(a: Attribute, w, path: str, lvl: int) -> dict:
+    """An Attribute object (section 2.4): ``type`` from :func:`v1_attribute_type`, then ``ref``
+    for a reference (no ``value``) or the ``value`` its type code calls for: float bits as an
+    unsigned integer, base64 strings, child objects through ``w``. A value field left unset is
+    written as that type's empty value (0, ``""``, an empty Tensor, Graph, SparseTensor or Type).
+    UnsupportedError: an integer outside 64 bits, a name that is not valid UTF-8."""
     code = v1_attribute_type(a)
     obj = {"name": name(a.name, f"{path}.name"), "type": code}
     if a.doc_string:
@@ -518,6 +538,13 @@ def encode_attribute(a: Attribute, w, path: str, lvl: int) -> dict:
 
 
 def encode_tensor(t: Tensor, w, path: str, lvl: int = 0) -> dict:
+    """A Tensor object (section 2.5): ``strings`` (base64, one per element) for dtype 8, else
+    ``data`` (``{offset, length}`` in the data region, planned by ``w.tensor_data``).
+
+    UnsupportedError: a dtype absent or outside Table 5, an element count of 2^60 or more, more
+    than 2^31 - 1 bytes. InvalidModelError: a negative dimension, a string count or byte length
+    that does not match dims and dtype, unresolved external data.
+    """
     code = t.data_type
     if code is None or code not in INFO:
         raise UnsupportedError(f"element type {code} cannot be stored (section 2.5)",
@@ -542,6 +569,9 @@ def encode_tensor(t: Tensor, w, path: str, lvl: int = 0) -> dict:
 
 
 def encode_sparse(st: SparseTensor, w, path: str, lvl: int = 0) -> dict:
+    """A SparseTensor object ``{values, indices, dims}`` (section 2.6); an absent values or
+    indices tensor is written as an empty FLOAT / INT64 one (the extension records the absence).
+    UnsupportedError: a dim outside 64 bits."""
     values = st.values if st.values is not None else _placeholder_tensor()
     indices = st.indices if st.indices is not None else _placeholder_tensor(DataType.INT64)
     return {"values": w.full(values, f"{path}.values", lvl),
@@ -558,6 +588,10 @@ def _encode_dim(d: Dimension, path: str):
 
 
 def encode_type(t: Type, w, path: str, lvl: int) -> dict:
+    """A Type object (section 2.7) of the first kind set in ``t`` (a Type with no kind is
+    written as ``{"kind": "tensor", "elem": 0}``). Shape entries: an integer for a non-negative
+    ``dim_value``, the ``dim_param`` string, else ``null``. Opens a nesting level:
+    UnsupportedError past MAX_MODEL_NESTING (section 3.1), also for an integer outside 64 bits."""
     lvl = open_level(lvl, "type", path)
     kind, v = t.kind, t.value  # the first kind set (ir.types.KINDS order)
     if kind is None:
@@ -583,6 +617,9 @@ def encode_type(t: Type, w, path: str, lvl: int) -> dict:
 
 
 def encode_function(f: Function, w, path: str, lvl: int) -> dict:
+    """A Function object (section 2.8), carried as it is (not expanded); ``w`` encodes its
+    attribute defaults and nodes. Opens a nesting level (a function counts as a graph):
+    UnsupportedError past MAX_MODEL_NESTING (section 3.1) or for a name that is not UTF-8."""
     lvl = open_level(lvl, "function", path)
     obj = {"name": name(f.name, f"{path}.name"), "domain": name(f.domain, f"{path}.domain"),
            "overload": name(f.overload, f"{path}.overload")}

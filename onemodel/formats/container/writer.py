@@ -6,8 +6,8 @@ offsets are assigned in the order of section 1.3 (:func:`onemodel.ir.walk.iter_t
 the manifest (no insignificant whitespace), the header, the zero padding and the tensor bytes
 are written, each tensor at a multiple of 64 with zero bytes between. Tensor bytes are streamed:
 Blobs (bytes of a source, as readers leave them) go to ``sink.write_blob`` (file to file for
-local files), others are written from their buffers; typed storage is converted to raw layout one tensor at a time.
-The same model always gives the same bytes.
+local files), others are written from their buffers; typed storage is converted to raw layout
+one tensor at a time. The same model always gives the same bytes.
 
 The manifest carries the ONNX-preservation extension (:mod:`.extension`) unless ``strict_v1``;
 then :mod:`.plain` reports what the plain file leaves out.

@@ -8,7 +8,9 @@ working directory): every directory with ``O_NOFOLLOW | O_DIRECTORY``, the file 
 by ``(st_dev, st_ino)`` with what the ``lstat`` saw, so a component swapped between the check and
 the open is caught. The file must be a regular file with exactly one hard link. Where directories
 cannot be walked by descriptor (:data:`DIR_FD_WALK` false: Windows), every component is checked
-by path and the opened file's identity compared with what the check saw. A location under a URL
+by path and the opened file's identity compared with what the check saw: the refusals are the
+same, the guarantee weaker (a directory on the way replaced by a link after its check is not
+caught; docs/external-data.md, "Without a descriptor walk"). A location under a URL
 passes :func:`~.external_refs.location_parts` with ``url=True``, is joined by
 :func:`onemodel.storage.remote.join_location` and read with range requests. With
 ``allow_outside`` (never the default) absolute paths, ``..`` and links are accepted, but still
@@ -108,6 +110,8 @@ def open_location(base, location: str, *, allow_outside: bool = False,
 
 
 def is_link(st: os.stat_result) -> bool:
+    """Whether ``st`` (an ``lstat`` result) is a symbolic link or, on Windows, any reparse point
+    (junctions included): what Clause 15.3's confinement refuses anywhere on a location's path."""
     return stat.S_ISLNK(st.st_mode) or bool(
         getattr(st, "st_file_attributes", 0) & _FILE_ATTRIBUTE_REPARSE_POINT)
 
@@ -123,6 +127,10 @@ def _check_file(st: os.stat_result, shown: str) -> None:
 
 
 def os_error(e: OSError, shown: str) -> OneModelError:
+    """The error to raise for ``e``, an OSError from a step of the walk at component ``shown``
+    (the location up to it). ``ELOOP`` / ``ENOTDIR`` (a link or non-directory that appeared
+    after its check) are a RefusedError (an InvalidModelError, Clause 15.3); a missing file, too
+    many open files and any other failure are an IoError. Returned, not raised."""
     if e.errno == errno.ELOOP:
         return RefusedError(f"{quote(shown)} is a symbolic link (it changed between the check and "
                             "the open; Clause 15.3)")

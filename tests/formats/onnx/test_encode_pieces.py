@@ -1,6 +1,6 @@
-"""The ONNX encoder's pieces (onemodel.formats.onnx.wire_encode): raw_data that is a view of a mapped
-file is not copied, sub-messages are spliced rather than copied into their parents, and the
-octets stay those of the protobuf serializer."""
+"""The ONNX encoder's pieces (onemodel.formats.onnx.wire_encode): raw_data that is a view of a
+mapped file is not copied, sub-messages are spliced rather than copied into their parents, and
+the octets stay those of the protobuf serializer."""
 
 from __future__ import annotations
 

@@ -116,7 +116,8 @@ def _roundtrip(name: str, data: bytes) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(PB))
-@settings(max_examples=int(__import__("os").environ.get("ONEMODEL_FUZZ_EXAMPLES", "120")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=int(__import__("os").environ.get("ONEMODEL_FUZZ_EXAMPLES", "120")),
+          deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_same_bytes_as_protobuf(name, data):
     raw = data.draw(message(MESSAGES[name]))
