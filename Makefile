@@ -1,5 +1,6 @@
 # onemodel: `make run` converts the bundled real model ONNX -> OneModel -> ONNX and proves it
-# bit-identical; `make test` runs the test suite. Both create the virtual environment first.
+# bit-identical; `make test` lints (ruff) and runs the test suite. Both create the virtual
+# environment first.
 #
 #   make run EXAMPLE=path/to/model.onnx                   another model
 #   make run EXAMPLE=... DIMS="batch=2 seq=16"            symbolic dimensions for its last step,
@@ -28,7 +29,7 @@ $(VENV)/.installed: pyproject.toml $(wildcard setup.py)
 	$(PY) -m pip install --quiet -e .
 	touch $@
 
-# plus the dev extra (pytest, hypothesis, onnx, onnxruntime, moto, ...), for `make test`
+# plus the dev extra (pytest, hypothesis, onnx, onnxruntime, moto, ruff, ...), for `make test`
 $(VENV)/.installed-dev: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $@
@@ -43,7 +44,9 @@ run: install
 	@echo "ONNX -> OneModel -> ONNX: byte-identical ($$(stat -c %s $(EXAMPLE)) bytes)"
 	$(CLI) verify $(EXAMPLE) $(OUT)/model.onemodel --run $(RUN_INPUTS)
 
+# a lint finding (ruff, configured in pyproject.toml) fails the target before any test runs
 test: $(VENV)/.installed-dev
+	$(PY) -m ruff check onemodel tests benchmarks tools docs
 	ONEMODEL_REQUIRE_C=1 $(PY) -m pytest -q
 
 bench: install
