@@ -35,6 +35,10 @@
  *       plainly valid by the rules of ir.tensor.tensor_problem (``bits[code]``: bits per element of
  *       element type ``code``, 0 for STRING and codes outside Table 5); len(tensors) when none.
  *
+ * Truncation: a read past the end of the top-level message (depth 1, ``eof``: that message is
+ * the whole input) says the file is truncated, with the bytes it needs and the file size, as
+ * decode._decode says it; past the end of an inner message it is a malformed length.
+ *
  * Memory safety: every read is checked against the end of the enclosing message; a length is
  * compared with the octets left (n > end - pos) before it is used; buffers grow only with octets
  * actually present in the input. The GIL is held throughout. The input's Py_buffer is held for
@@ -187,12 +191,43 @@ err_too_wide(Py_ssize_t start, uint8_t tenth)
                 "Clause 12.2.2)", hex);
 }
 
+/* A varint that runs past ``end``: at the end of the file (``eof``) the file is truncated. */
+static void
+err_varint_past(Py_ssize_t start, Py_ssize_t end, int eof)
+{
+    if (eof)
+        WERR(start, "the file is truncated: it ends before the end of a varint, the file has "
+                    "%zd bytes", end);
+    else
+        WERR(start, "varint runs past the end of its message");
+}
+
+/* The decimal text of a + b (a value below 2^65) in ``out`` (at least 22 chars): the bytes a
+ * length needs, which may pass 2^64 (decode._decode computes it with Python ints). */
+static const char *
+sum_text(uint64_t a, uint64_t b, char *out)
+{
+    uint64_t lo = a + b, hi = lo < a;  /* the value is hi * 2^64 + lo */
+    char tmp[24];
+    int n = 0;
+    do {  /* 2^64 = 10 * 1844674407370955161 + 6 */
+        uint64_t r = hi * 6 + lo % 10;
+        lo = hi * 1844674407370955161ULL + lo / 10 + r / 10;
+        hi = 0;
+        tmp[n++] = (char)('0' + r % 10);
+    } while (lo != 0);
+    for (int i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    out[n] = '\0';
+    return out;
+}
+
 static int
-rd_varint_slow(const uint8_t *b, Py_ssize_t *pp, Py_ssize_t end, uint64_t *out)
+rd_varint_slow(const uint8_t *b, Py_ssize_t *pp, Py_ssize_t end, int eof, uint64_t *out)
 {
     Py_ssize_t start = *pp, pos = start;
     if (pos >= end) {
-        WERR(pos, "varint runs past the end of its message");
+        err_varint_past(start, end, eof);
         return -1;
     }
     uint64_t result = b[pos] & 0x7F;
@@ -200,7 +235,7 @@ rd_varint_slow(const uint8_t *b, Py_ssize_t *pp, Py_ssize_t end, uint64_t *out)
     pos++;
     for (;;) {  /* octets 2 to 9 */
         if (pos >= end) {
-            WERR(start, "varint runs past the end of its message");
+            err_varint_past(start, end, eof);
             return -1;
         }
         uint8_t c = b[pos++];
@@ -216,7 +251,7 @@ rd_varint_slow(const uint8_t *b, Py_ssize_t *pp, Py_ssize_t end, uint64_t *out)
     }
     /* the tenth octet holds bit 63 alone: above 1 it is 2^64 or more, or an eleventh follows */
     if (pos >= end) {
-        WERR(start, "varint runs past the end of its message");
+        err_varint_past(start, end, eof);
         return -1;
     }
     uint8_t c = b[pos++];
@@ -230,7 +265,7 @@ rd_varint_slow(const uint8_t *b, Py_ssize_t *pp, Py_ssize_t end, uint64_t *out)
 }
 
 static inline int
-rd_varint(const uint8_t *b, Py_ssize_t *pp, Py_ssize_t end, uint64_t *out)
+rd_varint(const uint8_t *b, Py_ssize_t *pp, Py_ssize_t end, int eof, uint64_t *out)
 {
     Py_ssize_t pos = *pp;
     if (pos < end && b[pos] < 0x80) {
@@ -238,37 +273,52 @@ rd_varint(const uint8_t *b, Py_ssize_t *pp, Py_ssize_t end, uint64_t *out)
         *pp = pos + 1;
         return 0;
     }
-    return rd_varint_slow(b, pp, end, out);
+    return rd_varint_slow(b, pp, end, eof, out);
 }
 
-/* skip_field: the position after a value of wire type ``wire`` (Clause 12.4). */
+/* skip_field: the position after a value of wire type ``wire`` (Clause 12.4); ``eof``: ``end``
+ * is the end of the file (a value past it: the file is truncated). */
 static int
-skip_field(const uint8_t *b, Py_ssize_t *pp, Py_ssize_t end, unsigned wire)
+skip_field(const uint8_t *b, Py_ssize_t *pp, Py_ssize_t end, unsigned wire, int eof)
 {
     Py_ssize_t pos = *pp;
     uint64_t v;
+    char need[24];
     switch (wire) {
     case 0:
-        return rd_varint(b, pp, end, &v);
+        return rd_varint(b, pp, end, eof, &v);
     case 2:
-        if (rd_varint(b, pp, end, &v) < 0)
+        if (rd_varint(b, pp, end, eof, &v) < 0)
             return -1;
         if (v > (uint64_t)(end - *pp)) {
-            WERR(pos, "length %llu runs past the end of its message", (unsigned long long)v);
+            if (eof)
+                WERR(pos, "the file is truncated: a field of length %llu needs %s bytes, the "
+                          "file has %zd", (unsigned long long)v,
+                     sum_text(v, (uint64_t)*pp, need), end);
+            else
+                WERR(pos, "length %llu runs past the end of its message", (unsigned long long)v);
             return -1;
         }
         *pp += (Py_ssize_t)v;
         return 0;
     case 1:
         if (end - pos < 8) {
-            WERR(pos, "64-bit value runs past the end of its message");
+            if (eof)
+                WERR(pos, "the file is truncated: a 64-bit value needs %zd bytes, the file has "
+                          "%zd", pos + 8, end);
+            else
+                WERR(pos, "64-bit value runs past the end of its message");
             return -1;
         }
         *pp = pos + 8;
         return 0;
     case 5:
         if (end - pos < 4) {
-            WERR(pos, "32-bit value runs past the end of its message");
+            if (eof)
+                WERR(pos, "the file is truncated: a 32-bit value needs %zd bytes, the file has "
+                          "%zd", pos + 4, end);
+            else
+                WERR(pos, "32-bit value runs past the end of its message");
             return -1;
         }
         *pp = pos + 4;
@@ -773,11 +823,12 @@ decode_msg(Dec *d, Py_ssize_t pos, Py_ssize_t end, Msg *m, PyObject *obj, int de
     Pend *pend = NULL;
     Buf unk = {NULL, 0, 0};
     int rc = -1;
+    const int eof = depth == 1;  /* this message is the whole input: its end is the file's */
 
     while (pos < end) {
         Py_ssize_t kstart = pos;
         uint64_t k;
-        if (rd_varint(b, &pos, end, &k) < 0)
+        if (rd_varint(b, &pos, end, eof, &k) < 0)
             goto done;
         unsigned wire = (unsigned)(k & 7);
         uint64_t tag = k >> 3;
@@ -801,20 +852,26 @@ decode_msg(Dec *d, Py_ssize_t pos, Py_ssize_t end, Msg *m, PyObject *obj, int de
                 WERR(kstart, "invalid wire type %d", (int)wire);
                 goto done;
             }
-            if (skip_field(b, &pos, end, wire) < 0 || buf_add(&unk, b + kstart, pos - kstart) < 0)
+            if (skip_field(b, &pos, end, wire, eof) < 0 || buf_add(&unk, b + kstart, pos - kstart) < 0)
                 goto done;
             continue;
         }
         int kind = f->kind;
         if (wire == 2) {
             uint64_t n;
-            if (rd_varint(b, &pos, end, &n) < 0) {
+            if (rd_varint(b, &pos, end, eof, &n) < 0) {
                 add_segment(f, -1);
                 goto done;
             }
             if (n > (uint64_t)(end - pos)) {
-                WERR(kstart, "length %llu of field %U runs past the end of its message",
-                     (unsigned long long)n, f->proto_name);
+                char need[24];
+                if (eof)
+                    WERR(kstart, "the file is truncated: field %U (length %llu) needs %s bytes, "
+                                 "the file has %zd", f->proto_name, (unsigned long long)n,
+                         sum_text(n, (uint64_t)pos, need), end);
+                else
+                    WERR(kstart, "length %llu of field %U runs past the end of its message",
+                         (unsigned long long)n, f->proto_name);
                 add_segment(f, -1);
                 goto done;
             }
@@ -973,7 +1030,7 @@ decode_msg(Dec *d, Py_ssize_t pos, Py_ssize_t end, Msg *m, PyObject *obj, int de
         PyObject *v = NULL;
         if (wire == 0) {
             uint64_t u;
-            if (rd_varint(b, &pos, end, &u) < 0) {
+            if (rd_varint(b, &pos, end, eof, &u) < 0) {
                 add_segment(f, -1);
                 goto done;
             }
@@ -1008,7 +1065,12 @@ decode_msg(Dec *d, Py_ssize_t pos, Py_ssize_t end, Msg *m, PyObject *obj, int de
         else {
             int width = wire == 5 ? 4 : 8;
             if (end - pos < width) {
-                WERR(kstart, "field %U runs past the end of its message", f->proto_name);
+                if (eof)
+                    WERR(kstart, "the file is truncated: field %U (a %d-bit value) needs %zd "
+                                 "bytes, the file has %zd", f->proto_name, width * 8, pos + width,
+                         end);
+                else
+                    WERR(kstart, "field %U runs past the end of its message", f->proto_name);
                 add_segment(f, -1);
                 goto done;
             }

@@ -14,6 +14,12 @@ The decoder follows the schema of :mod:`.schema`:
   :data:`~onemodel.limits.MAX_MESSAGE_DEPTH` messages raise MalformedError with the field path
   (``ModelProto.graph.node[3].attribute[0]``) and the byte offset. Recursion is bounded by that
   depth, far below Python's own limit.
+* a read past the end of the top-level message, which is the whole input, is a truncated file
+  and says so (``the file is truncated: field graph (length 58411) needs 58434 bytes, the file
+  has 5000``; a varint, a 32- or 64-bit value, an unknown field alike). A cut file always fails
+  there: the outermost field holding the cut has a length that crosses the end. A length past
+  the end of an inner message is a malformed length, whatever the file size (the lengths around
+  it say the message ends within the file).
 * ``raw_data`` is not copied: it becomes a :class:`~onemodel.storage.blob.Blob` of the source the
   input's bytes are (``blob_source``), or a view of the input (see :func:`decode`).
 
@@ -85,6 +91,57 @@ def _field_error(message: str, offset: int, field) -> WireError:
     return err
 
 
+def _truncated(what: str, need: int, size: int) -> str:
+    """The message for a read of the top-level message past the end of the input (Clause 12.2.5
+    at the outermost level: the file was cut); ``need``: the bytes the read needs."""
+    return f"the file is truncated: {what} needs {need} bytes, the file has {size}"
+
+
+def _ends_in_varint(buf, pos: int, end: int) -> bool:
+    """Whether the varint at ``pos`` runs past ``end`` (every octet left has its continuation
+    bit, and fewer than ten are left: ten would make read_varint refuse it as too wide)."""
+    return end - pos < 10 and all(buf[i] >= 0x80 for i in range(pos, end))
+
+
+def _varint_cut(end: int, offset: int) -> WireError:
+    return WireError(f"the file is truncated: it ends before the end of a varint, the file has "
+                     f"{end} bytes", offset)
+
+
+def _varint(buf, pos: int, end: int, depth: int) -> tuple[int, int]:
+    """read_varint, saying the file is truncated when the top-level message ends inside it."""
+    try:
+        return read_varint(buf, pos, end)
+    except WireError:
+        if depth == 1 and _ends_in_varint(buf, pos, end):
+            raise _varint_cut(end, pos) from None
+        raise
+
+
+def _skip_cut(buf, pos: int, end: int, wire: int) -> WireError | None:
+    """The truncation error of an unknown field's value at ``pos`` of the top-level message
+    that skip_field refused, or None when the refusal is not a read past the end."""
+    if wire in (0, 2) and _ends_in_varint(buf, pos, end):
+        return _varint_cut(end, pos)
+    if wire == 2:
+        n, p = read_varint(buf, pos, end)
+        if n > end - p:
+            return WireError(_truncated(f"a field of length {n}", p + n, end), pos)
+    elif wire in (1, 5):
+        width = 8 if wire == 1 else 4
+        if pos + width > end:
+            return WireError(_truncated(f"a {width * 8}-bit value", pos + width, end), pos)
+    return None
+
+
+def _past_end(f, width: int, kstart: int, pos: int, end: int, depth: int) -> WireError:
+    """The error of field ``f``'s fixed-width value at ``pos`` running past ``end``."""
+    if depth == 1:
+        return _field_error(_truncated(f"field {f.proto_name} (a {width * 8}-bit value)",
+                                       pos + width, end), kstart, f)
+    return _field_error(f"field {f.proto_name} runs past the end of its message", kstart, f)
+
+
 def _scalar_list(f, arr: np.ndarray, pos: int) -> np.ndarray:
     """Packed varints (uint64) as the field's integer kind, range-checked for int32."""
     if f.kind == UINT64:
@@ -99,14 +156,13 @@ def _scalar_list(f, arr: np.ndarray, pos: int) -> np.ndarray:
 def _decode(buf, pos: int, end: int, msg: Message, obj, depth: int, ctx: _Ctx) -> None:
     by_tag = msg.by_tag
     pending = None  # repeated numeric fields gathered in pieces: name -> list of arrays/values
-    counts = None  # repeated message fields: name -> index, for error paths
     while pos < end:
         kstart = pos
         k = buf[pos]
         if k < 0x80:
             pos += 1
         else:
-            k, pos = read_varint(buf, pos, end)
+            k, pos = _varint(buf, pos, end, depth)
         wire = k & 7
         f = by_tag.get(k >> 3)
         if f is None or (f.wire != wire and not (f.repeated and wire == 2 and f.wire != 2)):
@@ -116,7 +172,13 @@ def _decode(buf, pos: int, end: int, msg: Message, obj, depth: int, ctx: _Ctx) -
                                 kstart)
             if wire > 5:
                 raise WireError(f"invalid wire type {wire}", kstart)
-            pos = skip_field(buf, pos, end, wire)
+            try:
+                pos = skip_field(buf, pos, end, wire)
+            except WireError:
+                cut = _skip_cut(buf, pos, end, wire) if depth == 1 else None
+                if cut is None:
+                    raise
+                raise cut from None
             obj.unknown += bytes(buf[kstart:pos])
             continue
         kind = f.kind
@@ -126,12 +188,15 @@ def _decode(buf, pos: int, end: int, msg: Message, obj, depth: int, ctx: _Ctx) -
                 pos += 1
             else:
                 try:
-                    n, pos = read_varint(buf, pos, end)
+                    n, pos = _varint(buf, pos, end, depth)
                 except WireError as err:
                     err.segments.append(f.proto_name)
                     raise
             e = pos + n
             if e > end:
+                if depth == 1:
+                    raise _field_error(_truncated(f"field {f.proto_name} (length {n})", e, end),
+                                       kstart, f)
                 raise _field_error(f"length {n} of field {f.proto_name} runs past the end of "
                                    "its message", kstart, f)
             if kind == STRING:
@@ -209,7 +274,7 @@ def _decode(buf, pos: int, end: int, msg: Message, obj, depth: int, ctx: _Ctx) -
                 pos += 1
             else:
                 try:
-                    v, pos = read_varint(buf, pos, end)
+                    v, pos = _varint(buf, pos, end, depth)
                 except WireError as err:
                     err.segments.append(f.proto_name)
                     raise
@@ -224,15 +289,13 @@ def _decode(buf, pos: int, end: int, msg: Message, obj, depth: int, ctx: _Ctx) -
                     continue
         elif wire == 5:
             if pos + 4 > end:
-                raise _field_error(f"field {f.proto_name} runs past the end of its message",
-                                   kstart, f)
+                raise _past_end(f, 4, kstart, pos, end, depth)
             v = (Float32.from_bits(int.from_bytes(buf[pos:pos + 4], "little")) if not f.repeated
                  else np.frombuffer(buf[pos:pos + 4], dtype=_F4)[0])
             pos += 4
         else:
             if pos + 8 > end:
-                raise _field_error(f"field {f.proto_name} runs past the end of its message",
-                                   kstart, f)
+                raise _past_end(f, 8, kstart, pos, end, depth)
             v = np.frombuffer(buf[pos:pos + 8], dtype=_F8)[0]
             pos += 8
         if f.repeated:
