@@ -1,6 +1,10 @@
 """The in-memory model: one representation of the whole of ONNX IR version 14 (Annex B).
 
-No I/O happens here; formats read bytes into these records and write them back.
+Formats read bytes into these records and write them back; the records do no I/O of their own
+with one exception: tensor contents that are a storage Blob (``raw_data``, ``Tensor.external``)
+are fetched when used. :meth:`Tensor.numpy` and :meth:`Tensor.raw_view` go through
+:func:`~.record.buffer_view` to ``Blob.view()``, which slices a mapped or in-memory source, reads
+a remote one (once, then kept), and raises IoError once the model is closed.
 """
 
 from .dtypes import INFO, DataType, TypeInfo

@@ -3,10 +3,11 @@
 A :class:`Tensor` keeps its contents in the storage it was given and never copies them by itself:
 
 * **raw storage** (``raw_data``): the little-endian bytes, row-major, sub-byte types packed
-  (Clause 6.3.4). When the model was read from a file or a byte source, ``raw_data`` is a
-  storage Blob (the bytes' range of that source, see :func:`~onemodel.ir.record.buffer_view`)
-  and :meth:`Tensor.numpy` is a zero-copy view of the map; a value a user assigns (bytes, a
-  memoryview, an array) is bytes in memory.
+  (Clause 6.3.4). When the model was read from a file, a byte source or a URL, ``raw_data`` is a
+  storage Blob (the bytes' range of that source, see :func:`~onemodel.ir.record.buffer_view`):
+  :meth:`Tensor.numpy` is a zero-copy view of the map or the bytes in memory, and a Blob of a
+  remote source is fetched on first use (one range read, then kept); a value a user assigns
+  (bytes, a memoryview, an array) is bytes in memory.
 * **typed storage** (``float_data``, ``int32_data``, ``int64_data``, ``double_data``,
   ``uint64_data``, ``string_data``): numbers in the field of Table B.18 that fits the element type,
   narrow types as Table 7 states.

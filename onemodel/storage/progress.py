@@ -1,9 +1,13 @@
 """A progress bar for long transfers: bytes done, rate and time left (rich), on stderr only.
 
-Sources and sinks take an optional ``progress`` callable that they call with the number of
-bytes each read or write moved; :class:`Progress` is such a callable. It draws nothing unless
-stderr is a terminal, ``quiet`` is false and the operation has lasted :data:`DELAY` seconds, so
-quick operations and piped or redirected output stay clean; it never writes to stdout.
+``progress`` is a callable given the number of bytes each read or write moved; :class:`Progress`
+is one. Sinks get it through one :class:`ProgressSink`, which :func:`onemodel.storage.open_sink`
+wraps around the sink it opens (writers never count); among sources only
+:class:`~onemodel.storage.remote.RemoteSource` (bytes each request transferred) and
+decompression (compressed bytes consumed) take it, through
+:func:`onemodel.storage.open_source`. The bar draws nothing unless stderr is a terminal,
+``quiet`` is false and the operation has lasted :data:`DELAY` seconds, so quick operations and
+piped or redirected output stay clean; it never writes to stdout.
 
     with Progress("convert", total=source.size, quiet=quiet) as bar:
         sink = open_sink(url, progress=bar)

@@ -10,8 +10,8 @@ extension (:mod:`.extension`) builds. Natural reading rules:
   string that is ``""`` (``name``, ``op``); strings in arrays (``inputs``) are kept as written;
 * ``model_version`` absent or 0 reads as ``None``; other integers are kept as written;
 * an empty FLOATS value reads as ``None`` (an ARRAY field's empty value);
-* a tensor's bytes are a view of the data region (``raw_data``), STRING elements are
-  ``string_data``.
+* a tensor's bytes are a storage Blob of its range of the data region (``raw_data``,
+  :func:`onemodel.ir.is_blob`), STRING elements are ``string_data``.
 
 The functions take a context (``ctx``) that reads or writes the children: the reader's context
 decodes a child object fully (natural reading plus its extension), the writer's context encodes a

@@ -20,8 +20,11 @@ bytes, each step in the module that holds it:
    ``O_NOFOLLOW``, each after an ``lstat`` that refuses a symbolic link, and each descriptor
    compared by ``(st_dev, st_ino)`` with what the ``lstat`` saw, so a component swapped between
    the check and the open is caught. The file must be a regular file with exactly one hard link.
-   A location under a URL (``s3://``, ``https://``, ``memory://`` ...) passes the same rule (with
-   ``url=True``), is joined to the model's directory URL by
+   Where directories cannot be walked by descriptor (:data:`.external_walk.DIR_FD_WALK` false:
+   Windows) the same checks are made by path, with a weaker guarantee: a directory on the way
+   replaced by a link after its check is not caught (docs/external-data.md, "Without a
+   descriptor walk"). A location under a URL (``s3://``, ``https://``, ``memory://`` ...)
+   passes the same rule (with ``url=True``), is joined to the model's directory URL by
    :func:`onemodel.storage.remote.join_location` and read with range requests.
 4. **The bytes** (:func:`resolve_external_data`). ``offset + length`` is checked against the
    file's size before anything is used, a missing ``length`` runs to the end of the file, and the
@@ -29,8 +32,8 @@ bytes, each step in the module that holds it:
    ``checksum`` is verified (SHA-1 of the whole file, Clause 13.3) before the bytes are used. Each
    data file is opened and mapped once, whatever the number of tensors in it;
    ``tensor.external`` becomes the :class:`~onemodel.storage.blob.Blob` of the tensor's bytes in
-   it (a zero-copy view of the map, or range reads of a remote file), which writers copy file to
-   file.
+   it (its ``view()`` a zero-copy slice of the map, or one range read of a remote file, fetched on
+   first use), which writers copy file to file.
 
 Data files are written (:mod:`.writer`) where :mod:`.external_sinks` says, their directories
 created by the same confined walk.
@@ -93,7 +96,8 @@ class _DataFile:
 
 def resolve_external_data(model: Model, base=None, *, allow_outside: bool = False,
                           storage_options: dict | None = None, offsets: dict | None = None,
-                          source: str | None = None, errors: list | None = None) -> list[Source]:
+                          source: str | None = None, errors: list | None = None,
+                          unverified: list | None = None) -> list[Source]:
     """Resolve every external tensor of ``model`` (initializers, sparse initializers' values and
     indices, attribute tensors, in subgraphs, functions and training graphs).
 
@@ -110,6 +114,9 @@ def resolve_external_data(model: Model, base=None, *, allow_outside: bool = Fals
         source: the model file's name, for error messages.
         errors: a list: a tensor that cannot be resolved is left unresolved and its error
             appended here instead of raised (``onemodel check``); the others are resolved.
+        unverified: a list: a ``checksum`` is not verified (the data file is not read), and each
+            tensor whose checksum was left unverified is appended here instead (``onemodel
+            check`` without ``--full``: structure only). Default: verified (Clause 13.3).
     Returns:
         the Sources opened (one per data file), which the caller closes (the reader puts them in
         ``model.resources``). On error every file opened here is closed again.
@@ -134,6 +141,7 @@ def resolve_external_data(model: Model, base=None, *, allow_outside: bool = Fals
         errors.append(e)
         return []
     resolver = _Resolver(base, allow_outside, storage_options)
+    resolver.unverified = unverified
     try:
         for t in externals:
             try:
@@ -177,6 +185,7 @@ class _Resolver:
         self.by_identity: dict = {}
         self.sources: list[Source] = []
         self.base_fd = None
+        self.unverified: list | None = None  # a list: checksums are not verified (see above)
         if not is_remote(base) and not allow_outside:
             self.base_fd = open_base_dir(local_path(base))
 
@@ -214,7 +223,9 @@ class _Resolver:
             what = "length" if ref.length is not None else "the rest of the file after offset"
             raise RefusedError(f"{what} {length} does not match dims {list(t.dims)} of "
                                f"{INFO[t.data_type].name} ({want} bytes)")
-        if ref.checksum is not None:
+        if ref.checksum is not None and self.unverified is not None:
+            self.unverified.append(t)
+        elif ref.checksum is not None:
             if df.sha1 is None:
                 df.sha1 = _sha1_of(src)
             if df.sha1 != ref.checksum:

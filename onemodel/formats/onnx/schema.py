@@ -2,8 +2,9 @@
 
 One line per field: ``tag  proto_name  type  [repeated|packed]  [-> ir_name]  [oneof=group]``.
 ``type`` is a scalar type of Clause 12 (``string``, ``bytes``, ``int64``, ``int32``, ``uint64``,
-``float``, ``double``), ``enum:<Name>`` for a closed enumeration, ``raw`` for ``raw_data`` (bytes
-kept as a zero-copy view of the file), or a message name. ``packed`` marks the repeated fields that
+``float``, ``double``), ``enum:<Name>`` for a closed enumeration, ``raw`` for ``raw_data`` (kept
+as a storage Blob of the bytes' range in the source, :func:`onemodel.ir.is_blob`), or a message
+name. ``packed`` marks the repeated fields that
 Annex B records in packed form (Clause 12.3.3); other repeated fields are written unpacked. A
 field's record attribute is ``ir_name`` when given, else ``proto_name``.
 """
