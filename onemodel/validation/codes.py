@@ -109,6 +109,11 @@ _TABLE = [
      "the OneModel reader accepts every object of the manifest (only its first refusal is "
      "reported)",
      "byte length 12 does not match dims and dtype (16 bytes)"),
+    ("OM206", "info", P1 + "Clause 13.3",
+     "an external data file's SHA-1 checksums are verified only by --full (check reads the "
+     "structure only; one finding per data file)",
+     "external data location 'w.bin': the SHA-1 checksum of 1 tensor was not verified (check "
+     "reads structure only; --full reads the file and verifies them)"),
     # -- operator set checks against onemodel.schemas (onemodel/validation/operators.py) --
     ("OM301", "error", P1 + "Clauses 10.2, 10.4",
      "the operator is defined in its domain (a domain with schemas: ai.onnx, ai.onnx.ml, "

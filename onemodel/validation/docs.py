@@ -18,6 +18,9 @@ there is one, and the clause. Python: `onemodel.check(path_or_model) -> Report`.
 Exit status: 0 no error (warnings allowed), 1 errors, 2 the file cannot be read at all.
 `--strict` makes warnings errors; `--select`/`--ignore` take codes or prefixes (`OM1`).
 Only the structure is read: tensor bytes are checked for length and reference, never loaded.
+An external data checksum (the SHA-1 of a whole data file, Clause 13.3) would mean reading
+the file, so `check` leaves it unverified and says so (`OM206`, info, one per data file);
+`check --full` (and loading the model) verifies it, a mismatch being `OM203`.
 
 | Code | Severity | Checks | Example message | Clause |
 |------|----------|--------|-----------------|--------|

@@ -16,10 +16,12 @@ from .codes import finding
 
 
 def read_for_check(target, *, storage_options: dict | None = None,
-                   allow_outside: bool = False):
+                   allow_outside: bool = False, full: bool = False):
     """``(model, findings, fmt, graph_paths)`` for the file or URL ``target``: the model read
     (``None`` when a OneModel reader refused it), the reading findings (``OM2xx``, paths in the
     file's terms), the format name and the OneModel reader's ``{id(graph): manifest path}``.
+    External data checksums (SHA-1 of a whole data file, Clause 13.3) are verified only with
+    ``full``; otherwise each data file with checksums gets the info finding ``OM206``.
 
     Raises MalformedError or IoError (the file cannot be read), UnsupportedError for a format
     that cannot be told or a limit that stops decoding."""
@@ -31,7 +33,7 @@ def read_for_check(target, *, storage_options: dict | None = None,
         head = bytes(source.read(0, min(16, source.size)))
         plugin = formats.detect(head, source.name)
         if plugin.name == "onnx":
-            model, found = _onnx(source, storage_options, allow_outside)
+            model, found = _onnx(source, storage_options, allow_outside, full)
             return model, found, "onnx", {}
         if plugin.name == "onemodel":
             model, found, paths = _onemodel(source)
@@ -53,7 +55,7 @@ def _strip(path):
     return path
 
 
-def _onnx(source, storage_options, allow_outside):
+def _onnx(source, storage_options, allow_outside, full):
     from ..formats.onnx.checks import check_tensors
     from ..formats.onnx.external import default_base, resolve_external_data
     from ..formats.onnx.wire_decode import decode
@@ -81,12 +83,34 @@ def _onnx(source, storage_options, allow_outside):
     if external:
         model.base_dir = default_base(source)
         refused: list = []
+        unverified: list | None = None if full else []
         model.resources += resolve_external_data(
             model, model.base_dir, allow_outside=allow_outside, storage_options=storage_options,
-            offsets=external, source=source.name, errors=refused)
+            offsets=external, source=source.name, errors=refused, unverified=unverified)
         found += [finding("OM204" if isinstance(e, IoError) else "OM203", e.message,
                           _strip(e.path), e.offset) for e in refused]
+        found += _unverified(model, unverified or [], external)
     return model, found
+
+
+def _unverified(model, tensors: list, offsets: dict) -> list:
+    """One ``OM206`` per data file among ``tensors`` (external tensors whose checksum was not
+    verified), at the first such tensor."""
+    from ..formats.onnx.paths import proto_path
+
+    by_file: dict = {}
+    for t in tensors:
+        loc = next((e.value for e in t.external_data if e.key == "location"), "")
+        by_file.setdefault(loc, []).append(t)
+    out = []
+    for loc, ts in by_file.items():
+        n = len(ts)
+        out.append(finding(
+            "OM206", f"external data location {loc!r}: the SHA-1 checksum{'s' if n > 1 else ''} "
+            f"of {n} tensor{'s' if n > 1 else ''} {'were' if n > 1 else 'was'} not verified "
+            "(check reads structure only; --full reads the file and verifies them)",
+            _strip(proto_path(model, ts[0])), offsets.get(id(ts[0]))))
+    return out
 
 
 def _onemodel(source):

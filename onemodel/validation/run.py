@@ -69,7 +69,8 @@ def check_and_model(path_or_model, *, full: bool = False, strict: bool = False, 
     else:
         from .reading import read_for_check
         model, found, fmt, graph_paths = read_for_check(
-            path_or_model, storage_options=storage_options, allow_outside=allow_outside)
+            path_or_model, storage_options=storage_options, allow_outside=allow_outside,
+            full=full)
         source, close = getattr(model, "source", None) or str(path_or_model), True
     try:
         if model is not None:

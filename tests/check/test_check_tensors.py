@@ -36,11 +36,12 @@ def test_three_bad_tensors_give_three_findings(tmp_path):
         onemodel.load(p)
 
 
-def _external(tmp_path, length, location="w.bin"):
+def _external(tmp_path, length, location="w.bin", checksum=None):
     t = helper.make_tensor("w", TensorProto.FLOAT, [4], [0.0] * 4)
     del t.float_data[:]
     t.data_location = TensorProto.EXTERNAL
-    for k, v in (("location", location), ("offset", "0"), ("length", str(length))):
+    entries = [("location", location), ("offset", "0"), ("length", str(length))]
+    for k, v in entries + ([("checksum", checksum)] if checksum else []):
         e = t.external_data.add()
         e.key, e.value = k, v
     (tmp_path / "w.bin").write_bytes(b"\0" * 16)
@@ -57,6 +58,30 @@ def test_external_data_findings(tmp_path):
     assert (f.code, f.path) == ("OM204", "graph.initializer[0]")
     f, = onemodel.check(_external(tmp_path, 16, "../w.bin")).findings
     assert (f.code, f.path) == ("OM203", "graph.initializer[0]")
+
+
+def test_checksums_are_verified_only_by_full(tmp_path, monkeypatch):
+    """check reads structure only: a checksum is one info finding per data file (the file is
+    not read); --full verifies it (OM203 on a mismatch)."""
+    import hashlib
+
+    from onemodel.formats.onnx import external
+
+    good = hashlib.sha1(b"\0" * 16).hexdigest()
+    bad = hashlib.sha1(b"other").hexdigest()
+    p = _external(tmp_path, 16, checksum=bad)
+    reads = []
+    monkeypatch.setattr(external, "_sha1_of", lambda src: reads.append(src) or bad)
+    f, = onemodel.check(p).findings
+    assert (f.code, f.severity, f.path) == ("OM206", "info", "graph.initializer[0]")
+    assert "'w.bin'" in f.message and "1 tensor was not verified" in f.message
+    assert reads == [] and onemodel.check(p).ok
+    monkeypatch.undo()
+    r = onemodel.check(p, full=True)
+    assert [(f.code, f.path) for f in r.errors] == [("OM203", "graph.initializer[0]")]
+    assert "checksum mismatch" in r.errors[0].message
+    r = onemodel.check(_external(tmp_path, 16, checksum=good), full=True)
+    assert [f.code for f in r.findings] == ["OM001"]  # verified; only --full's own warning
 
 
 def test_an_unreadable_file_raises(tmp_path):
