@@ -106,8 +106,8 @@ _TABLE = [
      "an external data file can be read",
      "tensor 'w', external data location 'w.bin': cannot open 'w.bin': No such file or directory"),
     ("OM205", "error", "OneModel format v1, section 3.1",
-     "the OneModel reader accepts every object of the manifest (only its first refusal is "
-     "reported)",
+     "the OneModel reader accepts every object of the manifest (every tensor whose byte length "
+     "or extension breaks a tensor rule; otherwise only the first refusal)",
      "byte length 12 does not match dims and dtype (16 bytes)"),
     ("OM206", "info", P1 + "Clause 13.3",
      "an external data file's SHA-1 checksums are verified only by --full (check reads the "

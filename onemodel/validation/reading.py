@@ -6,7 +6,9 @@ An ONNX file is decoded with :func:`onemodel.formats.onnx.checks.check_tensors` 
 bytes are never loaded: raw_data stays a Blob of the file, external data is checked for
 reference and length); the fields Clause 5.3.1 makes mandatory are left to the structure checks.
 A OneModel file is read by its reader's own pieces without the graph rules (which the structure
-checks report all at once). What cannot be decoded at all (Malformed, Io) is raised.
+checks report all at once), its tensor faults (byte lengths, extension tensor rules) collected;
+any other refusal of a manifest object is reported alone (the model cannot be made). What
+cannot be decoded at all (Malformed, Io) is raised.
 """
 
 from __future__ import annotations
@@ -125,7 +127,7 @@ def _onemodel(source):
     except RecursionError:
         raise UnsupportedError("the manifest nests too deeply", path=cr.MANIFEST) from None
     try:
-        r = cr.Reader(source, header)
+        r = cr.Reader(source, header, errors=[])  # tensor faults collected, every one
         with cr.bulk_objects():
             model = r.full("Model", manifest, cr.MANIFEST, 0)
     except (InvalidModelError, UnsupportedError) as e:  # (Malformed, Io: unreadable, raised)
@@ -135,4 +137,4 @@ def _onemodel(source):
     model.resources = [source]
     model.source = source.name
     model.format = "onemodel"
-    return model, [], r.graph_paths
+    return model, [finding("OM205", e.message, e.path, e.offset) for e in r.errors], r.graph_paths

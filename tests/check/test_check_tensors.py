@@ -89,3 +89,26 @@ def test_an_unreadable_file_raises(tmp_path):
     p.write_bytes(b"\x08\x07\x12\xff\xff")  # ir_version, then a field running past the end
     with pytest.raises(onemodel.MalformedError):
         onemodel.check(str(p))
+
+
+def test_three_bad_tensors_of_a_onemodel_file_give_three_findings(tmp_path):
+    """The OneModel reader collects tensor faults under check, as the ONNX reader does: every
+    tensor whose byte length does not match its dims is an OM205 at its own manifest path."""
+    inits = [helper.make_tensor(n, TensorProto.FLOAT, [4], [float(k)] * 4)
+             for k, n in enumerate("abcd")]
+    nodes = [helper.make_node("Relu", ["x"], ["y"])]
+    om = tmp_path / "m.onemodel"
+    onemodel.convert(save(tmp_path, model(nodes, initializers=inits)), str(om))
+    data = om.read_bytes()
+    assert data.count(b'"length":16') == 4, "the manifest's tensor lengths as written"
+    cut = data.split(b'"length":16')  # tensors a, c, d claim 12 bytes (same width: 16 -> 12)
+    om.write_bytes(cut[0] + b'"length":12' + cut[1] + b'"length":16' + cut[2]
+                   + b'"length":12' + cut[3] + b'"length":12' + cut[4])
+    r = onemodel.check(str(om))
+    got = [(f.code, f.severity, f.path) for f in r.findings]
+    assert got == [("OM205", "error", f"manifest.graph.initializers[{k}].data.length")
+                   for k in (0, 2, 3)], r.findings
+    assert all("byte length 12 does not match dims and dtype (16 bytes)" == f.message
+               for f in r.findings)
+    with pytest.raises(onemodel.InvalidModelError):  # the reader itself still refuses
+        onemodel.load(str(om))

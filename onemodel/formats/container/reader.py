@@ -33,18 +33,25 @@ class Reader:
         source: the file. header: its checked :class:`~.header.Header`. version: the header's
         format version. graph_paths: ``id(graph)`` -> manifest path (for rule errors).
         node_orders: ``id(graph)`` -> original node order from the extension.
+        errors: ``None`` (refusals are raised), or a list (``onemodel check``): a tensor whose
+        byte length does not match its dims and dtype, or whose extension breaks a tensor rule,
+        is kept (its Blob spans the length the manifest states) and its InvalidModelError or
+        UnsupportedError appended here, so every such tensor is reported; other refusals are
+        raised.
     """
 
-    def __init__(self, source: Source, header):
+    def __init__(self, source: Source, header, errors: list | None = None):
         self.source = source
         self.header = header
         self.version = header.version
         self.graph_paths: dict[int, str] = {}
         self.node_orders: dict[int, list[int]] = {}
+        self.errors = errors
 
     def full(self, cls: str, obj, path: str, lvl: int):
         """Decode a ``cls`` object: its natural reading, then its ``"onnx"`` extension."""
         obj = as_obj(obj, path)
+        faults = len(self.errors) if self.errors is not None else 0
         rec = DECODE[cls](obj, self, path, lvl)
         ext = obj.get(extension.KEY)
         if cls == "Graph":
@@ -56,8 +63,9 @@ class Reader:
                 # The natural reading already meets these rules (decode_tensor); what the
                 # extension set (a typed field beside raw_data, external data ...) may not.
                 problem = tensor_problem(rec)
-                if problem is not None:
-                    raise problem[0](problem[1], path=epath)
+                # (a tensor whose length was refused already is not reported twice)
+                if problem is not None and (self.errors is None or len(self.errors) == faults):
+                    self._refuse(problem[0](problem[1], path=epath))
             else:
                 inner = extension.inner_level(cls, lvl)
                 skip = (extension.NODE_ORDER,) if cls == "Graph" else ()
@@ -76,7 +84,8 @@ class Reader:
         """The raw_data (a Blob) of a tensor's ``data`` object: ``nbytes`` bytes at its offset.
 
         Checked in exact arithmetic before any slice: InvalidModel when ``length`` is not
-        ``nbytes``; Malformed when the range leaves the data region or a non-empty tensor's
+        ``nbytes`` (collected in :attr:`errors` when they are, the Blob then spanning
+        ``length``); Malformed when the range leaves the data region or a non-empty tensor's
         offset is not a multiple of 64.
         """
         data = as_obj(data, path)
@@ -85,8 +94,9 @@ class Reader:
         h = self.header
         where = h.data_offset + offset if offset >= 0 else None
         if length != nbytes:
-            raise InvalidModelError(f"byte length {length} does not match dims and dtype "
-                                    f"({nbytes} bytes)", path=f"{path}.length", offset=where)
+            self._refuse(InvalidModelError(f"byte length {length} does not match dims and dtype "
+                                           f"({nbytes} bytes)", path=f"{path}.length",
+                                           offset=where))
         if offset < 0 or offset + length > h.data_length:
             raise MalformedError(f"tensor byte range [{offset}, {offset + length}) is outside the "
                                  f"{h.data_length}-byte data region", path=path, offset=where)
@@ -94,6 +104,12 @@ class Reader:
             raise MalformedError(f"tensor offset {offset} is not a multiple of 64",
                                  path=f"{path}.offset", offset=where)
         return Blob(self.source, h.data_offset + offset, length)
+
+    def _refuse(self, e: OneModelError) -> None:
+        """Raise ``e``, or append it to :attr:`errors` when they are collected."""
+        if self.errors is None:
+            raise e
+        self.errors.append(e)
 
 
 def read(source: Source) -> Model:
