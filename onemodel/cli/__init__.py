@@ -582,8 +582,9 @@ def check(
     file: str = typer.Argument(..., metavar="FILE", help="Model file or URL."),
     as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
     sarif: bool = typer.Option(False, "--sarif", help="Print the findings as SARIF 2.1.0."),
-    full: bool = typer.Option(False, "--full", help="Also check every intermediate value's "
-                              "type and shape (not available yet: says so)."),
+    full: bool = typer.Option(False, "--full", help="Also verify external data checksums "
+                              "(SHA-1, reading the files) and every intermediate value's type "
+                              "and shape (not available yet: says so)."),
     strict: bool = typer.Option(False, "--strict", help="Warnings are errors."),
     select: Optional[str] = typer.Option(None, "--select", metavar="CODES",
                                          help="Report only these codes or prefixes "

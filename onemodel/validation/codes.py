@@ -30,7 +30,7 @@ class Code:
 
 
 _TABLE = [
-    ("OM001", "warning", P1 + "Clause 10.3",
+    ("OM001", "info", P1 + "Clause 10.3",
      "--full (types and shapes of every intermediate value) was asked for but is not available",
      "--full is not available yet (shape inference): intermediate values were not checked"),
     ("OM101", "error", P1 + "Clause 5.3.1",

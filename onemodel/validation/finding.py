@@ -76,6 +76,10 @@ class Report:
     def ok(self) -> bool:
         return not any(f.severity == "error" for f in self.findings)
 
+    def __bool__(self) -> bool:
+        """``if report:`` reads as ``if report.ok:`` (no error), not "has findings"."""
+        return self.ok
+
     @property
     def counts(self) -> dict[str, int]:
         out = {s: 0 for s in SEVERITIES}

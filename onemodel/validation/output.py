@@ -49,7 +49,6 @@ def sarif(report: Report, shown_source: str) -> dict:
                         "level": _LEVEL[f.severity], "message": {"text": f.message},
                         "locations": [loc]})
     return {"$schema": SARIF_SCHEMA, "version": "2.1.0",
-            "runs": [{"tool": {"driver": {"name": "onemodel check", "version": __version__,
-                                          "informationUri": "https://onnx.ai",
+            "runs": [{"tool": {"driver": {"name": "onemodel", "version": __version__,
                                           "rules": rules}},
                       "results": results}]}

@@ -34,10 +34,13 @@ def check(path_or_model, *, full: bool = False, strict: bool = False, select=Non
             read for its structure only: tensor bytes are checked for length and reference,
             never loaded.
         full: also check the types and shapes of every intermediate value; not available yet
-            (shape inference), which the report says with the warning ``OM001``.
+            (shape inference), which the report says with the info finding ``OM001`` (not
+            made an error by ``strict``: the checks that do run under ``full``, data-file
+            checksums, still decide).
         strict: warnings count as errors (their severity becomes ``error``).
-        select: codes or code prefixes (``["OM1"]``) to report; default all.
-        ignore: codes or code prefixes not to report.
+        select: codes or code prefixes (``["OM1"]``, or one comma-separated string
+            ``"OM1,OM3"`` as the command line takes them) to report; default all.
+        ignore: codes or code prefixes not to report (the same forms).
         storage_options: fsspec options for a URL. allow_outside: resolve external data
             outside the model's directory (Clause 15.3; never the default).
     Returns:
@@ -61,6 +64,7 @@ def check_and_model(path_or_model, *, full: bool = False, strict: bool = False, 
     one before the process exits anyway."""
     from ..ir import Model
 
+    select, ignore = _codes(select), _codes(ignore)
     _known(select, "select")
     _known(ignore, "ignore")
     if isinstance(path_or_model, Model):
@@ -102,6 +106,14 @@ def _in_file_terms(model, f: Finding, fmt) -> Finding:
     if path == f.path:
         return f
     return Finding(f.code, f.severity, f.message, path, f.offset, f.clause)
+
+
+def _codes(patterns):
+    """``patterns`` as a list: a string is one comma-separated list (``"OM1,OM3"``), not a
+    sequence of one-letter patterns."""
+    if isinstance(patterns, str):
+        return [p for p in patterns.split(",") if p.strip()]
+    return patterns
 
 
 def _known(patterns, what: str) -> None:

@@ -11,6 +11,8 @@ from onnx import TensorProto, helper
 import onemodel
 from onemodel.validation import Finding
 
+MODELS = __import__("pathlib").Path(__file__).resolve().parents[2] / "testdata" / "models"
+
 
 def found(tmp_path, m, **kw):
     return onemodel.check(save(tmp_path, m), **kw)
@@ -165,9 +167,9 @@ def test_select_ignore_strict_full(tmp_path):
     assert [f.code for f in onemodel.check(p, select=["OM112"]).findings] == ["OM112"]
     assert [f.code for f in onemodel.check(p, ignore=["OM11"]).findings] == ["OM109"]
     r = onemodel.check(p, select=["OM0"], full=True)
-    assert [(f.code, f.severity) for f in r.findings] == [("OM001", "warning")] and r.ok
+    assert [(f.code, f.severity) for f in r.findings] == [("OM001", "info")] and r.ok
     r = onemodel.check(p, select=["OM0"], full=True, strict=True)
-    assert [(f.code, f.severity) for f in r.findings] == [("OM001", "error")] and not r.ok
+    assert [(f.code, f.severity) for f in r.findings] == [("OM001", "info")] and r.ok
     with pytest.raises(onemodel.errors.UsageError):
         onemodel.check(p, select=["XX1"])
 
@@ -213,3 +215,24 @@ def test_a_function_body_out_of_order(tmp_path):
     m.functions.append(fn)
     f = one(found(tmp_path, m), "OM113")
     assert (f.severity, f.path) == ("error", "functions[0].node[0]")
+
+
+def test_select_takes_a_comma_separated_string_and_a_report_is_true_when_ok():
+    import onemodel
+    from onemodel.ir import Graph, Model
+
+    bad = Model(ir_version=None, graph=Graph(name="g"))
+    as_list = onemodel.check(bad, select=["OM1"])
+    as_text = onemodel.check(bad, select="OM1, OM3")
+    codes = [f.code for f in as_list.findings]
+    assert as_list.errors and [f.code for f in as_text.findings] == codes
+    assert not as_text and not as_text.ok
+    assert onemodel.check(bad, select="OM001")  # nothing selected: no error, so true
+
+
+def test_full_under_strict_stays_an_info_and_does_not_fail_a_clean_model():
+    import onemodel
+
+    report = onemodel.check(MODELS / "cnn_dynamo.onnx", full=True, strict=True)
+    assert report.ok and [f.code for f in report.findings] == ["OM001"]
+    assert report.findings[0].severity == "info"
