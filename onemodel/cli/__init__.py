@@ -75,7 +75,7 @@ def _one_line_usage_errors(group_ctx=None):
             path = " ".join(filter(None, (ctx.command_path, ctx.invoked_subcommand)))
         if ctx is not None and ctx.help_option_names:
             text += ("" if text.endswith((".", "?", "!")) else ".") + \
-                f" Try '{path} {ctx.help_option_names[0]}' for help."
+                f" Try '{path} {ctx.help_option_names[-1]}' for help."
         err.line(f"Usage error: {text}")
         raise typer.Exit(2) from None
     except click.exceptions.ClickException as e:
@@ -84,7 +84,7 @@ def _one_line_usage_errors(group_ctx=None):
 
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  cls=_Group,
+                  cls=_Group, context_settings={"help_option_names": ["-h", "--help"]},
                   help="Store, convert and verify ONNX and OneModel models, bit-identical.")
 
 

@@ -85,3 +85,12 @@ def test_a_url_is_checked_and_masked(http_server, tmp_path):
     r = runner.invoke(app, ["check", url])
     masked = f"http://***@127.0.0.1:{http_server.port}/m.onnx?X-Amz-Signature=***&token=***"
     assert r.stdout.splitlines()[-1] == f"{masked}: not valid: 1 error(s), 0 warning(s), 0 info"
+
+
+def test_short_help_option():
+    for args in (["-h"], ["check", "-h"], ["info", "-h"]):
+        r = runner.invoke(app, args)
+        assert r.exit_code == 0, args
+        assert "Usage: " in r.stdout and "--help" in r.stdout
+    r = runner.invoke(app, ["check", "-h"])
+    assert "--sarif" in r.stdout
