@@ -477,12 +477,18 @@ def tensor_problem(t: "Tensor") -> tuple[type, str] | None:
         have = len(getattr(t, field))
         want = info.typed_count(count)
         if have != want:
-            return InvalidModelError, (f"{have} values in {field} for {count} elements of "
-                                       f"{info.name} ({want} expected)")
+            return InvalidModelError, _count_message(have, field, count, info.name, want)
         return None
     if count:
         return InvalidModelError, f"tensor of {count} elements has no contents"
     return None
+
+
+def _count_message(have: int, field: str, count: int, name: str, want: int) -> str:
+    """A typed field holding the wrong number of values; the expected number of values is
+    given only when it differs from the element count (packed and complex types)."""
+    expected = f" ({want} expected)" if want != count else ""
+    return f"{have} values in {field} for {count} elements of {name}{expected}"
 
 
 # -- typed storage <-> values ----------------------------------------------------------------
@@ -506,8 +512,8 @@ def typed_to_array(code: int, field: str, values, count: int, where=None) -> np.
     v = _typed_array(field, values)
     need = info.typed_count(count)
     if v.size != need:
-        raise InvalidModelError(f"{v.size} values in {field} for {count} elements of "
-                                f"{info.name} ({need} expected)", path=where)
+        raise InvalidModelError(_count_message(v.size, field, count, info.name, need),
+                                path=where)
     if info.subbyte:
         if info.bits not in (2, 4):
             return (v.astype(np.uint8) & ((1 << info.bits) - 1)).view(info.dtype)
@@ -530,8 +536,7 @@ def typed_to_raw(code: int, field: str, values, count: int) -> np.ndarray:
         v = _typed_array(field, values)
         need = info.typed_count(count)
         if v.size != need:
-            raise InvalidModelError(f"{v.size} values in {field} for {count} elements of "
-                                    f"{info.name} ({need} expected)")
+            raise InvalidModelError(_count_message(v.size, field, count, info.name, need))
         return v.astype(np.uint8)
     arr = typed_to_array(code, field, values, count)
     if info.subbyte:

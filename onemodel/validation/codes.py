@@ -93,7 +93,7 @@ _TABLE = [
      "graphs nested too deep"),
     ("OM201", "error", P1 + "Clauses 6.2, 13.1; Annex B.2.16",
      "a tensor's contents match its dims and element type; one storage form; dims non-negative",
-     "raw_data has 12 bytes; dims [4] of FLOAT need 16"),
+     "raw_data holds 12 bytes; dims [4] of FLOAT need 16"),
     ("OM202", "error", P1 + "Clauses 6.2, 15.4",
      "a tensor's element type is known and its element count within the documented limit",
      "element type 99 is not in Table 5"),

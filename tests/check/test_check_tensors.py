@@ -9,6 +9,7 @@ from check_models import model, save
 from onnx import TensorProto, helper
 
 import onemodel
+from onemodel.validation.codes import CODES
 
 
 def _bad(name, n):
@@ -112,3 +113,18 @@ def test_three_bad_tensors_of_a_onemodel_file_give_three_findings(tmp_path):
                for f in r.findings)
     with pytest.raises(onemodel.InvalidModelError):  # the reader itself still refuses
         onemodel.load(str(om))
+
+
+def test_count_messages_word_it_once(tmp_path):
+    short = helper.make_tensor("s", TensorProto.FLOAT, [4], [0.0] * 4)
+    del short.float_data[2:]
+    packed = helper.make_tensor("p", TensorProto.INT4, [5], [0] * 5)
+    packed.ClearField("raw_data")
+    packed.int32_data[:] = [0] * 5  # 5 INT4 elements pack into 3 int32_data values
+    inits = [_bad("a", 12), short, packed]
+    p = save(tmp_path, model([helper.make_node("Relu", ["x"], ["y"])], initializers=inits))
+    got = [f.message for f in onemodel.check(p).findings]
+    assert got == ["raw_data holds 12 bytes; dims [4] of FLOAT need 16",
+                   "2 values in float_data for 4 elements of FLOAT",
+                   "5 values in int32_data for 5 elements of INT4 (3 expected)"]
+    assert CODES["OM201"].example == got[0]  # docs/check.md's example is a real message

@@ -74,7 +74,7 @@ W = {"dtype": 1, "dims": [2], "data": {"offset": 0, "length": 8}}
     ({"float_data": _b64(np.array([1, 2], "<f4"))}, "more than one storage field"),
     ({"data_location": 1}, "external tensor also carries contents"),
     ({"raw_data": None, "float_data": _b64(np.array([1, 2, 3], "<f4"))},
-     "3 values in float_data for 2 elements of FLOAT (2 expected)"),
+     "3 values in float_data for 2 elements of FLOAT"),
     ({"raw_data": None, "int64_data": _b64(np.array([1, 2], "<i8"))},
      "FLOAT contents in int64_data; float_data expected"),
     ({"raw_data": None}, "tensor of 2 elements has no contents"),
