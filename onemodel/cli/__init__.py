@@ -603,11 +603,23 @@ def check(
 
     global _nothing_at_exit
     with _errors(debug):
-        with _no_collections():
-            report, model = check_and_model(
-                file, full=full, strict=strict, select=select.split(",") if select else None,
-                ignore=ignore.split(",") if ignore else None,
-                storage_options=_storage(storage_option, file), allow_outside=allow_outside)
+        try:
+            with _no_collections():
+                report, model = check_and_model(
+                    file, full=full, strict=strict, select=select.split(",") if select else None,
+                    ignore=ignore.split(",") if ignore else None,
+                    storage_options=_storage(storage_option, file), allow_outside=allow_outside)
+        except OneModelError as e:  # unreadable: the document says so too, the line stays
+            if as_json or sarif:
+                import json
+
+                from ..validation.output import sarif_unreadable, unreadable
+                kind = e.kind
+                message = redact(" ".join(str(e).removeprefix(f"{kind}: ").split()))
+                doc = sarif_unreadable(kind, message, shown(file)) if sarif \
+                    else unreadable(kind, message)
+                out.line(json.dumps(doc, indent=2))
+            raise
         if _own_process:  # freed with the process, not record by record on return
             _kept_to_exit.append(model)
         where = shown(file)

@@ -1,5 +1,6 @@
 """How ``onemodel check`` prints a :class:`~.finding.Report`: text grouped by code and counted,
-and SARIF 2.1.0 for code-scanning tools (the ``--json`` document is ``Report.as_dict``)."""
+and SARIF 2.1.0 for code-scanning tools (the ``--json`` document is ``Report.as_dict``); and
+the JSON and SARIF documents of a file that cannot be read at all."""
 
 from __future__ import annotations
 
@@ -26,6 +27,28 @@ def text_lines(report: Report, shown_source: str) -> list[str]:
     lines.append(f"{shown_source}: {verdict}: {n['error']} error(s), {n['warning']} warning(s), "
                  f"{n['info']} info")
     return lines
+
+
+def unreadable(kind: str, message: str) -> dict:
+    """The ``--json`` document of a file that cannot be read at all (exit status 2): no
+    findings, zero counts, and ``"error": {"kind": kind, "message": message}``, ``kind`` one of
+    the error kinds (``Malformed``, ``InvalidModel``, ``Unsupported``, ``Io``) and ``message``
+    the error's line without its kind (the caller masks it)."""
+    doc = Report().as_dict()
+    doc["error"] = {"kind": kind, "message": message}
+    return doc
+
+
+def sarif_unreadable(kind: str, message: str, shown_source: str) -> dict:
+    """The SARIF 2.1.0 log of a file that cannot be read at all: no rules or results, and
+    ``invocations[0]`` with ``executionSuccessful: false`` and one error
+    ``toolExecutionNotifications`` entry holding ``message`` (its descriptor id is ``kind``)."""
+    log = sarif(Report(), shown_source)
+    log["runs"][0]["invocations"] = [{
+        "executionSuccessful": False,
+        "toolExecutionNotifications": [{"level": "error", "message": {"text": message},
+                                        "descriptor": {"id": kind}}]}]
+    return log
 
 
 def sarif(report: Report, shown_source: str) -> dict:

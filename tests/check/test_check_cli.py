@@ -94,3 +94,34 @@ def test_short_help_option():
         assert "Usage: " in r.stdout and "--help" in r.stdout
     r = runner.invoke(app, ["check", "-h"])
     assert "--sarif" in r.stdout
+
+
+def test_unreadable_json_and_sarif_say_why(tmp_path):
+    p = tmp_path / "rand.onnx"
+    p.write_bytes(b"\x08\x07\x12\xff\xff")
+    line = runner.invoke(app, ["check", str(p)]).stderr.strip()
+    assert line.startswith("Malformed: ")
+    r = runner.invoke(app, ["check", str(p), "--json"])
+    assert r.exit_code == 2 and r.stderr.strip() == line  # the stderr line stays
+    doc = json.loads(r.stdout)
+    assert doc == {"findings": [], "counts": {"error": 0, "warning": 0, "info": 0, "total": 0},
+                   "error": {"kind": "Malformed", "message": line[len("Malformed: "):]}}
+    r = runner.invoke(app, ["check", str(p), "--sarif"])
+    assert r.exit_code == 2 and r.stderr.strip() == line
+    run = json.loads(r.stdout)["runs"][0]
+    assert run["results"] == [] and run["tool"]["driver"]["name"] == "onemodel"
+    inv = run["invocations"][0]
+    assert inv["executionSuccessful"] is False
+    assert inv["toolExecutionNotifications"] == [
+        {"level": "error", "message": {"text": line[len("Malformed: "):]},
+         "descriptor": {"id": "Malformed"}}]
+
+
+def test_unreadable_json_message_is_masked():
+    url = "https://user:secret@example.invalid/m.onnx?sig=abc"
+    r = runner.invoke(app, ["check", url, "--json"])
+    assert r.exit_code == 2
+    doc = json.loads(r.stdout)
+    assert doc["findings"] == [] and doc["error"]["kind"] in ("Io", "Unsupported")
+    assert "secret" not in r.stdout and "sig=abc" not in r.stdout
+    assert "\n" not in doc["error"]["message"]
