@@ -334,7 +334,7 @@ def _defective_onnx(tmp_path, defect):
 
 @pytest.mark.parametrize("defect,message,path", [
     ("duplicate", "name 'y' is defined twice in one graph", "graph.nodes[1].outputs[0]"),
-    ("undefined", "name 'nowhere' is not defined in this graph or an enclosing one",
+    ("undefined", "input 'nowhere' of node 'Add' is not defined in this graph or an enclosing one",
      "graph.nodes[0].inputs[1]"),
 ])
 def test_convert_applies_the_graph_rules_whatever_the_output_format(tmp_path, defect, message,

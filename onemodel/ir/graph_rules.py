@@ -229,15 +229,17 @@ def _scope(key: int, nodes, inputs: list, initializers: list, outputs: list, gpa
     free: set[str] = set()
     deps: list[set] = []
 
-    def use(n: str, mine: set, where: str):
+    def use(n: str, mine: set, where: str, node=None):
         if n in defs:
             p = defs[n]
             if p is not None:
                 mine.add(p)
         elif any(n in scope for scope in outer):
             free.add(n)
-        else:
-            fail("undefined", InvalidModelError(f"name {quote(n)} is not defined in this graph "
+        else:  # a node's input names the node, as OM309 does; a graph output has none
+            what = f"input {quote(n)} of {_label(node)}" if node is not None \
+                else f"name {quote(n)}"
+            fail("undefined", InvalidModelError(f"{what} is not defined in this graph "
                                                 "or an enclosing one", path=where))
 
     get = defs.get
@@ -253,7 +255,7 @@ def _scope(key: int, nodes, inputs: list, initializers: list, outputs: list, gpa
                 if p >= 0:
                     mine.add(p)
                 else:
-                    use(n, mine, f"{gpath}.nodes[{i}].inputs[{k}]")
+                    use(n, mine, f"{gpath}.nodes[{i}].inputs[{k}]", node)
         if node.attributes:
             npath = f"{gpath}.nodes[{i}]"
             for sub, spath in _subgraphs(node, npath, paths):

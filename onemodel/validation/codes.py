@@ -69,7 +69,8 @@ _TABLE = [
      "name 'c' is both an input and an initializer of a subgraph"),
     ("OM112", "error", P1 + "Clauses 5.4.3, 7.5, 10.2",
      "every name a node or graph output uses is defined in the graph or an enclosing one",
-     "name 'nope' is not defined in this graph or an enclosing one"),
+     "input 'nope' of node 'Transpose' named 'tr' is not defined in this graph or an "
+     "enclosing one"),
     ("OM113", "error", P1 + "Clause 7.5",
      "nodes are in topological order (reported; the rest is still checked)",
      "node 'Relu' comes before node 'Add' which produces its input (not topologically sorted)"),

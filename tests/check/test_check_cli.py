@@ -8,7 +8,9 @@ from check_models import model, save
 from onnx import helper
 from typer.testing import CliRunner
 
+import onemodel
 from onemodel.cli import app
+from onemodel.validation.codes import CODES
 
 runner = CliRunner()
 
@@ -26,7 +28,7 @@ def test_exit_status_and_text(tmp_path):
     lines = r.stdout.splitlines()
     assert lines[0].startswith("OM109 error (1): ")
     assert lines[2].startswith("OM112 error (2): ")
-    assert "  graph.node[0].input[1]: name 'nope' is not defined" in lines[3]
+    assert "  graph.node[0].input[1]: input 'nope' of node 'Add' is not defined" in lines[3]
     assert "  graph.output[1]: name 'gone'" in lines[4]
     assert lines[-1].endswith("not valid: 3 error(s), 0 warning(s), 0 info")
 
@@ -125,3 +127,12 @@ def test_unreadable_json_message_is_masked():
     assert doc["findings"] == [] and doc["error"]["kind"] in ("Io", "Unsupported")
     assert "secret" not in r.stdout and "sig=abc" not in r.stdout
     assert "\n" not in doc["error"]["message"]
+
+
+def test_om112_names_the_node(tmp_path):
+    nodes = [helper.make_node("Transpose", ["nope"], ["y"], name="tr")]
+    r = onemodel.check(save(tmp_path, model(nodes)))
+    assert [(f.code, f.path, f.message) for f in r.findings] == [
+        ("OM112", "graph.node[0].input[0]", CODES["OM112"].example)]
+    assert r.findings[0].message == ("input 'nope' of node 'Transpose' named 'tr' is not "
+                                     "defined in this graph or an enclosing one")

@@ -494,7 +494,7 @@ def _rule_breaking_models():
     cases["undefined"] = (
         _model([helper.make_node("Add", ["x", "nowhere"], ["y"])], [_vi("x", F, [1])],
                [_vi("y")]),
-        "name 'nowhere' is not defined in this graph or an enclosing one",
+        "input 'nowhere' of node 'Add' is not defined in this graph or an enclosing one",
         "graph.nodes[0].inputs[1]")
     cases["undefined-output"] = (
         _model([helper.make_node("Neg", ["x"], ["t"])], [_vi("x", F, [1])], [_vi("y")]),
@@ -505,7 +505,7 @@ def _rule_breaking_models():
     cases["undefined-in-subgraph"] = (
         _model([helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)],
                [_vi("c", TP.BOOL, []), _vi("x", F, [1])], [_vi("y")]),
-        "name 'ghost' is not defined in this graph or an enclosing one",
+        "input 'ghost' of node 'Neg' is not defined in this graph or an enclosing one",
         "graph.nodes[0].attributes[1].g.nodes[0].inputs[0]")
     cases["domain"] = (
         _model([helper.make_node("Foo", ["x"], ["y"], domain="nowhere")], [_vi("x", F, [1])],
@@ -522,7 +522,7 @@ def _rule_breaking_models():
     cases["function-body-reads-the-caller"] = (
         _model([helper.make_node("F", ["x"], ["y"], domain="local")], [_vi("x", F, [1])],
                [_vi("y")], extra_opsets=[("local", 1)], functions=[body]),
-        "name 'x' is not defined in this graph or an enclosing one",
+        "input 'x' of node 'Add' is not defined in this graph or an enclosing one",
         "functions[0].nodes[0].inputs[1]")
     # Clause 8.4: a function's version is that of its domain as the model imports it
     cases["function-domain-not-imported"] = (
@@ -595,5 +595,6 @@ def test_a_graph_a_kernel_builds_is_checked_by_the_graph_rules_before_it_runs():
     s = Session(m, kernels={("made.ops", "Make"): kernel_for("elsewhere")})
     with pytest.raises(InvalidModelError) as e:
         s.run({"x": x})
-    assert e.value.message == "name 'elsewhere' is not defined in this graph or an enclosing one"
+    assert e.value.message == ("input 'elsewhere' of node 'Neg' is not defined in this graph "
+                               "or an enclosing one")
     assert e.value.path == "graph.nodes[0] (made.ops.Make).<subgraph>.nodes[0].inputs[0]"

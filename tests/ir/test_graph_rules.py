@@ -36,11 +36,11 @@ def _branch(reads: str):
 
 @pytest.mark.parametrize("nodes, inputs, message, path", [
     ([helper.make_node("Add", ["X", "ghost"], ["Y"])], ("X",),
-     "name 'ghost' is not defined in this graph or an enclosing one",
+     "input 'ghost' of node 'Add' is not defined in this graph or an enclosing one",
      "functions[0].nodes[0].inputs[1]"),
     # a body reads only its parameters: the calling graph's 'w' is not visible
     ([helper.make_node("Add", ["X", "w"], ["Y"])], ("X",),
-     "name 'w' is not defined in this graph or an enclosing one",
+     "input 'w' of node 'Add' is not defined in this graph or an enclosing one",
      "functions[0].nodes[0].inputs[1]"),
     ([helper.make_node("Neg", ["X"], ["Y"]), helper.make_node("Abs", ["X"], ["Y"])], ("X",),
      "name 'Y' is defined twice in one graph", "functions[0].nodes[1].outputs[0]"),
@@ -53,7 +53,7 @@ def _branch(reads: str):
      "functions[0].nodes[0]"),
     # a subgraph in a body reads the body's values, not the calling graph's
     ([helper.make_node("If", ["X"], ["Y"], then_branch=_branch("w"), else_branch=_branch("X"))],
-     ("X",), "name 'w' is not defined in this graph or an enclosing one",
+     ("X",), "input 'w' of node 'Neg' is not defined in this graph or an enclosing one",
      "functions[0].nodes[0].attributes[1].g.nodes[0].inputs[0]"),
 ])
 def test_function_bodies_follow_rules_1_to_3_when_asked(nodes, inputs, message, path):
@@ -96,7 +96,8 @@ def test_check_graph_reads_the_names_of_the_enclosing_scopes():
     with pytest.raises(InvalidModelError) as e:
         graph_rules.check_graph(g, "sub", {""})
     assert (e.value.message, e.value.path) == (
-        "name 'outer' is not defined in this graph or an enclosing one", "sub.nodes[1].inputs[0]")
+        "input 'outer' of node 'Add' is not defined in this graph "
+        "or an enclosing one", "sub.nodes[1].inputs[0]")
     with pytest.raises(InvalidModelError) as e:
         graph_rules.check_graph(g, "sub", {"com.x"}, outer={"outer"})
     assert e.value.path == "sub.nodes[0].domain"
@@ -141,13 +142,16 @@ def test_model_problems_finds_every_problem_check_model_raises_the_first_of():
     got = [(rule, e.message, e.path) for rule, e in problems]
     assert got == [
         ("duplicate", "name 'y' is defined twice in one graph", "graph.nodes[1].outputs[0]"),
-        ("undefined", "name 'ghost' is not defined in this graph or an enclosing one",
+        ("undefined", "input 'ghost' of node 'Add' is not defined in this graph "
+        "or an enclosing one",
          "graph.nodes[0].inputs[1]"),
         ("domain", "domain 'com.x' of node 'Foo' is not imported by opsets",
          "graph.nodes[2].domain"),
-        ("undefined", "name 'ghost2' is not defined in this graph or an enclosing one",
+        ("undefined", "input 'ghost2' of node 'Neg' is not defined in this graph "
+        "or an enclosing one",
          "graph.nodes[3].attributes[0].g.nodes[0].inputs[0]"),
-        ("undefined", "name 'ghost2' is not defined in this graph or an enclosing one",
+        ("undefined", "input 'ghost2' of node 'Neg' is not defined in this graph "
+        "or an enclosing one",
          "graph.nodes[3].attributes[1].g.nodes[0].inputs[0]"),
         ("undefined", "name 'missing' is not defined in this graph or an enclosing one",
          "graph.outputs[1]"),
