@@ -7,7 +7,10 @@ checked statically over every module's imports, function-local ones included.
   ``onemodel.evaluate``;
 - ``onemodel.formats`` imports nothing from ``onemodel.evaluate`` or ``onemodel.cli``;
 - ``onemodel.schemas`` (the operator table, a leaf) imports nothing from ``onemodel.storage``,
-  ``onemodel.formats``, ``onemodel.evaluate`` or ``onemodel.cli``.
+  ``onemodel.formats``, ``onemodel.evaluate`` or ``onemodel.cli``;
+- ``onemodel.inference`` (shape and type inference, which the evaluator and the validator use)
+  imports nothing from ``onemodel.storage``, ``onemodel.formats``, ``onemodel.evaluate``,
+  ``onemodel.validation`` or ``onemodel.cli`` (a path is read through ``onemodel.api``).
 """
 
 import ast
@@ -24,6 +27,8 @@ RULES = {
     "onemodel.formats": ("onemodel.evaluate", "onemodel.cli"),
     "onemodel.schemas": ("onemodel.storage", "onemodel.formats", "onemodel.evaluate",
                          "onemodel.cli"),
+    "onemodel.inference": ("onemodel.storage", "onemodel.formats", "onemodel.evaluate",
+                           "onemodel.validation", "onemodel.cli"),
 }
 
 #: (importing module, imported module) pairs that break a rule today, each with its reason;

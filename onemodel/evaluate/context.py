@@ -8,82 +8,22 @@ tensor attributes are arrays of the tensors' bytes, zero-copy where the tensor a
 
 from __future__ import annotations
 
-import functools
+from ..ir.attribute_values import attribute_value, decode_strings, tensor_value
+from ..ir.model import Node
 
-import numpy as np
-
-from ..ir.model import Attribute, Node, decode_attribute
-
-
-def decode_strings(arr: np.ndarray) -> np.ndarray:
-    """An object array with every ``bytes`` element decoded to ``str`` (UTF-8, undecodable bytes
-    kept with ``surrogateescape``); other arrays are returned as they are.
-
-    Inside the evaluator a STRING tensor is an object array of ``str``.
-    """
-    if arr.dtype != object or not arr.size:
-        return arr
-    flat = arr.reshape(-1)
-    if not any(isinstance(v, bytes) for v in flat):
-        return arr
-    out = np.empty(flat.shape, dtype=object)
-    out[:] = [v.decode("utf-8", "surrogateescape") if isinstance(v, bytes) else v for v in flat]
-    return out.reshape(arr.shape)
+__all__ = ["Context", "attribute_value", "decode_strings", "tensor_value", "definition_default"]
 
 
-def tensor_value(t) -> np.ndarray:
-    """The values of an ir Tensor or SparseTensor as the evaluator holds them: a zero-copy
-    ndarray where the tensor allows, dense for a sparse tensor, strings as ``str``.
+def definition_default(domain: str, op_type: str, opset: int, name: str):
+    """:func:`onemodel.schemas.attribute_default` (the schema package is imported on the first
+    unset attribute, not with the evaluator)."""
+    from ..schemas import attribute_default
 
-    A view whose start is not a multiple of its element size (``raw_data`` at an odd offset of
-    an ONNX file; the OneModel container aligns every tensor to 64 bytes) is copied once here:
-    numpy's BLAS paths refuse misaligned arrays and fall back to loops 100 times slower.
-    """
-    arr = t.to_dense() if hasattr(t, "to_dense") else t.numpy()
-    if not arr.flags.aligned:
-        arr = arr.copy()
-    return decode_strings(arr)
+    return attribute_default(domain, op_type, opset, name)
 
 
 #: ``Context.attr(name)`` without a default: the operator definition's default
 _DEFINITION = object()
-
-
-@functools.lru_cache(maxsize=None)
-def _definition_defaults(domain: str, op_type: str, opset: int) -> dict:
-    from .. import schemas  # the table is read on the first unset attribute, not at import
-
-    s = schemas.get(op_type, domain, opset) if type(opset) is int and opset >= 1 else None
-    return s.defaults if s is not None else {}
-
-
-def definition_default(domain: str, op_type: str, opset: int, name: str):
-    """The default of attribute ``name`` in the definition of ``op_type`` in force at ``opset``
-    (:func:`onemodel.schemas.get`), as kernels get attribute values (FLOAT the float32 value
-    the definition stores, a list the caller's own); None when the definition gives none or
-    there is no definition (a custom domain)."""
-    d = _definition_defaults(domain or "", op_type, opset).get(name)
-    return list(d) if type(d) is list else d
-
-
-def _text(b: bytes) -> str:
-    return b.decode("utf-8", "surrogateescape")
-
-
-def attribute_value(attr: Attribute):
-    """An attribute's value as kernels get it (see :class:`Context`), decoded by
-    :func:`onemodel.ir.model.decode_attribute` with strings as ``str`` and tensors as ndarrays.
-
-    FLOAT -> float, INT -> int, STRING -> str (UTF-8, undecodable bytes kept with
-    ``surrogateescape``), FLOATS -> list[float], INTS -> list[int], STRINGS -> list[str],
-    TENSOR -> ndarray (zero-copy where the tensor allows; STRING elements as str),
-    TENSORS -> list of ndarrays,
-    GRAPH -> ir.Graph, GRAPHS -> list of ir.Graph, SPARSE_TENSOR -> dense ndarray,
-    SPARSE_TENSORS -> list of dense ndarrays, TYPE_PROTO -> ir.Type, TYPE_PROTOS -> list of ir.Type.
-    A list is the kernel's own (changing it leaves the node's attribute as it is).
-    """
-    value = decode_attribute(attr, string=_text, tensor=tensor_value)
-    return list(value) if type(value) is list else value
 
 
 class Context:

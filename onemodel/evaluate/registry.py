@@ -46,11 +46,12 @@ tables untouched.
 
 from __future__ import annotations
 
-import bisect
 import importlib
 from typing import Callable
 
 from ..ir.entries import normalize_domain
+from ..ir.versioned import add as _add
+from ..ir.versioned import pick as _pick
 
 Kernel = Callable[..., object]
 
@@ -60,16 +61,6 @@ _BUILTIN: dict[tuple[str, str], list[tuple[int, Kernel]]] = {}
 _USER: dict[tuple[str, str], list[tuple[int, Kernel]]] = {}
 _loaded = False
 
-
-
-def _add(table, domain: str, op_type: str, since: int, fn: Kernel) -> None:
-    if not isinstance(since, int) or since < 1:
-        raise ValueError(f"since must be an opset version >= 1, not {since!r}")
-    if not callable(fn):
-        raise TypeError(f"kernel for {op_type} is not callable: {fn!r}")
-    entries = table.setdefault((normalize_domain(domain), op_type), [])
-    entries[:] = [e for e in entries if e[0] != since]
-    bisect.insort(entries, (since, fn), key=lambda e: e[0])
 
 
 def op(op_type: str, since: int | tuple[int, ...], domain: str = "", *, user: bool = False):
@@ -123,11 +114,6 @@ def load_builtin() -> None:
     if not _loaded:
         _loaded = True
         importlib.import_module("onemodel.evaluate.kernels")
-
-
-def _pick(entries, version: int) -> Kernel | None:
-    i = bisect.bisect_right([e[0] for e in entries], version)
-    return entries[i - 1][1] if i else None
 
 
 def lookup(domain: str, op_type: str, version: int, *, builtin: bool = True,

@@ -25,12 +25,13 @@ This package imports nothing from onemodel's storage, formats, evaluate or cli p
 from __future__ import annotations
 
 import bisect
+import functools
 
 from ..errors import UsageError
 from .types import UNBOUNDED, AttributeSpec, Formal, Schema
 
-__all__ = ["get", "versions", "introduced", "domains", "operators", "onnx_version", "Schema",
-           "Formal", "AttributeSpec", "UNBOUNDED"]
+__all__ = ["get", "attribute_default", "versions", "introduced", "domains", "operators",
+           "onnx_version", "Schema", "Formal", "AttributeSpec", "UNBOUNDED"]
 
 _table = None
 
@@ -68,6 +69,22 @@ def get(op_type: str, domain: str | None = "", version: int | None = None) -> Sc
         return found[-1]
     i = bisect.bisect_right(found, version, key=lambda s: s.since_version)
     return found[i - 1] if i else None
+
+
+@functools.lru_cache(maxsize=None)
+def _defaults(domain: str, op_type: str, version) -> dict:
+    s = get(op_type, domain, version) if type(version) is int and version >= 1 else None
+    return s.defaults if s is not None else {}
+
+
+def attribute_default(domain: str | None, op_type: str, version: int, name: str):
+    """The default of attribute ``name`` in the definition of ``op_type`` in force at operator
+    set ``version`` (:func:`get`), as kernels and inference rules take attribute values (FLOAT
+    the float32 value the definition stores, a list the caller's own); None when the definition
+    gives none or there is none (a custom domain, a version before the operator). The table is
+    read on the first call, not at import."""
+    d = _defaults(_domain(domain), op_type, version).get(name)
+    return list(d) if type(d) is list else d
 
 
 def versions(op_type: str, domain: str | None = "") -> tuple[int, ...]:

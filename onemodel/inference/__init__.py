@@ -1,0 +1,88 @@
+"""Shape and type inference (ONNX Part 1, Clause 9): every value's type and shape, symbolic
+where it must be.
+
+    >>> import onemodel
+    >>> types = onemodel.infer("model.onnx")            # name -> onemodel.Type
+    >>> str(types["logits"])
+    'tensor(float)[batch,seq,50257]'
+
+Extents are ints, dimension variables (``dim_param``) or expressions an operator makes of them
+(``seq + 1``, ``2*h``, ``ceil(h/2)``; :mod:`.dims`), or unknown. Each operator has a rule per
+definition version (:mod:`.registry`, :mod:`.rules`), beside the evaluator's kernels; small
+integer tensors that carry shapes are followed element by element (data propagation).
+Contradictions between what a model declares and what its operators entail are reported with
+their paths (:attr:`Inference.contradictions`).
+"""
+
+from __future__ import annotations
+
+from .dims import Dim, Expr
+from .engine import Contradiction, Engine, Inference
+from .value import UNKNOWN, Value
+
+__all__ = ["infer", "infer_model", "annotate", "Inference", "Contradiction", "Value", "Expr",
+           "Dim", "UNKNOWN"]
+
+
+def _model(model_or_path, storage_options=None):
+    from ..ir import Model
+
+    if isinstance(model_or_path, Model):
+        return model_or_path
+    from ..api import load
+
+    return load(model_or_path, storage_options=storage_options)
+
+
+def infer_model(model) -> Inference:
+    """Infer every value of ``model`` (an :class:`onemodel.Model`, or a path or URL read with
+    :func:`onemodel.load`; tensor bytes are read only for initializers of at most
+    :data:`~.value.MAX_DATA` elements). Returns the :class:`Inference`: every graph's Values by
+    name, the contradictions, the operators without a rule. Raises the errors of
+    :func:`onemodel.load` for a path; :class:`~onemodel.errors.InternalError` for a rule's
+    bug."""
+    return Engine(_model(model)).run()
+
+
+def infer(model, *, storage_options=None) -> dict:
+    """The inferred types of the main graph's values: name -> :class:`onemodel.Type` (an
+    expression or a variable extent as a ``dim_param``, an unknown one with neither field),
+    for every value whose type is known. ``model`` as :func:`infer_model` takes it."""
+    res = Engine(_model(model, storage_options)).run()
+    out = {}
+    for name, v in res.values.items():
+        t = v.to_type()
+        if t is not None:
+            out[name] = t
+    return out
+
+
+def annotate(model, inference: Inference | None = None) -> int:
+    """Add a ``value_info`` entry to every graph of ``model`` (in place) for each node output
+    whose type inference knows and that the graph declares nowhere (not an input, output,
+    initializer or existing ``value_info``), in node order; everything else is left as it is.
+    Returns the number of entries added."""
+    from ..ir import ValueInfo
+    from ..ir.walk import iter_graphs
+
+    res = inference if inference is not None else Engine(model).run()
+    added = 0
+    if model.graph is None:
+        return 0
+    for gpath, g in iter_graphs(model.graph):
+        values = res.graphs.get(gpath)
+        if not values:
+            continue
+        have = {vi.name for vi in g.inputs} | {vi.name for vi in g.outputs} | \
+            {vi.name for vi in g.value_info} | {t.name for t in g.initializers}
+        for node in g.nodes:
+            for name in node.outputs:
+                if not name or name in have:
+                    continue
+                v = values.get(name)
+                t = v.to_type() if v is not None else None
+                if t is not None:
+                    g.value_info.append(ValueInfo(name=name, type=t))
+                    have.add(name)
+                    added += 1
+    return added

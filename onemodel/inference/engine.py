@@ -1,0 +1,404 @@
+"""The inference of a model: every value's :class:`~.value.Value`, graph by graph, in
+dependency order (ONNX Part 1, Clause 9).
+
+For each node the engine binds the definition's type constraints to the inputs' element types
+(Clause 10.4: an output typed ``T`` has the element type of the inputs typed ``T``; one typed
+``tensor(int64)`` or by a constraint of one type has that type), then calls the node's rule
+(:mod:`.registry`) for shapes, data and anything the constraints leave open. A node of a
+model-local function is inferred through the function's body with the call's input types
+(Clause 8.4). A node without a rule or function gets the constrained element types and an
+unknown shape, and is listed in :attr:`Inference.no_rule`.
+
+What the model declares (graph inputs, ``value_info``, graph outputs) is merged with what is
+inferred: the better known extent is kept (an int over an expression over unknown), and a
+declared type the inference contradicts (another element type, another rank, extents that
+cannot be equal) is a contradiction, reported with its path (Clause 9.4).
+"""
+
+from __future__ import annotations
+
+from ..errors import InternalError
+from ..ir.dtypes import DataType
+from ..ir.entries import normalize_domain
+from . import dims as D
+from .context import InferContext
+from .registry import lookup
+from .value import MAX_DATA, UNKNOWN, Value
+
+_CODES = {t.name.lower(): int(t) for t in DataType if int(t)}
+
+
+def parse_type(text: str) -> Value | None:
+    """The Value template of an ONNX type string (``tensor(float)``, ``seq(tensor(int64))``,
+    ``optional(...)``, ``map(string,tensor(float))``, ``sparse_tensor(...)``), shape unknown;
+    None for a string it does not know."""
+    text = text.replace(" ", "")
+    if text.endswith(")"):
+        head, _, body = text[:-1].partition("(")
+        if head in ("tensor", "sparse_tensor"):
+            code = _CODES.get(body)
+            return Value(head, code) if code else None
+        if head in ("seq", "sequence"):
+            inner = parse_type(body)
+            return Value.sequence(inner) if inner is not None else None
+        if head == "optional":
+            inner = parse_type(body)
+            return Value.optional(inner) if inner is not None else None
+        if head == "map":
+            key, _, val = body.partition(",")
+            return Value.map(_CODES.get(key), parse_type(val))
+    return None
+
+
+def _template(v: Value | None) -> Value | None:
+    """``v`` without shape and data: what a type parameter binds to."""
+    if v is None or v.kind is None:
+        return None
+    if v.kind in ("tensor", "sparse_tensor"):
+        return Value(v.kind, v.elem) if v.elem is not None else None
+    if v.kind in ("sequence", "optional"):
+        inner = _template(v.inner)
+        return Value(v.kind, inner=inner) if inner is not None else None
+    if v.kind == "map":
+        return Value.map(v.elem, _template(v.inner))
+    return None
+
+
+def _formal(formals, i: int):
+    if i < len(formals):
+        return formals[i]
+    if formals and formals[-1].variadic:
+        return formals[-1]
+    return None
+
+
+def bind_outputs(schema, inputs: list, n_out: int) -> list:
+    """The output Value templates (element types, no shapes) the definition's type
+    constraints give for ``inputs``, one per output (None where they give nothing)."""
+    if schema is None:
+        return [None] * n_out
+    params: dict = {}
+    for i, v in enumerate(inputs):
+        f = _formal(schema.inputs, i)
+        if f is not None and f.type_str in schema.constraints and f.type_str not in params:
+            t = _template(v)
+            if t is not None:
+                params[f.type_str] = t
+    out = []
+    for i in range(n_out):
+        f = _formal(schema.outputs, i)
+        t = None
+        if f is not None:
+            ts = f.type_str
+            if ts in params:
+                t = params[ts]
+            elif ts in schema.constraints:
+                allowed = schema.constraints[ts]
+                t = parse_type(allowed[0]) if len(allowed) == 1 else None
+            else:
+                t = parse_type(ts)
+        out.append(t)
+    return out
+
+
+class Scope:
+    """Names visible in one graph: its own values, then its enclosing scopes' (Clause 5.4.3)."""
+
+    __slots__ = ("local", "parent", "opsets")
+
+    def __init__(self, parent: "Scope | None" = None, opsets: dict | None = None):
+        self.local: dict[str, Value] = {}
+        self.parent = parent
+        self.opsets = opsets if opsets is not None else (parent.opsets if parent else {})
+
+    def get(self, name: str) -> Value | None:
+        s = self
+        while s is not None:
+            v = s.local.get(name)
+            if v is not None:
+                return v
+            s = s.parent
+        return None
+
+
+class Contradiction:
+    """One contradiction: ``path`` (IR field names, ``graph.nodes[3]``) and ``message``."""
+
+    __slots__ = ("path", "message")
+
+    def __init__(self, path: str, message: str):
+        self.path = path
+        self.message = message
+
+    def __repr__(self):
+        return f"Contradiction({self.path!r}, {self.message!r})"
+
+
+class Inference:
+    """The result of inferring a model.
+
+    Attributes:
+        graphs: graph path (``graph``, ``graph.nodes[4].attributes[0].g``) -> name -> Value,
+            for every value of that graph (inputs, initializers, node outputs).
+        contradictions: list of :class:`Contradiction`, in the order found.
+        no_rule: the ``(domain, op_type, opset)`` of nodes inferred without a rule.
+    """
+
+    def __init__(self):
+        self.graphs: dict[str, dict[str, Value]] = {}
+        self.contradictions: list[Contradiction] = []
+        self.no_rule: set = set()
+
+    @property
+    def values(self) -> dict[str, Value]:
+        """The main graph's values by name."""
+        return self.graphs.get("graph", {})
+
+
+def merge(declared: Value | None, inferred: Value | None, path: str, name: str, out) -> Value:
+    """The Value of ``name`` from a declared and an inferred Value (either may be None or
+    unknown); a contradiction between them is appended to ``out`` (Clause 9.4)."""
+    if declared is None or declared.kind is None:
+        return inferred if inferred is not None else UNKNOWN
+    if inferred is None or inferred.kind is None:
+        return declared
+    if declared.kind != inferred.kind:
+        out.append(Contradiction(path, f"{name!r} is declared {declared} but inferred "
+                                       f"{inferred}"))
+        return declared
+    if declared.kind in ("sequence", "optional"):
+        return Value(declared.kind, inner=merge(declared.inner, inferred.inner, path, name, out))
+    if declared.kind == "map":
+        return declared
+    elem = inferred.elem if inferred.elem is not None else declared.elem
+    if declared.elem is not None and inferred.elem is not None and declared.elem != inferred.elem:
+        out.append(Contradiction(path, f"{name!r} is declared {declared} but inferred "
+                                       f"{inferred}"))
+        elem = declared.elem
+    ds, is_ = declared.shape, inferred.shape
+    if ds is None or is_ is None:
+        shape = is_ if is_ is not None else ds
+    elif len(ds) != len(is_):
+        out.append(Contradiction(path, f"{name!r} is declared rank {len(ds)} "
+                                       f"{D.shape_text(ds)} but inferred rank {len(is_)} "
+                                       f"{D.shape_text(is_)}"))
+        shape = ds
+    else:
+        shape = []
+        for k, (a, b) in enumerate(zip(ds, is_)):
+            if D.differ(a, b):
+                out.append(Contradiction(path, f"{name!r} is declared {D.shape_text(ds)} but "
+                                               f"inferred {D.shape_text(is_)} (axis {k})"))
+                shape.append(a)
+            elif type(a) is int or b is None:
+                shape.append(a)
+            else:
+                shape.append(b)
+    shape = None if shape is None else tuple(shape)
+    return Value(declared.kind, elem, shape, inferred.data if shape == is_ else None)
+
+
+def initializer_value(t) -> Value:
+    """The Value of an initializer or Constant tensor: element type, dims, and its elements
+    when it has at most :data:`~.value.MAX_DATA` of them and a numeric or bool type."""
+    dims = tuple(int(d) for d in t.dims)
+    count = 1
+    for d in dims:
+        count *= d
+    data = None
+    if count <= MAX_DATA and t.data_type not in (DataType.STRING, 0):
+        try:
+            arr = t.numpy()
+            data = tuple(arr.reshape(-1).tolist())
+        except Exception:  # bytes not at hand (a closed model), a type numpy cannot hold
+            data = None
+        if data is not None and any(type(x) not in (int, float, bool) for x in data):
+            data = None
+    return Value.tensor(t.data_type or None, dims, data)
+
+
+class Engine:
+    """Infers one model; :meth:`run` returns an :class:`Inference`."""
+
+    def __init__(self, model):
+        self.model = model
+        self.result = Inference()
+        self.functions = {(normalize_domain(f.domain), f.name, f.overload or ""): f
+                          for f in model.functions}
+        self.depth = 0
+
+    def contradiction(self, path: str, message: str) -> None:
+        self.result.contradictions.append(Contradiction(path, message))
+
+    def run(self) -> Inference:
+        m = self.model
+        if m.graph is not None:
+            opsets = {normalize_domain(o.domain): o.version for o in m.opset_imports}
+            self.infer_graph(m.graph, "graph", None, None, opsets)
+        return self.result
+
+    # -- graphs --------------------------------------------------------------------------------
+    def infer_subgraph(self, graph, gpath: str, scope: Scope, inputs: list) -> list:
+        return self.infer_graph(graph, gpath, scope, inputs, scope.opsets)
+
+    def infer_graph(self, graph, gpath: str, parent: Scope | None, inputs, opsets) -> list:
+        scope = Scope(parent, opsets)
+        local = scope.local
+        errors = self.result.contradictions
+        declared_inputs = {vi.name for vi in graph.inputs}
+        for t in graph.initializers:
+            if t.name and t.name not in declared_inputs:
+                local[t.name] = initializer_value(t)
+        for t in graph.sparse_initializers:
+            v = t.values
+            if v is not None and v.name:
+                local[v.name] = Value("tensor", v.data_type or None, tuple(t.dims))
+        for i, vi in enumerate(graph.inputs):
+            declared = Value.from_type(vi.type)
+            given = inputs[i] if inputs is not None and i < len(inputs) else None
+            local[vi.name] = merge(declared, given, f"{gpath}.inputs[{i}]", vi.name, errors) \
+                if given is not None else declared
+        declared = {vi.name: vi.type for vi in graph.value_info}
+        self._nodes(graph.nodes, gpath, scope, declared)
+        outs = []
+        for i, vi in enumerate(graph.outputs):
+            v = merge(Value.from_type(vi.type), scope.get(vi.name), f"{gpath}.outputs[{i}]",
+                      vi.name, errors)
+            local[vi.name] = v
+            outs.append(v)
+        self.result.graphs[gpath] = local
+        return outs
+
+    def _nodes(self, nodes, gpath: str, scope: Scope, declared: dict) -> None:
+        errors = self.result.contradictions
+        for i in _order(nodes, scope):
+            node = nodes[i]
+            npath = f"{gpath}.nodes[{i}]"
+            ins = [(scope.get(n) or UNKNOWN) if n else None for n in node.inputs]
+            outs = self.infer_node(node, ins, npath, scope)
+            for k, name in enumerate(node.outputs):
+                if not name:
+                    continue
+                v = outs[k] if k < len(outs) else None
+                d = declared.get(name)
+                v = merge(Value.from_type(d), v, npath, name, errors) if d is not None \
+                    else (v if v is not None else UNKNOWN)
+                scope.local[name] = v
+
+    # -- nodes -----------------------------------------------------------------------------------
+    def infer_node(self, node, ins: list, npath: str, scope: Scope,
+                   raw: dict | None = None) -> list:
+        from .. import schemas
+
+        opsets = scope.opsets
+        domain = normalize_domain(node.domain)
+        version = opsets.get(domain)
+        if version is None and domain == "":
+            version = opsets.get("ai.onnx")
+        n_out = len(node.outputs)
+        fn = lookup(domain, node.op_type, version) if type(version) is int and version > 0 \
+            else None
+        schema = schemas.get(node.op_type, domain, version) \
+            if domain in ("", "ai.onnx.ml", "ai.onnx.preview.training", "ai.onnx.preview") \
+            and type(version) is int and version > 0 else None
+        generic = bind_outputs(schema, ins, n_out)
+        if fn is None:
+            f = self.functions.get((domain, node.op_type, node.overload or ""))
+            if f is not None:
+                return self._function(f, node, ins, npath, scope, raw)
+            self.result.no_rule.add((domain, node.op_type, version))
+            return generic
+        ctx = InferContext(self, node, version, schema, ins, npath, scope, generic, raw)
+        try:
+            got = fn(ctx, *_arguments(fn, ins))
+        except Exception as e:  # a rule's bug: name the node and the rule
+            raise InternalError(f"inference rule {fn.__module__}.{fn.__name__} failed on "
+                                f"{node.op_type} at {npath}: {type(e).__name__}: {e}") from e
+        entries = got if type(got) is tuple else (got,)
+        out = []
+        for k in range(n_out):
+            e = entries[k] if k < len(entries) else None
+            g = generic[k]
+            if type(e) is list:
+                e = Value.tensor(g.elem if g is not None else None, e)
+            elif isinstance(e, Value):
+                if e.kind == "tensor" and e.elem is None and g is not None and g.elem is not None:
+                    e = Value.tensor(g.elem, e.shape, e.data)
+            elif e is None:
+                e = g
+            out.append(e)
+        return out
+
+    def _function(self, f, node, ins, npath, scope, raw) -> list:
+        """A call of model-local function ``f``: its body inferred with the call's inputs and
+        attributes (Clause 8.4)."""
+        from ..limits import MAX_EVAL_DEPTH
+
+        if self.depth >= MAX_EVAL_DEPTH:
+            return [None] * len(node.outputs)
+        self.depth += 1
+        try:
+            body = Scope(None, {normalize_domain(o.domain): o.version
+                                for o in f.opset_imports})
+            for name, v in zip(f.inputs, ins):
+                if name and v is not None:
+                    body.local[name] = v
+            call = raw if raw is not None else {a.name: a for a in node.attributes}
+            defaults = {a.name: a for a in f.attribute_defaults}
+            for i, inner in enumerate(f.nodes):
+                ipath = f"{npath}(function {f.name}).nodes[{i}]"
+                bound = {}
+                for a in inner.attributes:
+                    if a.ref_attr_name:
+                        src = call.get(a.ref_attr_name) or defaults.get(a.ref_attr_name)
+                        if src is not None:
+                            bound[a.name] = src
+                    else:
+                        bound[a.name] = a
+                vals = [(body.get(n) or UNKNOWN) if n else None for n in inner.inputs]
+                outs = self.infer_node(inner, vals, ipath, body, bound)
+                for k, name in enumerate(inner.outputs):
+                    if name and k < len(outs) and outs[k] is not None:
+                        body.local[name] = outs[k]
+            return [body.get(n) for n in f.outputs]
+        finally:
+            self.depth -= 1
+
+
+def _arguments(fn, ins: list) -> list:
+    """``ins`` padded with None up to ``fn``'s positional parameters after ``ctx``."""
+    code = fn.__code__
+    if code.co_flags & 0x04:  # *args: exactly what the node lists
+        return ins
+    n = code.co_argcount - 1
+    return ins[:n] + [None] * (n - len(ins)) if len(ins) < n else ins[:n]
+
+
+def _order(nodes, scope: Scope) -> list[int]:
+    """Node indices in dependency order: as listed when every input is defined before its
+    use (Clause 7.5), else a stable topological order (a cycle leaves the rest as listed)."""
+    seen = set()
+    ok = True
+    for node in nodes:
+        for n in node.inputs:
+            if n and n not in seen and scope.get(n) is None:
+                ok = False
+                break
+        if not ok:
+            break
+        seen.update(node.outputs)
+    if ok:
+        return list(range(len(nodes)))
+    producer = {}
+    for i, node in enumerate(nodes):
+        for n in node.outputs:
+            if n:
+                producer.setdefault(n, i)
+    deps = [{producer[n] for n in node.inputs if n in producer and producer[n] != i}
+            for i, node in enumerate(nodes)]
+    from ..errors import InvalidModelError
+    from ..ir.order import stable_topological_order
+    try:
+        return stable_topological_order(deps, "graph")
+    except InvalidModelError:
+        return list(range(len(nodes)))

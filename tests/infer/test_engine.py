@@ -1,0 +1,86 @@
+"""The inference engine: declared types merged with inferred ones, contradictions, operators
+without a rule, subgraph scopes and model-local functions (Clause 9.4)."""
+
+from onnx import TensorProto as T
+from onnx import helper
+
+import onemodel
+from onemodel.inference import Expr, infer_model
+
+
+def _model(nodes, inputs, outputs, value_info=(), opset=17, functions=(), inits=()):
+    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits), value_info=list(value_info))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset),
+                                            helper.make_opsetid("local", 1)],
+                          functions=list(functions))
+    return onemodel.load(m.SerializeToString())
+
+
+def vi(name, shape, elem=T.FLOAT):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def test_broadcast_keeps_symbols_and_ints():
+    m = _model([helper.make_node("Add", ["x", "y"], ["z"])],
+               [vi("x", ["N", 1, 3]), vi("y", [4, 1])], [vi("z", None)])
+    z = infer_model(m).values["z"]
+    assert z.elem == T.FLOAT and z.shape == (Expr.var("N"), 4, 3)
+
+
+def test_a_declared_type_that_contradicts_is_reported_with_its_path():
+    m = _model([helper.make_node("Add", ["x", "y"], ["z"])],
+               [vi("x", [2, 3]), vi("y", [3])], [vi("z", [2, 4], T.FLOAT)])
+    res = infer_model(m)
+    assert [(c.path, "axis 1" in c.message) for c in res.contradictions] == \
+        [("graph.outputs[0]", True)]
+    m = _model([helper.make_node("Add", ["x", "y"], ["z"])],
+               [vi("x", [2, 3]), vi("y", [3])], [vi("z", [2, 3], T.INT64)])
+    assert [c.path for c in infer_model(m).contradictions] == ["graph.outputs[0]"]
+
+
+def test_incompatible_broadcast_is_a_contradiction_at_the_node():
+    m = _model([helper.make_node("Add", ["x", "y"], ["z"], name="add")],
+               [vi("x", [2, 3]), vi("y", [4])], [vi("z", None)])
+    res = infer_model(m)
+    assert len(res.contradictions) == 1
+    c = res.contradictions[0]
+    assert c.path == "graph.nodes[0]" and "Add 'add'" in c.message and "[3, 4]" in c.message
+
+
+def test_declared_value_info_fills_what_inference_cannot_know():
+    # a custom operator has no rule: its output is what value_info says
+    m = _model([helper.make_node("Foo", ["x"], ["y"], domain="custom"),
+                helper.make_node("Add", ["y", "x"], ["z"])],
+               [vi("x", ["N", 3])], [vi("z", None)], value_info=[vi("y", ["N", 3])])
+    m.opset_imports.append(type(m.opset_imports[0])(domain="custom", version=1))
+    res = infer_model(m)
+    assert res.values["z"].shape == (Expr.var("N"), 3)
+    assert ("custom", "Foo", 1) in res.no_rule
+
+
+def test_element_types_come_from_the_type_constraints_without_a_shape_rule():
+    # a node whose rule says nothing of the element type gets the constraint's: Shape's
+    # output is typed tensor(int64) by its definition
+    m = _model([helper.make_node("Shape", ["x"], ["s"])], [vi("x", [2])],
+               [helper.make_empty_tensor_value_info("s")])
+    assert infer_model(m).values["s"].elem == T.INT64
+
+
+def test_model_local_function_body_is_inferred_with_the_call_types():
+    f = helper.make_function("local", "AddSelf", ["a"], ["b"],
+                             [helper.make_node("Add", ["a", "a"], ["b"])],
+                             [helper.make_opsetid("", 17)])
+    m = _model([helper.make_node("AddSelf", ["x"], ["y"], domain="local")],
+               [vi("x", ["B", 7])], [vi("y", None)], functions=[f])
+    y = infer_model(m).values["y"]
+    assert y.elem == T.FLOAT and y.shape == (Expr.var("B"), 7)
+
+
+def test_infer_returns_types_by_name(tmp_path):
+    p = tmp_path / "m.onnx"
+    g = helper.make_graph([helper.make_node("Mul", ["x", "x"], ["y"])], "g", [vi("x", ["N", 2])],
+                          [vi("y", None)])
+    p.write_bytes(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+                  .SerializeToString())
+    types = onemodel.infer(str(p))
+    assert str(types["y"]) == "tensor(float)[N,2]"
