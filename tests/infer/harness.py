@@ -1,0 +1,113 @@
+"""Test helpers of the inference rules: one-node models, and the soundness check of issue 12
+(every value's actual shape, computed by the evaluator on random inputs for several bindings of
+the dimension variables, matches its inferred symbolic shape under that binding).
+
+    m = node_model("Concat", [("a", FLOAT, ["N", 2]), ("b", FLOAT, ["N", 3])], axis=1)
+    v = inferred(m)["y"]                         # the Value of output "y"
+    assert v.shape == (Expr.var("N"), 5)
+    sound(m)                                     # evaluator vs inference, 3 draws
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+from onnx import helper, numpy_helper
+
+import onemodel
+from onemodel.evaluate import Session
+from onemodel.evaluate.inputs import random_inputs
+from onemodel.inference import Expr, infer_model
+from onemodel.ir.dtypes import code_of_dtype
+
+
+def node_model(op_type: str, inputs: list, n_outputs: int = 1, *, opset: int = 21,
+               domain: str = "", inits: dict | None = None, outputs=None, **attrs):
+    """A model of one node: ``inputs`` a list of ``(name, elem_type, shape)`` graph inputs
+    (``shape`` list of int/str/None, or None for unknown rank) or ``(name, ndarray)``
+    initializers (constant inputs); an input name ``""`` is an omitted optional input. Outputs
+    are ``y`` (one) or ``y0, y1, ...``, declared without a type unless ``outputs`` gives
+    ``(name, elem, shape)`` entries."""
+    ins, names, initializers = [], [], []
+    for entry in inputs:
+        if entry is None or entry[0] == "":
+            names.append("")
+            continue
+        names.append(entry[0])
+        if isinstance(entry[1], np.ndarray):
+            initializers.append(numpy_helper.from_array(entry[1], entry[0]))
+        else:
+            ins.append(helper.make_tensor_value_info(entry[0], entry[1], entry[2]))
+    for name, arr in (inits or {}).items():
+        initializers.append(numpy_helper.from_array(np.asarray(arr), name))
+    out_names = ["y"] if n_outputs == 1 else [f"y{i}" for i in range(n_outputs)]
+    if outputs is None:
+        outs = [helper.make_empty_tensor_value_info(n) for n in out_names]
+    else:
+        outs = [helper.make_tensor_value_info(*o) for o in outputs]
+        out_names = [o[0] for o in outputs]
+    node = helper.make_node(op_type, names, out_names, domain=domain, **attrs)
+    g = helper.make_graph([node], "g", ins, outs, initializers)
+    opsets = [helper.make_opsetid("", opset)]
+    if domain:
+        opsets.append(helper.make_opsetid(domain, 1 if domain != "ai.onnx.ml" else 5))
+    m = helper.make_model(g, opset_imports=opsets)
+    m.ir_version = 10
+    return onemodel.load(m.SerializeToString())
+
+
+def inferred(model) -> dict:
+    """The main graph's Values by name (asserting there is no contradiction)."""
+    res = infer_model(model)
+    assert not res.contradictions, res.contradictions
+    return res.values
+
+
+def _variables(model) -> list[str]:
+    out = []
+    for vi in model.graph.inputs:
+        t = vi.type
+        shape = t.shape if t is not None else None
+        for d in (shape.dims if shape is not None else ()):
+            if d.dim_param and d.dim_param not in out:
+                out.append(d.dim_param)
+    return out
+
+
+def sound(model, draws: int = 3, seed: int = 0, low: int = 1, high: int = 6,
+          fixed: dict | None = None) -> int:
+    """Run ``model`` with random inputs for ``draws`` bindings of its input dimension
+    variables (each in ``[low, high]``, ``fixed`` overriding) and assert that every value the
+    evaluator computes has the inferred element type, rank and extents (an expression
+    evaluated under the binding; unknown extents and ranks are not compared). Returns the
+    number of (value, draw) pairs compared."""
+    res = infer_model(model)
+    assert not res.contradictions, res.contradictions
+    values = res.values
+    names = [n for node in model.graph.nodes for n in node.outputs if n]
+    rng = random.Random(seed)
+    compared = 0
+    sess = Session(model)
+    for draw in range(draws):
+        binding = {v: rng.randint(low, high) for v in _variables(model)}
+        binding.update(fixed or {})
+        feed = random_inputs(model, seed=seed + draw, dims=binding)
+        got = sess.run(feed, outputs=names)
+        for name, actual in got.items():
+            v = values.get(name)
+            if v is None or v.kind != "tensor" or not isinstance(actual, np.ndarray):
+                continue
+            if v.elem is not None:
+                assert code_of_dtype(actual.dtype) == v.elem, (name, v, actual.dtype)
+            if v.shape is None:
+                continue
+            assert len(v.shape) == actual.ndim, (name, str(v), actual.shape, binding)
+            for k, d in enumerate(v.shape):
+                want = d.evaluate(binding) if isinstance(d, Expr) else d
+                if want is not None:
+                    assert want == actual.shape[k], (name, str(v), actual.shape, binding)
+            if v.data is not None and all(type(x) is int for x in v.data):
+                assert list(actual.reshape(-1)) == list(v.data), (name, v.data, actual)
+            compared += 1
+    return compared
