@@ -61,3 +61,12 @@ clean:
 .PHONY: schemas
 schemas:
 	$(PY) tools/gen_schemas.py
+
+# the generated documents, from the code: docs/check.md (the codes of `onemodel check` and its
+# synopsis) and docs/conformance-statement.md (Annex A: versions, operator sets, codes, limits,
+# and the totals of docs/conformance.md, which docs/make_conformance.py writes); tests check that
+# both are up to date
+.PHONY: docs
+docs: install
+	$(PY) -m onemodel.validation.docs > docs/check.md.tmp && mv docs/check.md.tmp docs/check.md
+	$(PY) docs/make_statement.py

@@ -2,7 +2,8 @@
 
 A model that exceeds a limit is refused with :class:`~onemodel.errors.UnsupportedError` (or
 Malformed where the format itself states the bound), never with a crash, a ``RecursionError`` or
-a ``MemoryError``. The conformance statement (docs/conformance-statement.md) lists the same table.
+a ``MemoryError``. The conformance statement (docs/conformance-statement.md) lists them, with the
+descriptions of :data:`DESCRIPTIONS`.
 """
 
 from __future__ import annotations
@@ -64,3 +65,42 @@ EXTERNAL_DATA_ALIGNMENT = 4096
 #: Deepest nesting the evaluator follows: subgraphs (If, Loop, Scan bodies) inside subgraphs, and
 #: model-local function calls inside function bodies, counted together (ONNX Part 1, Clause 8.4).
 MAX_EVAL_DEPTH = 64
+
+
+#: What each limit bounds and how a model past it is refused, in the order of the resource
+#: limits table of the conformance statement (Annex A; docs/make_statement.py renders that table
+#: from here, so this is the one description of each): ``{name: (what it bounds, unit, refused
+#: as)}``. ``unit`` says how the value is shown (``"bytes"``: KiB, MiB, GiB; ``"count"``: a
+#: number); ``refused as`` is the error kind of :mod:`onemodel.errors` a model past the limit
+#: gets, ``"-"`` for a setting that refuses nothing.
+DESCRIPTIONS: dict[str, tuple[str, str, str]] = {
+    "MAX_MESSAGE_DEPTH": ("nesting of protobuf messages in an ONNX file (protobuf's own default)",
+                          "count", "Malformed"),
+    "MAX_ELEMENT_COUNT": ("elements of one tensor (an element count of 2^63 or more is "
+                          "InvalidModel)", "count", "Unsupported"),
+    "MAX_MANIFEST_BYTES": ("a OneModel manifest", "bytes", "Unsupported"),
+    "MAX_JSON_DEPTH": ("JSON nesting of a OneModel manifest, checked before parsing", "count",
+                       "Unsupported"),
+    "MAX_MODEL_NESTING": ("graphs and types open at once in a OneModel manifest; graphs nested "
+                          "in one another where the graph rules apply (convert, evaluation; "
+                          "`check` reports OM119)", "count", "Unsupported"),
+    "MAX_CONTAINER_TENSOR_BYTES": ("one tensor in a OneModel file", "bytes", "Unsupported"),
+    "MAX_HEADER_U64": ("every u64 field of the OneModel header", "count", "Malformed"),
+    "MAX_DECOMPRESSED_BYTES": ("output of a `.zst` file (declared or counted while "
+                               "decompressing)", "bytes", "Unsupported"),
+    "MAX_COMPRESSION_RATIO": ("decompressed bytes per byte of a `.zst` file past its first "
+                              "16 MiB (declared frame sizes too; `open_source(max_ratio=)` "
+                              "raises it)", "count", "Unsupported"),
+    "MAX_WRITTEN_GAP": ("a gap between tensors of a data file (keep layout) written as zeros to "
+                        "a destination that cannot leave a hole (an upload, bytes in memory); "
+                        "local files leave holes", "bytes", "Unsupported"),
+    "PROTOBUF_MESSAGE_LIMIT": ("an inline ONNX file others can read; writing past it needs "
+                               "`force`", "bytes", "Unsupported"),
+    "MAX_EVAL_DEPTH": ("subgraphs and function calls nested during evaluation", "count",
+                       "Unsupported"),
+    "MMAP_THRESHOLD": ("files this large or larger are memory-mapped, smaller ones read", "bytes",
+                       "-"),
+    "CONTAINER_ALIGNMENT": ("alignment of tensors in a OneModel data region", "bytes", "-"),
+    "EXTERNAL_DATA_ALIGNMENT": ("default alignment of offsets in written external data files",
+                                "bytes", "-"),
+}
