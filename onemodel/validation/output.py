@@ -10,6 +10,23 @@ from .finding import Report
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
+#: The run properties of the SARIF log of a zstd-compressed model (``model.onnx.zst``): its
+#: byte offsets count in the decompressed bytes, the model the ``.zst`` holds.
+DECOMPRESSED_OFFSETS = {
+    "byteOffsets": "decompressed",
+    "byteOffsetsNote": "the model file is zstd-compressed: every region.byteOffset counts in "
+                       "its decompressed bytes (the model it holds), not in the file itself"}
+
+
+def is_compressed(source: str | None) -> bool:
+    """Whether ``source`` (a path or URL) names a file the readers decompress first (the
+    ``.zst`` suffix, as :func:`onemodel.storage.open_source` tells it), so that the findings'
+    byte offsets are offsets in its decompressed bytes."""
+    from ..storage.compressed import has_zstd_suffix
+    from ..storage.place import name_of_url
+
+    return source is not None and has_zstd_suffix(name_of_url(source))
+
 
 def text_lines(report: Report, shown_source: str) -> list[str]:
     """The lines of the text report: a header per code with its count and description, one
@@ -54,7 +71,9 @@ def sarif_unreadable(kind: str, message: str, shown_source: str) -> dict:
 def sarif(report: Report, shown_source: str) -> dict:
     """The report as a SARIF 2.1.0 log: one run, a rule per code of :data:`CODES` that was
     found, a result per finding (its logical location is the field path, its region the byte
-    offset when there is one)."""
+    offset when there is one). For a ``.zst`` model (``report.source``, else
+    ``shown_source``) the run's ``properties`` are :data:`DECOMPRESSED_OFFSETS`: the offsets
+    are in the decompressed bytes."""
     from .. import __version__
 
     used = sorted({f.code for f in report.findings})
@@ -71,7 +90,8 @@ def sarif(report: Report, shown_source: str) -> dict:
         results.append({"ruleId": f.code, "ruleIndex": used.index(f.code),
                         "level": _LEVEL[f.severity], "message": {"text": f.message},
                         "locations": [loc]})
-    return {"$schema": SARIF_SCHEMA, "version": "2.1.0",
-            "runs": [{"tool": {"driver": {"name": "onemodel", "version": __version__,
-                                          "rules": rules}},
-                      "results": results}]}
+    run = {"tool": {"driver": {"name": "onemodel", "version": __version__, "rules": rules}},
+           "results": results}
+    if is_compressed(report.source or shown_source):
+        run["properties"] = dict(DECOMPRESSED_OFFSETS)
+    return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
