@@ -21,6 +21,7 @@ from ..errors import InternalError
 from ..ir.dtypes import DataType
 from ..ir.entries import normalize_domain
 from . import dims as D
+from . import value as value_mod
 from .context import InferContext
 from .registry import lookup
 from .value import MAX_DATA, UNKNOWN, Value
@@ -160,6 +161,8 @@ def merge(declared: Value | None, inferred: Value | None, path: str, name: str, 
     unknown); a contradiction between them is appended to ``out`` (Clause 9.4)."""
     if declared is None or declared.kind is None:
         return inferred if inferred is not None else UNKNOWN
+    if declared == inferred:
+        return inferred
     if inferred is None or inferred.kind is None:
         return declared
     if declared.kind != inferred.kind:
@@ -199,22 +202,24 @@ def merge(declared: Value | None, inferred: Value | None, path: str, name: str, 
 
 
 def initializer_value(t) -> Value:
-    """The Value of an initializer or Constant tensor: element type, dims, and its elements
-    when it has at most :data:`~.value.MAX_DATA` of them and a numeric or bool type."""
+    """The Value of an initializer or Constant tensor: element type and dims, and its elements
+    (read on a rule's first use, :meth:`~.value.Value.lazy_tensor`) when it has at most
+    :data:`~.value.MAX_DATA` of them and a numeric or bool type."""
     dims = tuple(int(d) for d in t.dims)
     count = 1
     for d in dims:
         count *= d
-    data = None
-    if count <= MAX_DATA and t.data_type not in (DataType.STRING, 0):
+    if count > MAX_DATA or t.data_type in (DataType.STRING, 0, None):
+        return Value.tensor(t.data_type or None, dims)
+
+    def read():
         try:
-            arr = t.numpy()
-            data = tuple(arr.reshape(-1).tolist())
+            data = tuple(t.numpy().reshape(-1).tolist())
         except Exception:  # bytes not at hand (a closed model), a type numpy cannot hold
-            data = None
-        if data is not None and any(type(x) not in (int, float, bool) for x in data):
-            data = None
-    return Value.tensor(t.data_type or None, dims, data)
+            return None
+        return data if all(type(x) in (int, float, bool) for x in data) else None
+
+    return Value.lazy_tensor(t.data_type or None, dims, read)
 
 
 class Engine:
@@ -226,6 +231,8 @@ class Engine:
         self.functions = {(normalize_domain(f.domain), f.name, f.overload or ""): f
                           for f in model.functions}
         self.depth = 0
+        self._resolved: dict = {}
+        self._memo: dict = {}
 
     def contradiction(self, path: str, message: str) -> None:
         self.result.contradictions.append(Contradiction(path, message))
@@ -271,36 +278,68 @@ class Engine:
 
     def _nodes(self, nodes, gpath: str, scope: Scope, declared: dict) -> None:
         errors = self.result.contradictions
+        local = scope.local
+        get = local.get if scope.parent is None else scope.get
+        infer = self.infer_node
         for i in _order(nodes, scope):
             node = nodes[i]
-            npath = f"{gpath}.nodes[{i}]"
-            ins = [(scope.get(n) or UNKNOWN) if n else None for n in node.inputs]
-            outs = self.infer_node(node, ins, npath, scope)
-            for k, name in enumerate(node.outputs):
-                if not name:
-                    continue
-                v = outs[k] if k < len(outs) else None
-                d = declared.get(name)
-                v = merge(Value.from_type(d), v, npath, name, errors) if d is not None \
-                    else (v if v is not None else UNKNOWN)
-                scope.local[name] = v
+            ins = []
+            for n in node.inputs:
+                if n:
+                    v = get(n)
+                    ins.append(UNKNOWN if v is None else v)
+                else:
+                    ins.append(None)
+            outs = infer(node, ins, f"{gpath}.nodes[{i}]", scope)
+            k = 0
+            for name in node.outputs:
+                if name:
+                    v = outs[k] if k < len(outs) else None
+                    if declared:
+                        d = declared.get(name)
+                        if d is not None:
+                            v = merge(Value.from_type(d), v, f"{gpath}.nodes[{i}]", name, errors)
+                    local[name] = UNKNOWN if v is None else v
+                k += 1
 
     # -- nodes -----------------------------------------------------------------------------------
+    def _resolve(self, domain: str, op_type: str, version):
+        """(rule, schema, input type parameters, output plan) of an operator at a version,
+        computed once per (domain, op_type, version)."""
+        key = (domain, op_type, version)
+        r = self._resolved.get(key)
+        if r is None:
+            from .. import schemas
+
+            ok = type(version) is int and version > 0
+            fn = lookup(domain, op_type, version) if ok else None
+            schema = schemas.get(op_type, domain, version) if ok and domain in _SCHEMA_DOMAINS \
+                else None
+            r = self._resolved[key] = (fn, schema, _arg_count(fn) if fn else 0)
+        return r
+
     def infer_node(self, node, ins: list, npath: str, scope: Scope,
                    raw: dict | None = None) -> list:
-        from .. import schemas
-
+        """The output Values of ``node`` given its input Values ``ins`` (None for an omitted
+        input), by its rule, its model-local function, or the type constraints alone."""
         opsets = scope.opsets
-        domain = normalize_domain(node.domain)
+        domain = node.domain or ""
+        if domain == "ai.onnx":
+            domain = ""
         version = opsets.get(domain)
         if version is None and domain == "":
             version = opsets.get("ai.onnx")
+        fn, schema, nargs = self._resolve(domain, node.op_type, version)
         n_out = len(node.outputs)
-        fn = lookup(domain, node.op_type, version) if type(version) is int and version > 0 \
-            else None
-        schema = schemas.get(node.op_type, domain, version) \
-            if domain in ("", "ai.onnx.ml", "ai.onnx.preview.training", "ai.onnx.preview") \
-            and type(version) is int and version > 0 else None
+        memo_key = None
+        if fn is not None and raw is None:
+            sig = _attribute_signature(node.attributes)
+            if sig is not None:
+                memo_key = (domain, node.op_type, version, n_out, sig,
+                            tuple(v.signature if v is not None else None for v in ins))
+                hit = self._memo.get(memo_key)
+                if hit is not None:
+                    return hit
         generic = bind_outputs(schema, ins, n_out)
         if fn is None:
             f = self.functions.get((domain, node.op_type, node.overload or ""))
@@ -309,8 +348,13 @@ class Engine:
             self.result.no_rule.add((domain, node.op_type, version))
             return generic
         ctx = InferContext(self, node, version, schema, ins, npath, scope, generic, raw)
+        reads, found = value_mod.LAZY_READS, len(self.result.contradictions)
+        if nargs >= 0:
+            args = ins[:nargs] if len(ins) >= nargs else ins + [None] * (nargs - len(ins))
+        else:
+            args = ins
         try:
-            got = fn(ctx, *_arguments(fn, ins))
+            got = fn(ctx, *args)
         except Exception as e:  # a rule's bug: name the node and the rule
             raise InternalError(f"inference rule {fn.__module__}.{fn.__name__} failed on "
                                 f"{node.op_type} at {npath}: {type(e).__name__}: {e}") from e
@@ -327,6 +371,9 @@ class Engine:
             elif e is None:
                 e = g
             out.append(e)
+        if memo_key is not None and value_mod.LAZY_READS == reads and \
+                len(self.result.contradictions) == found:
+            self._memo[memo_key] = out
         return out
 
     def _function(self, f, node, ins, npath, scope, raw) -> list:
@@ -365,13 +412,34 @@ class Engine:
             self.depth -= 1
 
 
-def _arguments(fn, ins: list) -> list:
-    """``ins`` padded with None up to ``fn``'s positional parameters after ``ctx``."""
+def _arg_count(fn) -> int:
+    """The number of inputs ``fn`` takes after ``ctx`` (-1 for ``*inputs``: what the node
+    lists)."""
     code = fn.__code__
-    if code.co_flags & 0x04:  # *args: exactly what the node lists
-        return ins
-    n = code.co_argcount - 1
-    return ins[:n] + [None] * (n - len(ins)) if len(ins) < n else ins[:n]
+    if code.co_flags & 0x04:
+        return -1
+    return code.co_argcount - 1
+
+
+_SCHEMA_DOMAINS = frozenset(("", "ai.onnx.ml", "ai.onnx.preview.training", "ai.onnx.preview"))
+
+
+def _attribute_signature(attributes) -> tuple | None:
+    """A hashable summary of a node's attributes for the memo of node results, or None when
+    one holds a tensor, graph or type (such nodes are inferred each time)."""
+    if not attributes:
+        return ()
+    out = []
+    for a in attributes:
+        if a.t is not None or a.g is not None or a.tensors or a.graphs or a.tp is not None \
+                or a.sparse_tensor is not None or a.type_protos or a.sparse_tensors \
+                or a.ref_attr_name:
+            return None
+        fl = a.floats
+        out.append((a.name, a.type, a.i, a.f, a.s, tuple(a.ints) if a.ints else None,
+                    fl.tobytes() if fl is not None and len(fl) else None,
+                    tuple(a.strings) if a.strings else None))
+    return tuple(out)
 
 
 def _order(nodes, scope: Scope) -> list[int]:

@@ -13,6 +13,10 @@ from . import dims as D
 #: Tensors with at most this many elements carry their elements (``Value.data``).
 MAX_DATA = 1024
 
+#: How many times the elements of a lazily read Value were asked for (see
+#: :meth:`Value.lazy_tensor`); the engine compares it around a rule's call.
+LAZY_READS = 0
+
 
 class Value:
     """The inferred type of one value; immutable, hashable, compared by content.
@@ -30,15 +34,49 @@ class Value:
         inner: the element Value of a sequence or optional, the value Value of a map.
     """
 
-    __slots__ = ("kind", "elem", "shape", "data", "inner", "_hash")
+    __slots__ = ("kind", "elem", "shape", "_data", "inner", "_src", "_hash")
 
     def __init__(self, kind=None, elem=None, shape=None, data=None, inner=None):
         self.kind = kind
         self.elem = elem
         self.shape = None if shape is None else tuple(shape)
-        self.data = None if data is None else tuple(data)
+        self._data = None if data is None else tuple(data)
         self.inner = inner
-        self._hash = hash((kind, elem, self.shape, self.data, inner))
+        self._src = None
+        self._hash = hash((kind, elem, self.shape, self._data, inner))
+
+    @classmethod
+    def lazy_tensor(cls, elem: int | None, shape, source) -> "Value":
+        """A tensor whose elements ``source()`` gives (a tuple, or None when they cannot be
+        had) on the first read of :attr:`data`: initializers are not read unless a rule asks.
+        Two such Values are equal when they have the same source (the same tensor)."""
+        v = cls("tensor", elem, shape)
+        v._src = source
+        v._hash = hash(("tensor", elem, v.shape, id(source)))
+        return v
+
+    @property
+    def data(self):
+        """The elements, when known (see the class docstring)."""
+        src = self._src
+        if src is not None:
+            global LAZY_READS
+            LAZY_READS += 1
+            if src is not True:
+                d = src()
+                self._data = None if d is None or len(d) != _count(self.shape or ()) \
+                    else tuple(d)
+                self._src = True  # read
+        return self._data
+
+    @property
+    def signature(self):
+        """What rules may read of this Value other than lazily read elements: equal for two
+        initializers of one type and shape (the engine's memo of node results keys on it and
+        keeps no result of a rule that read lazy elements, :data:`LAZY_READS`)."""
+        if self._src is not None:
+            return ("tensor", self.elem, self.shape, None, None)
+        return self
 
     # -- construction ----------------------------------------------------------------------
     @classmethod
@@ -152,9 +190,12 @@ class Value:
 
     # -- identity ----------------------------------------------------------------------------
     def __eq__(self, other):
-        return (type(other) is Value and self._hash == other._hash and self.kind == other.kind
-                and self.elem == other.elem and self.shape == other.shape
-                and self.data == other.data and self.inner == other.inner)
+        if type(other) is not Value or self._hash != other._hash:
+            return False
+        if self._src is not None or other._src is not None:
+            return self is other or (self._src is other._src and self._src is not True)
+        return (self.kind == other.kind and self.elem == other.elem and self.shape == other.shape
+                and self._data == other._data and self.inner == other.inner)
 
     def __hash__(self):
         return self._hash
