@@ -92,11 +92,13 @@ ROUND_TRIP = ("Every model and `.pb` file of the package reads and rewrites to t
               "octets, and every tensor equals `onnx.numpy_helper.to_array` bit for bit.")
 
 VALIDATION_RESULTS = (
-    "Validation: a conformance or test model of the package that "
+    "Validation: every conformance model of the package (node, simple, pytorch and light "
+    "cases) checks with no finding at all (`tests/check/test_check_conformance_models.py`), "
+    "and so does every model of `testdata/`, ONNX and converted to OneModel "
+    "(`tests/check/test_check_data.py`); a conformance or test model of the package that "
     "`onnx.checker.check_model(full_check=True)` refuses gets an error from `onemodel check` "
     "too, or is listed with the reason it is valid "
-    "(`tests/check/test_check_onnx_refusals.py`); every model of `testdata/` checks clean "
-    "(`tests/check/test_check_data.py`).")
+    "(`tests/check/test_check_onnx_refusals.py`).")
 
 #: Why an operator has no kernel, where it is not only "not implemented".
 WHY_NO_KERNEL = {
