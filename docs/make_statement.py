@@ -21,6 +21,7 @@ import argparse
 import pathlib
 import re
 import sys
+from typing import NamedTuple
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "conformance-statement.md"
@@ -143,11 +144,23 @@ def _ranges(versions: list[int]) -> str:
     return ", ".join(out)
 
 
-def operator_sets():
-    """Per domain of the schema table: ``(domain, top version, operators defined, operators
-    with a built-in kernel, [(op_type, opset versions at which the definition in force has no
-    kernel)])``. An operator counts as having a kernel when the registry has one for it at
-    some version; the gaps are the versions where :func:`registry.lookup` finds none."""
+class DomainSet(NamedTuple):
+    """One domain of the schema table as the evaluator covers it."""
+
+    domain: str        #: ``""`` for ai.onnx
+    top: int           #: the greatest opset version its definitions have
+    defined: int       #: operators the schema table defines
+    with_kernel: int   #: operators with a built-in kernel at some version
+    #: ``[(op_type, [opset versions])]``: the versions at which no kernel serves the
+    #: definition in force (:func:`registry.lookup` finds none): refused by the evaluator
+    refused: list
+    #: ``[(op_type, [since versions])]``: definitions without a kernel of their own, served by
+    #: the kernel of an earlier definition of the operator
+    served: list
+
+
+def operator_sets() -> list[DomainSet]:
+    """Every domain of the schema table, with what the built-in kernels cover of it."""
     from onemodel import schemas
     from onemodel.evaluate import registry
 
@@ -156,14 +169,18 @@ def operator_sets():
     for domain in schemas.domains():
         ops = schemas.operators(domain)
         top = max(v for op in ops for v in schemas.versions(op, domain))
-        gaps = []
+        refused, served = [], []
         for op in ops:
             missing = [v for v in range(1, top + 1) if schemas.get(op, domain, v) is not None
                        and registry.lookup(domain, op, v, user=False) is None]
             if missing:
-                gaps.append((op, missing))
+                refused.append((op, missing))
+            later = [v for v in schemas.versions(op, domain)
+                     if v not in kernels.get((domain, op), ()) and v not in missing]
+            if later:
+                served.append((op, later))
         with_kernel = sum(1 for op in ops if (domain, op) in kernels)
-        out.append((domain, top, len(ops), with_kernel, gaps))
+        out.append(DomainSet(domain, top, len(ops), with_kernel, refused, served))
     return out
 
 
@@ -294,28 +311,32 @@ def _opsets_item(sets, onnx_version: str) -> str:
 
     kernels = registry.operators()
     ev = []
-    for domain, top, _n, k, _gaps in sets:
-        shown = f"`{_domain_name(domain)}` {_versions(top)}"
-        if k <= 3:
-            names = sorted(op for d, op in kernels if d == domain)
+    served = []
+    for ds in sets:
+        shown = f"`{_domain_name(ds.domain)}` {_versions(ds.top)}"
+        if ds.with_kernel <= 3:
+            names = sorted(op for d, op in kernels if d == ds.domain)
             ev.append(f"{shown} ({', '.join(names)})")
         else:
-            ev.append(f"{shown} ({k} operators)")
+            ev.append(f"{shown} ({ds.with_kernel} operators)")
+        served += [f"{op} {', '.join(map(str, vs))}" for op, vs in ds.served]
     return (f"Validation: every version of the {len(sets)} domains of the schema table (the "
             f"definitions of onnx {onnx_version}; table [Operator sets](#operator-sets)); an "
             "operator of any other domain is reported as not checked (OM304). Evaluator: "
-            f"{', '.join(ev)}; kernels are registered by the `since_version` of each definition "
-            "they implement, and a node runs the kernel of the definition in force at its opset "
-            "version (Clause 14.3); conformance.md lists the versions per operator. Reading and "
-            "writing: any domain and version.")
+            f"{', '.join(ev)}. A kernel is registered at the `since_version` of a definition "
+            "and runs a node whose opset version puts that definition in force (Clause 14.3), "
+            "or a later definition that has no kernel of its own; those later definitions (by "
+            f"`since_version`): {'; '.join(served) or 'none'}. conformance.md lists the "
+            "versions each operator's test cases use. Reading and writing: any domain and "
+            "version.")
 
 
 def _unsupported_item(sets) -> str:
     parts = []
     from onemodel import schemas
 
-    for domain, top, _n, _k, gaps in sets:
-        for op, missing in gaps:
+    for domain, top, _n, _k, refused, _served in sets:
+        for op, missing in refused:
             defined = [v for v in range(1, top + 1) if schemas.get(op, domain, v) is not None]
             why = WHY_NO_KERNEL.get(op, "no kernel")
             opsets = "opset" if len(missing) == 1 else "opsets"
@@ -325,7 +346,9 @@ def _unsupported_item(sets) -> str:
             else:
                 parts.append(f"`{_domain_name(domain)}` {op} at {opsets} {_ranges(missing)} "
                              f"({why} for the definitions in force there)")
-    return ("; ".join(parts) + "; any custom domain. The evaluator lists every unsupported "
+    return ("; ".join(parts) + "; any operator of a custom domain that no kernel "
+            "(`onemodel.evaluate.register_kernel`) or model-local function serves. The "
+            "evaluator lists every unsupported "
             "`(domain, op_type, opset)` of a model before computing anything and refuses it "
             "(Clause 4.4). Per-operator results: [conformance.md](conformance.md).")
 
@@ -415,7 +438,7 @@ def render(conformance_text: str) -> str:
               "| domain | opset versions | operators defined | with a kernel |",
               "|---|---|---:|---:|"]
     lines += [f"| `{_domain_name(d)}` | {_versions(top)} | {n} | {k} |"
-              for d, top, n, k, _gaps in sets]
+              for d, top, n, k, *_ in sets]
     lines += ["", "## Validation (Clause 10)", ""] + _codes_rows()
     lines += ["", "## Resource limits", ""] + _limits_rows()
     return "\n".join(lines) + "\n"
