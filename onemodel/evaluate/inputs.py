@@ -22,6 +22,7 @@ from ..errors import (
     UsageError,
     quote,
 )
+from ..inference.engine import fresh_name
 from ..ir.dtypes import INFO, DataType, name_of
 from ..ir.model import Graph, Model
 from ..ir.tensor import element_count
@@ -179,7 +180,7 @@ def _random_value(vtype: Type | None, rng: np.random.Generator, dims: dict[str, 
                 elif isinstance(d, str):
                     shape.append(int(dims.get(d, 1)))
                 else:  # unnamed, or a negative extent read as unknown
-                    shape.append(1)
+                    shape.append(int(dims.get(fresh_name(name, len(shape)), 1)))
         _check_size(name, shape, t.shape.values if t.shape is not None else [], dims,
                     shape_given, f"{where}.type.{kind}_type.shape.dims")
         return random_tensor(code, tuple(shape), rng, where)
@@ -382,13 +383,28 @@ def random_inputs(model: Model, seed: int = 0, dims: dict[str, int] | None = Non
     """
     check_dims_shapes(model, dims, shapes)
     rng = np.random.default_rng(seed)
-    dims = dims or {}
+    dims = entailed_dims(model, dims)
     shapes = shapes or {}
     out = {}
     for i, vi in _needed_inputs(model):
         given = tuple(int(d) for d in shapes[vi.name]) if vi.name in shapes else None
         out[vi.name] = _random_value(vi.type, rng, dims, f"graph.inputs[{i}]", vi.name, given)
     return out
+
+
+def entailed_dims(model: Model, dims: dict[str, int] | None) -> dict[str, int]:
+    """``dims`` completed with the extents the model's operators pin for its input variables
+    and unnamed input extents (shape inference, :func:`.constraints.suggested_dims`: a MatMul
+    whose weight has 768 rows pins the inner extent of its input to 768); what ``dims`` gives
+    is kept. Unnamed extents are keyed by :func:`onemodel.inference.engine.fresh_name`. An
+    inference that cannot be made pins nothing."""
+    from .constraints import suggested_dims
+
+    try:
+        pinned = suggested_dims(model)
+    except Exception:  # noqa: BLE001 - inference never prevents evaluation (Clause 9.4)
+        pinned = {}
+    return {**pinned, **(dims or {})}
 
 
 def unset_dims(model: Model, dims: dict[str, int]) -> list[str]:
@@ -402,7 +418,7 @@ def generated_axes(model: Model, dims: dict[str, int] | None,
     """What :func:`random_inputs` chose for the axes the model leaves open: for each tensor
     input (without an initializer or a ``shapes`` entry) with a dimension variable, an unnamed
     or a negative extent, ``(name, generated shape, ["seq = 1", "axis 0 = 1", ...])``."""
-    dims = dims or {}
+    dims = entailed_dims(model, dims)
     shapes = shapes or {}
     out = []
     for _, vi in _needed_inputs(model):
@@ -414,7 +430,7 @@ def generated_axes(model: Model, dims: dict[str, int] | None,
             if isinstance(d, int) and d >= 0:
                 shape.append(d)
                 continue
-            value = int(dims.get(d, 1)) if isinstance(d, str) else 1
+            value = int(dims.get(d if isinstance(d, str) else fresh_name(vi.name, k), 1))
             shape.append(value)
             label = d if isinstance(d, str) else f"axis {k}"
             if f"{label} = {value}" not in open_axes:

@@ -122,6 +122,11 @@ class Session:
             the process then keeps up to 64 MiB of freed memory. It saves the page faults of
             re-allocating large intermediates in every later run (docs/performance.md: a
             transformer encoder at batch 16, 8.6 ms -> 4.3 ms a run).
+        check_inputs: before the first run whose inputs have extents the model does not fix,
+            infer what its operators entail of them (:mod:`.constraints`, Clause 9) and refuse
+            inputs that break it at the input, naming the axis and the operator, instead of
+            failing inside a node. On by default; an inference that cannot be made checks
+            nothing (Clause 9.4: it never prevents evaluation).
 
     Raises (at construction, before any computation):
         InvalidModelError: a graph rule of :mod:`onemodel.ir.graph_rules` broken (in the main
@@ -138,7 +143,8 @@ class Session:
             that is not callable.
     """
 
-    def __init__(self, model: Model, *, kernels: dict | None = None, tune_malloc: bool = False):
+    def __init__(self, model: Model, *, kernels: dict | None = None, tune_malloc: bool = False,
+                 check_inputs: bool = True):
         if model is None or model.graph is None:
             raise InvalidModelError("the model has no graph", path="graph")
         self.model = model
@@ -161,6 +167,8 @@ class Session:
         self._main = self._plan_graph(model.graph, "graph", self._opsets, 0, outputs=None,
                                       top=True)
         self._plans[None] = self._main
+        self._check_inputs = check_inputs
+        self._constraints: list | None = None
 
     # -- the public face ------------------------------------------------------------------------
     @property
@@ -189,8 +197,9 @@ class Session:
             lists for sequences, dicts for maps, ``None`` for an empty optional.
         Raises:
             InvalidModelError: a missing or unknown input, a value of the wrong element type or
-                shape, an initializer supplied as input; a node whose attributes or subgraph
-                are invalid as read (a missing required attribute, a body with too few outputs).
+                shape, an initializer supplied as input; an input whose extents break what the
+                operators entail (``check_inputs``: at the input, with the axis); a node whose
+                attributes or subgraph are invalid as read (a missing required attribute, a body with too few outputs).
             EvaluationError: a node failing on the values it is given, a run-time condition of
                 its operator that does not hold for them (a Reshape that cannot hold, shapes
                 that do not broadcast, an index out of range, an array too large to allocate:
@@ -211,9 +220,25 @@ class Session:
                                     outputs=list(outputs), top=True)
             self._plans[key] = plan
         env = prepare_inputs(self.model.graph, plan, inputs)
+        if self._check_inputs and inputs:
+            self._check_constraints(env)
         with np.errstate(all="ignore"):  # IEEE results (inf, nan) are values, not warnings
             values = self._execute(plan, env)
         return dict(zip(plan.outputs, values))
+
+    def _check_constraints(self, env: dict) -> None:
+        """The inputs against the constraints inference finds (computed on first use)."""
+        from .constraints import bind_inputs, check_inputs, model_constraints
+
+        binding, where = bind_inputs(self.model, env)
+        if not binding:
+            return
+        if self._constraints is None:
+            try:
+                self._constraints = model_constraints(self.model)
+            except Exception:  # noqa: BLE001 - inference never prevents evaluation (9.4)
+                self._constraints = []
+        check_inputs(self._constraints, binding, where)
 
     # -- checking -------------------------------------------------------------------------------
     @staticmethod
@@ -687,11 +712,13 @@ def _bind_graph(g: Graph, bound: dict[str, Attribute], origins: dict) -> Graph:
 
 
 def run(model: Model, inputs: dict[str, Any], outputs: list[str] | None = None, *,
-        kernels: dict | None = None, tune_malloc: bool = False) -> dict[str, Any]:
-    """Evaluate ``model`` once: ``Session(model, kernels=kernels,
-    tune_malloc=tune_malloc).run(inputs, outputs)``.
+        kernels: dict | None = None, tune_malloc: bool = False,
+        check_inputs: bool = True) -> dict[str, Any]:
+    """Evaluate ``model`` once: ``Session(model, kernels=kernels, tune_malloc=tune_malloc,
+    check_inputs=check_inputs).run(inputs, outputs)``.
 
     See :class:`Session` for what is checked before any computation and for the options, and
     :meth:`Session.run` for the values, the result and the errors raised.
     """
-    return Session(model, kernels=kernels, tune_malloc=tune_malloc).run(inputs, outputs)
+    return Session(model, kernels=kernels, tune_malloc=tune_malloc,
+                   check_inputs=check_inputs).run(inputs, outputs)

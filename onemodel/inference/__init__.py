@@ -34,14 +34,16 @@ def _model(model_or_path, storage_options=None):
     return load(model_or_path, storage_options=storage_options)
 
 
-def infer_model(model) -> Inference:
+def infer_model(model, *, fresh_inputs: bool = False) -> Inference:
     """Infer every value of ``model`` (an :class:`onemodel.Model`, or a path or URL read with
     :func:`onemodel.load`; tensor bytes are read only for initializers of at most
     :data:`~.value.MAX_DATA` elements). Returns the :class:`Inference`: every graph's Values by
     name, the contradictions, the operators without a rule. Raises the errors of
     :func:`onemodel.load` for a path; :class:`~onemodel.errors.InternalError` for a rule's
-    bug."""
-    return Engine(_model(model)).run()
+    bug. ``fresh_inputs``: each unnamed extent of a main-graph input becomes a variable of its
+    own (``?x:1``, :func:`.engine.fresh_name`), so that what the operators entail of it is
+    found (:attr:`Inference.constraints`)."""
+    return Engine(_model(model), fresh_inputs=fresh_inputs).run()
 
 
 def infer(model, *, storage_options=None) -> dict:

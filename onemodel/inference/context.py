@@ -130,6 +130,9 @@ class InferContext:
         if D.differ(a, b):
             self.contradiction(f"{what} differ: {D.dim_text(a)} and {D.dim_text(b)}")
             return a
+        if a is not None and b is not None and a != b:
+            self._engine.constraint(self.path, a, b, None,
+                                    f"{_label(self.node)} needs equal {what}")
         if a is None:
             return b
         if b is None or type(a) is int:
@@ -162,7 +165,12 @@ class InferContext:
                                f"-{pos_from_end}")
             return None
         if ints:
-            return ints.pop()
+            k = ints.pop()
+            for d in dims:
+                if d is not None and type(d) is not int:
+                    self._engine.constraint(self.path, d, k, (1, k),
+                                            f"{_label(self.node)}: {what} broadcast")
+            return k
         rest = [d for d in dims if d != 1]
         if not rest:
             return 1

@@ -102,6 +102,13 @@ def bind_outputs(schema, inputs: list, n_out: int) -> list:
     return out
 
 
+def fresh_name(input_name: str, axis: int) -> str:
+    """The variable standing for the unnamed extent ``axis`` of main-graph input
+    ``input_name`` when the engine is asked for fresh variables (Clause 9.3 allows them):
+    ``?x:1``; never written to a file."""
+    return f"?{input_name}:{axis}"
+
+
 class Scope:
     """Names visible in one graph: its own values, then its enclosing scopes' (Clause 5.4.3)."""
 
@@ -135,6 +142,33 @@ class Contradiction:
         return f"Contradiction({self.path!r}, {self.message!r})"
 
 
+class Constraint:
+    """What the operators entail of the extents (issue 12: the evaluator checks inputs against
+    them, random inputs satisfy them): ``a == b`` (``allowed`` None), or ``a`` in ``allowed``
+    (a tuple of ints: a broadcast extent is 1 or the other side's); found at ``path`` (the
+    node), ``message`` saying which operator needs it."""
+
+    __slots__ = ("path", "a", "b", "allowed", "message")
+
+    def __init__(self, path, a, b, allowed, message):
+        self.path, self.a, self.b, self.allowed, self.message = path, a, b, allowed, message
+
+    def holds(self, binding: dict) -> bool | None:
+        """Whether the constraint holds under ``binding`` (variable -> int); None when a
+        variable it uses is unbound."""
+        a = self.a.evaluate(binding) if isinstance(self.a, D.Expr) else self.a
+        if a is None:
+            return None
+        if self.allowed is not None:
+            return a in self.allowed
+        b = self.b.evaluate(binding) if isinstance(self.b, D.Expr) else self.b
+        return None if b is None else a == b
+
+    def __repr__(self):
+        rel = f"in {self.allowed}" if self.allowed is not None else f"== {D.dim_text(self.b)}"
+        return f"Constraint({D.dim_text(self.a)} {rel} at {self.path})"
+
+
 class Inference:
     """The result of inferring a model.
 
@@ -143,12 +177,14 @@ class Inference:
             for every value of that graph (inputs, initializers, node outputs).
         contradictions: list of :class:`Contradiction`, in the order found.
         no_rule: the ``(domain, op_type, opset)`` of nodes inferred without a rule.
+        constraints: list of :class:`Constraint` on symbolic extents, in the order found.
     """
 
     def __init__(self):
         self.graphs: dict[str, dict[str, Value]] = {}
         self.contradictions: list[Contradiction] = []
         self.no_rule: set = set()
+        self.constraints: list[Constraint] = []
 
     @property
     def values(self) -> dict[str, Value]:
@@ -225,7 +261,7 @@ def initializer_value(t) -> Value:
 class Engine:
     """Infers one model; :meth:`run` returns an :class:`Inference`."""
 
-    def __init__(self, model):
+    def __init__(self, model, *, fresh_inputs: bool = False):
         self.model = model
         self.result = Inference()
         self.functions = {(normalize_domain(f.domain), f.name, f.overload or ""): f
@@ -233,9 +269,17 @@ class Engine:
         self.depth = 0
         self._resolved: dict = {}
         self._memo: dict = {}
+        self._constrained = False
+        self.fresh_inputs = fresh_inputs
 
     def contradiction(self, path: str, message: str) -> None:
         self.result.contradictions.append(Contradiction(path, message))
+
+    def constraint(self, path: str, a, b, allowed, message: str) -> None:
+        c = self.result.constraints
+        if len(c) < _MAX_CONSTRAINTS:
+            c.append(Constraint(path, a, b, allowed, message))
+        self._constrained = True
 
     def run(self) -> Inference:
         m = self.model
@@ -262,6 +306,10 @@ class Engine:
                 local[v.name] = Value("tensor", v.data_type or None, tuple(t.dims))
         for i, vi in enumerate(graph.inputs):
             declared = Value.from_type(vi.type)
+            if self.fresh_inputs and parent is None and declared.shape is not None:
+                declared = Value(declared.kind, declared.elem, tuple(
+                    D.Expr.var(fresh_name(vi.name, k)) if d is None else d
+                    for k, d in enumerate(declared.shape)))
             given = inputs[i] if inputs is not None and i < len(inputs) else None
             local[vi.name] = merge(declared, given, f"{gpath}.inputs[{i}]", vi.name, errors) \
                 if given is not None else declared
@@ -349,6 +397,7 @@ class Engine:
             return generic
         ctx = InferContext(self, node, version, schema, ins, npath, scope, generic, raw)
         reads, found = value_mod.LAZY_READS, len(self.result.contradictions)
+        self._constrained = False
         if nargs >= 0:
             args = ins[:nargs] if len(ins) >= nargs else ins + [None] * (nargs - len(ins))
         else:
@@ -372,7 +421,7 @@ class Engine:
                 e = g
             out.append(e)
         if memo_key is not None and value_mod.LAZY_READS == reads and \
-                len(self.result.contradictions) == found:
+                len(self.result.contradictions) == found and not self._constrained:
             self._memo[memo_key] = out
         return out
 
@@ -420,6 +469,9 @@ def _arg_count(fn) -> int:
         return -1
     return code.co_argcount - 1
 
+
+#: At most this many constraints are kept (a model's first ones; each is small).
+_MAX_CONSTRAINTS = 100_000
 
 _SCHEMA_DOMAINS = frozenset(("", "ai.onnx.ml", "ai.onnx.preview.training", "ai.onnx.preview"))
 

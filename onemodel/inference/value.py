@@ -171,7 +171,7 @@ class Value:
             if self.shape is not None:
                 from ..ir.types import Dimension, Shape
                 shape = Shape(dims=[Dimension(dim_value=d) if type(d) is int
-                                    else Dimension(dim_param=str(d)) if d is not None
+                                    else Dimension(dim_param=str(d)) if _writable(d)
                                     else Dimension() for d in self.shape])
             setattr(t, self.kind + "_type", cls(elem_type=self.elem or 0, shape=shape))
             return t
@@ -214,6 +214,12 @@ class Value:
         return self.kind or "?"
 
     __repr__ = __str__
+
+
+def _writable(d) -> bool:
+    """Whether a symbolic extent is written as a ``dim_param``: not unknown, and not made of
+    the engine's fresh variables (``?x:1``), which only stand for an extent inside one run."""
+    return d is not None and not any(v.startswith("?") for v in d.variables())
 
 
 def _count(shape) -> int | None:

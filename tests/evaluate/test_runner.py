@@ -371,8 +371,15 @@ def test_kernel_failure_names_the_node():
 def test_broadcast_mismatch_is_an_evaluation_error_and_a_missing_attribute_stays_invalid():
     m = _model([helper.make_node("Add", ["a", "b"], ["y"], name="plus")],
                [_vi("a", F, ["n"]), _vi("b", F, [3])], [_vi("y")])
-    with pytest.raises(EvaluationError) as e:
+    # inference entails n in {1, 3}: the input is refused before anything runs, at the input
+    with pytest.raises(InvalidModelError) as e:
         run(m, {"a": np.zeros(2, np.float32), "b": np.zeros(3, np.float32)})
+    assert e.value.path == "graph.inputs[0]"
+    assert "input 'a' has extent 2 on axis 0 (n)" in e.value.message
+    assert "Add 'plus'" in e.value.message and "n in {1, 3}" in e.value.message
+    # without the input check, the node fails and says so
+    with pytest.raises(EvaluationError) as e:
+        run(m, {"a": np.zeros(2, np.float32), "b": np.zeros(3, np.float32)}, check_inputs=False)
     assert "node 0 (Add 'plus')" in e.value.message and "a float32[2], b float32[3]" in \
         e.value.message
     # a structural problem of the node (Cast without 'to') is the model's, as read
