@@ -199,7 +199,8 @@ class Session:
             InvalidModelError: a missing or unknown input, a value of the wrong element type or
                 shape, an initializer supplied as input; an input whose extents break what the
                 operators entail (``check_inputs``: at the input, with the axis); a node whose
-                attributes or subgraph are invalid as read (a missing required attribute, a body with too few outputs).
+                attributes or subgraph are invalid as read (a missing required attribute, a body
+                with too few outputs).
             EvaluationError: a node failing on the values it is given, a run-time condition of
                 its operator that does not hold for them (a Reshape that cannot hold, shapes
                 that do not broadcast, an index out of range, an array too large to allocate:
