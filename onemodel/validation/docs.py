@@ -55,8 +55,8 @@ edit -->
 {synopsis}
 ```
 
-validates a model (ONNX Part 1, Clause 10) and reports every finding at once, each with a code,
-a severity, a one-line message, the field path in the file's own terms (ONNX:
+`onemodel check` validates a model (ONNX Part 1, Clause 10) and reports every finding at once,
+each with a code, a severity, a one-line message, the field path in the file's own terms (ONNX:
 `graph.node[3].input[1]`; OneModel: `manifest.graph.nodes[3].inputs[1]`), the byte offset where
 there is one, and the clause. Python: `onemodel.check(path_or_model) -> Report`.
 
