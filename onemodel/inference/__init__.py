@@ -63,12 +63,15 @@ def annotate(model, inference: Inference | None = None) -> int:
     """Add a ``value_info`` entry to every graph of ``model`` (in place) for each node output
     whose type inference knows and that the graph declares nowhere (not an input, output,
     initializer or existing ``value_info``), in node order; everything else is left as it is.
-    Returns the number of entries added."""
+    Returns the number of entries added. Entries of values with equal inferred types share one
+    :class:`~onemodel.ir.Type` record (replace an entry's ``type`` rather than change it in
+    place)."""
     from ..ir import ValueInfo
     from ..ir.walk import iter_graphs
 
     res = inference if inference is not None else Engine(model).run()
     added = 0
+    types: dict = {}
     if model.graph is None:
         return 0
     for gpath, g in iter_graphs(model.graph):
@@ -82,7 +85,11 @@ def annotate(model, inference: Inference | None = None) -> int:
                 if not name or name in have:
                     continue
                 v = values.get(name)
-                t = v.to_type() if v is not None else None
+                if v is None:
+                    continue
+                t = types.get(v)
+                if t is None:
+                    t = types[v] = v.to_type()
                 if t is not None:
                     g.value_info.append(ValueInfo(name=name, type=t))
                     have.add(name)

@@ -1,0 +1,114 @@
+"""Value types added to a model without encoding it again: the main graph's new ``value_info``
+entries spliced into the octets of the file it was read from (Clause 12; ``onemodel infer``).
+
+A ModelProto's fields are walked at the top level to find its ``graph`` (field 7); the graph's
+fields are walked to find where ``value_info`` entries go in the order the writer (and the
+protobuf serializers) emit fields: after the last field the writer puts no later than
+``value_info``, before ``quantization_annotation``, ``metadata_props`` and unknown fields. The
+result is the input's octets with the graph's length prefix changed and the new entries
+inserted there; for a file in the writer's canonical form it equals what
+:func:`.wire_encode.encode` gives for the model with the entries appended (tested), and
+everything else (every other octet of the file, the weights included) is copied, never
+decoded again. Only the structure of the walk is read: one varint key and length per field.
+"""
+
+from __future__ import annotations
+
+from ..protobuf import LEN, WireError, encode_varint, read_varint, skip_field
+from .schema import MESSAGES
+from .wire_encode import encode
+
+_MODEL_GRAPH = 7
+_VALUE_INFO_KEY = encode_varint(13 << 3 | LEN)
+
+
+def _graph_tags_before_value_info() -> frozenset:
+    """GraphProto field tags the writer emits before (or as) ``value_info``."""
+    tags = []
+    for f in MESSAGES["GraphProto"].fields:
+        tags.append(f.tag)
+        if f.proto_name == "value_info":
+            break
+    return frozenset(tags)
+
+
+def _field_at(data, pos: int, end: int) -> tuple[int, int, int, int]:
+    """``(tag, wire, value start, next field)`` of the field at ``pos``."""
+    k, p = read_varint(data, pos, end)
+    wire = k & 7
+    start = p
+    if wire == LEN:
+        n, start = read_varint(data, p, end)
+        return k >> 3, wire, start, start + n
+    return k >> 3, wire, start, skip_field(data, p, end, wire)
+
+
+def graph_span(data) -> tuple[int, int, int] | None:
+    """``(field start, value start, value end)`` of the ModelProto's last ``graph`` field (a
+    parser merges repeated singular messages; the writer emits one), None when there is none.
+    Raises WireError for octets that are not a message."""
+    pos, end, found = 0, len(data), None
+    while pos < end:
+        tag, wire, start, nxt = _field_at(data, pos, end)
+        if tag == _MODEL_GRAPH and wire == LEN:
+            if found is not None:
+                return None  # two graph fields: merged by parsers; not spliced
+            found = (pos, start, nxt)
+        pos = nxt
+    return found
+
+
+def insertion_point(data, start: int, end: int) -> int:
+    """Where new ``value_info`` entries go in the GraphProto octets ``data[start:end]``: after
+    the last field of a tag the writer emits no later than ``value_info``."""
+    before = _graph_tags_before_value_info()
+    pos, at = start, start
+    while pos < end:
+        tag, _, _, nxt = _field_at(data, pos, end)
+        if tag in before:
+            at = nxt
+        pos = nxt
+    return at
+
+
+def value_info_octets(entries) -> bytes:
+    """The octets of ``value_info`` fields (key 13) holding ``entries`` (ir ValueInfo records),
+    encoding each distinct Type record once (entries often share one)."""
+    out = bytearray()
+    typed: dict[int, bytes] = {}
+    name_key = encode_varint(1 << 3 | LEN)
+    type_key = encode_varint(2 << 3 | LEN)
+    for vi in entries:
+        if vi.doc_string is not None or vi.metadata_props or vi.unknown:
+            body = encode(vi)
+        else:
+            t = typed.get(id(vi.type))
+            if t is None:
+                tb = encode(vi.type)
+                t = typed[id(vi.type)] = type_key + encode_varint(len(tb)) + tb
+            name = vi.name.encode("utf-8", "surrogateescape")
+            body = name_key + encode_varint(len(name)) + name + t
+        out += _VALUE_INFO_KEY
+        out += encode_varint(len(body))
+        out += body
+    return bytes(out)
+
+
+def splice_value_info(data, entries) -> list | None:
+    """The pieces (memoryviews of ``data`` and new octets) of the ModelProto ``data`` with
+    ``entries`` appended to its main graph's ``value_info``; None when the file has no graph
+    or more than one graph field (then encode the model instead). Raises WireError when
+    ``data`` is not a well-formed message at the levels walked."""
+    view = memoryview(data)
+    span = graph_span(view)
+    if span is None:
+        return None
+    field_start, start, end = span
+    at = insertion_point(view, start, end)
+    added = value_info_octets(entries)
+    head = encode_varint(_MODEL_GRAPH << 3 | LEN) + encode_varint(end - start + len(added))
+    return [view[:field_start], head, view[start:at], added, view[at:end], view[end:]]
+
+
+__all__ = ["splice_value_info", "value_info_octets", "graph_span", "insertion_point",
+           "WireError"]
