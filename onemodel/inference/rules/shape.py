@@ -606,7 +606,7 @@ def _slice(ctx, x, starts, ends, axes, steps, n_params):
     if any(type(a) is not int for a in axes):
         return [None] * r
     out = list(s)
-    index = [list(range(d)) if type(d) is int else None for d in s]
+    bounds = {}  # axis -> (start, end, step) after clamping, ints, for the elements
     seen = set()
     exact = True
     for st, en, a, step in zip(starts, ends, axes, steps):
@@ -626,12 +626,14 @@ def _slice(ctx, x, starts, ends, axes, steps, n_params):
             continue
         n, b, e = _slice_extent(s[k], st, en, step)
         out[k] = n
-        if type(n) is int and type(b) is int and type(e) is int and type(s[k]) is int:
-            index[k] = list(range(b, e, step))
+        if type(n) is int and type(b) is int and type(e) is int:
+            bounds[k] = (b, e, step)
         else:
             exact = False
     data = None
-    if exact and x.data is not None and int_shape(s) and int_shape(out):
+    if exact and int_shape(s) and int_shape(out) and x.data is not None:
+        index = [list(range(*bounds[k])) if k in bounds else list(range(d))
+                 for k, d in enumerate(s)]
         data = _index_data(x.data, s, index)
     return ctx.tensor(out, data=data)
 
@@ -992,9 +994,11 @@ def one_hot(ctx, indices, depth, values):
     dep = None
     c = ctx.const(1)
     if c is not None and c.size == 1:
-        v = c.reshape(-1)[0]
-        dep = int(v)
-        if dep < 0:
+        try:
+            dep = int(c.reshape(-1)[0])
+        except (ValueError, OverflowError):  # NaN or infinite depth
+            dep = None
+        if dep is not None and dep < 0:
             ctx.contradiction(f"OneHot depth {dep} is negative")
             dep = None
     else:
