@@ -41,7 +41,8 @@ __version__ = "0.1.0"
 #: Names served on first use, so ``import onemodel`` does not import the validator (its code
 #: registry and check families, about 20 ms) for commands that never check.
 _LAZY = {"check": "onemodel.validation", "Finding": "onemodel.validation",
-         "Report": "onemodel.validation", "infer": "onemodel.inference"}
+         "Report": "onemodel.validation", "infer": "onemodel.inference",
+         "digest": "onemodel.content_digest", "ModelDigest": "onemodel.content_digest"}
 
 
 def __getattr__(name: str):
@@ -54,7 +55,8 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'onemodel' has no attribute {name!r}")
 
 __all__ = [
-    "load", "save", "to_bytes", "convert", "verify", "check", "Finding", "Report", "infer",
+    "load", "save", "to_bytes", "convert", "verify", "check", "Finding", "Report", "infer", "digest",
+    "ModelDigest",
     "compare_models", "ConvertResult", "VerifyReport", "Difference", "OneModelError",
     "MalformedError", "InvalidModelError", "UnsupportedError", "OptionError", "IoError",
     "Model", "Graph", "Node", "Attribute",

@@ -79,6 +79,46 @@ class Blob:
             return self._data[offset:offset + length]
         return self.source.read(self.offset + offset, length)
 
+    def chunks(self, size: int = 8 << 20):
+        """The bytes in order, as memoryviews of at most ``size`` bytes each, without holding
+        more than one chunk: fetched bytes are sliced; a mapped local file is read with
+        ``os.preadv`` into one reused buffer (so the pages of a large file are not mapped into
+        the process: memory stays flat); an in-memory source is sliced; a remote one is read
+        one range per chunk (not kept). A chunk is valid until the next one is asked for.
+        Raises IoError when the source cannot be read, MalformedError for a range past its
+        end."""
+        import os
+
+        from ..errors import IoError, MalformedError
+
+        if self._data is not None or self.nbytes == 0:
+            data = self._data if self._data is not None else memoryview(b"")
+            for start in range(0, self.nbytes, size):
+                yield data[start:start + size]
+            return
+        src = self.source
+        fileno = getattr(src, "fileno", None)
+        fd = fileno() if fileno is not None else None
+        if fd is None or not hasattr(os, "preadv"):
+            for start in range(0, self.nbytes, size):
+                yield src.read(self.offset + start, min(size, self.nbytes - start))
+            return
+        buf = bytearray(min(size, self.nbytes))
+        view = memoryview(buf)
+        pos, end = self.offset, self.offset + self.nbytes
+        while pos < end:
+            want = min(len(buf), end - pos)
+            try:
+                got = os.preadv(fd, [view[:want]], pos)
+            except OSError as e:
+                raise IoError(f"cannot read {want} bytes at {pos}: {e.strerror}",
+                              source=getattr(src, "name", None)) from None
+            if got <= 0:
+                raise MalformedError(f"range of {self.nbytes} bytes at {self.offset} passes the "
+                                     f"end of the file", source=getattr(src, "name", None))
+            yield view[:got]
+            pos += got
+
     @property
     def loaded(self) -> bool:
         """True once the bytes of a remote source were fetched and kept (never for a local or

@@ -45,11 +45,13 @@ def _f32_unpacked(key: bytes, values) -> bytes:
     return rec.tobytes()
 
 
-def _encode(obj, msg, out: bytearray, parts: list) -> bytearray:
+def _encode(obj, msg, out: bytearray, parts: list, subst: dict | None = None) -> bytearray:
     """Append the encoding of ``obj`` (message ``msg``) to ``out``; return the bytearray that
     holds its last octets. A raw_data value kept as a piece of its own, or a sub-message that
     holds one or is large, moves ``out`` into ``parts`` (never copied, never changed again),
-    appends its own pieces and the encoding goes on in a new bytearray."""
+    appends its own pieces and the encoding goes on in a new bytearray. ``subst`` maps the
+    ``id`` of a sub-record to the record encoded in its place (the content digest's tensor
+    stubs); None for none."""
     for f in msg.fields:
         v = getattr(obj, f.name)
         if v is None:
@@ -78,7 +80,7 @@ def _encode(obj, msg, out: bytearray, parts: list) -> bytearray:
             if kind == MESSAGE:
                 sub = f.message
                 for item in v:
-                    out = _encode_sub(item, sub, key, out, parts)
+                    out = _encode_sub(item, sub, key, out, parts, subst)
             elif kind == STRING:
                 for s in v:
                     b = s.encode("utf-8", "surrogateescape")
@@ -107,7 +109,7 @@ def _encode(obj, msg, out: bytearray, parts: list) -> bytearray:
             out += _v(len(b))
             out += b
         elif kind == MESSAGE:
-            out = _encode_sub(v, f.message, f.key, out, parts)
+            out = _encode_sub(v, f.message, f.key, out, parts, subst)
         elif kind in (INT64, INT32, ENUM, UINT64):
             out += f.key
             out += _v(v)
@@ -141,11 +143,14 @@ def _encode(obj, msg, out: bytearray, parts: list) -> bytearray:
     return out
 
 
-def _encode_sub(item, sub, key: bytes, out: bytearray, parts: list) -> bytearray:
+def _encode_sub(item, sub, key: bytes, out: bytearray, parts: list,
+                subst: dict | None = None) -> bytearray:
     """Append field ``key`` holding ``item`` (message ``sub``) after ``out``; return the
     bytearray to go on with (``out`` itself when the item's octets were copied into it)."""
+    if subst is not None:
+        item = subst.get(id(item), item)
     mark = len(parts)
-    inner = _encode(item, sub, bytearray(), parts)
+    inner = _encode(item, sub, bytearray(), parts, subst)
     if len(parts) == mark:
         if len(inner) < BIG:  # small and whole: copied, once per nesting level
             out += key
@@ -185,9 +190,18 @@ def encode_pieces(obj) -> list:
     return parts
 
 
-def encode(obj) -> bytes:
-    """The octets of a record as its ONNX message (a ``Model`` as ModelProto, ...)."""
-    return b"".join(p.view() if isinstance(p, Blob) else p for p in encode_pieces(obj))
+def encode(obj, *, substitute: dict | None = None) -> bytes:
+    """The octets of a record as its ONNX message (a ``Model`` as ModelProto, ...).
+
+    ``substitute``: ``id(record) -> record`` encoded in place of that sub-record wherever it
+    occurs (the records themselves are not changed)."""
+    if substitute is None:
+        return b"".join(p.view() if isinstance(p, Blob) else p for p in encode_pieces(obj))
+    parts: list = []
+    out = _encode(obj, BY_CLASS[type(obj)], bytearray(), parts, substitute)
+    if out:
+        parts.append(out)
+    return b"".join(p.view() if isinstance(p, Blob) else p for p in parts)
 
 
 def pieces_size(pieces: list) -> int:
