@@ -55,8 +55,8 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'onemodel' has no attribute {name!r}")
 
 __all__ = [
-    "load", "save", "to_bytes", "convert", "verify", "check", "Finding", "Report", "infer", "digest",
-    "ModelDigest",
+    "load", "save", "to_bytes", "convert", "verify", "check", "Finding", "Report", "infer",
+    "digest", "ModelDigest",
     "compare_models", "ConvertResult", "VerifyReport", "Difference", "OneModelError",
     "MalformedError", "InvalidModelError", "UnsupportedError", "OptionError", "IoError",
     "Model", "Graph", "Node", "Attribute",
