@@ -540,3 +540,58 @@ def test_unknown_rank_inputs_never_raise(case):
     m = node_model(op, ins, n, **attrs)
     v = out(m, "y" if n == 1 else "y0")
     assert v.shape == want, str(v)
+
+
+def test_slice_of_an_extent_known_to_be_large_enough_is_an_expression():
+    # [N + 5] sliced [1:] is N + 4 (N + 5 >= 1 always); [N] sliced [1:] is unknown (N may be 0)
+    nodes = [helper.make_node("Concat", ["a", "b"], ["x"], axis=0),
+             helper.make_node("Slice", ["x", "one", "end"], ["y"]),
+             helper.make_node("Slice", ["a", "one", "end"], ["z"]),
+             helper.make_node("Slice", ["x", "zero", "minus6"], ["w"])]
+    m = graph_model(nodes, [("a", F, ["N"]), ("b", F, [5])], ("y", "z", "w"),
+                    {"one": i64(1), "end": i64(BIG), "zero": i64(0), "minus6": i64(-6)})
+    v = inferred(m)
+    assert v["x"].shape == (N + 5,)
+    assert v["y"].shape == (N + 4,)
+    assert v["z"].shape == (None,)
+    assert v["w"].shape == (None,)  # N - 1 when N >= 1, else 0
+    assert sound(m, low=0) == 3 * 4
+
+
+def test_older_versions_run_as_inferred():
+    cases = [
+        (node_model("Concat", [("a", F, ["N", 2]), ("b", F, ["N", 3])], opset=1), (N, 5)),
+        (node_model("Reshape", [("x", F, ["N", 6])], opset=1, shape=[0, 2, -1]), (N, 2, 3)),
+        (node_model("Tile", [("x", F, ["N", 3]), ("t", i64(2).reshape(())),
+                             ("a", i64(1).reshape(()))], opset=5), (N, 6)),
+        (node_model("Squeeze", [("x", F, [1, "N"])], opset=1, axes=[0]), (N,)),
+        (node_model("Unsqueeze", [("x", F, ["N"])], opset=1, axes=[1]), (N, 1)),
+        (node_model("Transpose", [("x", F, ["N", 2])], opset=1), (2, N)),
+        (node_model("Flatten", [("x", F, ["N", 2, 3])], opset=1), (N, 6)),
+        (node_model("Pad", [("x", F, ["N", 2])], opset=2, pads=[0, 1, 0, 1]), (N, 4)),
+        (node_model("Pad", [("x", F, ["N", 2]), ("p", i64(0, 1, 0, 1))], opset=11,
+                    mode="edge"), (N, 4)),
+        (node_model("DepthToSpace", [("x", F, ["N", 4, 2, 3])], opset=1, blocksize=2),
+         (N, 1, 4, 6)),
+        (node_model("SpaceToDepth", [("x", F, ["N", 1, 4, 6])], opset=1, blocksize=2),
+         (N, 4, 2, 3)),
+        (node_model("Shape", [("x", F, ["N", 2])], opset=1), (2,)),
+        (node_model("Gather", [("x", F, ["N", 4]), ("i", i64(3, 1))], opset=1, axis=1),
+         (N, 2)),
+        (node_model("Slice", [("x", F, ["N", 8])], opset=1, starts=[-3], ends=[BIG],
+                    axes=[1]), (N, 3)),
+    ]
+    for m, want in cases:
+        assert out(m).shape == want, (m.graph.nodes[0].op_type, str(out(m)))
+        assert sound(m) == 3
+        onnx_agrees(m)
+
+
+def test_identity_passes_a_sequence_through():
+    seq = helper.make_tensor_sequence_value_info("s", F, ["N", 2])
+    g = helper.make_graph([helper.make_node("Identity", ["s"], ["y"])], "g", [seq],
+                          [helper.make_empty_tensor_value_info("y")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 16)])
+    m.ir_version = 8
+    v = out(onemodel.load(m.SerializeToString()))
+    assert v.kind == "sequence" and v.inner.shape == (N, 2) and v.inner.elem == F
