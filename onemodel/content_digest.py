@@ -192,3 +192,20 @@ def digest(model_or_path, *, storage_options: dict | None = None, workers: int |
         return model_digest(m, workers=workers)
     finally:
         m.close()
+
+
+MANIFEST_FORMAT = "onemodel-content-manifest"
+
+
+def manifest(result: ModelDigest, name: str) -> dict:
+    """The JSON-ready manifest of a model's digests (docs/content-digest.md, "Manifest"): the
+    digest version, the model's name and digest, and each tensor's path, name and digest, in
+    the model's order. One document a signing tool can sign as one subject; it names no file,
+    offset or layout, so it stays valid when the model is laid out again."""
+    return {
+        "format": MANIFEST_FORMAT,
+        "version": VERSION,
+        "model": {"name": name, "digest": {"algorithm": "sha256", "value": result.digest.hex()}},
+        "tensors": [{"path": p, "name": n, "digest": {"algorithm": "sha256", "value": d.hex()}}
+                    for p, (n, d) in result.tensors.items()],
+    }

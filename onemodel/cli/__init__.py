@@ -834,5 +834,8 @@ def main() -> None:
         raise
 
 
+# commands defined in modules of their own register on ``app`` when imported
+from . import hash_cmd  # noqa: E402,F401
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
