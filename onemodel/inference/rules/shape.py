@@ -31,13 +31,24 @@ _BIG = 1 << 62
 
 # -- symbolic helpers -----------------------------------------------------------------------
 def _lower(x) -> int | None:
-    """An entailed lower bound of extent expression ``x`` (variables and atoms are >= 0): the
-    constant of a sum whose coefficients are all positive; None when none is known."""
+    """An entailed lower bound of extent expression ``x``: the constant of a sum whose
+    coefficients are all positive over atoms that are never negative (variables; ``a mod b``;
+    ``floor``/``ceil`` of a non-negative ``a`` by a positive ``b``); None when none is
+    known."""
     if type(x) is int:
         return x
-    if isinstance(x, D.Expr) and all(c > 0 for _, c in x.terms):
+    if isinstance(x, D.Expr) and all(c > 0 and all(_nonneg_atom(a) for a in m)
+                                     for m, c in x.terms):
         return x.const
     return None
+
+
+def _nonneg_atom(a) -> bool:
+    if isinstance(a, str) or a.kind == "mod":
+        return True
+    num, den = a.args
+    lo_n, lo_d = _lower(num), _lower(den)
+    return lo_n is not None and lo_n >= 0 and lo_d is not None and lo_d >= 1
 
 
 def _ge(a, b) -> bool:
@@ -281,6 +292,9 @@ def _squeeze(ctx, x, axes):
         out = [d for d in s if d != 1]
     else:
         r = len(s)
+        if len(axes) > r:
+            ctx.contradiction(f"Squeeze has {len(axes)} axes for rank {r}")
+            return None
         drop = set()
         for a in axes:
             if type(a) is not int:
