@@ -486,6 +486,8 @@ CONTRADICTIONS = [
     ("range-delta", node_model("Range", [("a", i64(0).reshape(())), ("b", i64(3).reshape(())),
                                          ("c", i64(0).reshape(()))]), "delta is 0"),
     ("pad-length", node_model("Pad", [("x", F, [2, 3]), ("p", i64(1, 1))]), "2 x 2"),
+    ("pad-crop", node_model("Pad", [("x", F, [2, 3]), ("p", i64(0, 0, -3, 0))]),
+     "remove more"),
 ]
 
 

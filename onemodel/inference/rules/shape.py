@@ -819,11 +819,13 @@ def _pad(ctx, x, pads, axes):
             out[k] = None
             continue
         crop = max(-b, 0) + max(-e, 0)
-        base = D.sub(s[k], crop) if crop else s[k]
-        if crop:
-            base = _max(base, 0)
-        total = D.add(base, max(b, 0) + max(e, 0))
-        out[k] = total
+        d = s[k]
+        if type(d) is int and d + b + e < 0:
+            ctx.contradiction(f"pads {b} and {e} remove more than the extent {d} of axis {k}")
+            return None
+        # an extent the crop may exceed is unknown (then the definition gives no extent)
+        base = d if not crop else (D.sub(d, crop) if _ge(d, crop) else None)
+        out[k] = D.add(base, max(b, 0) + max(e, 0))
     return out
 
 
