@@ -359,8 +359,8 @@ def test_range_symbolic_only_where_the_sign_is_entailed():
     assert v["r1"].shape == (None,)
     from onemodel.inference import dims as D
     assert v["r3"].shape == (D.ceildiv(S, 2),)
-    if v["n3"].data is not None:  # Add on shape data is the element-wise family's rule
-        assert v["r2"].shape == (2,) and v["r2"].data == (S, S + 2)
+    assert v["n3"].data == (S + 3,)  # Add on shape data: the element-wise family's rule
+    assert v["r2"].shape == (2,) and v["r2"].data == (S, S + 2)
     assert sound(m) > 0
 
 
@@ -600,3 +600,58 @@ def test_identity_passes_a_sequence_through():
     m.ir_version = 8
     v = out(onemodel.load(m.SerializeToString()))
     assert v.kind == "sequence" and v.inner.shape == (N, 2) and v.inner.elem == F
+
+
+def sound_data(model, bindings) -> int:
+    """The evaluator's elements of every value whose elements inference knows (symbolic ones
+    evaluated under each binding of ``bindings``, zero extents included) are those elements;
+    returns the number of values compared (harness.sound compares int elements only)."""
+    from onemodel.evaluate import Session
+    from onemodel.evaluate.inputs import random_inputs
+
+    values = inferred(model)
+    names = [n for node in model.graph.nodes for n in node.outputs if n]
+    sess = Session(model)
+    compared = 0
+    for k, b in enumerate(bindings):
+        got = sess.run(random_inputs(model, seed=k, dims=b), outputs=names)
+        for name, arr in got.items():
+            v = values[name]
+            if v.data is None:
+                continue
+            want = [d.evaluate(b) if isinstance(d, Expr) else d for d in v.data]
+            flat = np.asarray(arr).reshape(-1).tolist()
+            assert len(flat) == len(want), (name, v.data, flat, b)
+            assert all(w is None or w == a for w, a in zip(want, flat)), (name, v.data, flat, b)
+            compared += 1
+    return compared
+
+
+def test_symbolic_elements_are_the_run_elements_under_bindings_with_zero_extents():
+    # Shape -> Slice (negative step, open ends) -> Concat with a constant -> Gather (negative
+    # index) -> Size -> Unsqueeze -> Concat -> Expand -> Reshape(-1) -> Range
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Slice", ["s", "st", "en", "ax", "step"], ["rev"]),
+             helper.make_node("Concat", ["rev", "c", "s"], ["cat"], axis=0),
+             helper.make_node("Gather", ["cat", "idx"], ["g"]),
+             helper.make_node("Size", ["x"], ["n"]),
+             helper.make_node("Unsqueeze", ["n", "ax"], ["n1"]),
+             helper.make_node("Concat", ["g", "n1"], ["gn"], axis=0),
+             helper.make_node("Unsqueeze", ["gn", "ax"], ["gn2"]),
+             helper.make_node("Expand", ["gn2", "two"], ["ex"]),
+             helper.make_node("Reshape", ["ex", "m1"], ["flat"]),
+             helper.make_node("Gather", ["s", "zero"], ["first"]),
+             helper.make_node("Range", ["zero", "first", "one"], ["r"]),
+             helper.make_node("Identity", ["r"], ["y"])]
+    m = graph_model(nodes, [("x", F, ["N", 3, "M"])], ("flat", "y"),
+                    {"st": i64(-1), "en": i64(-BIG), "ax": i64(0), "step": i64(-2),
+                     "c": i64(7), "idx": i64(-1, 0, 2), "two": i64(2, 1), "m1": i64(-1),
+                     "zero": i64(0).reshape(()), "one": i64(1).reshape(())})
+    v = inferred(m)
+    assert v["rev"].data == (Expr.var("M"), N)
+    assert v["cat"].data == (Expr.var("M"), N, 7, N, 3, Expr.var("M"))
+    assert v["g"].data == (Expr.var("M"), Expr.var("M"), 7)
+    assert v["flat"].data == (Expr.var("M"), Expr.var("M"), 7, 3 * N * Expr.var("M")) * 2
+    assert v["y"].shape == (N,)
+    # every value but the Range (of N elements) and its Identity, three bindings
+    assert sound_data(m, [{"N": 0, "M": 2}, {"N": 3, "M": 0}, {"N": 2, "M": 5}]) == 3 * 11
