@@ -2,10 +2,12 @@
 
 One registry for everything that names a code: the checks take their severity and clause from
 it (:func:`finding`), ``--select``/``--ignore`` match against it and ``docs/check.md`` is
-generated from it (:mod:`onemodel.validation.docs`). Families: ``OM0xx`` the checker itself,
-``OM1xx`` structure (ONNX Part 1, Clauses 5, 7, 8.4, 10.2), ``OM2xx`` tensors and external
-data as the readers check them (Clauses 6.2, 13, 15). Codes are stable: one is never reused for
-another check.
+generated from it (:mod:`onemodel.validation.docs`). Families: ``OM1xx`` structure (ONNX
+Part 1, Clauses 5, 7, 8.4, 10.2), ``OM2xx`` tensors and external data as the readers check
+them (Clauses 6.2, 13, 15), ``OM3xx`` operators against their definitions (Clause 10.4),
+``OM4xx`` types (Clause 10.3: ``OM40x`` the types the model states, ``OM41x`` those shape
+inference gives under ``--full``, Clause 9.4). Codes are stable: one is never reused for
+another check (``OM001``, "--full is not available", is retired).
 """
 
 from __future__ import annotations
@@ -30,9 +32,6 @@ class Code:
 
 
 _TABLE = [
-    ("OM001", "info", P1 + "Clause 10.3",
-     "--full (types and shapes of every intermediate value) was asked for but is not available",
-     "--full is not available yet (shape inference): intermediate values were not checked"),
     ("OM101", "error", P1 + "Clause 5.3.1",
      "ir_version is present and positive",
      "the model has no ir_version (mandatory)"),
@@ -174,6 +173,18 @@ _TABLE = [
      "a declared type (graph input or output, value_info) agrees with the initializer of the "
      "same name: element type, rank, fixed extents",
      "value_info 'w' is declared of element type int64; its initializer is float [2]"),
+    # -- shape inference under --full (onemodel/validation/inferred.py) --
+    ("OM410", "error", P1 + "Clauses 9.4, 10.4",
+     "--full: what the operators entail of every value (shape inference) contradicts neither "
+     "what the model declares (graph input or output, value_info: element type, rank, "
+     "extents) nor what an operator requires of its inputs (extents that must be equal, an "
+     "axis in range, a rank)",
+     "'y' is declared tensor(float)[2,5] but inferred tensor(float)[2,3] (axis 1)"),
+    ("OM411", "info", P1 + "Clause 9.4",
+     "--full: operators without an inference rule, listed once (their outputs' shapes are "
+     "unknown, what depends on them is checked less)",
+     "no inference rule for 1 operator (com.example Foo-1): their outputs' shapes are "
+     "unknown, what depends on them is checked less"),
 ]
 
 #: ``{code: Code}``, in code order.

@@ -1,0 +1,66 @@
+"""``check --full``: the types and shapes of every intermediate value, from shape inference
+(ONNX Part 1, Clauses 9.4 and 10.4; :mod:`onemodel.inference`).
+
+Inference walks every graph (subgraphs and model-local functions through their calls) and
+finds two kinds of contradiction, each reported as ``OM410`` (error) at the node or value
+where it was found: what the model declares (a graph input or output, a ``value_info``) that
+the operators cannot produce (another element type, another rank, an extent that cannot be
+equal), and what an operator requires of its inputs that they cannot satisfy (extents that must
+be equal, an axis out of range, a required rank). Operators without an inference rule are
+listed once, ``OM411`` (info): their outputs get the element types their definitions' type
+constraints give and an unknown shape, so what follows them is checked less.
+"""
+
+from __future__ import annotations
+
+from .codes import finding
+from .paths import file_path
+
+#: How the engine names a path inside a model-local function's body, after the calling node.
+_FUNCTION = "(function "
+
+
+def path_in_file(model, path: str | None, fmt: str | None) -> str | None:
+    """An inference path (IR field names: ``graph.nodes[3]``,
+    ``graph.nodes[2].attributes[0].g.outputs[0]``) in the file's terms
+    (:func:`.paths.file_path`); inside a model-local function's body
+    (``graph.nodes[3](function f).nodes[1]``) the calling node's part is translated and the
+    body's part kept as the engine writes it."""
+    if path is None:
+        return None
+    head, sep, tail = path.partition(_FUNCTION)
+    return file_path(model, head, fmt) + sep + tail
+
+
+def operator_names(keys) -> list[str]:
+    """``Op-version`` (``domain Op-version`` outside ai.onnx) of each ``(domain, op_type,
+    version)`` in ``keys`` (:attr:`onemodel.inference.Inference.no_rule`), sorted; a domain
+    the model does not import has no version (``com.x Foo``)."""
+    return sorted(f"{d + ' ' if d else ''}{op}" + (f"-{v}" if v is not None else "")
+                  for d, op, v in keys)
+
+
+def check_inferred(model, ctx: dict) -> list:
+    """The findings of shape inference on ``model`` when ``ctx["full"]`` (else none): one
+    ``OM410`` per contradiction, one ``OM411`` naming every operator without a rule. Paths
+    are in the file's terms (``ctx["fmt"]``). Initializers of at most
+    :data:`onemodel.inference.value.MAX_DATA` elements are read when a rule needs their
+    elements (shapes, axes); no other tensor is. Raises InternalError for a rule's bug."""
+    if not ctx.get("full") or model.graph is None:
+        return []
+    from ..inference import infer_model
+
+    res = infer_model(model)
+    fmt = ctx.get("fmt")
+    found = [finding("OM410", c.message, path_in_file(model, c.path, fmt))
+             for c in res.contradictions]
+    if res.no_rule:
+        ops = operator_names(res.no_rule)
+        found.append(finding("OM411", f"no inference rule for {len(ops)} operator"
+                             f"{'' if len(ops) == 1 else 's'} ({', '.join(ops)}): their "
+                             "outputs' shapes are unknown, what depends on them is checked "
+                             "less"))
+    return found
+
+
+__all__ = ["check_inferred", "path_in_file", "operator_names"]
