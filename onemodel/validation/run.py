@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from .codes import CODES, finding, matches
+from .codes import CODES, matches
 from .finding import Finding, Report
+from .inferred import check_inferred
 from .operators import check_operators
 from .paths import file_path
 from .structure import check_structure
@@ -19,6 +20,7 @@ FAMILIES = [
                                        sorted_required=ctx["fmt"] != "onemodel"),
     check_operators,   # OM3xx against onemodel.schemas (Clause 10.4)
     check_types,       # OM4xx stated types (Clause 10.3), after check_operators: shares its walk
+    check_inferred,    # OM41x shape inference under --full (Clauses 9.4, 10.4)
 ]
 
 
@@ -33,10 +35,10 @@ def check(path_or_model, *, full: bool = False, strict: bool = False, select=Non
             :class:`onemodel.ir.Model` in memory (its paths are in IR field names). A file is
             read for its structure only: tensor bytes are checked for length and reference,
             never loaded.
-        full: also check the types and shapes of every intermediate value; not available yet
-            (shape inference), which the report says with the info finding ``OM001`` (not
-            made an error by ``strict``: the checks that do run under ``full``, data-file
-            checksums, still decide).
+        full: also verify external data checksums (reading the data files) and check the
+            types and shapes of every intermediate value by shape inference (Clause 9.4):
+            each contradiction is an ``OM410`` error, operators without an inference rule one
+            ``OM411`` info (:mod:`.inferred`).
         strict: warnings count as errors (their severity becomes ``error``).
         select: codes or code prefixes (``["OM1"]``, or one comma-separated string
             ``"OM1,OM3"`` as the command line takes them) to report; default all.
@@ -79,16 +81,13 @@ def check_and_model(path_or_model, *, full: bool = False, strict: bool = False, 
     try:
         if model is not None:
             ctx = {"fmt": fmt, "prefix": "manifest." if fmt == "onemodel" else "",
-                   "graph_paths": graph_paths}
+                   "graph_paths": graph_paths, "full": full}
             for family in FAMILIES:
                 for f in family(model, ctx):
                     found.append(_in_file_terms(model, f, fmt))
     finally:
         if close and model is not None:
             model.close()
-    if full:
-        found.append(finding("OM001", "--full is not available yet (shape inference): "
-                             "intermediate values were not checked"))
     out = []
     for f in found:
         if select and not matches(f.code, select):
