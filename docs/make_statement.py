@@ -44,9 +44,9 @@ CLAUSE_10 = [
      "OM301 for the domains of the schema table; an operator of another (custom) domain has no "
      "definition to check against: OM304, a warning (an error under `--strict`)"),
     ("10.3", "a node whose input types do not satisfy the type constraints of its operator "
-     "definition", ("OM401", "OM403"),
-     "for every type the model states (initializer, graph input, value_info); the type of a "
-     "value only shape inference gives comes with `--full` (OM001 until it exists)"),
+     "definition", ("OM401", "OM403", "OM410"),
+     "for every type the model states (initializer, graph input, value_info); with `--full`, "
+     "also every intermediate value's type and shape from shape inference (OM410)"),
     ("10.4", "a model that uses a domain it does not declare", ("OM105",), ""),
     ("10.4", "a node whose operator is not present in the declared version of its domain",
      ("OM302",), "says which version introduced it"),
@@ -72,10 +72,11 @@ DIVERGENCES = (
     "Deprecated `AttributeProto.tp` is read and kept (it carries TYPE_PROTO attributes in "
     "practice). A model whose nodes are not topologically sorted (Clause 7.5) is accepted by "
     "the ONNX reader as written (`check` reports it: OM113); the OneModel reader sorts it "
-    "(format section 3). Clause 10.3 is checked on the types a model states: an intermediate "
-    "value without a declared type is not checked until shape inference exists (`--full` "
-    "reports OM001). Annex C gap for Clause 6.3 (conversion), the rules onemodel states: a "
-    "conversion to INT4, UINT4, INT2 or UINT2 rounds to nearest, ties to even (Clause 6.3.3), "
+    "(format section 3). Clause 10.3 is checked on the types a model states; an intermediate "
+    "value without a declared type is checked by `--full` through shape inference (OM410), "
+    "as far as the operators have inference rules (the others are listed, OM411). Annex C gap "
+    "for Clause 6.3 (conversion), the rules onemodel states: a conversion to INT4, UINT4, "
+    "INT2 or UINT2 rounds to nearest, ties to even (Clause 6.3.3), "
     "and a value out of range then keeps its low 4 (or 2) bits, read as two's complement for "
     "the signed types (the Cast definition's \"bits that cannot be stored are truncated\", as "
     "the onnx 1.23.2 test vectors expect): -9 gives INT4 7 and UINT4 7, 16 gives 0, 2.5 gives "
@@ -292,12 +293,14 @@ def _classes_item(onnx_version: str) -> str:
         f"external data as the readers check them (Clauses 6.2, 13, 15; {n.get('OM2', 0)} codes "
         f"OM2xx), the operator set checks of Clause 10.4 against the definitions of onnx "
         f"{onnx_version} ({n.get('OM3', 0)} codes OM3xx) and the type checks of Clause 10.3 on "
-        f"the types the model states ({n.get('OM4', 0)} codes OM4xx); "
+        f"the types the model states and, with `--full`, those shape inference gives "
+        f"(Clause 9.4; {n.get('OM4', 0)} codes OM4xx); "
         "[below](#validation-clause-10): each condition of Clause 10 and its codes, then every "
         "code. `--full` also verifies the SHA-1 checksums of external data files (reading them; "
-        "a mismatch is OM203) and is to check the type and shape of every intermediate value, "
-        "the shape part of Clause 10.3, which comes with shape inference (Clause 9): not "
-        "available yet, reported as OM001 (info). Loading checks as it reads and stops at the "
+        "a mismatch is OM203) and checks the type and shape of every intermediate value by "
+        "shape inference (Clause 9): each contradiction between what the model declares and "
+        "what its operators entail is OM410, operators without an inference rule are listed "
+        "(OM411, info). Loading checks as it reads and stops at the "
         "first problem: the wire encoding (Clause 12), tensor contents and sparse tensors "
         "(Annex B.2.18); the OneModel reader applies the structural checks of Clause 10.2.")
 

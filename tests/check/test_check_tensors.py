@@ -79,10 +79,12 @@ def test_checksums_are_verified_only_by_full(tmp_path, monkeypatch):
     assert reads == [] and onemodel.check(p).ok
     monkeypatch.undo()
     r = onemodel.check(p, full=True)
-    assert [(f.code, f.path) for f in r.errors] == [("OM203", "graph.initializer[0]")]
+    # (x [2] + w [4] do not broadcast: --full's inference says so too, OM410)
+    assert [(f.code, f.path) for f in r.errors] == [("OM203", "graph.initializer[0]"),
+                                                   ("OM410", "graph.node[0]")]
     assert "checksum mismatch" in r.errors[0].message
     r = onemodel.check(_external(tmp_path, 16, checksum=good), full=True)
-    assert [f.code for f in r.findings] == ["OM001"]  # verified; only --full's own warning
+    assert [f.code for f in r.findings] == ["OM410"]  # verified: only the broadcast
 
 
 def test_an_unreadable_file_raises(tmp_path):
