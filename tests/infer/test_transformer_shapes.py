@@ -72,7 +72,13 @@ def legacy_block():
         n("Sub", ["one", "maskf"], ["inv"]),
         n("Mul", ["inv", "neg"], ["bias"]),
         n("Concat", ["bsz1", "heads", "tgt1", "tgt1"], ["scores_shape"], axis=0),
-        n("Expand", ["bias", "scores_shape"], ["bias_full"]),
+        # torch's expand(): -1 entries replaced through ConstantOfShape/Equal/Where
+        n("Shape", ["scores_shape"], ["ss_len"]),
+        n("ConstantOfShape", ["ss_len"], ["ones"], value=helper.make_tensor("v", I64, [1], [1])),
+        n("Mul", ["ones", "minus1"], ["minus_ones"]),
+        n("Equal", ["scores_shape", "minus_ones"], ["is_any"]),
+        n("Where", ["is_any", "ones", "scores_shape"], ["expand_shape"]),
+        n("Expand", ["bias", "expand_shape"], ["bias_full"]),
         n("Add", ["scaled", "bias_full"], ["masked"]),
         n("Softmax", ["masked"], ["probs"], axis=-1),
         n("MatMul", ["probs", "v_h"], ["ctx"]),
@@ -87,7 +93,8 @@ def legacy_block():
         _const("ax0", _i64(0)), _const("ax12", _i64(1, 2)), _const("heads", _i64(HEADS)),
         _const("head", _i64(HEAD)), _const("hidden", _i64(HIDDEN)),
         _const("scale", np.array(np.sqrt(HEAD), np.float32)),
-        _const("one", np.array(1.0, np.float32)), _const("neg", np.array(-1e4, np.float32))]
+        _const("one", np.array(1.0, np.float32)), _const("neg", np.array(-1e4, np.float32)),
+        _const("minus1", _i64(-1).reshape(()))]
     g = helper.make_graph(nodes, "attention", [
         helper.make_tensor_value_info("x", F, ["batch", "seq", HIDDEN]),
         helper.make_tensor_value_info("mask", I64, ["batch", "seq"])],
@@ -101,7 +108,9 @@ def legacy_block():
         "h": (F, (B, S, HIDDEN)), "split_shape": (I64, (4,)),
         "scores": (F, (B, HEADS, S, S)), "scaled": (F, (B, HEADS, S, S)),
         "mask4": (I64, (B, 1, 1, S)), "maskf": (F, (B, 1, 1, S)), "inv": (F, (B, 1, 1, S)),
-        "bias": (F, (B, 1, 1, S)), "scores_shape": (I64, (4,)),
+        "bias": (F, (B, 1, 1, S)), "scores_shape": (I64, (4,)), "ss_len": (I64, (1,)),
+        "ones": (I64, (4,)), "minus_ones": (I64, (4,)), "is_any": (T.BOOL, (4,)),
+        "expand_shape": (I64, (4,)),
         "bias_full": (F, (B, HEADS, S, S)), "masked": (F, (B, HEADS, S, S)),
         "probs": (F, (B, HEADS, S, S)), "ctx": (F, (B, HEADS, S, HEAD)),
         "ctx_t": (F, (B, S, HEADS, HEAD)), "merge_shape": (I64, (3,)),
@@ -221,6 +230,9 @@ def test_the_shape_path_alone_is_complete_without_other_families():
     assert v["bsz"].data == (B,) and v["tgt"].data == (S,)
     assert v["pos_shape"].data == (B, S)
     assert v["scores_shape"].data == (B, HEADS, S, S)
+    assert v["ones"].data == (1, 1, 1, 1)
+    assert v["expand_shape"].data == (B, HEADS, S, S)  # Equal/Where: the element-wise rules
+    assert v["bias_full"].shape == (B, HEADS, S, S)
     assert v["positions"].shape == (B, S)
     model, _ = dynamo_block()
     v = infer_model(model).values
