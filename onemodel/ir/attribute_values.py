@@ -7,8 +7,7 @@ allows (:func:`tensor_value`); STRING elements are ``str``.
 
 from __future__ import annotations
 
-import numpy as np
-
+from ..lazy import np
 from .model import Attribute, decode_attribute
 
 
