@@ -94,10 +94,8 @@ def _model(model: Model, prefix: str, paths: dict, function_bodies: bool, fail) 
         fdomains = domains | _domains(fn.opset_imports)
         fpath = f"{prefix}functions[{fi}]"
         if function_bodies:
-            _scope(id(fn), fn.nodes, [(n, f"{fpath}.inputs[{k}]") for k, n in
-                                      enumerate(fn.inputs)], [],
-                   [(n, f"{fpath}.outputs[{k}]") for k, n in enumerate(fn.outputs)], fpath, [],
-                   fdomains, orders, paths, 1, fail)
+            _scope(id(fn), fn.nodes, (fn.inputs, "{}.inputs[{}]"), (),
+                   (fn.outputs, "{}.outputs[{}]"), fpath, [], fdomains, orders, paths, 1, fail)
         else:
             _function_domains(fn.nodes, fpath, fdomains, paths, 1, fail)
     return orders
@@ -176,65 +174,115 @@ def _function_domains(nodes, path: str, domains: set, paths: dict, depth: int, f
 def _graph(g: Graph, gpath: str, outer: list, domains: set, orders: dict, paths: dict,
            depth: int, fail) -> set:
     """Check one graph; return the names it reads from enclosing graphs."""
-    named = [(t.name, f"{gpath}.initializers[{k}].name") for k, t in enumerate(g.initializers)]
-    named += [(st.values.name if st.values is not None else None,
-               f"{gpath}.sparse_initializers[{k}].values.name")
-              for k, st in enumerate(g.sparse_initializers)]
-    return _scope(id(g), g.nodes, [(vi.name, f"{gpath}.inputs[{k}].name")
-                                   for k, vi in enumerate(g.inputs)], named,
-                  [(vi.name or "", f"{gpath}.outputs[{k}]") for k, vi in enumerate(g.outputs)],
+    sparse = [st.values.name if st.values is not None else None for st in g.sparse_initializers]
+    return _scope(id(g), g.nodes, ([vi.name for vi in g.inputs], "{}.inputs[{}].name"),
+                  (([t.name for t in g.initializers], "{}.initializers[{}].name"),
+                   (sparse, "{}.sparse_initializers[{}].values.name")),
+                  ([vi.name or "" for vi in g.outputs], "{}.outputs[{}]"),
                   gpath, outer, domains, orders, paths, depth, fail)
 
 
-def _scope(key: int, nodes, inputs: list, initializers: list, outputs: list, gpath: str,
+def _in_order(nodes, defs: dict, outer: list, domains: set):
+    """One pass over ``nodes`` for the common case, reporting nothing: every domain imported,
+    every node output a new name, every node input (non-empty) defined before the node, in
+    this scope (``defs``: its graph inputs and initializers, ``-1``; the outputs of earlier
+    nodes) or in an enclosing one (``outer``). Then the node outputs are in ``defs`` and the
+    result is ``(names read from outer, indices of the nodes with attributes)``. Otherwise
+    ``defs`` is left as it was and the result is ``None``: the caller walks the nodes again,
+    rule by rule, for the problems and their paths (and an input defined later, to sort)."""
+    imported: set = set()
+    read: list = []
+    held: list = []
+    ok = True
+    i = -1
+    for i, node in enumerate(nodes):
+        d = node.domain
+        if d not in imported:
+            if normalize_domain(d) not in domains:
+                ok = False
+                break
+            imported.add(d)
+        for n in node.inputs:
+            if n and n not in defs:
+                if outer and any(n in scope for scope in outer):
+                    read.append(n)
+                else:
+                    ok = False
+                    break
+        else:
+            for o in node.outputs:
+                if o:
+                    if o in defs:
+                        ok = False
+                        break
+                    defs[o] = i
+            else:
+                if node.attributes:
+                    held.append(i)
+                continue
+        break
+    if ok and not any(n in defs for n in read):  # (read: not defined later here either)
+        return read, held
+    for node in nodes[:i + 1]:
+        for o in node.outputs:
+            if o and defs.get(o, -1) >= 0:
+                del defs[o]
+    return None
+
+
+def _scope(key: int, nodes, inputs: tuple, initializers: tuple, outputs: tuple, gpath: str,
            outer: list, domains: set, orders: dict, paths: dict, depth: int, fail) -> set:
-    """Rules 1 to 4 for one scope (a graph or a function body): ``inputs``, ``initializers``
-    and ``outputs`` are ``(name, path)``; ``orders[key]`` gets the node order. Returns the names
-    it reads from ``outer`` (the enclosing scopes' definitions, innermost first). Each problem
-    goes to ``fail(rule, error)``, which raises it or records it."""
+    """Rules 1 to 4 for one scope (a graph or a function body): ``inputs`` and ``outputs`` are
+    ``(names, path form)`` and ``initializers`` a tuple of them, the form giving the path of
+    name ``k`` as ``form.format(gpath, k)`` (made only for a problem); ``orders[key]`` gets
+    the node order. Returns the names it reads from ``outer`` (the enclosing scopes'
+    definitions, innermost first). Each problem goes to ``fail(rule, error)``, which raises it
+    or records it.
+
+    Problems come in the order of the rules: the definitions (rule 1), then the uses in node
+    order (rules 4 and 2, a node's subgraphs after its inputs), then the graph outputs, then a
+    cycle. One pass over the nodes (:func:`_in_order`) first asks whether the scope is the
+    common one: sorted (Clause 7.5), every input defined before its use, every output new,
+    every domain imported. Then only the subgraphs and graph outputs are left to check, and
+    the stable order of rule 3 is the identity (every dependency points back), not computed.
+    Otherwise the nodes are walked rule by rule for every problem and its path, and when a
+    node reads a value of its own or of a later node, the dependencies are sorted.
+    """
     if depth > MAX_MODEL_NESTING:
         fail("nesting", UnsupportedError("graphs nested too deep", path=gpath))
         return set()
-    defs: dict[str, int | None] = {}  # name -> index of the producing node (None: not a node)
+    defs: dict[str, int] = {}  # name -> index of the producing node (-1: not a node)
 
-    def define(n: str, producer, where: str):
-        if n in defs:
-            fail("duplicate", InvalidModelError(f"name {quote(n)} is defined twice in one graph",
-                                                path=where))
-            return
-        defs[n] = producer
+    def twice(n: str, where: str) -> None:
+        fail("duplicate", InvalidModelError(f"name {quote(n)} is defined twice in one graph",
+                                            path=where))
 
-    given = set()
-    for n, where in inputs:
+    names, form = inputs
+    for k, n in enumerate(names):
         if n:
-            define(n, None, where)
-            given.add(n)
+            if n in defs:
+                twice(n, form.format(gpath, k))
+            else:
+                defs[n] = -1
+    given = set(defs)
     attached = set()
-    for n, where in initializers:
-        if not n:
-            continue
-        if n in given and n not in attached:
-            attached.add(n)
-            continue
-        define(n, None, where)
-    for i, node in enumerate(nodes):
-        for k, o in enumerate(node.outputs):
-            if o:
-                if o in defs:  # (the path is made only for a problem)
-                    define(o, i, f"{gpath}.nodes[{i}].outputs[{k}]")
-                else:
-                    defs[o] = i
-
+    for names, form in initializers:
+        for k, n in enumerate(names):
+            if not n:
+                continue
+            if n in given and n not in attached:
+                attached.add(n)
+            elif n in defs:
+                twice(n, form.format(gpath, k))
+            else:
+                defs[n] = -1
+    count = len(nodes)
     chain = [defs] + outer
     free: set[str] = set()
-    deps: list[set] = []
+    get = defs.get
 
-    def use(n: str, mine: set, where: str, node=None):
-        if n in defs:
-            p = defs[n]
-            if p is not None:
-                mine.add(p)
-        elif any(n in scope for scope in outer):
+    def undefined(n: str, where: str, node=None) -> None:
+        if any(n in scope for scope in outer):
             free.add(n)
         else:  # a node's input names the node, as OM309 does; a graph output has none
             what = f"input {quote(n)} of {_label(node)}" if node is not None \
@@ -242,29 +290,67 @@ def _scope(key: int, nodes, inputs: list, initializers: list, outputs: list, gpa
             fail("undefined", InvalidModelError(f"{what} is not defined in this graph "
                                                 "or an enclosing one", path=where))
 
-    get = defs.get
-    for i, node in enumerate(nodes):
-        if normalize_domain(node.domain) not in domains:
-            fail("domain", _undeclared(node, f"{gpath}.nodes[{i}]"))
+    reads: dict[int, set] = {}  # node index -> the names of this graph its subgraphs read
+
+    def subgraphs(node, i: int) -> bool:
+        """Check the subgraphs of node ``i``; whether they read a value of node ``i`` or of
+        a later node."""
+        later = False
         mine: set = set()
-        for k, n in enumerate(node.inputs):
-            if n:
-                p = get(n, -1)  # the common case inline; the path is made only when needed
+        for sub, spath in _subgraphs(node, f"{gpath}.nodes[{i}]", paths):
+            for n in sorted(_graph(sub, spath, chain, domains, orders, paths, depth + 1,
+                                   fail)):
+                p = get(n)
                 if p is None:
-                    continue
-                if p >= 0:
-                    mine.add(p)
+                    undefined(n, spath)
+                elif p >= 0:
+                    mine.add(n)
+                    later = later or p >= i
+        if mine:
+            reads[i] = mine
+        return later
+
+    later = False  # a node reads a value of its own or of a later node: sort
+    held = _in_order(nodes, defs, outer, domains)
+    if held is not None:  # the common case: no problem in this scope but in subgraphs
+        free.update(held[0])
+        for i in held[1]:
+            later = subgraphs(nodes[i], i) or later
+    else:
+        for i, node in enumerate(nodes):
+            for k, o in enumerate(node.outputs):
+                if o:
+                    if o in defs:
+                        twice(o, f"{gpath}.nodes[{i}].outputs[{k}]")
+                    else:
+                        defs[o] = i
+        imported: set = set()  # domains as spelled in nodes, known imported
+        for i, node in enumerate(nodes):
+            d = node.domain
+            if d not in imported:
+                if normalize_domain(d) in domains:
+                    imported.add(d)
                 else:
-                    use(n, mine, f"{gpath}.nodes[{i}].inputs[{k}]", node)
-        if node.attributes:
-            npath = f"{gpath}.nodes[{i}]"
-            for sub, spath in _subgraphs(node, npath, paths):
-                for n in sorted(_graph(sub, spath, chain, domains, orders, paths, depth + 1,
-                                       fail)):
-                    use(n, mine, spath)
-        deps.append(mine)
-    for n, where in outputs:
-        use(n, set(), where)
+                    fail("domain", _undeclared(node, f"{gpath}.nodes[{i}]"))
+            for k, n in enumerate(node.inputs):
+                if n:
+                    p = get(n)
+                    if p is None:
+                        undefined(n, f"{gpath}.nodes[{i}].inputs[{k}]", node)
+                    elif p >= i:
+                        later = True
+            if node.attributes:
+                later = subgraphs(node, i) or later
+    names, form = outputs
+    for k, n in enumerate(names):
+        if n not in defs:
+            undefined(n, form.format(gpath, k))
+    if not later:  # every dependency points back: the stable order is the identity
+        orders[key] = list(range(count))
+        return free
+    deps = [{p for n in node.inputs if (p := get(n, -1)) >= 0} for node in nodes]
+    for i, mine in reads.items():
+        deps[i].update(defs[n] for n in mine)
     try:
         orders[key] = stable_topological_order(deps, gpath, cycle=_cycle_message(nodes, deps))
     except InvalidModelError as e:
