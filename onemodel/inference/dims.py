@@ -24,6 +24,7 @@ particular integer. An expression is the extent the model entails (the ``Concat`
 
 from __future__ import annotations
 
+import math
 from typing import Union
 
 Dim = Union[int, "Expr", None]
@@ -263,8 +264,12 @@ def _divide(kind: str, a: Dim, b: Dim) -> Dim:
         return a // b if kind == "floor" else -(-a // b)
     if b == 1:
         return a
-    if type(b) is int and b > 0 and _divisible(a, b):
-        return _div_exact(a, b)
+    if type(b) is int and b > 0:
+        g = math.gcd(b, a.const, *(c for _, c in a.terms))  # floor(2h/4) is floor(h/2)
+        if g > 1:
+            a, b = _div_exact(a, g), b // g
+            if b == 1:
+                return a
     if isinstance(b, Expr) and a == b:
         return 1
     if type(b) is int and b < 0:

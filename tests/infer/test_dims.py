@@ -31,6 +31,9 @@ def test_constant_results_are_ints():
     assert D.floordiv(D.mul(S, 4), 2) == D.mul(S, 2)
     assert D.ceildiv(D.mul(S, 2), 2) == S
     assert D.floordiv(S, S) == 1
+    # a common factor of numerator and divisor is cancelled: equal quotients compare equal
+    assert D.floordiv(D.mul(H, 2), 4) == D.floordiv(H, 2)
+    assert D.ceildiv(D.add(D.mul(H, 6), 3), 9) == D.ceildiv(D.add(D.mul(H, 2), 1), 3)
     assert D.mod(D.mul(N, 4), 2) == 0
     assert D.floordiv(7, 2) == 3 and D.ceildiv(7, 2) == 4 and D.mod(7, 3) == 1
 
