@@ -16,6 +16,7 @@ from tests.infer.rules_check import (
     check_family_registered,
     check_unknown_inputs,
     contradicts,
+    data_sound,
     expect,
     infer_values,
 )
@@ -352,3 +353,67 @@ def test_lower_bounds_and_comparisons():
     assert at_least(N + 1, N, 1) is True and at_least(N, N) is True
     assert at_least(N, N + 2) is False and at_least(N, M) is None and at_least(N, -1, 1) is True
     assert at_least(None, 1) is None and at_least(N, 0, 1) is None and at_least(3, 5) is False
+
+
+# -- through Shape (task B's rule) in whole models ----------------------------------------------
+def graph(nodes, inputs, outputs, inits=None, opset=21):
+    import onnx
+    from onnx import helper
+
+    import onemodel
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(*i) for i in inputs],
+                          [helper.make_empty_tensor_value_info(o) for o in outputs],
+                          [onnx.numpy_helper.from_array(np.asarray(a), n)
+                           for n, a in (inits or {}).items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 10
+    return onemodel.load(m.SerializeToString())
+
+
+def test_shape_times_two_drives_a_reshape():
+    from onnx import helper
+    m = graph([helper.make_node("Shape", ["x"], ["s"]),
+               helper.make_node("Mul", ["s", "two"], ["s2"]),            # (2, 2H)
+               helper.make_node("ConstantOfShape", ["s2"], ["c"]),
+               helper.make_node("Div", ["s2", "twos"], ["half"]),        # (1, H)
+               helper.make_node("Mul", ["half", "four_one"], ["t"]),     # (4, H)
+               helper.make_node("Div", ["s2", "four"], ["q"]),           # (0, floor(H/2))
+               helper.make_node("Reshape", ["c", "t"], ["r"])],
+              [("x", F, [1, "H"])], ["r", "q"],
+              {"two": np.array([2], np.int64), "twos": np.array([2, 2], np.int64),
+               "four_one": np.array([4, 1], np.int64), "four": np.array([4], np.int64)})
+    got = inferred(m)
+    assert got["s2"].data == (2, 2 * H)
+    assert got["half"].data == (1, H)
+    assert got["t"].data == (4, H)
+    assert got["q"].data == (0, D.floordiv(H, 2))
+    assert got["c"].shape == (2, 2 * H)
+    assert got["r"].shape == (4, H)
+    assert sound(m, draws=4) > 0
+    assert data_sound(m, draws=4) == 4 * 10   # every element of s2, half, t, q and s
+
+
+def test_shape_arithmetic_of_a_transformer_export():
+    # seq + 1 positions, the last one taken: Gather(Shape(x), 1) + 1, Cast to int32, Equal
+    from onnx import helper
+    m = graph([helper.make_node("Shape", ["x"], ["s"]),
+               helper.make_node("Gather", ["s", "one"], ["seq"], axis=0),
+               helper.make_node("Add", ["seq", "one"], ["seq1"]),
+               helper.make_node("Cast", ["seq1"], ["seq32"], to=I32),
+               helper.make_node("Sub", ["s", "one"], ["sm1"]),
+               helper.make_node("Equal", ["s", "minus"], ["eq"]),
+               helper.make_node("Where", ["eq", "ones", "s"], ["w"]),
+               helper.make_node("Max", ["s", "ones"], ["mx"])],
+              [("x", F, ["B", "S", 8])], ["seq32", "sm1", "w", "mx"],
+              {"one": np.array(1, np.int64), "minus": np.array([-1, -1, -1], np.int64),
+               "ones": np.array([1, 1, 1], np.int64)})
+    got = inferred(m)
+    Bv, S = Expr.var("B"), Expr.var("S")
+    assert got["seq1"].shape == () and got["seq1"].data == (S + 1,)
+    assert got["seq32"].elem == I32 and got["seq32"].data == got["seq1"].data
+    assert got["sm1"].data == (Bv - 1, S - 1, 7)
+    assert got["eq"].data == (False, False, False)
+    assert got["w"].data == (Bv, S, 8)
+    assert got["mx"].data == (None, None, 8)     # B may be 0: max(B, 1) is not B
+    assert sound(m) > 0
+    assert data_sound(m, draws=3) > 0

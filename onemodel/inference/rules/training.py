@@ -1,0 +1,51 @@
+"""Inference rules of the optimizers of ``ai.onnx.preview.training`` version 1 (the kernels of
+``onemodel/evaluate/kernels/training.py``): Adagrad, Adam and Momentum.
+
+Inputs are ``R`` and ``T`` (scalars) and then, for ``n`` optimized tensors, the groups of the
+definition in order (Adagrad ``X G H``, Adam ``X G V H``, Momentum ``X G V``); the outputs are
+the new values group by group without ``G`` (``X_new``, then the new states). The definitions'
+pseudo code is element-wise with multidirectional broadcasting (Clause 6.6.2), so each output
+has the broadcast shape of the tensors it is computed from: ``X_new`` of all the tensor's
+group members, a new state of ``X``, ``G`` and that state. Element types come from the
+constraint ``T3`` (float or double) bound by the first optimized tensor. A variadic input
+count that does not split into the groups, or an ``R``/``T`` of more than one element, is a
+contradiction (Clause 9.4).
+"""
+
+from __future__ import annotations
+
+from ..registry import rule
+from ._util import count
+
+DOMAIN = "ai.onnx.preview.training"
+
+
+def _optimizer(name: str, groups: int):
+    def infer(ctx, *inputs):
+        for k, what in ((0, "R"), (1, "T")):
+            v = inputs[k] if k < len(inputs) else None
+            n = count(v.shape) if v is not None else None
+            if n is not None and n != 1:
+                ctx.contradiction(f"{what} must be a scalar, not shape {list(v.shape)}")
+        tensors = list(inputs[2:])
+        if not tensors or len(tensors) % groups:
+            ctx.contradiction(f"takes R, T and {groups} groups of tensors; {len(tensors)} "
+                              f"tensors do not split into {groups}")
+            return None
+        n = len(tensors) // groups
+        if any(t is None for t in tensors):
+            return None
+        members = [tensors[k::n] for k in range(n)]  # per optimized tensor: X, G, states
+        x_new = [ctx.broadcast(*m, what=f"{name} group {k}") for k, m in enumerate(members)]
+        states = []
+        for s in range(2, groups):
+            states += [ctx.broadcast(m[0], m[1], m[s]) for m in members]
+        return tuple(x_new + states)
+
+    infer.__name__ = infer.__qualname__ = name.lower()
+    return infer
+
+
+rule("Adagrad", since=1, domain=DOMAIN)(_optimizer("Adagrad", 3))
+rule("Adam", since=1, domain=DOMAIN)(_optimizer("Adam", 4))
+rule("Momentum", since=1, domain=DOMAIN)(_optimizer("Momentum", 3))
