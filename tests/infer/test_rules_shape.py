@@ -305,6 +305,24 @@ def test_reshape_by_a_computed_shape_is_symbolic():
     onnx_agrees(m)
 
 
+def test_reshape_to_a_product_of_extents():
+    # [B, S, 32] -> [B*S, 32]: B*S = 0 copies B, which a valid run then needs to be 0
+    nodes = [helper.make_node("Shape", ["x"], ["b1"], start=0, end=1),
+             helper.make_node("Shape", ["x"], ["s1"], start=1, end=2),
+             helper.make_node("Mul", ["b1", "s1"], ["bs"]),
+             helper.make_node("Concat", ["bs", "h"], ["t"], axis=0),
+             helper.make_node("Reshape", ["x", "t"], ["y"]),
+             helper.make_node("Concat", ["s1", "b1", "h"], ["t2"], axis=0),
+             helper.make_node("Reshape", ["x", "t2"], ["y2"]),
+             helper.make_node("Reshape", ["x", "t2"], ["y3"], allowzero=1)]
+    m = graph_model(nodes, [("x", F, ["B", "S", 32])], ("y", "y2", "y3"), {"h": i64(32)})
+    v = inferred(m)
+    assert v["y"].shape == (B * S, 32)
+    assert v["y2"].shape == (None, None, 32)  # two elements that may be 0: not entailed
+    assert v["y3"].shape == (S, B, 32)
+    assert sound(m) == 3 * 9
+
+
 def test_reshape_symbolic_element_that_may_be_zero_is_unknown():
     # target [S, -1] on x [B, 4]: S could be 0 (copying B), so neither extent is entailed
     nodes = [helper.make_node("Shape", ["z"], ["sz"]),

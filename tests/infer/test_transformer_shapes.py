@@ -155,8 +155,13 @@ def dynamo_block():
         n("Transpose", ["ctx"], ["ctx_t"], perm=[0, 2, 1, 3]),
         n("Concat", ["b1", "s1", "k_hidden"], ["merge_shape"], axis=0),
         n("Reshape", ["ctx_t", "merge_shape"], ["merged"]),
-        n("MatMul", ["merged", "Wo"], ["o_mm"]),
-        n("Add", ["o_mm", "bo"], ["y"]),
+        # linear as view + matmul + view: [batch*seq, hidden] and back (allowzero=1)
+        n("Mul", ["b1", "s1"], ["bs"]),
+        n("Concat", ["bs", "k_hidden"], ["flat_shape"], axis=0),
+        n("Reshape", ["merged", "flat_shape"], ["merged_flat"]),
+        n("MatMul", ["merged_flat", "Wo"], ["o_mm"]),
+        n("Add", ["o_mm", "bo"], ["o_lin"]),
+        n("Reshape", ["o_lin", "merge_shape"], ["y"], allowzero=1),
     ]
     g = helper.make_graph(nodes, "attention", [
         helper.make_tensor_value_info("x", F, ["batch", "seq", HIDDEN])],
@@ -170,8 +175,9 @@ def dynamo_block():
         "h": (F, (B, S, HIDDEN)), "k_zz": (I64, (4,)), "k_t": (F, (B, HEADS, HEAD, S)),
         "scores": (F, (B, HEADS, S, S)), "probs": (F, (B, HEADS, S, S)),
         "ctx": (F, (B, HEADS, S, HEAD)), "ctx_t": (F, (B, S, HEADS, HEAD)),
-        "merge_shape": (I64, (3,)), "merged": (F, (B, S, HIDDEN)),
-        "o_mm": (F, (B, S, HIDDEN)), "y": (F, (B, S, HIDDEN)),
+        "merge_shape": (I64, (3,)), "merged": (F, (B, S, HIDDEN)), "bs": (I64, (1,)),
+        "flat_shape": (I64, (2,)), "merged_flat": (F, (B * S, HIDDEN)),
+        "o_mm": (F, (B * S, HIDDEN)), "o_lin": (F, (B * S, HIDDEN)), "y": (F, (B, S, HIDDEN)),
     }
     for p in "qkv":
         want[f"{p}_mm"] = want[f"{p}_lin"] = (F, (B, S, HIDDEN))
@@ -239,3 +245,4 @@ def test_the_shape_path_alone_is_complete_without_other_families():
     assert v["split_shape"].data == (B, S, HEADS, HEAD)
     assert v["k_zz"].data == (0, 0, HEADS, HEAD)
     assert v["seq_len"].data == (S,) and v["pos"].shape == (S,)
+    assert v["flat_shape"].data == (B * S, HIDDEN)  # Mul on shape data: element-wise rules

@@ -202,6 +202,7 @@ def _reshape(ctx, x, target, allowzero):
         return None
     out = []
     hole = None
+    doubtful = []  # (axis, element) of symbolic elements that may be 0
     for i, t in enumerate(target):
         if t == -1:
             hole = i
@@ -229,7 +230,16 @@ def _reshape(ctx, x, target, allowzero):
                 out.append(t)
             else:
                 out.append(None)
+                doubtful.append((i, t))
     total = _prod(xs) if xs is not None else None
+    if len(doubtful) == 1 and hole is None and total is not None:
+        # the only element that may be 0 (copying the input extent): when every other
+        # extent is at least 1 and the target's product is the element count, t = 0 leaves a
+        # valid run no choice but an input extent 0 there (``[B*S, 768]`` of ``[B, S, 768]``)
+        i, t = doubtful[0]
+        rest = out[:i] + out[i + 1:]
+        if all((_lower(d) or 0) >= 1 for d in rest) and D.same(_prod(rest + [t]), total):
+            out[i] = t
     if hole is not None:
         known = _prod(out[:hole] + out[hole + 1:])
         q = _exact_div(total, known)
