@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..value import MAX_DATA, Value
+from ..value import MAX_DATA, Value, _count
 
 
 def same_shape(ctx, x: Value, i: int = 0) -> Value:
@@ -18,14 +18,7 @@ def int_shape(shape) -> bool:
 
 def count(shape) -> int | None:
     """The element count of a shape whose extents are all ints, else None."""
-    if shape is None:
-        return None
-    n = 1
-    for d in shape:
-        if type(d) is not int:
-            return None
-        n *= d
-    return n
+    return None if shape is None else _count(shape)
 
 
 def expand_data(data, shape, out_shape) -> tuple | None:

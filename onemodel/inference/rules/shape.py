@@ -893,14 +893,9 @@ def shape(ctx, x):
     s = x.shape if x is not None and x.kind in ("tensor", "sparse_tensor") else None
     if s is None:
         return [None]
-    dims = s
-    if ctx.opset >= 15:
-        r = len(s)
-        start = ctx.attr("start")
-        end = ctx.attr("end", r)
-        start = min(max(start + r if start < 0 else start, 0), r)
-        end = min(max(end + r if end < 0 else end, 0), r)
-        dims = s[start:end]
+    # start/end count from the end when negative and are clamped to [0, rank], as a Python
+    # slice of the extents does
+    dims = s[ctx.attr("start"):ctx.attr("end", None)] if ctx.opset >= 15 else s
     return ctx.tensor([len(dims)], data=dims)
 
 
@@ -1124,36 +1119,34 @@ def _rank4(ctx, x, op):
     return s
 
 
-@rule("DepthToSpace", since=(1, 11, 13, 28))
-def depth_to_space(ctx, x):
-    """``[b, c / bs^2, h * bs, w * bs]`` (rank 4); channels that do not divide are a
-    contradiction."""
-    s = _rank4(ctx, x, "DepthToSpace")
+def _blocks(ctx, x, op, to_space):
+    s = _rank4(ctx, x, op)
     bs = ctx.attr("blocksize")
-    if s is None or not bs:
+    if s is None or not bs or bs < 0:
         return None if s is None else [s[0], None, None, None]
     b, c, h, w = s
     sq = bs * bs
-    if type(c) is int and c % sq:
-        ctx.contradiction(f"DepthToSpace: {c} channels do not divide by blocksize^2 {sq}")
-        return None
-    return [b, D.floordiv(c, sq), D.mul(h, bs), D.mul(w, bs)]
+    for d, k in ((c, sq),) if to_space else ((h, bs), (w, bs)):
+        if type(d) is int and d % k:
+            ctx.contradiction(f"{op}: extent {d} does not divide by {k}")
+            return None
+    if to_space:
+        return [b, D.floordiv(c, sq), D.mul(h, bs), D.mul(w, bs)]
+    return [b, D.mul(c, sq), D.floordiv(h, bs), D.floordiv(w, bs)]
+
+
+@rule("DepthToSpace", since=(1, 11, 13, 28))
+def depth_to_space(ctx, x):
+    """``[b, c / bs^2, h * bs, w * bs]`` (rank 4, either mode); channels that do not divide
+    by ``blocksize^2`` are a contradiction."""
+    return _blocks(ctx, x, "DepthToSpace", True)
 
 
 @rule("SpaceToDepth", since=(1, 13, 28))
 def space_to_depth(ctx, x):
-    """``[b, c * bs^2, h / bs, w / bs]`` (rank 4); spatial extents that do not divide are a
-    contradiction."""
-    s = _rank4(ctx, x, "SpaceToDepth")
-    bs = ctx.attr("blocksize")
-    if s is None or not bs:
-        return None if s is None else [s[0], None, None, None]
-    b, c, h, w = s
-    for d in (h, w):
-        if type(d) is int and d % bs:
-            ctx.contradiction(f"SpaceToDepth: extent {d} does not divide by blocksize {bs}")
-            return None
-    return [b, D.mul(c, bs * bs), D.floordiv(h, bs), D.floordiv(w, bs)]
+    """``[b, c * bs^2, h / bs, w / bs]`` (rank 4); spatial extents that do not divide by
+    ``blocksize`` are a contradiction."""
+    return _blocks(ctx, x, "SpaceToDepth", False)
 
 
 @rule("ReverseSequence", since=(10, 28))
