@@ -352,11 +352,14 @@ def convert(
 def info(
     file: str = typer.Argument(..., metavar="FILE", help="Model file or URL."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    shapes: bool = typer.Option(False, "--shapes", help="Also list every value of every graph "
+                                "with its inferred type and shape (shape inference)."),
     allow_outside: bool = OutsideOpt,
     storage_option: Optional[List[str]] = StorageOpt,
     debug: bool = DebugOpt,
 ):
-    """Show a model: IR and opsets, producer, inputs and outputs, operators, weights."""
+    """Show a model: IR and opsets, producer, inputs and outputs, operators, weights (with
+    --shapes, every value's inferred type)."""
     from .. import api
     from ..storage.progress import Progress
     from ..summary import summarize
@@ -369,6 +372,9 @@ def info(
             s = summarize(model)
             # (the report walks every tensor again: only for a model that has external data)
             s["external_data"] = external_report(model) if s["tensors"]["external"] else []
+            if shapes:
+                from .infer import shape_listing
+                s.update(shape_listing(model))
         if _own_process:  # freed with the process, not record by record on return
             _kept_to_exit.append(model)
         s["source"] = shown(s["source"])
@@ -422,6 +428,9 @@ def _summary_blocks(s: dict) -> list:
         blocks.append(("line", "functions: " + ", ".join(s["functions"])))
     for f in s.get("external_data", []):
         blocks.append(("line", _data_file_line(f)))
+    if "values" in s:  # info --shapes
+        from .infer import shape_blocks
+        blocks += shape_blocks(s)
     return blocks
 
 
@@ -584,7 +593,7 @@ def check(
     sarif: bool = typer.Option(False, "--sarif", help="Print the findings as SARIF 2.1.0."),
     full: bool = typer.Option(False, "--full", help="Also verify external data checksums "
                               "(SHA-1, reading the files) and every intermediate value's type "
-                              "and shape (not available yet: says so)."),
+                              "and shape by shape inference (OM410, OM411)."),
     strict: bool = typer.Option(False, "--strict", help="Warnings are errors."),
     select: Optional[str] = typer.Option(None, "--select", metavar="CODES",
                                          help="Report only these codes or prefixes "
@@ -836,6 +845,7 @@ def main() -> None:
 
 # commands defined in modules of their own register on ``app`` when imported
 from . import hash_cmd  # noqa: E402,F401
+from . import infer as _infer  # noqa: E402,F401
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

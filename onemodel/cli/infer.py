@@ -1,0 +1,272 @@
+"""``onemodel infer IN OUT``: the model with a ``value_info`` entry for every node output whose
+type shape inference knows (ONNX Part 1, Clause 9; :mod:`onemodel.inference`), everything else
+as it was.
+
+Registered on :data:`onemodel.cli.app` when the command line is imported. The file-to-file work
+is :func:`infer_file`; printing is the command's.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import List, Optional
+
+import typer
+
+from . import (
+    DebugOpt,
+    OutsideOpt,
+    QuietOpt,
+    StorageOpt,
+    _count,
+    _errors,
+    _read_options,
+    _storage,
+    app,
+    out,
+)
+from .redact import redact, shown
+
+
+def _annotated_graphs(model, before: dict) -> list:
+    """The graphs whose ``value_info`` grew since ``before`` (``{id(graph): count}``)."""
+    from ..ir.walk import iter_graphs
+
+    return [g for _, g in iter_graphs(model.graph)
+            if len(g.value_info) != before.get(id(g), len(g.value_info))]
+
+
+def _same_directory(a: str, b: str) -> bool:
+    """Whether local paths ``a`` and ``b`` are files of one directory."""
+    from ..storage.place import is_url
+
+    if is_url(a) or is_url(b):
+        return False
+    da, db = (os.path.dirname(os.path.abspath(os.fspath(p))) for p in (a, b))
+    try:
+        return os.path.samefile(da, db)
+    except OSError:
+        return da == db
+
+
+def _spliced(model, out_format: str, src: str, dst: str, entries: list, grown: list):
+    """The pieces of ``dst`` as the octets of the ONNX file ``model`` was read from with
+    ``entries`` spliced into its main graph (:mod:`onemodel.formats.onnx.splice`), or None when
+    the model must be written by its writer instead: another format on either side, entries
+    added to a subgraph, a source that is not whole in memory or mapped (a URL), or external
+    data whose references would not hold from ``dst`` (another directory: the writer's ``keep``
+    layout copies the data files beside it, as ``convert`` does)."""
+    if model.format != "onnx" or out_format != "onnx" or any(g is not model.graph for g in grown):
+        return None
+    sources = model.resources or []
+    whole = sources[0].whole() if sources and hasattr(sources[0], "whole") else None
+    if whole is None:
+        return None
+    from ..ir import iter_tensors
+
+    if any(t.is_external for _, t in iter_tensors(model)) and not _same_directory(src, dst):
+        return None
+    from ..formats.onnx.splice import WireError, splice_value_info
+
+    try:
+        return splice_value_info(whole, entries)
+    except WireError:
+        return None
+
+
+def infer_file(src: str, dst: str, *, storage_options: dict | None = None,
+               read_options: dict | None = None, progress=None) -> dict:
+    """Read the model at ``src``, infer it (:func:`onemodel.inference.infer_model`), add a
+    ``value_info`` entry for every node output whose type is known
+    (:func:`onemodel.inference.annotate`) and write the result to ``dst``, in the format of
+    ``dst``'s suffix (``.onnx``, ``.onemodel``, ``.zst`` of either) as ``convert`` tells it.
+
+    ONNX to ONNX, when only the main graph gained entries and the input is a local file (or
+    bytes), the output is the input's octets with the entries spliced into the graph
+    (:func:`onemodel.formats.onnx.splice.splice_value_info`): nothing else is encoded again and
+    weights are copied as the file holds them; external data references are kept as written
+    when ``dst`` is in ``src``'s directory (the data files are shared, not copied). Otherwise
+    the annotated model is written by :func:`onemodel.save`, the write path of ``convert``:
+    tensor bytes stream from the source, the ONNX ``keep`` layout writes the data files beside
+    ``dst``. Nothing but ``value_info`` is added either way.
+
+    Returns ``{"source_format", "target_format", "added", "inference"}`` (the
+    :class:`~onemodel.inference.Inference`, its paths in IR field names). Raises the errors of
+    :func:`onemodel.load` and :func:`onemodel.save` (UnsupportedError for a ``dst`` whose
+    format cannot be told, before ``src`` is read); InternalError for a rule's bug.
+    """
+    from .. import api
+    from ..inference import annotate, infer_model
+    from ..ir.walk import iter_graphs
+
+    out_plugin = api._plugin_for_target(dst, None)
+    model = api.load(src, storage_options=storage_options, **(read_options or {}))
+    with model:
+        res = infer_model(model)
+        main_before = len(model.graph.value_info) if model.graph is not None else 0
+        before = {id(g): len(g.value_info) for _, g in iter_graphs(model.graph)} \
+            if model.graph is not None else {}
+        added = annotate(model, res)
+        pieces = None
+        if model.graph is not None:
+            grown = _annotated_graphs(model, before)
+            pieces = _spliced(model, out_plugin.name, src, dst,
+                              model.graph.value_info[main_before:], grown)
+        if pieces is None:
+            api.save(model, dst, format=out_plugin.name, storage_options=storage_options,
+                     progress=progress)
+        else:
+            _write_pieces(pieces, dst, storage_options, progress)
+        return {"source_format": model.format or "?", "target_format": out_plugin.name,
+                "added": added, "inference": res, "model": model}
+
+
+def _write_pieces(pieces: list, dst: str, storage_options, progress) -> None:
+    """``pieces`` (bytes and memoryviews) as the file ``dst``, committed on success, aborted
+    (nothing left at ``dst``) on any error."""
+    from ..storage import open_sink
+
+    sink = open_sink(dst, storage_options=storage_options, progress=progress)
+    try:
+        sink.reserve(sum(len(p) for p in pieces))
+        for p in pieces:
+            if len(p):
+                sink.write(p)
+    except BaseException:
+        sink.abort()
+        raise
+    sink.commit()
+
+
+def contradiction_rows(model, res, fmt) -> list[dict]:
+    """``[{"path", "message"}]`` of ``res``'s contradictions, the paths in the file's terms
+    (:func:`onemodel.validation.paths.file_path`; the part after a model-local function's
+    ``(function f)`` as the engine names it)."""
+    from ..validation.inferred import path_in_file
+
+    return [{"path": path_in_file(model, c.path, fmt), "message": c.message}
+            for c in res.contradictions]
+
+
+def value_counts(res) -> dict:
+    """``{"values", "typed", "complete"}``: the values of every graph (inputs, initializers,
+    node outputs), those whose type is known, those whose every extent is known (symbolic
+    ones included)."""
+    n = typed = complete = 0
+    for values in res.graphs.values():
+        for v in values.values():
+            n += 1
+            typed += v.known
+            complete += v.complete
+    return {"values": n, "typed": typed, "complete": complete}
+
+
+def shape_listing(model) -> dict:
+    """What ``info --shapes`` adds to the summary: ``{"values": {graph path: [{"name",
+    "type"}]}, "contradictions": [{"path", "message"}]}``, every graph of ``model`` (paths in
+    the file's terms: ``graph``, ``graph.node[2].attribute[0].g``) with its inputs, its
+    initializers and its node outputs in node order, each with its inferred type
+    (``tensor(float)[N,seq + 1,?]``: extents as :func:`onemodel.inference.dims.shape_text`
+    writes them, ``?`` unknown; ``?`` for a value of which nothing is known). ``model`` must
+    be open (small initializers are read when a rule needs their elements)."""
+    from ..inference import infer_model
+    from ..ir.walk import iter_graphs
+    from ..validation.inferred import path_in_file
+
+    res = infer_model(model)
+    fmt = model.format
+    listing: dict = {}
+    if model.graph is not None:
+        for gpath, g in iter_graphs(model.graph):
+            values = res.graphs.get(gpath, {})
+            names = [vi.name for vi in g.inputs] + [t.name for t in g.initializers]
+            names += [n for node in g.nodes for n in node.outputs]
+            seen: set = set()
+            rows = []
+            for name in names:
+                if name and name not in seen:
+                    seen.add(name)
+                    v = values.get(name)
+                    rows.append({"name": name, "type": str(v) if v is not None else "?"})
+            listing[path_in_file(model, gpath, fmt)] = rows
+    return {"values": listing, "contradictions": contradiction_rows(model, res, fmt)}
+
+
+def shape_blocks(s: dict) -> list:
+    """``info --shapes``'s part of the printed summary (:func:`shape_listing` in ``s``): a
+    table per graph, then the contradictions, as :func:`onemodel.cli.tables.draw` takes
+    them."""
+    from .tables import Table
+
+    blocks: list = []
+    for gpath, rows in s.get("values", {}).items():
+        t = Table(f"values of {gpath}: {len(rows)}", [("name", "left"), ("type", "left")])
+        for r in rows:
+            t.add_row(redact(r["name"]), r["type"])
+        blocks.append(t)
+    for r in s.get("contradictions", []):
+        blocks.append(("line", f"contradiction: {r['message']}"
+                               + (f" [{r['path']}]" if r["path"] else "")))
+    return blocks
+
+
+@app.command()
+def infer(
+    src: str = typer.Argument(..., metavar="IN", help="Model to read (.onnx, .onemodel; path "
+                              "or URL)."),
+    dst: str = typer.Argument(..., metavar="OUT", help="Where to write it with the inferred "
+                              "value_info (format from the suffix, as convert)."),
+    check: bool = typer.Option(False, "--check", help="List the contradictions between what "
+                               "the model declares and what inference entails; exit 1 when "
+                               "there is one."),
+    as_json: bool = typer.Option(False, "--json", help="Print what was done as JSON."),
+    allow_outside: bool = OutsideOpt,
+    storage_option: Optional[List[str]] = StorageOpt,
+    quiet: bool = QuietOpt,
+    debug: bool = DebugOpt,
+):
+    """Write IN to OUT with value_info for every value whose type shape inference knows
+    (Clause 9), everything else unchanged. Exit 0; 1 with --check when the model contradicts
+    itself; 2 on error."""
+    from ..storage.progress import Progress
+    from ..validation.inferred import operator_names
+
+    with _errors(debug):
+        with Progress("infer", quiet=quiet or as_json) as bar:
+            done = infer_file(src, dst, storage_options=_storage(storage_option, src, dst),
+                              read_options=_read_options(allow_outside), progress=bar)
+        res, model = done["inference"], done["model"]
+        rows = contradiction_rows(model, res, done["source_format"])
+        counts = value_counts(res)
+        no_rule = operator_names(res.no_rule)
+        if as_json:
+            import json
+            doc = {"source": shown(src), "target": shown(dst),
+                   "source_format": done["source_format"],
+                   "target_format": done["target_format"], "value_info_added": done["added"],
+                   **counts, "contradictions": rows, "no_rule": no_rule}
+            out.line(json.dumps(doc, indent=2))
+        elif not quiet or check:
+            if not quiet:
+                out.line(f"{shown(src)} ({done['source_format']}) -> {shown(dst)} "
+                         f"({done['target_format']}): "
+                         f"{done['added']} value_info "
+                         f"{'entry' if done['added'] == 1 else 'entries'} added; "
+                         f"{counts['typed']} of {_count(counts['values'], 'value')} typed, "
+                         f"{counts['complete']} with every extent known")
+                if no_rule:
+                    out.line("  no inference rule (outputs typed by the constraints only): "
+                             + ", ".join(no_rule))
+            if check:
+                for r in rows:
+                    where = f" [{redact(r['path'])}]" if r["path"] else ""
+                    out.line(f"contradiction: {r['message']}{where}")
+            if rows and not quiet:
+                out.line(_count(len(rows), "contradiction") + " between declared and inferred "
+                         "types" + ("" if check else " (--check lists them)"))
+    if check and rows:
+        raise typer.Exit(1)
+
+
+__all__ = ["infer", "infer_file", "contradiction_rows", "value_counts", "shape_listing",
+           "shape_blocks"]
