@@ -96,6 +96,13 @@ def test_cast_of_shape_data(to, want):
     assert v.data == want
 
 
+def test_cast_of_extents_that_may_be_negative_to_unsigned():
+    (v,), _ = infer_values("Cast", [shape_data(N - 5, N + 1, 3)], to=T.UINT64)
+    assert v.data == (None, N + 1, 3)
+    (v,), _ = infer_values("Cast", [shape_data(N - 5, N + 1, 3)], to=T.INT64)
+    assert v.data == (N - 5, N + 1, 3)
+
+
 def test_cast_of_positive_extents_to_bool():
     (v,), _ = infer_values("Cast", [shape_data(N + 1, 2, 0)], to=B8)
     assert v.data == (True, True, False)

@@ -8,7 +8,8 @@ contradiction (Clause 9.4).
 
 Data (Clause 9, partial data propagation): known elements are converted as Cast converts them
 (Clause 6.3): integers to an integer type wrap to its range, and an extent expression is kept
-where the target holds every extent (32 and 64-bit integer types); a float to an integer type
+where the target holds every extent (32 and 64-bit integer types; the unsigned ones only for
+an expression known to be non-negative); a float to an integer type
 truncates toward zero (known only when finite and in range); anything to bool is ``x != 0``
 (an extent expression known to be >= 1 is true); integers, bools and floats to float, double
 and float16 are rounded to the target's precision.
@@ -40,7 +41,9 @@ def _to_int(x, to):
             return None
         q = math.trunc(x)
         return q if lo <= q <= hi else None
-    if x is not None and to in _WIDE_INTS:  # an extent expression
+    if x is not None and to in _WIDE_INTS:  # an extent expression; unsigned: if never < 0
+        if lo == 0 and (lower(x) is None or lower(x) < 0):
+            return None
         return x
     return None
 

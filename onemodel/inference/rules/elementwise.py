@@ -397,7 +397,10 @@ def _int_unary(fn):
 def _abs(e):
     if type(e) is int:
         return abs(e)
-    return e if _nonneg(e) else None
+    if _nonneg(e):
+        return e
+    neg = D.mul(e, -1)
+    return neg if _nonneg(neg) else None
 
 
 rule("Neg", since=(1, 6, 13))(_int_unary(lambda e: D.mul(e, -1)))
