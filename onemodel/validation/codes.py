@@ -175,10 +175,9 @@ _TABLE = [
      "value_info 'w' is declared of element type int64; its initializer is float [2]"),
     # -- shape inference under --full (onemodel/validation/inferred.py) --
     ("OM410", "error", P1 + "Clauses 9.4, 10.4",
-     "--full: what the operators entail of every value (shape inference) contradicts neither "
-     "what the model declares (graph input or output, value_info: element type, rank, "
-     "extents) nor what an operator requires of its inputs (extents that must be equal, an "
-     "axis in range, a rank)",
+     "--full: the type and shape shape inference gives each value agree with what the model "
+     "declares (graph input or output, value_info: element type, rank, extents) and with "
+     "what each operator requires of its inputs (equal extents, axes in range, ranks)",
      "'y' is declared tensor(float)[2,5] but inferred tensor(float)[2,3] (axis 1)"),
     ("OM411", "info", P1 + "Clause 9.4",
      "--full: operators without an inference rule, listed once (their outputs' shapes are "

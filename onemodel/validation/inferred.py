@@ -34,10 +34,11 @@ def path_in_file(model, path: str | None, fmt: str | None) -> str | None:
 
 def operator_names(keys) -> list[str]:
     """``Op-version`` (``domain Op-version`` outside ai.onnx) of each ``(domain, op_type,
-    version)`` in ``keys`` (:attr:`onemodel.inference.Inference.no_rule`), sorted; a domain
-    the model does not import has no version (``com.x Foo``)."""
-    return sorted(f"{d + ' ' if d else ''}{op}" + (f"-{v}" if v is not None else "")
-                  for d, op, v in keys)
+    version)`` in ``keys`` (:attr:`onemodel.inference.Inference.no_rule`), sorted; an
+    operator without a name or of a domain the model does not import is left out (the
+    structure checks report it: OM106, OM105)."""
+    return sorted(f"{d + ' ' if d else ''}{op}-{v}" for d, op, v in keys
+                  if op and type(v) is int)
 
 
 def check_inferred(model, ctx: dict) -> list:
@@ -54,8 +55,8 @@ def check_inferred(model, ctx: dict) -> list:
     fmt = ctx.get("fmt")
     found = [finding("OM410", c.message, path_in_file(model, c.path, fmt))
              for c in res.contradictions]
-    if res.no_rule:
-        ops = operator_names(res.no_rule)
+    ops = operator_names(res.no_rule)
+    if ops:
         found.append(finding("OM411", f"no inference rule for {len(ops)} operator"
                              f"{'' if len(ops) == 1 else 's'} ({', '.join(ops)}): their "
                              "outputs' shapes are unknown, what depends on them is checked "

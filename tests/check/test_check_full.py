@@ -1,0 +1,192 @@
+"""`check --full`: shape inference's contradictions are OM410 errors with the path in the file's
+terms, operators without an inference rule one OM411 info; nothing of it without --full; any
+model the structure checks refuse is still checked without a traceback."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from check_models import model, save
+from onnx import TensorProto, helper, numpy_helper
+from typer.testing import CliRunner
+
+import onemodel
+from onemodel.cli import app
+from onemodel.inference import registry
+
+runner = CliRunner()
+F = TensorProto.FLOAT
+
+
+def _tvi(name, shape, elem=F):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def _declared_wrong(tmp_path, name="m.onnx"):
+    """x [N,3] -> Neg -> a (declared [N,4] by value_info) -> Shape -> y (declared [3])."""
+    g = helper.make_graph([helper.make_node("Neg", ["x"], ["a"]),
+                           helper.make_node("Shape", ["a"], ["y"])], "g",
+                          [_tvi("x", ["N", 3])], [_tvi("y", [3], TensorProto.INT64)],
+                          value_info=[_tvi("a", ["N", 4])])
+    return save(tmp_path, helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
+                name)
+
+
+def _full(report):
+    return [(f.code, f.severity, f.path, f.message) for f in report.findings
+            if f.code.startswith("OM41")]
+
+
+def test_declared_types_contradicting_inference_are_errors(tmp_path):
+    p = _declared_wrong(tmp_path)
+    assert _full(onemodel.check(p)) == [] and onemodel.check(p).ok  # only with --full
+    r = onemodel.check(p, full=True)
+    assert _full(r) == [
+        ("OM410", "error", "graph.node[0]",
+         "'a' is declared [N,4] but inferred [N,3] (axis 1)"),
+        ("OM410", "error", "graph.output[0]", "'y' is declared [3] but inferred [2] (axis 0)")]
+    assert not r.ok and r.findings[0].clause == "ONNX Part 1, Clauses 9.4, 10.4"
+
+
+def test_paths_are_in_onemodel_terms_for_a_onemodel_file(tmp_path):
+    src = str(tmp_path / "m.onemodel")
+    onemodel.convert(_declared_wrong(tmp_path), src)
+    assert [f.path for f in onemodel.check(src, full=True).findings] == \
+        ["manifest.graph.nodes[0]", "manifest.graph.outputs[0]"]
+
+
+def test_a_model_in_memory_has_ir_paths(tmp_path):
+    with onemodel.load(_declared_wrong(tmp_path)) as m:
+        assert [f.path for f in onemodel.check(m, full=True).findings] == \
+            ["graph.nodes[0]", "graph.outputs[0]"]
+
+
+def test_an_operators_own_contradiction(tmp_path):
+    w = numpy_helper.from_array(np.zeros((2, 4), np.float32), "w")
+    nodes = [helper.make_node("Add", ["x", "w"], ["y"])]
+    g = helper.make_graph(nodes, "g", [_tvi("x", ["N", 3])], [_tvi("y", None)], [w])
+    p = save(tmp_path, helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+    assert _full(onemodel.check(p, full=True)) == [
+        ("OM410", "error", "graph.node[0]", "Add: inputs do not broadcast: extents [3, 4] at "
+                                            "axis -1")]
+
+
+def _wrap_rule(ctx, x):
+    """com.test.Wrap: the output of its ``body`` graph, inferred with the node's input."""
+    outs = ctx.infer_graph("body", [x])
+    return outs[0] if outs else None
+
+
+def test_a_contradiction_in_a_subgraph_has_its_annex_b_path(tmp_path, monkeypatch):
+    registry.load_rules()
+    monkeypatch.setitem(registry.RULES, ("com.test", "Wrap"), [(1, _wrap_rule)])
+    body = helper.make_graph([helper.make_node("Neg", ["bx"], ["by"])], "body",
+                             [_tvi("bx", None)], [_tvi("by", [7])])
+    g = helper.make_graph([helper.make_node("Wrap", ["x"], ["y"], domain="com.test", body=body)],
+                          "g", [_tvi("x", [2])], [_tvi("y", None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                            helper.make_opsetid("com.test", 1)])
+    r = onemodel.check(save(tmp_path, m), full=True, ignore="OM304")
+    assert _full(r) == [("OM410", "error", "graph.node[0].attribute[0].g.output[0]",
+                         "'by' is declared [7] but inferred [2] (axis 0)")]
+
+
+def test_a_contradiction_in_a_function_body_names_the_call(tmp_path):
+    five = numpy_helper.from_array(np.zeros(5, np.float32))
+    f = helper.make_function("local", "f", ["fx"], ["fy"],
+                             [helper.make_node("Constant", [], ["fw"], value=five),
+                              helper.make_node("Add", ["fx", "fw"], ["fy"])],
+                             [helper.make_opsetid("", 17)])
+    g = helper.make_graph([helper.make_node("f", ["x"], ["y"], domain="local")], "g",
+                          [_tvi("x", [3])], [_tvi("y", None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                            helper.make_opsetid("local", 1)], functions=[f])
+    found = _full(onemodel.check(save(tmp_path, m), full=True))
+    assert found == [("OM410", "error", "graph.node[0](function f).nodes[1]",
+                      "Add: inputs do not broadcast: extents [3, 5] at axis -1")]
+
+
+def test_operators_without_a_rule_are_listed_once_as_an_info(tmp_path):
+    nodes = [helper.make_node("Foo", ["x"], ["a"], domain="com.x"),
+             helper.make_node("Bar", ["a"], ["b"], domain="com.x"),
+             helper.make_node("Foo", ["b"], ["y"], domain="com.x")]
+    p = save(tmp_path, model(nodes, opsets=(("", 17), ("com.x", 2))))
+    r = onemodel.check(p, full=True, strict=True, ignore="OM304")
+    assert _full(r) == [("OM411", "info", None,
+                         "no inference rule for 2 operators (com.x Bar-2, com.x Foo-2): their "
+                         "outputs' shapes are unknown, what depends on them is checked less")]
+    assert r.ok  # an info, under --strict too
+    assert onemodel.check(p, full=True, select="OM411", ignore="OM304").counts["info"] == 1
+    assert onemodel.check(p, full=True, ignore="OM41,OM304").findings == []
+
+
+def test_the_command_line(tmp_path):
+    p = _declared_wrong(tmp_path)
+    assert runner.invoke(app, ["check", p]).exit_code == 0
+    r = runner.invoke(app, ["check", p, "--full"])
+    assert r.exit_code == 1
+    assert "OM410 error (2)" in r.stdout
+    assert "  graph.output[0]: 'y' is declared [3] but inferred [2] (axis 0)" in r.stdout
+    r = runner.invoke(app, ["check", p, "--full", "--json"])
+    doc = json.loads(r.stdout)
+    assert [(f["code"], f["path"]) for f in doc["findings"]] == \
+        [("OM410", "graph.node[0]"), ("OM410", "graph.output[0]")]
+    assert doc["counts"] == {"error": 2, "warning": 0, "info": 0, "total": 2}
+
+
+def _cycle():
+    return model([helper.make_node("Neg", ["b"], ["a"]), helper.make_node("Neg", ["a"], ["b"]),
+                  helper.make_node("Neg", ["a"], ["y"])])
+
+
+def _recursive():
+    f = helper.make_function("local", "f", ["fx"], ["fy"],
+                             [helper.make_node("f", ["fx"], ["fy"], domain="local")],
+                             [helper.make_opsetid("local", 1)])
+    return model([helper.make_node("f", ["x"], ["y"], domain="local")],
+                 opsets=(("", 17), ("local", 1)), functions=[f])
+
+
+def _no_graph():
+    m = model()
+    m.ClearField("graph")
+    return m
+
+
+DEFECTS = {
+    "cycle": _cycle,
+    "undefined input": lambda: model([helper.make_node("Add", ["x", "nope"], ["y"])]),
+    "out of order": lambda: model([helper.make_node("Neg", ["a"], ["y"]),
+                                   helper.make_node("Neg", ["x"], ["a"])]),
+    "defined twice": lambda: model([helper.make_node("Neg", ["x"], ["y"]),
+                                    helper.make_node("Relu", ["x"], ["y"])]),
+    "no opset": lambda: model(opsets=()),
+    "domain not imported": lambda: model([helper.make_node("Foo", ["x"], ["y"], domain="d")]),
+    "empty op_type": lambda: model([helper.make_node("", ["x"], ["y"])]),
+    "too many inputs": lambda: model([helper.make_node("Neg", ["x", "x", "x"], ["y"])]),
+    "no graph": _no_graph,
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEFECTS))
+def test_a_model_the_structure_checks_refuse_is_still_checked(tmp_path, name):
+    p = save(tmp_path, DEFECTS[name]())
+    plain, full = onemodel.check(p), onemodel.check(p, full=True)
+    # --full adds what inference finds and changes nothing else; here it finds nothing
+    assert plain.errors and full.findings == plain.findings, full.findings
+
+
+def test_a_recursive_function_ends(tmp_path):
+    """f calls itself: inference stops at the nesting limit (MAX_EVAL_DEPTH) and knows nothing
+    of y; no finding."""
+    assert onemodel.check(save(tmp_path, _recursive()), full=True).findings == []
+
+
+def test_out_of_order_nodes_are_inferred_in_dependency_order(tmp_path):
+    m = DEFECTS["out of order"]()
+    m.graph.output[0].CopyFrom(_tvi("y", [5]))
+    r = onemodel.check(save(tmp_path, m), full=True)
+    assert _full(r) == [("OM410", "error", "graph.output[0]",
+                         "'y' is declared [5] but inferred [2] (axis 0)")]
