@@ -10,7 +10,7 @@ from onnx import TensorProto as T
 
 from onemodel.inference import Expr, Value
 from onemodel.inference import dims as D
-from onemodel.inference.rules.elementwise import at_least, lower
+from onemodel.inference.rules._util import at_least, lower
 from tests.infer.harness import inferred, node_model, sound
 from tests.infer.rules_check import (
     check_family_registered,

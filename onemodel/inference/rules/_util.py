@@ -1,8 +1,15 @@
-"""Helpers shared by the rule modules."""
+"""Helpers shared by the rule modules: shapes, known elements broadcast to a shape, integer
+ranges, and bounds of extent expressions (extents are >= 0, Clause 6.5.2)."""
 
 from __future__ import annotations
 
+from .. import dims as D
 from ..value import MAX_DATA, Value, _count
+
+#: Integer element types (Table 5 codes) -> (lowest, highest) value.
+INT_RANGE = {2: (0, 255), 3: (-128, 127), 4: (0, 65535), 5: (-32768, 32767),
+             6: (-2 ** 31, 2 ** 31 - 1), 7: (-2 ** 63, 2 ** 63 - 1), 12: (0, 2 ** 32 - 1),
+             13: (0, 2 ** 64 - 1)}
 
 
 def same_shape(ctx, x: Value, i: int = 0) -> Value:
@@ -51,3 +58,44 @@ def expand_data(data, shape, out_shape) -> tuple | None:
     for o, st in zip(out_shape, strides):
         index = [b + k * st for b in index for k in range(o)]
     return tuple(data[i] for i in index)
+
+
+def lower(x) -> int | None:
+    """A lower bound of ``x`` (an int, an :class:`~..dims.Expr` of extents, or None): the int
+    itself; for an expression whose terms all have positive coefficients over non-negative
+    atoms (variables are extents, so >= 0; ``floor``/``ceil``/``mod`` of non-negative
+    arguments), its constant; else None (no bound known)."""
+    if x is None or type(x) is int:
+        return x
+    if not isinstance(x, D.Expr):
+        return None
+    for mono, c in x.terms:
+        if c <= 0:
+            return None
+        for atom in mono:
+            if not isinstance(atom, str) and not all(nonneg(a) for a in atom.args):
+                return None
+    return x.const
+
+
+def nonneg(x) -> bool:
+    """Whether extent expression (or int) ``x`` is known to be >= 0 (:func:`lower`)."""
+    lo = lower(x)
+    return lo is not None and lo >= 0
+
+
+def at_least(a, b, k: int = 0) -> bool | None:
+    """Whether ``a - b >= k`` for extents ``a`` and ``b``, where their bounds decide it: True,
+    False, or None (either unknown, or an expression whose value varies across it)."""
+    if a is None or b is None:
+        return None
+    d = D.sub(a, b)
+    if type(d) is int:
+        return d >= k
+    lo = lower(d)
+    if lo is not None and lo >= k:
+        return True
+    lo = lower(D.mul(d, -1))  # -d >= lo, so d <= -lo
+    if lo is not None and -lo < k:
+        return False
+    return None

@@ -20,8 +20,7 @@ from __future__ import annotations
 import math
 
 from ..registry import rule
-from ._util import same_shape
-from .elementwise import INT_RANGE, lower
+from ._util import INT_RANGE, lower, same_shape
 
 _BOOL = 9
 _STRING = 8

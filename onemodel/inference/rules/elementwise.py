@@ -25,55 +25,10 @@ from __future__ import annotations
 from .. import dims as D
 from ..registry import rule
 from ..value import MAX_DATA, Value
-from ._util import count, expand_data, int_shape, same_shape
+from ._util import INT_RANGE, at_least, count, expand_data, int_shape, nonneg, same_shape
 
-#: Integer element types (Table 5) -> (lowest, highest) value.
-INT_RANGE = {2: (0, 255), 3: (-128, 127), 4: (0, 65535), 5: (-32768, 32767),
-             6: (-2 ** 31, 2 ** 31 - 1), 7: (-2 ** 63, 2 ** 63 - 1), 12: (0, 2 ** 32 - 1),
-             13: (0, 2 ** 64 - 1)}
 _BOOL = 9
 _CONCRETE = (int, float, bool)
-
-
-# -- bounds of extent arithmetic --------------------------------------------------------------
-def lower(x) -> int | None:
-    """A lower bound of ``x`` (an int, an :class:`~..dims.Expr` of extents, or None): the int
-    itself; for an expression whose terms all have positive coefficients over non-negative
-    atoms (variables are extents, so >= 0; ``floor``/``ceil``/``mod`` of non-negative
-    arguments), its constant; else None (no bound known)."""
-    if x is None or type(x) is int:
-        return x
-    if not isinstance(x, D.Expr):
-        return None
-    for mono, c in x.terms:
-        if c <= 0:
-            return None
-        for atom in mono:
-            if not isinstance(atom, str) and not all(_nonneg(a) for a in atom.args):
-                return None
-    return x.const
-
-
-def _nonneg(x) -> bool:
-    lo = lower(x)
-    return lo is not None and lo >= 0
-
-
-def at_least(a, b, k: int = 0) -> bool | None:
-    """Whether ``a - b >= k`` for extents ``a`` and ``b``, where their bounds decide it: True,
-    False, or None (either unknown, or an expression whose value varies across it)."""
-    if a is None or b is None:
-        return None
-    d = D.sub(a, b)
-    if type(d) is int:
-        return d >= k
-    lo = lower(d)
-    if lo is not None and lo >= k:
-        return True
-    lo = lower(D.mul(d, -1))  # -d >= lo, so d <= -lo
-    if lo is not None and -lo < k:
-        return False
-    return None
 
 
 # -- element-wise data ----------------------------------------------------------------------
@@ -129,9 +84,9 @@ def _trunc_div(a, b):
     if type(a) is int and type(b) is int:
         q = abs(a) // abs(b)
         return q if (a < 0) == (b < 0) else -q
-    if not _nonneg(a):
+    if not nonneg(a):
         return None
-    if _nonneg(b):
+    if nonneg(b):
         return D.floordiv(a, b)
     if type(b) is int:  # b < 0
         return D.mul(D.floordiv(a, -b), -1)
@@ -147,7 +102,7 @@ def _mod(fmod):
                 r = abs(a) % abs(b)
                 return -r if a < 0 else r
             return a % b
-        if _nonneg(a) and _nonneg(b):  # both conventions agree for non-negative operands
+        if nonneg(a) and nonneg(b):  # both conventions agree for non-negative operands
             return D.mod(a, b)
         return None
     return fn
@@ -397,10 +352,10 @@ def _int_unary(fn):
 def _abs(e):
     if type(e) is int:
         return abs(e)
-    if _nonneg(e):
+    if nonneg(e):
         return e
     neg = D.mul(e, -1)
-    return neg if _nonneg(neg) else None
+    return neg if nonneg(neg) else None
 
 
 rule("Neg", since=(1, 6, 13))(_int_unary(lambda e: D.mul(e, -1)))
