@@ -48,7 +48,7 @@ def expect(model, shape, elem, out: str = "y", data=None, check_onnx: bool = Tru
     """Assert output ``out`` of ``model`` is inferred with exactly ``shape`` (spec of
     :func:`dims`) and element type ``elem`` (and elements ``data`` when given), that the
     evaluator agrees (``sound``), and that onnx's inference, where it has an element type,
-    rank or extent, has the same one. Returns the Value."""
+    rank or extent, has the same one (so it knows none we do not). Returns the Value."""
     res = infer_model(model)
     assert not res.contradictions, res.contradictions
     v = res.values[out]
@@ -63,7 +63,8 @@ def expect(model, shape, elem, out: str = "y", data=None, check_onnx: bool = Tru
             oe, os_ = o
             if oe:
                 assert oe == elem, (out, oe, elem)
-            if os_ is not None and v.shape is not None:
+            if os_ is not None:
+                assert v.shape is not None, (out, os_, str(v))   # onnx knows no more
                 assert len(os_) == len(v.shape), (os_, str(v))
                 for a, b in zip(os_, v.shape):
                     if a is not None:
