@@ -23,6 +23,7 @@ from .. import dims as D
 from ..registry import rule
 from ..value import MAX_DATA, Value
 from ._util import count, expand_data, int_shape
+from ._util import lower as _lower
 
 #: A slice bound at least this large is past the end of every axis; at most its negative,
 #: before the start (extents are below 2**62: no tensor of more elements can be addressed).
@@ -30,27 +31,6 @@ _BIG = 1 << 62
 
 
 # -- symbolic helpers -----------------------------------------------------------------------
-def _lower(x) -> int | None:
-    """An entailed lower bound of extent expression ``x``: the constant of a sum whose
-    coefficients are all positive over atoms that are never negative (variables; ``a mod b``;
-    ``floor``/``ceil`` of a non-negative ``a`` by a positive ``b``); None when none is
-    known."""
-    if type(x) is int:
-        return x
-    if isinstance(x, D.Expr) and all(c > 0 and all(_nonneg_atom(a) for a in m)
-                                     for m, c in x.terms):
-        return x.const
-    return None
-
-
-def _nonneg_atom(a) -> bool:
-    if isinstance(a, str) or a.kind == "mod":
-        return True
-    num, den = a.args
-    lo_n, lo_d = _lower(num), _lower(den)
-    return lo_n is not None and lo_n >= 0 and lo_d is not None and lo_d >= 1
-
-
 def _ge(a, b) -> bool:
     """Whether ``a >= b`` holds for every binding (extents below :data:`_BIG`)."""
     if a is None or b is None:
