@@ -37,18 +37,6 @@ def imports(opsets) -> dict:
     return out
 
 
-def iter_nodes(nodes, path: str):
-    """``(graph path, index, node)`` for every node of ``nodes`` (the nodes of the graph or
-    function at ``path``) and of the subgraphs in their attributes, depth first, each node
-    before its subgraphs' nodes; the node's path is ``f"{graph path}.nodes[{index}]"``."""
-    for i, node in enumerate(nodes):
-        yield path, i, node
-        if node.attributes:
-            for j, a in enumerate(node.attributes):
-                for field, g in a.subgraphs():
-                    yield from iter_nodes(g.nodes, f"{path}.nodes[{i}].attributes[{j}].{field}")
-
-
 def node_scopes(model):
     """``(path, nodes, imported versions)`` of every node list that is the body of a graph or
     function at top level: the main graph, the training graphs, each function (whose imports
@@ -76,12 +64,14 @@ LOCAL, CUSTOM, UNIMPORTED, UNDEFINED = "local", "custom", "unimported", "undefin
 
 def bound_nodes(model, ctx=None) -> list:
     """``(graph path, index, node, domain, version, schema or reason)`` for every node with
-    an op_type, in walk order (:func:`iter_nodes` over :func:`node_scopes`): the definition
-    each is bound to (Clause 14.3), or the reason it has none: :data:`LOCAL` (a model-local
-    function defines it), :data:`CUSTOM` (a domain the schema table does not hold),
-    :data:`UNIMPORTED` (no usable import: OM105's) or :data:`UNDEFINED` (no definition at
-    that version). Computed once per check: kept in the framework's ``ctx`` dict when given,
-    for the operator and the type checks both."""
+    an op_type, in walk order: the node lists of :func:`node_scopes`, each node before the
+    nodes of the subgraphs in its attributes (depth first; the node's path is
+    ``f"{graph path}.nodes[{index}]"``, one path object per node list). The definition each is
+    bound to (Clause 14.3), or the reason it has none: :data:`LOCAL` (a model-local function
+    defines it), :data:`CUSTOM` (a domain the schema table does not hold), :data:`UNIMPORTED`
+    (no usable import: OM105's) or :data:`UNDEFINED` (no definition at that version).
+    Computed once per check: kept in the framework's ``ctx`` dict when given, for the
+    operator and the type checks both."""
     from .. import schemas  # read on first use, not at import (tests/test_schemas.py)
 
     key = "operators.bound_nodes"
@@ -89,30 +79,39 @@ def bound_nodes(model, ctx=None) -> list:
         return ctx[key][1]
     local = local_functions(model)
     held = set(schemas.domains())
-    cache: dict = {}
     out: list = []
     add = out.append
-    for top, nodes, versions in node_scopes(model):
-        for gpath, i, node in iter_nodes(nodes, top):
+
+    def bind(op, spelled, versions: dict, cache: dict) -> tuple:
+        domain = normalize_domain(spelled) if spelled else ""
+        version = versions.get(domain)
+        if (domain, op) in local:
+            got = LOCAL
+        elif domain not in held:
+            got = CUSTOM
+        elif type(version) is not int or version < 1:
+            got = UNIMPORTED
+        else:
+            got = schemas.get(op, domain, version) or UNDEFINED
+        cache[op if spelled is None else (spelled, op)] = bound = (domain, version, got)
+        return bound
+
+    def walk(nodes, path: str, versions: dict, cache: dict) -> None:
+        get = cache.get
+        for i, node in enumerate(nodes):
             op = node.op_type
-            if not op:
-                continue   # OM106
-            domain = node.domain
-            domain = normalize_domain(domain) if domain else ""
-            version = versions.get(domain)
-            k = (domain, op, version)
-            got = cache.get(k)
-            if got is None:
-                if (domain, op) in local:
-                    got = LOCAL
-                elif domain not in held:
-                    got = CUSTOM
-                elif type(version) is not int or version < 1:
-                    got = UNIMPORTED
-                else:
-                    got = schemas.get(op, domain, version) or UNDEFINED
-                cache[k] = got
-            add((gpath, i, node, domain, version, got))
+            if op:   # (else OM106)
+                spelled = node.domain
+                got = get(op if spelled is None else (spelled, op))
+                add((path, i, node) + (got or bind(op, spelled, versions, cache)))
+            if node.attributes:
+                for j, a in enumerate(node.attributes):
+                    for field, g in a.subgraphs():
+                        walk(g.nodes, f"{path}.nodes[{i}].attributes[{j}].{field}", versions,
+                             cache)
+
+    for top, nodes, versions in node_scopes(model):
+        walk(nodes, top, versions, {})  # (a cache per import table)
     if isinstance(ctx, dict):
         ctx[key] = (model, out)
     return out

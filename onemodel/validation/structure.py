@@ -8,6 +8,9 @@ the evaluator apply, reported here all at once. Paths are in :mod:`onemodel.ir` 
 
 from __future__ import annotations
 
+from itertools import compress
+from operator import attrgetter
+
 from ..errors import quote
 from ..ir import graph_rules
 from ..ir.entries import normalize_domain
@@ -28,8 +31,7 @@ def check_structure(model, *, prefix: str = "", graph_paths: dict | None = None,
     """
     out: list = []
     _model_fields(model, out)
-    if model.graph is not None:
-        _graphs(model, out)
+    graphs = _graphs(model, out) if model.graph is not None else []
     for i, fn in enumerate(model.functions):
         _function(fn, f"functions[{i}]", out)
     _training(model, out)
@@ -38,7 +40,7 @@ def check_structure(model, *, prefix: str = "", graph_paths: dict | None = None,
     for rule, e in problems:
         out.append(finding(_RULE_CODES[rule], e.message, e.path, e.offset))
     if sorted_required:
-        _order(model, orders, out)
+        _order(model, graphs, orders, out)
     return out
 
 
@@ -81,11 +83,19 @@ def _distinct_domains(opsets, path: str, out: list) -> None:
             seen[d] = k
 
 
-def _graphs(model, out: list) -> None:
+def _graphs(model, out: list) -> list:
+    """The findings of the main graph and its subgraphs (depth first, a graph before its
+    subgraphs, as :func:`onemodel.ir.walk.iter_graphs` walks them), then the names of the
+    training graphs; returns the ``(path, graph)`` of the main graph and its subgraphs."""
     ir = model.ir_version or 0
     top = model.graph
-    for gpath, g in iter_graphs(top):
-        _graph_names(g, gpath, out, top=g is top)
+    walked: list = []
+
+    def graph(g, gpath: str) -> None:
+        walked.append((gpath, g))
+        refs: list = []
+        subs: list = []
+        _graph_names(g, gpath, out, top=g is top, refs=refs, subs=subs)
         inputs = {v.name for v in g.inputs}
         for k, t in enumerate(g.initializers):
             if not t.name:
@@ -97,18 +107,19 @@ def _graphs(model, out: list) -> None:
             elif ir >= 4 and g is not top and t.name in inputs:
                 out.append(finding("OM111", f"name {quote(t.name)} is both an input and an "
                                    "initializer of a subgraph", f"{gpath}.initializers[{k}].name"))
-        for i, node in enumerate(g.nodes):
-            for j, a in enumerate(node.attributes):
-                if a.ref_attr_name:
-                    out.append(finding("OM117", f"attribute {quote(a.name)} refers to function "
-                                       f"attribute {quote(a.ref_attr_name)} outside a function",
-                                       f"{gpath}.nodes[{i}].attributes[{j}].ref_attr_name"))
+        out.extend(refs)
+        for spath, sub in subs:
+            graph(sub, spath)
+
+    graph(top, "graph")
     for gpath, g in _training_graphs(model):
         for sub_path, sub in iter_graphs(g, gpath):
             _graph_names(sub, sub_path, out, top=False)
+    return walked
 
 
-def _graph_names(g, gpath: str, out: list, *, top: bool) -> None:
+def _graph_names(g, gpath: str, out: list, *, top: bool, refs: list | None = None,
+                 subs: list | None = None) -> None:
     if not g.name:
         out.append(finding("OM107", "the graph has no name", f"{gpath}.name"))
     for field in ("inputs", "outputs"):
@@ -128,11 +139,24 @@ def _graph_names(g, gpath: str, out: list, *, top: bool) -> None:
         if not v.name:
             out.append(finding("OM106", f"value_info {k} has an empty name",
                                f"{gpath}.value_info[{k}].name"))
-    _node_names(g.nodes, gpath, out)
+    _node_names(g.nodes, gpath, out, refs, subs)
 
 
-def _node_names(nodes, gpath: str, out: list) -> None:
-    for i, node in enumerate(nodes):
+_OP_TYPE, _ATTRIBUTES = attrgetter("op_type"), attrgetter("attributes")
+
+
+def _node_names(nodes, gpath: str, out: list, refs: list | None = None,
+                subs: list | None = None) -> None:
+    """OM106 for a node's empty op_type or attribute name; with ``refs``, the OM117 findings
+    (a ``ref_attr_name`` outside a function) go there and, with ``subs``, the ``(path,
+    graph)`` of the subgraphs in the nodes' attributes. Only the nodes with attributes are
+    visited one by one when every op_type is set (the common case)."""
+    if all(map(_OP_TYPE, nodes)):
+        which = compress(range(len(nodes)), map(_ATTRIBUTES, nodes))
+    else:
+        which = range(len(nodes))
+    for i in which:
+        node = nodes[i]
         if not node.op_type:
             out.append(finding("OM106", "the node has an empty op_type",
                                f"{gpath}.nodes[{i}].op_type"))
@@ -140,6 +164,13 @@ def _node_names(nodes, gpath: str, out: list) -> None:
             if not a.name:
                 out.append(finding("OM106", f"attribute {j} of node {quote(node.op_type or '')} "
                                    "has an empty name", f"{gpath}.nodes[{i}].attributes[{j}].name"))
+            if refs is not None and a.ref_attr_name:
+                refs.append(finding("OM117", f"attribute {quote(a.name)} refers to function "
+                                    f"attribute {quote(a.ref_attr_name)} outside a function",
+                                    f"{gpath}.nodes[{i}].attributes[{j}].ref_attr_name"))
+            if subs is not None:
+                for field, sub in a.subgraphs():
+                    subs.append((f"{gpath}.nodes[{i}].attributes[{j}].{field}", sub))
 
 
 def _function(fn, fpath: str, out: list) -> None:
@@ -177,14 +208,14 @@ def _training(model, out: list) -> None:
                                        f"output of the {which} graph", f"{where}.value"))
 
 
-def _order(model, orders: dict, out: list) -> None:
-    """OM113 for each graph and function body (Clause 8.4: sorted as a graph is) whose nodes
-    are not in the order the graph rules computed: the first node out of place."""
-    scopes = list(iter_graphs(model.graph)) if model.graph is not None else []
-    scopes += [(f"functions[{k}]", fn) for k, fn in enumerate(model.functions)]
+def _order(model, graphs: list, orders: dict, out: list) -> None:
+    """OM113 for each graph (``graphs``: ``(path, graph)`` of the main graph and its
+    subgraphs) and function body (Clause 8.4: sorted as a graph is) whose nodes are not in the
+    order the graph rules computed: the first node out of place."""
+    scopes = graphs + [(f"functions[{k}]", fn) for k, fn in enumerate(model.functions)]
     for path, scope in scopes:
         order = orders.get(id(scope))
-        if order is None or all(i == k for k, i in enumerate(order)):
+        if order is None or order == list(range(len(order))):
             continue
         first = next(k for k, i in enumerate(order) if i != k)
         node = scope.nodes[first]

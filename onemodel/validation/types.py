@@ -181,7 +181,7 @@ def check_types(model, ctx=None) -> list:
     clean: set = set()
     last = scope = None
     for gpath, i, node, _, _, s in bound_nodes(model, ctx):
-        if gpath is not last:   # one path object per node list (iter_nodes)
+        if gpath is not last:   # one path object per node list (bound_nodes)
             last, scope = gpath, scopes.get(gpath)
             if scope is not None:
                 kget, produced, chain = scope[0].get, scope[1], scope[2]
