@@ -135,6 +135,8 @@ def test_castlike_data_and_cast_data_helper():
     assert cast_data((1, 2.5, True), B8) == (True, True, True)
     assert cast_data((float("nan"), float("inf"), 5.0), I32) == (None, None, 5)
     assert cast_data((N,), T.STRING) is None and cast_data(None, I64) is None
+    # 2**62 + 2**38 + 1 rounds up to float32 directly, but to 2**62 through float64: unknown
+    assert cast_data((2**62 + 2**38 + 1,), F) is None and cast_data((2**53,), F) == (2.0**53,)
 
 
 def test_cast_of_a_shape_in_a_model():

@@ -26,6 +26,7 @@ _BOOL = 9
 _STRING = 8
 _FLOATS = {1: "float32", 10: "float16", 11: "float64"}
 _WIDE_INTS = frozenset((6, 7, 12, 13))  # int32 int64 uint32 uint64: any extent fits
+_EXACT = 2 ** 53  # integers float64 holds exactly
 
 
 def _to_int(x, to):
@@ -66,8 +67,9 @@ def cast_data(data, to: int):
         got = tuple(_to_bool(x) for x in data)
         return None if None in got else got
     dt = _FLOATS.get(to)
-    if dt is None or not all(type(x) in (int, float, bool) for x in data):
-        return None
+    if dt is None or not all(type(x) in (float, bool) or (type(x) is int and -_EXACT <= x <= _EXACT)
+                             for x in data):
+        return None  # an int beyond 2**53 would be rounded twice through float64
     import numpy as np
 
     with np.errstate(over="ignore", invalid="ignore"):
