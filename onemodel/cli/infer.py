@@ -64,7 +64,9 @@ def _spliced(model, out_format: str, src: str, dst: str, entries: list, grown: l
         return None
     from ..ir import iter_tensors
 
-    if any(t.is_external for _, t in iter_tensors(model)) and not _same_directory(src, dst):
+    # (the reader adds each external data file it opened to model.resources)
+    if len(sources) > 1 and any(t.is_external for _, t in iter_tensors(model)) and \
+            not _same_directory(src, dst):
         return None
     from ..formats.onnx.splice import WireError, splice_value_info
 
@@ -90,8 +92,9 @@ def infer_file(src: str, dst: str, *, storage_options: dict | None = None,
     tensor bytes stream from the source, the ONNX ``keep`` layout writes the data files beside
     ``dst``. Nothing but ``value_info`` is added either way.
 
-    Returns ``{"source_format", "target_format", "added", "inference"}`` (the
-    :class:`~onemodel.inference.Inference`, its paths in IR field names). Raises the errors of
+    Returns ``{"source_format", "target_format", "added", "inference", "model"}`` (the
+    :class:`~onemodel.inference.Inference`, its paths in IR field names; the annotated model,
+    closed). Raises the errors of
     :func:`onemodel.load` and :func:`onemodel.save` (UnsupportedError for a ``dst`` whose
     format cannot be told, before ``src`` is read); InternalError for a rule's bug.
     """
@@ -153,11 +156,15 @@ def value_counts(res) -> dict:
     node outputs), those whose type is known, those whose every extent is known (symbolic
     ones included)."""
     n = typed = complete = 0
-    for values in res.graphs.values():
+    seen: dict = {}  # id -> (known, complete): a rule's memoized result is one Value for many
+    for values in res.graphs.values():  # (every Value stays alive in res: ids stay theirs)
+        n += len(values)
         for v in values.values():
-            n += 1
-            typed += v.known
-            complete += v.complete
+            k = seen.get(id(v))
+            if k is None:
+                k = seen[id(v)] = (v.known, v.complete)
+            typed += k[0]
+            complete += k[1]
     return {"values": n, "typed": typed, "complete": complete}
 
 
@@ -228,14 +235,17 @@ def infer(
     """Write IN to OUT with value_info for every value whose type shape inference knows
     (Clause 9), everything else unchanged. Exit 0; 1 with --check when the model contradicts
     itself; 2 on error."""
+    from .. import cli
     from ..storage.progress import Progress
     from ..validation.inferred import operator_names
 
     with _errors(debug):
-        with Progress("infer", quiet=quiet or as_json) as bar:
+        with cli._no_collections(), Progress("infer", quiet=quiet or as_json) as bar:
             done = infer_file(src, dst, storage_options=_storage(storage_option, src, dst),
                               read_options=_read_options(allow_outside), progress=bar)
         res, model = done["inference"], done["model"]
+        if cli._own_process:  # freed with the process, not record by record on return
+            cli._kept_to_exit.append((model, res))
         rows = contradiction_rows(model, res, done["source_format"])
         counts = value_counts(res)
         no_rule = operator_names(res.no_rule)
@@ -264,6 +274,7 @@ def infer(
             if rows and not quiet:
                 out.line(_count(len(rows), "contradiction") + " between declared and inferred "
                          "types" + ("" if check else " (--check lists them)"))
+    cli._nothing_at_exit = True  # written and printed; nothing needs tearing down
     if check and rows:
         raise typer.Exit(1)
 

@@ -71,7 +71,8 @@ def annotate(model, inference: Inference | None = None) -> int:
 
     res = inference if inference is not None else Engine(model).run()
     added = 0
-    types: dict = {}
+    types: dict = {}  # Value -> Type record
+    by_id: dict = {}  # id(Value) -> Type record (a rule's memoized result is one object)
     if model.graph is None:
         return 0
     for gpath, g in iter_graphs(model.graph):
@@ -80,18 +81,24 @@ def annotate(model, inference: Inference | None = None) -> int:
             continue
         have = {vi.name for vi in g.inputs} | {vi.name for vi in g.outputs} | \
             {vi.name for vi in g.value_info} | {t.name for t in g.initializers}
+        entries = []
+        get = values.get
         for node in g.nodes:
             for name in node.outputs:
                 if not name or name in have:
                     continue
-                v = values.get(name)
+                v = get(name)
                 if v is None:
                     continue
-                t = types.get(v)
+                t = by_id.get(id(v))
                 if t is None:
-                    t = types[v] = v.to_type()
+                    t = types.get(v)
+                    if t is None:
+                        t = types[v] = v.to_type()
+                    by_id[id(v)] = t
                 if t is not None:
-                    g.value_info.append(ValueInfo(name=name, type=t))
+                    entries.append(ValueInfo(name=name, type=t))
                     have.add(name)
-                    added += 1
+        g.value_info.extend(entries)
+        added += len(entries)
     return added
