@@ -118,9 +118,10 @@ def check_family_registered(module: str) -> int:
 
 
 def check_unknown_inputs(module: str) -> int:
-    """Infer every operator version of the family on inputs of nothing known, and on tensors
-    of the first allowed element type and unknown rank (every input the definition lists,
-    variadic ones twice): nothing raises. Returns the number of inferences made."""
+    """Infer every operator version of the family on inputs of nothing known, on tensors of
+    the first allowed element type and unknown rank, and on sequences of those (every input
+    the definition lists, variadic ones twice): nothing raises. Returns the number of
+    inferences made."""
     n = 0
     for (domain, op), versions in family_keys(module).items():
         for v in versions:
@@ -139,7 +140,8 @@ def check_unknown_inputs(module: str) -> int:
             attrs = {"to": onnx.TensorProto.FLOAT} if op in ("Cast", "BitCast") else {}
             if op == "BitShift":
                 attrs["direction"] = "LEFT"
-            for ins in ([UNKNOWN] * len(formals), typed):
+            odd = [Value.sequence(t) for t in typed]   # a wrong kind, as a bad model has
+            for ins in ([UNKNOWN] * len(formals), typed, odd):
                 outs, _ = infer_values(op, ins, n_out, opset=v if not domain else 21,
                                        domain=domain, **attrs)
                 assert len(outs) == n_out

@@ -418,3 +418,21 @@ def test_shape_arithmetic_of_a_transformer_export():
     assert got["mx"].data == (None, None, 8)     # B may be 0: max(B, 1) is not B
     assert sound(m) > 0
     assert data_sound(m, draws=3) > 0
+
+
+@pytest.mark.parametrize("op,inputs,attrs,opset,words", [
+    ("Softmax", [("x", F, [2, 3])], {"axis": "a"}, 13, ("attribute axis is 'a'",)),
+    ("Hardmax", [("x", F, [2, 3])], {"axis": [1, 2]}, 11, ("attribute axis is [1, 2]",)),
+    ("Add", [("a", F, [2, 3]), ("b", F, [3])], {"broadcast": 1, "axis": "q"}, 6,
+     ("attribute axis",)),
+    ("Mul", [("a", F, [2, 3]), ("b", F, [3])], {"broadcast": [1]}, 6,
+     ("attribute broadcast is [1]",)),
+    ("Sub", [("a", F, [2, 3]), ("b", F, [3])], {"broadcast": 1, "axis": 1.5}, 6,
+     ("attribute axis is 1.5",)),
+    ("Cast", [("x", F, [2])], {"to": [1]}, 21, ("attribute to is [1]",)),
+    ("BitCast", [("x", F, [2])], {"to": 1.0}, 26, ("attribute to is 1.0",)),
+])
+def test_attributes_of_the_wrong_type_are_contradictions_not_errors(op, inputs, attrs, opset,
+                                                                   words):
+    msgs = contradicts(node_model(op, inputs, opset=opset, **attrs), *words)
+    assert len(msgs) == 1, msgs

@@ -99,3 +99,18 @@ def at_least(a, b, k: int = 0) -> bool | None:
     if lo is not None and -lo < k:
         return False
     return None
+
+
+def int_attr(ctx, name: str, default=None, report: bool = True):
+    """Attribute ``name`` of the node as an int (``ctx.attr``; ``default`` when the node does not
+    set it and the definition gives none). A value of another type (a float, a string, a list:
+    the definition says INT) gives None, so a rule never computes with it, and is reported as
+    a contradiction unless ``report`` is false."""
+    v = ctx.attr(name)
+    if v is None:
+        return default
+    if type(v) is bool or type(v) is int:
+        return int(v)
+    if report:
+        ctx.contradiction(f"attribute {name} is {v!r}, not an int")
+    return None

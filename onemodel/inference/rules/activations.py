@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .. import dims as D
 from ..registry import rule
-from ._util import same_shape
+from ._util import int_attr, same_shape
 
 
 def _same(ctx, x):
@@ -66,7 +66,7 @@ def _softmax(ctx, x):
     if rank == 0:
         ctx.contradiction("the input has rank 0; rank >= 1 is needed")
     else:
-        ctx.axis(ctx.attr("axis"), rank)
+        ctx.axis(int_attr(ctx, "axis"), rank)
     return same_shape(ctx, x)
 
 

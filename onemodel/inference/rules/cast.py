@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 
 from ..registry import rule
-from ._util import INT_RANGE, lower, same_shape
+from ._util import INT_RANGE, int_attr, lower, same_shape
 
 _BOOL = 9
 _STRING = 8
@@ -90,7 +90,9 @@ def _cast(ctx, x, to):
 def _to_attr(ctx):
     from ...ir.dtypes import INFO
 
-    to = ctx.attr("to")
+    to = int_attr(ctx, "to")
+    if to is None and ctx.has_attr("to"):
+        return None  # not an int: reported
     if to is None or to not in INFO:
         ctx.contradiction(f"'to' is {to!r}, not an element type of Table 5")
         return None

@@ -25,7 +25,16 @@ from __future__ import annotations
 from .. import dims as D
 from ..registry import rule
 from ..value import MAX_DATA, Value
-from ._util import INT_RANGE, at_least, count, expand_data, int_shape, nonneg, same_shape
+from ._util import (
+    INT_RANGE,
+    at_least,
+    count,
+    expand_data,
+    int_attr,
+    int_shape,
+    nonneg,
+    same_shape,
+)
 
 _BOOL = 9
 _CONCRETE = (int, float, bool)
@@ -166,14 +175,19 @@ def legacy_shape(ctx, a: Value, b: Value) -> list | None:
     if b.shape is None:
         return out
     ra, rb = len(a.shape), len(b.shape)
-    if not ctx.attr("broadcast", 0):
+    broadcast = int_attr(ctx, "broadcast", 0)
+    if broadcast is None:  # not an int: reported
+        return out
+    if not broadcast:
         if ra != rb:
             ctx.contradiction(f"without broadcast=1 (opset {ctx.opset}) the inputs need the "
                               f"same shape, not {D.shape_text(a.shape)} and "
                               f"{D.shape_text(b.shape)}")
             return out
         return [ctx.unify(x, y, "input extents") for x, y in zip(a.shape, b.shape)]
-    axis = ctx.attr("axis", None)
+    axis = int_attr(ctx, "axis")
+    if axis is None and ctx.has_attr("axis"):
+        return out
     start = ra - rb if axis is None else (axis + ra if axis < 0 else axis)
     if rb > ra or start < 0 or start + rb > ra:
         ctx.contradiction(f"the second input {D.shape_text(b.shape)} does not fit in the first "
@@ -194,9 +208,11 @@ def _shape(ctx, a, b):
 def _aligned(ctx, a, b) -> bool:
     """Whether the elements of ``b`` line up with ``a``'s as in multidirectional broadcasting
     (always from opset 7; before, unless ``axis`` puts ``b`` elsewhere than at the end)."""
-    if ctx.opset >= 7 or not ctx.attr("broadcast", 0):
+    if ctx.opset >= 7 or not int_attr(ctx, "broadcast", 0, report=False):
         return True
-    axis = ctx.attr("axis", None)
+    axis = int_attr(ctx, "axis", report=False)
+    if axis is None and ctx.has_attr("axis"):
+        return False
     if axis is None or a.shape is None or b.shape is None:
         return axis is None
     return (axis + len(a.shape) if axis < 0 else axis) == len(a.shape) - len(b.shape)
