@@ -329,16 +329,20 @@ class Engine:
         local = scope.local
         get = local.get if scope.parent is None else scope.get
         infer = self.infer_node
+        memo = self._memo
+        where = id(scope.opsets)
         for i in _order(nodes, scope):
             node = nodes[i]
-            ins = []
-            for n in node.inputs:
-                if n:
-                    v = get(n)
-                    ins.append(UNKNOWN if v is None else v)
-                else:
-                    ins.append(None)
-            outs = infer(node, ins, f"{gpath}.nodes[{i}]", scope)
+            ins = [(get(n) or UNKNOWN) if n else None for n in node.inputs]
+            outputs = node.outputs
+            # the memo of node results: same operator, imports, attributes and input signatures
+            sig = _attribute_signature(node.attributes)
+            key = None if sig is None else \
+                (node.op_type, node.domain, where, len(outputs), sig,
+                 tuple([None if v is None else v.signature for v in ins]))
+            outs = memo.get(key) if key is not None else None
+            if outs is None:
+                outs = infer(node, ins, f"{gpath}.nodes[{i}]", scope, memo_key=key)
             k = 0
             for name in node.outputs:
                 if name:
@@ -367,9 +371,11 @@ class Engine:
         return r
 
     def infer_node(self, node, ins: list, npath: str, scope: Scope,
-                   raw: dict | None = None) -> list:
+                   raw: dict | None = None, memo_key=None) -> list:
         """The output Values of ``node`` given its input Values ``ins`` (None for an omitted
-        input), by its rule, its model-local function, or the type constraints alone."""
+        input), by its rule, its model-local function, or the type constraints alone; kept
+        under ``memo_key`` when the rule read no lazily read elements, found no contradiction
+        and recorded no constraint (then any node of that key has these outputs)."""
         opsets = scope.opsets
         domain = node.domain or ""
         if domain == "ai.onnx":
@@ -379,15 +385,8 @@ class Engine:
             version = opsets.get("ai.onnx")
         fn, schema, nargs = self._resolve(domain, node.op_type, version)
         n_out = len(node.outputs)
-        memo_key = None
-        if fn is not None and raw is None:
-            sig = _attribute_signature(node.attributes)
-            if sig is not None:
-                memo_key = (domain, node.op_type, version, n_out, sig,
-                            tuple(v.signature if v is not None else None for v in ins))
-                hit = self._memo.get(memo_key)
-                if hit is not None:
-                    return hit
+        if raw is not None:
+            memo_key = None
         generic = bind_outputs(schema, ins, n_out)
         if fn is None:
             f = self.functions.get((domain, node.op_type, node.overload or ""))

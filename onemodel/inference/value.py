@@ -34,7 +34,7 @@ class Value:
         inner: the element Value of a sequence or optional, the value Value of a map.
     """
 
-    __slots__ = ("kind", "elem", "shape", "_data", "inner", "_src", "_hash")
+    __slots__ = ("kind", "elem", "shape", "_data", "inner", "_src", "_hash", "signature")
 
     def __init__(self, kind=None, elem=None, shape=None, data=None, inner=None):
         self.kind = kind
@@ -44,6 +44,11 @@ class Value:
         self.inner = inner
         self._src = None
         self._hash = hash((kind, elem, self.shape, self._data, inner))
+        #: what rules may read of this Value other than lazily read elements: the Value
+        #: itself, or for a lazily read one ``("tensor", elem, shape)``, equal for two
+        #: initializers of one type and shape (the engine's memo of node results keys on it
+        #: and keeps no result of a rule that read lazy elements, :data:`LAZY_READS`)
+        self.signature = self
 
     @classmethod
     def lazy_tensor(cls, elem: int | None, shape, source) -> "Value":
@@ -53,6 +58,7 @@ class Value:
         v = cls("tensor", elem, shape)
         v._src = source
         v._hash = hash(("tensor", elem, v.shape, id(source)))
+        v.signature = ("tensor", elem, v.shape)
         return v
 
     @property
@@ -68,15 +74,6 @@ class Value:
                     else tuple(d)
                 self._src = True  # read
         return self._data
-
-    @property
-    def signature(self):
-        """What rules may read of this Value other than lazily read elements: equal for two
-        initializers of one type and shape (the engine's memo of node results keys on it and
-        keeps no result of a rule that read lazy elements, :data:`LAZY_READS`)."""
-        if self._src is not None:
-            return ("tensor", self.elem, self.shape, None, None)
-        return self
 
     # -- construction ----------------------------------------------------------------------
     @classmethod
