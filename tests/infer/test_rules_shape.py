@@ -673,3 +673,53 @@ def test_symbolic_elements_are_the_run_elements_under_bindings_with_zero_extents
     assert v["y"].shape == (N,)
     # every value but the Range (of N elements) and its Identity, three bindings
     assert sound_data(m, [{"N": 0, "M": 2}, {"N": 3, "M": 0}, {"N": 2, "M": 5}]) == 3 * 11
+
+
+WRONG_ATTRIBUTES = [
+    ("Concat", [("a", F, [2])], dict(axis=1.5), "axis"),
+    ("Gather", [("x", F, [3]), ("i", i64(0))], dict(axis="a"), "axis"),
+    ("GatherElements", [("x", F, [3]), ("i", I64, [2])], dict(axis=[0]), "axis"),
+    ("GatherND", [("x", F, [3]), ("i", I64, [2, 1])], dict(batch_dims=0.5), "batch_dims"),
+    ("Transpose", [("x", F, [2, 3])], dict(perm=3), "perm"),
+    ("Flatten", [("x", F, [2, 3])], dict(axis=[1]), "axis"),
+    ("Reshape", [("x", F, [2, 3]), ("s", i64(6))], dict(allowzero="yes"), "allowzero"),
+    ("Split", [("x", F, [4])], dict(axis="0", num_outputs=2), "axis"),
+    ("Shape", [("x", F, [4])], dict(start=[1]), "start"),
+    ("Unique", [("x", F, [4])], dict(axis=1.0), "axis"),
+    ("Compress", [("x", F, [4]), ("c", T.BOOL, [4])], dict(axis="x"), "axis"),
+    ("OneHot", [("i", I64, [4]), ("d", i64(3)), ("v", np.array([0, 1], np.float32))],
+     dict(axis=[0]), "axis"),
+    ("EyeLike", [("x", F, [2, 2])], dict(dtype=1.5), "dtype"),
+    ("DepthToSpace", [("x", F, [1, 4, 2, 2])], dict(blocksize=[2]), "blocksize"),
+    ("CenterCropPad", [("x", F, [4]), ("s", i64(2))], dict(axes=0), "axes"),
+    ("ReverseSequence", [("x", F, [2, 3]), ("l", I64, [3])], dict(batch_axis="b"),
+     "batch_axis"),
+    ("ConstantOfShape", [("s", i64(2))], dict(value=1.5), "value"),
+    ("Constant", [], dict(value_ints=["a"]), "value_ints"),
+    ("Constant", [], dict(value_float="a"), "value_float"),
+]
+
+
+@pytest.mark.parametrize("case", WRONG_ATTRIBUTES, ids=[f"{c[0]}-{c[3]}"
+                                                        for c in WRONG_ATTRIBUTES])
+def test_an_attribute_of_another_type_is_a_contradiction_not_an_exception(case):
+    op, ins, attrs, name = case
+    m = node_model(op, ins, 4 if op == "Unique" else 2 if op == "Split" else 1, **attrs)
+    res = infer_model(m)
+    assert [c.path for c in res.contradictions] == ["graph.nodes[0]"], res.contradictions
+    assert f"attribute {name} " in res.contradictions[0].message
+
+
+def test_old_attribute_forms_of_another_type():
+    for op, ins, attrs, opset in [
+            ("Squeeze", [("x", F, [1, 2])], dict(axes=0), 11),
+            ("Unsqueeze", [("x", F, [2])], dict(axes=1.5), 11),
+            ("Slice", [("x", F, [4])], dict(starts=[0.5], ends=[2]), 9),
+            ("Pad", [("x", F, [4])], dict(pads=2), 2),
+            ("Pad", [("x", F, [4])], dict(paddings="p"), 1),
+            ("Reshape", [("x", F, [4])], dict(shape=4), 1),
+            ("Split", [("x", F, [4])], dict(split=2.0), 11)]:
+        n = 2 if op == "Split" else 1
+        res = infer_model(node_model(op, ins, n, opset=opset, **attrs))
+        assert len(res.contradictions) == 1 and "attribute" in res.contradictions[0].message, \
+            (op, res.contradictions)

@@ -160,6 +160,40 @@ def _elem_of_attr(ctx, name, default):
     return default
 
 
+#: What :func:`_int` and :func:`_int_list` give for an attribute of another type than the
+#: definition's (reported as a contradiction): the rule then says nothing more.
+_WRONG = object()
+
+
+def _int(ctx, name, default=None):
+    """INT attribute ``name`` (the definition's default, else ``default``, when unset); a
+    value of another type is a contradiction and gives :data:`_WRONG`."""
+    v = ctx.attr(name)
+    if v is None:
+        return default
+    if type(v) is int or type(v) is bool:
+        return int(v)
+    ctx.contradiction(f"attribute {name} is {_attr_text(v)}, not an int")
+    return _WRONG
+
+
+def _int_list(ctx, name, default=None):
+    """INTS attribute ``name`` as a list (``default`` when unset); a value of another type is
+    a contradiction and gives :data:`_WRONG`."""
+    v = ctx.attr(name)
+    if v is None:
+        return default
+    if type(v) is list and all(type(e) is int or type(e) is bool for e in v):
+        return [int(e) for e in v]
+    ctx.contradiction(f"attribute {name} is {_attr_text(v)}, not a list of ints")
+    return _WRONG
+
+
+def _attr_text(v) -> str:
+    text = repr(v) if not hasattr(v, "shape") else f"a tensor of shape {list(v.shape)}"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _scalar(arr):
     try:
         return arr.reshape(-1)[0].item()
@@ -238,7 +272,8 @@ def _reshape(ctx, x, target, allowzero):
 @rule("Reshape", since=1)
 def reshape_v1(ctx, x):
     """Reshape-1: ``shape`` attribute (0 copies the input extent, -1 the rest)."""
-    return _reshape(ctx, x, list(ctx.attr("shape", [])), 0)
+    target = _int_list(ctx, "shape", [])
+    return None if target is _WRONG else _reshape(ctx, x, target, 0)
 
 
 @rule("Reshape", since=(5, 13, 14, 19, 21, 23, 24, 25))
@@ -251,16 +286,18 @@ def reshape(ctx, x, shape):
     if target is None:
         n = _length_of(shape)
         return [None] * n if n is not None and _rank(shape) == 1 else None
-    allowzero = ctx.attr("allowzero") if ctx.opset >= 14 else 0
-    return _reshape(ctx, x, target, allowzero)
+    allowzero = _int(ctx, "allowzero", 0) if ctx.opset >= 14 else 0
+    return None if allowzero is _WRONG else _reshape(ctx, x, target, allowzero)
 
 
 @rule("Transpose", since=(1, 13, 21, 23, 24, 25))
 def transpose(ctx, x):
     """``perm`` (default: reversed axes) applied to the input's shape; a ``perm`` that is not
     a permutation of the axes is a contradiction."""
-    perm = ctx.attr("perm")
+    perm = _int_list(ctx, "perm")
     s = x.shape
+    if perm is _WRONG:
+        return None
     if perm is None:
         return None if s is None else list(reversed(s))
     if s is not None and sorted(int(p) if p >= 0 else p + len(s) for p in perm) \
@@ -304,8 +341,8 @@ def _squeeze(ctx, x, axes):
 def squeeze_v1(ctx, x):
     """Squeeze-1/11: ``axes`` attribute (absent: every extent 1, unknown rank when an extent
     is symbolic); an axis whose extent is not 1 is a contradiction."""
-    axes = ctx.attr("axes")
-    return _squeeze(ctx, x, None if axes is None else list(axes))
+    axes = _int_list(ctx, "axes")
+    return None if axes is _WRONG else _squeeze(ctx, x, axes)
 
 
 @rule("Squeeze", since=(13, 21, 23, 24, 25))
@@ -346,7 +383,8 @@ def _unsqueeze(ctx, x, axes):
 @rule("Unsqueeze", since=(1, 11))
 def unsqueeze_v1(ctx, x):
     """Unsqueeze-1/11: extents 1 inserted at the ``axes`` attribute's output positions."""
-    return _unsqueeze(ctx, x, list(ctx.attr("axes", []) or []))
+    axes = _int_list(ctx, "axes", [])
+    return None if axes is _WRONG else _unsqueeze(ctx, x, axes)
 
 
 @rule("Unsqueeze", since=(13, 21, 23, 24, 25))
@@ -363,9 +401,9 @@ def unsqueeze(ctx, x, axes):
 @rule("Flatten", since=(1, 9, 11, 13, 21, 23, 24, 25))
 def flatten(ctx, x):
     """``[prod(shape[:axis]), prod(shape[axis:])]``, ``axis`` in ``[-rank, rank]``."""
-    axis = ctx.attr("axis")
+    axis = _int(ctx, "axis", 1)
     s = x.shape
-    if s is None:
+    if s is None or axis is _WRONG:
         return [None, None]
     r = len(s)
     a = axis + r if axis < 0 else axis
@@ -436,7 +474,9 @@ def concat(ctx, *xs):
     xs = [x for x in xs if x is not None]
     if not xs:
         return None
-    axis = ctx.attr("axis", 1 if ctx.opset < 4 else None)
+    axis = _int(ctx, "axis", 1 if ctx.opset < 4 else None)
+    if axis is _WRONG:
+        return None
     if axis is None:
         ctx.contradiction("Concat needs the axis attribute")
         return None
@@ -526,8 +566,11 @@ def split_v1(ctx, x, split=None):
     if sizes is None and split is not None and ctx.present(1):
         return tuple([None] * ctx.num_outputs)
     if sizes is None:
-        sizes = list(ctx.attr("split", []) or []) or None
-    return _split_outputs(ctx, x, ctx.attr("axis", 0), sizes, ctx.num_outputs, False)
+        sizes = _int_list(ctx, "split", []) or None
+    axis = _int(ctx, "axis", 0)
+    if sizes is _WRONG or axis is _WRONG:
+        return tuple([None] * ctx.num_outputs)
+    return _split_outputs(ctx, x, axis, sizes, ctx.num_outputs, False)
 
 
 @rule("Split", since=(13, 18))
@@ -539,11 +582,14 @@ def split(ctx, x, split=None):
         sizes = ctx.ints(1)
         if sizes is None:
             return tuple([None] * ctx.num_outputs)
-    n = ctx.attr("num_outputs", None) if ctx.opset >= 18 else None
+    n = _int(ctx, "num_outputs") if ctx.opset >= 18 else None
+    axis = _int(ctx, "axis", 0)
+    if n is _WRONG or axis is _WRONG:
+        return tuple([None] * ctx.num_outputs)
     if n is not None and sizes is not None:
         ctx.contradiction("Split has both the split input and num_outputs")
         return tuple([None] * ctx.num_outputs)
-    return _split_outputs(ctx, x, ctx.attr("axis"), sizes,
+    return _split_outputs(ctx, x, axis, sizes,
                           n if n is not None else ctx.num_outputs, n is not None)
 
 
@@ -645,9 +691,11 @@ def _slice(ctx, x, starts, ends, axes, steps, n_params):
 @rule("Slice", since=1)
 def slice_v1(ctx, x):
     """Slice-1: ``starts``, ``ends``, ``axes`` attributes."""
-    axes = ctx.attr("axes")
-    return _slice(ctx, x, list(ctx.attr("starts", []) or []), list(ctx.attr("ends", []) or []),
-                  None if axes is None else list(axes), None, None)
+    axes, starts, ends = (_int_list(ctx, n, d) for n, d in (("axes", None), ("starts", []),
+                                                            ("ends", [])))
+    if _WRONG in (axes, starts, ends):
+        return None if x.shape is None else [None] * len(x.shape)
+    return _slice(ctx, x, starts, ends, axes, None, None)
 
 
 @rule("Slice", since=(10, 11, 13))
@@ -679,7 +727,8 @@ def gather(ctx, data, indices):
     s, q = data.shape, indices.shape
     if s is None:
         return None
-    a = ctx.axis(ctx.attr("axis"), len(s))
+    axis = _int(ctx, "axis", 0)
+    a = ctx.axis(axis, len(s)) if axis is not _WRONG else None
     if a is None:
         return None
     if q is None:
@@ -712,8 +761,9 @@ def gather_elements(ctx, data, indices):
     if data.rank is not None and indices.rank is not None and data.rank != indices.rank:
         ctx.contradiction(f"indices have rank {indices.rank}, data rank {data.rank}")
         return None
-    if data.rank is not None:
-        ctx.axis(ctx.attr("axis"), data.rank)
+    axis = _int(ctx, "axis", 0)
+    if data.rank is not None and axis is not _WRONG:
+        ctx.axis(axis, data.rank)
     return None if indices.shape is None else list(indices.shape)
 
 
@@ -721,9 +771,9 @@ def gather_elements(ctx, data, indices):
 def gather_nd(ctx, data, indices):
     """``data.shape[:b] + indices.shape[b:-1] + data.shape[b+k:]`` with ``k`` the indices'
     last extent and ``b`` = ``batch_dims`` (12+); the batch extents unified."""
-    b = ctx.attr("batch_dims") if ctx.opset >= 12 else 0
+    b = _int(ctx, "batch_dims", 0) if ctx.opset >= 12 else 0
     s, q = data.shape, indices.shape
-    if s is None or q is None or not q:
+    if s is None or q is None or not q or b is _WRONG or b < 0:
         return None
     k = q[-1]
     if type(k) is not int:
@@ -765,7 +815,9 @@ def scatter(ctx, data, indices, updates):
 def compress(ctx, x, condition):
     """Without ``axis`` a 1-D tensor, along ``axis`` the input's shape; the selected extent
     is the count of true conditions when they are known (and cover the axis), else None."""
-    axis = ctx.attr("axis")
+    axis = _int(ctx, "axis")
+    if axis is _WRONG:
+        return None
     cond = condition.data if condition is not None else None
     if axis is None:
         n = count(x.shape) if x.shape is not None else None
@@ -822,13 +874,15 @@ def _pad(ctx, x, pads, axes):
 @rule("Pad", since=1)
 def pad_v1(ctx, x):
     """Pad-1: the ``paddings`` attribute (begin values, then end values)."""
-    return _pad(ctx, x, list(ctx.attr("paddings", []) or []), None)
+    pads = _int_list(ctx, "paddings", [])
+    return None if pads is _WRONG else _pad(ctx, x, pads, None)
 
 
 @rule("Pad", since=2)
 def pad_v2(ctx, x):
     """Pad-2: the ``pads`` attribute."""
-    return _pad(ctx, x, list(ctx.attr("pads", []) or []), None)
+    pads = _int_list(ctx, "pads", [])
+    return None if pads is _WRONG else _pad(ctx, x, pads, None)
 
 
 @rule("Pad", since=(11, 13, 18, 19, 21, 23, 24, 25))
@@ -847,7 +901,9 @@ def center_crop_pad(ctx, x, shape):
     s = x.shape
     if s is None:
         return None
-    axes = ctx.attr("axes")
+    axes = _int_list(ctx, "axes")
+    if axes is _WRONG:
+        return [None] * len(s)
     r = len(s)
     ks = list(range(r)) if axes is None else [ctx.axis(a, r) for a in axes]
     if None in ks:
@@ -875,8 +931,12 @@ def shape(ctx, x):
         return [None]
     # start/end count from the end when negative and are clamped to [0, rank], as a Python
     # slice of the extents does
-    dims = s[ctx.attr("start"):ctx.attr("end", None)] if ctx.opset >= 15 else s
-    return ctx.tensor([len(dims)], data=dims)
+    if ctx.opset >= 15:
+        start, end = _int(ctx, "start", 0), _int(ctx, "end")
+        if start is _WRONG or end is _WRONG:
+            return [None]
+        s = s[start:end]
+    return ctx.tensor([len(s)], data=s)
 
 
 @rule("Size", since=(1, 13, 19, 21, 23, 24, 25))
@@ -892,7 +952,10 @@ def constant_of_shape(ctx, shape):
     attribute (default float 0); its elements when few enough."""
     value = ctx.attr("value")
     elem = _elem_of_attr(ctx, "value", 1)
-    if value is not None and getattr(value, "size", 1) != 1:
+    if value is not None and not hasattr(value, "size"):
+        ctx.contradiction(f"attribute value is {_attr_text(value)}, not a tensor")
+        return None
+    if value is not None and value.size != 1:
         ctx.contradiction("ConstantOfShape value must hold one element")
         return Value.tensor(elem, None)
     dims = ctx.ints(0)
@@ -967,7 +1030,9 @@ def eye_like(ctx, x):
     if x.rank is not None and x.rank != 2:
         ctx.contradiction(f"EyeLike input has rank {x.rank}, not 2")
         return None
-    code = ctx.attr("dtype")
+    code = _int(ctx, "dtype")
+    if code is _WRONG:
+        return None
     elem = code if code else x.elem
     return Value.tensor(elem, None if x.shape is None else x.shape)
 
@@ -989,7 +1054,8 @@ def one_hot(ctx, indices, depth, values):
     if q is None:
         return None
     r = len(q) + 1
-    a = ctx.axis(ctx.attr("axis"), r)
+    axis = _int(ctx, "axis", -1)
+    a = ctx.axis(axis, r) if axis is not _WRONG else None
     if a is None:
         return None
     dep = None
@@ -1053,6 +1119,7 @@ def constant(ctx):
         if name == "value":
             t = getattr(a, "t", None)
             if t is None:
+                ctx.contradiction("attribute value is not a tensor")
                 return None
             from ..engine import initializer_value
 
@@ -1061,6 +1128,7 @@ def constant(ctx):
         st = getattr(a, "sparse_tensor", None)
         vals = getattr(st, "values", None) if st is not None else None
         if st is None or vals is None:
+            ctx.contradiction("attribute sparse_value is not a sparse tensor")
             return None
         dims = tuple(int(d) for d in st.dims)
         data = None
@@ -1072,13 +1140,22 @@ def constant(ctx):
                 data = None
         return Value.tensor(vals.data_type or None, dims, data)
     v = ctx.attr(name)
-    if name == "value_float":
-        return Value.tensor(1, [], (float(v),))
-    if name == "value_int":
-        return Value.tensor(7, [], (int(v),))
-    if name == "value_string":
+    want = {"value_float": (float, int), "value_int": (int, bool), "value_string": (str,)}
+    if name in want:
+        if type(v) not in want[name]:
+            ctx.contradiction(f"attribute {name} is {_attr_text(v)}, not a "
+                              f"{want[name][0].__name__}")
+            return None
+        if name == "value_float":
+            return Value.tensor(1, [], (float(v),))
+        if name == "value_int":
+            return Value.tensor(7, [], (int(v),))
         return Value.tensor(8, [])
-    v = list(v)
+    item = {"value_floats": (float, int), "value_ints": (int, bool), "value_strings": (str,)}
+    v = list(v) if isinstance(v, (list, tuple)) or hasattr(v, "tolist") else None
+    if v is None or any(type(e) not in item[name] for e in v):
+        ctx.contradiction(f"attribute {name} is not a list of {item[name][0].__name__}s")
+        return None
     if name == "value_floats":
         return Value.tensor(1, [len(v)], tuple(float(e) for e in v) if len(v) <= MAX_DATA
                             else None)
@@ -1101,8 +1178,8 @@ def _rank4(ctx, x, op):
 
 def _blocks(ctx, x, op, to_space):
     s = _rank4(ctx, x, op)
-    bs = ctx.attr("blocksize")
-    if s is None or not bs or bs < 0:
+    bs = _int(ctx, "blocksize")
+    if s is None or bs is _WRONG or not bs or bs < 0:
         return None if s is None else [s[0], None, None, None]
     b, c, h, w = s
     sq = bs * bs
@@ -1135,8 +1212,11 @@ def reverse_sequence(ctx, x, sequence_lens):
     s = x.shape
     if s is None:
         return None
-    ba = ctx.axis(ctx.attr("batch_axis"), len(s), "batch_axis")
-    ctx.axis(ctx.attr("time_axis"), len(s), "time_axis")
+    b_axis, t_axis = _int(ctx, "batch_axis", 1), _int(ctx, "time_axis", 0)
+    if b_axis is _WRONG or t_axis is _WRONG:
+        return list(s)
+    ba = ctx.axis(b_axis, len(s), "batch_axis")
+    ctx.axis(t_axis, len(s), "time_axis")
     if ba is not None and sequence_lens is not None and sequence_lens.rank == 1:
         ctx.unify(s[ba], sequence_lens.shape[0], "batch extent and sequence_lens length")
     return list(s)
@@ -1147,8 +1227,10 @@ def unique(ctx, x):
     """Y: 1-D of unknown length (no ``axis``) or the input's shape with that axis unknown;
     indices and counts 1-D of Y's count; inverse_indices 1-D of the input's element count
     (or of the axis' extent)."""
-    axis = ctx.attr("axis")
+    axis = _int(ctx, "axis")
     s = x.shape
+    if axis is _WRONG:
+        return (None, [None], [None], [None])
     if axis is None:
         return ([None], [None], [_prod(s) if s is not None else None], [None])
     if s is None:
