@@ -14,7 +14,7 @@ constraints give and an unknown shape, so what follows them is checked less.
 from __future__ import annotations
 
 from .codes import finding
-from .paths import file_path
+from .paths import file_path, onnx_path
 
 #: How the engine names a path inside a model-local function's body, after the calling node.
 _FUNCTION = "(function "
@@ -23,13 +23,23 @@ _FUNCTION = "(function "
 def path_in_file(model, path: str | None, fmt: str | None) -> str | None:
     """An inference path (IR field names: ``graph.nodes[3]``,
     ``graph.nodes[2].attributes[0].g.outputs[0]``) in the file's terms
-    (:func:`.paths.file_path`); inside a model-local function's body
-    (``graph.nodes[3](function f).nodes[1]``) the calling node's part is translated and the
-    body's part kept as the engine writes it."""
+    (:func:`.paths.file_path`). Inside a model-local function's body the engine names the
+    call and then the body's field (``graph.nodes[3](function f).nodes[1]``): each part is
+    translated, the body's from the function of that name (ONNX:
+    ``graph.node[3](function f).node[1]``; OneModel: ``manifest.graph.nodes[3](function
+    f).nodes[1]``)."""
     if path is None:
         return None
-    head, sep, tail = path.partition(_FUNCTION)
-    return file_path(model, head, fmt) + sep + tail
+    head, *calls = path.split(_FUNCTION)
+    out = file_path(model, head, fmt)
+    for call in calls:
+        name, _, rest = call.partition(").")
+        if fmt == "onnx":
+            f = next((f for f in model.functions if f.name == name), None)
+            if f is not None:
+                rest = onnx_path(f, rest)
+        out += f"{_FUNCTION}{name})." + rest
+    return out
 
 
 def operator_names(keys) -> list[str]:

@@ -103,9 +103,13 @@ def test_a_contradiction_in_a_function_body_names_the_call(tmp_path):
                           [_tvi("x", [3])], [_tvi("y", None)])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
                                             helper.make_opsetid("local", 1)], functions=[f])
-    found = _full(onemodel.check(save(tmp_path, m), full=True))
-    assert found == [("OM410", "error", "graph.node[0](function f).nodes[1]",
+    p = save(tmp_path, m)
+    found = _full(onemodel.check(p, full=True))
+    assert found == [("OM410", "error", "graph.node[0](function f).node[1]",
                       "Add: inputs do not broadcast: extents [3, 5] at axis -1")]
+    onemodel.convert(p, str(tmp_path / "m.onemodel"))
+    assert [f.path for f in onemodel.check(str(tmp_path / "m.onemodel"), full=True).findings] \
+        == ["manifest.graph.nodes[0](function f).nodes[1]"]
 
 
 def test_operators_without_a_rule_are_listed_once_as_an_info(tmp_path):
