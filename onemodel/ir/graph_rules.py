@@ -64,7 +64,8 @@ def check_model(model: Model, *, prefix: str = "", paths: dict | None = None,
 
 
 def model_problems(model: Model, *, prefix: str = "", paths: dict | None = None,
-                   function_bodies: bool = False) -> tuple[dict[int, list], list]:
+                   function_bodies: bool = False,
+                   producers: dict | None = None) -> tuple[dict[int, list], list]:
     """Every problem :func:`check_model` would raise the first of, in the same order.
 
     Returns ``(orders, problems)``: ``orders`` as :func:`check_model` returns them (a graph
@@ -73,10 +74,15 @@ def model_problems(model: Model, *, prefix: str = "", paths: dict | None = None,
     (message and path as :func:`check_model` raises them). A duplicate definition keeps the
     first; an undefined name or undeclared domain is reported at each use; a graph nested too
     deep is not entered.
+
+    ``producers``, when given, gets ``{id(graph or function): {name: index of the producing
+    node, or -1 for a graph input or initializer}}`` for each graph (and checked function
+    body) found sorted and without problem in its own nodes: every node output is a key, so a
+    name's producer is found without walking the nodes (the type checks use it).
     """
     problems: list = []
     orders = _model(model, prefix, paths or {}, function_bodies,
-                    lambda rule, e: problems.append((rule, e)))
+                    lambda rule, e: problems.append((rule, e)), producers)
     return orders, problems
 
 
@@ -84,18 +90,20 @@ def model_problems(model: Model, *, prefix: str = "", paths: dict | None = None,
 RULES = ("duplicate", "undefined", "cycle", "domain", "nesting")
 
 
-def _model(model: Model, prefix: str, paths: dict, function_bodies: bool, fail) -> dict:
+def _model(model: Model, prefix: str, paths: dict, function_bodies: bool, fail,
+           producers: dict | None = None) -> dict:
     orders: dict[int, list] = {}
     domains = _domains(model.opset_imports)
     if model.graph is not None:
         _graph(model.graph, paths.get(id(model.graph), prefix + "graph"), [], domains, orders,
-               paths, 1, fail)
+               paths, 1, fail, producers)
     for fi, fn in enumerate(model.functions):
         fdomains = domains | _domains(fn.opset_imports)
         fpath = f"{prefix}functions[{fi}]"
         if function_bodies:
             _scope(id(fn), fn.nodes, (fn.inputs, "{}.inputs[{}]"), (),
-                   (fn.outputs, "{}.outputs[{}]"), fpath, [], fdomains, orders, paths, 1, fail)
+                   (fn.outputs, "{}.outputs[{}]"), fpath, [], fdomains, orders, paths, 1, fail,
+                   producers)
         else:
             _function_domains(fn.nodes, fpath, fdomains, paths, 1, fail)
     return orders
@@ -172,14 +180,14 @@ def _function_domains(nodes, path: str, domains: set, paths: dict, depth: int, f
 
 
 def _graph(g: Graph, gpath: str, outer: list, domains: set, orders: dict, paths: dict,
-           depth: int, fail) -> set:
+           depth: int, fail, producers: dict | None = None) -> set:
     """Check one graph; return the names it reads from enclosing graphs."""
     sparse = [st.values.name if st.values is not None else None for st in g.sparse_initializers]
     return _scope(id(g), g.nodes, ([vi.name for vi in g.inputs], "{}.inputs[{}].name"),
                   (([t.name for t in g.initializers], "{}.initializers[{}].name"),
                    (sparse, "{}.sparse_initializers[{}].values.name")),
                   ([vi.name or "" for vi in g.outputs], "{}.outputs[{}]"),
-                  gpath, outer, domains, orders, paths, depth, fail)
+                  gpath, outer, domains, orders, paths, depth, fail, producers)
 
 
 def _in_order(nodes, defs: dict, outer: list, domains: set):
@@ -231,13 +239,15 @@ def _in_order(nodes, defs: dict, outer: list, domains: set):
 
 
 def _scope(key: int, nodes, inputs: tuple, initializers: tuple, outputs: tuple, gpath: str,
-           outer: list, domains: set, orders: dict, paths: dict, depth: int, fail) -> set:
+           outer: list, domains: set, orders: dict, paths: dict, depth: int, fail,
+           producers: dict | None = None) -> set:
     """Rules 1 to 4 for one scope (a graph or a function body): ``inputs`` and ``outputs`` are
     ``(names, path form)`` and ``initializers`` a tuple of them, the form giving the path of
     name ``k`` as ``form.format(gpath, k)`` (made only for a problem); ``orders[key]`` gets
     the node order. Returns the names it reads from ``outer`` (the enclosing scopes'
     definitions, innermost first). Each problem goes to ``fail(rule, error)``, which raises it
-    or records it.
+    or records it. ``producers[key]`` gets ``defs`` when the one pass holds (``producers``
+    given).
 
     Problems come in the order of the rules: the definitions (rule 1), then the uses in node
     order (rules 4 and 2, a node's subgraphs after its inputs), then the graph outputs, then a
@@ -299,7 +309,7 @@ def _scope(key: int, nodes, inputs: tuple, initializers: tuple, outputs: tuple, 
         mine: set = set()
         for sub, spath in _subgraphs(node, f"{gpath}.nodes[{i}]", paths):
             for n in sorted(_graph(sub, spath, chain, domains, orders, paths, depth + 1,
-                                   fail)):
+                                   fail, producers)):
                 p = get(n)
                 if p is None:
                     undefined(n, spath)
@@ -314,6 +324,8 @@ def _scope(key: int, nodes, inputs: tuple, initializers: tuple, outputs: tuple, 
     held = _in_order(nodes, defs, outer, domains)
     if held is not None:  # the common case: no problem in this scope but in subgraphs
         free.update(held[0])
+        if producers is not None:
+            producers[key] = defs
         for i in held[1]:
             later = subgraphs(nodes[i], i) or later
     else:

@@ -17,7 +17,7 @@ from .types import check_types
 FAMILIES = [
     lambda model, ctx: check_structure(model, prefix=ctx["prefix"],
                                        graph_paths=ctx["graph_paths"],
-                                       sorted_required=ctx["fmt"] != "onemodel"),
+                                       sorted_required=ctx["fmt"] != "onemodel", ctx=ctx),
     check_operators,   # OM3xx against onemodel.schemas (Clause 10.4)
     check_types,       # OM4xx stated types (Clause 10.3), after check_operators: shares its walk
     check_inferred,    # OM41x shape inference under --full (Clauses 9.4, 10.4)

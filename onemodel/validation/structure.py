@@ -22,12 +22,14 @@ _RULE_CODES = {"duplicate": "OM109", "undefined": "OM112", "cycle": "OM114",
 
 
 def check_structure(model, *, prefix: str = "", graph_paths: dict | None = None,
-                    sorted_required: bool = True) -> list:
+                    sorted_required: bool = True, ctx: dict | None = None) -> list:
     """Every structure finding of ``model``, model fields first, then the graph rules.
 
     ``prefix``/``graph_paths`` are given to the graph rules (the OneModel reader's manifest
     paths); ``sorted_required``: report nodes out of topological order (``OM113``), which an
     ONNX file and a model in memory must not have and a OneModel file may (its reader sorts).
+    ``ctx``: the framework's context dict, where the graph rules' producers of the sorted
+    graphs are kept for the type checks (:func:`producers`).
     """
     out: list = []
     _model_fields(model, out)
@@ -35,13 +37,28 @@ def check_structure(model, *, prefix: str = "", graph_paths: dict | None = None,
     for i, fn in enumerate(model.functions):
         _function(fn, f"functions[{i}]", out)
     _training(model, out)
+    made: dict = {}
     orders, problems = graph_rules.model_problems(model, prefix=prefix, paths=graph_paths,
-                                                  function_bodies=True)
+                                                  function_bodies=True, producers=made)
+    if isinstance(ctx, dict):
+        ctx[_PRODUCERS] = (model, made)
     for rule, e in problems:
         out.append(finding(_RULE_CODES[rule], e.message, e.path, e.offset))
     if sorted_required:
         _order(model, graphs, orders, out)
     return out
+
+
+_PRODUCERS = "structure.producers"
+
+
+def producers(model, ctx) -> dict:
+    """``{id(graph): {name: index of its producing node, -1 for a graph input or
+    initializer}}`` of the graphs of ``model`` the graph rules found sorted, as
+    :func:`check_structure` kept them in ``ctx`` (``{}`` when it did not run on ``model``
+    with this ``ctx``)."""
+    got = ctx.get(_PRODUCERS) if isinstance(ctx, dict) else None
+    return got[1] if got is not None and got[0] is model else {}
 
 
 def _model_fields(model, out: list) -> None:

@@ -17,6 +17,7 @@ from ..errors import quote
 from ..ir.dtypes import DataType, name_of
 from .codes import finding
 from .operators import bound_nodes, label
+from .structure import producers
 
 
 def type_string(t) -> str | None:
@@ -168,28 +169,37 @@ def check_types(model, ctx=None) -> list:
     type constraints of the nodes they feed and come from, and against their initializers.
 
     ``ctx``: the framework's context dict (or None), shared with the operator checks
-    (:func:`onemodel.validation.operators.bound_nodes`). Paths are in IR field names. A node whose
-    definition and stated input and output types equal those of a node found clean is clean
-    too, and is not checked again."""
+    (:func:`onemodel.validation.operators.bound_nodes`) and with the structure checks (the
+    producers of values, :func:`onemodel.validation.structure.producers`, so that only the
+    nodes with an output of stated type look their outputs up). Paths are in IR field names.
+    A node whose definition and stated input and output types equal those of a node found
+    clean is clean too, and is not checked again."""
     out: list = []
     scopes: dict = {}
+    made = producers(model, ctx)
     for gpath, g, known, produced, chain in _scopes(model):
         if g is not None:
             _initializers(g, gpath, out)
         if known or produced:
-            scopes[gpath] = (known, produced, chain)
+            defs = made.get(id(g)) if g is not None else None
+            # the nodes with an output of stated type, where the graph rules know them
+            makers = None if defs is None else {
+                p for n in produced if (p := defs.get(n, -1)) >= 0}
+            scopes[gpath] = (known, produced, chain, makers)
     clean: set = set()
     last = scope = None
     for gpath, i, node, _, _, s in bound_nodes(model, ctx):
         if gpath is not last:   # one path object per node list (bound_nodes)
             last, scope = gpath, scopes.get(gpath)
             if scope is not None:
-                kget, produced, chain = scope[0].get, scope[1], scope[2]
+                kget, produced, chain, makers = scope[0].get, scope[1], scope[2], scope[3]
                 pget = produced.get
         if scope is None or type(s) is str:
             continue
         tin = tuple(map(kget, node.inputs))
-        tout = tuple(map(pget, node.outputs)) if produced else ()
+        # () when no output has a stated type: nothing to check there either way
+        typed = produced if makers is None else i in makers
+        tout = tuple(map(pget, node.outputs)) if typed else ()
         key = (id(s), tin, tout)
         if key in clean:
             continue
