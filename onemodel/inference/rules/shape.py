@@ -445,7 +445,11 @@ def tile(ctx, x, repeats):
     if len(reps) != len(s):
         ctx.contradiction(f"Tile repeats {D.shape_text(reps)} do not match rank {len(s)}")
         return None
-    return [D.mul(a, b) for a, b in zip(s, reps)]
+    if any(type(r) is int and r < 0 for r in reps):
+        ctx.contradiction(f"Tile repeats {D.shape_text(reps)} has a negative count")
+        return None
+    return [D.mul(a, b) if _lower(b) is not None and _lower(b) >= 0 else None
+            for a, b in zip(s, reps)]
 
 
 @rule("Tile", since=1)
@@ -461,7 +465,7 @@ def tile_v1(ctx, x, tiles, axis):
     if k is None:
         return None
     out = list(s)
-    out[k] = D.mul(s[k], t[0])
+    out[k] = D.mul(s[k], t[0]) if type(t[0]) is int and t[0] >= 0 else None
     return out
 
 
@@ -915,9 +919,12 @@ def center_crop_pad(ctx, x, shape):
         ctx.contradiction(f"CenterCropPad shape {D.shape_text(target)} does not match axes "
                           f"{ks}")
         return None
+    if any(type(t) is int and t < 0 for t in target):
+        ctx.contradiction(f"CenterCropPad shape {D.shape_text(target)} has a negative extent")
+        return None
     out = list(s)
     for k, t in zip(ks, target):
-        out[k] = t
+        out[k] = t if _lower(t) is not None and _lower(t) >= 0 else None
     return out
 
 
