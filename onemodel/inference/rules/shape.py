@@ -55,6 +55,14 @@ def _min(a, b):
     return a if _ge(b, a) else None
 
 
+def _require(ctx, a, b, what: str) -> None:
+    """Record that the operator needs extents ``a`` and ``b`` equal (``ctx.unify``: the
+    evaluator checks inputs against it), where they are not already known to differ (the
+    caller reports that)."""
+    if a is not None and b is not None and not D.differ(a, b):
+        ctx.unify(a, b, what)
+
+
 def _prod(dims):
     """The symbolic product of extents (1 for none; None when one is unknown)."""
     p = 1
@@ -257,15 +265,19 @@ def _reshape(ctx, x, target, allowzero):
     if hole is not None:
         known = _prod(out[:hole] + out[hole + 1:])
         q = _exact_div(total, known)
-        if q is None and type(total) is int and type(known) is int and known and total % known:
-            ctx.contradiction(f"{total} elements cannot have the shape "
-                              f"{D.shape_text(target)}")
+        if q is None and total is not None and known is not None and known != 0:
+            rest = D.mod(total, known)
+            if D.differ(rest, 0):
+                ctx.contradiction(f"{D.dim_text(total)} elements cannot have the shape "
+                                  f"{D.shape_text(target)}")
+            _require(ctx, rest, 0, "the element count's remainder by the shape's")
         out[hole] = q
     elif total is not None:
         n = _prod(out)
         if D.differ(n, total):
             ctx.contradiction(f"{D.dim_text(total)} elements cannot have the shape "
                               f"{D.shape_text(out)}")
+        _require(ctx, total, n, "element counts of the input and the shape")
     return ctx.tensor(out, data=x.data if x.data is not None else None)
 
 
@@ -332,6 +344,7 @@ def _squeeze(ctx, x, axes):
             if D.differ(s[k], 1):
                 ctx.contradiction(f"Squeeze axis {a} has extent {D.dim_text(s[k])}, not 1")
                 return None
+            _require(ctx, s[k], 1, f"extent of squeezed axis {k} and 1")
             drop.add(k)
         out = [d for k, d in enumerate(s) if k not in drop]
     return ctx.tensor(out, data=x.data)
@@ -531,6 +544,7 @@ def _split_outputs(ctx, x, axis, sizes, n, ceil):
             ctx.contradiction(f"split {D.shape_text(sizes)} does not add up to extent "
                               f"{D.dim_text(dim)}")
             return tuple([None] * ctx.num_outputs)
+        _require(ctx, _sum(sizes), dim, f"sum of the split and extent of axis {a}")
         parts = sizes
     elif n <= 0:
         return tuple([None] * ctx.num_outputs)
@@ -545,6 +559,7 @@ def _split_outputs(ctx, x, axis, sizes, n, ceil):
         if type(dim) is int and dim % n:
             ctx.contradiction(f"extent {dim} cannot be split into {n} equal parts")
             return tuple([None] * ctx.num_outputs)
+        _require(ctx, D.mod(dim, n), 0, f"extent of axis {a} mod {n} and 0")
         parts = [D.floordiv(dim, n)] * n  # a run is valid only where n divides the extent
     outs = []
     for p in list(parts)[:ctx.num_outputs]:
@@ -1194,6 +1209,7 @@ def _blocks(ctx, x, op, to_space):
         if type(d) is int and d % k:
             ctx.contradiction(f"{op}: extent {d} does not divide by {k}")
             return None
+        _require(ctx, D.mod(d, k), 0, f"extent mod {k} and 0")
     if to_space:
         return [b, D.floordiv(c, sq), D.mul(h, bs), D.mul(w, bs)]
     return [b, D.mul(c, sq), D.floordiv(h, bs), D.floordiv(w, bs)]
