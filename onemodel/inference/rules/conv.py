@@ -1,0 +1,283 @@
+"""Inference rules of the convolutions (the kernels of ``onemodel/evaluate/kernels/conv.py``,
+same keys and versions): Conv, ConvTranspose, DeformConv, CausalConvWithState.
+
+Shapes (ONNX Part 1, operator definitions of Clause 14.3; symbolic extents of Clause 9.3):
+``X`` is ``[N, C, x1, ..., xn]`` and ``W`` ``[M, C/group, k1, ..., kn]`` (Conv) or
+``[C, M/group, k1, ..., kn]`` (ConvTranspose); the kernel extents come from ``kernel_shape`` or
+``W``. A spatial output extent of Conv with explicit ``pads`` (``auto_pad`` NOTSET) is
+``floor((x + p_begin + p_end - d*(k-1) - 1) / s) + 1``, with ``SAME_UPPER``/``SAME_LOWER``
+``ceil(x / s)``, with ``VALID`` ``floor((x - d*(k-1) - 1) / s) + 1``: expressions of the input's
+extents where they are symbolic (:func:`~..dims.floordiv`, :func:`~..dims.ceildiv`).
+ConvTranspose gives ``output_shape`` when set, ``x * s`` with ``SAME_*``, else
+``s*(x-1) + output_padding + d*(k-1) + 1 - p_begin - p_end``. Element types come from the type
+constraints (Clause 10.4).
+
+Contradictions (Clause 9.4): an input of rank under 3, ``X`` and ``W`` of different ranks,
+``C != W.shape[1] * group`` (Conv) or ``C != W.shape[0]`` (ConvTranspose), ``M`` not a multiple
+of ``group``, a bias that is not ``[M]``, ``kernel_shape`` that differs from ``W``'s extents,
+``strides``/``dilations``/``pads`` without one value (two for pads) per spatial axis.
+"""
+
+from __future__ import annotations
+
+from .. import dims as D
+from ..registry import rule
+
+_AUTO_PADS = ("NOTSET", "", "SAME_UPPER", "SAME_LOWER", "VALID")
+
+
+def _ints(ctx, name: str, n: int, fill: int | None, per: int = 1):
+    """Attribute ``name`` as a list of ``per * n`` ints (``fill`` repeated when unset); None
+    (and a contradiction) when it has another length, or when unset and ``fill`` is None."""
+    v = ctx.attr(name, None)
+    if not v:
+        return None if fill is None else [fill] * (per * n)
+    v = [int(a) for a in v]
+    if len(v) != per * n:
+        ctx.contradiction(f"{name} {v} does not have {per * n} values")
+        return None
+    return v
+
+
+def spatial_rank(ctx, x, w=None) -> int | None:
+    """The number of spatial axes of a windowed operator on ``x`` [N, C, ...] (and weights
+    ``w`` of the same rank): from the ranks, else from ``kernel_shape``; None when unknown.
+    A rank under 3, or X and W of different ranks, is a contradiction."""
+    rx = x.rank if x is not None else None
+    rw = w.rank if w is not None else None
+    for r, what in ((rx, "the input"), (rw, "the weights")):
+        if r is not None and r < 3:
+            ctx.contradiction(f"{what} has rank {r}; at least 3 is needed")
+            return None
+    if rx is not None and rw is not None and rx != rw:
+        ctx.contradiction(f"the input has rank {rx} and the weights rank {rw}")
+        return None
+    r = rx if rx is not None else rw
+    if r is not None:
+        return r - 2
+    k = ctx.attr("kernel_shape", None)
+    return len(k) if k else None
+
+
+def dilated(k, d):
+    """The extent ``d*(k-1) + 1`` a kernel extent ``k`` covers with dilation ``d``."""
+    return D.add(D.mul(D.sub(k, 1), d), 1)
+
+
+def window_extents(ctx, spatial, kernel, n: int, dilations_attr: bool = True,
+                   ceil_mode: bool = False, auto_pad: str | None = None) -> list:
+    """The output extents of a window sliding over ``spatial`` (input extents, or None) with
+    ``kernel`` (extents, or None) and the node's ``strides``, ``dilations`` (when
+    ``dilations_attr``), ``pads`` and ``auto_pad`` (see the module doc; ``ceil_mode`` takes the
+    ceiling with explicit pads and drops a last window that would start in the end padding).
+    One extent per axis, None where not determined; contradictions for malformed
+    attributes."""
+    unknown = [None] * n
+    strides = _ints(ctx, "strides", n, 1)
+    dilations = _ints(ctx, "dilations", n, 1) if dilations_attr else [1] * n
+    if strides is None or dilations is None:
+        return unknown
+    if any(s < 1 for s in strides) or any(d < 1 for d in dilations):
+        ctx.contradiction(f"strides {strides} and dilations {dilations} must be positive")
+        return unknown
+    if auto_pad is None:
+        auto_pad = ctx.attr("auto_pad", "NOTSET")
+    if isinstance(auto_pad, bytes):
+        auto_pad = auto_pad.decode("utf-8", "replace")
+    if auto_pad not in _AUTO_PADS:
+        ctx.contradiction(f"auto_pad {auto_pad!r} is not NOTSET, SAME_UPPER, SAME_LOWER or VALID")
+        return unknown
+    if spatial is None:
+        spatial = unknown
+    if kernel is None:
+        kernel = unknown
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        return [D.ceildiv(x, s) for x, s in zip(spatial, strides)]
+    if auto_pad == "VALID":
+        pads = [0] * (2 * n)
+    else:
+        pads = _ints(ctx, "pads", n, 0, per=2)
+        if pads is None:
+            return unknown
+    out = []
+    for i in range(n):
+        x, s, b, e = spatial[i], strides[i], pads[i], pads[n + i]
+        dk = dilated(kernel[i], dilations[i])
+        span = D.sub(D.add(x, b + e), dk)       # x + pads - dilated kernel
+        if not ceil_mode or auto_pad == "VALID":
+            out.append(D.add(D.floordiv(span, s), 1))
+            continue
+        o = D.add(D.ceildiv(span, s), 1)
+        if type(o) is int and type(x) is int:
+            out.append(o - 1 if (o - 1) * s >= x + b else o)
+        elif type(dk) is int and e >= dk:       # the last window always starts in the pads
+            out.append(D.sub(o, 1))
+        elif type(dk) is int and e + s <= dk:   # it never does
+            out.append(o)
+        else:
+            out.append(None)
+    return out
+
+
+def _kernel(ctx, w, n: int):
+    """The kernel extents: ``kernel_shape`` when set (a contradiction when it differs from
+    W's spatial extents), else W's; None when neither is known."""
+    ws = w.shape if w is not None else None
+    k = ctx.attr("kernel_shape", None)
+    wk = list(ws[2:]) if ws is not None and len(ws) == n + 2 else None
+    if k:
+        k = [int(a) for a in k]
+        if len(k) != n:
+            ctx.contradiction(f"kernel_shape {k} does not have {n} values")
+            return wk
+        if wk is not None:
+            for a, b in zip(k, wk):
+                if D.differ(a, b):
+                    ctx.contradiction(f"kernel_shape {k} does not match the weights "
+                                      f"{D.shape_text(ws)}")
+                    break
+        return k
+    return wk
+
+
+def _bias(ctx, b, m):
+    """Unify a bias ``[M]``'s extent with ``m``; a contradiction when not rank 1."""
+    if b is None or b.shape is None:
+        return m
+    if len(b.shape) != 1:
+        ctx.contradiction(f"the bias has shape {D.shape_text(b.shape)}; [M] is needed")
+        return m
+    return ctx.unify(m, b.shape[0], "output channels and bias extents")
+
+
+def conv_shape(ctx, x, w, b=None) -> list | None:
+    """The output shape of Conv (and of ConvInteger, QLinearConv, DeformConv before its
+    offset): ``[N, M, *spatial]`` (module doc); None when the rank is not known."""
+    n = spatial_rank(ctx, x, w)
+    if n is None:
+        return None
+    xs = x.shape if x is not None and x.rank == n + 2 else None
+    ws = w.shape if w is not None and w.rank == n + 2 else None
+    group = ctx.attr("group", 1)
+    if group is None or group < 1:
+        ctx.contradiction(f"group {group} is not positive")
+        group = None
+    m = ws[0] if ws is not None else None
+    if xs is not None and ws is not None and group is not None:
+        ctx.unify(xs[1], D.mul(ws[1], group), "input channels and weight channels x group")
+    if type(m) is int and group is not None and m % group:
+        ctx.contradiction(f"{m} output channels are not a multiple of group {group}")
+    m = _bias(ctx, b, m)
+    kernel = _kernel(ctx, w, n)
+    spatial = window_extents(ctx, xs[2:] if xs is not None else None, kernel, n)
+    return [xs[0] if xs is not None else None, m] + spatial
+
+
+@rule("Conv", since=(1, 11, 22))
+def conv(ctx, x, w, b=None):
+    """Conv: ``[N, M, *spatial]`` (module doc)."""
+    return conv_shape(ctx, x, w, b)
+
+
+@rule("ConvTranspose", since=(1, 11, 22))
+def conv_transpose(ctx, x, w, b=None):
+    """ConvTranspose: ``[N, W.shape[1] * group, *spatial]`` (module doc)."""
+    n = spatial_rank(ctx, x, w)
+    if n is None:
+        return None
+    xs = x.shape if x is not None and x.rank == n + 2 else None
+    ws = w.shape if w is not None and w.rank == n + 2 else None
+    group = ctx.attr("group", 1)
+    if group is None or group < 1:
+        ctx.contradiction(f"group {group} is not positive")
+        group = None
+    m = D.mul(ws[1], group) if ws is not None and group is not None else None
+    if xs is not None and ws is not None:
+        c = ctx.unify(xs[1], ws[0], "input channels and weight extent 0")
+        if type(c) is int and group is not None and c % group:
+            ctx.contradiction(f"{c} input channels are not a multiple of group {group}")
+    m = _bias(ctx, b, m)
+    head = [xs[0] if xs is not None else None, m]
+    kernel = _kernel(ctx, w, n) or [None] * n
+    strides = _ints(ctx, "strides", n, 1)
+    dilations = _ints(ctx, "dilations", n, 1)
+    out_pad = _ints(ctx, "output_padding", n, 0)
+    shape = ctx.attr("output_shape", None)
+    auto_pad = ctx.attr("auto_pad", "NOTSET")
+    if shape:
+        shape = [int(a) for a in shape]
+        if len(shape) < n:
+            ctx.contradiction(f"output_shape {shape} has fewer than {n} values")
+            return head + [None] * n
+        return head + shape[-n:]
+    if strides is None or dilations is None or out_pad is None:
+        return head + [None] * n
+    spatial = list(xs[2:]) if xs is not None else [None] * n
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        return head + [D.mul(x_, s) for x_, s in zip(spatial, strides)]
+    pads = [0] * (2 * n) if auto_pad == "VALID" else _ints(ctx, "pads", n, 0, per=2)
+    if pads is None:
+        return head + [None] * n
+    out = []
+    for i in range(n):
+        grow = D.mul(D.sub(spatial[i], 1), strides[i])
+        out.append(D.add(grow, D.sub(D.add(dilated(kernel[i], dilations[i]), out_pad[i]),
+                                     pads[i] + pads[n + i])))
+    return head + out
+
+
+@rule("DeformConv", since=(19, 22))
+def deform_conv(ctx, x, w, offset, b=None, mask=None):
+    """DeformConv: Conv's output ``[N, M, *out]`` with explicit pads; ``offset`` is
+    ``[N, offset_group * K * n, *out]`` and ``mask`` ``[N, offset_group * K, *out]`` (K the
+    kernel's element count), their extents unified with the output's."""
+    out = conv_shape(ctx, x, w, b)
+    n = spatial_rank(ctx, x, w) if out is not None else None
+    og = ctx.attr("offset_group", 1)
+    kernel = _kernel(ctx, w, n) if n is not None else None
+    K = 1
+    for k in kernel or [None]:
+        K = D.mul(K, k)
+    for v, per, what in ((offset, n, "offset"), (mask, 1, "mask")):
+        if v is None or v.shape is None or out is None or n is None:
+            continue
+        if len(v.shape) != n + 2:
+            ctx.contradiction(f"the {what} has rank {len(v.shape)}; {n + 2} is needed")
+            continue
+        out[0] = ctx.unify(out[0], v.shape[0], f"batch and {what} extents")
+        ctx.unify(v.shape[1], D.mul(D.mul(K, og), per), f"{what} channels")
+        for i in range(n):
+            out[2 + i] = ctx.unify(out[2 + i], v.shape[2 + i], f"output and {what} extents")
+    return out
+
+
+@rule("CausalConvWithState", since=27)
+def causal_conv_with_state(ctx, x, w, b=None, past_state=None):
+    """CausalConvWithState: ``(y [N, C, L], present_state [N, C, k-1])`` for ``x`` [N, C, L]
+    and ``w`` [C, 1, k]; ``b`` [C] and ``past_state`` [N, C, k-1] unified with them.
+    Contradictions: ranks other than 3, ``w.shape[1] != 1``, channel counts that differ."""
+    xs, ws = x.shape, w.shape
+    for v, what in ((xs, "the input"), (ws, "the weights")):
+        if v is not None and len(v) != 3:
+            ctx.contradiction(f"{what} has rank {len(v)}; 3 is needed")
+            return None, None
+    N, C, L = xs if xs is not None else (None, None, None)
+    k = None
+    if ws is not None:
+        C = ctx.unify(C, ws[0], "input channels and weight extent 0")
+        ctx.unify(ws[1], 1, "weight extent 1")
+        k = ws[2]
+    if b is not None and b.shape is not None:
+        if len(b.shape) != 1:
+            ctx.contradiction(f"the bias has shape {D.shape_text(b.shape)}; [C] is needed")
+        else:
+            C = ctx.unify(C, b.shape[0], "channels and bias extents")
+    state = [N, C, D.sub(k, 1)]
+    if past_state is not None and past_state.shape is not None:
+        ps = past_state.shape
+        if len(ps) != 3:
+            ctx.contradiction(f"past_state has rank {len(ps)}; 3 is needed")
+        else:
+            state = [ctx.unify(a, c, "past_state extents") for a, c in zip(state, ps)]
+            N, C = state[0], state[1]
+    return [N, C, L], state
