@@ -162,7 +162,12 @@ def value_counts(res) -> dict:
         for v in values.values():
             k = seen.get(id(v))
             if k is None:
-                k = seen[id(v)] = (v.known, v.complete)
+                if v.kind == "tensor":  # (Value.complete, inline for the common kind)
+                    s = v.shape
+                    k = (True, v.elem is not None and s is not None and None not in s)
+                else:
+                    k = (v.known, v.complete)
+                seen[id(v)] = k
             typed += k[0]
             complete += k[1]
     return {"values": n, "typed": typed, "complete": complete}
@@ -240,15 +245,16 @@ def infer(
     from ..validation.inferred import operator_names
 
     with _errors(debug):
-        with cli._no_collections(), Progress("infer", quiet=quiet or as_json) as bar:
-            done = infer_file(src, dst, storage_options=_storage(storage_option, src, dst),
-                              read_options=_read_options(allow_outside), progress=bar)
-        res, model = done["inference"], done["model"]
+        with cli._no_collections():
+            with Progress("infer", quiet=quiet or as_json) as bar:
+                done = infer_file(src, dst, storage_options=_storage(storage_option, src, dst),
+                                  read_options=_read_options(allow_outside), progress=bar)
+            res, model = done["inference"], done["model"]
+            rows = contradiction_rows(model, res, done["source_format"])
+            counts = value_counts(res)
+            no_rule = operator_names(res.no_rule)
         if cli._own_process:  # freed with the process, not record by record on return
             cli._kept_to_exit.append((model, res))
-        rows = contradiction_rows(model, res, done["source_format"])
-        counts = value_counts(res)
-        no_rule = operator_names(res.no_rule)
         if as_json:
             import json
             doc = {"source": shown(src), "target": shown(dst),
