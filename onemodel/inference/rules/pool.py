@@ -1,0 +1,144 @@
+"""Inference rules of the poolings (the kernels of ``onemodel/evaluate/kernels/pool.py``, same
+keys and versions): MaxPool (with Indices), AveragePool, LpPool, their global forms, MaxUnpool.
+
+Shapes (ONNX Part 1, operator definitions of Clause 14.3): ``X`` is ``[N, C, x1, ..., xn]`` and
+the output ``[N, C, o1, ..., on]`` with the window extents of Conv
+(:func:`.conv.window_extents`: ``floor((x + pads - d*(k-1) - 1)/s) + 1``; with ``ceil_mode=1``
+the ceiling, a last window starting in the end padding dropped; ``SAME_*`` ``ceil(x/s)``),
+``kernel_shape`` required; ``dilations`` from MaxPool 10, AveragePool 19, LpPool 18. MaxPool's
+``Indices`` has the output's shape (int64). Global poolings give ``[N, C, 1, ..., 1]``.
+MaxUnpool gives ``[N, C, (x - 1)*s + k - p_begin - p_end, ...]``, or the elements of its
+``output_shape`` input when given (unknown extents of the input's rank when they are not known).
+
+Contradictions (Clause 9.4): a rank under 3 (2 for global poolings), no ``kernel_shape`` or one
+without a value per spatial axis, MaxUnpool's indices of another shape than X or an
+``output_shape`` of another length than X's rank.
+"""
+
+from __future__ import annotations
+
+from .. import dims as D
+from ..registry import rule
+from .conv import _ints, window_extents
+
+
+def _kernel_shape(ctx, n: int):
+    k = ctx.attr("kernel_shape", None)
+    if not k:
+        ctx.contradiction("kernel_shape is required")
+        return None
+    k = [int(a) for a in k]
+    if len(k) != n:
+        ctx.contradiction(f"kernel_shape {k} does not have {n} values")
+        return None
+    return k
+
+
+def _rank_n(ctx, x) -> int | None:
+    """The spatial rank of X, from its rank, else ``kernel_shape``; a rank under 3 is a
+    contradiction (None)."""
+    r = x.rank
+    if r is not None:
+        if r < 3:
+            ctx.contradiction(f"the input has rank {r}; at least 3 is needed")
+            return None
+        return r - 2
+    k = ctx.attr("kernel_shape", None)
+    return len(k) if k else None
+
+
+def _pool(ctx, x, dilations: bool):
+    n = _rank_n(ctx, x)
+    if n is None:
+        return None
+    xs = x.shape
+    kernel = _kernel_shape(ctx, n)
+    ceil = bool(ctx.attr("ceil_mode", 0))
+    head = [xs[0], xs[1]] if xs is not None else [None, None]
+    if kernel is None:
+        return head + [None] * n
+    return head + window_extents(ctx, xs[2:] if xs is not None else None, kernel, n,
+                                 dilations_attr=dilations, ceil_mode=ceil)
+
+
+@rule("MaxPool", since=(1, 8, 10, 11, 12, 22))
+def max_pool(ctx, x):
+    """MaxPool: ``(Y, Indices)`` of the pooled shape (module doc)."""
+    out = _pool(ctx, x, ctx.opset >= 10)
+    return out, (list(out) if out is not None else None)
+
+
+@rule("AveragePool", since=(1, 7, 10, 11, 19, 22))
+def average_pool(ctx, x):
+    """AveragePool: the pooled shape (module doc)."""
+    return _pool(ctx, x, ctx.opset >= 19)
+
+
+@rule("LpPool", since=(1, 2, 11, 18, 22))
+def lp_pool(ctx, x):
+    """LpPool: the pooled shape (module doc)."""
+    return _pool(ctx, x, ctx.opset >= 18)
+
+
+def _global(ctx, x):
+    xs = x.shape
+    if xs is None:
+        return None
+    if len(xs) < 2:
+        ctx.contradiction(f"the input has rank {len(xs)}; at least 2 is needed")
+        return None
+    return [xs[0], xs[1]] + [1] * (len(xs) - 2)
+
+
+@rule("GlobalAveragePool", since=(1, 22))
+def global_average_pool(ctx, x):
+    """GlobalAveragePool: ``[N, C, 1, ..., 1]``."""
+    return _global(ctx, x)
+
+
+@rule("GlobalMaxPool", since=(1, 22))
+def global_max_pool(ctx, x):
+    """GlobalMaxPool: ``[N, C, 1, ..., 1]``."""
+    return _global(ctx, x)
+
+
+@rule("GlobalLpPool", since=(1, 2, 22))
+def global_lp_pool(ctx, x):
+    """GlobalLpPool: ``[N, C, 1, ..., 1]``."""
+    return _global(ctx, x)
+
+
+@rule("MaxUnpool", since=(9, 11, 22))
+def max_unpool(ctx, x, indices, output_shape=None):
+    """MaxUnpool: the unpooled shape, or ``output_shape``'s elements (module doc)."""
+    n = _rank_n(ctx, x)
+    xs = x.shape
+    if indices is not None and indices.shape is not None:
+        if xs is None:
+            xs = indices.shape
+            n = _rank_n(ctx, indices) if n is None else n
+        elif len(indices.shape) != len(xs):
+            ctx.contradiction(f"the indices {D.shape_text(indices.shape)} do not have X's "
+                              f"shape {D.shape_text(xs)}")
+        else:
+            xs = tuple(ctx.unify(a, b, "X and indices extents")
+                       for a, b in zip(xs, indices.shape))
+    if output_shape is not None:
+        got = ctx.ints(2)
+        if got is not None:
+            if n is not None and len(got) != n + 2:
+                ctx.contradiction(f"output_shape has {len(got)} values; X has rank {n + 2}")
+                return None
+            return got
+        return None if n is None else [None] * (n + 2)
+    if n is None:
+        return None
+    kernel = _kernel_shape(ctx, n)
+    strides = _ints(ctx, "strides", n, 1)
+    pads = _ints(ctx, "pads", n, 0, per=2)
+    head = [xs[0], xs[1]] if xs is not None else [None, None]
+    if kernel is None or strides is None or pads is None:
+        return head + [None] * n
+    sp = xs[2:] if xs is not None else [None] * n
+    return head + [D.sub(D.add(D.mul(D.sub(sp[i], 1), strides[i]), kernel[i]),
+                         pads[i] + pads[n + i]) for i in range(n)]
