@@ -20,8 +20,8 @@ from .dims import Dim, Expr
 from .engine import Contradiction, Engine, Inference
 from .value import UNKNOWN, Value
 
-__all__ = ["infer", "infer_model", "annotate", "Inference", "Contradiction", "Value", "Expr",
-           "Dim", "UNKNOWN"]
+__all__ = ["infer", "infer_model", "annotate", "operator_names", "Inference", "Contradiction",
+           "Value", "Expr", "Dim", "UNKNOWN"]
 
 
 def _model(model_or_path, storage_options=None):
@@ -102,3 +102,13 @@ def annotate(model, inference: Inference | None = None) -> int:
         g.value_info.extend(entries)
         added += len(entries)
     return added
+
+
+def operator_names(keys) -> list[str]:
+    """``Op-version`` (``domain Op-version`` outside ai.onnx) of each ``(domain, op_type,
+    version)`` in ``keys`` (:attr:`Inference.no_rule`), sorted: what ``onemodel infer`` and
+    ``check --full`` (``OM411``) name as inferred without a rule. An operator without a name
+    or of a domain the model does not import is left out (the structure checks report those:
+    ``OM106``, ``OM105``)."""
+    return sorted(f"{d + ' ' if d else ''}{op}-{v}" for d, op, v in keys
+                  if op and type(v) is int)

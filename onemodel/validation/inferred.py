@@ -42,15 +42,6 @@ def path_in_file(model, path: str | None, fmt: str | None) -> str | None:
     return out
 
 
-def operator_names(keys) -> list[str]:
-    """``Op-version`` (``domain Op-version`` outside ai.onnx) of each ``(domain, op_type,
-    version)`` in ``keys`` (:attr:`onemodel.inference.Inference.no_rule`), sorted; an
-    operator without a name or of a domain the model does not import is left out (the
-    structure checks report it: OM106, OM105)."""
-    return sorted(f"{d + ' ' if d else ''}{op}-{v}" for d, op, v in keys
-                  if op and type(v) is int)
-
-
 def check_inferred(model, ctx: dict) -> list:
     """The findings of shape inference on ``model`` when ``ctx["full"]`` (else none): one
     ``OM410`` per contradiction, one ``OM411`` naming every operator without a rule. Paths
@@ -59,7 +50,7 @@ def check_inferred(model, ctx: dict) -> list:
     elements (shapes, axes); no other tensor is. Raises InternalError for a rule's bug."""
     if not ctx.get("full") or model.graph is None:
         return []
-    from ..inference import infer_model
+    from ..inference import infer_model, operator_names
 
     res = infer_model(model)
     fmt = ctx.get("fmt")
@@ -74,4 +65,4 @@ def check_inferred(model, ctx: dict) -> list:
     return found
 
 
-__all__ = ["check_inferred", "path_in_file", "operator_names"]
+__all__ = ["check_inferred", "path_in_file"]
