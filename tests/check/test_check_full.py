@@ -194,3 +194,19 @@ def test_out_of_order_nodes_are_inferred_in_dependency_order(tmp_path):
     r = onemodel.check(save(tmp_path, m), full=True)
     assert _full(r) == [("OM410", "error", "graph.output[0]",
                          "'y' is declared [5] but inferred [2] (axis 0)")]
+
+
+@pytest.mark.parametrize("suffix", [".onnx", ".onemodel"])
+def test_initializer_elements_are_read_for_the_shapes_they_carry(tmp_path, suffix):
+    """Reshape to an initializer's [2, -1]: the elements are read (check reads structure
+    only otherwise) and the declared output [3, 4] contradicts [2, 6]."""
+    target = numpy_helper.from_array(np.array([2, -1], np.int64), "target")
+    g = helper.make_graph([helper.make_node("Reshape", ["x", "target"], ["y"])], "g",
+                          [_tvi("x", [3, 4])], [_tvi("y", [3, 4])], [target])
+    p = save(tmp_path, helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+    if suffix == ".onemodel":
+        onemodel.convert(p, str(tmp_path / "m.onemodel"))
+        p = str(tmp_path / "m.onemodel")
+    where = "graph.output[0]" if suffix == ".onnx" else "manifest.graph.outputs[0]"
+    assert [(f.code, f.path, f.message) for f in onemodel.check(p, full=True).findings] == [
+        ("OM410", where, f"'y' is declared [3,4] but inferred [2,6] (axis {k})") for k in (0, 1)]
