@@ -327,3 +327,30 @@ def test_info_shapes_json_onemodel_and_subgraphs(tmp_path, monkeypatch):
     assert doc["contradictions"] == []
     assert "values" not in json.loads(runner.invoke(app, ["info", str(tmp_path / "m.onemodel"),
                                                           "--json"]).stdout)
+
+
+def test_info_shapes_prints_the_contradictions(tmp_path):
+    wrong = helper.make_tensor_value_info("a", T.FLOAT, ["N", 2, 5])
+    src = _save(tmp_path / "m.onnx", _chain([wrong]))
+    r = runner.invoke(app, ["info", src, "--shapes"])
+    assert r.exit_code == 0  # info describes; check and infer --check judge
+    assert "contradiction: 'a' is declared [N,2,5] but inferred [N,2,3] (axis 2) " \
+        "[graph.node[0]]" in r.stdout
+    doc = json.loads(runner.invoke(app, ["info", src, "--shapes", "--json"]).stdout)
+    assert doc["contradictions"] == [{"path": "graph.node[0]", "message": "'a' is declared "
+                                      "[N,2,5] but inferred [N,2,3] (axis 2)"}]
+    # the declared extent is kept where they contradict (Clause 9.4: reported, not chosen)
+    assert {v["name"]: v["type"] for v in doc["values"]["graph"]}["a"] == "tensor(float)[N,2,5]"
+
+
+def test_annotate_in_python_adds_each_entry_once_and_shares_type_records(tmp_path):
+    from onemodel.inference import annotate, infer_model
+
+    with onemodel.load(_save(tmp_path / "m.onnx", _chain())) as m:
+        res = infer_model(m)
+        assert annotate(m, res) == 5
+        assert {vi.name: str(vi.type) for vi in m.graph.value_info} == CHAIN_ADDED
+        a, b = m.graph.value_info[0], m.graph.value_info[1]
+        assert a.type is b.type  # equal inferred types: one Type record
+        assert annotate(m, res) == 0  # declared now: nothing added twice
+        assert onemodel.infer(m)["y"] == onemodel.ir.Type.tensor(T.FLOAT, ["N", 6])
