@@ -73,15 +73,24 @@ def _formal(formals, i: int):
     return None
 
 
+def _heterogeneous(f) -> bool:
+    """Whether formal ``f`` is variadic with actual parameters of their own types each
+    (Loop's ``v_initial``, Scan's, SequenceMap's outputs): its type parameter stands for no
+    one type, so it binds nothing and is bound by nothing."""
+    return f.option == "variadic" and not f.is_homogeneous
+
+
 def bind_outputs(schema, inputs: list, n_out: int) -> list:
     """The output Value templates (element types, no shapes) the definition's type
-    constraints give for ``inputs``, one per output (None where they give nothing)."""
+    constraints give for ``inputs``, one per output (None where they give nothing; always
+    for a heterogeneous variadic output)."""
     if schema is None:
         return [None] * n_out
     params: dict = {}
     for i, v in enumerate(inputs):
         f = _formal(schema.inputs, i)
-        if f is not None and f.type_str in schema.constraints and f.type_str not in params:
+        if f is not None and f.type_str in schema.constraints and f.type_str not in params \
+                and not _heterogeneous(f):
             t = _template(v)
             if t is not None:
                 params[f.type_str] = t
@@ -89,7 +98,7 @@ def bind_outputs(schema, inputs: list, n_out: int) -> list:
     for i in range(n_out):
         f = _formal(schema.outputs, i)
         t = None
-        if f is not None:
+        if f is not None and not _heterogeneous(f):
             ts = f.type_str
             if ts in params:
                 t = params[ts]
