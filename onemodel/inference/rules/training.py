@@ -6,8 +6,8 @@ definition in order (Adagrad ``X G H``, Adam ``X G V H``, Momentum ``X G V``); t
 the new values group by group without ``G`` (``X_new``, then the new states). The definitions'
 pseudo code is element-wise with multidirectional broadcasting (Clause 6.6.2), so each output
 has the broadcast shape of the tensors it is computed from: ``X_new`` of all the tensor's
-group members, a new state of ``X``, ``G`` and that state. Element types come from the
-constraint ``T3`` (float or double) bound by the first optimized tensor. A variadic input
+group members, a new state of ``X``, ``G`` and that state. ``T3`` (float or double) is
+heterogeneous: each output has the element type of its optimized tensor ``X``. A variadic input
 count that does not split into the groups, or an ``R``/``T`` of more than one element, is a
 contradiction (Clause 9.4).
 """
@@ -15,6 +15,7 @@ contradiction (Clause 9.4).
 from __future__ import annotations
 
 from ..registry import rule
+from ..value import Value
 from ._util import count
 
 DOMAIN = "ai.onnx.preview.training"
@@ -36,10 +37,12 @@ def _optimizer(name: str, groups: int):
         if any(t is None for t in tensors):
             return None
         members = [tensors[k::n] for k in range(n)]  # per optimized tensor: X, G, states
-        x_new = [ctx.broadcast(*m, what=f"{name} group {k}") for k, m in enumerate(members)]
+        x_new = [Value.tensor(m[0].elem, ctx.broadcast(*m, what=f"{name} group {k}"))
+                 for k, m in enumerate(members)]
         states = []
         for s in range(2, groups):
-            states += [ctx.broadcast(m[0], m[1], m[s]) for m in members]
+            states += [Value.tensor(m[0].elem, ctx.broadcast(m[0], m[1], m[s]))
+                       for m in members]
         return tuple(x_new + states)
 
     infer.__name__ = infer.__qualname__ = name.lower()
