@@ -210,3 +210,46 @@ def test_initializer_elements_are_read_for_the_shapes_they_carry(tmp_path, suffi
     where = "graph.output[0]" if suffix == ".onnx" else "manifest.graph.outputs[0]"
     assert [(f.code, f.path, f.message) for f in onemodel.check(p, full=True).findings] == [
         ("OM410", where, f"'y' is declared [3,4] but inferred [2,6] (axis {k})") for k in (0, 1)]
+
+
+def test_a_heterogeneous_variadic_binds_no_type(tmp_path):
+    """Loop's carried values (V, variadic, heterogeneous): a float and an int64 value, each
+    declared of its own type, contradict nothing (V does not stand for the first one's type)."""
+    I64, B = TensorProto.INT64, TensorProto.BOOL
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("Identity", ["a_in"], ["a_out"]),
+         helper.make_node("Identity", ["b_in"], ["b_out"])], "body",
+        [_tvi("i", [], I64), _tvi("c_in", [], B), _tvi("a_in", [2]), _tvi("b_in", [3], I64)],
+        [_tvi("c_out", [], B), _tvi("a_out", [2]), _tvi("b_out", [3], I64)])
+    g = helper.make_graph(
+        [helper.make_node("Loop", ["m", "c", "a", "b"], ["a_end", "b_end"], body=body)], "g",
+        [_tvi("m", [], I64), _tvi("c", [], B), _tvi("a", [2]), _tvi("b", [3], I64)],
+        [_tvi("a_end", [2]), _tvi("b_end", [3], I64)])
+    p = save(tmp_path, helper.make_model(g, opset_imports=[helper.make_opsetid("", 16)]))
+    assert [f for f in onemodel.check(p, full=True).findings if f.code == "OM410"] == []
+
+
+def test_an_optimizers_outputs_each_have_their_tensors_type(tmp_path):
+    """Adagrad over a float and a double tensor (T3 heterogeneous): X_new and H_new of each
+    have its element type; declared so, they contradict nothing."""
+    D = TensorProto.DOUBLE
+    names = ["r", "t", "x1", "x2", "g1", "g2", "h1", "h2"]
+    types = [(F, []), (TensorProto.INT64, []), (F, [2]), (D, [3]), (F, [2]), (D, [3]), (F, [2]),
+             (D, [3])]
+    outs = [("x1n", F, [2]), ("x2n", D, [3]), ("h1n", F, [2]), ("h2n", D, [3])]
+    node = helper.make_node("Adagrad", names, [o[0] for o in outs],
+                            domain="ai.onnx.preview.training")
+    g = helper.make_graph([node], "g", [_tvi(n, s, e) for n, (e, s) in zip(names, types)],
+                          [_tvi(n, s, e) for n, e, s in outs])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                            helper.make_opsetid("ai.onnx.preview.training", 1)])
+    p = save(tmp_path, m)
+    assert [f for f in onemodel.check(p, full=True).findings if f.code.startswith("OM41")] == []
+    for o in m.graph.output:  # not declared: what inference gives alone
+        o.ClearField("type")
+    from onemodel.inference import infer_model
+    with onemodel.load(m.SerializeToString()) as loaded:
+        values = infer_model(loaded).values
+    assert [str(values[n]) for n, _, _ in outs] == \
+        ["tensor(float)[2]", "tensor(double)[3]", "tensor(float)[2]", "tensor(double)[3]"]
