@@ -714,21 +714,21 @@ def test_what_the_operators_need_of_the_input_extents_is_checked_at_the_input():
     from onemodel.errors import InvalidModelError
     from onemodel.evaluate import Session
 
-    nodes = [helper.make_node("Reshape", ["x", "t"], ["r"], name="rs"),
+    nodes = [helper.make_node("DepthToSpace", ["x"], ["r"], blocksize=2, name="d2s"),
              helper.make_node("Squeeze", ["z", "ax"], ["q"], name="sq"),
              helper.make_node("Split", ["w"], ["w0", "w1"], axis=0, name="sp")]
-    m = graph_model(nodes, [("x", F, [None, 6]), ("z", F, ["N", None]), ("w", F, ["K"])],
-                    ("r", "q", "w0", "w1"), {"t": i64(4, 3), "ax": i64(1)}, opset=17)
+    m = graph_model(nodes, [("x", F, [1, "C", 1, 1]), ("z", F, ["N", None]), ("w", F, ["K"])],
+                    ("r", "q", "w0", "w1"), {"ax": i64(1)}, opset=17)
     res = infer_model(m, fresh_inputs=True)
     assert sorted(str(c) for c in res.constraints) == sorted([
-        "Constraint(6*?x:0 == 12 at graph.nodes[0])",
+        "Constraint((C mod 4) == 0 at graph.nodes[0])",
         "Constraint(?z:1 == 1 at graph.nodes[1])",
         "Constraint((K mod 2) == 0 at graph.nodes[2])"])
     s = Session(m)
-    ok = {"x": np.ones((2, 6), np.float32), "z": np.ones((3, 1), np.float32),
+    ok = {"x": np.ones((1, 8, 1, 1), np.float32), "z": np.ones((3, 1), np.float32),
           "w": np.ones(4, np.float32)}
-    assert s.run(ok)["r"].shape == (4, 3)
-    for name, bad, axis in [("x", (3, 6), 0), ("z", (3, 2), 1), ("w", (5,), 0)]:
+    assert s.run(ok)["r"].shape == (1, 2, 2, 2)
+    for name, bad, axis in [("x", (1, 6, 1, 1), 1), ("z", (3, 2), 1), ("w", (5,), 0)]:
         with pytest.raises(InvalidModelError) as e:
             s.run(dict(ok, **{name: np.ones(bad, np.float32)}))
         assert e.value.path == f"graph.inputs[{'xzw'.index(name)}]", e.value
