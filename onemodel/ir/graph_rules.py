@@ -19,7 +19,9 @@ raising the first (``onemodel check``); the rules are written once, for both.
 3. Nodes are put in dependency order by a stable sort: Kahn's algorithm taking the ready node of
    the lowest original index first, so nodes already in order keep their positions
    (:func:`onemodel.ir.order.stable_topological_order`). A node depends on the producers of its
-   inputs and of the names its subgraphs read from its graph. A cycle is an error.
+   inputs and of the names its subgraphs read from its graph. A cycle is an error. When every
+   node reads only values defined before it (Clause 7.5's order), that order is the identity and
+   the sort is not run.
 4. A node's domain (``""`` and ``"ai.onnx"`` are the default domain) must be imported by the
    model's ``opsets``; in a function body, by the function's or the model's.
 
