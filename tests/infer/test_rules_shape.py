@@ -465,6 +465,10 @@ def test_unique_outputs():
     assert [v[f"y{i}"].shape for i in range(4)] == [(None,), (None,), (N * 3,), (None,)]
     assert [v[f"y{i}"].elem for i in range(4)] == [F, I64, I64, I64]
     sound(m)
+    m = node_model("Unique", [("x", i64(3, 1, 3, 3, 7).reshape(5, 1))], 4)
+    v = inferred(m)
+    assert [v[f"y{i}"].shape for i in range(4)] == [(3,), (3,), (5,), (3,)]
+    assert sound(m) == 3 * 4
     m = node_model("Unique", [("x", F, ["N", 3])], 4, axis=1)
     v = inferred(m)
     assert [v[f"y{i}"].shape for i in range(4)] == [(N, None), (None,), (3,), (None,)]

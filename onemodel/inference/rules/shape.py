@@ -1245,15 +1245,19 @@ def reverse_sequence(ctx, x, sequence_lens):
 
 @rule("Unique", since=(11, 28))
 def unique(ctx, x):
-    """Y: 1-D of unknown length (no ``axis``) or the input's shape with that axis unknown;
-    indices and counts 1-D of Y's count; inverse_indices 1-D of the input's element count
-    (or of the axis' extent)."""
+    """Y: 1-D of unknown length (no ``axis``; the count of distinct elements when they are
+    known integers) or the input's shape with that axis unknown; indices and counts 1-D of
+    Y's count; inverse_indices 1-D of the input's element count (or of the axis' extent)."""
     axis = _int(ctx, "axis")
     s = x.shape
     if axis is _WRONG:
         return (None, [None], [None], [None])
     if axis is None:
-        return ([None], [None], [_prod(s) if s is not None else None], [None])
+        d = x.data
+        n = None  # the number of distinct elements, when they are known integers or bools
+        if d is not None and all(type(e) is int or type(e) is bool for e in d):
+            n = len(set(d))
+        return ([n], [n], [_prod(s) if s is not None else None], [n])
     if s is None:
         return (None, [None], [None], [None])
     a = ctx.axis(axis, len(s))
