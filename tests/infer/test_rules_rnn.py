@@ -82,7 +82,7 @@ def test_contradictions():
     contradicts(node_model("LSTM", [("x", F, ["S", "N", 3])] + w, 3, opset=22, hidden_size=6),
                 "W")
     contradicts(node_model("RNN", [("x", F, ["S", "N", 3])] + _weights("RNN", 1, 5, 3), 2,
-                           opset=22, direction="bidirectional"), "1 and 2")
+                           opset=22, direction="bidirectional"), "W", "2 and 1")
     contradicts(node_model("RNN", [("x", F, ["S", "N", 3])] + _weights("RNN", 1, 5, 3), 2,
                            opset=22, direction="sideways"), "direction")
     contradicts(node_model("GRU", [("x", F, ["S", 3, 3])] + _weights("GRU", 1, 2, 3) +
