@@ -177,13 +177,14 @@ def value_counts(res) -> dict:
 
 def shape_listing(model) -> dict:
     """What ``info --shapes`` adds to the summary: ``{"values": {graph path: [{"name",
-    "type"}]}, "contradictions": [{"path", "message"}]}``, every graph of ``model`` (paths in
+    "type"}]}, "contradictions": [{"path", "message"}], "no_rule": ["com.x Foo-1"]}``, every
+    graph of ``model`` (paths in
     the file's terms: ``graph``, ``graph.node[2].attribute[0].g``) with its inputs, its
     initializers and its node outputs in node order, each with its inferred type
     (``tensor(float)[N,seq + 1,?]``: extents as :func:`onemodel.inference.dims.shape_text`
     writes them, ``?`` unknown; ``?`` for a value of which nothing is known). ``model`` must
     be open (small initializers are read when a rule needs their elements)."""
-    from ..inference import infer_model
+    from ..inference import infer_model, operator_names
     from ..ir.walk import iter_graphs
     from ..validation.inferred import path_in_file
 
@@ -203,7 +204,8 @@ def shape_listing(model) -> dict:
                     v = values.get(name)
                     rows.append({"name": name, "type": str(v) if v is not None else "?"})
             listing[path_in_file(model, gpath, fmt)] = rows
-    return {"values": listing, "contradictions": contradiction_rows(model, res, fmt)}
+    return {"values": listing, "contradictions": contradiction_rows(model, res, fmt),
+            "no_rule": operator_names(res.no_rule)}
 
 
 def shape_blocks(s: dict) -> list:
@@ -218,6 +220,9 @@ def shape_blocks(s: dict) -> list:
         for r in rows:
             t.add_row(redact(r["name"]), r["type"])
         blocks.append(t)
+    if s.get("no_rule"):
+        blocks.append(("line", "no inference rule (outputs typed by the constraints only): "
+                               + ", ".join(s["no_rule"])))
     for r in s.get("contradictions", []):
         blocks.append(("line", f"contradiction: {r['message']}"
                                + (f" [{r['path']}]" if r["path"] else "")))

@@ -259,6 +259,10 @@ def test_operators_without_a_rule_are_named(tmp_path):
     r = runner.invoke(app, ["infer", src, str(tmp_path / "o.onnx")])
     assert r.exit_code == 0
     assert "no inference rule (outputs typed by the constraints only): com.x Foo-3" in r.stdout
+    r = runner.invoke(app, ["info", src, "--shapes"])
+    assert "no inference rule (outputs typed by the constraints only): com.x Foo-3" in r.stdout
+    assert json.loads(runner.invoke(app, ["info", src, "--shapes", "--json"]).stdout)[
+        "no_rule"] == ["com.x Foo-3"]
 
 
 @pytest.mark.parametrize("case", ["malformed", "missing", "suffix"])
@@ -324,7 +328,7 @@ def test_info_shapes_json_onemodel_and_subgraphs(tmp_path, monkeypatch):
     assert path == "manifest.graph"
     assert {v["name"]: v["type"] for v in values} == CHAIN_SHAPES
     assert [v["name"] for v in values][:3] == ["x", "w", "minus1"]  # inputs, initializers, nodes
-    assert doc["contradictions"] == []
+    assert doc["contradictions"] == [] and doc["no_rule"] == []
     assert "values" not in json.loads(runner.invoke(app, ["info", str(tmp_path / "m.onemodel"),
                                                           "--json"]).stdout)
 
