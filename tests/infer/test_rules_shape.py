@@ -448,6 +448,9 @@ def test_split_versions():
     m = node_model("Split", [("x", F, ["N", 10])], 3, opset=18, axis=1, num_outputs=3)
     assert [out(m, f"y{i}").shape for i in range(3)] == [(N, 4), (N, 4), (N, 2)]
     sound(m)
+    m = node_model("Split", [("x", F, ["N"])], 3, opset=18, axis=0, num_outputs=3)
+    assert [out(m, f"y{i}").shape for i in range(3)] == [(D.ceildiv(N, 3),), (None,), (None,)]
+    assert sound(m, low=0, high=7, draws=6) == 6 * 3
     m = node_model("Split", [("x", F, [6, "N"])], 2, opset=13, axis=0)
     assert [out(m, f"y{i}").shape for i in range(2)] == [(3, N), (3, N)]
     sound(m)

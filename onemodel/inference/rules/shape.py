@@ -550,9 +550,9 @@ def _split_outputs(ctx, x, axis, sizes, n, ceil):
         if type(dim) is int:
             size = -(-dim // n)
             parts = [min(size, max(dim - i * size, 0)) for i in range(n)]
-        else:
+        else:  # the first part is ceil(d / n) whatever d is; the others only where n | d
             q = _exact_div(dim, n)
-            parts = [q] * n
+            parts = [q if q is not None else D.ceildiv(dim, n)] + [q] * (n - 1)
     else:
         if type(dim) is int and dim % n:
             ctx.contradiction(f"extent {dim} cannot be split into {n} equal parts")
