@@ -235,9 +235,9 @@ def infer(
                               "or URL)."),
     dst: str = typer.Argument(..., metavar="OUT", help="Where to write it with the inferred "
                               "value_info (format from the suffix, as convert)."),
-    check: bool = typer.Option(False, "--check", help="List the contradictions between what "
-                               "the model declares and what inference entails; exit 1 when "
-                               "there is one."),
+    check: bool = typer.Option(False, "--check", help="List the contradictions inference finds "
+                               "(a declared type the operators do not give, inputs an operator "
+                               "cannot take); exit 1 when there is one."),
     as_json: bool = typer.Option(False, "--json", help="Print what was done as JSON."),
     allow_outside: bool = OutsideOpt,
     storage_option: Optional[List[str]] = StorageOpt,
@@ -285,8 +285,9 @@ def infer(
                     where = f" [{redact(r['path'])}]" if r["path"] else ""
                     out.line(f"contradiction: {r['message']}{where}")
             if rows and not quiet:
-                out.line(_count(len(rows), "contradiction") + " between declared and inferred "
-                         "types" + ("" if check else " (--check lists them)"))
+                out.line(_count(len(rows), "contradiction") + " (declared types the operators "
+                         "do not give, or inputs an operator cannot take)"
+                         + ("" if check else "; --check lists them"))
     cli._nothing_at_exit = True  # written and printed; nothing needs tearing down
     if check and rows:
         raise typer.Exit(1)

@@ -224,7 +224,8 @@ def test_check_lists_contradictions_and_exits_1(tmp_path):
     dst = str(tmp_path / "out.onnx")
     r = runner.invoke(app, ["infer", src, dst])
     assert r.exit_code == 0  # written; the contradiction is counted
-    assert "1 contradiction between declared and inferred types (--check lists them)" in r.stdout
+    assert "1 contradiction (declared types the operators do not give, or inputs an operator " \
+        "cannot take); --check lists them" in r.stdout
     r = runner.invoke(app, ["infer", src, dst, "--check"])
     assert r.exit_code == 1
     line, = [t for t in r.stdout.splitlines() if t.startswith("contradiction:")]
