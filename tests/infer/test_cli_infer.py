@@ -236,8 +236,11 @@ def test_check_lists_contradictions_and_exits_1(tmp_path):
     assert json.loads(r.stdout)["contradictions"] == [
         {"path": "graph.node[0]",
          "message": "'a' is declared [N,2,5] but inferred [N,2,3] (axis 2)"}]
+    r = runner.invoke(app, ["infer", src, dst, "--check", "-q"])  # only the contradictions
+    assert r.exit_code == 1 and r.stdout.splitlines() == [line]
     ok = _save(tmp_path / "ok.onnx", _chain())
-    assert runner.invoke(app, ["infer", ok, dst, "--check", "-q"]).exit_code == 0
+    r = runner.invoke(app, ["infer", ok, dst, "--check", "-q"])
+    assert r.exit_code == 0 and r.stdout == ""
 
 
 def test_an_operators_contradiction_is_reported_in_onemodel_terms(tmp_path):
