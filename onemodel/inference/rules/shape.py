@@ -24,6 +24,7 @@ from ..registry import rule
 from ..value import MAX_DATA, Value
 from ._util import count, expand_data, int_shape
 from ._util import lower as _lower
+from ._util import nonneg as _nonneg
 
 #: A slice bound at least this large is past the end of every axis; at most its negative,
 #: before the start (extents are below 2**62: no tensor of more elements can be addressed).
@@ -39,8 +40,7 @@ def _ge(a, b) -> bool:
         return True
     if type(b) is int and b <= -_BIG:
         return True
-    lo = _lower(D.sub(a, b))
-    return lo is not None and lo >= 0
+    return _nonneg(D.sub(a, b))
 
 
 def _max(a, b):
@@ -241,7 +241,7 @@ def _reshape(ctx, x, target, allowzero):
                 return None
             out.append(t)
         elif t is None or allowzero:
-            out.append(t if _lower(t) is not None and _lower(t) >= 0 else None)
+            out.append(t if _nonneg(t) else None)
         else:  # a symbolic element, 0 at run time copies the input extent
             lo = _lower(t)
             if lo is None or lo < 0:
@@ -459,7 +459,7 @@ def tile(ctx, x, repeats):
     if any(type(r) is int and r < 0 for r in reps):
         ctx.contradiction(f"Tile repeats {D.shape_text(reps)} has a negative count")
         return None
-    return [D.mul(a, b) if _lower(b) is not None and _lower(b) >= 0 else None
+    return [D.mul(a, b) if _nonneg(b) else None
             for a, b in zip(s, reps)]
 
 
@@ -622,8 +622,7 @@ def _norm_bound(v, d):
         if v <= -_BIG:
             return -_BIG
         return D.add(v, d) if v < 0 else v
-    lo = _lower(v)
-    return v if lo is not None and lo >= 0 else None
+    return v if _nonneg(v) else None
 
 
 def _slice_extent(d, s, e, step):
@@ -937,7 +936,7 @@ def center_crop_pad(ctx, x, shape):
         return None
     out = list(s)
     for k, t in zip(ks, target):
-        out[k] = t if _lower(t) is not None and _lower(t) >= 0 else None
+        out[k] = t if _nonneg(t) else None
     return out
 
 
@@ -985,7 +984,7 @@ def constant_of_shape(ctx, shape):
     if any(type(d) is int and d < 0 for d in dims):
         ctx.contradiction(f"ConstantOfShape shape {D.shape_text(dims)} has a negative extent")
         return Value.tensor(elem, None)
-    dims = [d if type(d) is int or (_lower(d) is not None and _lower(d) >= 0) else None
+    dims = [d if type(d) is int or _nonneg(d) else None
             for d in dims]
     n = count(dims)
     data = None
@@ -1091,8 +1090,7 @@ def one_hot(ctx, indices, depth, values):
     else:
         ints = ctx.ints(1)
         if ints and len(ints) == 1 and isinstance(ints[0], D.Expr):
-            lo = _lower(ints[0])
-            dep = ints[0] if lo is not None and lo >= 0 else None
+            dep = ints[0] if _nonneg(ints[0]) else None
     out = list(q)
     out.insert(a, dep)
     return out
