@@ -163,20 +163,22 @@ def _const(name, dims, values, elem=TP.FLOAT):
                             value=helper.make_tensor(name + "_v", elem, dims, values))
 
 
-def test_the_hint_names_the_axis_at_fault_not_every_open_axis():
-    """Two generated inputs, only one of which reaches the failing node: the hint names that
-    input's axis and the flag that fixes it (an unnamed axis: --shape with the other extents
-    as generated), never the other input's dimension."""
+def test_generated_inputs_take_the_extents_inference_pins():
+    """Two generated inputs, one reaching a MatMul whose weight has 8 rows: inference entails
+    that x's unnamed axis 1 is 8 (issue 12 Build 5), so the generated x is [1, 8] and the model
+    runs; the other input's dimension keeps its default."""
     m = _model([("a", TP.FLOAT, ["n"]), ("x", TP.FLOAT, [None, None])],
                [_const("w", [8, 2], [0.5] * 16), helper.make_node("MatMul", ["x", "w"], ["y"]),
                 helper.make_node("Identity", ["a"], ["z"])], outputs=("y", "z"))
-    with pytest.raises(EvaluationError) as e:
-        run(m, random_inputs(m, seed=3))
-    text = add_inputs_hint(e.value, m, {}, None, seed=3).message
-    assert text.endswith("(inputs were generated: a [1] with n = 1; x [1, 1] with axis 0 = 1, "
-                         "axis 1 = 1; input 'x' axis 1 = 1 does not fit node 1: with --shape "
-                         "x=1,8 the model runs; dims= / shapes= in Python)"), text
-    assert run(m, random_inputs(m, shapes={"x": (1, 8)}))["y"].shape == (1, 2)
+    feeds = random_inputs(m, seed=3)
+    assert feeds["x"].shape == (1, 8) and feeds["a"].shape == (1,)
+    assert generated_axes(m, None, None) == [("a", [1], ["n = 1"]),
+                                             ("x", [1, 8], ["axis 0 = 1", "axis 1 = 8"])]
+    assert run(m, feeds)["y"].shape == (1, 2)
+    # an input given with another inner extent is refused at the input, naming the axis
+    with pytest.raises(InvalidModelError) as e:
+        run(m, {"a": feeds["a"], "x": np.zeros((1, 3), np.float32)})
+    assert e.value.path == "graph.inputs[1]" and "axis 1 (unnamed)" in e.value.message
 
 
 def test_when_no_quoted_extent_fits_the_axes_reaching_the_node_are_named():
