@@ -125,10 +125,6 @@ def _zero_follows(t, d) -> bool:
     return all(atoms <= set(m) for m, _ in d.terms)
 
 
-def _shape_of(x):
-    return x.shape if x is not None else None
-
-
 def _rank(x):
     return None if x is None or x.shape is None else len(x.shape)
 
@@ -808,7 +804,7 @@ def gather_nd(ctx, data, indices):
     return batch + list(q[b:-1]) + list(s[b + k:])
 
 
-def _data_shape(ctx, data, indices=None, updates=None):
+def _data_shape(ctx, data):
     return None if data.shape is None else list(data.shape)
 
 
