@@ -42,15 +42,29 @@ def infer_model(model, *, fresh_inputs: bool = False) -> Inference:
     :func:`onemodel.load` for a path; :class:`~onemodel.errors.InternalError` for a rule's
     bug. ``fresh_inputs``: each unnamed extent of a main-graph input becomes a variable of its
     own (``?x:1``, :func:`.engine.fresh_name`), so that what the operators entail of it is
-    found (:attr:`Inference.constraints`)."""
-    return Engine(_model(model), fresh_inputs=fresh_inputs).run()
+    found (:attr:`Inference.constraints`). A model read from a path is closed before this
+    returns (the elements of initializers no rule read are then unknown)."""
+    m = _model(model)
+    try:
+        return Engine(m, fresh_inputs=fresh_inputs).run()
+    finally:
+        if m is not model:
+            m.close()
 
 
 def infer(model, *, storage_options=None) -> dict:
-    """The inferred types of the main graph's values: name -> :class:`onemodel.Type` (an
-    expression or a variable extent as a ``dim_param``, an unknown one with neither field),
-    for every value whose type is known. ``model`` as :func:`infer_model` takes it."""
-    res = Engine(_model(model, storage_options)).run()
+    """The inferred types of the main graph's values (Clause 9): name ->
+    :class:`onemodel.Type` (an expression or a variable extent as a ``dim_param``, ``seq + 1``;
+    an unknown one with neither field), for every value whose type is known: inputs,
+    initializers and node outputs. ``model``: an :class:`onemodel.Model` or a path or URL
+    (read with :func:`onemodel.load` and ``storage_options``, closed before this returns).
+    Raises the errors of :func:`onemodel.load`; InternalError for a rule's bug."""
+    m = _model(model, storage_options)
+    try:
+        res = Engine(m).run()
+    finally:
+        if m is not model:
+            m.close()
     out = {}
     for name, v in res.values.items():
         t = v.to_type()
