@@ -122,14 +122,19 @@ def _contents(t: Tensor):
     return iter((memoryview(src).cast("B"),)), n
 
 
+def tensor_header(data_type, dims) -> bytes:
+    """What a tensor digest hashes before the contents: the prefix, int64 LE ``data_type``
+    (0 when absent), rank and each dim (docs/content-digest.md)."""
+    dims = [int(d) for d in dims]
+    return TENSOR_PREFIX + struct.pack(f"<qq{len(dims)}q", int(data_type or 0), len(dims), *dims)
+
+
 def tensor_digest(t: Tensor) -> bytes:
     """The 32-octet content digest of one tensor (version 1, see the module docstring):
     element type, dims and values, whatever the storage (raw, typed, external, OneModel).
     Raises InvalidModelError for contents that do not match dims and type or an unresolved
     external reference, IoError when the bytes cannot be read."""
-    h = hashlib.sha256(TENSOR_PREFIX)
-    dims = [int(d) for d in t.dims]
-    h.update(struct.pack(f"<qq{len(dims)}q", int(t.data_type or 0), len(dims), *dims))
+    h = hashlib.sha256(tensor_header(t.data_type, t.dims))
     chunks, _ = _contents(t)
     for c in chunks:
         h.update(c)

@@ -248,7 +248,8 @@ def _human(n: int) -> str:
 
 #: The flag of each writer option that ``convert`` sets or that a writer takes
 #: (``layout``: by its value, :data:`_LAYOUT_FLAGS`); options without a flag are not shown.
-_CONVERT_FLAGS = {"strict_v1": "--strict-v1", "external_data": "--external-data",
+_CONVERT_FLAGS = {"strict_v1": "--strict-v1", "digests": "--digests",
+                  "external_data": "--external-data",
                   "align": "--align", "threshold": "--threshold", "force": "--force",
                   "allow_outside": "--allow-external-outside",
                   "storage_options": "--storage-option"}
@@ -295,6 +296,9 @@ def convert(
                                      "DST's suffix)."),
     strict_v1: bool = typer.Option(False, "--strict-v1", help="Write plain OneModel v1 without "
                                    "the ONNX-preservation extension; list what is left out."),
+    digests: bool = typer.Option(False, "--digests", help="OneModel output: record each "
+                                 "tensor's content digest and the model digest; readers check "
+                                 "a tensor's bytes on first use."),
     external_data: Optional[str] = typer.Option(None, "--external-data", metavar="FILE",
                                                 help="ONNX output: put weights in this data file."),
     per_tensor: bool = typer.Option(False, "--external-data-per-tensor",
@@ -320,6 +324,8 @@ def convert(
         options: dict = {}
         if strict_v1:
             options["strict_v1"] = True
+        if digests:
+            options["digests"] = True
         layout = [flag for flag, on in (("inline", inline), ("per_tensor", per_tensor),
                                         ("file", external_data is not None)) if on]
         if len(layout) > 1:

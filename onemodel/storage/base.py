@@ -152,9 +152,13 @@ class Sink:
         :meth:`copy_from`, which a local sink does file to file (``copy_file_range`` or
         ``splice``, docs/performance.md) and a remote source serves as range reads in bounded
         chunks. A :class:`~onemodel.storage.progress.ProgressSink` counts the Blob's bytes here,
-        once, whichever way they go; hashing sinks see them through ``write``/``copy_from``."""
+        once, whichever way they go; hashing sinks see them through ``write``/``copy_from``.
+        A remote Blob with a recorded digest goes through ``blob.chunks()``, which checks it."""
         if blob.loaded:
             self.write(blob.view())
+        elif blob.digest is not None and not blob.at_hand:
+            for chunk in blob.chunks(64 << 20):
+                self.write(chunk)
         else:
             self.copy_from(blob.source, blob.offset, blob.nbytes)
 

@@ -12,6 +12,13 @@ copies it from its source (file to file where it can).
 A value that is not a Blob (bytes, a memoryview, an array a user assigned) is bytes in memory:
 replacing ``raw_data`` replaces the Blob, so "copy from the source or write the buffer" is
 ``isinstance(value, Blob)`` and nothing else.
+
+A Blob may carry the content digest recorded for its bytes (:meth:`expect`, set by the OneModel
+reader from a manifest written with ``digests=True``, docs/format-extension.md section 9): the
+bytes are then checked on first use, once: the first :meth:`view` or :meth:`read` of a mapped or
+in-memory source hashes the range, and every fetch of a remote one (one range read, or
+:func:`prefetch`) is checked before its bytes are handed out. A mismatch raises IoError naming
+the tensor and the byte range.
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ class Blob:
     """
 
     __slots__ = ("source", "offset", "nbytes", "_data")
+    #: a recorded digest (:class:`CheckedBlob`); the C decoder builds plain Blobs slot by slot
+    _check = None
 
     def __init__(self, source, offset: int, nbytes: int):
         set_ = object.__setattr__
@@ -39,6 +48,45 @@ class Blob:
         set_(self, "offset", offset)
         set_(self, "nbytes", nbytes)
         set_(self, "_data", None)
+
+    def expect(self, digest: bytes, header: bytes, name: str, path: str) -> "CheckedBlob":
+        """The same range with the digest its bytes must have: SHA-256(``header`` + the bytes)
+        == ``digest`` (the tensor digest of docs/content-digest.md, ``header`` its prefix,
+        element type and dims). ``name`` and ``path`` (tensor name, manifest path) name the
+        tensor in the error. The check runs on first use (see the module doc)."""
+        b = CheckedBlob(self.source, self.offset, self.nbytes)
+        object.__setattr__(b, "_data", self._data)
+        object.__setattr__(b, "_check", [digest, header, name, path, False])
+        return b
+
+    @property
+    def digest(self) -> bytes | None:
+        """The 32-octet digest recorded for these bytes (:meth:`expect`), or None."""
+        c = self._check
+        return c[0] if c is not None else None
+
+    def _verify(self, data) -> None:
+        """Check ``data`` (the whole range) against the recorded digest, once. IoError on a
+        mismatch, naming the tensor, its manifest path and the byte range of the source."""
+        c = self._check
+        if c is None or c[4]:
+            return
+        import hashlib
+
+        h = hashlib.sha256(c[1])
+        h.update(data)
+        self._verify_digest(h)
+
+    def _verify_digest(self, h) -> None:
+        c = self._check
+        if h.digest() != c[0]:
+            from ..errors import IoError
+
+            name = getattr(self.source, "name", None)
+            raise IoError(f"tensor {c[2]!r}: bytes [{self.offset}, {self.offset + self.nbytes}) "
+                          f"do not match its recorded digest sha256:{c[0].hex()} (they hash to "
+                          f"sha256:{h.hexdigest()})", path=c[3], offset=self.offset, source=name)
+        c[4] = True
 
     def __setattr__(self, name, value):
         raise AttributeError(f"a Blob is immutable: cannot set {name!r}")
@@ -53,13 +101,19 @@ class Blob:
             src = self.source
             data = src.read(self.offset, self.nbytes)
             if src.whole() is None:
+                self._verify(data)  # a fetched range is checked before it is kept
                 object.__setattr__(self, "_data", data)
+        if self._check is not None:
+            self._verify(data)
         return data
 
     def part(self, offset: int, nbytes: int) -> "Blob":
         """The Blob of ``nbytes`` bytes at ``offset`` within this one (fetched bytes shared).
-        ``0 <= offset``, ``offset + nbytes <= self.nbytes`` (the caller's ranges)."""
+        ``0 <= offset``, ``offset + nbytes <= self.nbytes`` (the caller's ranges). The bytes of
+        a Blob with a recorded digest are checked first (:meth:`view`)."""
         b = Blob(self.source, self.offset + offset, nbytes)
+        if self._check is not None:
+            self.view()
         if self._data is not None:
             object.__setattr__(b, "_data", self._data[offset:offset + nbytes])
         return b
@@ -75,8 +129,8 @@ class Blob:
         if offset < 0 or length < 0 or offset + length > self.nbytes:
             raise MalformedError(f"range of {length} bytes at {offset} is outside a blob of "
                                  f"{self.nbytes} bytes", source=getattr(self.source, "name", None))
-        if self._data is not None:
-            return self._data[offset:offset + length]
+        if self._data is not None or self._check is not None:
+            return self.view()[offset:offset + length]  # a recorded digest: checked whole
         return self.source.read(self.offset + offset, length)
 
     def chunks(self, size: int = 8 << 20):
@@ -85,8 +139,23 @@ class Blob:
         ``os.preadv`` into one reused buffer (so the pages of a large file are not mapped into
         the process: memory stays flat); an in-memory source is sliced; a remote one is read
         one range per chunk (not kept). A chunk is valid until the next one is asked for.
+        With a recorded digest not yet checked (:meth:`expect`), the chunks are hashed as they
+        pass and a mismatch raises IoError after the last one (before the caller is done).
         Raises IoError when the source cannot be read, MalformedError for a range past its
         end."""
+        c = self._check
+        if c is None or c[4]:
+            yield from self._chunks(size)
+            return
+        import hashlib
+
+        h = hashlib.sha256(c[1])
+        for chunk in self._chunks(size):
+            h.update(chunk)
+            yield chunk
+        self._verify_digest(h)
+
+    def _chunks(self, size: int):
         import os
 
         from ..errors import IoError, MalformedError
@@ -151,6 +220,12 @@ class Blob:
         return f"Blob({name!r}, offset={self.offset}, nbytes={self.nbytes})"
 
 
+class CheckedBlob(Blob):
+    """A :class:`Blob` with a recorded digest (:meth:`Blob.expect`), checked on first use."""
+
+    __slots__ = ("_check",)
+
+
 def prefetch(buffers) -> None:
     """Read every not-yet-loaded :class:`Blob` of a remote source in ``buffers``, per source in
     one ``fetch_many`` call (remote sources coalesce neighbouring ranges into few requests).
@@ -166,4 +241,4 @@ def prefetch(buffers) -> None:
             object.__setattr__(b, "_data", v)
 
 
-__all__ = ["Blob", "prefetch"]
+__all__ = ["Blob", "CheckedBlob", "prefetch"]

@@ -18,7 +18,7 @@ from ...ir.tensor import sparse_problem, tensor_problem
 from ...ir.walk import iter_graphs
 from ...storage.base import MemorySource, Source
 from ...storage.blob import Blob
-from . import extension
+from . import digests, extension
 from .header import HEADER_SIZE, parse_header
 from .manifest import as_int, as_obj, bulk_objects, ensure_recursion_room, parse_manifest, req
 from .schema import DECODE
@@ -53,6 +53,8 @@ class Reader:
         obj = as_obj(obj, path)
         faults = len(self.errors) if self.errors is not None else 0
         rec = DECODE[cls](obj, self, path, lvl)
+        if cls == "Tensor":
+            digests.attach(rec, obj, path)  # a recorded digest: checked on first use
         ext = obj.get(extension.KEY)
         if cls == "Graph":
             self.graph_paths[id(rec)] = path
@@ -144,6 +146,7 @@ def _read(source: Source) -> Model:
     header = parse_header(source.read(0, min(HEADER_SIZE, size)), size)
     manifest = parse_manifest(source.read(HEADER_SIZE, header.manifest_length), HEADER_SIZE)
     r = Reader(source, header)
+    digests.model_entry(as_obj(manifest, MANIFEST), MANIFEST)  # checked; compared by check --full
     model = r.full("Model", manifest, MANIFEST, 0)
     orders = graph_rules.check_model(model, prefix=f"{MANIFEST}.", paths=r.graph_paths)
     _reorder(model, orders, r.node_orders)

@@ -28,6 +28,7 @@ from ...lazy import np
 from ...limits import MAX_CONTAINER_TENSOR_BYTES, MAX_MANIFEST_BYTES
 from ...storage.base import Sink
 from ...storage.blob import Blob
+from . import digests as digest_fields
 from . import extension, plain
 from .header import HEADER_SIZE, Header, align
 from .manifest import bulk_objects, dumps, ensure_recursion_room
@@ -184,11 +185,16 @@ def _collect(tree, by_data: dict) -> list:
     return found
 
 
-def build(model: Model, *, strict_v1: bool = False):
+def build(model: Model, *, strict_v1: bool = False, digests: bool = False):
     """Check ``model`` and build its manifest: ``(manifest bytes, header, plans in data order,
-    left_out)``. Nothing is written. Raises InvalidModelError / UnsupportedError with the path."""
+    left_out)``. Nothing is written. Raises InvalidModelError / UnsupportedError with the path;
+    with ``digests``, what hashing the tensors raises (IoError when one cannot be read)."""
     if not isinstance(model, Model):
         raise TypeError("write() takes an onemodel.ir.Model")
+    if digests and strict_v1:
+        raise UnsupportedError("digests cannot be combined with strict_v1: a plain reader "
+                               "reads a model other than the one the model digest is of",
+                               path="manifest")
     ensure_recursion_room()
     w = Writer(report=strict_v1)
     tree = w.full(model, "", 0)  # UnsupportedError (names, types, nesting) comes first
@@ -203,6 +209,8 @@ def build(model: Model, *, strict_v1: bool = False):
     for i, (_, t) in enumerate(iter_tensors(model)):
         rank.setdefault(id(t), i)
     plans.sort(key=lambda p: rank.get(id(p.tensor), len(rank)))
+    if digests:
+        digest_fields.record(model, tree, w.plans)
     pos = 0
     for p in plans:
         if p.nbytes:
@@ -221,13 +229,17 @@ def build(model: Model, *, strict_v1: bool = False):
     return text, header, [p for p in plans if p.nbytes], left_out
 
 
-def write(model: Model, sink: Sink, *, strict_v1: bool = False) -> list[str]:
+def write(model: Model, sink: Sink, *, strict_v1: bool = False,
+          digests: bool = False) -> list[str]:
     """Write ``model`` to ``sink`` as a OneModel file (not committed: the caller commits, or
     aborts on error).
 
     Args:
         model: the model. sink: where the bytes go, front to back.
         strict_v1: write plain version 1 without the ONNX-preservation extension.
+        digests: record each tensor's content digest and the model digest in the manifest
+            (docs/format-extension.md section 9; :mod:`.digests`): every tensor is read and
+            hashed once before the first byte is written. Not with ``strict_v1``.
     Returns:
         with ``strict_v1``, what the plain file leaves out or changes, with manifest paths
         (:func:`.plain.left_out`: ``manifest.graph.nodes[2]: metadata_props (6 entries)``,
@@ -241,7 +253,7 @@ def write(model: Model, sink: Sink, *, strict_v1: bool = False) -> list[str]:
         IoError from the sink.
     """
     with bulk_objects():
-        text, header, plans, left_out = build(model, strict_v1=strict_v1)
+        text, header, plans, left_out = build(model, strict_v1=strict_v1, digests=digests)
     sink.reserve(header.file_length)
     sink.write(header.pack())
     sink.write(text)
@@ -267,12 +279,12 @@ def _write_tensor(p: Plan, sink: Sink) -> None:
         sink.write(buffer_view(buf))
 
 
-def write_bytes(model: Model, *, strict_v1: bool = False) -> bytes:
+def write_bytes(model: Model, *, strict_v1: bool = False, digests: bool = False) -> bytes:
     """The bytes of ``model`` as a OneModel file (for tests and small models)."""
     from ...storage.base import BytesSink
 
     sink = BytesSink()
-    write(model, sink, strict_v1=strict_v1)
+    write(model, sink, strict_v1=strict_v1, digests=digests)
     sink.commit()
     return sink.getvalue()
 
