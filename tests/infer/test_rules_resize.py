@@ -123,6 +123,8 @@ def test_unknown_rank():
     m = node_model("Resize", [("x", F, None), None, None, ("z", _i(1, 3, 2, 8))], opset=13)
     assert inferred(m)["y"].shape == (1, 3, 2, 8)
     m = node_model("Resize", [("x", F, None), ("roi", EMPTY), ("s", _f(1, 1, 2, 2))], opset=13)
+    assert inferred(m)["y"].shape == (None, None, None, None)   # the rank from the scales
+    m = node_model("Resize", [("x", F, None), None, None, ("z", _i(8, 9))], opset=19, axes=[2, 3])
     assert inferred(m)["y"].shape is None
 
 

@@ -99,8 +99,9 @@ def resize(ctx, x, roi=None, scales=None, sizes=None):
         return None
     shape = x.shape
     if shape is None:
-        if axes is None and use_sizes and sizes.shape is not None and len(sizes.shape) == 1:
-            shape = [None] * sizes.shape[0]
+        given = sizes if use_sizes else scales if use_scales else None
+        if axes is None and given is not None and len(given.shape) == 1:
+            shape = [None] * given.shape[0]   # one value per axis of X
         else:
             return None
     r = len(shape)
