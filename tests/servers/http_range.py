@@ -22,6 +22,9 @@ Modes (GET requests; HEAD follows the status of ``403``/``404``):
 ``truncated``            206 with correct headers, then half the body and the connection closed
 ``short``                206 whose ``Content-Range`` and body stop half-way through the range
 ``lying``                206 with the asked ``Content-Range`` and a body of the wrong length
+``other_bytes``          206 with correct headers and length, but in the one answer whose range
+                         holds byte ``flip_at`` that byte is inverted (other bytes of the right
+                         length, which no check of headers or lengths can notice)
 =======================  ====================================================================
 
 Validators: every answer carries a strong ``ETag`` of the bytes served, unless ``etags`` is set
@@ -38,7 +41,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODES = ("normal", "403", "404", "ignore_range", "wrong_content_range", "truncated", "short",
-         "lying")
+         "lying", "other_bytes")
 
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
@@ -63,6 +66,7 @@ class RangeServer:
         self.files: dict[str, bytes] = {}
         self.mode = "normal"
         self.mode_after = 0  # requests answered normally before ``mode`` applies
+        self.flip_at = 0  # ``other_bytes``: the file offset whose byte is inverted, once
         self.etags = True  # send a strong ETag with every answer
         self.last_modified: dict[str, str] = {}  # Last-Modified header per file name
         self.log: list[Request] = []
@@ -103,6 +107,7 @@ class RangeServer:
             self.log.clear()
         self.mode = "normal"
         self.mode_after = 0
+        self.flip_at = 0
         self.etags = True
         self.last_modified.clear()
 
@@ -190,6 +195,11 @@ class _Handler(BaseHTTPRequestHandler):
                 b = a + (b - a) // 2
             piece = memoryview(data)[a:b + 1]  # no copy: big answers cost no memory
             length = len(piece)
+            if mode == "other_bytes" and a <= srv.flip_at <= b:
+                srv.mode = "normal"  # this one answer only
+                changed = bytearray(piece)
+                changed[srv.flip_at - a] ^= 0xFF
+                piece = memoryview(bytes(changed))
             if mode == "lying":
                 piece = piece[:-1] if length > 1 else bytes(piece) + b"x"
                 length = len(piece)

@@ -1,0 +1,212 @@
+"""Content digests carried in OneModel (issue 14, Build 3; docs/format-extension.md section 9):
+written with ``digests=True`` / ``convert --digests``, checked on first use of a tensor, locally
+and over HTTP, by a server that answers one range with other bytes of the right length."""
+
+import hashlib
+import json
+import struct
+
+import numpy as np
+import pytest
+from onnx import TensorProto as T
+from onnx import helper, numpy_helper
+
+import onemodel
+from onemodel.content_digest import TENSOR_PREFIX, digest
+from onemodel.errors import IoError, MalformedError, UnsupportedError
+from onemodel.formats.container import read_bytes, write_bytes
+from onemodel.formats.container.header import HEADER_SIZE, parse_header
+from onemodel.storage.blob import CheckedBlob
+
+W_SHAPE = (256, 128)  # 128 KiB of float32: past the 64 KiB a remote reader fetches first
+#: where in w the server changes a byte: past the first 64 KiB of the file, which the remote
+#: reader fetches on opening (the head), so the answer changed is the one of w's range
+PAST_HEAD = 80_000
+
+
+def _model():
+    rng = np.random.default_rng(7)
+    w = rng.standard_normal(W_SHAPE).astype(np.float32)
+    b = np.arange(128, dtype=np.float32)
+    g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Add", ["h", "b"], ["y"])],
+        "g", [helper.make_tensor_value_info("x", T.FLOAT, ["N", W_SHAPE[0]])],
+        [helper.make_tensor_value_info("y", T.FLOAT, ["N", W_SHAPE[1]])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b"),
+         helper.make_tensor("s", T.STRING, [2], [b"ab", b""])])
+    proto = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
+    return onemodel.load(proto.SerializeToString()), w, b
+
+
+def _manifest(data: bytes):
+    h = parse_header(data[:HEADER_SIZE], len(data))
+    return h, json.loads(data[HEADER_SIZE:HEADER_SIZE + h.manifest_length])
+
+
+def _expected(arr: np.ndarray, code: int) -> str:
+    """The tensor digest from its definition, independently of onemodel."""
+    head = TENSOR_PREFIX + struct.pack(f"<qq{arr.ndim}q", code, arr.ndim, *arr.shape)
+    return "sha256:" + hashlib.sha256(head + arr.astype("<f4").tobytes()).hexdigest()
+
+
+def _flip(data: bytes, name: str) -> tuple[bytes, int, int]:
+    """``data`` with the first byte of tensor ``name``'s range inverted, and that range."""
+    h, man = _manifest(data)
+    t = next(t for t in man["graph"]["initializers"] if t.get("name") == name)
+    start = h.data_offset + t["data"]["offset"]
+    out = bytearray(data)
+    out[start + 5] ^= 0xFF
+    return bytes(out), start, start + t["data"]["length"]
+
+
+def test_digests_are_recorded_in_the_manifest():
+    m, w, b = _model()
+    data = write_bytes(m, digests=True)
+    _, man = _manifest(data)
+    inits = {t["name"]: t for t in man["graph"]["initializers"]}
+    assert inits["w"]["data"]["digest"] == _expected(w, T.FLOAT)
+    assert inits["b"]["data"]["digest"] == _expected(b, T.FLOAT)
+    assert "data" not in inits["s"]  # a STRING tensor's elements are in the manifest itself
+    assert man["digests"] == {"version": 1, "model": digest(m).hex}
+    # the preservation extension stays the last key of the top-level object
+    assert list(man)[-1] in ("digests", "onnx")
+    # without the option nothing is recorded, and the data region is the same
+    plain = write_bytes(m)
+    h0, man0 = _manifest(plain)
+    assert "digests" not in man0 and "digest" not in json.dumps(man0)
+    h, _ = _manifest(data)
+    assert data[h.data_offset:] == plain[h0.data_offset:]
+
+
+def test_a_plain_reading_of_the_file_is_the_same_model():
+    m, _, _ = _model()
+    with_d, without = read_bytes(write_bytes(m, digests=True)), read_bytes(write_bytes(m))
+    assert onemodel.compare_models(with_d, without) == []
+    assert digest(with_d) == digest(m) == digest(without)
+
+
+def test_a_mapped_file_checks_a_tensor_lazily_once(tmp_path, monkeypatch):
+    m, w, b = _model()
+    bad, start, end = _flip(write_bytes(m, digests=True), "w")
+    p = tmp_path / "m.onemodel"
+    p.write_bytes(bad)
+    calls = []
+    real = CheckedBlob._verify_digest
+
+    def counting(self, h):
+        calls.append(self.offset)
+        return real(self, h)
+
+    monkeypatch.setattr(CheckedBlob, "_verify_digest", counting)
+    with onemodel.load(str(p)) as got:  # nothing is hashed on load
+        assert calls == []
+        by = {t.name: t for t in got.graph.initializers}
+        np.testing.assert_array_equal(by["b"].numpy(), b)
+        np.testing.assert_array_equal(by["b"].numpy(), b)
+        assert len(calls) == 1  # checked on the first view only
+        with pytest.raises(IoError) as e:
+            by["w"].numpy()
+    msg = str(e.value)
+    assert "'w'" in msg and f"[{start}, {end})" in msg
+    assert e.value.path == "manifest.graph.initializers[0]"
+    assert e.value.offset == start
+
+
+def test_a_mapped_file_over_the_map_threshold_is_checked(tmp_path):
+    m, w, _ = _model()
+    m.graph.initializers[0].raw_data = np.tile(w, (8, 1)).tobytes()  # 1 MiB: mapped
+    m.graph.initializers[0].dims = [W_SHAPE[0] * 8, W_SHAPE[1]]
+    m.graph.inputs[0].type.tensor_type.shape.dims[1].dim_value = W_SHAPE[0] * 8
+    data = write_bytes(m, digests=True)
+    assert len(data) >= 1 << 20
+    p = tmp_path / "m.onemodel"
+    p.write_bytes(_flip(data, "w")[0])
+    with onemodel.load(str(p)) as got, pytest.raises(IoError, match="'w'"):
+        got.graph.initializers[0].raw_view()
+    p.write_bytes(data)
+    with onemodel.load(str(p)) as got:
+        assert got.graph.initializers[0].raw_view() == np.tile(w, (8, 1)).tobytes()
+
+
+def test_remote_other_bytes_of_the_right_length_fail_with_io_naming_the_tensor(http_server):
+    m, w, b = _model()
+    good = write_bytes(m, digests=True)
+    _, start, end = _flip(good, "w")
+    http_server.files["m.onemodel"] = good
+    plain = write_bytes(m)
+    http_server.files["plain.onemodel"] = plain
+    # without digests the wrong bytes go unnoticed: the reader returns them
+    http_server.mode, http_server.flip_at = "other_bytes", _flip(plain, "w")[1] + PAST_HEAD
+    with onemodel.load(http_server.url("plain.onemodel")) as got:
+        wrong = got.graph.initializers[0].numpy()
+    assert wrong.shape == w.shape and not np.array_equal(wrong, w)
+    # with digests: Io, naming the tensor and its range
+    http_server.mode, http_server.flip_at = "other_bytes", start + PAST_HEAD
+    with onemodel.load(http_server.url("m.onemodel")) as got:
+        np.testing.assert_array_equal(got.graph.initializers[1].numpy(), b)
+        with pytest.raises(IoError) as e:
+            got.graph.initializers[0].numpy()
+    assert "'w'" in str(e.value) and f"[{start}, {end})" in str(e.value)
+    assert http_server.mode == "normal"  # the server changed exactly one answer
+    # the same file served honestly reads correctly
+    with onemodel.load(http_server.url("m.onemodel")) as got:
+        np.testing.assert_array_equal(got.graph.initializers[0].numpy(), w)
+
+
+def test_remote_prefetch_and_convert_check_every_fetched_range(http_server, tmp_path):
+    from onemodel.storage import prefetch
+
+    m, w, _ = _model()
+    good = write_bytes(m, digests=True)
+    _, start, _ = _flip(good, "w")
+    http_server.files["m.onemodel"] = good
+    http_server.mode, http_server.flip_at = "other_bytes", start + PAST_HEAD
+    with onemodel.load(http_server.url("m.onemodel")) as got:
+        prefetch([t.raw_data for t in got.graph.initializers])
+        with pytest.raises(IoError, match="'w'"):
+            got.graph.initializers[0].raw_view()
+    http_server.mode, http_server.flip_at = "other_bytes", start + PAST_HEAD
+    out = tmp_path / "copy.onnx"
+    with pytest.raises(IoError, match="'w'"):
+        onemodel.convert(http_server.url("m.onemodel"), str(out))
+    assert not out.exists()  # nothing is committed
+
+
+def test_cli_convert_digests(tmp_path):
+    from typer.testing import CliRunner
+
+    from onemodel.cli import app
+
+    m, w, _ = _model()
+    src = tmp_path / "m.onnx"
+    onemodel.save(m, str(src))
+    dst = tmp_path / "m.onemodel"
+    r = CliRunner().invoke(app, ["convert", str(src), str(dst), "--digests", "--quiet"])
+    assert r.exit_code == 0, r.output
+    _, man = _manifest(dst.read_bytes())
+    assert man["digests"]["model"] == digest(str(src)).hex
+    assert man["graph"]["initializers"][0]["data"]["digest"] == _expected(w, T.FLOAT)
+    r = CliRunner().invoke(app, ["convert", str(src), str(tmp_path / "x.onnx"), "--digests"])
+    assert r.exit_code == 2 and "--digests" in r.output
+
+
+def test_digests_with_strict_v1_are_refused():
+    m, _, _ = _model()
+    with pytest.raises(UnsupportedError, match="strict_v1"):
+        write_bytes(m, digests=True, strict_v1=True)
+
+
+@pytest.mark.parametrize("value", ["sha256:" + "0" * 63, "md5:" + "0" * 64, 7,
+                                   "sha256:" + "A" * 64])
+def test_a_bad_recorded_digest_is_malformed_with_its_path(value):
+    m, _, _ = _model()
+    data = write_bytes(m, digests=True)
+    h, man = _manifest(data)
+    old = man["graph"]["initializers"][1]["data"]["digest"]
+    text = data[HEADER_SIZE:HEADER_SIZE + h.manifest_length]
+    new = text.replace(json.dumps(old).encode(), json.dumps(value).encode().ljust(
+        len(json.dumps(old)), b" "))
+    assert len(new) == len(text)
+    with pytest.raises(MalformedError) as e:
+        read_bytes(data[:HEADER_SIZE] + new + data[HEADER_SIZE + len(text):])
+    assert e.value.path == "manifest.graph.initializers[1].data.digest"
