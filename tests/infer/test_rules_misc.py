@@ -173,6 +173,8 @@ def test_strings():
     expect_strings(node_model("StringSplit", [("x", STR, ["N", 2])], 2, opset=20,
                               delimiter=","), {"y0": (STR, ["N", 2, None]),
                                                "y1": (I64, ["N", 2])})
+    expect_strings(node_model("StringSplit", [("x", STR, ["N", 0])], 2, opset=20),
+                   {"y0": (STR, ["N", 0, 0]), "y1": (I64, ["N", 0])})
     expect_strings(node_model("RegexFullMatch", [("x", STR, ["N"])], opset=20, pattern="a+"),
                    {"y": (B, ["N"])})
     expect_strings(node_model("StringNormalizer", [("x", STR, [1, 3])], opset=10,

@@ -21,7 +21,8 @@ Shapes and element types (ONNX Part 1, operator definitions of Clause 14.3):
   frame_length from the window's extent, the input, or the signal length.
 * ``MelWeightMatrix``: ``[floor(dft_length / 2) + 1, num_mel_bins]``, ``output_datatype``.
 * ``StringConcat``: the broadcast (Clause 6.6). ``StringSplit``: Y ``[..., ?]`` (the largest
-  number of parts is data), Z X's shape (int64). ``RegexFullMatch``: X's shape, bool.
+  number of parts is data; 0 when X has no elements), Z X's shape (int64).
+  ``RegexFullMatch``: X's shape, bool.
   ``StringNormalizer``: ``[C]`` or ``[1, C]`` kept without stopwords (at least 1), unknown
   with them.
 * ``TfIdfVectorizer``: ``[max(ngram_indexes) + 1]`` for a 1-D X, ``[N, ...]`` for 2-D, float.
@@ -290,9 +291,11 @@ def string_concat(ctx, x, y):
 
 @rule("StringSplit", since=20)
 def string_split(ctx, x):
-    """StringSplit: Y [..., ?], Z X's shape (int64)."""
+    """StringSplit: Y [..., ?] (0 for an X of no elements), Z X's shape (int64)."""
     s = _shape(x)
-    return (None if s is None else s + [None]), s
+    if s is None:
+        return None, None
+    return s + [0 if 0 in s else None], s
 
 
 @rule("RegexFullMatch", since=20)

@@ -1,0 +1,54 @@
+"""The ONNX node conformance cases whose nodes are all of the reduce, attention, rnn, misc
+and ml families (rules/reduce.py, attention.py, rnn.py, misc.py, ml.py): inference finds no
+contradiction with the declared types, every tensor output is inferred completely (element
+type and every extent), and its element type and extents equal those of the reference output
+the case ships (Clause 9.4: nothing that is not so)."""
+
+from __future__ import annotations
+
+import conformance_data as cd
+import onnx
+import pytest
+
+import onemodel
+from onemodel.inference import infer_model
+from tests.infer.test_rules_families_conformance import _family, _mismatch
+
+FAMILIES = {"reduce", "attention", "rnn", "misc", "ml"}
+
+
+@pytest.fixture(scope="module")
+def family_cases(conformance_cases):
+    out = []
+    for case in conformance_cases:
+        if case.kind != "node":
+            continue
+        m = onemodel.load(str(case.model_path))
+        opsets = {o.domain or "": o.version for o in m.opset_imports}
+        if m.graph.nodes and all(_family(n, opsets) in FAMILIES for n in m.graph.nodes):
+            out.append((case, m))
+    return out
+
+
+def test_family_cases_infer_what_the_reference_outputs_are(family_cases):
+    assert len(family_cases) >= 370   # 374 with onnx 1.23
+    wrong, compared = [], 0
+    for case, m in family_cases:
+        res = infer_model(m)
+        if res.contradictions:
+            wrong.append(f"{case.name}: {res.contradictions[0].message}")
+            continue
+        _, outs = case.data_sets[0]
+        for name, path, kind in zip(case.output_names, outs, case.output_kinds):
+            if kind != "tensor":
+                continue
+            t = cd.read_message(path, kind)
+            v = res.values[name]
+            if not v.complete:  # every input is typed with a shape: so is every output
+                wrong.append(f"{case.name} {name}: only {v} inferred")
+            why = _mismatch(v, onnx.numpy_helper.to_array(t), t)
+            if why:
+                wrong.append(f"{case.name} {name}: {why}")
+            compared += 1
+    assert not wrong, "\n".join(wrong[:30])
+    assert compared >= 470   # 473 with onnx 1.23
