@@ -4,7 +4,10 @@
 difference with its path (``graph.nodes[3].attributes[0].f``). Tensors are compared by their
 contents in raw storage layout, bit for bit (NaN payloads and signed zeros included), so a model
 whose weights moved between inline, typed, external and OneModel storage still compares equal;
-where the contents differ the first differing element is named.
+where the contents differ the first differing element is named. Two tensors that both carry a
+recorded content digest (OneModel files written with ``digests=True``, docs/format-extension.md
+section 9) are compared by those digests first: equal digests need no byte comparison (the bytes
+of each file are then not read; ``onemodel check --full`` checks them against their digests).
 
 :func:`verify` loads two files in any formats and compares them; with ``run=True`` it also runs
 both on the same deterministic inputs (onemodel's evaluator, or ``engine="onnxruntime"`` when it
@@ -17,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 
 from .errors import EvaluationError, IoError, OneModelError, UnsupportedError, quote
+from .formats.container.digests import blob_digest
 from .ir import Model, Tensor
 from .ir.dtypes import INFO
 from .ir.record import (
@@ -56,6 +60,8 @@ class VerifyReport:
         equal: True when no difference was found (structure, tensors, and outputs when run).
         differences: every difference found, up to the limit, in model order.
         outputs_compared: names of the outputs compared bit for bit when run.
+        tensors_by_digest: tensors found equal by their recorded digests alone (both sides
+            carry one, and they are equal), whose bytes were not compared.
     """
 
     a: str
@@ -63,6 +69,7 @@ class VerifyReport:
     equal: bool = True
     differences: list[Difference] = field(default_factory=list)
     outputs_compared: list[str] = field(default_factory=list)
+    tensors_by_digest: int = 0
 
     @property
     def first(self) -> Difference | None:
@@ -92,6 +99,7 @@ class _Walker:
         self.loose = loose
         self.limit = limit
         self.out: list[Difference] = []
+        self.by_digest = 0  # tensors found equal by their recorded digests
         self.unheld = None
         if loose:  # the fields a plain OneModel v1 file cannot hold
             from .formats.container import v1_unheld
@@ -174,6 +182,10 @@ class _Walker:
             return
         if code not in INFO or code != (b.data_type or 0):
             return  # the data_type difference is already reported
+        da, db = blob_digest(a), blob_digest(b)
+        if da is not None and da == db:  # the digests cover element type, dims and contents
+            self.by_digest += 1
+            return
         try:
             ra, rb = a.raw_view(), b.raw_view()
         except IoError:
@@ -213,9 +225,13 @@ def compare_models(a: Record, b: Record, *, loose: bool = False,
     Returns:
         the differences in model order; empty when the models are the same.
     """
+    return _walk(a, b, loose, limit).out
+
+
+def _walk(a: Record, b: Record, loose: bool, limit: int) -> "_Walker":
     w = _Walker(loose, limit)
     w.record(a, b, "")
-    return w.out
+    return w
 
 
 def verify(a, b, *, loose: bool = False, run: bool = False, seed: int = 0,
@@ -255,7 +271,9 @@ def verify(a, b, *, loose: bool = False, run: bool = False, seed: int = 0,
                 from .evaluate.inputs import check_dims_shapes
                 check_dims_shapes(ma, dims, shapes)
             report = VerifyReport(str(getattr(ma, "source", a)), str(getattr(mb, "source", b)))
-            report.differences = compare_models(ma, mb, loose=loose, limit=limit)
+            walked = _walk(ma, mb, loose, limit)
+            report.differences = walked.out
+            report.tensors_by_digest = walked.by_digest
             if run:
                 try:
                     diffs, names = compare_runs(ma, mb, seed=seed, dims=dims or {},

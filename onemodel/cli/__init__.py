@@ -534,6 +534,9 @@ def verify(
         if not quiet:
             n = len(report.outputs_compared)
             extra = f", {n} output{'s' if n != 1 else ''} bit-identical" if run else ""
+            if report.tensors_by_digest:
+                extra += (f" ({_count(report.tensors_by_digest, 'tensor')} by their recorded "
+                          "digests)")
             out.line(f"equal: {shown(a)} and {shown(b)}{extra}")
         raise typer.Exit(0)
     first = report.first

@@ -210,3 +210,35 @@ def test_a_bad_recorded_digest_is_malformed_with_its_path(value):
     with pytest.raises(MalformedError) as e:
         read_bytes(data[:HEADER_SIZE] + new + data[HEADER_SIZE + len(text):])
     assert e.value.path == "manifest.graph.initializers[1].data.digest"
+
+
+def test_verify_compares_recorded_digests_first(tmp_path):
+    from typer.testing import CliRunner
+
+    from onemodel.cli import app
+    from onemodel.verify import verify
+
+    m, w, _ = _model()
+    a, b, plain = tmp_path / "a.onemodel", tmp_path / "b.onemodel", tmp_path / "p.onemodel"
+    a.write_bytes(write_bytes(m, digests=True))
+    plain.write_bytes(write_bytes(m))
+    # the same bad byte in w of a copy: equal recorded digests mean no byte of w is read
+    # (reading it would raise Io), so the copy is equal to a by digests
+    b.write_bytes(_flip(a.read_bytes(), "w")[0])
+    r = verify(str(a), str(b))
+    assert r.equal and r.tensors_by_digest == 2  # w and b; the STRING tensor by its elements
+    out = CliRunner().invoke(app, ["verify", str(a), str(b)])
+    assert out.exit_code == 0 and "(2 tensors by their recorded digests)" in out.output
+    # one side without digests: bytes compared (and w's bad byte found by the check)
+    r = verify(str(a), str(plain))
+    assert r.equal and r.tensors_by_digest == 0
+    with pytest.raises(IoError, match="'w'"):
+        verify(str(b), str(plain))
+    # different weights, both with digests: the digests differ, the bytes name the element
+    m.graph.initializers[0].raw_data = (w + np.float32(1)).tobytes()
+    c = tmp_path / "c.onemodel"
+    c.write_bytes(write_bytes(m, digests=True))
+    r = verify(str(a), str(c))
+    assert not r.equal and r.tensors_by_digest == 1
+    assert r.first.path == "graph.initializers[0].contents"
+    assert "first at byte 0 (element 0)" in r.first.message
