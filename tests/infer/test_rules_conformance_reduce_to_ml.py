@@ -6,13 +6,10 @@ the case ships (Clause 9.4: nothing that is not so)."""
 
 from __future__ import annotations
 
-import conformance_data as cd
-import onnx
 import pytest
 
 import onemodel
-from onemodel.inference import infer_model
-from tests.infer.test_rules_families_conformance import _family, _mismatch
+from tests.infer.test_rules_families_conformance import _family, reference_mismatches
 
 FAMILIES = {"reduce", "attention", "rnn", "misc", "ml"}
 
@@ -32,23 +29,6 @@ def family_cases(conformance_cases):
 
 def test_family_cases_infer_what_the_reference_outputs_are(family_cases):
     assert len(family_cases) >= 370   # 374 with onnx 1.23
-    wrong, compared = [], 0
-    for case, m in family_cases:
-        res = infer_model(m)
-        if res.contradictions:
-            wrong.append(f"{case.name}: {res.contradictions[0].message}")
-            continue
-        _, outs = case.data_sets[0]
-        for name, path, kind in zip(case.output_names, outs, case.output_kinds):
-            if kind != "tensor":
-                continue
-            t = cd.read_message(path, kind)
-            v = res.values[name]
-            if not v.complete:  # every input is typed with a shape: so is every output
-                wrong.append(f"{case.name} {name}: only {v} inferred")
-            why = _mismatch(v, onnx.numpy_helper.to_array(t), t)
-            if why:
-                wrong.append(f"{case.name} {name}: {why}")
-            compared += 1
+    wrong, compared = reference_mismatches(family_cases)
     assert not wrong, "\n".join(wrong[:30])
     assert compared >= 470   # 473 with onnx 1.23
