@@ -60,14 +60,9 @@ def _head_ratio(ctx, hq, hkv):
         ctx.contradiction(f"{hq} query heads are not a multiple of {hkv} key heads")
 
 
-@rule("Attention", since=(23, 24, 25))
-def attention(ctx, q, k, v, attn_mask=None, past_key=None, past_value=None,
-              nonpad_kv_seqlen=None):
-    """Attention: Y, present_key, present_value, qk_matmul_output (module doc)."""
-    qh = _split_heads(ctx, q, int_attr(ctx, "q_num_heads", 0), "Q")
-    kv_heads = int_attr(ctx, "kv_num_heads", 0)
-    kh = _split_heads(ctx, k, kv_heads, "K")
-    vh = _split_heads(ctx, v, kv_heads, "V")
+def _attend(ctx, qh, kh, vh):
+    """(B, Hq, S, D, Hkv, L, Dv) of Q [B, Hq, S, D], K [B, Hkv, L, D], V [B, Hkv, L, Dv] (each
+    a list or None), equal extents unified, Hq a multiple of Hkv."""
     b = qh[0] if qh else None
     for x in (kh, vh):
         if x is not None:
@@ -83,7 +78,18 @@ def attention(ctx, q, k, v, attn_mask=None, past_key=None, past_value=None,
         d = _unify(ctx, d, kh[3], "query and key head sizes")
     hq = qh[1] if qh else None
     _head_ratio(ctx, hq, hkv)
-    dv = vh[3] if vh else None
+    return b, hq, qh[2] if qh else None, d, hkv, length, vh[3] if vh else None
+
+
+@rule("Attention", since=(23, 24, 25))
+def attention(ctx, q, k, v, attn_mask=None, past_key=None, past_value=None,
+              nonpad_kv_seqlen=None):
+    """Attention: Y, present_key, present_value, qk_matmul_output (module doc)."""
+    qh = _split_heads(ctx, q, int_attr(ctx, "q_num_heads", 0), "Q")
+    kv_heads = int_attr(ctx, "kv_num_heads", 0)
+    kh = _split_heads(ctx, k, kv_heads, "K")
+    vh = _split_heads(ctx, v, kv_heads, "V")
+    b, hq, s, d, hkv, length, dv = _attend(ctx, qh, kh, vh)
     total = length
     for past, dd in ((past_key, d), (past_value, dv)):
         ps = past.shape if past is not None else None
@@ -102,7 +108,6 @@ def attention(ctx, q, k, v, attn_mask=None, past_key=None, past_value=None,
         pk = past_key.shape
         p = pk[2] if pk is not None and len(pk) == 4 else None
         total = D.add(p, length) if p is not None and length is not None else None
-    s = qh[2] if qh else None
     if q.shape is not None and len(q.shape) == 3:
         y = [b, s, D.mul(hq, dv) if hq is not None and dv is not None else None]
     elif q.shape is not None and len(q.shape) == 4:
@@ -212,19 +217,7 @@ def flex_attention(ctx, q, k, v):
             s = None
         shapes.append(s)
     qs, ks, vs = shapes
-    b = qs[0] if qs else None
-    for x in (ks, vs):
-        if x is not None:
-            b = _unify(ctx, b, x[0], "batch sizes")
-    hkv = ks[1] if ks else None
-    if vs is not None:
-        hkv = _unify(ctx, hkv, vs[1], "key and value heads")
-    if qs is not None:
-        _head_ratio(ctx, qs[1], hkv)
-        if ks is not None:
-            _unify(ctx, qs[3], ks[3], "query and key head sizes")
-    if ks is not None and vs is not None:
-        _unify(ctx, ks[2], vs[2], "key and value lengths")
     if qs is None and vs is None:
         return None
-    return [b, qs[1] if qs else None, qs[2] if qs else None, vs[3] if vs else None]
+    b, hq, length, _, _, _, dv = _attend(ctx, qs, ks, vs)
+    return [b, hq, length, dv]

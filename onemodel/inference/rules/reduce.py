@@ -76,20 +76,16 @@ def _first(fn):
     return step, start
 
 
-def _maximum(a, b):
-    if a is None or b is None:
-        return None
-    if type(a) is int and type(b) is int:
-        return max(a, b)
-    return D.dmax(a, b) if lower(a) is not None and lower(b) is not None else None
+def _extreme(pick, sym):
+    """The larger (``pick`` max, ``sym`` D.dmax) or smaller of two elements, where known."""
+    def fn(a, b):
+        if a is None or b is None:
+            return None
+        if type(a) is int and type(b) is int:
+            return pick(a, b)
+        return sym(a, b) if lower(a) is not None and lower(b) is not None else None
 
-
-def _minimum(a, b):
-    if a is None or b is None:
-        return None
-    if type(a) is int and type(b) is int:
-        return min(a, b)
-    return D.dmin(a, b) if lower(a) is not None and lower(b) is not None else None
+    return fn
 
 
 def _add(a, b):
@@ -101,7 +97,8 @@ def _mul(a, b):
 
 
 _DATA = {"ReduceSum": (_add, 0), "ReduceProd": (_mul, 1),
-         "ReduceMax": _first(_maximum), "ReduceMin": _first(_minimum)}
+         "ReduceMax": _first(_extreme(max, D.dmax)),
+         "ReduceMin": _first(_extreme(min, D.dmin))}
 
 
 def _make(name, versions_attr, versions_input):
