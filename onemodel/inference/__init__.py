@@ -34,7 +34,7 @@ def _model(model_or_path, storage_options=None):
     return load(model_or_path, storage_options=storage_options)
 
 
-def infer_model(model, *, fresh_inputs: bool = False) -> Inference:
+def infer_model(model, *, fresh_inputs: bool = False, positive_dims: bool = True) -> Inference:
     """Infer every value of ``model`` (an :class:`onemodel.Model`, or a path or URL read with
     :func:`onemodel.load`; tensor bytes are read only for initializers of at most
     :data:`~.value.MAX_DATA` elements). Returns the :class:`Inference`: every graph's Values by
@@ -42,11 +42,15 @@ def infer_model(model, *, fresh_inputs: bool = False) -> Inference:
     :func:`onemodel.load` for a path; :class:`~onemodel.errors.InternalError` for a rule's
     bug. ``fresh_inputs``: each unnamed extent of a main-graph input becomes a variable of its
     own (``?x:1``, :func:`.engine.fresh_name`), so that what the operators entail of it is
-    found (:attr:`Inference.constraints`). A model read from a path is closed before this
-    returns (the elements of initializers no rule read are then unknown)."""
+    found (:attr:`Inference.constraints`). ``positive_dims``: each dimension variable of a
+    main-graph input is taken to be at least 1 (a dynamic axis of a real input; Clause 6.5
+    allows an extent of 0, and an input empty along such an axis may have other shapes than
+    the inferred ones); ``False`` takes every variable to be only at least 0. A model read
+    from a path is closed before this returns (the elements of initializers no rule read are
+    then unknown)."""
     m = _model(model)
     try:
-        return Engine(m, fresh_inputs=fresh_inputs).run()
+        return Engine(m, fresh_inputs=fresh_inputs, positive_dims=positive_dims).run()
     finally:
         if m is not model:
             m.close()

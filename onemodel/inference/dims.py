@@ -24,10 +24,17 @@ particular integer. An expression is the extent the model entails (the ``Concat`
 
 from __future__ import annotations
 
+import contextvars
 import math
 from typing import Union
 
 Dim = Union[int, "Expr", None]
+
+#: The variables taken to be at least 1 during one inference (the engine sets it: the
+#: dimension variables of the main graph's inputs, unless asked not to). Every other variable
+#: is an extent, at least 0.
+POSITIVE: contextvars.ContextVar[frozenset] = contextvars.ContextVar("positive",
+                                                                      default=frozenset())
 
 
 class Expr:

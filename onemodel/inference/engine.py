@@ -270,8 +270,9 @@ def initializer_value(t) -> Value:
 class Engine:
     """Infers one model; :meth:`run` returns an :class:`Inference`."""
 
-    def __init__(self, model, *, fresh_inputs: bool = False):
+    def __init__(self, model, *, fresh_inputs: bool = False, positive_dims: bool = True):
         self.model = model
+        self.positive_dims = positive_dims
         self.result = Inference()
         self.functions = {(normalize_domain(f.domain), f.name, f.overload or ""): f
                           for f in model.functions}
@@ -294,8 +295,25 @@ class Engine:
         m = self.model
         if m.graph is not None:
             opsets = {normalize_domain(o.domain): o.version for o in m.opset_imports}
-            self.infer_graph(m.graph, "graph", None, None, opsets)
+            token = D.POSITIVE.set(self._positive(m.graph) if self.positive_dims
+                                   else frozenset())
+            try:
+                self.infer_graph(m.graph, "graph", None, None, opsets)
+            finally:
+                D.POSITIVE.reset(token)
         return self.result
+
+    def _positive(self, graph) -> frozenset:
+        """The dimension variables of the main graph's inputs (and their fresh variables)."""
+        out = set()
+        for vi in graph.inputs:
+            shape = vi.type.shape if vi.type is not None else None
+            for k, d in enumerate(shape.dims if shape is not None else ()):
+                if d.dim_param:
+                    out.add(d.dim_param)
+                elif d.dim_value is None and self.fresh_inputs:
+                    out.add(fresh_name(vi.name, k))
+        return frozenset(out)
 
     # -- graphs --------------------------------------------------------------------------------
     def infer_subgraph(self, graph, gpath: str, scope: Scope, inputs: list) -> list:

@@ -57,9 +57,9 @@ def node_model(op_type: str, inputs: list, n_outputs: int = 1, *, opset: int = 2
     return onemodel.load(m.SerializeToString())
 
 
-def inferred(model) -> dict:
+def inferred(model, positive_dims: bool = True) -> dict:
     """The main graph's Values by name (asserting there is no contradiction)."""
-    res = infer_model(model)
+    res = infer_model(model, positive_dims=positive_dims)
     assert not res.contradictions, res.contradictions
     return res.values
 
@@ -76,13 +76,15 @@ def _variables(model) -> list[str]:
 
 
 def sound(model, draws: int = 3, seed: int = 0, low: int = 1, high: int = 6,
-          fixed: dict | None = None) -> int:
+          fixed: dict | None = None, positive_dims: bool | None = None) -> int:
     """Run ``model`` with random inputs for ``draws`` bindings of its input dimension
     variables (each in ``[low, high]``, ``fixed`` overriding) and assert that every value the
     evaluator computes has the inferred element type, rank and extents (an expression
     evaluated under the binding; unknown extents and ranks are not compared). Returns the
     number of (value, draw) pairs compared."""
-    res = infer_model(model)
+    if positive_dims is None:  # input dimensions taken >= 1 unless draws may give 0
+        positive_dims = low >= 1 and all(v >= 1 for v in (fixed or {}).values())
+    res = infer_model(model, positive_dims=positive_dims)
     assert not res.contradictions, res.contradictions
     values = res.values
     names = [n for node in model.graph.nodes for n in node.outputs if n]

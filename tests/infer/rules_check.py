@@ -162,7 +162,7 @@ def data_sound(model, draws: int = 3, seed: int = 0, low: int = 1, high: int = 6
     from onemodel.evaluate.inputs import random_inputs
     from tests.infer.harness import _variables
 
-    values = infer_model(model).values
+    values = infer_model(model, positive_dims=low >= 1).values
     names = [n for node in model.graph.nodes for n in node.outputs if n]
     rng = random.Random(seed)
     sess = Session(model)

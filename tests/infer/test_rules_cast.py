@@ -151,7 +151,9 @@ def test_cast_of_a_shape_in_a_model():
                           [helper.make_empty_tensor_value_info(o) for o in ("s8", "b")])
     m = onemodel.load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
                       .SerializeToString())
-    got = inferred(m)
+    got = inferred(m, positive_dims=False)
     assert got["s32"].elem == I32 and got["s32"].data == (N, 3)
     assert got["s8"].data == (None, 3) and got["b"].data is None
-    assert data_sound(m) == 3 * 5    # per draw: s, s32 (2 each) and the 3 of s8
+    # N >= 1 (the default for an input's dimension): N != 0 casts to True
+    assert inferred(m)["b"].data == (True, True)
+    assert data_sound(m) == 3 * 7    # per draw: s, s32, b (2 each) and the 3 of s8

@@ -226,10 +226,18 @@ CASES = [
 NOT_RUNNABLE = {"concat-unknown-rank", "reshape-unknown-target", "range-unknown", "scatter-nd"}
 
 
+#: Cases whose extent is unknown only because an input dimension may be 0: what inference gives
+#: when the input's dimension variables are taken to be >= 1 (the default, ``positive_dims``)
+AT_LEAST_ONE = {"slice-clamp-symbolic-unknown": (N - 1,), "slice-zero-minus-one-unknown": (N - 1,),
+                "pad-symbolic-crop-unknown": (N - 1,)}
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_inferred_shape_and_type(case):
     _, model, want = case
-    values = inferred(model)
+    if case[0] in AT_LEAST_ONE:
+        assert inferred(model)["y"].shape == AT_LEAST_ONE[case[0]]
+    values = inferred(model, positive_dims=case[0] not in AT_LEAST_ONE)
     for name, (elem, shape) in want.items():
         v = values[name]
         assert v.elem == elem, (name, v)
@@ -301,12 +309,14 @@ def test_reshape_by_a_computed_shape_is_symbolic():
              helper.make_node("Reshape", ["f", "sx"], ["back2"])]
     m = graph_model(nodes, [("x", F, ["B", "S", 768])], ("y", "f", "back", "back2"),
                     {"heads": i64(12, 64), "flat": i64(-1, 768), "rest": i64(-1, 768)})
-    v = inferred(m)
+    v = inferred(m, positive_dims=False)
     assert v["y"].shape == (B, S, 12, 64)
     assert v["f"].shape == (B * S, 768)
     assert v["back"].shape == (B, S, 768)  # B: B = 0 entails B*S = 0; -1: B*S*768 / (B*768)
     # by [B, S, 768] itself: S = 0 = B copies 768 ([0, 768, 768] holds 0 elements too)
     assert v["back2"].shape == (B, None, 768)
+    # with the input dimensions taken >= 1 (the default), no element of the target is 0
+    assert inferred(m)["back2"].shape == (B, S, 768)
     assert sound(m) > 0
     onnx_agrees(m)
 
@@ -322,10 +332,11 @@ def test_reshape_to_a_product_of_extents():
              helper.make_node("Reshape", ["x", "t2"], ["y2"]),
              helper.make_node("Reshape", ["x", "t2"], ["y3"], allowzero=1)]
     m = graph_model(nodes, [("x", F, ["B", "S", 32])], ("y", "y2", "y3"), {"h": i64(32)})
-    v = inferred(m)
+    v = inferred(m, positive_dims=False)
     assert v["y"].shape == (B * S, 32)
     assert v["y2"].shape == (None, None, 32)  # two elements that may be 0: not entailed
     assert v["y3"].shape == (S, B, 32)
+    assert inferred(m)["y2"].shape == (S, B, 32)  # B, S >= 1: neither element is 0
     assert sound(m) == 3 * 8
 
 
@@ -335,7 +346,9 @@ def test_reshape_symbolic_element_that_may_be_zero_is_unknown():
              helper.make_node("Concat", ["sz", "m1"], ["t"], axis=0),
              helper.make_node("Reshape", ["x", "t"], ["y"])]
     m = graph_model(nodes, [("x", F, ["B", 4]), ("z", F, ["S"])], ("y",), {"m1": i64(-1)})
-    assert out(m).shape == (None, None)
+    assert inferred(m, positive_dims=False)["y"].shape == (None, None)
+    # S >= 1: S is not 0, and -1 = 4*B / S is not an expression of the extents
+    assert out(m).shape == (S, None)
 
 
 def test_expand_constant_of_shape_and_range_carry_data():
@@ -589,12 +602,15 @@ def test_slice_of_an_extent_known_to_be_large_enough_is_an_expression():
              helper.make_node("Slice", ["x", "zero", "minus6"], ["w"])]
     m = graph_model(nodes, [("a", F, ["N"]), ("b", F, [5])], ("y", "z", "w"),
                     {"one": i64(1), "end": i64(BIG), "zero": i64(0), "minus6": i64(-6)})
-    v = inferred(m)
+    v = inferred(m, positive_dims=False)
     assert v["x"].shape == (N + 5,)
     assert v["y"].shape == (N + 4,)
     assert v["z"].shape == (None,)
     assert v["w"].shape == (None,)  # N - 1 when N >= 1, else 0
     assert sound(m, low=0) == 3 * 4
+    v = inferred(m)  # N >= 1 (the default for an input's dimension variable)
+    assert v["z"].shape == (N - 1,) and v["w"].shape == (N - 1,)
+    assert sound(m) == 3 * 4
 
 
 def test_older_versions_run_as_inferred():

@@ -64,18 +64,29 @@ def lower(x) -> int | None:
     """A lower bound of ``x`` (an int, an :class:`~..dims.Expr` of extents, or None): the int
     itself; for an expression whose terms all have positive coefficients over non-negative
     atoms (variables are extents, so >= 0; ``floor``/``ceil``/``mod`` of non-negative
-    arguments), its constant; else None (no bound known)."""
+    arguments), its constant plus the coefficient of each term made only of variables taken to
+    be at least 1 (:data:`~..dims.POSITIVE`: the main graph's input dimensions); else None (no
+    bound known)."""
     if x is None or type(x) is int:
         return x
     if not isinstance(x, D.Expr):
         return None
+    positive = D.POSITIVE.get()
+    total = x.const
     for mono, c in x.terms:
         if c <= 0:
             return None
+        at_least_one = True
         for atom in mono:
-            if not isinstance(atom, str) and not all(nonneg(a) for a in atom.args):
-                return None
-    return x.const
+            if isinstance(atom, str):
+                at_least_one = at_least_one and atom in positive
+            else:
+                if not all(nonneg(a) for a in atom.args):
+                    return None
+                at_least_one = False
+        if at_least_one:
+            total += c
+    return total
 
 
 def nonneg(x) -> bool:
