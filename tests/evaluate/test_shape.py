@@ -8,6 +8,8 @@ import pytest
 from onnx import numpy_helper
 from oracle import assert_outputs, node_model, ours, reference
 
+from onemodel.errors import EvaluationError
+
 X = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
 I64 = np.int64
 
@@ -106,6 +108,14 @@ def test_expand_tile_pad():
              "a": np.array([1], I64)}
     (y,) = ours(node_model("Pad", feeds, ["x", "p", "v", "a"], ["y"]), feeds)
     np.testing.assert_array_equal(y, np.pad(x[:, 1:], [(0, 0), (0, 1)]))
+    # cropping the whole axis leaves it empty; cropping more than it holds is an error (a
+    # negative slice end would wrap around and give elements back)
+    feeds = {"x": x, "p": np.array([0, -2, 0, -2], I64)}
+    (y,) = ours(node_model("Pad", feeds, ["x", "p"], ["y"]), feeds)
+    assert y.shape == (3, 0)
+    feeds = {"x": x, "p": np.array([0, -3, 0, -2], I64)}
+    with pytest.raises(EvaluationError, match="crop 5 elements from axis 1 of extent 4"):
+        ours(node_model("Pad", feeds, ["x", "p"], ["y"]), feeds)
 
 
 def test_generators():

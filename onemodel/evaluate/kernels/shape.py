@@ -370,6 +370,10 @@ def _pad(x, pads, mode, value, axes=None):
     for i, a in enumerate(axes):
         begin[a] = pads[i]
         end[a] = pads[i + len(axes)]
+    for a, (b, e) in enumerate(zip(begin, end)):
+        if x.shape[a] + b + e < 0:
+            raise EvaluationError(f"pads {pads} crop {-(b + e)} elements from axis {a} of "
+                                  f"extent {x.shape[a]}")
     # negative pads crop
     crop = tuple(slice(max(-b, 0), x.shape[a] - max(-e, 0)) for a, (b, e) in
                  enumerate(zip(begin, end)))
