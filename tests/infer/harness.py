@@ -75,15 +75,69 @@ def _variables(model) -> list[str]:
     return out
 
 
+def _binding_of(model, feed: dict) -> dict:
+    """The values the dimension variables of the main graph's inputs take in ``feed``."""
+    out = {}
+    for vi in model.graph.inputs:
+        t = vi.type
+        shape = t.shape if t is not None else None
+        arr = feed.get(vi.name)
+        if shape is None or not isinstance(arr, np.ndarray) or arr.ndim != len(shape.dims):
+            continue
+        for d, n in zip(shape.dims, arr.shape):
+            if d.dim_param:
+                out.setdefault(d.dim_param, int(n))
+    return out
+
+
+def _check(name, v, actual, binding) -> bool:
+    """Assert the computed ``actual`` (ndarray, list for a sequence, None or the element for an
+    optional) fits the inferred Value ``v``; returns whether anything was compared."""
+    if v is None or v.kind is None:
+        return False
+    if v.kind in ("sequence", "optional"):
+        if v.kind == "sequence":
+            assert isinstance(actual, list), (name, str(v), type(actual))
+            items = actual
+        else:
+            items = [] if actual is None else [actual]
+        for k, item in enumerate(items):
+            _check(f"{name}[{k}]", v.inner, item, binding)
+        return True
+    if v.kind != "tensor" or not isinstance(actual, np.ndarray):
+        return False
+    if v.elem is not None:
+        assert code_of_dtype(actual.dtype) == v.elem, (name, v, actual.dtype)
+    if v.shape is None:
+        return False
+    assert len(v.shape) == actual.ndim, (name, str(v), actual.shape, binding)
+    for k, d in enumerate(v.shape):
+        want = d.evaluate(binding) if isinstance(d, Expr) else d
+        if want is not None:
+            assert want == actual.shape[k], (name, str(v), actual.shape, binding)
+    if v.data is not None and all(type(x) is int for x in v.data):
+        assert list(actual.reshape(-1)) == list(v.data), (name, v.data, actual)
+    if v.data is not None and all(type(x) is bool for x in v.data):
+        assert list(actual.reshape(-1)) == list(v.data), (name, v.data, actual)
+    return True
+
+
 def sound(model, draws: int = 3, seed: int = 0, low: int = 1, high: int = 6,
-          fixed: dict | None = None, positive_dims: bool | None = None) -> int:
+          fixed: dict | None = None, positive_dims: bool | None = None,
+          feeds: list | None = None) -> int:
     """Run ``model`` with random inputs for ``draws`` bindings of its input dimension
-    variables (each in ``[low, high]``, ``fixed`` overriding) and assert that every value the
-    evaluator computes has the inferred element type, rank and extents (an expression
-    evaluated under the binding; unknown extents and ranks are not compared). Returns the
-    number of (value, draw) pairs compared."""
+    variables (each in ``[low, high]``, ``fixed`` overriding), or with the given ``feeds``
+    (input name -> value dicts, e.g. a conformance case's input files; the binding is read from
+    their shapes), and assert that every value the evaluator computes has the inferred element
+    type, rank and extents (an expression evaluated under the binding; unknown extents and
+    ranks are not compared; a sequence's elements and an optional's element against the
+    inferred element). Returns the number of (value, draw) pairs compared."""
+    bindings = [_binding_of(model, f) for f in feeds] if feeds is not None else None
     if positive_dims is None:  # input dimensions taken >= 1 unless draws may give 0
-        positive_dims = low >= 1 and all(v >= 1 for v in (fixed or {}).values())
+        if bindings is not None:
+            positive_dims = all(v >= 1 for b in bindings for v in b.values())
+        else:
+            positive_dims = low >= 1 and all(v >= 1 for v in (fixed or {}).values())
     res = infer_model(model, positive_dims=positive_dims)
     assert not res.contradictions, res.contradictions
     values = res.values
@@ -91,25 +145,14 @@ def sound(model, draws: int = 3, seed: int = 0, low: int = 1, high: int = 6,
     rng = random.Random(seed)
     compared = 0
     sess = Session(model)
-    for draw in range(draws):
-        binding = {v: rng.randint(low, high) for v in _variables(model)}
-        binding.update(fixed or {})
-        feed = random_inputs(model, seed=seed + draw, dims=binding)
+    for draw in range(draws if feeds is None else len(feeds)):
+        if feeds is None:
+            binding = {v: rng.randint(low, high) for v in _variables(model)}
+            binding.update(fixed or {})
+            feed = random_inputs(model, seed=seed + draw, dims=binding)
+        else:
+            feed, binding = feeds[draw], bindings[draw]
         got = sess.run(feed, outputs=names)
         for name, actual in got.items():
-            v = values.get(name)
-            if v is None or v.kind != "tensor" or not isinstance(actual, np.ndarray):
-                continue
-            if v.elem is not None:
-                assert code_of_dtype(actual.dtype) == v.elem, (name, v, actual.dtype)
-            if v.shape is None:
-                continue
-            assert len(v.shape) == actual.ndim, (name, str(v), actual.shape, binding)
-            for k, d in enumerate(v.shape):
-                want = d.evaluate(binding) if isinstance(d, Expr) else d
-                if want is not None:
-                    assert want == actual.shape[k], (name, str(v), actual.shape, binding)
-            if v.data is not None and all(type(x) is int for x in v.data):
-                assert list(actual.reshape(-1)) == list(v.data), (name, v.data, actual)
-            compared += 1
+            compared += _check(name, values.get(name), actual, binding)
     return compared
