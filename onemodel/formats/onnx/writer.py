@@ -22,6 +22,12 @@ Layouts (:func:`write_layout`, ``layout=``):
                 of ``align``; the others inline.
 ``per_tensor``  One data file per tensor of ``threshold`` bytes or more, named after the tensor
                 (characters outside ``A-Za-z0-9._-`` become ``_``; names made unique).
+``safetensors`` As ``file``, but the data file is one valid safetensors file (``external_data``,
+                by default the .onnx file's name with ``.safetensors`` for ``.onnx``; a data file
+                name ending in ``.safetensors`` selects this layout): a header naming every
+                tensor's key, dtype and shape, each tensor's bytes at an offset that is a
+                multiple of ``align`` (default 64), padding entries in the gaps
+                (:mod:`onemodel.formats.safetensors.layout`; docs/safetensors.md).
 ==============  ===================================================================================
 
 Which tensors move to data files (``file``, ``per_tensor``): initializers of every graph
@@ -90,7 +96,7 @@ from .external_walk import data_file_identity
 from .paths import proto_path
 from .wire_encode import encode, encode_pieces, pieces_size
 
-LAYOUTS = ("keep", "inline", "file", "per_tensor")
+LAYOUTS = ("keep", "inline", "file", "per_tensor", "safetensors")
 
 _STORAGE_FIELDS = STORAGE_FIELDS
 _INITIALIZER = re.compile(r"\.initializers\[\d+\]$")
@@ -206,6 +212,7 @@ def _plan(model, layout, external_data, threshold, align, convert_attributes, ou
     used_names = {model_name.lower()} if model_name else set()
     one_file = None
     end = 0
+    st_slots: list = []
     for path, t in iter_tensors(model):
         if id(t) in seen:
             continue
@@ -221,6 +228,12 @@ def _plan(model, layout, external_data, threshold, align, convert_attributes, ou
             continue
         buf = _contents(model, t)
         n = t.nbytes
+        if layout == "safetensors":
+            if one_file is None:
+                loc = external_data or _safetensors_name(model_name)
+                one_file = files.setdefault(loc, _DataFile(loc))
+            st_slots.append((t, buf, n))
+            continue
         if layout == "file":
             if one_file is None:
                 loc = external_data or ((model_name or "model.onnx") + ".data")
@@ -236,7 +249,32 @@ def _plan(model, layout, external_data, threshold, align, convert_attributes, ou
         ov.set(t, data_location=EXTERNAL, external_data=_entries(df.location, offset, n),
                raw_data=None, float_data=None, int32_data=None, int64_data=None,
                double_data=None, uint64_data=None)
+    if st_slots:
+        _plan_safetensors(model, one_file, st_slots, align, ov)
     return list(files.values())
+
+
+def _safetensors_name(model_name: str | None) -> str:
+    base = model_name or "model.onnx"
+    return (base[:-5] if base.lower().endswith(".onnx") else base) + ".safetensors"
+
+
+def _plan_safetensors(model, df: _DataFile, slots, align: int, ov: _Overrides) -> None:
+    """Lay the tensors out in one safetensors file (:func:`..safetensors.layout.plan`): its header
+    is the first slot, every tensor a slot at its aligned offset."""
+    from ..safetensors.layout import plan
+
+    try:
+        header, offsets, _ = plan([(t.name or "", t.data_type, t.dims, n) for t, _, n in slots],
+                                  align)
+    except UnsupportedError as e:
+        raise e.at(path=proto_path(model, slots[0][0])) from None
+    df.slots.append(_Slot(0, len(header), None, header))
+    for (t, buf, n), offset in zip(slots, offsets):
+        df.slots.append(_Slot(offset, n, t, buf))
+        ov.set(t, data_location=EXTERNAL, external_data=_entries(df.location, offset, n),
+               raw_data=None, float_data=None, int32_data=None, int64_data=None,
+               double_data=None, uint64_data=None)
 
 
 def _plan_keep(model, t, files, out_base, allow_outside) -> None:
@@ -502,20 +540,22 @@ MAX_ALIGN = 1 << 20
 
 
 def write_layout(model, sink, *, layout: str | None = None, external_data: str | None = None,
-                 threshold: int = 1024, align: int = EXTERNAL_DATA_ALIGNMENT,
+                 threshold: int = 1024, align: int | None = None,
                  force: bool = False, base_dir=None, allow_outside: bool = False,
                  convert_attributes: bool = False, storage_options: dict | None = None) -> None:
     """Write ``model`` to ``sink`` as a ModelProto with the external data ``layout`` (module
     documentation), and its data files beside it.
 
     Args:
-        layout: ``keep`` (default; ``file`` when ``external_data`` is given), ``inline``,
-            ``file`` or ``per_tensor``.
+        layout: ``keep`` (default; ``file`` when ``external_data`` is given, ``safetensors``
+            when it ends in ``.safetensors``), ``inline``, ``file``, ``per_tensor`` or
+            ``safetensors``.
         external_data: relative location of the one data file of ``file`` (default: the .onnx
             file's name + ``.data``); the rules of Clause 13.2 apply (no ``..``, not absolute).
         threshold: bytes; smaller tensors stay inline (``file``, ``per_tensor``).
         align: bytes; every offset in a ``file`` data file is a multiple of it (default 4096, a
-            page; 65536 for readers that map by the Windows allocation granularity; 1 for none).
+            page; 65536 for readers that map by the Windows allocation granularity; 1 for none);
+            in a ``safetensors`` data file, every tensor's offset (default 64).
         force: write a .onnx file of :data:`~onemodel.limits.PROTOBUF_MESSAGE_LIMIT` (2 GiB) or
             more, with a warning; without it that raises UnsupportedError before anything is
             written. Also replace an existing data file that may belong to another model
@@ -537,12 +577,17 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
     when a file cannot be written.
     """
     if layout is None:
-        layout = "file" if external_data is not None else "keep"
+        layout = "keep" if external_data is None else "safetensors" \
+            if external_data.lower().endswith(".safetensors") else "file"
     if layout not in LAYOUTS:
         raise UnsupportedError(f"layout must be one of {', '.join(LAYOUTS)}, not {quote(layout)}")
-    if external_data is not None and layout != "file":
-        raise UnsupportedError(f"external_data names the data file of layout 'file' only, not "
-                               f"of layout {quote(layout)}")
+    if external_data is not None and layout not in ("file", "safetensors"):
+        raise UnsupportedError(f"external_data names the data file of layout 'file' or "
+                               f"'safetensors' only, not of layout {quote(layout)}")
+    if align is None:
+        from ..safetensors.layout import DEFAULT_ALIGN
+
+        align = DEFAULT_ALIGN if layout == "safetensors" else EXTERNAL_DATA_ALIGNMENT
     if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0:
         raise UnsupportedError(f"threshold must be a non-negative integer (bytes), not "
                                f"{quote(threshold)}")
@@ -559,7 +604,8 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
                                    f"(Clause 13.2): {e.message}") from None
 
     out_base, model_name = _output_place(sink, base_dir)
-    chosen = layout == "file" and external_data is not None  # the user named the data file
+    # the user named the data file
+    chosen = layout in ("file", "safetensors") and external_data is not None
     read_from = _read_from(model) if not (force or chosen) else set()
     ov = _Overrides()
     sinks: list = []
@@ -622,7 +668,7 @@ encode_model = encode_message
 
 
 def write(model, sink, *, layout: str | None = None, external_data: str | None = None,
-          threshold: int = 1024, align: int = EXTERNAL_DATA_ALIGNMENT, force: bool = False,
+          threshold: int = 1024, align: int | None = None, force: bool = False,
           base_dir=None, allow_outside: bool = False, convert_attributes: bool = False,
           storage_options: dict | None = None) -> None:
     """Write ``model`` as a ModelProto to ``sink`` (not committed here) and its external data
@@ -635,12 +681,15 @@ def write(model, sink, *, layout: str | None = None, external_data: str | None =
             a model read and written back gives the same .onnx and data files, byte for byte.
             ``"inline"``: every tensor in the .onnx file. ``"file"``: tensors of ``threshold``
             bytes or more in one data file ``external_data``. ``"per_tensor"``: one data file per
-            such tensor, named after it. Default ``"file"`` when ``external_data`` is given.
+            such tensor, named after it. ``"safetensors"``: as ``"file"``, the data file a valid
+            safetensors file (docs/safetensors.md). Default ``"file"`` when ``external_data`` is
+            given (``"safetensors"`` when it ends in ``.safetensors``).
         external_data: the data file name for ``"file"`` (a relative location; default the
             .onnx file's name + ``.data``).
         threshold: tensors smaller than this many bytes stay inline (``file``, ``per_tensor``).
         align: every tensor offset in a data file is a multiple of this (default 4096, a page, so
-            the data can be mapped; 65536 for Windows readers that map by allocation granule).
+            the data can be mapped; 65536 for Windows readers that map by allocation granule;
+            64 for layout ``safetensors``).
         force: write a .onnx file of 2 GiB or more (protobuf-based tools cannot read it);
             without it such a write raises UnsupportedError. Also replace an existing data file
             that may belong to another model: without it, a data file whose name the user did
