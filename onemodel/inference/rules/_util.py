@@ -125,3 +125,20 @@ def int_attr(ctx, name: str, default=None, report: bool = True):
     if report:
         ctx.contradiction(f"attribute {name} is {v!r}, not an int")
     return None
+
+
+def list_attr(ctx, name: str, kind=None) -> list:
+    """Attribute ``name`` of the node as a list (``ctx.attr``; [] when neither the node nor the
+    definition gives it). A value that is not a list (an INTS, FLOATS or STRINGS attribute
+    given as one value), or, with ``kind`` (a type or tuple of types), one with elements of
+    other types, is reported as a contradiction and gives [], so a rule never computes with
+    it."""
+    v = ctx.attr(name)
+    if v is None:
+        return []
+    if isinstance(v, (list, tuple)) and (kind is None or all(
+            isinstance(x, kind) and type(x) is not bool for x in v)):
+        return list(v)
+    ctx.contradiction(f"attribute {name} is {v!r}, not a list"
+                      + (f" of {getattr(kind, '__name__', kind)}" if kind else ""))
+    return []
