@@ -9,7 +9,7 @@ import pytest
 from onnx import TensorProto as T
 from onnx import helper
 
-from onemodel.inference import Expr
+from onemodel.inference import Expr, infer_model
 from tests.infer.harness import inferred, node_model, sound
 from tests.infer.rules_check import (
     check_family_registered,
@@ -83,6 +83,9 @@ def test_reduce_contradictions():
                 "axis 2", "rank 2")
     contradicts(node_model("ReduceL2", [("x", F, ["N", 3]), ("a", np.array([-3]))],
                            opset=18), "axis -3")
+    m = node_model("ReduceMean", [("x", F, ["N", 3])], opset=11, axes=1)   # INT, not INTS
+    contradicts(m, "axes is 1", "not a list")
+    assert infer_model(m).values["y"].shape is None
 
 
 @pytest.mark.parametrize("op,want", [("ReduceProd", N * S * 3), ("ReduceSum", N + S + 3),

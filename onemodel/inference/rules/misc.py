@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from .. import dims as D
 from ..registry import rule
-from ._util import int_attr, lower
+from ._util import int_attr, list_attr, lower
 
 _FLOAT, _BOOL, _INT32 = 1, 9, 6
 
@@ -101,13 +101,12 @@ def random_normal(ctx):
 
 
 def _random(ctx):
-    shape = ctx.attr("shape")
+    shape = list_attr(ctx, "shape", int) if ctx.has_attr("shape") else None
     out = None
-    if isinstance(shape, (list, tuple)) and all(type(d) is int for d in shape):
-        if any(d < 0 for d in shape):
-            ctx.contradiction(f"shape {list(shape)} has a negative extent")
-        else:
-            out = list(shape)
+    if shape is not None and any(d < 0 for d in shape):
+        ctx.contradiction(f"shape {shape} has a negative extent")
+    elif shape is not None and (shape or type(ctx.attr("shape")) is list):
+        out = shape
     return ctx.tensor(out, elem=_dtype(ctx, _FLOAT))
 
 
@@ -274,7 +273,7 @@ def string_normalizer(ctx, x):
         ctx.contradiction(f"X has shape {D.shape_text(s)}; [C] or [1, C] is needed")
         return None
     c = s[-1]
-    if ctx.attr("stopwords"):
+    if list_attr(ctx, "stopwords"):
         c = None
     elif c == 0:
         c = 1
@@ -307,9 +306,8 @@ def regex_full_match(ctx, x):
 @rule("TfIdfVectorizer", since=9)
 def tfidf_vectorizer(ctx, x):
     """TfIdfVectorizer: [max(ngram_indexes) + 1] or [N, max(ngram_indexes) + 1], float."""
-    idx = ctx.attr("ngram_indexes") or []
-    width = max(idx) + 1 if idx and all(type(i) is int for i in idx) else (0 if not idx
-                                                                           else None)
+    idx = list_attr(ctx, "ngram_indexes", int)
+    width = max(idx) + 1 if idx else (0 if ctx.attr("ngram_indexes") in (None, []) else None)
     s = _shape(x)
     if s is None:
         return None

@@ -31,7 +31,7 @@ from __future__ import annotations
 from .. import dims as D
 from ..registry import rule
 from ..value import Value
-from ._util import int_attr
+from ._util import int_attr, list_attr
 
 ML = "ai.onnx.ml"
 _FLOAT, _STRING, _INT64, _DOUBLE = 1, 8, 7, 11
@@ -54,12 +54,11 @@ def _rows(ctx, x):
 
 
 def _label_elem(ctx, strings_name="classlabels_strings"):
-    return _STRING if ctx.attr(strings_name) else _INT64
+    return _STRING if list_attr(ctx, strings_name) else _INT64
 
 
 def _n_labels(ctx, ints_name, strings_name="classlabels_strings"):
-    got = ctx.attr(strings_name) or ctx.attr(ints_name) or []
-    return len(got)
+    return len(list_attr(ctx, strings_name) or list_attr(ctx, ints_name, int))
 
 
 def _classified(ctx, n, c):
@@ -71,7 +70,7 @@ def linear_classifier(ctx, x):
     """LinearClassifier: Y [N] labels, Z [N, C] float (module doc)."""
     n, f = _rows(ctx, x)
     labels = _n_labels(ctx, "classlabels_ints")
-    coefs = ctx.attr("coefficients") or []
+    coefs = list_attr(ctx, "coefficients")
     if type(f) is int and f > 0 and len(coefs) % f:
         ctx.contradiction(f"{len(coefs)} coefficients do not fit {f} features")
     elif type(f) is int and f > 0:
@@ -88,7 +87,7 @@ def linear_regressor(ctx, x):
     """LinearRegressor: [N, targets] float."""
     n, f = _rows(ctx, x)
     t = int_attr(ctx, "targets", 1)
-    coefs = ctx.attr("coefficients") or []
+    coefs = list_attr(ctx, "coefficients")
     if type(f) is int and t is not None and len(coefs) != t * f:
         ctx.contradiction(f"{len(coefs)} coefficients do not fit {t} targets and {f} features")
     return ctx.tensor([n, t], elem=_FLOAT)
@@ -126,7 +125,7 @@ def imputer(ctx, x):
 @rule("OneHotEncoder", since=1, domain=ML)
 def one_hot_encoder(ctx, x):
     """OneHotEncoder: [..., len(cats)] float."""
-    cats = ctx.attr("cats_strings") or ctx.attr("cats_int64s") or []
+    cats = list_attr(ctx, "cats_strings") or list_attr(ctx, "cats_int64s")
     s = _same(x)
     return ctx.tensor(None if s is None else s + [len(cats)], elem=_FLOAT)
 
@@ -152,7 +151,7 @@ def array_feature_extractor(ctx, x, y):
 @rule("FeatureVectorizer", since=1, domain=ML)
 def feature_vectorizer(ctx, *inputs):
     """FeatureVectorizer: [N, sum(inputdimensions)] float."""
-    dims = list(ctx.attr("inputdimensions") or [])
+    dims = list_attr(ctx, "inputdimensions", int)
     if len(dims) != len(inputs):
         ctx.contradiction(f"{len(dims)} inputdimensions for {len(inputs)} inputs")
     n = None
@@ -180,7 +179,8 @@ _CAST_TO = {"TO_FLOAT": _FLOAT, "TO_STRING": _STRING, "TO_INT64": _INT64}
 @rule("CastMap", since=1, domain=ML)
 def cast_map(ctx, x):
     """CastMap: [1, n] of the ``cast_to`` type."""
-    elem = _CAST_TO.get(ctx.attr("cast_to"))
+    to = ctx.attr("cast_to")
+    elem = _CAST_TO.get(to) if isinstance(to, str) else None
     width = int_attr(ctx, "max_map", 1) if ctx.attr("map_form") == "SPARSE" else None
     return ctx.tensor([1, width], elem=elem)
 
@@ -188,7 +188,7 @@ def cast_map(ctx, x):
 @rule("DictVectorizer", since=1, domain=ML)
 def dict_vectorizer(ctx, x):
     """DictVectorizer: [1 (a map) or ? (a sequence of maps), len(vocabulary)], value type."""
-    vocab = ctx.attr("string_vocabulary") or ctx.attr("int64_vocabulary") or []
+    vocab = list_attr(ctx, "string_vocabulary") or list_attr(ctx, "int64_vocabulary")
     rows, inner = None, None
     if x is not None and x.kind == "map":
         rows, inner = 1, x.inner
@@ -228,10 +228,10 @@ def label_encoder(ctx, x):
         elem = _FLOAT
     elif ctx.has_attr("values_tensor"):
         elem = _tensor_attr_elem(ctx, "values_tensor")
-    keys = next((ctx.attr(n) for n in ("keys_strings", "keys_int64s", "keys_floats")
+    keys = next((list_attr(ctx, n) for n in ("keys_strings", "keys_int64s", "keys_floats")
                  if ctx.has_attr(n)), None)
-    values = next((ctx.attr(n) for n in ("values_strings", "values_int64s", "values_floats")
-                   if ctx.has_attr(n)), None)
+    values = next((list_attr(ctx, n) for n in ("values_strings", "values_int64s",
+                                               "values_floats") if ctx.has_attr(n)), None)
     if keys is not None and values is not None and len(keys) != len(values):
         ctx.contradiction(f"{len(keys)} keys and {len(values)} values")
     return ctx.tensor(_same(x), elem=elem)
@@ -277,6 +277,6 @@ def svm_classifier(ctx, x):
     n, _ = _rows(ctx, x)
     c = _n_labels(ctx, "classlabels_ints")
     cols = c
-    if ctx.attr("vectors_per_class") and not ctx.attr("prob_a") and c > 2:
+    if list_attr(ctx, "vectors_per_class") and not list_attr(ctx, "prob_a") and c > 2:
         cols = c * (c - 1) // 2
     return _classified(ctx, n, cols or None)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from .. import dims as D
 from ..registry import rule
-from ._util import INT_RANGE, int_attr, lower
+from ._util import INT_RANGE, int_attr, list_attr, lower
 
 _I64 = 7
 
@@ -132,8 +132,9 @@ def _make(name, versions_attr, versions_input):
                         return [None] * (len(shape) - 1)
                     return None
         else:
-            axes = ctx.attr("axes")
-            axes = [int(a) for a in axes] if axes else None
+            axes = list_attr(ctx, "axes", int) or None
+            if axes is None and ctx.attr("axes") not in (None, []):
+                return None   # not a list of ints: reported
         if shape is None:
             return None
         rank = len(shape)
