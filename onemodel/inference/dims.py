@@ -189,18 +189,19 @@ def _paren(x) -> str:
     return f"({s})" if isinstance(x, Expr) and (len(x.terms) > 1 or x.const) else s
 
 
-def _atom_key(a):
-    return (0, a) if isinstance(a, str) else (1, a._key)
-
-
 def _make(terms: dict, const: int):
     """The canonical value of ``terms`` (monomial -> coeff) + ``const``: an int when no term
     is left, else an Expr."""
-    items = tuple(sorted(((m, c) for m, c in terms.items() if c),
-                         key=lambda mc: tuple(_atom_key(a) for a in mc[0])))
+    items = [(m, c) for m, c in terms.items() if c]
     if not items:
         return const
-    return Expr(items, const)
+    if len(items) > 1:  # monomials compare atom by atom: variables (str) before Op atoms
+        items.sort(key=_first)
+    return Expr(tuple(items), const)
+
+
+def _first(mc):
+    return mc[0]
 
 
 def _parts(x) -> tuple[dict, int]:
@@ -240,7 +241,9 @@ def mul(a: Dim, b: Dim) -> Dim:
     out: dict = {}
     for m1, c1 in list(ta.items()) + ([((), ca)] if ca else []):
         for m2, c2 in list(tb.items()) + ([((), cb)] if cb else []):
-            m = tuple(sorted(m1 + m2, key=_atom_key))
+            m = m1 + m2
+            if len(m) > 1:
+                m = tuple(sorted(m))
             out[m] = out.get(m, 0) + c1 * c2
     const = out.pop((), 0)
     return _make(out, const)
