@@ -118,7 +118,7 @@ def _contents(t: Tensor):
         raise InvalidModelError(f"{n} bytes of contents for {count} elements of {info.name} "
                                 f"({want} bytes)", path=t.name)
     if chunks is not None:
-        return chunks(_CHUNK), n
+        return chunks(_CHUNK, check=False), n  # a recorded digest: confirmed by tensor_digest
     return iter((memoryview(src).cast("B"),)), n
 
 
@@ -129,16 +129,22 @@ def tensor_header(data_type, dims) -> bytes:
     return TENSOR_PREFIX + struct.pack(f"<qq{len(dims)}q", int(data_type or 0), len(dims), *dims)
 
 
-def tensor_digest(t: Tensor) -> bytes:
+def tensor_digest(t: Tensor, *, check: bool = True) -> bytes:
     """The 32-octet content digest of one tensor (version 1, see the module docstring):
     element type, dims and values, whatever the storage (raw, typed, external, OneModel).
-    Raises InvalidModelError for contents that do not match dims and type or an unresolved
-    external reference, IoError when the bytes cannot be read."""
+    Bytes with a digest recorded in their OneModel file are hashed once and, with ``check``,
+    the result is compared with it (``Blob.confirm``). Raises InvalidModelError for contents
+    that do not match dims and type or an unresolved external reference, IoError when the
+    bytes cannot be read or (``check``) do not match their recorded digest."""
     h = hashlib.sha256(tensor_header(t.data_type, t.dims))
     chunks, _ = _contents(t)
     for c in chunks:
         h.update(c)
-    return h.digest()
+    d = h.digest()
+    src = t.external if t.is_external else t.raw_data
+    if check and getattr(src, "digest", None) is not None:
+        src.confirm(d)
+    return d
 
 
 def _stub(t: Tensor, d: bytes) -> Tensor:
@@ -147,15 +153,17 @@ def _stub(t: Tensor, d: bytes) -> Tensor:
                   unknown=t.unknown)
 
 
-def model_digest(model: Model, *, workers: int | None = None) -> ModelDigest:
+def model_digest(model: Model, *, workers: int | None = None,
+                 known: dict[int, bytes] | None = None) -> ModelDigest:
     """The content digest of ``model`` (an :class:`onemodel.Model`; tensors read where they
     lie). ``workers``: threads hashing tensors of :data:`PARALLEL_BYTES` or more (default: the
-    CPUs, at most 8). Raises what :func:`tensor_digest` raises."""
+    CPUs, at most 8). ``known``: ``id(tensor)`` -> its tensor digest, already computed (not
+    hashed again). Raises what :func:`tensor_digest` raises."""
     from .formats.onnx.wire_encode import encode
 
     pairs = list(iter_tensors(model))
-    digests: dict[int, bytes] = {}
-    big = [t for _, t in pairs if _stored_bytes(t) >= PARALLEL_BYTES]
+    digests: dict[int, bytes] = dict(known or {})
+    big = [t for _, t in pairs if id(t) not in digests and _stored_bytes(t) >= PARALLEL_BYTES]
     if big:
         import os
         from concurrent.futures import ThreadPoolExecutor

@@ -133,18 +133,28 @@ class Blob:
             return self.view()[offset:offset + length]  # a recorded digest: checked whole
         return self.source.read(self.offset + offset, length)
 
-    def chunks(self, size: int = 8 << 20):
+    def confirm(self, digest: bytes) -> None:
+        """The caller hashed these bytes itself (the tensor digest of the same header and
+        bytes, ``digest``): check it against the recorded one (:meth:`expect`) instead of
+        hashing again. IoError on a mismatch, as :meth:`view`; nothing without a recorded
+        digest."""
+        c = self._check
+        if c is not None and not c[4]:
+            self._verify_digest(_Done(digest))
+
+    def chunks(self, size: int = 8 << 20, *, check: bool = True):
         """The bytes in order, as memoryviews of at most ``size`` bytes each, without holding
         more than one chunk: fetched bytes are sliced; a mapped local file is read with
         ``os.preadv`` into one reused buffer (so the pages of a large file are not mapped into
         the process: memory stays flat); an in-memory source is sliced; a remote one is read
         one range per chunk (not kept). A chunk is valid until the next one is asked for.
-        With a recorded digest not yet checked (:meth:`expect`), the chunks are hashed as they
-        pass and a mismatch raises IoError after the last one (before the caller is done).
+        With a recorded digest not yet checked (:meth:`expect`) and ``check``, the chunks are
+        hashed as they pass and a mismatch raises IoError after the last one (before the caller
+        is done); a caller that hashes them itself passes ``check=False`` and :meth:`confirm`.
         Raises IoError when the source cannot be read, MalformedError for a range past its
         end."""
         c = self._check
-        if c is None or c[4]:
+        if c is None or c[4] or not check:
             yield from self._chunks(size)
             return
         import hashlib
@@ -218,6 +228,19 @@ class Blob:
     def __repr__(self) -> str:
         name = getattr(self.source, "name", "?")
         return f"Blob({name!r}, offset={self.offset}, nbytes={self.nbytes})"
+
+
+class _Done:
+    """A finished hash: its digest, as ``hashlib``'s ``digest()``/``hexdigest()`` give it."""
+
+    def __init__(self, d: bytes):
+        self.d = d
+
+    def digest(self) -> bytes:
+        return self.d
+
+    def hexdigest(self) -> str:
+        return self.d.hex()
 
 
 class CheckedBlob(Blob):

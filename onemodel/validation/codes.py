@@ -114,6 +114,11 @@ _TABLE = [
      "structure only; one finding per data file)",
      "external data location 'w.bin': the SHA-1 checksum of 1 tensor was not verified (check "
      "reads structure only; --full reads the file and verifies them)"),
+    ("OM207", "error", "docs/format-extension.md section 9 (content digests)",
+     "--full: a OneModel file's tensors (and the model) match the content digests its manifest "
+     "records (without --full nothing is hashed)",
+     "tensor 'w': bytes [1088, 132160) do not match its recorded digest sha256:9f2c... (they "
+     "hash to sha256:41d0...)"),
     # -- operator set checks against onemodel.schemas (onemodel/validation/operators.py) --
     ("OM301", "error", P1 + "Clauses 10.2, 10.4",
      "the operator is defined in its domain (a domain with schemas: ai.onnx, ai.onnx.ml, "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .codes import CODES, matches
+from .digests import check_digests
 from .finding import Finding, Report
 from .inferred import check_inferred
 from .operators import check_operators
@@ -21,6 +22,7 @@ FAMILIES = [
     check_operators,   # OM3xx against onemodel.schemas (Clause 10.4)
     check_types,       # OM4xx stated types (Clause 10.3), after check_operators: shares its walk
     check_inferred,    # OM41x shape inference under --full (Clauses 9.4, 10.4)
+    check_digests,     # OM207 recorded content digests under --full
 ]
 
 

@@ -242,3 +242,45 @@ def test_verify_compares_recorded_digests_first(tmp_path):
     assert not r.equal and r.tensors_by_digest == 1
     assert r.first.path == "graph.initializers[0].contents"
     assert "first at byte 0 (element 0)" in r.first.message
+
+
+def test_check_full_reports_a_digest_mismatch_and_plain_check_hashes_nothing(tmp_path,
+                                                                             monkeypatch):
+    from onemodel.validation import check
+
+    m, w, _ = _model()
+    good = write_bytes(m, digests=True)
+    bad, start, end = _flip(good, "w")
+    p, q = tmp_path / "bad.onemodel", tmp_path / "good.onemodel"
+    p.write_bytes(bad)
+    q.write_bytes(good)
+    assert [f.code for f in check(str(q), full=True).findings] == []
+    r = check(str(p), full=True)
+    (f,) = [f for f in r.findings if f.code == "OM207"]
+    assert f.severity == "error" and not r.ok
+    assert f.path == "manifest.graph.initializers[0]" and f.offset == start
+    assert "'w'" in f.message and f"[{start}, {end})" in f.message
+    # without --full nothing is hashed: no finding, no hash of any tensor
+    import hashlib
+
+    calls = []
+    real = hashlib.sha256
+    monkeypatch.setattr(hashlib, "sha256", lambda *a: calls.append(1) or real(*a))
+    assert [f.code for f in check(str(p)).findings if f.code == "OM207"] == []
+    assert calls == []
+
+
+def test_check_full_compares_the_recorded_model_digest(tmp_path):
+    from onemodel.validation import check
+
+    m, _, _ = _model()
+    data = write_bytes(m, digests=True)
+    h, man = _manifest(data)
+    text = data[HEADER_SIZE:HEADER_SIZE + h.manifest_length]
+    other = "sha256:" + "0" * 64
+    new = text.replace(man["digests"]["model"].encode(), other.encode())
+    p = tmp_path / "m.onemodel"
+    p.write_bytes(data[:HEADER_SIZE] + new + data[HEADER_SIZE + len(text):])
+    (f,) = [f for f in check(str(p), full=True).findings if f.code == "OM207"]
+    assert f.path == "manifest.digests.model"
+    assert digest(m).hex in f.message and other in f.message

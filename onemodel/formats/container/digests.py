@@ -90,6 +90,22 @@ def attach(t, obj: dict, path: str) -> None:
     t.raw_data = t.raw_data.expect(d, tensor_header(t.data_type, t.dims), t.name or "", path)
 
 
+def recorded_model_digest(model) -> bytes | None:
+    """The model digest recorded in the OneModel file ``model`` was read from (its manifest
+    read again: header and manifest only), or None (another format, a model in memory, no
+    digests). Raises the reader's errors for a file that changed since."""
+    if getattr(model, "format", None) != "onemodel" or not model.resources:
+        return None
+    from .header import HEADER_SIZE, parse_header
+    from .manifest import as_obj, parse_manifest
+
+    source = model.resources[0]
+    size = source.size
+    header = parse_header(source.read(0, min(HEADER_SIZE, size)), size)
+    manifest = parse_manifest(source.read(HEADER_SIZE, header.manifest_length), HEADER_SIZE)
+    return model_entry(as_obj(manifest, "manifest"), "manifest")
+
+
 def recorded(model) -> dict[str, bytes]:
     """Tensor path (of :func:`onemodel.ir.walk.iter_tensors`) -> recorded digest, for every
     tensor of ``model`` whose bytes carry one (a OneModel file written with ``digests=True``)."""
@@ -110,5 +126,6 @@ def blob_digest(t) -> bytes | None:
     return src.digest if isinstance(src, Blob) else None
 
 
-__all__ = ["KEY", "DATA_KEY", "record", "attach", "model_entry", "recorded", "blob_digest",
+__all__ = ["KEY", "DATA_KEY", "record", "attach", "model_entry", "recorded",
+           "recorded_model_digest", "blob_digest",
            "parse_digest", "format_digest"]
