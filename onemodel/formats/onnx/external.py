@@ -34,6 +34,11 @@ bytes, each step in the module that holds it:
    ``tensor.external`` becomes the :class:`~onemodel.storage.blob.Blob` of the tensor's bytes in
    it (its ``view()`` a zero-copy slice of the map, or one range read of a remote file, fetched on
    first use), which writers copy file to file.
+5. **A safetensors data file** (:mod:`onemodel.formats.safetensors.check`). A data file that
+   starts like a safetensors file has its header checked by the format's rules, and every
+   reference into it must select one header entry's range holding the tensor (dtype and shape,
+   or U8 octets with the element type recorded); a refusal is the header check's kind
+   (MalformedError, UnsupportedError) or InvalidModelError, its message naming the entry.
 
 Data files are written (:mod:`.writer`) where :mod:`.external_sinks` says, their directories
 created by the same confined walk.
@@ -86,12 +91,31 @@ def _sha1_of(source: Source) -> str:
     return h.hexdigest()
 
 
+_UNKNOWN = object()
+
+
 class _DataFile:
-    __slots__ = ("opened", "sha1")
+    __slots__ = ("opened", "sha1", "safetensors")
 
     def __init__(self, opened: OpenedFile):
         self.opened = opened
         self.sha1 = None
+        self.safetensors = _UNKNOWN  # the checked header of a safetensors file, None for none
+
+
+def _safetensors_index(df: _DataFile, location: str):
+    """The checked safetensors header of ``df`` (:func:`..safetensors.check.open_index`), or None
+    when it is not a safetensors file. A header that breaks the format's rules is refused with
+    the header check's kind (MalformedError, UnsupportedError), the message naming its path."""
+    if df.safetensors is _UNKNOWN:
+        from ..safetensors.check import open_index
+
+        try:
+            df.safetensors = open_index(df.opened.source, location)
+        except OneModelError as e:
+            raise type(e)(f"safetensors data file, {e.path}: {e.message}", offset=e.offset,
+                          source=e.source) from None
+    return df.safetensors
 
 
 def resolve_external_data(model: Model, base=None, *, allow_outside: bool = False,
@@ -231,6 +255,9 @@ class _Resolver:
             if df.sha1 != ref.checksum:
                 raise RefusedError(f"checksum mismatch: the file's SHA-1 is {df.sha1}, the "
                                    f"reference says {ref.checksum} (Clause 13.3)")
+        st = _safetensors_index(df, ref.location)
+        if st is not None:
+            st.check(t, ref.offset, length)
         t.external = Blob(src, ref.offset, length)
 
     def close_base(self) -> None:

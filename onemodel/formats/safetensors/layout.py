@@ -212,7 +212,7 @@ def consistent(entry, code: int, dims, recorded: Recorded) -> str | None:
         if list(entry.shape) != dims:
             return f"its shape {list(entry.shape)} is not the tensor's dims {dims}"
         return None
-    if entry.dtype == "U8" and want_type == code:
+    if entry.dtype == "U8" and want_type in (code, None):  # octets; None: not recorded
         want = INFO[code].raw_nbytes(_count(dims))
         if list(entry.shape) != [want]:
             return f"U8 shape {list(entry.shape)} is not the tensor's [{want}] octets"
