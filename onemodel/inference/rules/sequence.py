@@ -15,7 +15,7 @@ length is not followed. Elements of two element types in one sequence are a cont
   in ``[-r-1, r]``).
 * ``SplitToSequence``: pieces of extent 1 along ``axis`` (removed when ``keepdims`` is 0) without
   ``split``; with a scalar ``split`` k, pieces of k where the axis extent is a known multiple of
-  k; with a 1-D ``split``, the common length where all are equal; else unknown.
+  k (any extent for k = 1), the extent itself where it is known to be less than k; with a 1-D ``split``, the common length where all are equal; else unknown.
 * ``SequenceMap``: the body inferred once with each sequence input's element and each tensor
   input as it is; output k is a sequence of the body's output k.
 * ``Optional``: an optional of its input, or of attribute ``type`` without one;
@@ -152,7 +152,7 @@ def split_to_sequence(ctx, x, split=None):
         k, d = lengths[0], shape[a]
         if k <= 0:
             ctx.contradiction(f"split {k} is not positive")
-        elif type(d) is int and d % k == 0:
+        elif k == 1 or (type(d) is int and d % k == 0):
             piece = k
         elif type(d) is int and d < k:
             piece = d
