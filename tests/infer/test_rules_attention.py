@@ -138,3 +138,36 @@ def test_flex_attention():
     contradicts(node_model("FlexAttention", [("q", F, ["B", 4, "S"]), ("k", F, ["B", 2, "L", 8]),
                                              ("v", F, ["B", 2, "L", 5])], opset=23,
                            domain="ai.onnx.preview"), "rank 3")
+
+
+def _flex_with(mod_node, out_name="o"):
+    from onnx import helper
+
+    import onemodel
+    body = helper.make_graph([mod_node], "mod", [helper.make_tensor_value_info("s", F, None)],
+                             [helper.make_empty_tensor_value_info(out_name)])
+    node = helper.make_node("FlexAttention", ["q", "k", "v"], ["y"], domain="ai.onnx.preview",
+                            score_mod=body)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("q", F, ["B", 2, "S", 4]),
+                                        helper.make_tensor_value_info("k", F, ["B", 1, "L", 4]),
+                                        helper.make_tensor_value_info("v", F, ["B", 1, "L", 3])],
+                          [helper.make_empty_tensor_value_info("y")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 23),
+                                            helper.make_opsetid("ai.onnx.preview", 1)])
+    m.ir_version = 10
+    return onemodel.load(m.SerializeToString())
+
+
+def test_flex_attention_score_mod_inferred_on_the_scores():
+    from onnx import helper
+
+    from onemodel.inference import infer_model
+    m = _flex_with(helper.make_node("Neg", ["s"], ["o"]))
+    res = infer_model(m)
+    assert not res.contradictions
+    assert res.values["y"].shape == (B, 2, S, 3)
+    body = res.graphs["graph.nodes[0].attributes[0].g"]
+    assert body["o"].shape == (B, 2, S, L) and body["o"].elem == F   # float32 precision
+    assert sound(m) > 0
+    contradicts(_flex_with(helper.make_node("ReduceSum", ["s"], ["o"], keepdims=0)),
+                "score_mod gives rank 0")

@@ -16,8 +16,9 @@ Shapes (ONNX Part 1, operator definitions of Clause 14.3):
 * ``LinearAttention``: output ``[B, T, Hq * dv]`` and state ``[B, Hkv, dk, dv]`` (in the
   query's element type, also when no past_state binds its constraint), with
   ``dk = query[2] / Hq``, ``dv = value[2] / Hkv``.
-* ``FlexAttention``: ``[B, Hq, L, Dv]`` in Q's type (the score and probability modifiers keep
-  the scores' shape).
+* ``FlexAttention``: ``[B, Hq, L, Dv]`` in Q's type; the ``score_mod`` and ``prob_mod``
+  subgraphs are inferred on the ``[B, Hq, L, S]`` scores in the softmax precision
+  (``softmax_precision``, else float, double for double Q) and must keep their rank.
 
 Contradictions (Clause 9.4): ranks other than those above, a packed extent that the number of
 heads does not divide, query heads not a multiple of key heads, unequal batch or head sizes.
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 from .. import dims as D
 from ..registry import rule
+from ..value import Value
 from ._util import int_attr
 
 
@@ -217,7 +219,16 @@ def flex_attention(ctx, q, k, v):
             s = None
         shapes.append(s)
     qs, ks, vs = shapes
+    b, hq, length, _, _, kv_len, dv = _attend(ctx, qs, ks, vs)
+    if ctx.has_attr("score_mod") or ctx.has_attr("prob_mod"):
+        # the modifiers take and give the [B, Hq, L, S] scores in the softmax precision
+        work = int_attr(ctx, "softmax_precision", 0) or (11 if q.elem == 11 else 1)
+        scores = Value.tensor(work, [b, hq, length, kv_len])
+        for name in ("score_mod", "prob_mod"):
+            outs = ctx.infer_graph(name, [scores])
+            got = outs[0] if outs else None
+            if got is not None and got.rank is not None and got.rank != 4:
+                ctx.contradiction(f"{name} gives rank {got.rank}; the scores have rank 4")
     if qs is None and vs is None:
         return None
-    b, hq, length, _, _, _, dv = _attend(ctx, qs, ks, vs)
     return [b, hq, length, dv]
