@@ -92,6 +92,24 @@ def test_rotary_embedding(shape, attrs):
     assert sound(m) > 0
     contradicts(node_model("RotaryEmbedding", [("x", F, ["B", 8]), ("c", F, cache),
                                                ("s", F, cache)], opset=23), "rank 2")
+    contradicts(node_model("RotaryEmbedding", [("x", F, shape), ("c", F, ["B", "S", 3]),
+                                               ("s", F, ["B", "S", 3])], opset=23, **attrs),
+                "4 and 3")
+
+
+def test_rotary_embedding_extents_from_caches_and_positions():
+    # sequence length unknown in X: the caches say S; with position_ids they say it
+    m = node_model("RotaryEmbedding", [("x", F, ["B", 2, None, 8]), ("c", F, ["B", "S", 2]),
+                                       ("s", F, ["B", "S", 2])], opset=23,
+                   rotary_embedding_dim=4)
+    assert inferred(m)["y"].shape == (B, 2, S, 8)
+    m = node_model("RotaryEmbedding", [("x", F, [None, "S", 16]), ("c", F, [32, 4]),
+                                       ("s", F, [32, 4]), ("p", T.INT64, ["B", "S"])],
+                   opset=23, num_heads=2)
+    v = inferred(m)["y"]
+    assert v.shape == (B, S, 16) and v.elem == F
+    contradicts(node_model("RotaryEmbedding", [("x", F, ["B", 2, "S", 8]), ("c", F, [32, 4]),
+                                               ("s", F, [32, 4])], opset=23), "rank 2")
 
 
 def test_tensor_scatter():

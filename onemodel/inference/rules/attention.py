@@ -121,14 +121,40 @@ def attention(ctx, q, k, v, attn_mask=None, past_key=None, past_value=None,
 
 @rule("RotaryEmbedding", since=23)
 def rotary_embedding(ctx, x, cos_cache, sin_cache, position_ids=None):
-    """RotaryEmbedding: X's shape (3-D with ``num_heads``, or 4-D)."""
+    """RotaryEmbedding: X's shape (3-D with ``num_heads``, or 4-D); its batch and sequence
+    extents unified with position_ids [B, S], or without them with the caches [B, S, R / 2],
+    R the ``rotary_embedding_dim`` (default the head size)."""
     if x.shape is None:
         return None
-    if len(x.shape) == 3:
-        _split_heads(ctx, x, int_attr(ctx, "num_heads", 0), "X")
-    elif len(x.shape) != 4:
-        ctx.contradiction(f"X has rank {len(x.shape)}; 3 or 4 is needed")
-    return list(x.shape)
+    out = list(x.shape)
+    if len(out) == 3:
+        heads = _split_heads(ctx, x, int_attr(ctx, "num_heads", 0), "X")
+        seq_axis = 1
+    elif len(out) == 4:
+        heads, seq_axis = out, 2
+    else:
+        ctx.contradiction(f"X has rank {len(out)}; 3 or 4 is needed")
+        return out
+    rot = int_attr(ctx, "rotary_embedding_dim", 0) or (heads[3] if heads else None)
+    half = D.floordiv(rot, 2) if rot is not None else None
+    pos = position_ids.shape if position_ids is not None else None
+    if pos is not None and len(pos) == 2:
+        out[0] = _unify(ctx, out[0], pos[0], "batch sizes")
+        out[seq_axis] = _unify(ctx, out[seq_axis], pos[1], "sequence lengths")
+    for cache in (cos_cache, sin_cache):
+        cs = cache.shape if cache is not None else None
+        if cs is None:
+            continue
+        if len(cs) != (2 if position_ids is not None else 3):
+            ctx.contradiction(f"a cache has rank {len(cs)}; "
+                              f"{2 if position_ids is not None else 3} is needed")
+            continue
+        if position_ids is None:
+            out[0] = _unify(ctx, out[0], cs[0], "batch sizes")
+            out[seq_axis] = _unify(ctx, out[seq_axis], cs[1], "sequence lengths")
+        if half is not None and cs[-1] is not None:
+            _unify(ctx, half, cs[-1], "rotary half size and cache extents")
+    return out
 
 
 @rule("TensorScatter", since=24)
