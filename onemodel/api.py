@@ -261,7 +261,7 @@ class ConvertResult:
 
 def convert(src, dst, *, to: str | None = None, source_format: str | None = None,
             storage_options: dict | None = None, read_options: dict | None = None,
-            progress=None, **write_options) -> ConvertResult:
+            progress=None, into=None, **write_options) -> ConvertResult:
     """Convert the model at ``src`` to ``dst`` (formats from magic bytes and suffixes, or
     ``source_format`` / ``to``). Tensor bytes stream from the source map to the destination.
 
@@ -278,6 +278,12 @@ def convert(src, dst, *, to: str | None = None, source_format: str | None = None
     writer would refuse is refused with the same message and path when the output is ONNX too
     (``load`` alone still accepts such an ONNX file as written).
 
+    Safetensors (docs/safetensors.md): a ``dst`` ending in ``.safetensors`` (without ``to``)
+    receives the initializers of the model at ``src`` (:func:`extract_weights`); with ``into``
+    (a model's path or URL), ``src`` is a safetensors file whose tensors replace the initializers
+    of that model by name, and the result is written to ``dst`` as any conversion
+    (:func:`apply_weights`).
+
     Returns a :class:`ConvertResult`; raises OneModelError (InvalidModelError for a model that
     breaks the graph rules, with nothing written at ``dst``), UsageError for an empty ``src`` or
     ``dst`` path.
@@ -286,6 +292,13 @@ def convert(src, dst, *, to: str | None = None, source_format: str | None = None
 
     _not_empty(src)
     _not_empty(dst)
+    if into is not None:
+        return apply_weights(src, into, dst, to=to, storage_options=storage_options,
+                             read_options=read_options, progress=progress, **write_options)
+    if to is None and (_name_of(dst) or "").lower().endswith(_SAFETENSORS):
+        return extract_weights(src, dst, source_format=source_format,
+                               storage_options=storage_options, read_options=read_options,
+                               progress=progress, **write_options)
     out_plugin = _plugin_for_target(dst, to)
     options = _plugin_options(out_plugin.write, 2, write_options, f"{out_plugin.name} output",
                               storage_options=storage_options)
@@ -300,3 +313,82 @@ def convert(src, dst, *, to: str | None = None, source_format: str | None = None
         omitted = _write(out_plugin, model, dst, options, storage_options, progress)
         return ConvertResult(model.format or "?", out_plugin.name, len(tensors), total,
                              list(omitted or []))
+
+
+_SAFETENSORS = ".safetensors"
+
+
+def extract_weights(src, dst, *, source_format: str | None = None,
+                    storage_options: dict | None = None, read_options: dict | None = None,
+                    progress=None, align: int | None = None) -> ConvertResult:
+    """Write the initializers of the model at ``src`` (every graph's, STRING ones left out) to
+    the safetensors file ``dst``: names as keys (unique keys for names met twice, recorded), the
+    ONNX element types and the model's content digest (``onemodel.digest``: ``sha256:...``) in
+    ``__metadata__``, every tensor at an offset that is a multiple of ``align`` (default 64;
+    :mod:`onemodel.formats.safetensors.weights`). ``safetensors.safe_open(dst, "np")`` reads it.
+
+    Returns a :class:`ConvertResult` (target format ``safetensors``, the tensors written and
+    their bytes). Raises the errors of :func:`load`, UnsupportedError for a bad ``align``;
+    nothing is left at ``dst`` on error.
+    """
+    from .content_digest import model_digest
+    from .formats.safetensors.layout import DEFAULT_ALIGN
+    from .formats.safetensors.weights import initializers, write_weights
+
+    model = load(src, format=source_format, storage_options=storage_options,
+                 **(read_options or {}))
+    with model:
+        inits = initializers(model)
+        total = sum(t.nbytes for _, t in inits)
+        if progress is not None and hasattr(progress, "set_total"):
+            progress.set_total(total)
+        meta = {"onemodel.digest": model_digest(model).hex}
+        sink = open_sink(dst, storage_options=storage_options, progress=progress)
+        try:
+            n = write_weights(model, sink, align=DEFAULT_ALIGN if align is None else align,
+                              metadata=meta)
+        except BaseException:
+            sink.abort()
+            raise
+        sink.commit()
+        return ConvertResult(model.format or "?", "safetensors", n, total)
+
+
+def apply_weights(weights, model_path, dst, *, to: str | None = None,
+                  storage_options: dict | None = None, read_options: dict | None = None,
+                  progress=None, **write_options) -> ConvertResult:
+    """Replace the initializers of the model at ``model_path`` by name with the tensors of the
+    safetensors file ``weights`` (each must name an initializer and hold its element type and
+    dims; :func:`onemodel.formats.safetensors.weights.apply_weights`) and write the result to
+    ``dst`` as :func:`convert` writes (format from ``to`` or the suffix, ``write_options``
+    checked first, the graph rules applied). Tensor bytes stream from the safetensors file.
+
+    Returns a :class:`ConvertResult` whose ``tensors`` are the initializers replaced and
+    ``tensor_bytes`` their bytes. Raises InvalidModelError naming the tensor for a key the model
+    has no initializer of or a dtype or shape that does not match (nothing written), the
+    errors of :func:`load` and of the header check for a file that breaks the safetensors rules.
+    """
+    from .formats.safetensors.weights import apply_weights as apply
+    from .ir import graph_rules
+
+    _not_empty(weights)
+    out_plugin = _plugin_for_target(dst, to)
+    options = _plugin_options(out_plugin.write, 2, write_options, f"{out_plugin.name} output",
+                              storage_options=storage_options)
+    model = load(model_path, storage_options=storage_options, **(read_options or {}))
+    with model:
+        source = open_source(weights, storage_options=storage_options)
+        try:
+            replaced = apply(model, source, name=source.name)
+        except OneModelError as e:
+            source.close()
+            raise e.at(source=source.name)
+        except BaseException:
+            source.close()
+            raise
+        graph_rules.check_model(model)
+        total = sum(t.nbytes for t in replaced)
+        if progress is not None and hasattr(progress, "set_total"):
+            progress.set_total(total)
+        _write(out_plugin, model, dst, options, storage_options, progress)
+        return ConvertResult("safetensors", out_plugin.name, len(replaced), total)

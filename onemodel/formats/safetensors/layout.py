@@ -76,6 +76,24 @@ def stored_as(code: int, dims) -> tuple[str, list[int]]:
     return "U8", [info.raw_nbytes(count)]
 
 
+def unique_keys(names) -> tuple[list[str], dict]:
+    """The header key of each tensor name, in order (module documentation: a name met before,
+    ``__metadata__`` or a padding key's form gets ``<name>.<n>``, the first ``n`` from 2 not
+    taken), and ``{key: name}`` for the keys that are not their name."""
+    used: set = {"__metadata__"}
+    keys, renamed = [], {}
+    for name in names:
+        key, i = name, 1
+        while key in used or _PAD.fullmatch(key):
+            i += 1
+            key = f"{name}.{i}"
+        used.add(key)
+        keys.append(key)
+        if key != name:
+            renamed[key] = name
+    return keys, renamed
+
+
 def _align_up(n: int, align: int) -> int:
     return -(-n // align) * align
 
@@ -92,18 +110,7 @@ def plan(tensors, align: int = DEFAULT_ALIGN, layout: str = "onnx-external-data"
     UnsupportedError for a tensor that cannot be stored (STRING) or octets that do not match
     dims x element type.
     """
-    used: set = {"__metadata__"}
-    keys = []
-    names = {}
-    for name, _, _, _ in tensors:
-        key, i = name, 1
-        while key in used or _PAD.fullmatch(key):
-            i += 1
-            key = f"{name}.{i}"
-        used.add(key)
-        keys.append(key)
-        if key != name:
-            names[key] = name
+    keys, names = unique_keys([t[0] for t in tensors])
     entries: dict = {}
     types = {}
     padding = []
@@ -220,4 +227,4 @@ def consistent(entry, code: int, dims, recorded: Recorded) -> str | None:
     return f"its dtype {entry.dtype} does not hold {name}"
 
 
-__all__ = ["DEFAULT_ALIGN", "NATIVE", "stored_as", "plan", "Recorded", "consistent"]
+__all__ = ["DEFAULT_ALIGN", "NATIVE", "stored_as", "unique_keys", "plan", "Recorded", "consistent"]
