@@ -8,23 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-import onemodel
-from tests.infer.test_rules_families_conformance import _family, reference_mismatches
+from tests.infer.test_rules_families_conformance import cases_of, reference_mismatches
 
 FAMILIES = {"reduce", "attention", "rnn", "misc", "ml"}
 
 
 @pytest.fixture(scope="module")
 def family_cases(conformance_cases):
-    out = []
-    for case in conformance_cases:
-        if case.kind != "node":
-            continue
-        m = onemodel.load(str(case.model_path))
-        opsets = {o.domain or "": o.version for o in m.opset_imports}
-        if m.graph.nodes and all(_family(n, opsets) in FAMILIES for n in m.graph.nodes):
-            out.append((case, m))
-    return out
+    return cases_of(conformance_cases, FAMILIES)
 
 
 def test_family_cases_infer_what_the_reference_outputs_are(family_cases):

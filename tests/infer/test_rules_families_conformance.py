@@ -26,17 +26,23 @@ def _family(node, opsets) -> str | None:
     return fn.__module__.rsplit(".", 1)[-1] if fn is not None else None
 
 
-@pytest.fixture(scope="module")
-def family_cases(conformance_cases):
+def cases_of(conformance_cases, families) -> list:
+    """The (case, model) pairs of the node cases whose nodes all have rules in ``families``
+    (rule module names)."""
     out = []
     for case in conformance_cases:
         if case.kind != "node":
             continue
         m = onemodel.load(str(case.model_path))
         opsets = {o.domain or "": o.version for o in m.opset_imports}
-        if m.graph.nodes and all(_family(n, opsets) in FAMILIES for n in m.graph.nodes):
+        if m.graph.nodes and all(_family(n, opsets) in families for n in m.graph.nodes):
             out.append((case, m))
     return out
+
+
+@pytest.fixture(scope="module")
+def family_cases(conformance_cases):
+    return cases_of(conformance_cases, FAMILIES)
 
 
 def _mismatch(v, arr, t) -> str | None:
