@@ -61,6 +61,18 @@ def test_attention_3d_heads():
     assert sound(m) > 0
 
 
+def test_attention_mask():
+    base = [("q", F, ["B", 2, 3, 4]), ("k", F, ["B", 2, 5, 4]), ("v", F, ["B", 2, 5, 4])]
+    m = node_model("Attention", base + [("m", T.BOOL, [3, 5])], opset=23)
+    assert inferred(m)["y"].shape == (B, 2, 3, 4)
+    assert sound(m) > 0
+    m = node_model("Attention", base + [("m", F, [1, 1, 3, 4])], opset=23)   # padded to 5
+    assert sound(m) > 0
+    contradicts(node_model("Attention", base + [("m", F, [4, 5])], opset=23), "attn_mask",
+                "[3, 4]")
+    contradicts(node_model("Attention", base + [("m", F, [3, 6])], opset=23), "exceeds")
+
+
 def test_attention_one_output_and_unknown_ranks():
     m = node_model("Attention", [("q", F, ["B", 2, "S", 4]), ("k", F, None), ("v", F, None)],
                    opset=23)

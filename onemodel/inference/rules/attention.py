@@ -10,7 +10,7 @@ Shapes (ONNX Part 1, operator definitions of Clause 14.3):
   (``[B, S, Hq * Dv]`` when Q is 3-D), present_key ``[B, Hkv, P + L, D]``, present_value
   ``[B, Hkv, P + L, Dv]`` (the sum an expression when symbolic; ``L`` without a past), and
   qk_matmul_output ``[B, Hq, S, P + L]``. Batch and head extents are unified; Hq must be a
-  multiple of Hkv.
+  multiple of Hkv; attn_mask broadcasts to the scores (its last axis at most P + L, padded).
 * ``RotaryEmbedding``: X's shape (3-D or 4-D). ``TensorScatter``: past_cache's shape (update of
   the same rank, equal off the ``axis``). ``SwiGLU``: A's shape, B's equal to it.
 * ``LinearAttention``: output ``[B, T, Hq * dv]`` and state ``[B, Hkv, dk, dv]`` (in the
@@ -110,6 +110,16 @@ def attention(ctx, q, k, v, attn_mask=None, past_key=None, past_value=None,
         pk = past_key.shape
         p = pk[2] if pk is not None and len(pk) == 4 else None
         total = D.add(p, length) if p is not None and length is not None else None
+    ms = attn_mask.shape if attn_mask is not None else None
+    if ms:
+        # the mask broadcasts to the [B, Hq, S, P + L] scores, its last axis padded to P + L
+        if len(ms) > 4:
+            ctx.contradiction(f"attn_mask has rank {len(ms)}; at most 4 is allowed")
+        elif type(ms[-1]) is int and type(total) is int and ms[-1] > total:
+            ctx.contradiction(f"attn_mask's last extent {ms[-1]} exceeds the {total} keys")
+        else:
+            ctx.broadcast(list(ms[:-1]) + [total], [b, hq, s, total], what="attn_mask and the "
+                          "scores")
     if q.shape is not None and len(q.shape) == 3:
         y = [b, s, D.mul(hq, dv) if hq is not None and dv is not None else None]
     elif q.shape is not None and len(q.shape) == 4:
