@@ -296,6 +296,9 @@ def convert(src, dst, *, to: str | None = None, source_format: str | None = None
         return apply_weights(src, into, dst, to=to, storage_options=storage_options,
                              read_options=read_options, progress=progress, **write_options)
     if to is None and (_name_of(dst) or "").lower().endswith(_SAFETENSORS):
+        unknown = sorted(k for k in write_options if k != "align")
+        if unknown:
+            raise OptionError(unknown, ["align"], "safetensors output")
         return extract_weights(src, dst, source_format=source_format,
                                storage_options=storage_options, read_options=read_options,
                                progress=progress, **write_options)

@@ -304,6 +304,13 @@ def convert(
     per_tensor: bool = typer.Option(False, "--external-data-per-tensor",
                                     help="ONNX output: one data file per tensor."),
     inline: bool = typer.Option(False, "--inline", help="ONNX output: all weights inline."),
+    layout_name: Optional[str] = typer.Option(None, "--layout", metavar="LAYOUT",
+                                              help="ONNX output layout: keep, inline, file, "
+                                              "per_tensor or safetensors (a data file name "
+                                              "ending in .safetensors selects it)."),
+    into: Optional[str] = typer.Option(None, "--into", metavar="MODEL", help="SRC is a "
+                                       ".safetensors file: replace MODEL's initializers by "
+                                       "name with its tensors and write the result to DST."),
     align: Optional[int] = typer.Option(None, "--align", metavar="BYTES",
                                         help="Alignment of data file offsets in bytes (default "
                                         "4096)."),
@@ -331,7 +338,11 @@ def convert(
         if len(layout) > 1:
             raise UsageError("choose one of --inline, --external-data, "
                              "--external-data-per-tensor")
-        if layout and layout[0] != "file":  # --external-data alone is layout "file"
+        if layout_name is not None:
+            if layout and layout[0] != "file":
+                raise UsageError("choose one of --layout, --inline, --external-data-per-tensor")
+            layout = [layout_name]
+        if layout and (layout[0] != "file" or layout_name):  # --external-data alone: "file"
             options["layout"] = layout[0]
         if external_data is not None:
             options["external_data"] = external_data
@@ -343,7 +354,7 @@ def convert(
         read_options = _read_options(allow_outside)
         from ..storage.progress import Progress
         with Progress("convert", quiet=quiet) as bar, _option_flags(options.get("layout")):
-            result = api.convert(src, dst, to=to,
+            result = api.convert(src, dst, to=to, into=into,
                                  storage_options=_storage(storage_option, src, dst),
                                  read_options=read_options, progress=bar, **options)
         if not quiet:
@@ -489,8 +500,14 @@ def _data_file_line(f: dict) -> str:
     unref = ("size unknown" if f.get("unreferenced") is None else
              f"{_human(f['unreferenced'])} unreferenced (gaps {_human(f['gaps'])}, "
              f"trailing {_human(f['trailing'])})")
+    st = f.get("safetensors")
+    st = "" if st is None else (
+        f"; safetensors file, {st['entries']} tensor entr{'y' if st['entries'] == 1 else 'ies'}"
+        " in its header, "
+        + ("every referenced tensor consistent with its entry" if st["checked"] == f["tensors"]
+           else f"{st['checked']} of {f['tensors']} references checked against it"))
     return (f"data file {f['location']}: {_count(f['tensors'], 'tensor')}, "
-            f"{_human(f['referenced'])} referenced, {unref}, {aligned}")
+            f"{_human(f['referenced'])} referenced, {unref}, {aligned}{st}")
 
 
 @app.command()

@@ -13,12 +13,13 @@ from ...ir.tensor import EXTERNAL
 from ...ir.walk import iter_tensors
 from ...limits import EXTERNAL_DATA_ALIGNMENT
 from ...storage.blob import Blob
+from ..safetensors.check import index_of
 from .external_refs import RefusedError, location_parts, parse_reference
 from .external_walk import data_file_identity
 from .writer import MAX_ALIGN, union_ranges
 
 _REPORT_KEYS = ("location", "size", "tensors", "referenced", "unreferenced", "gaps", "trailing",
-                "alignment", "aligned", "aligned_64", "error")
+                "alignment", "aligned", "aligned_64", "safetensors", "error")
 
 #: A tensor can be mapped by itself (``mmap`` of its range) only at an offset that is a multiple
 #: of the page size: 4096 on the usual systems (Windows maps at 65536).
@@ -38,8 +39,12 @@ def external_data_report(model) -> list[dict]:
     non-empty tensor's offset; ``None`` without one), ``aligned`` (``alignment`` >= 4096,
     :data:`PAGE_ALIGNMENT`: each tensor can be mapped by itself at its offset), ``aligned_64``
     (``alignment`` >= 64: in a map of the whole file every tensor starts 64-byte aligned, enough
-    for aligned SIMD loads and any element type), and ``error`` for a reference that cannot be
-    parsed (reported, not raised). :func:`describe_alignment` says this in words.
+    for aligned SIMD loads and any element type), ``error`` for a reference that cannot be
+    parsed (reported, not raised), and for a safetensors data file ``safetensors``:
+    ``{"entries": the tensors its header names (padding left out), "checked": the references
+    checked consistent with the entry they point at}`` (the reader refuses an inconsistent one,
+    so for a loaded model ``checked`` equals ``tensors``). :func:`describe_alignment` says this
+    in words.
     """
     files: dict[str, dict] = {}
     ranges: dict[str, list] = {}
@@ -67,6 +72,9 @@ def external_data_report(model) -> list[dict]:
         b = t.external
         if isinstance(b, Blob) and data_file_identity(b.source) is not None:
             f["size"] = b.source.size
+            st = index_of(b.source)
+            if st is not None:
+                f["safetensors"] = {"entries": st.tensors, "checked": st.checked}
         length = ref.length if ref.length is not None else t.nbytes
         if length > 0:  # the largest power of two dividing the offset (0: any), capped
             own = min(ref.offset & -ref.offset, MAX_ALIGN) if ref.offset else MAX_ALIGN
