@@ -14,7 +14,8 @@ Clause 5.4.3).
   inferred type after one iteration differs from the one it entered with is generalized (the
   join) and the body inferred again with the generalized types, until they stay (at most
   :data:`_PASSES` passes; then the still changing ones are unknown). The final carried values
-  are the generalized ones (zero iterations leave the initial values). A scan output is the
+  are the body's outputs of the last pass when the body provably runs, else the generalized
+  ones (zero iterations leave the initial values). A scan output is the
   stack of the per-iteration values on a new axis 0 of extent the trip count, known when ``M``
   is a known constant and the body's condition is provably true (or ignored: ``M`` given
   without ``cond``) and the initial ``cond`` is absent or known true.
@@ -53,6 +54,8 @@ def join(ctx, a: Value | None, b: Value | None, what: str) -> Value:
         return UNKNOWN
     if a == b:
         return a
+    if a.kind != b.kind and "optional" in (a.kind, b.kind):
+        return UNKNOWN   # a loop-carried optional whose body gives its element (Loop-16)
     if a.kind != b.kind:
         ctx.contradiction(f"{what}: {a} and {b} are not of one type")
         return UNKNOWN
@@ -99,7 +102,8 @@ def _fixpoint(ctx, name: str, head: list, carried: list, tail, n_out_carried: in
               offset: int, what: str):
     """Infer body ``name`` with inputs ``head + carried + tail(carried)`` until the carried
     outputs (``outs[offset : offset + n]``) agree with the carried inputs; each pass enters
-    the join of what went in and what came out. Contradictions and constraints found by
+    the join of what went in and what came out (a kind that changes between an optional and its
+    element gives an unknown value). Contradictions and constraints found by
     passes other than the last are dropped (the last pass, with the most general types, has
     its own). Returns (carried types, body outputs of the last pass)."""
     result = ctx._engine.result
@@ -131,6 +135,17 @@ def _fixpoint(ctx, name: str, head: list, carried: list, tail, n_out_carried: in
         outs = again(state)
     result.contradictions.extend(kept)
     return state, outs
+
+
+def _final(state: list, outs: list, offset: int, at_least_one: bool) -> list:
+    """The final carried values: the body's last outputs when the body provably runs (the
+    last pass had the most general inputs, so they hold for every iteration), else the
+    generalized values (zero iterations give the initial ones)."""
+    if not at_least_one:
+        return list(state)
+    got = outs[offset:offset + len(state)]
+    return [g if g is not None and g.kind is not None else s
+            for s, g in zip(state, got + [None] * (len(state) - len(got)))]
 
 
 def _empty_stack(declared, elem) -> Value:
@@ -224,7 +239,7 @@ def loop(ctx, max_trip_count=None, cond=None, *carried):
         trips = m
     at_least_one = start is True and (max_trip_count is None or (m is not None and m >= 1))
     declared = _body_outputs_declared(ctx, "body")
-    res = list(state)
+    res = _final(state, outs, 1, at_least_one)
     for k in range(ctx.num_outputs - n):
         i = 1 + n + k
         v = outs[i] if i < len(outs) else None
@@ -286,7 +301,7 @@ def scan(ctx, *inputs):
     out_axes = _axes(ctx, "scan_output_axes", k)
     declared = _body_outputs_declared(ctx, "body")
     at_least_one = type(length) is int and length >= 1
-    res = list(state)
+    res = _final(state, outs, 0, at_least_one)
     for j in range(k):
         i = n + j
         v = outs[i] if i < len(outs) else None
@@ -335,6 +350,7 @@ def scan8(ctx, sequence_lens=None, *inputs):
             b = ctx.unify(b, sequence_lens.shape[0], "batch extents")
     state, outs = _fixpoint(ctx, "body", [], states, lambda s: slices, n, 0, "Scan state")
     full = sequence_lens is None and type(length) is int and length >= 1
+    state = _final(state, outs, 0, full)
     declared = _body_outputs_declared(ctx, "body")
     res = []
     for j in range(ctx.num_outputs):

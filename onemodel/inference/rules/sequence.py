@@ -15,7 +15,8 @@ length is not followed. Elements of two element types in one sequence are a cont
   in ``[-r-1, r]``).
 * ``SplitToSequence``: pieces of extent 1 along ``axis`` (removed when ``keepdims`` is 0) without
   ``split``; with a scalar ``split`` k, pieces of k where the axis extent is a known multiple of
-  k (any extent for k = 1), the extent itself where it is known to be less than k; with a 1-D ``split``, the common length where all are equal; else unknown.
+  k (any extent for k = 1), the extent itself where it is known to be less than k; with a 1-D
+  ``split``, the common length where all are equal; else unknown.
 * ``SequenceMap``: the body inferred once with each sequence input's element and each tensor
   input as it is; output k is a sequence of the body's output k.
 * ``Optional``: an optional of its input, or of attribute ``type`` without one;
