@@ -20,7 +20,6 @@ import re
 from dataclasses import dataclass, field
 
 from .errors import EvaluationError, IoError, OneModelError, UnsupportedError, quote
-from .formats.container.digests import blob_digest
 from .ir import Model, Tensor
 from .ir.dtypes import INFO
 from .ir.record import (
@@ -100,6 +99,8 @@ class _Walker:
         self.limit = limit
         self.out: list[Difference] = []
         self.by_digest = 0  # tensors found equal by their recorded digests
+        from .formats.container.digests import blob_digest  # (loading ONNX needs no container)
+        self.blob_digest = blob_digest
         self.unheld = None
         if loose:  # the fields a plain OneModel v1 file cannot hold
             from .formats.container import v1_unheld
@@ -182,7 +183,7 @@ class _Walker:
             return
         if code not in INFO or code != (b.data_type or 0):
             return  # the data_type difference is already reported
-        da, db = blob_digest(a), blob_digest(b)
+        da, db = self.blob_digest(a), self.blob_digest(b)
         if da is not None and da == db:  # the digests cover element type, dims and contents
             self.by_digest += 1
             return

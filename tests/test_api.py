@@ -302,11 +302,12 @@ def test_an_option_error_keeps_the_names_for_the_command_line(tmp_path):
             onemodel.save(m, tmp_path / "x.onemodel", align=64)
     e = info.value
     assert isinstance(e, UnsupportedError) and e.kind == "Unsupported"
-    assert (e.options, e.accepted, e.target) == (("align",), ("strict_v1",), "onemodel output")
-    assert e.message == "align does not apply to onemodel output (it takes: strict_v1)"
-    flags = {"align": "--align", "strict_v1": "--strict-v1"}
+    assert (e.options, e.accepted, e.target) == (("align",), ("digests", "strict_v1"),
+                                                 "onemodel output")
+    assert e.message == "align does not apply to onemodel output (it takes: digests, strict_v1)"
+    flags = {"align": "--align", "strict_v1": "--strict-v1", "digests": "--digests"}
     assert e.spelled(flags.get) == "--align does not apply to onemodel output (it takes: " \
-                                   "--strict-v1)"
+                                   "--digests, --strict-v1)"
     # names the interface does not offer are left out of what it takes
     e2 = OptionError(["inline", "x"], ["base_dir", "strict_v1"], "onemodel output")
     assert e2.message == "inline, x do not apply to onemodel output (it takes: base_dir, " \

@@ -145,7 +145,7 @@ def test_options_of_the_other_format_are_refused_naming_flags(tmp_path):
         r = cli("convert", CNN, tmp_path / "x.onemodel", *flags)
         assert r.exit_code == 2
         assert r.stderr.strip() == (f"Unsupported: {refused} does not apply to onemodel output "
-                                    "(it takes: --strict-v1)")
+                                    "(it takes: --digests, --strict-v1)")
     assert not (tmp_path / "x.onemodel").exists()
     r = cli("convert", CNN, tmp_path / "x.onnx", "--strict-v1", "--inline")
     assert r.exit_code == 2
