@@ -284,3 +284,38 @@ def test_check_full_compares_the_recorded_model_digest(tmp_path):
     (f,) = [f for f in check(str(p), full=True).findings if f.code == "OM207"]
     assert f.path == "manifest.digests.model"
     assert digest(m).hex in f.message and other in f.message
+
+
+def test_hash_of_a_file_with_digests_confirms_them_without_hashing_twice(tmp_path, monkeypatch):
+    import hashlib
+
+    m, w, _ = _model()
+    good = write_bytes(m, digests=True)
+    p = tmp_path / "m.onemodel"
+    p.write_bytes(good)
+    sizes = []
+    real = hashlib.sha256
+
+    class Counting:
+        def __init__(self, data=b""):
+            self.h = real(data)
+
+        def update(self, data):
+            sizes.append(len(memoryview(data).cast("B")))
+            self.h.update(data)
+
+        def digest(self):
+            return self.h.digest()
+
+        def hexdigest(self):
+            return self.h.hexdigest()
+
+    want = digest(m)
+    monkeypatch.setattr(hashlib, "sha256", Counting)
+    assert digest(str(p)) == want
+    # w's bytes went through one hash (the tensor digest), not a second one for the check
+    assert sizes.count(w.nbytes) == 1
+    monkeypatch.setattr(hashlib, "sha256", real)
+    p.write_bytes(_flip(good, "w")[0])
+    with pytest.raises(IoError, match="'w'.*recorded digest"):
+        digest(str(p))
