@@ -124,6 +124,19 @@ def test_loop_known_trip_count_stacks_on_a_leading_axis():
     expect(m, [3, "N"], F, out="y1")
 
 
+def test_loop_trip_count_of_an_extent():
+    """M = Shape(w)[0] = K: K iterations (the body's condition is the constant true)."""
+    proto = onnx.load_from_string(onemodel.to_bytes(
+        _loop(_doubling_body(), ("M", I64, []), ("c", np.array(True)), [V])))
+    g = proto.graph
+    g.node.insert(0, helper.make_node("Shape", ["w"], ["shp"]))
+    g.node.insert(1, helper.make_node("ReduceMax", ["shp"], ["M"], keepdims=0))
+    del g.input[[i.name for i in g.input].index("M")]
+    g.input.append(helper.make_tensor_value_info("w", F, ["K"]))
+    m = onemodel.load(proto.SerializeToString())
+    expect(m, ["K", "N"], F, out="y1")
+
+
 def test_loop_trip_count_with_the_condition_omitted():
     m = _loop(_doubling_body(cond="Not"), ("M", np.array(4, np.int64)), None, [V])
     expect(m, [4, "N"], F, out="y1")     # the body's condition is ignored without cond

@@ -15,10 +15,11 @@ Clause 5.4.3).
   join) and the body inferred again with the generalized types, until they stay (at most
   :data:`_PASSES` passes; then the still changing ones are unknown). The final carried values
   are the body's outputs of the last pass when the body provably runs, else the generalized
-  ones (zero iterations leave the initial values). A scan output is the
-  stack of the per-iteration values on a new axis 0 of extent the trip count, known when ``M``
-  is a known constant and the body's condition is provably true (or ignored: ``M`` given
-  without ``cond``) and the initial ``cond`` is absent or known true.
+  ones (zero iterations leave the initial values). A scan output is the stack of the
+  per-iteration values on a new axis 0 of extent the trip count, known when ``M`` is a known
+  constant (or an expression of extents, as ``Shape`` gives) and the body's condition is
+  provably true (or ignored: ``M`` given without ``cond``) and the initial ``cond`` is absent
+  or known true.
 * ``Scan`` (opset 9 and later): states, then ``num_scan_inputs`` scan inputs sliced along
   ``scan_input_axes``; scan outputs stacked along ``scan_output_axes`` (negative axes counted
   in the stacked rank); the number of iterations is the scan inputs' common extent (extents
@@ -37,6 +38,7 @@ from __future__ import annotations
 from .. import dims as D
 from ..registry import rule
 from ..value import UNKNOWN, Value
+from ._util import lower, nonneg
 
 _BOOL, _INT64, _FLOAT = 9, 7, 1
 
@@ -227,17 +229,18 @@ def loop(ctx, max_trip_count=None, cond=None, *carried):
     m = None
     if max_trip_count is not None:
         ints = ctx.ints(0)
-        if ints is not None and len(ints) == 1 and type(ints[0]) is int:
-            m = ints[0]
+        if ints is not None and len(ints) == 1 and (type(ints[0]) is int or nonneg(ints[0])):
+            m = ints[0]   # an int, or an expression of extents (>= 0)
+    low = lower(m)
     start = True if cond is None else _bool_known(cond)
     uses_body_cond = cond is not None or max_trip_count is None
     body_true = _bool_known(outs[0]) is True if outs else False
     trips = None
-    if start is False or m == 0 or (m is not None and m < 0):
+    if start is False or (type(m) is int and m <= 0):
         trips = 0
     elif start is True and m is not None and (body_true or not uses_body_cond):
         trips = m
-    at_least_one = start is True and (max_trip_count is None or (m is not None and m >= 1))
+    at_least_one = start is True and (max_trip_count is None or (low is not None and low >= 1))
     declared = _body_outputs_declared(ctx, "body")
     res = _final(state, outs, 1, at_least_one)
     for k in range(ctx.num_outputs - n):
