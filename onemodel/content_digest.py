@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from functools import partial
 
 from .errors import InvalidModelError
 from .ir import Model, Tensor
@@ -153,17 +154,17 @@ def _stub(t: Tensor, d: bytes) -> Tensor:
                   unknown=t.unknown)
 
 
-def model_digest(model: Model, *, workers: int | None = None,
-                 known: dict[int, bytes] | None = None) -> ModelDigest:
+def model_digest(model: Model, *, workers: int | None = None, check: bool = True) -> ModelDigest:
     """The content digest of ``model`` (an :class:`onemodel.Model`; tensors read where they
     lie). ``workers``: threads hashing tensors of :data:`PARALLEL_BYTES` or more (default: the
-    CPUs, at most 8). ``known``: ``id(tensor)`` -> its tensor digest, already computed (not
-    hashed again). Raises what :func:`tensor_digest` raises."""
+    CPUs, at most 8). ``check``: as for :func:`tensor_digest` (False: bytes that do not match
+    a digest recorded for them are hashed as they are, for ``check --full`` to compare). Raises
+    what :func:`tensor_digest` raises."""
     from .formats.onnx.wire_encode import encode
 
     pairs = list(iter_tensors(model))
-    digests: dict[int, bytes] = dict(known or {})
-    big = [t for _, t in pairs if id(t) not in digests and _stored_bytes(t) >= PARALLEL_BYTES]
+    digests: dict[int, bytes] = {}
+    big = [t for _, t in pairs if _stored_bytes(t) >= PARALLEL_BYTES]
     if big:
         import os
         from concurrent.futures import ThreadPoolExecutor
@@ -172,14 +173,14 @@ def model_digest(model: Model, *, workers: int | None = None,
         with ThreadPoolExecutor(max_workers=max(1, n)) as pool:
             # largest first, so that the last tensor to finish is a small one
             order = sorted(big, key=_stored_bytes, reverse=True)
-            for t, d in zip(order, pool.map(tensor_digest, order)):
+            for t, d in zip(order, pool.map(partial(tensor_digest, check=check), order)):
                 digests[id(t)] = d
     tensors = {}
     stubs = {}
     for path, t in pairs:
         d = digests.get(id(t))
         if d is None:
-            d = digests[id(t)] = tensor_digest(t)
+            d = digests[id(t)] = tensor_digest(t, check=check)
         tensors[path] = (t.name or "", d)
         stubs[id(t)] = _stub(t, d)
     body = encode(model, substitute=stubs)

@@ -65,6 +65,12 @@ class Blob:
         c = self._check
         return c[0] if c is not None else None
 
+    @property
+    def digest_path(self) -> str | None:
+        """Where the digest was recorded (the tensor's manifest path), or None."""
+        c = self._check
+        return c[3] if c is not None else None
+
     def _verify(self, data) -> None:
         """Check ``data`` (the whole range) against the recorded digest, once. IoError on a
         mismatch, naming the tensor, its manifest path and the byte range of the source."""
