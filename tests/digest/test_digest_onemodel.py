@@ -76,6 +76,12 @@ def test_digests_are_recorded_in_the_manifest():
     assert "digests" not in man0 and "digest" not in json.dumps(man0)
     h, _ = _manifest(data)
     assert data[h.data_offset:] == plain[h0.data_offset:]
+    # a plain v1 reader ignores unknown keys (format section 1.2): without the two keys the
+    # manifest is the plain file's, so such a reader sees the same model and the same bytes
+    del man["digests"]
+    for t in man["graph"]["initializers"]:
+        t.get("data", {}).pop("digest", None)
+    assert man == man0
 
 
 def test_a_plain_reading_of_the_file_is_the_same_model():
@@ -319,3 +325,17 @@ def test_hash_of_a_file_with_digests_confirms_them_without_hashing_twice(tmp_pat
     p.write_bytes(_flip(good, "w")[0])
     with pytest.raises(IoError, match="'w'.*recorded digest"):
         digest(str(p))
+
+
+def test_check_full_of_a_remote_file_reports_the_range_a_server_changed(http_server):
+    from onemodel.validation import check
+
+    m, _, _ = _model()
+    good = write_bytes(m, digests=True)
+    _, start, end = _flip(good, "w")
+    http_server.files["m.onemodel"] = good
+    assert check(http_server.url("m.onemodel"), full=True).findings == []
+    http_server.mode, http_server.flip_at = "other_bytes", start + PAST_HEAD
+    (f,) = [f for f in check(http_server.url("m.onemodel"), full=True).findings
+            if f.code == "OM207"]
+    assert f.path == "manifest.graph.initializers[0]" and f"[{start}, {end})" in f.message
