@@ -1,7 +1,8 @@
 """``onemodel hash`` of a large external-data model vs one ``hashlib.sha256`` stream over the
 same weight bytes, whole processes (issue 14).
 
-The model, generated in a temporary directory: ``--gb`` (default 2.5) GB of float32 weights in
+The model, generated in a temporary directory (with onemodel's own records and encoder):
+``--gb`` (default 2.5) GB of float32 weights in
 64 tensors, one after the other in one external data file (no padding, so the data file is
 exactly the weight bytes), 64 Gemm nodes. The bytes are real (random, written in 64 MiB chunks),
 not a sparse file: every byte must be read and hashed.
@@ -37,27 +38,33 @@ PY = sys.executable
 MAKE = textwrap.dedent("""
     import os, sys
     import numpy as np
-    from onnx import TensorProto, helper
+    from onemodel.formats.onnx.wire_encode import encode
+    from onemodel.ir import (EXTERNAL, Dimension, Graph, Model, Node, OperatorSetId, Shape,
+                             StringStringEntry, Tensor, TensorType, Type, ValueInfo)
     path, gb = sys.argv[1], float(sys.argv[2])
     n = 64
     side = int((gb * 1e9 / 4 / n) ** 0.5)
     nbytes = side * side * 4
     data = os.path.basename(path) + ".data"
-    nodes, inits, prev = [], [], "x"
-    for i in range(n):
-        t = TensorProto(name=f"w{i}", data_type=TensorProto.FLOAT, dims=[side, side])
-        t.data_location = TensorProto.EXTERNAL
-        for k, v in (("location", data), ("offset", str(i * nbytes)), ("length", str(nbytes))):
-            e = t.external_data.add()
-            e.key, e.value = k, v
-        inits.append(t)
-        nodes.append(helper.make_node("Gemm", [prev, f"w{i}"], [f"h{i}"], name=f"gemm{i}"))
-        prev = f"h{i}"
-    g = helper.make_graph(nodes, "external", [helper.make_tensor_value_info("x", 1, ["N", side])],
-                          [helper.make_tensor_value_info(prev, 1, ["N", side])], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
+
+    def typed(name):
+        dims = [Dimension(dim_param="N"), Dimension(dim_value=side)]
+        return ValueInfo(name=name, type=Type(tensor_type=TensorType(elem_type=1,
+                                                                     shape=Shape(dims=dims))))
+
+    ref = lambda i: [StringStringEntry(key=k, value=v) for k, v in (
+        ("location", data), ("offset", str(i * nbytes)), ("length", str(nbytes)))]
+    weights = [Tensor(name=f"w{i}", data_type=1, dims=[side, side], data_location=EXTERNAL,
+                      external_data=ref(i)) for i in range(n)]
+    names = ["x"] + [f"h{i}" for i in range(n)]
+    graph = Graph(name="external", initializers=weights, inputs=[typed("x")],
+                  outputs=[typed(names[-1])],
+                  nodes=[Node(op_type="Gemm", name=f"gemm{i}", inputs=[names[i], f"w{i}"],
+                              outputs=[names[i + 1]]) for i in range(n)])
+    model = Model(ir_version=10, opset_imports=[OperatorSetId(domain="", version=21)],
+                  graph=graph)
     with open(path, "wb") as f:
-        f.write(m.SerializeToString())
+        f.write(encode(model))
     rng = np.random.default_rng(0)
     left = n * nbytes
     with open(os.path.join(os.path.dirname(path), data), "wb") as f:
