@@ -24,25 +24,12 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "evaluate")]
 import conformance_data  # noqa: E402
 import node_conformance as nc  # noqa: E402
 
+from onemodel import testdata  # noqa: E402
+
 OUT = ROOT / "docs" / "conformance.md"
 
-#: The comparison rule of each element type, in table order (see node_conformance.py).
-RULES = [
-    ("float32", "harness: abs(got - want) <= atol + rtol * abs(want); NaN = NaN"),
-    ("float64", "harness, as float32"),
-    ("float16", "harness, as float32"),
-    ("bfloat16", "harness with rtol = max(rtol, 2^-6) (two bfloat16 ulps)"),
-    ("complex64", "harness on complex values"),
-    ("complex128", "harness on complex values"),
-    ("float8_e4m3fn", "harness on the float32 values (an ulp > rtol: same value)"),
-    ("float8_e4m3fnuz", "as float8_e4m3fn"),
-    ("float8_e5m2", "as float8_e4m3fn"),
-    ("float8_e5m2fnuz", "as float8_e4m3fn"),
-    ("float8_e8m0fnu", "as float8_e4m3fn"),
-    ("float4_e2m1fn", "as float8_e4m3fn"),
-    ("float6_e2m3fn", "as float8_e4m3fn"),
-    ("float6_e3m2fn", "as float8_e4m3fn"),
-]
+#: The comparison rule of each element type, in table order (Clause 11.5: onemodel.testdata).
+RULES = testdata.RULES
 
 WHY_UNSUPPORTED = {
     "ImageDecoder": "decoding JPEG, JPEG 2000, WebP, TIFF, PNG, BMP and PNM needs image codecs, "

@@ -582,34 +582,26 @@ def _digest(arr) -> str:
     return hashlib.sha256(arr.tobytes()).hexdigest()
 
 
-def _report_value(name: str, value, files) -> None:
-    """Print one output (a sequence element by element) and save tensors as ``.npy`` at the
-    paths ``files`` (an :class:`~onemodel.cli.output_files.OutputFiles`, or None) hands out."""
+def _report_value(name: str, value, files, top: bool = True) -> None:
+    """Print one output (a sequence element by element) and save it with ``files`` (an
+    :class:`~onemodel.cli.output_files.OutputFiles`, or None): a tensor as ``.npy`` or
+    ``.pb``, a sequence, map or optional as one ``.pb``."""
     import numpy as np
-
-    from ..errors import IoError
 
     if isinstance(value, np.ndarray):
         dtype = "string" if value.dtype == object else str(value.dtype)
         out.line(f"{name}: shape {list(value.shape)} dtype {dtype} sha256:{_digest(value)}")
-        if files is not None:
-            path = files.path_for(name)
-            try:
-                np.save(path, value.astype(str) if value.dtype == object else value,
-                        allow_pickle=False)
-            except OSError as e:
-                raise IoError(f"cannot save output {name!r}: {e.strerror or e}",
-                              source=path) from None
     elif isinstance(value, list):
         out.line(f"{name}: sequence of {len(value)}")
         for i, v in enumerate(value):
-            _report_value(f"{name}[{i}]", v, files)
+            _report_value(f"{name}[{i}]", v, files, top=False)
     elif value is None:
         out.line(f"{name}: empty optional")
     else:
         text = str(value)
-        out.line(f"{name}: {type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
-                 + (" (not saved: only tensors are written as .npy)" if files is not None else ""))
+        out.line(f"{name}: {type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}")
+    if files is not None and top:
+        files.save(name, value)
 
 
 @app.command()
@@ -673,8 +665,9 @@ def check(
 def run_cmd(
     file: str = typer.Argument(..., metavar="FILE", help="Model to run."),
     input: Optional[List[str]] = typer.Option(None, "--input", "-i", metavar="NAME=FILE.npy",
-                                              help="An input value from a .npy file "
-                                                   "(repeatable; overrides --random)."),
+                                              help="An input value from a .npy file, or a .pb "
+                                                   "file holding the message of the input's "
+                                                   "type (repeatable; overrides --random)."),
     random: bool = typer.Option(False, "--random", help="Generate the inputs from their types "
                                 "(seeded, deterministic)."),
     seed: int = typer.Option(0, "--seed", help="Seed for --random."),
@@ -688,25 +681,42 @@ def run_cmd(
                                              "and -_. written %XX (sequence elements as "
                                              "NAME%5Bi%5D.npy); the names and files are "
                                              "listed."),
+    output_format: str = typer.Option("npy", "--output-format", metavar="npy|pb",
+                                      help="--output-dir files: npy (.npy where numpy can load "
+                                      "the dtype back, TensorProto .pb where not) or pb (every "
+                                      "tensor a .pb); sequences and maps are always .pb."),
+    test_data: Optional[str] = typer.Option(None, "--test-data", metavar="DIR",
+                                            help="Run the ONNX test data in DIR (input_*.pb, or "
+                                            "test_data_set_*/ holding them) and compare with "
+                                            "output_*.pb; exit 1 on differences."),
+    rtol: float = typer.Option(1e-3, "--rtol", help="--test-data: relative tolerance of float "
+                               "outputs (bfloat16: at least 2^-6)."),
+    atol: float = typer.Option(1e-7, "--atol", help="--test-data: absolute tolerance."),
     allow_outside: bool = OutsideOpt,
     storage_option: Optional[List[str]] = StorageOpt,
     debug: bool = DebugOpt,
 ):
     """Run a model with onemodel's evaluator; print each output's name, shape, dtype and the
-    sha256 of its bytes (C order)."""
-    import numpy as np
-
+    sha256 of its bytes (C order), or with --test-data whether the outputs match."""
     from .. import api
-    from ..errors import IoError, quote
     from ..evaluate import random_inputs
     from ..evaluate import run as run_model
     from ..evaluate.inputs import add_inputs_hint, as_flags, check_dims_shapes, describe_generated
+    from .test_data import read_input
 
     with _errors(debug):
         if output_dir == "":  # (refused before the run, not after it)
             raise UsageError("--output-dir: empty path")
+        if output_format not in ("npy", "pb"):
+            raise UsageError(f"--output-format {output_format!r}: npy or pb")
+        if test_data is not None and (input or random):
+            raise UsageError("--test-data takes the inputs from its files: not with --input "
+                             "or --random")
         with api.load(file, storage_options=_storage(storage_option, file),
                       **_read_options(allow_outside)) as model:
+            if test_data is not None:
+                _run_test_data(model, test_data, rtol, atol, output_dir, output_format)
+                return
             dims, shapes = _inputs_given(dim, shape)
             check_dims_shapes(model, dims, shapes)
             try:  # (an input too large names the flag that made it so)
@@ -728,13 +738,7 @@ def run_cmd(
                 if not path:
                     raise UsageError(f"--input {item}: empty path")
                 given.add(name)
-                try:
-                    feeds[name] = np.load(path, allow_pickle=False)
-                except OSError as e:
-                    raise IoError(f"cannot read input {quote(name)}: {e.strerror or e}",
-                                  source=path) from None
-                except ValueError as e:  # not a .npy file, or one holding Python objects
-                    raise IoError(f"cannot read input {quote(name)}: {e}", source=path) from None
+                feeds[name] = read_input(model, name, path)
             generated = {k: v for k, v in feeds.items() if k not in given}
             try:
                 results = run_model(model, feeds, tune_malloc=True)  # the process is the command's
@@ -743,20 +747,49 @@ def run_cmd(
                        else e.at(source=model.source))
             if generated:  # what --random chose, so that the run can be repeated
                 err.line(f"inputs: {describe_generated(model, generated, dims, shapes)}")
-            files = None
-            if output_dir:
-                from .output_files import OutputFiles
-                try:
-                    os.makedirs(output_dir, exist_ok=True)
-                except OSError as e:
-                    raise IoError(f"cannot create the output directory: {e.strerror or e}",
-                                  source=output_dir) from None
-                files = OutputFiles(output_dir)
+            files = _output_files(output_dir, output_format, model) if output_dir else None
             # still inside `with`: an output may be a view of the model's mapped weights
             for name, value in results.items():
                 _report_value(name, value, files)
             for name, path in files.written if files else []:
                 out.line(f"saved {name} -> {path}")
+
+
+def _output_files(directory: str, output_format: str, model):
+    """The OutputFiles of ``run --output-dir``, the directory made first (IoError if not)."""
+    from ..errors import IoError
+    from ..testdata import message_kind
+    from .output_files import OutputFiles
+
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as e:
+        raise IoError(f"cannot create the output directory: {e.strerror or e}",
+                      source=directory) from None
+    kinds = {v.name: message_kind(v.type) for v in model.graph.outputs} if model.graph else {}
+    return OutputFiles(directory, output_format, kinds)
+
+
+def _run_test_data(model, directory, rtol, atol, output_dir, output_format) -> None:
+    """``run --test-data``: exit 1 when an output differs (:mod:`.test_data`)."""
+    from ..evaluate import run as run_model
+    from .test_data import run_test_data
+
+    def run(feeds):
+        try:
+            return run_model(model, feeds, tune_malloc=True)
+        except OneModelError as e:
+            raise e.at(source=model.source)
+
+    def files_for(set_dir):
+        if not output_dir:
+            return None
+        sub = os.path.join(output_dir, os.path.basename(os.path.normpath(set_dir))) \
+            if set_dir is not None else output_dir
+        return _output_files(sub, output_format, model)
+
+    if not run_test_data(model, directory, rtol, atol, run, files_for):
+        raise typer.Exit(1)
 
 
 def _version(value: bool) -> None:

@@ -1,4 +1,5 @@
-"""File names for ``run --output-dir``: one file per output, never two outputs in one file.
+"""File names for ``run --output-dir``: one file per output, never two outputs in one file
+(``.npy``, or ``.pb`` for what numpy cannot hold: :class:`OutputFiles`).
 
 ONNX value names may hold any character (``a/b``, ``a_b``, ``..``, ``x:0``). A name becomes a
 file name by percent-escaping (:func:`file_stem`): letters, digits, ``-``, ``_`` and ``.`` stay,
@@ -37,22 +38,56 @@ def file_stem(name: str) -> str:
 
 class OutputFiles:
     """Paths in ``directory`` for the outputs of one run; ``written`` lists ``(name, path)`` in
-    the order they were handed out."""
+    the order they were handed out.
 
-    def __init__(self, directory: str):
+    ``output_format`` ``npy`` (the default) saves a tensor as ``.npy`` where numpy can load the
+    file back, and as a TensorProto ``.pb`` where it cannot (bfloat16, float8, int4, int2,
+    float4, float6: :func:`onemodel.testdata.numpy_can_store`); ``pb`` saves every tensor as
+    ``.pb``. A sequence, map or optional output is always one ``.pb`` file (SequenceProto,
+    MapProto, OptionalProto; Annex B.4): ``kinds`` maps output names to the message kind of
+    their declared type (:func:`onemodel.testdata.message_kind`), so that an output declared
+    optional is an OptionalProto.
+    """
+
+    def __init__(self, directory: str, output_format: str = "npy", kinds: dict | None = None):
         self.directory = directory
+        self.output_format = output_format
+        #: output name -> message kind of its declared type (an optional is written as one)
+        self.kinds = kinds or {}
         self.written: list[tuple[str, str]] = []
         self._taken: set[str] = set()
 
-    def path_for(self, name: str) -> str:
-        """A path ``directory/<file_stem(name)>.npy`` that no earlier output of this run got
-        (compared without case, for case-folding file systems)."""
+    def save(self, name: str, value) -> str:
+        """Write the output ``name`` (an ndarray, list, dict or None) to its own file, as the
+        class docstring says; returns the path. Raises IoError when it cannot be written."""
+        from ..errors import IoError
+        from ..lazy import np
+        from ..testdata import numpy_can_store, write_pb
+
+        kind = self.kinds.get(name)
+        if isinstance(value, np.ndarray) and self.output_format == "npy" \
+                and numpy_can_store(value.dtype) and kind != "optional":
+            path = self.path_for(name)
+            try:
+                np.save(path, value.astype(str) if value.dtype == object else value,
+                        allow_pickle=False)
+            except OSError as e:
+                raise IoError(f"cannot save output {name!r}: {e.strerror or e}",
+                              source=path) from None
+            return path
+        path = self.path_for(name, ".pb")
+        write_pb(path, value, name, kind)
+        return path
+
+    def path_for(self, name: str, suffix: str = ".npy") -> str:
+        """A path ``directory/<file_stem(name)><suffix>`` that no earlier output of this run
+        got (compared without case, for case-folding file systems)."""
         stem = base = file_stem(name)
         n = 1
         while stem.casefold() in self._taken:
             n += 1
             stem = f"{base}~{n}"
         self._taken.add(stem.casefold())
-        path = os.path.join(self.directory, stem + ".npy")
+        path = os.path.join(self.directory, stem + suffix)
         self.written.append((name, path))
         return path

@@ -6,17 +6,11 @@ way. It reads every file with onemodel's own decoder (:func:`decode_message`); `
 used by ``conformance_data`` to generate the cache.
 
 Comparison (:func:`compare`) follows the ONNX backend test harness
-(``onnx.backend.test.runner.Runner.assert_similar_outputs``), element type by element type:
-
-* same structure (a list for a sequence, a dict for a map, ``None`` for an empty optional), same
-  shape, same dtype;
-* float32, float64, float16, complex: ``|got - want| <= atol + rtol * |want|`` with the case's
-  ``rtol``/``atol`` (1e-3 / 1e-7 unless the case states others); NaN equals NaN, an infinity
-  equals the same infinity (``numpy.testing.assert_allclose``);
-* bfloat16: the same with ``rtol = max(rtol, 2**-6)`` (two bfloat16 ulps, as the harness does);
-* float8, float6, float4 and float8e8m0: compared as float32 values with the case's tolerance
-  (which, at these widths, means the same value: one ulp is more than 1e-3 relative);
-* integers (all widths, int4/int2 included), bool: exactly equal; strings: equal as text.
+(``onnx.backend.test.runner.Runner.assert_similar_outputs``), element type by element type, by
+the rules :mod:`onemodel.testdata` defines (Clause 11.5; the same as ``onemodel run
+--test-data``): same structure, shape and dtype; floats within ``atol + rtol * |want|`` with the
+case's ``rtol``/``atol`` (bfloat16 with ``rtol >= 2**-6``; the narrow floats as float32 values);
+integers, bool and strings exactly equal.
 
 Casts into the narrow types: onnx generates the expected outputs of the Cast and CastLike cases
 from FLOAT or FLOAT16 into INT4, UINT4, INT2, UINT2, FLOAT4E2M1 and the four float8 types with
@@ -46,74 +40,18 @@ from typing import Any
 import narrow_reference
 import numpy as np
 
+from onemodel import testdata
 from onemodel.errors import OneModelError, UnsupportedError
 from onemodel.evaluate import Session
-from onemodel.evaluate.context import tensor_value
-from onemodel.formats.onnx import decode_message, decode_model
-from onemodel.ir import MapValue, OptionalValue, SequenceValue
-from onemodel.ir.values import ValueKind
-
-MESSAGE = {"tensor": "TensorProto", "sequence": "SequenceProto", "map": "MapProto",
-           "optional": "OptionalProto"}
+from onemodel.formats.onnx import decode_model
 
 #: Operators whose ONNX definition leaves the random generator unspecified (Clause 11.6).
 RANDOM_OPERATORS = frozenset(("Bernoulli", "RandomUniform", "RandomUniformLike", "RandomNormal",
                               "RandomNormalLike", "Multinomial"))
 
-_NARROW_FLOATS = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
-                  "float8_e8m0fnu", "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn")
-
-
-def _is_float(dtype: np.dtype) -> bool:
-    return dtype.kind in "fc" or dtype.name == "bfloat16" or dtype.name in _NARROW_FLOATS
-
-
-def element_type(dtype: np.dtype) -> str:
-    """The name under which a result is counted in the tolerance table: ``float32``,
-    ``bfloat16``, ``float8_e4m3fn``, ``int64``, ``bool``, ``string`` ..."""
-    if dtype.kind in "OUS":
-        return "string"
-    return dtype.name
-
-
-def to_value(record) -> Any:
-    """The evaluator's value of a decoded ``.pb`` message: an ndarray for a TensorProto, a list
-    for a SequenceProto, a dict for a MapProto, the element or ``None`` for an OptionalProto."""
-    if isinstance(record, SequenceValue):
-        kind = record.elem_type or 0
-        if kind == ValueKind.TENSOR:
-            return [tensor_value(t) for t in record.tensor_values]
-        if kind == ValueKind.SPARSE_TENSOR:
-            return [tensor_value(t) for t in record.sparse_tensor_values]
-        if kind == ValueKind.SEQUENCE:
-            return [to_value(s) for s in record.sequence_values]
-        if kind == ValueKind.MAP:
-            return [to_value(m) for m in record.map_values]
-        if kind == ValueKind.OPTIONAL:
-            return [to_value(o) for o in record.optional_values]
-        return []
-    if isinstance(record, MapValue):
-        keys = ([k.decode("utf-8", "surrogateescape") for k in record.string_keys]
-                if record.string_keys else list(record.keys))
-        values = to_value(record.values) if record.values is not None else []
-        if isinstance(values, list) and values and isinstance(values[0], np.ndarray) \
-                and len(values) == 1 and len(keys) != 1:
-            values = list(values[0])
-        return dict(zip(keys, values))
-    if isinstance(record, OptionalValue):
-        for field in ("tensor_value", "sparse_tensor_value", "sequence_value", "map_value",
-                      "optional_value"):
-            inner = getattr(record, field)
-            if inner is not None:
-                return to_value(inner)
-        return None
-    return tensor_value(record)
-
-
 def read_value(path, kind: str) -> Any:
     """Decode one ``.pb`` file of message kind ``kind`` (tensor, sequence, map, optional)."""
-    data = path.read_bytes()
-    return to_value(decode_message(data, MESSAGE[kind], source=str(path)))
+    return testdata.read_pb(path, kind)
 
 
 @dataclasses.dataclass
@@ -134,7 +72,7 @@ class Stats:
         if got.tobytes() == want.tobytes():
             row[1] += 1
             return
-        if not _is_float(got.dtype) or not got.size:
+        if not testdata.is_float(got.dtype) or not got.size:
             return
         g = got.astype(np.complex128 if got.dtype.kind == "c" else np.float64)
         w = want.astype(g.dtype)
@@ -151,64 +89,33 @@ class Stats:
                 row[3] = max(row[3], float((excess[over] / scale[over]).max()))
 
 
+def _leaves(got: Any, want: Any):
+    """The (got, want) tensor pairs of two values of the same structure."""
+    if isinstance(want, list):
+        for g, w in zip(got, want):
+            yield from _leaves(g, w)
+    elif isinstance(want, dict):
+        for k in want:
+            yield from _leaves(np.asarray(got[k]), np.asarray(want[k]))
+    elif want is not None:
+        yield got, want
+
+
 def compare(got: Any, want: Any, rtol: float, atol: float, path: str = "output",
             stats: Stats | None = None) -> str | None:
-    """None when ``got`` matches ``want`` under the harness rules of this module's docstring,
-    else a one-line description of the first mismatch."""
-    if want is None:
-        return None if got is None else f"{path}: expected an empty optional"
-    if isinstance(want, list):
-        if not isinstance(got, list):
-            return f"{path}: expected a sequence, got {type(got).__name__}"
-        if len(got) != len(want):
-            return f"{path}: {len(got)} elements, expected {len(want)}"
-        for i, (g, w) in enumerate(zip(got, want)):
-            d = compare(g, w, rtol, atol, f"{path}[{i}]", stats)
-            if d:
-                return d
-        return None
-    if isinstance(want, dict):
-        if not isinstance(got, dict):
-            return f"{path}: expected a map, got {type(got).__name__}"
-        if set(got) != set(want):
-            return f"{path}: keys {sorted(got)} != {sorted(want)}"
-        for k in want:
-            d = compare(got[k], want[k], rtol, atol, f"{path}[{k!r}]", stats)
-            if d:
-                return d
-        return None
-    if not isinstance(got, np.ndarray):
-        return f"{path}: expected a tensor, got {type(got).__name__}"
-    if got.shape != want.shape:
-        return f"{path}: shape {got.shape}, expected {want.shape}"
-    if want.dtype == object:
-        if got.dtype != object or got.tolist() != want.tolist():
-            return f"{path}: string elements differ"
-        if stats is not None:
-            stats.add("string", np.zeros(0), np.zeros(0), atol)
-        return None
-    if got.dtype != want.dtype:
-        return f"{path}: dtype {got.dtype}, expected {want.dtype}"
-    etype = element_type(want.dtype)
-    if not _is_float(want.dtype):
-        g = got if got.dtype.kind == "b" else got.astype(np.int64)
-        w = want if want.dtype.kind == "b" else want.astype(np.int64)
-        if not np.array_equal(g, w):
-            bad = int(np.flatnonzero(g.reshape(-1) != w.reshape(-1))[0])
-            return (f"{path}: element {bad} is {got.reshape(-1)[bad]}, expected "
-                    f"{want.reshape(-1)[bad]} (exact)")
-    else:
-        r = max(rtol, 2.0 ** -6) if etype == "bfloat16" else rtol
-        wide = np.complex128 if want.dtype.kind == "c" else np.float64
-        g, w = got.astype(wide), want.astype(wide)
-        ok = np.isclose(g, w, rtol=r, atol=atol, equal_nan=True)
-        if not ok.all():
-            bad = int(np.flatnonzero(~ok.reshape(-1))[0])
-            return (f"{path}: element {bad} is {got.reshape(-1)[bad]}, expected "
-                    f"{want.reshape(-1)[bad]} (rtol {r:g}, atol {atol:g}; "
-                    f"{int((~ok).sum())} of {ok.size} differ)")
+    """None when ``got`` matches ``want`` under the Clause 11.5 rules of
+    :mod:`onemodel.testdata` (the package's, which ``run --test-data`` applies too), else a
+    one-line description of the first mismatch; matching tensors are counted in ``stats``."""
+    problems = testdata.compare(got, want, rtol, atol, path)
+    if problems:
+        return problems[0].text()
     if stats is not None:
-        stats.add(etype, got, want, atol)
+        for g, w in _leaves(got, want):
+            etype = testdata.element_type(w.dtype)
+            if etype == "string":
+                stats.add("string", np.zeros(0), np.zeros(0), atol)
+            else:
+                stats.add(etype, g, w, atol)
     return None
 
 
