@@ -1,0 +1,129 @@
+"""`run --test-data`: the difference report and exit status, `--input NAME=FILE.pb`, and
+`--output-format pb`; values written by onnx's numpy_helper, read back by it."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+from typer.testing import CliRunner
+
+from onemodel.cli import app
+
+runner = CliRunner()
+
+
+def _model(tmp_path, elem=TensorProto.FLOAT):
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "k"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", elem, [2, 3])],
+        [helper.make_tensor_value_info("y", elem, [2, 3])],
+        [numpy_helper.from_array(np.full([1], 0.5, np.float32), "k")]
+        if elem == TensorProto.FLOAT else [helper.make_tensor("k", elem, [1], [0.5])])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def _write(path, array, name):
+    path.write_bytes(numpy_helper.from_array(array, name).SerializeToString())
+
+
+def test_differences_are_reported_per_output_with_exit_1(tmp_path):
+    model = _model(tmp_path)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    want = x + 0.5
+    want[1, 1] = 4.6  # 4.5 computed: off by 0.1, > 1e-7 + 1e-3 * 4.6
+    want[1, 2] = 5.5001  # 5.5 computed: within rtol 1e-3
+    d = tmp_path / "case" / "test_data_set_0"
+    d.mkdir(parents=True)
+    _write(d / "input_0.pb", x, "x")
+    _write(d / "output_0.pb", want, "y")
+    r = runner.invoke(app, ["run", str(model), "--test-data", str(tmp_path / "case")])
+    assert r.exit_code == 1, r.output
+    lines = r.stdout.splitlines()
+    assert lines[0] == "test_data_set_0: 1 difference(s) in 1 output(s)"
+    diff = abs(4.5 - float(np.float32(4.6)))
+    assert lines[1] == (f"  y: 1 of 6 elements out of tolerance (rtol 0.001, atol 1e-07); max "
+                        f"abs diff {diff:.6g}, max rel diff {diff / float(np.float32(4.6)):.6g}; "
+                        f"first: element 4 at [1, 1]: got 4.5, expected {np.float32(4.6)}")
+    assert lines[2] == "0 of 1 data set(s) pass"
+    # the same data set within a looser tolerance passes, exit 0
+    r = runner.invoke(app, ["run", str(model), "--test-data", str(d), "--rtol", "0.05"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines() == ["test_data_set_0: pass (1 output(s) within tolerance)",
+                                     "1 of 1 data set(s) pass"]
+
+
+def test_test_data_errors_exit_2(tmp_path):
+    model = _model(tmp_path)
+    r = runner.invoke(app, ["run", str(model), "--test-data", str(tmp_path / "none")])
+    assert r.exit_code == 2 and r.stderr.startswith("Io: the test data directory does not exist")
+    (tmp_path / "empty").mkdir()
+    r = runner.invoke(app, ["run", str(model), "--test-data", str(tmp_path / "empty")])
+    assert r.exit_code == 2 and "no input_*.pb" in r.stderr
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "input_0.pb").write_bytes(b"\x0a\xff")  # a truncated field
+    r = runner.invoke(app, ["run", str(model), "--test-data", str(bad)])
+    assert r.exit_code == 2 and r.stderr.startswith("Malformed:"), r.stderr
+    r = runner.invoke(app, ["run", str(model), "--test-data", str(bad), "--random"])
+    assert r.exit_code == 2 and "not with --input or --random" in r.stderr
+
+
+def test_input_pb_and_output_format_pb_round_trip_bfloat16(tmp_path):
+    model = _model(tmp_path, TensorProto.BFLOAT16)
+    x = np.array([[1, 2, 3], [-1, 0.25, 256]], ml_dtypes.bfloat16)
+    _write(tmp_path / "x.pb", x, "x")
+    out = tmp_path / "out"
+    r = runner.invoke(app, ["run", str(model), "--input", f"x={tmp_path / 'x.pb'}",
+                            "--output-dir", str(out)])
+    assert r.exit_code == 0, r.output
+    assert f"saved y -> {out / 'y.pb'}" in r.stdout.splitlines()
+    got = numpy_helper.to_array(onnx.load_tensor(str(out / "y.pb")))
+    # x + 0.5 in float64, rounded once to bfloat16 (every sum here is exact in bfloat16)
+    want = (x.astype(np.float64) + 0.5).astype(ml_dtypes.bfloat16)
+    assert got.dtype == ml_dtypes.bfloat16 and got.tobytes() == want.tobytes()
+    # float32 with --output-format pb: a TensorProto too; npy (default): a .npy numpy loads
+    model = _model(tmp_path)
+    np.save(tmp_path / "x.npy", x.astype(np.float32))
+    for fmt, name in (("pb", "y.pb"), ("npy", "y.npy")):
+        o = tmp_path / fmt
+        r = runner.invoke(app, ["run", str(model), "--input", f"x={tmp_path / 'x.npy'}",
+                                "--output-dir", str(o), "--output-format", fmt])
+        assert r.exit_code == 0, r.output
+        got = (numpy_helper.to_array(onnx.load_tensor(str(o / name))) if fmt == "pb"
+               else np.load(o / name))
+        assert got.dtype == np.float32
+        assert got.tolist() == (x.astype(np.float64) + 0.5).tolist()
+    r = runner.invoke(app, ["run", str(model), "--random", "--output-dir", str(tmp_path / "z"),
+                            "--output-format", "zip"])
+    assert r.exit_code == 2 and "--output-format 'zip': npy or pb" in r.stderr
+
+
+def test_sequences_maps_and_optionals_are_written_as_onnx_reads_them(tmp_path):
+    from onemodel.testdata import read_pb, write_pb
+
+    seq = [np.array([1.5, 2.0], np.float32), np.array([[3]], np.int64)]
+    assert write_pb(tmp_path / "s.pb", seq, "s") == "SequenceProto"
+    msg = onnx.SequenceProto()
+    msg.ParseFromString((tmp_path / "s.pb").read_bytes())
+    back = numpy_helper.to_list(msg)
+    assert msg.name == "s" and [a.tolist() for a in back] == [[1.5, 2.0], [[3]]]
+    for value in ({3: np.float32(0.25), -1: np.float32(2.0)}, {"a": np.int64(7)}):
+        assert write_pb(tmp_path / "m.pb", value) == "MapProto"
+        msg = onnx.MapProto()
+        msg.ParseFromString((tmp_path / "m.pb").read_bytes())
+        # (onnx gives string keys as bytes)
+        assert {k: float(v) for k, v in numpy_helper.to_dict(msg).items()} == \
+            {(k.encode() if isinstance(k, str) else k): float(v) for k, v in value.items()}
+        assert {k: float(v) for k, v in read_pb(tmp_path / "m.pb", "map").items()} == \
+            {k: float(v) for k, v in value.items()}
+    assert write_pb(tmp_path / "o.pb", None) == "OptionalProto"
+    msg = onnx.OptionalProto()
+    msg.ParseFromString((tmp_path / "o.pb").read_bytes())
+    assert numpy_helper.to_optional(msg) is None
+    write_pb(tmp_path / "o.pb", seq, kind="optional")
+    msg.ParseFromString((tmp_path / "o.pb").read_bytes())
+    assert [a.tolist() for a in numpy_helper.to_optional(msg)] == [[1.5, 2.0], [[3]]]
