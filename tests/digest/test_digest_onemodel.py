@@ -339,3 +339,18 @@ def test_check_full_of_a_remote_file_reports_the_range_a_server_changed(http_ser
     (f,) = [f for f in check(http_server.url("m.onemodel"), full=True).findings
             if f.code == "OM207"]
     assert f.path == "manifest.graph.initializers[0]" and f"[{start}, {end})" in f.message
+
+
+def test_converting_with_digests_confirms_the_recorded_ones(tmp_path):
+    m, _, _ = _model()
+    good = write_bytes(m, digests=True)
+    src, out = tmp_path / "bad.onemodel", tmp_path / "out.onemodel"
+    src.write_bytes(_flip(good, "w")[0])
+    with pytest.raises(IoError, match="'w'"):
+        onemodel.convert(str(src), str(out), digests=True)
+    assert not out.exists()
+    src.write_bytes(good)
+    onemodel.convert(str(src), str(out), digests=True)
+    assert out.read_bytes() == good  # the same model, the same digests, the same file
+    onemodel.convert(str(src), str(out))
+    assert "digest" not in _manifest(out.read_bytes())[1]["graph"]["initializers"][0]["data"]
