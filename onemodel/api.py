@@ -383,12 +383,9 @@ def apply_weights(weights, model_path, dst, *, to: str | None = None,
         source = open_source(weights, storage_options=storage_options)
         try:
             replaced = apply(model, source, name=source.name)
-        except OneModelError as e:
+        except BaseException as e:
             source.close()
-            raise e.at(source=source.name)
-        except BaseException:
-            source.close()
-            raise
+            raise e.at(source=source.name) if isinstance(e, OneModelError) else e
         graph_rules.check_model(model)
         total = sum(t.nbytes for t in replaced)
         if progress is not None and hasattr(progress, "set_total"):

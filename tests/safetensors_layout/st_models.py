@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import importlib.util
+import pathlib
+
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from onemodel.ir.dtypes import INFO, DataType
+
+_spec = importlib.util.spec_from_file_location(
+    "st_external_models", pathlib.Path(__file__).parents[1] / "formats" / "onnx" /
+    "external_models.py")
+_external_models = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_external_models)
 
 #: Every ONNX element type with a raw layout (STRING and UNDEFINED excluded).
 RAW_TYPES = [c for c in INFO if c not in (DataType.STRING, DataType.UNDEFINED)]
@@ -35,23 +44,20 @@ def all_types_model(seed: int = 3) -> onnx.ModelProto:
 
 
 def mlp_model(seed: int = 0, sizes=(48, 40, 24)) -> onnx.ModelProto:
-    """A runnable MatMul+Add chain on ``x`` [1, sizes[0]] float32 (for onnxruntime); the
-    biases' byte sizes (160, 96) are not multiples of 64, so alignment needs padding."""
-    rng = np.random.default_rng(seed)
-    inits, nodes, cur = [], [], "x"
-    for i in range(len(sizes) - 1):
-        inits.append(numpy_helper.from_array(
-            rng.standard_normal((sizes[i], sizes[i + 1])).astype(np.float32), f"w{i}"))
-        inits.append(numpy_helper.from_array(
-            rng.standard_normal((sizes[i + 1],)).astype(np.float32), f"b{i}"))
-        nodes += [helper.make_node("MatMul", [cur, f"w{i}"], [f"m{i}"]),
-                  helper.make_node("Add", [f"m{i}", f"b{i}"], [f"h{i}"])]
-        cur = f"h{i}"
-    graph = helper.make_graph(
-        nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, sizes[0]])],
-        [helper.make_tensor_value_info(cur, TensorProto.FLOAT, [1, sizes[-1]])],
-        initializer=inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    """The runnable MatMul+Add chain of tests/formats/onnx/external_models.py on ``x``
+    [1, sizes[0]] float32 (for onnxruntime); with these sizes the biases' byte sizes (160, 96)
+    are not multiples of 64, so alignment needs padding."""
+    return _external_models.mlp_model(sizes=sizes, seed=seed)
+
+
+def mlp_reference(x: np.ndarray, weights: dict) -> np.ndarray:
+    """What :func:`mlp_model` computes for ``x`` with ``weights`` (name -> array), in float64."""
+    y = x.astype(np.float64)
+    i = 0
+    while f"w{i}" in weights:
+        y = y @ weights[f"w{i}"].astype(np.float64) + weights[f"b{i}"].astype(np.float64)
+        i += 1
+    return y
 
 
 def colliding_model() -> onnx.ModelProto:

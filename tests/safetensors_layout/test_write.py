@@ -12,7 +12,7 @@ import numpy as np
 import onnx
 import pytest
 from safetensors import safe_open
-from st_models import RAW_TYPES, all_types_model, colliding_model, mlp_model
+from st_models import RAW_TYPES, all_types_model, colliding_model, mlp_model, mlp_reference
 
 import onemodel
 from onemodel.errors import UnsupportedError
@@ -73,10 +73,7 @@ def test_safe_open_reads_every_tensor_and_onnxruntime_runs_it(tmp_path):
     assert json.loads(meta["onemodel.types"]) == {k: "FLOAT" for k in want}
     x = np.random.default_rng(1).standard_normal((1, 48)).astype(np.float32)
     y = ort.InferenceSession(str(tmp_path / "out.onnx")).run(None, {"x": x})[0]
-    ref = x.astype(np.float64)
-    for i in range(2):
-        ref = ref @ want[f"w{i}"].astype(np.float64) + want[f"b{i}"].astype(np.float64)
-    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(y, mlp_reference(x, want), rtol=1e-5, atol=1e-5)
 
 
 def test_inline_back_is_byte_identical(tmp_path):
