@@ -201,3 +201,40 @@ def test_flex_attention_score_mod_inferred_on_the_scores():
     assert sound(m) > 0
     contradicts(_flex_with(helper.make_node("ReduceSum", ["s"], ["o"], keepdims=0)),
                 "score_mod gives rank 0")
+
+
+def test_random_attention_agrees_with_the_evaluator():
+    """Random Attention nodes (3-D and 4-D, grouped heads, masks of several shapes, past
+    caches, causal, qk output modes; a fixed seed): whenever the evaluator computes one,
+    inference finds no contradiction and agrees with it."""
+    import random
+
+    from tests.infer.test_rules_reduce import evaluator_agrees
+
+    rng = random.Random(3)
+    ran = 0
+    for _ in range(80):
+        b, hq, hkv = rng.randint(1, 2), rng.choice([1, 2, 4]), rng.choice([1, 2])
+        s, kv, d, dv, past = (rng.randint(1, 3), rng.randint(1, 3), rng.choice([2, 4]),
+                              rng.choice([2, 3]), rng.randint(0, 2))
+        attrs = {}
+        if rng.random() < 0.5:
+            ins = [("q", F, [b, s, hq * d]), ("k", F, [b, kv, hkv * d]),
+                   ("v", F, [b, kv, hkv * dv])]
+            attrs = dict(q_num_heads=hq, kv_num_heads=hkv)
+        else:
+            ins = [("q", F, [b, hq, s, d]), ("k", F, [b, hkv, kv, d]), ("v", F, [b, hkv, kv, dv])]
+        if rng.random() < 0.5:
+            ins.append(("m", rng.choice([F, T.BOOL]), rng.choice(
+                [[s, kv + past], [1, 1, s, kv], [b, 1, s, kv + past], [s, kv + past + 1]])))
+        else:
+            ins.append(("",))
+        if rng.random() < 0.5:
+            ins += [("pk", F, [b, hkv, past, d]), ("pv", F, [b, hkv, past, dv])]
+        if rng.random() < 0.3:
+            attrs["is_causal"] = 1
+        if rng.random() < 0.3:
+            attrs["qk_matmul_output_mode"] = rng.randint(0, 3)
+        ran += evaluator_agrees(node_model("Attention", ins, 4, opset=rng.choice([23, 24]),
+                                           **attrs))
+    assert ran >= 40, ran

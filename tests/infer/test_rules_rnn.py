@@ -87,3 +87,30 @@ def test_contradictions():
                            opset=22, direction="sideways"), "direction")
     contradicts(node_model("GRU", [("x", F, ["S", 3, 3])] + _weights("GRU", 1, 2, 3) +
                            [("", ), ("h", F, [1, 4, 2])], 2, opset=22), "initial state")
+
+
+def test_random_recurrences_agree_with_the_evaluator():
+    """Random RNN/GRU/LSTM nodes (directions, layouts, hidden_size given or from R, optional
+    bias and initial state; a fixed seed): the evaluator computes each, and inference finds
+    no contradiction and agrees with it."""
+    import random
+
+    from tests.infer.test_rules_reduce import evaluator_agrees
+
+    rng = random.Random(3)
+    for _ in range(40):
+        op = rng.choice(["RNN", "GRU", "LSTM"])
+        nd, hd, inp = rng.choice([1, 2]), rng.randint(1, 3), rng.randint(1, 3)
+        seq, batch, layout = rng.randint(1, 3), rng.randint(1, 3), rng.randint(0, 1)
+        ins = [("x", F, [batch, seq, inp] if layout else [seq, batch, inp])]
+        ins += [w if k != 2 or rng.random() < 0.5 else ("",)
+                for k, w in enumerate(_weights(op, nd, hd, inp))]
+        ins.append(("",))
+        if rng.random() < 0.5:
+            ins.append(("h", F, [batch, nd, hd] if layout else [nd, batch, hd]))
+        attrs = dict(layout=layout, direction="bidirectional" if nd == 2 else
+                     rng.choice(["forward", "reverse"]))
+        if rng.random() < 0.5:
+            attrs["hidden_size"] = hd
+        assert evaluator_agrees(node_model(op, ins, 3 if op == "LSTM" else 2, opset=22,
+                                           **attrs))
