@@ -251,6 +251,7 @@ def _human(n: int) -> str:
 _CONVERT_FLAGS = {"strict_v1": "--strict-v1", "digests": "--digests",
                   "external_data": "--external-data",
                   "align": "--align", "threshold": "--threshold", "force": "--force",
+                  "max_shard_size": "--max-shard-size",
                   "allow_outside": "--allow-external-outside",
                   "storage_options": "--storage-option"}
 _LAYOUT_FLAGS = {"inline": "--inline", "per_tensor": "--external-data-per-tensor"}
@@ -308,6 +309,9 @@ def convert(
                                               help="ONNX output layout: keep, inline, file, "
                                               "per_tensor or safetensors (a data file name "
                                               "ending in .safetensors selects it)."),
+    max_shard_size: Optional[int] = typer.Option(None, "--max-shard-size", metavar="BYTES",
+                                                 help="Layout safetensors: shards of at most "
+                                                 "this many tensor bytes, with an index json."),
     into: Optional[str] = typer.Option(None, "--into", metavar="MODEL", help="SRC is a "
                                        ".safetensors file: replace MODEL's initializers by "
                                        "name with its tensors and write the result to DST."),
@@ -346,7 +350,8 @@ def convert(
             options["layout"] = layout[0]
         if external_data is not None:
             options["external_data"] = external_data
-        for name, value in (("align", align), ("threshold", threshold)):
+        for name, value in (("align", align), ("threshold", threshold),
+                            ("max_shard_size", max_shard_size)):
             if value is not None:
                 options[name] = value
         if force:

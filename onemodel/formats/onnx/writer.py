@@ -206,7 +206,7 @@ def _output_place(sink, base_dir):
 
 # -- planning -----------------------------------------------------------------------------------
 def _plan(model, layout, external_data, threshold, align, convert_attributes, out_base,
-          model_name, allow_outside, ov: _Overrides) -> list[_DataFile]:
+          model_name, allow_outside, ov: _Overrides, max_shard_size=None) -> list[_DataFile]:
     files: dict[str, _DataFile] = {}
     seen: set = set()
     used_names = {model_name.lower()} if model_name else set()
@@ -250,7 +250,7 @@ def _plan(model, layout, external_data, threshold, align, convert_attributes, ou
                raw_data=None, float_data=None, int32_data=None, int64_data=None,
                double_data=None, uint64_data=None)
     if st_slots:
-        _plan_safetensors(model, one_file, st_slots, align, ov)
+        _plan_safetensors(model, files, one_file, st_slots, align, ov, max_shard_size)
     return list(files.values())
 
 
@@ -259,22 +259,40 @@ def _safetensors_name(model_name: str | None) -> str:
     return (base[:-5] if base.lower().endswith(".onnx") else base) + ".safetensors"
 
 
-def _plan_safetensors(model, df: _DataFile, slots, align: int, ov: _Overrides) -> None:
+def _plan_safetensors(model, files: dict, df: _DataFile, slots, align: int, ov: _Overrides,
+                      max_shard_size: int | None) -> None:
     """Lay the tensors out in one safetensors file (:func:`..safetensors.layout.plan`): its header
-    is the first slot, every tensor a slot at its aligned offset."""
-    from ..safetensors.layout import plan
+    is the first slot, every tensor a slot at its aligned offset. With ``max_shard_size`` and
+    more tensor bytes than that, in shards ``<stem>-0000i-of-0000k.safetensors`` instead, with
+    the index ``<data file>.index.json`` (:func:`..safetensors.layout.shard`)."""
+    from ..safetensors import layout
 
-    try:
-        header, offsets, _ = plan([(t.name or "", t.data_type, t.dims, n) for t, _, n in slots],
-                                  align)
-    except UnsupportedError as e:
-        raise e.at(path=proto_path(model, slots[0][0])) from None
-    df.slots.append(_Slot(0, len(header), None, header))
-    for (t, buf, n), offset in zip(slots, offsets):
-        df.slots.append(_Slot(offset, n, t, buf))
-        ov.set(t, data_location=EXTERNAL, external_data=_entries(df.location, offset, n),
-               raw_data=None, float_data=None, int32_data=None, int64_data=None,
-               double_data=None, uint64_data=None)
+    items = [(t.name or "", t.data_type, t.dims, n) for t, _, n in slots]
+    keys, _ = layout.unique_keys([x[0] for x in items])
+    groups = [list(range(len(slots)))]
+    if max_shard_size is not None and sum(n for _, _, n in slots) > max_shard_size:
+        groups = layout.shard([n for _, _, n in slots], max_shard_size)
+        names = layout.shard_names(df.location, len(groups))
+        del files[df.location]
+        index = files[names[-1]] = _DataFile(names[-1])
+        weight_map = {keys[i]: names[g] for g, group in enumerate(groups) for i in group}
+        data = layout.index_json(weight_map, sum(n for _, _, n in slots))
+        index.slots.append(_Slot(0, len(data), None, data))
+    for g, group in enumerate(groups):
+        if len(groups) > 1:
+            df = files[names[g]] = _DataFile(names[g])
+        try:
+            header, offsets, _ = layout.plan([items[i] for i in group], align,
+                                             keys=[keys[i] for i in group])
+        except UnsupportedError as e:
+            raise e.at(path=proto_path(model, slots[group[0]][0])) from None
+        df.slots.append(_Slot(0, len(header), None, header))
+        for i, offset in zip(group, offsets):
+            t, buf, n = slots[i]
+            df.slots.append(_Slot(offset, n, t, buf))
+            ov.set(t, data_location=EXTERNAL, external_data=_entries(df.location, offset, n),
+                   raw_data=None, float_data=None, int32_data=None, int64_data=None,
+                   double_data=None, uint64_data=None)
 
 
 def _plan_keep(model, t, files, out_base, allow_outside) -> None:
@@ -542,7 +560,8 @@ MAX_ALIGN = 1 << 20
 def write_layout(model, sink, *, layout: str | None = None, external_data: str | None = None,
                  threshold: int = 1024, align: int | None = None,
                  force: bool = False, base_dir=None, allow_outside: bool = False,
-                 convert_attributes: bool = False, storage_options: dict | None = None) -> None:
+                 convert_attributes: bool = False, storage_options: dict | None = None,
+                 max_shard_size: int | None = None) -> None:
     """Write ``model`` to ``sink`` as a ModelProto with the external data ``layout`` (module
     documentation), and its data files beside it.
 
@@ -564,6 +583,9 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
         allow_outside: allow ``keep`` references outside that directory. Never the default.
         convert_attributes: also move attribute and sparse tensors (``file``, ``per_tensor``).
         storage_options: fsspec options for data files under a URL.
+        max_shard_size: bytes (layout ``safetensors``): more tensor bytes than this are split
+            into shards ``<stem>-00001-of-0000k.safetensors`` of at most that much each, with
+            the index ``<data file>.index.json`` Hugging Face's ``transformers`` reads.
     The .onnx bytes go to ``sink`` (the caller commits it); data files are committed here, after
     the .onnx bytes were written, and aborted on any error.
 
@@ -584,6 +606,11 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
     if external_data is not None and layout not in ("file", "safetensors"):
         raise UnsupportedError(f"external_data names the data file of layout 'file' or "
                                f"'safetensors' only, not of layout {quote(layout)}")
+    if max_shard_size is not None and (layout != "safetensors" or isinstance(
+            max_shard_size, bool) or not isinstance(max_shard_size, int) or max_shard_size < 1):
+        raise UnsupportedError(f"max_shard_size must be a positive integer (bytes) with layout "
+                               f"'safetensors', not {quote(max_shard_size)} with layout "
+                               f"{quote(layout)}")
     if align is None:
         from ..safetensors.layout import DEFAULT_ALIGN
 
@@ -611,7 +638,7 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
     sinks: list = []
     try:
         files = _plan(model, layout, external_data, threshold, align, convert_attributes,
-                      out_base, model_name, allow_outside, ov)
+                      out_base, model_name, allow_outside, ov, max_shard_size)
         if files and out_base is None:
             raise UnsupportedError("the model has external data files to write but the sink is "
                                    "not a file; pass base_dir= (their directory) or "
@@ -670,7 +697,7 @@ encode_model = encode_message
 def write(model, sink, *, layout: str | None = None, external_data: str | None = None,
           threshold: int = 1024, align: int | None = None, force: bool = False,
           base_dir=None, allow_outside: bool = False, convert_attributes: bool = False,
-          storage_options: dict | None = None) -> None:
+          storage_options: dict | None = None, max_shard_size: int | None = None) -> None:
     """Write ``model`` as a ModelProto to ``sink`` (not committed here) and its external data
     files beside it (committed here, after everything was written).
 
@@ -701,6 +728,8 @@ def write(model, sink, *, layout: str | None = None, external_data: str | None =
         convert_attributes: ``file``/``per_tensor`` also move attribute tensors and sparse
             tensors (as ``onnx``'s ``convert_attribute``); by default only initializers.
         storage_options: fsspec options for data files under a URL.
+        max_shard_size: layout ``safetensors`` in shards of at most this many tensor bytes, with
+            a Hugging Face index (:func:`write_layout`).
 
     Large tensor contents are streamed: copied file to file when they are untouched views of a
     local source (``copy_file_range`` or ``splice``, a bounded buffered copy where the kernel
@@ -716,7 +745,8 @@ def write(model, sink, *, layout: str | None = None, external_data: str | None =
     check_tensors(model, [(t, None) for _, t in iter_tensors(model)], sink.name)
     write_layout(model, sink, layout=layout, external_data=external_data, threshold=threshold,
                  align=align, force=force, base_dir=base_dir, allow_outside=allow_outside,
-                 convert_attributes=convert_attributes, storage_options=storage_options)
+                 convert_attributes=convert_attributes, storage_options=storage_options,
+                 max_shard_size=max_shard_size)
 
 
 __all__ = ["LAYOUTS", "MAX_ALIGN", "write", "write_layout", "encode_message", "encode_model",

@@ -98,19 +98,56 @@ def _align_up(n: int, align: int) -> int:
     return -(-n // align) * align
 
 
+def shard(sizes, max_shard_size: int) -> list[list[int]]:
+    """Indices of ``sizes`` (octets, in order) grouped into consecutive shards of at most
+    ``max_shard_size`` octets of tensor data each (a tensor larger than that is a shard by
+    itself), as Hugging Face's ``max_shard_size`` splits a checkpoint."""
+    groups: list[list[int]] = []
+    total = 0
+    for i, n in enumerate(sizes):
+        if not groups or (total + n > max_shard_size and groups[-1]):
+            groups.append([])
+            total = 0
+        groups[-1].append(i)
+        total += n
+    return groups
+
+
+def shard_names(location: str, count: int) -> list[str]:
+    """The names of ``count`` shards of data file ``location`` (``w.safetensors`` ->
+    ``w-00001-of-00003.safetensors`` ..., Hugging Face's convention) and of their index
+    (``w.safetensors.index.json``), the index last."""
+    stem = location[:-len(".safetensors")] if location.lower().endswith(".safetensors") \
+        else location
+    return [f"{stem}-{i:05d}-of-{count:05d}.safetensors" for i in range(1, count + 1)] + \
+        [location + ".index.json"]
+
+
+def index_json(weight_map: dict, total_size: int) -> bytes:
+    """The index of a sharded checkpoint as ``transformers`` reads it:
+    ``{"metadata": {"total_size": octets of tensor data}, "weight_map": {key: shard file}}``."""
+    return (json.dumps({"metadata": {"total_size": total_size}, "weight_map": weight_map},
+                       indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
 def plan(tensors, align: int = DEFAULT_ALIGN, layout: str = "onnx-external-data",
-         metadata: dict | None = None) -> tuple[bytes, list[int], list[str]]:
+         metadata: dict | None = None, keys: list | None = None
+         ) -> tuple[bytes, list[int], list[str]]:
     """Lay out ``tensors`` (a list of ``(name, element type, dims, octets)``) in one safetensors
     file, in the order given.
 
     Returns ``(header, offsets, keys)``: the file's first octets (length, JSON padded with spaces
     to a multiple of ``align``), each tensor's file offset (a multiple of ``align``) and its key.
     The file is ``header``, then each tensor's octets at its offset, zeros elsewhere, ending with
-    the last tensor. ``metadata`` (str -> str) is added to ``__metadata__``. Raises
+    the last tensor. ``metadata`` (str -> str) is added to ``__metadata__``; ``keys`` (from
+    :func:`unique_keys` over more tensors, for a shard) replaces the keys made here. Raises
     UnsupportedError for a tensor that cannot be stored (STRING) or octets that do not match
     dims x element type.
     """
-    keys, names = unique_keys([t[0] for t in tensors])
+    if keys is None:
+        keys, names = unique_keys([t[0] for t in tensors])
+    else:
+        names = {k: t[0] for k, t in zip(keys, tensors) if k != t[0]}
     entries: dict = {}
     types = {}
     padding = []
@@ -227,4 +264,5 @@ def consistent(entry, code: int, dims, recorded: Recorded) -> str | None:
     return f"its dtype {entry.dtype} does not hold {name}"
 
 
-__all__ = ["DEFAULT_ALIGN", "NATIVE", "stored_as", "unique_keys", "plan", "Recorded", "consistent"]
+__all__ = ["DEFAULT_ALIGN", "NATIVE", "stored_as", "unique_keys", "shard", "shard_names",
+           "index_json", "plan", "Recorded", "consistent"]
