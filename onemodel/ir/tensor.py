@@ -27,7 +27,7 @@ from __future__ import annotations
 from math import prod
 
 from ..errors import InvalidModelError, OneModelError, UnsupportedError, quote
-from ..lazy import np
+from ..lazy import ml_dtypes, np
 from ..limits import MAX_ELEMENT_COUNT
 from .dtypes import (
     INFO,
@@ -278,11 +278,14 @@ class Tensor(Record):
     # -- construction -----------------------------------------------------------------------
     @classmethod
     def from_numpy(cls, array: np.ndarray, name: str | None = None,
-                   data_type: int | None = None) -> "Tensor":
+                   data_type: int | None = None, saturate: bool = True) -> "Tensor":
         """A tensor in raw storage holding ``array``'s values (object arrays: STRING).
 
         A C-contiguous little-endian array is referenced, not copied; sub-byte types are packed
-        (a copy). ``data_type`` overrides the tag inferred from ``array.dtype``. Raises
+        (a copy). ``data_type`` overrides the tag inferred from ``array.dtype``; values of
+        another dtype are converted to it, to a float8 type as Cast converts them
+        (:func:`to_float8`: ``saturate`` True, the default, clamps values beyond the range and
+        +-Inf to +-FLT_MAX; False gives NaN, or +-Inf for FLOAT8E5M2). Raises
         UnsupportedError for a dtype with no ONNX element type.
         """
         array = np.asarray(array)
@@ -294,6 +297,8 @@ class Tensor(Record):
         if code is None:
             raise UnsupportedError(f"numpy dtype {array.dtype} has no ONNX element type")
         info = INFO[code]
+        if code in _FLOAT8 and array.dtype != info.dtype:
+            array = to_float8(array, code, saturate)
         if info.subbyte:
             codes = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
             raw = pack_bits(codes, info.bits)
@@ -529,6 +534,62 @@ def typed_to_array(code: int, field: str, values, count: int, where=None) -> np.
     return v.astype(info.dtype, copy=False)
 
 
+_FLOAT8 = (DataType.FLOAT8E4M3FN, DataType.FLOAT8E4M3FNUZ, DataType.FLOAT8E5M2,
+           DataType.FLOAT8E5M2FNUZ)
+
+
+def to_float8(x: np.ndarray, code: int, saturate: bool = True,
+              fnuz_inf_nan: bool = False) -> np.ndarray:
+    """``x`` (any real dtype) rounded to the float8 type ``code`` (FLOAT8E4M3FN, FLOAT8E4M3FNUZ,
+    FLOAT8E5M2, FLOAT8E5M2FNUZ; Clause 6.3.2) by the tables of the Cast definition: round to
+    nearest even; with ``saturate`` values beyond the largest finite value, and +-Inf, become
+    +-FLT_MAX (Cast-24), except that ``fnuz_inf_nan`` (Cast-19 to Cast-23) maps +-Inf to NaN for
+    the two FNUZ types; without ``saturate``, out of range is NaN (+-Inf for E5M2).
+    Returns an ml_dtypes array of the same shape."""
+    dt = INFO[code].dtype
+    src = np.asarray(x)
+    if src.dtype.kind not in "f" or src.dtype == np.float16:
+        src = src.astype(np.float32)
+    if saturate:
+        hi = float(ml_dtypes.finfo(dt).max)
+        fnuz = code in (DataType.FLOAT8E4M3FNUZ, DataType.FLOAT8E5M2FNUZ)
+        inf = np.isinf(src) if fnuz_inf_nan and fnuz else None
+        src = np.clip(src, -hi, hi)
+        if inf is not None and inf.any():
+            src = np.where(inf, np.nan, src).astype(src.dtype, copy=False)
+    return src.astype(dt)
+
+
+def typed_extra_bits(t) -> tuple[int, int] | None:
+    """The first value of a narrow element type's typed storage (``int32_data`` of INT4, UINT4,
+    INT2, UINT2, FLOAT4E2M1, FLOAT6E2M3, FLOAT6E3M2) with bits set outside those Table 7 gives
+    its elements (bits 0 to 7 for the 2- and 4-bit types, 0 to 5 for the 6-bit ones), as
+    ``(index, value)``; None when every value is canonical or the tensor has no such storage.
+
+    Clause 6.3.4 says every other bit SHALL be zero; a reader takes the elements from their own
+    bits only (:func:`typed_to_array`), so a value sign-extended from its octet (-15 for the
+    octet 0xF1 holding the INT4 elements 1 and -1) or out of range reads as its low bits.
+    """
+    info = INFO.get(t.data_type or 0)
+    if info is None or not info.subbyte or t.raw_data is not None or t.int32_data is None \
+            or not len(t.int32_data) or t.data_location == EXTERNAL:
+        return None
+    v = _typed_array("int32_data", t.int32_data)
+    mask = 0xFF if info.bits in (2, 4) else (1 << info.bits) - 1
+    bad = np.flatnonzero(v.astype(np.int64) & ~mask)
+    return (int(bad[0]), int(v[bad[0]])) if bad.size else None
+
+
+def canonical_typed(t) -> np.ndarray | None:
+    """The canonical ``int32_data`` (Clause 6.3.4, Table 7: only the elements' bits set) of a
+    tensor :func:`typed_extra_bits` finds fault with, the same elements; None for any other."""
+    if typed_extra_bits(t) is None:
+        return None
+    info = INFO[t.data_type]
+    mask = 0xFF if info.bits in (2, 4) else (1 << info.bits) - 1
+    return (_typed_array("int32_data", t.int32_data).astype(np.int64) & mask).astype(np.int32)
+
+
 def typed_to_raw(code: int, field: str, values, count: int) -> np.ndarray:
     """Typed storage converted to raw storage bytes (uint8 array of ``raw_nbytes(count)``)."""
     info = INFO[code]
@@ -575,4 +636,4 @@ def raw_to_typed(code: int, raw, count: int) -> tuple[str, np.ndarray]:
 __all__ = ["Tensor", "SparseTensor", "Segment", "EXTERNAL", "TYPED_FIELDS",
            "EXTERNAL_FIELDS", "STORAGE_FIELDS", "element_count",
            "dims_text", "tensor_problem", "sparse_problem", "typed_to_array", "typed_to_raw",
-           "raw_to_typed"]
+           "raw_to_typed", "typed_extra_bits", "canonical_typed"]

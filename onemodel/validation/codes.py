@@ -119,6 +119,12 @@ _TABLE = [
      "records (without --full nothing is hashed)",
      "tensor 'w': bytes [1088, 132160) do not match its recorded digest sha256:9f2c... (they "
      "hash to sha256:41d0...)"),
+    ("OM208", "warning", P1 + "Clause 6.3.4 (Table 7)",
+     "a narrow element type's int32_data (INT4, UINT4, INT2, UINT2, FLOAT4E2M1, FLOAT6) sets "
+     "no bit outside its elements' bits (values sign-extended or out of range are read by "
+     "their low bits; onemodel writes them canonical)",
+     "int32_data[0] of INT4 is -15 (0xfffffff1): bits outside 0 to 7 are set; read as the "
+     "octet 0xf1"),
     # -- operator set checks against onemodel.schemas (onemodel/validation/operators.py) --
     ("OM301", "error", P1 + "Clauses 10.2, 10.4",
      "the operator is defined in its domain (a domain with schemas: ai.onnx, ai.onnx.ml, "

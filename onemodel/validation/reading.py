@@ -61,7 +61,7 @@ def _onnx(source, storage_options, allow_outside, full):
     from ..formats.onnx.checks import check_tensors
     from ..formats.onnx.external import default_base, resolve_external_data
     from ..formats.onnx.wire_decode import decode
-    from ..ir.tensor import EXTERNAL, Tensor
+    from ..ir.tensor import EXTERNAL, Tensor, typed_extra_bits
     from ..storage.base import BlockView
 
     data = source.whole()
@@ -70,11 +70,17 @@ def _onnx(source, storage_options, allow_outside, full):
     tensor_errors: list = []
     external: dict = {}
 
+    extra_bits: list = []
+
     def check(root, tensors):
         check_tensors(root, tensors, source.name, errors=tensor_errors)
         for t, offset in tensors:
             if type(t) is Tensor and t.data_location == EXTERNAL:
                 external[id(t)] = offset
+            elif type(t) is Tensor and t.int32_data is not None:
+                bad = typed_extra_bits(t)
+                if bad is not None:
+                    extra_bits.append((t, offset, bad))
 
     model = decode(data, "ModelProto", source=source.name, blob_source=source, check=check)
     model.resources = [source]
@@ -82,6 +88,7 @@ def _onnx(source, storage_options, allow_outside, full):
     model.format = "onnx"
     found = [finding("OM202" if isinstance(e, UnsupportedError) else "OM201", e.message,
                      _strip(e.path), e.offset) for e in tensor_errors]
+    found += [_extra_bits(model, t, offset, bad) for t, offset, bad in extra_bits]
     if external:
         model.base_dir = default_base(source)
         refused: list = []
@@ -93,6 +100,25 @@ def _onnx(source, storage_options, allow_outside, full):
                           _strip(e.path), e.offset) for e in refused]
         found += _unverified(model, unverified or [], external)
     return model, found
+
+
+def _extra_bits(model, t, offset, bad):
+    """The ``OM208`` warning of a narrow tensor whose int32_data value ``bad = (index,
+    value)`` sets bits outside its elements' (Clause 6.3.4, Table 7)."""
+    from ..formats.onnx.paths import proto_path
+    from ..ir.dtypes import INFO
+
+    info = INFO[t.data_type]
+    index, value = bad
+    top = 7 if info.bits in (2, 4) else info.bits - 1
+    low = value & ((1 << (top + 1)) - 1)
+    if info.bits in (2, 4):
+        read = f"the octet {low:#04x}"
+    else:
+        read = f"the element code {low:#04x}"
+    return finding("OM208", f"int32_data[{index}] of {info.name} is {value} "
+                   f"({value & 0xFFFFFFFF:#010x}): bits outside 0 to {top} are set; read as "
+                   f"{read}", _strip(proto_path(model, t)), offset)
 
 
 def _unverified(model, tensors: list, offsets: dict) -> list:

@@ -4,8 +4,11 @@ Conversions between numeric types follow the Cast definition: floats round to ne
 (float32 -> float16/bfloat16/float8/float4/float6 via ml_dtypes, for values in range), integers
 wrap when out of range, floats to integers truncate toward zero (out of range is undefined),
 anything to bool is ``x != 0``. To the four float8 types, ``saturate=1`` (the default) clamps
-values beyond the largest finite value, infinities included, to +-FLT_MAX; ``saturate=0`` gives
-the table of the definition (NaN for the types without infinities, +-Inf for E5M2). To
+values beyond the largest finite value to +-FLT_MAX, and so +-Inf from Cast-24/CastLike-24 on;
+at opsets 19 to 23 the definitions' table maps +-Inf to NaN for the two FNUZ types (which have
+no infinity) and to +-FLT_MAX for E4M3FN and E5M2 (:func:`cast_array`'s ``fnuz_inf_nan``);
+``saturate=0`` gives the table of the definition (NaN for the types without infinities, +-Inf
+for E5M2). To
 FLOAT8E8M0, ``round_mode`` (``up`` by default, ``down``, ``nearest``) picks the power of two and
 ``saturate`` bounds it. Strings parse as decimal or scientific numbers, ``INF``/``+INF``/
 ``-INF``/``NaN`` in any case; numbers become their shortest round-trip decimal form.
@@ -30,6 +33,7 @@ import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError, UnsupportedError
 from ...ir.dtypes import INFO, DataType
+from ...ir.tensor import to_float8
 from ...lazy import ml_dtypes  # imported when a narrow type is used (0.5 s in 0.7.0)
 from ..registry import op
 
@@ -139,8 +143,14 @@ def _to_e8m0(x: np.ndarray, saturate: bool, round_mode: str) -> np.ndarray:
     return code.astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
 
 
-def cast_array(x: np.ndarray, to: int, saturate: bool = True, round_mode: str = "up"):
-    """``x`` converted to element type ``to`` (a Table 5 tag) by the rules of Cast."""
+def cast_array(x: np.ndarray, to: int, saturate: bool = True, round_mode: str = "up",
+               fnuz_inf_nan: bool = False):
+    """``x`` converted to element type ``to`` (a Table 5 tag) by the rules of Cast.
+
+    ``fnuz_inf_nan``: the saturate table of Cast-19 to Cast-23 (and CastLike-19 to -23), where
+    +-Inf cast to FLOAT8E4M3FNUZ or FLOAT8E5M2FNUZ with ``saturate`` gives NaN; from version 24
+    (the default, False) it gives +-FLT_MAX like every value beyond the range.
+    """
     if to not in INFO:
         raise UnsupportedError(f"Cast to element type {to}, which is not in Table 5")
     if to == D.STRING:
@@ -155,13 +165,7 @@ def cast_array(x: np.ndarray, to: int, saturate: bool = True, round_mode: str = 
     if to == D.FLOAT8E8M0:
         return _to_e8m0(x, saturate, round_mode)
     if to in _FLOAT8:
-        src = x
-        if src.dtype.kind not in "f" or src.dtype == np.float16:
-            src = src.astype(np.float32)
-        if saturate:
-            hi = float(ml_dtypes.finfo(dt).max)
-            src = np.clip(src, -hi, hi)
-        return src.astype(dt)
+        return to_float8(x, to, saturate, fnuz_inf_nan)
     if to in NARROW_INTS:
         return to_narrow_int(x, to)
     if to in _NO_NAN_FLOATS:
@@ -179,7 +183,8 @@ def cast(ctx, x):
     to = ctx.attr("to")
     if to is None:
         raise InvalidModelError("Cast needs the 'to' attribute")
-    return cast_array(x, to, bool(ctx.attr("saturate", 1)), ctx.attr("round_mode", "up"))
+    return cast_array(x, to, bool(ctx.attr("saturate", 1)), ctx.attr("round_mode", "up"),
+                      fnuz_inf_nan=19 <= ctx.opset < 24)
 
 
 @op("CastLike", since=(15, 19, 21, 23, 24, 25))
@@ -191,7 +196,8 @@ def cast_like(ctx, x, like):
         to = code_of_dtype(like.dtype)
         if to is None:
             raise UnsupportedError(f"CastLike to numpy dtype {like.dtype}")
-    return cast_array(x, to, bool(ctx.attr("saturate", 1)), ctx.attr("round_mode", "up"))
+    return cast_array(x, to, bool(ctx.attr("saturate", 1)), ctx.attr("round_mode", "up"),
+                      fnuz_inf_nan=19 <= ctx.opset < 24)
 
 
 @op("BitCast", since=26)

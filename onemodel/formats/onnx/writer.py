@@ -82,7 +82,7 @@ from ...ir.dtypes import INFO, DataType
 from ...ir.entries import StringStringEntry
 from ...ir.model import Model
 from ...ir.record import buffer_nbytes, buffer_view, same_bytes
-from ...ir.tensor import EXTERNAL, STORAGE_FIELDS
+from ...ir.tensor import EXTERNAL, STORAGE_FIELDS, canonical_typed
 from ...ir.walk import iter_tensors
 from ...lazy import np
 from ...limits import EXTERNAL_DATA_ALIGNMENT
@@ -217,6 +217,9 @@ def _plan(model, layout, external_data, threshold, align, convert_attributes, ou
         if id(t) in seen:
             continue
         seen.add(id(t))
+        canonical = canonical_typed(t)  # (narrow types: int32_data as Clause 6.3.4 has it)
+        if canonical is not None:
+            ov.set(t, int32_data=canonical)
         external = t.data_location == EXTERNAL
         if layout == "keep":
             if external:
