@@ -150,18 +150,28 @@ def _bias(ctx, b, m):
     return ctx.unify(m, b.shape[0], "output channels and bias extents")
 
 
-def conv_shape(ctx, x, w, b=None) -> list | None:
-    """The output shape of Conv (and of ConvInteger, QLinearConv, DeformConv before its
-    offset): ``[N, M, *spatial]`` (module doc); None when the rank is not known."""
+def _operands(ctx, x, w):
+    """``(n, X's shape, W's shape, group)`` of a convolution: the spatial rank
+    (:func:`spatial_rank`, None when unknown), the shapes when of rank ``n + 2`` (else None),
+    ``group`` (None, and a contradiction, when not positive)."""
     n = spatial_rank(ctx, x, w)
     if n is None:
-        return None
+        return None, None, None, None
     xs = x.shape if x is not None and x.rank == n + 2 else None
     ws = w.shape if w is not None and w.rank == n + 2 else None
     group = ctx.attr("group", 1)
     if group is None or group < 1:
         ctx.contradiction(f"group {group} is not positive")
         group = None
+    return n, xs, ws, group
+
+
+def conv_shape(ctx, x, w, b=None) -> list | None:
+    """The output shape of Conv (and of ConvInteger, QLinearConv, DeformConv before its
+    offset): ``[N, M, *spatial]`` (module doc); None when the rank is not known."""
+    n, xs, ws, group = _operands(ctx, x, w)
+    if n is None:
+        return None
     m = ws[0] if ws is not None else None
     if xs is not None and ws is not None and group is not None:
         ctx.unify(xs[1], D.mul(ws[1], group), "input channels and weight channels x group")
@@ -182,15 +192,9 @@ def conv(ctx, x, w, b=None):
 @rule("ConvTranspose", since=(1, 11, 22))
 def conv_transpose(ctx, x, w, b=None):
     """ConvTranspose: ``[N, W.shape[1] * group, *spatial]`` (module doc)."""
-    n = spatial_rank(ctx, x, w)
+    n, xs, ws, group = _operands(ctx, x, w)
     if n is None:
         return None
-    xs = x.shape if x is not None and x.rank == n + 2 else None
-    ws = w.shape if w is not None and w.rank == n + 2 else None
-    group = ctx.attr("group", 1)
-    if group is None or group < 1:
-        ctx.contradiction(f"group {group} is not positive")
-        group = None
     m = D.mul(ws[1], group) if ws is not None and group is not None else None
     if xs is not None and ws is not None:
         c = ctx.unify(xs[1], ws[0], "input channels and weight extent 0")

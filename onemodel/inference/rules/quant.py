@@ -53,18 +53,21 @@ def _param(ctx, x, p, axis: int, block: int, what: str) -> None:
         ctx.unify(ps[0], xs[a], f"{what} and axis extents")
 
 
-def _axis_block(ctx):
+def _check_params(ctx, x, scale, zero_point) -> list | None:
+    """Check scale and zero point against X (``axis`` from opset 13, 1 before; ``block_size``
+    from 21); X's shape as a list (None when the rank is unknown)."""
     axis = ctx.attr("axis") if ctx.opset >= 13 else 1
-    block = ctx.attr("block_size") if ctx.opset >= 21 else 0
-    return (1 if axis is None else axis), (block or 0)
+    block = (ctx.attr("block_size") if ctx.opset >= 21 else 0) or 0
+    axis = 1 if axis is None else axis
+    _param(ctx, x, scale, axis, block, "scale")
+    _param(ctx, x, zero_point, axis, block, "zero point")
+    return list(x.shape) if x.shape is not None else None
 
 
 @rule("QuantizeLinear", since=(10, 13, 19, 21, 23, 24, 25))
 def quantize_linear(ctx, x, y_scale, y_zero_point=None):
     """QuantizeLinear: X's shape, the element type of the module doc."""
-    axis, block = _axis_block(ctx)
-    _param(ctx, x, y_scale, axis, block, "scale")
-    _param(ctx, x, y_zero_point, axis, block, "zero point")
+    shape = _check_params(ctx, x, y_scale, y_zero_point)
     out = ctx.attr("output_dtype") if ctx.opset >= 21 else 0
     elem = out or _UINT8
     if y_zero_point is not None:
@@ -72,22 +75,18 @@ def quantize_linear(ctx, x, y_scale, y_zero_point=None):
         if out and zp is not None and out != zp:
             ctx.contradiction(f"output_dtype {out} differs from the zero point's type {zp}")
         elem = zp
-    shape = list(x.shape) if x.shape is not None else None
     return shape if elem is None else ctx.tensor(shape, elem=elem)
 
 
 @rule("DequantizeLinear", since=(10, 13, 19, 21, 23, 24, 25))
 def dequantize_linear(ctx, x, x_scale, x_zero_point=None):
     """DequantizeLinear: X's shape, the element type of the module doc."""
-    axis, block = _axis_block(ctx)
-    _param(ctx, x, x_scale, axis, block, "scale")
-    _param(ctx, x, x_zero_point, axis, block, "zero point")
+    shape = _check_params(ctx, x, x_scale, x_zero_point)
     out = ctx.attr("output_dtype") if ctx.opset >= 23 else 0
     if not out:
         out = x_scale.elem if x_scale is not None else None
         if out == _FLOAT8E8M0:
             out = _FLOAT
-    shape = list(x.shape) if x.shape is not None else None
     if out is None:
         return shape
     return ctx.tensor(shape, elem=out)

@@ -59,12 +59,15 @@ def _scaled(x, s: float, f32: bool):
     return None
 
 
+def _unknown_at(shape, axes) -> list:
+    """``shape`` with the extents of ``axes`` unknown."""
+    return [None if k in axes else d for k, d in enumerate(shape)]
+
+
 def _by_scales(ctx, shape, scales, axes, f32: bool) -> list:
-    out = list(shape)
     if scales is None:
-        for a in axes:
-            out[a] = None
-        return out
+        return _unknown_at(shape, axes)
+    out = list(shape)
     if len(scales) != len(axes):
         ctx.contradiction(f"scales has {len(scales)} values for {len(axes)} axes")
         return [None] * len(shape)
@@ -121,13 +124,11 @@ def resize(ctx, x, roi=None, scales=None, sizes=None):
     if not use_sizes:
         if use_sizes is False and use_scales is False:
             ctx.contradiction("neither scales nor sizes is given")
-        return [d if k not in norm else None for k, d in enumerate(shape)]
+        return _unknown_at(shape, norm)
     got = ctx.ints(3)
-    out = list(shape)
     if got is None:
-        for a in norm:
-            out[a] = None
-        return out
+        return _unknown_at(shape, norm)
+    out = list(shape)
     if len(got) != len(norm):
         ctx.contradiction(f"sizes has {len(got)} values for {len(norm)} axes")
         return [None] * r
@@ -138,9 +139,7 @@ def resize(ctx, x, roi=None, scales=None, sizes=None):
         return out
     if policy not in ("not_larger", "not_smaller") or not all(
             type(z) is int for z in got) or not all(type(shape[a]) is int for a in norm):
-        for a in norm:
-            out[a] = None
-        return out
+        return _unknown_at(shape, norm)
     ratios = [z / shape[a] if shape[a] else 1.0 for z, a in zip(got, norm)]
     common = min(ratios) if policy == "not_larger" else max(ratios)
     for a in norm:
