@@ -681,11 +681,12 @@ def run_cmd(
                                                  "(repeatable; unset ones are 1)."),
     shape: Optional[List[str]] = ShapeOpt,
     output_dir: Optional[str] = typer.Option(None, "--output-dir", metavar="DIR",
-                                             help="Save each tensor output as NAME.npy in this "
-                                             "directory, characters other than letters, digits "
-                                             "and -_. written %XX (sequence elements as "
-                                             "NAME%5Bi%5D.npy); the names and files are "
-                                             "listed."),
+                                             help="Save each output in this directory as "
+                                             "NAME.npy, or NAME.pb (TensorProto) for dtypes "
+                                             "numpy cannot load back and for sequences, maps "
+                                             "and optionals; characters other than letters, "
+                                             "digits and -_. written %XX; the names and files "
+                                             "are listed."),
     output_format: str = typer.Option("npy", "--output-format", metavar="npy|pb",
                                       help="--output-dir files: npy (.npy where numpy can load "
                                       "the dtype back, TensorProto .pb where not) or pb (every "
