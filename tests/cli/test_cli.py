@@ -152,7 +152,7 @@ def test_options_of_the_other_format_are_refused_naming_flags(tmp_path):
     assert r.stderr.strip() == (
         "Unsupported: --strict-v1 does not apply to onnx output (it takes: --align, "
         "--allow-external-outside, --external-data, --force, --inline, "
-        "--external-data-per-tensor, --storage-option, --threshold)")
+        "--external-data-per-tensor, --max-shard-size, --storage-option, --threshold)")
 
 
 def test_a_bad_writer_option_is_one_line_exit_2(tmp_path):
