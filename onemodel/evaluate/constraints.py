@@ -79,19 +79,21 @@ def bind_inputs(model, inputs: dict) -> tuple[dict, dict]:
 
 def check_inputs(constraints: list, binding: dict, where: dict) -> None:
     """Raise InvalidModelError at the first main-graph input whose extents (``binding``,
-    ``where`` of :func:`bind_inputs`) break a constraint, naming the input, the axis, the
-    variable and the operator that needs it."""
+    ``where`` of :func:`bind_inputs`) break a constraint, naming every input extent the
+    constraint uses (input, axis, variable), in input order, and the operator that needs it."""
     for c in constraints:
         if c.holds(binding) is False:
-            var = next(v for side in (c.a, c.b) if isinstance(side, Expr)
-                       for v in sorted(side.variables()) if v in where)
-            i, name, axis = where[var]
-            shown = "unnamed" if var.startswith("?") else var
+            used = sorted({v for side in (c.a, c.b) if isinstance(side, Expr)
+                           for v in side.variables() if v in where},
+                          key=lambda v: where[v])  # in input and axis order
+            i, name, axis = where[used[0]]
+            given = ", ".join(
+                f"input '{where[v][1]}' has extent {binding[v]} on axis {where[v][2]} "
+                f"({'unnamed' if v.startswith('?') else v})" for v in used)
             need = (f"{_text(c.a)} in {{{', '.join(map(str, c.allowed))}}}"
                     if c.allowed is not None else f"{_text(c.a)} == {_text(c.b)}")
-            raise InvalidModelError(
-                f"input '{name}' has extent {binding[var]} on axis {axis} ({shown}); "
-                f"{c.message} at {c.path}: {need} does not hold", path=f"graph.inputs[{i}]")
+            raise InvalidModelError(f"{given}; {c.message} at {c.path}: {need} does not hold",
+                                    path=f"graph.inputs[{i}]")
 
 
 def _text(d) -> str:

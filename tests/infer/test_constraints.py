@@ -61,3 +61,18 @@ def test_generated_inputs_keep_their_defaults_where_nothing_is_pinned():
                [helper.make_tensor_value_info("x", T.FLOAT, ["N", None])], [w])
     assert random_inputs(m)["x"].shape == (1, 1)
     assert generated_axes(m, None, None) == [("x", [1, 1], ["N = 1", "axis 1 = 1"])]
+
+
+def test_a_constraint_of_two_inputs_names_both_extents():
+    # Concat along axis 1 needs the extents of axis 0 equal: N == M
+    m = _model([helper.make_node("Concat", ["a", "b"], ["y"], axis=1, name="cat")],
+               [helper.make_tensor_value_info("a", T.FLOAT, ["N", 2]),
+                helper.make_tensor_value_info("b", T.FLOAT, ["M", 3])])
+    s = Session(m)
+    assert s.run({"a": np.ones((2, 2), np.float32),
+                  "b": np.ones((2, 3), np.float32)})["y"].shape == (2, 5)
+    with pytest.raises(InvalidModelError) as e:
+        s.run({"a": np.ones((2, 2), np.float32), "b": np.ones((3, 3), np.float32)})
+    assert e.value.path == "graph.inputs[0]"
+    assert e.value.message.startswith("input 'a' has extent 2 on axis 0 (N), input 'b' has "
+                                      "extent 3 on axis 0 (M); Concat 'cat'")
