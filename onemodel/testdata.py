@@ -97,9 +97,7 @@ def numpy_can_store(dtype) -> bool:
     """True when ``np.save`` writes ``dtype`` in a file numpy loads back: numpy's own types
     (strings as text); False for the ml_dtypes types (bfloat16, float8, int4, int2, float4,
     float6), which it writes as opaque void data."""
-    return dtype.kind in "biufcOUS" and type(dtype).__module__.startswith("numpy") \
-        and dtype.name not in ("bfloat16",) + NARROW_FLOATS and "int4" not in dtype.name \
-        and "int2" not in dtype.name
+    return dtype.kind in "biufcOUS"  # (the ml_dtypes types are kind "V", opaque to numpy)
 
 
 # -- reading ---------------------------------------------------------------------------------
