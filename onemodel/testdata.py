@@ -97,7 +97,14 @@ def numpy_can_store(dtype) -> bool:
     """True when ``np.save`` writes ``dtype`` in a file numpy loads back: numpy's own types
     (strings as text); False for the ml_dtypes types (bfloat16, float8, int4, int2, float4,
     float6), which it writes as opaque void data."""
-    return dtype.kind in "biufcOUS"  # (the ml_dtypes types are kind "V", opaque to numpy)
+    if dtype.kind not in "biufcOUS":  # (the ml_dtypes types are kind "V", opaque to numpy)
+        return False
+    try:  # the header np.save writes names the dtype by its descr: numpy must read it back
+        import numpy as np
+
+        return dtype.type.__module__ == "numpy" and np.dtype(dtype.str) == dtype
+    except TypeError:
+        return False
 
 
 # -- reading ---------------------------------------------------------------------------------
