@@ -6,8 +6,9 @@ contents in raw storage layout, bit for bit (NaN payloads and signed zeros inclu
 whose weights moved between inline, typed, external and OneModel storage still compares equal;
 where the contents differ the first differing element is named. Two tensors that both carry a
 recorded content digest (OneModel files written with ``digests=True``, docs/format-extension.md
-section 9) are compared by those digests first: equal digests need no byte comparison (the bytes
-of each file are then not read; ``onemodel check --full`` checks them against their digests).
+section 9) are compared by those digests first: different digests are a difference; equal
+digests need no octet-by-octet comparison, but each side's bytes are checked against its digest
+(IoError naming the tensor when they do not match: equal records say nothing of the bytes).
 
 :func:`verify` loads two files in any formats and compares them; with ``run=True`` it also runs
 both on the same deterministic inputs (onemodel's evaluator, or ``engine="onnxruntime"`` when it
@@ -185,6 +186,11 @@ class _Walker:
             return  # the data_type difference is already reported
         da, db = self.blob_digest(a), self.blob_digest(b)
         if da is not None and da == db:  # the digests cover element type, dims and contents
+            # equal records say nothing of the bytes: each side's bytes are checked against
+            # its digest (IoError naming the tensor when they do not match), then they are
+            # equal without comparing them octet by octet
+            a.raw_view()
+            b.raw_view()
             self.by_digest += 1
             return
         try:

@@ -153,12 +153,18 @@ class Sink:
         ``splice``, docs/performance.md) and a remote source serves as range reads in bounded
         chunks. A :class:`~onemodel.storage.progress.ProgressSink` counts the Blob's bytes here,
         once, whichever way they go; hashing sinks see them through ``write``/``copy_from``.
-        A remote Blob with a recorded digest goes through ``blob.chunks()``, which checks it."""
+        A Blob with a recorded digest is checked before its bytes are written: a remote one
+        goes through ``blob.chunks()``, which checks it as it streams; a local one is checked
+        (``blob.view()``, once) before the file-to-file copy, so a conversion never writes
+        bytes that do not match their recorded digest (IoError naming the tensor)."""
         if blob.loaded:
             self.write(blob.view())
         elif blob.digest is not None and not blob.at_hand:
             for chunk in blob.chunks(64 << 20):
                 self.write(chunk)
+        elif blob.digest is not None:
+            blob.view()  # raises IoError when the bytes do not match the recorded digest
+            self.copy_from(blob.source, blob.offset, blob.nbytes)
         else:
             self.copy_from(blob.source, blob.offset, blob.nbytes)
 

@@ -228,13 +228,20 @@ def test_verify_compares_recorded_digests_first(tmp_path):
     a, b, plain = tmp_path / "a.onemodel", tmp_path / "b.onemodel", tmp_path / "p.onemodel"
     a.write_bytes(write_bytes(m, digests=True))
     plain.write_bytes(write_bytes(m))
-    # the same bad byte in w of a copy: equal recorded digests mean no byte of w is read
-    # (reading it would raise Io), so the copy is equal to a by digests
-    b.write_bytes(_flip(a.read_bytes(), "w")[0])
-    r = verify(str(a), str(b))
+    a2 = tmp_path / "a2.onemodel"
+    a2.write_bytes(a.read_bytes())
+    # equal recorded digests: each side's bytes checked against its digest, not compared
+    r = verify(str(a), str(a2))
     assert r.equal and r.tensors_by_digest == 2  # w and b; the STRING tensor by its elements
-    out = CliRunner().invoke(app, ["verify", str(a), str(b)])
+    out = CliRunner().invoke(app, ["verify", str(a), str(a2)])
     assert out.exit_code == 0 and "(2 tensors by their recorded digests)" in out.output
+    # a bad byte in w of a copy whose manifest still records w's digest: equal records say
+    # nothing of the bytes, the check of b's bytes is an Io error naming w (exit 2)
+    b.write_bytes(_flip(a.read_bytes(), "w")[0])
+    with pytest.raises(IoError, match="'w'"):
+        verify(str(a), str(b))
+    out = CliRunner().invoke(app, ["verify", str(a), str(b)])
+    assert out.exit_code == 2 and "'w'" in out.output
     # one side without digests: bytes compared (and w's bad byte found by the check)
     r = verify(str(a), str(plain))
     assert r.equal and r.tensors_by_digest == 0
@@ -248,6 +255,21 @@ def test_verify_compares_recorded_digests_first(tmp_path):
     assert not r.equal and r.tensors_by_digest == 1
     assert r.first.path == "graph.initializers[0].contents"
     assert "first at byte 0 (element 0)" in r.first.message
+
+
+def test_a_conversion_never_copies_bytes_that_break_their_recorded_digest(tmp_path):
+    m, _, _ = _model()
+    good = write_bytes(m, digests=True)
+    bad = tmp_path / "bad.onemodel"
+    bad.write_bytes(_flip(good, "w")[0])
+    for out in ("bad.onnx", "bad2.onemodel", "bad.onemodel.zst"):
+        with pytest.raises(IoError, match="'w'"):
+            onemodel.convert(str(bad), str(tmp_path / out))
+        assert not (tmp_path / out).exists()  # nothing written
+    ok = tmp_path / "good.onemodel"
+    ok.write_bytes(good)
+    onemodel.convert(str(ok), str(tmp_path / "good.onnx"))
+    assert digest(str(tmp_path / "good.onnx")) == digest(str(ok))
 
 
 def test_check_full_reports_a_digest_mismatch_and_plain_check_hashes_nothing(tmp_path,
