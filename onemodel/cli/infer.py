@@ -96,15 +96,20 @@ def infer_file(src: str, dst: str, *, storage_options: dict | None = None,
     :class:`~onemodel.inference.Inference`, its paths in IR field names; the annotated model,
     closed). Raises the errors of
     :func:`onemodel.load` and :func:`onemodel.save` (UnsupportedError for a ``dst`` whose
-    format cannot be told, before ``src`` is read); InternalError for a rule's bug.
+    format cannot be told, before ``src`` is read); InvalidModelError for a model that breaks
+    a graph rule (:func:`onemodel.ir.graph_rules.check_model`, as ``convert`` refuses it);
+    InternalError for a rule's bug.
     """
     from .. import api
     from ..inference import annotate, infer_model
     from ..ir.walk import iter_graphs
 
     out_plugin = api._plugin_for_target(dst, None)
+    from ..ir import graph_rules
+
     model = api.load(src, storage_options=storage_options, **(read_options or {}))
     with model:
+        graph_rules.check_model(model)  # what convert refuses, infer does not write either
         res = infer_model(model)
         main_before = len(model.graph.value_info) if model.graph is not None else 0
         before = {id(g): len(g.value_info) for _, g in iter_graphs(model.graph)} \

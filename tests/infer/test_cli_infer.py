@@ -362,3 +362,20 @@ def test_annotate_in_python_adds_each_entry_once_and_shares_type_records(tmp_pat
         assert a.type is b.type  # equal inferred types: one Type record
         assert annotate(m, res) == 0  # declared now: nothing added twice
         assert onemodel.infer(m)["y"] == onemodel.ir.Type.tensor(T.FLOAT, ["N", 6])
+
+
+def test_a_model_convert_refuses_is_not_written_either(tmp_path):
+    # an undefined input and a value defined twice: the graph rules refuse both, as convert does
+    for name, nodes in (("undef", [onnx.helper.make_node("Relu", ["nope"], ["y"])]),
+                        ("dup", [onnx.helper.make_node("Relu", ["x"], ["y"]),
+                                 onnx.helper.make_node("Neg", ["x"], ["y"])])):
+        g = onnx.helper.make_graph(nodes, "g",
+                                   [onnx.helper.make_tensor_value_info("x", 1, [2])],
+                                   [onnx.helper.make_tensor_value_info("y", 1, [2])])
+        src = _save(tmp_path / f"{name}.onnx", onnx.helper.make_model(
+            g, opset_imports=[onnx.helper.make_opsetid("", 17)]))
+        out = tmp_path / f"{name}.out.onnx"
+        r = runner.invoke(app, ["infer", src, str(out)])
+        assert r.exit_code == 2 and "InvalidModel" in r.output, r.output
+        assert not out.exists()
+        assert runner.invoke(app, ["convert", src, str(tmp_path / "c.onnx")]).exit_code == 2
