@@ -242,6 +242,26 @@ def _inferred_type(a):
     return None
 
 
+#: attribute types whose one value must be present (a list type may hold no element)
+_SCALAR = frozenset((AttributeType.FLOAT, AttributeType.INT, AttributeType.STRING,
+                     AttributeType.TENSOR, AttributeType.GRAPH, AttributeType.SPARSE_TENSOR,
+                     AttributeType.TYPE_PROTO))
+
+
+def _value_field(a, t, name, what, apath, out) -> None:
+    """OM309 when the value field ``type`` selects is not set while another is (Clause 7.4:
+    the type says which field holds the value; a reader takes that field's, here nothing)."""
+    from ..ir.model import VALUE_FIELD
+
+    field = VALUE_FIELD.get(t)
+    if field is None or t not in _SCALAR or getattr(a, field, None) is not None:
+        return
+    held = _inferred_type(a)
+    where = f" (its value is in {VALUE_FIELD[held]})" if held is not None else ""
+    out.append(finding("OM309", f"attribute {quote(name)} of {what} is {_type_name(t)} but "
+                       f"has no {field} value{where}", f"{apath}.{field}"))
+
+
 def _attributes(node, npath, s, ir_version, out) -> None:
     seen: dict = {}
     what = _What(node, s)
@@ -271,6 +291,8 @@ def _attributes(node, npath, s, ir_version, out) -> None:
             out.append(finding("OM309", f"attribute {quote(name)} of {what} is "
                                f"{_type_name(t)}; the definition's type is {spec.type}",
                                f"{apath}.type"))
+        elif not a.ref_attr_name:
+            _value_field(a, t, name, what, apath, out)
     for name, spec in s.attributes.items():
         if spec.required and name not in seen:
             out.append(finding("OM310", f"{what} lacks required attribute {quote(name)}",

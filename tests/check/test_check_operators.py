@@ -174,6 +174,23 @@ def test_an_attribute_of_the_wrong_type(tmp_path):
     assert "FLOAT" in msg and "INT" in msg
 
 
+def test_an_attribute_whose_type_and_value_field_disagree(tmp_path):
+    # type INT with the value in f: a reader takes i, which is not set (onnx.checker: "type
+    # field and data field mismatch")
+    n = helper.make_node("Concat", ["x", "x"], ["y"])
+    a = helper.make_attribute("axis", 1.0)
+    a.type = onnx.AttributeProto.INT
+    n.attribute.append(a)
+    code, sev, path, msg = one(found(tmp_path, model([n])), "OM309")
+    assert (sev, path) == ("error", "graph.node[0].attribute[0].i")
+    assert msg.endswith("'axis' of node 'Concat' (Concat-13) is INT but has no i value (its "
+                        "value is in f)"), msg
+    # an INTS attribute with no element is a list, not a missing value
+    n = helper.make_node("Transpose", ["x"], ["y"])
+    n.attribute.append(helper.make_attribute("perm", [], attr_type=onnx.AttributeProto.INTS))
+    assert [f for f in found(tmp_path, model([n])) if f[0] == "OM309"] == []
+
+
 def test_an_attribute_without_a_type(tmp_path):
     n = helper.make_node("Concat", ["x", "x"], ["y"], axis=0)
     n.attribute[0].ClearField("type")
