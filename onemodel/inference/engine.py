@@ -324,14 +324,21 @@ class Engine:
         local = scope.local
         errors = self.result.contradictions
         declared_inputs = {vi.name for vi in graph.inputs}
+        # Before IR version 4 every initializer of the main graph had to be a graph input too:
+        # such a model carries its constants that way (Clause 7.2, editorial note), and they
+        # are read as constants; from IR 4 on an initializer that is an input is a default the
+        # caller may override (Clause 7.2), of which only the declared type is known.
+        constants = parent is None and 0 < (self.model.ir_version or 0) < 4
         for t in graph.initializers:
-            if t.name and t.name not in declared_inputs:
+            if t.name and (t.name not in declared_inputs or constants):
                 local[t.name] = initializer_value(t)
         for t in graph.sparse_initializers:
             v = t.values
             if v is not None and v.name:
                 local[v.name] = Value("tensor", v.data_type or None, tuple(t.dims))
         for i, vi in enumerate(graph.inputs):
+            if constants and vi.name in local:
+                continue  # an IR < 4 constant (above)
             declared = Value.from_type(vi.type)
             if self.fresh_inputs and parent is None and declared.shape is not None:
                 declared = Value(declared.kind, declared.elem, tuple(
