@@ -79,3 +79,23 @@ def warm_page_cache(path: str) -> None:
     with open(path, "rb") as f:
         while f.read(64 << 20):
             pass
+
+
+def processes(cmds: dict[str, list[str]], repeat: int, env: dict,
+              run: Callable[[list[str], dict], tuple[float, int]]) -> tuple[dict, dict]:
+    """Whole processes side by side: ``cmds`` label -> command, each run once untimed (bytecode
+    caches, page cache), then ``repeat`` rounds taking turns (:func:`interleaved`). ``run(cmd,
+    env)`` runs one and returns ``(seconds, peak RSS bytes)``. Returns ``(median seconds,
+    largest peak RSS)``, each a dict by label."""
+    for cmd in cmds.values():
+        run(cmd, env)
+    rss: dict[str, list[int]] = {k: [] for k in cmds}
+
+    def case(key, cmd):
+        def fn():
+            rss[key].append(run(cmd, env)[1])
+        return fn, None
+
+    times = interleaved({k: case(k, c) for k, c in cmds.items()}, repeat)
+    return ({k: statistics.median(v) for k, v in times.items()},
+            {k: max(v) for k, v in rss.items()})

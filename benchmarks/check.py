@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -85,18 +84,7 @@ def compare(label: str, path: str, repeat: int, env: dict, target: float,
     """Time and measure both commands on ``path``; print them; return the target lines."""
     ours = [os.path.join(os.path.dirname(PY), "onemodel"), "check", path]
     theirs = [PY, "-c", "import sys, onnx; onnx.checker.check_model(sys.argv[1])", path]
-    run(ours, env), run(theirs, env)  # bytecode caches, page cache
-    rss: dict[str, list[int]] = {"ours": [], "theirs": []}
-
-    def case(key, cmd):
-        def fn():
-            rss[key].append(run(cmd, env)[1])
-        return fn, None
-
-    times = _timing.interleaved({"ours": case("ours", ours), "theirs": case("theirs", theirs)},
-                                repeat)
-    med = {k: statistics.median(v) for k, v in times.items()}
-    peak = {k: max(v) for k, v in rss.items()}
+    med, peak = _timing.processes({"ours": ours, "theirs": theirs}, repeat, env, run)
     print(f"\n== {label} ({os.path.getsize(path) / 1e6:.1f} MB model file), {repeat} runs each")
     print(f"  `onemodel check`                       {med['ours'] * 1e3:8.0f} ms  "
           f"peak RSS {peak['ours'] / 1e6:6.0f} MB")

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -107,18 +106,7 @@ def main() -> None:
         size = os.path.getsize(data)
         ours = [os.path.join(os.path.dirname(PY), "onemodel"), "hash", model]
         theirs = [PY, "-c", BASELINE, data]
-        run(ours, env), run(theirs, env)  # bytecode caches, page cache
-        rss: dict[str, list[int]] = {"ours": [], "theirs": []}
-
-        def case(key, cmd):
-            def fn():
-                rss[key].append(run(cmd, env)[1])
-            return fn, None
-
-        times = _timing.interleaved({"ours": case("ours", ours),
-                                     "theirs": case("theirs", theirs)}, a.repeat)
-    med = {k: statistics.median(v) for k, v in times.items()}
-    peak = {k: max(v) for k, v in rss.items()}
+        med, peak = _timing.processes({"ours": ours, "theirs": theirs}, a.repeat, env, run)
     print(f"\n== {size / 1e9:.2f} GB of weights in 64 tensors of {tensor / 1e6:.1f} MB, "
           f"{a.repeat} runs each, {os.cpu_count()} CPUs")
     print(f"  `onemodel hash`                       {med['ours'] * 1e3:8.0f} ms  "

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -38,18 +37,7 @@ def compare(label: str, path: str, repeat: int, env: dict, target: float | None,
     ours = [os.path.join(os.path.dirname(PY), "onemodel"), "infer", path, ours_out]
     theirs = [PY, "-c", "import sys, onnx.shape_inference as s; "
               "s.infer_shapes_path(sys.argv[1], sys.argv[2])", path, theirs_out]
-    check.run(ours, env), check.run(theirs, env)  # bytecode caches, page cache
-    rss: dict[str, list[int]] = {"ours": [], "theirs": []}
-
-    def case(key, cmd):
-        def fn():
-            rss[key].append(check.run(cmd, env)[1])
-        return fn, None
-
-    times = _timing.interleaved({"ours": case("ours", ours), "theirs": case("theirs", theirs)},
-                                repeat)
-    med = {k: statistics.median(v) for k, v in times.items()}
-    peak = {k: max(v) for k, v in rss.items()}
+    med, peak = _timing.processes({"ours": ours, "theirs": theirs}, repeat, env, check.run)
     counts = subprocess.run(
         [PY, "-c", "import sys, onnx\nfor p in sys.argv[1:]:\n"
          "    print(len(onnx.load(p, load_external_data=False).graph.value_info))",
