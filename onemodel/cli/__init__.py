@@ -635,6 +635,8 @@ def check(
 
     global _nothing_at_exit
     with _errors(debug):
+        if as_json and sarif:
+            raise UsageError("choose one of --json and --sarif")
         try:
             with _no_collections():
                 report, model = check_and_model(

@@ -281,7 +281,7 @@ def infer(
                          f"{done['added']} value_info "
                          f"{'entry' if done['added'] == 1 else 'entries'} added; "
                          f"{counts['typed']} of {_count(counts['values'], 'value')} typed, "
-                         f"{counts['complete']} with every extent known")
+                         f"{counts['complete']} with every extent known (ints or symbolic)")
                 if no_rule:
                     out.line("  no inference rule (outputs typed by the constraints only): "
                              + ", ".join(no_rule))

@@ -138,3 +138,14 @@ def test_om112_names_the_node(tmp_path):
         ("OM112", "graph.node[0].input[0]", CODES["OM112"].example)]
     assert r.findings[0].message == ("input 'nope' of node 'Transpose' named 'tr' is not "
                                      "defined in this graph or an enclosing one")
+
+
+def test_json_and_sarif_together_is_a_usage_error(tmp_path):
+    from typer.testing import CliRunner
+
+    from onemodel.cli import app
+
+    p = tmp_path / "m.onnx"
+    p.write_bytes(b"")
+    r = CliRunner().invoke(app, ["check", str(p), "--json", "--sarif"])
+    assert r.exit_code == 2 and "choose one of --json and --sarif" in r.output
