@@ -28,6 +28,9 @@ MODULES = (
     "attention",
     "loss",
     "training",
+    "ms_quant",
+    "ms_fused",
+    "ms_attention",
 )
 
 for _name in MODULES:
