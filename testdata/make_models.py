@@ -315,6 +315,97 @@ def _describe(path: pathlib.Path) -> str:
             f"producer={proto.producer_name} {proto.producer_version} opsets={opsets}")
 
 
+# --------------------------------------------------------------------------------------------
+# The detector (written on its own: `make_models.py detector`; placed after every other network so
+# that adding it moved none of their source lines)
+# --------------------------------------------------------------------------------------------
+
+DETECTOR_SIZE = 64  # input height and width of the detector's export example
+DETECTOR_CLASSES = 4
+DETECTOR_ANCHORS = 3
+
+
+def _make_detector():
+    """A small YOLO-style detector: Conv-BN-SiLU backbone with four stride-2 stages, a two-level
+    FPN (nearest Upsample x2, Concat, Conv), and a head per level (1x1 Conv to anchors x (5 +
+    classes), Reshape, Transpose, Sigmoid), both levels concatenated.
+
+    Input float32 [N, 3, 64, 64], output float32 [N, 3*(8*8 + 4*4), 9] (per anchor and cell: box
+    x, y, w, h, objectness, 4 class scores, all after a Sigmoid). BatchNorm statistics are random.
+    """
+    import torch
+    from torch import nn
+
+    def cbs(cin, cout, k, s):
+        return nn.Sequential(nn.Conv2d(cin, cout, k, s, k // 2, bias=False), nn.BatchNorm2d(cout),
+                             nn.SiLU())
+
+    outs = DETECTOR_ANCHORS * (5 + DETECTOR_CLASSES)
+
+    class TinyDetector(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stem = cbs(3, 8, 3, 2)            # 1/2
+            self.stage1 = cbs(8, 16, 3, 2)         # 1/4
+            self.stage2 = cbs(16, 32, 3, 2)        # 1/8  -> P3
+            self.stage3 = cbs(32, 48, 3, 2)        # 1/16 -> P4
+            self.lateral = cbs(48, 32, 1, 1)
+            self.up = nn.Upsample(scale_factor=2, mode="nearest")
+            self.fuse = cbs(64, 32, 3, 1)
+            self.head3 = nn.Conv2d(32, outs, 1)
+            self.head4 = nn.Conv2d(48, outs, 1)
+
+        def _level(self, head, x):
+            n, _, h, w = x.shape
+            y = head(x).reshape(n, DETECTOR_ANCHORS, 5 + DETECTOR_CLASSES, h, w)
+            return y.permute(0, 1, 3, 4, 2).reshape(n, -1, 5 + DETECTOR_CLASSES).sigmoid()
+
+        def forward(self, x):
+            p3 = self.stage2(self.stage1(self.stem(x)))
+            p4 = self.stage3(p3)
+            f3 = self.fuse(torch.cat([self.up(self.lateral(p4)), p3], dim=1))
+            return torch.cat([self._level(self.head3, f3), self._level(self.head4, p4)], dim=1)
+
+    torch.manual_seed(SEED + 3)
+    model = TinyDetector()
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.2, 0.2)
+                m.running_var.uniform_(0.5, 1.5)
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.2, 0.2)
+    return model.eval()
+
+
+def make_detector() -> list[pathlib.Path]:
+    import torch
+
+    model = _make_detector()
+    x = torch.randn(1, 3, DETECTOR_SIZE, DETECTOR_SIZE,
+                    generator=torch.Generator().manual_seed(SEED))
+    path = OUT / "detector_legacy.onnx"
+    _export_legacy(model, (x,), path, ["images"], ["detections"],
+                   {"images": {0: "batch"}, "detections": {0: "batch"}})
+    return [path]
+
+
+def main_detector() -> int:
+    """Write and check only detector_legacy.onnx (the other files are left as they are)."""
+    import torch
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    _seed_everything()
+    rng = np.random.default_rng(SEED)
+    (path,) = make_detector()
+    x = rng.standard_normal((2, 3, DETECTOR_SIZE, DETECTOR_SIZE), dtype=np.float32)
+    result = check_torch_model(path, _make_detector(), [x])
+    print(f"torch {torch.__version__}")
+    print(_describe(path))
+    print(f"    {result}")
+    return 0
+
+
 def main() -> int:
     if os.environ.get("PYTHONHASHSEED") != "0":
         # skl2onnx orders opset_import by iterating a set of domain strings, so the bytes depend
@@ -322,6 +413,8 @@ def main() -> int:
         env = dict(os.environ, PYTHONHASHSEED="0")
         os.execve(sys.executable, [sys.executable, str(pathlib.Path(__file__).resolve()), *sys.argv[1:]], env)
 
+    if sys.argv[1:] == ["detector"]:
+        return main_detector()
     import torch
 
     OUT.mkdir(parents=True, exist_ok=True)
@@ -348,6 +441,10 @@ def main() -> int:
 
     (skl_path,) = make_sklearn_pipeline()
     report.append((skl_path, check_sklearn_model(skl_path)))
+
+    (det_path,) = make_detector()
+    x = rng.standard_normal((2, 3, DETECTOR_SIZE, DETECTOR_SIZE), dtype=np.float32)
+    report.append((det_path, check_torch_model(det_path, _make_detector(), [x])))
 
     print(f"torch {torch.__version__}")
     for path, result in report:
