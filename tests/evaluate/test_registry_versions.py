@@ -91,9 +91,12 @@ def _committed():
 
 def test_builtin_registrations_match_the_committed_table():
     # The kernels' registration style (one decorator with a tuple of versions) must keep every
-    # (domain, op_type, since_version) key and the function it names: 619 keys, 223 operators.
+    # (domain, op_type, since_version) key and the function it names: 619 keys, 223 operators
+    # outside com.microsoft (onnxruntime's contrib operators, added family by family, are
+    # checked by the same table below but not counted here).
     committed = _committed()
-    assert len(committed) == 619 and len({k[:2] for k in committed}) == 223
+    onnx_keys = {k for k in committed if k[0] != "com.microsoft"}
+    assert len(onnx_keys) == 619 and len({k[:2] for k in onnx_keys}) == 223
     got = _registered()
     assert sorted(set(committed) - set(got)) == [], "registrations lost"
     assert sorted(set(got) - set(committed)) == [], "registrations not in builtin_kernels.tsv"
