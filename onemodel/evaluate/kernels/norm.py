@@ -96,14 +96,18 @@ def layer_norm(ctx, x, scale, bias=None):
 
 @op("RMSNormalization", since=23)
 def rms_norm(ctx, x, scale):
+    # Returns (Y, inverse RMS): the second entry, of the stash type with X's extents before
+    # axis and 1 from it on, is past RMSNormalization's one output (ignored there); the
+    # com.microsoft SimplifiedLayerNormalization kernels (ms_fused.py) give it as inv_std_var.
     eps = ctx.attr("epsilon")
     axis = ctx.attr("axis")
     r = x.ndim
     axis = axis_index(axis, r, "RMSNormalization axis")
     w = _stash(ctx, x)
     ms = np.mean(w * w, axis=tuple(range(axis, r)), keepdims=True)
-    y = w / np.sqrt(ms + eps) * scale.astype(w.dtype, copy=False)
-    return y.astype(x.dtype, copy=False)
+    rms = np.sqrt(ms + eps)
+    y = w / rms * scale.astype(w.dtype, copy=False)
+    return y.astype(x.dtype, copy=False), 1 / rms
 
 
 @op("InstanceNormalization", since=(1, 6, 22))
