@@ -22,6 +22,34 @@ def _heads(x: np.ndarray, heads: int | None, what: str) -> np.ndarray:
     return x.reshape(b, s, heads, h // heads).transpose(0, 2, 1, 3)
 
 
+def masked_softmax(scores: np.ndarray) -> np.ndarray:
+    """Softmax over the last axis of float ``scores`` in their own precision, -inf entries
+    excluded (probability 0); a row with no finite entry gives zeros, not NaN. Shared with
+    the com.microsoft attention kernels (ms_attention.py)."""
+    top = scores.max(axis=-1, keepdims=True)
+    dead = ~np.isfinite(top)
+    e = np.exp(scores - np.where(dead, 0, top))
+    e = np.where(np.isfinite(scores), e, 0.0)
+    total_e = e.sum(axis=-1, keepdims=True)
+    return np.where(dead | (total_e == 0), 0.0, e / np.where(total_e == 0, 1, total_e))
+
+
+def rotate(xr: np.ndarray, cos: np.ndarray, sin: np.ndarray, interleaved: bool) -> np.ndarray:
+    """The rotary rotation of ``xr`` [..., R] (float64) by angles of ``cos`` / ``sin``
+    [..., R / 2] (broadcast against it): feature pairs (i, i + R/2), or with ``interleaved``
+    (2i, 2i + 1), become ``(a cos - c sin, c cos + a sin)``. Shared with the com.microsoft
+    RotaryEmbedding and GroupQueryAttention kernels (ms_attention.py)."""
+    if interleaved:
+        a, c = xr[..., 0::2], xr[..., 1::2]
+        out = np.empty(xr.shape, np.float64)
+        out[..., 0::2] = a * cos - c * sin
+        out[..., 1::2] = c * cos + a * sin
+        return out
+    half = xr.shape[-1] // 2
+    a, c = xr[..., :half], xr[..., half:]
+    return np.concatenate([a * cos - c * sin, c * cos + a * sin], axis=-1)
+
+
 @op("Attention", since=(23, 24, 25))
 def attention(ctx, q, k, v, attn_mask=None, past_key=None, past_value=None,
               nonpad_kv_seqlen=None):
@@ -100,12 +128,7 @@ def attention(ctx, q, k, v, attn_mask=None, past_key=None, past_value=None,
     biased = scores
     precision = ctx.attr("softmax_precision", None)
     sm_in = scores.astype(INFO[int(precision)].dtype).astype(work) if precision else scores
-    top = sm_in.max(axis=-1, keepdims=True)
-    dead = ~np.isfinite(top)
-    e = np.exp(sm_in - np.where(dead, 0, top))
-    e = np.where(np.isfinite(sm_in), e, 0.0)
-    total_e = e.sum(axis=-1, keepdims=True)
-    probs = np.where(dead | (total_e == 0), 0.0, e / np.where(total_e == 0, 1, total_e))
+    probs = masked_softmax(sm_in)
     y = np.matmul(probs, vr)
     if three_d:
         y = y.transpose(0, 2, 1, 3).reshape(b, s_q, -1)
@@ -152,14 +175,7 @@ def rotary_embedding(ctx, x, cos_cache, sin_cache, position_ids=None):
     cos = cos[..., :half].astype(np.float64)[:, :, None, :]  # [B, S, 1, R/2]
     sin = sin[..., :half].astype(np.float64)[:, :, None, :]
     xr = t[..., :rot].astype(np.float64)
-    if int(ctx.attr("interleaved")):
-        a, c = xr[..., 0::2], xr[..., 1::2]
-        out = np.empty_like(xr)
-        out[..., 0::2] = a * cos - c * sin
-        out[..., 1::2] = c * cos + a * sin
-    else:
-        a, c = xr[..., :half], xr[..., half:]
-        out = np.concatenate([a * cos - c * sin, c * cos + a * sin], axis=-1)
+    out = rotate(xr, cos, sin, bool(int(ctx.attr("interleaved"))))
     res = np.concatenate([out.astype(x.dtype), t[..., rot:]], axis=-1)
     if x.ndim == 4:
         return res.transpose(0, 2, 1, 3)

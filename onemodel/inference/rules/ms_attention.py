@@ -1,0 +1,87 @@
+"""Inference rules of onnxruntime's com.microsoft attention operators (the kernels of
+``onemodel/evaluate/kernels/ms_attention.py``, same keys and versions).
+
+Shapes (onnxruntime's contrib operator definitions; Part 1, Clause 4.4 leaves operators of other
+domains to their implementations):
+
+* ``Attention``: input ``[B, S, In]``, weights ``[In, Hq + Hk + Hv]`` (``qkv_hidden_sizes``,
+  default three equal parts); output ``[B, S, Hv]``; present ``[2, B, N, P + S, Hk / N]`` with
+  past ``[2, B, N, P, Hk / N]`` (``P + S`` an expression when symbolic; ``S`` without past).
+
+Element types follow the input's (the com.microsoft constraint T binds every float input and
+output). Contradictions (Clause 9.4): ranks other than those above, weights whose first extent
+is not the input's last, a hidden size that the number of heads does not divide.
+"""
+
+from __future__ import annotations
+
+from .. import dims as D
+from ..registry import rule
+from ._util import int_attr
+
+
+def _rank(ctx, v, ranks, what):
+    """v's shape when its rank is one of ``ranks``; None when unknown (a contradiction for
+    another rank)."""
+    s = v.shape if v is not None else None
+    if s is None:
+        return None
+    if len(s) not in ranks:
+        ctx.contradiction(f"{what} has rank {len(s)}; {' or '.join(map(str, ranks))} is needed")
+        return None
+    return list(s)
+
+
+def _elem(v):
+    """v's element type (None when v is absent or unknown): com.microsoft outputs take the
+    input's type (constraint T)."""
+    return v.elem if v is not None else None
+
+
+def _div(ctx, extent, heads, what):
+    """extent / heads (None when either is unknown; a contradiction when it does not divide)."""
+    if extent is None or not heads:
+        return None
+    if type(extent) is int and extent % heads:
+        ctx.contradiction(f"{what} {extent} is not a multiple of {heads} heads")
+        return None
+    return D.floordiv(extent, heads)
+
+
+@rule("Attention", since=1, domain="com.microsoft")
+def ms_attention(ctx, x, weights, bias=None, mask_index=None, past=None, attention_bias=None,
+                 past_sequence_length=None):
+    """Attention: output [B, S, Hv], present [2, B, N, P + S, Hk / N] (module doc)."""
+    xs = _rank(ctx, x, (3,), "input")
+    ws = _rank(ctx, weights, (2,), "weights")
+    heads = int_attr(ctx, "num_heads", 0)
+    if xs is not None and ws is not None:
+        ctx.unify(xs[2], ws[0], "input and weights hidden sizes")
+    sizes = ctx.attr("qkv_hidden_sizes")
+    hk = hv = None
+    if sizes is not None and len(sizes) == 3:
+        hk, hv = int(sizes[1]), int(sizes[2])
+    elif ws is not None and ws[1] is not None:
+        if type(ws[1]) is int and ws[1] % 3:
+            ctx.contradiction(f"weights extent {ws[1]} is not 3 equal parts")
+        else:
+            hk = hv = D.floordiv(ws[1], 3)
+    b, s = (xs[0], xs[1]) if xs is not None else (None, None)
+    head = _div(ctx, hk, heads, "K hidden size")
+    _div(ctx, hv, heads, "V hidden size")
+    total = s
+    ps = _rank(ctx, past, (5,), "past")
+    if past is not None:
+        total = None
+        if ps is not None:
+            b = ctx.unify(b, ps[1], "batch sizes") if b is not None else ps[1]
+            if ps[2] is not None and heads:
+                ctx.unify(ps[2], heads, "past heads")
+            if ps[4] is not None and head is not None:
+                ctx.unify(ps[4], head, "past head sizes")
+            if ps[3] is not None and s is not None:
+                total = D.add(ps[3], s)
+    elem = _elem(x)
+    out = ctx.tensor([b, s, hv], elem=elem)
+    present = ctx.tensor([2, b, heads or None, total, head], elem=elem)
+    return out, present

@@ -1,0 +1,210 @@
+"""com.microsoft attention kernels (onemodel/evaluate/kernels/ms_attention.py) and their
+inference rules (onemodel/inference/rules/ms_attention.py), against onnxruntime and a float64
+numpy computation.
+
+onnxruntime (CPU, graph optimizations off, one thread) defines these operators; its kernels
+compute in float32 with their own summation order (MLAS GEMMs, whose blocking depends on the
+CPU), so outputs are compared within rtol 1e-4, atol 1e-5: a few float32 roundings of sums of
+at most 24 terms of magnitude < 10, far below that. Present (KV cache) outputs are copies or
+projections, compared the same way.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+from oracle import ours, tensor_info
+
+from onemodel.errors import UnsupportedError
+
+RNG = np.random.default_rng(13)
+RTOL, ATOL = 1e-4, 1e-5
+
+
+def _rand(*shape, scale=1.0):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+def _model(op_type, feeds, ins, outs, **attrs):
+    node = helper.make_node(op_type, ins, outs, domain="com.microsoft", **attrs)
+    graph = helper.make_graph([node], "g", [tensor_info(n, feeds[n]) for n in ins if n],
+                              [helper.make_value_info(o, onnx.TypeProto()) for o in outs if o])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 9
+    return model
+
+
+def _ort(model, feeds):
+    import onnxruntime
+
+    so = onnxruntime.SessionOptions()
+    so.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.intra_op_num_threads = so.inter_op_num_threads = 1
+    so.log_severity_level = 3
+    sess = onnxruntime.InferenceSession(model.SerializeToString(), so,
+                                        providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds)
+
+
+def _check(op_type, feeds, ins, outs, **attrs):
+    model = _model(op_type, feeds, ins, outs, **attrs)
+    got, want = ours(model, feeds), _ort(model, feeds)
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want)):
+        g = np.asarray(g)
+        assert g.shape == w.shape and g.dtype == w.dtype, (i, g.shape, w.shape, g.dtype)
+        np.testing.assert_allclose(g, w, rtol=RTOL, atol=ATOL, err_msg=f"output {i}")
+    return got
+
+
+def _softmax64(s):
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+# ---- Attention (BERT / GPT-2) -------------------------------------------------------------
+
+B, S, HID, N = 2, 4, 8, 2
+
+
+def _attn_feeds(hidden_out=3 * HID, s=S):
+    return {"x": _rand(B, s, HID), "w": _rand(HID, hidden_out, scale=0.5),
+            "b": _rand(hidden_out, scale=0.5)}
+
+
+MASKS = {
+    "none": None,
+    "lengths": np.array([3, 1], np.int32),
+    "end_start": np.array([4, 3, 1, 0], np.int32),
+    "raw2d": np.array([[1, 1, 0, 1], [0, 1, 1, 1]], np.int32),
+    "raw2d_all_masked": np.array([[1, 1, 1, 1], [0, 0, 0, 0]], np.int32),
+    "raw3d": (np.random.default_rng(3).random((B, S, S)) > 0.4).astype(np.int32),
+}
+
+
+@pytest.mark.parametrize("mask", sorted(MASKS))
+@pytest.mark.parametrize("causal", [0, 1])
+def test_attention_masks(mask, causal):
+    feeds = _attn_feeds()
+    ins = ["x", "w", "b"]
+    if MASKS[mask] is not None:
+        feeds["m"] = MASKS[mask]
+        ins.append("m")
+    _check("Attention", feeds, ins, ["y"], num_heads=N, unidirectional=causal)
+
+
+@pytest.mark.parametrize("filter_value", [-10000.0, -3.0])
+def test_attention_mask_filter_value(filter_value):
+    feeds = _attn_feeds()
+    feeds["m"] = MASKS["raw2d_all_masked"]
+    _check("Attention", feeds, ["x", "w", "b", "m"], ["y"], num_heads=N,
+           mask_filter_value=filter_value)
+
+
+def test_attention_without_bias_custom_scale_and_sizes():
+    feeds = _attn_feeds(hidden_out=8 + 8 + 12)
+    del feeds["b"]
+    _check("Attention", feeds, ["x", "w"], ["y"], num_heads=N, qkv_hidden_sizes=[8, 8, 12],
+           scale=0.3)
+
+
+def test_attention_bias_input():
+    feeds = _attn_feeds()
+    feeds["ab"] = _rand(1, N, S, S)
+    _check("Attention", feeds, ["x", "w", "b", "", "", "ab"], ["y"], num_heads=N)
+
+
+@pytest.mark.parametrize("s, mask", [(4, None), (4, "raw"), (1, "raw"), (1, "lengths")])
+def test_attention_gpt2_past_present(s, mask):
+    past_len = 3
+    feeds = _attn_feeds(s=s)
+    feeds["past"] = _rand(2, B, N, past_len, HID // N)
+    ins = ["x", "w", "b", "", "past"]
+    if mask == "raw":
+        feeds["m"] = np.ones((B, past_len + s), np.int32)
+        feeds["m"][1, 0] = 0
+        ins[3] = "m"
+    elif mask == "lengths":
+        feeds["m"] = np.array([past_len + s, past_len], np.int32)
+        ins[3] = "m"
+    y, present = _check("Attention", feeds, ins, ["y", "present"], num_heads=N,
+                        unidirectional=1)
+    assert present.shape == (2, B, N, past_len + s, HID // N)
+    np.testing.assert_array_equal(present[:, :, :, :past_len], feeds["past"])
+
+
+def test_attention_bert_against_float64():
+    """The definition written out in float64: an oracle independent of onnxruntime; the
+    float32 output is within 1e-5 relative of it (scores and sums of 8 terms)."""
+    feeds = _attn_feeds()
+    mask = np.array([3, 4], np.int32)
+    feeds["m"] = mask
+    model = _model("Attention", feeds, ["x", "w", "b", "m"], ["y"], num_heads=N)
+    (y,) = ours(model, feeds)
+    x, w, b = (feeds[k].astype(np.float64) for k in ("x", "w", "b"))
+    proj = x @ w + b
+    d = HID // N
+    heads = [proj[..., i * HID:(i + 1) * HID].reshape(B, S, N, d).transpose(0, 2, 1, 3)
+             for i in range(3)]
+    scores = heads[0] @ heads[1].transpose(0, 1, 3, 2) / math.sqrt(d)
+    scores = scores + np.where(np.arange(S)[None, :] < mask[:, None], 0.0,
+                               -10000.0)[:, None, None, :]
+    want = (_softmax64(scores) @ heads[2]).transpose(0, 2, 1, 3).reshape(B, S, HID)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+
+
+def test_attention_refusals():
+    feeds = _attn_feeds()
+    feeds["m"] = np.ones((B, 1, S, S), np.int32)
+    model = _model("Attention", feeds, ["x", "w", "b", "m"], ["y"], num_heads=N)
+    with pytest.raises(UnsupportedError):
+        ours(model, feeds)
+    feeds = _attn_feeds()
+    model = _model("Attention", feeds, ["x", "w", "b"], ["y"], num_heads=N,
+                   past_present_share_buffer=1)
+    with pytest.raises(UnsupportedError):
+        ours(model, feeds)
+
+
+def test_unknown_microsoft_operator_is_refused():
+    feeds = {"x": _rand(2, 3)}
+    model = _model("NoSuchAttentionOp", feeds, ["x"], ["y"])
+    with pytest.raises(UnsupportedError):
+        ours(model, feeds)
+
+
+# ---- inference rules ----------------------------------------------------------------------
+
+
+def test_every_kernel_has_a_rule_at_its_versions():
+    from tests.infer.rules_check import check_family_registered, check_unknown_inputs
+
+    assert check_family_registered("ms_attention") >= 1
+    assert check_unknown_inputs("ms_attention") >= 1
+
+
+def test_attention_rule_shapes():
+    from onnx import TensorProto as T
+
+    from onemodel.inference import Expr
+    from tests.infer.harness import inferred, node_model, sound
+
+    m = node_model("Attention", [("x", T.FLOAT, ["B", "S", 8]), ("w", T.FLOAT, [8, 28]),
+                                 ("b", T.FLOAT, [28])], domain="com.microsoft", num_heads=2,
+                   qkv_hidden_sizes=[8, 8, 12])
+    y = inferred(m)["y"]
+    assert y.shape == (Expr.var("B"), Expr.var("S"), 12) and y.elem == T.FLOAT
+    assert sound(m) > 0
+    m = node_model("Attention", [("x", T.FLOAT, ["B", "S", 8]), ("w", T.FLOAT, [8, 24]),
+                                 ("b", T.FLOAT, [24]), ("",), ("p", T.FLOAT, [2, "B", 2, "P", 4])],
+                   2, domain="com.microsoft", num_heads=2, unidirectional=1)
+    v = inferred(m)
+    b, s, p = (Expr.var(k) for k in "BSP")
+    assert v["y0"].shape == (b, s, 8)
+    assert v["y1"].shape == (2, b, 2, p + s, 4)
+    assert sound(m) > 0
