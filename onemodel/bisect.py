@@ -1,0 +1,476 @@
+"""Finding the first node where two runs part: ``onemodel verify A B --run --bisect``.
+
+:func:`bisect` runs both sides on the same inputs keeping every intermediate value of the main
+graph, walks A's main-graph nodes in topological order (graph rule 3, Part 1, Clause 7.3), and
+compares each node's outputs with the values of the same names on B's side, within the
+tolerances of :mod:`onemodel.compare` (Part 1, Clause 11.5). The first node with an output
+beyond tolerance is named with its op_type, name and the comparison of each of its inputs and
+outputs. That node is then run alone in B's engine, with B's definition of it (its attributes
+and the initializers it reads, from B) and A's values of its other inputs as feeds: if its
+outputs then agree with A's, the node agrees on the same inputs and what differs is upstream
+(``inputs``); if not, the node itself differs (``node``: a changed weight or attribute, or an
+engine computing that operator differently). The nodes after it whose outputs differ are re-run
+the same way, so that a fault that spreads is told from a second one.
+
+The two models may differ in structure (a changed weight, a node added): values are matched
+by name, and names A's nodes produce that B has not are listed as unmatched, never compared.
+
+Intermediate values: onemodel's evaluator gives every value by name
+(:meth:`onemodel.evaluate.Session.run` with ``outputs``). onnxruntime gives only graph outputs,
+so a temporary copy of the model gets every main-graph node output as a graph output, typed by
+its ``value_info`` or by onemodel's inference (Clause 9; onnxruntime needs the element type of
+an output); a value neither types is skipped and listed with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import InvalidModelError, OneModelError, UnsupportedError
+from .ir import Graph, Model, Node, ValueInfo
+from .ir.types import Type
+from .lazy import np
+
+#: Engines :func:`bisect` can run each side with (as :data:`onemodel.verify.ENGINES`).
+ENGINES = ("onemodel", "onnxruntime")
+
+#: Verdicts of a node re-run alone on the first side's inputs.
+INPUTS, NODE = "inputs", "node"
+
+_VERDICT_TEXT = {INPUTS: "the node agrees on the same inputs: its inputs differ",
+                 NODE: "the node itself differs"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Intermediate values
+# ---------------------------------------------------------------------------------------------
+
+def node_output_names(model: Model) -> list[str]:
+    """Every non-empty output name of the main graph's nodes, in node order, each once."""
+    seen: dict[str, None] = {}
+    for node in model.graph.nodes:
+        for name in node.outputs:
+            if name:
+                seen.setdefault(name, None)
+    return list(seen)
+
+
+def topological_order(model: Model) -> list[int]:
+    """The indices of the main graph's nodes in the evaluation order of graph rule 3 (Part 1,
+    Clause 7.3: the stable topological order, file order where it is free).
+
+    Raises:
+        InvalidModelError: a graph rule broken (a name defined twice, undefined, a cycle).
+    """
+    from .ir import graph_rules
+    if model.graph is None:
+        raise InvalidModelError("the model has no graph", path="graph")
+    return list(graph_rules.check_model(model)[id(model.graph)])
+
+
+def _typed(t: Type | None) -> Type | None:
+    """The type to declare for an added graph output: a tensor type with its element type only
+    (the shape is left to the engine, so an inferred extent cannot contradict it); other kinds
+    as they are when complete; None when nothing usable is known."""
+    if t is None or t.kind is None:
+        return None
+    if t.kind == "tensor":
+        elem = t.elem_type
+        return Type.tensor(elem) if elem else None
+    return t
+
+
+def exposed_copy(model: Model) -> tuple[Model, list[str], dict[str, str]]:
+    """A copy of ``model`` whose main graph also outputs every node output that can be typed.
+
+    Each node output of the main graph that is not already a graph output is appended to the
+    copy's graph outputs, with its type from the graph's ``value_info`` or, failing that, from
+    :func:`onemodel.inference.infer_model` (Clause 9), reduced to the element type for tensors.
+    ``model`` is not changed; the copy shares its weight bytes.
+
+    Returns:
+        (the copy, the names of the copy's graph outputs, ``{name: reason}`` of the node outputs
+        that could not be typed and so are not exposed).
+    Raises:
+        InternalError: an inference rule's bug.
+    """
+    from .inference import infer_model
+
+    copy = model.copy()
+    g = copy.graph
+    declared = {vi.name: vi.type for vi in g.value_info}
+    have = {vi.name for vi in g.outputs}
+    inferred = None
+    skipped: dict[str, str] = {}
+    for name in node_output_names(copy):
+        if name in have:
+            continue
+        t = _typed(declared.get(name))
+        if t is None:
+            if inferred is None:
+                inferred = infer_model(copy).values
+            v = inferred.get(name)
+            t = _typed(v.to_type() if v is not None else None)
+        if t is None:
+            skipped[name] = "no type in value_info and none inferred"
+            continue
+        g.outputs.append(ValueInfo(name=name, type=t))
+        have.add(name)
+    return copy, [vi.name for vi in g.outputs], skipped
+
+
+def intermediate_values(model: Model, inputs: dict, engine: str = "onemodel"
+                        ) -> tuple[dict[str, Any], dict[str, str]]:
+    """Every value of the main graph that ``engine`` computes on ``inputs``, by name.
+
+    ``onemodel``: the evaluator's values of every node output and graph output
+    (:meth:`onemodel.evaluate.Session.run`). ``onnxruntime``: the outputs of
+    :func:`exposed_copy`, run without graph optimizations, one thread.
+
+    Returns:
+        (name -> value, ``{name: reason}`` of node outputs the engine could not expose).
+    Raises:
+        EvaluationError: the model failed on these inputs.
+        UnsupportedError: an unknown engine, onnxruntime not installed or refusing the model.
+        InvalidModelError: see :meth:`onemodel.evaluate.Session.run`.
+    """
+    from .verify import _run
+    if engine == "onemodel":
+        from .evaluate import Session
+        names = node_output_names(model)
+        wanted = names + [vi.name for vi in model.graph.outputs if vi.name not in set(names)]
+        return Session(model).run(inputs, outputs=wanted), {}
+    if engine == "onnxruntime":
+        copy, _, skipped = exposed_copy(model)
+        return _run(copy, inputs, engine), skipped
+    raise UnsupportedError(f"unknown engine {engine!r}; use {' or '.join(ENGINES)}")
+
+
+# ---------------------------------------------------------------------------------------------
+# A node alone
+# ---------------------------------------------------------------------------------------------
+
+def _value_type(value) -> Type | None:
+    """The type of a runtime value (an ndarray: its element type and shape), None when it is not
+    a tensor onemodel can name."""
+    from .ir.dtypes import code_of_dtype
+    if isinstance(value, np.ndarray):
+        code = code_of_dtype(value.dtype)
+        return None if code is None else Type.tensor(code, list(value.shape))
+    return None
+
+
+def lone_node_model(model: Model, index: int, feeds: dict[str, Any],
+                    outputs: dict[str, Any]) -> Model:
+    """A model of one node: ``model.graph.nodes[index]`` with the same IR version, opset
+    imports and local functions, the initializers of ``model`` it reads (directly or from its
+    subgraphs), and as graph inputs every other name it reads, typed by the value in ``feeds``;
+    its graph outputs are its non-empty outputs, typed by the values in ``outputs`` (the ones to
+    compare with).
+
+    Raises:
+        UnsupportedError: an input or output whose value is not a tensor (a sequence, a map:
+            its type cannot be taken from the value), or a read name with no value in ``feeds``.
+    """
+    from .ir.order import node_outer_names
+    node: Node = model.graph.nodes[index]
+    g = model.graph
+    inits = {t.name: t for t in g.initializers}
+    sparse = {t.values.name if t.values is not None else None: t for t in g.sparse_initializers}
+    read = [n for n in node.inputs if n] + sorted(node_outer_names(node))
+    lone = Graph(name=f"bisect_{index}")
+    seen: set[str] = set()
+    for name in read:
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in inits:
+            lone.initializers.append(inits[name])
+            continue
+        if name in sparse:
+            lone.sparse_initializers.append(sparse[name])
+            continue
+        if name not in feeds:
+            raise UnsupportedError(f"no value of {name!r} to feed the node alone")
+        t = _value_type(feeds[name])
+        if t is None:
+            raise UnsupportedError(f"input {name!r} of the node is not a tensor; it cannot be "
+                                   "fed to the node alone")
+        lone.inputs.append(ValueInfo(name=name, type=t))
+    for name in node.outputs:
+        if not name:
+            continue
+        t = _value_type(outputs.get(name))
+        if t is None:
+            raise UnsupportedError(f"output {name!r} of the node is not a tensor; the node "
+                                   "cannot be run alone")
+        lone.outputs.append(ValueInfo(name=name, type=Type.tensor(t.elem_type)))
+    lone.nodes.append(node)
+    out = Model(ir_version=model.ir_version, opset_imports=list(model.opset_imports),
+                functions=list(model.functions), graph=lone)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparisons
+# ---------------------------------------------------------------------------------------------
+
+def default_tolerances():
+    """The tolerances of Part 1, Clause 11.5's defaults (:class:`onemodel.compare.Tolerances`
+    with no argument)."""
+    from .compare import Tolerances
+    return Tolerances()
+
+
+def compare_values(name: str, x, y, tolerances):
+    """The :class:`onemodel.compare.ValueComparison` of A's value ``x`` and B's value ``y`` of
+    ``name``, with the tolerance ``tolerances.for_value(name, dtype)`` gives (the element type
+    of the tensors, of a sequence's or map's tensors). Its ``within`` says whether they
+    agree."""
+    from .compare import compare_value, leaf_dtype
+    dtype = leaf_dtype(x)
+    if dtype is None:
+        dtype = leaf_dtype(y)
+    return compare_value(name, x, y, tolerances.for_value(name, dtype))
+
+
+def _json(c) -> dict | None:
+    return None if c is None else c.to_json()
+
+
+# ---------------------------------------------------------------------------------------------
+# The report
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class NodeReport:
+    """One node of A whose outputs differ from B's values of the same names.
+
+    Attributes:
+        index: its place in A's ``graph.nodes``; ``path`` is ``graph.nodes[index]``.
+        position: its place in the topological order.
+        op_type, name, domain: the node's.
+        inputs, outputs: ``[(value name, comparison or None)]``: None for a value one side
+            does not have (an initializer, which is part of the node's definition and compared
+            by ``onemodel verify`` without ``--run``; a name B does not have; a value an engine
+            did not expose).
+        verdict: :data:`INPUTS` or :data:`NODE` from re-running the node alone (None when it
+            could not be, with ``rerun_error`` saying why).
+        rerun: ``[(output name, comparison of the lone node's value with A's)]``.
+    """
+
+    index: int
+    position: int
+    op_type: str
+    name: str
+    domain: str
+    inputs: list = field(default_factory=list)
+    outputs: list = field(default_factory=list)
+    verdict: str | None = None
+    rerun: list = field(default_factory=list)
+    rerun_error: str | None = None
+
+    @property
+    def path(self) -> str:
+        return f"graph.nodes[{self.index}]"
+
+    @property
+    def label(self) -> str:
+        return f"{self.path} ({self.op_type} {self.name!r})"
+
+    def to_json(self) -> dict:
+        return {"index": self.index, "path": self.path, "position": self.position,
+                "op_type": self.op_type, "name": self.name, "domain": self.domain,
+                "inputs": [{"name": n, "comparison": _json(c)} for n, c in self.inputs],
+                "outputs": [{"name": n, "comparison": _json(c)} for n, c in self.outputs],
+                "verdict": self.verdict,
+                "rerun": [{"name": n, "comparison": _json(c)} for n, c in self.rerun],
+                "rerun_error": self.rerun_error}
+
+
+@dataclass
+class BisectReport:
+    """The result of :func:`bisect`.
+
+    Attributes:
+        engines: (A's engine, B's engine).
+        nodes_compared: A's nodes with at least one output compared.
+        first: the first differing node in topological order (None: no node differs).
+        later: the differing nodes after it, each re-run alone (at most ``max_later``).
+        differing: how many of A's nodes differ in all.
+        unmatched: names A's nodes produce that B's run has not (not compared).
+        skipped: ``{name: reason}`` of values an engine did not expose (not compared).
+    """
+
+    engines: tuple[str, str]
+    nodes_compared: int = 0
+    first: NodeReport | None = None
+    later: list[NodeReport] = field(default_factory=list)
+    differing: int = 0
+    unmatched: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def equal(self) -> bool:
+        """True when no node's outputs differ beyond tolerance."""
+        return self.first is None
+
+    def to_json(self) -> dict:
+        return {"engines": list(self.engines), "nodes_compared": self.nodes_compared,
+                "differing": self.differing,
+                "first": _json(self.first), "later": [n.to_json() for n in self.later],
+                "unmatched": list(self.unmatched), "skipped": dict(self.skipped)}
+
+    def lines(self) -> list[str]:
+        """The report as text lines (what ``onemodel verify --bisect`` prints)."""
+        out = []
+        if self.first is None:
+            out.append(f"bisect: no node differs ({self.nodes_compared} nodes compared, "
+                       f"{self.engines[0]} vs {self.engines[1]})")
+        else:
+            f = self.first
+            out.append(f"bisect: first differing node {f.label}, {f.position + 1} of "
+                       f"{self.nodes_compared} in topological order ({self.differing} differ)")
+            for kind, items in (("input", f.inputs), ("output", f.outputs)):
+                for n, c in items:
+                    out.append(f"  {kind} {n}: not compared" if c is None else f"  {kind} {c}")
+            out.append(f"  alone in {self.engines[1]}: {_verdict_line(f)}")
+            for n in self.later:
+                out.append(f"  then {n.label}: {_verdict_line(n)}")
+            if self.differing > 1 + len(self.later):
+                out.append(f"  ({self.differing - 1 - len(self.later)} more differing nodes "
+                           "not re-run)")
+        if self.unmatched:
+            out.append(f"  {len(self.unmatched)} value(s) of A not in B, not compared: "
+                       + ", ".join(repr(n) for n in self.unmatched[:5])
+                       + (" ..." if len(self.unmatched) > 5 else ""))
+        if self.skipped:
+            out.append(f"  {len(self.skipped)} value(s) not exposed by an engine, not "
+                       "compared: " + ", ".join(repr(n) for n in list(self.skipped)[:5])
+                       + (" ..." if len(self.skipped) > 5 else ""))
+        return out
+
+
+def _verdict_line(n: NodeReport) -> str:
+    if n.verdict is None:
+        return f"not re-run ({n.rerun_error})"
+    return _VERDICT_TEXT[n.verdict]
+
+
+# ---------------------------------------------------------------------------------------------
+# bisect
+# ---------------------------------------------------------------------------------------------
+
+def bisect(a: Model, b: Model, inputs: dict, *, engines: tuple[str, str] = ("onemodel", "onemodel"),
+           tolerances=None, max_later: int | None = 8) -> BisectReport:
+    """The first node of ``a`` whose outputs differ from ``b``'s values of the same names.
+
+    Args:
+        a, b: the two models (the same model to compare two engines).
+        inputs: graph input name -> value, fed to both.
+        engines: the engine of each side, ``onemodel`` or ``onnxruntime``.
+        tolerances: a :class:`onemodel.compare.Tolerances` (default: Clause 11.5's defaults).
+        max_later: how many differing nodes after the first to re-run alone (None: all).
+    Returns:
+        a :class:`BisectReport`.
+    Raises:
+        EvaluationError: ``a`` failed on ``inputs`` (or ``b``, said so in the message).
+        UnsupportedError: an unknown engine, onnxruntime not installed or refusing a model.
+        InvalidModelError: a graph rule broken in ``a``.
+    """
+    ea, eb = engines
+    for e in engines:
+        if e not in ENGINES:
+            raise UnsupportedError(f"unknown engine {e!r}; use {' or '.join(ENGINES)}")
+    tol = default_tolerances() if tolerances is None else tolerances
+    order = topological_order(a)
+    va, skipped = intermediate_values(a, inputs, ea)
+    try:
+        vb, skipped_b = intermediate_values(b, inputs, eb)
+    except OneModelError as e:
+        raise type(e)(f"the second model cannot run on the first one's inputs: {e}",
+                      path=e.path) from None
+    va = {**inputs, **va}
+    vb = {**inputs, **vb}
+    skipped = dict(skipped)
+    for k, v in skipped_b.items():
+        skipped.setdefault(k, v)
+    report = BisectReport(engines=(ea, eb), skipped=skipped)
+    b_inits = {t.name for t in b.graph.initializers}
+    b_nodes = {}
+    for j, node in enumerate(b.graph.nodes):
+        for name in node.outputs:
+            if name:
+                b_nodes.setdefault(name, j)
+    a_inits = {t.name: t for t in a.graph.initializers}
+    b_init_t = {t.name: t for t in b.graph.initializers}
+    for pos, i in enumerate(order):
+        node = a.graph.nodes[i]
+        outs = []
+        differs = False
+        for name in node.outputs:
+            if not name:
+                continue
+            if name not in vb or name not in va:
+                if name not in skipped and name not in vb and name not in b_inits:
+                    report.unmatched.append(name)
+                outs.append((name, None))
+                continue
+            c = compare_values(name, va[name], vb[name], tol)
+            outs.append((name, c))
+            differs |= not c.within
+        if not any(c is not None for _, c in outs):
+            continue
+        report.nodes_compared += 1
+        if not differs:
+            continue
+        report.differing += 1
+        if report.first is not None and max_later is not None and len(report.later) >= max_later:
+            continue
+        nr = NodeReport(index=i, position=pos, op_type=node.op_type or "", name=node.name or "",
+                        domain=node.domain or "", outputs=outs)
+        for name in node.inputs:
+            if not name:
+                continue
+            if name in a_inits:  # part of the node's definition: A's weight against B's
+                t = b_init_t.get(name)
+                nr.inputs.append((name, None if t is None or name in vb else
+                                  compare_values(name, a_inits[name].numpy(), t.numpy(), tol)))
+            elif name not in va or name not in vb:
+                nr.inputs.append((name, None))
+            else:
+                nr.inputs.append((name, compare_values(name, va[name], vb[name], tol)))
+        _rerun(nr, a, b, b_nodes, va, eb, tol)
+        if report.first is None:
+            report.first = nr
+        else:
+            report.later.append(nr)
+    return report
+
+
+def _rerun(nr: NodeReport, a: Model, b: Model, b_nodes: dict, va: dict, engine: str,
+           tol) -> None:
+    """Run B's node producing ``nr``'s first output alone in ``engine`` on A's values; set the
+    verdict."""
+    node = a.graph.nodes[nr.index]
+    first = next(n for n in node.outputs if n)
+    j = b_nodes.get(first)
+    if j is None:
+        nr.rerun_error = f"B has no node producing {first!r}"
+        return
+    try:
+        lone = lone_node_model(b, j, va, va)
+        from .verify import _run
+        got = _run(lone, {vi.name: va[vi.name] for vi in lone.graph.inputs}, engine)
+    except OneModelError as e:  # the diagnosis stops here; the comparisons above stand
+        nr.rerun_error = str(e)
+        return
+    agree = True
+    for name in b.graph.nodes[j].outputs:
+        if not name or name not in va or name not in got:
+            continue
+        c = compare_values(name, va[name], got[name], tol)
+        nr.rerun.append((name, c))
+        agree &= bool(c.within)
+    nr.verdict = INPUTS if agree else NODE
