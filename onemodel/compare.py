@@ -177,8 +177,8 @@ class ValueComparison:
         within: True when every element is within tolerance and the structures agree.
         tolerance: the tolerance float elements were compared with (None: bit for bit).
         max_abs, max_rel: largest ``|a - b|`` and ``|a - b| / |b|`` over the elements finite
-            on both sides (``|b|`` 0: 0 when equal, else inf); None for strings or when the
-            structures differ.
+            on both sides (``|b|`` 0: 0 when equal, else inf); None for strings, when no
+            element is finite on both sides, or when the structures differ.
         max_ulp: largest ulp distance of the float elements when ``tolerance.ulp`` is set.
         n_out, n_total: elements out of tolerance, elements compared (over every tensor of a
             sequence or map).
@@ -186,7 +186,8 @@ class ValueComparison:
             element number or a map's key first), or None.
         first_a, first_b: its two values (Python scalars), or None.
         cosine: ``sum(a*b) / (|a| |b|)`` in float64 over the float elements finite on both
-            sides (1.0 when both are all zero, 0.0 when only one is); None for other types.
+            sides (1.0 when both are all zero, 0.0 when only one is); None for other types
+            and when no element is finite on both sides.
         detail: a dtype, shape or structure mismatch (then the numbers are not compared).
     """
 
@@ -226,10 +227,15 @@ class ValueComparison:
     def __str__(self) -> str:
         if self.detail:
             return f"{self.name}: {self.detail}"
-        tol = "bit for bit" if self.tolerance is None else str(self.tolerance)
-        head = (f"{self.name}: within tolerance ({tol}), {self.n_total} elements" if self.within
-                else f"{self.name}: {self.n_out} of {self.n_total} elements out of tolerance "
-                     f"({tol})")
+        if self.tolerance is not None:
+            tol = str(self.tolerance)
+            head = (f"within tolerance ({tol}), {self.n_total} elements" if self.within else
+                    f"{self.n_out} of {self.n_total} elements out of tolerance ({tol})")
+        else:  # bit for bit (floats without a tolerance; integers, bool, strings always)
+            what = "text" if self.dtype_b == "string" else "bits"
+            head = (f"{what} identical, {self.n_total} elements" if self.within else
+                    f"{what} differ in {self.n_out} of {self.n_total} elements")
+        head = f"{self.name}: {head}"
         parts = [head]
         if self.max_abs is not None:
             parts.append(f"max abs diff {self.max_abs:.6g}, max rel diff {self.max_rel:.6g}")
@@ -342,6 +348,7 @@ class _Acc:
         self.tol = tol
         self.dot = self.na = self.nb = 0.0
         self.floats = False
+        self.pairs = 0  # float elements finite on both sides
         self.numeric = False
         self.abs = self.rel = 0.0
         self.ulp: int | None = None
@@ -386,6 +393,7 @@ class _Acc:
             self.floats = True
             finite = np.isfinite(xa) & np.isfinite(xb)
             x, y = xa[finite], xb[finite]
+            self.pairs += int(x.size)
             self.dot += float(np.real(np.vdot(y, x))) if x.size else 0.0
             self.na += float(np.real(np.vdot(x, x))) if x.size else 0.0
             self.nb += float(np.real(np.vdot(y, y))) if y.size else 0.0
@@ -411,9 +419,9 @@ class _Acc:
         self._rel(diff, np.abs(xb[finite]).astype(np.float64))
 
     def _rel(self, diff, ref) -> None:
-        self.numeric = True
         if not diff.size:
             return
+        self.numeric = True
         self.abs = max(self.abs, float(diff.max()))
         with np.errstate(divide="ignore", invalid="ignore"):
             rel = np.where(ref > 0, diff / np.where(ref > 0, ref, 1.0),
@@ -453,7 +461,7 @@ class _Acc:
         c.max_ulp = self.ulp
         if not self.floats:
             c.tolerance = None  # (integers, bool, strings: compared exactly whatever given)
-        else:
+        if self.pairs:
             if self.na == 0.0 and self.nb == 0.0:
                 c.cosine = 1.0
             elif self.na == 0.0 or self.nb == 0.0:

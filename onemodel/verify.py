@@ -12,7 +12,10 @@ digests need no octet-by-octet comparison, but each side's bytes are checked aga
 
 :func:`verify` loads two files in any formats and compares them; with ``run=True`` it also runs
 both on the same deterministic inputs (onemodel's evaluator, or ``engine="onnxruntime"`` when it
-is installed) and compares every output bit for bit.
+is installed; ``engines=(E1, E2)`` runs A with E1 and B with E2, and one model on two engines when
+B is omitted) and compares every output with :mod:`onemodel.compare`: bit for bit when one
+engine runs both and no tolerance is given, within the Part 1, Clause 11.5 defaults when the
+engines differ, or within the tolerances given.
 """
 
 from __future__ import annotations
@@ -20,7 +23,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .errors import EvaluationError, IoError, OneModelError, UnsupportedError, quote
+from .errors import (
+    EvaluationError,
+    IoError,
+    OneModelError,
+    UnsupportedError,
+    UsageError,
+    quote,
+)
 from .ir import Model, Tensor
 from .ir.dtypes import INFO
 from .ir.record import (
@@ -59,9 +69,12 @@ class VerifyReport:
     Attributes:
         equal: True when no difference was found (structure, tensors, and outputs when run).
         differences: every difference found, up to the limit, in model order.
-        outputs_compared: names of the outputs compared bit for bit when run.
+        outputs_compared: names of the outputs compared when run.
         tensors_by_digest: tensors found equal by their recorded digests alone (both sides
             carry one, and they are equal), whose bytes were not compared.
+        engines: the engines A and B ran with (None when not run).
+        comparisons: one :class:`onemodel.compare.ValueComparison` per output compared.
+        tolerances: the :class:`onemodel.compare.Tolerances` the outputs were compared with.
     """
 
     a: str
@@ -70,6 +83,9 @@ class VerifyReport:
     differences: list[Difference] = field(default_factory=list)
     outputs_compared: list[str] = field(default_factory=list)
     tensors_by_digest: int = 0
+    engines: tuple[str, str] | None = None
+    comparisons: list = field(default_factory=list)
+    tolerances: object = None
 
     @property
     def first(self) -> Difference | None:
@@ -241,19 +257,27 @@ def _walk(a: Record, b: Record, loose: bool, limit: int) -> "_Walker":
     return w
 
 
-def verify(a, b, *, loose: bool = False, run: bool = False, seed: int = 0,
+def verify(a, b=None, *, loose: bool = False, run: bool = False, seed: int = 0,
            dims: dict[str, int] | None = None, engine: str = "onemodel",
            storage_options: dict | None = None, limit: int = 100,
            read_options: dict | None = None,
-           shapes: dict[str, tuple] | None = None) -> VerifyReport:
+           shapes: dict[str, tuple] | None = None,
+           engines: tuple[str, str] | None = None,
+           tolerances=None) -> VerifyReport:
     """Load two models (any formats, any storage) and compare them.
 
     Args:
-        a, b: paths, URLs or already loaded :class:`~onemodel.ir.Model` objects.
+        a, b: paths, URLs or already loaded :class:`~onemodel.ir.Model` objects. ``b`` may be
+            None with ``engines``: then ``a`` is run on both engines and not compared with
+            itself field by field.
         loose: see :func:`compare_models`.
         run: also run both models on the same deterministic inputs (``seed``; symbolic dims from
             ``dims``, whole input shapes from ``shapes``) with ``engine`` (``onemodel`` or
-            ``onnxruntime``) and compare every output bit for bit.
+            ``onnxruntime``) and compare every output (:func:`run_and_compare`).
+        engines: ``(E1, E2)``: run ``a`` with E1 and ``b`` with E2 (implies ``run``; replaces
+            ``engine``).
+        tolerances: a :class:`onemodel.compare.Tolerances`; None: bit for bit when both sides
+            run on one engine, the Part 1, Clause 11.5 defaults when the engines differ.
         dims, shapes: as for :func:`onemodel.evaluate.random_inputs`; checked against ``a``'s
             inputs whether or not ``run`` is set (:func:`~onemodel.evaluate.inputs.
             check_dims_shapes`), so a name the model does not have is refused either way.
@@ -262,85 +286,79 @@ def verify(a, b, *, loose: bool = False, run: bool = False, seed: int = 0,
         a :class:`VerifyReport`.
     Raises:
         OneModelError when a model cannot be read (or run; an EvaluationError when ``a`` fails
-        on the generated inputs, with a note naming the inputs and axes to set).
-        UsageError: ``dims`` or ``shapes`` that do not fit ``a``'s inputs.
+        on the generated inputs, with a note naming the inputs and axes to set); an
+        UnsupportedError for an unknown engine or onnxruntime not installed.
+        UsageError: ``dims`` or ``shapes`` that do not fit ``a``'s inputs; ``b`` omitted
+            without ``engines``; ``engines`` not two names.
     """
     from .api import load
 
-    if run and engine not in ENGINES:
-        raise UnsupportedError(f"unknown engine {engine!r}; use {' or '.join(ENGINES)}")
+    if engines is not None:
+        engines = tuple(engines)
+        if len(engines) != 2:
+            raise UsageError(f"engines: two engine names, not {len(engines)}")
+        run = True
+    elif b is None:
+        raise UsageError("the second model is needed unless two engines are given")
+    pair = engines if engines is not None else (engine, engine)
+    if run:
+        for e in pair:
+            _check_engine(e)
     opts = dict(read_options or {}, storage_options=storage_options)
     ma = a if isinstance(a, Model) else load(a, **opts)
     try:
-        mb = b if isinstance(b, Model) else load(b, **opts)
+        mb = ma if b is None else b if isinstance(b, Model) else load(b, **opts)
         try:
             if dims or shapes:
                 from .evaluate.inputs import check_dims_shapes
                 check_dims_shapes(ma, dims, shapes)
-            report = VerifyReport(str(getattr(ma, "source", a)), str(getattr(mb, "source", b)))
-            walked = _walk(ma, mb, loose, limit)
-            report.differences = walked.out
-            report.tensors_by_digest = walked.by_digest
+            source_a = str(getattr(ma, "source", a))
+            report = VerifyReport(source_a, source_a if b is None
+                                  else str(getattr(mb, "source", b)))
+            if b is not None:
+                walked = _walk(ma, mb, loose, limit)
+                report.differences = walked.out
+                report.tensors_by_digest = walked.by_digest
             if run:
                 try:
-                    diffs, names = compare_runs(ma, mb, seed=seed, dims=dims or {},
-                                                engine=engine, shapes=shapes)
+                    ran = run_and_compare(ma, mb, seed=seed, dims=dims or {}, engines=pair,
+                                          shapes=shapes, tolerances=tolerances)
+                    diffs, names = ran.differences, ran.names
+                    report.comparisons = ran.comparisons
+                    report.tolerances = ran.tolerances
                 except OneModelError as e:
                     if not report.differences:
                         raise
                     # the models already differ: that is the answer, the run failure a detail
                     diffs, names = [Difference("run", str(e))], []
+                report.engines = pair
                 report.differences.extend(diffs)
                 report.outputs_compared = names
             report.equal = not report.differences
             return report
         finally:
-            if mb is not b:
+            if mb is not b and mb is not ma:
                 mb.close()
     finally:
         if ma is not a:
             ma.close()
 
 
+def _check_engine(engine: str) -> None:
+    """UnsupportedError when ``engine`` is unknown or not installed (before any model is read
+    or run, so a missing engine is an error, not a difference)."""
+    if engine not in ENGINES:
+        raise UnsupportedError(f"unknown engine {engine!r}; use {' or '.join(ENGINES)}")
+    if engine == "onnxruntime":
+        try:
+            import onnxruntime  # noqa: F401
+        except ImportError:
+            raise UnsupportedError("engine onnxruntime is not installed: pip install onnxruntime") \
+                from None
+
+
 #: The engines :func:`verify` can run models with.
 ENGINES = ("onemodel", "onnxruntime")
-
-
-def _same_value(x, y) -> str | None:
-    """None when two runtime values are bit-identical, else what differs."""
-    if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
-        xa, ya = np.asarray(x), np.asarray(y)
-        if xa.dtype != ya.dtype:
-            return f"dtype {xa.dtype} vs {ya.dtype}"
-        if xa.shape != ya.shape:
-            return f"shape {xa.shape} vs {ya.shape}"
-        if xa.dtype == object:
-            return None if xa.tolist() == ya.tolist() else "string elements differ"
-        xb = np.ascontiguousarray(xa).view(np.uint8)
-        yb = np.ascontiguousarray(ya).view(np.uint8)
-        if not np.array_equal(xb, yb):
-            first = int(np.flatnonzero(xb.reshape(-1) != yb.reshape(-1))[0])
-            return f"bits differ first at element {first // max(xa.itemsize, 1)}"
-        return None
-    if isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)):
-        if len(x) != len(y):
-            return f"{len(x)} vs {len(y)} elements"
-        for i, (u, v) in enumerate(zip(x, y)):
-            d = _same_value(u, v)
-            if d:
-                return f"element {i}: {d}"
-        return None
-    if isinstance(x, dict) and isinstance(y, dict):
-        if list(x) != list(y):
-            return "keys differ"
-        for k in x:
-            d = _same_value(x[k], y[k])
-            if d:
-                return f"key {k!r}: {d}"
-        return None
-    if x is None or y is None:
-        return None if x is y else "absent vs present"
-    return None if x == y else f"{x!r} vs {y!r}"
 
 
 #: onnxruntime's exception types (their class names) that a session's ``run`` raises when a
@@ -427,43 +445,96 @@ def _inlined(model: Model) -> Model:
     return copy
 
 
-def compare_runs(a: Model, b: Model, *, seed: int = 0, dims: dict[str, int] | None = None,
-                 engine: str = "onemodel",
-                 shapes: dict[str, tuple] | None = None) -> tuple[list[Difference], list[str]]:
-    """Run both models on the same deterministic inputs and compare every output bit for bit.
+@dataclass
+class RunComparison:
+    """What :func:`run_and_compare` found.
+
+    Attributes:
+        differences: ``outputs`` when the output names differ, ``outputs[NAME]`` for each output
+            out of tolerance (the message is the comparison's one line), ``run`` when ``b``
+            could not run on ``a``'s inputs.
+        comparisons: one :class:`onemodel.compare.ValueComparison` per output both runs gave,
+            in ``a``'s output order.
+        names: the names of those outputs.
+        engines: the engines ``a`` and ``b`` ran with.
+        tolerances: the :class:`onemodel.compare.Tolerances` used.
+    """
+
+    differences: list[Difference]
+    comparisons: list
+    names: list[str]
+    engines: tuple[str, str]
+    tolerances: object
+
+
+def run_and_compare(a: Model, b: Model, *, seed: int = 0, dims: dict[str, int] | None = None,
+                    engines: tuple[str, str] = ("onemodel", "onemodel"),
+                    shapes: dict[str, tuple] | None = None,
+                    tolerances=None) -> RunComparison:
+    """Run ``a`` with ``engines[0]`` and ``b`` with ``engines[1]`` on the same deterministic
+    inputs and compare every output (:func:`onemodel.compare.compare_outputs`, B the reference).
 
     The inputs are :func:`onemodel.evaluate.random_inputs` of ``a`` (``seed``; each dimension
     variable from ``dims``, 1 when not given; an input's whole shape from ``shapes``), which
-    checks ``dims`` and ``shapes`` against ``a`` (UsageError). Outputs are compared by name:
-    dtype, shape and every byte (NaN payloads and signed zeros included).
+    checks ``dims`` and ``shapes`` against ``a`` (UsageError). ``tolerances`` (a
+    :class:`onemodel.compare.Tolerances`) defaults to bit for bit (dtype, shape and every byte:
+    NaN payloads and signed zeros included) when both engines are the same, and to the Part 1,
+    Clause 11.5 defaults of each element type when they differ.
     Returns:
-        (differences, names of the outputs compared). A difference ``outputs[NAME]`` names an
-        output whose bits differ; ``run`` says that ``b`` could not run on ``a``'s inputs.
+        a :class:`RunComparison`.
     Raises:
         OneModelError when ``a`` cannot be run (an unsupported operator, a bad model; an
         EvaluationError, with a note naming the generated inputs and their open axes, when it
-        fails on the generated inputs), or when ``engine`` is unknown or not installed.
+        fails on the generated inputs), or when an engine is unknown or not installed.
         UsageError: ``dims`` or ``shapes`` that do not fit ``a``'s inputs.
     """
+    from .compare import Tolerances, compare_outputs
     from .evaluate import random_inputs
     from .evaluate.inputs import add_inputs_hint
+
+    ea, eb = engines
+    for e in (ea, eb):
+        _check_engine(e)
+    if tolerances is None:
+        tolerances = Tolerances(exact=ea == eb)
     inputs = random_inputs(a, seed=seed, dims=dims or {}, shapes=shapes)
     try:
-        out_a = _run(a, inputs, engine)
+        out_a = _run(a, inputs, ea)
     except OneModelError as e:  # the axis at fault is found by running with the same engine
         raise add_inputs_hint(e, a, dims or {}, shapes, seed=seed,
-                              runner=lambda model, feeds: _run(model, feeds, engine))
+                              runner=lambda model, feeds: _run(model, feeds, ea))
     try:
-        out_b = _run(b, inputs, engine)
+        out_b = _run(b, inputs, eb)
     except OneModelError as e:
-        return [Difference("run", f"the second model cannot run on the first one's inputs: "
-                                  f"{e}")], []
+        who = (f"engine {eb} cannot run the model on the inputs engine {ea} ran"
+               if a is b else "the second model cannot run on the first one's inputs")
+        return RunComparison([Difference("run", f"{who}: {e}")], [], [], (ea, eb), tolerances)
     diffs = []
     if list(out_a) != list(out_b):
         diffs.append(Difference("outputs", f"{list(out_a)} vs {list(out_b)}"))
-    for name in out_a:
-        if name in out_b:
-            d = _same_value(out_a[name], out_b[name])
-            if d:
-                diffs.append(Difference(f"outputs[{name!r}]", d))
-    return diffs, [n for n in out_a if n in out_b]
+    comparisons = compare_outputs(out_a, out_b, tolerances)
+    for c in comparisons:
+        if not c.within:
+            line = str(c)
+            diffs.append(Difference(f"outputs[{c.name!r}]", line[len(c.name) + 2:]))
+    return RunComparison(diffs, comparisons, [c.name for c in comparisons], (ea, eb), tolerances)
+
+
+def compare_runs(a: Model, b: Model, *, seed: int = 0, dims: dict[str, int] | None = None,
+                 engine: str = "onemodel",
+                 shapes: dict[str, tuple] | None = None,
+                 engines: tuple[str, str] | None = None,
+                 tolerances=None) -> tuple[list[Difference], list[str]]:
+    """Run both models on the same deterministic inputs and compare every output: bit for bit
+    with one ``engine`` and no ``tolerances``; see :func:`run_and_compare` (which also gives
+    the per-output comparisons) for ``engines`` and ``tolerances``.
+
+    Returns:
+        (differences, names of the outputs compared). A difference ``outputs[NAME]`` names an
+        output out of tolerance; ``run`` says that ``b`` could not run on ``a``'s inputs.
+    Raises:
+        as :func:`run_and_compare`.
+    """
+    ran = run_and_compare(a, b, seed=seed, dims=dims, shapes=shapes, tolerances=tolerances,
+                          engines=engines if engines is not None else (engine, engine))
+    return ran.differences, ran.names

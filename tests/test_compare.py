@@ -59,9 +59,11 @@ def test_bit_for_bit_sees_signed_zero_and_nan_payload_a_tolerance_does_not():
     loose = compare_value("y", a, b, Tolerance())
     assert loose.within and loose.n_out == 0
     # an infinity equals only the same infinity
-    c = compare_value("y", f32(np.inf, np.inf), f32(np.inf, -np.inf), Tolerance(atol=1e30))
+    c = compare_value("y", f32(np.inf, np.inf, 1.0), f32(np.inf, -np.inf, 1.5),
+                      Tolerance(atol=1e30))
     assert (c.n_out, c.first_index, c.first_a, c.first_b) == (1, (1,), math.inf, -math.inf)
-    assert c.max_abs == 0.0  # non-finite pairs are not in max_abs
+    assert c.max_abs == 0.5  # non-finite pairs are not in max_abs
+    assert c.cosine == 1.0  # nor in the cosine: one pair, (1.0, 1.5)
 
 
 def test_zero_reference_relative_difference_and_cosine_edge_cases():
@@ -221,8 +223,9 @@ def test_json_and_text():
     n = compare_value("y", f32(np.nan), f32(1.0), None)
     assert n.to_json()["first_a"] == "nan"
     ok = compare_value("y", f32(1.0), f32(1.0), None)
-    assert str(ok) == ("y: within tolerance (bit for bit), 1 elements; max abs diff 0, "
-                       "max rel diff 0; cosine 1")
+    assert str(ok) == "y: bits identical, 1 elements; max abs diff 0, max rel diff 0; cosine 1"
+    assert str(n) == "y: bits differ in 1 of 1 elements; first at [0]: nan vs 1.0"
+    assert (n.max_abs, n.cosine) == (None, None)  # no element finite on both sides
     assert isinstance(ok, ValueComparison)
 
 
