@@ -216,11 +216,12 @@ def lone_node_model(model: Model, index: int, feeds: dict[str, Any],
 # Comparisons
 # ---------------------------------------------------------------------------------------------
 
-def default_tolerances():
-    """The tolerances of Part 1, Clause 11.5's defaults (:class:`onemodel.compare.Tolerances`
-    with no argument)."""
+def default_tolerances(engines: tuple[str, str]):
+    """The tolerances ``verify --run`` uses by default (:class:`onemodel.compare.Tolerances`):
+    bit for bit when one engine runs both sides, the Part 1, Clause 11.5 defaults of each
+    element type when the engines differ."""
     from .compare import Tolerances
-    return Tolerances()
+    return Tolerances(exact=engines[0] == engines[1])
 
 
 def compare_values(name: str, x, y, tolerances):
@@ -301,9 +302,11 @@ class BisectReport:
         differing: how many of A's nodes differ in all.
         unmatched: names A's nodes produce that B's run has not (not compared).
         skipped: ``{name: reason}`` of values an engine did not expose (not compared).
+        tolerances: the :class:`onemodel.compare.Tolerances` values were compared with.
     """
 
     engines: tuple[str, str]
+    tolerances: Any = None
     nodes_compared: int = 0
     first: NodeReport | None = None
     later: list[NodeReport] = field(default_factory=list)
@@ -317,7 +320,9 @@ class BisectReport:
         return self.first is None
 
     def to_json(self) -> dict:
-        return {"engines": list(self.engines), "nodes_compared": self.nodes_compared,
+        return {"engines": list(self.engines),
+                "tolerances": None if self.tolerances is None else self.tolerances.to_json(),
+                "nodes_compared": self.nodes_compared,
                 "differing": self.differing,
                 "first": _json(self.first), "later": [n.to_json() for n in self.later],
                 "unmatched": list(self.unmatched), "skipped": dict(self.skipped)}
@@ -370,7 +375,8 @@ def bisect(a: Model, b: Model, inputs: dict, *, engines: tuple[str, str] = ("one
         a, b: the two models (the same model to compare two engines).
         inputs: graph input name -> value, fed to both.
         engines: the engine of each side, ``onemodel`` or ``onnxruntime``.
-        tolerances: a :class:`onemodel.compare.Tolerances` (default: Clause 11.5's defaults).
+        tolerances: a :class:`onemodel.compare.Tolerances` (default: :func:`default_tolerances`,
+            bit for bit on one engine, Clause 11.5's defaults across two).
         max_later: how many differing nodes after the first to re-run alone (None: all).
     Returns:
         a :class:`BisectReport`.
@@ -383,7 +389,7 @@ def bisect(a: Model, b: Model, inputs: dict, *, engines: tuple[str, str] = ("one
     for e in engines:
         if e not in ENGINES:
             raise UnsupportedError(f"unknown engine {e!r}; use {' or '.join(ENGINES)}")
-    tol = default_tolerances() if tolerances is None else tolerances
+    tol = default_tolerances(engines) if tolerances is None else tolerances
     order = topological_order(a)
     va, skipped = intermediate_values(a, inputs, ea)
     try:
@@ -396,7 +402,7 @@ def bisect(a: Model, b: Model, inputs: dict, *, engines: tuple[str, str] = ("one
     skipped = dict(skipped)
     for k, v in skipped_b.items():
         skipped.setdefault(k, v)
-    report = BisectReport(engines=(ea, eb), skipped=skipped)
+    report = BisectReport(engines=(ea, eb), tolerances=tol, skipped=skipped)
     b_inits = {t.name for t in b.graph.initializers}
     b_nodes = {}
     for j, node in enumerate(b.graph.nodes):

@@ -244,3 +244,27 @@ def test_names_b_does_not_have_are_unmatched_not_compared():
 def test_an_unknown_engine_is_refused(detector):
     with pytest.raises(onemodel.errors.UnsupportedError, match="unknown engine"):
         bisect(detector, detector, {}, engines=("onemodel", "tvm"))
+
+
+def _scaled(w: float):
+    """y = x * w, w an initializer."""
+    from onnx import numpy_helper
+    g = helper.make_graph([helper.make_node("Mul", ["x", "w"], ["y"], name="scale")], "g",
+                          [helper.make_tensor_value_info("x", 1, [3])],
+                          [helper.make_tensor_value_info("y", 1, [3])],
+                          [numpy_helper.from_array(np.array([w] * 3, np.float32), "w")])
+    proto = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    return decode_model(proto.SerializeToString())
+
+
+def test_one_engine_compares_bit_for_bit_by_default_two_within_clause_11_5():
+    """A weight one ulp away: x * w then differs by one ulp for x = 1 (exact products), beyond
+    bit equality but within rtol 1e-3."""
+    w = np.float32(0.3)
+    a, b = _scaled(float(w)), _scaled(float(np.nextafter(w, np.float32(1))))
+    x = {"x": np.ones(3, np.float32)}
+    one = bisect(a, b, x)
+    assert one.first is not None and one.first.name == "scale" and one.first.verdict == NODE
+    assert one.to_json()["tolerances"]["exact"] is True
+    two = bisect(a, b, x, engines=("onemodel", "onnxruntime"))
+    assert two.equal and two.to_json()["tolerances"]["exact"] is False
