@@ -215,3 +215,139 @@ def test_unknown_com_microsoft_operator_is_refused():
     feeds = {"x": np.ones(3, np.float32)}
     with pytest.raises(UnsupportedError):
         ours(ms_model("NoSuchQuantizedOp", feeds, ["x"]), feeds)
+
+
+# -- GatherBlockQuantized ---------------------------------------------------------------------
+
+def narrow_model(op_type: str, feeds: dict, inputs: list, **attrs) -> tuple:
+    """A com.microsoft node whose narrow-typed inputs (int4, uint4, float8, float4; onnxruntime
+    takes no such feeds) are initializers; returns the model and the remaining feeds."""
+    from onnx import numpy_helper
+
+    narrow = [n for n in inputs if n and feeds[n].dtype.kind == "V"]
+    rest = {k: v for k, v in feeds.items() if k not in narrow}
+    infos = {n: onnx.helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, None)
+             for n in narrow}
+    model = ms_model(op_type, rest, inputs, infos=infos, **attrs)
+    keep = [i for i in model.graph.input if i.name not in narrow]
+    del model.graph.input[:]
+    model.graph.input.extend(keep)
+    model.graph.initializer.extend(numpy_helper.from_array(feeds[n], n) for n in narrow)
+    return model, rest
+
+
+def gbq_exact(feeds: dict, g: int, q: int, block: int, bits: int = 4) -> np.ndarray:
+    """The definition in float64: dequantize all of data, then gather (zeros out of range)."""
+    data = feeds["d"]
+    scale = feeds["s"].astype(np.float64)
+    if data.dtype == np.uint8:
+        code = codes64(data, bits)
+        zp = (codes64(feeds["z"], bits)[..., :scale.shape[-1]] if "z" in feeds
+              else np.full(scale.shape, 2.0 ** (bits - 1)))
+    else:
+        code = data.astype(np.float64)
+        zp = feeds["z"].astype(np.float64) if "z" in feeds else np.zeros(scale.shape)
+    q %= code.ndim
+    g %= code.ndim
+    rep = lambda p: np.repeat(p, block, axis=q).take(np.arange(code.shape[q]), axis=q)  # noqa: E731
+    deq = (code - rep(zp)) * rep(scale)
+    s = code.shape[g]
+    idx = feeds["i"].astype(np.int64)
+    ok = (idx >= -s) & (idx < s)
+    out = np.take(deq, np.where(ok, idx % s, 0), axis=g)
+    okb = ok.reshape((1,) * g + ok.shape + (1,) * (code.ndim - g - 1))
+    return np.where(okb, out, 0.0)
+
+
+@pytest.mark.parametrize("dtype", ["int4", "uint4"])
+@pytest.mark.parametrize("shape, g, q, block", [
+    ((6, 40), 0, 1, 16), ((3, 5, 32), 1, 2, 16), ((4, 40, 3), 0, 1, 32), ((32, 6), 0, 0, 16),
+    ((3, 64), 1, 1, 32), ((5, 33), -2, -1, 16)])
+@pytest.mark.parametrize("with_zp", [False, True])
+def test_gather_block_quantized_int4(dtype, shape, g, q, block, with_zp):
+    import ml_dtypes
+
+    dt = getattr(ml_dtypes, dtype)
+    lo, hi = (-8, 8) if dtype == "int4" else (0, 16)
+    sshape = list(shape)
+    sshape[q % len(shape)] = -(-shape[q % len(shape)] // block)
+    s = shape[g % len(shape)]
+    feeds = {"d": RNG.integers(lo, hi, shape).astype(dt),
+             "i": np.array([[0, -1], [2, s + 3]], np.int64),   # s + 3: out of range, zeros
+             "s": (RNG.random(sshape) + 0.1).astype(np.float32)}
+    names = ["d", "i", "s"]
+    if with_zp:
+        feeds["z"] = RNG.integers(lo, hi, sshape).astype(dt)
+        names.append("z")
+    model, rest = narrow_model("GatherBlockQuantized", feeds, names, gather_axis=g,
+                               quantize_axis=q, block_size=block)
+    (y,) = ours(model, rest)
+    exact = gbq_exact(feeds, g, q, block)
+    # one float32 rounding of (code - zp) * scale per element: half an ulp
+    assert_close_to_exact(y, exact, ulps=0.5, scale=np.abs(exact))
+    # onnxruntime computes the same single product in float32: exact by construction
+    (want,) = run_ort(model, rest)
+    np.testing.assert_array_equal(y, want)
+    v = inferred(model)
+    assert v.shape == y.shape and v.elem == onnx.TensorProto.FLOAT
+
+
+@pytest.mark.parametrize("bits", [2, 4, 8])
+@pytest.mark.parametrize("with_zp", [False, True])
+@pytest.mark.parametrize("sdtype", [np.float32, np.float16])
+def test_gather_block_quantized_packed_uint8(bits, with_zp, sdtype):
+    per, k, block = 8 // bits, 48, 16
+    kb = k // block
+    feeds = {"d": RNG.integers(0, 256, (7, k // per), dtype=np.uint8),
+             "i": np.array([3, 0, -2, 9], np.int32),
+             "s": (RNG.random((7, kb)) + 0.1).astype(sdtype)}
+    names = ["d", "i", "s"]
+    if with_zp:
+        feeds["z"] = RNG.integers(0, 256, (7, -(-kb // per)), dtype=np.uint8)
+        names.append("z")
+    model = ms_model("GatherBlockQuantized", feeds, names, gather_axis=0, quantize_axis=1,
+                     block_size=block, bits=bits)
+    (y,) = ours(model, feeds)
+    assert y.shape == (4, k) and y.dtype == sdtype
+    exact = gbq_exact(feeds, 0, 1, block, bits)
+    # float32 product (half an ulp), then for float16 scales a float16 rounding (half a
+    # float16 ulp, 2**-11 relative = 2**12 float32 eps)
+    ulps = 0.5 if sdtype == np.float32 else 0.5 + 2 ** 12
+    assert_close_to_exact(y.astype(np.float32), exact, ulps=ulps, scale=np.abs(exact))
+    (want,) = run_ort(model, feeds)
+    np.testing.assert_array_equal(y, want)   # the same single rounded product (and cast)
+    v = inferred(model)
+    assert v.shape == (4, k)
+    assert v.elem == (onnx.TensorProto.FLOAT if sdtype == np.float32 else onnx.TensorProto.FLOAT16)
+
+
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float4_e2m1fn"])
+@pytest.mark.parametrize("block, sshape", [(16, (6, 3)), (0, (6, 1)), (32, (1, 2))])
+def test_gather_block_quantized_float_data(dtype, block, sshape):
+    import ml_dtypes
+
+    data = (RNG.standard_normal((6, 40)) * 2).astype(getattr(ml_dtypes, dtype))
+    feeds = {"d": data, "i": np.array([1, 5, -1], np.int64),
+             "s": (RNG.random(sshape) + 0.1).astype(np.float32)}
+    model, rest = narrow_model("GatherBlockQuantized", feeds, ["d", "i", "s"], gather_axis=0,
+                               quantize_axis=1, block_size=block)
+    (y,) = ours(model, rest)
+    (want,) = run_ort(model, rest)
+    np.testing.assert_array_equal(y, want)   # one rounded float32 product per element
+    b = block or 40
+    scale = np.broadcast_to(np.repeat(feeds["s"].astype(np.float64), b, axis=1)[:, :40],
+                            (6, 40))
+    exact = (data.astype(np.float64) * scale)[[1, 5, -1]]
+    assert_close_to_exact(y, exact, ulps=0.5, scale=np.abs(exact))
+
+
+@pytest.mark.parametrize("attrs, error", [
+    ({"block_size": 24}, InvalidModelError), ({"bits": 3}, InvalidModelError),
+    ({"gather_axis": 1}, EvaluationError), ({"block_size": 32}, EvaluationError)])
+def test_gather_block_quantized_refusals(attrs, error):
+    feeds = {"d": np.zeros((4, 16), np.uint8), "i": np.array([0], np.int64),
+             "s": np.ones((4, 2), np.float32)}
+    base = {"gather_axis": 0, "quantize_axis": 1, "block_size": 16, "bits": 4}
+    base.update(attrs)
+    with pytest.raises(error):
+        ours(ms_model("GatherBlockQuantized", feeds, ["d", "i", "s"], **base), feeds)

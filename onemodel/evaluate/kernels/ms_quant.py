@@ -17,6 +17,7 @@ import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError, UnsupportedError
 from ..registry import op
+from ._util import axis_index
 
 MS = "com.microsoft"
 
@@ -138,3 +139,118 @@ def matmul_nbits(ctx, a, b, scales, zero_points=None, g_idx=None, bias=None):
             raise EvaluationError(f"MatMulNBits bias has {bv.size} elements, N={n}")
         y = y + bv
     return y.astype(out_dtype)
+
+
+# -- GatherBlockQuantized --------------------------------------------------------------------
+
+def _blocks_along(param: np.ndarray, axis: int, block: int, length: int) -> np.ndarray:
+    """A blocked parameter repeated ``block`` times along ``axis`` and cut to ``length``."""
+    return np.repeat(param, block, axis=axis).take(np.arange(length), axis=axis)
+
+
+@op("GatherBlockQuantized", since=1, domain=MS)
+def gather_block_quantized(ctx, data, indices, scales, zero_points=None):
+    """GatherBlockQuantized: Gather of a block-quantized tensor, dequantized.
+
+    data: int4 / uint4 (one code per element), uint8 (``8 / bits`` codes per byte packed
+    low-first along the last axis, bits 2, 4 or 8), or float8 / float4e2m1 (no zero point).
+    indices: int32 / int64 of any shape, into ``data``'s ``gather_axis`` (default 0); negative
+    ones count from the end and one out of ``[-s, s)`` gives zeros (onnxruntime's definition,
+    unlike ONNX Gather). scales: data's rank, ``ceil(extent / block_size)`` on
+    ``quantize_axis`` (default 1; ``block_size`` default 128, a power of two >= 16, or 0 for
+    float data: one block over the axis), data's extents elsewhere (float data: 1 broadcasts).
+    zero_points: scales' shape in data's type (uint8: packed along the last axis), default 0
+    for int4 / uint4 and ``2 ** (bits - 1)`` for uint8.
+    Output: ``data.shape[:g] + indices.shape + data.shape[g+1:]`` (the last extent unpacked),
+    ``(code - zero_point) * scale`` computed in float32, in the scales' type. For uint8 data,
+    gather_axis must be 0 and quantize_axis the last axis (as onnxruntime requires).
+    Raises InvalidModelError for a bad block_size or bits, EvaluationError for shapes that do
+    not fit, UnsupportedError for another data type.
+    """
+    data = np.asarray(data)
+    idx = np.asarray(indices)
+    scale = np.asarray(scales)
+    rank = data.ndim
+    if rank < 1:
+        raise EvaluationError("GatherBlockQuantized data must have rank >= 1")
+    if idx.dtype not in (np.int32, np.int64):
+        raise UnsupportedError(f"GatherBlockQuantized indices of type {idx.dtype}")
+    g = axis_index(int(ctx.attr("gather_axis", 0)), rank, "gather_axis")
+    q = axis_index(int(ctx.attr("quantize_axis", 1)), rank, "quantize_axis")
+    block = int(ctx.attr("block_size", 128))
+    bits = int(ctx.attr("bits", 4))
+    kind = data.dtype.name
+    is_float = kind.startswith("float8") or kind.startswith("float4")
+    if not is_float and kind not in ("int4", "uint4", "uint8"):
+        raise UnsupportedError(f"GatherBlockQuantized data of type {kind}")
+    if not (block == 0 and is_float) and (block < 16 or block & (block - 1)):
+        raise InvalidModelError(f"GatherBlockQuantized block_size {block} must be a power of "
+                                "2, >= 16" + (" (or 0)" if is_float else ""))
+    if block == 0:
+        block = max(data.shape[q], 1)
+    codes = data
+    if kind == "uint8":
+        if bits not in (2, 4, 8):
+            raise InvalidModelError(f"GatherBlockQuantized bits={bits} for uint8 data "
+                                    "(2, 4 or 8)")
+        if g != 0 or q != rank - 1:
+            raise EvaluationError("GatherBlockQuantized with uint8 data needs gather_axis 0 "
+                                  "and quantize_axis the last axis")
+        codes = unpack_bits(data, bits)
+    elif not is_float and bits != 4:
+        raise InvalidModelError(f"GatherBlockQuantized bits={bits} for {kind} data (4)")
+    shape = codes.shape
+    if scale.ndim != rank:
+        raise EvaluationError(f"GatherBlockQuantized scales of rank {scale.ndim}, data of "
+                              f"rank {rank}")
+    for i in range(rank):
+        want = -(-shape[i] // block) if i == q else shape[i]
+        if scale.shape[i] != want and not (is_float and i != q and scale.shape[i] == 1):
+            raise EvaluationError(f"GatherBlockQuantized scales of shape {list(scale.shape)} "
+                                  f"do not fit data of shape {list(shape)} (block_size "
+                                  f"{block}, quantize_axis {q})")
+    zp = None
+    if zero_points is not None:
+        if is_float:
+            raise EvaluationError("GatherBlockQuantized takes no zero points for float data")
+        zpa = np.asarray(zero_points)
+        if zpa.dtype != data.dtype:
+            raise EvaluationError(f"GatherBlockQuantized zero points of type {zpa.dtype}, "
+                                  f"data of type {data.dtype}")
+        if kind == "uint8":
+            per = 8 // bits
+            want = scale.shape[:-1] + (-(-scale.shape[-1] // per),)
+            if zpa.shape != want:
+                raise EvaluationError(f"GatherBlockQuantized zero points of shape "
+                                      f"{list(zpa.shape)}, expected {list(want)}")
+            zp = unpack_bits(zpa, bits)[..., :scale.shape[-1]]
+        elif zpa.shape != scale.shape:
+            raise EvaluationError(f"GatherBlockQuantized zero points of shape "
+                                  f"{list(zpa.shape)}, scales of shape {list(scale.shape)}")
+        else:
+            zp = zpa.astype(np.int32)
+    elif kind == "uint8":
+        zp = np.array(1 << (bits - 1), np.int32)
+    s = shape[g]
+    flat = idx.astype(np.int64).reshape(-1)
+    valid = (flat >= -s) & (flat < s)
+    pick = np.where(valid, np.where(flat < 0, flat + s, flat), 0)
+    sel = np.take(codes, pick, axis=g).astype(np.float32)
+
+    def along(param: np.ndarray) -> np.ndarray:
+        """A per-block parameter for the gathered elements (data's rank, 1-D indices)."""
+        if param.ndim == 0:
+            return param
+        if g == q:
+            return np.take(param, pick // block, axis=g)
+        if param.shape[g] != 1:
+            param = np.take(param, pick, axis=g)
+        return _blocks_along(param, q, block, shape[q])
+
+    y = sel if zp is None else sel - along(zp).astype(np.float32)
+    y = y * along(scale.astype(np.float32))
+    if not valid.all():
+        mask = valid.reshape((1,) * g + (-1,) + (1,) * (rank - g - 1))
+        y = np.where(mask, y, np.float32(0))
+    out_shape = shape[:g] + idx.shape + shape[g + 1:]
+    return y.reshape(out_shape).astype(scale.dtype)

@@ -5,10 +5,14 @@ These operators are not in ONNX Part 2 (their definitions are onnxruntime's cont
 schemas), so no type constraints bind their outputs: each rule states the element type.
 
 * MatMulNBits: ``A.shape[:-1] + [N]`` in A's element type; A's last extent is unified with K.
+* GatherBlockQuantized: ``data.shape[:g] + indices.shape + data.shape[g+1:]`` (``g`` the
+  ``gather_axis``, default 0), the last extent times ``8 / bits`` for uint8 data (packed
+  codes), in the scales' element type.
 """
 
 from __future__ import annotations
 
+from .. import dims as D
 from ..registry import rule
 
 MS = "com.microsoft"
@@ -31,3 +35,23 @@ def matmul_nbits(ctx, a, b, scales, zero_points=None, g_idx=None, bias=None):
             ctx.unify(shape[-1], int(k), "A's last extent and K")
         shape = shape[:-1] + [int(n) if n is not None else None]
     return ctx.tensor(shape, elem=a.elem)
+
+
+_UINT8 = 2
+
+
+@rule("GatherBlockQuantized", since=1, domain=MS)
+def gather_block_quantized(ctx, data, indices, scales, zero_points=None):
+    """GatherBlockQuantized: the gathered shape in the scales' element type (module doc)."""
+    elem = scales.elem if scales is not None else None
+    ds, ix = _shape(data), _shape(indices)
+    if ds is None or ix is None:
+        return ctx.tensor(None, elem=elem)
+    g = ctx.axis(ctx.attr("gather_axis", 0), len(ds), "gather_axis")
+    if g is None:
+        return ctx.tensor(None, elem=elem)
+    out = ds[:g] + ix + ds[g + 1:]
+    bits = int(ctx.attr("bits", 4) or 4)
+    if data.elem == _UINT8 and bits in (2, 4) and g != len(ds) - 1:
+        out[-1] = D.mul(out[-1], 8 // bits)
+    return ctx.tensor(out, elem=elem)
