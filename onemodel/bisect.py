@@ -360,6 +360,9 @@ class BisectReport:
 def _verdict_line(n: NodeReport) -> str:
     if n.verdict is None:
         return f"not re-run ({n.rerun_error})"
+    if n.verdict == INPUTS and all(c is None or c.within for _, c in n.inputs):
+        return ("the node agrees on the same inputs: its inputs' differences, each within "
+                "tolerance, grow beyond it here")
     return _VERDICT_TEXT[n.verdict]
 
 

@@ -268,3 +268,29 @@ def test_one_engine_compares_bit_for_bit_by_default_two_within_clause_11_5():
     assert one.to_json()["tolerances"]["exact"] is True
     two = bisect(a, b, x, engines=("onemodel", "onnxruntime"))
     assert two.equal and two.to_json()["tolerances"]["exact"] is False
+
+
+def test_differences_within_tolerance_that_grow_past_it_are_said_so():
+    """z = x * w - 1 with x * w close to 1: B's w is 1e-4 larger, within rtol 1e-3 at the Mul
+    but far beyond it after the cancellation at the Sub, which agrees on A's inputs."""
+    from onnx import numpy_helper
+
+    from onemodel.compare import Tolerance
+
+    def model(w):
+        nodes = [helper.make_node("Mul", ["x", "w"], ["y"], name="scale"),
+                 helper.make_node("Sub", ["y", "one"], ["z"], name="cancel")]
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", 1, [2])],
+                              [helper.make_tensor_value_info("z", 1, [2])],
+                              [numpy_helper.from_array(np.array([w, w], np.float32), "w"),
+                               numpy_helper.from_array(np.array([1, 1], np.float32), "one")])
+        proto = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        return decode_model(proto.SerializeToString())
+
+    tol = Tolerances(Tolerance(rtol=1e-3))
+    report = bisect(model(1.0), model(1.0001), {"x": np.array([1.0, 1.0], np.float32)},
+                    tolerances=tol)
+    first = report.first
+    assert (first.name, first.verdict) == ("cancel", INPUTS)
+    assert all(c.within for _, c in first.inputs)
+    assert "each within tolerance, grow beyond it here" in "\n".join(report.lines())
