@@ -178,6 +178,79 @@ def test_unknown_microsoft_operator_is_refused():
         ours(model, feeds)
 
 
+# ---- MultiHeadAttention ---------------------------------------------------------------------
+
+MB, MS, ML, MN, MH = 2, 3, 5, 2, 4
+MD = MN * MH
+
+
+def _mha_feeds(kv_len=ML, dv=MD):
+    return {"q": _rand(MB, MS, MD), "k": _rand(MB, kv_len, MD), "v": _rand(MB, kv_len, dv)}
+
+
+@pytest.mark.parametrize("case", ["plain", "bias", "bnsh", "bnsh_bias", "dv", "past",
+                                  "past_causal_bias", "lengths", "raw2d", "raw3d", "causal",
+                                  "attn_bias", "causal_raw2d"])
+def test_multi_head_attention(case):
+    feeds = _mha_feeds(dv=12 if case == "dv" else MD)
+    if case == "causal" or case == "causal_raw2d" or case == "past_causal_bias":
+        feeds = _mha_feeds(kv_len=MS)
+    ins, outs, attrs = ["q", "k", "v"], ["y", "pk", "pv"], {"num_heads": MN}
+    kv_len = feeds["k"].shape[1]
+    if case.startswith("bnsh"):
+        feeds["k"], feeds["v"] = _rand(MB, MN, ML, MH), _rand(MB, MN, ML, MH)
+    if "bias" in case and case != "attn_bias":
+        feeds["b"] = _rand(3 * MD)
+        ins.append("b")
+    if case.startswith("past"):
+        feeds["past_k"], feeds["past_v"] = _rand(MB, MN, 2, MH), _rand(MB, MN, 2, MH)
+        ins += [""] * (6 - len(ins)) + ["past_k", "past_v"]
+    if "causal" in case:
+        attrs["unidirectional"] = 1
+    masks = {"lengths": np.array([5, 2], np.int32),
+             "raw2d": np.array([[1, 1, 1, 1, 0], [0, 0, 0, 0, 0]], np.int32),
+             "raw3d": (RNG.random((MB, MS, ML)) > 0.3).astype(np.int32),
+             "causal_raw2d": np.array([[1, 1, 0], [0, 1, 1]], np.int32)}
+    if case in masks:
+        feeds["m"] = masks[case]
+        ins += [""] * (4 - len(ins)) + ["m"]
+        attrs["mask_filter_value"] = -5.0 if case == "raw3d" else -10000.0
+    if case == "attn_bias":
+        feeds["ab"] = _rand(1, MN, MS, kv_len)
+        ins += ["", "", "ab"]
+        attrs["scale"] = 0.2
+    _check("MultiHeadAttention", feeds, ins, outs, **attrs)
+
+
+def test_multi_head_attention_packed_forms_match_unpacked():
+    """onnxruntime's CPU kernel refuses packed QKV [B, S, N, 3, H] and packed KV
+    [B, L, N, 2, H]; they are the same heads laid out differently, so the packed result must
+    match onnxruntime's on the unpacked tensors (same tolerance)."""
+    q, k, v = _rand(MB, MS, MN, MH), _rand(MB, MS, MN, MH), _rand(MB, MS, MN, MH)
+    bias = _rand(3 * MD)
+    flat = {"q": q.reshape(MB, MS, MD), "k": k.reshape(MB, MS, MD), "v": v.reshape(MB, MS, MD),
+            "b": bias}
+    want = _ort(_model("MultiHeadAttention", flat, ["q", "k", "v", "b"], ["y"],
+                       num_heads=MN), flat)[0]
+    packed = {"qkv": np.stack([q, k, v], axis=3), "b": bias}
+    (got,) = ours(_model("MultiHeadAttention", packed, ["qkv", "", "", "b"], ["y"],
+                         num_heads=MN), packed)
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+    kv = {"q": flat["q"], "kv": np.stack([k, v], axis=3)}
+    want = _ort(_model("MultiHeadAttention", {k_: flat[k_] for k_ in "qkv"}, ["q", "k", "v"],
+                       ["y"], num_heads=MN), {k_: flat[k_] for k_ in "qkv"})[0]
+    (got,) = ours(_model("MultiHeadAttention", kv, ["q", "kv"], ["y"], num_heads=MN), kv)
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+
+
+def test_multi_head_attention_cross_length_causal_is_refused():
+    feeds = _mha_feeds()
+    model = _model("MultiHeadAttention", feeds, ["q", "k", "v"], ["y"], num_heads=MN,
+                   unidirectional=1)
+    with pytest.raises(UnsupportedError):
+        ours(model, feeds)
+
+
 # ---- inference rules ----------------------------------------------------------------------
 
 
@@ -207,4 +280,34 @@ def test_attention_rule_shapes():
     b, s, p = (Expr.var(k) for k in "BSP")
     assert v["y0"].shape == (b, s, 8)
     assert v["y1"].shape == (2, b, 2, p + s, 4)
+    assert sound(m) > 0
+
+
+def test_multi_head_attention_rule_shapes():
+    from onnx import TensorProto as T
+
+    from onemodel.inference import Expr
+    from tests.infer.harness import inferred, node_model, sound
+
+    b, s, length, p = (Expr.var(k) for k in ("B", "S", "L", "P"))
+    m = node_model("MultiHeadAttention", [("q", T.FLOAT, ["B", "S", 8]),
+                                          ("k", T.FLOAT, ["B", "L", 8]),
+                                          ("v", T.FLOAT, ["B", "L", 12]), ("b", T.FLOAT, [28]),
+                                          ("",), ("",), ("pk", T.FLOAT, ["B", 2, "P", 4]),
+                                          ("pv", T.FLOAT, ["B", 2, "P", 6])],
+                   3, domain="com.microsoft", num_heads=2)
+    v = inferred(m)
+    assert v["y0"].shape == (b, s, 12) and v["y0"].elem == T.FLOAT
+    assert v["y1"].shape == (b, 2, p + length, 4)
+    assert v["y2"].shape == (b, 2, p + length, 6)
+    assert sound(m) > 0
+    m = node_model("MultiHeadAttention", [("q", T.FLOAT, ["B", "S", 8]),
+                                          ("k", T.FLOAT, ["B", 2, "L", 4]),
+                                          ("v", T.FLOAT, ["B", 2, "L", 4])],
+                   3, domain="com.microsoft", num_heads=2)
+    v = inferred(m)
+    assert v["y0"].shape == (b, s, 8) and v["y1"].shape == (b, 2, length, 4)
+    m = node_model("MultiHeadAttention", [("q", T.FLOAT, ["B", "S", 2, 3, 4])], 1,
+                   domain="com.microsoft", num_heads=2)
+    assert inferred(m)["y"].shape == (b, s, 8)
     assert sound(m) > 0

@@ -197,3 +197,125 @@ def ms_attention(ctx, x, weights, bias=None, mask_index=None, past=None, attenti
     extra = None if attention_bias is None else _bias4(attention_bias, b, n, s, total, op_type)
     y = _attend(q, k, v, _scale(ctx, head), mask, extra, allowed=allowed)
     return _from_heads(y).astype(x.dtype), present
+
+
+def _mha_kv(x, heads: int, what: str):
+    """K or V of MultiHeadAttention as [B, N, L, D]: 3-D [B, L, N * D] split into heads, 4-D
+    [B, N, L, D] (BNSH, e.g. a cross-attention cache) as it is."""
+    x = np.asarray(x)
+    if x.ndim == 3:
+        if x.shape[2] % heads:
+            raise EvaluationError(f"MultiHeadAttention {what} last dim {x.shape[2]} is not a "
+                                  f"multiple of {heads} heads")
+        return _to_heads(x.astype(_W), heads), True
+    if x.ndim == 4 and x.shape[1] == heads:
+        return x.astype(_W), False
+    raise EvaluationError(f"MultiHeadAttention {what} of shape {list(x.shape)}: [B, L, N * D] "
+                          f"or [B, {heads}, L, D] is needed")
+
+
+@op("MultiHeadAttention", since=1, domain="com.microsoft")
+def ms_multi_head_attention(ctx, query, key=None, value=None, bias=None, key_padding_mask=None,
+                            attention_bias=None, past_key=None, past_value=None,
+                            past_sequence_length=None, cache_indirection=None):
+    """com.microsoft MultiHeadAttention: attention of separate or packed Q, K, V.
+
+    query [B, S, N * D] with key [B, L, N * D] and value [B, L, N * Dv] (or 4-D [B, N, L, D] /
+    [B, N, L, Dv], taken as projected heads: ``bias`` is not added to them); query packed
+    [B, S, N, 3, D] without key and value; key packed [B, L, N, 2, D] without value (the
+    packed forms, which onnxruntime's CPU kernel refuses, follow the operator definition).
+    ``bias`` [N*D + N*D + N*Dv] is added to Q, K, V. ``past_key`` / ``past_value``
+    [B, N, P, D(v)] are prepended to K / V (with 3-D or packed key); present_key /
+    present_value (outputs 1, 2) are the K / V used. ``key_padding_mask`` (int32: [B] lengths,
+    [B, T] or [B, S, T] 0/1) adds ``mask_filter_value`` to a masked key's score;
+    ``unidirectional`` (new keys as many as queries; else UnsupportedError) excludes keys after
+    T - S + i; ``attention_bias`` [B or 1, N or 1, S, T]
+    is added. ``scale`` defaults to 1/sqrt(D). Output [B, S, N * Dv]. The qk output and
+    ``cache_indirection`` (beam search) raise UnsupportedError.
+    """
+    op_type = "MultiHeadAttention"
+    query = _float_input(query, op_type, "query")
+    n = _heads_attr(ctx, op_type)
+    if cache_indirection is not None or ctx.num_outputs > 3:
+        raise UnsupportedError("MultiHeadAttention with cache_indirection or the qk output is "
+                               "not implemented")
+    qkv_bias = None if bias is None else np.asarray(bias).astype(_W)
+    if query.ndim == 5:
+        if key is not None or value is not None or query.shape[2:4] != (n, 3):
+            raise EvaluationError(f"MultiHeadAttention packed query {list(query.shape)}: "
+                                  f"[B, S, {n}, 3, D] without key and value is needed")
+        parts = query.astype(_W)
+        hd = parts.shape[4]
+        if qkv_bias is not None:
+            if qkv_bias.shape != (3 * n * hd,):
+                raise EvaluationError(f"MultiHeadAttention bias of shape {list(qkv_bias.shape)}"
+                                      f", [{3 * n * hd}] is needed")
+            parts = parts + qkv_bias.reshape(3, n, hd).transpose(1, 0, 2)
+        q, k, v = (parts[:, :, :, i].transpose(0, 2, 1, 3) for i in range(3))
+        projected = True
+    else:
+        if query.ndim != 3 or query.shape[2] % n or key is None:
+            raise EvaluationError(f"MultiHeadAttention query of shape {list(query.shape)} "
+                                  f"needs [B, S, {n} * D] and a key")
+        q = _to_heads(query.astype(_W), n)
+        key = np.asarray(key)
+        if key.ndim == 5:
+            if value is not None or key.shape[2:4] != (n, 2):
+                raise EvaluationError(f"MultiHeadAttention packed key {list(key.shape)}: "
+                                      f"[B, L, {n}, 2, D] without value is needed")
+            kv = key.astype(_W)
+            k, v = (kv[:, :, :, i].transpose(0, 2, 1, 3) for i in range(2))
+            projected = True
+        else:
+            if value is None:
+                raise EvaluationError("MultiHeadAttention needs a value with an unpacked key")
+            k, projected = _mha_kv(key, n, "key")
+            v, projected_v = _mha_kv(value, n, "value")
+            if projected != projected_v:
+                raise EvaluationError("MultiHeadAttention key and value must both be 3-D or "
+                                      "both 4-D")
+        if qkv_bias is not None:
+            hq, hk, hv = q.shape[3] * n, k.shape[3] * n, v.shape[3] * n
+            if qkv_bias.shape != (hq + hk + hv,):
+                raise EvaluationError(f"MultiHeadAttention bias of shape {list(qkv_bias.shape)}"
+                                      f", [{hq + hk + hv}] is needed")
+            q = q + qkv_bias[:hq].reshape(n, 1, -1)
+            if projected:
+                k = k + qkv_bias[hq:hq + hk].reshape(n, 1, -1)
+                v = v + qkv_bias[hq + hk:].reshape(n, 1, -1)
+    b, _, s, hd = q.shape
+    if k.shape[0] != b or v.shape[:3] != k.shape[:3] or k.shape[3] != hd:
+        raise EvaluationError(f"MultiHeadAttention Q, K, V heads {list(q.shape)}, "
+                              f"{list(k.shape)}, {list(v.shape)} do not fit")
+    if (past_key is None) != (past_value is None):
+        raise EvaluationError("MultiHeadAttention needs both past_key and past_value or neither")
+    kv_len = k.shape[2]
+    if past_key is not None and projected:
+        pk, pv = np.asarray(past_key), np.asarray(past_value)
+        if pk.ndim != 4 or pk.shape[:2] != (b, n) or pk.shape[3] != hd or \
+                pv.shape[:3] != pk.shape[:3] or pv.shape[3] != v.shape[3]:
+            raise EvaluationError(f"MultiHeadAttention past_key {list(pk.shape)} / past_value "
+                                  f"{list(pv.shape)} do not fit [{b}, {n}, P, D]")
+        k = np.concatenate([pk.astype(_W), k], axis=2)
+        v = np.concatenate([pv.astype(_W), v], axis=2)
+    total = k.shape[2]
+    mask = None
+    if key_padding_mask is not None:
+        m = np.asarray(key_padding_mask)
+        if m.ndim == 1 and m.shape[0] != b:
+            raise UnsupportedError(f"MultiHeadAttention key_padding_mask of shape "
+                                   f"{list(m.shape)} (implemented: [B], [B, T], [B, S, T])")
+        mask = _key_padding(m, b, s, total, float(ctx.attr("mask_filter_value", -10000.0)),
+                            op_type)
+    allowed = None
+    if int(ctx.attr("unidirectional", 0) or 0):
+        if kv_len != s:
+            # "each token attends to previous tokens" needs the new keys to be the queries'
+            # own positions; onnxruntime's CPU kernel gives an irregular mask otherwise
+            raise UnsupportedError(f"MultiHeadAttention unidirectional with {kv_len} new keys "
+                                   f"for {s} queries is not implemented")
+        allowed = _causal(s, total)
+    extra = None if attention_bias is None else _bias4(attention_bias, b, n, s, total, op_type)
+    y = _attend(q, k, v, _scale(ctx, hd), mask, extra, allowed=allowed)
+    dt = query.dtype
+    return _from_heads(y).astype(dt), k.astype(dt), v.astype(dt)

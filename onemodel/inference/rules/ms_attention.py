@@ -7,6 +7,10 @@ domains to their implementations):
 * ``Attention``: input ``[B, S, In]``, weights ``[In, Hq + Hk + Hv]`` (``qkv_hidden_sizes``,
   default three equal parts); output ``[B, S, Hv]``; present ``[2, B, N, P + S, Hk / N]`` with
   past ``[2, B, N, P, Hk / N]`` (``P + S`` an expression when symbolic; ``S`` without past).
+* ``MultiHeadAttention``: query ``[B, S, N * D]`` (or packed ``[B, S, N, 3, D]``), key and value
+  ``[B, L, N * D(v)]`` or BNSH ``[B, N, L, D(v)]`` (or key packed ``[B, L, N, 2, D]``); output
+  ``[B, S, N * Dv]``, present_key ``[B, N, P + L, D]``, present_value ``[B, N, P + L, Dv]``
+  (past ``[B, N, P, D]`` joins only 3-D or packed keys).
 
 Element types follow the input's (the com.microsoft constraint T binds every float input and
 output). Contradictions (Clause 9.4): ranks other than those above, weights whose first extent
@@ -85,3 +89,62 @@ def ms_attention(ctx, x, weights, bias=None, mask_index=None, past=None, attenti
     out = ctx.tensor([b, s, hv], elem=elem)
     present = ctx.tensor([2, b, heads or None, total, head], elem=elem)
     return out, present
+
+
+def _kv_heads(ctx, v, heads, what):
+    """(B, L, N, D) of a MultiHeadAttention key or value: 3-D [B, L, N * D] or 4-D
+    [B, N, L, D]; None entries where unknown."""
+    s = _rank(ctx, v, (3, 4), what)
+    if s is None:
+        return None, None, None, None
+    if len(s) == 3:
+        return s[0], s[1], heads or None, _div(ctx, s[2], heads, f"{what} hidden size")
+    return s[0], s[2], s[1], s[3]
+
+
+@rule("MultiHeadAttention", since=1, domain="com.microsoft")
+def ms_multi_head_attention(ctx, query, key=None, value=None, bias=None, key_padding_mask=None,
+                            attention_bias=None, past_key=None, past_value=None,
+                            past_sequence_length=None, cache_indirection=None):
+    """MultiHeadAttention: output [B, S, N * Dv], present_key [B, N, P + L, D], present_value
+    [B, N, P + L, Dv] (query [B, S, N * D] or packed [B, S, N, 3, D]; key and value 3-D, 4-D
+    BNSH, or key packed [B, L, N, 2, D]; past only with 3-D or packed keys)."""
+    heads = int_attr(ctx, "num_heads", 0)
+    qs = _rank(ctx, query, (3, 5), "query")
+    elem = _elem(query)
+    b = s = d = length = dv = None
+    projected = True
+    if qs is not None:
+        b, s = qs[0], qs[1]
+        if len(qs) == 5:
+            d = dv = qs[4]
+            length = s
+        else:
+            d = _div(ctx, qs[2], heads, "query hidden size")
+    ks = key.shape if key is not None else None
+    if ks is not None and len(ks) == 5:
+        b = ctx.unify(b, ks[0], "batch sizes")
+        length, dv = ks[1], ks[4]
+        d = ctx.unify(d, ks[4], "query and key head sizes")
+    elif key is not None:
+        kb, length, _, kd = _kv_heads(ctx, key, heads, "key")
+        projected = ks is None or len(ks) == 3
+        b = ctx.unify(b, kb, "batch sizes")
+        d = ctx.unify(d, kd, "query and key head sizes")
+        if value is not None:
+            vb, vl, _, dv = _kv_heads(ctx, value, heads, "value")
+            b = ctx.unify(b, vb, "batch sizes")
+            length = ctx.unify(length, vl, "key and value lengths")
+    total = length
+    if past_key is not None and projected:
+        ps = _rank(ctx, past_key, (4,), "past_key")
+        total = None
+        if ps is not None:
+            b = ctx.unify(b, ps[0], "batch sizes")
+            d = ctx.unify(d, ps[3], "head sizes")
+            if ps[2] is not None and length is not None:
+                total = D.add(ps[2], length)
+    hv = D.mul(heads, dv) if heads and dv is not None else None
+    n = heads or None
+    return (ctx.tensor([b, s, hv], elem=elem), ctx.tensor([b, n, total, d], elem=elem),
+            ctx.tensor([b, n, total, dv], elem=elem))
