@@ -31,6 +31,7 @@ MODULES = (
     "ms_quant",
     "ms_fused",
     "ms_attention",
+    "ms_transformers",
 )
 
 for _name in MODULES:
