@@ -22,6 +22,7 @@ from onemodel.inference import infer_model
 
 RNG = np.random.default_rng(13)
 MS = "com.microsoft"
+EPS = float(np.finfo(np.float32).eps)
 
 
 def ms_model(op_type: str, feeds: dict, inputs: list, outputs=("y",), **attrs):
@@ -351,3 +352,110 @@ def test_gather_block_quantized_refusals(attrs, error):
     base.update(attrs)
     with pytest.raises(error):
         ours(ms_model("GatherBlockQuantized", feeds, ["d", "i", "s"], **base), feeds)
+
+
+# -- DynamicQuantizeMatMul, MatMulIntegerToFloat ----------------------------------------------
+
+def int_range(dtype, oracle: bool):
+    """Integer draws for dtype; for onnxruntime comparisons int8 stays in [-64, 64): its AVX2
+    u8 x s8 path (pmaddubsw) saturates int16 pair sums beyond 2 * 255 * 64, which no such
+    value reaches, so its integer product is then exact on any x86-64 CPU."""
+    if dtype == np.uint8:
+        return 0, 256
+    return (-64, 64) if oracle else (-128, 128)
+
+
+def scaled64(a_q, a_zp, b, b_zp, mult, bias):
+    """float64 (a_q - a_zp) @ (b - b_zp) * mult + bias, and the magnitude of its terms."""
+    acc = (a_q.astype(np.int64) - np.int64(a_zp)) @ (b.astype(np.int64) - b_zp.astype(np.int64))
+    prod = acc.astype(np.float64) * np.asarray(mult, np.float64)
+    bias64 = 0.0 if bias is None else bias.astype(np.float64)
+    return prod + bias64, np.abs(prod) + np.abs(bias64)
+
+
+@pytest.mark.parametrize("b_dtype", [np.int8, np.uint8])
+@pytest.mark.parametrize("per_column", [False, True])
+@pytest.mark.parametrize("with_zp, with_bias", [(False, False), (True, False), (True, True),
+                                                (False, True)])
+@pytest.mark.parametrize("oracle", [False, True])
+def test_dynamic_quantize_matmul(b_dtype, per_column, with_zp, with_bias, oracle):
+    lo, hi = int_range(b_dtype, oracle)
+    cols = (6,) if per_column else ()
+    feeds = {"a": (RNG.standard_normal((2, 3, 20)) * 3).astype(np.float32),
+             "b": RNG.integers(lo, hi, (20, 6)).astype(b_dtype),
+             "bs": np.asarray(RNG.random(cols) * 0.02 + 0.001, np.float32)}
+    names = ["a", "b", "bs", "", ""]
+    if with_zp:
+        feeds["bz"] = np.asarray(RNG.integers(lo, hi, cols), b_dtype)
+        names[3] = "bz"
+    if with_bias:
+        feeds["bias"] = RNG.standard_normal(6).astype(np.float32)
+        names[4] = "bias"
+    while names[-1] == "":
+        names.pop()
+    model = ms_model("DynamicQuantizeMatMul", feeds, names)
+    (y,) = ours(model, feeds)
+    # A's uint8 quantization by its definition (DynamicQuantizeLinear's float32 formula)
+    a = feeds["a"]
+    hi_a, lo_a = np.float32(max(0.0, a.max())), np.float32(min(0.0, a.min()))
+    a_scale = np.float32(hi_a - lo_a) / np.float32(255)
+    a_zp = np.rint(np.clip(np.float32(0) - lo_a / a_scale, 0, 255))
+    a_q = np.clip(np.rint(a / a_scale) + a_zp, 0, 255).astype(np.uint8)
+    b_zp = feeds.get("bz", np.zeros((), b_dtype))
+    mult = a_scale * feeds["bs"]
+    exact, terms = scaled64(a_q, a_zp, feeds["b"], b_zp, mult, feeds.get("bias"))
+    # float32(acc) is exact (|acc| < 2**24); one rounded multiply and one add: 1 eps of terms
+    assert_close_to_exact(y, exact, ulps=1, scale=terms)
+    if oracle:
+        (want,) = run_ort(model, feeds)
+        # onnxruntime's MLAS may quantize A by multiplying with 1 / scale, so a tie can round
+        # one step apart: an output then moves by up to a_scale * b_scale * max |B - b_zp|
+        step = float(np.max(mult) * np.abs(feeds["b"].astype(np.int64) - b_zp).max())
+        np.testing.assert_allclose(y, want, rtol=0, atol=step + 2 * EPS * float(terms.max()))
+    v = inferred(model)
+    assert v.shape == (2, 3, 6) and v.elem == onnx.TensorProto.FLOAT
+
+
+@pytest.mark.parametrize("a_dtype, b_dtype", [(np.uint8, np.int8), (np.uint8, np.uint8),
+                                              (np.int8, np.int8), (np.int8, np.uint8)])
+@pytest.mark.parametrize("per_column", [False, True])
+@pytest.mark.parametrize("out", [np.float32, np.float16])
+def test_matmul_integer_to_float(a_dtype, b_dtype, per_column, out):
+    # onnxruntime 1.32 has no int8 x uint8 kernel: that pair is checked against int64 only
+    oracle = not (a_dtype == np.int8 and b_dtype == np.uint8)
+    alo, ahi = int_range(a_dtype, oracle)
+    lo, hi = int_range(b_dtype, oracle)
+    cols = (6,) if per_column else ()
+    feeds = {"a": RNG.integers(alo, ahi, (2, 4, 20)).astype(a_dtype),
+             "b": RNG.integers(lo, hi, (20, 6)).astype(b_dtype),
+             "as": np.asarray(0.03, out), "bs": np.asarray(RNG.random(cols) * 0.02 + 1e-3, out),
+             "az": np.asarray(RNG.integers(alo, ahi), a_dtype),
+             "bz": np.asarray(RNG.integers(lo, hi, cols), b_dtype),
+             "bias": RNG.standard_normal(6).astype(out)}
+    names = ["a", "b", "as", "bs", "az", "bz", "bias"]
+    model = ms_model("MatMulIntegerToFloat", feeds, names)
+    (y,) = ours(model, feeds)
+    assert y.dtype == out and y.shape == (2, 4, 6)
+    mult = np.float32(feeds["as"]) * feeds["bs"].astype(np.float32)
+    exact, terms = scaled64(feeds["a"], feeds["az"], feeds["b"], feeds["bz"], mult,
+                            feeds["bias"])
+    if out == np.float32:
+        assert_close_to_exact(y, exact, ulps=1, scale=terms)
+    else:   # then one float16 rounding: half a float16 ulp (2**-11) of |y|
+        np.testing.assert_allclose(y.astype(np.float64), exact,
+                                   rtol=2 ** -11, atol=2 * EPS * float(terms.max()))
+    if oracle:
+        (want,) = run_ort(model, feeds)
+        # the same exact integer product; scaling by one multiply and one add in float32
+        np.testing.assert_allclose(y.astype(np.float64), want.astype(np.float64), rtol=0,
+                                   atol=2 * EPS * float(terms.max()) * (1 if out == np.float32
+                                                                        else 2 ** 13))
+    assert inferred(model).elem == (onnx.TensorProto.FLOAT if out == np.float32
+                                    else onnx.TensorProto.FLOAT16)
+
+
+def test_matmul_integer_to_float_refuses_per_row_a_scale():
+    feeds = {"a": np.zeros((2, 3), np.uint8), "b": np.zeros((3, 4), np.int8),
+             "as": np.ones(2, np.float32), "bs": np.ones((), np.float32)}
+    with pytest.raises(UnsupportedError):
+        ours(ms_model("MatMulIntegerToFloat", feeds, ["a", "b", "as", "bs"]), feeds)

@@ -18,6 +18,7 @@ import numpy as np
 from ...errors import EvaluationError, InvalidModelError, UnsupportedError
 from ..registry import op
 from ._util import axis_index
+from .quant import _int_matmul, dynamic_quantize_linear
 
 MS = "com.microsoft"
 
@@ -254,3 +255,93 @@ def gather_block_quantized(ctx, data, indices, scales, zero_points=None):
         y = np.where(mask, y, np.float32(0))
     out_shape = shape[:g] + idx.shape + shape[g + 1:]
     return y.reshape(out_shape).astype(scale.dtype)
+
+
+# -- DynamicQuantizeMatMul, MatMulIntegerToFloat -----------------------------------------------
+
+def _scalar(value, what: str) -> np.ndarray:
+    """A scalar (or one-element) quantization parameter as a 0-d array; UnsupportedError for
+    a per-axis one (onnxruntime supports none for these operands either)."""
+    value = np.asarray(value)
+    if value.size != 1:
+        raise UnsupportedError(f"{what} of shape {list(value.shape)}: only a per-tensor "
+                               "(scalar) value is supported")
+    return value.reshape(())
+
+
+def _per_column(value, n: int, what: str) -> np.ndarray:
+    """A scalar or a 1-D per-column (length N) parameter of B, broadcastable to [..., N]."""
+    value = np.asarray(value)
+    if value.size == 1:
+        return value.reshape(())
+    if value.ndim != 1 or value.shape[0] != n:
+        raise EvaluationError(f"{what} of shape {list(value.shape)} is neither a scalar nor "
+                              f"one per column of B ({n})")
+    return value
+
+
+def integer_matmul_to_float(a_q: np.ndarray, a_zp, b: np.ndarray, b_zp, multiplier,
+                            bias) -> np.ndarray:
+    """``float32(acc) * multiplier + bias`` with ``acc = (A - a_zp) @ (B - b_zp)`` exact in
+    integers (numpy matmul broadcasting); ``multiplier`` and ``b_zp`` scalars or per column."""
+    b = np.asarray(b)
+    if b.ndim < 2:
+        raise EvaluationError(f"B of shape {list(b.shape)} needs rank >= 2")
+    n = b.shape[-1]
+    a64 = np.asarray(a_q).astype(np.int64)
+    if a_zp is not None:
+        a64 = a64 - np.asarray(a_zp).astype(np.int64)
+    b64 = b.astype(np.int64)
+    if b_zp is not None:
+        b64 = b64 - _per_column(b_zp, n, "b_zero_point").astype(np.int64)
+    if a64.ndim < 1 or a64.shape[-1] != b.shape[-2]:
+        raise EvaluationError(f"A of shape {list(a64.shape)} and B of shape {list(b.shape)} "
+                              "do not multiply")
+    acc = _int_matmul(a64, b64)
+    y = acc.astype(np.float32) * np.asarray(multiplier, np.float32)
+    if bias is not None:
+        y = y + _per_column(bias, n, "bias").astype(np.float32)
+    return y
+
+
+@op("DynamicQuantizeMatMul", since=1, domain=MS)
+def dynamic_quantize_matmul(ctx, a, b, b_scale, b_zero_point=None, bias=None):
+    """DynamicQuantizeMatMul: A (float32) quantized to uint8 as DynamicQuantizeLinear does
+    (``scale = (max(0, max A) - min(0, min A)) / 255``, 1 when that is 0; ``zero_point =
+    round(clip(-min / scale, 0, 255))``; ``a_q = saturate(round(A / scale) + zero_point)``,
+    rounding half to even), then ``Y = float32((a_q - a_zp) @ (B - b_zero_point)) *
+    (a_scale * b_scale) + bias``.
+
+    B: int8 / uint8 [..., K, N] (numpy matmul broadcasting with A); b_scale (float32) and
+    b_zero_point (B's type) scalars or one per column of B; bias [N] float32. Y: float32.
+    The integer product is exact; the scaling is one float32 multiply and add per element.
+    """
+    x = np.asarray(a)
+    if x.dtype != np.float32:
+        raise UnsupportedError(f"DynamicQuantizeMatMul A of type {x.dtype} (float32 only)")
+    n = np.asarray(b).shape[-1] if np.asarray(b).ndim else 0
+    a_q, a_scale, a_zp = dynamic_quantize_linear(ctx, x)
+    mult = np.float32(a_scale) * _per_column(b_scale, n, "b_scale").astype(np.float32)
+    return integer_matmul_to_float(a_q, a_zp, b, b_zero_point, mult, bias)
+
+
+@op("MatMulIntegerToFloat", since=1, domain=MS)
+def matmul_integer_to_float(ctx, a, b, a_scale, b_scale, a_zero_point=None, b_zero_point=None,
+                            bias=None):
+    """MatMulIntegerToFloat: ``Y = float((A - a_zero_point) @ (B - b_zero_point)) * (a_scale *
+    b_scale) + bias``.
+
+    A, B: int8 / uint8 (numpy matmul broadcasting); a_scale and a_zero_point per tensor
+    (UnsupportedError otherwise, as in onnxruntime); b_scale and b_zero_point scalars or one
+    per column of B; a_scale, b_scale and bias (optional, [N]) float32 or float16, the output
+    type. Computed in float32 (the integer product exactly), cast to the output type.
+    """
+    out_dtype = np.asarray(a_scale).dtype
+    if out_dtype.kind != "f":
+        raise UnsupportedError(f"MatMulIntegerToFloat a_scale of type {out_dtype}")
+    b = np.asarray(b)
+    n = b.shape[-1] if b.ndim else 0
+    a_s = _scalar(a_scale, "a_scale").astype(np.float32)
+    a_zp = None if a_zero_point is None else _scalar(a_zero_point, "a_zero_point")
+    mult = a_s * _per_column(b_scale, n, "b_scale").astype(np.float32)
+    return integer_matmul_to_float(a, a_zp, b, b_zero_point, mult, bias).astype(out_dtype)

@@ -5,6 +5,8 @@ These operators are not in ONNX Part 2 (their definitions are onnxruntime's cont
 schemas), so no type constraints bind their outputs: each rule states the element type.
 
 * MatMulNBits: ``A.shape[:-1] + [N]`` in A's element type; A's last extent is unified with K.
+* DynamicQuantizeMatMul, MatMulIntegerToFloat: MatMul's shape (:func:`.linalg.matmul_shape`),
+  float32 for the first, the scales' element type for the second.
 * GatherBlockQuantized: ``data.shape[:g] + indices.shape + data.shape[g+1:]`` (``g`` the
   ``gather_axis``, default 0), the last extent times ``8 / bits`` for uint8 data (packed
   codes), in the scales' element type.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 from .. import dims as D
 from ..registry import rule
+from .linalg import matmul_shape
 
 MS = "com.microsoft"
 
@@ -55,3 +58,20 @@ def gather_block_quantized(ctx, data, indices, scales, zero_points=None):
     if data.elem == _UINT8 and bits in (2, 4) and g != len(ds) - 1:
         out[-1] = D.mul(out[-1], 8 // bits)
     return ctx.tensor(out, elem=elem)
+
+
+_FLOAT = 1
+
+
+@rule("DynamicQuantizeMatMul", since=1, domain=MS)
+def dynamic_quantize_matmul(ctx, a, b, b_scale, b_zero_point=None, bias=None):
+    """DynamicQuantizeMatMul: MatMul's shape, float32."""
+    return ctx.tensor(matmul_shape(ctx, a, b), elem=_FLOAT)
+
+
+@rule("MatMulIntegerToFloat", since=1, domain=MS)
+def matmul_integer_to_float(ctx, a, b, a_scale, b_scale, a_zero_point=None, b_zero_point=None,
+                            bias=None):
+    """MatMulIntegerToFloat: MatMul's shape in the scales' element type."""
+    elem = a_scale.elem if a_scale is not None else None
+    return ctx.tensor(matmul_shape(ctx, a, b), elem=elem)
