@@ -19,7 +19,7 @@ import pytest
 from onnx import helper
 from oracle import ours, tensor_info
 
-from onemodel.errors import UnsupportedError
+from onemodel.errors import EvaluationError, InvalidModelError, UnsupportedError
 
 RNG = np.random.default_rng(13)
 RTOL, ATOL = 1e-4, 1e-5
@@ -251,6 +251,69 @@ def test_multi_head_attention_cross_length_causal_is_refused():
         ours(model, feeds)
 
 
+# ---- RotaryEmbedding -------------------------------------------------------------------------
+
+RB, RS, RN, RH, RM = 2, 3, 2, 8, 10
+
+
+def _rot_feeds(x, half=RH // 2, pos=None, dtype=np.float32):
+    angles = RNG.random((RM, half)) * 3
+    pos = np.array([[0, 1, 2], [4, 5, 9]], np.int64) if pos is None else pos
+    return {"x": x.astype(dtype), "p": pos, "c": np.cos(angles).astype(dtype),
+            "s": np.sin(angles).astype(dtype)}
+
+
+@pytest.mark.parametrize("layout", ["bsd", "bnsh"])
+@pytest.mark.parametrize("interleaved", [0, 1])
+@pytest.mark.parametrize("partial", [False, True])
+def test_rotary_embedding(layout, interleaved, partial):
+    x = _rand(RB, RS, RN * RH) if layout == "bsd" else _rand(RB, RN, RS, RH)
+    attrs = {"interleaved": interleaved}
+    if partial:
+        attrs.update(num_heads=RN, rotary_embedding_dim=4)
+    feeds = _rot_feeds(x, half=2 if partial else RH // 2)
+    _check("RotaryEmbedding", feeds, ["x", "p", "c", "s"], ["y"], **attrs)
+
+
+def test_rotary_embedding_offset_positions_and_float16():
+    """position_ids [1] is a start offset. The float16 case is compared with onnxruntime
+    within 1e-3 (half a float16 step at 1-2; both compute the rotation of float16 values)."""
+    feeds = _rot_feeds(_rand(RB, RS, RN * RH), pos=np.array([4], np.int64))
+    _check("RotaryEmbedding", feeds, ["x", "p", "c", "s"], ["y"])
+    feeds = _rot_feeds(_rand(RB, RS, RN * RH), dtype=np.float16)
+    model = _model("RotaryEmbedding", feeds, ["x", "p", "c", "s"], ["y"])
+    (got,), (want,) = ours(model, feeds), _ort(model, feeds)
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-3,
+                               atol=1e-3)
+
+
+def test_rotary_embedding_against_float64():
+    """Rotation of the half-split pairs written out in float64 (each output is two products
+    and a sum: within 2 float32 steps)."""
+    x = _rand(RB, RS, RN * RH)
+    feeds = _rot_feeds(x)
+    (got,) = ours(_model("RotaryEmbedding", feeds, ["x", "p", "c", "s"], ["y"]), feeds)
+    h = x.astype(np.float64).reshape(RB, RS, RN, RH)
+    c = feeds["c"].astype(np.float64)[feeds["p"]][:, :, None, :]
+    s = feeds["s"].astype(np.float64)[feeds["p"]][:, :, None, :]
+    a, b = h[..., :RH // 2], h[..., RH // 2:]
+    want = np.concatenate([a * c - b * s, b * c + a * s], -1).reshape(x.shape)
+    np.testing.assert_allclose(got, want, rtol=0, atol=4 * np.finfo(np.float32).eps * 4)
+
+
+def test_rotary_embedding_refusals():
+    feeds = _rot_feeds(_rand(RB, RS, RN * RH))
+    for attrs, error in (({"is_packed_batching": 1}, UnsupportedError),
+                         ({"rotary_embedding_dim": 4}, InvalidModelError)):
+        model = _model("RotaryEmbedding", feeds, ["x", "p", "c", "s"], ["y"], **attrs)
+        with pytest.raises(error):
+            ours(model, feeds)
+    feeds["p"] = np.array([[0, 1, 2], [4, 5, 10]], np.int64)
+    with pytest.raises(EvaluationError):
+        ours(_model("RotaryEmbedding", feeds, ["x", "p", "c", "s"], ["y"]), feeds)
+
+
 # ---- inference rules ----------------------------------------------------------------------
 
 
@@ -311,3 +374,16 @@ def test_multi_head_attention_rule_shapes():
                    domain="com.microsoft", num_heads=2)
     assert inferred(m)["y"].shape == (b, s, 8)
     assert sound(m) > 0
+
+
+def test_rotary_embedding_rule_shapes():
+    from onnx import TensorProto as T
+
+    from onemodel.inference import Expr
+    from tests.infer.harness import inferred, node_model
+
+    m = node_model("RotaryEmbedding", [("x", T.FLOAT16, ["B", "S", 16]),
+                                       ("p", T.INT64, [2, "S"]), ("c", T.FLOAT16, [10, 4]),
+                                       ("s", T.FLOAT16, [10, 4])], domain="com.microsoft")
+    y = inferred(m)["y"]
+    assert y.shape == (2, Expr.var("S"), 16) and y.elem == T.FLOAT16

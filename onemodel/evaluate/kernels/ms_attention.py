@@ -23,7 +23,7 @@ import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError, UnsupportedError
 from ..registry import op
-from .attention import masked_softmax
+from .attention import masked_softmax, rotate
 
 _W = np.float64
 _S = np.float32
@@ -319,3 +319,78 @@ def ms_multi_head_attention(ctx, query, key=None, value=None, bias=None, key_pad
     y = _attend(q, k, v, _scale(ctx, hd), mask, extra, allowed=allowed)
     dt = query.dtype
     return _from_heads(y).astype(dt), k.astype(dt), v.astype(dt)
+
+
+def _positions(position_ids, b: int, s: int, cache_len: int, op_type: str) -> np.ndarray:
+    """[B, S] positions of com.microsoft ``position_ids``: [B, S] as given, or [1] a start
+    offset (positions offset .. offset + S - 1 in every batch entry); each must index the
+    caches."""
+    pos = np.asarray(position_ids).astype(np.int64)
+    if pos.shape == (b, s):
+        out = pos
+    elif pos.size == 1:
+        out = np.broadcast_to(pos.reshape(()) + np.arange(s)[None, :], (b, s))
+    else:
+        raise EvaluationError(f"{op_type} position_ids of shape {list(pos.shape)}: [{b}, {s}] "
+                              "or [1] is needed")
+    if out.size and (out.min() < 0 or out.max() >= cache_len):
+        raise EvaluationError(f"{op_type} positions {out.min()}..{out.max()} exceed the "
+                              f"{cache_len} cache rows")
+    return out
+
+
+def _rotate_bsnh(x: np.ndarray, pos: np.ndarray, cos, sin, rot: int,
+                 interleaved: bool) -> np.ndarray:
+    """x [B, S, N, D] (float64) with its first ``rot`` features of each head rotated by the
+    cache rows ``pos`` [B, S] of cos / sin [max, >= rot / 2]."""
+    half = rot // 2
+    c = np.asarray(cos)[pos][..., :half].astype(_W)[:, :, None, :]
+    sn = np.asarray(sin)[pos][..., :half].astype(_W)[:, :, None, :]
+    out = x.copy()
+    out[..., :rot] = rotate(x[..., :rot], c, sn, interleaved)
+    return out
+
+
+@op("RotaryEmbedding", since=1, domain="com.microsoft")
+def ms_rotary_embedding(ctx, x, position_ids, cos_cache, sin_cache):
+    """com.microsoft RotaryEmbedding: rotary position embedding of every head.
+
+    input [B, S, N * D] or [B, N, S, D]; position_ids (int64) [B, S], or [1] a start offset;
+    cos_cache / sin_cache [max_position, R / 2], R = ``rotary_embedding_dim`` (default the
+    head size D, which without ``num_heads`` is 2 * the caches' last dim; with
+    ``rotary_embedding_dim``, ``num_heads`` is required: else InvalidModelError). The first
+    R features of each head are rotated in halves, or with ``interleaved`` in even/odd pairs;
+    the rest pass through. Output: the input's shape and type.
+    ``is_packed_batching`` raises UnsupportedError.
+    """
+    op_type = "RotaryEmbedding"
+    x = _float_input(x, op_type, "input")
+    if int(ctx.attr("is_packed_batching", 0) or 0):
+        raise UnsupportedError("RotaryEmbedding with is_packed_batching is not implemented")
+    cos, sin = np.asarray(cos_cache), np.asarray(sin_cache)
+    if cos.ndim != 2 or sin.shape != cos.shape:
+        raise EvaluationError(f"RotaryEmbedding caches of shapes {list(cos.shape)} and "
+                              f"{list(sin.shape)}: [max_position, R / 2] is needed")
+    rot = int(ctx.attr("rotary_embedding_dim", 0) or 0)
+    heads = int(ctx.attr("num_heads", 0) or 0)
+    if rot and heads <= 0:
+        raise InvalidModelError("RotaryEmbedding needs num_heads with rotary_embedding_dim")
+    if x.ndim == 4:
+        t = x.transpose(0, 2, 1, 3)
+    elif x.ndim == 3:
+        head = x.shape[2] // heads if heads else 2 * cos.shape[1]
+        if not head or x.shape[2] % head:
+            raise EvaluationError(f"RotaryEmbedding input {list(x.shape)}: its last dim is not "
+                                  f"a multiple of the head size {head}")
+        t = x.reshape(x.shape[0], x.shape[1], x.shape[2] // head, head)
+    else:
+        raise EvaluationError(f"RotaryEmbedding input must be 3-D or 4-D, not {list(x.shape)}")
+    d = t.shape[3]
+    rot = rot or d
+    if rot > d or rot % 2 or rot // 2 > cos.shape[1]:
+        raise EvaluationError(f"rotary_embedding_dim {rot} does not fit head size {d} and "
+                              f"caches {list(cos.shape)}")
+    pos = _positions(position_ids, t.shape[0], t.shape[1], cos.shape[0], op_type)
+    out = _rotate_bsnh(t.astype(_W), pos, cos, sin, rot, bool(int(ctx.attr("interleaved", 0))))
+    out = out.astype(x.dtype)
+    return out.transpose(0, 2, 1, 3) if x.ndim == 4 else out.reshape(x.shape)

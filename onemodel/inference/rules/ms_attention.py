@@ -11,6 +11,7 @@ domains to their implementations):
   ``[B, L, N * D(v)]`` or BNSH ``[B, N, L, D(v)]`` (or key packed ``[B, L, N, 2, D]``); output
   ``[B, S, N * Dv]``, present_key ``[B, N, P + L, D]``, present_value ``[B, N, P + L, Dv]``
   (past ``[B, N, P, D]`` joins only 3-D or packed keys).
+* ``RotaryEmbedding``: the input's shape (3-D or 4-D); position_ids ``[B, S]`` unified with it.
 
 Element types follow the input's (the com.microsoft constraint T binds every float input and
 output). Contradictions (Clause 9.4): ranks other than those above, weights whose first extent
@@ -148,3 +149,20 @@ def ms_multi_head_attention(ctx, query, key=None, value=None, bias=None, key_pad
     n = heads or None
     return (ctx.tensor([b, s, hv], elem=elem), ctx.tensor([b, n, total, d], elem=elem),
             ctx.tensor([b, n, total, dv], elem=elem))
+
+
+@rule("RotaryEmbedding", since=1, domain="com.microsoft")
+def ms_rotary_embedding(ctx, x, position_ids=None, cos_cache=None, sin_cache=None):
+    """RotaryEmbedding: the input's shape; a [B, S] position_ids' extents unified with its
+    batch and sequence extents; caches of rank 2."""
+    xs = _rank(ctx, x, (3, 4), "input")
+    for cache, what in ((cos_cache, "cos_cache"), (sin_cache, "sin_cache")):
+        _rank(ctx, cache, (2,), what)
+    if xs is None:
+        return None
+    ps = position_ids.shape if position_ids is not None else None
+    if ps is not None and len(ps) == 2:
+        seq = 1 if len(xs) == 3 else 2
+        xs[0] = ctx.unify(xs[0], ps[0], "batch sizes")
+        xs[seq] = ctx.unify(xs[seq], ps[1], "sequence lengths")
+    return ctx.tensor(xs, elem=_elem(x))
