@@ -246,7 +246,8 @@ def _activate(ctx, y: np.ndarray, activation: str) -> np.ndarray:
     applied to float ``y`` in its own precision."""
     t = y.dtype.type
     if activation == "":
-        return y
+        raise InvalidModelError("FusedGemm needs an activation attribute (onnxruntime refuses "
+                                "the node without one)")
     if activation == "Relu":
         return np.maximum(y, t(0))
     if activation == "Tanh":
@@ -279,11 +280,12 @@ def _activate(ctx, y: np.ndarray, activation: str) -> np.ndarray:
 def fused_gemm(ctx, a, b, c=None):
     """FusedGemm (com.microsoft 1): Gemm (``alpha * A' B' + beta * C``, ``transA``,
     ``transB``, C unidirectionally broadcast; Part 2 Gemm) followed by ``activation`` (Relu,
-    Tanh, Sigmoid, Softsign, Softplus, LeakyRelu, ThresholdedRelu, Elu, HardSigmoid, Selu; none
-    when empty) whose parameters are the ``activation_alpha`` / ``_beta`` / ``_gamma``
-    attributes. Float inputs only (onnxruntime's CPU kernel takes float32), computed in their
-    own precision. InvalidModelError for a missing parameter, UnsupportedError for another
-    activation or an integer type, EvaluationError for inputs that are not 2-D."""
+    Tanh, Sigmoid, Softsign, Softplus, LeakyRelu, ThresholdedRelu, Elu, HardSigmoid, Selu;
+    required, as onnxruntime requires it) whose parameters are the ``activation_alpha`` /
+    ``_beta`` / ``_gamma`` attributes. Float inputs only (onnxruntime's CPU kernel takes
+    float32), computed in their own precision. InvalidModelError for a missing activation or
+    parameter, UnsupportedError for another activation or an integer type, EvaluationError for
+    inputs that are not 2-D."""
     a, b = np.asarray(a), np.asarray(b)
     if a.dtype.kind != "f" or b.dtype != a.dtype:
         raise UnsupportedError(f"FusedGemm of {a.dtype} and {b.dtype} inputs is not "
