@@ -349,3 +349,103 @@ def test_an_unknown_com_microsoft_operator_is_still_refused():
     model = ms_model("NoSuchFusedOperator", feeds, ["x"], ["y"])
     with pytest.raises(UnsupportedError, match="NoSuchFusedOperator"):
         run(onemodel.load(model.SerializeToString()), feeds)
+
+
+# -- convolutions, QuickGelu, Trilu --------------------------------------------------------
+
+def _default_conv(x, w, b=None, **attrs):
+    """onnxruntime's default-domain Conv of the same operands (the convolution FusedConv and
+    NhwcConv compose with)."""
+    feeds = {"x": x, "w": w, "b": b}
+    inputs = ["x", "w"] + (["b"] if b is not None else [])
+    return ort_run(node_model("Conv", feeds, inputs, ["y"], opset=21, **attrs), feeds)[0]
+
+
+ACTIVATIONS = {  # name: (activation_params, float64 formula)
+    "Relu": ([], lambda y: np.maximum(y, 0)),
+    "Tanh": ([], np.tanh),
+    "Sigmoid": ([], lambda y: 1 / (1 + np.exp(-y))),
+    "LeakyRelu": ([0.125], lambda y: np.where(y >= 0, y, 0.125 * y)),
+    "Clip": ([-0.5, 0.75], lambda y: np.clip(y, -0.5, 0.75)),
+    "HardSigmoid": ([0.25, 0.375], lambda y: np.clip(0.25 * y + 0.375, 0, 1)),
+}
+
+
+@pytest.mark.parametrize("activation", [None, *ACTIVATIONS])
+@pytest.mark.parametrize("with_z", [False, True])
+def test_fused_conv_is_the_activation_of_conv_plus_z(activation, with_z):
+    x, w, b = f32(2, 4, 6, 5), f32(6, 2, 3, 3), f32(6)
+    conv_attrs = dict(group=2, pads=[1, 0, 1, 2], strides=[1, 2])
+    y = _default_conv(x, w, b, **conv_attrs).astype(np.float64)
+    z = f32(*y.shape)
+    feeds = {"x": x, "w": w, "b": b, "z": z}
+    attrs = dict(conv_attrs)
+    if activation is not None:
+        attrs["activation"] = activation
+        if ACTIVATIONS[activation][0]:
+            attrs["activation_params"] = ACTIVATIONS[activation][0]
+    model = ms_model("FusedConv", feeds, ["x", "w", "b", "z"] if with_z else ["x", "w", "b"],
+                     ["y"], **attrs)
+    (got,) = against_ort(model, feeds)
+    # against onnxruntime's own Conv followed by the float64 activation: the activations are
+    # Lipschitz with constant at most 1, so F32 covers the float32 activation's rounding too
+    pre = y + (z if with_z else 0)
+    fn = ACTIVATIONS[activation][1] if activation else (lambda v: v)
+    np.testing.assert_allclose(got, fn(pre), **F32)
+
+
+def test_fused_conv_without_bias_one_and_three_spatial_axes():
+    for x, w in ((f32(1, 3, 10), f32(2, 3, 3)), (f32(1, 2, 4, 5, 4), f32(3, 2, 2, 2, 2))):
+        feeds = {"x": x, "w": w}
+        against_ort(ms_model("FusedConv", feeds, ["x", "w"], ["y"], activation="Relu",
+                             auto_pad="SAME_UPPER"), feeds)
+
+
+def test_fused_conv_refuses_an_activation_it_does_not_define():
+    feeds = {"x": f32(1, 2, 5, 5), "w": f32(2, 2, 3, 3)}
+    for attrs in (dict(activation="Elu"), dict(activation="LeakyRelu"),
+                  dict(activation="Clip", activation_params=[0.0])):
+        with pytest.raises(UnsupportedError, match="activation"):
+            ours_of(ms_model("FusedConv", feeds, ["x", "w"], ["y"], **attrs), feeds)
+    bad = dict(feeds, z=f32(1, 1, 3, 3))
+    with pytest.raises(EvaluationError, match="Z"):
+        ours_of(ms_model("FusedConv", bad, ["x", "w", "", "z"], ["y"]), bad)
+
+
+@pytest.mark.parametrize("attrs", [dict(), dict(group=2, strides=[2, 1], pads=[1, 1, 0, 2]),
+                                   dict(auto_pad="SAME_LOWER"), dict(dilations=[2, 1])])
+def test_nhwc_conv_is_conv_with_channels_last(attrs):
+    # onnxruntime has no CPU NhwcConv: the oracle is its Conv on the channels-first operands
+    x, w, b = f32(2, 7, 6, 4), f32(6, 3, 3, 4 // attrs.get("group", 1)), f32(6)
+    feeds = {"x": x, "w": w, "b": b}
+    model = ms_model("NhwcConv", feeds, ["x", "w", "b"], ["y"], **attrs)
+    inferred_soundly(model, feeds)
+    (got,) = ours_of(model, feeds)
+    want = _default_conv(x.transpose(0, 3, 1, 2).copy(), w.transpose(0, 3, 1, 2).copy(), b,
+                         **attrs).transpose(0, 2, 3, 1)
+    assert got.shape == want.shape and got.dtype == np.float32
+    np.testing.assert_allclose(got, want, **F32)
+
+
+@pytest.mark.parametrize("alpha", [None, 1.0, -0.5])
+def test_quick_gelu_is_x_times_sigmoid_of_alpha_x(alpha):
+    x = np.concatenate([f32(3, 10, scale=3).ravel(), [-100, -30, 0, 30, 100]]).astype(
+        np.float32)
+    feeds = {"x": x}
+    attrs = {} if alpha is None else {"alpha": alpha}
+    (got,) = against_ort(ms_model("QuickGelu", feeds, ["x"], ["y"], **attrs), feeds)
+    a = 1.702 if alpha is None else alpha
+    v = x.astype(np.float64)
+    exact = v / (1 + np.exp(-np.float64(np.float32(a)) * v))
+    np.testing.assert_allclose(got, exact, rtol=1e-6, atol=1e-30)
+
+
+@pytest.mark.parametrize("upper,k", [(None, None), (0, None), (1, -1), (0, 2)])
+def test_trilu_is_the_default_domain_trilu(upper, k):
+    x = RNG.integers(-9, 9, (2, 4, 5)).astype(np.int64)
+    feeds = {"x": x, "k": np.array(k if k is not None else 0, np.int64)}
+    attrs = {} if upper is None else {"upper": upper}
+    model = ms_model("Trilu", feeds, ["x", "k"] if k is not None else ["x"], ["y"], **attrs)
+    (got,) = against_ort(model, feeds)   # data movement: exact
+    kk = 0 if k is None else k
+    np.testing.assert_array_equal(got, np.tril(x, kk) if upper == 0 else np.triu(x, kk))
