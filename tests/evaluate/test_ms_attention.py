@@ -314,6 +314,90 @@ def test_rotary_embedding_refusals():
         ours(_model("RotaryEmbedding", feeds, ["x", "p", "c", "s"], ["y"]), feeds)
 
 
+# ---- GroupQueryAttention ---------------------------------------------------------------------
+
+GB, GN, GKV = 2, 4, 2
+
+
+def _gqa_feeds(s, past, lens, total, head=16, packed=False, rotary_half=None, batch=GB):
+    """Feeds and input names of a GroupQueryAttention node: ``lens`` the total length of each
+    batch entry (seqlens_k + 1), ``past`` the cache length (None: no past inputs)."""
+    if packed:
+        feeds = {"q": _rand(batch, s, (GN + 2 * GKV) * head)}
+        ins = ["q", "", ""]
+    else:
+        feeds = {"q": _rand(batch, s, GN * head), "k": _rand(batch, s, GKV * head),
+                 "v": _rand(batch, s, GKV * head)}
+        ins = ["q", "k", "v"]
+    if past is None:
+        ins += ["", ""]
+    else:
+        feeds["pk"], feeds["pv"] = _rand(batch, GKV, past, head), _rand(batch, GKV, past, head)
+        ins += ["pk", "pv"]
+    feeds["sl"] = np.array(lens, np.int32) - 1
+    feeds["t"] = np.array(total, np.int32)
+    ins += ["sl", "t"]
+    if rotary_half is not None:
+        angles = RNG.random((16, rotary_half)) * 3
+        feeds["cos"] = np.cos(angles).astype(np.float32)
+        feeds["sin"] = np.sin(angles).astype(np.float32)
+        ins += ["cos", "sin"]
+    return feeds, ins
+
+
+GQA_CASES = {
+    "prompt": (dict(s=3, past=None, lens=[3, 3], total=3), {}),
+    "prompt_empty_past": (dict(s=3, past=0, lens=[3, 3], total=3), {}),
+    "prompt_right_padded": (dict(s=3, past=None, lens=[3, 2], total=3), {}),
+    "decode": (dict(s=1, past=4, lens=[5, 3], total=5), {}),
+    "decode_larger_buffer": (dict(s=1, past=6, lens=[5, 3], total=5), {}),
+    "continue_batch1": (dict(s=2, past=4, lens=[6], total=6, batch=1), {}),
+    "packed_prompt": (dict(s=3, past=None, lens=[3, 3], total=3, packed=True), {}),
+    "packed_decode_rotary": (dict(s=1, past=4, lens=[5, 2], total=5, packed=True,
+                                  rotary_half=8), {"do_rotary": 1}),
+    "rotary_prompt": (dict(s=3, past=None, lens=[3, 3], total=3, rotary_half=8),
+                      {"do_rotary": 1}),
+    "rotary_decode_interleaved": (dict(s=1, past=4, lens=[5, 3], total=5, rotary_half=8),
+                                  {"do_rotary": 1, "rotary_interleaved": 1}),
+    "rotary_partial": (dict(s=1, past=4, lens=[5, 3], total=5, head=32, rotary_half=8),
+                       {"do_rotary": 1}),
+    "window_prompt": (dict(s=3, past=None, lens=[3, 3], total=3), {"local_window_size": 1}),
+    "window_decode": (dict(s=1, past=6, lens=[7, 4], total=7), {"local_window_size": 2}),
+    "softcap": (dict(s=1, past=4, lens=[5, 3], total=5), {"softcap": 0.5}),
+    "scale_smooth": (dict(s=1, past=4, lens=[5, 3], total=5), {"scale": 0.7,
+                                                              "smooth_softmax": 1}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GQA_CASES))
+def test_group_query_attention(case):
+    shape, attrs = GQA_CASES[case]
+    feeds, ins = _gqa_feeds(**shape)
+    _, pk, pv = _check("GroupQueryAttention", feeds, ins, ["y", "pk_out", "pv_out"],
+                       num_heads=GN, kv_num_heads=GKV, **attrs)
+    if "pk" in feeds and not attrs.get("do_rotary"):
+        for b, total in enumerate(shape["lens"]):   # the cache keeps the past it read
+            past = total - shape["s"]
+            np.testing.assert_array_equal(pk[b, :, :past], feeds["pk"][b, :, :past])
+            np.testing.assert_array_equal(pv[b, :, :past], feeds["pv"][b, :, :past])
+
+
+def test_group_query_attention_refusals():
+    feeds, ins = _gqa_feeds(s=1, past=4, lens=[5, 3], total=5)
+    feeds["pos"] = np.zeros((GB, 1), np.int64)
+    model = _model("GroupQueryAttention", feeds, ins + ["", "", "pos"], ["y"], num_heads=GN,
+                   kv_num_heads=GKV)
+    with pytest.raises(UnsupportedError):
+        ours(model, feeds)
+    feeds, ins = _gqa_feeds(s=1, past=4, lens=[9, 3], total=9)
+    model = _model("GroupQueryAttention", feeds, ins, ["y"], num_heads=GN, kv_num_heads=GKV)
+    with pytest.raises(EvaluationError):
+        ours(model, feeds)
+    model = _model("GroupQueryAttention", feeds, ins, ["y"], num_heads=GN, kv_num_heads=3)
+    with pytest.raises(InvalidModelError):
+        ours(model, feeds)
+
+
 # ---- inference rules ----------------------------------------------------------------------
 
 
@@ -387,3 +471,29 @@ def test_rotary_embedding_rule_shapes():
                                        ("s", T.FLOAT16, [10, 4])], domain="com.microsoft")
     y = inferred(m)["y"]
     assert y.shape == (2, Expr.var("S"), 16) and y.elem == T.FLOAT16
+
+
+def test_group_query_attention_rule_shapes():
+    from onnx import TensorProto as T
+
+    from onemodel.inference import Expr
+    from tests.infer.harness import inferred, node_model
+
+    b = Expr.var("B")
+    m = node_model("GroupQueryAttention", [("q", T.FLOAT, ["B", 1, 64]),
+                                           ("k", T.FLOAT, ["B", 1, 32]),
+                                           ("v", T.FLOAT, ["B", 1, 32]),
+                                           ("pk", T.FLOAT, ["B", 2, 8, 16]),
+                                           ("pv", T.FLOAT, ["B", 2, 8, 16]),
+                                           ("sl", T.INT32, ["B"]),
+                                           ("t", np.array(6, np.int32))],
+                   3, domain="com.microsoft", num_heads=4, kv_num_heads=2)
+    v = inferred(m)
+    assert v["y0"].shape == (b, 1, 64) and v["y0"].elem == T.FLOAT
+    assert v["y1"].shape == (b, 2, 8, 16) and v["y2"].shape == (b, 2, 8, 16)
+    m = node_model("GroupQueryAttention", [("q", T.FLOAT, ["B", "S", 128]), ("",), ("",),
+                                           ("",), ("",), ("sl", T.INT32, ["B"]),
+                                           ("t", T.INT32, [])],
+                   3, domain="com.microsoft", num_heads=4, kv_num_heads=2)
+    v = inferred(m)
+    assert v["y0"].shape == (b, Expr.var("S"), 64) and v["y1"].shape == (b, 2, None, 16)

@@ -394,3 +394,138 @@ def ms_rotary_embedding(ctx, x, position_ids, cos_cache, sin_cache):
     out = _rotate_bsnh(t.astype(_W), pos, cos, sin, rot, bool(int(ctx.attr("interleaved", 0))))
     out = out.astype(x.dtype)
     return out.transpose(0, 2, 1, 3) if x.ndim == 4 else out.reshape(x.shape)
+
+
+def _smooth_softmax(scores: np.ndarray) -> np.ndarray:
+    """Softmax with an extra logit 0 in the denominator (``smooth_softmax``), -inf entries
+    excluded: ``exp(x - m) / (exp(-m) + sum exp(x - m))``, m = max(0, max x)."""
+    top = np.maximum(np.max(scores, axis=-1, keepdims=True), 0.0)
+    e = np.where(np.isfinite(scores), np.exp(scores - top), 0.0)
+    return e / (np.exp(-top) + e.sum(axis=-1, keepdims=True))
+
+
+@op("GroupQueryAttention", since=1, domain="com.microsoft")
+def ms_group_query_attention(ctx, query, key=None, value=None, past_key=None, past_value=None,
+                             seqlens_k=None, total_sequence_length=None, cos_cache=None,
+                             sin_cache=None, position_ids=None, attention_bias=None,
+                             head_sink=None):
+    """com.microsoft GroupQueryAttention: causal attention with ``kv_num_heads`` K/V heads
+    shared by groups of the ``num_heads`` query heads, and a KV cache in BNSH.
+
+    query [B, S, N * D] with key / value [B, S, Nkv * D], or packed [B, S, (N + 2 Nkv) * D]
+    without them; past_key / past_value [B, Nkv, P, D] (optional); seqlens_k (int32) [B] the
+    total length - 1 of each batch entry, total_sequence_length (int32 scalar) the longest.
+    When S equals total_sequence_length the input is a prompt (no past is read); otherwise
+    entry b has ``seqlens_k[b] + 1 - S`` past keys, the first of past_key. present_key /
+    present_value [B, Nkv, max(total, P), D]: the past keys read, then the S new ones, then
+    zeros. Query s of entry b (past p) sees keys j <= p + s with j < seqlens_k[b] + 1 (in a
+    right-padded prompt the padding queries see every valid key, as onnxruntime computes), and
+    with ``local_window_size`` w > 0 only the w keys j > p + s - w. ``do_rotary`` rotates Q
+    and K (positions p + s) with cos_cache / sin_cache [max, R / 2] (``rotary_interleaved``)
+    before the cache. Scores are ``scale`` (default 1/sqrt(D)) Q K^T, capped by ``softcap``
+    (> 0: ``softcap * tanh(x / softcap)``), then a softmax (``smooth_softmax``: with an extra
+    logit 0). Output [B, S, N * D].
+
+    Raises UnsupportedError for position_ids, attention_bias and head_sink inputs and
+    non-float inputs; EvaluationError for shapes or lengths that do not fit.
+    """
+    op_type = "GroupQueryAttention"
+    query = _float_input(query, op_type, "query")
+    n = _heads_attr(ctx, op_type)
+    kvn = int(ctx.attr("kv_num_heads", 0) or 0)
+    if kvn <= 0 or n % kvn:
+        raise InvalidModelError(f"GroupQueryAttention kv_num_heads {kvn} must be positive and "
+                                f"divide num_heads {n}")
+    if position_ids is not None or attention_bias is not None or head_sink is not None:
+        raise UnsupportedError("GroupQueryAttention with position_ids, attention_bias or "
+                               "head_sink is not implemented")
+    if seqlens_k is None or total_sequence_length is None:
+        raise EvaluationError("GroupQueryAttention needs seqlens_k and total_sequence_length")
+    if query.ndim != 3:
+        raise EvaluationError(f"GroupQueryAttention query of shape {list(query.shape)}: "
+                              "[B, S, hidden] is needed")
+    b, s, width = query.shape
+    if key is None:
+        if value is not None or width % (n + 2 * kvn):
+            raise EvaluationError(f"GroupQueryAttention packed query width {width} is not "
+                                  f"(num_heads + 2 * kv_num_heads) * head size")
+        hd = width // (n + 2 * kvn)
+        qkv = query.astype(_W)
+        q3, k3, v3 = qkv[..., :n * hd], qkv[..., n * hd:(n + kvn) * hd], qkv[..., (n + kvn) * hd:]
+    else:
+        if value is None or width % n:
+            raise EvaluationError("GroupQueryAttention needs a value with a key, and a query "
+                                  "width that num_heads divides")
+        hd = width // n
+        k3, v3 = np.asarray(key).astype(_W), np.asarray(value).astype(_W)
+        if k3.shape != (b, s, kvn * hd) or v3.shape != k3.shape:
+            raise EvaluationError(f"GroupQueryAttention key {list(k3.shape)} / value "
+                                  f"{list(v3.shape)}: [{b}, {s}, {kvn * hd}] is needed")
+        q3 = query.astype(_W)
+    q, k, v = _to_heads(q3, n), _to_heads(k3, kvn), _to_heads(v3, kvn)
+    lens = np.asarray(seqlens_k).astype(np.int64).reshape(-1) + 1
+    total = int(np.asarray(total_sequence_length).reshape(-1)[0])
+    if lens.shape != (b,):
+        raise EvaluationError(f"GroupQueryAttention seqlens_k has {lens.size} entries for "
+                              f"batch {b}")
+    past_buf = 0
+    if (past_key is None) != (past_value is None):
+        raise EvaluationError("GroupQueryAttention needs both past_key and past_value or "
+                              "neither")
+    if past_key is not None:
+        pk, pv = np.asarray(past_key), np.asarray(past_value)
+        if pk.ndim != 4 or pk.shape[:2] != (b, kvn) or pk.shape[3] != hd or pv.shape != pk.shape:
+            raise EvaluationError(f"GroupQueryAttention past_key {list(pk.shape)} / past_value "
+                                  f"{list(pv.shape)}: [{b}, {kvn}, P, {hd}] is needed")
+        past_buf = pk.shape[2]
+    prompt = s == total
+    pasts = np.zeros(b, np.int64) if prompt else lens - s
+    present_len = max(total, past_buf)
+    if (pasts < 0).any() or (pasts + s > present_len).any() or (pasts > past_buf).any() or \
+            (lens > present_len).any():
+        raise EvaluationError(f"GroupQueryAttention seqlens_k {list(lens - 1)} do not fit "
+                              f"{s} new tokens, {past_buf} cached and total {total}")
+    if int(ctx.attr("do_rotary", 0) or 0):
+        if cos_cache is None or sin_cache is None:
+            raise EvaluationError("GroupQueryAttention do_rotary needs cos_cache and sin_cache")
+        cos, sin = np.asarray(cos_cache), np.asarray(sin_cache)
+        rot = 2 * cos.shape[1]
+        if cos.ndim != 2 or sin.shape != cos.shape or rot > hd:
+            raise EvaluationError(f"GroupQueryAttention caches {list(cos.shape)} do not fit "
+                                  f"head size {hd}")
+        pos = pasts[:, None] + np.arange(s)[None, :]
+        if pos.max(initial=0) >= cos.shape[0]:
+            raise EvaluationError(f"GroupQueryAttention positions up to {pos.max()} exceed the "
+                                  f"{cos.shape[0]} cache rows")
+        inter = bool(int(ctx.attr("rotary_interleaved", 0) or 0))
+        q = _rotate_bsnh(q.transpose(0, 2, 1, 3), pos, cos, sin, rot, inter).transpose(0, 2, 1, 3)
+        k = _rotate_bsnh(k.transpose(0, 2, 1, 3), pos, cos, sin, rot, inter).transpose(0, 2, 1, 3)
+    pk_out = np.zeros((b, kvn, present_len, hd), _W)
+    pv_out = np.zeros((b, kvn, present_len, hd), _W)
+    for i in range(b):
+        p = int(pasts[i])
+        if p:
+            pk_out[i, :, :p] = pk[i, :, :p]
+            pv_out[i, :, :p] = pv[i, :, :p]
+        pk_out[i, :, p:p + s] = k[i]
+        pv_out[i, :, p:p + s] = v[i]
+    group = n // kvn
+    kr = np.repeat(pk_out, group, axis=1)
+    vr = np.repeat(pv_out, group, axis=1)
+    scale = _scale(ctx, hd)
+    scores = (np.matmul(q, np.swapaxes(kr, -1, -2)) * scale).astype(_S).astype(_W)
+    softcap = float(ctx.attr("softcap", 0.0) or 0.0)
+    if softcap > 0:
+        scores = softcap * np.tanh(scores / softcap)
+    j = np.arange(present_len)[None, None, None, :]
+    last = (pasts[:, None] + np.arange(s)[None, :])[:, None, :, None]  # p + s
+    allowed = (j <= last) & (j < lens[:, None, None, None])
+    window = int(ctx.attr("local_window_size", -1))
+    if window > 0:
+        allowed = allowed & (j > last - window)
+    scores = np.where(allowed, scores, -np.inf)
+    smooth = int(ctx.attr("smooth_softmax", 0) or 0)
+    probs = _smooth_softmax(scores) if smooth else masked_softmax(scores)
+    y = np.matmul(probs, vr)
+    dt = query.dtype
+    return _from_heads(y).astype(dt), pk_out.astype(dt), pv_out.astype(dt)

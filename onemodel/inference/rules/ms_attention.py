@@ -12,6 +12,10 @@ domains to their implementations):
   ``[B, S, N * Dv]``, present_key ``[B, N, P + L, D]``, present_value ``[B, N, P + L, Dv]``
   (past ``[B, N, P, D]`` joins only 3-D or packed keys).
 * ``RotaryEmbedding``: the input's shape (3-D or 4-D); position_ids ``[B, S]`` unified with it.
+* ``GroupQueryAttention``: query ``[B, S, N * D]`` (or packed ``[B, S, (N + 2 Nkv) * D]``), key
+  and value ``[B, S, Nkv * D]``; output ``[B, S, N * D]``; present_key / present_value
+  ``[B, Nkv, max(total_sequence_length, P), D]`` (the length known when total_sequence_length's
+  value is, P the past's length).
 
 Element types follow the input's (the com.microsoft constraint T binds every float input and
 output). Contradictions (Clause 9.4): ranks other than those above, weights whose first extent
@@ -166,3 +170,51 @@ def ms_rotary_embedding(ctx, x, position_ids=None, cos_cache=None, sin_cache=Non
         xs[0] = ctx.unify(xs[0], ps[0], "batch sizes")
         xs[seq] = ctx.unify(xs[seq], ps[1], "sequence lengths")
     return ctx.tensor(xs, elem=_elem(x))
+
+
+@rule("GroupQueryAttention", since=1, domain="com.microsoft")
+def ms_group_query_attention(ctx, query, key=None, value=None, past_key=None, past_value=None,
+                             seqlens_k=None, total_sequence_length=None, cos_cache=None,
+                             sin_cache=None, position_ids=None, attention_bias=None,
+                             head_sink=None):
+    """GroupQueryAttention: output [B, S, N * D], presents [B, Nkv, max(total, P), D]."""
+    heads = int_attr(ctx, "num_heads", 0)
+    kv_heads = int_attr(ctx, "kv_num_heads", 0)
+    if heads and kv_heads and heads % kv_heads:
+        ctx.contradiction(f"{heads} query heads are not a multiple of {kv_heads} key heads")
+    qs = _rank(ctx, query, (3,), "query")
+    b = s = d = None
+    if qs is not None:
+        b, s = qs[0], qs[1]
+        if key is None:
+            d = _div(ctx, qs[2], heads + 2 * kv_heads if heads and kv_heads else 0,
+                     "packed query width")
+        else:
+            d = _div(ctx, qs[2], heads, "query hidden size")
+    for x, what in ((key, "key"), (value, "value")):
+        xs = _rank(ctx, x, (3,), what)
+        if xs is not None:
+            b = ctx.unify(b, xs[0], "batch sizes")
+            s = ctx.unify(s, xs[1], "sequence lengths")
+            d = ctx.unify(d, _div(ctx, xs[2], kv_heads, f"{what} hidden size"), "head sizes")
+    past = None
+    for x, what in ((past_key, "past_key"), (past_value, "past_value")):
+        ps = _rank(ctx, x, (4,), what)
+        if ps is not None:
+            b = ctx.unify(b, ps[0], "batch sizes")
+            d = ctx.unify(d, ps[3], "head sizes")
+            past = ps[2] if past is None else ctx.unify(past, ps[2], "past lengths")
+    total = None
+    if total_sequence_length is not None:
+        got = ctx.ints(6)
+        if got is not None and len(got) == 1:
+            total = got[0]
+    present = total
+    if past_key is not None:
+        present = D.dmax(total, past) if total is not None and past is not None else None
+    elem = _elem(query)
+    n_kv = kv_heads or None
+    return (ctx.tensor([b, s, D.mul(heads, d) if heads and d is not None else None],
+                       elem=elem),
+            ctx.tensor([b, n_kv, present, d], elem=elem),
+            ctx.tensor([b, n_kv, present, d], elem=elem))
