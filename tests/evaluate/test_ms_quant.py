@@ -459,3 +459,157 @@ def test_matmul_integer_to_float_refuses_per_row_a_scale():
              "as": np.ones(2, np.float32), "bs": np.ones((), np.float32)}
     with pytest.raises(UnsupportedError):
         ours(ms_model("MatMulIntegerToFloat", feeds, ["a", "b", "as", "bs"]), feeds)
+
+
+# -- QLinear element-wise operators, pooling, concatenation -----------------------------------
+
+def quantized(dtype, shape):
+    info = np.iinfo(dtype)
+    return RNG.integers(info.min, info.max + 1, shape).astype(dtype)
+
+
+def requantize64(real: np.ndarray, scale, zero_point, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """The definition's quantization of float64 values: round half to even, saturate; and
+    whether each value lies farther than 1e-3 of a step from a rounding tie (where float32
+    arithmetic cannot flip the rounding)."""
+    v = real / np.float64(scale)
+    info = np.iinfo(dtype)
+    q = np.clip(np.rint(v) + int(zero_point), info.min, info.max).astype(dtype)
+    clear = np.abs(np.abs(v - np.floor(v)) - 0.5) > 1e-3
+    return q, clear
+
+
+def assert_requantized(y, exact, clear):
+    """Equal to the definition away from ties, within one step at them."""
+    diff = np.abs(y.astype(np.int64) - exact.astype(np.int64))
+    assert y.dtype == exact.dtype and y.shape == exact.shape
+    assert diff.max(initial=0) <= 1
+    np.testing.assert_array_equal(y[clear], exact[clear])
+
+
+def deq64(x, scale, zp):
+    return (x.astype(np.float64) - int(zp)) * np.float64(np.float32(scale))
+
+
+@pytest.mark.parametrize("op_type", ["QLinearAdd", "QLinearMul"])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("b_shape", [(3, 4, 5), (4, 1), ()])
+def test_qlinear_add_mul(op_type, dtype, b_shape):
+    feeds = {"a": quantized(dtype, (3, 4, 5)), "as": np.array(0.05, np.float32),
+             "az": quantized(dtype, ()), "b": quantized(dtype, b_shape),
+             "bs": np.array(0.07, np.float32), "bz": quantized(dtype, ()),
+             "cs": np.array(0.1 if op_type == "QLinearAdd" else 0.9, np.float32),
+             "cz": quantized(dtype, ())}
+    model = ms_model(op_type, feeds, ["a", "as", "az", "b", "bs", "bz", "cs", "cz"])
+    (y,) = ours(model, feeds)
+    da, db = deq64(feeds["a"], 0.05, feeds["az"]), deq64(feeds["b"], 0.07, feeds["bz"])
+    real = da + db if op_type == "QLinearAdd" else da * db
+    exact, clear = requantize64(real, np.float32(feeds["cs"]), feeds["cz"], dtype)
+    assert_requantized(y, exact, clear)
+    # onnxruntime rearranges the arithmetic (QLinearAdd: (A - za) * (sa / sc) + (B - zb) *
+    # (sb / sc)), which rounds differently near a tie: within one quantization step
+    (want,) = run_ort(model, feeds)
+    assert np.abs(y.astype(np.int64) - want.astype(np.int64)).max() <= 1
+    v = inferred(model)
+    assert v.shape == (3, 4, 5) and v.elem == (onnx.TensorProto.UINT8 if dtype == np.uint8
+                                                else onnx.TensorProto.INT8)
+
+
+@pytest.mark.parametrize("op_type", ["QLinearAdd", "QLinearMul"])
+def test_qlinear_add_mul_default_zero_points(op_type):
+    feeds = {"a": quantized(np.uint8, (6,)), "as": np.array(0.5, np.float32),
+             "b": quantized(np.uint8, (6,)), "bs": np.array(0.25, np.float32),
+             "cs": np.array(4.0 if op_type == "QLinearAdd" else 64.0, np.float32)}
+    model = ms_model(op_type, feeds, ["a", "as", "", "b", "bs", "", "cs"])
+    (y,) = ours(model, feeds)
+    da, db = deq64(feeds["a"], 0.5, 0), deq64(feeds["b"], 0.25, 0)
+    real = da + db if op_type == "QLinearAdd" else da * db
+    exact, clear = requantize64(real, np.float32(feeds["cs"]), 0, np.uint8)
+    assert_requantized(y, exact, clear)
+    # onnxruntime 1.32's type inference refuses an omitted A or B zero point, so it checks
+    # only the omitted C zero point (A's and B's given as 0)
+    feeds["za"] = feeds["zb"] = np.array(0, np.uint8)
+    model = ms_model(op_type, feeds, ["a", "as", "za", "b", "bs", "zb", "cs"])
+    (y0,) = ours(model, feeds)
+    np.testing.assert_array_equal(y0, y)
+    (want,) = run_ort(model, feeds)
+    assert np.abs(y.astype(np.int64) - want.astype(np.int64)).max() <= 1
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+def test_qlinear_sigmoid_every_code(dtype):
+    info = np.iinfo(dtype)
+    feeds = {"x": np.arange(info.min, info.max + 1).astype(dtype),
+             "xs": np.array(0.05, np.float32), "xz": np.array(3, dtype),
+             "ys": np.array(1 / 256, np.float32), "yz": np.array(info.min, dtype)}
+    model = ms_model("QLinearSigmoid", feeds, ["x", "xs", "xz", "ys", "yz"])
+    (y,) = ours(model, feeds)
+    real = 1 / (1 + np.exp(-deq64(feeds["x"], 0.05, 3)))
+    exact, clear = requantize64(real, np.float32(1 / 256), info.min, dtype)
+    assert_requantized(y, exact, clear)
+    # onnxruntime tabulates quantize(sigmoid(dequantize(x))) in float32: within one step
+    (want,) = run_ort(model, feeds)
+    assert np.abs(y.astype(np.int64) - want.astype(np.int64)).max() <= 1
+    assert inferred(model).shape == (info.max - info.min + 1,)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("channels_last", [0, 1])
+@pytest.mark.parametrize("shape", [(2, 3, 5, 7), (1, 4, 9)])
+def test_qlinear_global_average_pool(dtype, channels_last, shape):
+    yz = -5 if dtype == np.int8 else 5
+    feeds = {"x": quantized(dtype, shape), "xs": np.array(0.05, np.float32),
+             "xz": np.array(3, dtype), "ys": np.array(0.03, np.float32),
+             "yz": np.array(yz, dtype)}
+    model = ms_model("QLinearGlobalAveragePool", feeds, ["x", "xs", "xz", "ys", "yz"],
+                     channels_last=channels_last)
+    (y,) = ours(model, feeds)
+    axes = tuple(range(1, len(shape) - 1)) if channels_last else tuple(range(2, len(shape)))
+    real = deq64(feeds["x"], 0.05, 3).mean(axis=axes, keepdims=True)
+    exact, clear = requantize64(real, np.float32(0.03), yz, dtype)
+    assert_requantized(y, exact, clear)
+    # onnxruntime: integer sum, then float32 scaling: within one step of the definition
+    (want,) = run_ort(model, feeds)
+    assert want.shape == y.shape
+    assert np.abs(y.astype(np.int64) - want.astype(np.int64)).max() <= 1
+    assert inferred(model).shape == y.shape
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+def test_qlinear_concat(dtype):
+    z2 = -1 if dtype == np.int8 else 100
+    feeds = {"ys": np.array(0.05, np.float32), "yz": np.array(3, dtype),
+             "x1": quantized(dtype, (2, 3)), "s1": np.array(0.05, np.float32),
+             "z1": np.array(3, dtype),                       # Y's parameters: copied
+             "x2": quantized(dtype, (2, 4)), "s2": np.array(0.11, np.float32),
+             "z2": np.array(z2, dtype),
+             "x3": quantized(dtype, (2, 1)), "s3": np.array(0.025, np.float32),
+             "z3": np.array(0, dtype)}
+    names = ["ys", "yz", "x1", "s1", "z1", "x2", "s2", "z2", "x3", "s3", "z3"]
+    model = ms_model("QLinearConcat", feeds, names, axis=-1)
+    (y,) = ours(model, feeds)
+    assert y.shape == (2, 8)
+    np.testing.assert_array_equal(y[:, :3], feeds["x1"])
+    for x, s, z, cols in (("x2", 0.11, z2, slice(3, 7)), ("x3", 0.025, 0, slice(7, 8))):
+        exact, clear = requantize64(deq64(feeds[x], s, z), np.float32(0.05), 3, dtype)
+        assert_requantized(y[:, cols], exact, clear)
+    # onnxruntime requantizes through a float32 lookup table: within one step
+    (want,) = run_ort(model, feeds)
+    assert np.abs(y.astype(np.int64) - want.astype(np.int64)).max() <= 1
+    v = inferred(model)
+    assert v.shape == (2, 8) and v.elem == (onnx.TensorProto.UINT8 if dtype == np.uint8
+                                             else onnx.TensorProto.INT8)
+
+
+def test_qlinear_refusals():
+    feeds = {"a": np.zeros(3, np.uint8), "b": np.zeros(3, np.uint8),
+             "s": np.array(1.0, np.float32), "t": np.array(1.0, np.float32),
+             "u": np.array(1.0, np.float32), "z": np.zeros(3, np.uint8),
+             "f": np.zeros(3, np.float32), "y": np.array(0, np.uint8)}
+    for op_type, names, attrs, error in (
+            ("QLinearAdd", ["a", "s", "z", "b", "t", "", "u"], {}, UnsupportedError),  # per axis
+            ("QLinearSigmoid", ["f", "s", "", "t"], {}, UnsupportedError),       # a float X
+            ("QLinearConcat", ["s", "y", "a", "t"], {"axis": 0}, InvalidModelError)):  # pairs
+        used = {k: feeds[k] for k in names if k}
+        with pytest.raises(error):
+            ours(ms_model(op_type, used, names, **attrs), used)

@@ -345,3 +345,161 @@ def matmul_integer_to_float(ctx, a, b, a_scale, b_scale, a_zero_point=None, b_ze
     a_zp = None if a_zero_point is None else _scalar(a_zero_point, "a_zero_point")
     mult = a_s * _per_column(b_scale, n, "b_scale").astype(np.float32)
     return integer_matmul_to_float(a, a_zp, b, b_zero_point, mult, bias).astype(out_dtype)
+
+
+# -- QLinear element-wise operators, pooling and concatenation ---------------------------------
+
+def _qtype(x) -> np.ndarray:
+    """A quantized operand: uint8 or int8 (UnsupportedError otherwise)."""
+    x = np.asarray(x)
+    if x.dtype not in (np.uint8, np.int8):
+        raise UnsupportedError(f"a quantized operand of type {x.dtype} (uint8 or int8)")
+    return x
+
+
+def _deq(x: np.ndarray, scale, zero_point, what: str) -> np.ndarray:
+    """``(x - zero_point) * scale`` in float32, per tensor (a zero point of None is 0)."""
+    s = _scalar(scale, f"{what} scale").astype(np.float32)
+    v = x.astype(np.float32)
+    if zero_point is not None:
+        zp = _scalar(zero_point, f"{what} zero point")
+        if zp.dtype != x.dtype:
+            raise EvaluationError(f"{what} zero point of type {zp.dtype}, operand {x.dtype}")
+        v = v - zp.astype(np.float32)
+    return v * s
+
+
+def _quant(v: np.ndarray, scale, zero_point, dtype, what: str) -> np.ndarray:
+    """``saturate(round_half_even(v / scale) + zero_point)`` into uint8 / int8 ``dtype``,
+    dividing in float32 (per tensor; a zero point of None is 0)."""
+    s = _scalar(scale, f"{what} scale").astype(np.float32)
+    q = np.rint(np.asarray(v, np.float32) / s).astype(np.float64)
+    if zero_point is not None:
+        zp = _scalar(zero_point, f"{what} zero point")
+        if zp.dtype != np.dtype(dtype):
+            raise EvaluationError(f"{what} zero point of type {zp.dtype}, output {dtype}")
+        q = q + float(zp)
+    info = np.iinfo(dtype)
+    return np.clip(q, info.min, info.max).astype(dtype)
+
+
+@op("QLinearAdd", since=1, domain=MS)
+def qlinear_add(ctx, a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale,
+                c_zero_point=None):
+    """QLinearAdd: ``C = quantize(dequantize(A) + dequantize(B))`` with numpy broadcasting.
+
+    A, B, C: uint8 or int8 (one type); scales float32 and zero points (optional, default 0) per
+    tensor. Dequantization, sum and the division by C_scale are float32 operations, rounded
+    half to even and saturated.
+    """
+    a, b = _qtype(a), _qtype(b)
+    if a.dtype != b.dtype:
+        raise EvaluationError(f"QLinearAdd operands of types {a.dtype} and {b.dtype}")
+    v = _deq(a, a_scale, a_zero_point, "A") + _deq(b, b_scale, b_zero_point, "B")
+    return _quant(v, c_scale, c_zero_point, a.dtype, "C")
+
+
+@op("QLinearMul", since=1, domain=MS)
+def qlinear_mul(ctx, a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale,
+                c_zero_point=None):
+    """QLinearMul: ``C = quantize(dequantize(A) * dequantize(B))`` with numpy broadcasting;
+    types and precision as :func:`qlinear_add`."""
+    a, b = _qtype(a), _qtype(b)
+    if a.dtype != b.dtype:
+        raise EvaluationError(f"QLinearMul operands of types {a.dtype} and {b.dtype}")
+    v = _deq(a, a_scale, a_zero_point, "A") * _deq(b, b_scale, b_zero_point, "B")
+    return _quant(v, c_scale, c_zero_point, a.dtype, "C")
+
+
+@op("QLinearSigmoid", since=1, domain=MS)
+def qlinear_sigmoid(ctx, x, x_scale, x_zero_point=None, y_scale=None, y_zero_point=None):
+    """QLinearSigmoid: ``Y = quantize(sigmoid(dequantize(X)))``, uint8 or int8, scales and
+    zero points (default 0) per tensor; the sigmoid ``1 / (1 + exp(-x))`` in float32."""
+    x = _qtype(x)
+    if y_scale is None:
+        raise InvalidModelError("QLinearSigmoid needs Y_scale")
+    v = _deq(x, x_scale, x_zero_point, "X")
+    with np.errstate(over="ignore"):
+        s = np.float32(1) / (np.float32(1) + np.exp(-v))
+    return _quant(s, y_scale, y_zero_point, x.dtype, "Y")
+
+
+@op("QLinearGlobalAveragePool", since=1, domain=MS)
+def qlinear_global_average_pool(ctx, x, x_scale, x_zero_point, y_scale, y_zero_point):
+    """QLinearGlobalAveragePool: the mean over the spatial axes, requantized.
+
+    X: uint8 / int8 ``[N, C, D1...]`` (``[N, D1..., C]`` with ``channels_last`` 1), rank >= 3;
+    Y: the same rank with every spatial extent 1. ``Y = saturate(round((sum(X) - count *
+    x_zp) * x_scale / count / y_scale) + y_zp)``: the integer sum is exact and the rest is
+    computed in float64 (a float32 engine may differ by one step on a near-tie).
+    """
+    x = _qtype(x)
+    if x.ndim < 3:
+        raise EvaluationError(f"QLinearGlobalAveragePool X of rank {x.ndim}; 3 or more needed")
+    last = bool(ctx.attr("channels_last", 0))
+    axes = tuple(range(1, x.ndim - 1)) if last else tuple(range(2, x.ndim))
+    count = int(np.prod([x.shape[i] for i in axes]))
+    if count == 0:
+        raise EvaluationError("QLinearGlobalAveragePool over an empty spatial extent")
+    total = x.astype(np.int64).sum(axis=axes, keepdims=True).astype(np.float64)
+    zp = _scalar(x_zero_point, "x zero point") if x_zero_point is not None else None
+    if zp is not None:
+        total = total - count * float(zp)
+    xs = float(_scalar(x_scale, "x scale").astype(np.float32))
+    ys = float(_scalar(y_scale, "y scale").astype(np.float32))
+    q = np.rint(total * xs / count / ys)
+    if y_zero_point is not None:
+        yzp = _scalar(y_zero_point, "y zero point")
+        if yzp.dtype != x.dtype:
+            raise EvaluationError(f"y zero point of type {yzp.dtype}, X of type {x.dtype}")
+        q = q + float(yzp)
+    info = np.iinfo(x.dtype)
+    return np.clip(q, info.min, info.max).astype(x.dtype)
+
+
+@op("QLinearConcat", since=1, domain=MS)
+def qlinear_concat(ctx, y_scale, y_zero_point, *inputs):
+    """QLinearConcat: Concat of quantized tensors, each requantized to Y's parameters.
+
+    Inputs: Y_scale (float32 scalar), Y_zero_point (uint8 / int8 scalar, Y's type), then one
+    triple (tensor, scale, zero point) per operand, each uint8 / int8 of Y's type. An operand
+    whose scale and zero point equal Y's is copied; another is ``quantize(dequantize(x))``
+    (float32 dequantization and division, rounded half to even, saturated). ``axis``
+    (required) as Concat's. Raises InvalidModelError for inputs that are not triples.
+    """
+    if y_zero_point is None:
+        raise InvalidModelError("QLinearConcat needs Y_zero_point")
+    yzp = _scalar(y_zero_point, "Y zero point")
+    dtype = _qtype(yzp).dtype
+    ys = _scalar(y_scale, "Y scale").astype(np.float32)
+    if not inputs or len(inputs) % 3:
+        raise InvalidModelError(f"QLinearConcat takes (tensor, scale, zero point) triples "
+                                f"after Y's parameters, not {len(inputs)} inputs")
+    axis = ctx.attr("axis", None)
+    if axis is None:
+        raise InvalidModelError("QLinearConcat needs the axis attribute")
+    parts = []
+    for i in range(0, len(inputs), 3):
+        x, s, z = inputs[i:i + 3]
+        if x is None or s is None or z is None:
+            raise InvalidModelError(f"QLinearConcat operand {i // 3} lacks its tensor, scale "
+                                    "or zero point")
+        x = _qtype(x)
+        if x.dtype != dtype:
+            raise EvaluationError(f"QLinearConcat operand {i // 3} of type {x.dtype}, Y of "
+                                  f"type {dtype}")
+        s32 = _scalar(s, "scale").astype(np.float32)
+        zs = _scalar(z, "zero point")
+        if s32 == ys and int(zs) == int(yzp):
+            parts.append(x)
+        else:
+            parts.append(_quant(_deq(x, s32, zs, f"operand {i // 3}"), ys, yzp, dtype, "Y"))
+    rank = parts[0].ndim
+    if any(p.ndim != rank for p in parts):
+        raise EvaluationError(f"QLinearConcat operands of ranks {[p.ndim for p in parts]}")
+    a = axis_index(int(axis), rank)
+    try:
+        return np.concatenate(parts, axis=a)
+    except ValueError as exc:
+        raise EvaluationError(f"QLinearConcat operands do not fit: "
+                              f"{[list(p.shape) for p in parts]} on axis {a}") from exc

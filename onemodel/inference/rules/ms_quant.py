@@ -7,6 +7,12 @@ schemas), so no type constraints bind their outputs: each rule states the elemen
 * MatMulNBits: ``A.shape[:-1] + [N]`` in A's element type; A's last extent is unified with K.
 * DynamicQuantizeMatMul, MatMulIntegerToFloat: MatMul's shape (:func:`.linalg.matmul_shape`),
   float32 for the first, the scales' element type for the second.
+* QLinearAdd, QLinearMul: the broadcast of A and B (Clause 6.6) in A's element type.
+* QLinearSigmoid: X's shape and element type.
+* QLinearGlobalAveragePool: X's shape with every spatial extent 1 (axes 2.. of ``[N, C, D...]``,
+  or 1..r-2 with ``channels_last``), X's element type; rank < 3 is a contradiction.
+* QLinearConcat: Concat's shape of the tensors of the (tensor, scale, zero point) triples
+  along ``axis``, Y_zero_point's element type.
 * GatherBlockQuantized: ``data.shape[:g] + indices.shape + data.shape[g+1:]`` (``g`` the
   ``gather_axis``, default 0), the last extent times ``8 / bits`` for uint8 data (packed
   codes), in the scales' element type.
@@ -16,7 +22,9 @@ from __future__ import annotations
 
 from .. import dims as D
 from ..registry import rule
+from ..value import Value
 from .linalg import matmul_shape
+from .shape import concat
 
 MS = "com.microsoft"
 
@@ -75,3 +83,54 @@ def matmul_integer_to_float(ctx, a, b, a_scale, b_scale, a_zero_point=None, b_ze
     """MatMulIntegerToFloat: MatMul's shape in the scales' element type."""
     elem = a_scale.elem if a_scale is not None else None
     return ctx.tensor(matmul_shape(ctx, a, b), elem=elem)
+
+
+@rule("QLinearAdd", since=1, domain=MS)
+def qlinear_add(ctx, a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale,
+                c_zero_point=None):
+    """QLinearAdd: the broadcast shape, A's element type."""
+    return ctx.tensor(ctx.broadcast(a, b), elem=a.elem)
+
+
+@rule("QLinearMul", since=1, domain=MS)
+def qlinear_mul(ctx, a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale,
+                c_zero_point=None):
+    """QLinearMul: the broadcast shape, A's element type."""
+    return ctx.tensor(ctx.broadcast(a, b), elem=a.elem)
+
+
+@rule("QLinearSigmoid", since=1, domain=MS)
+def qlinear_sigmoid(ctx, x, x_scale, x_zero_point=None, y_scale=None, y_zero_point=None):
+    """QLinearSigmoid: X's shape and element type."""
+    return ctx.tensor(_shape(x), elem=x.elem)
+
+
+@rule("QLinearGlobalAveragePool", since=1, domain=MS)
+def qlinear_global_average_pool(ctx, x, x_scale, x_zero_point, y_scale, y_zero_point):
+    """QLinearGlobalAveragePool: spatial extents 1 (module doc)."""
+    shape = _shape(x)
+    if shape is not None:
+        if len(shape) < 3:
+            ctx.contradiction(f"X has rank {len(shape)}; 3 or more is needed")
+            return ctx.tensor(None, elem=x.elem)
+        if ctx.attr("channels_last", 0):
+            shape = [shape[0]] + [1] * (len(shape) - 2) + [shape[-1]]
+        else:
+            shape = shape[:2] + [1] * (len(shape) - 2)
+    return ctx.tensor(shape, elem=x.elem)
+
+
+@rule("QLinearConcat", since=1, domain=MS)
+def qlinear_concat(ctx, y_scale, y_zero_point, *inputs):
+    """QLinearConcat: Concat's shape of the triples' tensors, Y_zero_point's element type."""
+    elem = y_zero_point.elem if y_zero_point is not None else None
+    if len(inputs) % 3:
+        ctx.contradiction(f"{len(inputs)} inputs after Y's parameters are not triples")
+        return ctx.tensor(None, elem=elem)
+    if ctx.attr("axis", None) is None:
+        ctx.contradiction("QLinearConcat needs the axis attribute")
+        return ctx.tensor(None, elem=elem)
+    tensors = [x for x in inputs[::3] if x is not None]
+    joined = concat(ctx, *tensors) if tensors else None
+    shape = joined.shape if isinstance(joined, Value) else None
+    return ctx.tensor(None if shape is None else list(shape), elem=elem)
