@@ -59,3 +59,44 @@ def test_max_shard_size_needs_the_safetensors_layout(tmp_path):
     r = CliRunner().invoke(app, ["convert", str(tmp_path / "m.onnx"), str(tmp_path / "o.onnx"),
                                  "--external-data", "w.bin", "--max-shard-size", "10"])
     assert r.exit_code == 2 and "--max-shard-size must be a positive integer" in r.output
+
+
+def _sharded(tmp_path, src, dst, *extra):
+    return CliRunner().invoke(app, ["convert", str(src), str(dst), "--layout", "safetensors",
+                                    "--threshold", "0", "--max-shard-size", "4000", "-q",
+                                    *extra])
+
+
+def test_converting_again_into_the_same_directory_replaces_its_shards_and_index(tmp_path):
+    m = mlp_model(seed=8)
+    onnx.save(m, tmp_path / "m.onnx")
+    out = tmp_path / "out"
+    out.mkdir()
+    for _ in range(2):  # the second run replaces the first one's shards and index, no --force
+        r = _sharded(tmp_path, tmp_path / "m.onnx", out / "model.onnx")
+        assert r.exit_code == 0, r.output
+    index = json.loads((out / "model.safetensors.index.json").read_text())
+    assert sorted(set(index["weight_map"].values())) == [
+        f"model-0000{i}-of-00003.safetensors" for i in (1, 2, 3)]
+    want = {t.name: onnx.numpy_helper.to_array(t) for t in m.graph.initializer}
+    for key, shard in index["weight_map"].items():
+        with safe_open(str(out / shard), "np") as f:
+            assert np.array_equal(f.get_tensor(key), want[key])
+
+
+def test_an_index_of_another_model_is_not_replaced_without_force(tmp_path):
+    onnx.save(mlp_model(seed=8), tmp_path / "m.onnx")
+    out = tmp_path / "out"
+    out.mkdir()
+    foreign = b'{"metadata": {"total_size": 1}, "weight_map": {"x": "other.safetensors"}}\n'
+    (out / "model.safetensors.index.json").write_bytes(foreign)
+    r = _sharded(tmp_path, tmp_path / "m.onnx", out / "model.onnx")
+    assert r.exit_code != 0
+    assert "shard index" in r.output and "model.safetensors.index.json" in r.output
+    assert "--force" in r.output
+    assert (out / "model.safetensors.index.json").read_bytes() == foreign
+    assert sorted(p.name for p in out.iterdir()) == ["model.safetensors.index.json"]
+    r = _sharded(tmp_path, tmp_path / "m.onnx", out / "model.onnx", "--force")
+    assert r.exit_code == 0, r.output
+    assert json.loads((out / "model.safetensors.index.json").read_text())["weight_map"]["w0"] \
+        == "model-00001-of-00003.safetensors"

@@ -61,6 +61,9 @@ an existing file is checked; the replacement is allowed only when
 * that file is one the model's tensors were read from (rewriting a model in place), or
 * the destination .onnx file exists and references that file (writing over an earlier output of
   the same conversion replaces its own data), or
+* it is the index json of safetensors shards (layout ``safetensors`` with ``max_shard_size``)
+  and its ``weight_map`` names a shard the destination .onnx file references (the index of the
+  shards of that earlier output), or
 * ``force`` is given (CLI ``--force``);
 
 otherwise the write raises IoError naming the file. A name chosen with ``external_data`` (layout
@@ -116,9 +119,10 @@ class _Slot:
 
 
 class _DataFile:
-    """A data file to write: its location and slots; ``untouched`` leaves the file as it is."""
+    """A data file to write: its location and slots; ``untouched`` leaves the file as it is;
+    ``index`` marks the index json of safetensors shards."""
 
-    __slots__ = ("location", "slots", "checksum", "untouched", "sha1")
+    __slots__ = ("location", "slots", "checksum", "untouched", "sha1", "index")
 
     def __init__(self, location: str):
         self.location = location
@@ -126,6 +130,7 @@ class _DataFile:
         self.checksum = False      # keep: a reference carries a checksum to keep true
         self.untouched = False
         self.sha1 = None
+        self.index = False
 
 
 class _Overrides:
@@ -278,6 +283,7 @@ def _plan_safetensors(model, files: dict, df: _DataFile, slots, align: int, ov: 
         names = layout.shard_names(df.location, len(groups))
         del files[df.location]
         index = files[names[-1]] = _DataFile(names[-1])
+        index.index = True
         weight_map = {keys[i]: names[g] for g, group in enumerate(groups) for i in group}
         data = layout.index_json(weight_map, sum(n for _, _, n in slots))
         index.slots.append(_Slot(0, len(data), None, data))
@@ -448,10 +454,17 @@ def _refuse_replacing(files: list[_DataFile], sink, out_base, read_from: set,
             continue
         if referenced is None:
             referenced = _referenced_by(sink, out_base, allow_outside, storage_options)
-        if ident in referenced:
+        if ident in referenced or (df.index and _index_of(
+                target, df.location, referenced, out_base, allow_outside, storage_options)):
             continue
         dest = target_of(sink)
         dest = f"{quote(_shown(dest))}" if dest else "the destination"
+        if df.index:
+            raise IoError(
+                f"shard index {quote(_shown(target))} already exists and none of the shards it "
+                f"names is referenced by a model file at {dest}: it may be another model's; use "
+                "--force (force=True) to overwrite it and its shards, or --external-data NAME "
+                "(external_data='NAME') to write shards of another name")
         raise IoError(
             f"data file {quote(_shown(target))} already exists and may hold another model's "
             f"weights (this model was not read from it, and no model file at {dest} references "
@@ -459,6 +472,41 @@ def _refuse_replacing(files: list[_DataFile], sink, out_base, read_from: set,
             "use --force "
             "(force=True) to overwrite it, or --external-data NAME (external_data='NAME') to "
             "write a new data file")
+
+
+#: Largest existing shard index read by :func:`_index_of` (an index of a model's tensors is small).
+_INDEX_READ_LIMIT = 64 << 20
+
+
+def _index_of(target: str, location: str, referenced: set, out_base, allow_outside: bool,
+              storage_options) -> bool:
+    """Whether the existing safetensors shard index at ``target`` (data file ``location``)
+    belongs to the model the destination .onnx holds now: its ``weight_map`` names a shard that
+    model references (so converting again into the same directory replaces the index with its
+    shards). False for
+    anything that is no such index (unreadable, too large, not JSON)."""
+    import json
+    import posixpath
+
+    from ...storage import open_source
+
+    try:
+        with open_source(target, storage_options=storage_options) as source:
+            if source.size > _INDEX_READ_LIMIT:
+                return False
+            doc = json.loads(bytes(source.read(0, source.size)))
+        shards = set(doc["weight_map"].values())
+        for shard in shards:
+            if not isinstance(shard, str):
+                return False
+            where = data_file_target(out_base, posixpath.join(posixpath.dirname(location),
+                                                              shard),
+                                     allow_outside=allow_outside)
+            if _existing(where, storage_options) in referenced:
+                return True
+    except (OneModelError, RefusedError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+    return False
 
 
 def _shown(target: str) -> str:
