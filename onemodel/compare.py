@@ -242,11 +242,23 @@ class ValueComparison:
         if self.max_ulp is not None:
             parts.append(f"max {self.max_ulp} ulp")
         if self.first_index is not None:
-            parts.append(f"first at {list(self.first_index)}: {self.first_a!r} vs "
-                         f"{self.first_b!r}")
+            parts.append(f"first at {list(self.first_index)}: "
+                         f"{_shown(self.first_a, self.dtype_a)} vs "
+                         f"{_shown(self.first_b, self.dtype_b)}")
         if self.cosine is not None:
             parts.append(f"cosine {self.cosine:.9g}")
         return "; ".join(parts)
+
+
+def _shown(v, type_name: str | None) -> str:
+    """An element for the text line: a float in the shortest form of its tensor's type
+    (``0.1`` for a float32 0.1, not ``0.10000000149011612``), anything else as ``repr``."""
+    if isinstance(v, float) and type_name not in (None, "sequence", "map", "optional"):
+        try:
+            return str(np.array([v]).astype(np.dtype(type_name))[0])
+        except TypeError:
+            pass
+    return repr(v)
 
 
 def _json(v):

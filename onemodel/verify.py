@@ -75,6 +75,10 @@ class VerifyReport:
         engines: the engines A and B ran with (None when not run).
         comparisons: one :class:`onemodel.compare.ValueComparison` per output compared.
         tolerances: the :class:`onemodel.compare.Tolerances` the outputs were compared with.
+        structure: the differences of the models themselves (fields and tensors), also in
+            ``differences``.
+        by_outputs: ``equal`` is the verdict of the run alone (``by_outputs=True``): every
+            output within tolerance, whatever ``structure`` holds.
     """
 
     a: str
@@ -86,6 +90,8 @@ class VerifyReport:
     engines: tuple[str, str] | None = None
     comparisons: list = field(default_factory=list)
     tolerances: object = None
+    structure: list[Difference] = field(default_factory=list)
+    by_outputs: bool = False
 
     @property
     def first(self) -> Difference | None:
@@ -263,7 +269,7 @@ def verify(a, b=None, *, loose: bool = False, run: bool = False, seed: int = 0,
            read_options: dict | None = None,
            shapes: dict[str, tuple] | None = None,
            engines: tuple[str, str] | None = None,
-           tolerances=None) -> VerifyReport:
+           tolerances=None, by_outputs: bool = False) -> VerifyReport:
     """Load two models (any formats, any storage) and compare them.
 
     Args:
@@ -278,6 +284,10 @@ def verify(a, b=None, *, loose: bool = False, run: bool = False, seed: int = 0,
             ``engine``).
         tolerances: a :class:`onemodel.compare.Tolerances`; None: bit for bit when both sides
             run on one engine, the Part 1, Clause 11.5 defaults when the engines differ.
+        by_outputs: with ``run``, ``equal`` says whether the outputs agree (within
+            ``tolerances``), not whether the models are the same: a model whose weights moved a
+            little is equal when its outputs stay within tolerance. Its structural differences
+            are still reported (``structure``).
         dims, shapes: as for :func:`onemodel.evaluate.random_inputs`; checked against ``a``'s
             inputs whether or not ``run`` is set (:func:`~onemodel.evaluate.inputs.
             check_dims_shapes`), so a name the model does not have is refused either way.
@@ -318,7 +328,9 @@ def verify(a, b=None, *, loose: bool = False, run: bool = False, seed: int = 0,
             if b is not None:
                 walked = _walk(ma, mb, loose, limit)
                 report.differences = walked.out
+                report.structure = list(walked.out)
                 report.tensors_by_digest = walked.by_digest
+            diffs: list[Difference] = []
             if run:
                 try:
                     ran = run_and_compare(ma, mb, seed=seed, dims=dims or {}, engines=pair,
@@ -327,14 +339,15 @@ def verify(a, b=None, *, loose: bool = False, run: bool = False, seed: int = 0,
                     report.comparisons = ran.comparisons
                     report.tolerances = ran.tolerances
                 except OneModelError as e:
-                    if not report.differences:
+                    if not report.differences or by_outputs:
                         raise
                     # the models already differ: that is the answer, the run failure a detail
                     diffs, names = [Difference("run", str(e))], []
                 report.engines = pair
                 report.differences.extend(diffs)
                 report.outputs_compared = names
-            report.equal = not report.differences
+            report.by_outputs = by_outputs and run
+            report.equal = not (diffs if report.by_outputs else report.differences)
             return report
         finally:
             if mb is not b and mb is not ma:

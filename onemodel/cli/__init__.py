@@ -518,60 +518,77 @@ def _data_file_line(f: dict) -> str:
 @app.command()
 def verify(
     a: str = typer.Argument(..., metavar="A", help="First model (any format, path or URL)."),
-    b: str = typer.Argument(..., metavar="B", help="Second model."),
+    b: Optional[str] = typer.Argument(None, metavar="B", help="Second model (may be "
+                                      "omitted with --engines: A on both engines)."),
     loose: bool = typer.Option(False, "--loose", help="Compare what a plain OneModel v1 file "
                                "holds: absent equals empty; unknown fields and fields v1 has no "
                                "place for (metadata_props below the model, denotations, ...) "
                                "are ignored."),
     run: bool = typer.Option(False, "--run", help="Also run both models and compare every "
-                             "output bit for bit."),
+                             "output (bit for bit on one engine unless a tolerance is given)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the generated inputs."),
     dim: Optional[List[str]] = typer.Option(None, "--dim", metavar="NAME=VALUE",
                                             help="Value of a symbolic dimension for --run "
                                             "(repeatable; unset ones are 1)."),
     shape: Optional[List[str]] = ShapeOpt,
-    engine: str = typer.Option("onemodel", "--engine", help="onemodel or onnxruntime."),
+    engine: Optional[str] = typer.Option(None, "--engine", help="onemodel (default) or "
+                                         "onnxruntime, for both models."),
+    engines: Optional[str] = typer.Option(None, "--engines", metavar="E1,E2",
+                                          help="Run A with E1 and B (or A again) with E2; "
+                                          "implies --run; floats within Clause 11.5 defaults."),
+    atol: Optional[float] = typer.Option(None, "--atol", help="Absolute tolerance of float "
+                                         "outputs (with --run)."),
+    rtol: Optional[float] = typer.Option(None, "--rtol", help="Relative tolerance of float "
+                                         "outputs, relative to B's value."),
+    ulp: Optional[int] = typer.Option(None, "--ulp", help="Float elements at most this many "
+                                      "representable values apart are within tolerance."),
+    tol: Optional[List[str]] = typer.Option(None, "--tol", metavar="NAME:atol=X,rtol=Y,ulp=N",
+                                            help="Tolerance of one output (repeatable; unset "
+                                            "fields from --atol/--rtol/--ulp)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as one JSON object."),
     allow_outside: bool = OutsideOpt,
     storage_option: Optional[List[str]] = StorageOpt,
     quiet: bool = QuietOpt,
     debug: bool = DebugOpt,
 ):
-    """Compare two models field by field and tensor byte by byte (exit 0 equal, 1 different)."""
+    """Compare two models field by field and tensor byte by byte, and with --run their outputs
+    (exit 0 equal or within tolerance, 1 different)."""
     from ..verify import verify as do_verify
+    from .compare_report import parse_engines, parse_tolerances, print_report, report_json
 
     with _errors(debug):
+        pair = parse_engines(engine, engines, b)
+        tolerances = parse_tolerances(atol, rtol, ulp, tol, run=run or pair is not None,
+                                      exact=pair is None or pair[0] == pair[1])
         dims, shapes = _inputs_given(dim, shape)
-        if run and engine == "onemodel":  # the process is the command's: tune as `run` does
-            from ..evaluate.memory import tune_allocator
+        run = run or pair is not None
+        if run and "onemodel" in (pair or (engine,)):  # the process is the command's: tune
+            from ..evaluate.memory import tune_allocator  # as `run` does
             tune_allocator()
         try:
             report = do_verify(a, b, loose=loose, run=run, seed=seed, dims=dims, shapes=shapes,
-                               engine=engine, read_options=_read_options(allow_outside),
+                               engine=engine or "onemodel", engines=pair,
+                               tolerances=tolerances,
+                               by_outputs=tolerances is not None or pair is not None,
+                               read_options=_read_options(allow_outside),
                                limit=REPORT_LIMIT,
-                               storage_options=_storage(storage_option, a, b))
+                               storage_options=_storage(storage_option, a, *filter(None, [b])))
         except (OneModelError, UsageError) as e:  # the hints name the flags, not dims=/shapes=
             from ..evaluate.inputs import as_flags
             raise as_flags(e) from None
-    if report.equal:
-        if not quiet:
-            n = len(report.outputs_compared)
-            extra = f", {n} output{'s' if n != 1 else ''} bit-identical" if run else ""
-            if report.tensors_by_digest:
-                extra += (f" ({_count(report.tensors_by_digest, 'tensor')} by their recorded "
-                          "digests)")
-            out.line(f"equal: {shown(a)} and {shown(b)}{extra}")
-        raise typer.Exit(0)
-    first = report.first
-    out.line(f"different: {first}")
-    # the outputs that differ when run are named even when a structural difference comes first
-    listed = [first] + [d for d in report.differences[1:] if d.path.startswith("outputs")]
-    for d in listed[1:]:
-        out.line(f"  {d}")
-    if len(report.differences) > len(listed) and not quiet:
-        more = len(report.differences) - len(listed)
-        capped = len(report.differences) >= REPORT_LIMIT
-        out.line(f"  ({'at least ' if capped else ''}{_count(more, 'more difference')})")
-    raise typer.Exit(1)
+        if tolerances is not None and report.comparisons:
+            unknown = sorted(set(tolerances.per_output) - set(report.outputs_compared))
+            if unknown:
+                raise UsageError(f"--tol {unknown[0]}: no output of that name (outputs: "
+                                 f"{', '.join(report.outputs_compared)})")
+    if as_json:
+        import json
+        out.line(json.dumps(report_json(report, shown(a), shown(b) if b is not None else None,
+                                        REPORT_LIMIT), indent=2))
+    else:
+        print_report(out, report, shown(a), shown(b) if b is not None else None, quiet=quiet,
+                     limit=REPORT_LIMIT)
+    raise typer.Exit(0 if report.equal else 1)
 
 
 def _digest(arr) -> str:

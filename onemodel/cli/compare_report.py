@@ -1,0 +1,155 @@
+"""``verify``'s engine and tolerance flags, and its report (text and ``--json``).
+
+Parsing only what the flags say (every malformed value a :class:`~onemodel.errors.UsageError`
+naming the flag); the comparison itself is :mod:`onemodel.compare`, run by
+:func:`onemodel.verify.verify`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+from ..errors import UsageError
+
+
+def parse_engines(engine: Optional[str], engines: Optional[str],
+                  b: Optional[str]) -> Optional[tuple[str, str]]:
+    """``--engines E1,E2`` as ``(E1, E2)``, or None when not given (then ``--engine``, default
+    onemodel, runs both models). Refused: both flags; a value that is not two names; B omitted
+    without ``--engines``. Unknown names are refused by the API (Unsupported)."""
+    if engines is None:
+        if b is None:
+            raise UsageError("B is needed unless --engines E1,E2 is given (then A runs on both)")
+        return None
+    if engine is not None:
+        raise UsageError("choose one of --engine and --engines")
+    names = [n.strip() for n in engines.split(",")]
+    if len(names) != 2 or not all(names):
+        raise UsageError(f"--engines {engines!r} is not E1,E2 (two of onemodel, onnxruntime)")
+    return names[0], names[1]
+
+
+def _flag_value(flag: str, value, integer: bool = False):
+    if value is None:
+        return None
+    if integer:
+        if value < 0:
+            raise UsageError(f"{flag} {value}: not an integer >= 0")
+    elif not math.isfinite(value) or value < 0:
+        raise UsageError(f"{flag} {value}: not a finite number >= 0")
+    return value
+
+
+def parse_tolerances(atol: Optional[float], rtol: Optional[float], ulp: Optional[int],
+                     tol: Optional[list], *, run: bool, exact: bool):
+    """The :class:`onemodel.compare.Tolerances` of ``--atol``, ``--rtol``, ``--ulp`` and
+    ``--tol NAME:...`` (repeatable, one per output), or None when none is given (the API's
+    default: bit for bit on one engine, Clause 11.5 across two). ``exact``: one engine runs
+    both sides, so outputs without an explicit tolerance are compared bit for bit.
+
+    Raises:
+        UsageError: a negative or non-finite value, a malformed ``--tol``, one output given
+            twice, or any of them without ``--run`` (or ``--engines``).
+    """
+    from ..compare import Tolerance, Tolerances, parse_tolerance
+
+    given = [f for f, v in (("--atol", atol), ("--rtol", rtol), ("--ulp", ulp)) if v is not None]
+    if tol:
+        given.append("--tol")
+    if not given:
+        return None
+    if not run:
+        raise UsageError(f"{given[0]} compares outputs: give --run (or --engines)")
+    default = Tolerance(atol=_flag_value("--atol", atol), rtol=_flag_value("--rtol", rtol),
+                        ulp=_flag_value("--ulp", ulp, integer=True))
+    per_output = {}
+    for item in tol or []:
+        name, t = parse_tolerance(item)
+        if name in per_output:
+            raise UsageError(f"--tol {name}: given twice")
+        per_output[name] = t
+    return Tolerances(default, per_output, exact=exact)
+
+
+def _engines_text(report, a: str, b: Optional[str]) -> str:
+    ea, eb = report.engines
+    if b is None:
+        return f"{a} on {ea} and {eb}"
+    return f"{a} and {b}" + (f" ({ea} vs {eb})" if ea != eb else "")
+
+
+def print_report(out, report, a: str, b: Optional[str], *, quiet: bool, limit: int) -> None:
+    """The text report (docs/cli.md, Comparing runs): ``equal: ...`` or ``different: FIRST``
+    and the other output differences (judged by the outputs: ``within tolerance: ...``, the
+    models' own differences on a ``models differ:`` line), then unless ``quiet`` one line per
+    output compared."""
+    def count(n: int, noun: str) -> str:
+        return f"{n} {noun}{'' if n == 1 else 's'}"
+
+    names = _engines_text(report, a, b) if report.engines else f"{a} and {b}"
+    n = len(report.outputs_compared)
+    bits = all(c.tolerance is None for c in report.comparisons)
+    outputs = f"{count(n, 'output')} {'bit-identical' if bits else 'within tolerance'}"
+    run_diffs = [d for d in report.differences if d not in report.structure]
+    shown_outputs = set()
+    if report.by_outputs:
+        if report.equal:
+            if not quiet:
+                out.line(f"{'equal' if bits else 'within tolerance'}: {names}, {outputs}")
+        else:
+            out.line(f"different: {run_diffs[0]}")
+            for d in run_diffs[1:]:
+                out.line(f"  {d}")
+            shown_outputs = {d.path for d in run_diffs}
+        if report.structure and not quiet:
+            more = len(report.structure) - 1
+            capped = len(report.structure) >= limit
+            extra = (f" ({'at least ' if capped else ''}{count(more, 'more difference')})"
+                     if more else "")
+            out.line(f"  models differ: {report.structure[0]}{extra}")
+    elif report.equal:
+        if not quiet:
+            what = f", {outputs}" if report.engines is not None else ""
+            if report.tensors_by_digest:
+                what += (f" ({count(report.tensors_by_digest, 'tensor')} by their recorded "
+                         "digests)")
+            out.line(f"equal: {names}{what}")
+    else:
+        first = report.first
+        out.line(f"different: {first}")
+        # the outputs that differ when run are named even when a structural difference is first
+        listed = [first] + [d for d in report.differences[1:] if d.path.startswith("outputs")]
+        for d in listed[1:]:
+            out.line(f"  {d}")
+        shown_outputs = {d.path for d in listed}
+        if len(report.differences) > len(listed) and not quiet:
+            more = len(report.differences) - len(listed)
+            capped = len(report.differences) >= limit
+            out.line(f"  ({'at least ' if capped else ''}{count(more, 'more difference')})")
+    if quiet:
+        return
+    for c in report.comparisons:  # every output; the ones out of tolerance are listed above
+        path = f"outputs[{c.name!r}]"
+        if path not in shown_outputs:
+            line = str(c)
+            out.line(f"  {path}: {line[len(c.name) + 2:]}")
+
+
+def report_json(report, a: str, b: Optional[str], limit: int) -> dict:
+    """``verify --json``: one object, the same keys every time (docs/cli.md, Comparing runs).
+    Numbers that JSON cannot hold (NaN, infinities) are the strings ``"nan"``, ``"inf"``,
+    ``"-inf"``."""
+    return {
+        "a": a,
+        "b": b,
+        "equal": report.equal,
+        "judged_by": "outputs" if report.by_outputs else "models and outputs",
+        "models_equal": None if b is None else not report.structure,
+        "engines": list(report.engines) if report.engines else None,
+        "tolerances": None if report.tolerances is None else report.tolerances.to_json(),
+        "differences": [{"path": d.path, "message": d.message} for d in report.differences],
+        "differences_capped": len(report.differences) >= limit,
+        "tensors_by_digest": report.tensors_by_digest,
+        "outputs": [c.to_json() for c in report.comparisons],
+    }
