@@ -113,6 +113,14 @@ def test_attention_without_bias_custom_scale_and_sizes():
            scale=0.3)
 
 
+def test_attention_present_without_past():
+    """GPT-2's first step: no past input, the present output holds this step's K and V."""
+    feeds = _attn_feeds()
+    _, present = _check("Attention", feeds, ["x", "w", "b"], ["y", "present"], num_heads=N,
+                        unidirectional=1)
+    assert present.shape == (2, B, N, S, HID // N)
+
+
 def test_attention_bias_input():
     feeds = _attn_feeds()
     feeds["ab"] = _rand(1, N, S, S)
