@@ -42,10 +42,14 @@ FALLBACK = {
 
 
 def _served_versions():
-    """(domain, op_type, since, kernel, [every opset version the kernel serves])."""
+    """(domain, op_type, since, kernel, [every opset version the kernel serves]), for the
+    domains of the schema table (the com.microsoft kernels have no definitions there: they
+    pass their defaults, onnxruntime's, as literals)."""
     top = {d: max(max(schemas.versions(o, d)) for o in schemas.operators(d))
            for d in schemas.domains()}
     for (domain, op), entries in sorted(registry._BUILTIN.items()):
+        if domain not in top:
+            continue
         for i, (since, fn) in enumerate(entries):
             end = entries[i + 1][0] if i + 1 < len(entries) else max(top[domain], since) + 1
             yield domain, op, since, fn, range(since, end)
@@ -97,7 +101,7 @@ FINDINGS = _findings()
 
 
 def test_the_registry_claims_the_kernels_this_test_reads():
-    assert sum(len(e) for e in registry._BUILTIN.values()) == 619
+    assert sum(len(e) for (d, _), e in registry._BUILTIN.items() if d != "com.microsoft") == 619
     assert sum(1 for _ in _served_versions()) == 619
 
 
