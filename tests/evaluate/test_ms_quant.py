@@ -613,3 +613,46 @@ def test_qlinear_refusals():
         used = {k: feeds[k] for k in names if k}
         with pytest.raises(error):
             ours(ms_model(op_type, used, names, **attrs), used)
+
+
+# -- inference rules ---------------------------------------------------------------------------
+
+def test_every_kernel_has_a_rule_and_unknown_inputs_do_not_raise():
+    from tests.infer.rules_check import check_family_registered, check_unknown_inputs
+
+    assert check_family_registered("ms_quant") == 9
+    assert check_unknown_inputs("ms_quant") >= 9
+
+
+def test_rules_report_contradictions():
+    from onnx import helper
+
+    def contradictions(op_type, inputs, **attrs):
+        graph = helper.make_graph(
+            [helper.make_node(op_type, [n for n, _, _ in inputs], ["y"], domain=MS, **attrs)],
+            "g", [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+            [helper.make_value_info("y", onnx.TypeProto())])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21),
+                                                        helper.make_opsetid(MS, 1)])
+        model.ir_version = 10
+        res = infer_model(decode_model(model.SerializeToString()))
+        return " ".join(c.message for c in res.contradictions)
+
+    F, U8 = onnx.TensorProto.FLOAT, onnx.TensorProto.UINT8
+    assert "K" in contradictions("MatMulNBits", [("a", F, [2, 30]), ("b", U8, [4, 2, 8]),
+                                                 ("s", F, [8])], K=32, N=4, block_size=16)
+    assert "rank" in contradictions("QLinearGlobalAveragePool", [
+        ("x", U8, [2, 3]), ("xs", F, []), ("xz", U8, []), ("ys", F, []), ("yz", U8, [])])
+    assert "broadcast" in contradictions("QLinearAdd", [
+        ("a", U8, [3]), ("as", F, []), ("az", U8, []), ("b", U8, [4]), ("bs", F, []),
+        ("bz", U8, []), ("cs", F, [])])
+
+
+@pytest.mark.parametrize("op_type", ["MatMulNBits", "GatherBlockQuantized",
+                                     "DynamicQuantizeMatMul", "MatMulIntegerToFloat",
+                                     "QLinearAdd", "QLinearMul", "QLinearSigmoid",
+                                     "QLinearGlobalAveragePool", "QLinearConcat"])
+def test_a_node_without_its_required_inputs_is_refused(op_type):
+    feeds = {"x": np.zeros((2, 32), np.uint8)}
+    with pytest.raises((InvalidModelError, EvaluationError)):
+        ours(ms_model(op_type, feeds, ["x"], K=32, N=2, block_size=16, axis=0), feeds)

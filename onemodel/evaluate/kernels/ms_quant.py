@@ -118,6 +118,8 @@ def matmul_nbits(ctx, a, b, scales, zero_points=None, g_idx=None, bias=None):
     widths or ``weight_prepacked`` != 0, InvalidModelError for a bad block_size, EvaluationError
     for shapes that do not fit.
     """
+    if a is None or b is None or scales is None:
+        raise InvalidModelError("MatMulNBits needs A, B and scales")
     k = _int_attr(ctx, "K")
     n = _int_attr(ctx, "N")
     bits = _int_attr(ctx, "bits", 4)
@@ -168,6 +170,8 @@ def gather_block_quantized(ctx, data, indices, scales, zero_points=None):
     Raises InvalidModelError for a bad block_size or bits, EvaluationError for shapes that do
     not fit, UnsupportedError for another data type.
     """
+    if data is None or indices is None or scales is None:
+        raise InvalidModelError("GatherBlockQuantized needs data, indices and scales")
     data = np.asarray(data)
     idx = np.asarray(indices)
     scale = np.asarray(scales)
@@ -261,7 +265,10 @@ def gather_block_quantized(ctx, data, indices, scales, zero_points=None):
 
 def _scalar(value, what: str) -> np.ndarray:
     """A scalar (or one-element) quantization parameter as a 0-d array; UnsupportedError for
-    a per-axis one (onnxruntime supports none for these operands either)."""
+    a per-axis one (onnxruntime supports none for these operands either); InvalidModelError
+    for a required one the node does not give (None)."""
+    if value is None:
+        raise InvalidModelError(f"{what} is missing")
     value = np.asarray(value)
     if value.size != 1:
         raise UnsupportedError(f"{what} of shape {list(value.shape)}: only a per-tensor "
@@ -270,7 +277,10 @@ def _scalar(value, what: str) -> np.ndarray:
 
 
 def _per_column(value, n: int, what: str) -> np.ndarray:
-    """A scalar or a 1-D per-column (length N) parameter of B, broadcastable to [..., N]."""
+    """A scalar or a 1-D per-column (length N) parameter of B, broadcastable to [..., N]
+    (InvalidModelError when missing)."""
+    if value is None:
+        raise InvalidModelError(f"{what} is missing")
     value = np.asarray(value)
     if value.size == 1:
         return value.reshape(())
@@ -284,6 +294,8 @@ def integer_matmul_to_float(a_q: np.ndarray, a_zp, b: np.ndarray, b_zp, multipli
                             bias) -> np.ndarray:
     """``float32(acc) * multiplier + bias`` with ``acc = (A - a_zp) @ (B - b_zp)`` exact in
     integers (numpy matmul broadcasting); ``multiplier`` and ``b_zp`` scalars or per column."""
+    if a_q is None or b is None:
+        raise InvalidModelError("the matrix product needs A and B")
     b = np.asarray(b)
     if b.ndim < 2:
         raise EvaluationError(f"B of shape {list(b.shape)} needs rank >= 2")
@@ -316,6 +328,8 @@ def dynamic_quantize_matmul(ctx, a, b, b_scale, b_zero_point=None, bias=None):
     b_zero_point (B's type) scalars or one per column of B; bias [N] float32. Y: float32.
     The integer product is exact; the scaling is one float32 multiply and add per element.
     """
+    if a is None or b is None:
+        raise InvalidModelError("DynamicQuantizeMatMul needs A and B")
     x = np.asarray(a)
     if x.dtype != np.float32:
         raise UnsupportedError(f"DynamicQuantizeMatMul A of type {x.dtype} (float32 only)")
@@ -336,6 +350,8 @@ def matmul_integer_to_float(ctx, a, b, a_scale, b_scale, a_zero_point=None, b_ze
     per column of B; a_scale, b_scale and bias (optional, [N]) float32 or float16, the output
     type. Computed in float32 (the integer product exactly), cast to the output type.
     """
+    if a is None or b is None or a_scale is None or b_scale is None:
+        raise InvalidModelError("MatMulIntegerToFloat needs A, B, a_scale and b_scale")
     out_dtype = np.asarray(a_scale).dtype
     if out_dtype.kind != "f":
         raise UnsupportedError(f"MatMulIntegerToFloat a_scale of type {out_dtype}")
@@ -350,7 +366,10 @@ def matmul_integer_to_float(ctx, a, b, a_scale, b_scale, a_zero_point=None, b_ze
 # -- QLinear element-wise operators, pooling and concatenation ---------------------------------
 
 def _qtype(x) -> np.ndarray:
-    """A quantized operand: uint8 or int8 (UnsupportedError otherwise)."""
+    """A quantized operand: uint8 or int8 (UnsupportedError otherwise; InvalidModelError when
+    missing)."""
+    if x is None:
+        raise InvalidModelError("a required quantized operand is missing")
     x = np.asarray(x)
     if x.dtype not in (np.uint8, np.int8):
         raise UnsupportedError(f"a quantized operand of type {x.dtype} (uint8 or int8)")
@@ -458,7 +477,7 @@ def qlinear_global_average_pool(ctx, x, x_scale, x_zero_point, y_scale, y_zero_p
 
 
 @op("QLinearConcat", since=1, domain=MS)
-def qlinear_concat(ctx, y_scale, y_zero_point, *inputs):
+def qlinear_concat(ctx, y_scale=None, y_zero_point=None, *inputs):
     """QLinearConcat: Concat of quantized tensors, each requantized to Y's parameters.
 
     Inputs: Y_scale (float32 scalar), Y_zero_point (uint8 / int8 scalar, Y's type), then one
@@ -467,8 +486,8 @@ def qlinear_concat(ctx, y_scale, y_zero_point, *inputs):
     (float32 dequantization and division, rounded half to even, saturated). ``axis``
     (required) as Concat's. Raises InvalidModelError for inputs that are not triples.
     """
-    if y_zero_point is None:
-        raise InvalidModelError("QLinearConcat needs Y_zero_point")
+    if y_scale is None or y_zero_point is None:
+        raise InvalidModelError("QLinearConcat needs Y_scale and Y_zero_point")
     yzp = _scalar(y_zero_point, "Y zero point")
     dtype = _qtype(yzp).dtype
     ys = _scalar(y_scale, "Y scale").astype(np.float32)

@@ -33,6 +33,14 @@ def _shape(v):
     return list(v.shape) if v is not None and v.shape is not None else None
 
 
+def _elem(v):
+    return v.elem if v is not None else None
+
+
+def _matmul(ctx, a, b):
+    return matmul_shape(ctx, a, b) if a is not None and b is not None else None
+
+
 @rule("MatMulNBits", since=1, domain=MS)
 def matmul_nbits(ctx, a, b, scales, zero_points=None, g_idx=None, bias=None):
     """MatMulNBits: ``[..., N]`` in A's element type (module doc)."""
@@ -41,11 +49,11 @@ def matmul_nbits(ctx, a, b, scales, zero_points=None, g_idx=None, bias=None):
     if shape is not None:
         if not shape:
             ctx.contradiction("A is a scalar; it needs a last axis of K extents")
-            return ctx.tensor(None, elem=a.elem)
+            return ctx.tensor(None, elem=_elem(a))
         if k is not None:
             ctx.unify(shape[-1], int(k), "A's last extent and K")
         shape = shape[:-1] + [int(n) if n is not None else None]
-    return ctx.tensor(shape, elem=a.elem)
+    return ctx.tensor(shape, elem=_elem(a))
 
 
 _UINT8 = 2
@@ -54,7 +62,7 @@ _UINT8 = 2
 @rule("GatherBlockQuantized", since=1, domain=MS)
 def gather_block_quantized(ctx, data, indices, scales, zero_points=None):
     """GatherBlockQuantized: the gathered shape in the scales' element type (module doc)."""
-    elem = scales.elem if scales is not None else None
+    elem = _elem(scales)
     ds, ix = _shape(data), _shape(indices)
     if ds is None or ix is None:
         return ctx.tensor(None, elem=elem)
@@ -63,7 +71,7 @@ def gather_block_quantized(ctx, data, indices, scales, zero_points=None):
         return ctx.tensor(None, elem=elem)
     out = ds[:g] + ix + ds[g + 1:]
     bits = int(ctx.attr("bits", 4) or 4)
-    if data.elem == _UINT8 and bits in (2, 4) and g != len(ds) - 1:
+    if _elem(data) == _UINT8 and bits in (2, 4) and g != len(ds) - 1:
         out[-1] = D.mul(out[-1], 8 // bits)
     return ctx.tensor(out, elem=elem)
 
@@ -74,35 +82,35 @@ _FLOAT = 1
 @rule("DynamicQuantizeMatMul", since=1, domain=MS)
 def dynamic_quantize_matmul(ctx, a, b, b_scale, b_zero_point=None, bias=None):
     """DynamicQuantizeMatMul: MatMul's shape, float32."""
-    return ctx.tensor(matmul_shape(ctx, a, b), elem=_FLOAT)
+    return ctx.tensor(_matmul(ctx, a, b), elem=_FLOAT)
 
 
 @rule("MatMulIntegerToFloat", since=1, domain=MS)
 def matmul_integer_to_float(ctx, a, b, a_scale, b_scale, a_zero_point=None, b_zero_point=None,
                             bias=None):
     """MatMulIntegerToFloat: MatMul's shape in the scales' element type."""
-    elem = a_scale.elem if a_scale is not None else None
-    return ctx.tensor(matmul_shape(ctx, a, b), elem=elem)
+    elem = _elem(a_scale)
+    return ctx.tensor(_matmul(ctx, a, b), elem=elem)
 
 
 @rule("QLinearAdd", since=1, domain=MS)
 def qlinear_add(ctx, a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale,
                 c_zero_point=None):
     """QLinearAdd: the broadcast shape, A's element type."""
-    return ctx.tensor(ctx.broadcast(a, b), elem=a.elem)
+    return ctx.tensor(ctx.broadcast(a, b), elem=_elem(a))
 
 
 @rule("QLinearMul", since=1, domain=MS)
 def qlinear_mul(ctx, a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale,
                 c_zero_point=None):
     """QLinearMul: the broadcast shape, A's element type."""
-    return ctx.tensor(ctx.broadcast(a, b), elem=a.elem)
+    return ctx.tensor(ctx.broadcast(a, b), elem=_elem(a))
 
 
 @rule("QLinearSigmoid", since=1, domain=MS)
 def qlinear_sigmoid(ctx, x, x_scale, x_zero_point=None, y_scale=None, y_zero_point=None):
     """QLinearSigmoid: X's shape and element type."""
-    return ctx.tensor(_shape(x), elem=x.elem)
+    return ctx.tensor(_shape(x), elem=_elem(x))
 
 
 @rule("QLinearGlobalAveragePool", since=1, domain=MS)
@@ -112,18 +120,18 @@ def qlinear_global_average_pool(ctx, x, x_scale, x_zero_point, y_scale, y_zero_p
     if shape is not None:
         if len(shape) < 3:
             ctx.contradiction(f"X has rank {len(shape)}; 3 or more is needed")
-            return ctx.tensor(None, elem=x.elem)
+            return ctx.tensor(None, elem=_elem(x))
         if ctx.attr("channels_last", 0):
             shape = [shape[0]] + [1] * (len(shape) - 2) + [shape[-1]]
         else:
             shape = shape[:2] + [1] * (len(shape) - 2)
-    return ctx.tensor(shape, elem=x.elem)
+    return ctx.tensor(shape, elem=_elem(x))
 
 
 @rule("QLinearConcat", since=1, domain=MS)
-def qlinear_concat(ctx, y_scale, y_zero_point, *inputs):
+def qlinear_concat(ctx, y_scale=None, y_zero_point=None, *inputs):
     """QLinearConcat: Concat's shape of the triples' tensors, Y_zero_point's element type."""
-    elem = y_zero_point.elem if y_zero_point is not None else None
+    elem = _elem(y_zero_point)
     if len(inputs) % 3:
         ctx.contradiction(f"{len(inputs)} inputs after Y's parameters are not triples")
         return ctx.tensor(None, elem=elem)
