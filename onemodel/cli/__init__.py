@@ -546,6 +546,10 @@ def verify(
                                             help="Tolerance of one output (repeatable; unset "
                                             "fields from --atol/--rtol/--ulp)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as one JSON object."),
+    bisect: bool = typer.Option(False, "--bisect", help="Also name the first node, in "
+                                "topological order, whose outputs differ beyond tolerance, and "
+                                "re-run it alone on A's inputs: the node itself or its inputs "
+                                "differ (implies --run)."),
     allow_outside: bool = OutsideOpt,
     storage_option: Optional[List[str]] = StorageOpt,
     quiet: bool = QuietOpt,
@@ -558,6 +562,7 @@ def verify(
 
     with _errors(debug):
         pair = parse_engines(engine, engines, b)
+        run = run or bisect
         tolerances = parse_tolerances(atol, rtol, ulp, tol, run=run or pair is not None,
                                       exact=pair is None or pair[0] == pair[1])
         dims, shapes = _inputs_given(dim, shape)
@@ -581,14 +586,49 @@ def verify(
             if unknown:
                 raise UsageError(f"--tol {unknown[0]}: no output of that name (outputs: "
                                  f"{', '.join(report.outputs_compared)})")
+        bisected = None
+        if bisect:
+            try:
+                bisected = _bisect(a, b, pair or (engine or "onemodel",) * 2, tolerances, seed,
+                                   dims, shapes, _read_options(allow_outside),
+                                   _storage(storage_option, a, *filter(None, [b])))
+            except (OneModelError, UsageError) as e:
+                from ..evaluate.inputs import as_flags
+                raise as_flags(e) from None
     if as_json:
         import json
-        out.line(json.dumps(report_json(report, shown(a), shown(b) if b is not None else None,
-                                        REPORT_LIMIT), indent=2))
+        doc = report_json(report, shown(a), shown(b) if b is not None else None, REPORT_LIMIT)
+        if bisected is not None:
+            doc["bisect"] = bisected.to_json()
+        out.line(json.dumps(doc, indent=2))
     else:
         print_report(out, report, shown(a), shown(b) if b is not None else None, quiet=quiet,
                      limit=REPORT_LIMIT)
+        for line in bisected.lines() if bisected is not None else ():
+            out.line(line)
     raise typer.Exit(0 if report.equal else 1)
+
+
+def _bisect(a: str, b: Optional[str], engines, tolerances, seed, dims, shapes, read_options,
+            storage_options):
+    """verify --bisect: :func:`onemodel.bisect.bisect` of A and B (A again when B is omitted)
+    on the inputs ``--run`` generated (the same seed, dims and shapes)."""
+    from ..api import load
+    from ..bisect import bisect as do_bisect
+    from ..evaluate import random_inputs
+
+    opts = dict(read_options or {}, storage_options=storage_options)
+    ma = load(a, **opts)
+    try:
+        mb = ma if b is None else load(b, **opts)
+        try:
+            inputs = random_inputs(ma, seed=seed, dims=dims or {}, shapes=shapes)
+            return do_bisect(ma, mb, inputs, engines=tuple(engines), tolerances=tolerances)
+        finally:
+            if mb is not ma:
+                mb.close()
+    finally:
+        ma.close()
 
 
 def _digest(arr) -> str:

@@ -1,0 +1,89 @@
+"""`onemodel verify --bisect` as a user meets it: the first differing node of the detector
+(testdata/models/detector_legacy.onnx) with one inner Conv weight changed, printed and in
+--json, checked against onemodel.bisect; one model on two engines (onnxruntime within the
+Clause 11.5 defaults, see tests/test_bisect.py); the exit status."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import onemodel
+from onemodel.bisect import bisect, topological_order
+from onemodel.cli import app
+from onemodel.evaluate import random_inputs
+from onemodel.ir import Tensor
+
+DETECTOR = Path(__file__).resolve().parents[2] / "testdata" / "models" / "detector_legacy.onnx"
+runner = CliRunner()
+
+
+def cli(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def changed(tmp_path_factory):
+    """(path of the detector with one weight of its fourth Conv moved by -0.5, that Conv)."""
+    with onemodel.load(DETECTOR) as m:
+        convs = [i for i in topological_order(m) if m.graph.nodes[i].op_type == "Conv"]
+        conv = m.graph.nodes[convs[3]]
+        copy = m.copy()
+        inits = copy.graph.initializers
+        k = [t.name for t in inits].index(conv.inputs[1])
+        w = inits[k].numpy().copy()
+        w.flat[11] -= 0.5
+        inits[k] = Tensor.from_numpy(w, name=conv.inputs[1])
+        path = tmp_path_factory.mktemp("bisect") / "detector_changed.onnx"
+        onemodel.save(copy, path)
+        return path, convs[3], conv.name
+
+
+def test_bisect_names_the_changed_conv_and_blames_inputs_after_it(changed):
+    path, index, name = changed
+    r = cli("verify", DETECTOR, path, "--bisect")
+    assert r.exit_code == 1, r.output
+    lines = r.output.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("bisect:"))
+    assert lines[head].startswith(f"bisect: first differing node graph.nodes[{index}] "
+                                  f"(Conv {name!r})")
+    assert "  alone in onemodel: the node itself differs" in lines
+    then = [line for line in lines if line.startswith("  then ")]
+    assert len(then) == 8
+    assert all(line.endswith("the node agrees on the same inputs: its inputs differ")
+               for line in then)
+    # the same as the Python API on the inputs --run generates (seed 0)
+    with onemodel.load(DETECTOR) as a, onemodel.load(path) as b:
+        report = bisect(a, b, random_inputs(a, seed=0))
+    assert lines[head:head + len(report.lines())] == report.lines()
+
+
+def test_bisect_in_json(changed):
+    path, index, name = changed
+    r = cli("verify", DETECTOR, path, "--bisect", "--json")
+    assert r.exit_code == 1, r.output
+    doc = json.loads(r.output)
+    first = doc["bisect"]["first"]
+    assert (first["index"], first["op_type"], first["name"], first["verdict"]) == \
+        (index, "Conv", name, "node")
+    weight = next(i for i in first["inputs"] if i["comparison"] and
+                  not i["comparison"]["within"])
+    assert weight["comparison"]["n_out"] == 1
+    assert {n["verdict"] for n in doc["bisect"]["later"]} == {"inputs"}
+    assert doc["bisect"]["engines"] == ["onemodel", "onemodel"]
+
+
+def test_bisect_one_model_on_two_engines_finds_no_node():
+    r = cli("verify", DETECTOR, "--engines", "onemodel,onnxruntime", "--bisect")
+    assert r.exit_code == 0, r.output
+    assert "bisect: no node differs (78 nodes compared, onemodel vs onnxruntime)" in r.output
+
+
+def test_bisect_implies_run_and_takes_the_seed(changed):
+    path, index, _ = changed
+    r = cli("verify", DETECTOR, path, "--bisect", "--seed", "3", "--json")
+    doc = json.loads(r.output)
+    assert doc["outputs"] and doc["bisect"]["first"]["index"] == index
