@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import InvalidModelError, OneModelError, UnsupportedError
+from .errors import EvaluationError, InvalidModelError, OneModelError, UnsupportedError
 from .ir import Graph, Model, Node, ValueInfo
 from .ir.types import Type
 from .lazy import np
@@ -397,9 +397,9 @@ def bisect(a: Model, b: Model, inputs: dict, *, engines: tuple[str, str] = ("one
     va, skipped = intermediate_values(a, inputs, ea)
     try:
         vb, skipped_b = intermediate_values(b, inputs, eb)
-    except OneModelError as e:
-        raise type(e)(f"the second model cannot run on the first one's inputs: {e}",
-                      path=e.path) from None
+    except EvaluationError as e:
+        raise EvaluationError(f"the second model cannot run on the first one's inputs: "
+                              f"{e.message}", path=e.path) from None
     va = {**inputs, **va}
     vb = {**inputs, **vb}
     skipped = dict(skipped)

@@ -294,3 +294,19 @@ def test_differences_within_tolerance_that_grow_past_it_are_said_so():
     assert (first.name, first.verdict) == ("cancel", INPUTS)
     assert all(c.within for _, c in first.inputs)
     assert "each within tolerance, grow beyond it here" in "\n".join(report.lines())
+
+
+def test_b_failing_on_a_inputs_is_an_evaluation_error_saying_so():
+    """B reshapes to a shape its input cannot hold: an EvaluationError naming the second model."""
+    from onnx import numpy_helper
+
+    def model(target):
+        g = helper.make_graph([helper.make_node("Reshape", ["x", "s"], ["y"], name="r")], "g",
+                              [helper.make_tensor_value_info("x", 1, [4])],
+                              [helper.make_tensor_value_info("y", 1, None)],
+                              [numpy_helper.from_array(np.array(target, np.int64), "s")])
+        proto = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        return decode_model(proto.SerializeToString())
+
+    with pytest.raises(onemodel.errors.EvaluationError, match="the second model cannot run"):
+        bisect(model([2, 2]), model([3, 2]), {"x": np.ones(4, np.float32)})
