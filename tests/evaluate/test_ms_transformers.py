@@ -12,10 +12,13 @@ here lie in [-63, 63], so a pair sum is at most 2 * 255 * 63 < 32767 on every x8
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 from oracle import node_model, ort, ours
 
 from onemodel.errors import EvaluationError, InvalidModelError, UnsupportedError
+from onemodel.formats.onnx import decode_model
+from onemodel.inference import infer_model
 
 MS = "com.microsoft"
 RTOL, ATOL = 1e-4, 1e-5
@@ -266,3 +269,79 @@ def test_fused_gemm_refusals():
                        activation="Mish")
     with pytest.raises(UnsupportedError, match="Mish"):
         ours(other, feeds)
+
+
+# ------------------------------------------------------------------------------------------
+# Required inputs and inference rules
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op_type", ["QAttention", "QEmbedLayerNormalization", "FusedGemm"])
+def test_a_node_without_its_required_inputs_is_refused(op_type):
+    feeds = {"x": np.zeros((2, 3, 4), np.uint8)}
+    model = node_model(op_type, feeds, ["x"], ["y"], opset=1, domain=MS, num_heads=1,
+                       activation="Relu")
+    with pytest.raises(InvalidModelError, match="needs its input"):
+        ours(model, feeds)
+
+
+def test_every_kernel_has_a_rule_and_unknown_inputs_do_not_raise():
+    from tests.infer.rules_check import check_family_registered, check_unknown_inputs
+
+    assert check_family_registered("ms_transformers") == 3
+    assert check_unknown_inputs("ms_transformers") >= 3
+
+
+def _inferred(model):
+    res = infer_model(decode_model(model.SerializeToString()))
+    return res
+
+
+def test_rules_give_the_shapes_the_kernels_compute():
+    cases = []
+    rng = np.random.default_rng(31)
+    feeds = _qattention_feeds(rng, False, False, past_len=3)
+    cases.append((node_model("QAttention", feeds, ["x", "w", "bias", "xs", "ws", "", "xz", "wz",
+                                                   "past"], ["y", "present"], opset=1,
+                             domain=MS, num_heads=N), feeds))
+    feeds = _qembed_feeds(rng, np.uint8)
+    cases.append((node_model("QEmbedLayerNormalization", feeds, ALL_QEMBED,
+                             ["y", "mask_index"], opset=1, domain=MS), feeds))
+    feeds = {"a": np.ones((6, 4), np.float32), "b": np.ones((5, 6), np.float32),
+             "c": np.ones((1, 5), np.float32)}
+    cases.append((node_model("FusedGemm", feeds, ["a", "b", "c"], ["y"], opset=1, domain=MS,
+                             transA=1, transB=1, activation="Relu"), feeds))
+    for model, given in cases:
+        res = _inferred(model)
+        assert not res.contradictions, res.contradictions
+        outs = ours(model, {k: v for k, v in given.items()
+                            if k in {i.name for i in model.graph.input}})
+        for vi, value in zip(model.graph.output, outs):
+            v = res.values[vi.name]
+            assert v.shape == value.shape, (vi.name, str(v), value.shape)
+            assert v.elem == {np.float32: 1, np.int32: 6}[value.dtype.type], (vi.name, str(v))
+
+
+def test_rules_report_contradictions():
+    from onnx import TensorProto, helper
+
+    def contradictions(op_type, inputs, **attrs):
+        graph = helper.make_graph(
+            [helper.make_node(op_type, [n for n, _, _ in inputs], ["y"], domain=MS, **attrs)],
+            "g", [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+            [helper.make_value_info("y", onnx.TypeProto())])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21),
+                                                        helper.make_opsetid(MS, 1)])
+        model.ir_version = 10
+        return " ".join(c.message for c in _inferred(model).contradictions)
+
+    F, U8, I32 = TensorProto.FLOAT, TensorProto.UINT8, TensorProto.INT32
+    assert "heads" in contradictions("QAttention", [("x", U8, [1, 2, 4]), ("w", U8, [4, 12]),
+                                                    ("b", F, [12]), ("xs", F, []),
+                                                    ("ws", F, [])], num_heads=3)
+    assert "inner" in contradictions("QAttention", [("x", U8, [1, 2, 5]), ("w", U8, [4, 12]),
+                                                    ("b", F, [12]), ("xs", F, []),
+                                                    ("ws", F, [])], num_heads=2)
+    assert "rank" in contradictions("QEmbedLayerNormalization", [("ids", I32, [4])])
+    assert "inner" in contradictions("FusedGemm", [("a", F, [2, 3]), ("b", F, [4, 2])],
+                                     activation="Relu")

@@ -26,6 +26,13 @@ MS = "com.microsoft"
 _F32 = np.float32
 
 
+def _require(op_type: str, **inputs) -> None:
+    """InvalidModelError naming the first required input the node does not supply."""
+    for name, value in inputs.items():
+        if value is None:
+            raise InvalidModelError(f"{op_type} needs its input {name!r}")
+
+
 def _scalar(x, what: str, op_type: str):
     """The single element of ``x`` (a scalar or a 1-element tensor); EvaluationError else."""
     a = np.asarray(x)
@@ -126,6 +133,8 @@ def q_attention(ctx, x, weight, bias, input_scale, weight_scale, mask_index=None
     [2, B, N, P + S, H / N]. InvalidModelError without ``num_heads`` or for a weight of another
     shape; UnsupportedError for ``do_rotary`` or ``past_present_share_buffer``.
     """
+    _require("QAttention", input=x, weight=weight, bias=bias, input_scale=input_scale,
+             weight_scale=weight_scale)
     heads = ctx.attr("num_heads", None)
     if not heads or heads <= 0:
         raise InvalidModelError("QAttention needs a positive num_heads attribute")
@@ -196,6 +205,12 @@ def q_embed_layer_normalization(ctx, input_ids, segment_ids, word_q, position_q,
     of entries equal to 1 in each row of ``mask``; zeros without a mask). EvaluationError for an
     index out of range or S above the position table.
     """
+    _require("QEmbedLayerNormalization", input_ids=input_ids, word_embedding_quant=word_q,
+             position_embedding_quant=position_q, gamma_quant=gamma_q, beta_quant=beta_q,
+             word_embedding_scale=word_scale, position_embedding_scale=position_scale,
+             gamma_scale=gamma_scale, beta_scale=beta_scale,
+             word_embedding_zero_point=word_zp, position_embedding_zero_point=position_zp,
+             gamma_zero_point=gamma_zp, beta_zero_point=beta_zp)
     ids = np.asarray(input_ids).astype(np.int64)
     if ids.ndim != 2:
         raise EvaluationError(f"QEmbedLayerNormalization input_ids of shape {list(ids.shape)} "
@@ -286,6 +301,7 @@ def fused_gemm(ctx, a, b, c=None):
     float32), computed in their own precision. InvalidModelError for a missing activation or
     parameter, UnsupportedError for another activation or an integer type, EvaluationError for
     inputs that are not 2-D."""
+    _require("FusedGemm", A=a, B=b)
     a, b = np.asarray(a), np.asarray(b)
     if a.dtype.kind != "f" or b.dtype != a.dtype:
         raise UnsupportedError(f"FusedGemm of {a.dtype} and {b.dtype} inputs is not "

@@ -38,8 +38,8 @@ def _rank(ctx, v, rank: int, what: str):
 
 
 @rule("QAttention", since=1, domain=MS)
-def q_attention(ctx, x, weight, bias, input_scale=None, weight_scale=None, mask_index=None,
-                input_zero_point=None, weight_zero_point=None, past=None):
+def q_attention(ctx, x=None, weight=None, bias=None, input_scale=None, weight_scale=None,
+                mask_index=None, input_zero_point=None, weight_zero_point=None, past=None):
     """QAttention: ``([B, S, H], [2, B, N, P + S, H / N])`` (module doc)."""
     xs = _rank(ctx, x, 3, "input")
     ws = _rank(ctx, weight, 2, "weight")
@@ -78,7 +78,7 @@ def q_attention(ctx, x, weight, bias, input_scale=None, weight_scale=None, mask_
 
 
 @rule("QEmbedLayerNormalization", since=1, domain=MS)
-def q_embed_layer_normalization(ctx, input_ids, segment_ids=None, word=None, *rest):
+def q_embed_layer_normalization(ctx, input_ids=None, segment_ids=None, word=None, *rest):
     """QEmbedLayerNormalization: ``([B, S, H], [B])`` (module doc)."""
     ids = _rank(ctx, input_ids, 2, "input_ids")
     ws = _rank(ctx, word, 2, "word embedding") if word is not None else None
@@ -93,7 +93,7 @@ def q_embed_layer_normalization(ctx, input_ids, segment_ids=None, word=None, *re
 
 
 @rule("FusedGemm", since=1, domain=MS)
-def fused_gemm(ctx, a, b, c=None):
+def fused_gemm(ctx, a=None, b=None, c=None):
     """FusedGemm: ``[M, N]`` (module doc)."""
     sa = _rank(ctx, a, 2, "A")
     sb = _rank(ctx, b, 2, "B")
