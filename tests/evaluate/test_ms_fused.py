@@ -149,6 +149,19 @@ def test_bias_gelu_is_gelu_of_the_sum():
         ours_of(ms_model("BiasGelu", bad, ["a", "b"], ["c"]), bad)
 
 
+@pytest.mark.parametrize("op_type,inputs", [
+    ("Gelu", ["x"]), ("FastGelu", ["x", "bias"]), ("BiasGelu", ["x", "bias"]),
+    ("QuickGelu", ["x"]), ("FusedMatMul", ["x", "xt"]),
+    ("SkipSimplifiedLayerNormalization", ["x", "skip", "gamma"])])
+def test_float16_against_onnxruntime(op_type, inputs):
+    x = f32(4, 16, scale=2)
+    feeds = {k: v.astype(np.float16) for k, v in
+             {"x": x, "xt": f32(16, 4), "bias": f32(16), "skip": f32(4, 16),
+              "gamma": f32(16)}.items()}
+    (got,) = against_ort(ms_model(op_type, feeds, inputs, ["y"]), feeds, F16)
+    assert got.dtype == np.float16
+
+
 def test_bias_add_adds_bias_then_skip():
     x, bias, skip = f32(2, 6, 4), f32(4), f32(2, 6, 4)
     feeds = {"x": x, "bias": bias, "skip": skip}
@@ -368,6 +381,7 @@ ACTIVATIONS = {  # name: (activation_params, float64 formula)
     "LeakyRelu": ([0.125], lambda y: np.where(y >= 0, y, 0.125 * y)),
     "Clip": ([-0.5, 0.75], lambda y: np.clip(y, -0.5, 0.75)),
     "HardSigmoid": ([0.25, 0.375], lambda y: np.clip(0.25 * y + 0.375, 0, 1)),
+    "HardSwish": ([], lambda y: y * np.clip(y / 6 + 0.5, 0, 1)),
 }
 
 
@@ -392,6 +406,16 @@ def test_fused_conv_is_the_activation_of_conv_plus_z(activation, with_z):
     pre = y + (z if with_z else 0)
     fn = ACTIVATIONS[activation][1] if activation else (lambda v: v)
     np.testing.assert_allclose(got, fn(pre), **F32)
+
+
+def test_fused_conv_silu():
+    # Silu (x * Sigmoid(x)) is in onnxruntime's later FusedConv activations, not in 1.32's:
+    # against the float64 formula of onnxruntime's Conv, within F32
+    x, w = f32(1, 2, 6, 6, scale=2), f32(3, 2, 3, 3)
+    feeds = {"x": x, "w": w}
+    (got,) = ours_of(ms_model("FusedConv", feeds, ["x", "w"], ["y"], activation="Silu"), feeds)
+    y = _default_conv(x, w).astype(np.float64)
+    np.testing.assert_allclose(got, y / (1 + np.exp(-y)), **F32)
 
 
 def test_fused_conv_without_bias_one_and_three_spatial_axes():
@@ -449,3 +473,60 @@ def test_trilu_is_the_default_domain_trilu(upper, k):
     (got,) = against_ort(model, feeds)   # data movement: exact
     kk = 0 if k is None else k
     np.testing.assert_array_equal(got, np.tril(x, kk) if upper == 0 else np.triu(x, kk))
+
+
+# -- inference on declared (symbolic) shapes -----------------------------------------------
+
+def _declared(op_type, inputs: dict, outputs, **attrs):
+    """A com.microsoft node whose graph inputs are declared ``name: (element type, shape)``,
+    shapes with dimension names; inferred by onemodel."""
+    from onemodel.inference import infer_model
+
+    infos = [onnx.helper.make_tensor_value_info(n, t, s) for n, (t, s) in inputs.items()]
+    node = onnx.helper.make_node(op_type, list(inputs), outputs, domain=MS, **attrs)
+    graph = onnx.helper.make_graph([node], "g", infos,
+                                   [onnx.helper.make_value_info(o, onnx.TypeProto())
+                                    for o in outputs])
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 21),
+                                                         onnx.helper.make_opsetid(MS, 1)])
+    model.ir_version = 10
+    return infer_model(onemodel.load(model.SerializeToString()))
+
+
+FLOAT, INT32 = onnx.TensorProto.FLOAT, onnx.TensorProto.INT32
+
+
+def test_inference_keeps_symbolic_extents():
+    res = _declared("SkipLayerNormalization", {"x": (FLOAT, ["b", "s", 8]),
+                                               "skip": (FLOAT, ["b", "s", 8]),
+                                               "gamma": (FLOAT, [8])},
+                    ["y", "mean", "inv", "sum"])
+    assert not res.contradictions
+    assert res.values["mean"].shape == res.values["x"].shape[:2] + (1,)
+    assert res.values["y"].shape == res.values["x"].shape and res.values["inv"].elem == FLOAT
+    res = _declared("FusedMatMul", {"a": (FLOAT, [3, "b", "m", 4]), "b": (FLOAT, ["b", 5, 4])},
+                    ["y"], transBatchA=1, transB=1)
+    assert res.contradictions        # transBatchA needs one rank for both
+    res = _declared("FusedMatMul", {"a": (FLOAT, ["m", "b", 4]), "b": (FLOAT, ["b", 5, 4])},
+                    ["y"], transBatchA=1, transB=1)
+    assert not res.contradictions
+    b, m = res.values["a"].shape[1], res.values["a"].shape[0]
+    assert res.values["y"].shape == (b, m, 5)
+    res = _declared("EmbedLayerNormalization", {
+        "ids": (INT32, ["b", "s"]), "seg": (INT32, ["b", "s"]), "word": (FLOAT, [30, 16]),
+        "pos": (FLOAT, [20, 16]), "segemb": (FLOAT, [2, 16]), "gamma": (FLOAT, [16]),
+        "beta": (FLOAT, [16])}, ["y", "mask_index"])
+    assert not res.contradictions
+    ids = res.values["ids"].shape
+    assert res.values["y"].shape == ids + (16,) and res.values["mask_index"].shape == ids[:1]
+    assert res.values["mask_index"].elem == INT32
+
+
+def test_inference_reports_the_ranks_the_definitions_exclude():
+    res = _declared("SkipLayerNormalization", {"x": (FLOAT, [1, 2, 3, 8]),
+                                               "skip": (FLOAT, [1, 2, 3, 8]),
+                                               "gamma": (FLOAT, [8])}, ["y"])
+    assert any("rank 2 or 3" in str(c) for c in res.contradictions)
+    res = _declared("BiasAdd", {"x": (FLOAT, [2, 3, 4]), "bias": (FLOAT, [4]),
+                                "skip": (FLOAT, [2, 5, 4])}, ["y"])
+    assert res.contradictions
