@@ -48,6 +48,7 @@ from ..ir.model import Attribute, Function, Graph, Model, Node
 from ..ir.order import node_outer_names
 from . import registry
 from .context import Context, attribute_value, tensor_value
+from .fusion import attention_chain, fuse_attention
 from .inputs import prepare_inputs
 from .memory import tune_allocator
 
@@ -430,6 +431,20 @@ class Session:
             steps.append(st)
 
         keep_names = set(plan.outputs)
+        captured = set().union(*(free_cache.get(st.index, ()) for st in steps))
+        fused = fuse_attention(steps, captured, keep_names, _fused_step)
+        if fused is not steps:  # the last use of every value, again
+            steps = fused
+            uses = {}
+            for pos, st in enumerate(steps):
+                for n in st.ins:
+                    if n:
+                        uses[n] = pos
+                for n in free_cache.get(st.index, ()):
+                    uses[n] = pos
+                for n in st.outs:
+                    if n:
+                        uses[n] = max(uses.get(n, pos), pos)
         if top and outputs is not None:  # names the caller asked for (the graph's are checked)
             for n in plan.outputs:
                 if n not in local:
@@ -653,6 +668,19 @@ def _internal_error(st: _Step, e: BaseException) -> InternalError:
     return InternalError(f"internal error in kernel {kernel} for node {where}: "
                          f"{type(e).__name__}: {e}; please report it", path=st.path,
                          kernel=kernel, node=where)
+
+
+def _fused_step(last: _Step, ins: list[str]) -> _Step:
+    """The step running a fused attention chain (:mod:`.fusion`) in place of its last node."""
+    st = _Step()
+    for name in _Step.__slots__:
+        if hasattr(last, name):
+            setattr(st, name, getattr(last, name))
+    st.fn = attention_chain
+    st.ins = list(ins)
+    st.nparams = 3
+    st.pad = []
+    return st
 
 
 def _const_array(c, path: str):

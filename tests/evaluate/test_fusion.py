@@ -1,0 +1,119 @@
+"""The plan-time fusion of the attention chain MatMul -> Softmax -> MatMul
+(onemodel/evaluate/fusion.py): values within the bound of the float64 computation, computed in
+blocks or not, and no fusion where another node, a subgraph or the caller sees the scores or the
+probabilities, where the Softmax is not along the last axis or a kernel is replaced."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+from oracle import tensor_info
+
+from onemodel.evaluate import Session, fusion
+from onemodel.evaluate.kernels.linalg import matmul_array
+from onemodel.formats.onnx import decode_model
+
+RNG = np.random.default_rng(37)
+EPS32 = 2.0 ** -24
+
+
+def _chain_model(feeds, *, axis=None, extra=None, opset=17):
+    sm = {} if axis is None else {"axis": axis}
+    nodes = [helper.make_node("MatMul", ["q", "k"], ["s"]),
+             helper.make_node("Softmax", ["s"], ["p"], **sm),
+             helper.make_node("MatMul", ["p", "v"], ["y"])]
+    outputs = ["y"]
+    if extra is not None:  # another reader of an intermediate value
+        nodes.append(helper.make_node("Relu", [extra], ["r"]))
+        outputs.append("r")
+    graph = helper.make_graph(nodes, "g", [tensor_info(n, feeds[n]) for n in ("q", "k", "v")],
+                              [helper.make_value_info(n, onnx.TypeProto()) for n in outputs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10
+    return decode_model(model.SerializeToString())
+
+
+def _feeds(lead=(5, 3), m=7, k=4, n=9, d=6, dtype=np.float32):
+    return {"q": (RNG.standard_normal(lead + (m, k)) * 2).astype(dtype),
+            "k": (RNG.standard_normal(lead + (k, n)) * 2).astype(dtype),
+            "v": RNG.standard_normal(lead + (n, d)).astype(dtype)}
+
+
+def _fused(session: Session) -> int:
+    return sum(st.fn is fusion.attention_chain for st in session._main.steps)
+
+
+def _assert_within_bound(y, feeds):
+    """y against the chain in float64. The scores carry at most k roundings of |q| @ |k|
+    (ds); a probability's relative error is then at most 2 ds (the shift cancels) plus the
+    softmax's own spread x 2^-24 (spread <= 80) and n roundings of its sum; the product adds n
+    roundings of p @ |v|."""
+    q, k, v = (feeds[n].astype(np.float64) for n in ("q", "k", "v"))
+    s = q @ k
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    kk, n = q.shape[-1], k.shape[-1]
+    ds = (kk * EPS32 * (np.abs(q) @ np.abs(k))).max()
+    bound = (2 * ds + (80 + 2 * n) * EPS32) * (p @ np.abs(v))
+    assert y.dtype == feeds["q"].dtype and y.shape == s.shape[:-1] + (v.shape[-1],)
+    assert np.all(np.abs(y - p @ v) <= bound)
+
+
+@pytest.mark.parametrize("block_bytes", [1, 300, fusion.BLOCK_BYTES])  # 1 and 300: in blocks
+def test_fused_chain_is_within_the_bound_of_float64(block_bytes, monkeypatch):
+    monkeypatch.setattr(fusion, "BLOCK_BYTES", block_bytes)
+    feeds = _feeds()
+    feeds["k"] = np.ascontiguousarray(feeds["k"].swapaxes(-1, -2)).swapaxes(-1, -2)  # a view
+    session = Session(_chain_model(feeds))
+    assert _fused(session) == 1 and len(session._main.steps) == 1
+    (y,) = session.run(feeds).values()
+    _assert_within_bound(y, feeds)
+
+
+def test_fused_chain_of_float64_and_of_broadcast_operands():
+    feeds = _feeds(dtype=np.float64)
+    (y,) = Session(_chain_model(feeds)).run(feeds).values()
+    q, k, v = feeds["q"], feeds["k"], feeds["v"]
+    s = q @ k
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    np.testing.assert_allclose(y, p @ v, rtol=1e-12, atol=1e-13)  # float64 roundings only
+    # operands of different batch shapes (broadcast): the kernels without blocks
+    feeds = _feeds()
+    feeds["v"] = feeds["v"][:1]
+    session = Session(_chain_model(feeds))
+    assert _fused(session) == 1
+    (y,) = session.run(feeds).values()
+    _assert_within_bound(y, {**feeds, "v": np.broadcast_to(feeds["v"], (5, 3, 9, 6))})
+
+
+@pytest.mark.parametrize("case", ["scores read", "probabilities read", "axis 1", "opset 11",
+                                  "scores asked for", "session kernel"])
+def test_chain_is_not_fused_where_its_intermediates_or_kernels_differ(case):
+    feeds = _feeds()
+    kwargs = {"extra": "s"} if case == "scores read" else \
+        {"extra": "p"} if case == "probabilities read" else \
+        {"axis": 1} if case == "axis 1" else {"opset": 11} if case == "opset 11" else {}
+    model = _chain_model(feeds, **kwargs)
+    kernels = {("", "MatMul"): lambda ctx, a, b: matmul_array(a, b)} \
+        if case == "session kernel" else None
+    session = Session(model, kernels=kernels)
+    outputs = ["y", "s"] if case == "scores asked for" else None
+    res = session.run(feeds, outputs=outputs)
+    plan = session._plans[None if outputs is None else tuple(outputs)]
+    assert not any(st.fn is fusion.attention_chain for st in plan.steps)
+    if case in ("scores read", "probabilities read", "scores asked for", "session kernel"):
+        _assert_within_bound(res["y"], feeds)
+
+
+def test_error_in_a_fused_chain_names_its_last_node():
+    from onemodel.errors import EvaluationError
+
+    feeds = _feeds()
+    feeds["v"] = feeds["v"][..., :8, :]  # n = 9 scores per row, 8 values
+    session = Session(_chain_model(feeds), check_inputs=False)
+    assert _fused(session) == 1
+    with pytest.raises(EvaluationError, match=r"nodes\[2\] \(MatMul\)|node 2 \(MatMul"):
+        session.run(feeds)
