@@ -31,18 +31,20 @@ def _int_attr(ctx, name: str, default=None) -> int:
     return int(value)
 
 
-def unpack_bits(packed: np.ndarray, bits: int) -> np.ndarray:
+def unpack_bits(packed: np.ndarray, bits: int, dtype=np.int32) -> np.ndarray:
     """The unsigned ``bits``-bit codes packed low-first in the uint8 array ``packed``: along
     the last axis, byte ``j`` holds codes ``j * 8 / bits`` to ``(j + 1) * 8 / bits - 1``, the
     first one in the lowest bits. Shape ``packed.shape[:-1] + (packed.shape[-1] * 8 / bits,)``,
-    int32. ``bits`` is 2, 4 or 8."""
+    in ``dtype`` (int32 by default). ``bits`` is 2, 4 or 8."""
     packed = np.asarray(packed, dtype=np.uint8)
     if bits == 8:
-        return packed.astype(np.int32)
+        return packed.astype(dtype)
     per = 8 // bits
     shifts = np.arange(per, dtype=np.uint8) * bits
-    codes = (packed[..., None] >> shifts) & np.uint8((1 << bits) - 1)
-    return codes.reshape(packed.shape[:-1] + (packed.shape[-1] * per,)).astype(np.int32)
+    # one table row per byte value: its codes, already in dtype (a gather, not per-code math)
+    table = ((np.arange(256, dtype=np.uint8)[:, None] >> shifts)
+             & np.uint8((1 << bits) - 1)).astype(dtype)
+    return table[packed].reshape(packed.shape[:-1] + (packed.shape[-1] * per,))
 
 
 def _widen(x: np.ndarray) -> tuple[np.ndarray, np.dtype]:
@@ -74,7 +76,7 @@ def matmul_nbits_weight(b, scales, zero_points, g_idx, *, k: int, n: int, bits: 
         raise EvaluationError(f"MatMulNBits B {b.dtype} {list(b.shape)} does not hold "
                               f"[{n}, {k_blocks}, {blob}] uint8 (K={k}, N={n}, bits={bits}, "
                               f"block_size={block_size})")
-    codes = unpack_bits(b.reshape(n, k_blocks * blob), bits)[:, :k]
+    codes = unpack_bits(b.reshape(n, k_blocks, blob), bits, np.float32)  # [N, k_blocks, B]
     scale = np.asarray(scales)
     if scale.size != n * k_blocks:
         raise EvaluationError(f"MatMulNBits scales of shape {list(scale.shape)} do not hold "
@@ -95,14 +97,16 @@ def matmul_nbits_weight(b, scales, zero_points, g_idx, *, k: int, n: int, bits: 
                 raise EvaluationError(f"MatMulNBits zero_points of shape {list(zpa.shape)} do "
                                       f"not hold N * k_blocks = {n * k_blocks} elements")
             zp = zpa.astype(np.float32).reshape(n, k_blocks)
-    if g_idx is not None:
-        group = np.asarray(g_idx).astype(np.int64).reshape(-1)
-        if group.size != k or (k and (group.min() < 0 or group.max() >= k_blocks)):
-            raise EvaluationError(f"MatMulNBits g_idx must hold {k} block numbers in "
-                                  f"[0, {k_blocks})")
-    else:
-        group = np.arange(k) // block_size
-    return (codes.astype(np.float32) - zp[:, group]) * scale[:, group]
+    if g_idx is None:   # blocks in order: broadcast one scale over each block
+        codes -= zp[:, :, None]       # in place: codes is a new array
+        codes *= scale[:, :, None]
+        return codes.reshape(n, k_blocks * block_size)[:, :k]
+    group = np.asarray(g_idx).astype(np.int64).reshape(-1)
+    if group.size != k or (k and (group.min() < 0 or group.max() >= k_blocks)):
+        raise EvaluationError(f"MatMulNBits g_idx must hold {k} block numbers in "
+                              f"[0, {k_blocks})")
+    codes = codes.reshape(n, k_blocks * block_size)[:, :k]
+    return (codes - zp[:, group]) * scale[:, group]
 
 
 @op("MatMulNBits", since=1, domain=MS)
