@@ -390,11 +390,29 @@ def test_group_query_attention(case):
             np.testing.assert_array_equal(pv[b, :, :past], feeds["pv"][b, :, :past])
 
 
+@pytest.mark.parametrize("extra", ["position_ids", "attention_bias",
+                                   "attention_bias_softcap_window"])
+def test_group_query_attention_position_ids_and_bias(extra):
+    past = 7 if extra.endswith("window") else 4
+    feeds, ins = _gqa_feeds(s=1, past=past, lens=[5, 3], total=5, rotary_half=8)
+    attrs = {"do_rotary": 1}
+    if extra == "position_ids":
+        feeds["pos"] = np.array([[7], [9]], np.int64)
+        ins += ["pos"]
+    else:
+        feeds["ab"] = _rand(GB, 1, 1, 5)
+        ins += ["", "ab"]
+        if extra.endswith("window"):
+            attrs.update(softcap=0.8, local_window_size=2)
+    _check("GroupQueryAttention", feeds, ins, ["y", "pk_out", "pv_out"], num_heads=GN,
+           kv_num_heads=GKV, **attrs)
+
+
 def test_group_query_attention_refusals():
     feeds, ins = _gqa_feeds(s=1, past=4, lens=[5, 3], total=5)
-    feeds["pos"] = np.zeros((GB, 1), np.int64)
-    model = _model("GroupQueryAttention", feeds, ins + ["", "", "pos"], ["y"], num_heads=GN,
-                   kv_num_heads=GKV)
+    feeds["sink"] = np.zeros((GN,), np.float32)
+    model = _model("GroupQueryAttention", feeds, ins + ["", "", "", "", "sink"], ["y"],
+                   num_heads=GN, kv_num_heads=GKV)
     with pytest.raises(UnsupportedError):
         ours(model, feeds)
     feeds, ins = _gqa_feeds(s=1, past=4, lens=[9, 3], total=9)

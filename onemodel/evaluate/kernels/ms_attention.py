@@ -426,8 +426,9 @@ def ms_group_query_attention(ctx, query, key=None, value=None, past_key=None, pa
     (> 0: ``softcap * tanh(x / softcap)``), then a softmax (``smooth_softmax``: with an extra
     logit 0). Output [B, S, N * D].
 
-    Raises UnsupportedError for position_ids, attention_bias and head_sink inputs and
-    non-float inputs; EvaluationError for shapes or lengths that do not fit.
+    ``position_ids`` [B, S] (int64) replace the rotary positions; ``attention_bias``
+    [B or 1, N or 1, S, total] is added to the capped scores. Raises UnsupportedError for a
+    head_sink input and non-float inputs; EvaluationError for shapes or lengths that do not fit.
     """
     op_type = "GroupQueryAttention"
     query = _float_input(query, op_type, "query")
@@ -436,9 +437,8 @@ def ms_group_query_attention(ctx, query, key=None, value=None, past_key=None, pa
     if kvn <= 0 or n % kvn:
         raise InvalidModelError(f"GroupQueryAttention kv_num_heads {kvn} must be positive and "
                                 f"divide num_heads {n}")
-    if position_ids is not None or attention_bias is not None or head_sink is not None:
-        raise UnsupportedError("GroupQueryAttention with position_ids, attention_bias or "
-                               "head_sink is not implemented")
+    if head_sink is not None:
+        raise UnsupportedError("GroupQueryAttention with head_sink is not implemented")
     if seqlens_k is None or total_sequence_length is None:
         raise EvaluationError("GroupQueryAttention needs seqlens_k and total_sequence_length")
     if query.ndim != 3:
@@ -494,7 +494,12 @@ def ms_group_query_attention(ctx, query, key=None, value=None, past_key=None, pa
             raise EvaluationError(f"GroupQueryAttention caches {list(cos.shape)} do not fit "
                                   f"head size {hd}")
         pos = pasts[:, None] + np.arange(s)[None, :]
-        if pos.max(initial=0) >= cos.shape[0]:
+        if position_ids is not None:
+            pos = np.asarray(position_ids).astype(np.int64)
+            if pos.shape != (b, s):
+                raise EvaluationError(f"GroupQueryAttention position_ids of shape "
+                                      f"{list(pos.shape)}: [{b}, {s}] is needed")
+        if pos.min(initial=0) < 0 or pos.max(initial=0) >= cos.shape[0]:
             raise EvaluationError(f"GroupQueryAttention positions up to {pos.max()} exceed the "
                                   f"{cos.shape[0]} cache rows")
         inter = bool(int(ctx.attr("rotary_interleaved", 0) or 0))
@@ -517,6 +522,10 @@ def ms_group_query_attention(ctx, query, key=None, value=None, past_key=None, pa
     softcap = float(ctx.attr("softcap", 0.0) or 0.0)
     if softcap > 0:
         scores = softcap * np.tanh(scores / softcap)
+    if attention_bias is not None:
+        extra = _bias4(attention_bias, b, n, s, total, op_type).astype(_S)
+        pad = [(0, 0)] * 3 + [(0, present_len - total)]
+        scores = (scores.astype(_S) + np.pad(extra, pad)).astype(_W)
     j = np.arange(present_len)[None, None, None, :]
     last = (pasts[:, None] + np.arange(s)[None, :])[:, None, :, None]  # p + s
     allowed = (j <= last) & (j < lens[:, None, None, None])
