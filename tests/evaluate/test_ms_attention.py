@@ -391,7 +391,8 @@ def test_group_query_attention(case):
 
 
 @pytest.mark.parametrize("extra", ["position_ids", "attention_bias",
-                                   "attention_bias_softcap_window"])
+                                   "attention_bias_softcap_window", "head_sink",
+                                   "head_sink_window"])
 def test_group_query_attention_position_ids_and_bias(extra):
     past = 7 if extra.endswith("window") else 4
     feeds, ins = _gqa_feeds(s=1, past=past, lens=[5, 3], total=5, rotary_half=8)
@@ -399,6 +400,11 @@ def test_group_query_attention_position_ids_and_bias(extra):
     if extra == "position_ids":
         feeds["pos"] = np.array([[7], [9]], np.int64)
         ins += ["pos"]
+    elif extra.startswith("head_sink"):
+        feeds["sink"] = _rand(GN, scale=3.0)
+        ins += ["", "", "sink"]
+        if extra.endswith("window"):
+            attrs = {"local_window_size": 2}
     else:
         feeds["ab"] = _rand(GB, 1, 1, 5)
         ins += ["", "ab"]
@@ -410,9 +416,8 @@ def test_group_query_attention_position_ids_and_bias(extra):
 
 def test_group_query_attention_refusals():
     feeds, ins = _gqa_feeds(s=1, past=4, lens=[5, 3], total=5)
-    feeds["sink"] = np.zeros((GN,), np.float32)
-    model = _model("GroupQueryAttention", feeds, ins + ["", "", "", "", "sink"], ["y"],
-                   num_heads=GN, kv_num_heads=GKV)
+    feeds = {k: (v.astype(np.float64) if v.dtype == np.float32 else v) for k, v in feeds.items()}
+    model = _model("GroupQueryAttention", feeds, ins, ["y"], num_heads=GN, kv_num_heads=GKV)
     with pytest.raises(UnsupportedError):
         ours(model, feeds)
     feeds, ins = _gqa_feeds(s=1, past=4, lens=[9, 3], total=9)

@@ -396,12 +396,13 @@ def ms_rotary_embedding(ctx, x, position_ids, cos_cache, sin_cache):
     return out.transpose(0, 2, 1, 3) if x.ndim == 4 else out.reshape(x.shape)
 
 
-def _smooth_softmax(scores: np.ndarray) -> np.ndarray:
-    """Softmax with an extra logit 0 in the denominator (``smooth_softmax``), -inf entries
-    excluded: ``exp(x - m) / (exp(-m) + sum exp(x - m))``, m = max(0, max x)."""
-    top = np.maximum(np.max(scores, axis=-1, keepdims=True), 0.0)
+def _smooth_softmax(scores: np.ndarray, sink=0.0) -> np.ndarray:
+    """Softmax with an extra logit ``sink`` (0 for ``smooth_softmax``; broadcast against the
+    scores' rows) in the denominator, -inf entries excluded:
+    ``exp(x - m) / (exp(sink - m) + sum exp(x - m))``, m = max(sink, max x)."""
+    top = np.maximum(np.max(scores, axis=-1, keepdims=True), sink)
     e = np.where(np.isfinite(scores), np.exp(scores - top), 0.0)
-    return e / (np.exp(-top) + e.sum(axis=-1, keepdims=True))
+    return e / (np.exp(sink - top) + e.sum(axis=-1, keepdims=True))
 
 
 @op("GroupQueryAttention", since=1, domain="com.microsoft")
@@ -427,8 +428,9 @@ def ms_group_query_attention(ctx, query, key=None, value=None, past_key=None, pa
     logit 0). Output [B, S, N * D].
 
     ``position_ids`` [B, S] (int64) replace the rotary positions; ``attention_bias``
-    [B or 1, N or 1, S, total] is added to the capped scores. Raises UnsupportedError for a
-    head_sink input and non-float inputs; EvaluationError for shapes or lengths that do not fit.
+    [B or 1, N or 1, S, total] is added to the capped scores; ``head_sink`` [N] is an extra
+    logit of each head in the softmax's denominator. Raises UnsupportedError for non-float
+    inputs; EvaluationError for shapes or lengths that do not fit.
     """
     op_type = "GroupQueryAttention"
     query = _float_input(query, op_type, "query")
@@ -437,8 +439,6 @@ def ms_group_query_attention(ctx, query, key=None, value=None, past_key=None, pa
     if kvn <= 0 or n % kvn:
         raise InvalidModelError(f"GroupQueryAttention kv_num_heads {kvn} must be positive and "
                                 f"divide num_heads {n}")
-    if head_sink is not None:
-        raise UnsupportedError("GroupQueryAttention with head_sink is not implemented")
     if seqlens_k is None or total_sequence_length is None:
         raise EvaluationError("GroupQueryAttention needs seqlens_k and total_sequence_length")
     if query.ndim != 3:
@@ -534,7 +534,14 @@ def ms_group_query_attention(ctx, query, key=None, value=None, past_key=None, pa
         allowed = allowed & (j > last - window)
     scores = np.where(allowed, scores, -np.inf)
     smooth = int(ctx.attr("smooth_softmax", 0) or 0)
-    probs = _smooth_softmax(scores) if smooth else masked_softmax(scores)
+    if head_sink is not None:
+        sink = np.asarray(head_sink).astype(_W).reshape(-1)
+        if sink.shape != (n,):
+            raise EvaluationError(f"GroupQueryAttention head_sink of shape "
+                                  f"{list(np.shape(head_sink))}: [{n}] is needed")
+        probs = _smooth_softmax(scores, sink.reshape(1, n, 1, 1))
+    else:
+        probs = _smooth_softmax(scores) if smooth else masked_softmax(scores)
     y = np.matmul(probs, vr)
     dt = query.dtype
     return _from_heads(y).astype(dt), pk_out.astype(dt), pv_out.astype(dt)
