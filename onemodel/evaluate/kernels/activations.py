@@ -179,27 +179,34 @@ _SOFTMAX_BLOCK = 1 << 17
 def _softmax_last(x):
     """Softmax along the last axis of a float32 / float64 tensor, a block of rows at a time
     (``_SOFTMAX_BLOCK`` elements, so that the shift, exponential, row sums and division run in
-    the cache). When a block spans at most ``_SPREAD`` the shift is its maximum (no exponential
-    overflows, none underflows past the normal range), which saves a per-row maximum; each
-    probability is then within spread x 2^-24 (float32) of the exact value, relative, as the
-    smallest probabilities of a row are with the row maximum. The row sums are a BLAS product
-    with a vector of ones."""
+    the cache); the exponentials of each block as :func:`shifted_exp_rows` computes them, divided
+    by their row sums."""
     n = x.shape[-1]
     rows = x.reshape(-1, n)
     out = np.empty(x.shape, dtype=x.dtype)
     flat = out.reshape(-1, n)
-    ones = np.ones(n, x.dtype)
     step = max(1, _SOFTMAX_BLOCK // n)
     for r in range(0, rows.shape[0], step):
-        a, e = rows[r:r + step], flat[r:r + step]
-        hi, lo = float(np.max(a)), float(np.min(a))
-        if math.isfinite(hi) and math.isfinite(lo) and hi - lo <= _SPREAD[x.dtype]:
-            np.subtract(a, np.asarray(hi, x.dtype), out=e)
-        else:
-            np.subtract(a, np.max(a, axis=-1, keepdims=True), out=e)
-        np.exp(e, out=e)
-        e /= np.matmul(e, ones)[:, None]
+        e, sums = shifted_exp_rows(rows[r:r + step], flat[r:r + step])
+        e /= sums[:, None]
     return out
+
+
+def shifted_exp_rows(a, out):
+    """``exp(a - shift)`` into ``out`` (rows of the last axis of a float32 / float64 array, the
+    shape of ``a``) and its row sums: ``(out, sums)``; ``out / sums[..., None]`` is the softmax
+    of each row. When ``a`` spans at most ``_SPREAD`` the shift is its maximum (no exponential
+    overflows, none underflows past the normal range), which saves a per-row maximum; each
+    probability is then within spread x 2^-24 (float32) of the exact value, relative, as the
+    smallest probabilities of a row are with the row maximum. Otherwise each row is shifted by
+    its maximum. The row sums are a BLAS product with a vector of ones."""
+    hi, lo = float(np.max(a)), float(np.min(a))
+    if math.isfinite(hi) and math.isfinite(lo) and hi - lo <= _SPREAD[a.dtype]:
+        np.subtract(a, np.asarray(hi, a.dtype), out=out)
+    else:
+        np.subtract(a, np.max(a, axis=-1, keepdims=True), out=out)
+    np.exp(out, out=out)
+    return out, np.matmul(out, np.ones(a.shape[-1], a.dtype))
 
 
 def _softmax(x, axis):
