@@ -34,7 +34,8 @@ def batch_norm(ctx, x, scale, bias, mean, var):
         raise UnsupportedError("BatchNormalization with spatial=0 is not implemented")
     if not training:
         inv = s / np.sqrt(v + np.asarray(eps, w.dtype))
-        y = w * _channel(inv, w.ndim) + _channel(b - m * inv, w.ndim)
+        y = w * _channel(inv, w.ndim)
+        y += _channel(b - m * inv, w.ndim)  # in place: one array allocated, not two
         return back(y, dt)
     axes = tuple(i for i in range(w.ndim) if i != 1)
     cur_mean = np.mean(w, axis=axes)
