@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import pathlib
-import time
 
 import pytest
 
@@ -110,7 +109,6 @@ def _original(path: pathlib.Path):
 
 
 def test_every_model_has_one_digest_in_every_in_memory_layout():
-    start = time.perf_counter()
     paths = _testdata_models() + _conformance_models()
     wrong, refused, seen = {}, [], 0
     for p in paths:
@@ -127,7 +125,6 @@ def test_every_model_has_one_digest_in_every_in_memory_layout():
     assert wrong == {}
     # OneModel represents (almost) every model; the few it refuses are named for the record
     assert seen >= len(paths) - 10, refused
-    assert time.perf_counter() - start < 40
 
 
 @pytest.mark.parametrize("which", ["testdata", "conformance sample"])
