@@ -1,5 +1,4 @@
-"""Plan-time fusion of the attention chain ``MatMul -> Softmax -> MatMul`` (the evaluator's only
-fusion).
+"""Plan-time fusions: the attention chain ``MatMul -> Softmax -> MatMul``, and ``MatMul -> Add``.
 
 Attention computes ``scores = q @ k`` ([..., m, n]), ``p = Softmax(scores)`` along the last axis
 and ``p @ v``. Evaluated node by node, the scores and the probabilities are whole tensors
@@ -20,6 +19,11 @@ exactly the next node of the chain, by no subgraph, and is no output the caller 
 three nodes are in the default domain with the built-in kernels (no session or user kernel
 replaces them), Softmax from opset 13 on along axis -1. Operands that are not float32 / float64
 stacks of one batch shape are computed by the same kernels without blocks.
+
+A MatMul whose product only an Add reads (the bias of a linear layer) runs with the Add as one
+step that adds into the product's array (:func:`product_sum`): the same sums, one array fewer
+written. A fused step fails as its nodes would (a ValueError for shapes that do not fit, an
+EvaluationError of the step's last node whose message names every fused node).
 """
 
 from __future__ import annotations
@@ -84,8 +88,9 @@ def fuse_attention(steps: list, captured: set[str], kept: set[str], make_step) -
     """The plan's steps with each fusable ``MatMul -> Softmax -> MatMul`` chain replaced by one
     step at the place of its last node (see the module docstring for when a chain is fused).
 
-    ``captured``: names subgraphs read; ``kept``: names the plan returns; ``make_step(last,
-    ins)``: a step of the chain's last node running :func:`attention_chain` on ``ins``.
+    Also each ``MatMul -> Add`` whose product only the Add reads (:func:`product_sum`).
+    ``captured``: names subgraphs read; ``kept``: names the plan returns; ``make_step(last, ins,
+    kernel)``: a step of the chain's last node running ``kernel`` on ``ins``.
     """
     readers: dict[str, list[int]] = {}
     for pos, st in enumerate(steps):
@@ -120,7 +125,61 @@ def fuse_attention(steps: list, captured: set[str], kept: set[str], make_step) -
                 and last.ins[1] and last.ins[1] != sm.outs[0]):
             continue
         drop.update((pos, j))
-        replace[k] = make_step(last, [st.ins[0], st.ins[1], last.ins[1]])
+        replace[k] = make_step(last, [st.ins[0], st.ins[1], last.ins[1]],
+                               _described(attention_chain, [st, sm, last]))
+    for pos, st in enumerate(steps):
+        if pos in drop or pos in replace or not (
+                _builtin(st, "MatMul") and len(st.ins) == 2 and all(st.ins)
+                and len(st.outs) == 1):
+            continue
+        j = only_reader(st.outs[0])
+        if j is None or j in drop or j in replace:
+            continue
+        add = steps[j]
+        if not (_builtin(add, "Add") and add.opset >= 7 and len(add.ins) == 2
+                and add.ins[0] != add.ins[1] and all(add.ins)):
+            continue
+        first = add.ins[0] == st.outs[0]
+        other = add.ins[1] if first else add.ins[0]
+        drop.add(pos)
+        replace[j] = make_step(add, [st.ins[0], st.ins[1], other],
+                               _described(product_sum if first else sum_product, [st, add]))
     if not replace:
         return steps
     return [replace.get(pos, st) for pos, st in enumerate(steps) if pos not in drop]
+
+
+def _described(kernel, chain: list):
+    """``kernel`` with a failure (ValueError: shapes that do not fit) naming the fused nodes."""
+    names = " -> ".join(f"{st.node.op_type}" + (f" '{st.node.name}'" if st.node.name else "")
+                        + f" (node {st.index})" for st in chain)
+
+    def fused(ctx, *args):
+        try:
+            return kernel(ctx, *args)
+        except ValueError as e:
+            raise ValueError(f"in the fused {names}: {e}") from e
+
+    fused.__name__ = fused.__qualname__ = kernel.__name__
+    fused.fused = kernel
+    return fused
+
+
+def product_sum(ctx, a, b, c):
+    """``Add(MatMul(a, b), c)``: the sum into the product's own (new) array when ``c``
+    broadcasts to it with its element type (float32 / float64), which saves writing a second
+    array; otherwise ``numpy.add`` as the Add kernel computes it. Same values either way."""
+    y = matmul_array(a, b)
+    if (isinstance(c, np.ndarray) and y.dtype in (np.float32, np.float64) and c.dtype == y.dtype
+            and c.ndim <= y.ndim and np.broadcast_shapes(y.shape, c.shape) == y.shape):
+        return np.add(y, c, out=y)
+    return np.add(y, c)
+
+
+def sum_product(ctx, a, b, c):
+    """``Add(c, MatMul(a, b))``, as :func:`product_sum` (the sum in the graph's order)."""
+    y = matmul_array(a, b)
+    if (isinstance(c, np.ndarray) and y.dtype in (np.float32, np.float64) and c.dtype == y.dtype
+            and c.ndim <= y.ndim and np.broadcast_shapes(y.shape, c.shape) == y.shape):
+        return np.add(c, y, out=y)
+    return np.add(c, y)

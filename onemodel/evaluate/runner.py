@@ -48,7 +48,7 @@ from ..ir.model import Attribute, Function, Graph, Model, Node
 from ..ir.order import node_outer_names
 from . import registry
 from .context import Context, attribute_value, tensor_value
-from .fusion import attention_chain, fuse_attention
+from .fusion import fuse_attention
 from .inputs import prepare_inputs
 from .memory import tune_allocator
 
@@ -670,13 +670,13 @@ def _internal_error(st: _Step, e: BaseException) -> InternalError:
                          kernel=kernel, node=where)
 
 
-def _fused_step(last: _Step, ins: list[str]) -> _Step:
-    """The step running a fused attention chain (:mod:`.fusion`) in place of its last node."""
+def _fused_step(last: _Step, ins: list[str], kernel) -> _Step:
+    """The step running fused nodes (:mod:`.fusion`) in place of the last of them."""
     st = _Step()
     for name in _Step.__slots__:
         if hasattr(last, name):
             setattr(st, name, getattr(last, name))
-    st.fn = attention_chain
+    st.fn = kernel
     st.ins = list(ins)
     st.nparams = 3
     st.pad = []

@@ -42,7 +42,8 @@ def _feeds(lead=(5, 3), m=7, k=4, n=9, d=6, dtype=np.float32):
 
 
 def _fused(session: Session) -> int:
-    return sum(st.fn is fusion.attention_chain for st in session._main.steps)
+    return sum(getattr(st.fn, "fused", None) is fusion.attention_chain
+               for st in session._main.steps)
 
 
 def _assert_within_bound(y, feeds):
@@ -103,7 +104,8 @@ def test_chain_is_not_fused_where_its_intermediates_or_kernels_differ(case):
     outputs = ["y", "s"] if case == "scores asked for" else None
     res = session.run(feeds, outputs=outputs)
     plan = session._plans[None if outputs is None else tuple(outputs)]
-    assert not any(st.fn is fusion.attention_chain for st in plan.steps)
+    assert not any(getattr(st.fn, "fused", None) is fusion.attention_chain
+                   for st in plan.steps)
     if case in ("scores read", "probabilities read", "scores asked for", "session kernel"):
         _assert_within_bound(res["y"], feeds)
 
@@ -115,5 +117,57 @@ def test_error_in_a_fused_chain_names_its_last_node():
     feeds["v"] = feeds["v"][..., :8, :]  # n = 9 scores per row, 8 values
     session = Session(_chain_model(feeds), check_inputs=False)
     assert _fused(session) == 1
-    with pytest.raises(EvaluationError, match=r"nodes\[2\] \(MatMul\)|node 2 \(MatMul"):
+    with pytest.raises(EvaluationError, match=r"node 2 \(MatMul\) failed: .*in the fused "
+                       r"MatMul \(node 0\) -> Softmax \(node 1\) -> MatMul \(node 2\)"):
         session.run(feeds)
+
+
+def _linear_model(feeds, *, bias_first=False, reader=False):
+    add = ["c", "y"] if bias_first else ["y", "c"]
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["y"]), helper.make_node("Add", add, ["z"])]
+    outputs = ["z"]
+    if reader:
+        nodes.append(helper.make_node("Neg", ["y"], ["n"]))
+        outputs.append("n")
+    graph = helper.make_graph(nodes, "g", [tensor_info(n, feeds[n]) for n in ("x", "w", "c")],
+                              [helper.make_value_info(n, onnx.TypeProto()) for n in outputs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    return decode_model(model.SerializeToString())
+
+
+@pytest.mark.parametrize("bias_shape", [(6,), (4, 1, 6), (1,), ()])
+@pytest.mark.parametrize("bias_first", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_product_and_sum_fused_within_the_bound_of_exact(bias_shape, bias_first, dtype):
+    # (4, 1, 6) broadcasts the product [3, 6] up: the sum is then a new array
+    feeds = {"x": (RNG.standard_normal((3, 5)) * 4).astype(dtype),
+             "w": (RNG.standard_normal((5, 6)) * 4).astype(dtype),
+             "c": np.asarray(RNG.standard_normal(bias_shape) * 4).astype(dtype)}
+    session = Session(_linear_model(feeds, bias_first=bias_first))
+    assert len(session._main.steps) == 1
+    assert session._main.steps[0].fn.fused is (fusion.sum_product if bias_first
+                                               else fusion.product_sum)
+    (z,) = session.run(feeds).values()
+    x, w, c = (feeds[n].astype(np.float64) for n in ("x", "w", "c"))
+    exact = x @ w + c
+    assert z.dtype == dtype and z.shape == exact.shape
+    if dtype == np.int64:
+        np.testing.assert_array_equal(z, exact.astype(np.int64))  # small integers: exact
+    else:
+        # 5 products and the bias: at most 6 roundings of the sum of |terms|
+        eps = 2.0 ** -24 if dtype == np.float32 else 2.0 ** -53
+        assert np.all(np.abs(z - exact) <= 6 * eps * (np.abs(x) @ np.abs(w) + np.abs(c)))
+
+
+def test_product_read_by_another_node_is_not_fused():
+    feeds = {"x": RNG.standard_normal((3, 5)).astype(np.float32),
+             "w": RNG.standard_normal((5, 6)).astype(np.float32),
+             "c": RNG.standard_normal(6).astype(np.float32)}
+    session = Session(_linear_model(feeds, reader=True))
+    assert [st.node.op_type for st in session._main.steps] == ["MatMul", "Add", "Neg"]
+    res = session.run(feeds)
+    np.testing.assert_allclose(res["n"], -(feeds["x"].astype(np.float64) @ feeds["w"]),
+                               rtol=1e-5, atol=1e-5)  # 5 products: float32 roundings only
+    np.testing.assert_allclose(res["z"] + res["n"], np.broadcast_to(feeds["c"], (3, 6)),
+                               rtol=0, atol=1e-5)
