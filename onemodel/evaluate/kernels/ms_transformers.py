@@ -130,8 +130,9 @@ def q_attention(ctx, x, weight, bias, input_scale, weight_scale, mask_index=None
     Attention computes: heads ``num_heads``, ``scale`` (default 1/sqrt(H / num_heads)),
     ``mask_index`` (see :func:`attention_mask`, ``mask_filter_value`` default -10000),
     ``unidirectional``, ``past`` [2, B, N, P, H / N]. Outputs: [B, S, H] float32 and present
-    [2, B, N, P + S, H / N]. InvalidModelError without ``num_heads`` or for a weight of another
-    shape; UnsupportedError for ``do_rotary`` or ``past_present_share_buffer``.
+    [2, B, N, P + S, H / N]. InvalidModelError without ``num_heads`` or a required input;
+    EvaluationError for inputs of other shapes; UnsupportedError for ``do_rotary`` or
+    ``past_present_share_buffer``.
     """
     _require("QAttention", input=x, weight=weight, bias=bias, input_scale=input_scale,
              weight_scale=weight_scale)
