@@ -9,7 +9,9 @@ DynamicQuantizeMatMul, MatMulIntegerToFloat).
 Each derived model is made once per module in a temporary directory, checked to contain the
 com.microsoft operators the tools are known to emit (so a silent change of the tools that
 leaves nothing fused fails here), then run by onemodel and by onnxruntime (CPU, 1 thread, graph
-optimizations disabled: the model is already optimized) on fixed inputs.
+optimizations disabled: the model is already optimized) on fixed inputs; onemodel's inference
+types the same models without contradiction, with the outputs' element type, rank and fixed
+extents.
 
 ``optimize_model`` is called with ``opt_level=0`` (its Python fusions only): any higher level
 first runs onnxruntime's optimizer through a code path that imports torch, which is not a test
@@ -42,6 +44,7 @@ import pytest
 
 import onemodel
 from onemodel.evaluate import run
+from onemodel.inference import infer_model
 
 MODELS = pathlib.Path(__file__).resolve().parents[2] / "testdata" / "models"
 RTOL, ATOL = 1e-4, 1e-5
@@ -187,11 +190,19 @@ def test_tool_output_runs_in_onemodel_and_matches_onnxruntime(made, name):
     want = _onnxruntime(path, feeds)
     with onemodel.load(path) as model:
         got = run(model, feeds)
+        inferred = infer_model(model)
     assert list(got) == list(want)
+    assert not inferred.contradictions, inferred.contradictions
     for k, w in want.items():
         g = np.asarray(got[k])
         assert g.shape == w.shape and g.dtype == w.dtype, (k, g.shape, g.dtype, w.shape)
         np.testing.assert_allclose(g, w, rtol=RTOL, atol=ATOL, err_msg=f"{name}:{k}")
+        # the inference rules of the com.microsoft operators type the outputs: float, the rank
+        # and every fixed extent of what was computed (the others are the input variables)
+        v = inferred.values[k]
+        assert v.elem == onnx.TensorProto.FLOAT and v.shape is not None, (k, str(v))
+        assert len(v.shape) == g.ndim, (k, str(v), g.shape)
+        assert all(e == n for e, n in zip(v.shape, g.shape) if type(e) is int), (k, str(v))
 
 
 @pytest.mark.parametrize("name", ["bert_opt", "gpt2_opt", "bert_opt_ort", "gpt2_opt_ort"])
