@@ -10,7 +10,9 @@ Then every node is matched to a kernel (the session's own ``kernels=`` first, th
 registry's user and built-in kernels) or else a model-local function it calls, at the opset
 version of its domain, and every operator without one is listed in one
 :class:`~onemodel.errors.UnsupportedError`. Planning also fixes the values each subgraph reads
-from its enclosing scopes and the last use of every value, after which the runner drops it.
+from its enclosing scopes and the last use of every value, after which the runner drops it, and
+runs the attention chain MatMul -> Softmax -> MatMul and a MatMul -> Add as single steps where no
+other node, subgraph or requested output sees their intermediate values (:mod:`.fusion`).
 
 A kernel failing on the values it is given (numpy's ValueError, IndexError, an arithmetic error,
 MemoryError) is an :class:`~onemodel.errors.EvaluationError` naming the node and the shapes of
