@@ -11,7 +11,9 @@ external data file of real bytes (not a sparse file), generated in a temporary d
     the model with its data file at onemodel's default 4096-byte alignment (written once,
     untimed) with ``--align 4096``: source and destination offsets are then congruent modulo the
     page size and the tensors are copied with ``copy_file_range``, as cp copies, where the
-    64-byte layout copies them with ``splice`` through a pipe (storage/local.py).
+    64-byte layout copies them with ``splice`` through a pipe (storage/local.py). The start-up
+    of the command (interpreter, imports, the CLI) is shown by the same conversion of a model
+    of one 4 KB tensor.
 (b) Reading one tensor (``--tensor``, default the largest) of the converted model:
     ``onemodel.load`` of ``model.onnx`` and that tensor's ``numpy()`` copied (``np.array``; a
     row for the view alone too), against ``safetensors.safe_open(model.safetensors, "np")`` and
@@ -121,12 +123,13 @@ def _sides(cmds: dict, repeat: int, env: dict) -> tuple[dict, dict]:
             {k: max(v) for k, v in rss.items()})
 
 
-def _row(label: str, seconds: tuple, peak: int, base: tuple | None, size: int) -> str:
+def _row(label: str, seconds: tuple, peak: int, base: tuple | None, size: int | None) -> str:
     """One line: median and best wall time, speed (median), ratios to ``base`` (median to
     median, best to best), peak RSS."""
     (med, best) = seconds
     ratio = f"{med / base[0]:5.2f}x {best / base[1]:5.2f}x" if base else " " * 13
-    return (f"  {label:<54} {med * 1e3:6.0f} {best * 1e3:6.0f} ms  {size / med / 1e9:5.2f} GB/s"
+    speed = f"{size / med / 1e9:5.2f} GB/s" if size else " " * 10
+    return (f"  {label:<54} {med * 1e3:6.0f} {best * 1e3:6.0f} ms  {speed}"
             f"  {ratio}  {peak / 1e6:5.0f} MB")
 
 
@@ -149,7 +152,8 @@ def main() -> None:
         src, _ = st_big.write_big_model(d, specs)
         data = src + ".data"
         size = os.path.getsize(data)
-        outs = {k: os.path.join(d, k) for k in ("one", "shards", "cp", "aligned", "one4k")}
+        outs = {k: os.path.join(d, k) for k in ("one", "shards", "cp", "aligned", "one4k",
+                                                "tiny", "tiny_out")}
         for p in outs.values():
             os.mkdir(p)
         _timing.warm_page_cache(data)
@@ -167,10 +171,15 @@ def main() -> None:
              "0", "-q"], env)
         convert4k = [ONEMODEL, "convert", aligned, os.path.join(outs["one4k"], "model.onnx"),
                      "--layout", "safetensors", "--threshold", "0", "--align", "4096", "-q"]
+        # the command's start-up: the same conversion of a model of one 4 KB tensor
+        tiny, _ = st_big.write_big_model(outs["tiny"], [("w", specs[0][1], [1024])])
+        startup = [ONEMODEL, "convert", tiny, os.path.join(outs["tiny_out"], "model.onnx"),
+                   "--layout", "safetensors", "--threshold", "0", "-q"]
         med, peak = _sides({"convert": (convert, _emptied(outs["one"])),
                             "shards": (shards, _emptied(outs["shards"])),
                             "convert4k": (convert4k, _emptied(outs["one4k"])),
-                            "cp": (cp, _emptied(outs["cp"]))}, a.repeat, env)
+                            "cp": (cp, _emptied(outs["cp"])),
+                            "startup": (startup, _emptied(outs["tiny_out"]))}, a.repeat, env)
         n_shards = sum(1 for n in os.listdir(outs["shards"]) if n.endswith(".safetensors"))
         # (b) on the one-file conversion (the last round left it in place)
         model = os.path.join(outs["one"], "model.onnx")
@@ -193,6 +202,8 @@ def main() -> None:
     print(_row("  the same from a 4096-aligned data file, --align 4096", med["convert4k"],
                peak["convert4k"], med["cp"], size))
     print(_row("cp of the data file", med["cp"], peak["cp"], None, size))
+    print(_row("start-up: onemodel convert of a 4 KB model", med["startup"], peak["startup"],
+               None, None))
     t = sizes[tensor]
     print(f"(b) reading {tensor} ({t / 1e6:.0f} MB)")
     print(_row("onemodel.load + numpy() copied (np.array)", rmed["copy"], rpeak["copy"],
