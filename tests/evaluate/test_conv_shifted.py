@@ -17,15 +17,15 @@ RNG = np.random.default_rng(29)
 
 @pytest.fixture
 def shifted_calls(monkeypatch):
-    """Counts the calls of ``_shifted_conv`` (the cases below must take it)."""
+    """Counts the calls of ``_shifted_conv`` and ``_shifted_conv_last`` (the cases below must
+    take one)."""
     calls = []
-    real = conv_module._shifted_conv
+    for name in ("_shifted_conv", "_shifted_conv_last"):  # groups / one group
+        def spy(*args, _real=getattr(conv_module, name)):
+            calls.append(args[0].shape)
+            return _real(*args)
 
-    def spy(*args):
-        calls.append(args[0].shape)
-        return real(*args)
-
-    monkeypatch.setattr(conv_module, "_shifted_conv", spy)
+        monkeypatch.setattr(conv_module, name, spy)
     return calls
 
 
@@ -53,7 +53,6 @@ def test_shifted_conv_is_within_the_bound_of_exact(x, w, attrs, chunked, shifted
     terms = w[1] * math.prod(w[2:]) + 1
     mag = reference64(model, {k: np.abs(v) for k, v in feeds.items()})[0]
     assert_close_to_exact(got, reference64(model, feeds), ulps=terms, scale=mag)
-    assert got[0].flags.c_contiguous
 
 
 def test_shifted_conv_in_float64_without_bias(shifted_calls):
@@ -62,7 +61,7 @@ def test_shifted_conv_in_float64_without_bias(shifted_calls):
     feeds = {"x": x, "w": w}
     model = node_model("Conv", feeds, ["x", "w"], ["y"], opset=22, pads=[1, 1, 1, 1])
     (got,) = ours(model, feeds)
-    assert shifted_calls and got.dtype == np.float64 and got.flags.c_contiguous
+    assert shifted_calls and got.dtype == np.float64
     # exact: the same sums by a direct loop over the kernel taps, in float64; 27 products,
     # within 27 float64 roundings of the sum of |terms|
     xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
@@ -85,3 +84,26 @@ def test_wasteful_geometry_takes_im2col(shifted_calls):
     assert not shifted_calls
     mag = reference64(model, {k: np.abs(v) for k, v in feeds.items()})[0]
     assert_close_to_exact(got, reference64(model, feeds), ulps=14, scale=mag)
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_one_group_gives_a_channels_last_view_and_reads_one(channels_last):
+    x = RNG.standard_normal((3, 5, 6, 7)).astype(np.float32)
+    w = RNG.standard_normal((4, 5, 3, 2)).astype(np.float32)
+    b = RNG.standard_normal(4).astype(np.float32)
+    given = np.moveaxis(np.ascontiguousarray(np.moveaxis(x, 1, -1)), -1, 1) if channels_last \
+        else x
+    assert (given.strides[1] == 4) == channels_last
+    y = conv_module._shifted_conv_last(given, w, b, [3, 2], [1, 1], [1, 0], [1, 1], [6, 7])
+    assert y.shape == (3, 4, 6, 7) and y.strides[1] == 4  # channels innermost in memory
+    # exact: the sums over the taps in float64; 30 products and the bias, each output within
+    # 31 float32 roundings of the sum of |terms|
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (0, 1)))
+    want = np.zeros((3, 4, 6, 7)) + b[:, None, None]
+    mag = np.zeros((3, 4, 6, 7)) + np.abs(b)[:, None, None]
+    for i in range(3):
+        for j in range(2):
+            tap = xp[:, :, i:i + 6, j:j + 7]
+            want += np.einsum("nchw,mc->nmhw", tap, w[:, :, i, j])
+            mag += np.einsum("nchw,mc->nmhw", np.abs(tap), np.abs(w[:, :, i, j]))
+    assert np.all(np.abs(y - want) <= 31 * 2.0 ** -24 * mag)
