@@ -31,7 +31,7 @@ Each error carries the path of the field (``ModelProto.graph.node[3].input[1]`` 
 source (a path or URL). ``str(error)`` gives one line::
 
     Malformed: tensor byte range ends past the data region [manifest.graph.initializers[4].data]
-    at offset 0x1F40 in s3://b/m.onemodel
+    at offset 0x1f40 in s3://b/m.onemodel
 
 That line stays readable whatever the file holds: a message quotes a name, a location or a string
 from the file with :func:`quote`, which keeps the first and last hundred characters of a longer
@@ -137,7 +137,7 @@ class OneModelError(Exception):
         if self.path:
             text += f" [{clip(str(self.path), PART_LIMIT)}]"
         if self.offset is not None:
-            text += f" at offset 0x{self.offset:X}"
+            text += f" at offset {self.offset:#x}"
         if self.source:
             text += f" in {clip(str(self.source), PART_LIMIT)}"
         return text

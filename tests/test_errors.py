@@ -78,7 +78,7 @@ def test_evaluation_and_usage_errors_are_bounded_too():
 
 def test_a_short_error_line_is_unchanged():
     e = MalformedError("bad 'x'", path="ModelProto.graph", offset=0x1F40, source="m.onnx")
-    assert str(e) == "Malformed: bad 'x' [ModelProto.graph] at offset 0x1F40 in m.onnx"
+    assert str(e) == "Malformed: bad 'x' [ModelProto.graph] at offset 0x1f40 in m.onnx"
     assert str(OneModelError("m" * MESSAGE_LIMIT)) == "Error: " + "m" * MESSAGE_LIMIT
 
 

@@ -243,5 +243,5 @@ def test_redact_masks_secrets_outside_urls():
     # what is not a secret stays as written: names of outputs and dims, e-mail addresses
     for line in ("token: shape [1, 10] dtype float32 sha256:00", "--dim num_tokens=N",
                  "inputs: ids int64[1,5] (batch=1, max_tokens=5)", "mail bob@example.com",
-                 "[ModelProto.graph.node[3]:x] at offset 0x1F"):
+                 "[ModelProto.graph.node[3]:x] at offset 0x1f"):
         assert redact(line) == line

@@ -298,4 +298,4 @@ def test_errors_name_the_source_and_are_one_of_the_kinds(tmp_path):
     with LocalSource(str(path)) as src, pytest.raises(OneModelError) as info:
         read(src)
     assert str(info.value) == (f"Unsupported: flags 0x1 are not supported (version 1 has none) "
-                               f"[header.flags] at offset 0xC in {path}")
+                               f"[header.flags] at offset 0xc in {path}")
