@@ -119,7 +119,8 @@ def test_dims_and_shapes_are_checked_with_or_without_run(run):
     from onemodel.errors import UsageError
     with pytest.raises(UsageError, match=r"dimension 'sq'.*symbolic dims: batch, seq"):
         onemodel.verify(LEGACY, LEGACY, run=run, dims={"sq": 16})
-    with pytest.raises(UsageError, match=r"'token': it is not a graph input.*tokens"):
+    with pytest.raises(UsageError, match=r"--shape token=1,16 \(.*\): it is not a graph input"
+                                         r".*tokens"):
         onemodel.verify(LEGACY, LEGACY, run=run, shapes={"token": (1, 16)})
     with pytest.raises(UsageError, match=r"rank 1; the graph declares rank 2"):
         onemodel.verify(LEGACY, LEGACY, run=run, shapes={"tokens": (16,)})

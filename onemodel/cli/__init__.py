@@ -783,7 +783,10 @@ def run_cmd(
                 _run_test_data(model, test_data, rtol, atol, output_dir, output_format)
                 return
             dims, shapes = _inputs_given(dim, shape)
-            check_dims_shapes(model, dims, shapes)
+            try:  # (a shape that does not fit is named by its flag, as one not parsed is)
+                check_dims_shapes(model, dims, shapes)
+            except UsageError as e:
+                raise as_flags(e) from None
             try:  # (an input too large names the flag that made it so)
                 feeds = random_inputs(model, seed=seed, dims=dims, shapes=shapes) if random \
                     else {}

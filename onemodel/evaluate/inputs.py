@@ -327,7 +327,8 @@ def check_dims_shapes(model: Model, dims: dict[str, int] | None,
             inputs = ", ".join(needed) or "none"
             other = model.graph is not None and any(v.name == name for v in model.graph.inputs)
             why = "has an initializer (it needs no value)" if other else "is not a graph input"
-            raise UsageError(f"shape for '{name}': it {why}; inputs that need a value: {inputs}")
+            raise UsageError(f"{_shape_flag(name, shape)}: it {why}; inputs that need a value: "
+                             f"{inputs}")
         try:
             extents = tuple(shape)
         except TypeError:
@@ -342,17 +343,29 @@ def check_dims_shapes(model: Model, dims: dict[str, int] | None,
             vtype.kind == "optional" else vtype
         if inner is None or inner.kind not in ("tensor", "sparse_tensor"):
             kind = inner.kind if inner is not None and inner.kind else "untyped"
-            raise UsageError(f"shape for '{name}': the input is a {kind} value, not a tensor")
+            raise UsageError(f"{_shape_flag(name, extents)}: the input is a {kind} value, not "
+                             "a tensor")
         declared = _tensor_dims(vtype)
         if declared is None:
             continue  # no declared shape: any rank
         if len(declared) != len(extents):
-            raise UsageError(f"shape for '{name}' {list(extents)} has rank {len(extents)}; the "
+            raise UsageError(f"{_shape_flag(name, extents)} has rank {len(extents)}; the "
                              f"graph declares rank {len(declared)} {_shown(declared)}")
         for k, (d, got) in enumerate(zip(declared, extents)):
             if isinstance(d, int) and d >= 0 and d != got:
-                raise UsageError(f"shape for '{name}' {list(extents)}: axis {k} is {got}; the "
+                raise UsageError(f"{_shape_flag(name, extents)}: axis {k} is {got}; the "
                                  f"graph declares {_shown(declared)}")
+
+
+def _shape_flag(name: str, shape) -> str:
+    """How a message names a shape given for input ``name``: as the command line's flag,
+    ``--shape x=2,4``, with :data:`PYTHON_NOTE` (which :func:`as_flags` takes out), so that a
+    shape that does not fit is named like a ``--shape`` value that cannot be parsed."""
+    try:
+        value = ",".join(str(d) for d in shape)
+    except TypeError:
+        value = repr(shape)
+    return f"--shape {name}={value} ({PYTHON_NOTE})"
 
 
 def _shown(declared: list) -> str:

@@ -315,8 +315,8 @@ def run_api(path, feeds):
 
 @pytest.mark.parametrize("flags, said", [
     (["--dim", "nosuch=3"], "dimension 'nosuch': no graph input has a dimension of that name"),
-    (["--shape", "nosuch=1,2"], "shape for 'nosuch': it is not a graph input"),
-    (["--shape", "x=1,2,3"], "has rank 3; the graph declares rank 2"),
+    (["--shape", "nosuch=1,2"], "Usage error: --shape nosuch=1,2: it is not a graph input"),
+    (["--shape", "x=1,2,3"], "Usage error: --shape x=1,2,3 has rank 3; the graph declares rank 2"),
     (["--shape", "x=1,two"], "--shape x=1,two: 'two' is not a non-negative integer"),
 ])
 def test_dim_and_shape_are_checked_alike_by_run_and_verify(unnamed, flags, said):
@@ -325,6 +325,33 @@ def test_dim_and_shape_are_checked_alike_by_run_and_verify(unnamed, flags, said)
         r = cli(*cmd, *flags)
         assert r.exit_code == 2, (cmd, r.output)
         assert r.stderr.startswith("Usage error:") and said in r.stderr, (cmd, r.stderr)
+
+
+def test_a_shape_that_does_not_fit_is_named_like_one_that_cannot_be_parsed(tmp_path):
+    """`--shape x=2,4` for an input declared [N, 3] and `--shape x=2,four` are both one usage
+    error line (exit 2) that starts with the flag and its value, as `--dim` values are named,
+    in run, verify --run and verify; the Python API's message says which parameter it is."""
+    from onnx import TensorProto, helper
+
+    from onemodel.errors import UsageError
+    from onemodel.evaluate.inputs import PYTHON_NOTE, check_dims_shapes
+
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])])
+    path = tmp_path / "relu.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    for value, said in (("x=2,4", "axis 1 is 4; the graph declares [N, 3]"),
+                        ("x=2,four", "'four' is not a non-negative integer")):
+        for cmd in (("run", path, "--random"), ("verify", path, path, "--run"),
+                    ("verify", path, path)):
+            r = cli(*cmd, "--shape", value)
+            assert r.exit_code == 2, (cmd, r.output)
+            assert r.stderr.startswith(f"Usage error: --shape {value}: {said}"), (cmd, r.stderr)
+            assert PYTHON_NOTE not in r.stderr
+    with onemodel.load(path) as model, pytest.raises(UsageError) as e:
+        check_dims_shapes(model, {}, {"x": (2, 4)})
+    assert str(e.value).startswith(f"--shape x=2,4 ({PYTHON_NOTE}): axis 1 is 4")
 
 
 def test_a_dim_of_zero_is_an_extent_and_bad_values_are_refused_alike(tmp_path):
