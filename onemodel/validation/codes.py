@@ -43,7 +43,7 @@ _TABLE = [
      "the model imports no operator set (opset_import is mandatory)"),
     ("OM104", "error", P1 + "Clause 5.3.2",
      "each domain is imported once (by the model; by each function)",
-     "domain 'ai.onnx' is imported twice (first at opset_import[0])"),
+     "domain 'ai.onnx' is imported twice (first at opset_import[0].domain)"),
     ("OM105", "error", P1 + "Clauses 5.3.2, 10.4",
      "every domain a node uses is imported",
      "domain 'com.x' of node 'Foo' is not imported by opsets"),

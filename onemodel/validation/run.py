@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from .codes import CODES, matches
 from .digests import check_digests
 from .finding import Finding, Report
@@ -102,11 +104,23 @@ def check_and_model(path_or_model, *, full: bool = False, strict: bool = False, 
     return Report(out, source), model
 
 
+#: A message that names an earlier field ends with ``(first at PATH)`` (OM104, OM115, OM116),
+#: PATH in IR field names like the finding's own path.
+_FIRST_AT = re.compile(r"\(first at ([A-Za-z0-9_.\[\]]+)\)$")
+
+
 def _in_file_terms(model, f: Finding, fmt) -> Finding:
+    """``f`` with its path, and the ``(first at PATH)`` its message ends with, in the file's
+    terms (:func:`file_path`), so that the message names a field as the path does."""
     path = file_path(model, f.path, fmt)
-    if path == f.path:
+    message = f.message
+    m = _FIRST_AT.search(message)
+    if m:
+        message = (message[:m.start(1)] + (file_path(model, m.group(1), fmt) or m.group(1))
+                   + message[m.end(1):])
+    if path == f.path and message == f.message:
         return f
-    return Finding(f.code, f.severity, f.message, path, f.offset, f.clause)
+    return Finding(f.code, f.severity, message, path, f.offset, f.clause)
 
 
 def _codes(patterns):

@@ -95,7 +95,7 @@ def _distinct_domains(opsets, path: str, out: list) -> None:
         d = normalize_domain(o.domain)
         if d in seen:
             out.append(finding("OM104", f"domain {quote(o.domain or '')} is imported twice "
-                               f"(first at {path}[{seen[d]}])", f"{path}[{k}].domain"))
+                               f"(first at {path}[{seen[d]}].domain)", f"{path}[{k}].domain"))
         else:
             seen[d] = k
 

@@ -49,6 +49,27 @@ def test_no_opset_import(tmp_path):
 def test_a_domain_imported_twice(tmp_path):
     f = one(found(tmp_path, model(opsets=(("", 17), ("ai.onnx", 18)))), "OM104")
     assert (f.severity, f.path) == ("error", "opset_import[1].domain")
+    # the first import is named in the finding's own path form
+    assert f.message == "domain 'ai.onnx' is imported twice (first at opset_import[0].domain)"
+
+
+def test_the_first_import_is_named_as_the_finding_path_is(tmp_path):
+    """OM104 in a function's imports, and in a .onemodel file: the message's "first at" names
+    the earlier import in the same terms as the finding's path."""
+    m = model()
+    fn = helper.make_function("local", "f", ["a"], ["b"], [helper.make_node("Relu", ["a"], ["b"])],
+                              [helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx", 17)])
+    m.functions.append(fn)
+    m.opset_import.append(helper.make_opsetid("local", 1))
+    f = one(found(tmp_path, m), "OM104")
+    assert f.path == "functions[0].opset_import[1].domain"
+    assert f.message.endswith("(first at functions[0].opset_import[0].domain)")
+    src = save(tmp_path, model(opsets=(("", 17), ("ai.onnx", 18))), "d.onnx")
+    dst = str(tmp_path / "d.onemodel")
+    onemodel.convert(src, dst)
+    f = one(onemodel.check(dst), "OM104")
+    assert f.path.startswith("manifest.") and f.path.endswith("[1].domain")
+    assert f.message.endswith(f"(first at {f.path[:-len('[1].domain')]}[0].domain)")
 
 
 def test_a_used_domain_not_imported(tmp_path):
