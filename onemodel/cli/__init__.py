@@ -287,6 +287,31 @@ def _option_flags(layout: Optional[str]):
         raise
 
 
+_SIZE_UNITS = {"": 1, "b": 1, "kb": 10 ** 3, "mb": 10 ** 6, "gb": 10 ** 9, "tb": 10 ** 12,
+               "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
+
+
+def byte_size(text: str, flag: str) -> int:
+    """A size in bytes as the command line takes it: an integer (``5000000000``), or a number
+    with a unit as Hugging Face spells ``max_shard_size`` (``5GB``, ``500MB``, ``10GiB``,
+    ``1.5GB``): KB, MB, GB, TB decimal (10**3 ...), KiB, MiB, GiB, TiB binary (2**10 ...), B
+    bytes; case-insensitive, a space allowed before the unit. Returns an int >= 0 (a fractional
+    byte count rounds down). Raises UsageError naming ``flag`` for anything else."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)\s*", text, re.IGNORECASE)
+    unit = _SIZE_UNITS.get(m.group(2).lower()) if m else None
+    if unit is None:
+        raise UsageError(f"{flag} takes a size in bytes: an integer or a number with a unit "
+                         f"(KB, MB, GB decimal; KiB, MiB, GiB binary: 5GB, 500MB, 10GiB), "
+                         f"not {text!r}")
+    number = m.group(1)
+    if "." not in number:
+        return int(number) * unit
+    from fractions import Fraction
+    return int(Fraction(number) * unit)
+
+
 @app.command()
 def convert(
     src: str = typer.Argument(..., metavar="SRC",
@@ -309,9 +334,10 @@ def convert(
                                               help="ONNX output layout: keep, inline, file, "
                                               "per_tensor or safetensors (a data file name "
                                               "ending in .safetensors selects it)."),
-    max_shard_size: Optional[int] = typer.Option(None, "--max-shard-size", metavar="BYTES",
+    max_shard_size: Optional[str] = typer.Option(None, "--max-shard-size", metavar="SIZE",
                                                  help="Layout safetensors: shards of at most "
-                                                 "this many tensor bytes, with an index json."),
+                                                 "this many tensor bytes (5000000000, 5GB, "
+                                                 "500MB, 10GiB), with an index json."),
     into: Optional[str] = typer.Option(None, "--into", metavar="MODEL", help="SRC is a "
                                        ".safetensors file: replace MODEL's initializers by "
                                        "name with its tensors and write the result to DST."),
@@ -351,7 +377,8 @@ def convert(
         if external_data is not None:
             options["external_data"] = external_data
         for name, value in (("align", align), ("threshold", threshold),
-                            ("max_shard_size", max_shard_size)):
+                            ("max_shard_size", None if max_shard_size is None
+                             else byte_size(max_shard_size, "--max-shard-size"))):
             if value is not None:
                 options[name] = value
         if force:

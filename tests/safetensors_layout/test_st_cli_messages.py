@@ -42,3 +42,45 @@ def test_other_unknown_files_keep_the_plain_message(tmp_path):
     r = _cli("info", tmp_path / "n.bin")
     assert r.exit_code == 2
     assert "cannot tell the format of the file" in r.output and "safetensors" not in r.output
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("5000000000", 5_000_000_000), ("5GB", 5 * 10 ** 9), ("500MB", 500 * 10 ** 6),
+    ("10GiB", 10 * 2 ** 30), ("10gib", 10 * 2 ** 30), ("64kb", 64_000), ("64KiB", 65_536),
+    ("1.5GB", 1_500_000_000), ("2 MiB", 2 * 2 ** 20), ("7B", 7)])
+def test_byte_size_takes_integers_and_hugging_face_units(text, expected):
+    from onemodel.cli import byte_size
+    assert byte_size(text, "--max-shard-size") == expected
+
+
+@pytest.mark.parametrize("text", ["5G", "abc", "-1", "5 GB GB", "", "1e9", "GB"])
+def test_byte_size_refuses_other_spellings_naming_the_flag(text):
+    from onemodel.cli import byte_size
+    from onemodel.errors import UsageError
+    with pytest.raises(UsageError, match="^--max-shard-size takes a size in bytes"):
+        byte_size(text, "--max-shard-size")
+
+
+def test_max_shard_size_with_a_unit_shards_the_data_file(tmp_path):
+    import json
+
+    import onnx
+    from st_models import mlp_model
+    onnx.save(mlp_model(), tmp_path / "m.onnx")
+    sizes = sorted(onnx.numpy_helper.to_array(t).nbytes for t in mlp_model().graph.initializer)
+    limit = f"{sizes[-1] + sizes[-2] - 1}B"  # the two largest tensors do not fit one shard
+    r = _cli("convert", tmp_path / "m.onnx", tmp_path / "o.onnx", "--external-data",
+             "w.safetensors", "--threshold", "0", "--max-shard-size", limit, "-q")
+    assert r.exit_code == 0, r.output
+    index = json.loads((tmp_path / "w.safetensors.index.json").read_text())
+    assert len(set(index["weight_map"].values())) >= 2
+    r = _cli("convert", tmp_path / "m.onnx", tmp_path / "p.onnx", "--external-data",
+             "v.safetensors", "--max-shard-size", "1GB", "-q")
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "v.safetensors").exists()
+    assert not (tmp_path / "v.safetensors.index.json").exists()
+    r = _cli("convert", tmp_path / "m.onnx", tmp_path / "q.onnx", "--external-data",
+             "u.safetensors", "--max-shard-size", "5G")
+    assert r.exit_code == 2
+    assert "Usage error: --max-shard-size takes a size in bytes" in r.output
+    assert "'5G'" in r.output and not (tmp_path / "q.onnx").exists()
