@@ -535,7 +535,9 @@ def _data_file_line(f: dict) -> str:
     st = f.get("safetensors")
     st = "" if st is None else (
         f"; safetensors file, {st['entries']} tensor entr{'y' if st['entries'] == 1 else 'ies'}"
-        " in its header, "
+        + (f" (+{st['padding']} padding entr{'y' if st['padding'] == 1 else 'ies'})"
+           if st.get("padding") else "")
+        + " in its header, "
         + ("every referenced tensor consistent with its entry" if st["checked"] == f["tensors"]
            else f"{st['checked']} of {f['tensors']} references checked against it"))
     return (f"data file {f['location']}: {_count(f['tensors'], 'tensor')}, "

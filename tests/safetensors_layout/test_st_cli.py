@@ -39,11 +39,12 @@ def test_convert_to_the_layout_and_info_says_it(tmp_path):
     r = _cli("info", tmp_path / "o.onnx")
     assert r.exit_code == 0, r.output
     line = next(x for x in r.output.splitlines() if x.startswith("data file w.safetensors"))
-    assert line.endswith(f"safetensors file, {len(h.entries) - 1} tensor entries in its header, "
-                         "every referenced tensor consistent with its entry")  # 1 padding
+    assert line.endswith(f"safetensors file, {len(h.entries) - 1} tensor entries (+1 padding "
+                         "entry) in its header, every referenced tensor consistent with its "
+                         "entry")  # the header entry of the padding before the first tensor
     r = _cli("info", tmp_path / "o.onnx", "--json")
     (f,) = json.loads(r.output)["external_data"]
-    assert f["safetensors"] == {"entries": 4, "checked": 4}
+    assert f["safetensors"] == {"entries": 4, "padding": 1, "checked": 4}
 
 
 def test_layout_flag_and_align(tmp_path):

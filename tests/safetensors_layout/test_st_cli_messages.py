@@ -84,3 +84,29 @@ def test_max_shard_size_with_a_unit_shards_the_data_file(tmp_path):
     assert r.exit_code == 2
     assert "Usage error: --max-shard-size takes a size in bytes" in r.output
     assert "'5G'" in r.output and not (tmp_path / "q.onnx").exists()
+
+
+def test_info_counts_padding_entries_apart_as_safe_open_lists_them(tmp_path):
+    import json
+
+    import onnx
+    from safetensors import safe_open
+    from st_models import mlp_model
+    onnx.save(mlp_model(), tmp_path / "m.onnx")
+    r = _cli("convert", tmp_path / "m.onnx", tmp_path / "o.onnx", "--external-data",
+             "w.safetensors", "--threshold", "0", "--align", "4096", "-q")
+    assert r.exit_code == 0, r.output
+    m = onnx.load(str(tmp_path / "o.onnx"), load_external_data=False)
+    tensors = sum(t.data_location == onnx.TensorProto.EXTERNAL for t in m.graph.initializer)
+    with safe_open(str(tmp_path / "w.safetensors"), "np") as f:
+        keys = len(list(f.keys()))
+    padding = keys - tensors
+    assert padding >= 1
+    r = _cli("info", tmp_path / "o.onnx")
+    assert r.exit_code == 0, r.output
+    line = next(x for x in r.output.splitlines() if x.startswith("data file w.safetensors"))
+    word = "entry" if padding == 1 else "entries"
+    assert f"safetensors file, {tensors} tensor entries (+{padding} padding {word}) in its " \
+           "header, every referenced tensor consistent" in line, line
+    (f,) = json.loads(_cli("info", tmp_path / "o.onnx", "--json").output)["external_data"]
+    assert f["safetensors"] == {"entries": tensors, "padding": padding, "checked": tensors}

@@ -38,7 +38,7 @@ def test_a_remote_model_reads_its_safetensors_header_in_one_request(http_server,
         assert w1.name == "w1" and np.array_equal(w1.numpy(), want["w1"])
         assert len(_on(http_server, "w.safetensors")) == 2  # one range read for w1
         report = onemodel.formats.onnx.external_data_report(m)
-    assert report[0]["safetensors"] == {"entries": 4, "checked": 4}
+    assert report[0]["safetensors"] == {"entries": 4, "padding": 0, "checked": 4}
 
 
 def test_a_hostile_remote_safetensors_file_is_refused(http_server, tmp_path):

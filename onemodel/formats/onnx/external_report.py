@@ -41,8 +41,10 @@ def external_data_report(model) -> list[dict]:
     (``alignment`` >= 64: in a map of the whole file every tensor starts 64-byte aligned, enough
     for aligned SIMD loads and any element type), ``error`` for a reference that cannot be
     parsed (reported, not raised), and for a safetensors data file ``safetensors``:
-    ``{"entries": the tensors its header names (padding left out), "checked": the references
-    checked consistent with the entry they point at}`` (the reader refuses an inconsistent one,
+    ``{"entries": the tensors its header names (padding left out), "padding": the padding
+    entries it also names (the alignment fillers onemodel records in ``__metadata__``; a
+    safetensors reader lists them among its keys), "checked": the references checked consistent
+    with the entry they point at}`` (the reader refuses an inconsistent one,
     so for a loaded model ``checked`` equals ``tensors``). :func:`describe_alignment` says this
     in words.
     """
@@ -74,7 +76,9 @@ def external_data_report(model) -> list[dict]:
             f["size"] = b.source.size
             st = index_of(b.source)
             if st is not None:
-                f["safetensors"] = {"entries": st.tensors, "checked": st.checked}
+                f["safetensors"] = {"entries": st.tensors,
+                                    "padding": len(st.header) - st.tensors,
+                                    "checked": st.checked}
         length = ref.length if ref.length is not None else t.nbytes
         if length > 0:  # the largest power of two dividing the offset (0: any), capped
             own = min(ref.offset & -ref.offset, MAX_ALIGN) if ref.offset else MAX_ALIGN
