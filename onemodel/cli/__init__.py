@@ -408,31 +408,80 @@ def info(
     debug: bool = DebugOpt,
 ):
     """Show a model: IR and opsets, producer, inputs and outputs, operators, weights (with
-    --shapes, every value's inferred type)."""
+    --shapes, every value's inferred type). A safetensors weights file: what it is and its
+    tensors."""
+    global _nothing_at_exit
+    with _errors(debug):
+        try:
+            _info_of_model(file, as_json, shapes, allow_outside, storage_option)
+        except UnsupportedError as e:
+            from ..formats import WEIGHTS_FILE
+            if e.message != WEIGHTS_FILE:
+                raise
+            _weights_listing(file, as_json, _storage(storage_option, file))
+    _nothing_at_exit = True  # printed; nothing of the model needs tearing down
+
+
+def _info_of_model(file, as_json, shapes, allow_outside, storage_option) -> None:
+    """``info`` of a model: load it, summarize, print (text or JSON)."""
     from .. import api
     from ..storage.progress import Progress
     from ..summary import summarize
 
-    global _nothing_at_exit
-    with _errors(debug):
-        with _no_collections(), Progress("read", quiet=as_json) as bar, \
-                api.load(file, storage_options=_storage(storage_option, file), progress=bar,
-                         **_read_options(allow_outside)) as model:
-            s = summarize(model)
-            # (the report walks every tensor again: only for a model that has external data)
-            s["external_data"] = external_report(model) if s["tensors"]["external"] else []
-            if shapes:
-                from .infer import shape_listing
-                s.update(shape_listing(model))
-        if _own_process:  # freed with the process, not record by record on return
-            _kept_to_exit.append(model)
-        s["source"] = shown(s["source"])
-        if as_json:
-            import json
-            out.line(json.dumps(s, indent=2))
-        else:
-            _print_summary(s)
-    _nothing_at_exit = True  # printed; nothing of the model needs tearing down
+    with _no_collections(), Progress("read", quiet=as_json) as bar, \
+            api.load(file, storage_options=_storage(storage_option, file), progress=bar,
+                     **_read_options(allow_outside)) as model:
+        s = summarize(model)
+        # (the report walks every tensor again: only for a model that has external data)
+        s["external_data"] = external_report(model) if s["tensors"]["external"] else []
+        if shapes:
+            from .infer import shape_listing
+            s.update(shape_listing(model))
+    if _own_process:  # freed with the process, not record by record on return
+        _kept_to_exit.append(model)
+    s["source"] = shown(s["source"])
+    if as_json:
+        import json
+        out.line(json.dumps(s, indent=2))
+    else:
+        _print_summary(s)
+
+
+def _weights_listing(file: str, as_json: bool, storage_options) -> None:
+    """``info`` of a safetensors weights file (what :func:`onemodel.formats.detect` refuses as
+    :data:`~onemodel.formats.WEIGHTS_FILE`, the model reader having found no model): the note
+    that it is no model, then its tensors (key, dtype, shape, bytes; padding entries marked)
+    from its checked header. Raises what the header check raises for a broken one
+    (MalformedError, UnsupportedError), IoError when it cannot be read."""
+    from ..formats import WEIGHTS_FILE
+    from ..formats.safetensors.header import read_header
+    from ..formats.safetensors.layout import Recorded
+    from ..storage import open_source
+
+    src = open_source(file, storage_options=storage_options)
+    try:
+        header = read_header(src)
+    finally:
+        close = getattr(src, "close", None)
+        if close is not None:
+            close()
+    padding = Recorded(header.metadata, file).padding
+    rows = [{"name": e.name, "dtype": e.dtype, "shape": list(e.shape), "bytes": e.nbytes,
+             "padding": e.name in padding} for e in header.entries]
+    if as_json:
+        import json
+        out.line(json.dumps({"source": shown(file), "format": "safetensors", "model": False,
+                             "note": WEIGHTS_FILE, "metadata": header.metadata,
+                             "tensors": rows}, indent=2))
+        return
+    tensors = [r for r in rows if not r["padding"]]
+    out.line(f"{shown(file)}: {WEIGHTS_FILE}")
+    out.line(f"tensors: {len(tensors)}, {_human(sum(r['bytes'] for r in tensors))}"
+             + (f" (+{len(rows) - len(tensors)} padding entries)" if len(rows) > len(tensors)
+                else ""))
+    for r in rows:
+        out.line(f"  {r['name']}  {r['dtype']}{r['shape']}  {_human(r['bytes'])}"
+                 + ("  (padding)" if r["padding"] else ""))
 
 
 def external_report(model) -> list[dict]:

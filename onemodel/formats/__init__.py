@@ -176,14 +176,16 @@ def detect(head: bytes | None = None, name: str | None = None) -> FormatPlugin:
         found = _match(head, name)
     if found is None:
         if _safetensors_weights(head, name):
-            raise UnsupportedError(
-                "a safetensors weights file: it holds tensors only, not a model (no "
-                "graph); to put its tensors into a model run `onemodel convert "
-                "WEIGHTS.safetensors --into MODEL OUT` (Python: onemodel.convert(weights, out, "
-                "into=model))", source=name)
+            raise UnsupportedError(WEIGHTS_FILE, source=name)
         raise UnsupportedError("cannot tell the format of the file from its first bytes or its "
                                "name", source=name)
     return found
+
+
+#: What :func:`detect` says of a safetensors weights file (``onemodel info`` lists its tensors).
+WEIGHTS_FILE = ("a safetensors weights file: it holds tensors only, not a model (no graph); to "
+                "put its tensors into a model run `onemodel convert WEIGHTS.safetensors --into "
+                "MODEL OUT` (Python: onemodel.convert(weights, out, into=model))")
 
 
 def _safetensors_weights(head: bytes | None, name: str | None) -> bool:

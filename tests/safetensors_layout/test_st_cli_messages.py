@@ -23,7 +23,7 @@ def _weights(path):
 
 
 @pytest.mark.parametrize("name", ["weights.safetensors", "weights.bin"])
-@pytest.mark.parametrize("command", [["info"], ["check"], ["hash"], ["verify", "SAME"],
+@pytest.mark.parametrize("command", [["check"], ["hash"], ["verify", "SAME"],
                                      ["convert", "OUT"]])
 def test_a_weights_file_is_named_as_one_with_the_into_hint(tmp_path, name, command):
     w = _weights(tmp_path / name)
@@ -35,6 +35,36 @@ def test_a_weights_file_is_named_as_one_with_the_into_hint(tmp_path, name, comma
     assert "onemodel convert WEIGHTS.safetensors --into MODEL OUT" in r.output
     assert "cannot tell the format" not in r.output
     assert not (tmp_path / "x.onnx").exists()
+
+
+@pytest.mark.parametrize("name", ["weights.safetensors", "weights.bin"])
+def test_info_of_a_weights_file_says_what_it_is_and_lists_its_tensors(tmp_path, name):
+    import json
+
+    from safetensors import safe_open
+    w = _weights(tmp_path / name)
+    r = _cli("info", w)
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert lines[0].startswith(f"{w}: a safetensors weights file: it holds tensors only, not a "
+                               "model"), lines[0]
+    assert "onemodel convert WEIGHTS.safetensors --into MODEL OUT" in lines[0]
+    with safe_open(str(w), "np") as f:
+        want = {k: f.get_tensor(k) for k in f.keys()}
+    assert lines[1] == f"tensors: 2, {sum(a.nbytes for a in want.values())} B"
+    assert sorted(lines[2:]) == sorted(
+        f"  {k}  {'F32' if a.dtype == np.float32 else 'I64'}{list(a.shape)}  {a.nbytes} B"
+        for k, a in want.items())
+    got = json.loads(_cli("info", w, "--json").output)
+    assert got["format"] == "safetensors" and got["model"] is False
+    assert {t["name"]: (t["shape"], t["bytes"]) for t in got["tensors"]} == {
+        k: (list(a.shape), a.nbytes) for k, a in want.items()}
+
+
+def test_info_of_a_broken_weights_file_says_why(tmp_path):
+    (tmp_path / "w.safetensors").write_bytes(b"\x40" + b"\0" * 7 + b"{")
+    r = _cli("info", tmp_path / "w.safetensors")
+    assert r.exit_code == 2 and r.output.startswith("Malformed:"), r.output
 
 
 def test_other_unknown_files_keep_the_plain_message(tmp_path):
