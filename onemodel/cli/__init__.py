@@ -604,7 +604,7 @@ def verify(
                                "are ignored."),
     run: bool = typer.Option(False, "--run", help="Also run both models and compare every "
                              "output (bit for bit on one engine unless a tolerance is given)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the generated inputs."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the generated inputs."),
     dim: Optional[List[str]] = typer.Option(None, "--dim", metavar="NAME=VALUE",
                                             help="Value of a symbolic dimension for --run "
                                             "(repeatable; unset ones are 1)."),
@@ -812,7 +812,7 @@ def run_cmd(
                                                    "type (repeatable; overrides --random)."),
     random: bool = typer.Option(False, "--random", help="Generate the inputs from their types "
                                 "(seeded, deterministic)."),
-    seed: int = typer.Option(0, "--seed", help="Seed for --random."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed for --random."),
     dim: Optional[List[str]] = typer.Option(None, "--dim", metavar="NAME=VALUE",
                                             help="Value of a symbolic dimension for --random "
                                                  "(repeatable; unset ones are 1)."),

@@ -287,7 +287,7 @@ def named_cli(*args):
     (["info", "a", "b"], "Usage error: Got unexpected extra argument(s) (b). Try 'onemodel info "
                          "--help' for help."),
     (["run", "m.onnx", "--seed", "x"], "Usage error: Invalid value for '--seed': 'x' is not a "
-                                       "valid int. Try 'onemodel run --help' for help."),
+                                       "valid int range. Try 'onemodel run --help' for help."),
     (["verify", "a", "b", "--nosuch"], "Usage error: No such option: --nosuch. Try 'onemodel "
                                        "verify --help' for help."),
     (["check", "m.onnx", "--json=3"], "Usage error: Option '--json' does not take a value. Try "
@@ -331,3 +331,16 @@ def test_an_empty_path_is_a_usage_error_of_every_command(args, name, tmp_path, m
     assert r.stderr == (f"Usage error: Invalid value for '{name}': empty path. Try 'onemodel "
                         f"{command} --help' for help.\n")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args", [
+    ["run", "m.onnx", "--random", "--seed", "-1"],
+    ["verify", "a", "--run", "--seed", "-1"],
+])
+def test_a_negative_seed_is_a_usage_error_naming_the_flag(args):
+    """A negative --seed was an internal ValueError (exit 2 with a traceback-like line); it is
+    a usage error naming --seed, before any file is read."""
+    r = named_cli(*args)
+    assert r.exit_code == 2, r.output
+    assert r.stderr.startswith("Usage error: Invalid value for '--seed': -1 is not in the range")
+    assert "internal error" not in r.output
