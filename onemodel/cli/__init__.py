@@ -171,7 +171,8 @@ def _stdout_gone() -> None:
 @contextlib.contextmanager
 def _errors(debug: bool):
     """Turn every failure into one line on stderr and exit status 2 (:data:`EXIT_INTERNAL` for
-    an InternalError, whose line reads ``internal error in kernel K for node N: ...; please report
+    a bug: an unexpected exception, ``internal error: T: ...``, or an
+    InternalError, whose line reads ``internal error in kernel K for node N: ...; please report
     it``); with --debug the full traceback is printed instead (the exit status stays the same,
     so scripts read it the same way).
     Ctrl-C exits 130 and SIGTERM 143 (after the writes in progress are undone); a closed
@@ -201,7 +202,8 @@ def _errors(debug: bool):
             err.line(f"internal error: {type(e).__name__}: {e} (run with --debug for the "
                      "traceback)")
         from ..errors import InternalError
-        raise typer.Exit(EXIT_INTERNAL if isinstance(e, InternalError) else 2) from None
+        bug = isinstance(e, InternalError) or not isinstance(e, (OneModelError, UsageError))
+        raise typer.Exit(EXIT_INTERNAL if bug else 2) from None
 
 
 #: Differences verify collects at most (the report says "at least" when it is reached).

@@ -166,7 +166,7 @@ def test_a_bad_writer_option_is_one_line_exit_2(tmp_path):
 
 def test_a_value_error_from_a_bug_is_not_a_usage_error(tmp_path, monkeypatch):
     """Only command-line values are usage errors; a ValueError from inside is reported as an
-    internal error (exit status 2, one line)."""
+    internal error (exit status 70, a bug, as docs/cli.md says; one line)."""
     from onemodel import api
 
     def broken(*args, **kwargs):
@@ -174,7 +174,7 @@ def test_a_value_error_from_a_bug_is_not_a_usage_error(tmp_path, monkeypatch):
 
     monkeypatch.setattr(api, "convert", broken)
     r = cli("convert", CNN, tmp_path / "x.onnx")
-    assert r.exit_code == 2
+    assert r.exit_code == 70
     assert r.stderr.strip() == ("internal error: ValueError: something inside went wrong (run "
                                 "with --debug for the traceback)")
 
@@ -344,3 +344,4 @@ def test_a_negative_seed_is_a_usage_error_naming_the_flag(args):
     assert r.exit_code == 2, r.output
     assert r.stderr.startswith("Usage error: Invalid value for '--seed': -1 is not in the range")
     assert "internal error" not in r.output
+
