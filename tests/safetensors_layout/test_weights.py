@@ -110,3 +110,20 @@ def test_a_hostile_weights_file_is_refused(tmp_path):
                          into=tmp_path / "m.onnx")
     assert info.value.path.startswith("safetensors")
     assert not (tmp_path / "o.onnx").exists()
+
+
+def test_weights_put_into_a_model_written_as_onemodel_read_back(tmp_path):
+    # the replaced initializers' repeated fields stay empty lists (a null string_data in the
+    # manifest made the .onemodel unreadable)
+    m = mlp_model(seed=6)
+    onnx.save(m, tmp_path / "m.onnx")
+    tuned = {k: (v * 2 + 1).astype(np.float32) for k, v in _arrays(m).items()}
+    sn.save_file(tuned, str(tmp_path / "tuned.safetensors"))
+    onemodel.convert(tmp_path / "tuned.safetensors", tmp_path / "out.onemodel",
+                     into=tmp_path / "m.onnx")
+    onemodel.convert(tmp_path / "tuned.safetensors", tmp_path / "out.onnx",
+                     into=tmp_path / "m.onnx")
+    with onemodel.load(tmp_path / "out.onemodel") as back:
+        got = {t.name: t.numpy().tolist() for t in back.graph.initializers}
+    assert got == {k: v.tolist() for k, v in tuned.items()}
+    assert onemodel.verify(tmp_path / "out.onemodel", tmp_path / "out.onnx").equal

@@ -20,7 +20,7 @@ import re
 from ...errors import InvalidModelError, quote
 from ...ir.dtypes import INFO, DataType
 from ...ir.record import buffer_view
-from ...ir.tensor import EXTERNAL, STORAGE_FIELDS
+from ...ir.tensor import EXTERNAL, STORAGE_FIELDS, Tensor
 from ...ir.walk import iter_tensors
 from ...storage.blob import Blob
 from .header import read_header
@@ -120,9 +120,11 @@ def apply_weights(model, source, *, name: str | None = None) -> list:
                 f"safetensors entry {quote(e.name)} ({e.dtype}{list(e.shape)}): {why}",
                 path=path, source=name)
         changes.append((t, Blob(source, e.begin, e.nbytes)))
+    blank = Tensor()  # each storage field's unset value (None, or an empty list for repeated ones)
     for t, blob in changes:
         for f in STORAGE_FIELDS:
-            setattr(t, f, [] if f == "external_data" else None)
+            v = getattr(blank, f)
+            setattr(t, f, list(v) if isinstance(v, list) else v)
         t.external = None
         t.raw_data = blob
     model.resources = (model.resources or []) + [source]
