@@ -127,3 +127,41 @@ def test_weights_put_into_a_model_written_as_onemodel_read_back(tmp_path):
         got = {t.name: t.numpy().tolist() for t in back.graph.initializers}
     assert got == {k: v.tolist() for k, v in tuned.items()}
     assert onemodel.verify(tmp_path / "out.onemodel", tmp_path / "out.onnx").equal
+
+
+def test_the_replaced_initializers_are_well_formed_ir_tensors(tmp_path):
+    # every repeated field of a replaced initializer is a list (empty), as a fresh Tensor's:
+    # string_data was None, which the OneModel writer refuses (it once wrote it as null)
+    from onemodel.formats.safetensors.weights import apply_weights
+    from onemodel.ir import Tensor
+    from onemodel.ir.record import LIST_KINDS
+    from onemodel.storage import open_source
+
+    m = mlp_model(seed=7)
+    onnx.save(m, tmp_path / "m.onnx")
+    tuned = {k: (v - 3).astype(np.float32) for k, v in _arrays(m).items()}
+    sn.save_file(tuned, str(tmp_path / "tuned.safetensors"))
+    lists = [name for name, kind, _ in Tensor.FIELDS if kind in LIST_KINDS]
+    with onemodel.load(tmp_path / "m.onnx") as model:
+        replaced = apply_weights(model, open_source(tmp_path / "tuned.safetensors"))
+        assert sorted(t.name for t in replaced) == sorted(tuned)
+        for t in replaced:
+            assert all(isinstance(getattr(t, f), list) for f in lists), t.name
+            assert t.string_data == [] and t.external_data == []
+            assert np.array_equal(t.numpy(), tuned[t.name])
+
+
+def test_weights_put_into_a_onemodel_model_written_as_onemodel_read_back(tmp_path):
+    m = mlp_model(seed=8)
+    onnx.save(m, tmp_path / "m.onnx")
+    onemodel.convert(tmp_path / "m.onnx", tmp_path / "m.onemodel")
+    tuned = {k: (v * -1).astype(np.float32) for k, v in _arrays(m).items()}
+    sn.save_file(tuned, str(tmp_path / "tuned.safetensors"))
+    onemodel.convert(tmp_path / "tuned.safetensors", tmp_path / "out.onemodel",
+                     into=tmp_path / "m.onemodel")
+    onemodel.convert(tmp_path / "tuned.safetensors", tmp_path / "out.onnx",
+                     into=tmp_path / "m.onnx")
+    assert onemodel.verify(tmp_path / "out.onemodel", tmp_path / "out.onnx").equal
+    with onemodel.load(tmp_path / "out.onemodel") as back:
+        got = {t.name: t.numpy().tolist() for t in back.graph.initializers}
+    assert got == {k: v.tolist() for k, v in tuned.items()}

@@ -162,6 +162,29 @@ def _meta(cls):
     return m
 
 
+def list_field_none(rec) -> str | None:
+    """The path (below ``rec``) of the first repeated (``LIST_*``) field that holds ``None`` in
+    ``rec`` or in the children it encodes itself (those of a class without a manifest object of
+    its own: TensorType, Shape ...), or ``None``. A repeated field has no absent state
+    (:mod:`onemodel.ir.record`: a list, ``[]`` when empty), so such a record is not a
+    well-formed model; the writer refuses it rather than write ``null`` where a reader expects
+    an array."""
+    for name, kind, of, _ in _meta(type(rec)):
+        v = getattr(rec, name)
+        if kind in _LISTS and v is None:
+            return name
+        if kind == MSG and v is not None and of not in CODEC_CLASSES:
+            below = list_field_none(v)
+            if below is not None:
+                return f"{name}.{below}"
+        elif kind == LIST_MSG and of not in CODEC_CLASSES:
+            for i, x in enumerate(v):
+                below = list_field_none(x)
+                if below is not None:
+                    return f"{name}[{i}].{below}"
+    return None
+
+
 def diff(actual, natural, w, path: str, lvl: int, skip=()) -> dict:
     """The extension object of ``actual`` against ``natural`` (a record of the same class, or
     ``None`` for an empty one). ``w`` is the writer (``w.full`` encodes codec-class children),
@@ -169,6 +192,9 @@ def diff(actual, natural, w, path: str, lvl: int, skip=()) -> dict:
     out = {}
     for name, kind, of, empty in _meta(type(actual)):
         a = getattr(actual, name)
+        if a is None and kind in _LISTS:  # never null for a repeated field (list_field_none)
+            raise InvalidModelError(f"repeated field {name} holds None, not a list ([] when "
+                                    "empty)", path=_join(path, name))
         n = getattr(natural, name) if natural is not None else empty
         if (a is None and n is None) or name in skip:
             continue

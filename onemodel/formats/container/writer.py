@@ -86,6 +86,10 @@ class Writer:
     def full(self, rec, path: str, lvl: int) -> dict:
         """The manifest object of ``rec`` with its ``"onnx"`` extension when it needs one."""
         cls = type(rec).__name__
+        bad = extension.list_field_none(rec)
+        if bad is not None:
+            raise InvalidModelError(f"repeated field {bad} holds None, not a list ([] when "
+                                    "empty)", path=_field_path(path, bad))
         obj = ENCODE[cls](rec, self, path, lvl)
         natural = DECODE[cls](obj, _NATURAL, path, lvl)
         inner = extension.inner_level(cls, lvl)
@@ -290,3 +294,8 @@ def write_bytes(model: Model, *, strict_v1: bool = False, digests: bool = False)
 
 
 __all__ = ["write", "write_bytes", "build"]
+
+
+def _field_path(path: str, name: str) -> str:
+    """``path.name``, or ``name`` at the top."""
+    return f"{path}.{name}" if path else name

@@ -20,6 +20,7 @@ from container_models import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from onemodel.errors import InvalidModelError
 from onemodel.formats.container import read_bytes, write, write_bytes
 from onemodel.ir import (
     Attribute,
@@ -447,3 +448,25 @@ def test_node_string_presence(field):
             m.opset_imports.append(OperatorSetId(domain="x", version=1))
         setattr(m.graph.nodes[0], field, value)
         assert getattr(read_bytes(write_bytes(m)).graph.nodes[0], field) == value
+
+
+@pytest.mark.parametrize("where, field, path", [
+    ("tensor", "string_data", "graph.initializers[0].string_data"),
+    ("tensor", "metadata_props", "graph.initializers[0].metadata_props"),
+    ("node", "attributes", "graph.nodes[0].attributes"),
+    ("shape", "dims", "graph.inputs[0].type.tensor_type.shape.dims"),
+])
+def test_a_repeated_field_holding_none_is_refused_never_written_as_null(where, field, path):
+    # a repeated field has no absent state (onemodel.ir.record: a list, [] when empty); a null
+    # in the manifest made the file unreadable ("an array expected, found null"), so the writer
+    # refuses such a record, naming the field, and writes nothing
+    m = simple_model()
+    rec = {"tensor": m.graph.initializers[0], "node": m.graph.nodes[0],
+           "shape": m.graph.inputs[0].type.tensor_type.shape}[where]
+    kept = getattr(rec, field)
+    setattr(rec, field, None)
+    with pytest.raises(InvalidModelError, match="holds None, not a list") as info:
+        write_bytes(m)
+    assert info.value.path.endswith(path)
+    setattr(rec, field, kept)  # the same model with the list back writes and reads back
+    assert read_bytes(write_bytes(m)) == simple_model()
