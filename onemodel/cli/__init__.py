@@ -857,6 +857,8 @@ def run_cmd(
         if test_data is not None and (input or random):
             raise UsageError("--test-data takes the inputs from its files: not with --input "
                              "or --random")
+        from .compare_report import parse_tolerances
+        parse_tolerances(atol, rtol, None, None, run=True, exact=False)  # finite, >= 0: as verify
         with api.load(file, storage_options=_storage(storage_option, file),
                       **_read_options(allow_outside)) as model:
             if test_data is not None:

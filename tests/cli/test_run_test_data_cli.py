@@ -127,3 +127,28 @@ def test_sequences_maps_and_optionals_are_written_as_onnx_reads_them(tmp_path):
     write_pb(tmp_path / "o.pb", seq, kind="optional")
     msg.ParseFromString((tmp_path / "o.pb").read_bytes())
     assert [a.tolist() for a in numpy_helper.to_optional(msg)] == [[1.5, 2.0], [[3]]]
+
+
+def _passing_set(tmp_path):
+    """A model and one data set that passes within the default tolerances."""
+    model = _model(tmp_path)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    d = tmp_path / "set"
+    d.mkdir()
+    _write(d / "input_0.pb", x, "x")
+    _write(d / "output_0.pb", x + 0.5, "y")
+    return model, d
+
+
+def test_negative_nan_and_infinite_tolerances_are_usage_errors_naming_the_flag(tmp_path):
+    model, d = _passing_set(tmp_path)
+    for flag in ("--atol", "--rtol"):
+        for value, shown in (("-1", "-1.0"), ("nan", "nan"), ("inf", "inf"), ("-inf", "-inf")):
+            r = runner.invoke(app, ["run", str(model), "--test-data", str(d), flag, value])
+            assert r.exit_code == 2, (flag, value, r.output)
+            assert r.stderr == f"Usage error: {flag} {shown}: not a finite number >= 0\n"
+            assert r.stdout == ""  # refused before anything runs
+    # 0 is a tolerance (exact), and passes this data set
+    r = runner.invoke(app, ["run", str(model), "--test-data", str(d), "--atol", "0",
+                            "--rtol", "0"])
+    assert r.exit_code == 0, r.output
