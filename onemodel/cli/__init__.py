@@ -834,9 +834,11 @@ def run_cmd(
                                             help="Run the ONNX test data in DIR (input_*.pb, or "
                                             "test_data_set_*/ holding them) and compare with "
                                             "output_*.pb; exit 1 on differences."),
-    rtol: float = typer.Option(1e-3, "--rtol", help="--test-data: relative tolerance of float "
-                               "outputs (bfloat16: at least 2^-6)."),
-    atol: float = typer.Option(1e-7, "--atol", help="--test-data: absolute tolerance."),
+    rtol: Optional[float] = typer.Option(None, "--rtol", help="--test-data: relative tolerance "
+                                         "of float outputs (default 1e-3; bfloat16: at least "
+                                         "2^-6)."),
+    atol: Optional[float] = typer.Option(None, "--atol", help="--test-data: absolute tolerance "
+                                         "(default 1e-7)."),
     allow_outside: bool = OutsideOpt,
     storage_option: Optional[List[str]] = StorageOpt,
     debug: bool = DebugOpt,
@@ -858,11 +860,15 @@ def run_cmd(
             raise UsageError("--test-data takes the inputs from its files: not with --input "
                              "or --random")
         from .compare_report import parse_tolerances
-        parse_tolerances(atol, rtol, None, None, run=True, exact=False)  # finite, >= 0: as verify
+        # finite, >= 0, as verify takes them; only with --test-data (nothing else compares)
+        parse_tolerances(atol, rtol, None, None, run=test_data is not None, exact=False,
+                         needs="--test-data")
         with api.load(file, storage_options=_storage(storage_option, file),
                       **_read_options(allow_outside)) as model:
             if test_data is not None:
-                _run_test_data(model, test_data, rtol, atol, output_dir, output_format)
+                from ..testdata import ATOL, RTOL
+                _run_test_data(model, test_data, RTOL if rtol is None else rtol,
+                               ATOL if atol is None else atol, output_dir, output_format)
                 return
             dims, shapes = _inputs_given(dim, shape)
             try:  # (a shape that does not fit is named by its flag, as one not parsed is)

@@ -42,15 +42,17 @@ def _flag_value(flag: str, value, integer: bool = False):
 
 
 def parse_tolerances(atol: Optional[float], rtol: Optional[float], ulp: Optional[int],
-                     tol: Optional[list], *, run: bool, exact: bool):
+                     tol: Optional[list], *, run: bool, exact: bool,
+                     needs: str = "--run (or --engines)"):
     """The :class:`onemodel.compare.Tolerances` of ``--atol``, ``--rtol``, ``--ulp`` and
     ``--tol NAME:...`` (repeatable, one per output), or None when none is given (the API's
     default: bit for bit on one engine, Clause 11.5 across two). ``exact``: one engine runs
-    both sides, so outputs without an explicit tolerance are compared bit for bit.
+    both sides, so outputs without an explicit tolerance are compared bit for bit. ``needs``:
+    the flag that makes outputs to compare, named when ``run`` is false (``run --test-data``).
 
     Raises:
         UsageError: a negative or non-finite value, a malformed ``--tol``, one output given
-            twice, or any of them without ``--run`` (or ``--engines``).
+            twice, or any of them without ``run`` (``needs``: ``--run`` or ``--engines``).
     """
     from ..compare import Tolerance, Tolerances, parse_tolerance
 
@@ -60,7 +62,7 @@ def parse_tolerances(atol: Optional[float], rtol: Optional[float], ulp: Optional
     if not given:
         return None
     if not run:
-        raise UsageError(f"{given[0]} compares outputs: give --run (or --engines)")
+        raise UsageError(f"{given[0]} compares outputs: give {needs}")
     default = Tolerance(atol=_flag_value("--atol", atol), rtol=_flag_value("--rtol", rtol),
                         ulp=_flag_value("--ulp", ulp, integer=True))
     per_output = {}

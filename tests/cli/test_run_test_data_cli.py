@@ -152,3 +152,29 @@ def test_negative_nan_and_infinite_tolerances_are_usage_errors_naming_the_flag(t
     r = runner.invoke(app, ["run", str(model), "--test-data", str(d), "--atol", "0",
                             "--rtol", "0"])
     assert r.exit_code == 0, r.output
+
+
+def test_tolerances_without_test_data_are_usage_errors_and_the_defaults_stay(tmp_path):
+    model, d = _passing_set(tmp_path)
+    for args in (["--random", "--atol", "1e-3"], ["--random", "--rtol", "0.5"],
+                 ["--input", "x=none.npy", "--rtol", "0.5", "--atol", "1"]):
+        r = runner.invoke(app, ["run", str(model), *args])
+        assert r.exit_code == 2, (args, r.output)
+        flag = "--atol" if "--atol" in args else "--rtol"  # (--atol named first when both)
+        assert r.stderr == f"Usage error: {flag} compares outputs: give --test-data\n"
+        assert r.stdout == ""
+    # without the flags, --test-data compares within rtol 1e-3 and atol 1e-7 (as before)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    want = x + 0.5
+    want[0, 1] = np.float32(1.5) * np.float32(1 + 0.9e-3)  # within rtol 1e-3
+    want[1, 2] = np.float32(5.5) * np.float32(1 + 1.2e-3)  # beyond it
+    _write(d / "output_0.pb", want, "y")
+    r = runner.invoke(app, ["run", str(model), "--test-data", str(d)])
+    assert r.exit_code == 1, r.output
+    assert r.stdout.splitlines()[1].startswith(
+        "  y: 1 of 6 elements out of tolerance (rtol 0.001, atol 1e-07); ")
+    # and --help says so
+    from typer.main import get_command
+
+    helps = {p.name: p.help for p in get_command(app).commands["run"].params}
+    assert "(default 1e-3;" in helps["rtol"] and "(default 1e-7)" in helps["atol"]
