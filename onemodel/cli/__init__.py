@@ -249,30 +249,34 @@ def _human(n: int) -> str:
 
 
 #: The flag of each writer option that ``convert`` sets or that a writer takes
-#: (``layout``: by its value, :data:`_LAYOUT_FLAGS`); options without a flag are not shown.
+#: (``layout``: the flag that set it, or :data:`_LAYOUT_FLAGS` when listed as taken); options
+#: without a flag are not shown.
 _CONVERT_FLAGS = {"strict_v1": "--strict-v1", "digests": "--digests",
                   "external_data": "--external-data",
                   "align": "--align", "threshold": "--threshold", "force": "--force",
                   "max_shard_size": "--max-shard-size",
                   "allow_outside": "--allow-external-outside",
                   "storage_options": "--storage-option"}
-_LAYOUT_FLAGS = {"inline": "--inline", "per_tensor": "--external-data-per-tensor"}
+#: The flags that set the writer option ``layout`` (``--layout NAME``, or one of its values).
+_LAYOUT_FLAGS = ("--layout", "--inline", "--external-data-per-tensor")
 
 
 @contextlib.contextmanager
-def _option_flags(layout: Optional[str]):
+def _option_flags(layout_flag: Optional[str]):
     """Errors about writer options name the flags the user typed, not the Python keywords:
     an :class:`~onemodel.errors.OptionError` is spelled with flags (``--align does not apply to
     onemodel output (it takes: --strict-v1)``), and a writer's refusal of an option's value (a
     message that starts with the option's name: ``align must be a power of two ...``) is a
     :class:`~onemodel.errors.UsageError` that starts with its flag instead (``--align 3`` is a
-    value the user typed, not something the file needs that onemodel lacks)."""
+    value the user typed, not something the file needs that onemodel lacks). ``layout_flag``:
+    the flag that set ``layout`` (``--layout``, ``--inline`` or ``--external-data-per-tensor``),
+    named when that option is refused."""
     from ..errors import OptionError
 
     def spell(name: str) -> Optional[str]:
         if name == "layout":
-            given = _LAYOUT_FLAGS.get(layout) if "layout" in refused else None
-            return given or ", ".join(_LAYOUT_FLAGS.values())
+            given = layout_flag if "layout" in refused else None
+            return given or ", ".join(_LAYOUT_FLAGS)
         return _CONVERT_FLAGS.get(name)
 
     refused: tuple = ()
@@ -371,6 +375,9 @@ def convert(
             raise UsageError("choose one of --inline, --external-data, "
                              "--external-data-per-tensor")
         if layout_name is not None:
+            from ..formats.onnx.writer import LAYOUTS
+            if layout_name not in LAYOUTS:  # (a value the user typed: whatever the output)
+                raise UsageError(f"--layout {layout_name!r}: one of {', '.join(LAYOUTS)}")
             if layout and layout[0] != "file":
                 raise UsageError("choose one of --layout, --inline, --external-data-per-tensor")
             layout = [layout_name]
@@ -387,7 +394,10 @@ def convert(
             options["force"] = True
         read_options = _read_options(allow_outside)
         from ..storage.progress import Progress
-        with Progress("convert", quiet=quiet) as bar, _option_flags(options.get("layout")):
+        layout_flag = "--layout" if layout_name is not None else \
+            {"inline": "--inline", "per_tensor": "--external-data-per-tensor"}.get(
+                options.get("layout"))
+        with Progress("convert", quiet=quiet) as bar, _option_flags(layout_flag):
             result = api.convert(src, dst, to=to, into=into,
                                  storage_options=_storage(storage_option, src, dst),
                                  read_options=read_options, progress=bar, **options)

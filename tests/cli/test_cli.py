@@ -151,8 +151,26 @@ def test_options_of_the_other_format_are_refused_naming_flags(tmp_path):
     assert r.exit_code == 2
     assert r.stderr.strip() == (
         "Unsupported: --strict-v1 does not apply to onnx output (it takes: --align, "
-        "--allow-external-outside, --external-data, --force, --inline, "
+        "--allow-external-outside, --external-data, --force, --layout, --inline, "
         "--external-data-per-tensor, --max-shard-size, --storage-option, --threshold)")
+
+
+def test_layout_is_named_as_typed_and_a_bogus_one_is_a_usage_error(tmp_path):
+    """``--layout X`` for OneModel output is refused naming ``--layout`` (the flag typed, not
+    the flags of the same writer option); an unknown layout is a usage error listing the
+    valid ones, for either output format, before anything is written."""
+    for layout in ("keep", "inline", "file", "per_tensor", "safetensors"):
+        r = cli("convert", CNN, tmp_path / "x.onemodel", "--layout", layout)
+        assert r.exit_code == 2
+        assert r.stderr.strip() == ("Unsupported: --layout does not apply to onemodel output "
+                                    "(it takes: --digests, --strict-v1)"), layout
+    for dst in ("x.onemodel", "x.onnx"):
+        r = cli("convert", CNN, tmp_path / dst, "--layout", "bogus")
+        assert r.exit_code == 2
+        assert r.stderr.strip() == (
+            "Usage error: --layout 'bogus': one of keep, inline, file, per_tensor, "
+            "safetensors")
+    assert not any(tmp_path.iterdir())
 
 
 def test_a_bad_writer_option_is_one_line_exit_2(tmp_path):
