@@ -384,7 +384,9 @@ def bisect(a: Model, b: Model, inputs: dict, *, engines: tuple[str, str] = ("one
     Returns:
         a :class:`BisectReport`.
     Raises:
-        EvaluationError: ``a`` failed on ``inputs`` (or ``b``, said so in the message).
+        EvaluationError: ``a`` failed on ``inputs``, or ``b`` did (said so in the message:
+            ``the second model cannot run on the first one's inputs: ...``), ``b``'s graph
+            not taking them (another input name, another extent) included.
         UnsupportedError: an unknown engine, onnxruntime not installed or refusing a model.
         InvalidModelError: a graph rule broken in ``a``.
     """
@@ -397,9 +399,11 @@ def bisect(a: Model, b: Model, inputs: dict, *, engines: tuple[str, str] = ("one
     va, skipped = intermediate_values(a, inputs, ea)
     try:
         vb, skipped_b = intermediate_values(b, inputs, eb)
-    except EvaluationError as e:
-        raise EvaluationError(f"the second model cannot run on the first one's inputs: "
-                              f"{e.message}", path=e.path) from None
+    except (EvaluationError, InvalidModelError) as e:  # (B's inputs are not A's: another
+        # name, an extent its graph does not declare; or B fails on them)
+        who = (f"engine {eb} cannot run the model on the inputs engine {ea} ran" if a is b
+               else "the second model cannot run on the first one's inputs")
+        raise EvaluationError(f"{who}: {e.message}", path=e.path) from None
     va = {**inputs, **va}
     vb = {**inputs, **vb}
     skipped = dict(skipped)

@@ -310,3 +310,25 @@ def test_b_failing_on_a_inputs_is_an_evaluation_error_saying_so():
 
     with pytest.raises(onemodel.errors.EvaluationError, match="the second model cannot run"):
         bisect(model([2, 2]), model([3, 2]), {"x": np.ones(4, np.float32)})
+
+
+def test_b_whose_graph_does_not_take_a_inputs_is_an_evaluation_error_saying_so():
+    """B's input has another name, or another extent: B cannot run on A's inputs (the same
+    EvaluationError as B failing on them, not the InvalidModelError of a bad feed)."""
+    def relu(name, shape):
+        g = helper.make_graph([helper.make_node("Relu", [name], ["y"], name="r")], "g",
+                              [helper.make_tensor_value_info(name, 1, shape)],
+                              [helper.make_tensor_value_info("y", 1, shape)])
+        proto = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        return decode_model(proto.SerializeToString())
+
+    x = {"x": np.ones(4, np.float32)}
+    with pytest.raises(onemodel.errors.EvaluationError) as e:
+        bisect(relu("x", [4]), relu("z", [4]), x)
+    assert e.value.message == ("the second model cannot run on the first one's inputs: 'x' is "
+                               "not an input of the graph; inputs are ['z']")
+    with pytest.raises(onemodel.errors.EvaluationError) as e:
+        bisect(relu("x", [4]), relu("x", [3]), x)
+    assert e.value.message == ("the second model cannot run on the first one's inputs: input "
+                               "'x' has extent 4 on axis 0; the graph declares [3]")
+    assert e.value.path == "graph.inputs[0]"

@@ -677,25 +677,37 @@ def verify(
                 raise UsageError(f"--tol {unknown[0]}: no output of that name (outputs: "
                                  f"{', '.join(report.outputs_compared)})")
         bisected = None
+        not_bisected = None  # why bisect could not run, when the report has a verdict
         if bisect:
+            from ..errors import InternalError
             try:
                 bisected = _bisect(a, b, pair or (engine or "onemodel",) * 2, tolerances, seed,
                                    dims, shapes, _read_options(allow_outside),
                                    _storage(storage_option, a, *filter(None, [b])))
-            except (OneModelError, UsageError) as e:
+            except OneModelError as e:
+                # the runs could not be matched (B cannot run on A's inputs): the report
+                # already says they differ; bisect's failure is one line of it, not an error
+                if report.equal or isinstance(e, InternalError):
+                    from ..evaluate.inputs import as_flags
+                    raise as_flags(e) from None
+                not_bisected = " ".join(str(e).removeprefix(f"{e.kind}: ").split())
+            except UsageError as e:
                 from ..evaluate.inputs import as_flags
                 raise as_flags(e) from None
     if as_json:
         import json
         doc = report_json(report, shown(a), shown(b) if b is not None else None, REPORT_LIMIT)
-        if bisected is not None:
-            doc["bisect"] = bisected.to_json()
+        if bisect:
+            doc["bisect"] = bisected.to_json() if bisected is not None else None
+            doc["bisect_error"] = not_bisected
         out.line(json.dumps(doc, indent=2))
     else:
         print_report(out, report, shown(a), shown(b) if b is not None else None, quiet=quiet,
                      limit=REPORT_LIMIT)
         for line in bisected.lines() if bisected is not None else ():
             out.line(line)
+        if not_bisected is not None:
+            out.line(f"bisect: not run: {not_bisected}")
     raise typer.Exit(0 if report.equal else 1)
 
 

@@ -87,3 +87,39 @@ def test_bisect_implies_run_and_takes_the_seed(changed):
     r = cli("verify", DETECTOR, path, "--bisect", "--seed", "3", "--json")
     doc = json.loads(r.output)
     assert doc["outputs"] and doc["bisect"]["first"]["index"] == index
+
+
+def _relu(path, input_name, shape):
+    """y = Relu(input), the input named and shaped as given (the second model of a pair whose
+    first one's inputs it cannot take)."""
+    from onnx import helper, save
+
+    g = helper.make_graph([helper.make_node("Relu", [input_name], ["y"], name="r")], "g",
+                          [helper.make_tensor_value_info(input_name, 1, shape)],
+                          [helper.make_tensor_value_info("y", 1, shape)])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+@pytest.mark.parametrize("b_input, b_shape, reason", [
+    ("z", [4], "'x' is not an input of the graph; inputs are ['z']"),
+    ("x", [3], "input 'x' has extent 4 on axis 0; the graph declares [3] [graph.inputs[0]]")])
+def test_bisect_when_b_cannot_run_on_a_inputs_reports_and_exits_1(tmp_path, b_input, b_shape,
+                                                                  reason):
+    a = _relu(tmp_path / "a.onnx", "x", [4])
+    b = _relu(tmp_path / "b.onnx", b_input, b_shape)
+    plain = cli("verify", a, b, "--run")
+    assert plain.exit_code == 1, plain.output
+    r = cli("verify", a, b, "--run", "--bisect")
+    assert r.exit_code == 1, r.output
+    why = f"the second model cannot run on the first one's inputs: {reason}"
+    # the report of --run as it is, then the one line of why bisect could not run
+    assert r.stdout.splitlines() == plain.stdout.splitlines() + [f"bisect: not run: {why}"]
+    assert r.stderr == ""
+    r = cli("verify", a, b, "--run", "--bisect", "--json")
+    assert r.exit_code == 1, r.output
+    doc = json.loads(r.stdout)
+    assert doc["equal"] is False and doc["bisect"] is None and doc["bisect_error"] == why
+    # (verify's own difference of the run, as without --bisect)
+    assert {"path": "run", "message": "the second model cannot run on the first one's inputs: "
+            f"InvalidModel: {reason}"} in doc["differences"]
