@@ -250,7 +250,8 @@ class NodeReport:
 
     Attributes:
         index: its place in A's ``graph.nodes``; ``path`` is ``graph.nodes[index]``.
-        position: its place in the topological order.
+        position: its place in the topological order, 0-based (the report, text and JSON,
+            gives it 1-based: ``7 of 78 in topological order``, ``"position": 7``).
         op_type, name, domain: the node's.
         inputs, outputs: ``[(value name, comparison or None)]``: None for a value one side
             does not have (an initializer, which is part of the node's definition and compared
@@ -281,7 +282,9 @@ class NodeReport:
         return f"{self.path} ({self.op_type} {self.name!r})"
 
     def to_json(self) -> dict:
-        return {"index": self.index, "path": self.path, "position": self.position,
+        """The node's report as ``verify --bisect --json`` gives it (docs/cli.md, Bisect):
+        ``position`` 1-based, as the text report says it; ``index`` 0-based, as in ``path``."""
+        return {"index": self.index, "path": self.path, "position": self.position + 1,
                 "op_type": self.op_type, "name": self.name, "domain": self.domain,
                 "inputs": [{"name": n, "comparison": _json(c)} for n, c in self.inputs],
                 "outputs": [{"name": n, "comparison": _json(c)} for n, c in self.outputs],

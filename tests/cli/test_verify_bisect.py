@@ -123,3 +123,27 @@ def test_bisect_when_b_cannot_run_on_a_inputs_reports_and_exits_1(tmp_path, b_in
     # (verify's own difference of the run, as without --bisect)
     assert {"path": "run", "message": "the second model cannot run on the first one's inputs: "
             f"InvalidModel: {reason}"} in doc["differences"]
+
+
+def test_bisect_position_is_1_based_in_text_and_json(tmp_path):
+    """x -> Neg (A) or Abs (B) -> b -> Relu -> y, the Relu written first: the differing node is
+    the first in topological order, 'node 1 of 2' in the text and position 1 in JSON."""
+    from onnx import helper, save
+
+    def chain(path, op):
+        nodes = [helper.make_node("Relu", ["b"], ["y"], name="relu"),
+                 helper.make_node(op, ["x"], ["b"], name="first")]
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", 1, [4])],
+                              [helper.make_tensor_value_info("y", 1, [4])])
+        save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+        return path
+
+    a, b = chain(tmp_path / "a.onnx", "Neg"), chain(tmp_path / "b.onnx", "Abs")
+    r = cli("verify", a, b, "--bisect")
+    assert r.exit_code == 1, r.output
+    assert ("bisect: first differing node graph.nodes[1] (Neg 'first'), 1 of 2 in topological "
+            "order (2 differ)") in r.stdout.splitlines()
+    doc = json.loads(cli("verify", a, b, "--bisect", "--json").stdout)["bisect"]
+    assert (doc["first"]["index"], doc["first"]["position"]) == (1, 1)
+    ((later,),) = [doc["later"]]
+    assert (later["index"], later["position"], later["op_type"]) == (0, 2, "Relu")
