@@ -260,3 +260,32 @@ def test_the_api_returns_the_comparisons(changed):
     # without by_outputs, the models' own difference decides
     assert not onemodel.verify(CNN, changed, run=True,
                                tolerances=Tolerances(Tolerance(atol=1e-2))).equal
+
+
+def test_json_tolerances_say_how_outputs_were_compared_as_docs_cli_md_says(tmp_path):
+    """`tolerances` is an object whenever the models were run, with or without a tolerance
+    flag (docs/cli.md quotes the one of `verify A B --run`), null when nothing was run."""
+    import re
+
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    a = tmp_path / "a.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), a)
+
+    def tolerances(*args):
+        r = cli("verify", a, *args, "--json")
+        assert r.exit_code == 0, r.output
+        return json.loads(r.stdout)["tolerances"]
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    quoted = re.search(r"`verify A B --run` gives\s+`\"tolerances\": (\{[^`]*\})`", docs)
+    assert quoted, "docs/cli.md no longer quotes the tolerances of verify A B --run"
+    assert tolerances(a, "--run") == json.loads(quoted.group(1)) == \
+        {"exact": True, "default": None, "per_output": {}}
+    assert tolerances(a) is None
+    assert tolerances("--engines", "onemodel,onnxruntime") == \
+        {"exact": False, "default": None, "per_output": {}}
+    assert tolerances(a, "--run", "--atol", "1e-3", "--tol", "y:ulp=2") == \
+        {"exact": True, "default": {"atol": 1e-3, "rtol": None, "ulp": None},
+         "per_output": {"y": {"atol": None, "rtol": None, "ulp": 2}}}
