@@ -1,4 +1,5 @@
-"""Build of the optional C accelerator of the ONNX wire decoder (onemodel/formats/onnx/_cdecode.c).
+"""Build of the optional C accelerators: the ONNX wire decoder (onemodel/formats/onnx/_cdecode.c)
+and the evaluator's float32 kernels (onemodel/evaluate/_ckernels.c).
 
 Everything else is in pyproject.toml. ``optional=True``: without a C compiler the install still
 succeeds and onemodel uses its pure-Python decoder (same results, slower).
@@ -12,6 +13,11 @@ setup(
             "onemodel.formats.onnx._cdecode",
             ["onemodel/formats/onnx/_cdecode.c"],
             optional=True,
-        )
+        ),
+        Extension(
+            "onemodel.evaluate._ckernels",
+            ["onemodel/evaluate/_ckernels.c"],
+            optional=True,
+        ),
     ]
 )

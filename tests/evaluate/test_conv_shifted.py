@@ -18,7 +18,9 @@ RNG = np.random.default_rng(29)
 @pytest.fixture
 def shifted_calls(monkeypatch):
     """Counts the calls of ``_shifted_conv`` and ``_shifted_conv_last`` (the cases below must
-    take one)."""
+    take one). The compiled Conv kernel (tests/evaluate/test_ckernels.py) is turned off: these
+    are the tests of the numpy path it replaces where it is built."""
+    monkeypatch.setenv("ONEMODEL_PURE_PYTHON", "1")
     calls = []
     for name in ("_shifted_conv", "_shifted_conv_last"):  # groups / one group
         def spy(*args, _real=getattr(conv_module, name)):

@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from ...errors import UnsupportedError
+from .. import ckernels
 from ..registry import op
 from ._util import back, wide
 from .elementwise import erf_array
@@ -199,7 +200,12 @@ def shifted_exp_rows(a, out):
     overflows, none underflows past the normal range), which saves a per-row maximum; each
     probability is then within spread x 2^-24 (float32) of the exact value, relative, as the
     smallest probabilities of a row are with the row maximum. Otherwise each row is shifted by
-    its maximum. The row sums are a BLAS product with a vector of ones."""
+    its maximum. The row sums are a BLAS product with a vector of ones. With the compiled
+    kernels (:mod:`..ckernels`), float32 rows are shifted by each row's own maximum and their
+    exponentials and sums computed in one pass."""
+    done = ckernels.exp_rows(a, out)
+    if done is not None:
+        return done
     hi, lo = float(np.max(a)), float(np.min(a))
     if math.isfinite(hi) and math.isfinite(lo) and hi - lo <= _SPREAD[a.dtype]:
         np.subtract(a, np.asarray(hi, a.dtype), out=out)

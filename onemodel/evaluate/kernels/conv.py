@@ -1,6 +1,8 @@
 """Convolutions (ONNX 1-2): Conv and ConvTranspose, 1-D to N-D, with groups, dilations, strides,
 explicit pads or ``auto_pad``.
 
+Conv of one group, float32 (float16 and bfloat16 widened to it), 1-D or 2-D with unit stride
+along the last axis runs in the compiled kernel of :mod:`..ckernels` when it is built. Otherwise
 Conv gathers the receptive fields as a strided view of the padded input and copies it once into
 columns [N, group, C/group * kernel, output positions] (im2col), then multiplies the weights with
 them in one batched matrix product, which leaves the result in NCHW order; a 1x1 convolution with
@@ -22,6 +24,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ... import limits
 from ...errors import EvaluationError, InvalidModelError, UnsupportedError
+from .. import ckernels
 from ..registry import op
 from ._util import back, wide_all
 from .linalg import column_blocks_product
@@ -148,6 +151,11 @@ def conv(ctx, x, w, b=None):
         raise EvaluationError(f"Conv: {C} input channels, weights {w.shape}, group {group}")
     args, dt = wide_all(x, w) if b is None else wide_all(x, w, b)
     x, w = args[0], args[1]
+    if group == 1:
+        y = ckernels.conv2d(x, w, args[2] if b is not None else None, begin, out, strides,
+                            dilations)
+        if y is not None:  # the compiled kernel applies
+            return back(y, dt)
     Cg, Mg, K, P = C // group, M // group, math.prod(kernel), math.prod(out)
     wg = w.reshape(group, Mg, Cg * K)
     unit = all(s == 1 for s in strides)

@@ -1,0 +1,392 @@
+/*
+ * _ckernels: compiled float32 kernels of onemodel's evaluator (onemodel.evaluate.kernels).
+ *
+ * An optional accelerator, like the wire decoder's _cdecode: without a C compiler the install
+ * still succeeds and the kernels compute the same operators with numpy (the semantics are the
+ * operators' of ONNX Part 1, Clause 11; float results agree within float32 rounding, not bit
+ * for bit, since the sums are taken in another order).
+ *
+ * Interface (called by onemodel/evaluate/ckernels.py only, which checks every argument first;
+ * the checks here repeat the buffer lengths so that no call can read or write out of bounds):
+ *
+ *   conv2d(x, w, b, y, dims, relu)
+ *       2-D convolution of one group (Conv, Clause 11 operator semantics): x [N, C, H, W],
+ *       w [M, C, KH, KW], b [M] or None, y [N, M, OH, OW], all float32 C-contiguous buffers
+ *       (y writable); dims = (N, C, H, W, M, KH, KW, pad_top, pad_left, OH, OW, stride_h,
+ *       stride_w, dilation_h, dilation_w), pads >= 0. y[n, m, oy, ox] = b[m] + sum over
+ *       (c, ky, kx) in row-major order of w[m, c, ky, kx] * xpad[n, c, oy*sh + ky*dh,
+ *       ox*sw + kx*dw] (xpad: x with pad_top rows and pad_left columns of zeros before it and
+ *       zeros after it), then max(., 0) when relu is true (NaN stays NaN).
+ *
+ *   exp_rows(a, out, sums, rows, n)
+ *       Softmax's exponentials: for each of ``rows`` rows of ``n`` float32 values of a,
+ *       out = exp(a - max(row)) and sums[row] = the sum of that row of out (float32). A row
+ *       holding NaN gives NaN; a row whose maximum is +inf or -inf gives NaN (as x - max(x) is
+ *       NaN there). exp is computed to within about 1 ulp (range reduction by ln 2 in two
+ *       parts, degree-6 polynomial, results down to the subnormal range rounded once).
+ *
+ * How conv2d computes: per sample, the input is copied once into a zero-padded buffer
+ * [C, Hp, Wp] (Wp wide enough for the last block of 6 output columns); the weights are packed
+ * [ceil(M / 16), C * KH * KW, 16] (output channels zero-filled to a multiple of 16). Each block
+ * of 16 output channels by 6 output columns of one row is 12 vector accumulators of 8 floats
+ * (registers), updated per (c, ky, kx) with two loads of 8 weights and 6 broadcast inputs:
+ * 12 fused multiply-adds per 8 loads, the shape of an optimized matrix-product kernel, without
+ * im2col columns. Functions are compiled for x86-64-v4 (AVX-512), -v3 (AVX2 and FMA) and the
+ * baseline where GCC supports target_clones; the loader picks one at import.
+ *
+ * The GIL is released while computing; the Py_buffers are held and released on every path.
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define MULTIVERSION __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define MULTIVERSION
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+typedef float v8 __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+#define INLINE static inline __attribute__((always_inline))
+#pragma GCC diagnostic ignored "-Wpsabi" /* 32-byte vectors pass only between inlined functions */
+#else
+#error "_ckernels needs GCC or clang vector extensions"
+#endif
+
+INLINE v8 bc(float f) {
+    v8 v = {f};
+    return __builtin_shufflevector(v, v, 0, 0, 0, 0, 0, 0, 0, 0);
+}
+
+INLINE v8 load8(const float *p) {
+    v8 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+INLINE void store8(float *p, v8 v) { memcpy(p, &v, sizeof v); }
+
+/* where mask (all ones / all zeros per lane) is set, a, else b */
+INLINE v8 select8(v8i mask, v8 a, v8 b) { return (v8)((mask & (v8i)a) | (~mask & (v8i)b)); }
+
+/* ---- conv2d ----------------------------------------------------------------------------- */
+
+#define MB 6 /* output channels a block */
+
+/* One block of up to MB output channels (from m0) by NV * 8 output columns (from ox0) of output
+ * row oy: the sums over the R (c, ky, kx) taps, plus the bias, then relu; ``cols`` of the
+ * columns stored. */
+#define CONV_BLOCK(NV)                                                                          \
+    do {                                                                                        \
+        v8 acc[NV][MB];                                                                         \
+        for (int v = 0; v < NV; v++)                                                            \
+            for (int i = 0; i < MB; i++) acc[v][i] = bc(0.0f);                                  \
+        const float *base = P + oy * sh * Wp + ox0;                                             \
+        const float *w = wb;                                                                    \
+        for (Py_ssize_t r = 0; r < R; r++, w += MB) {                                           \
+            const float *src = base + off[r];                                                   \
+            v8 x[NV];                                                                           \
+            for (int v = 0; v < NV; v++) x[v] = load8(src + 8 * v);                             \
+            for (int i = 0; i < MB; i++) {                                                      \
+                v8 wi = bc(w[i]);                                                               \
+                for (int v = 0; v < NV; v++) acc[v][i] += wi * x[v];                            \
+            }                                                                                   \
+        }                                                                                       \
+        for (Py_ssize_t i = 0; i < mn; i++) {                                                   \
+            float *dst = y + ((m0 + i) * OH + oy) * OW + ox0;                                   \
+            float t[8 * NV];                                                                    \
+            for (int v = 0; v < NV; v++) {                                                      \
+                v8 o = acc[v][i] + bias[i];                                                     \
+                if (relu) o = select8((v8i)(o < bc(0.0f)), bc(0.0f), o);                       \
+                store8(t + 8 * v, o);                                                           \
+            }                                                                                   \
+            memcpy(dst, t, (size_t)cols * sizeof(float));                                       \
+        }                                                                                       \
+    } while (0)
+
+MULTIVERSION
+static void conv_sample(const float *P, Py_ssize_t Wp, const float *wp, const Py_ssize_t *off,
+                        Py_ssize_t R, Py_ssize_t M, Py_ssize_t OH, Py_ssize_t OW, Py_ssize_t sh,
+                        const float *b, int relu, float *y) {
+    for (Py_ssize_t m0 = 0; m0 < M; m0 += MB) {
+        const float *wb = wp + (m0 / MB) * R * MB;
+        Py_ssize_t mn = M - m0 < MB ? M - m0 : MB;
+        v8 bias[MB];
+        for (Py_ssize_t i = 0; i < MB; i++) bias[i] = bc(b && i < mn ? b[m0 + i] : 0.0f);
+        for (Py_ssize_t oy = 0; oy < OH; oy++) {
+            for (Py_ssize_t ox0 = 0; ox0 < OW;) {
+                Py_ssize_t left = OW - ox0;
+                if (left > 8) {
+                    Py_ssize_t cols = left < 16 ? left : 16;
+                    CONV_BLOCK(2);
+                    ox0 += 16;
+                } else {
+                    Py_ssize_t cols = left;
+                    CONV_BLOCK(1);
+                    ox0 += 8;
+                }
+            }
+        }
+    }
+}
+
+/* a native float32 format: "f", or with a native byte-order prefix */
+static int native_float(const char *f) {
+    if (!f) return 0;
+    if (f[0] == '@' || f[0] == '=') f++;
+#if PY_LITTLE_ENDIAN
+    else if (f[0] == '<') f++;
+#else
+    else if (f[0] == '>' || f[0] == '!') f++;
+#endif
+    return strcmp(f, "f") == 0;
+}
+
+static int get_buffer(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t count,
+                      const char *what) {
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0) return -1;
+    if (view->itemsize != 4 || !native_float(view->format) || view->len != count * 4) {
+        PyErr_Format(PyExc_ValueError, "%s: a C-contiguous float32 buffer of %zd elements "
+                     "expected", what, count);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *ck_conv2d(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "conv2d(x, w, b, y, dims, relu)");
+        return NULL;
+    }
+    Py_ssize_t d[15];
+    PyObject *dims = args[4];
+    if (!PyTuple_Check(dims) || PyTuple_GET_SIZE(dims) != 15) {
+        PyErr_SetString(PyExc_TypeError, "conv2d: dims is a tuple of 15 ints");
+        return NULL;
+    }
+    for (int i = 0; i < 15; i++) {
+        d[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(dims, i));
+        if (d[i] == -1 && PyErr_Occurred()) return NULL;
+    }
+    Py_ssize_t N = d[0], C = d[1], H = d[2], W = d[3], M = d[4], KH = d[5], KW = d[6];
+    Py_ssize_t pt = d[7], pl = d[8], OH = d[9], OW = d[10], sh = d[11], sw = d[12];
+    Py_ssize_t dh = d[13], dw = d[14];
+    int relu = PyObject_IsTrue(args[5]);
+    if (relu < 0) return NULL;
+    const Py_ssize_t LIM = (Py_ssize_t)1 << 40;
+    for (int i = 0; i < 15; i++) {
+        Py_ssize_t lo = (i >= 11) ? 1 : (i == 7 || i == 8) ? 0 : 1;
+        if (d[i] < lo || d[i] > LIM) {
+            PyErr_Format(PyExc_ValueError, "conv2d: dimension %d is %zd", i, d[i]);
+            return NULL;
+        }
+    }
+    if (sw != 1) {
+        PyErr_SetString(PyExc_ValueError, "conv2d: stride_w must be 1");
+        return NULL;
+    }
+    /* the padded buffer: rows for every output row's taps, columns for whole blocks of 16 */
+    Py_ssize_t Hp = (OH - 1) * sh + (KH - 1) * dh + 1;
+    Py_ssize_t Wp = OW + 15 + (KW - 1) * dw;
+    if (Hp > LIM || Wp > LIM || C > LIM / Hp || C * Hp > LIM / Wp || N > LIM / (C * H) ||
+        N * C * H > LIM / W || N > LIM / (M * OH) || N * M * OH > LIM / OW ||
+        M > LIM / (C * KH) || M * C * KH > LIM / KW) {
+        PyErr_SetString(PyExc_ValueError, "conv2d: sizes too large");
+        return NULL;
+    }
+    Py_buffer bx, bw, bb, by;
+    if (get_buffer(args[0], &bx, 0, N * C * H * W, "x") < 0) return NULL;
+    if (get_buffer(args[1], &bw, 0, M * C * KH * KW, "w") < 0) {
+        PyBuffer_Release(&bx);
+        return NULL;
+    }
+    int has_b = args[2] != Py_None;
+    if (has_b && get_buffer(args[2], &bb, 0, M, "b") < 0) {
+        PyBuffer_Release(&bx);
+        PyBuffer_Release(&bw);
+        return NULL;
+    }
+    if (get_buffer(args[3], &by, 1, N * M * OH * OW, "y") < 0) {
+        PyBuffer_Release(&bx);
+        PyBuffer_Release(&bw);
+        if (has_b) PyBuffer_Release(&bb);
+        return NULL;
+    }
+    Py_ssize_t R = C * KH * KW, Mb = (M + MB - 1) / MB;
+    float *wp = calloc((size_t)(Mb * R * MB), sizeof(float));
+    float *P = calloc((size_t)(C * Hp * Wp), sizeof(float));
+    Py_ssize_t *off = malloc((size_t)R * sizeof(Py_ssize_t));
+    PyObject *result = NULL;
+    if (!wp || !P || !off) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const float *x = bx.buf, *w = bw.buf, *b = has_b ? (const float *)bb.buf : NULL;
+    float *y = by.buf;
+    Py_BEGIN_ALLOW_THREADS
+    /* weights [M, C, KH, KW] -> [Mb, R, MB]; tap r = (c, ky, kx) reads P at off[r] */
+    for (Py_ssize_t m = 0; m < M; m++)
+        for (Py_ssize_t r = 0; r < R; r++) wp[((m / MB) * R + r) * MB + m % MB] = w[m * R + r];
+    for (Py_ssize_t c = 0, r = 0; c < C; c++)
+        for (Py_ssize_t ky = 0; ky < KH; ky++)
+            for (Py_ssize_t kx = 0; kx < KW; kx++, r++) off[r] = (c * Hp + ky * dh) * Wp + kx * dw;
+    /* the input rows and columns that the windows read (the rest of P stays zero) */
+    Py_ssize_t rows = H < Hp - pt ? H : Hp - pt, cols = W < Wp - pl ? W : Wp - pl;
+    for (Py_ssize_t n = 0; n < N; n++) {
+        const float *xs = x + n * C * H * W;
+        if (rows > 0 && cols > 0)
+            for (Py_ssize_t c = 0; c < C; c++)
+                for (Py_ssize_t r = 0; r < rows; r++)
+                    memcpy(P + (c * Hp + pt + r) * Wp + pl, xs + (c * H + r) * W,
+                           (size_t)cols * sizeof(float));
+        conv_sample(P, Wp, wp, off, R, M, OH, OW, sh, b, relu, y + n * M * OH * OW);
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    free(off);
+    free(wp);
+    free(P);
+    PyBuffer_Release(&bx);
+    PyBuffer_Release(&bw);
+    if (has_b) PyBuffer_Release(&bb);
+    PyBuffer_Release(&by);
+    return result;
+}
+
+/* ---- exp_rows --------------------------------------------------------------------------- */
+
+/* exp of 8 floats: x = n ln2 + r, |r| <= ln2 / 2, exp(r) by a degree-6 polynomial, times 2^n
+ * as two normal powers of two (so that results in the subnormal range are rounded once) */
+INLINE v8 exp8(v8 x) {
+    v8i nan = (v8i)(x != x);
+    v8i over = (v8i)(x > bc(88.72283935546875f)), under = (v8i)(x < bc(-103.97208404541016f));
+    v8 xc = select8(over, bc(89.0f), select8(under, bc(-104.0f), select8(nan, bc(0.0f), x)));
+    const v8 magic = bc(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
+    v8 n = (xc * bc(1.44269504088896341f) + magic) - magic;
+    v8 r = xc - n * bc(0.693359375f);
+    r = r - n * bc(-2.12194440e-4f);
+    v8 p = bc(1.9875691500e-4f);
+    p = p * r + bc(1.3981999507e-3f);
+    p = p * r + bc(8.3334519073e-3f);
+    p = p * r + bc(4.1665795894e-2f);
+    p = p * r + bc(1.6666665459e-1f);
+    p = p * r + bc(5.0000001201e-1f);
+    p = p * (r * r) + r + bc(1.0f);
+    v8i ni = __builtin_convertvector(n, v8i);
+    v8i n1 = ni >> 1, n2 = ni - n1;
+    v8 s1 = (v8)((n1 + 127) << 23), s2 = (v8)((n2 + 127) << 23);
+    v8 res = (p * s1) * s2;
+    res = select8(over, bc(INFINITY), select8(under, bc(0.0f), res));
+    return select8(nan, x, res);
+}
+
+MULTIVERSION
+static void exp_rows_impl(const float *a, float *out, float *sums, Py_ssize_t rows,
+                          Py_ssize_t n) {
+    Py_ssize_t n8 = n / 8 * 8;
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        const float *src = a + r * n;
+        float *dst = out + r * n;
+        /* the row maximum (NaN propagates: a NaN lane makes the maximum NaN) */
+        float mx = -INFINITY;
+        int has_nan = 0;
+        v8 vm = bc(-INFINITY);
+        v8i vn = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (Py_ssize_t i = 0; i < n8; i += 8) {
+            v8 v = load8(src + i);
+            vn |= (v8i)(v != v);
+            vm = select8((v8i)(v > vm), v, vm);
+        }
+        for (int k = 0; k < 8; k++) {
+            if (vm[k] > mx) mx = vm[k];
+            has_nan |= vn[k];
+        }
+        for (Py_ssize_t i = n8; i < n; i++) {
+            if (src[i] != src[i]) has_nan = 1;
+            if (src[i] > mx) mx = src[i];
+        }
+        if (has_nan) mx = NAN;
+        v8 shift = bc(mx), acc = bc(0.0f);
+        for (Py_ssize_t i = 0; i < n8; i += 8) {
+            v8 e = exp8(load8(src + i) - shift);
+            store8(dst + i, e);
+            acc += e;
+        }
+        if (n8 < n) {
+            float t[8];
+            for (int k = 0; k < 8; k++) t[k] = n8 + k < n ? src[n8 + k] : -INFINITY;
+            v8 e = exp8(load8(t) - shift);
+            store8(t, e);
+            for (Py_ssize_t k = 0; n8 + k < n; k++) dst[n8 + k] = t[k];
+            acc += e;
+        }
+        float s = 0.0f;
+        for (int k = 0; k < 8; k++) s += acc[k];
+        sums[r] = s;
+    }
+}
+
+static PyObject *ck_exp_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "exp_rows(a, out, sums, rows, n)");
+        return NULL;
+    }
+    Py_ssize_t rows = PyLong_AsSsize_t(args[3]);
+    if (rows == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t n = PyLong_AsSsize_t(args[4]);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    const Py_ssize_t LIM = (Py_ssize_t)1 << 40;
+    if (rows < 0 || n < 1 || rows > LIM || n > LIM / (rows ? rows : 1)) {
+        PyErr_SetString(PyExc_ValueError, "exp_rows: rows >= 0, n >= 1 expected");
+        return NULL;
+    }
+    Py_buffer ba, bo, bs;
+    if (get_buffer(args[0], &ba, 0, rows * n, "a") < 0) return NULL;
+    if (get_buffer(args[1], &bo, 1, rows * n, "out") < 0) {
+        PyBuffer_Release(&ba);
+        return NULL;
+    }
+    if (get_buffer(args[2], &bs, 1, rows, "sums") < 0) {
+        PyBuffer_Release(&ba);
+        PyBuffer_Release(&bo);
+        return NULL;
+    }
+    const float *a = ba.buf;
+    float *o = bo.buf, *s = bs.buf;
+    Py_BEGIN_ALLOW_THREADS
+    exp_rows_impl(a, o, s, rows, n);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&ba);
+    PyBuffer_Release(&bo);
+    PyBuffer_Release(&bs);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"conv2d", (PyCFunction)(void (*)(void))ck_conv2d, METH_FASTCALL,
+     "conv2d(x, w, b, y, dims, relu): float32 2-D convolution of one group into y."},
+    {"exp_rows", (PyCFunction)(void (*)(void))ck_exp_rows, METH_FASTCALL,
+     "exp_rows(a, out, sums, rows, n): exp(row - row max) into out, row sums into sums."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_ckernels",
+    "Compiled float32 kernels of onemodel's evaluator (optional accelerator).", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__ckernels(void) { return PyModule_Create(&module); }
