@@ -1,4 +1,5 @@
-"""Plan-time fusions: the attention chain ``MatMul -> Softmax -> MatMul``, and ``MatMul -> Add``.
+"""Plan-time fusions: the attention chain ``MatMul -> Softmax -> MatMul``, ``Conv -> Relu`` and
+``MatMul -> Add``.
 
 Attention computes ``scores = q @ k`` ([..., m, n]), ``p = Softmax(scores)`` along the last axis
 and ``p @ v``. Evaluated node by node, the scores and the probabilities are whole tensors
@@ -20,6 +21,10 @@ three nodes are in the default domain with the built-in kernels (no session or u
 replaces them), Softmax from opset 13 on along axis -1. Operands that are not float32 / float64
 stacks of one batch shape are computed by the same kernels without blocks.
 
+A Conv whose output only a Relu reads runs with it as one step (:func:`.kernels.conv.conv_relu`,
+with the Conv's attributes): the compiled Conv kernel applies the Relu to each output as it
+stores it, which saves a pass over the output.
+
 A MatMul whose product only an Add reads (the bias of a linear layer) runs with the Add as one
 step that adds into the product's array (:func:`product_sum`): the same sums, one array fewer
 written. A fused step fails as its nodes would (a ValueError for shapes that do not fit, an
@@ -34,6 +39,7 @@ import numpy as np
 
 from . import registry
 from .kernels.activations import _softmax, _softmax_last, shifted_exp_rows
+from .kernels.conv import conv_relu
 from .kernels.linalg import matmul_array
 
 #: Bytes of scores one block of :func:`attention_chain` holds (within a level-2 cache).
@@ -88,9 +94,12 @@ def fuse_attention(steps: list, captured: set[str], kept: set[str], make_step) -
     """The plan's steps with each fusable ``MatMul -> Softmax -> MatMul`` chain replaced by one
     step at the place of its last node (see the module docstring for when a chain is fused).
 
-    Also each ``MatMul -> Add`` whose product only the Add reads (:func:`product_sum`).
-    ``captured``: names subgraphs read; ``kept``: names the plan returns; ``make_step(last, ins,
-    kernel)``: a step of the chain's last node running ``kernel`` on ``ins``.
+    Also each ``MatMul -> Add`` whose product only the Add reads (:func:`product_sum`) and each
+    ``Conv -> Relu`` whose output only the Relu reads (a step of the Conv with the Relu's
+    outputs).
+    ``captured``: names subgraphs read; ``kept``: names the plan returns; ``make_step(step, ins,
+    kernel)``: a copy of ``step`` (the chain's last node, or the Conv of ``Conv -> Relu``)
+    running ``kernel`` on ``ins``.
     """
     readers: dict[str, list[int]] = {}
     for pos, st in enumerate(steps):
@@ -144,6 +153,20 @@ def fuse_attention(steps: list, captured: set[str], kept: set[str], make_step) -
         drop.add(pos)
         replace[j] = make_step(add, [st.ins[0], st.ins[1], other],
                                _described(product_sum if first else sum_product, [st, add]))
+    for pos, st in enumerate(steps):
+        if pos in drop or pos in replace or not (
+                _builtin(st, "Conv") and 2 <= len(st.ins) <= 3 and len(st.outs) == 1):
+            continue
+        j = only_reader(st.outs[0])
+        if j is None or j in drop or j in replace:
+            continue
+        relu = steps[j]
+        if not (_builtin(relu, "Relu") and len(relu.ins) == 1 and len(relu.outs) == 1):
+            continue
+        fused = make_step(st, st.ins, _described(conv_relu, [st, relu]))
+        fused.outs = list(relu.outs)
+        drop.add(pos)
+        replace[j] = fused
     if not replace:
         return steps
     return [replace.get(pos, st) for pos, st in enumerate(steps) if pos not in drop]

@@ -12,6 +12,7 @@ from onnx import helper
 from oracle import tensor_info
 
 from onemodel.evaluate import Session, fusion
+from onemodel.evaluate.kernels import conv as conv_module
 from onemodel.evaluate.kernels.linalg import matmul_array
 from onemodel.formats.onnx import decode_model
 
@@ -171,3 +172,76 @@ def test_product_read_by_another_node_is_not_fused():
                                rtol=1e-5, atol=1e-5)  # 5 products: float32 roundings only
     np.testing.assert_allclose(res["z"] + res["n"], np.broadcast_to(feeds["c"], (3, 6)),
                                rtol=0, atol=1e-5)
+
+
+def _conv_relu_model(feeds, *, reader=False, bias=True):
+    ins = ["x", "w", "b"] if bias else ["x", "w"]
+    nodes = [helper.make_node("Conv", ins, ["y"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["y"], ["r"])]
+    outputs = ["r"]
+    if reader:  # the Conv's output read by another node too
+        nodes.append(helper.make_node("Neg", ["y"], ["n"]))
+        outputs.append("n")
+    graph = helper.make_graph(nodes, "g", [tensor_info(n, feeds[n]) for n in ins],
+                              [helper.make_value_info(n, onnx.TypeProto()) for n in outputs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    return decode_model(model.SerializeToString())
+
+
+def _conv_feeds(dtype):
+    return {"x": RNG.standard_normal((2, 3, 7, 9)).astype(dtype),
+            "w": RNG.standard_normal((5, 3, 3, 3)).astype(dtype),
+            "b": RNG.standard_normal(5).astype(dtype)}
+
+
+def _conv_exact(feeds, bias=True):
+    x, w = (feeds[n].astype(np.float64) for n in ("x", "w"))
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    y = sum(np.einsum("nchw,mc->nmhw", xp[:, :, i:i + 7, j:j + 9], w[:, :, i, j])
+            for i in range(3) for j in range(3))
+    mag = sum(np.einsum("nchw,mc->nmhw", np.abs(xp[:, :, i:i + 7, j:j + 9]),
+                        np.abs(w[:, :, i, j])) for i in range(3) for j in range(3))
+    if bias:
+        y = y + feeds["b"].astype(np.float64)[None, :, None, None]
+        mag = mag + np.abs(feeds["b"].astype(np.float64))[None, :, None, None]
+    return y, mag
+
+
+@pytest.mark.parametrize("pure", [False, True])  # the compiled Conv kernel, and numpy's path
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("bias", [True, False])
+def test_conv_and_relu_fused_within_the_bound_of_exact(pure, dtype, bias, monkeypatch):
+    if pure:
+        monkeypatch.setenv("ONEMODEL_PURE_PYTHON", "1")
+    feeds = _conv_feeds(dtype)
+    if not bias:
+        del feeds["b"]
+    session = Session(_conv_relu_model(feeds, bias=bias))
+    assert [getattr(st.fn, "fused", None) for st in session._main.steps] == [
+        conv_module.conv_relu]
+    (r,) = session.run(feeds).values()
+    y, mag = _conv_exact(feeds, bias)
+    # 27 products and the bias: at most 28 roundings of the sum of |terms|; Relu is exact
+    eps = 2.0 ** -24 if dtype == np.float32 else 2.0 ** -53
+    assert r.dtype == dtype and r.shape == y.shape
+    assert np.all(np.abs(r - np.maximum(y, 0)) <= 28 * eps * mag)
+    assert np.all(r >= 0)
+
+
+def test_conv_read_by_another_node_is_not_fused_with_its_relu():
+    feeds = _conv_feeds(np.float32)
+    session = Session(_conv_relu_model(feeds, reader=True))
+    assert [st.node.op_type for st in session._main.steps] == ["Conv", "Relu", "Neg"]
+    res = session.run(feeds)
+    y, mag = _conv_exact(feeds)
+    assert np.all(np.abs(-res["n"] - y) <= 28 * EPS32 * mag)
+    np.testing.assert_array_equal(res["r"], np.maximum(-res["n"], 0))  # Relu of the same sums
+
+
+def test_fused_conv_and_relu_keep_nan():
+    feeds = _conv_feeds(np.float32)
+    feeds["x"][1, 2, 3, 4] = np.nan  # reaches the 3x3 windows around (3, 4) of sample 1
+    (r,) = Session(_conv_relu_model(feeds)).run(feeds).values()
+    nan = np.isnan(r)
+    assert nan[1, :, 2:5, 3:6].all() and nan.sum() == 5 * 9

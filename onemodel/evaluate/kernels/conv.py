@@ -136,6 +136,18 @@ def _geometry(ctx, x, kernel):
 
 @op("Conv", since=(1, 11, 22))
 def conv(ctx, x, w, b=None):
+    return _conv(ctx, x, w, b, relu=False)
+
+
+def conv_relu(ctx, x, w, b=None):
+    """``Relu(Conv(x, w, b))`` (the plan-time fusion of :mod:`..fusion`; ``ctx`` the Conv's):
+    the compiled kernel applies the Relu to each output while it is in a register; elsewhere
+    the Relu kernel's ``max(y, 0)`` follows the Conv. The same values as the two nodes."""
+    return _conv(ctx, x, w, b, relu=True)
+
+
+def _conv(ctx, x, w, b, relu: bool):
+    """Conv, then max(y, 0) when ``relu``."""
     if x.ndim < 3:
         raise EvaluationError(f"Conv input has rank {x.ndim}; at least 3 expected")
     group = ctx.attr("group")
@@ -153,9 +165,19 @@ def conv(ctx, x, w, b=None):
     x, w = args[0], args[1]
     if group == 1:
         y = ckernels.conv2d(x, w, args[2] if b is not None else None, begin, out, strides,
-                            dilations)
+                            dilations, relu=relu)
         if y is not None:  # the compiled kernel applies
             return back(y, dt)
+    y = _conv_numpy(x, w, args, dt, group, kernel, strides, dilations, begin, end, out)
+    return np.maximum(y, np.zeros((), y.dtype), out=y) if relu else y
+
+
+def _conv_numpy(x, w, args, dt, group, kernel, strides, dilations, begin, end, out):
+    """Conv by numpy products (the module docstring says how); ``args`` the widened operands
+    (x, w[, b]), ``dt`` the type to return."""
+    N, C = x.shape[:2]
+    M = w.shape[0]
+    b = args[2] if len(args) > 2 else None
     Cg, Mg, K, P = C // group, M // group, math.prod(kernel), math.prod(out)
     wg = w.reshape(group, Mg, Cg * K)
     unit = all(s == 1 for s in strides)
@@ -163,11 +185,10 @@ def conv(ctx, x, w, b=None):
         y = column_blocks_product(wg, x.reshape(N, group, Cg, P))  # [N, g, Mg, P]
     elif (unit and min(begin) >= 0 and min(end) >= 0
           and _shifted_waste(out, begin, end, x.shape[2:]) <= _SHIFTED_WASTE):
-        bias = args[2] if b is not None else None
         if group == 1:
-            y = _shifted_conv_last(x, w, bias, kernel, dilations, begin, end, out)
+            y = _shifted_conv_last(x, w, b, kernel, dilations, begin, end, out)
         else:
-            y = _shifted_conv(x, w, bias, group, kernel, dilations, begin, end, out)
+            y = _shifted_conv(x, w, b, group, kernel, dilations, begin, end, out)
         return back(y, dt)
     else:
         # im2col: [N, C, *k, *out] -> [N, g, Cg*K, P], copied a few samples at a time so that
@@ -183,7 +204,7 @@ def conv(ctx, x, w, b=None):
                                       out=y[s:s + step])
     y = y.reshape((N, M) + tuple(out))
     if b is not None:
-        y = y + args[2].reshape((1, M) + (1,) * len(out))
+        y = y + b.reshape((1, M) + (1,) * len(out))
     return back(np.ascontiguousarray(y), dt)
 
 
