@@ -18,6 +18,7 @@ the model's structure, not of its weights.
 
 from __future__ import annotations
 
+from ...errors import InvalidModelError
 from ...ir.record import buffer_nbytes, buffer_view, f32_bits
 from ...lazy import np
 from ...storage.blob import Blob
@@ -55,6 +56,8 @@ def _encode(obj, msg, out: bytearray, parts: list, subst: dict | None = None) ->
     for f in msg.fields:
         v = getattr(obj, f.name)
         if v is None:
+            if f.repeated and f.array_dtype is None:  # a list has no absent state
+                raise _NoneList()
             continue
         kind = f.kind
         if f.repeated:
@@ -171,6 +174,67 @@ def _encode_sub(item, sub, key: bytes, out: bytearray, parts: list,
     return bytearray()
 
 
+class _NoneList(Exception):
+    """A repeated (list) field holding None met while encoding: :func:`encode_pieces` and
+    :func:`encode` find which one (:func:`none_list_error`)."""
+
+
+#: message proto name -> (its list fields, its message fields, its repeated message fields)
+_LIST_WALK: dict = {}
+
+
+def _list_walk(msg) -> tuple:
+    plan = _LIST_WALK.get(msg.proto_name)
+    if plan is None:
+        plan = _LIST_WALK[msg.proto_name] = (
+            tuple(f.name for f in msg.fields if f.repeated and f.array_dtype is None),
+            tuple((f.name, f.message) for f in msg.fields
+                  if f.kind == MESSAGE and not f.repeated),
+            tuple((f.name, f.message) for f in msg.fields if f.kind == MESSAGE and f.repeated))
+    return plan
+
+
+def none_list_path(obj, msg=None) -> str | None:
+    """The path (IR field names, ``graph.nodes[0].inputs``) of the first repeated field of
+    ``obj`` or of a record below it that holds None, or None when there is none. A repeated
+    field has no absent state (:mod:`onemodel.ir.record`: a list, ``[]`` when empty); the
+    number arrays (``float_data``, ``floats``, ...), whose empty value is None, are not such
+    fields."""
+    lists, subs, list_subs = _list_walk(BY_CLASS[type(obj)] if msg is None else msg)
+    for name in lists:
+        if getattr(obj, name) is None:
+            return name
+    for name, sub in subs:
+        v = getattr(obj, name)
+        if v is not None:
+            below = none_list_path(v, sub)
+            if below is not None:
+                return f"{name}.{below}"
+    for name, sub in list_subs:
+        for i, item in enumerate(getattr(obj, name)):
+            below = none_list_path(item, sub)
+            if below is not None:
+                return f"{name}[{i}].{below}"
+    return None
+
+
+def none_list_error(obj) -> InvalidModelError | None:
+    """The InvalidModelError of the first repeated field holding None in ``obj``
+    (:func:`none_list_path`; the message as the OneModel writer words it), or None."""
+    path = none_list_path(obj)
+    if path is None:
+        return None
+    name = path.rsplit(".", 1)[-1]
+    return InvalidModelError(f"repeated field {name} holds None, not a list ([] when empty)",
+                             path=path)
+
+
+def _refused(obj) -> InvalidModelError:
+    """The error of :class:`_NoneList` raised while encoding ``obj``."""
+    return none_list_error(obj) or InvalidModelError(
+        "a repeated field holds None, not a list ([] when empty)")
+
+
 def encode_pieces(obj) -> list:
     """The encoding of a record as a list of pieces: ``bytearray`` (encoded octets), the
     :class:`~onemodel.storage.blob.Blob` of a ``raw_data`` value (bytes of a source, which a
@@ -181,10 +245,16 @@ def encode_pieces(obj) -> list:
     its own is each ``raw_data`` that is a Blob of a remote source, or a Blob of :data:`SMALL`
     bytes or more, or in memory and of :data:`BIG` bytes or more; no piece is changed after it
     was returned.
+
+    Raises:
+        InvalidModelError: a repeated field holding None (not a list), naming it.
     """
     msg = BY_CLASS[type(obj)]
     parts: list = []
-    out = _encode(obj, msg, bytearray(), parts)
+    try:
+        out = _encode(obj, msg, bytearray(), parts)
+    except _NoneList:
+        raise _refused(obj) from None
     if out:
         parts.append(out)
     return parts
@@ -194,11 +264,15 @@ def encode(obj, *, substitute: dict | None = None) -> bytes:
     """The octets of a record as its ONNX message (a ``Model`` as ModelProto, ...).
 
     ``substitute``: ``id(record) -> record`` encoded in place of that sub-record wherever it
-    occurs (the records themselves are not changed)."""
+    occurs (the records themselves are not changed). Raises InvalidModelError for a repeated
+    field holding None (not a list), naming it."""
     if substitute is None:
         return b"".join(p.view() if isinstance(p, Blob) else p for p in encode_pieces(obj))
     parts: list = []
-    out = _encode(obj, BY_CLASS[type(obj)], bytearray(), parts, substitute)
+    try:
+        out = _encode(obj, BY_CLASS[type(obj)], bytearray(), parts, substitute)
+    except _NoneList:
+        raise _refused(obj) from None
     if out:
         parts.append(out)
     return b"".join(p.view() if isinstance(p, Blob) else p for p in parts)

@@ -75,6 +75,7 @@ place and restores them before it returns; the model must not be used by another
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import warnings
@@ -97,7 +98,7 @@ from .external_refs import RefusedError, location_parts, parse_reference
 from .external_sinks import data_file_target, open_data_sink, same_directory
 from .external_walk import data_file_identity
 from .paths import proto_path
-from .wire_encode import encode, encode_pieces, pieces_size
+from .wire_encode import encode, encode_pieces, none_list_error, pieces_size
 
 LAYOUTS = ("keep", "inline", "file", "per_tensor", "safetensors")
 
@@ -222,6 +223,9 @@ def _plan(model, layout, external_data, threshold, align, convert_attributes, ou
         if id(t) in seen:
             continue
         seen.add(id(t))
+        if t.external_data is None:  # (a layout may replace it: refused before, not hidden)
+            raise InvalidModelError("repeated field external_data holds None, not a list ([] "
+                                    "when empty)", path=f"{path}.external_data")
         canonical = canonical_typed(t)  # (narrow types: int32_data as Clause 6.3.4 has it)
         if canonical is not None:
             ov.set(t, int32_data=canonical)
@@ -603,6 +607,23 @@ def stream_pieces(pieces, sink) -> None:
             sink.write(piece)
 
 
+@contextlib.contextmanager
+def _none_lists_refused(model):
+    """A repeated field of the model holding None, not a list (its empty value is ``[]``; the
+    OneModel writer refuses it alike), is an InvalidModelError naming the field, whatever
+    meets it first: the encoding (which raises that error itself) or a walk of the tensors
+    before it, to which it is a TypeError (``nodes`` None, a tensor's ``dims`` None). The
+    model is searched for such a field only then, so writing a well-formed model costs
+    nothing more; another TypeError is raised as it is."""
+    try:
+        yield
+    except TypeError:
+        error = none_list_error(model)
+        if error is None:
+            raise
+        raise error from None
+
+
 #: Largest accepted alignment of data file offsets, in bytes (every tensor may be preceded by
 #: that much padding, so a larger value only wastes disk).
 MAX_ALIGN = 1 << 20
@@ -787,17 +808,20 @@ def write(model, sink, *, layout: str | None = None, external_data: str | None =
     does neither: ``Sink.write_blob`` decides), else written from their buffers in bounded
     chunks; nothing is concatenated in memory. Data files are written to temporary files renamed
     into place, so writing onto the files the model is mapped from is safe (the maps keep the old
-    files alive) and an existing file is never appended to. Raises InvalidModelError,
-    UnsupportedError, IoError; on error no data file is changed.
+    files alive) and an existing file is never appended to. Raises InvalidModelError (among
+    others for a repeated field holding None, not a list, naming it, as the OneModel writer
+    does), UnsupportedError, IoError; on error no data file is changed.
     """
     if not isinstance(model, Model):
         raise TypeError("write() takes an onemodel.ir.Model")
-    # what the reader would refuse is not written (InvalidModelError with the field path)
-    check_tensors(model, [(t, None) for _, t in iter_tensors(model)], sink.name)
-    write_layout(model, sink, layout=layout, external_data=external_data, threshold=threshold,
-                 align=align, force=force, base_dir=base_dir, allow_outside=allow_outside,
-                 convert_attributes=convert_attributes, storage_options=storage_options,
-                 max_shard_size=max_shard_size)
+    # what the reader would refuse is not written (InvalidModelError with the field path), a
+    # repeated field holding None included
+    with _none_lists_refused(model):
+        check_tensors(model, [(t, None) for _, t in iter_tensors(model)], sink.name)
+        write_layout(model, sink, layout=layout, external_data=external_data,
+                     threshold=threshold, align=align, force=force, base_dir=base_dir,
+                     allow_outside=allow_outside, convert_attributes=convert_attributes,
+                     storage_options=storage_options, max_shard_size=max_shard_size)
 
 
 __all__ = ["LAYOUTS", "MAX_ALIGN", "write", "write_layout", "encode_message", "encode_model",
