@@ -267,12 +267,13 @@ done:
 
 /* ---- exp_rows --------------------------------------------------------------------------- */
 
-/* exp of 8 floats: x = n ln2 + r, |r| <= ln2 / 2, exp(r) by a degree-6 polynomial, times 2^n
- * as two normal powers of two (so that results in the subnormal range are rounded once) */
+/* exp of 8 floats x <= 0 or NaN (values shifted by their maximum): x = n ln2 + r,
+ * |r| <= ln2 / 2, exp(r) by a degree-6 polynomial, times 2^n as two normal powers of two (so
+ * that results in the subnormal range are rounded once); x < -104 is clamped there, where the
+ * result rounds to 0. A NaN lane stays NaN through the polynomial (its n, converted to an
+ * integer, is whatever the conversion instruction gives; the product with NaN is NaN). */
 INLINE v8 exp8(v8 x) {
-    v8i nan = (v8i)(x != x);
-    v8i over = (v8i)(x > bc(88.72283935546875f)), under = (v8i)(x < bc(-103.97208404541016f));
-    v8 xc = select8(over, bc(89.0f), select8(under, bc(-104.0f), select8(nan, bc(0.0f), x)));
+    v8 xc = select8((v8i)(x < bc(-104.0f)), bc(-104.0f), x);
     const v8 magic = bc(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
     v8 n = (xc * bc(1.44269504088896341f) + magic) - magic;
     v8 r = xc - n * bc(0.693359375f);
@@ -287,9 +288,7 @@ INLINE v8 exp8(v8 x) {
     v8i ni = __builtin_convertvector(n, v8i);
     v8i n1 = ni >> 1, n2 = ni - n1;
     v8 s1 = (v8)((n1 + 127) << 23), s2 = (v8)((n2 + 127) << 23);
-    v8 res = (p * s1) * s2;
-    res = select8(over, bc(INFINITY), select8(under, bc(0.0f), res));
-    return select8(nan, x, res);
+    return (p * s1) * s2;
 }
 
 MULTIVERSION
