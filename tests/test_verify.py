@@ -117,7 +117,8 @@ LEGACY = pathlib.Path(__file__).resolve().parents[1] / "testdata" / "models" / \
 @pytest.mark.parametrize("run", [False, True])
 def test_dims_and_shapes_are_checked_with_or_without_run(run):
     from onemodel.errors import UsageError
-    with pytest.raises(UsageError, match=r"dimension 'sq'.*symbolic dims: batch, seq"):
+    with pytest.raises(UsageError, match=r"--dim sq=16 \(.*\): the model has no symbolic "
+                                         r"dimension 'sq'; its dims are: batch, seq"):
         onemodel.verify(LEGACY, LEGACY, run=run, dims={"sq": 16})
     with pytest.raises(UsageError, match=r"--shape token=1,16 \(.*\): it is not a graph input"
                                          r".*tokens"):

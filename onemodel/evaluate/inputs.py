@@ -317,8 +317,10 @@ def check_dims_shapes(model: Model, dims: dict[str, int] | None,
     known = symbolic_dims(model)
     for name, value in dims.items():
         if name not in known:
-            raise UsageError(f"dimension '{name}': no graph input has a dimension of that name "
-                             f"(symbolic dims: {', '.join(known) or 'none'})")
+            has = f"its dims are: {', '.join(known)}" if known else \
+                "it has no symbolic dimensions"
+            raise UsageError(f"{_dim_flag(name, value)}: the model has no symbolic dimension "
+                             f"{quote(name)}; {has}")
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
             raise UsageError(f"dimension {name}={value!r}: an extent is an integer >= 0")
     needed = {vi.name: vi for _, vi in _needed_inputs(model)}
@@ -355,6 +357,14 @@ def check_dims_shapes(model: Model, dims: dict[str, int] | None,
             if isinstance(d, int) and d >= 0 and d != got:
                 raise UsageError(f"{_shape_flag(name, extents)}: axis {k} is {got}; the "
                                  f"graph declares {_shown(declared)}")
+
+
+def _dim_flag(name: str, value) -> str:
+    """How a message names a dimension value given for ``name``: as the command line's flag,
+    ``--dim seq=3``, with :data:`PYTHON_NOTE` (which :func:`as_flags` takes out), as
+    :func:`_shape_flag` names a shape."""
+    shown = str(value) if isinstance(value, (int, np.integer)) else repr(value)
+    return f"--dim {name}={shown} ({PYTHON_NOTE})"
 
 
 def _shape_flag(name: str, shape) -> str:

@@ -314,7 +314,8 @@ def run_api(path, feeds):
 
 
 @pytest.mark.parametrize("flags, said", [
-    (["--dim", "nosuch=3"], "dimension 'nosuch': no graph input has a dimension of that name"),
+    (["--dim", "nosuch=3"], "Usage error: --dim nosuch=3: the model has no symbolic dimension "
+     "'nosuch'; it has no symbolic dimensions"),
     (["--shape", "nosuch=1,2"], "Usage error: --shape nosuch=1,2: it is not a graph input"),
     (["--shape", "x=1,2,3"], "Usage error: --shape x=1,2,3 has rank 3; the graph declares rank 2"),
     (["--shape", "x=1,two"], "--shape x=1,two: 'two' is not a non-negative integer"),
@@ -325,6 +326,34 @@ def test_dim_and_shape_are_checked_alike_by_run_and_verify(unnamed, flags, said)
         r = cli(*cmd, *flags)
         assert r.exit_code == 2, (cmd, r.output)
         assert r.stderr.startswith("Usage error:") and said in r.stderr, (cmd, r.stderr)
+
+
+def test_a_dim_the_model_does_not_have_is_named_by_its_flag(tmp_path):
+    """`--dim nosuch=3` for a model whose dims are batch and seq: one usage error line naming the
+    flag and value and listing the dims, in run, verify --run and verify; the Python message
+    says which parameter the flag stands for."""
+    from onnx import TensorProto, helper
+
+    from onemodel.errors import UsageError
+    from onemodel.evaluate.inputs import PYTHON_NOTE, check_dims_shapes
+
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                         ["batch", "seq"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                                         ["batch", "seq"])])
+    path = tmp_path / "relu.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    said = ("Usage error: --dim nosuch=3: the model has no symbolic dimension 'nosuch'; its dims "
+            "are: batch, seq\n")
+    for cmd in (("run", path, "--random"), ("verify", path, path, "--run"),
+                ("verify", path, path)):
+        r = cli(*cmd, "--dim", "seq=4", "--dim", "nosuch=3")
+        assert (r.exit_code, r.stderr, r.stdout) == (2, said, ""), (cmd, r.output)
+    with onemodel.load(path) as model, pytest.raises(UsageError) as e:
+        check_dims_shapes(model, {"nosuch": 3}, {})
+    assert str(e.value) == (f"--dim nosuch=3 ({PYTHON_NOTE}): the model has no symbolic "
+                            "dimension 'nosuch'; its dims are: batch, seq")
 
 
 def test_a_shape_that_does_not_fit_is_named_like_one_that_cannot_be_parsed(tmp_path):
