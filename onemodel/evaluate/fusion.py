@@ -68,18 +68,25 @@ def attention_chain(ctx, a, b, v):
     if step >= lead:
         return matmul_array(_softmax_last(matmul_array(a, b)), v)
     out = np.empty(a.shape[:-1] + (v.shape[-1],), dtype=a.dtype)
+    # the operands packed once, each matrix contiguous (numpy multiplies a stack of scattered
+    # matrices about twice as slowly); ``b`` as its transpose when its matrices are laid out by
+    # columns (k of attention is usually a transposed view of [batch, seq, heads, d]): that copy
+    # moves rows of d values, the other gathers single elements (measured: 0.12 ms against 1.4
+    # for [32, 4, 16, 128]), and BLAS multiplies by the transpose as fast
+    a, v = np.ascontiguousarray(a), np.ascontiguousarray(v)
+    if b.strides[-2] < b.strides[-1]:
+        b = np.swapaxes(np.ascontiguousarray(np.swapaxes(b, -1, -2)), -1, -2)
+    else:
+        b = np.ascontiguousarray(b)
     e = None
     for i in range(0, lead, step):
-        # operands of a block copied packed (a few KiB, in the cache): numpy multiplies a stack
-        # of scattered matrices about twice as slowly
-        s = matmul_array(np.ascontiguousarray(a[i:i + step]), np.ascontiguousarray(b[i:i + step]))
+        s = matmul_array(a[i:i + step], b[i:i + step])
         if e is None or e.shape != s.shape:
             e = np.empty_like(s)
         e, sums = shifted_exp_rows(s, e)
         # softmax(s) @ v = (exp(s - shift) @ v) / row sums: the division on the product (d
         # values a row) instead of the probabilities (n a row)
-        np.divide(matmul_array(e, np.ascontiguousarray(v[i:i + step])), sums[..., None],
-                  out=out[i:i + step])
+        np.divide(matmul_array(e, v[i:i + step]), sums[..., None], out=out[i:i + step])
     return out
 
 
