@@ -55,8 +55,10 @@ are not deleted.
 No data file of another model is replaced silently. With ``keep``, ``per_tensor`` and ``file``
 without ``external_data`` the data file names are not the user's choice (they come from the
 model's references, its tensor names or the .onnx file's name), so two models written into one
-directory can ask for the same name. Before anything is written, each data file that would replace
-an existing file is checked; the replacement is allowed only when
+directory can ask for the same name; a name given with ``external_data`` can be another model's
+data file too (``convert W.safetensors --into MODEL OUT.onnx --external-data w.bin`` beside a
+model that references ``w.bin``). Before anything is written, each data file that would replace
+an existing file is checked, whoever chose its name; the replacement is allowed only when
 
 * that file is one the model's tensors were read from (rewriting a model in place), or
 * the destination .onnx file exists and references that file (writing over an earlier output of
@@ -66,8 +68,7 @@ an existing file is checked; the replacement is allowed only when
   shards of that earlier output), or
 * ``force`` is given (CLI ``--force``);
 
-otherwise the write raises IoError naming the file. A name chosen with ``external_data`` (layout
-``file``) is the user's: an existing file of that name is replaced.
+otherwise the write raises IoError naming the file.
 
 While :func:`write_layout` runs it temporarily sets the storage fields of tensors that change
 place and restores them before it returns; the model must not be used by another thread meanwhile.
@@ -667,7 +668,7 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
     that would replace the model file, tensors that share bytes of a data file with different
     contents; UnsupportedError for the 2 GiB limit without
     ``force``; IoError for a data file that would replace an existing file of another model
-    without ``force`` (``keep``, ``per_tensor``, and ``file`` without ``external_data``), or
+    without ``force`` (every layout that writes data files, ``external_data`` named or not), or
     when a file cannot be written.
     """
     if layout is None:
@@ -703,9 +704,7 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
                                    f"(Clause 13.2): {e.message}") from None
 
     out_base, model_name = _output_place(sink, base_dir)
-    # the user named the data file
-    chosen = layout in ("file", "safetensors") and external_data is not None
-    read_from = _read_from(model) if not (force or chosen) else set()
+    read_from = _read_from(model) if not force else set()
     ov = _Overrides()
     sinks: list = []
     try:
@@ -722,7 +721,7 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
                                             "model file itself")
         files = [df for df in files
                  if not (df.untouched or (layout == "keep" and _in_place(df, out_base)))]
-        if files and not (force or chosen):
+        if files and not force:  # (a name given with external_data included)
             _refuse_replacing(files, sink, out_base, read_from, allow_outside, storage_options)
         pieces = encode_pieces(model)
         total = pieces_size(pieces)
@@ -791,10 +790,10 @@ def write(model, sink, *, layout: str | None = None, external_data: str | None =
             64 for layout ``safetensors``).
         force: write a .onnx file of 2 GiB or more (protobuf-based tools cannot read it);
             without it such a write raises UnsupportedError. Also replace an existing data file
-            that may belong to another model: without it, a data file whose name the user did
-            not choose (``keep``, ``per_tensor``, ``file`` without ``external_data``) may replace
-            an existing file only when the model was read from that file or the destination
-            .onnx file references it; otherwise IoError, before anything is written.
+            that may belong to another model: without it, a data file (its name chosen by the
+            layout or given with ``external_data``) may replace an existing file only when the
+            model was read from that file or the destination .onnx file references it;
+            otherwise IoError, before anything is written.
         base_dir: the directory data files go to; default the directory of the sink's file.
         allow_outside: keep references outside that directory (``keep``); never the default.
         convert_attributes: ``file``/``per_tensor`` also move attribute tensors and sparse

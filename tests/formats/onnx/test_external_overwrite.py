@@ -80,11 +80,54 @@ def test_force_overwrites(tmp_path):
     assert not _same(a, out / "a.onnx")  # what force means: a.onnx now reads B's weights
 
 
-def test_a_data_file_the_user_names_is_overwritten(tmp_path):
+def test_a_data_file_the_user_names_is_checked_as_the_others(tmp_path):
+    """external_data='w.bin' naming the data file of another model beside the output is refused
+    as a name onemodel chose is: it would leave a.onnx reading B's weights. The same conversion
+    again replaces its own data file; force replaces another's."""
     a, b, out = _pair(tmp_path)
     onemodel.convert(a, out / "a.onnx", external_data="w.bin")
-    onemodel.convert(b, out / "b.onnx", external_data="w.bin")
+    before = files_of(out)
+    with pytest.raises(IoError) as e:
+        onemodel.convert(b, out / "b.onnx", external_data="w.bin")
+    assert str(out / "w.bin") in str(e.value) and "--force" in str(e.value)
+    assert files_of(out) == before and _same(a, out / "a.onnx")
+    onemodel.convert(a, out / "a.onnx", external_data="w.bin")  # its own: replaced
+    assert files_of(out) == before
+    onemodel.convert(b, out / "b.onnx", external_data="w.bin", force=True)
     assert _same(b, out / "b.onnx")
+    assert not _same(a, out / "a.onnx")  # what force means: a.onnx now reads B's weights
+
+
+def test_convert_into_a_model_does_not_replace_another_models_data_file(tmp_path):
+    """convert W.safetensors --into MODEL.onnx OUT.onnx --external-data NAME, NAME the data file
+    of another .onnx beside OUT: Io, exit 2, nothing written; again with --force it is written;
+    running it once more replaces OUT's own data file."""
+    import numpy as np
+    import safetensors.numpy as sn
+
+    a, b, out = _pair(tmp_path)
+    runner = CliRunner()
+    r = runner.invoke(app, ["convert", str(a), str(out / "other.onnx"), "--external-data",
+                            "w.bin", "-q"])
+    assert r.exit_code == 0, r.output
+    weights = tmp_path / "w.safetensors"
+    sn.save_file({"b0": np.full(64, 0.25, np.float32)}, str(weights))
+    before = files_of(out)
+    into = ["convert", str(weights), "--into", str(b), str(out / "new.onnx"), "--external-data",
+            "w.bin", "-q"]
+    r = runner.invoke(app, into)
+    assert r.exit_code == 2, r.output
+    assert r.stderr.startswith(f"Io: data file '{out / 'w.bin'}' already exists and may hold "
+                               "another model's weights"), r.stderr
+    assert "--force" in r.stderr
+    assert files_of(out) == before and _same(a, out / "other.onnx")
+    r = runner.invoke(app, into + ["--force"])
+    assert r.exit_code == 0, r.output
+    with onemodel.load(out / "new.onnx") as m:
+        got = {t.name: t.numpy() for t in m.graph.initializers}
+    assert got["b0"].tolist() == [0.25] * 64
+    r = runner.invoke(app, into)  # new.onnx references w.bin: its own output, replaced
+    assert r.exit_code == 0, r.output
 
 
 def test_rewriting_the_data_files_a_model_was_read_from(tmp_path):
