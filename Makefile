@@ -22,16 +22,22 @@ RUN_INPUTS := $(foreach d,$(DIMS),--dim $(d)) $(foreach s,$(SHAPES),--shape $(s)
 
 install: $(VENV)/.installed
 
+# setuptools prints an "Editable installation" notice (a BuildBackendWarning, a banner of
+# asterisks) at every editable install; this filter, added to the caller's PYTHONWARNINGS and
+# inherited by the build backend pip starts, drops that one message (matched by its start)
+# while every other warning and every error still shows
+NO_EDITABLE_NOTICE := PYTHONWARNINGS="$${PYTHONWARNINGS:+$$PYTHONWARNINGS,}ignore:Editable installation"
+
 # the runtime alone, for `make run`
 $(VENV)/.installed: pyproject.toml $(wildcard setup.py)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e .
+	$(NO_EDITABLE_NOTICE) $(PY) -m pip install --quiet -e .
 	touch $@
 
 # plus the dev extra (pytest, hypothesis, onnx, onnxruntime, moto, ruff, ...), for `make test`
 $(VENV)/.installed-dev: $(VENV)/.installed
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(NO_EDITABLE_NOTICE) $(PY) -m pip install --quiet -e ".[dev]"
 	touch $@
 
 run: install
@@ -50,7 +56,7 @@ test: $(VENV)/.installed-dev
 	ONEMODEL_REQUIRE_C=1 $(PY) -m pytest -q
 
 bench: install
-	$(PY) -m pip install --quiet -e ".[bench]"
+	$(NO_EDITABLE_NOTICE) $(PY) -m pip install --quiet -e ".[bench]"
 	$(PY) benchmarks/load_convert.py
 
 clean:
