@@ -21,6 +21,9 @@ Targets: onemodel at least 3x faster than the reference evaluator (issue 5); iss
 transformer encoder at [32, 128] within 1.0x of onnxruntime, the CNN within 2.0x. The ratio to
 onnxruntime is reported.
 
+``onemodel+numpy`` is onemodel with ``ONEMODEL_PURE_PYTHON=1``: every kernel in numpy, without
+the compiled float32 kernels of ``onemodel/evaluate/_ckernels.c`` (Conv, Softmax's exponentials).
+
 ``--cpu`` times the process's CPU time instead of wall time: on a machine shared with other
 jobs, the time a process waits for a core is then left out (the cache it shares is not).
 
@@ -131,9 +134,12 @@ def bench(label: str, file: str, dims: dict, repeat: int, clock: str = "wall") -
     row = {"label": label, "file": file}
     outputs = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for engine in ("onemodel", "reference", "reference+malloc", "onnxruntime"):
+        for engine in ("onemodel", "onemodel+numpy", "reference", "reference+malloc",
+                       "onnxruntime"):
             out_path = os.path.join(tmp, f"{engine}.npz")
             env = dict(os.environ)
+            if engine == "onemodel+numpy":  # without the compiled kernels (ckernels.py)
+                env["ONEMODEL_PURE_PYTHON"] = "1"
             if engine == "reference+malloc":  # the reference with onemodel's glibc setting
                 env["MALLOC_MMAP_THRESHOLD_"] = str(MMAP_THRESHOLD)
                 env["MALLOC_TRIM_THRESHOLD_"] = str(TRIM_THRESHOLD)
@@ -147,12 +153,28 @@ def bench(label: str, file: str, dims: dict, repeat: int, clock: str = "wall") -
             with np.load(out_path) as z:
                 outputs[engine] = {k: z[k] for k in z.files}
     for name, value in outputs["onemodel"].items():
-        for engine in ("reference", "onnxruntime"):
+        for engine in ("onemodel+numpy", "reference", "onnxruntime"):
             np.testing.assert_allclose(value, outputs[engine][name], rtol=1e-4, atol=1e-5,
                                        err_msg=f"{label}: onemodel vs {engine} on {name}")
     row["ours"], row["ref"], row["ort"] = row["onemodel"], row["reference"], row["onnxruntime"]
     row["ref_malloc"] = row["reference+malloc"]
+    row["numpy"] = row["onemodel+numpy"]
     return row
+
+
+def _cpu_model() -> str:
+    """The CPU's model name and the SIMD extensions that decide the kernels' speed."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            info = f.read()
+    except OSError:
+        return platform.processor() or "unknown CPU"
+    name = next((line.split(":", 1)[1].strip() for line in info.splitlines()
+                 if line.startswith("model name")), "unknown CPU")
+    flags = next((line.split(":", 1)[1].split() for line in info.splitlines()
+                  if line.startswith("flags")), [])
+    simd = [f for f in ("avx2", "fma", "avx512f") if f in flags]
+    return f"{name}, {' '.join(simd) or 'no AVX2'}"
 
 
 def main(argv=None) -> int:
@@ -180,35 +202,41 @@ def main(argv=None) -> int:
           "reference); onnxruntime intra_op_num_threads=1, inter_op_num_threads=1")
     print(f"python {platform.python_version()}, numpy {np.__version__}, onnx {onnx.__version__}, "
           f"onnxruntime {onnxruntime.__version__}, {platform.machine()}, "
-          f"{os.cpu_count()} CPUs; median of {args.repeat} runs after one warm-up"
+          f"{os.cpu_count()} CPUs ({_cpu_model()}); median of {args.repeat} runs after one "
+          f"warm-up"
           f"{', process CPU time' if args.cpu else ', wall time'}")
     rows = []
     for label, file, dims, what in CASES:
         r = bench(label, file, dims, args.repeat, "cpu" if args.cpu else "wall")
         r["what"] = what
         rows.append(r)
-    head = (f"{'model':<22}{'onemodel':>10}{'reference':>11}{'ref+malloc':>12}"
-            f"{'onnxruntime':>13}{'ref/ours':>10}{'ours/ort':>10}")
+    head = (f"{'model':<22}{'onemodel':>10}{'numpy only':>12}{'reference':>11}"
+            f"{'ref+malloc':>12}{'onnxruntime':>13}{'ref/ours':>10}{'ours/ort':>10}")
     print(head)
     met = 0
     for r in rows:
         speedup = r["ref"] / r["ours"]
         met += speedup >= TARGET_VS_REFERENCE
-        print(f"{r['label']:<22}{r['ours'] * 1e3:>8.1f}ms{r['ref'] * 1e3:>9.1f}ms"
+        print(f"{r['label']:<22}{r['ours'] * 1e3:>8.1f}ms{r['numpy'] * 1e3:>10.1f}ms"
+              f"{r['ref'] * 1e3:>9.1f}ms"
               f"{r['ref_malloc'] * 1e3:>10.1f}ms{r['ort'] * 1e3:>11.1f}ms{speedup:>9.1f}x"
               f"{r['ours'] / r['ort']:>9.1f}x   ({r['what']})")
+    print("numpy only: onemodel with ONEMODEL_PURE_PYTHON=1 (without the compiled kernels of "
+          "onemodel/evaluate/_ckernels.c)")
     print("ref+malloc: the reference evaluator with onemodel's glibc malloc setting "
           "(onemodel/evaluate/memory.py), for comparison")
     print(f"target: onemodel >= {TARGET_VS_REFERENCE:.0f}x faster than the reference evaluator: "
           f"met in {met} of {len(rows)} rows")
     if args.markdown:
         print()
-        print("| model | input | onemodel | onnx.reference | reference, same malloc setting | "
-              "onnxruntime (1 thread) | reference / onemodel | onemodel / onnxruntime |")
-        print("|---|---|---:|---:|---:|---:|---:|---:|")
+        print("| model | input | onemodel | onemodel, numpy only | onnx.reference | reference, "
+              "same malloc setting | onnxruntime (1 thread) | reference / onemodel | "
+              "onemodel / onnxruntime |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
         for r in rows:
             print(f"| {r['label']} (`{r['file']}`, {r['nodes']} nodes) | {r['what']} | "
-                  f"{r['ours'] * 1e3:.1f} ms | {r['ref'] * 1e3:.1f} ms | "
+                  f"{r['ours'] * 1e3:.1f} ms | {r['numpy'] * 1e3:.1f} ms | "
+                  f"{r['ref'] * 1e3:.1f} ms | "
                   f"{r['ref_malloc'] * 1e3:.1f} ms | {r['ort'] * 1e3:.1f} ms "
                   f"| {r['ref'] / r['ours']:.1f}x | {r['ours'] / r['ort']:.1f}x |")
     return 0

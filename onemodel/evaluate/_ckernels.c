@@ -25,6 +25,13 @@
  *       NaN there). exp is computed to within about 1 ulp (range reduction by ln 2 in two
  *       parts, degree-6 polynomial, results down to the subnormal range rounded once).
  *
+ *   layer_norm(x, scale, bias, y, mean, inv, rows, n, epsilon)
+ *       LayerNormalization over rows of n float32 values (Clause 11 operator semantics,
+ *       stash type float32): per row, mean = sum(x) / n and var = sum((x - mean)^2) / n (sums
+ *       in 32 float32 lanes, the lanes added in double), inv = 1 / sqrt(var + epsilon),
+ *       y = (x - mean) * inv * scale (+ bias); scale and bias (or None) hold n values; mean and
+ *       inv receive a value a row.
+ *
  * How conv2d computes: per sample, the input is copied once into a zero-padded buffer
  * [C, Hp, Wp] (Wp wide enough for the last block of 6 output columns); the weights are packed
  * [ceil(M / 16), C * KH * KW, 16] (output channels zero-filled to a multiple of 16). Each block
@@ -374,7 +381,122 @@ static PyObject *ck_exp_rows(PyObject *self, PyObject *const *args, Py_ssize_t n
     Py_RETURN_NONE;
 }
 
+/* ---- layer_norm ------------------------------------------------------------------------ */
+
+/* the sum of n floats in 32 lanes (four vectors of 8), the lanes added in double */
+INLINE double sum_lanes(const float *x, Py_ssize_t n) {
+    v8 acc[4] = {bc(0.0f), bc(0.0f), bc(0.0f), bc(0.0f)};
+    Py_ssize_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int k = 0; k < 4; k++) acc[k] += load8(x + i + 8 * k);
+    double s = 0.0;
+    for (int k = 0; k < 4; k++)
+        for (int l = 0; l < 8; l++) s += acc[k][l];
+    for (; i < n; i++) s += x[i];
+    return s;
+}
+
+/* the sum of (x - mean)^2 likewise */
+INLINE double sum_squares(const float *x, Py_ssize_t n, float mean) {
+    v8 acc[4] = {bc(0.0f), bc(0.0f), bc(0.0f), bc(0.0f)};
+    v8 m = bc(mean);
+    Py_ssize_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int k = 0; k < 4; k++) {
+            v8 d = load8(x + i + 8 * k) - m;
+            acc[k] += d * d;
+        }
+    double s = 0.0;
+    for (int k = 0; k < 4; k++)
+        for (int l = 0; l < 8; l++) s += acc[k][l];
+    for (; i < n; i++) {
+        float d = x[i] - mean;
+        s += d * d;
+    }
+    return s;
+}
+
+MULTIVERSION
+static void layer_norm_impl(const float *x, const float *scale, const float *bias, float *y,
+                            float *mean, float *inv, Py_ssize_t rows, Py_ssize_t n, float eps) {
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        const float *src = x + r * n;
+        float *dst = y + r * n;
+        float mu = (float)(sum_lanes(src, n) / (double)n);
+        float var = (float)(sum_squares(src, n, mu) / (double)n);
+        float iv = 1.0f / sqrtf(var + eps);
+        mean[r] = mu;
+        inv[r] = iv;
+        v8 vm = bc(mu), vi = bc(iv);
+        Py_ssize_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+            v8 o = (load8(src + i) - vm) * vi * load8(scale + i);
+            if (bias) o += load8(bias + i);
+            store8(dst + i, o);
+        }
+        for (; i < n; i++) {
+            float o = (src[i] - mu) * iv * scale[i];
+            if (bias) o += bias[i];
+            dst[i] = o;
+        }
+    }
+}
+
+static PyObject *ck_layer_norm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError,
+                        "layer_norm(x, scale, bias, y, mean, inv, rows, n, epsilon)");
+        return NULL;
+    }
+    Py_ssize_t rows = PyLong_AsSsize_t(args[6]);
+    if (rows == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t n = PyLong_AsSsize_t(args[7]);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    double eps = PyFloat_AsDouble(args[8]);
+    if (eps == -1.0 && PyErr_Occurred()) return NULL;
+    const Py_ssize_t LIM = (Py_ssize_t)1 << 40;
+    if (rows < 0 || n < 1 || rows > LIM || n > LIM / (rows ? rows : 1)) {
+        PyErr_SetString(PyExc_ValueError, "layer_norm: rows >= 0, n >= 1 expected");
+        return NULL;
+    }
+    Py_buffer bx, bs, bb, by, bm, bi;
+    int has_b = args[2] != Py_None;
+    if (get_buffer(args[0], &bx, 0, rows * n, "x") < 0) return NULL;
+    if (get_buffer(args[1], &bs, 0, n, "scale") < 0) goto fail_x;
+    if (has_b && get_buffer(args[2], &bb, 0, n, "bias") < 0) goto fail_s;
+    if (get_buffer(args[3], &by, 1, rows * n, "y") < 0) goto fail_b;
+    if (get_buffer(args[4], &bm, 1, rows, "mean") < 0) goto fail_y;
+    if (get_buffer(args[5], &bi, 1, rows, "inv") < 0) goto fail_m;
+    const float *x = bx.buf, *sc = bs.buf, *bias = has_b ? (const float *)bb.buf : NULL;
+    float *y = by.buf, *mean = bm.buf, *inv = bi.buf;
+    float e = (float)eps;
+    Py_BEGIN_ALLOW_THREADS
+    layer_norm_impl(x, sc, bias, y, mean, inv, rows, n, e);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&bi);
+    PyBuffer_Release(&bm);
+    PyBuffer_Release(&by);
+    if (has_b) PyBuffer_Release(&bb);
+    PyBuffer_Release(&bs);
+    PyBuffer_Release(&bx);
+    Py_RETURN_NONE;
+fail_m:
+    PyBuffer_Release(&bm);
+fail_y:
+    PyBuffer_Release(&by);
+fail_b:
+    if (has_b) PyBuffer_Release(&bb);
+fail_s:
+    PyBuffer_Release(&bs);
+fail_x:
+    PyBuffer_Release(&bx);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
+    {"layer_norm", (PyCFunction)(void (*)(void))ck_layer_norm, METH_FASTCALL,
+     "layer_norm(x, scale, bias, y, mean, inv, rows, n, epsilon): rows of n normalized."},
     {"conv2d", (PyCFunction)(void (*)(void))ck_conv2d, METH_FASTCALL,
      "conv2d(x, w, b, y, dims, relu): float32 2-D convolution of one group into y."},
     {"exp_rows", (PyCFunction)(void (*)(void))ck_exp_rows, METH_FASTCALL,

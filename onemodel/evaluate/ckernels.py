@@ -6,12 +6,15 @@ at each call), every function here returns None and the callers compute with num
 paths compute the same operators (ONNX Part 1, Clause 11); float32 results agree within float32
 rounding, not bit for bit: sums are taken in another order, and exponentials are within 1 ulp.
 
-* :func:`conv2d`: Conv of one group over 1 or 2 spatial axes with unit stride along the last
-  axis (any stride along the first, any dilation, non-negative leading pads), optionally with
-  Relu applied to the result; not for a 1x1 kernel, which is one matrix product that BLAS
-  computes faster (measured: 256 -> 64 channels at 56x56, 1.6 ms against 3.0). It computes each block of 6 output channels by 16 output columns
-  in registers from a zero-padded copy of one sample, without im2col columns: 2-3x faster than
-  columns and a BLAS product for the channel counts of small and mid-sized CNNs.
+* :func:`conv2d`: Conv of one group over 1 or 2 spatial axes with unit stride along the last axis
+  (any stride along the first, any dilation, non-negative leading pads), optionally with Relu
+  applied to the result; not for a 1x1 kernel, which is one matrix product that BLAS computes
+  faster (measured: 256 -> 64 channels at 56x56, 1.6 ms against 3.0). It computes each block of 6
+  output channels by 16 output columns in registers from a zero-padded copy of one sample, without
+  im2col columns: 2-3x faster than columns and a BLAS product for the channel counts of small and
+  mid-sized CNNs.
+* :func:`layer_norm`: LayerNormalization of float32 rows in three passes over each row, in the
+  cache (numpy takes six over the whole tensor).
 * :func:`exp_rows`: Softmax's exponentials shifted by each row's maximum, and their row sums, in
   one pass over a row (numpy takes three, and computes float32 ``exp`` without SIMD on CPUs
   without AVX-512).
@@ -43,13 +46,13 @@ def conv2d(x, w, b, begin, out, strides, dilations, relu: bool = False):
     """Conv of one group (ONNX Conv, Clause 11 operator semantics), or None where it does not
     apply (then the caller computes it).
 
-    Args: ``x`` [N, C, *spatial] and ``w`` [M, C, *kernel] float32 (1 or 2 spatial axes),
-    ``b`` [M] float32 or None; ``begin``: the leading pads per spatial axis (>= 0; the trailing
-    pads are implied by ``out``, the output extents); ``strides`` (the last one 1) and
-    ``dilations`` per spatial axis; a kernel of more than one element. ``relu``: max(y, 0) applied to the result (NaN stays NaN).
-    Returns y [N, M, *out] float32, C-contiguous. Sums over (channel, kernel row, kernel
-    column) in that order, then the bias. Raises MemoryError when the padded copy of a sample
-    cannot be allocated.
+    Args: ``x`` [N, C, *spatial] and ``w`` [M, C, *kernel] float32 (1 or 2 spatial axes), ``b``
+    [M] float32 or None; ``begin``: the leading pads per spatial axis (>= 0; the trailing pads
+    are implied by ``out``, the output extents); ``strides`` (the last one 1) and ``dilations``
+    per spatial axis; a kernel of more than one element. ``relu``: max(y, 0) applied to the
+    result (NaN stays NaN). Returns y [N, M, *out] float32, C-contiguous. Sums over (channel,
+    kernel row, kernel column) in that order, then the bias. Raises MemoryError when the padded
+    copy of a sample cannot be allocated.
     """
     nd = len(out)
     if not (enabled() and nd in (1, 2) and _f32(x) and _f32(w) and (b is None or _f32(b))
@@ -89,3 +92,35 @@ def exp_rows(a, out):
     sums = np.empty(a.shape[:-1], dtype=np.float32)
     _C.exp_rows(a, out, sums, a.size // n, n)
     return out, sums
+
+
+def layer_norm(w, scale, bias, axis: int, epsilon: float):
+    """LayerNormalization (Clause 11 operator semantics, stash type float32) of ``w`` over its
+    axes from ``axis`` on, or None where it does not apply (then the caller computes it).
+
+    Args: ``w`` float32 [..., *normalized], C-contiguous; ``scale`` and ``bias`` (or None)
+    float32 broadcasting to the normalized shape with as many elements (so their elements are
+    the normalized shape's, in order). Returns ``(y, mean, inv_std_dev)``: y of ``w``'s shape,
+    mean and inv_std_dev float32 of ``w``'s shape with the normalized axes 1. Per row: mean and
+    variance by two passes (sums in float32 lanes added in double), ``inv = 1 / sqrt(var +
+    epsilon)``, ``y = (x - mean) * inv * scale + bias``.
+    """
+    norm = w.shape[axis:]
+    n = 1
+    for d in norm:
+        n *= d
+    ok = (enabled() and _f32(w) and w.flags.c_contiguous and w.size and n > 1
+          and all(_f32(v) and v.size == n and v.ndim <= len(norm)
+                  and np.broadcast_shapes(v.shape, norm) == norm
+                  for v in ((scale,) if bias is None else (scale, bias))))
+    if not ok:
+        return None
+    rows = w.size // n
+    y = np.empty_like(w)
+    stat = w.shape[:axis] + (1,) * len(norm)
+    mean = np.empty(stat, dtype=np.float32)
+    inv = np.empty(stat, dtype=np.float32)
+    _C.layer_norm(w, np.ascontiguousarray(scale),
+                  None if bias is None else np.ascontiguousarray(bias), y, mean, inv, rows, n,
+                  float(epsilon))
+    return y, mean, inv
