@@ -28,7 +28,7 @@
  *   layer_norm(x, scale, bias, y, mean, inv, rows, n, epsilon)
  *       LayerNormalization over rows of n float32 values (Clause 11 operator semantics,
  *       stash type float32): per row, mean = sum(x) / n and var = sum((x - mean)^2) / n (sums
- *       in 32 float32 lanes, the lanes added in double), inv = 1 / sqrt(var + epsilon),
+ *       in 32 float32 lanes, added into 8, those added in double), inv = 1 / sqrt(var + epsilon),
  *       y = (x - mean) * inv * scale (+ bias); scale and bias (or None) hold n values; mean and
  *       inv receive a value a row.
  *
@@ -383,15 +383,16 @@ static PyObject *ck_exp_rows(PyObject *self, PyObject *const *args, Py_ssize_t n
 
 /* ---- layer_norm ------------------------------------------------------------------------ */
 
-/* the sum of n floats in 32 lanes (four vectors of 8), the lanes added in double */
+/* the sum of n floats in 32 lanes (four vectors of 8), added into 8 lanes (two more float32
+ * roundings) that are added in double */
 INLINE double sum_lanes(const float *x, Py_ssize_t n) {
     v8 acc[4] = {bc(0.0f), bc(0.0f), bc(0.0f), bc(0.0f)};
     Py_ssize_t i = 0;
     for (; i + 32 <= n; i += 32)
         for (int k = 0; k < 4; k++) acc[k] += load8(x + i + 8 * k);
+    v8 t = (acc[0] + acc[1]) + (acc[2] + acc[3]);
     double s = 0.0;
-    for (int k = 0; k < 4; k++)
-        for (int l = 0; l < 8; l++) s += acc[k][l];
+    for (int l = 0; l < 8; l++) s += t[l];
     for (; i < n; i++) s += x[i];
     return s;
 }
@@ -406,9 +407,9 @@ INLINE double sum_squares(const float *x, Py_ssize_t n, float mean) {
             v8 d = load8(x + i + 8 * k) - m;
             acc[k] += d * d;
         }
+    v8 t = (acc[0] + acc[1]) + (acc[2] + acc[3]);
     double s = 0.0;
-    for (int k = 0; k < 4; k++)
-        for (int l = 0; l < 8; l++) s += acc[k][l];
+    for (int l = 0; l < 8; l++) s += t[l];
     for (; i < n; i++) {
         float d = x[i] - mean;
         s += d * d;

@@ -102,8 +102,8 @@ def layer_norm(w, scale, bias, axis: int, epsilon: float):
     float32 broadcasting to the normalized shape with as many elements (so their elements are
     the normalized shape's, in order). Returns ``(y, mean, inv_std_dev)``: y of ``w``'s shape,
     mean and inv_std_dev float32 of ``w``'s shape with the normalized axes 1. Per row: mean and
-    variance by two passes (sums in float32 lanes added in double), ``inv = 1 / sqrt(var +
-    epsilon)``, ``y = (x - mean) * inv * scale + bias``.
+    variance by two passes (sums in float32 lanes, the last 8 added in double), ``inv = 1 /
+    sqrt(var + epsilon)``, ``y = (x - mean) * inv * scale + bias``.
     """
     norm = w.shape[axis:]
     n = 1

@@ -28,10 +28,11 @@ def _exact(x, s, b, axis, eps):
 
 
 def _bound(x, s, b, axis, n, inv):
-    """Each sum of n terms is taken in 32 float32 lanes, n/32 + 8 roundings of the sum of
-    |terms| (the lanes are added in double): the mean is within (n/32 + 8) u mean|x| and the
-    variance within (n/32 + 12) u of its value plus the mean's error squared; inv takes half the
-    variance's relative error and 2 roundings; y = (x - mean) inv s + b adds 4 roundings."""
+    """Each sum of n terms is taken in 32 float32 lanes (added into 8 at the end), n/32 + 8
+    roundings of the sum of |terms| (the last 8 lanes added in double): the mean is within (n/32 +
+    8) u mean|x| and the variance within (n/32 + 12) u of its value plus the mean's error
+    squared; inv takes half the variance's relative error and 2 roundings; y = (x - mean) inv s
+    + b adds 4 roundings."""
     w = np.abs(x.astype(np.float64))
     axes = tuple(range(axis, x.ndim))
     k = n / 32 + 16
