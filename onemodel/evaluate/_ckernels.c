@@ -53,7 +53,11 @@
 #include <string.h>
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#if __GNUC__ >= 12
 #define MULTIVERSION __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define MULTIVERSION __attribute__((target_clones("arch=haswell", "default")))
+#endif
 #else
 #define MULTIVERSION
 #endif
@@ -67,9 +71,20 @@ typedef int32_t v8i __attribute__((vector_size(32)));
 #error "_ckernels needs GCC or clang vector extensions"
 #endif
 
+/* f in every lane (a broadcast instruction; an initializer list of f compiles to inserts) */
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector)
+#define HAVE_SHUFFLEVECTOR 1
+#endif
+#endif
 INLINE v8 bc(float f) {
     v8 v = {f};
+#ifdef HAVE_SHUFFLEVECTOR /* clang, GCC 12 and later */
     return __builtin_shufflevector(v, v, 0, 0, 0, 0, 0, 0, 0, 0);
+#else
+    v8i zero = {0, 0, 0, 0, 0, 0, 0, 0};
+    return __builtin_shuffle(v, zero); /* GCC before 12: the same value, built more slowly */
+#endif
 }
 
 INLINE v8 load8(const float *p) {
