@@ -458,11 +458,77 @@ def test_matmul_integer_to_float(a_dtype, b_dtype, per_column, out):
                                     else onnx.TensorProto.FLOAT16)
 
 
-def test_matmul_integer_to_float_refuses_per_row_a_scale():
-    feeds = {"a": np.zeros((2, 3), np.uint8), "b": np.zeros((3, 4), np.int8),
-             "as": np.ones(2, np.float32), "bs": np.ones((), np.float32)}
-    with pytest.raises(UnsupportedError):
-        ours(ms_model("MatMulIntegerToFloat", feeds, ["a", "b", "as", "bs"]), feeds)
+# (a_shape, a_scale shape, b_scale shape, where the scales apply): "pre" scales multiply the
+# integer product before the bias is added, "post" ones multiply Y after it (onnxruntime's CPU
+# kernel: an a_scale that is not per tensor, and a b_scale its GEMM does not take)
+SCALE_CASES = {
+    "a_per_row": ((3, 20), (3, 1), (), "bs pre, as post"),
+    "a_per_row_b_per_column": ((3, 20), (3, 1), (6,), "bs pre, as post"),
+    "a_per_column": ((3, 20), (6,), (), "both pre"),           # exchanged with b_scale
+    "a_per_column_2d": ((3, 20), (1, 6), (), "both pre"),
+    "b_per_row": ((3, 20), (), (3, 1), "as pre, bs post"),     # exchanged with a_scale
+    "a_one_by_one": ((3, 20), (1, 1), (), "bs pre, as post"),  # [1, 1] is not per tensor
+    "a_per_element": ((3, 20), (3, 6), (), "bs pre, as post"),
+    "batched_a_per_row": ((2, 3, 20), (2, 3, 1), (), "bs pre, as post"),
+    "batched_a_per_column_3d": ((2, 3, 20), (2, 1, 6), (), "bs pre, as post"),  # B is 2-D
+}
+
+
+@pytest.mark.parametrize("case", sorted(SCALE_CASES))
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_matmul_integer_to_float_scales_not_per_tensor(case, with_bias):
+    """Per-row and per-column a_scale (and a per-row b_scale), as onnxruntime's CPU kernel
+    takes them: against a float64 computation of that order (an integer product exact in
+    float32, |acc| < 2**24; then a_scale * b_scale, the product, the bias and the later scale:
+    at most 4 float32 roundings, 4 eps of the terms' magnitude) and against onnxruntime (the
+    same exact integers, the same 4 roundings each side: 8 eps)."""
+    a_shape, as_shape, bs_shape, order = SCALE_CASES[case]
+    feeds = {"a": RNG.integers(0, 256, a_shape).astype(np.uint8),
+             "b": RNG.integers(-64, 64, (20, 6)).astype(np.int8),
+             "as": np.asarray(RNG.random(as_shape) * 0.04 + 0.01, np.float32),
+             "bs": np.asarray(RNG.random(bs_shape) * 0.02 + 1e-3, np.float32),
+             "az": np.asarray(RNG.integers(0, 256), np.uint8),
+             "bias": RNG.standard_normal(6).astype(np.float32)}
+    names = ["a", "b", "as", "bs", "az", "", "bias"]
+    if not with_bias:
+        del feeds["bias"], names[5:]
+    model = ms_model("MatMulIntegerToFloat", feeds, names)
+    (y,) = ours(model, feeds)
+    acc = ((feeds["a"].astype(np.int64) - np.int64(feeds["az"]))
+           @ feeds["b"].astype(np.int64)).astype(np.float64)
+    a_s, b_s = feeds["as"].astype(np.float64), feeds["bs"].astype(np.float64)
+    pre, post = {"bs pre, as post": (b_s, a_s), "as pre, bs post": (a_s, b_s),
+                 "both pre": (a_s * b_s, 1.0)}[order]
+    bias = feeds["bias"].astype(np.float64) if with_bias else 0.0
+    exact = (acc * pre + bias) * post
+    terms = (np.abs(acc * pre) + np.abs(bias)) * np.abs(post)
+    assert y.shape == exact.shape == np.broadcast_shapes(a_shape[:-1] + (6,))
+    assert_close_to_exact(y, exact, ulps=4, scale=terms)
+    (want,) = run_ort(model, feeds)
+    np.testing.assert_allclose(y, want, rtol=0, atol=8 * EPS * float(terms.max()))
+    if with_bias and order != "both pre":   # the bias is scaled: not the operator's formula
+        assert np.abs(exact - (acc * a_s * b_s + bias)).max() > 1e-3
+
+
+def test_matmul_integer_to_float_refusals():
+    """A per-row a_zero_point is refused (onnxruntime's CPU kernel refuses it too); a per-row
+    a_scale of the wrong shape ([M], which neither broadcasts to Y [M, N] nor is one per
+    column) is a shape error, as it is in onnxruntime."""
+    base = {"a": np.zeros((2, 3), np.uint8), "b": np.zeros((3, 4), np.int8),
+            "as": np.ones((), np.float32), "bs": np.ones((), np.float32)}
+    for extra, names, error in (({"az": np.zeros(2, np.uint8)}, ["a", "b", "as", "bs", "az"],
+                                 UnsupportedError),
+                                ({"as": np.ones(2, np.float32)}, ["a", "b", "as", "bs"],
+                                 EvaluationError),
+                                ({"as": np.ones((3, 1), np.float32)}, ["a", "b", "as", "bs"],
+                                 EvaluationError)):
+        feeds = dict(base, **extra)
+        model = ms_model("MatMulIntegerToFloat", feeds, names)
+        with pytest.raises(error):
+            ours(model, feeds)
+        if error is UnsupportedError or extra["as"].ndim == 1:
+            with pytest.raises(Exception, match="zero point|broadcast"):
+                run_ort(model, feeds)
 
 
 # -- QLinear element-wise operators, pooling, concatenation -----------------------------------

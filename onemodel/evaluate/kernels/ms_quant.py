@@ -343,16 +343,42 @@ def dynamic_quantize_matmul(ctx, a, b, b_scale, b_zero_point=None, bias=None):
     return integer_matmul_to_float(a_q, a_zp, b, b_zero_point, mult, bias)
 
 
+def _one_element(v: np.ndarray) -> bool:
+    """A scalar or a 1-D tensor of one element (onnxruntime's per-tensor parameter)."""
+    return v.ndim == 0 or (v.ndim == 1 and v.size == 1)
+
+
+def _fits_b(shape: tuple, b_shape: tuple) -> bool:
+    """Whether a scale of ``shape`` is one onnxruntime's GEMM applies itself to B [..., K, N]:
+    per tensor, [N] for a 2-D B, or B's shape with K replaced by 1 ([..., 1, N])."""
+    if len(shape) == 0 or (len(shape) == 1 and shape[0] == 1):
+        return True
+    if len(shape) == 1:
+        return len(b_shape) == 2 and shape[0] == b_shape[1]
+    return len(shape) == len(b_shape) and shape[-2] == 1 and \
+        all(d == e for i, (d, e) in enumerate(zip(shape, b_shape)) if i != len(shape) - 2)
+
+
 @op("MatMulIntegerToFloat", since=1, domain=MS)
 def matmul_integer_to_float(ctx, a, b, a_scale, b_scale, a_zero_point=None, b_zero_point=None,
                             bias=None):
     """MatMulIntegerToFloat: ``Y = float((A - a_zero_point) @ (B - b_zero_point)) * (a_scale *
-    b_scale) + bias``.
+    b_scale) + bias``, with onnxruntime's CPU kernel's handling of scales that are not per
+    tensor.
 
-    A, B: int8 / uint8 (numpy matmul broadcasting); a_scale and a_zero_point per tensor
-    (UnsupportedError otherwise, as in onnxruntime); b_scale and b_zero_point scalars or one
-    per column of B; a_scale, b_scale and bias (optional, [N]) float32 or float16, the output
-    type. Computed in float32 (the integer product exactly), cast to the output type.
+    A, B: int8 / uint8 (numpy matmul broadcasting); a_zero_point per tensor (a per-row one:
+    UnsupportedError, onnxruntime's CPU kernel refuses it too); b_zero_point a scalar or one per
+    column of B; a_scale, b_scale and bias (optional, [N]) float32 or float16, the output type.
+
+    Scales of other shapes are taken as onnxruntime takes them: an a_scale that is not per
+    tensor and whose last dim is not 1 ([N], [1, N]: per column) is exchanged with b_scale, and
+    a b_scale whose second last dim is not 1 ([M, 1]: per row) with a_scale. A b_scale of
+    the forms the GEMM applies (per tensor, [N] with a 2-D B, B's shape with K replaced by 1)
+    multiplies the integer product before the bias is added; an a_scale that is not per tensor
+    (e.g. per row [M, 1]) and any other b_scale multiply Y after it, so they scale the bias
+    too; such a scale must broadcast to Y's shape (else EvaluationError). Computed in float32
+    (the integer product exactly): ``a_scale * b_scale``, the product and bias, then the later
+    scales, each rounded once; cast to the output type.
     """
     if a is None or b is None or a_scale is None or b_scale is None:
         raise InvalidModelError("MatMulIntegerToFloat needs A, B, a_scale and b_scale")
@@ -360,11 +386,39 @@ def matmul_integer_to_float(ctx, a, b, a_scale, b_scale, a_zero_point=None, b_ze
     if out_dtype.kind != "f":
         raise UnsupportedError(f"MatMulIntegerToFloat a_scale of type {out_dtype}")
     b = np.asarray(b)
-    n = b.shape[-1] if b.ndim else 0
-    a_s = _scalar(a_scale, "a_scale").astype(np.float32)
-    a_zp = None if a_zero_point is None else _scalar(a_zero_point, "a_zero_point")
-    mult = a_s * _per_column(b_scale, n, "b_scale").astype(np.float32)
-    return integer_matmul_to_float(a, a_zp, b, b_zero_point, mult, bias).astype(out_dtype)
+    a_s = np.asarray(a_scale).astype(np.float32)
+    b_s = np.asarray(b_scale).astype(np.float32)
+    if not _one_element(a_s):
+        if a_s.ndim == 1 or a_s.shape[-1] != 1:
+            a_s, b_s = b_s, a_s
+    elif not _one_element(b_s) and b_s.ndim > 1 and b_s.shape[-2] != 1:
+        a_s, b_s = b_s, a_s
+    a_zp = None
+    if a_zero_point is not None:
+        a_zp = np.asarray(a_zero_point)
+        if not _one_element(a_zp):
+            raise UnsupportedError(f"MatMulIntegerToFloat a_zero_point of shape "
+                                   f"{list(a_zp.shape)}: only a per-tensor (scalar) value is "
+                                   "implemented (onnxruntime's CPU kernel refuses a per-row "
+                                   "one too)")
+        a_zp = a_zp.reshape(())
+    mult = a_s.reshape(()) if _one_element(a_s) else np.float32(1)
+    later = [] if _one_element(a_s) else [a_s]
+    if _fits_b(b_s.shape, b.shape):
+        mult = mult * (b_s.reshape(()) if _one_element(b_s) else b_s)
+    else:
+        later.append(b_s)
+    y = integer_matmul_to_float(a, a_zp, b, b_zero_point, mult, bias)
+    for scale in later:
+        try:
+            fits = np.broadcast_shapes(scale.shape, y.shape) == y.shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise EvaluationError(f"MatMulIntegerToFloat scale of shape {list(scale.shape)} "
+                                  f"does not broadcast to the output {list(y.shape)}")
+        y = y * scale
+    return y.astype(out_dtype)
 
 
 # -- QLinear element-wise operators, pooling and concatenation ---------------------------------
