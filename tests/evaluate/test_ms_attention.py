@@ -52,7 +52,10 @@ def _ort(model, feeds):
 
 
 def _check(op_type, feeds, ins, outs, **attrs):
-    model = _model(op_type, feeds, ins, outs, **attrs)
+    return _check_model(_model(op_type, feeds, ins, outs, **attrs), feeds)
+
+
+def _check_model(model, feeds):
     got, want = ours(model, feeds), _ort(model, feeds)
     assert len(got) == len(want)
     for i, (g, w) in enumerate(zip(got, want)):
@@ -228,6 +231,62 @@ def test_multi_head_attention(case):
         ins += ["", "", "ab"]
         attrs["scale"] = 0.2
     _check("MultiHeadAttention", feeds, ins, outs, **attrs)
+
+
+@pytest.mark.parametrize("case", ["plain", "scale", "attn_bias", "raw2d", "lengths",
+                                  "causal", "causal_raw3d_bias", "past", "bnsh"])
+def test_multi_head_attention_qk_output(case):
+    """Output 3 (qk): the scores before the softmax, as onnxruntime's CPU kernel gives them.
+    Compared with onnxruntime within the module's tolerance (each a float32 dot product of 4
+    terms, then up to 2 float32 additions: masked entries hold -10000 + s, where the relative
+    tolerance covers a step of 1e-3), and with the scores written out in float64 (scaled
+    Q K^T + filter value + bias) on the entries a causal mask keeps; those it drops hold the
+    lowest float32."""
+    causal = case.startswith("causal")
+    feeds = _mha_feeds(kv_len=MS if causal else ML)
+    ins, outs, attrs = ["q", "k", "v"], ["y", "pk", "pv", "qk"], {"num_heads": MN}
+    kv = feeds["k"].shape[1]
+    if case == "bnsh":
+        feeds["k"], feeds["v"] = _rand(MB, MN, ML, MH), _rand(MB, MN, ML, MH)
+    if case == "scale":
+        attrs["scale"] = 0.3
+    if causal:
+        attrs["unidirectional"] = 1
+    if case == "past":   # onnxruntime 1.32 reads a past only with the present outputs asked
+        feeds["past_k"], feeds["past_v"] = _rand(MB, MN, 2, MH), _rand(MB, MN, 2, MH)
+        ins += ["", "", "", "past_k", "past_v"]
+    masks = {"raw2d": np.array([[1, 1, 1, 1, 0], [0, 1, 1, 0, 1]], np.int32),
+             "lengths": np.array([5, 2], np.int32),
+             "causal_raw3d_bias": (RNG.random((MB, MS, MS)) > 0.3).astype(np.int32)}
+    if case in masks:
+        feeds["m"] = masks[case]
+        ins += ["", "m"]
+    if "bias" in case:
+        feeds["ab"] = _rand(MB, 1, MS, kv)
+        ins += [""] * (5 - len(ins)) + ["ab"]
+    model = _model("MultiHeadAttention", feeds, ins, outs, **attrs)
+    # qk has a type constraint of its own, which onnxruntime does not infer from the query's
+    model.graph.output[3].type.tensor_type.elem_type = onnx.TensorProto.FLOAT
+    got = _check_model(model, feeds)
+    qk = got[3]
+    k = got[1].astype(np.float64)   # the keys used (past included), checked above
+    q = feeds["q"].astype(np.float64).reshape(MB, MS, MN, MH).transpose(0, 2, 1, 3)
+    total = k.shape[2]
+    assert qk.shape == (MB, MN, MS, total) and qk.dtype == np.float32
+    want = q @ k.transpose(0, 1, 3, 2) * attrs.get("scale", 1 / math.sqrt(MH))
+    if "m" in feeds:
+        m = feeds["m"]
+        keep = (np.arange(total)[None, :] < m[:, None])[:, None, None, :] if m.ndim == 1 else \
+            (m[:, None, None, :] if m.ndim == 2 else m[:, None]) > 0
+        want = want + np.where(keep, 0.0, -10000.0)
+    if "ab" in feeds:
+        want = want + feeds["ab"]
+    kept = np.broadcast_to(np.tril(np.ones((MS, total), bool), total - MS) if causal else True,
+                           want.shape)
+    np.testing.assert_allclose(qk[kept], want[kept], rtol=RTOL, atol=ATOL)
+    assert (qk[~kept] == np.finfo(np.float32).min).all()
+    if causal:
+        assert (~kept).any()
 
 
 def test_multi_head_attention_packed_forms_match_unpacked():
@@ -488,6 +547,15 @@ def test_multi_head_attention_rule_shapes():
     m = node_model("MultiHeadAttention", [("q", T.FLOAT, ["B", "S", 2, 3, 4])], 1,
                    domain="com.microsoft", num_heads=2)
     assert inferred(m)["y"].shape == (b, s, 8)
+    assert sound(m) > 0
+    m = node_model("MultiHeadAttention", [("q", T.FLOAT, ["B", "S", 8]),
+                                          ("k", T.FLOAT, ["B", "L", 8]),
+                                          ("v", T.FLOAT, ["B", "L", 8]), ("",), ("",), ("",),
+                                          ("pk", T.FLOAT, ["B", 2, "P", 4]),
+                                          ("pv", T.FLOAT, ["B", 2, "P", 4])],
+                   4, domain="com.microsoft", num_heads=2)
+    v = inferred(m)
+    assert v["y3"].shape == (b, 2, s, p + length) and v["y3"].elem == T.FLOAT
     assert sound(m) > 0
 
 

@@ -50,12 +50,14 @@ def _from_heads(x: np.ndarray) -> np.ndarray:
 
 
 def _attend(q, k, v, scale: float, mask=None, bias=None, softcap: float = 0.0,
-            allowed=None) -> np.ndarray:
+            allowed=None, with_scores: bool = False):
     """``softmax(scores + mask + bias) V`` per head, Q [B, N, S, D], K [B, N, T, D],
     V [B, N, T, Dv] (float64); scores ``scale * Q K^T`` rounded to float32 (module doc),
     ``softcap * tanh(scores / softcap)`` when ``softcap`` > 0; ``mask`` and ``bias`` (float32,
     broadcast to [B, N, S, T]) added in float32; ``allowed`` (bool, broadcast) drops the
-    other keys entirely (a row without any gives zeros). Returns [B, N, S, Dv] float64."""
+    other keys entirely (a row without any gives zeros). Returns [B, N, S, Dv] float64, and
+    with ``with_scores`` also the float32 scores [B, N, S, T] the softmax reads, a dropped key's
+    the lowest float32 (onnxruntime's qk output)."""
     scores = (np.matmul(q, np.swapaxes(k, -1, -2)) * scale).astype(_S)
     if softcap > 0:
         scores = (softcap * np.tanh(scores.astype(_W) / softcap)).astype(_S)
@@ -63,10 +65,15 @@ def _attend(q, k, v, scale: float, mask=None, bias=None, softcap: float = 0.0,
         scores = scores + mask.astype(_S)
     if bias is not None:
         scores = scores + bias.astype(_S)
-    scores = scores.astype(_W)
+    wide = scores.astype(_W)
     if allowed is not None:
-        scores = np.where(allowed, scores, -np.inf)
-    return np.matmul(masked_softmax(scores), v)
+        wide = np.where(allowed, wide, -np.inf)
+    y = np.matmul(masked_softmax(wide), v)
+    if not with_scores:
+        return y
+    if allowed is not None:
+        scores = np.where(allowed, scores, np.finfo(_S).min).astype(_S)
+    return y, np.broadcast_to(scores, q.shape[:3] + (k.shape[2],))
 
 
 def _key_padding(mask_index, b: int, s: int, total: int, filter_value: float,
@@ -230,15 +237,17 @@ def ms_multi_head_attention(ctx, query, key=None, value=None, bias=None, key_pad
     [B, T] or [B, S, T] 0/1) adds ``mask_filter_value`` to a masked key's score;
     ``unidirectional`` (new keys as many as queries; else UnsupportedError) excludes keys after
     T - S + i; ``attention_bias`` [B or 1, N or 1, S, T]
-    is added. ``scale`` defaults to 1/sqrt(D). Output [B, S, N * Dv]. The qk output and
-    ``cache_indirection`` (beam search) raise UnsupportedError.
+    is added. ``scale`` defaults to 1/sqrt(D). Output [B, S, N * Dv]. Output 3, qk
+    [B, N, S, T]: the scores the softmax reads (``scale`` Q K^T in float32, the mask's filter
+    value and ``attention_bias`` added; a key ``unidirectional`` excludes holds the lowest
+    float32), as onnxruntime's CPU kernel gives them. ``cache_indirection`` (beam search) raises
+    UnsupportedError.
     """
     op_type = "MultiHeadAttention"
     query = _float_input(query, op_type, "query")
     n = _heads_attr(ctx, op_type)
-    if cache_indirection is not None or ctx.num_outputs > 3:
-        raise UnsupportedError("MultiHeadAttention with cache_indirection or the qk output is "
-                               "not implemented")
+    if cache_indirection is not None:
+        raise UnsupportedError("MultiHeadAttention with cache_indirection is not implemented")
     qkv_bias = None if bias is None else np.asarray(bias).astype(_W)
     if query.ndim == 5:
         if key is not None or value is not None or query.shape[2:4] != (n, 3):
@@ -316,8 +325,12 @@ def ms_multi_head_attention(ctx, query, key=None, value=None, bias=None, key_pad
                                    f"for {s} queries is not implemented")
         allowed = _causal(s, total)
     extra = None if attention_bias is None else _bias4(attention_bias, b, n, s, total, op_type)
-    y = _attend(q, k, v, _scale(ctx, hd), mask, extra, allowed=allowed)
     dt = query.dtype
+    if ctx.num_outputs > 3:
+        y, qk = _attend(q, k, v, _scale(ctx, hd), mask, extra, allowed=allowed,
+                        with_scores=True)
+        return _from_heads(y).astype(dt), k.astype(dt), v.astype(dt), qk.astype(dt)
+    y = _attend(q, k, v, _scale(ctx, hd), mask, extra, allowed=allowed)
     return _from_heads(y).astype(dt), k.astype(dt), v.astype(dt)
 
 

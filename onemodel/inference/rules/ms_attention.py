@@ -9,8 +9,8 @@ domains to their implementations):
   past ``[2, B, N, P, Hk / N]`` (``P + S`` an expression when symbolic; ``S`` without past).
 * ``MultiHeadAttention``: query ``[B, S, N * D]`` (or packed ``[B, S, N, 3, D]``), key and value
   ``[B, L, N * D(v)]`` or BNSH ``[B, N, L, D(v)]`` (or key packed ``[B, L, N, 2, D]``); output
-  ``[B, S, N * Dv]``, present_key ``[B, N, P + L, D]``, present_value ``[B, N, P + L, Dv]``
-  (past ``[B, N, P, D]`` joins only 3-D or packed keys).
+  ``[B, S, N * Dv]``, present_key ``[B, N, P + L, D]``, present_value ``[B, N, P + L, Dv]``,
+  qk ``[B, N, S, P + L]`` (past ``[B, N, P, D]`` joins only 3-D or packed keys).
 * ``RotaryEmbedding``: the input's shape (3-D or 4-D); position_ids ``[B, S]`` unified with it.
 * ``GroupQueryAttention``: query ``[B, S, N * D]`` (or packed ``[B, S, (N + 2 Nkv) * D]``), key
   and value ``[B, S, Nkv * D]``; output ``[B, S, N * D]``; present_key / present_value
@@ -112,8 +112,9 @@ def ms_multi_head_attention(ctx, query, key=None, value=None, bias=None, key_pad
                             attention_bias=None, past_key=None, past_value=None,
                             past_sequence_length=None, cache_indirection=None):
     """MultiHeadAttention: output [B, S, N * Dv], present_key [B, N, P + L, D], present_value
-    [B, N, P + L, Dv] (query [B, S, N * D] or packed [B, S, N, 3, D]; key and value 3-D, 4-D
-    BNSH, or key packed [B, L, N, 2, D]; past only with 3-D or packed keys)."""
+    [B, N, P + L, Dv], qk [B, N, S, P + L] (query [B, S, N * D] or packed [B, S, N, 3, D];
+    key and value 3-D, 4-D BNSH, or key packed [B, L, N, 2, D]; past only with 3-D or packed
+    keys)."""
     heads = int_attr(ctx, "num_heads", 0)
     qs = _rank(ctx, query, (3, 5), "query")
     elem = _elem(query)
@@ -152,7 +153,7 @@ def ms_multi_head_attention(ctx, query, key=None, value=None, bias=None, key_pad
     hv = D.mul(heads, dv) if heads and dv is not None else None
     n = heads or None
     return (ctx.tensor([b, s, hv], elem=elem), ctx.tensor([b, n, total, d], elem=elem),
-            ctx.tensor([b, n, total, dv], elem=elem))
+            ctx.tensor([b, n, total, dv], elem=elem), ctx.tensor([b, n, s, total], elem=elem))
 
 
 @rule("RotaryEmbedding", since=1, domain="com.microsoft")
