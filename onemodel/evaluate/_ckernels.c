@@ -33,12 +33,15 @@
  *       inv receive a value a row.
  *
  * How conv2d computes: per sample, the input is copied once into a zero-padded buffer
- * [C, Hp, Wp] (Wp wide enough for the last block of 6 output columns); the weights are packed
- * [ceil(M / 16), C * KH * KW, 16] (output channels zero-filled to a multiple of 16). Each block
- * of 16 output channels by 6 output columns of one row is 12 vector accumulators of 8 floats
- * (registers), updated per (c, ky, kx) with two loads of 8 weights and 6 broadcast inputs:
- * 12 fused multiply-adds per 8 loads, the shape of an optimized matrix-product kernel, without
- * im2col columns. Functions are compiled for x86-64-v4 (AVX-512), -v3 (AVX2 and FMA) and the
+ * [stride_w, C, Hp, Wp] whose columns are split by stride_w phases (padded column j at phase
+ * j % stride_w, index j / stride_w), so that the inputs of 16 consecutive output columns at one
+ * kernel tap are 16 consecutive floats of one phase; each phase row is wide enough for the
+ * last block of 16. The weights are packed [ceil(M / 6), C * KH * KW, 6] (output channels
+ * zero-filled to a multiple of 6). Each block of 6 output channels by 16 output columns of one
+ * row is 12 vector accumulators of 8 floats (registers), updated per tap (c, ky, kx) with two
+ * loads of 8 inputs and 6 broadcast weights: 12 fused multiply-adds per 8 loads, the shape of
+ * an optimized matrix-product kernel, without im2col columns; each row of 16 results is stored
+ * as two vectors (8 where fewer than 9 columns are left). Functions are compiled for x86-64-v4 (AVX-512), -v3 (AVX2 and FMA) and the
  * baseline where GCC supports target_clones; the loader picks one at import.
  *
  * The GIL is released while computing; the Py_buffers are held and released on every path.
@@ -213,14 +216,13 @@ static PyObject *ck_conv2d(PyObject *self, PyObject *const *args, Py_ssize_t nar
             return NULL;
         }
     }
-    if (sw != 1) {
-        PyErr_SetString(PyExc_ValueError, "conv2d: stride_w must be 1");
-        return NULL;
-    }
-    /* the padded buffer: rows for every output row's taps, columns for whole blocks of 16 */
+    /* the padded buffer: rows for every output row's taps; its columns split into sw phases
+     * (padded column j at [j % sw][j / sw]), each wide enough for whole blocks of 16 */
     Py_ssize_t Hp = (OH - 1) * sh + (KH - 1) * dh + 1;
-    Py_ssize_t Wp = OW + 15 + (KW - 1) * dw;
-    if (Hp > LIM || Wp > LIM || C > LIM / Hp || C * Hp > LIM / Wp || N > LIM / (C * H) ||
+    Py_ssize_t Wlog = (OW - 1) * sw + (KW - 1) * dw + 1; /* the padded columns read */
+    Py_ssize_t Wp = (Wlog + sw - 1) / sw + 16;           /* a phase's row */
+    if (Hp > LIM || Wp > LIM || C > LIM / Hp || C * Hp > LIM / Wp || C * Hp * Wp > LIM / sw ||
+        N > LIM / (C * H) ||
         N * C * H > LIM / W || N > LIM / (M * OH) || N * M * OH > LIM / OW ||
         M > LIM / (C * KH) || M * C * KH > LIM / KW) {
         PyErr_SetString(PyExc_ValueError, "conv2d: sizes too large");
@@ -246,7 +248,7 @@ static PyObject *ck_conv2d(PyObject *self, PyObject *const *args, Py_ssize_t nar
     }
     Py_ssize_t R = C * KH * KW, Mb = (M + MB - 1) / MB;
     float *wp = calloc((size_t)(Mb * R * MB), sizeof(float));
-    float *P = calloc((size_t)(C * Hp * Wp), sizeof(float));
+    float *P = calloc((size_t)(sw * C * Hp * Wp), sizeof(float));
     Py_ssize_t *off = malloc((size_t)R * sizeof(Py_ssize_t));
     PyObject *result = NULL;
     if (!wp || !P || !off) {
@@ -261,16 +263,27 @@ static PyObject *ck_conv2d(PyObject *self, PyObject *const *args, Py_ssize_t nar
         for (Py_ssize_t r = 0; r < R; r++) wp[((m / MB) * R + r) * MB + m % MB] = w[m * R + r];
     for (Py_ssize_t c = 0, r = 0; c < C; c++)
         for (Py_ssize_t ky = 0; ky < KH; ky++)
-            for (Py_ssize_t kx = 0; kx < KW; kx++, r++) off[r] = (c * Hp + ky * dh) * Wp + kx * dw;
+            for (Py_ssize_t kx = 0; kx < KW; kx++, r++)
+                off[r] = ((kx * dw % sw * C + c) * Hp + ky * dh) * Wp + kx * dw / sw;
     /* the input rows and columns that the windows read (the rest of P stays zero) */
-    Py_ssize_t rows = H < Hp - pt ? H : Hp - pt, cols = W < Wp - pl ? W : Wp - pl;
+    Py_ssize_t rows = H < Hp - pt ? H : Hp - pt, cols = W < Wlog - pl ? W : Wlog - pl;
     for (Py_ssize_t n = 0; n < N; n++) {
         const float *xs = x + n * C * H * W;
         if (rows > 0 && cols > 0)
             for (Py_ssize_t c = 0; c < C; c++)
-                for (Py_ssize_t r = 0; r < rows; r++)
-                    memcpy(P + (c * Hp + pt + r) * Wp + pl, xs + (c * H + r) * W,
-                           (size_t)cols * sizeof(float));
+                for (Py_ssize_t r = 0; r < rows; r++) {
+                    const float *src = xs + (c * H + r) * W;
+                    if (sw == 1) {
+                        memcpy(P + (c * Hp + pt + r) * Wp + pl, src,
+                               (size_t)cols * sizeof(float));
+                        continue;
+                    }
+                    for (Py_ssize_t ph = 0; ph < sw; ph++) { /* padded columns j = ph mod sw */
+                        Py_ssize_t j = pl + (ph - pl % sw + sw) % sw; /* the first >= pl */
+                        float *dst = P + ((ph * C + c) * Hp + pt + r) * Wp + j / sw;
+                        for (; j < pl + cols; j += sw) *dst++ = src[j - pl];
+                    }
+                }
         conv_sample(P, Wp, wp, off, R, M, OH, OW, sh, b, relu, y + n * M * OH * OW);
     }
     Py_END_ALLOW_THREADS

@@ -1,8 +1,8 @@
 """Convolutions (ONNX 1-2): Conv and ConvTranspose, 1-D to N-D, with groups, dilations, strides,
 explicit pads or ``auto_pad``.
 
-Conv of one group, float32 (float16 and bfloat16 widened to it), 1-D or 2-D with unit stride
-along the last axis runs in the compiled kernel of :mod:`..ckernels` when it is built. Otherwise
+Conv of one group, float32 (float16 and bfloat16 widened to it), 1-D or 2-D with a kernel of
+more than one element, runs in the compiled kernel of :mod:`..ckernels` when it is built. Otherwise
 Conv gathers the receptive fields as a strided view of the padded input and copies it once into
 columns [N, group, C/group * kernel, output positions] (im2col), then multiplies the weights with
 them in one batched matrix product, which leaves the result in NCHW order; a 1x1 convolution with
