@@ -369,13 +369,32 @@ def test_rotary_embedding_against_float64():
     np.testing.assert_allclose(got, want, rtol=0, atol=4 * np.finfo(np.float32).eps * 4)
 
 
+@pytest.mark.parametrize("interleaved", [0, 1])
+def test_rotary_embedding_packed_batching(interleaved):
+    """is_packed_batching: three sequences (lengths 4, 2, 3) packed in one batch entry of 9
+    tokens, their positions restarting at 0, with caches of 5 rows (fewer than the 9 tokens,
+    which onnxruntime refuses without the attribute). Against onnxruntime (the module's
+    tolerance) and equal to the same rotation of each sequence on its own (unpacked, batch 1),
+    which the kernel computes from the same cache rows."""
+    x = _rand(1, 9, RN * RH)
+    pos = np.array([[0, 1, 2, 3, 0, 1, 0, 1, 2]], np.int64)
+    angles = RNG.random((5, RH // 2)) * 3
+    feeds = {"x": x, "p": pos, "c": np.cos(angles).astype(np.float32),
+             "s": np.sin(angles).astype(np.float32)}
+    (got,) = _check("RotaryEmbedding", feeds, ["x", "p", "c", "s"], ["y"], is_packed_batching=1,
+                    interleaved=interleaved)
+    for start, length in ((0, 4), (4, 2), (6, 3)):
+        one = dict(feeds, x=x[:, start:start + length], p=np.arange(length)[None, :])
+        (want,) = ours(_model("RotaryEmbedding", one, ["x", "p", "c", "s"], ["y"],
+                              interleaved=interleaved), one)
+        np.testing.assert_array_equal(got[:, start:start + length], want)
+
+
 def test_rotary_embedding_refusals():
     feeds = _rot_feeds(_rand(RB, RS, RN * RH))
-    for attrs, error in (({"is_packed_batching": 1}, UnsupportedError),
-                         ({"rotary_embedding_dim": 4}, InvalidModelError)):
-        model = _model("RotaryEmbedding", feeds, ["x", "p", "c", "s"], ["y"], **attrs)
-        with pytest.raises(error):
-            ours(model, feeds)
+    model = _model("RotaryEmbedding", feeds, ["x", "p", "c", "s"], ["y"], rotary_embedding_dim=4)
+    with pytest.raises(InvalidModelError):
+        ours(model, feeds)
     feeds["p"] = np.array([[0, 1, 2], [4, 5, 10]], np.int64)
     with pytest.raises(EvaluationError):
         ours(_model("RotaryEmbedding", feeds, ["x", "p", "c", "s"], ["y"]), feeds)

@@ -374,12 +374,13 @@ def ms_rotary_embedding(ctx, x, position_ids, cos_cache, sin_cache):
     ``rotary_embedding_dim``, ``num_heads`` is required: else InvalidModelError). The first
     R features of each head are rotated in halves, or with ``interleaved`` in even/odd pairs;
     the rest pass through. Output: the input's shape and type.
-    ``is_packed_batching`` raises UnsupportedError.
+    ``is_packed_batching`` (sequences of several lengths packed one after another along the
+    sequence axis) changes nothing here: each token is rotated by the cache row its position id
+    names, as onnxruntime's CPU kernel computes it (there the attribute only lifts its limit of
+    a sequence no longer than the caches, which this kernel does not have).
     """
     op_type = "RotaryEmbedding"
     x = _float_input(x, op_type, "input")
-    if int(ctx.attr("is_packed_batching", 0) or 0):
-        raise UnsupportedError("RotaryEmbedding with is_packed_batching is not implemented")
     cos, sin = np.asarray(cos_cache), np.asarray(sin_cache)
     if cos.ndim != 2 or sin.shape != cos.shape:
         raise EvaluationError(f"RotaryEmbedding caches of shapes {list(cos.shape)} and "
