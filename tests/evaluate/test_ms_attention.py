@@ -169,12 +169,30 @@ def test_attention_bert_against_float64():
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
 
 
-def test_attention_refusals():
+@pytest.mark.parametrize("case", ["mask4d", "mask4d_past", "do_rotary"])
+def test_attention_refusals_onnxruntime_shares(case):
+    """A 4-D mask_index [B, 1, max_sequence_length, max_sequence_length] and do_rotary are
+    refused, as onnxruntime 1.32's CPU kernel refuses them (which the message says: checked
+    here, so that the test fails if onnxruntime comes to compute them)."""
     feeds = _attn_feeds()
-    feeds["m"] = np.ones((B, 1, S, S), np.int32)
-    model = _model("Attention", feeds, ["x", "w", "b", "m"], ["y"], num_heads=N)
-    with pytest.raises(UnsupportedError):
+    ins, attrs = ["x", "w", "b"], {"num_heads": N}
+    if case.startswith("mask4d"):   # (onnxruntime requires unidirectional 0 with it)
+        feeds["m"] = np.tril(np.ones((6, 6), np.int32))[None, None].repeat(B, 0)
+        ins.append("m")
+    if case == "mask4d_past":
+        feeds["past"] = _rand(2, B, N, 2, HID // N)
+        ins.append("past")
+    if case == "do_rotary":
+        attrs["do_rotary"] = 1
+    outs = ["y", "present"] if "past" in feeds else ["y"]
+    model = _model("Attention", feeds, ins, outs, **attrs)
+    with pytest.raises(UnsupportedError, match="CPU kernel does not implement it either"):
         ours(model, feeds)
+    with pytest.raises(Exception, match="4D mask|Rotary embedding is not supported"):
+        _ort(model, feeds)
+
+
+def test_attention_refusals():
     feeds = _attn_feeds()
     model = _model("Attention", feeds, ["x", "w", "b"], ["y"], num_heads=N,
                    past_present_share_buffer=1)

@@ -145,8 +145,9 @@ def ms_attention(ctx, x, weights, bias=None, mask_index=None, past=None, attenti
     [B or 1, N or 1, S, T] is added to the scores. ``scale`` defaults to 1/sqrt(D).
     Output [B, S, Hv].
 
-    Raises UnsupportedError for ``past_present_share_buffer``, ``do_rotary``, a 4-D mask and
-    non-float inputs; EvaluationError for shapes that do not fit.
+    Raises UnsupportedError for ``past_present_share_buffer``, ``do_rotary`` and a 4-D mask
+    (onnxruntime's CPU kernel refuses the last two as well) and for non-float inputs;
+    EvaluationError for shapes that do not fit.
     """
     op_type = "Attention"
     x = _float_input(x, op_type, "input")
@@ -154,7 +155,9 @@ def ms_attention(ctx, x, weights, bias=None, mask_index=None, past=None, attenti
     if int(ctx.attr("past_present_share_buffer", 0) or 0):
         raise UnsupportedError("Attention with past_present_share_buffer is not implemented")
     if int(ctx.attr("do_rotary", 0) or 0):
-        raise UnsupportedError("Attention with do_rotary is not implemented")
+        raise UnsupportedError("Attention with do_rotary is not implemented: onnxruntime's CPU "
+                               "kernel does not implement it either (MultiHeadAttention after "
+                               "RotaryEmbedding computes it)")
     n = _heads_attr(ctx, op_type)
     if x.ndim != 3 or w.ndim != 2 or w.shape[0] != x.shape[2]:
         raise EvaluationError(f"Attention input {list(x.shape)} and weights {list(w.shape)} "
@@ -198,7 +201,9 @@ def ms_attention(ctx, x, weights, bias=None, mask_index=None, past=None, attenti
     mask = None
     if mask_index is not None:
         if np.asarray(mask_index).ndim == 4:
-            raise UnsupportedError("Attention with a 4-D mask_index is not implemented")
+            raise UnsupportedError("Attention with a 4-D mask_index [B, 1, max_sequence_length, "
+                                   "max_sequence_length] is not implemented: onnxruntime's CPU "
+                                   "kernel does not implement it either")
         mask = _key_padding(mask_index, b, s, total, filter_value, op_type)
     allowed = _causal(s, total) if int(ctx.attr("unidirectional", 0) or 0) else None
     extra = None if attention_bias is None else _bias4(attention_bias, b, n, s, total, op_type)
