@@ -510,6 +510,30 @@ def test_matmul_integer_to_float_scales_not_per_tensor(case, with_bias):
         assert np.abs(exact - (acc * a_s * b_s + bias)).max() > 1e-3
 
 
+@pytest.mark.parametrize("case", ["a_per_row", "a_per_column", "b_per_row"])
+def test_matmul_integer_to_float_scales_not_per_tensor_float16(case):
+    """float16 scales and bias (the output type): the same float32 computation rounded once to
+    float16 at the end, as onnxruntime computes it: within one float16 step (2**-10 of |y|)
+    of onnxruntime's output, and of the float64 computation of that order."""
+    a_shape, as_shape, bs_shape, order = SCALE_CASES[case]
+    feeds = {"a": RNG.integers(0, 256, a_shape).astype(np.uint8),
+             "b": RNG.integers(-64, 64, (20, 6)).astype(np.int8),
+             "as": np.asarray(RNG.random(as_shape) * 0.04 + 0.01, np.float16),
+             "bs": np.asarray(RNG.random(bs_shape) * 0.02 + 1e-3, np.float16),
+             "bias": RNG.standard_normal(6).astype(np.float16)}
+    model = ms_model("MatMulIntegerToFloat", feeds, ["a", "b", "as", "bs", "", "", "bias"])
+    (y,) = ours(model, feeds)
+    assert y.dtype == np.float16
+    acc = (feeds["a"].astype(np.int64) @ feeds["b"].astype(np.int64)).astype(np.float64)
+    a_s, b_s = feeds["as"].astype(np.float64), feeds["bs"].astype(np.float64)
+    pre, post = {"bs pre, as post": (b_s, a_s), "as pre, bs post": (a_s, b_s),
+                 "both pre": (a_s * b_s, 1.0)}[order]
+    exact = (acc * pre + feeds["bias"].astype(np.float64)) * post
+    (want,) = run_ort(model, feeds)
+    for other in (exact, want.astype(np.float64)):
+        np.testing.assert_allclose(y.astype(np.float64), other, rtol=2 ** -10, atol=2 ** -14)
+
+
 def test_matmul_integer_to_float_refusals():
     """A per-row a_zero_point is refused (onnxruntime's CPU kernel refuses it too); a per-row
     a_scale of the wrong shape ([M], which neither broadcasts to Y [M, N] nor is one per
