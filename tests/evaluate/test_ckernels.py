@@ -378,18 +378,17 @@ def _fused() -> bool:
 
 
 @needs_c
-@pytest.mark.xfail(_fused(), strict=True,
-                   reason="the FMA clones' exp is 1.0103 ulps off at -5.8778844 (and 13 other "
-                          "float32 in [-110, 0]); the baseline clone stays within 0.982")
-def test_exp_rows_within_one_ulp_where_the_fma_clone_is_not():
-    """The 14 float32 in [-110, 0] (of all 1.1e9) where the x86-64-v3 clone's exp is more than
-    1 ulp off (found by an exhaustive run); each row shifts by its maximum 0."""
+def test_exp_rows_at_its_worst_inputs_within_the_stated_ulps():
+    """The 14 float32 in [-110, 0] (of all 1.1e9) where the FMA clones' exp is more than 1 ulp
+    off (found by an exhaustive run), at most 1.0103 (-5.8778844); the baseline clone stays
+    within 0.982 there. ckernels states 1.02 ulps; each row shifts by its maximum 0."""
     bad = np.array([-5.8365803, -5.837175, -5.849531, -5.8515363, -5.8540945, -5.8737726,
                     -5.8752837, -5.8778844, -38.41421, -38.450424, -59.918983, -59.92188,
                     -59.94479, -71.03603, 0.0], np.float32)
     got, _ = ckernels.exp_rows(bad, np.empty_like(bad))
     ratio = _ulp_ratio(got, np.exp(bad.astype(np.float64)))
-    assert ratio.max() <= 1, f"{ratio.max():.4g} ulps at {bad[ratio.argmax()]!r}"
+    bound = 1.011 if _fused() else 1.0
+    assert ratio.max() <= bound, f"{ratio.max():.4g} ulps at {bad[ratio.argmax()]!r}"
 
 
 @needs_c
