@@ -317,7 +317,7 @@ too_large:
 /* ---- exp_rows --------------------------------------------------------------------------- */
 
 /* exp of 8 floats x <= 0 or NaN (values shifted by their maximum): x = n ln2 + r,
- * |r| <= ln2 / 2, exp(r) by a degree-6 polynomial, times 2^n as two normal powers of two (so
+ * |r| <= ln2 / 2, exp(r) by a degree-6 polynomial, times 2^(n + 64) (exact) and 2^-64 (so
  * that results in the subnormal range are rounded once); x < -104 is clamped there, where the
  * result rounds to 0. A NaN lane stays NaN through the polynomial (its n, converted to an
  * integer, is whatever the conversion instruction gives; the product with NaN is NaN). */
@@ -334,10 +334,11 @@ INLINE v8 exp8(v8 x) {
     p = p * r + bc(1.6666665459e-1f);
     p = p * r + bc(5.0000001201e-1f);
     p = p * (r * r) + r + bc(1.0f);
+    /* n is in [-150, 0]: p * 2^(n + 64) is exact (a normal power of two), the product with
+     * 2^-64 rounds once, into the subnormal range where the result is there */
     v8i ni = __builtin_convertvector(n, v8i);
-    v8i n1 = ni >> 1, n2 = ni - n1;
-    v8 s1 = (v8)((n1 + 127) << 23), s2 = (v8)((n2 + 127) << 23);
-    return (p * s1) * s2;
+    v8 s = (v8)((ni + (127 + 64)) << 23);
+    return (p * s) * bc(0x1p-64f);
 }
 
 MULTIVERSION
