@@ -102,14 +102,17 @@ def gemm(ctx, a, b, c=None):
     if ctx.attr("transB"):
         b = b.T
     args, dt = wide_all(a, b) if c is None else wide_all(a, b, c)
-    y = _product(args[0], args[1])
+    y = _product(args[0], args[1])  # a new array: scaled and summed in place
     if alpha != 1.0:
-        y = y * np.asarray(alpha, y.dtype)
+        y *= np.asarray(alpha, y.dtype)
     if c is not None and beta != 0.0:
         cc = args[2]
         if beta != 1.0:
             cc = cc * np.asarray(beta, cc.dtype)
-        y = y + cc
+        if cc.dtype == y.dtype and np.broadcast_shapes(y.shape, cc.shape) == y.shape:
+            y += cc
+        else:
+            y = y + cc
     return back(y, dt)
 
 
