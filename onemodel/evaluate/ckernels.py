@@ -31,8 +31,14 @@ import numpy as np
 try:
     from . import _ckernels as _C
     C_ERROR = None
-except ImportError as exc:  # not built (no compiler at install)
-    _C, C_ERROR = None, f"{type(exc).__name__}: {exc}"
+except ImportError as exc:  # not built (no compiler at install), or not loadable
+    import importlib.util
+
+    _C = None
+    C_ERROR = (f"onemodel/evaluate/_ckernels is built but cannot be loaded: {exc}"
+               if importlib.util.find_spec(f"{__package__}._ckernels") is not None else
+               "onemodel/evaluate/_ckernels.c was not built at install (no C compiler, or its "
+               "build failed: pip install -v shows why)")
 
 
 def enabled() -> bool:
@@ -59,6 +65,7 @@ def conv2d(x, w, b, begin, out, strides, dilations, relu: bool = False):
     nd = len(out)
     if not (enabled() and nd in (1, 2) and _f32(x) and _f32(w) and (b is None or _f32(b))
             and x.ndim == nd + 2 and w.ndim == nd + 2 and x.shape[1] == w.shape[1]
+            and (b is None or b.shape == (w.shape[0],))
             and min(begin) >= 0 and x.size and w.size
             and min(out) > 0 and w[0, 0].size > 1):
         return None
@@ -114,7 +121,7 @@ def layer_norm(w, scale, bias, axis: int, epsilon: float):
         n *= d
     ok = (enabled() and _f32(w) and w.flags.c_contiguous and w.size and n > 1
           and all(_f32(v) and v.size == n and v.ndim <= len(norm)
-                  and np.broadcast_shapes(v.shape, norm) == norm
+                  and all(d in (1, e) for d, e in zip(v.shape[::-1], norm[::-1]))
                   for v in ((scale,) if bias is None else (scale, bias))))
     if not ok:
         return None

@@ -614,3 +614,58 @@ def test_raw_conv2d_refuses_dims_whose_products_wrap(changes):
                           timeout=60)
     assert proc.returncode == 0 and proc.stdout.startswith("ValueError"), \
         f"exit {proc.returncode}: {proc.stdout}{proc.stderr}"
+
+
+# -- the same refusals on both paths -------------------------------------------------------------
+def _run_error(model, feeds):
+    from onemodel.errors import EvaluationError
+
+    with pytest.raises(EvaluationError) as info:
+        ours(model, feeds)
+    return info.value.message
+
+
+@pytest.mark.parametrize("pure", [False, True])
+@pytest.mark.parametrize("x_shape, attrs, extents", [
+    ((1, 2, 1, 1), {}, "[-1, -1]"),                                  # 1x1 image, 3x3 kernel
+    ((1, 2, 2, 9), {}, "[0, 7]"),                                    # 2 rows for 3 kernel rows
+    ((1, 2, 5, 5), {"dilations": [1, 1000000000]}, "[3, -1999999995]"),
+])
+def test_a_window_that_does_not_fit_is_refused_before_either_path(pure, x_shape, attrs,
+                                                                   extents, monkeypatch):
+    if pure:
+        monkeypatch.setenv("ONEMODEL_PURE_PYTHON", "1")
+    feeds = {"x": np.ones(x_shape, np.float32), "w": np.ones((4, 2, 3, 3), np.float32)}
+    message = _run_error(node_model("Conv", feeds, ["x", "w"], ["y"], **attrs), feeds)
+    assert f"the window does not fit: output extents {extents}" in message
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_a_conv_bias_of_another_length_is_refused_alike(pure, monkeypatch):
+    if pure:
+        monkeypatch.setenv("ONEMODEL_PURE_PYTHON", "1")
+    feeds = {"x": np.ones((1, 2, 5, 5), np.float32), "w": np.ones((4, 2, 3, 3), np.float32),
+             "b": np.ones(3, np.float32)}
+    message = _run_error(node_model("Conv", feeds, ["x", "w", "b"], ["y"]), feeds)
+    assert "Conv bias of shape [3] is not [4]" in message
+
+
+@needs_c
+def test_layer_norm_with_a_scale_that_does_not_broadcast_takes_the_numpy_path():
+    w = np.ones((3, 4), np.float32)
+    # 4 elements, but [4, 1] does not broadcast to the normalized shape [4]
+    assert ckernels.layer_norm(w, np.ones((4, 1), np.float32), None, 1, 1e-5) is None
+    assert ckernels.layer_norm(w, np.ones(4, np.float32), None, 1, 1e-5) is not None
+
+
+def test_why_the_kernels_are_not_in_use_is_said_plainly():
+    """Without the built module the reason names the build, not Python's import machinery."""
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["onemodel.evaluate._ckernels"] = None  # as if it had not been built
+        from onemodel.evaluate import ckernels
+        print(ckernels._C is None, ckernels.C_ERROR)
+        """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    assert out.startswith("True onemodel/evaluate/_ckernels.c was not built at install"), out

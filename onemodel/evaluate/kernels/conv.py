@@ -161,6 +161,13 @@ def _conv(ctx, x, w, b, relu: bool):
     M = w.shape[0]
     if C != w.shape[1] * group or M % group:
         raise EvaluationError(f"Conv: {C} input channels, weights {w.shape}, group {group}")
+    if any(o <= 0 for o in out):  # (before any path: each would fail its own way)
+        raise EvaluationError(f"the window does not fit: output extents {out} (input "
+                              f"{list(x.shape[2:])}, kernel {kernel}, pads {begin + end}, "
+                              f"strides {strides}, dilations {dilations})")
+    if b is not None and b.shape != (M,):
+        raise EvaluationError(f"Conv bias of shape {list(b.shape)} is not [{M}] (one value a "
+                              f"output channel)")
     args, dt = wide_all(x, w) if b is None else wide_all(x, w, b)
     x, w = args[0], args[1]
     if group == 1:

@@ -64,7 +64,12 @@ try:
     _C.setup(_schema, WireError, MAX_MESSAGE_DEPTH, np, Blob)
     _C_ERROR = None
 except Exception as exc:  # ImportError when not built; TypeError when the schema does not fit
+    import importlib.util
+
     _C, _C_ERROR = None, f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, ImportError) and importlib.util.find_spec(f"{__package__}._cdecode") is None:
+        _C_ERROR = ("onemodel/formats/onnx/_cdecode.c was not built at install (no C compiler, "
+                    "or its build failed: pip install -v shows why)")
 
 _utf8 = codecs.utf_8_decode
 _I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
