@@ -27,7 +27,8 @@ stores it, which saves a pass over the output.
 
 A MatMul whose product only an Add reads (the bias of a linear layer) runs with the Add as one
 step that adds into the product's array (:func:`product_sum`): the same sums, one array fewer
-written. A fused step fails as its nodes would (a ValueError for shapes that do not fit, an
+written; with a Relu that alone reads the sum, the Relu too, in place (:func:`product_sum_relu`).
+A fused step fails as its nodes would (a ValueError for shapes that do not fit, an
 EvaluationError of the step's last node whose message names every fused node).
 """
 
@@ -158,6 +159,14 @@ def fuse_attention(steps: list, captured: set[str], kept: set[str], make_step) -
         first = add.ins[0] == st.outs[0]
         other = add.ins[1] if first else add.ins[0]
         drop.add(pos)
+        k = only_reader(add.outs[0]) if len(add.outs) == 1 else None
+        relu = steps[k] if k is not None and k not in drop and k not in replace else None
+        if relu is not None and _builtin(relu, "Relu") and relu.ins == add.outs \
+                and len(relu.outs) == 1:  # a linear layer and its activation
+            drop.add(j)
+            replace[k] = make_step(relu, [st.ins[0], st.ins[1], other], _described(
+                product_sum_relu if first else sum_product_relu, [st, add, relu]))
+            continue
         replace[j] = make_step(add, [st.ins[0], st.ins[1], other],
                                _described(product_sum if first else sum_product, [st, add]))
     for pos, st in enumerate(steps):
@@ -213,3 +222,16 @@ def sum_product(ctx, a, b, c):
             and c.ndim <= y.ndim and np.broadcast_shapes(y.shape, c.shape) == y.shape):
         return np.add(c, y, out=y)
     return np.add(c, y)
+
+
+def product_sum_relu(ctx, a, b, c):
+    """``Relu(Add(MatMul(a, b), c))``: :func:`product_sum`, then max(y, 0) in place on its new
+    array (one array and one allocation fewer than the Relu node's). Same values."""
+    y = product_sum(ctx, a, b, c)
+    return np.maximum(y, np.zeros((), y.dtype), out=y)
+
+
+def sum_product_relu(ctx, a, b, c):
+    """``Relu(Add(c, MatMul(a, b)))``, as :func:`product_sum_relu`."""
+    y = sum_product(ctx, a, b, c)
+    return np.maximum(y, np.zeros((), y.dtype), out=y)

@@ -245,3 +245,48 @@ def test_fused_conv_and_relu_keep_nan():
     (r,) = Session(_conv_relu_model(feeds)).run(feeds).values()
     nan = np.isnan(r)
     assert nan[1, :, 2:5, 3:6].all() and nan.sum() == 5 * 9
+
+
+def _linear_relu_model(feeds, *, bias_first=False, reader=False):
+    add = ["c", "y"] if bias_first else ["y", "c"]
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["y"]), helper.make_node("Add", add, ["z"]),
+             helper.make_node("Relu", ["z"], ["r"])]
+    outputs = ["r"]
+    if reader:  # the sum read by another node too: only MatMul -> Add is fused
+        nodes.append(helper.make_node("Neg", ["z"], ["n"]))
+        outputs.append("n")
+    graph = helper.make_graph(nodes, "g", [tensor_info(n, feeds[n]) for n in ("x", "w", "c")],
+                              [helper.make_value_info(n, onnx.TypeProto()) for n in outputs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    return decode_model(model.SerializeToString())
+
+
+@pytest.mark.parametrize("bias_first", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_linear_layer_and_relu_fused_within_the_bound_of_exact(bias_first, dtype):
+    feeds = {"x": (RNG.standard_normal((4, 5)) * 4).astype(dtype),
+             "w": (RNG.standard_normal((5, 6)) * 4).astype(dtype),
+             "c": (RNG.standard_normal(6) * 4).astype(dtype)}
+    session = Session(_linear_relu_model(feeds, bias_first=bias_first))
+    assert [st.fn.fused for st in session._main.steps] == [
+        fusion.sum_product_relu if bias_first else fusion.product_sum_relu]
+    (r,) = session.run(feeds).values()
+    x, w, c = (feeds[n].astype(np.float64) for n in ("x", "w", "c"))
+    exact = np.maximum(x @ w + c, 0)
+    assert r.dtype == dtype and r.shape == exact.shape and np.all(r >= 0)
+    if dtype == np.int64:
+        np.testing.assert_array_equal(r, exact.astype(np.int64))  # small integers: exact
+    else:  # 5 products and the bias: 6 roundings of the sum of |terms|; Relu is exact
+        assert np.all(np.abs(r - exact) <= 6 * EPS32 * (np.abs(x) @ np.abs(w) + np.abs(c)))
+
+
+def test_relu_of_a_sum_another_node_reads_is_not_fused():
+    feeds = {"x": RNG.standard_normal((3, 5)).astype(np.float32),
+             "w": RNG.standard_normal((5, 6)).astype(np.float32),
+             "c": RNG.standard_normal(6).astype(np.float32)}
+    session = Session(_linear_relu_model(feeds, reader=True))
+    assert [getattr(st.fn, "fused", None) for st in session._main.steps] == [
+        fusion.product_sum, None, None]
+    res = session.run(feeds)
+    np.testing.assert_array_equal(res["r"], np.maximum(-res["n"], 0))  # Relu of the same sums
