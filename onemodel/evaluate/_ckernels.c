@@ -27,12 +27,14 @@
  *       range rounded once; 1.0103 at worst with fused multiply-adds, 0.982 without, over
  *       every float32 of [-110, 0]).
  *
- *   layer_norm(x, scale, bias, y, mean, inv, rows, n, epsilon)
+ *   layer_norm(x, scale, bias, y, mean, inv, rows, n, epsilon[, residual])
  *       LayerNormalization over rows of n float32 values (Clause 11 operator semantics,
  *       stash type float32): per row, mean = sum(x) / n and var = sum((x - mean)^2) / n (sums
  *       in 32 float32 lanes, added into 8, those added in double), inv = 1 / sqrt(var + epsilon),
  *       y = (x - mean) * inv * scale (+ bias); scale and bias (or None) hold n values; mean and
- *       inv receive a value a row.
+ *       inv receive a value a row. With ``residual`` (rows * n floats, or None) the rows
+ *       normalized are x + residual (each sum rounded to float32, as Add gives it), y holding
+ *       them first: LayerNormalization(Add(x, residual)).
  *
  * How conv2d computes: per sample, the input is copied once into a zero-padded buffer
  * [stride_w, C, Hp, Wp] whose columns are split by stride_w phases (padded column j at phase
@@ -461,11 +463,19 @@ INLINE double sum_squares(const float *x, Py_ssize_t n, float mean) {
 }
 
 MULTIVERSION
-static void layer_norm_impl(const float *x, const float *scale, const float *bias, float *y,
-                            float *mean, float *inv, Py_ssize_t rows, Py_ssize_t n, float eps) {
+static void layer_norm_impl(const float *x, const float *res, const float *scale,
+                            const float *bias, float *y, float *mean, float *inv, Py_ssize_t rows,
+                            Py_ssize_t n, float eps) {
     for (Py_ssize_t r = 0; r < rows; r++) {
         const float *src = x + r * n;
         float *dst = y + r * n;
+        if (res) { /* the row of x + residual first, normalized in place */
+            const float *rr = res + r * n;
+            Py_ssize_t i = 0;
+            for (; i + 8 <= n; i += 8) store8(dst + i, load8(src + i) + load8(rr + i));
+            for (; i < n; i++) dst[i] = src[i] + rr[i];
+            src = dst;
+        }
         float mu = (float)(sum_lanes(src, n) / (double)n);
         float var = (float)(sum_squares(src, n, mu) / (double)n);
         float iv = 1.0f / sqrtf(var + eps);
@@ -488,9 +498,9 @@ static void layer_norm_impl(const float *x, const float *scale, const float *bia
 
 static PyObject *ck_layer_norm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 9) {
+    if (nargs != 9 && nargs != 10) {
         PyErr_SetString(PyExc_TypeError,
-                        "layer_norm(x, scale, bias, y, mean, inv, rows, n, epsilon)");
+                        "layer_norm(x, scale, bias, y, mean, inv, rows, n, epsilon[, residual])");
         return NULL;
     }
     Py_ssize_t rows = PyLong_AsSsize_t(args[6]);
@@ -504,9 +514,10 @@ static PyObject *ck_layer_norm(PyObject *self, PyObject *const *args, Py_ssize_t
         PyErr_SetString(PyExc_ValueError, "layer_norm: rows >= 0, n >= 1 expected");
         return NULL;
     }
-    Py_buffer bx, bs, bb, by, bm, bi;
-    int has_b = args[2] != Py_None;
-    if (get_buffer(args[0], &bx, 0, rows * n, "x") < 0) return NULL;
+    Py_buffer bx, bs, bb, by, bm, bi, br;
+    int has_b = args[2] != Py_None, has_r = nargs == 10 && args[9] != Py_None;
+    if (has_r && get_buffer(args[9], &br, 0, rows * n, "residual") < 0) return NULL;
+    if (get_buffer(args[0], &bx, 0, rows * n, "x") < 0) goto fail_r;
     if (get_buffer(args[1], &bs, 0, n, "scale") < 0) goto fail_x;
     if (has_b && get_buffer(args[2], &bb, 0, n, "bias") < 0) goto fail_s;
     if (get_buffer(args[3], &by, 1, rows * n, "y") < 0) goto fail_b;
@@ -516,7 +527,7 @@ static PyObject *ck_layer_norm(PyObject *self, PyObject *const *args, Py_ssize_t
     float *y = by.buf, *mean = bm.buf, *inv = bi.buf;
     float e = (float)eps;
     Py_BEGIN_ALLOW_THREADS
-    layer_norm_impl(x, sc, bias, y, mean, inv, rows, n, e);
+    layer_norm_impl(x, has_r ? (const float *)br.buf : NULL, sc, bias, y, mean, inv, rows, n, e);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&bi);
     PyBuffer_Release(&bm);
@@ -524,6 +535,7 @@ static PyObject *ck_layer_norm(PyObject *self, PyObject *const *args, Py_ssize_t
     if (has_b) PyBuffer_Release(&bb);
     PyBuffer_Release(&bs);
     PyBuffer_Release(&bx);
+    if (has_r) PyBuffer_Release(&br);
     Py_RETURN_NONE;
 fail_m:
     PyBuffer_Release(&bm);
@@ -535,12 +547,15 @@ fail_s:
     PyBuffer_Release(&bs);
 fail_x:
     PyBuffer_Release(&bx);
+fail_r:
+    if (has_r) PyBuffer_Release(&br);
     return NULL;
 }
 
 static PyMethodDef methods[] = {
     {"layer_norm", (PyCFunction)(void (*)(void))ck_layer_norm, METH_FASTCALL,
-     "layer_norm(x, scale, bias, y, mean, inv, rows, n, epsilon): rows of n normalized."},
+     "layer_norm(x, scale, bias, y, mean, inv, rows, n, epsilon[, residual]): rows of n "
+     "normalized."},
     {"conv2d", (PyCFunction)(void (*)(void))ck_conv2d, METH_FASTCALL,
      "conv2d(x, w, b, y, dims, relu): float32 2-D convolution of one group into y."},
     {"exp_rows", (PyCFunction)(void (*)(void))ck_exp_rows, METH_FASTCALL,

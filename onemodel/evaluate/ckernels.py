@@ -104,7 +104,7 @@ def exp_rows(a, out):
     return out, sums
 
 
-def layer_norm(w, scale, bias, axis: int, epsilon: float):
+def layer_norm(w, scale, bias, axis: int, epsilon: float, residual=None):
     """LayerNormalization (Clause 11 operator semantics, stash type float32) of ``w`` over its
     axes from ``axis`` on, or None where it does not apply (then the caller computes it).
 
@@ -113,13 +113,17 @@ def layer_norm(w, scale, bias, axis: int, epsilon: float):
     the normalized shape's, in order). Returns ``(y, mean, inv_std_dev)``: y of ``w``'s shape,
     mean and inv_std_dev float32 of ``w``'s shape with the normalized axes 1. Per row: mean and
     variance by two passes (sums in float32 lanes, the last 8 added in double), ``inv = 1 /
-    sqrt(var + epsilon)``, ``y = (x - mean) * inv * scale + bias``.
+    sqrt(var + epsilon)``, ``y = (x - mean) * inv * scale + bias``. With ``residual`` (float32
+    of ``w``'s shape, C-contiguous) the rows normalized are ``w + residual`` rounded to float32
+    (Add's result), a row at a time: LayerNormalization(Add(w, residual)).
     """
     norm = w.shape[axis:]
     n = 1
     for d in norm:
         n *= d
     ok = (enabled() and _f32(w) and w.flags.c_contiguous and w.size and n > 1
+          and (residual is None or (_f32(residual) and residual.shape == w.shape
+                                    and residual.flags.c_contiguous))
           and all(_f32(v) and v.size == n and v.ndim <= len(norm)
                   and all(d in (1, e) for d, e in zip(v.shape[::-1], norm[::-1]))
                   for v in ((scale,) if bias is None else (scale, bias))))
@@ -132,5 +136,5 @@ def layer_norm(w, scale, bias, axis: int, epsilon: float):
     inv = np.empty(stat, dtype=np.float32)
     _C.layer_norm(w, np.ascontiguousarray(scale),
                   None if bias is None else np.ascontiguousarray(bias), y, mean, inv, rows, n,
-                  float(epsilon))
+                  float(epsilon), residual)
     return y, mean, inv

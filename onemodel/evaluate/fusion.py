@@ -28,6 +28,9 @@ stores it, which saves a pass over the output.
 A MatMul whose product only an Add reads (the bias of a linear layer) runs with the Add as one
 step that adds into the product's array (:func:`product_sum`): the same sums, one array fewer
 written; with a Relu that alone reads the sum, the Relu too, in place (:func:`product_sum_relu`).
+An Add whose sum only a LayerNormalization reads (the residual connection before a post-norm
+transformer's LayerNormalization) runs with it (:func:`.kernels.norm.add_layer_norm`, with the
+LayerNormalization's attributes): the compiled kernel forms each row's sum as it normalizes it.
 A fused step fails as its nodes would (a ValueError for shapes that do not fit, an
 EvaluationError of the step's last node whose message names every fused node).
 """
@@ -42,6 +45,7 @@ from . import registry
 from .kernels.activations import _softmax, _softmax_last, shifted_exp_rows
 from .kernels.conv import conv_relu
 from .kernels.linalg import matmul_array
+from .kernels.norm import add_layer_norm
 
 #: Bytes of scores one block of :func:`attention_chain` holds (within a level-2 cache).
 BLOCK_BYTES = 1 << 19
@@ -183,6 +187,21 @@ def fuse_attention(steps: list, captured: set[str], kept: set[str], make_step) -
         fused.outs = list(relu.outs)
         drop.add(pos)
         replace[j] = fused
+    for pos, st in enumerate(steps):
+        if pos in drop or pos in replace or not (
+                _builtin(st, "Add") and st.opset >= 7 and len(st.ins) == 2 and all(st.ins)
+                and len(st.outs) == 1):
+            continue
+        j = only_reader(st.outs[0])
+        if j is None or j in drop or j in replace:
+            continue
+        ln = steps[j]
+        if not (_builtin(ln, "LayerNormalization") and 2 <= len(ln.ins) <= 3
+                and ln.ins[0] == st.outs[0] and st.outs[0] not in ln.ins[1:]):
+            continue
+        drop.add(pos)
+        replace[j] = make_step(ln, list(st.ins) + list(ln.ins[1:]),
+                               _described(add_layer_norm, [st, ln]))
     if not replace:
         return steps
     return [replace.get(pos, st) for pos, st in enumerate(steps) if pos not in drop]

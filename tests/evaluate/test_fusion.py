@@ -13,6 +13,7 @@ from oracle import tensor_info
 
 from onemodel.evaluate import Session, fusion
 from onemodel.evaluate.kernels import conv as conv_module
+from onemodel.evaluate.kernels import norm as norm_module
 from onemodel.evaluate.kernels.linalg import matmul_array
 from onemodel.formats.onnx import decode_model
 
@@ -290,3 +291,77 @@ def test_relu_of_a_sum_another_node_reads_is_not_fused():
         fusion.product_sum, None, None]
     res = session.run(feeds)
     np.testing.assert_array_equal(res["r"], np.maximum(-res["n"], 0))  # Relu of the same sums
+
+
+def _add_ln_model(feeds, *, reader=False, bias=True):
+    ins = ["s", "b"] if bias else ["s"]
+    nodes = [helper.make_node("Add", ["x", "r"], ["z"]),
+             helper.make_node("LayerNormalization", ["z"] + ins, ["y"], epsilon=1e-5)]
+    outputs = ["y"]
+    if reader:  # the sum read by another node too
+        nodes.append(helper.make_node("Neg", ["z"], ["n"]))
+        outputs.append("n")
+    graph = helper.make_graph(nodes, "g", [tensor_info(n, feeds[n]) for n in ["x", "r"] + ins],
+                              [helper.make_value_info(n, onnx.TypeProto()) for n in outputs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    return decode_model(model.SerializeToString())
+
+
+def _layer_norm64(z, s, b):
+    mean = z.mean(-1, keepdims=True)
+    var = ((z - mean) ** 2).mean(-1, keepdims=True)
+    y = (z - mean) / np.sqrt(var + np.float64(np.float32(1e-5))) * s
+    return y if b is None else y + b
+
+
+@pytest.mark.parametrize("pure", [False, True])  # the compiled kernel, and numpy's path
+@pytest.mark.parametrize("r_shape", [(6, 40), (40,)])  # same shape, or broadcast (numpy's Add)
+@pytest.mark.parametrize("bias", [True, False])
+def test_add_and_layer_norm_fused_within_the_bound_of_exact(pure, r_shape, bias, monkeypatch):
+    if pure:
+        monkeypatch.setenv("ONEMODEL_PURE_PYTHON", "1")
+    feeds = {"x": RNG.standard_normal((6, 40)).astype(np.float32),
+             "r": RNG.standard_normal(r_shape).astype(np.float32),
+             "s": RNG.standard_normal(40).astype(np.float32)}
+    if bias:
+        feeds["b"] = RNG.standard_normal(40).astype(np.float32)
+    session = Session(_add_ln_model(feeds, bias=bias))
+    assert [getattr(st.fn, "fused", None) for st in session._main.steps] == [
+        norm_module.add_layer_norm]
+    (y,) = session.run(feeds).values()
+    # exact: the float32 sum (Add's result, exact to compute) normalized in float64; the
+    # kernel's two passes of 40 terms and four roundings after: within 24 ulps of the scale
+    # of |z - mean| * inv * |s| (the bound of tests/evaluate/test_layer_norm_kernel.py)
+    z = (feeds["x"] + feeds["r"]).astype(np.float64)
+    s = feeds["s"].astype(np.float64)
+    b = feeds["b"].astype(np.float64) if bias else None
+    exact = _layer_norm64(z, s, b)
+    inv = 1 / np.sqrt(((z - z.mean(-1, keepdims=True)) ** 2).mean(-1, keepdims=True) + 1e-5)
+    scale = (np.abs(z).mean(-1, keepdims=True) + np.abs(z)) * inv * np.abs(s)
+    assert y.dtype == np.float32 and y.shape == exact.shape
+    assert np.all(np.abs(y - exact) <= (40 / 32 + 16) * EPS32 * scale
+                  + (2 * EPS32 * np.abs(b) if bias else 0))
+
+
+def test_add_read_by_another_node_is_not_fused_with_its_layer_norm():
+    feeds = {"x": RNG.standard_normal((3, 8)).astype(np.float32),
+             "r": RNG.standard_normal((3, 8)).astype(np.float32),
+             "s": np.ones(8, np.float32), "b": np.zeros(8, np.float32)}
+    session = Session(_add_ln_model(feeds, reader=True))
+    assert [st.node.op_type for st in session._main.steps] == ["Add", "LayerNormalization",
+                                                                "Neg"]
+    res = session.run(feeds)
+    np.testing.assert_array_equal(-res["n"], feeds["x"] + feeds["r"])
+
+
+def test_fused_add_and_layer_norm_of_float16_rounds_the_sum_to_float16():
+    # Add in float16 rounds each sum; LayerNormalization then stashes in float32: the fused
+    # step must give the unfused nodes' values exactly (both go through numpy here)
+    x = RNG.standard_normal((4, 16)).astype(np.float16)
+    r = RNG.standard_normal((4, 16)).astype(np.float16)
+    feeds = {"x": x, "r": r, "s": np.ones(16, np.float16), "b": np.zeros(16, np.float16)}
+    (y,) = Session(_add_ln_model(feeds)).run(feeds).values()
+    fused_off = Session(_add_ln_model(feeds, reader=True)).run(feeds)["y"]
+    assert y.dtype == np.float16
+    np.testing.assert_array_equal(y, fused_off)

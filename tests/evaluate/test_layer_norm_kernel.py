@@ -130,3 +130,20 @@ def test_raw_layer_norm_refuses_wrong_buffers():
         ckernels._C.layer_norm(x, s, None, ro, m, i, 3, 4, 1e-5)
     with pytest.raises(TypeError):
         ckernels._C.layer_norm(x, s, None, y, m, i, 3, 4)
+    with pytest.raises(ValueError):  # a residual shorter than x
+        ckernels._C.layer_norm(x, s, None, y, m, i, 3, 4, 1e-5, x[:2])
+
+
+@pytest.mark.skipif(ckernels._C is None, reason="compiled kernels not built")
+def test_layer_norm_of_a_sum_is_the_layer_norm_of_the_float32_sum():
+    """With a residual the rows normalized are x + r rounded to float32: the same values as
+    the kernel given that sum (the same operations on the same floats)."""
+    x = RNG.standard_normal((5, 70)).astype(np.float32)
+    r = RNG.standard_normal((5, 70)).astype(np.float32)
+    s = RNG.standard_normal(70).astype(np.float32)
+    b = RNG.standard_normal(70).astype(np.float32)
+    got = ckernels.layer_norm(x, s, b, 1, 1e-5, residual=r)
+    want = ckernels.layer_norm(x + r, s, b, 1, 1e-5)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    assert ckernels.layer_norm(x, s, b, 1, 1e-5, residual=r[:, :35]) is None  # not x's shape

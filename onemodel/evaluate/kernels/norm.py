@@ -101,6 +101,21 @@ def layer_norm(ctx, x, scale, bias=None):
     return y.astype(x.dtype, copy=False), mean, inv
 
 
+def add_layer_norm(ctx, a, b, scale, bias=None):
+    """``LayerNormalization(Add(a, b), scale, bias)`` (the plan-time fusion of :mod:`..fusion`;
+    ``ctx`` the LayerNormalization's): float32 operands of one shape go to the compiled kernel,
+    which forms each row's sum as it normalizes it (the sum as Add rounds it, never a whole
+    tensor); otherwise Add's numpy sum, then :func:`layer_norm`. The same values as the nodes."""
+    if (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
+            == np.float32 and a.shape == b.shape and a.ndim and ctx.attr("stash_type") == 1
+            and a.flags.c_contiguous and b.flags.c_contiguous):
+        axis = axis_index(ctx.attr("axis"), a.ndim, "LayerNormalization axis")
+        done = ckernels.layer_norm(a, scale, bias, axis, ctx.attr("epsilon"), residual=b)
+        if done is not None:
+            return done
+    return layer_norm(ctx, np.add(a, b), scale, bias)
+
+
 @op("RMSNormalization", since=23)
 def rms_norm(ctx, x, scale):
     # Returns (Y, inverse RMS): the second entry, of the stash type with X's extents before
