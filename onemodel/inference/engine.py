@@ -452,11 +452,37 @@ class Engine:
                     e = Value.tensor(g.elem, e.shape, e.data)
             elif e is None:
                 e = g
+            if e is not None:
+                e = self._no_negative(e, node, npath, k, len(self.result.contradictions) > found)
             out.append(e)
         if memo_key is not None and value_mod.LAZY_READS == reads and \
                 len(self.result.contradictions) == found and not self._constrained:
             self._memo[memo_key] = out
         return out
+
+    def _no_negative(self, v: Value, node, npath: str, k: int, reported: bool) -> Value:
+        """``v`` (output ``k`` of ``node``) with each extent that is a negative int made
+        unknown: no tensor has one (Clause 6.5), so a rule's arithmetic that gives one means
+        the node's inputs and attributes cannot all hold. That is a contradiction at the node,
+        unless the rule has reported one there already (``reported``). Sequences and
+        optionals are checked through their element."""
+        if v.kind in ("sequence", "optional"):
+            inner = v.inner
+            if inner is None:
+                return v
+            fixed = self._no_negative(inner, node, npath, k, reported)
+            return v if fixed is inner else Value(v.kind, inner=fixed)
+        shape = v.shape
+        if shape is None or v.kind not in ("tensor", "sparse_tensor") or \
+                not any(type(d) is int and d < 0 for d in shape):
+            return v
+        if not reported:
+            label = f"{node.op_type} {node.name!r}" if node.name else node.op_type
+            name = node.outputs[k] if k < len(node.outputs) else ""
+            self.contradiction(npath, f"{label}: output {k} ({name!r}) would have the negative "
+                                      f"extents of {D.shape_text(shape)}")
+        return Value(v.kind, v.elem, tuple(None if type(d) is int and d < 0 else d
+                                           for d in shape))
 
     def _function(self, f, node, ins, npath, scope, raw) -> list:
         """A call of model-local function ``f``: its body inferred with the call's inputs and

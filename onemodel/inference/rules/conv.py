@@ -15,7 +15,12 @@ constraints (Clause 10.4).
 Contradictions (Clause 9.4): an input of rank under 3, ``X`` and ``W`` of different ranks,
 ``C != W.shape[1] * group`` (Conv) or ``C != W.shape[0]`` (ConvTranspose), ``M`` not a multiple
 of ``group``, a bias that is not ``[M]``, ``kernel_shape`` that differs from ``W``'s extents,
-``strides``/``dilations``/``pads`` without one value (two for pads) per spatial axis.
+``strides``/``dilations``/``pads`` without one value (two for pads) per spatial axis, and a
+window that does not fit: a spatial output extent that is an int below 1 (Conv and every
+operator sharing :func:`window_extents`: ConvInteger, QLinearConv, DeformConv, the poolings; a
+ConvTranspose extent or ``output_shape`` value below 1), reported with the input extents,
+kernel, pads, strides and dilations it was computed from, the extent then unknown. An extent
+that is an expression of the input's variables is kept: whether it fits depends on their values.
 """
 
 from __future__ import annotations
@@ -92,7 +97,9 @@ def window_extents(ctx, spatial, kernel, n: int, dilations_attr: bool = True,
     if kernel is None:
         kernel = unknown
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        return [D.ceildiv(x, s) for x, s in zip(spatial, strides)]
+        out = [D.ceildiv(x, s) for x, s in zip(spatial, strides)]
+        return fitting(ctx, "the window does not fit", out, spatial, kernel,
+                       f"auto_pad {auto_pad}", strides, dilations)
     if auto_pad == "VALID":
         pads = [0] * (2 * n)
     else:
@@ -116,7 +123,31 @@ def window_extents(ctx, spatial, kernel, n: int, dilations_attr: bool = True,
             out.append(o)
         else:
             out.append(None)
-    return out
+    return fitting(ctx, "the window does not fit", out, spatial, kernel, f"pads {pads}",
+                   strides, dilations)
+
+
+def _text(extents) -> str:
+    """``extents`` (ints, expressions, None) as a list: ``[1, h + 2, ?]``."""
+    return "[" + ", ".join(D.dim_text(d) for d in extents) + "]"
+
+
+def fitting(ctx, what: str, out: list, spatial, kernel, pads: str, strides, dilations,
+            least: int = 1, extra: str = "") -> list:
+    """``out`` (computed spatial output extents) with each int below ``least`` made unknown;
+    when there is one, a contradiction at the node: ``what``, the output extents and what they
+    were computed from (input extents, kernel, ``pads`` as text, strides, dilations unless None,
+    ``extra``). Symbolic extents are kept: whether they fit depends on the variables' values."""
+    bad = [type(o) is int and o < least for o in out]
+    if not any(bad):
+        return out
+    n = len(out)
+    ctx.contradiction(f"{what}: output extents {_text(out)} (input "
+                      f"{_text(spatial or [None] * n)}, kernel {_text(kernel or [None] * n)}, "
+                      f"{pads}, strides {strides}"
+                      + (f", dilations {dilations}" if dilations is not None else "")
+                      + f"{extra})")
+    return [None if b else o for o, b in zip(out, bad)]
 
 
 def _kernel(ctx, w, n: int):
@@ -213,12 +244,18 @@ def conv_transpose(ctx, x, w, b=None):
         if len(shape) < n:
             ctx.contradiction(f"output_shape {shape} has fewer than {n} values")
             return head + [None] * n
+        bad = [o for o in shape[-n:] if o < 1]
+        if bad:
+            ctx.contradiction(f"output_shape {shape} has extents that are not positive: {bad}")
+            return head + [o if o >= 1 else None for o in shape[-n:]]
         return head + shape[-n:]
     if strides is None or dilations is None or out_pad is None:
         return head + [None] * n
     spatial = list(xs[2:]) if xs is not None else [None] * n
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        return head + [D.mul(x_, s) for x_, s in zip(spatial, strides)]
+        return head + fitting(ctx, "the output is empty",
+                              [D.mul(x_, s) for x_, s in zip(spatial, strides)], spatial,
+                              kernel, f"auto_pad {auto_pad}", strides, dilations)
     pads = [0] * (2 * n) if auto_pad == "VALID" else _ints(ctx, "pads", n, 0, per=2)
     if pads is None:
         return head + [None] * n
@@ -227,7 +264,9 @@ def conv_transpose(ctx, x, w, b=None):
         grow = D.mul(D.sub(spatial[i], 1), strides[i])
         out.append(D.add(grow, D.sub(D.add(dilated(kernel[i], dilations[i]), out_pad[i]),
                                      pads[i] + pads[n + i])))
-    return head + out
+    return head + fitting(ctx, "the output is empty or negative", out, spatial, kernel,
+                          f"pads {pads}", strides, dilations,
+                          extra=f", output_padding {out_pad}")
 
 
 @rule("DeformConv", since=(19, 22))

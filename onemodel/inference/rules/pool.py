@@ -11,15 +11,16 @@ MaxUnpool gives ``[N, C, (x - 1)*s + k - p_begin - p_end, ...]``, or the element
 ``output_shape`` input when given (unknown extents of the input's rank when they are not known).
 
 Contradictions (Clause 9.4): a rank under 3 (2 for global poolings), no ``kernel_shape`` or one
-without a value per spatial axis, MaxUnpool's indices of another shape than X or an
-``output_shape`` of another length than X's rank.
+without a value per spatial axis, a window that does not fit (an output extent that is an int
+below 1, :func:`.conv.fitting`), MaxUnpool's indices of another shape than X, an unpooled extent
+that is a negative int, or an ``output_shape`` of another length than X's rank.
 """
 
 from __future__ import annotations
 
 from .. import dims as D
 from ..registry import rule
-from .conv import _ints, window_extents
+from .conv import _ints, fitting, window_extents
 
 
 def _kernel_shape(ctx, n: int):
@@ -140,5 +141,7 @@ def max_unpool(ctx, x, indices, output_shape=None):
     if kernel is None or strides is None or pads is None:
         return head + [None] * n
     sp = xs[2:] if xs is not None else [None] * n
-    return head + [D.sub(D.add(D.mul(D.sub(sp[i], 1), strides[i]), kernel[i]),
-                         pads[i] + pads[n + i]) for i in range(n)]
+    out = [D.sub(D.add(D.mul(D.sub(sp[i], 1), strides[i]), kernel[i]), pads[i] + pads[n + i])
+           for i in range(n)]
+    return head + fitting(ctx, "the unpooled extents are negative", out, sp, kernel,
+                          f"pads {pads}", strides, None, least=0)
