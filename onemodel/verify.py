@@ -79,6 +79,8 @@ class VerifyReport:
             ``differences``.
         by_outputs: ``equal`` is the verdict of the run alone (``by_outputs=True``): every
             output within tolerance, whatever ``structure`` holds.
+        run_error: why B (or A on the second engine) could not run on A's inputs, so that no
+            output was compared (also the ``run`` entry of ``differences``); None otherwise.
     """
 
     a: str
@@ -92,6 +94,7 @@ class VerifyReport:
     tolerances: object = None
     structure: list[Difference] = field(default_factory=list)
     by_outputs: bool = False
+    run_error: str | None = None
 
     @property
     def first(self) -> Difference | None:
@@ -295,8 +298,10 @@ def verify(a, b=None, *, loose: bool = False, run: bool = False, seed: int = 0,
     Returns:
         a :class:`VerifyReport`.
     Raises:
-        OneModelError when a model cannot be read (or run; an EvaluationError when ``a`` fails
-        on the generated inputs, with a note naming the inputs and axes to set); an
+        OneModelError when a model cannot be read, or when ``a`` cannot be run (an
+        EvaluationError when it fails on its own generated inputs, with a note naming the
+        inputs and axes to set), whatever ``b`` is; ``b`` failing on ``a``'s inputs is the
+        ``run`` difference and ``run_error`` instead; an
         UnsupportedError for an unknown engine or onnxruntime not installed.
         UsageError: ``dims`` or ``shapes`` that do not fit ``a``'s inputs; ``b`` omitted
             without ``engines``; ``engines`` not two names.
@@ -332,17 +337,14 @@ def verify(a, b=None, *, loose: bool = False, run: bool = False, seed: int = 0,
                 report.tensors_by_digest = walked.by_digest
             diffs: list[Difference] = []
             if run:
-                try:
-                    ran = run_and_compare(ma, mb, seed=seed, dims=dims or {}, engines=pair,
-                                          shapes=shapes, tolerances=tolerances)
-                    diffs, names = ran.differences, ran.names
-                    report.comparisons = ran.comparisons
-                    report.tolerances = ran.tolerances
-                except OneModelError as e:
-                    if not report.differences or by_outputs:
-                        raise
-                    # the models already differ: that is the answer, the run failure a detail
-                    diffs, names = [Difference("run", str(e))], []
+                # A failing on its own generated inputs (or not running at all) raises, whatever
+                # B is: the run did not happen, which no difference of the models can stand for
+                ran = run_and_compare(ma, mb, seed=seed, dims=dims or {}, engines=pair,
+                                      shapes=shapes, tolerances=tolerances)
+                diffs, names = ran.differences, ran.names
+                report.comparisons = ran.comparisons
+                report.tolerances = ran.tolerances
+                report.run_error = next((d.message for d in diffs if d.path == "run"), None)
                 report.engines = pair
                 report.differences.extend(diffs)
                 report.outputs_compared = names

@@ -81,11 +81,18 @@ def _engines_text(report, a: str, b: Optional[str]) -> str:
     return f"{a} and {b}" + (f" ({ea} vs {eb})" if ea != eb else "")
 
 
+def _shown(d) -> str:
+    """One difference as the text report prints it: the ``run`` one (B could not run on A's
+    inputs) says the run did not happen, ``run: not run: ...``."""
+    return f"run: not run: {d.message}" if d.path == "run" else str(d)
+
+
 def print_report(out, report, a: str, b: Optional[str], *, quiet: bool, limit: int) -> None:
     """The text report (docs/cli.md, Comparing runs): ``equal: ...`` or ``different: FIRST``
-    and the other output differences (judged by the outputs: ``within tolerance: ...``, the
-    models' own differences on a ``models differ:`` line), then unless ``quiet`` one line per
-    output compared."""
+    and the other output differences and the ``run: not run: ...`` line when B could not run
+    (always, even past the models' differences; judged by the outputs: ``within tolerance:
+    ...``, the models' own differences on a ``models differ:`` line), then unless ``quiet`` one
+    line per output compared."""
     def count(n: int, noun: str) -> str:
         return f"{n} {noun}{'' if n == 1 else 's'}"
 
@@ -100,9 +107,9 @@ def print_report(out, report, a: str, b: Optional[str], *, quiet: bool, limit: i
             if not quiet:
                 out.line(f"{'equal' if bits else 'within tolerance'}: {names}, {outputs}")
         else:
-            out.line(f"different: {run_diffs[0]}")
+            out.line(f"different: {_shown(run_diffs[0])}")
             for d in run_diffs[1:]:
-                out.line(f"  {d}")
+                out.line(f"  {_shown(d)}")
             shown_outputs = {d.path for d in run_diffs}
         if report.structure and not quiet:
             more = len(report.structure) - 1
@@ -119,11 +126,13 @@ def print_report(out, report, a: str, b: Optional[str], *, quiet: bool, limit: i
             out.line(f"equal: {names}{what}")
     else:
         first = report.first
-        out.line(f"different: {first}")
-        # the outputs that differ when run are named even when a structural difference is first
-        listed = [first] + [d for d in report.differences[1:] if d.path.startswith("outputs")]
+        out.line(f"different: {_shown(first)}")
+        # the outputs that differ when run, and the run that could not happen, are named even
+        # when a structural difference is first (however many there are)
+        listed = [first] + [d for d in report.differences[1:]
+                            if d.path.startswith("outputs") or d.path == "run"]
         for d in listed[1:]:
-            out.line(f"  {d}")
+            out.line(f"  {_shown(d)}")
         shown_outputs = {d.path for d in listed}
         if len(report.differences) > len(listed) and not quiet:
             more = len(report.differences) - len(listed)
@@ -152,6 +161,7 @@ def report_json(report, a: str, b: Optional[str], limit: int) -> dict:
         "tolerances": None if report.tolerances is None else report.tolerances.to_json(),
         "differences": [{"path": d.path, "message": d.message} for d in report.differences],
         "differences_capped": len(report.differences) >= limit,
+        "run_error": report.run_error,
         "tensors_by_digest": report.tensors_by_digest,
         "outputs": [c.to_json() for c in report.comparisons],
     }

@@ -197,7 +197,8 @@ def test_ulp_counts_float32_steps(two_outputs):
 
 def test_json_object_has_the_same_keys_every_time(changed):
     keys = {"a", "b", "equal", "judged_by", "models_equal", "engines", "tolerances",
-            "differences", "differences_capped", "tensors_by_digest", "outputs"}
+            "differences", "differences_capped", "run_error", "tensors_by_digest",
+            "outputs"}
     for args in ((CNN, CNN), (CNN, changed, "--run"), (CNN, "--engines", "onemodel,onemodel")):
         r = cli("verify", *args, "--json")
         doc = json.loads(r.stdout)
