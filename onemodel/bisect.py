@@ -299,7 +299,8 @@ class BisectReport:
 
     Attributes:
         engines: (A's engine, B's engine).
-        nodes_compared: A's nodes with at least one output compared.
+        nodes: how many nodes A's main graph has (the ``M`` of a position ``N of M``).
+        nodes_compared: A's nodes with at least one output compared (matched by name in B).
         first: the first differing node in topological order (None: no node differs).
         later: the differing nodes after it, each re-run alone (at most ``max_later``).
         differing: how many of A's nodes differ in all.
@@ -310,6 +311,7 @@ class BisectReport:
 
     engines: tuple[str, str]
     tolerances: Any = None
+    nodes: int = 0
     nodes_compared: int = 0
     first: NodeReport | None = None
     later: list[NodeReport] = field(default_factory=list)
@@ -325,7 +327,7 @@ class BisectReport:
     def to_json(self) -> dict:
         return {"engines": list(self.engines),
                 "tolerances": None if self.tolerances is None else self.tolerances.to_json(),
-                "nodes_compared": self.nodes_compared,
+                "nodes": self.nodes, "nodes_compared": self.nodes_compared,
                 "differing": self.differing,
                 "first": _json(self.first), "later": [n.to_json() for n in self.later],
                 "unmatched": list(self.unmatched), "skipped": dict(self.skipped)}
@@ -333,13 +335,17 @@ class BisectReport:
     def lines(self) -> list[str]:
         """The report as text lines (what ``onemodel verify --bisect`` prints)."""
         out = []
+        compared = _count(self.nodes_compared, "node") + " compared"
         if self.first is None:
-            out.append(f"bisect: no node differs ({self.nodes_compared} nodes compared, "
+            out.append(f"bisect: no node differs ({compared}, "
                        f"{self.engines[0]} vs {self.engines[1]})")
         else:
             f = self.first
+            # the position is among all of A's nodes; fewer may have been compared (matched
+            # by name in B)
             out.append(f"bisect: first differing node {f.label}, {f.position + 1} of "
-                       f"{self.nodes_compared} in topological order ({self.differing} differ)")
+                       f"{self.nodes} in topological order ({self.differing} "
+                       f"{'differs' if self.differing == 1 else 'differ'}, {compared})")
             for kind, items in (("input", f.inputs), ("output", f.outputs)):
                 for n, c in items:
                     out.append(f"  {kind} {n}: not compared" if c is None else f"  {kind} {c}")
@@ -347,7 +353,8 @@ class BisectReport:
             for n in self.later:
                 out.append(f"  then {n.label}: {_verdict_line(n)}")
             if self.differing > 1 + len(self.later):
-                out.append(f"  ({self.differing - 1 - len(self.later)} more differing nodes "
+                more = self.differing - 1 - len(self.later)
+                out.append(f"  ({more} more differing {'node' if more == 1 else 'nodes'} "
                            "not re-run)")
         if self.unmatched:
             out.append(f"  {len(self.unmatched)} value(s) of A not in B, not compared: "
@@ -358,6 +365,11 @@ class BisectReport:
                        "compared: " + ", ".join(repr(n) for n in list(self.skipped)[:5])
                        + (" ..." if len(self.skipped) > 5 else ""))
         return out
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 node``, ``2 nodes``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _verdict_line(n: NodeReport) -> str:
@@ -412,7 +424,7 @@ def bisect(a: Model, b: Model, inputs: dict, *, engines: tuple[str, str] = ("one
     skipped = dict(skipped)
     for k, v in skipped_b.items():
         skipped.setdefault(k, v)
-    report = BisectReport(engines=(ea, eb), tolerances=tol, skipped=skipped)
+    report = BisectReport(engines=(ea, eb), tolerances=tol, skipped=skipped, nodes=len(order))
     b_inits = {t.name for t in b.graph.initializers}
     b_nodes = {}
     for j, node in enumerate(b.graph.nodes):

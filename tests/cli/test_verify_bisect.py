@@ -142,8 +142,35 @@ def test_bisect_position_is_1_based_in_text_and_json(tmp_path):
     r = cli("verify", a, b, "--bisect")
     assert r.exit_code == 1, r.output
     assert ("bisect: first differing node graph.nodes[1] (Neg 'first'), 1 of 2 in topological "
-            "order (2 differ)") in r.stdout.splitlines()
+            "order (2 differ, 2 nodes compared)") in r.stdout.splitlines()
     doc = json.loads(cli("verify", a, b, "--bisect", "--json").stdout)["bisect"]
     assert (doc["first"]["index"], doc["first"]["position"]) == (1, 1)
     ((later,),) = [doc["later"]]
     assert (later["index"], later["position"], later["op_type"]) == (0, 2, "Relu")
+
+
+def test_position_is_among_a_nodes_and_the_compared_count_is_apart():
+    """cnn_dynamo against cnn_legacy: only the Gemm's output has the same name on both sides, so
+    one node is compared; the Gemm is the 14th of cnn_dynamo's 14 nodes, not '14 of 1'."""
+    models = DETECTOR.parent
+    a, b = models / "cnn_dynamo.onnx", models / "cnn_legacy.onnx"
+    with onemodel.load(a) as m:
+        count = len(m.graph.nodes)
+        gemm = next(i for i, n in enumerate(m.graph.nodes) if n.op_type == "Gemm")
+        position = topological_order(m).index(gemm) + 1
+    assert (count, gemm, position) == (14, 13, 14)
+    r = cli("verify", a, b, "--bisect")
+    assert r.exit_code == 1, r.output
+    assert ("bisect: first differing node graph.nodes[13] (Gemm 'node_linear'), 14 of 14 in "
+            "topological order (1 differs, 1 node compared)") in r.stdout.splitlines()
+    doc = json.loads(cli("verify", a, b, "--bisect", "--json").stdout)["bisect"]
+    assert (doc["nodes"], doc["nodes_compared"], doc["differing"]) == (14, 1, 1)
+    assert (doc["first"]["index"], doc["first"]["position"]) == (13, 14)
+
+
+def test_no_node_differs_counts_one_node_in_the_singular(tmp_path):
+    _relu(tmp_path / "a.onnx", "x", [4])
+    r = cli("verify", tmp_path / "a.onnx", tmp_path / "a.onnx", "--bisect")
+    assert r.exit_code == 0, r.output
+    assert "bisect: no node differs (1 node compared, onemodel vs onemodel)" in \
+        r.stdout.splitlines()
