@@ -20,7 +20,9 @@ def graph_inputs(model) -> list:
 def read_input(model, name: str, path: str):
     """The value of ``--input NAME=PATH``: a ``.pb`` file holds the message of the input's type
     (TensorProto, SequenceProto, MapProto, OptionalProto), any other file is read with
-    ``numpy.load``. Raises IoError naming the input when the file cannot be read."""
+    ``numpy.load``. A ``.npy`` array in a byte order other than the machine's (``np.save`` of a
+    ``'>f4'`` array) is the same values: it is converted to native order (one copy). Raises
+    IoError naming the input when the file cannot be read."""
     import numpy as np
 
     from ..testdata import message_kind, read_pb
@@ -30,12 +32,15 @@ def read_input(model, name: str, path: str):
                     None)
         return read_pb(path, message_kind(info.type if info is not None else None))
     try:
-        return np.load(path, allow_pickle=False)
+        arr = np.load(path, allow_pickle=False)
     except OSError as e:
         raise IoError(f"cannot read input {quote(name)}: {e.strerror or e}",
                       source=path) from None
     except ValueError as e:  # not a .npy file, or one holding Python objects
         raise IoError(f"cannot read input {quote(name)}: {e}", source=path) from None
+    if isinstance(arr, np.ndarray) and not arr.dtype.isnative:  # the same values: one copy
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    return arr
 
 
 def run_test_data(model, directory: str, rtol: float, atol: float, run, files_for) -> bool:
