@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from ..errors import IoError, UsageError, quote
+from ..errors import IoError, MalformedError, UsageError, quote
 from . import out
 
 
@@ -17,14 +17,24 @@ def graph_inputs(model) -> list:
     return [v for v in model.graph.inputs if v.name not in inits]
 
 
+#: The first bytes of every ``.npy`` file (numpy's format, any version).
+NPY_MAGIC = b"\x93NUMPY"
+
+
 def read_input(model, name: str, path: str):
     """The value of ``--input NAME=PATH``: a ``.pb`` file holds the message of the input's type
-    (TensorProto, SequenceProto, MapProto, OptionalProto), any other file is read with
-    ``numpy.load``. A ``.npy`` array in a byte order other than the machine's (``np.save`` of a
-    ``'>f4'`` array) is the same values: it is converted to native order (one copy). Raises
-    IoError naming the input when the file cannot be read."""
-    import numpy as np
+    (TensorProto, SequenceProto, MapProto, OptionalProto), any other file is a ``.npy`` array.
 
+    A ``.npy`` array in a byte order other than the machine's (``np.save`` of a ``'>f4'``
+    array) is the same values: it is converted to native order (one copy). Pickled data is
+    never loaded.
+
+    Raises:
+        IoError: the file cannot be read (naming the input).
+        MalformedError: the file is not a ``.npy`` array (an ``.onnx`` file, an ``.npz``
+            archive, text ...), or is one of Python objects (pickled), naming the input and
+            the file.
+    """
     from ..testdata import message_kind, read_pb
 
     if path.endswith(".pb"):
@@ -32,13 +42,47 @@ def read_input(model, name: str, path: str):
                     None)
         return read_pb(path, message_kind(info.type if info is not None else None))
     try:
-        arr = np.load(path, allow_pickle=False)
+        with open(path, "rb") as f:
+            return _read_npy(f, name, path)
     except OSError as e:
         raise IoError(f"cannot read input {quote(name)}: {e.strerror or e}",
                       source=path) from None
-    except ValueError as e:  # not a .npy file, or one holding Python objects
-        raise IoError(f"cannot read input {quote(name)}: {e}", source=path) from None
-    if isinstance(arr, np.ndarray) and not arr.dtype.isnative:  # the same values: one copy
+
+
+def _read_npy(f, name: str, path: str):
+    """The array of the ``.npy`` file open as ``f`` (see :func:`read_input`), in native byte
+    order."""
+    import numpy as np
+
+    fmt = np.lib.format
+    not_npy = MalformedError(
+        f"input {quote(name)}: the file is neither a .npy array nor a .pb file holding a "
+        "TensorProto (or the message of the input's type); --input takes NAME=FILE.npy or "
+        "NAME=FILE.pb", source=path)
+    if f.read(len(NPY_MAGIC)) != NPY_MAGIC:
+        raise not_npy
+    f.seek(0)
+    try:
+        version = fmt.read_magic(f)
+        header = {(1, 0): fmt.read_array_header_1_0,
+                  (2, 0): fmt.read_array_header_2_0}.get(version)
+        if header is not None:  # (other versions: read_array refuses objects below)
+            _, _, dtype = header(f)
+            if dtype.hasobject:
+                raise MalformedError(f"input {quote(name)}: the .npy file holds Python objects "
+                                     "(pickled data), which onemodel never loads; save a "
+                                     "numeric or string array", source=path)
+        f.seek(0)
+        arr = fmt.read_array(f, allow_pickle=False)
+    except ValueError as e:  # a truncated or damaged header or body
+        text = " ".join(str(e).split())
+        if "allow_pickle" in text:
+            raise MalformedError(f"input {quote(name)}: the .npy file holds Python objects "
+                                 "(pickled data), which onemodel never loads", source=path) \
+                from None
+        raise MalformedError(f"input {quote(name)}: not a readable .npy array: {text}",
+                             source=path) from None
+    if not arr.dtype.isnative:  # the same values in the other byte order: one copy
         arr = arr.astype(arr.dtype.newbyteorder("="))
     return arr
 

@@ -51,3 +51,57 @@ def test_big_endian_int64_npy(tmp_path):
     with onemodel.load(CNN) as m:
         got = read_input(m, "whatever", str(tmp_path / "i.npy"))
     assert got.dtype == np.int64 and got.dtype.isnative and got.tolist() == v.tolist()
+
+
+NOT_NPY = ("Malformed: input 'input': the file is neither a .npy array nor a .pb file holding a "
+           "TensorProto (or the message of the input's type); --input takes NAME=FILE.npy or "
+           "NAME=FILE.pb in {}\n")
+
+
+def test_a_file_that_is_no_npy_is_malformed_naming_it(tmp_path):
+    np.savez(tmp_path / "a.npz", x=_x())
+    (tmp_path / "text.npy").write_text("1 2 3\n")
+    for path in (MODELS / "cnn_legacy.onnx", tmp_path / "a.npz", tmp_path / "text.npy"):
+        r = cli("run", CNN, "--input", f"input={path}")
+        assert r.exit_code == 2, r.output
+        assert r.stderr == NOT_NPY.format(path)
+        assert "pickle" not in r.stderr
+
+
+class _Mkdir:
+    """Unpickled, it would make a directory: proof that a pickle was loaded."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        import os
+        return (os.mkdir, (self.path,))
+
+
+def test_pickled_npy_is_refused_and_never_loaded(tmp_path):
+    sentinel = tmp_path / "made_by_unpickling"
+    np.save(tmp_path / "obj.npy", np.array([_Mkdir(sentinel)], dtype=object), allow_pickle=True)
+    assert not sentinel.exists()
+    r = cli("run", CNN, "--input", f"input={tmp_path / 'obj.npy'}")
+    assert r.exit_code == 2, r.output
+    assert r.stderr == ("Malformed: input 'input': the .npy file holds Python objects (pickled "
+                        "data), which onemodel never loads; save a numeric or string array in "
+                        f"{tmp_path / 'obj.npy'}\n")
+    assert not sentinel.exists()
+
+
+def test_a_damaged_npy_is_malformed(tmp_path):
+    np.save(tmp_path / "x.npy", _x())
+    (tmp_path / "cut.npy").write_bytes((tmp_path / "x.npy").read_bytes()[:200])
+    r = cli("run", CNN, "--input", f"input={tmp_path / 'cut.npy'}")
+    assert r.exit_code == 2, r.output
+    assert r.stderr.startswith("Malformed: input 'input': not a readable .npy array: ")
+    assert r.stderr.endswith(f" in {tmp_path / 'cut.npy'}\n")
+
+
+def test_a_missing_file_is_still_io(tmp_path):
+    r = cli("run", CNN, "--input", f"input={tmp_path / 'missing.npy'}")
+    assert r.exit_code == 2, r.output
+    assert r.stderr == ("Io: cannot read input 'input': No such file or directory in "
+                        f"{tmp_path / 'missing.npy'}\n")
