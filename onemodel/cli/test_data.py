@@ -94,12 +94,18 @@ def run_test_data(model, directory: str, rtol: float, atol: float, run, files_fo
     input without an initializer, ``output_J.pb`` is the J-th graph output, each file decoded as
     the message of that value's type. ``files_for(set_dir)`` gives the OutputFiles of one data
     set (or None). Returns True when every data set passes. Raises UsageError when a data set
-    has more files than the graph has inputs or outputs."""
+    has more files than the graph has inputs or outputs, or when one has no ``output_*.pb``
+    (nothing compared is no pass; said before anything is run)."""
     from ..testdata import compare, data_sets
 
     sets = data_sets(directory)
     ins = graph_inputs(model)
     outs = list(model.graph.outputs) if model.graph is not None else []
+    for k, (set_dir, _, out_paths) in enumerate(sets):
+        if not out_paths:
+            which = f" (data set {k + 1} of {len(sets)})" if len(sets) > 1 else ""
+            raise UsageError(f"--test-data {directory}: no output_*.pb to compare in "
+                             f"{set_dir}{which}")
     passed = 0
     for set_dir, in_paths, out_paths in sets:
         label = os.path.basename(os.path.normpath(set_dir))

@@ -66,6 +66,7 @@ def test_test_data_errors_exit_2(tmp_path):
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "input_0.pb").write_bytes(b"\x0a\xff")  # a truncated field
+    _write(bad / "output_0.pb", np.zeros((2, 3), np.float32), "y")
     r = runner.invoke(app, ["run", str(model), "--test-data", str(bad)])
     assert r.exit_code == 2 and r.stderr.startswith("Malformed:"), r.stderr
     r = runner.invoke(app, ["run", str(model), "--test-data", str(bad), "--random"])
@@ -178,3 +179,35 @@ def test_tolerances_without_test_data_are_usage_errors_and_the_defaults_stay(tmp
 
     helps = {p.name: p.help for p in get_command(app).commands["run"].params}
     assert "(default 1e-3;" in helps["rtol"] and "(default 1e-7)" in helps["atol"]
+
+
+def test_a_data_set_without_outputs_is_no_pass_exit_2(tmp_path):
+    """input_*.pb but no output_*.pb: nothing to compare, a usage error before any run (not
+    `pass (0 output(s) within tolerance)`, exit 0)."""
+    model = _model(tmp_path)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    one = tmp_path / "one"
+    one.mkdir()
+    _write(one / "input_0.pb", x, "x")
+    r = runner.invoke(app, ["run", str(model), "--test-data", str(one)])
+    assert r.exit_code == 2, r.output
+    assert r.stdout == ""
+    assert r.stderr == f"Usage error: --test-data {one}: no output_*.pb to compare in {one}\n"
+    # a test case whose second data set lacks them: refused too, the set named
+    case = tmp_path / "case"
+    for k, expected in ((0, True), (1, False)):
+        d = case / f"test_data_set_{k}"
+        d.mkdir(parents=True)
+        _write(d / "input_0.pb", x, "x")
+        if expected:
+            _write(d / "output_0.pb", x + 0.5, "y")
+    r = runner.invoke(app, ["run", str(model), "--test-data", str(case)])
+    assert r.exit_code == 2, r.output
+    assert r.stdout == ""
+    assert r.stderr == (f"Usage error: --test-data {case}: no output_*.pb to compare in "
+                        f"{case / 'test_data_set_1'} (data set 2 of 2)\n")
+    # with its output file the case passes
+    _write(case / "test_data_set_1" / "output_0.pb", x + 0.5, "y")
+    r = runner.invoke(app, ["run", str(model), "--test-data", str(case)])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines()[-1] == "2 of 2 data set(s) pass"
