@@ -134,6 +134,20 @@ StorageOpt = typer.Option(None, "--storage-option", "-S", metavar="KEY=VALUE",
                           help="fsspec storage option for URLs (repeatable): VALUE is JSON or "
                           "text; a dotted KEY nests, s3.KEY or http.headers.NAME for one "
                           "protocol's section.")
+
+
+def _seed(value) -> int:
+    """``--seed``'s parser: an integer >= 0 (decimal digits), else click's usage error naming
+    the flag, ``Invalid value for '--seed': 'abc' is not an integer >= 0`` (not click's
+    ``is not a valid int range``)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value  # (the default)
+    text = str(value).strip()
+    if not text.isascii() or not text.isdigit():
+        raise _click().exceptions.BadParameter(f"{str(value)!r} is not an integer >= 0")
+    return int(text)
+
+
 ShapeOpt = typer.Option(None, "--shape", metavar="NAME=D0,D1,...",
                         help="Whole shape of a generated input (repeatable; for inputs whose "
                         "dimensions have no names).")
@@ -616,7 +630,8 @@ def verify(
                                "are ignored."),
     run: bool = typer.Option(False, "--run", help="Also run both models and compare every "
                              "output (bit for bit on one engine unless a tolerance is given)."),
-    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the generated inputs."),
+    seed: int = typer.Option(0, "--seed", parser=_seed, metavar="N",
+                             help="Seed of the generated inputs (an integer >= 0)."),
     dim: Optional[List[str]] = typer.Option(None, "--dim", metavar="NAME=VALUE",
                                             help="Value of a symbolic dimension for --run "
                                             "(repeatable; unset ones are 1)."),
@@ -836,7 +851,8 @@ def run_cmd(
                                                    "type (repeatable; overrides --random)."),
     random: bool = typer.Option(False, "--random", help="Generate the inputs from their types "
                                 "(seeded, deterministic)."),
-    seed: int = typer.Option(0, "--seed", min=0, help="Seed for --random."),
+    seed: int = typer.Option(0, "--seed", parser=_seed, metavar="N",
+                             help="Seed for --random (an integer >= 0)."),
     dim: Optional[List[str]] = typer.Option(None, "--dim", metavar="NAME=VALUE",
                                             help="Value of a symbolic dimension for --random "
                                                  "(repeatable; unset ones are 1)."),

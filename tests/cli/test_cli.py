@@ -304,8 +304,11 @@ def named_cli(*args):
     (["info"], "Usage error: Missing argument 'FILE'. Try 'onemodel info --help' for help."),
     (["info", "a", "b"], "Usage error: Got unexpected extra argument(s) (b). Try 'onemodel info "
                          "--help' for help."),
-    (["run", "m.onnx", "--seed", "x"], "Usage error: Invalid value for '--seed': 'x' is not a "
-                                       "valid int range. Try 'onemodel run --help' for help."),
+    (["run", "m.onnx", "--seed", "x"], "Usage error: Invalid value for '--seed': 'x' is not an "
+                                       "integer >= 0. Try 'onemodel run --help' for help."),
+    (["verify", "a", "b", "--run", "--seed", "1.5"],
+     "Usage error: Invalid value for '--seed': '1.5' is not an integer >= 0. Try 'onemodel "
+     "verify --help' for help."),
     (["verify", "a", "b", "--nosuch"], "Usage error: No such option: --nosuch. Try 'onemodel "
                                        "verify --help' for help."),
     (["check", "m.onnx", "--json=3"], "Usage error: Option '--json' does not take a value. Try "
@@ -360,6 +363,7 @@ def test_a_negative_seed_is_a_usage_error_naming_the_flag(args):
     a usage error naming --seed, before any file is read."""
     r = named_cli(*args)
     assert r.exit_code == 2, r.output
-    assert r.stderr.startswith("Usage error: Invalid value for '--seed': -1 is not in the range")
+    assert r.stderr.startswith("Usage error: Invalid value for '--seed': '-1' is not an integer "
+                               ">= 0. Try 'onemodel ")
     assert "internal error" not in r.output
 
