@@ -36,6 +36,14 @@
  *       normalized are x + residual (each sum rounded to float32, as Add gives it), y holding
  *       them first: LayerNormalization(Add(x, residual)).
  *
+ *   attention(q, k, v, out, dims)
+ *       The attention chain MatMul -> Softmax -> MatMul per head: dims = (heads, m, d, n, dv),
+ *       q [heads, m, d], k [heads, n, d], v [heads, n, dv], out [heads, m, dv] (writable),
+ *       dv <= 128. For each query row: the n scores (sums over d in order), exp(score - row
+ *       max) as exp_rows computes it, the row sum, and out = (sum_j p_j v_j) / row sum with the
+ *       sum over j in four interleaved partial sums. Per head k is transposed and v padded to
+ *       whole vectors in scratch buffers; no score tensor is stored.
+ *
  * How conv2d computes: per sample, the input is copied once into a zero-padded buffer
  * [stride_w, C, Hp, Wp] whose columns are split by stride_w phases (padded column j at phase
  * j % stride_w, index j / stride_w), so that the inputs of 16 consecutive output columns at one
@@ -552,7 +560,188 @@ fail_r:
     return NULL;
 }
 
+/* ---- attention --------------------------------------------------------------------------- */
+
+#define SB 8      /* score vectors (of 8) accumulated at once */
+#define MAXDV 128 /* value columns at most (16 vectors, 4 partial sums) */
+
+/* scores s[j0 .. j0 + 8 nb) of query row qi: nb independent sums over d (registers when nb is
+ * a constant) */
+INLINE void score_block(const float *qi, const float *kt, Py_ssize_t n8, Py_ssize_t d,
+                        Py_ssize_t j0, const int nb, float *s) {
+    v8 acc[SB];
+    for (int c = 0; c < nb; c++) acc[c] = bc(0.0f);
+    for (Py_ssize_t dd = 0; dd < d; dd++) {
+        v8 qv = bc(qi[dd]);
+        const float *kr = kt + dd * n8 + j0;
+        for (int c = 0; c < nb; c++) acc[c] += qv * load8(kr + 8 * c);
+    }
+    for (int c = 0; c < nb; c++) store8(s + j0 + 8 * c, acc[c]);
+}
+
+/* out row oi[0 .. dv) = sum_j p[j] vp[j] / sum: four partial sums over j (independent chains;
+ * registers when nv, the vectors of a row, is a constant) */
+INLINE void value_row(const float *p, const float *vp, Py_ssize_t n, Py_ssize_t dv,
+                      Py_ssize_t dv8, const Py_ssize_t nv, float sum, float *oi) {
+    v8 oa[4][MAXDV / 8];
+    for (int q = 0; q < 4; q++)
+        for (Py_ssize_t c = 0; c < nv; c++) oa[q][c] = bc(0.0f);
+    Py_ssize_t j = 0;
+    for (; j + 4 <= n; j += 4)
+        for (int q = 0; q < 4; q++) {
+            v8 pj = bc(p[j + q]);
+            const float *vr = vp + (j + q) * dv8;
+            for (Py_ssize_t c = 0; c < nv; c++) oa[q][c] += pj * load8(vr + 8 * c);
+        }
+    for (; j < n; j++) {
+        v8 pj = bc(p[j]);
+        const float *vr = vp + j * dv8;
+        for (Py_ssize_t c = 0; c < nv; c++) oa[0][c] += pj * load8(vr + 8 * c);
+    }
+    v8 vs = bc(sum);
+    for (Py_ssize_t c = 0; c < nv; c++) {
+        v8 o = ((oa[0][c] + oa[1][c]) + (oa[2][c] + oa[3][c])) / vs;
+        float t[8];
+        store8(t, o);
+        Py_ssize_t cols = dv - 8 * c < 8 ? dv - 8 * c : 8;
+        memcpy(oi + 8 * c, t, (size_t)cols * sizeof(float));
+    }
+}
+
+/* One head: out[m][dv] = softmax(q[m][d] . k[n][d]^T, over n) . v[n][dv], the products with v
+ * taken of exp(s - row max) and divided by the row sum. kt: d x n8 scratch (k transposed),
+ * vp: n x dv8 scratch (v with rows padded to whole vectors), s: n8 scratch. */
+MULTIVERSION
+static void attention_head(const float *q, const float *k, const float *v, float *out,
+                           Py_ssize_t m, Py_ssize_t d, Py_ssize_t n, Py_ssize_t dv, float *kt,
+                           float *vp, float *s) {
+    Py_ssize_t n8 = (n + 7) / 8 * 8, dv8 = (dv + 7) / 8 * 8, nv = dv8 / 8;
+    for (Py_ssize_t dd = 0; dd < d; dd++) { /* k transposed, its rows padded with zeros */
+        float *row = kt + dd * n8;
+        for (Py_ssize_t j = 0; j < n; j++) row[j] = k[j * d + dd];
+        for (Py_ssize_t j = n; j < n8; j++) row[j] = 0.0f;
+    }
+    for (Py_ssize_t j = 0; j < n; j++) {
+        memcpy(vp + j * dv8, v + j * dv, (size_t)dv * sizeof(float));
+        for (Py_ssize_t c = dv; c < dv8; c++) vp[j * dv8 + c] = 0.0f;
+    }
+    for (Py_ssize_t i = 0; i < m; i++) {
+        const float *qi = q + i * d;
+        /* scores, SB vectors at a time (independent sums over d), and their maximum */
+        v8 vmax = bc(-INFINITY);
+        v8i vnan = {0, 0, 0, 0, 0, 0, 0, 0};
+        Py_ssize_t j0 = 0;
+        for (; j0 + 8 * SB <= n8; j0 += 8 * SB) score_block(qi, kt, n8, d, j0, SB, s);
+        for (; j0 < n8; j0 += 8) score_block(qi, kt, n8, d, j0, 1, s);
+        for (Py_ssize_t j = n; j < n8; j++) s[j] = -INFINITY; /* exp gives 0 there */
+        for (Py_ssize_t j = 0; j < n8; j += 8) {
+            v8 x = load8(s + j);
+            vnan |= (v8i)(x != x);
+            vmax = select8((v8i)(x > vmax), x, vmax);
+        }
+        float mx = -INFINITY;
+        int has_nan = 0;
+        for (int l = 0; l < 8; l++) {
+            if (vmax[l] > mx) mx = vmax[l];
+            has_nan |= vnan[l];
+        }
+        if (has_nan) mx = NAN;
+        v8 shift = bc(mx), vsum = bc(0.0f);
+        for (Py_ssize_t j = 0; j < n8; j += 8) {
+            v8 e = exp8(load8(s + j) - shift);
+            if (j + 8 > n) /* the padding lanes: -inf - shift, 0 unless the shift is NaN */
+                for (Py_ssize_t l = n - j; l < 8; l++) e[l] = 0.0f;
+            store8(s + j, e);
+            vsum += e;
+        }
+        float sum = 0.0f;
+        for (int l = 0; l < 8; l++) sum += vsum[l];
+        /* the products with v: four partial sums over j (independent chains) */
+        float *oi = out + i * dv;
+        if (nv == 1)
+            value_row(s, vp, n, dv, dv8, 1, sum, oi);
+        else if (nv == 2)
+            value_row(s, vp, n, dv, dv8, 2, sum, oi);
+        else
+            value_row(s, vp, n, dv, dv8, nv, sum, oi);
+    }
+}
+
+static PyObject *ck_attention(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "attention(q, k, v, out, dims)");
+        return NULL;
+    }
+    PyObject *dims = args[4];
+    if (!PyTuple_Check(dims) || PyTuple_GET_SIZE(dims) != 5) {
+        PyErr_SetString(PyExc_TypeError, "attention: dims is (heads, m, d, n, dv)");
+        return NULL;
+    }
+    Py_ssize_t dm[5];
+    for (int i = 0; i < 5; i++) {
+        dm[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(dims, i));
+        if (dm[i] == -1 && PyErr_Occurred()) return NULL;
+    }
+    Py_ssize_t H = dm[0], m = dm[1], d = dm[2], n = dm[3], dv = dm[4];
+    const Py_ssize_t LIM = (Py_ssize_t)1 << 40;
+    if (H < 1 || m < 1 || d < 1 || n < 1 || dv < 1 || dv > MAXDV) {
+        PyErr_Format(PyExc_ValueError, "attention: dims (%zd, %zd, %zd, %zd, %zd): each >= 1, "
+                     "dv <= %d", H, m, d, n, dv, MAXDV);
+        return NULL;
+    }
+    Py_ssize_t nq = mul_lim(mul_lim(H, m, LIM), d, LIM), nk = mul_lim(mul_lim(H, n, LIM), d, LIM);
+    Py_ssize_t nvv = mul_lim(mul_lim(H, n, LIM), dv, LIM);
+    Py_ssize_t no = mul_lim(mul_lim(H, m, LIM), dv, LIM);
+    Py_ssize_t n8 = (n + 7) / 8 * 8, dv8 = (dv + 7) / 8 * 8;
+    Py_ssize_t nkt = mul_lim(d, n8, LIM), nvp = mul_lim(n, dv8, LIM);
+    if (nq < 0 || nk < 0 || nvv < 0 || no < 0 || nkt < 0 || nvp < 0) {
+        PyErr_SetString(PyExc_ValueError, "attention: sizes too large");
+        return NULL;
+    }
+    Py_buffer bq, bk, bv, bo;
+    if (get_buffer(args[0], &bq, 0, nq, "q") < 0) return NULL;
+    if (get_buffer(args[1], &bk, 0, nk, "k") < 0) goto fail_q;
+    if (get_buffer(args[2], &bv, 0, nvv, "v") < 0) goto fail_k;
+    if (get_buffer(args[3], &bo, 1, no, "out") < 0) goto fail_v;
+    float *kt = malloc((size_t)nkt * sizeof(float));
+    float *vp = malloc((size_t)nvp * sizeof(float));
+    float *sc = malloc((size_t)n8 * sizeof(float));
+    if (!kt || !vp || !sc) {
+        free(kt);
+        free(vp);
+        free(sc);
+        PyErr_NoMemory();
+        PyBuffer_Release(&bo);
+        goto fail_v;
+    }
+    const float *q = bq.buf, *k = bk.buf, *v = bv.buf;
+    float *o = bo.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t h = 0; h < H; h++)
+        attention_head(q + h * m * d, k + h * n * d, v + h * n * dv, o + h * m * dv, m, d, n,
+                       dv, kt, vp, sc);
+    Py_END_ALLOW_THREADS
+    free(kt);
+    free(vp);
+    free(sc);
+    PyBuffer_Release(&bo);
+    PyBuffer_Release(&bv);
+    PyBuffer_Release(&bk);
+    PyBuffer_Release(&bq);
+    Py_RETURN_NONE;
+fail_v:
+    PyBuffer_Release(&bv);
+fail_k:
+    PyBuffer_Release(&bk);
+fail_q:
+    PyBuffer_Release(&bq);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
+    {"attention", (PyCFunction)(void (*)(void))ck_attention, METH_FASTCALL,
+     "attention(q, k, v, out, dims): softmax(q k^T) v per head, float32."},
     {"layer_norm", (PyCFunction)(void (*)(void))ck_layer_norm, METH_FASTCALL,
      "layer_norm(x, scale, bias, y, mean, inv, rows, n, epsilon[, residual]): rows of n "
      "normalized."},

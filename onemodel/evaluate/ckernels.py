@@ -17,6 +17,8 @@ found by checking every float32 there).
   mid-sized CNNs.
 * :func:`layer_norm`: LayerNormalization of float32 rows in three passes over each row, in the
   cache (numpy takes six over the whole tensor).
+* :func:`attention`: the fused attention chain MatMul -> Softmax -> MatMul, a query row at a
+  time with its scores in the cache.
 * :func:`exp_rows`: Softmax's exponentials shifted by each row's maximum, and their row sums, in
   one pass over a row (numpy takes three, and computes float32 ``exp`` without SIMD on CPUs
   without AVX-512).
@@ -138,3 +140,28 @@ def layer_norm(w, scale, bias, axis: int, epsilon: float, residual=None):
                   None if bias is None else np.ascontiguousarray(bias), y, mean, inv, rows, n,
                   float(epsilon), residual)
     return y, mean, inv
+
+
+def attention(a, b, v):
+    """``MatMul(Softmax(MatMul(a, b), axis=-1), v)`` of float32 stacks (the attention chain of
+    :mod:`.fusion`), or None where it does not apply (then the caller computes it).
+
+    Args: ``a`` [..., m, d], ``b`` [..., d, n], ``v`` [..., n, dv] float32 of one batch shape,
+    dv <= 128. Returns [..., m, dv] float32. Per head and query row, in the cache: the n scores
+    (sums over d in order), exponentials of the scores shifted by the row's maximum (as
+    :func:`exp_rows`), their sum, and the products with ``v`` (four partial sums over n) divided
+    by that sum; no score tensor is stored. ``b`` is copied once transposed ([..., n, d]: for
+    the k of attention, usually a transposed view, that copy moves rows).
+    """
+    if not (enabled() and _f32(a) and _f32(b) and _f32(v) and a.ndim >= 3
+            and a.ndim == b.ndim == v.ndim and a.shape[:-2] == b.shape[:-2] == v.shape[:-2]
+            and a.shape[-1] == b.shape[-2] and b.shape[-1] == v.shape[-2]
+            and 1 <= v.shape[-1] <= 128 and a.size and b.size and v.size):
+        return None
+    m, d = a.shape[-2:]
+    n, dv = v.shape[-2:]
+    heads = a.size // (m * d)
+    out = np.empty(a.shape[:-1] + (dv,), dtype=np.float32)
+    _C.attention(np.ascontiguousarray(a), np.ascontiguousarray(np.swapaxes(b, -1, -2)),
+                 np.ascontiguousarray(v), out, (heads, m, d, n, dv))
+    return out

@@ -669,3 +669,81 @@ def test_why_the_kernels_are_not_in_use_is_said_plainly():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, check=True).stdout
     assert out.startswith("True onemodel/evaluate/_ckernels.c was not built at install"), out
+
+
+# -- attention -----------------------------------------------------------------------------------
+def _attention64(q, k, v):
+    s = np.einsum("hmd,hnd->hmn", q.astype(np.float64), k.astype(np.float64))
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    return p @ v.astype(np.float64), p
+
+
+@needs_c
+@pytest.mark.parametrize("m, d, n, dv", [
+    (1, 1, 1, 1), (3, 4, 7, 3), (5, 16, 33, 17), (2, 3, 1, 8), (4, 64, 20, 128),
+    (7, 16, 128, 16), (2, 5, 9, 9), (1, 2, 200, 24),
+])
+def test_attention_within_the_bound_of_float64(m, d, n, dv):
+    """Scores sum d products (d roundings of |q| |k|, which a probability's relative error
+    doubles, the shift cancelling), exp within 1.02 ulp, n roundings of the row sum and of the
+    products with v, and the division: the bound of tests/evaluate/test_fusion.py."""
+    q = (RNG.standard_normal((3, m, d)) * 2).astype(np.float32)
+    k = (RNG.standard_normal((3, n, d)) * 2).astype(np.float32)
+    v = RNG.standard_normal((3, n, dv)).astype(np.float32)
+    # through the wrapper: b is k transposed, [heads, d, n], a view as attention's k usually is
+    got = ckernels.attention(q, np.swapaxes(k, -1, -2), v)
+    want, p = _attention64(q, k, v)
+    ds = (d * EPS32 * np.einsum("hmd,hnd->hmn", np.abs(q).astype(np.float64),
+                                np.abs(k).astype(np.float64))).max()
+    bound = (2 * ds + (4 + 2 * n) * EPS32) * (p @ np.abs(v).astype(np.float64))
+    assert got.dtype == np.float32 and got.shape == want.shape
+    assert np.all(np.abs(got - want) <= bound + 1e-30)
+
+
+@needs_c
+def test_attention_of_rows_with_nan_and_infinities():
+    q = np.ones((1, 4, 2), np.float32)
+    k = np.ones((1, 5, 2), np.float32)
+    v = RNG.standard_normal((1, 5, 3)).astype(np.float32)
+    q[0, 1, 0] = np.nan                      # a NaN score row: NaN out
+    k[0, 2, 1] = np.inf                      # +inf scores in every row: inf - inf is NaN
+    got = ckernels.attention(q, np.swapaxes(k, -1, -2), v)
+    assert np.isnan(got).all()
+    k[0, 2, 1] = -np.inf                     # -inf scores: probability 0 there
+    q[0, 1, 0] = 1
+    got = ckernels.attention(q, np.swapaxes(k, -1, -2), v)
+    keep = [0, 1, 3, 4]
+    np.testing.assert_allclose(got[0], np.broadcast_to(v[0, keep].mean(0), (4, 3)), rtol=1e-6)
+
+
+@needs_c
+def test_attention_declines_what_it_does_not_compute():
+    q = np.ones((2, 3, 4), np.float32)
+    kt = np.ones((2, 4, 5), np.float32)
+    assert ckernels.attention(q, kt, np.ones((2, 5, 129), np.float32)) is None  # dv > 128
+    assert ckernels.attention(q.astype(np.float64), kt, np.ones((2, 5, 6))) is None
+    assert ckernels.attention(q, kt, np.ones((1, 5, 6), np.float32)) is None   # broadcast
+    assert ckernels.attention(q[:, :0], kt, np.ones((2, 5, 6), np.float32)) is None  # empty
+    assert ckernels.attention(q[0], kt[0], np.ones((5, 6), np.float32)) is None  # 2-D
+
+
+@needs_c
+@pytest.mark.parametrize("args, error", [
+    (lambda f: (f(24), f(40), f(30), f(18), (2, 3, 4, 5, 3)), None),
+    (lambda f: (f(23), f(40), f(30), f(18), (2, 3, 4, 5, 3)), ValueError),  # q too short
+    (lambda f: (f(24), f(40), f(30), f(17), (2, 3, 4, 5, 3)), ValueError),  # out too short
+    (lambda f: (f(24), f(40), f(30), f(18), (2, 3, 4, 5)), TypeError),       # 4 dims
+    (lambda f: (f(24), f(40), f(30), f(18), (2, 3, 4, 0, 3)), ValueError),   # n = 0
+    (lambda f: (f(24), f(40), f(30), f(18), (2, 3, 4, 5, 129)), ValueError),  # dv > 128
+    (lambda f: (f(24), f(40), f(30), f(18), (2 ** 40, 2 ** 40, 4, 5, 3)), ValueError),
+    (lambda f: (f(24).astype(np.float64), f(40), f(30), f(18), (2, 3, 4, 5, 3)), ValueError),
+])
+def test_raw_attention_refuses_bad_arguments(args, error):
+    q, k, v, out, dims = args(lambda size: np.ones(size, np.float32))
+    if error is None:
+        assert C.attention(q, k, v, out, dims) is None
+        np.testing.assert_allclose(out, 1.0, rtol=1e-6)  # the mean of equal values
+        return
+    with pytest.raises(error):
+        C.attention(q, k, v, out, dims)
