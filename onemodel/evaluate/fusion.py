@@ -130,19 +130,27 @@ def fuse_attention(steps: list, captured: set[str], kept: set[str], make_step) -
 
     drop: set[int] = set()
     replace: dict[int, object] = {}
+
+    def free(pos: int) -> bool:  # not fused yet
+        return pos not in drop and pos not in replace
+
+    def next_step(name: str) -> int | None:  # the one reader of ``name``, if not fused yet
+        j = only_reader(name)
+        return j if j is not None and free(j) else None
+
     for pos, st in enumerate(steps):
-        if not (_builtin(st, "MatMul") and len(st.ins) == 2 and all(st.ins)
-                and len(st.outs) == 1):
+        if not (free(pos) and _builtin(st, "MatMul") and len(st.ins) == 2 and all(st.ins)
+                and len(st.outs) == 1):  # (the last MatMul of a chain starts none)
             continue
-        j = only_reader(st.outs[0])
-        if j is None or j in drop or j in replace:
+        j = next_step(st.outs[0])
+        if j is None:
             continue
         sm = steps[j]
         if not (_builtin(sm, "Softmax") and sm.opset >= 13 and sm.attrs.get("axis", -1) == -1
                 and len(sm.ins) == 1 and len(sm.outs) == 1):
             continue
-        k = only_reader(sm.outs[0])
-        if k is None or k in drop or k in replace:
+        k = next_step(sm.outs[0])
+        if k is None:
             continue
         last = steps[k]
         if not (_builtin(last, "MatMul") and len(last.ins) == 2 and last.ins[0] == sm.outs[0]
@@ -152,12 +160,11 @@ def fuse_attention(steps: list, captured: set[str], kept: set[str], make_step) -
         replace[k] = make_step(last, [st.ins[0], st.ins[1], last.ins[1]],
                                _described(attention_chain, [st, sm, last]))
     for pos, st in enumerate(steps):
-        if pos in drop or pos in replace or not (
-                _builtin(st, "MatMul") and len(st.ins) == 2 and all(st.ins)
+        if not (free(pos) and _builtin(st, "MatMul") and len(st.ins) == 2 and all(st.ins)
                 and len(st.outs) == 1):
             continue
-        j = only_reader(st.outs[0])
-        if j is None or j in drop or j in replace:
+        j = next_step(st.outs[0])
+        if j is None:
             continue
         add = steps[j]
         if not (_builtin(add, "Add") and add.opset >= 7 and len(add.ins) == 2
@@ -166,8 +173,8 @@ def fuse_attention(steps: list, captured: set[str], kept: set[str], make_step) -
         first = add.ins[0] == st.outs[0]
         other = add.ins[1] if first else add.ins[0]
         drop.add(pos)
-        k = only_reader(add.outs[0]) if len(add.outs) == 1 else None
-        relu = steps[k] if k is not None and k not in drop and k not in replace else None
+        k = next_step(add.outs[0]) if len(add.outs) == 1 else None
+        relu = steps[k] if k is not None else None
         if relu is not None and _builtin(relu, "Relu") and relu.ins == add.outs \
                 and len(relu.outs) == 1:  # a linear layer and its activation
             drop.add(j)
@@ -177,11 +184,11 @@ def fuse_attention(steps: list, captured: set[str], kept: set[str], make_step) -
         replace[j] = make_step(add, [st.ins[0], st.ins[1], other],
                                _described(product_sum if first else sum_product, [st, add]))
     for pos, st in enumerate(steps):
-        if pos in drop or pos in replace or not (
-                _builtin(st, "Conv") and 2 <= len(st.ins) <= 3 and len(st.outs) == 1):
+        if not (free(pos) and _builtin(st, "Conv") and 2 <= len(st.ins) <= 3
+                and len(st.outs) == 1):
             continue
-        j = only_reader(st.outs[0])
-        if j is None or j in drop or j in replace:
+        j = next_step(st.outs[0])
+        if j is None:
             continue
         relu = steps[j]
         if not (_builtin(relu, "Relu") and len(relu.ins) == 1 and len(relu.outs) == 1):
@@ -191,12 +198,11 @@ def fuse_attention(steps: list, captured: set[str], kept: set[str], make_step) -
         drop.add(pos)
         replace[j] = fused
     for pos, st in enumerate(steps):
-        if pos in drop or pos in replace or not (
-                _builtin(st, "Add") and st.opset >= 7 and len(st.ins) == 2 and all(st.ins)
-                and len(st.outs) == 1):
+        if not (free(pos) and _builtin(st, "Add") and st.opset >= 7 and len(st.ins) == 2
+                and all(st.ins) and len(st.outs) == 1):
             continue
-        j = only_reader(st.outs[0])
-        if j is None or j in drop or j in replace:
+        j = next_step(st.outs[0])
+        if j is None:
             continue
         ln = steps[j]
         if not (_builtin(ln, "LayerNormalization") and 2 <= len(ln.ins) <= 3

@@ -371,3 +371,30 @@ def test_fused_add_and_layer_norm_of_float16_rounds_the_sum_to_float16():
     fused_off = Session(_add_ln_model(feeds, reader=True)).run(feeds)["y"]
     assert y.dtype == np.float16
     np.testing.assert_array_equal(y, fused_off)
+
+
+def test_two_chains_back_to_back_fuse_the_first_and_compute_the_second():
+    """MatMul -> Softmax -> MatMul -> Softmax -> MatMul: the first chain is fused; its last
+    MatMul (now the fused step) starts no second chain, whose nodes run as they are."""
+    feeds = _feeds(lead=(2,), m=4, k=3, n=4, d=4)
+    feeds["v2"] = RNG.standard_normal((2, 4, 5)).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["q", "k"], ["s"]),
+             helper.make_node("Softmax", ["s"], ["p"]),
+             helper.make_node("MatMul", ["p", "v"], ["y"]),
+             helper.make_node("Softmax", ["y"], ["p2"]),
+             helper.make_node("MatMul", ["p2", "v2"], ["z"])]
+    graph = helper.make_graph(nodes, "g", [tensor_info(n, feeds[n]) for n in ("q", "k", "v", "v2")],
+                              [helper.make_value_info("z", onnx.TypeProto())])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    session = Session(decode_model(model.SerializeToString()))
+    assert [st.node.op_type for st in session._main.steps] == ["MatMul", "Softmax", "MatMul"]
+    assert _fused(session) == 1
+    (z,) = session.run(feeds).values()
+    q, k, v, v2 = (feeds[n].astype(np.float64) for n in ("q", "k", "v", "v2"))
+
+    def softmax(x):
+        e = np.exp(x - x.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    np.testing.assert_allclose(z, softmax(softmax(q @ k) @ v) @ v2, rtol=1e-5, atol=1e-6)
