@@ -40,8 +40,8 @@
  *       The attention chain MatMul -> Softmax -> MatMul per head: dims = (heads, m, d, n, dv),
  *       q [heads, m, d], k [heads, n, d], v [heads, n, dv], out [heads, m, dv] (writable),
  *       dv <= 128. For each query row: the n scores (sums over d in order), exp(score - row
- *       max) as exp_rows computes it, the row sum, and out = (sum_j p_j v_j) / row sum with the
- *       sum over j in four interleaved partial sums. Per head k is transposed and v padded to
+ *       max) as exp_rows computes it, the row sum, the probabilities p_j = e_j / sum (as
+ *       Softmax rounds them) and out = sum_j p_j v_j, in four interleaved partial sums. Per head k is transposed and v padded to
  *       whole vectors in scratch buffers; no score tensor is stored.
  *
  * How conv2d computes: per sample, the input is copied once into a zero-padded buffer
@@ -579,10 +579,10 @@ INLINE void score_block(const float *qi, const float *kt, Py_ssize_t n8, Py_ssiz
     for (int c = 0; c < nb; c++) store8(s + j0 + 8 * c, acc[c]);
 }
 
-/* out row oi[0 .. dv) = sum_j p[j] vp[j] / sum: four partial sums over j (independent chains;
+/* out row oi[0 .. dv) = sum_j p[j] vp[j]: four partial sums over j (independent chains;
  * registers when nv, the vectors of a row, is a constant) */
 INLINE void value_row(const float *p, const float *vp, Py_ssize_t n, Py_ssize_t dv,
-                      Py_ssize_t dv8, const Py_ssize_t nv, float sum, float *oi) {
+                      Py_ssize_t dv8, const Py_ssize_t nv, float *oi) {
     v8 oa[4][MAXDV / 8];
     for (int q = 0; q < 4; q++)
         for (Py_ssize_t c = 0; c < nv; c++) oa[q][c] = bc(0.0f);
@@ -598,9 +598,8 @@ INLINE void value_row(const float *p, const float *vp, Py_ssize_t n, Py_ssize_t 
         const float *vr = vp + j * dv8;
         for (Py_ssize_t c = 0; c < nv; c++) oa[0][c] += pj * load8(vr + 8 * c);
     }
-    v8 vs = bc(sum);
     for (Py_ssize_t c = 0; c < nv; c++) {
-        v8 o = ((oa[0][c] + oa[1][c]) + (oa[2][c] + oa[3][c])) / vs;
+        v8 o = (oa[0][c] + oa[1][c]) + (oa[2][c] + oa[3][c]);
         float t[8];
         store8(t, o);
         Py_ssize_t cols = dv - 8 * c < 8 ? dv - 8 * c : 8;
@@ -608,9 +607,8 @@ INLINE void value_row(const float *p, const float *vp, Py_ssize_t n, Py_ssize_t 
     }
 }
 
-/* One head: out[m][dv] = softmax(q[m][d] . k[n][d]^T, over n) . v[n][dv], the products with v
- * taken of exp(s - row max) and divided by the row sum. kt: d x n8 scratch (k transposed),
- * vp: n x dv8 scratch (v with rows padded to whole vectors), s: n8 scratch. */
+/* One head: out[m][dv] = softmax(q[m][d] . k[n][d]^T, over n) . v[n][dv]. kt: d x n8 scratch
+ * (k transposed), vp: n x dv8 scratch (v with rows padded to whole vectors), s: n8 scratch. */
 MULTIVERSION
 static void attention_head(const float *q, const float *k, const float *v, float *out,
                            Py_ssize_t m, Py_ssize_t d, Py_ssize_t n, Py_ssize_t dv, float *kt,
@@ -656,14 +654,18 @@ static void attention_head(const float *q, const float *k, const float *v, float
         }
         float sum = 0.0f;
         for (int l = 0; l < 8; l++) sum += vsum[l];
+        /* the probabilities, as Softmax rounds them (dividing the products with v instead
+         * would overflow where |v| n exceeds the largest float) */
+        v8 vs = bc(sum);
+        for (Py_ssize_t j = 0; j < n8; j += 8) store8(s + j, load8(s + j) / vs);
         /* the products with v: four partial sums over j (independent chains) */
         float *oi = out + i * dv;
         if (nv == 1)
-            value_row(s, vp, n, dv, dv8, 1, sum, oi);
+            value_row(s, vp, n, dv, dv8, 1, oi);
         else if (nv == 2)
-            value_row(s, vp, n, dv, dv8, 2, sum, oi);
+            value_row(s, vp, n, dv, dv8, 2, oi);
         else
-            value_row(s, vp, n, dv, dv8, nv, sum, oi);
+            value_row(s, vp, n, dv, dv8, nv, oi);
     }
 }
 

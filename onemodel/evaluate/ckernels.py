@@ -149,9 +149,10 @@ def attention(a, b, v):
     Args: ``a`` [..., m, d], ``b`` [..., d, n], ``v`` [..., n, dv] float32 of one batch shape,
     dv <= 128. Returns [..., m, dv] float32. Per head and query row, in the cache: the n scores
     (sums over d in order), exponentials of the scores shifted by the row's maximum (as
-    :func:`exp_rows`), their sum, and the products with ``v`` (four partial sums over n) divided
-    by that sum; no score tensor is stored. ``b`` is copied once transposed ([..., n, d]: for
-    the k of attention, usually a transposed view, that copy moves rows).
+    :func:`exp_rows`), their sum, the probabilities (divided by it, as Softmax rounds them) and
+    their products with ``v`` (four partial sums over n); no score tensor is stored. ``b`` is
+    copied once transposed ([..., n, d]: for the k of attention, usually a transposed view, that
+    copy moves rows).
     """
     if not (enabled() and _f32(a) and _f32(b) and _f32(v) and a.ndim >= 3
             and a.ndim == b.ndim == v.ndim and a.shape[:-2] == b.shape[:-2] == v.shape[:-2]

@@ -10,8 +10,9 @@ block of the leading axis at a time (``BLOCK_BYTES`` of scores), so that the sco
 probabilities of a block stay in the cache. A block computes the scores with the built-in
 product (``linalg.matmul_array``), their shifted exponentials and row sums as the built-in
 Softmax does (``activations.shifted_exp_rows``: within spread x 2^-24 relative in float32, the
-spread of a block), and divides the product of the exponentials with ``v`` by the row sums,
-which is the product of the probabilities with ``v`` with one rounding less per probability.
+spread of a block), divides them by the row sums as Softmax does, and multiplies the
+probabilities with ``v``; float32 operands run in the compiled kernel (``ckernels.attention``),
+which computes the same a query row at a time.
 Results are therefore within the bounds of the nodes evaluated one by one (ONNX Part 1,
 Clause 8.2: a runtime may evaluate a graph in any way that gives the semantics of its nodes).
 
@@ -92,9 +93,10 @@ def attention_chain(ctx, a, b, v):
         if e is None or e.shape != s.shape:
             e = np.empty_like(s)
         e, sums = shifted_exp_rows(s, e)
-        # softmax(s) @ v = (exp(s - shift) @ v) / row sums: the division on the product (d
-        # values a row) instead of the probabilities (n a row)
-        np.divide(matmul_array(e, v[i:i + step]), sums[..., None], out=out[i:i + step])
+        # the probabilities as Softmax rounds them (e / row sum), then their product with v:
+        # dividing the product instead would overflow where |v| n exceeds the largest float
+        np.divide(e, sums[..., None], out=e)
+        np.matmul(e, v[i:i + step], out=out[i:i + step])
     return out
 
 
@@ -236,20 +238,20 @@ def product_sum(ctx, a, b, c):
     """``Add(MatMul(a, b), c)``: the sum into the product's own (new) array when ``c``
     broadcasts to it with its element type (float32 / float64), which saves writing a second
     array; otherwise ``numpy.add`` as the Add kernel computes it. Same values either way."""
-    y = matmul_array(a, b)
+    y = np.asarray(matmul_array(a, b))  # (1-D by 1-D: a numpy scalar, made a 0-d array)
     if (isinstance(c, np.ndarray) and y.dtype in (np.float32, np.float64) and c.dtype == y.dtype
             and c.ndim <= y.ndim and np.broadcast_shapes(y.shape, c.shape) == y.shape):
         return np.add(y, c, out=y)
-    return np.add(y, c)
+    return np.asarray(np.add(y, c))
 
 
 def sum_product(ctx, a, b, c):
     """``Add(c, MatMul(a, b))``, as :func:`product_sum` (the sum in the graph's order)."""
-    y = matmul_array(a, b)
+    y = np.asarray(matmul_array(a, b))
     if (isinstance(c, np.ndarray) and y.dtype in (np.float32, np.float64) and c.dtype == y.dtype
             and c.ndim <= y.ndim and np.broadcast_shapes(y.shape, c.shape) == y.shape):
         return np.add(c, y, out=y)
-    return np.add(c, y)
+    return np.asarray(np.add(c, y))
 
 
 def product_sum_relu(ctx, a, b, c):

@@ -398,3 +398,33 @@ def test_two_chains_back_to_back_fuse_the_first_and_compute_the_second():
         return e / e.sum(-1, keepdims=True)
 
     np.testing.assert_allclose(z, softmax(softmax(q @ k) @ v) @ v2, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_a_dot_product_and_a_scalar_bias_fused(relu, dtype):
+    """MatMul of two vectors is a 0-d value (numpy gives a scalar): the fused sum (and Relu)
+    return a 0-d array of it, as the nodes do."""
+    feeds = {"x": np.arange(1, 9).astype(dtype), "w": np.arange(8, 0, -1).astype(dtype),
+             "c": np.asarray(-200, dtype)}
+    model = _linear_relu_model(feeds) if relu else _linear_model(feeds)
+    (r,) = Session(model).run(feeds).values()
+    exact = sum(i * (9 - i) for i in range(1, 9)) - 200  # 120 - 200
+    assert np.asarray(r).shape == () and np.asarray(r).dtype == dtype
+    assert r == (max(exact, 0) if relu else exact)
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_attention_of_large_values_stays_finite(pure, monkeypatch):
+    """|v| n beyond the largest float32: the probabilities are formed before the products
+    with v (as Softmax -> MatMul computes them), so nothing overflows that the nodes keep
+    finite: equal scores average v's rows."""
+    if pure:
+        monkeypatch.setenv("ONEMODEL_PURE_PYTHON", "1")
+    feeds = {"q": np.zeros((2, 3, 4, 4), np.float32), "k": np.zeros((2, 3, 4, 6), np.float32),
+             "v": np.full((2, 3, 6, 5), 3e38, np.float32)}
+    feeds["v"][..., 0, :] = 1e38
+    (y,) = Session(_chain_model(feeds)).run(feeds).values()
+    exact = (1e38 + 5 * 3e38) / 6
+    assert np.isfinite(y).all()
+    np.testing.assert_allclose(y, exact, rtol=8 * EPS32)  # 6 roundings of the sum, a division
