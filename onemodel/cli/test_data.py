@@ -94,8 +94,8 @@ def run_test_data(model, directory: str, rtol: float, atol: float, run, files_fo
     input without an initializer, ``output_J.pb`` is the J-th graph output, each file decoded as
     the message of that value's type. ``files_for(set_dir)`` gives the OutputFiles of one data
     set (or None). Returns True when every data set passes. Raises UsageError when a data set
-    has more files than the graph has inputs or outputs, or when one has no ``output_*.pb``
-    (nothing compared is no pass; said before anything is run)."""
+    has more files than the graph has inputs or outputs, fewer input files than inputs to feed,
+    or no ``output_*.pb`` (nothing compared is no pass; said before anything is run)."""
     from ..testdata import compare, data_sets
 
     sets = data_sets(directory)
@@ -113,6 +113,10 @@ def run_test_data(model, directory: str, rtol: float, atol: float, run, files_fo
             raise UsageError(f"--test-data {label}: {len(in_paths)} input and {len(out_paths)} "
                              f"output files for a graph of {len(ins)} inputs to feed and "
                              f"{len(outs)} outputs")
+        if len(in_paths) < len(ins):  # the data set lacks them, not the model
+            missing = ", ".join(v.name for v in ins[len(in_paths):])
+            raise UsageError(f"--test-data {label}: {len(in_paths)} input_*.pb for a graph of "
+                             f"{len(ins)} inputs to feed; none for {missing}")
         feeds = {v.name: _read(p, v) for v, p in zip(ins, in_paths)}
         want = {v.name: _read(p, v) for v, p in zip(outs, out_paths)}
         results = run(feeds)

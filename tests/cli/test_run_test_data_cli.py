@@ -211,3 +211,18 @@ def test_a_data_set_without_outputs_is_no_pass_exit_2(tmp_path):
     r = runner.invoke(app, ["run", str(model), "--test-data", str(case)])
     assert r.exit_code == 0, r.output
     assert r.stdout.splitlines()[-1] == "2 of 2 data set(s) pass"
+
+
+def test_a_data_set_without_inputs_names_the_data_set_not_the_model(tmp_path):
+    """output_*.pb but no input_*.pb for an input to feed: the data set lacks it, a usage error
+    naming it and the input, before any run (not the model's 'no value given for input(s)')."""
+    model = _model(tmp_path)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    only = tmp_path / "only_outputs"
+    only.mkdir()
+    _write(only / "output_0.pb", x, "y")
+    r = runner.invoke(app, ["run", str(model), "--test-data", str(only)])
+    assert r.exit_code == 2, r.output
+    assert r.stdout == ""
+    assert r.stderr == ("Usage error: --test-data only_outputs: 0 input_*.pb for a graph of 1 "
+                        "inputs to feed; none for x\n")
