@@ -29,8 +29,9 @@
  *
  *   layer_norm(x, scale, bias, y, mean, inv, rows, n, epsilon[, residual])
  *       LayerNormalization over rows of n float32 values (Clause 11 operator semantics,
- *       stash type float32): per row, mean = sum(x) / n and var = sum((x - mean)^2) / n (sums
- *       in 32 float32 lanes, added into 8, those added in double), inv = 1 / sqrt(var + epsilon),
+ *       stash type float32): per row, mean = sum(x) / n and var = sum((x - mean)^2) / n (in
+ *       double, each rounded to float32 once; a row whose float32 sum would overflow stays
+ *       finite, where numpy's float32 path gives NaN), inv = 1 / sqrt(var + epsilon),
  *       y = (x - mean) * inv * scale (+ bias); scale and bias (or None) hold n values; mean and
  *       inv receive a value a row. With ``residual`` (rows * n floats, or None) the rows
  *       normalized are x + residual (each sum rounded to float32, as Add gives it), y holding
@@ -436,38 +437,37 @@ static PyObject *ck_exp_rows(PyObject *self, PyObject *const *args, Py_ssize_t n
 
 /* ---- layer_norm ------------------------------------------------------------------------ */
 
-/* the sum of n floats in 32 lanes (four vectors of 8), added into 8 lanes (two more float32
- * roundings) that are added in double */
+/* the sum of n floats in double, four interleaved partial sums (no float32 sum can overflow) */
 INLINE double sum_lanes(const float *x, Py_ssize_t n) {
-    v8 acc[4] = {bc(0.0f), bc(0.0f), bc(0.0f), bc(0.0f)};
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
     Py_ssize_t i = 0;
-    for (; i + 32 <= n; i += 32)
-        for (int k = 0; k < 4; k++) acc[k] += load8(x + i + 8 * k);
-    v8 t = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-    double s = 0.0;
-    for (int l = 0; l < 8; l++) s += t[l];
-    for (; i < n; i++) s += x[i];
-    return s;
+    for (; i + 4 <= n; i += 4) {
+        s0 += x[i];
+        s1 += x[i + 1];
+        s2 += x[i + 2];
+        s3 += x[i + 3];
+    }
+    for (; i < n; i++) s0 += x[i];
+    return (s0 + s1) + (s2 + s3);
 }
 
-/* the sum of (x - mean)^2 likewise */
-INLINE double sum_squares(const float *x, Py_ssize_t n, float mean) {
-    v8 acc[4] = {bc(0.0f), bc(0.0f), bc(0.0f), bc(0.0f)};
-    v8 m = bc(mean);
+/* the sum of (x - mean)^2 likewise, each difference and square in double */
+INLINE double sum_squares(const float *x, Py_ssize_t n, double mean) {
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
     Py_ssize_t i = 0;
-    for (; i + 32 <= n; i += 32)
-        for (int k = 0; k < 4; k++) {
-            v8 d = load8(x + i + 8 * k) - m;
-            acc[k] += d * d;
-        }
-    v8 t = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-    double s = 0.0;
-    for (int l = 0; l < 8; l++) s += t[l];
-    for (; i < n; i++) {
-        float d = x[i] - mean;
-        s += d * d;
+    for (; i + 4 <= n; i += 4) {
+        double d0 = x[i] - mean, d1 = x[i + 1] - mean, d2 = x[i + 2] - mean,
+               d3 = x[i + 3] - mean;
+        s0 += d0 * d0;
+        s1 += d1 * d1;
+        s2 += d2 * d2;
+        s3 += d3 * d3;
     }
-    return s;
+    for (; i < n; i++) {
+        double d = x[i] - mean;
+        s0 += d * d;
+    }
+    return (s0 + s1) + (s2 + s3);
 }
 
 MULTIVERSION
@@ -485,7 +485,7 @@ static void layer_norm_impl(const float *x, const float *res, const float *scale
             src = dst;
         }
         float mu = (float)(sum_lanes(src, n) / (double)n);
-        float var = (float)(sum_squares(src, n, mu) / (double)n);
+        float var = (float)(sum_squares(src, n, (double)mu) / (double)n);
         float iv = 1.0f / sqrtf(var + eps);
         mean[r] = mu;
         inv[r] = iv;

@@ -114,10 +114,11 @@ def layer_norm(w, scale, bias, axis: int, epsilon: float, residual=None):
     float32 broadcasting to the normalized shape with as many elements (so their elements are
     the normalized shape's, in order). Returns ``(y, mean, inv_std_dev)``: y of ``w``'s shape,
     mean and inv_std_dev float32 of ``w``'s shape with the normalized axes 1. Per row: mean and
-    variance by two passes (sums in float32 lanes, the last 8 added in double), ``inv = 1 /
-    sqrt(var + epsilon)``, ``y = (x - mean) * inv * scale + bias``. With ``residual`` (float32
-    of ``w``'s shape, C-contiguous) the rows normalized are ``w + residual`` rounded to float32
-    (Add's result), a row at a time: LayerNormalization(Add(w, residual)).
+    variance by two passes (sums in double, each rounded to float32 once: a row whose float32
+    sum would overflow stays finite), ``inv = 1 / sqrt(var + epsilon)``, ``y = (x - mean) * inv
+    * scale + bias``. With ``residual`` (float32 of ``w``'s shape, C-contiguous) the rows
+    normalized are ``w + residual`` rounded to float32 (Add's result), a row at a time:
+    LayerNormalization(Add(w, residual)).
     """
     norm = w.shape[axis:]
     n = 1
