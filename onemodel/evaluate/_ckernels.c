@@ -42,8 +42,11 @@
  *       q [heads, m, d], k [heads, n, d], v [heads, n, dv], out [heads, m, dv] (writable),
  *       dv <= 128. For each query row: the n scores (sums over d in order), exp(score - row
  *       max) as exp_rows computes it, the row sum, the probabilities p_j = e_j / sum (as
- *       Softmax rounds them) and out = sum_j p_j v_j, in four interleaved partial sums. Per head k is transposed and v padded to
- *       whole vectors in scratch buffers; no score tensor is stored.
+ *       Softmax rounds them) and out = sum_j p_j v_j (a sum over j in order). Six query rows
+ *       are computed at a time, as tiles of 6 rows by 16 columns held in registers (the shape
+ *       of conv2d's blocks below): their scores with k transposed into a scratch buffer, the
+ *       rows' maxima taken from the registers, then their products with v (rows padded to
+ *       whole vectors in a scratch buffer); no score tensor is stored.
  *
  * How conv2d computes: per sample, the input is copied once into a zero-padded buffer
  * [stride_w, C, Hp, Wp] whose columns are split by stride_w phases (padded column j at phase
@@ -562,58 +565,126 @@ fail_r:
 
 /* ---- attention --------------------------------------------------------------------------- */
 
-#define SB 8      /* score vectors (of 8) accumulated at once */
-#define MAXDV 128 /* value columns at most (16 vectors, 4 partial sums) */
+#define RB 6      /* query rows a tile: 6 rows by 2 vectors, 12 accumulators (registers) */
+#define MAXDV 128 /* value columns at most */
 
-/* scores s[j0 .. j0 + 8 nb) of query row qi: nb independent sums over d (registers when nb is
- * a constant) */
-INLINE void score_block(const float *qi, const float *kt, Py_ssize_t n8, Py_ssize_t d,
-                        Py_ssize_t j0, const int nb, float *s) {
-    v8 acc[SB];
-    for (int c = 0; c < nb; c++) acc[c] = bc(0.0f);
+/* scores of R query rows (q, row stride d) for the 8 NC columns from j0 (kt: d x n8, k
+ * transposed) into s (R rows of n8): per score one sum over d in order, R * NC independent
+ * sums a step (registers: R and NC are constants where this is inlined). Columns from n on
+ * (the padding of the last tile) are stored as -inf; each row's running maximum (vmax) and NaN
+ * lanes (vnan) take in the tile's scores. */
+INLINE void score_tile(const float *q, Py_ssize_t d, const float *kt, Py_ssize_t n,
+                       Py_ssize_t n8, Py_ssize_t j0, const int R, const int NC, float *s,
+                       v8 *vmax, v8i *vnan) {
+    v8 acc[RB][2];
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < NC; c++) acc[r][c] = bc(0.0f);
     for (Py_ssize_t dd = 0; dd < d; dd++) {
-        v8 qv = bc(qi[dd]);
         const float *kr = kt + dd * n8 + j0;
-        for (int c = 0; c < nb; c++) acc[c] += qv * load8(kr + 8 * c);
-    }
-    for (int c = 0; c < nb; c++) store8(s + j0 + 8 * c, acc[c]);
-}
-
-/* out row oi[0 .. dv) = sum_j p[j] vp[j]: four partial sums over j (independent chains;
- * registers when nv, the vectors of a row, is a constant) */
-INLINE void value_row(const float *p, const float *vp, Py_ssize_t n, Py_ssize_t dv,
-                      Py_ssize_t dv8, const Py_ssize_t nv, float *oi) {
-    v8 oa[4][MAXDV / 8];
-    for (int q = 0; q < 4; q++)
-        for (Py_ssize_t c = 0; c < nv; c++) oa[q][c] = bc(0.0f);
-    Py_ssize_t j = 0;
-    for (; j + 4 <= n; j += 4)
-        for (int q = 0; q < 4; q++) {
-            v8 pj = bc(p[j + q]);
-            const float *vr = vp + (j + q) * dv8;
-            for (Py_ssize_t c = 0; c < nv; c++) oa[q][c] += pj * load8(vr + 8 * c);
+        v8 k0 = load8(kr), k1 = NC > 1 ? load8(kr + 8) : k0;
+        for (int r = 0; r < R; r++) {
+            v8 qb = bc(q[r * d + dd]);
+            acc[r][0] += qb * k0;
+            if (NC > 1) acc[r][1] += qb * k1;
         }
-    for (; j < n; j++) {
-        v8 pj = bc(p[j]);
-        const float *vr = vp + j * dv8;
-        for (Py_ssize_t c = 0; c < nv; c++) oa[0][c] += pj * load8(vr + 8 * c);
     }
-    for (Py_ssize_t c = 0; c < nv; c++) {
-        v8 o = (oa[0][c] + oa[1][c]) + (oa[2][c] + oa[3][c]);
-        float t[8];
-        store8(t, o);
-        Py_ssize_t cols = dv - 8 * c < 8 ? dv - 8 * c : 8;
-        memcpy(oi + 8 * c, t, (size_t)cols * sizeof(float));
+    if (j0 + 8 * NC > n) { /* the last tile: its columns from n on are padding */
+        const v8i lane = {0, 1, 2, 3, 4, 5, 6, 7};
+        for (int c = 0; c < NC; c++) {
+            Py_ssize_t valid = n - j0 - 8 * c; /* columns of this vector before n */
+            v8i pad = lane >= (int32_t)(valid < 0 ? 0 : valid > 8 ? 8 : valid);
+            for (int r = 0; r < R; r++) acc[r][c] = select8(pad, bc(-INFINITY), acc[r][c]);
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < NC; c++) {
+            v8 x = acc[r][c];
+            vnan[r] |= (v8i)(x != x);
+            vmax[r] = select8((v8i)(x > vmax[r]), x, vmax[r]);
+            store8(s + r * n8 + j0 + 8 * c, x);
+        }
+}
+
+/* out rows (R of them, stride dv) at columns [c0, c0 + 8 NC) = sum over j in order of
+ * p[r][j] vp[j] (p: R rows of n8, vp: n x dv8, v with rows padded to whole vectors) */
+INLINE void value_tile(const float *p, Py_ssize_t n8, const float *vp, Py_ssize_t n,
+                       Py_ssize_t dv8, Py_ssize_t c0, const int R, const int NC, float *o,
+                       Py_ssize_t dv) {
+    v8 acc[RB][2];
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < NC; c++) acc[r][c] = bc(0.0f);
+    for (Py_ssize_t j = 0; j < n; j++) {
+        const float *vr = vp + j * dv8 + c0;
+        v8 v0 = load8(vr), v1 = NC > 1 ? load8(vr + 8) : v0;
+        for (int r = 0; r < R; r++) {
+            v8 pb = bc(p[r * n8 + j]);
+            acc[r][0] += pb * v0;
+            if (NC > 1) acc[r][1] += pb * v1;
+        }
+    }
+    Py_ssize_t cols = dv - c0 < 8 * NC ? dv - c0 : 8 * NC;
+    for (int r = 0; r < R; r++) {
+        float t[16];
+        for (int c = 0; c < NC; c++) store8(t + 8 * c, acc[r][c]);
+        memcpy(o + r * dv + c0, t, (size_t)cols * sizeof(float));
     }
 }
 
-/* One head: out[m][dv] = softmax(q[m][d] . k[n][d]^T, over n) . v[n][dv]. kt: d x n8 scratch
- * (k transposed), vp: n x dv8 scratch (v with rows padded to whole vectors), s: n8 scratch. */
+/* one row of n scores (s, n8 long, -inf from n on; vmax and vnan: its lanes' maximum and NaN
+ * flags) made probabilities in place: exp(score - row max) as exp_rows computes it, the row
+ * sum in 8 lanes, each exponential divided by it (as Softmax rounds them); the padding lanes
+ * [n, n8) become 0 */
+INLINE void softmax_row(float *s, Py_ssize_t n, Py_ssize_t n8, v8 vmax, v8i vnan) {
+    float mx = -INFINITY;
+    int has_nan = 0;
+    for (int l = 0; l < 8; l++) {
+        if (vmax[l] > mx) mx = vmax[l];
+        has_nan |= vnan[l];
+    }
+    if (has_nan) mx = NAN;
+    v8 shift = bc(mx), vsum = bc(0.0f);
+    for (Py_ssize_t j = 0; j < n8; j += 8) {
+        v8 e = exp8(load8(s + j) - shift);
+        if (j + 8 > n) /* the padding lanes: -inf - shift, 0 unless the shift is NaN */
+            for (Py_ssize_t l = n - j; l < 8; l++) e[l] = 0.0f;
+        store8(s + j, e);
+        vsum += e;
+    }
+    float sum = 0.0f;
+    for (int l = 0; l < 8; l++) sum += vsum[l];
+    /* the probabilities, as Softmax rounds them (dividing the products with v instead would
+     * overflow where |v| n exceeds the largest float) */
+    v8 vs = bc(sum);
+    for (Py_ssize_t j = 0; j < n8; j += 8) store8(s + j, load8(s + j) / vs);
+}
+
+/* R query rows from q (and out) of one head: scores, probabilities, products with v */
+INLINE void attention_rows(const float *q, Py_ssize_t d, const float *kt, Py_ssize_t n,
+                           Py_ssize_t n8, const float *vp, Py_ssize_t dv, Py_ssize_t dv8,
+                           const int R, float *s, float *o) {
+    v8 vmax[RB];
+    v8i vnan[RB];
+    for (int r = 0; r < R; r++) {
+        vmax[r] = bc(-INFINITY);
+        vnan[r] = (v8i){0, 0, 0, 0, 0, 0, 0, 0};
+    }
+    Py_ssize_t j0 = 0;
+    for (; j0 + 16 <= n8; j0 += 16) score_tile(q, d, kt, n, n8, j0, R, 2, s, vmax, vnan);
+    if (j0 < n8) score_tile(q, d, kt, n, n8, j0, R, 1, s, vmax, vnan);
+    for (int r = 0; r < R; r++) softmax_row(s + r * n8, n, n8, vmax[r], vnan[r]);
+    Py_ssize_t c0 = 0;
+    for (; c0 + 16 <= dv8; c0 += 16) value_tile(s, n8, vp, n, dv8, c0, R, 2, o, dv);
+    if (c0 < dv8) value_tile(s, n8, vp, n, dv8, c0, R, 1, o, dv);
+}
+
+/* One head: out[m][dv] = softmax(q[m][d] . k[n][d]^T, over n) . v[n][dv], RB query rows at a
+ * time. kt: d x n8 scratch (k transposed), vp: n x dv8 scratch (v with rows padded to whole
+ * vectors), s: RB x n8 scratch (the rows' scores, then probabilities). */
 MULTIVERSION
 static void attention_head(const float *q, const float *k, const float *v, float *out,
                            Py_ssize_t m, Py_ssize_t d, Py_ssize_t n, Py_ssize_t dv, float *kt,
                            float *vp, float *s) {
-    Py_ssize_t n8 = (n + 7) / 8 * 8, dv8 = (dv + 7) / 8 * 8, nv = dv8 / 8;
+    Py_ssize_t n8 = (n + 7) / 8 * 8, dv8 = (dv + 7) / 8 * 8;
     for (Py_ssize_t dd = 0; dd < d; dd++) { /* k transposed, its rows padded with zeros */
         float *row = kt + dd * n8;
         for (Py_ssize_t j = 0; j < n; j++) row[j] = k[j * d + dd];
@@ -623,49 +694,16 @@ static void attention_head(const float *q, const float *k, const float *v, float
         memcpy(vp + j * dv8, v + j * dv, (size_t)dv * sizeof(float));
         for (Py_ssize_t c = dv; c < dv8; c++) vp[j * dv8 + c] = 0.0f;
     }
-    for (Py_ssize_t i = 0; i < m; i++) {
-        const float *qi = q + i * d;
-        /* scores, SB vectors at a time (independent sums over d), and their maximum */
-        v8 vmax = bc(-INFINITY);
-        v8i vnan = {0, 0, 0, 0, 0, 0, 0, 0};
-        Py_ssize_t j0 = 0;
-        for (; j0 + 8 * SB <= n8; j0 += 8 * SB) score_block(qi, kt, n8, d, j0, SB, s);
-        for (; j0 < n8; j0 += 8) score_block(qi, kt, n8, d, j0, 1, s);
-        for (Py_ssize_t j = n; j < n8; j++) s[j] = -INFINITY; /* exp gives 0 there */
-        for (Py_ssize_t j = 0; j < n8; j += 8) {
-            v8 x = load8(s + j);
-            vnan |= (v8i)(x != x);
-            vmax = select8((v8i)(x > vmax), x, vmax);
-        }
-        float mx = -INFINITY;
-        int has_nan = 0;
-        for (int l = 0; l < 8; l++) {
-            if (vmax[l] > mx) mx = vmax[l];
-            has_nan |= vnan[l];
-        }
-        if (has_nan) mx = NAN;
-        v8 shift = bc(mx), vsum = bc(0.0f);
-        for (Py_ssize_t j = 0; j < n8; j += 8) {
-            v8 e = exp8(load8(s + j) - shift);
-            if (j + 8 > n) /* the padding lanes: -inf - shift, 0 unless the shift is NaN */
-                for (Py_ssize_t l = n - j; l < 8; l++) e[l] = 0.0f;
-            store8(s + j, e);
-            vsum += e;
-        }
-        float sum = 0.0f;
-        for (int l = 0; l < 8; l++) sum += vsum[l];
-        /* the probabilities, as Softmax rounds them (dividing the products with v instead
-         * would overflow where |v| n exceeds the largest float) */
-        v8 vs = bc(sum);
-        for (Py_ssize_t j = 0; j < n8; j += 8) store8(s + j, load8(s + j) / vs);
-        /* the products with v: four partial sums over j (independent chains) */
-        float *oi = out + i * dv;
-        if (nv == 1)
-            value_row(s, vp, n, dv, dv8, 1, oi);
-        else if (nv == 2)
-            value_row(s, vp, n, dv, dv8, 2, oi);
-        else
-            value_row(s, vp, n, dv, dv8, nv, oi);
+    Py_ssize_t i = 0;
+    for (; i + RB <= m; i += RB) attention_rows(q + i * d, d, kt, n, n8, vp, dv, dv8, RB, s,
+                                                out + i * dv);
+    switch (m - i) { /* the last rows: a constant count each, so that the tiles stay registers */
+    case 5: attention_rows(q + i * d, d, kt, n, n8, vp, dv, dv8, 5, s, out + i * dv); break;
+    case 4: attention_rows(q + i * d, d, kt, n, n8, vp, dv, dv8, 4, s, out + i * dv); break;
+    case 3: attention_rows(q + i * d, d, kt, n, n8, vp, dv, dv8, 3, s, out + i * dv); break;
+    case 2: attention_rows(q + i * d, d, kt, n, n8, vp, dv, dv8, 2, s, out + i * dv); break;
+    case 1: attention_rows(q + i * d, d, kt, n, n8, vp, dv, dv8, 1, s, out + i * dv); break;
+    default: break;
     }
 }
 
@@ -696,8 +734,8 @@ static PyObject *ck_attention(PyObject *self, PyObject *const *args, Py_ssize_t 
     Py_ssize_t nvv = mul_lim(mul_lim(H, n, LIM), dv, LIM);
     Py_ssize_t no = mul_lim(mul_lim(H, m, LIM), dv, LIM);
     Py_ssize_t n8 = (n + 7) / 8 * 8, dv8 = (dv + 7) / 8 * 8;
-    Py_ssize_t nkt = mul_lim(d, n8, LIM), nvp = mul_lim(n, dv8, LIM);
-    if (nq < 0 || nk < 0 || nvv < 0 || no < 0 || nkt < 0 || nvp < 0) {
+    Py_ssize_t nkt = mul_lim(d, n8, LIM), nvp = mul_lim(n, dv8, LIM), ns = mul_lim(RB, n8, LIM);
+    if (nq < 0 || nk < 0 || nvv < 0 || no < 0 || nkt < 0 || nvp < 0 || ns < 0) {
         PyErr_SetString(PyExc_ValueError, "attention: sizes too large");
         return NULL;
     }
@@ -708,7 +746,7 @@ static PyObject *ck_attention(PyObject *self, PyObject *const *args, Py_ssize_t 
     if (get_buffer(args[3], &bo, 1, no, "out") < 0) goto fail_v;
     float *kt = malloc((size_t)nkt * sizeof(float));
     float *vp = malloc((size_t)nvp * sizeof(float));
-    float *sc = malloc((size_t)n8 * sizeof(float));
+    float *sc = malloc((size_t)ns * sizeof(float));
     if (!kt || !vp || !sc) {
         free(kt);
         free(vp);

@@ -148,10 +148,11 @@ def attention(a, b, v):
     :mod:`.fusion`), or None where it does not apply (then the caller computes it).
 
     Args: ``a`` [..., m, d], ``b`` [..., d, n], ``v`` [..., n, dv] float32 of one batch shape,
-    dv <= 128. Returns [..., m, dv] float32. Per head and query row, in the cache: the n scores
-    (sums over d in order), exponentials of the scores shifted by the row's maximum (as
-    :func:`exp_rows`), their sum, the probabilities (divided by it, as Softmax rounds them) and
-    their products with ``v`` (four partial sums over n); no score tensor is stored. ``b`` is
+    dv <= 128. Returns [..., m, dv] float32. Per head, six query rows at a time (in registers
+    and the cache): the n scores (sums over d in order), exponentials of the scores shifted by
+    the row's maximum (as :func:`exp_rows`), their sum, the probabilities (divided by it, as
+    Softmax rounds them) and their products with ``v`` (each a sum over n in order); no score
+    tensor is stored. ``b`` is
     copied once transposed ([..., n, d]: for the k of attention, usually a transposed view, that
     copy moves rows).
     """
