@@ -48,6 +48,12 @@
  *       rows' maxima taken from the registers, then their products with v (rows padded to
  *       whole vectors in a scratch buffer); no score tensor is stored.
  *
+ *   bias_relu(x, bias, y, rows, n, relu)
+ *       y = x + bias over rows of n float32 values (bias: n values, or None), then
+ *       max(y, 0) when relu is true (NaN stays NaN, -0 becomes +0, as numpy.maximum gives
+ *       them); x and y may be one buffer (in place). The Add of a MatMul's bias and Relu in one
+ *       pass (numpy's maximum with a scalar 0 has no SIMD loop on CPUs without AVX-512).
+ *
  * How conv2d computes: per sample, the input is copied once into a zero-padded buffer
  * [stride_w, C, Hp, Wp] whose columns are split by stride_w phases (padded column j at phase
  * j % stride_w, index j / stride_w), so that the inputs of 16 consecutive output columns at one
@@ -779,6 +785,72 @@ fail_q:
     return NULL;
 }
 
+/* ---- bias_relu ---------------------------------------------------------------------------- */
+
+MULTIVERSION
+static void bias_relu_impl(const float *x, const float *bias, float *y, Py_ssize_t rows,
+                           Py_ssize_t n, int relu) {
+    const v8 zero = bc(0.0f);
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        const float *src = x + r * n;
+        float *dst = y + r * n;
+        Py_ssize_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+            v8 o = load8(src + i);
+            if (bias) o += load8(bias + i);
+            if (relu) /* max(o, 0): NaN stays NaN, -0 becomes +0 (as numpy.maximum) */
+                o = select8((v8i)(o > zero) | (v8i)(o != o), o, zero);
+            store8(dst + i, o);
+        }
+        for (; i < n; i++) {
+            float o = src[i];
+            if (bias) o += bias[i];
+            if (relu && !(o > 0.0f) && o == o) o = 0.0f;
+            dst[i] = o;
+        }
+    }
+}
+
+static PyObject *ck_bias_relu(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "bias_relu(x, bias, y, rows, n, relu)");
+        return NULL;
+    }
+    Py_ssize_t rows = PyLong_AsSsize_t(args[3]);
+    if (rows == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t n = PyLong_AsSsize_t(args[4]);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    int relu = PyObject_IsTrue(args[5]);
+    if (relu < 0) return NULL;
+    const Py_ssize_t LIM = (Py_ssize_t)1 << 40;
+    if (rows < 0 || n < 1 || rows > LIM || n > LIM / (rows ? rows : 1)) {
+        PyErr_SetString(PyExc_ValueError, "bias_relu: rows >= 0, n >= 1 expected");
+        return NULL;
+    }
+    Py_buffer bx, bb, by;
+    int has_b = args[1] != Py_None;
+    if (get_buffer(args[0], &bx, 0, rows * n, "x") < 0) return NULL;
+    if (has_b && get_buffer(args[1], &bb, 0, n, "bias") < 0) {
+        PyBuffer_Release(&bx);
+        return NULL;
+    }
+    if (get_buffer(args[2], &by, 1, rows * n, "y") < 0) {
+        if (has_b) PyBuffer_Release(&bb);
+        PyBuffer_Release(&bx);
+        return NULL;
+    }
+    const float *x = bx.buf, *bias = has_b ? (const float *)bb.buf : NULL;
+    float *y = by.buf;
+    Py_BEGIN_ALLOW_THREADS
+    bias_relu_impl(x, bias, y, rows, n, relu);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&by);
+    if (has_b) PyBuffer_Release(&bb);
+    PyBuffer_Release(&bx);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"attention", (PyCFunction)(void (*)(void))ck_attention, METH_FASTCALL,
      "attention(q, k, v, out, dims): softmax(q k^T) v per head, float32."},
@@ -787,6 +859,8 @@ static PyMethodDef methods[] = {
      "normalized."},
     {"conv2d", (PyCFunction)(void (*)(void))ck_conv2d, METH_FASTCALL,
      "conv2d(x, w, b, y, dims, relu): float32 2-D convolution of one group into y."},
+    {"bias_relu", (PyCFunction)(void (*)(void))ck_bias_relu, METH_FASTCALL,
+     "bias_relu(x, bias, y, rows, n, relu): y = x + bias per row, then max(., 0) if relu."},
     {"exp_rows", (PyCFunction)(void (*)(void))ck_exp_rows, METH_FASTCALL,
      "exp_rows(a, out, sums, rows, n): exp(row - row max) into out, row sums into sums."},
     {NULL, NULL, 0, NULL},

@@ -17,8 +17,9 @@ found by checking every float32 there).
   mid-sized CNNs.
 * :func:`layer_norm`: LayerNormalization of float32 rows in three passes over each row, in the
   cache (numpy takes six over the whole tensor).
-* :func:`attention`: the fused attention chain MatMul -> Softmax -> MatMul, a query row at a
-  time with its scores in the cache.
+* :func:`attention`: the fused attention chain MatMul -> Softmax -> MatMul, six query rows at
+  a time with their scores in registers and the cache.
+* :func:`bias_relu`: a MatMul's bias added and Relu applied in one pass (also Relu alone).
 * :func:`exp_rows`: Softmax's exponentials shifted by each row's maximum, and their row sums, in
   one pass over a row (numpy takes three, and computes float32 ``exp`` without SIMD on CPUs
   without AVX-512).
@@ -168,3 +169,27 @@ def attention(a, b, v):
     _C.attention(np.ascontiguousarray(a), np.ascontiguousarray(np.swapaxes(b, -1, -2)),
                  np.ascontiguousarray(v), out, (heads, m, d, n, dv))
     return out
+
+
+def bias_relu(x, bias, relu: bool, out=None):
+    """``x + bias`` (Add, the bias broadcast over the last axis) and then, when ``relu``,
+    ``max(., 0)`` (Relu: NaN stays NaN, -0 becomes +0, as ``numpy.maximum`` gives them), in one
+    pass; or None where it does not apply (then the caller computes it).
+
+    Args: ``x`` float32 C-contiguous, at least 1-D with a last axis of n >= 1; ``bias`` None or
+    float32 of n values whose shape broadcasts to ``x`` along the last axis only ([n], [1, n],
+    ...); ``out`` None (a new array) or ``x`` itself (in place). Returns the float32 array of
+    ``x``'s shape. numpy's maximum with a scalar 0 has no SIMD loop on CPUs without AVX-512
+    (0.39 ms for [4096, 128] on an AVX2 machine, 0.06 here with the Add).
+    """
+    if not (enabled() and _f32(x) and x.flags.c_contiguous and x.ndim and x.size
+            and (out is None or out is x)
+            and (bias is None or (_f32(bias) and bias.ndim <= x.ndim
+                                  and bias.shape[-1:] == x.shape[-1:]
+                                  and bias.size == x.shape[-1]))):
+        return None
+    n = x.shape[-1]
+    y = np.empty_like(x) if out is None else out
+    _C.bias_relu(x, None if bias is None else np.ascontiguousarray(bias).reshape(n), y,
+                 x.size // n, n, bool(relu))
+    return y

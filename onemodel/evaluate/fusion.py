@@ -234,34 +234,40 @@ def _described(kernel, chain: list):
     return fused
 
 
-def product_sum(ctx, a, b, c):
-    """``Add(MatMul(a, b), c)``: the sum into the product's own (new) array when ``c``
-    broadcasts to it with its element type (float32 / float64), which saves writing a second
-    array; otherwise ``numpy.add`` as the Add kernel computes it. Same values either way."""
-    y = np.asarray(matmul_array(a, b))  # (1-D by 1-D: a numpy scalar, made a 0-d array)
+def _sum_into_product(y, c, relu: bool, c_first: bool = False):
+    """``y + c`` (``c + y`` when ``c_first``: the graph's order), then max(., 0) when ``relu``,
+    into the product ``y``'s own new array when ``c`` broadcasts to it with its element type
+    (float32 / float64), which saves writing a second array; otherwise ``numpy.add`` as the Add
+    kernel computes it. A float32 bias along the last axis of a packed product runs in the
+    compiled kernel (``ckernels.bias_relu``: the sum and Relu in one pass). Same values either
+    way."""
+    if ckernels.bias_relu(y, c, relu, out=y) is not None:
+        return y
     if (isinstance(c, np.ndarray) and y.dtype in (np.float32, np.float64) and c.dtype == y.dtype
             and c.ndim <= y.ndim and np.broadcast_shapes(y.shape, c.shape) == y.shape):
-        return np.add(y, c, out=y)
-    return np.asarray(np.add(y, c))
+        s = np.add(c, y, out=y) if c_first else np.add(y, c, out=y)
+    else:
+        s = np.asarray(np.add(c, y) if c_first else np.add(y, c))
+    return np.maximum(s, np.zeros((), s.dtype), out=s) if relu else s
+
+
+def product_sum(ctx, a, b, c):
+    """``Add(MatMul(a, b), c)`` (:func:`_sum_into_product`)."""
+    # (1-D by 1-D: a numpy scalar, made a 0-d array)
+    return _sum_into_product(np.asarray(matmul_array(a, b)), c, False)
 
 
 def sum_product(ctx, a, b, c):
-    """``Add(c, MatMul(a, b))``, as :func:`product_sum` (the sum in the graph's order)."""
-    y = np.asarray(matmul_array(a, b))
-    if (isinstance(c, np.ndarray) and y.dtype in (np.float32, np.float64) and c.dtype == y.dtype
-            and c.ndim <= y.ndim and np.broadcast_shapes(y.shape, c.shape) == y.shape):
-        return np.add(c, y, out=y)
-    return np.asarray(np.add(c, y))
+    """``Add(c, MatMul(a, b))``, as :func:`product_sum`."""
+    return _sum_into_product(np.asarray(matmul_array(a, b)), c, False, c_first=True)
 
 
 def product_sum_relu(ctx, a, b, c):
-    """``Relu(Add(MatMul(a, b), c))``: :func:`product_sum`, then max(y, 0) in place on its new
+    """``Relu(Add(MatMul(a, b), c))``: the sum and max(., 0) in place on the product's new
     array (one array and one allocation fewer than the Relu node's). Same values."""
-    y = product_sum(ctx, a, b, c)
-    return np.maximum(y, np.zeros((), y.dtype), out=y)
+    return _sum_into_product(np.asarray(matmul_array(a, b)), c, True)
 
 
 def sum_product_relu(ctx, a, b, c):
     """``Relu(Add(c, MatMul(a, b)))``, as :func:`product_sum_relu`."""
-    y = sum_product(ctx, a, b, c)
-    return np.maximum(y, np.zeros((), y.dtype), out=y)
+    return _sum_into_product(np.asarray(matmul_array(a, b)), c, True, c_first=True)

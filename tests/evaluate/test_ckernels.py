@@ -747,3 +747,76 @@ def test_raw_attention_refuses_bad_arguments(args, error):
         return
     with pytest.raises(error):
         C.attention(q, k, v, out, dims)
+
+
+# -- bias_relu -----------------------------------------------------------------------------------
+@needs_c
+@pytest.mark.parametrize("shape", [(1,), (7,), (3, 8), (5, 17), (2, 3, 33)])
+@pytest.mark.parametrize("with_bias", [True, False])
+@pytest.mark.parametrize("relu", [True, False])
+def test_bias_relu_is_numpy_s_add_and_maximum(shape, with_bias, relu):
+    """One float32 addition and a maximum per element: the same IEEE results as numpy's (exact
+    by construction; no sum of several terms), the 8-lane body and the scalar tail alike."""
+    x = (RNG.standard_normal(shape) * 3).astype(np.float32)
+    x.flat[::5] = -0.0
+    x.flat[1::7] = np.nan
+    x.flat[2::11] = -np.inf
+    bias = RNG.standard_normal(shape[-1]).astype(np.float32) if with_bias else None
+    want = x + bias if with_bias else x.copy()
+    if relu:
+        want = np.maximum(want, np.zeros((), np.float32))
+    got = ckernels.bias_relu(x, bias, relu)
+    assert got is not x and got.dtype == np.float32 and got.shape == x.shape
+    np.testing.assert_array_equal(got, want)
+    assert np.array_equal(np.signbit(got), np.signbit(want))  # -0 -> +0 under Relu, kept else
+    same = x.copy()
+    assert ckernels.bias_relu(same, bias, relu, out=same) is same  # in place
+    np.testing.assert_array_equal(same, want)
+
+
+@needs_c
+def test_bias_relu_bias_of_leading_ones_and_what_it_declines():
+    x = RNG.standard_normal((4, 6)).astype(np.float32)
+    b = RNG.standard_normal((1, 6)).astype(np.float32)
+    np.testing.assert_array_equal(ckernels.bias_relu(x, b, False), x + b)
+    assert ckernels.bias_relu(x, b[:, :1], False) is None                  # broadcast [1, 1]
+    assert ckernels.bias_relu(x, np.ones((4, 6), np.float32), False) is None  # not along rows
+    assert ckernels.bias_relu(x.T, None, True) is None                     # not packed
+    assert ckernels.bias_relu(x.astype(np.float64), None, True) is None
+    assert ckernels.bias_relu(x, b.astype(np.float64), False) is None
+    assert ckernels.bias_relu(np.float32(1.0) * np.ones((), np.float32), None, True) is None
+    assert ckernels.bias_relu(x, None, True, out=x.copy()) is None         # out is x or None
+
+
+@needs_c
+@pytest.mark.parametrize("args, error", [
+    (lambda f: (f(12), f(4), f(12), 3, 4, True), None),
+    (lambda f: (f(12), f(3), f(12), 3, 4, True), ValueError),   # bias too short
+    (lambda f: (f(12), None, f(11), 3, 4, False), ValueError),  # y too short
+    (lambda f: (f(12), None, f(12), 3, 0, False), ValueError),  # n = 0
+    (lambda f: (f(12), None, f(12), 2 ** 40, 2 ** 40, False), ValueError),
+    (lambda f: (f(12), None, f(12), 3, 4), TypeError),
+])
+def test_raw_bias_relu_refuses_bad_arguments(args, error):
+    a = args(lambda size: np.ones(size, np.float32))
+    if error is None:
+        assert C.bias_relu(*a) is None
+        np.testing.assert_array_equal(a[2], 2.0)
+        return
+    with pytest.raises(error):
+        C.bias_relu(*a)
+
+
+def test_relu_operator_equals_numpy_maximum(monkeypatch):
+    """The Relu operator (compiled for float32 where built, numpy else): max(x, 0) with NaN kept
+    and -0 made +0, through both paths."""
+    x = RNG.standard_normal((3, 11)).astype(np.float32)
+    x[0, :3] = [-0.0, np.nan, -np.inf]
+    feeds = {"x": x}
+    model = node_model("Relu", feeds, ["x"], ["y"], opset=14)
+    want = np.maximum(x, np.zeros((), np.float32))
+    for pure in ("0", "1"):
+        monkeypatch.setenv("ONEMODEL_PURE_PYTHON", pure)
+        (y,) = ours(model, feeds)
+        np.testing.assert_array_equal(y, want)
+        assert np.array_equal(np.signbit(y), np.signbit(want))

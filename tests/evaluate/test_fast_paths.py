@@ -99,3 +99,28 @@ def test_allocator_setting_is_applied_once_and_can_be_turned_off():
     assert _tune_in_child({}) == "True True"
     assert _tune_in_child({"ONEMODEL_TUNE_MALLOC": "0"}) == "False False"
     assert _tune_in_child({"MALLOC_TRIM_THRESHOLD_": "1000"}) == "False False"
+
+
+@pytest.mark.parametrize("perm", [(0, 1, 2), (1, 0, 2), (2, 0, 1, 3), (1, 2, 0, 3)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_product_by_a_matrix_in_the_rows_memory_order(perm, dtype):
+    """A 3-D or 4-D ``a`` by a 2-D ``b`` runs as one product of a's rows in memory order; where
+    ``a`` is a transposed view, so is the result (the values of the product either way: each
+    element one sum of k products, within k roundings of the float64 product)."""
+    base = RNG.standard_normal((4, 6, 5, 8)[: len(perm)] if len(perm) == 4 else (6, 5, 8))
+    a = base.astype(dtype).transpose(perm)
+    b = RNG.standard_normal((8, 7)).astype(dtype)
+    got = linalg._product(a, b)
+    exact = np.einsum("...k,kn->...n", a.astype(np.float64), b.astype(np.float64))
+    eps = 2.0 ** -24 if dtype == np.float32 else 2.0 ** -53
+    assert got.dtype == dtype and got.shape == exact.shape
+    assert np.all(np.abs(got - exact) <= 8 * eps * (np.abs(a) @ np.abs(b)))
+    # laid out as a: the result of a transposed view is the same transposed view of a packed one
+    assert got.flags.c_contiguous == a.flags.c_contiguous
+
+
+@pytest.mark.parametrize("a", [np.ones((2, 0, 3), np.float32), np.ones((2, 3, 0), np.float32),
+                               np.arange(24, dtype=np.float32).reshape(2, 3, 4)[:, :, ::2]])
+def test_product_by_a_matrix_of_empty_or_scattered_rows(a):
+    b = np.arange(a.shape[-1] * 3, dtype=np.float32).reshape(a.shape[-1], 3)
+    np.testing.assert_array_equal(linalg._product(a, b), np.matmul(a, b))  # small integers

@@ -29,7 +29,8 @@ def _sigmoid(x):
 
 @op("Relu", since=(1, 6, 13, 14))
 def relu(ctx, x):
-    return np.maximum(x, np.zeros((), x.dtype))
+    y = ckernels.bias_relu(x, None, True)  # float32: one SIMD pass (numpy's has none on AVX2)
+    return y if y is not None else np.maximum(x, np.zeros((), x.dtype))
 
 
 @op("LeakyRelu", since=(1, 6, 16))

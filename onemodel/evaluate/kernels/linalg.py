@@ -29,14 +29,56 @@ def _scattered(x: np.ndarray) -> bool:
                 or (s0 == item and (s1 == m * item or n == 1)))
 
 
+def _memory_order(a: np.ndarray):
+    """``a`` ([..., k], 3-D or more, rows of k packed) with its leading axes in memory order, as
+    a C-contiguous array, and the permutation that restores ``a``'s order; None when ``a`` is no
+    permutation of a packed array with its last axis last (e.g. a Transpose's view of
+    [batch, seq, d] as [seq, batch, d] is one, whatever the strides)."""
+    if a.strides[-1] != a.itemsize:
+        return None
+    lead = sorted(range(a.ndim - 1), key=lambda i: -a.strides[i])
+    t = a.transpose(lead + [a.ndim - 1])
+    if not t.flags.c_contiguous:
+        return None
+    return t, [lead.index(i) for i in range(a.ndim - 1)] + [a.ndim - 1]
+
+
+def _rows_product(flat: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``numpy.matmul(flat, b)`` of 2-D operands; a small product runs as a stack of products of
+    at most ``_ONE_THREAD`` multiply-adds each, which BLAS computes without waking threads."""
+    m, k = flat.shape
+    n = b.shape[1]
+    work = m * n * k
+    if _ONE_THREAD < work <= _SMALL and n * k <= _ONE_THREAD:
+        rows = _ONE_THREAD // (n * k)
+        q = m // rows
+        head = np.matmul(flat[: q * rows].reshape(q, rows, k), b).reshape(q * rows, n)
+        if q * rows < m:
+            head = np.concatenate([head, np.matmul(flat[q * rows:], b)])
+        return head
+    return np.matmul(flat, b)
+
+
 def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``numpy.matmul(a, b)``; a small product with a 2-D ``b`` runs as a stack of products of
-    at most ``_ONE_THREAD`` multiply-adds each, which BLAS computes without waking threads.
-    When exactly one operand of a stacked (3-D or more) product has its matrices scattered
-    through memory (neither rows nor columns packed back to back, e.g. attention values after a
-    Transpose), it is copied once: numpy multiplies the stack matrix by matrix, and the
-    scattered one takes about twice as long (measured; with both scattered the two copies cost
-    more than they save)."""
+    """``numpy.matmul(a, b)``. With a 2-D float ``b``, the rows of ``a`` are multiplied as one
+    2-D product in ``a``'s memory order (numpy multiplies a 3-D ``a`` matrix by matrix: 0.84 ms
+    against 0.81 for [32, 128, 64] by [64, 128], 1.42 against 1.17 for a transposed view of it
+    by [64, 192]), the result laid out as ``a`` is (a transposed view where ``a`` is one); a
+    scattered ``a`` is copied first (see :func:`_rows_product` for small products). When exactly
+    one operand of a stacked (3-D or more) product by a stack has its matrices scattered through
+    memory (neither rows nor columns packed back to back, e.g. attention values after a
+    Transpose), it is copied once: numpy multiplies the stack matrix by matrix, and the scattered
+    one takes about twice as long (measured; with both scattered the two copies cost more than
+    they save)."""
+    if (b.ndim == 2 and a.ndim >= 2 and a.dtype == b.dtype and a.dtype.kind == "f" and a.size
+            and b.size):
+        k, n = b.shape
+        if a.ndim == 2:
+            return _rows_product(a, b)
+        packed = _memory_order(a)
+        t, back_axes = packed if packed is not None else (np.ascontiguousarray(a), None)
+        y = _rows_product(t.reshape(-1, k), b).reshape(t.shape[:-1] + (n,))
+        return y if back_axes is None else y.transpose(back_axes)
     if a.dtype.kind == "f" and (a.ndim > 2 or b.ndim > 2):
         sa = a.ndim > 2 and _scattered(a)
         sb = b.ndim > 2 and _scattered(b)
@@ -44,18 +86,6 @@ def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
             a = np.ascontiguousarray(a)
         elif sb and not sa:
             b = np.ascontiguousarray(b)
-    if b.ndim == 2 and a.ndim >= 2 and a.dtype == b.dtype and a.dtype.kind == "f":
-        k, n = b.shape
-        m = a.size // k if k else 0
-        work = m * n * k
-        if _ONE_THREAD < work <= _SMALL and n * k <= _ONE_THREAD:
-            rows = _ONE_THREAD // (n * k)
-            flat = a.reshape(m, k)
-            q = m // rows
-            head = np.matmul(flat[: q * rows].reshape(q, rows, k), b).reshape(q * rows, n)
-            if q * rows < m:
-                head = np.concatenate([head, np.matmul(flat[q * rows:], b)])
-            return head.reshape(a.shape[:-1] + (n,))
     return np.matmul(a, b)
 
 
