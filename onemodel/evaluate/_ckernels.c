@@ -7,7 +7,8 @@
  * for bit, since the sums are taken in another order).
  *
  * Interface (called by onemodel/evaluate/ckernels.py only, which checks every argument first;
- * the checks here repeat the buffer lengths so that no call can read or write out of bounds):
+ * the checks here repeat the buffer lengths and shapes so that no call can read or write out of
+ * bounds; a strided buffer's extent is its exporter's, numpy's):
  *
  *   conv2d(x, w, b, y, dims, relu)
  *       2-D convolution of one group (Conv, Clause 11 operator semantics): x [N, C, H, W],
@@ -37,17 +38,22 @@
  *       normalized are x + residual (each sum rounded to float32, as Add gives it), y holding
  *       them first: LayerNormalization(Add(x, residual)).
  *
- *   attention(q, k, v, out, dims)
- *       The attention chain MatMul -> Softmax -> MatMul per head: dims = (heads, m, d, n, dv),
- *       q [heads, m, d], k [heads, n, d], v [heads, n, dv], out [heads, m, dv] (writable),
- *       dv <= 128. For each query row: the n scores (sums over d in order), exp(score - row
- *       max) as exp_rows computes it, the row sum, the probabilities p_j = e_j / sum (as
- *       Softmax rounds them) and out = sum_j p_j v_j (a sum over j in order). Six query rows
- *       are computed at a time, as tiles of 6 rows by 16 columns held in registers (the shape
- *       of conv2d's blocks below): their scores with k transposed into a scratch buffer, the
- *       rows' maxima taken from the registers, then their products with v (rows padded to
- *       whole vectors in a scratch buffer); no score tensor is stored.
- *
+ *   attention(q, k, v, out, scale_q, scale_k)
+ *       The attention chain MatMul -> Softmax -> MatMul per head: q [..., m, d],
+ *       k [..., d, n] (the second operand of the first MatMul), v [..., n, dv] float32 of one
+ *       batch shape (3 axes or more; the leading axes are the heads), any strides;
+ *       out [..., m, dv] C-contiguous (writable); dv <= 128; scale_q / scale_k None or a float
+ *       that each element of q / k is multiplied by first (rounded to float32 as Mul rounds
+ *       it). For each query row: the n scores (sums over d in order), exp(score - row max) as
+ *       exp_rows computes it, the row sum, the probabilities p_j = e_j / sum (as Softmax
+ *       rounds them) and out = sum_j p_j v_j (a sum over j in order). Eight heads at a time are
+ *       copied packed into scratch buffers (read along the smaller stride innermost, the heads
+ *       in between: for a Transpose's views of [seq, batch, heads, d] that reads runs of eight
+ *       rows), k transposed to [d, n] and v's rows padded to whole vectors. Six query rows are
+ *       computed at a time, as tiles of 6 rows by 16 columns held in registers (the shape of
+ *       conv2d's blocks below): their scores, the rows' maxima taken from the registers, then
+ *       their products with v; no score tensor is stored.
+
  *   bias_relu(x, bias, y, rows, n, relu)
  *       y = x + bias over rows of n float32 values (bias: n values, or None), then
  *       max(y, 0) when relu is true (NaN stays NaN, -0 becomes +0, as numpy.maximum gives
@@ -573,6 +579,7 @@ fail_r:
 
 #define RB 6      /* query rows a tile: 6 rows by 2 vectors, 12 accumulators (registers) */
 #define MAXDV 128 /* value columns at most */
+#define HG 8       /* heads packed at a time */
 
 /* scores of R query rows (q, row stride d) for the 8 NC columns from j0 (kt: d x n8, k
  * transposed) into s (R rows of n8): per score one sum over d in order, R * NC independent
@@ -683,23 +690,13 @@ INLINE void attention_rows(const float *q, Py_ssize_t d, const float *kt, Py_ssi
     if (c0 < dv8) value_tile(s, n8, vp, n, dv8, c0, R, 1, o, dv);
 }
 
-/* One head: out[m][dv] = softmax(q[m][d] . k[n][d]^T, over n) . v[n][dv], RB query rows at a
- * time. kt: d x n8 scratch (k transposed), vp: n x dv8 scratch (v with rows padded to whole
- * vectors), s: RB x n8 scratch (the rows' scores, then probabilities). */
+/* One head: out[m][dv] = softmax(q[m][d] . kt[d][n], over n) . v[n][dv], RB query rows at a
+ * time, from packed copies: q packed m x d, kt d x n8 (rows padded with zeros), vp n x dv8
+ * (rows padded to whole vectors); s: RB x n8 scratch (the rows' scores, then probabilities). */
 MULTIVERSION
-static void attention_head(const float *q, const float *k, const float *v, float *out,
-                           Py_ssize_t m, Py_ssize_t d, Py_ssize_t n, Py_ssize_t dv, float *kt,
-                           float *vp, float *s) {
+static void attention_head(const float *q, const float *kt, const float *vp, float *out,
+                           Py_ssize_t m, Py_ssize_t d, Py_ssize_t n, Py_ssize_t dv, float *s) {
     Py_ssize_t n8 = (n + 7) / 8 * 8, dv8 = (dv + 7) / 8 * 8;
-    for (Py_ssize_t dd = 0; dd < d; dd++) { /* k transposed, its rows padded with zeros */
-        float *row = kt + dd * n8;
-        for (Py_ssize_t j = 0; j < n; j++) row[j] = k[j * d + dd];
-        for (Py_ssize_t j = n; j < n8; j++) row[j] = 0.0f;
-    }
-    for (Py_ssize_t j = 0; j < n; j++) {
-        memcpy(vp + j * dv8, v + j * dv, (size_t)dv * sizeof(float));
-        for (Py_ssize_t c = dv; c < dv8; c++) vp[j * dv8 + c] = 0.0f;
-    }
     Py_ssize_t i = 0;
     for (; i + RB <= m; i += RB) attention_rows(q + i * d, d, kt, n, n8, vp, dv, dv8, RB, s,
                                                 out + i * dv);
@@ -713,63 +710,151 @@ static void attention_head(const float *q, const float *k, const float *v, float
     }
 }
 
+/* one matrix of each of g heads: element (r, c) of head t at base[t] + r * rs + c * cs (strides
+ * in floats, one pair for every head) */
+typedef struct {
+    const float *base[HG];
+    Py_ssize_t rs, cs;
+} strided;
+
+/* rows x cols of each of the g matrices into dst + t * size (row pitch ``pitch`` >= cols, zeros
+ * after cols), each value times ``scale`` when ``scaled`` (the float32 product, as Mul computes
+ * it). The source is read along its smaller stride innermost, the heads in between: for the
+ * views a Transpose gives of [seq, batch, heads, d], where the rows of consecutive heads lie
+ * next to one another, that reads runs of g rows instead of one row a page. */
+static void pack(const strided *a, int g, Py_ssize_t rows, Py_ssize_t cols, float *dst,
+                 Py_ssize_t size, Py_ssize_t pitch, int scaled, float scale) {
+    Py_ssize_t ars = a->rs < 0 ? -a->rs : a->rs, acs = a->cs < 0 ? -a->cs : a->cs;
+    if (acs <= ars) {
+        for (Py_ssize_t r = 0; r < rows; r++)
+            for (int t = 0; t < g; t++) {
+                const float *src = a->base[t] + r * a->rs;
+                float *row = dst + t * size + r * pitch;
+                if (a->cs == 1 && !scaled)
+                    memcpy(row, src, (size_t)cols * sizeof(float));
+                else
+                    for (Py_ssize_t c = 0; c < cols; c++)
+                        row[c] = scaled ? src[c * a->cs] * scale : src[c * a->cs];
+            }
+    } else {
+        for (Py_ssize_t c = 0; c < cols; c++)
+            for (int t = 0; t < g; t++) {
+                const float *src = a->base[t] + c * a->cs;
+                float *col = dst + t * size + c;
+                for (Py_ssize_t r = 0; r < rows; r++)
+                    col[r * pitch] = scaled ? src[r * a->rs] * scale : src[r * a->rs];
+            }
+    }
+    if (pitch > cols)
+        for (int t = 0; t < g; t++)
+            for (Py_ssize_t r = 0; r < rows; r++)
+                for (Py_ssize_t c = cols; c < pitch; c++) dst[t * size + r * pitch + c] = 0.0f;
+}
+
+/* a float32 buffer of ndim axes with any strides (multiples of 4 bytes), its strides in floats */
+static int get_strided(PyObject *obj, Py_buffer *view, int ndim, const char *what) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_RECORDS_RO) < 0) return -1;
+    int ok = view->itemsize == 4 && native_float(view->format) && view->ndim == ndim &&
+             ((uintptr_t)view->buf % 4) == 0;
+    for (int i = 0; ok && i < ndim; i++) ok = view->strides[i] % 4 == 0;
+    if (!ok) {
+        PyErr_Format(PyExc_ValueError, "%s: a %d-D float32 buffer (aligned strides) expected",
+                     what, ndim);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* the offset (in floats) of head h of a buffer whose leading ndim - 2 axes are the heads (in
+ * row-major order) */
+static Py_ssize_t head_offset(const Py_buffer *b, Py_ssize_t h) {
+    Py_ssize_t off = 0;
+    for (int i = b->ndim - 3; i >= 0; i--) {
+        off += (h % b->shape[i]) * (b->strides[i] / 4);
+        h /= b->shape[i];
+    }
+    return off;
+}
+
 static PyObject *ck_attention(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "attention(q, k, v, out, dims)");
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "attention(q, k, v, out, scale_q, scale_k)");
         return NULL;
     }
-    PyObject *dims = args[4];
-    if (!PyTuple_Check(dims) || PyTuple_GET_SIZE(dims) != 5) {
-        PyErr_SetString(PyExc_TypeError, "attention: dims is (heads, m, d, n, dv)");
-        return NULL;
-    }
-    Py_ssize_t dm[5];
-    for (int i = 0; i < 5; i++) {
-        dm[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(dims, i));
-        if (dm[i] == -1 && PyErr_Occurred()) return NULL;
-    }
-    Py_ssize_t H = dm[0], m = dm[1], d = dm[2], n = dm[3], dv = dm[4];
-    const Py_ssize_t LIM = (Py_ssize_t)1 << 40;
-    if (H < 1 || m < 1 || d < 1 || n < 1 || dv < 1 || dv > MAXDV) {
-        PyErr_Format(PyExc_ValueError, "attention: dims (%zd, %zd, %zd, %zd, %zd): each >= 1, "
-                     "dv <= %d", H, m, d, n, dv, MAXDV);
-        return NULL;
-    }
-    Py_ssize_t nq = mul_lim(mul_lim(H, m, LIM), d, LIM), nk = mul_lim(mul_lim(H, n, LIM), d, LIM);
-    Py_ssize_t nvv = mul_lim(mul_lim(H, n, LIM), dv, LIM);
-    Py_ssize_t no = mul_lim(mul_lim(H, m, LIM), dv, LIM);
-    Py_ssize_t n8 = (n + 7) / 8 * 8, dv8 = (dv + 7) / 8 * 8;
-    Py_ssize_t nkt = mul_lim(d, n8, LIM), nvp = mul_lim(n, dv8, LIM), ns = mul_lim(RB, n8, LIM);
-    if (nq < 0 || nk < 0 || nvv < 0 || no < 0 || nkt < 0 || nvp < 0 || ns < 0) {
-        PyErr_SetString(PyExc_ValueError, "attention: sizes too large");
-        return NULL;
-    }
+    int has_sq = args[4] != Py_None, has_sk = args[5] != Py_None;
+    double sq = has_sq ? PyFloat_AsDouble(args[4]) : 1.0;
+    if (sq == -1.0 && PyErr_Occurred()) return NULL;
+    double sk = has_sk ? PyFloat_AsDouble(args[5]) : 1.0;
+    if (sk == -1.0 && PyErr_Occurred()) return NULL;
+    PyObject *qo = args[0];
     Py_buffer bq, bk, bv, bo;
-    if (get_buffer(args[0], &bq, 0, nq, "q") < 0) return NULL;
-    if (get_buffer(args[1], &bk, 0, nk, "k") < 0) goto fail_q;
-    if (get_buffer(args[2], &bv, 0, nvv, "v") < 0) goto fail_k;
+    if (PyObject_GetBuffer(qo, &bq, PyBUF_RECORDS_RO) < 0) return NULL;
+    int nd = bq.ndim;
+    PyBuffer_Release(&bq);
+    if (nd < 3) {
+        PyErr_SetString(PyExc_ValueError, "attention: q [..., m, d] of 3 axes or more expected");
+        return NULL;
+    }
+    if (get_strided(args[0], &bq, nd, "q") < 0) return NULL;
+    if (get_strided(args[1], &bk, nd, "k") < 0) goto fail_q;
+    if (get_strided(args[2], &bv, nd, "v") < 0) goto fail_k;
+    Py_ssize_t m = bq.shape[nd - 2], d = bq.shape[nd - 1], n = bk.shape[nd - 1],
+               dv = bv.shape[nd - 1];
+    int same = bk.shape[nd - 2] == d && bv.shape[nd - 2] == n;
+    for (int i = 0; same && i < nd - 2; i++)
+        same = bk.shape[i] == bq.shape[i] && bv.shape[i] == bq.shape[i];
+    if (!same || m < 1 || d < 1 || n < 1 || dv < 1 || dv > MAXDV) {
+        PyErr_Format(PyExc_ValueError, "attention: q [..., m, d], k [..., d, n], v [..., n, dv] "
+                     "of one batch shape, each size >= 1, dv <= %d expected", MAXDV);
+        goto fail_v;
+    }
+    const Py_ssize_t LIM = (Py_ssize_t)1 << 40;
+    Py_ssize_t H = 1;
+    for (int i = 0; i < nd - 2 && H >= 0; i++) H = mul_lim(H, bq.shape[i], LIM);
+    Py_ssize_t n8 = (n + 7) / 8 * 8, dv8 = (dv + 7) / 8 * 8;
+    Py_ssize_t no = mul_lim(mul_lim(H, m, LIM), dv, LIM);
+    Py_ssize_t nqs = mul_lim(m, d, LIM), nkt = mul_lim(d, n8, LIM), nvp = mul_lim(n, dv8, LIM),
+               ns = mul_lim(RB, n8, LIM);
+    Py_ssize_t nscratch = nqs < 0 || nkt < 0 || nvp < 0 ? -1 : mul_lim(HG, nqs + nkt + nvp, LIM);
+    if (H < 1 || no < 0 || nscratch < 0 || ns < 0) {
+        PyErr_SetString(PyExc_ValueError, "attention: sizes too large");
+        goto fail_v;
+    }
     if (get_buffer(args[3], &bo, 1, no, "out") < 0) goto fail_v;
-    float *kt = malloc((size_t)nkt * sizeof(float));
-    float *vp = malloc((size_t)nvp * sizeof(float));
+    float *qs = malloc((size_t)nscratch * sizeof(float));
     float *sc = malloc((size_t)ns * sizeof(float));
-    if (!kt || !vp || !sc) {
-        free(kt);
-        free(vp);
+    if (!qs || !sc) {
+        free(qs);
         free(sc);
         PyErr_NoMemory();
         PyBuffer_Release(&bo);
         goto fail_v;
     }
-    const float *q = bq.buf, *k = bk.buf, *v = bv.buf;
+    float *kt = qs + HG * nqs, *vp = kt + HG * nkt;
     float *o = bo.buf;
+    float fq = (float)sq, fk = (float)sk;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t h = 0; h < H; h++)
-        attention_head(q + h * m * d, k + h * n * d, v + h * n * dv, o + h * m * dv, m, d, n,
-                       dv, kt, vp, sc);
+    for (Py_ssize_t h0 = 0; h0 < H; h0 += HG) {
+        int g = H - h0 < HG ? (int)(H - h0) : HG;
+        strided q = {{0}, bq.strides[nd - 2] / 4, bq.strides[nd - 1] / 4};
+        strided k = {{0}, bk.strides[nd - 2] / 4, bk.strides[nd - 1] / 4};
+        strided v = {{0}, bv.strides[nd - 2] / 4, bv.strides[nd - 1] / 4};
+        for (int t = 0; t < g; t++) {
+            q.base[t] = (const float *)bq.buf + head_offset(&bq, h0 + t);
+            k.base[t] = (const float *)bk.buf + head_offset(&bk, h0 + t);
+            v.base[t] = (const float *)bv.buf + head_offset(&bv, h0 + t);
+        }
+        pack(&q, g, m, d, qs, nqs, d, has_sq, fq);
+        pack(&k, g, d, n, kt, nkt, n8, has_sk, fk);
+        pack(&v, g, n, dv, vp, nvp, dv8, 0, 1.0f);
+        for (int t = 0; t < g; t++)
+            attention_head(qs + t * nqs, kt + t * nkt, vp + t * nvp, o + (h0 + t) * m * dv, m, d,
+                           n, dv, sc);
+    }
     Py_END_ALLOW_THREADS
-    free(kt);
-    free(vp);
+    free(qs);
     free(sc);
     PyBuffer_Release(&bo);
     PyBuffer_Release(&bv);
@@ -853,7 +938,7 @@ static PyObject *ck_bias_relu(PyObject *self, PyObject *const *args, Py_ssize_t 
 
 static PyMethodDef methods[] = {
     {"attention", (PyCFunction)(void (*)(void))ck_attention, METH_FASTCALL,
-     "attention(q, k, v, out, dims): softmax(q k^T) v per head, float32."},
+     "attention(q, k, v, out, scale_q, scale_k): softmax(q k) v per head, float32."},
     {"layer_norm", (PyCFunction)(void (*)(void))ck_layer_norm, METH_FASTCALL,
      "layer_norm(x, scale, bias, y, mean, inv, rows, n, epsilon[, residual]): rows of n "
      "normalized."},

@@ -144,30 +144,29 @@ def layer_norm(w, scale, bias, axis: int, epsilon: float, residual=None):
     return y, mean, inv
 
 
-def attention(a, b, v):
+def attention(a, b, v, scale_a=None, scale_b=None):
     """``MatMul(Softmax(MatMul(a, b), axis=-1), v)`` of float32 stacks (the attention chain of
     :mod:`.fusion`), or None where it does not apply (then the caller computes it).
 
-    Args: ``a`` [..., m, d], ``b`` [..., d, n], ``v`` [..., n, dv] float32 of one batch shape,
-    dv <= 128. Returns [..., m, dv] float32. Per head, six query rows at a time (in registers
-    and the cache): the n scores (sums over d in order), exponentials of the scores shifted by
-    the row's maximum (as :func:`exp_rows`), their sum, the probabilities (divided by it, as
-    Softmax rounds them) and their products with ``v`` (each a sum over n in order); no score
-    tensor is stored. ``b`` is
-    copied once transposed ([..., n, d]: for the k of attention, usually a transposed view, that
-    copy moves rows).
+    Args: ``a`` [..., m, d], ``b`` [..., d, n], ``v`` [..., n, dv] float32 of one batch shape
+    (3 axes or more), dv <= 128, any strides (views are read in place: a head at a time, each
+    operand is copied packed into a scratch buffer); ``scale_a``, ``scale_b``: None, or a
+    float32 value (a Python float holding one) each element of ``a`` / ``b`` is multiplied by
+    first, rounded to float32 as ``Mul`` rounds it (the scaling of q and k before their
+    product). Returns [..., m, dv] float32, C-contiguous. Per head, six query rows at a time (in
+    registers and the cache): the n scores (sums over d in order), exponentials of the scores
+    shifted by the row's maximum (as :func:`exp_rows`), their sum, the probabilities (divided
+    by it, as Softmax rounds them) and their products with ``v`` (each a sum over n in order);
+    no score tensor is stored.
     """
     if not (enabled() and _f32(a) and _f32(b) and _f32(v) and a.ndim >= 3
             and a.ndim == b.ndim == v.ndim and a.shape[:-2] == b.shape[:-2] == v.shape[:-2]
             and a.shape[-1] == b.shape[-2] and b.shape[-1] == v.shape[-2]
-            and 1 <= v.shape[-1] <= 128 and a.size and b.size and v.size):
+            and 1 <= v.shape[-1] <= 128 and a.size and b.size and v.size
+            and all(x.flags.aligned for x in (a, b, v))):
         return None
-    m, d = a.shape[-2:]
-    n, dv = v.shape[-2:]
-    heads = a.size // (m * d)
-    out = np.empty(a.shape[:-1] + (dv,), dtype=np.float32)
-    _C.attention(np.ascontiguousarray(a), np.ascontiguousarray(np.swapaxes(b, -1, -2)),
-                 np.ascontiguousarray(v), out, (heads, m, d, n, dv))
+    out = np.empty(a.shape[:-1] + v.shape[-1:], dtype=np.float32)
+    _C.attention(a, b, v, out, scale_a, scale_b)
     return out
 
 

@@ -15,6 +15,10 @@ probabilities with ``v``; float32 operands run in the compiled kernel (``ckernel
 which computes the same a query row at a time.
 Results are therefore within the bounds of the nodes evaluated one by one (ONNX Part 1,
 Clause 8.2: a runtime may evaluate a graph in any way that gives the semantics of its nodes).
+A Mul that only the chain's first MatMul reads (exporters scale q and k by 1/sqrt(sqrt(d)) each)
+runs inside the chain's step (:func:`scaled_attention_chain`): a float32 tensor times one float32
+value is multiplied as the compiled kernel packs the operand, with the same float32 products;
+any other Mul by its own kernel first.
 
 A chain is fused only when nothing else can see the two intermediate values: each is read by
 exactly the next node of the chain, by no subgraph, and is no output the caller asked for; the
@@ -52,13 +56,23 @@ from .kernels.norm import add_layer_norm
 BLOCK_BYTES = 1 << 19
 
 
-def attention_chain(ctx, a, b, v):
+def attention_chain(ctx, a, b, v, scale_a=None, scale_b=None):
     """``MatMul(Softmax(MatMul(a, b), axis=-1), v)``, a block of the leading axis at a time.
 
-    Args: ``a`` [..., m, k], ``b`` [..., k, n], ``v`` [..., n, d], of one element type.
-    Returns the product [..., m, d]. Raises what the kernels raise (ValueError for shapes that
-    do not multiply; the runner makes it an EvaluationError of the last node of the chain).
+    Args: ``a`` [..., m, k], ``b`` [..., k, n], ``v`` [..., n, d], of one element type;
+    ``scale_a`` / ``scale_b``: None, or a float32 array of one value (and no more axes than the
+    operand) that ``a`` / ``b`` is multiplied by first, as a Mul node before the chain computes
+    it (the compiled kernel multiplies as it packs the operands). Returns the product
+    [..., m, d]. Raises what the kernels raise (ValueError for shapes that do not multiply; the
+    runner makes it an EvaluationError of the last node of the chain).
     """
+    if scale_a is not None or scale_b is not None:
+        done = ckernels.attention(a, b, v, *(None if s is None else float(s.reshape(()))
+                                              for s in (scale_a, scale_b)))
+        if done is not None:
+            return done
+        a = a if scale_a is None else np.multiply(a, scale_a)
+        b = b if scale_b is None else np.multiply(b, scale_b)
     if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and isinstance(v, np.ndarray)
             and a.dtype in (np.float32, np.float64) and a.dtype == b.dtype == v.dtype
             and a.ndim >= 3 and a.ndim == b.ndim == v.ndim
@@ -98,6 +112,45 @@ def attention_chain(ctx, a, b, v):
         np.divide(e, sums[..., None], out=e)
         np.matmul(e, v[i:i + step], out=out[i:i + step])
     return out
+
+
+def _scale_operand(mul_step, x, y):
+    """The operands of a Mul feeding the attention chain, as (tensor, scale) when one is a
+    float32 array of one value with no more axes than the other, float32 tensor (the chain then
+    multiplies, with the same float32 products: multiplication commutes); otherwise (the Mul's
+    result by its own kernel, None)."""
+    for t, sc in ((x, y), (y, x)):
+        if (isinstance(t, np.ndarray) and isinstance(sc, np.ndarray) and t.dtype == np.float32
+                and sc.dtype == np.float32 and sc.size == 1 and sc.ndim <= t.ndim):
+            return t, sc
+    ctx = mul_step.ctx
+    return mul_step.fn(ctx if ctx is not None else _MulContext(mul_step), x, y), None
+
+
+class _MulContext:
+    """The context a Mul kernel is called with inside a fused step (Mul reads no attribute)."""
+
+    def __init__(self, st):
+        self.node, self.opset = st.node, st.opset
+
+    def attr(self, name, default=None):
+        return default
+
+
+def scaled_attention_chain(mul_a, mul_b):
+    """The kernel of an attention chain whose ``a`` and / or ``b`` is the product of a Mul that
+    only the chain reads (the scaling of q and k by 1/sqrt(sqrt(d)) that exporters emit):
+    ``mul_a`` / ``mul_b`` are those Mul steps or None, and the kernel takes the Mul's two
+    operands in place of each such input. A float32 tensor times one float32 value is scaled
+    inside the chain (:func:`attention_chain`), which saves writing and reading the product."""
+
+    def attention_chain_scaled(ctx, *xs):
+        xs = list(xs)
+        a, sa = _scale_operand(mul_a, xs.pop(0), xs.pop(0)) if mul_a else (xs.pop(0), None)
+        b, sb = _scale_operand(mul_b, xs.pop(0), xs.pop(0)) if mul_b else (xs.pop(0), None)
+        return attention_chain(ctx, a, b, xs[0], sa, sb)
+
+    return attention_chain_scaled
 
 
 def _builtin(st, op_type: str) -> bool:
@@ -140,6 +193,17 @@ def fuse_attention(steps: list, captured: set[str], kept: set[str], make_step) -
         j = only_reader(name)
         return j if j is not None and free(j) else None
 
+    producer = {name: pos for pos, st in enumerate(steps) for name in st.outs if name}
+
+    def scale_mul(name: str, reader: int) -> int | None:  # a Mul only ``reader`` reads
+        p = producer.get(name)
+        if p is None or not free(p) or only_reader(name) != reader:
+            return None
+        mul = steps[p]
+        ok = (_builtin(mul, "Mul") and len(mul.ins) == 2 and all(mul.ins)
+              and len(mul.outs) == 1 and mul.opset >= 7)
+        return p if ok else None
+
     for pos, st in enumerate(steps):
         if not (free(pos) and _builtin(st, "MatMul") and len(st.ins) == 2 and all(st.ins)
                 and len(st.outs) == 1):  # (the last MatMul of a chain starts none)
@@ -159,8 +223,18 @@ def fuse_attention(steps: list, captured: set[str], kept: set[str], make_step) -
                 and last.ins[1] and last.ins[1] != sm.outs[0]):
             continue
         drop.update((pos, j))
-        replace[k] = make_step(last, [st.ins[0], st.ins[1], last.ins[1]],
-                               _described(attention_chain, [st, sm, last]))
+        muls = [scale_mul(name, pos) for name in st.ins]
+        ins: list[str] = []
+        for name, mp in zip(st.ins, muls):
+            if mp is None:
+                ins.append(name)
+            else:
+                drop.add(mp)
+                ins.extend(steps[mp].ins)
+        kernel = (attention_chain if muls == [None, None] else scaled_attention_chain(
+            *(None if mp is None else steps[mp] for mp in muls)))
+        chain = [steps[mp] for mp in muls if mp is not None] + [st, sm, last]
+        replace[k] = make_step(last, ins + [last.ins[1]], _described(kernel, chain))
     for pos, st in enumerate(steps):
         if not (free(pos) and _builtin(st, "MatMul") and len(st.ins) == 2 and all(st.ins)
                 and len(st.outs) == 1):

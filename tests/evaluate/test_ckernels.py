@@ -730,23 +730,51 @@ def test_attention_declines_what_it_does_not_compute():
 
 @needs_c
 @pytest.mark.parametrize("args, error", [
-    (lambda f: (f(24), f(40), f(30), f(18), (2, 3, 4, 5, 3)), None),
-    (lambda f: (f(23), f(40), f(30), f(18), (2, 3, 4, 5, 3)), ValueError),  # q too short
-    (lambda f: (f(24), f(40), f(30), f(17), (2, 3, 4, 5, 3)), ValueError),  # out too short
-    (lambda f: (f(24), f(40), f(30), f(18), (2, 3, 4, 5)), TypeError),       # 4 dims
-    (lambda f: (f(24), f(40), f(30), f(18), (2, 3, 4, 0, 3)), ValueError),   # n = 0
-    (lambda f: (f(24), f(40), f(30), f(18), (2, 3, 4, 5, 129)), ValueError),  # dv > 128
-    (lambda f: (f(24), f(40), f(30), f(18), (2 ** 40, 2 ** 40, 4, 5, 3)), ValueError),
-    (lambda f: (f(24).astype(np.float64), f(40), f(30), f(18), (2, 3, 4, 5, 3)), ValueError),
+    (lambda f: (f(2, 3, 4), f(2, 4, 5), f(2, 5, 3), f(2, 3, 3), None, None), None),
+    (lambda f: (f(2, 3, 4), f(2, 4, 5), f(2, 5, 3), f(2, 3, 3), 0.5, 2.0), None),
+    (lambda f: (f(3, 4), f(4, 5), f(5, 3), f(3, 3), None, None), ValueError),      # 2-D
+    (lambda f: (f(2, 3, 4), f(2, 3, 5), f(2, 5, 3), f(2, 3, 3), None, None), ValueError),  # d
+    (lambda f: (f(2, 3, 4), f(1, 4, 5), f(2, 5, 3), f(2, 3, 3), None, None), ValueError),
+    (lambda f: (f(2, 3, 4), f(2, 4, 5), f(2, 5, 3), f(2, 3, 2), None, None), ValueError),  # out
+    (lambda f: (f(2, 3, 4), f(2, 4, 0), f(2, 0, 3), f(2, 3, 3), None, None), ValueError),  # n 0
+    (lambda f: (f(2, 3, 4), f(2, 4, 5), f(2, 5, 129), f(2, 3, 129), None, None), ValueError),
+    (lambda f: (f(2, 3, 4).astype(np.float64), f(2, 4, 5), f(2, 5, 3), f(2, 3, 3), None, None),
+     ValueError),
+    (lambda f: (f(2, 3, 4), f(2, 4, 5), f(2, 5, 3), f(2, 3, 3), "x", None), TypeError),
+    (lambda f: (f(2, 3, 4), f(2, 4, 5), f(2, 5, 3), f(2, 3, 3)), TypeError),
 ])
 def test_raw_attention_refuses_bad_arguments(args, error):
-    q, k, v, out, dims = args(lambda size: np.ones(size, np.float32))
+    a = args(lambda *shape: np.ones(shape, np.float32))
     if error is None:
-        assert C.attention(q, k, v, out, dims) is None
-        np.testing.assert_allclose(out, 1.0, rtol=1e-6)  # the mean of equal values
+        assert C.attention(*a) is None
+        np.testing.assert_allclose(a[3], 1.0, rtol=1e-6)  # the mean of equal values
         return
     with pytest.raises(error):
-        C.attention(q, k, v, out, dims)
+        C.attention(*a)
+
+
+@needs_c
+@pytest.mark.parametrize("layout", ["packed", "views", "reversed"])
+def test_attention_reads_views_and_scales_as_mul_rounds(layout):
+    """Strided operands read in place (a Transpose's views of [batch, seq, heads, d], and
+    negative strides) give the values of their packed copies; scale_a / scale_b give the values
+    of the chain on the Mul nodes' float32 products (equal bits: each product rounded once)."""
+    base = (RNG.standard_normal((2, 9, 3, 8)) * 2).astype(np.float32)
+    q = base.transpose(0, 2, 1, 3)                                   # [2, 3, 9, 8]
+    kt = RNG.standard_normal((2, 11, 3, 8)).astype(np.float32).transpose(0, 2, 3, 1)
+    v = RNG.standard_normal((2, 11, 3, 5)).astype(np.float32).transpose(0, 2, 1, 3)
+    if layout == "packed":
+        q, kt, v = (np.ascontiguousarray(x) for x in (q, kt, v))
+    elif layout == "reversed":
+        q, kt, v = q[:, ::-1], kt[..., ::-1], v[::-1, :, ::-1]
+    packed = [np.ascontiguousarray(x) for x in (q, kt, v)]
+    np.testing.assert_array_equal(ckernels.attention(q, kt, v), ckernels.attention(*packed))
+    sa, sb = np.float32(0.35355339), np.float32(1.7)
+    want = ckernels.attention(packed[0] * sa, packed[1] * sb, packed[2])
+    np.testing.assert_array_equal(ckernels.attention(q, kt, v, float(sa), float(sb)), want)
+    exact, _ = _attention64((q * sa).reshape(6, 9, 8), np.swapaxes(kt * sb, -1, -2).reshape(
+        6, 11, 8), v.reshape(6, 11, 5))
+    np.testing.assert_allclose(want.reshape(6, 9, 5), exact, rtol=1e-4, atol=1e-5)
 
 
 # -- bias_relu -----------------------------------------------------------------------------------

@@ -428,3 +428,58 @@ def test_attention_of_large_values_stays_finite(pure, monkeypatch):
     exact = (1e38 + 5 * 3e38) / 6
     assert np.isfinite(y).all()
     np.testing.assert_allclose(y, exact, rtol=8 * EPS32)  # 6 roundings of the sum, a division
+
+
+def _scaled_chain_model(feeds, *, reader=False):
+    nodes = [helper.make_node("Mul", ["q", "sq"], ["qs"]),
+             helper.make_node("Mul", ["sk", "k"], ["ks"]),  # the scale first
+             helper.make_node("MatMul", ["qs", "ks"], ["s"]),
+             helper.make_node("Softmax", ["s"], ["p"]),
+             helper.make_node("MatMul", ["p", "v"], ["y"])]
+    outputs = ["y"]
+    if reader:  # the scaled q read by another node too
+        nodes.append(helper.make_node("Neg", ["qs"], ["n"]))
+        outputs.append("n")
+    ins = ("q", "sq", "k", "sk", "v")
+    graph = helper.make_graph(nodes, "g", [tensor_info(n, feeds[n]) for n in ins],
+                              [helper.make_value_info(n, onnx.TypeProto()) for n in outputs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    return decode_model(model.SerializeToString())
+
+
+@pytest.mark.parametrize("scales", ["scalars", "a row of scales", "float64"])
+@pytest.mark.parametrize("pure", [True, False])
+def test_mul_scaling_q_and_k_runs_inside_the_chain(scales, pure, monkeypatch):
+    """Mul nodes that only the chain reads run inside it: a float32 tensor times one float32
+    value is multiplied as the compiled kernel packs it (the same float32 products), any other
+    Mul by its own kernel first. Either way the values are those of the chain on the Mul nodes'
+    products, bit for bit (the same kernels on the same operands)."""
+    if pure:
+        monkeypatch.setenv("ONEMODEL_PURE_PYTHON", "1")
+    dtype = np.float64 if scales == "float64" else np.float32
+    feeds = _feeds(dtype=dtype)
+    feeds["sq"] = np.asarray([0.35355339], dtype) if scales != "a row of scales" else \
+        RNG.uniform(0.2, 0.6, 4).astype(dtype)
+    feeds["sk"] = np.asarray(1.7, dtype)
+    feeds["k"] = np.ascontiguousarray(feeds["k"].swapaxes(-1, -2)).swapaxes(-1, -2)  # a view
+    session = Session(_scaled_chain_model(feeds))
+    assert len(session._main.steps) == 1  # both Mul nodes inside the chain's step
+    assert session._main.steps[0].fn.fused.__name__ == "attention_chain_scaled"
+    (y,) = session.run(feeds).values()
+    scaled = {"q": feeds["q"] * feeds["sq"], "k": feeds["sk"] * feeds["k"], "v": feeds["v"]}
+    (want,) = Session(_chain_model(scaled)).run(scaled).values()
+    np.testing.assert_array_equal(y, want)
+    _assert_within_bound(y, scaled)
+
+
+def test_mul_read_by_another_node_stays_a_node():
+    feeds = _feeds()
+    feeds["sq"] = np.asarray([0.5], np.float32)
+    feeds["sk"] = np.asarray(2.0, np.float32)
+    session = Session(_scaled_chain_model(feeds, reader=True))
+    ops = [st.node.op_type for st in session._main.steps]
+    assert ops == ["Mul", "MatMul", "Neg"]  # the Mul of k inside the chain, the Mul of q not
+    res = session.run(feeds)
+    np.testing.assert_array_equal(res["n"], -(feeds["q"] * feeds["sq"]))
+    _assert_within_bound(res["y"], {"q": feeds["q"] * 0.5, "k": feeds["k"] * 2, "v": feeds["v"]})
