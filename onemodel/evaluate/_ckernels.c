@@ -34,9 +34,10 @@
  *       double, each rounded to float32 once; a row whose float32 sum would overflow stays
  *       finite, where numpy's float32 path gives NaN), inv = 1 / sqrt(var + epsilon),
  *       y = (x - mean) * inv * scale (+ bias); scale and bias (or None) hold n values; mean and
- *       inv receive a value a row. With ``residual`` (rows * n floats, or None) the rows
- *       normalized are x + residual (each sum rounded to float32, as Add gives it), y holding
- *       them first: LayerNormalization(Add(x, residual)).
+ *       inv receive a value a row. With ``residual`` (None, or a float32 buffer of any
+ *       strides whose last axis holds n packed values and whose leading axes hold the rows, in
+ *       row-major order) the rows normalized are x + residual (each sum rounded to float32, as
+ *       Add gives it), y holding them first: LayerNormalization(Add(x, residual)).
  *
  *   attention(q, k, v, out, scale_q, scale_k)
  *       The attention chain MatMul -> Softmax -> MatMul per head: q [..., m, d],
@@ -220,6 +221,34 @@ static int get_buffer(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t c
         return -1;
     }
     return 0;
+}
+
+/* a float32 buffer of ndim axes (any number when ndim < 0) with any strides (multiples of 4
+ * bytes) */
+static int get_strided(PyObject *obj, Py_buffer *view, int ndim, const char *what) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_RECORDS_RO) < 0) return -1;
+    if (ndim < 0) ndim = view->ndim;
+    int ok = view->itemsize == 4 && native_float(view->format) && view->ndim == ndim &&
+             ((uintptr_t)view->buf % 4) == 0;
+    for (int i = 0; ok && i < ndim; i++) ok = view->strides[i] % 4 == 0;
+    if (!ok) {
+        PyErr_Format(PyExc_ValueError, "%s: a %d-D float32 buffer (aligned strides) expected",
+                     what, ndim);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* the offset (in floats) of index i of the first ``lead`` axes of a strided buffer, in row-major
+ * order (the heads of attention's operands, the rows of a residual) */
+static Py_ssize_t lead_offset(const Py_buffer *b, int lead, Py_ssize_t i) {
+    Py_ssize_t off = 0;
+    for (int a = lead - 1; a >= 0; a--) {
+        off += (i % b->shape[a]) * (b->strides[a] / 4);
+        i /= b->shape[a];
+    }
+    return off;
 }
 
 static PyObject *ck_conv2d(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -486,14 +515,14 @@ INLINE double sum_squares(const float *x, Py_ssize_t n, double mean) {
 }
 
 MULTIVERSION
-static void layer_norm_impl(const float *x, const float *res, const float *scale,
-                            const float *bias, float *y, float *mean, float *inv, Py_ssize_t rows,
-                            Py_ssize_t n, float eps) {
+static void layer_norm_impl(const float *x, const float *res, const Py_ssize_t *roff,
+                            const float *scale, const float *bias, float *y, float *mean,
+                            float *inv, Py_ssize_t rows, Py_ssize_t n, float eps) {
     for (Py_ssize_t r = 0; r < rows; r++) {
         const float *src = x + r * n;
         float *dst = y + r * n;
         if (res) { /* the row of x + residual first, normalized in place */
-            const float *rr = res + r * n;
+            const float *rr = res + roff[r];
             Py_ssize_t i = 0;
             for (; i + 8 <= n; i += 8) store8(dst + i, load8(src + i) + load8(rr + i));
             for (; i < n; i++) dst[i] = src[i] + rr[i];
@@ -539,7 +568,24 @@ static PyObject *ck_layer_norm(PyObject *self, PyObject *const *args, Py_ssize_t
     }
     Py_buffer bx, bs, bb, by, bm, bi, br;
     int has_b = args[2] != Py_None, has_r = nargs == 10 && args[9] != Py_None;
-    if (has_r && get_buffer(args[9], &br, 0, rows * n, "residual") < 0) return NULL;
+    Py_ssize_t *roff = NULL; /* the offset of each row of the residual, in floats */
+    if (has_r) {
+        if (get_strided(args[9], &br, -1, "residual") < 0) return NULL;
+        int nd = br.ndim, ok = nd >= 1 && br.shape[nd - 1] == n && br.strides[nd - 1] == 4;
+        Py_ssize_t lead = 1;
+        for (int a = 0; ok && a < nd - 1; a++) lead *= br.shape[a]; /* (a valid buffer's) */
+        if (!ok || lead != rows) {
+            PyErr_Format(PyExc_ValueError, "residual: rows of %zd packed float32 values, %zd "
+                         "rows expected", n, rows);
+            goto fail_r;
+        }
+        roff = malloc((size_t)(rows ? rows : 1) * sizeof(Py_ssize_t));
+        if (!roff) {
+            PyErr_NoMemory();
+            goto fail_r;
+        }
+        for (Py_ssize_t r = 0; r < rows; r++) roff[r] = lead_offset(&br, nd - 1, r);
+    }
     if (get_buffer(args[0], &bx, 0, rows * n, "x") < 0) goto fail_r;
     if (get_buffer(args[1], &bs, 0, n, "scale") < 0) goto fail_x;
     if (has_b && get_buffer(args[2], &bb, 0, n, "bias") < 0) goto fail_s;
@@ -550,7 +596,8 @@ static PyObject *ck_layer_norm(PyObject *self, PyObject *const *args, Py_ssize_t
     float *y = by.buf, *mean = bm.buf, *inv = bi.buf;
     float e = (float)eps;
     Py_BEGIN_ALLOW_THREADS
-    layer_norm_impl(x, has_r ? (const float *)br.buf : NULL, sc, bias, y, mean, inv, rows, n, e);
+    layer_norm_impl(x, has_r ? (const float *)br.buf : NULL, roff, sc, bias, y, mean, inv, rows,
+                    n, e);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&bi);
     PyBuffer_Release(&bm);
@@ -559,6 +606,7 @@ static PyObject *ck_layer_norm(PyObject *self, PyObject *const *args, Py_ssize_t
     PyBuffer_Release(&bs);
     PyBuffer_Release(&bx);
     if (has_r) PyBuffer_Release(&br);
+    free(roff);
     Py_RETURN_NONE;
 fail_m:
     PyBuffer_Release(&bm);
@@ -572,6 +620,7 @@ fail_x:
     PyBuffer_Release(&bx);
 fail_r:
     if (has_r) PyBuffer_Release(&br);
+    free(roff);
     return NULL;
 }
 
@@ -751,32 +800,6 @@ static void pack(const strided *a, int g, Py_ssize_t rows, Py_ssize_t cols, floa
                 for (Py_ssize_t c = cols; c < pitch; c++) dst[t * size + r * pitch + c] = 0.0f;
 }
 
-/* a float32 buffer of ndim axes with any strides (multiples of 4 bytes), its strides in floats */
-static int get_strided(PyObject *obj, Py_buffer *view, int ndim, const char *what) {
-    if (PyObject_GetBuffer(obj, view, PyBUF_RECORDS_RO) < 0) return -1;
-    int ok = view->itemsize == 4 && native_float(view->format) && view->ndim == ndim &&
-             ((uintptr_t)view->buf % 4) == 0;
-    for (int i = 0; ok && i < ndim; i++) ok = view->strides[i] % 4 == 0;
-    if (!ok) {
-        PyErr_Format(PyExc_ValueError, "%s: a %d-D float32 buffer (aligned strides) expected",
-                     what, ndim);
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
-}
-
-/* the offset (in floats) of head h of a buffer whose leading ndim - 2 axes are the heads (in
- * row-major order) */
-static Py_ssize_t head_offset(const Py_buffer *b, Py_ssize_t h) {
-    Py_ssize_t off = 0;
-    for (int i = b->ndim - 3; i >= 0; i--) {
-        off += (h % b->shape[i]) * (b->strides[i] / 4);
-        h /= b->shape[i];
-    }
-    return off;
-}
-
 static PyObject *ck_attention(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs != 6) {
@@ -842,9 +865,9 @@ static PyObject *ck_attention(PyObject *self, PyObject *const *args, Py_ssize_t 
         strided k = {{0}, bk.strides[nd - 2] / 4, bk.strides[nd - 1] / 4};
         strided v = {{0}, bv.strides[nd - 2] / 4, bv.strides[nd - 1] / 4};
         for (int t = 0; t < g; t++) {
-            q.base[t] = (const float *)bq.buf + head_offset(&bq, h0 + t);
-            k.base[t] = (const float *)bk.buf + head_offset(&bk, h0 + t);
-            v.base[t] = (const float *)bv.buf + head_offset(&bv, h0 + t);
+            q.base[t] = (const float *)bq.buf + lead_offset(&bq, nd - 2, h0 + t);
+            k.base[t] = (const float *)bk.buf + lead_offset(&bk, nd - 2, h0 + t);
+            v.base[t] = (const float *)bv.buf + lead_offset(&bv, nd - 2, h0 + t);
         }
         pack(&q, g, m, d, qs, nqs, d, has_sq, fq);
         pack(&k, g, d, n, kt, nkt, n8, has_sk, fk);

@@ -117,9 +117,10 @@ def layer_norm(w, scale, bias, axis: int, epsilon: float, residual=None):
     mean and inv_std_dev float32 of ``w``'s shape with the normalized axes 1. Per row: mean and
     variance by two passes (sums in double, each rounded to float32 once: a row whose float32
     sum would overflow stays finite), ``inv = 1 / sqrt(var + epsilon)``, ``y = (x - mean) * inv
-    * scale + bias``. With ``residual`` (float32 of ``w``'s shape, C-contiguous) the rows
-    normalized are ``w + residual`` rounded to float32 (Add's result), a row at a time:
-    LayerNormalization(Add(w, residual)).
+    * scale + bias``. With ``residual`` (float32 of ``w``'s shape: C-contiguous, or with any
+    strides but packed along the last axis when only the last axis is normalized, as a
+    Transpose's view is) the rows normalized are ``w + residual`` rounded to float32 (Add's
+    result), a row at a time: LayerNormalization(Add(w, residual)).
     """
     norm = w.shape[axis:]
     n = 1
@@ -127,7 +128,9 @@ def layer_norm(w, scale, bias, axis: int, epsilon: float, residual=None):
         n *= d
     ok = (enabled() and _f32(w) and w.flags.c_contiguous and w.size and n > 1
           and (residual is None or (_f32(residual) and residual.shape == w.shape
-                                    and residual.flags.c_contiguous))
+                                    and (residual.flags.c_contiguous
+                                         or (axis == w.ndim - 1 and residual.flags.aligned
+                                             and residual.strides[-1] == 4))))
           and all(_f32(v) and v.size == n and v.ndim <= len(norm)
                   and all(d in (1, e) for d, e in zip(v.shape[::-1], norm[::-1]))
                   for v in ((scale,) if bias is None else (scale, bias))))
@@ -140,7 +143,9 @@ def layer_norm(w, scale, bias, axis: int, epsilon: float, residual=None):
     inv = np.empty(stat, dtype=np.float32)
     _C.layer_norm(w, np.ascontiguousarray(scale),
                   None if bias is None else np.ascontiguousarray(bias), y, mean, inv, rows, n,
-                  float(epsilon), residual)
+                  float(epsilon),
+                  residual.reshape(rows, n) if residual is not None and residual.flags.c_contiguous
+                  else residual)
     return y, mean, inv
 
 

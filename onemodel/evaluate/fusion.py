@@ -49,7 +49,7 @@ import numpy as np
 from . import ckernels, registry
 from .kernels.activations import _softmax, _softmax_last, shifted_exp_rows
 from .kernels.conv import conv_relu
-from .kernels.linalg import matmul_array
+from .kernels.linalg import matmul_array, memory_order
 from .kernels.norm import add_layer_norm
 
 #: Bytes of scores one block of :func:`attention_chain` holds (within a level-2 cache).
@@ -312,11 +312,13 @@ def _sum_into_product(y, c, relu: bool, c_first: bool = False):
     """``y + c`` (``c + y`` when ``c_first``: the graph's order), then max(., 0) when ``relu``,
     into the product ``y``'s own new array when ``c`` broadcasts to it with its element type
     (float32 / float64), which saves writing a second array; otherwise ``numpy.add`` as the Add
-    kernel computes it. A float32 bias along the last axis of a packed product runs in the
-    compiled kernel (``ckernels.bias_relu``: the sum and Relu in one pass). Same values either
-    way."""
-    if ckernels.bias_relu(y, c, relu, out=y) is not None:
-        return y
+    kernel computes it. A float32 bias along the last axis of a packed product (or of a
+    permutation of one with its last axis last, as the product of a transposed view is) runs
+    in the compiled kernel (``ckernels.bias_relu``: the sum and Relu in one pass). Same values
+    either way."""
+    packed = memory_order(y) if y.ndim >= 3 and not y.flags.c_contiguous else (y, None)
+    if packed is not None and ckernels.bias_relu(packed[0], c, relu, out=packed[0]) is not None:
+        return y  # (summed in place through its packed view)
     if (isinstance(c, np.ndarray) and y.dtype in (np.float32, np.float64) and c.dtype == y.dtype
             and c.ndim <= y.ndim and np.broadcast_shapes(y.shape, c.shape) == y.shape):
         s = np.add(c, y, out=y) if c_first else np.add(y, c, out=y)

@@ -483,3 +483,19 @@ def test_mul_read_by_another_node_stays_a_node():
     res = session.run(feeds)
     np.testing.assert_array_equal(res["n"], -(feeds["q"] * feeds["sq"]))
     _assert_within_bound(res["y"], {"q": feeds["q"] * 0.5, "k": feeds["k"] * 2, "v": feeds["v"]})
+
+
+@pytest.mark.parametrize("relu", [False, True])
+def test_bias_of_a_transposed_view_s_product_is_added_through_its_packed_base(relu):
+    """MatMul of a Transpose's view by a matrix gives a transposed view of a packed product;
+    the fused Add (and Relu) run on it in place: numpy's values, bit for bit (one addition
+    and a maximum per element)."""
+    x = RNG.standard_normal((6, 4, 5)).astype(np.float32).transpose(1, 0, 2)
+    w = RNG.standard_normal((5, 8)).astype(np.float32)
+    c = RNG.standard_normal(8).astype(np.float32)
+    y = (fusion.product_sum_relu if relu else fusion.product_sum)(None, x, w, c)
+    want = matmul_array(x, w) + c
+    if relu:
+        want = np.maximum(want, np.float32(0))
+    assert not y.flags.c_contiguous  # the product's layout, kept
+    np.testing.assert_array_equal(y, want)

@@ -154,3 +154,29 @@ def test_layer_norm_of_a_sum_is_the_layer_norm_of_the_float32_sum():
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
     assert ckernels.layer_norm(x, s, b, 1, 1e-5, residual=r[:, :35]) is None  # not x's shape
+
+
+@pytest.mark.skipif(ckernels._C is None, reason="compiled kernels not built")
+@pytest.mark.parametrize("view", ["transposed", "reversed rows", "multi-axis packed"])
+def test_layer_norm_of_a_sum_with_a_residual_view(view):
+    """A residual that is a view (a Transpose's, rows in reverse) is read in place: the same
+    values as its packed copy; over two normalized axes a packed residual is taken whole and a
+    view left to numpy (None)."""
+    x = RNG.standard_normal((4, 6, 16)).astype(np.float32)
+    s = RNG.standard_normal(16).astype(np.float32)
+    r = RNG.standard_normal((6, 4, 16)).astype(np.float32).transpose(1, 0, 2)
+    if view == "reversed rows":
+        r = np.ascontiguousarray(r)[:, ::-1]
+    axis = 2
+    if view == "multi-axis packed":
+        r, s, axis = np.ascontiguousarray(r), RNG.standard_normal((6, 16)).astype(np.float32), 1
+        assert ckernels.layer_norm(x, s, None, axis, 1e-5,
+                                   residual=r.transpose(1, 0, 2).copy().transpose(1, 0, 2)) is None
+    got = ckernels.layer_norm(x, s, None, axis, 1e-5, residual=r)
+    want = ckernels.layer_norm(x, s, None, axis, 1e-5, residual=np.ascontiguousarray(r))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    np.testing.assert_array_equal(got[0], ckernels.layer_norm(x + r, s, None, axis, 1e-5)[0])
+    with pytest.raises(ValueError):  # the raw kernel: rows of another length
+        ckernels._C.layer_norm(x, s[:16], None, np.empty_like(x), np.empty(24, np.float32),
+                               np.empty(24, np.float32), 24, 16, 1e-5, r.reshape(-1)[:384:2])

@@ -29,7 +29,7 @@ def _scattered(x: np.ndarray) -> bool:
                 or (s0 == item and (s1 == m * item or n == 1)))
 
 
-def _memory_order(a: np.ndarray):
+def memory_order(a: np.ndarray):
     """``a`` ([..., k], 3-D or more, rows of k packed) with its leading axes in memory order, as
     a C-contiguous array, and the permutation that restores ``a``'s order; None when ``a`` is no
     permutation of a packed array with its last axis last (e.g. a Transpose's view of
@@ -75,7 +75,7 @@ def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         k, n = b.shape
         if a.ndim == 2:
             return _rows_product(a, b)
-        packed = _memory_order(a)
+        packed = memory_order(a)
         t, back_axes = packed if packed is not None else (np.ascontiguousarray(a), None)
         y = _rows_product(t.reshape(-1, k), b).reshape(t.shape[:-1] + (n,))
         return y if back_axes is None else y.transpose(back_axes)

@@ -108,8 +108,10 @@ def add_layer_norm(ctx, a, b, scale, bias=None):
     tensor); otherwise Add's numpy sum, then :func:`layer_norm`. The same values as the nodes."""
     if (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
             == np.float32 and a.shape == b.shape and a.ndim and ctx.attr("stash_type") == 1
-            and a.flags.c_contiguous and b.flags.c_contiguous):
+            and (a.flags.c_contiguous or b.flags.c_contiguous)):
         axis = axis_index(ctx.attr("axis"), a.ndim, "LayerNormalization axis")
+        if not a.flags.c_contiguous:  # the packed one as x, the other as the residual (a view
+            a, b = b, a  # read in place): the same sums, float32 addition commutes
         done = ckernels.layer_norm(a, scale, bias, axis, ctx.attr("epsilon"), residual=b)
         if done is not None:
             return done
