@@ -43,7 +43,7 @@
  *       The attention chain MatMul -> Softmax -> MatMul per head: q [..., m, d],
  *       k [..., d, n] (the second operand of the first MatMul), v [..., n, dv] float32 of one
  *       batch shape (3 axes or more; the leading axes are the heads), any strides;
- *       out [..., m, dv] C-contiguous (writable); dv <= 128; scale_q / scale_k None or a float
+ *       out [..., m, dv] writable, any strides but its rows packed; dv <= 128; scale_q / scale_k None or a float
  *       that each element of q / k is multiplied by first (rounded to float32 as Mul rounds
  *       it). For each query row: the n scores (sums over d in order), exp(score - row max) as
  *       exp_rows computes it, the row sum, the probabilities p_j = e_j / sum (as Softmax
@@ -225,8 +225,9 @@ static int get_buffer(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t c
 
 /* a float32 buffer of ndim axes (any number when ndim < 0) with any strides (multiples of 4
  * bytes) */
-static int get_strided(PyObject *obj, Py_buffer *view, int ndim, const char *what) {
-    if (PyObject_GetBuffer(obj, view, PyBUF_RECORDS_RO) < 0) return -1;
+static int get_strided(PyObject *obj, Py_buffer *view, int ndim, int writable,
+                       const char *what) {
+    if (PyObject_GetBuffer(obj, view, writable ? PyBUF_RECORDS : PyBUF_RECORDS_RO) < 0) return -1;
     if (ndim < 0) ndim = view->ndim;
     int ok = view->itemsize == 4 && native_float(view->format) && view->ndim == ndim &&
              ((uintptr_t)view->buf % 4) == 0;
@@ -570,7 +571,7 @@ static PyObject *ck_layer_norm(PyObject *self, PyObject *const *args, Py_ssize_t
     int has_b = args[2] != Py_None, has_r = nargs == 10 && args[9] != Py_None;
     Py_ssize_t *roff = NULL; /* the offset of each row of the residual, in floats */
     if (has_r) {
-        if (get_strided(args[9], &br, -1, "residual") < 0) return NULL;
+        if (get_strided(args[9], &br, -1, 0, "residual") < 0) return NULL;
         int nd = br.ndim, ok = nd >= 1 && br.shape[nd - 1] == n && br.strides[nd - 1] == 4;
         Py_ssize_t lead = 1;
         for (int a = 0; ok && a < nd - 1; a++) lead *= br.shape[a]; /* (a valid buffer's) */
@@ -667,11 +668,11 @@ INLINE void score_tile(const float *q, Py_ssize_t d, const float *kt, Py_ssize_t
         }
 }
 
-/* out rows (R of them, stride dv) at columns [c0, c0 + 8 NC) = sum over j in order of
+/* out rows (R of them, ``os`` floats apart) at columns [c0, c0 + 8 NC) = sum over j in order of
  * p[r][j] vp[j] (p: R rows of n8, vp: n x dv8, v with rows padded to whole vectors) */
 INLINE void value_tile(const float *p, Py_ssize_t n8, const float *vp, Py_ssize_t n,
                        Py_ssize_t dv8, Py_ssize_t c0, const int R, const int NC, float *o,
-                       Py_ssize_t dv) {
+                       Py_ssize_t dv, Py_ssize_t os) {
     v8 acc[RB][2];
     for (int r = 0; r < R; r++)
         for (int c = 0; c < NC; c++) acc[r][c] = bc(0.0f);
@@ -688,7 +689,7 @@ INLINE void value_tile(const float *p, Py_ssize_t n8, const float *vp, Py_ssize_
     for (int r = 0; r < R; r++) {
         float t[16];
         for (int c = 0; c < NC; c++) store8(t + 8 * c, acc[r][c]);
-        memcpy(o + r * dv + c0, t, (size_t)cols * sizeof(float));
+        memcpy(o + r * os + c0, t, (size_t)cols * sizeof(float));
     }
 }
 
@@ -723,7 +724,7 @@ INLINE void softmax_row(float *s, Py_ssize_t n, Py_ssize_t n8, v8 vmax, v8i vnan
 /* R query rows from q (and out) of one head: scores, probabilities, products with v */
 INLINE void attention_rows(const float *q, Py_ssize_t d, const float *kt, Py_ssize_t n,
                            Py_ssize_t n8, const float *vp, Py_ssize_t dv, Py_ssize_t dv8,
-                           const int R, float *s, float *o) {
+                           const int R, float *s, float *o, Py_ssize_t os) {
     v8 vmax[RB];
     v8i vnan[RB];
     for (int r = 0; r < R; r++) {
@@ -735,26 +736,28 @@ INLINE void attention_rows(const float *q, Py_ssize_t d, const float *kt, Py_ssi
     if (j0 < n8) score_tile(q, d, kt, n, n8, j0, R, 1, s, vmax, vnan);
     for (int r = 0; r < R; r++) softmax_row(s + r * n8, n, n8, vmax[r], vnan[r]);
     Py_ssize_t c0 = 0;
-    for (; c0 + 16 <= dv8; c0 += 16) value_tile(s, n8, vp, n, dv8, c0, R, 2, o, dv);
-    if (c0 < dv8) value_tile(s, n8, vp, n, dv8, c0, R, 1, o, dv);
+    for (; c0 + 16 <= dv8; c0 += 16) value_tile(s, n8, vp, n, dv8, c0, R, 2, o, dv, os);
+    if (c0 < dv8) value_tile(s, n8, vp, n, dv8, c0, R, 1, o, dv, os);
 }
 
 /* One head: out[m][dv] = softmax(q[m][d] . kt[d][n], over n) . v[n][dv], RB query rows at a
  * time, from packed copies: q packed m x d, kt d x n8 (rows padded with zeros), vp n x dv8
- * (rows padded to whole vectors); s: RB x n8 scratch (the rows' scores, then probabilities). */
+ * (rows padded to whole vectors); s: RB x n8 scratch (the rows' scores, then probabilities);
+ * out's rows ``os`` floats apart. */
 MULTIVERSION
 static void attention_head(const float *q, const float *kt, const float *vp, float *out,
-                           Py_ssize_t m, Py_ssize_t d, Py_ssize_t n, Py_ssize_t dv, float *s) {
+                           Py_ssize_t m, Py_ssize_t d, Py_ssize_t n, Py_ssize_t dv, float *s,
+                           Py_ssize_t os) {
     Py_ssize_t n8 = (n + 7) / 8 * 8, dv8 = (dv + 7) / 8 * 8;
     Py_ssize_t i = 0;
-    for (; i + RB <= m; i += RB) attention_rows(q + i * d, d, kt, n, n8, vp, dv, dv8, RB, s,
-                                                out + i * dv);
+    for (; i + RB <= m; i += RB)
+        attention_rows(q + i * d, d, kt, n, n8, vp, dv, dv8, RB, s, out + i * os, os);
     switch (m - i) { /* the last rows: a constant count each, so that the tiles stay registers */
-    case 5: attention_rows(q + i * d, d, kt, n, n8, vp, dv, dv8, 5, s, out + i * dv); break;
-    case 4: attention_rows(q + i * d, d, kt, n, n8, vp, dv, dv8, 4, s, out + i * dv); break;
-    case 3: attention_rows(q + i * d, d, kt, n, n8, vp, dv, dv8, 3, s, out + i * dv); break;
-    case 2: attention_rows(q + i * d, d, kt, n, n8, vp, dv, dv8, 2, s, out + i * dv); break;
-    case 1: attention_rows(q + i * d, d, kt, n, n8, vp, dv, dv8, 1, s, out + i * dv); break;
+    case 5: attention_rows(q + i * d, d, kt, n, n8, vp, dv, dv8, 5, s, out + i * os, os); break;
+    case 4: attention_rows(q + i * d, d, kt, n, n8, vp, dv, dv8, 4, s, out + i * os, os); break;
+    case 3: attention_rows(q + i * d, d, kt, n, n8, vp, dv, dv8, 3, s, out + i * os, os); break;
+    case 2: attention_rows(q + i * d, d, kt, n, n8, vp, dv, dv8, 2, s, out + i * os, os); break;
+    case 1: attention_rows(q + i * d, d, kt, n, n8, vp, dv, dv8, 1, s, out + i * os, os); break;
     default: break;
     }
 }
@@ -820,9 +823,9 @@ static PyObject *ck_attention(PyObject *self, PyObject *const *args, Py_ssize_t 
         PyErr_SetString(PyExc_ValueError, "attention: q [..., m, d] of 3 axes or more expected");
         return NULL;
     }
-    if (get_strided(args[0], &bq, nd, "q") < 0) return NULL;
-    if (get_strided(args[1], &bk, nd, "k") < 0) goto fail_q;
-    if (get_strided(args[2], &bv, nd, "v") < 0) goto fail_k;
+    if (get_strided(args[0], &bq, nd, 0, "q") < 0) return NULL;
+    if (get_strided(args[1], &bk, nd, 0, "k") < 0) goto fail_q;
+    if (get_strided(args[2], &bv, nd, 0, "v") < 0) goto fail_k;
     Py_ssize_t m = bq.shape[nd - 2], d = bq.shape[nd - 1], n = bk.shape[nd - 1],
                dv = bv.shape[nd - 1];
     int same = bk.shape[nd - 2] == d && bv.shape[nd - 2] == n;
@@ -845,7 +848,15 @@ static PyObject *ck_attention(PyObject *self, PyObject *const *args, Py_ssize_t 
         PyErr_SetString(PyExc_ValueError, "attention: sizes too large");
         goto fail_v;
     }
-    if (get_buffer(args[3], &bo, 1, no, "out") < 0) goto fail_v;
+    if (get_strided(args[3], &bo, nd, 1, "out") < 0) goto fail_v;
+    int fits = bo.strides[nd - 1] == 4 && bo.shape[nd - 1] == dv;
+    for (int i = 0; fits && i < nd - 1; i++) fits = bo.shape[i] == bq.shape[i];
+    if (!fits) {
+        PyErr_SetString(PyExc_ValueError, "out: [..., m, dv] float32 of q's batch shape, its "
+                        "rows packed, expected");
+        PyBuffer_Release(&bo);
+        goto fail_v;
+    }
     float *qs = malloc((size_t)nscratch * sizeof(float));
     float *sc = malloc((size_t)ns * sizeof(float));
     if (!qs || !sc) {
@@ -873,8 +884,9 @@ static PyObject *ck_attention(PyObject *self, PyObject *const *args, Py_ssize_t 
         pack(&k, g, d, n, kt, nkt, n8, has_sk, fk);
         pack(&v, g, n, dv, vp, nvp, dv8, 0, 1.0f);
         for (int t = 0; t < g; t++)
-            attention_head(qs + t * nqs, kt + t * nkt, vp + t * nvp, o + (h0 + t) * m * dv, m, d,
-                           n, dv, sc);
+            attention_head(qs + t * nqs, kt + t * nkt, vp + t * nvp,
+                           o + lead_offset(&bo, nd - 2, h0 + t), m, d, n, dv, sc,
+                           bo.strides[nd - 2] / 4);
     }
     Py_END_ALLOW_THREADS
     free(qs);

@@ -149,7 +149,7 @@ def layer_norm(w, scale, bias, axis: int, epsilon: float, residual=None):
     return y, mean, inv
 
 
-def attention(a, b, v, scale_a=None, scale_b=None):
+def attention(a, b, v, scale_a=None, scale_b=None, layout=None):
     """``MatMul(Softmax(MatMul(a, b), axis=-1), v)`` of float32 stacks (the attention chain of
     :mod:`.fusion`), or None where it does not apply (then the caller computes it).
 
@@ -158,7 +158,10 @@ def attention(a, b, v, scale_a=None, scale_b=None):
     operand is copied packed into a scratch buffer); ``scale_a``, ``scale_b``: None, or a
     float32 value (a Python float holding one) each element of ``a`` / ``b`` is multiplied by
     first, rounded to float32 as ``Mul`` rounds it (the scaling of q and k before their
-    product). Returns [..., m, dv] float32, C-contiguous. Per head, six query rows at a time (in
+    product); ``layout``: None, or a permutation of the result's axes with the last one last
+    (a Transpose's ``perm``) in whose order the result is laid out in memory, so that that
+    Transpose of it is a packed array (any other permutation: ignored). Returns [..., m, dv]
+    float32, C-contiguous or laid out by ``layout``. Per head, six query rows at a time (in
     registers and the cache): the n scores (sums over d in order), exponentials of the scores
     shifted by the row's maximum (as :func:`exp_rows`), their sum, the probabilities (divided
     by it, as Softmax rounds them) and their products with ``v`` (each a sum over n in order);
@@ -170,7 +173,13 @@ def attention(a, b, v, scale_a=None, scale_b=None):
             and 1 <= v.shape[-1] <= 128 and a.size and b.size and v.size
             and all(x.flags.aligned for x in (a, b, v))):
         return None
-    out = np.empty(a.shape[:-1] + v.shape[-1:], dtype=np.float32)
+    shape = a.shape[:-1] + v.shape[-1:]
+    if (layout is not None and sorted(layout) == list(range(a.ndim))
+            and layout[-1] == a.ndim - 1):
+        base = np.empty([shape[i] for i in layout], dtype=np.float32)
+        out = base.transpose([list(layout).index(i) for i in range(a.ndim)])
+    else:
+        out = np.empty(shape, dtype=np.float32)
     _C.attention(a, b, v, out, scale_a, scale_b)
     return out
 

@@ -18,7 +18,9 @@ Clause 8.2: a runtime may evaluate a graph in any way that gives the semantics o
 A Mul that only the chain's first MatMul reads (exporters scale q and k by 1/sqrt(sqrt(d)) each)
 runs inside the chain's step (:func:`scaled_attention_chain`): a float32 tensor times one float32
 value is multiplied as the compiled kernel packs the operand, with the same float32 products;
-any other Mul by its own kernel first.
+any other Mul by its own kernel first. When a Transpose alone reads the chain's result (the
+heads put back together), the compiled kernel writes the result in the Transpose's order, so
+that the Transpose's view is packed and the Reshape after it needs no copy.
 
 A chain is fused only when nothing else can see the two intermediate values: each is read by
 exactly the next node of the chain, by no subgraph, and is no output the caller asked for; the
@@ -56,23 +58,24 @@ from .kernels.norm import add_layer_norm
 BLOCK_BYTES = 1 << 19
 
 
-def attention_chain(ctx, a, b, v, scale_a=None, scale_b=None):
+def attention_chain(ctx, a, b, v, scale_a=None, scale_b=None, layout=None):
     """``MatMul(Softmax(MatMul(a, b), axis=-1), v)``, a block of the leading axis at a time.
 
     Args: ``a`` [..., m, k], ``b`` [..., k, n], ``v`` [..., n, d], of one element type;
     ``scale_a`` / ``scale_b``: None, or a float32 array of one value (and no more axes than the
     operand) that ``a`` / ``b`` is multiplied by first, as a Mul node before the chain computes
-    it (the compiled kernel multiplies as it packs the operands). Returns the product
-    [..., m, d]. Raises what the kernels raise (ValueError for shapes that do not multiply; the
+    it (the compiled kernel multiplies as it packs the operands); ``layout``: None, or the
+    ``perm`` of the Transpose that alone reads the result: the compiled kernel lays the result
+    out in that order, so that the Transpose's view is packed and a Reshape after it needs no
+    copy. Returns the product [..., m, d]. Raises what the kernels raise (ValueError for shapes that do not multiply; the
     runner makes it an EvaluationError of the last node of the chain).
     """
-    if scale_a is not None or scale_b is not None:
-        done = ckernels.attention(a, b, v, *(None if s is None else float(s.reshape(()))
-                                              for s in (scale_a, scale_b)))
-        if done is not None:
-            return done
-        a = a if scale_a is None else np.multiply(a, scale_a)
-        b = b if scale_b is None else np.multiply(b, scale_b)
+    done = ckernels.attention(a, b, v, *(None if s is None else float(s.reshape(()))
+                                          for s in (scale_a, scale_b)), layout=layout)
+    if done is not None:  # the compiled kernel applies (float32)
+        return done
+    a = a if scale_a is None else np.multiply(a, scale_a)
+    b = b if scale_b is None else np.multiply(b, scale_b)
     if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and isinstance(v, np.ndarray)
             and a.dtype in (np.float32, np.float64) and a.dtype == b.dtype == v.dtype
             and a.ndim >= 3 and a.ndim == b.ndim == v.ndim
@@ -81,9 +84,6 @@ def attention_chain(ctx, a, b, v, scale_a=None, scale_b=None):
             and b.size and v.size):
         s = matmul_array(a, b)
         return matmul_array(_softmax(s, s.ndim - 1), v)
-    done = ckernels.attention(a, b, v)
-    if done is not None:  # the compiled kernel applies (float32)
-        return done
     m, n = a.shape[-2], b.shape[-1]
     per_row = math.prod(a.shape[1:-2]) * m * n * a.itemsize  # scores of one leading index
     step = max(1, BLOCK_BYTES // max(per_row, 1))
@@ -137,20 +137,25 @@ class _MulContext:
         return default
 
 
-def scaled_attention_chain(mul_a, mul_b):
+def scaled_attention_chain(mul_a, mul_b, layout=None):
     """The kernel of an attention chain whose ``a`` and / or ``b`` is the product of a Mul that
     only the chain reads (the scaling of q and k by 1/sqrt(sqrt(d)) that exporters emit):
     ``mul_a`` / ``mul_b`` are those Mul steps or None, and the kernel takes the Mul's two
     operands in place of each such input. A float32 tensor times one float32 value is scaled
-    inside the chain (:func:`attention_chain`), which saves writing and reading the product."""
+    inside the chain (:func:`attention_chain`), which saves writing and reading the product.
+    ``layout``: the perm of a Transpose that alone reads the chain's result (see
+    :func:`attention_chain`)."""
 
-    def attention_chain_scaled(ctx, *xs):
+    def kernel(ctx, *xs):
         xs = list(xs)
         a, sa = _scale_operand(mul_a, xs.pop(0), xs.pop(0)) if mul_a else (xs.pop(0), None)
         b, sb = _scale_operand(mul_b, xs.pop(0), xs.pop(0)) if mul_b else (xs.pop(0), None)
-        return attention_chain(ctx, a, b, xs[0], sa, sb)
+        return attention_chain(ctx, a, b, xs[0], sa, sb, layout)
 
-    return attention_chain_scaled
+    kernel.__name__ = kernel.__qualname__ = (
+        "attention_chain" + ("_scaled" if mul_a or mul_b else "")
+        + ("_laid_out" if layout is not None else ""))
+    return kernel
 
 
 def _builtin(st, op_type: str) -> bool:
@@ -231,8 +236,13 @@ def fuse_attention(steps: list, captured: set[str], kept: set[str], make_step) -
             else:
                 drop.add(mp)
                 ins.extend(steps[mp].ins)
-        kernel = (attention_chain if muls == [None, None] else scaled_attention_chain(
-            *(None if mp is None else steps[mp] for mp in muls)))
+        t = next_step(last.outs[0]) if len(last.outs) == 1 else None
+        perm = steps[t].attrs.get("perm") if t is not None and _builtin(steps[t], "Transpose") \
+            else None
+        layout = tuple(int(i) for i in perm) if perm else None
+        kernel = (attention_chain if muls == [None, None] and layout is None else
+                  scaled_attention_chain(*(None if mp is None else steps[mp] for mp in muls),
+                                         layout))
         chain = [steps[mp] for mp in muls if mp is not None] + [st, sm, last]
         replace[k] = make_step(last, ins + [last.ins[1]], _described(kernel, chain))
     for pos, st in enumerate(steps):

@@ -848,3 +848,21 @@ def test_relu_operator_equals_numpy_maximum(monkeypatch):
         (y,) = ours(model, feeds)
         np.testing.assert_array_equal(y, want)
         assert np.array_equal(np.signbit(y), np.signbit(want))
+
+
+@needs_c
+@pytest.mark.parametrize("layout, packed_after", [((2, 0, 1, 3), True), ((1, 0, 2, 3), True),
+                                                  ((0, 1, 3, 2), False), ((0, 1), False)])
+def test_attention_lays_its_result_out_for_the_transpose_after_it(layout, packed_after):
+    """With ``layout`` (a Transpose's perm keeping the last axis last) the result holds the same
+    values, laid out so that the Transpose's view is packed; any other permutation is ignored
+    (a C-contiguous result)."""
+    q = RNG.standard_normal((2, 3, 5, 4)).astype(np.float32)
+    kt = RNG.standard_normal((2, 3, 4, 7)).astype(np.float32)
+    v = RNG.standard_normal((2, 3, 7, 6)).astype(np.float32)
+    got = ckernels.attention(q, kt, v, layout=layout)
+    np.testing.assert_array_equal(got, ckernels.attention(q, kt, v))
+    if packed_after:
+        assert got.transpose(layout).flags.c_contiguous and not got.flags.c_contiguous
+    else:
+        assert got.flags.c_contiguous

@@ -499,3 +499,27 @@ def test_bias_of_a_transposed_view_s_product_is_added_through_its_packed_base(re
         want = np.maximum(want, np.float32(0))
     assert not y.flags.c_contiguous  # the product's layout, kept
     np.testing.assert_array_equal(y, want)
+
+
+def test_chain_read_by_a_transpose_lays_its_result_out_for_it():
+    """A chain whose result only a Transpose reads (attention's heads put back together) writes
+    it in the Transpose's order: the Transpose's view is packed, the values those of the nodes
+    one by one (within the bound of float64; bit for bit those of the chain without it)."""
+    feeds = _feeds(lead=(5, 3))
+    nodes = [helper.make_node("MatMul", ["q", "k"], ["s"]),
+             helper.make_node("Softmax", ["s"], ["p"]),
+             helper.make_node("MatMul", ["p", "v"], ["y"]),
+             helper.make_node("Transpose", ["y"], ["t"], perm=[2, 0, 1, 3])]
+    graph = helper.make_graph(nodes, "g", [tensor_info(n, feeds[n]) for n in ("q", "k", "v")],
+                              [helper.make_value_info("t", onnx.TypeProto())])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    session = Session(decode_model(model.SerializeToString()))
+    names = [getattr(st.fn, "fused", st.fn).__name__ for st in session._main.steps]
+    assert names == ["attention_chain_laid_out", "transpose"]
+    (t,) = session.run(feeds).values()
+    (y,) = Session(_chain_model(feeds)).run(feeds).values()
+    np.testing.assert_array_equal(t, y.transpose(2, 0, 1, 3))
+    _assert_within_bound(t.transpose(1, 2, 0, 3), feeds)
+    if fusion.ckernels.enabled():
+        assert t.flags.c_contiguous
