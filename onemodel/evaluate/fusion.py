@@ -67,8 +67,9 @@ def attention_chain(ctx, a, b, v, scale_a=None, scale_b=None, layout=None):
     it (the compiled kernel multiplies as it packs the operands); ``layout``: None, or the
     ``perm`` of the Transpose that alone reads the result: the compiled kernel lays the result
     out in that order, so that the Transpose's view is packed and a Reshape after it needs no
-    copy. Returns the product [..., m, d]. Raises what the kernels raise (ValueError for shapes that do not multiply; the
-    runner makes it an EvaluationError of the last node of the chain).
+    copy. Returns the product [..., m, d]. Raises what the kernels raise (ValueError for
+    shapes that do not multiply; the runner makes it an EvaluationError of the last node of the
+    chain).
     """
     done = ckernels.attention(a, b, v, *(None if s is None else float(s.reshape(()))
                                           for s in (scale_a, scale_b)), layout=layout)
