@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError
+from .. import ckernels
 from ..registry import op
 from ._util import back, wide, wide_all
 
@@ -139,7 +140,9 @@ def gemm(ctx, a, b, c=None):
         cc = args[2]
         if beta != 1.0:
             cc = cc * np.asarray(beta, cc.dtype)
-        if cc.dtype == y.dtype and np.broadcast_shapes(y.shape, cc.shape) == y.shape:
+        if ckernels.bias_relu(y, cc, False, out=y) is not None:  # float32 [n]: one pass
+            pass
+        elif cc.dtype == y.dtype and np.broadcast_shapes(y.shape, cc.shape) == y.shape:
             y += cc
         else:
             y = y + cc
