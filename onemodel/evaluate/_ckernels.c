@@ -231,7 +231,8 @@ static int get_strided(PyObject *obj, Py_buffer *view, int ndim, int writable,
     if (ndim < 0) ndim = view->ndim;
     int ok = view->itemsize == 4 && native_float(view->format) && view->ndim == ndim &&
              ((uintptr_t)view->buf % 4) == 0;
-    for (int i = 0; ok && i < ndim; i++) ok = view->strides[i] % 4 == 0;
+    /* (the stride of an axis of size 1 is never used: numpy's exporter may give any value) */
+    for (int i = 0; ok && i < ndim; i++) ok = view->shape[i] == 1 || view->strides[i] % 4 == 0;
     if (!ok) {
         PyErr_Format(PyExc_ValueError, "%s: a %d-D float32 buffer (aligned strides) expected",
                      what, ndim);
@@ -572,7 +573,8 @@ static PyObject *ck_layer_norm(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t *roff = NULL; /* the offset of each row of the residual, in floats */
     if (has_r) {
         if (get_strided(args[9], &br, -1, 0, "residual") < 0) return NULL;
-        int nd = br.ndim, ok = nd >= 1 && br.shape[nd - 1] == n && br.strides[nd - 1] == 4;
+        int nd = br.ndim, ok = nd >= 1 && br.shape[nd - 1] == n &&
+                                (br.strides[nd - 1] == 4 || n == 1);
         Py_ssize_t lead = 1;
         for (int a = 0; ok && a < nd - 1; a++) lead *= br.shape[a]; /* (a valid buffer's) */
         if (!ok || lead != rows) {
@@ -849,7 +851,7 @@ static PyObject *ck_attention(PyObject *self, PyObject *const *args, Py_ssize_t 
         goto fail_v;
     }
     if (get_strided(args[3], &bo, nd, 1, "out") < 0) goto fail_v;
-    int fits = bo.strides[nd - 1] == 4 && bo.shape[nd - 1] == dv;
+    int fits = (bo.strides[nd - 1] == 4 || dv == 1) && bo.shape[nd - 1] == dv;
     for (int i = 0; fits && i < nd - 1; i++) fits = bo.shape[i] == bq.shape[i];
     if (!fits) {
         PyErr_SetString(PyExc_ValueError, "out: [..., m, dv] float32 of q's batch shape, its "

@@ -866,3 +866,21 @@ def test_attention_lays_its_result_out_for_the_transpose_after_it(layout, packed
         assert got.transpose(layout).flags.c_contiguous and not got.flags.c_contiguous
     else:
         assert got.flags.c_contiguous
+
+
+@needs_c
+@pytest.mark.parametrize("m, d, n, dv", [(5, 4, 7, 1), (1, 4, 7, 3), (5, 1, 7, 3), (5, 4, 1, 3),
+                                         (1, 1, 1, 1)])
+def test_attention_views_and_layouts_with_axes_of_one(m, d, n, dv):
+    """Axes of size 1 in views and in a laid-out result (numpy's buffer export gives such an
+    axis an arbitrary stride, which the kernel never uses): the values of packed operands
+    (a trial found dv = 1 under a Transpose refused)."""
+    q = RNG.standard_normal((m, 3, d)).astype(np.float32).transpose(1, 0, 2)
+    kt = RNG.standard_normal((n, 3, d)).astype(np.float32).transpose(1, 2, 0)
+    v = RNG.standard_normal((n, 3, dv)).astype(np.float32).transpose(1, 0, 2)
+    want = ckernels.attention(*(np.ascontiguousarray(x) for x in (q, kt, v)))
+    np.testing.assert_array_equal(ckernels.attention(q, kt, v), want)
+    got = ckernels.attention(q, kt, v, layout=(1, 0, 2))
+    np.testing.assert_array_equal(got, want)
+    exact, _ = _attention64(q, np.swapaxes(kt, -1, -2), v)
+    np.testing.assert_allclose(want, exact, rtol=1e-5, atol=1e-6)
