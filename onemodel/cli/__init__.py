@@ -922,8 +922,10 @@ def run_cmd(
                 needed = [v.name for v in model.graph.inputs
                           if v.name not in model.graph.initializer_map()]
                 if needed:
+                    hint = " (--dim and --shape size the inputs --random generates)" \
+                        if dim or shape else ""
                     raise UsageError(f"the model needs input(s) {', '.join(needed)}: give "
-                                     "--input NAME=FILE.npy, or --random [--seed N]")
+                                     f"--input NAME=FILE.npy, or --random [--seed N]{hint}")
             given = set()
             for item in input or []:
                 if "=" not in item:

@@ -105,3 +105,15 @@ def test_a_missing_file_is_still_io(tmp_path):
     assert r.exit_code == 2, r.output
     assert r.stderr == ("Io: cannot read input 'input': No such file or directory in "
                         f"{tmp_path / 'missing.npy'}\n")
+
+
+def test_no_inputs_is_a_usage_error_that_says_what_dim_is_for():
+    r = cli("run", CNN)
+    assert r.exit_code == 2, r.output
+    assert r.stderr.endswith("the model needs input(s) input: give --input NAME=FILE.npy, or "
+                             "--random [--seed N]\n"), r.stderr
+    r = cli("run", CNN, "--dim", "batch=2")  # --dim without --random: says it sizes --random's
+    assert r.exit_code == 2, r.output
+    assert r.stderr.endswith("the model needs input(s) input: give --input NAME=FILE.npy, or "
+                             "--random [--seed N] (--dim and --shape size the inputs --random "
+                             "generates)\n"), r.stderr
