@@ -38,8 +38,12 @@ written; with a Relu that alone reads the sum, the Relu too, in place (:func:`pr
 An Add whose sum only a LayerNormalization reads (the residual connection before a post-norm
 transformer's LayerNormalization) runs with it (:func:`.kernels.norm.add_layer_norm`, with the
 LayerNormalization's attributes): the compiled kernel forms each row's sum as it normalizes it.
-A fused step fails as its nodes would (a ValueError for shapes that do not fit, an
-EvaluationError of the step's last node whose message names every fused node).
+A Reshape -> Transpose -> Reshape whose intermediates only the next node reads (an export
+splitting heads out of a projection) runs as one step
+(:func:`.kernels.shape.reshape_transpose_reshape`): a view of its input where the strides allow,
+where the first Reshape alone would copy. A fused step fails as its nodes would (a ValueError
+for shapes that do not fit, an EvaluationError of the step's last node whose message names every
+fused node).
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ from .kernels.activations import _softmax, _softmax_last, shifted_exp_rows
 from .kernels.conv import conv_relu
 from .kernels.linalg import matmul_array, memory_order
 from .kernels.norm import add_layer_norm
+from .kernels.shape import _ints, reshape_transpose_reshape
 
 #: Bytes of scores one block of :func:`attention_chain` holds (within a level-2 cache).
 BLOCK_BYTES = 1 << 19
@@ -298,9 +303,40 @@ def fuse_attention(steps: list, captured: set[str], kept: set[str], make_step) -
         drop.add(pos)
         replace[j] = make_step(ln, list(st.ins) + list(ln.ins[1:]),
                                _described(add_layer_norm, [st, ln]))
+    for pos, st in enumerate(steps):
+        if not (free(pos) and _builtin(st, "Reshape") and st.opset >= 5 and len(st.ins) == 2
+                and all(st.ins) and len(st.outs) == 1):
+            continue
+        j = next_step(st.outs[0])
+        if j is None or not (_builtin(steps[j], "Transpose") and len(steps[j].outs) == 1):
+            continue
+        k = next_step(steps[j].outs[0])
+        last = steps[k] if k is not None else None
+        if not (last is not None and _builtin(last, "Reshape") and last.opset >= 5
+                and len(last.ins) == 2 and all(last.ins) and last.ins[0] == steps[j].outs[0]):
+            continue
+        drop.update((pos, j))
+        replace[k] = make_step(last, [st.ins[0], st.ins[1], last.ins[1]], _described(
+            _view_chain(st, steps[j], last), [st, steps[j], last]))
     if not replace:
         return steps
     return [replace.get(pos, st) for pos, st in enumerate(steps) if pos not in drop]
+
+
+def _view_chain(first, transpose, last):
+    """The kernel of ``Reshape -> Transpose -> Reshape`` (:func:`.kernels.shape.
+    reshape_transpose_reshape`: a view where the nodes one by one would copy), with the three
+    nodes' attributes."""
+    def allowzero(st):
+        return int(st.attrs.get("allowzero", 0) or 0) if st.opset >= 14 else 0
+
+    z1, z2 = allowzero(first), allowzero(last)
+    perm = transpose.attrs.get("perm")
+
+    def reshape_view_chain(ctx, x, shape1, shape2):
+        return reshape_transpose_reshape(x, _ints(shape1), z1, perm, _ints(shape2), z2)
+
+    return reshape_view_chain
 
 
 def _described(kernel, chain: list):

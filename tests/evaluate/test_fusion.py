@@ -523,3 +523,36 @@ def test_chain_read_by_a_transpose_lays_its_result_out_for_it():
     _assert_within_bound(t.transpose(1, 2, 0, 3), feeds)
     if fusion.ckernels.enabled():
         assert t.flags.c_contiguous
+
+
+def _view_chain_model(feeds, *, reader=False, opset=17):
+    nodes = [helper.make_node("Reshape", ["x", "s1"], ["r"]),
+             helper.make_node("Transpose", ["r"], ["t"], perm=[1, 0, 2]),
+             helper.make_node("Reshape", ["t", "s2"], ["y"])]
+    outputs = ["y"]
+    if reader:
+        nodes.append(helper.make_node("Neg", ["r"], ["n"]))
+        outputs.append("n")
+    graph = helper.make_graph(nodes, "g", [tensor_info("x", feeds["x"])], [
+        helper.make_value_info(n, onnx.TypeProto()) for n in outputs],
+        initializer=[onnx.numpy_helper.from_array(feeds[n], n) for n in ("s1", "s2")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10
+    return decode_model(model.SerializeToString())
+
+
+@pytest.mark.parametrize("reader", [False, True])
+def test_reshape_transpose_reshape_runs_as_one_view_step(reader):
+    """Reshape -> Transpose -> Reshape with its intermediates read by no other node is one step
+    whose result (the values of the nodes one by one) is a view of its input where the strides
+    allow (an export's heads split from a projection); with the first Reshape read by another
+    node the three stay nodes."""
+    x = np.arange(5 * 2 * 8, dtype=np.float32).reshape(5, 2, 8)
+    feeds = {"x": x, "s1": np.array([5, -1, 4], np.int64), "s2": np.array([2, 2, 5, 4], np.int64)}
+    session = Session(_view_chain_model(feeds, reader=reader))
+    names = [getattr(st.fn, "fused", st.fn).__name__ for st in session._main.steps]
+    assert names == (["reshape", "transpose", "reshape", "neg"] if reader
+                     else ["reshape_view_chain"])
+    res = session.run({"x": x})
+    np.testing.assert_array_equal(res["y"], x.reshape(5, 4, 4).transpose(1, 0, 2)
+                                  .reshape(2, 2, 5, 4))

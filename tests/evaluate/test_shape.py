@@ -198,3 +198,64 @@ def test_constant_of_shape_refuses_impossible_shapes_before_allocating(shape, ki
         ours(node_model("ConstantOfShape", feeds, ["s"], ["y"]), feeds)
     assert info.value.kind == kind
     assert "ConstantOfShape shape" in info.value.message
+
+
+def _rtr_sequential(x, s1, z1, perm, s2, z2):
+    from onemodel.evaluate.kernels import shape as shape_kernels
+    return shape_kernels._reshape(np.transpose(shape_kernels._reshape(x, s1, z1), perm), s2, z2)
+
+
+def test_reshape_transpose_reshape_of_an_export_s_heads_is_a_view():
+    """[seq, batch, heads * d] (a select of a packed projection) -> [seq, batch * heads, d] ->
+    [batch * heads, seq, d] -> [batch, heads, seq, d]: the nodes one by one copy at the first
+    Reshape; the chain gives the same values as a view of the projection."""
+    from onemodel.evaluate.kernels.shape import reshape_transpose_reshape
+    proj = np.arange(2 * 5 * 24, dtype=np.float32).reshape(2, 5, 24).transpose(1, 0, 2)
+    q = proj[:, :, 8:16]                                   # [5, 2, 8]: heads 2 of d 4
+    got = reshape_transpose_reshape(q, [5, -1, 4], 0, [1, 0, 2], [2, 2, 5, 4], 0)
+    want = _rtr_sequential(q, [5, -1, 4], 0, [1, 0, 2], [2, 2, 5, 4], 0)
+    assert np.shares_memory(got, proj) and got.shape == (2, 2, 5, 4)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_reshape_transpose_reshape_equals_the_nodes_on_random_shapes():
+    """Any shapes that nest or not (then the chain copies as the nodes do), axes of 1, 0 and -1
+    in the shapes, allowzero, the reversed axes (perm None), views as input: the values and the
+    shape of the nodes one by one."""
+    from onemodel.evaluate.kernels.shape import reshape_transpose_reshape
+    rng = np.random.default_rng(5)
+
+    def factors(n):
+        out = []
+        while n > 1:
+            d = int(rng.choice([f for f in (2, 3, 4, 6, n) if n % f == 0]))
+            out.append(d)
+            n //= d
+        if rng.random() < 0.3:
+            out.insert(int(rng.integers(0, len(out) + 1)), 1)
+        return out or [1]
+
+    for _ in range(400):
+        shape = tuple(int(v) for v in rng.choice([1, 2, 3, 4, 6], int(rng.integers(1, 4))))
+        x = rng.standard_normal(shape).astype(np.float32)
+        if x.ndim > 1 and rng.random() < 0.5:
+            x = x.transpose(rng.permutation(x.ndim))
+        s1, s2 = factors(x.size), factors(x.size)
+        perm = None if rng.random() < 0.2 else [int(p) for p in rng.permutation(len(s1))]
+        if rng.random() < 0.3:
+            s1[int(rng.integers(0, len(s1)))] = -1
+        got = reshape_transpose_reshape(x, s1, 0, perm, s2, 1)
+        want = _rtr_sequential(x, s1, 0, perm, s2, 1)
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("s1, perm, s2", [([5, 5], [1, 0], [25]), ([4, 6], [0, 1, 2], [24]),
+                                          ([4, 6], [1, 0], [-1, -1]), ([0, 8], [1, 0], [24])])
+def test_reshape_transpose_reshape_fails_as_the_nodes_do(s1, perm, s2):
+    from onemodel.evaluate.kernels.shape import reshape_transpose_reshape
+    x = np.zeros((2, 3, 4), np.float32)
+    with pytest.raises((ValueError, EvaluationError)) as seq:
+        _rtr_sequential(x, s1, 0, perm, s2, 0)
+    with pytest.raises(seq.type):
+        reshape_transpose_reshape(x, s1, 0, perm, s2, 0)

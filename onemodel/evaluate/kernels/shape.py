@@ -51,6 +51,66 @@ def _reshape(x, shape, allowzero):
     return x.reshape(shape)
 
 
+def _refinement(a: tuple, b: tuple):
+    """The common refinement of two shapes of one element count (> 0): the finest shape ``f``
+    whose axes, taken in consecutive groups, give ``a`` and give ``b`` (each axis of either a
+    product of consecutive axes of ``f``; axes of extent 1 a group of none). Returns
+    ``(f, groups of a, groups of b)`` as ranges of ``f``'s axes, or None where the two do not
+    nest (as [2, 3] and [3, 2])."""
+    f: list[int] = []
+    ga: list[range] = []
+    gb: list[range] = []
+    i = j = 0
+    ra = rb = None  # what is left of the current axis of each (None: the next one starts)
+    while True:
+        while ra is None and i < len(a):
+            if a[i] == 1:
+                ga.append(range(len(f), len(f)))
+                i += 1
+            else:
+                ra, sa = a[i], len(f)
+        while rb is None and j < len(b):
+            if b[j] == 1:
+                gb.append(range(len(f), len(f)))
+                j += 1
+            else:
+                rb, sb = b[j], len(f)
+        if ra is None or rb is None:
+            return (f, ga, gb) if ra is None and rb is None else None
+        step = min(ra, rb)
+        if ra % step or rb % step:
+            return None
+        f.append(step)
+        ra //= step
+        rb //= step
+        if ra == 1:
+            ga.append(range(sa, len(f)))
+            i, ra = i + 1, None
+        if rb == 1:
+            gb.append(range(sb, len(f)))
+            j, rb = j + 1, None
+
+
+def reshape_transpose_reshape(x, shape1, allowzero1, perm, shape2, allowzero2):
+    """``Reshape(Transpose(Reshape(x, shape1), perm), shape2)`` (each as its node computes it,
+    ``perm`` None for the reversed axes): a view of ``x`` where its strides allow, where the
+    nodes one by one would copy at the first Reshape (a merge of axes the Transpose then takes
+    apart again, as an export's ``[seq, batch, heads * d] -> [seq, batch * heads, d] ->
+    [batch * heads, seq, d] -> [batch, heads, seq, d]``). Raises what the nodes raise (the
+    shapes are resolved by the Reshape kernel itself, on a view of no elements' worth)."""
+    ghost = np.broadcast_to(np.zeros((), x.dtype), x.shape)  # the shapes, no element copied
+    s1 = _reshape(ghost, shape1, allowzero1).shape
+    perm = list(range(len(s1)))[::-1] if perm is None else [int(p) for p in perm]
+    s2 = _reshape(np.transpose(ghost.reshape(s1), perm), shape2, allowzero2).shape
+    fine = _refinement(x.shape, s1) if x.size else None
+    if fine is None:
+        return _reshape(np.transpose(x.reshape(s1), perm), shape2, allowzero2)
+    f, _, groups = fine
+    z = x.reshape(f)  # only splits x's axes (and drops those of 1): a view
+    z = np.transpose(z, [k for p in perm for k in groups[p]])
+    return z.reshape(s2)
+
+
 @op("Reshape", since=1)
 def reshape_attr(ctx, x):
     return _reshape(x, ctx.attr("shape", []), 0)
