@@ -52,6 +52,7 @@ import math
 
 import numpy as np
 
+from ..errors import EvaluationError
 from . import ckernels, registry
 from .kernels.activations import _softmax, _softmax_last, shifted_exp_rows
 from .kernels.conv import conv_relu
@@ -334,13 +335,18 @@ def _view_chain(first, transpose, last):
     perm = transpose.attrs.get("perm")
 
     def reshape_view_chain(ctx, x, shape1, shape2):
+        for shape in (shape1, shape2):
+            if np.ndim(shape) != 1:
+                raise EvaluationError(f"a shape input is {np.ndim(shape)}-D, not 1-D")
         return reshape_transpose_reshape(x, _ints(shape1), z1, perm, _ints(shape2), z2)
 
     return reshape_view_chain
 
 
 def _described(kernel, chain: list):
-    """``kernel`` with a failure (ValueError: shapes that do not fit) naming the fused nodes."""
+    """``kernel`` with a failure (ValueError: shapes that do not fit; EvaluationError: a
+    kernel's own check) naming the fused nodes: the runner reports it as the step's last node's,
+    the message says which node of the chain it may have been."""
     names = " -> ".join(f"{st.node.op_type}" + (f" '{st.node.name}'" if st.node.name else "")
                         + f" (node {st.index})" for st in chain)
 
@@ -349,6 +355,10 @@ def _described(kernel, chain: list):
             return kernel(ctx, *args)
         except ValueError as e:
             raise ValueError(f"in the fused {names}: {e}") from e
+        except EvaluationError as e:
+            if e.path is not None:  # (described already where it happened)
+                raise
+            raise EvaluationError(f"in the fused {names}: {e.message}") from e
 
     fused.__name__ = fused.__qualname__ = kernel.__name__
     fused.fused = kernel

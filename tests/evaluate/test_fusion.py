@@ -556,3 +556,14 @@ def test_reshape_transpose_reshape_runs_as_one_view_step(reader):
     res = session.run({"x": x})
     np.testing.assert_array_equal(res["y"], x.reshape(5, 4, 4).transpose(1, 0, 2)
                                   .reshape(2, 2, 5, 4))
+
+
+def test_a_kernel_s_own_error_in_a_fused_step_names_the_chain():
+    from onemodel.errors import EvaluationError
+    x = np.zeros((2, 3, 4), np.float32)
+    feeds = {"x": x, "s1": np.array([-1, -1], np.int64), "s2": np.array([24], np.int64)}
+    session = Session(_view_chain_model(feeds))
+    with pytest.raises(EvaluationError, match=r"node 2 \(Reshape\) failed: in the fused Reshape "
+                       r"\(node 0\) -> Transpose \(node 1\) -> Reshape \(node 2\): shape \[-1, "
+                       r"-1\] has more than one -1"):
+        session.run({"x": x})

@@ -259,3 +259,13 @@ def test_reshape_transpose_reshape_fails_as_the_nodes_do(s1, perm, s2):
         _rtr_sequential(x, s1, 0, perm, s2, 0)
     with pytest.raises(seq.type):
         reshape_transpose_reshape(x, s1, 0, perm, s2, 0)
+
+
+@pytest.mark.parametrize("shape", [[-2, 6], [4, -7], [[4, 6]]])
+def test_reshape_refuses_extents_below_minus_one_and_a_shape_not_1d(shape):
+    """Reshape's shape is a 1-D tensor of extents, 0 and one -1 (numpy would take any negative
+    extent as -1 and flatten a 2-D shape; onnxruntime refuses both too)."""
+    feeds = {"x": np.zeros((4, 6), np.float32), "s": np.array(shape, I64)}
+    model = node_model("Reshape", feeds, ["x", "s"], ["y"], opset=21)
+    with pytest.raises(EvaluationError, match="below -1|is 2-D, not 1-D"):
+        ours(model, feeds)

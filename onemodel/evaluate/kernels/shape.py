@@ -38,6 +38,8 @@ def _checked_shape(shape, what: str = "shape") -> tuple[int, ...]:
 # -- reshaping ------------------------------------------------------------------------------
 def _reshape(x, shape, allowzero):
     shape = list(shape)
+    if any(d < -1 for d in shape):  # (numpy would take any negative extent for -1)
+        raise EvaluationError(f"shape {shape}: an extent below -1")
     if not allowzero:
         for i, d in enumerate(shape):
             if d == 0:
@@ -118,6 +120,8 @@ def reshape_attr(ctx, x):
 
 @op("Reshape", since=(5, 13, 14, 19, 21, 23, 24, 25))
 def reshape(ctx, x, shape):
+    if np.ndim(shape) != 1:
+        raise EvaluationError(f"the shape input is {np.ndim(shape)}-D, not 1-D")
     return _reshape(x, _ints(shape), ctx.attr("allowzero") if ctx.opset >= 14 else 0)
 
 
