@@ -776,27 +776,36 @@ typedef struct {
  * it). The source is read along its smaller stride innermost, the heads in between: for the
  * views a Transpose gives of [seq, batch, heads, d], where the rows of consecutive heads lie
  * next to one another, that reads runs of g rows instead of one row a page. */
+MULTIVERSION
 static void pack(const strided *a, int g, Py_ssize_t rows, Py_ssize_t cols, float *dst,
                  Py_ssize_t size, Py_ssize_t pitch, int scaled, float scale) {
     Py_ssize_t ars = a->rs < 0 ? -a->rs : a->rs, acs = a->cs < 0 ? -a->cs : a->cs;
+    Py_ssize_t cs = a->cs, rs = a->rs;
     if (acs <= ars) {
         for (Py_ssize_t r = 0; r < rows; r++)
             for (int t = 0; t < g; t++) {
-                const float *src = a->base[t] + r * a->rs;
+                const float *src = a->base[t] + r * rs;
                 float *row = dst + t * size + r * pitch;
-                if (a->cs == 1 && !scaled)
-                    memcpy(row, src, (size_t)cols * sizeof(float));
+                if (cs == 1 && scaled) /* (loops the compiler turns into vectors) */
+                    for (Py_ssize_t c = 0; c < cols; c++) row[c] = src[c] * scale;
+                else if (cs == 1)
+                    for (Py_ssize_t c = 0; c < cols; c++) row[c] = src[c];
                 else
                     for (Py_ssize_t c = 0; c < cols; c++)
-                        row[c] = scaled ? src[c * a->cs] * scale : src[c * a->cs];
+                        row[c] = scaled ? src[c * cs] * scale : src[c * cs];
             }
     } else {
         for (Py_ssize_t c = 0; c < cols; c++)
             for (int t = 0; t < g; t++) {
-                const float *src = a->base[t] + c * a->cs;
+                const float *src = a->base[t] + c * cs;
                 float *col = dst + t * size + c;
-                for (Py_ssize_t r = 0; r < rows; r++)
-                    col[r * pitch] = scaled ? src[r * a->rs] * scale : src[r * a->rs];
+                if (rs == 1 && scaled)
+                    for (Py_ssize_t r = 0; r < rows; r++) col[r * pitch] = src[r] * scale;
+                else if (rs == 1)
+                    for (Py_ssize_t r = 0; r < rows; r++) col[r * pitch] = src[r];
+                else
+                    for (Py_ssize_t r = 0; r < rows; r++)
+                        col[r * pitch] = scaled ? src[r * rs] * scale : src[r * rs];
             }
     }
     if (pitch > cols)
