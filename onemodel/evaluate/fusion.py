@@ -12,7 +12,7 @@ product (``linalg.matmul_array``), their shifted exponentials and row sums as th
 Softmax does (``activations.shifted_exp_rows``: within spread x 2^-24 relative in float32, the
 spread of a block), divides them by the row sums as Softmax does, and multiplies the
 probabilities with ``v``; float32 operands run in the compiled kernel (``ckernels.attention``),
-which computes the same a query row at a time.
+which computes the same six query rows at a time, reading the operands in place.
 Results are therefore within the bounds of the nodes evaluated one by one (ONNX Part 1,
 Clause 8.2: a runtime may evaluate a graph in any way that gives the semantics of its nodes).
 A Mul that only the chain's first MatMul reads (exporters scale q and k by 1/sqrt(sqrt(d)) each)
