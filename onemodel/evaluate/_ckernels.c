@@ -52,9 +52,11 @@
  *       in between: for a Transpose's views of [seq, batch, heads, d] that reads runs of eight
  *       rows), k transposed to [d, n] and v's rows padded to whole vectors. Six query rows are
  *       computed at a time, as tiles of 6 rows by 16 columns held in registers (the shape of
- *       conv2d's blocks below): their scores, the rows' maxima taken from the registers, then
- *       their products with v; no score tensor is stored.
-
+ *       conv2d's blocks below): their scores, the rows' maxima (and minima) taken from the
+ *       registers, then their products with v; no score tensor is stored. A row whose shifted
+ *       scores all lie in [-87, 0] takes its exponentials without exp8's handling of results
+ *       in the subnormal range (exp8_normal: the same bits, checked over every float32 there).
+ *
  *   bias_relu(x, bias, y, rows, n, relu)
  *       y = x + bias over rows of n float32 values (bias: n values, or None), then
  *       max(y, 0) when relu is true (NaN stays NaN, -0 becomes +0, as numpy.maximum gives
@@ -398,6 +400,24 @@ INLINE v8 exp8(v8 x) {
     return (p * s) * bc(0x1p-64f);
 }
 
+/* exp8 for x in [-87, 0] (or NaN): there 2^n is a normal float (n >= -126), so p * 2^n is the
+ * one rounding exp8 gives, bit for bit, without its clamp and its two-step scaling */
+INLINE v8 exp8_normal(v8 x) {
+    const v8 magic = bc(12582912.0f);
+    v8 n = (x * bc(1.44269504088896341f) + magic) - magic;
+    v8 r = x - n * bc(0.693359375f);
+    r = r - n * bc(-2.12194440e-4f);
+    v8 p = bc(1.9875691500e-4f);
+    p = p * r + bc(1.3981999507e-3f);
+    p = p * r + bc(8.3334519073e-3f);
+    p = p * r + bc(4.1665795894e-2f);
+    p = p * r + bc(1.6666665459e-1f);
+    p = p * r + bc(5.0000001201e-1f);
+    p = p * (r * r) + r + bc(1.0f);
+    v8i ni = __builtin_convertvector(n, v8i);
+    return p * (v8)((ni + 127) << 23);
+}
+
 MULTIVERSION
 static void exp_rows_impl(const float *a, float *out, float *sums, Py_ssize_t rows,
                           Py_ssize_t n) {
@@ -640,7 +660,7 @@ fail_r:
  * lanes (vnan) take in the tile's scores. */
 INLINE void score_tile(const float *q, Py_ssize_t d, const float *kt, Py_ssize_t n,
                        Py_ssize_t n8, Py_ssize_t j0, const int R, const int NC, float *s,
-                       v8 *vmax, v8i *vnan) {
+                       v8 *vmax, v8 *vmin, v8i *vnan) {
     v8 acc[RB][2];
     for (int r = 0; r < R; r++)
         for (int c = 0; c < NC; c++) acc[r][c] = bc(0.0f);
@@ -653,12 +673,16 @@ INLINE void score_tile(const float *q, Py_ssize_t d, const float *kt, Py_ssize_t
             if (NC > 1) acc[r][1] += qb * k1;
         }
     }
-    if (j0 + 8 * NC > n) { /* the last tile: its columns from n on are padding */
+    int last = j0 + 8 * NC > n;
+    if (last) { /* the last tile: its columns from n on are padding */
         const v8i lane = {0, 1, 2, 3, 4, 5, 6, 7};
         for (int c = 0; c < NC; c++) {
             Py_ssize_t valid = n - j0 - 8 * c; /* columns of this vector before n */
             v8i pad = lane >= (int32_t)(valid < 0 ? 0 : valid > 8 ? 8 : valid);
-            for (int r = 0; r < R; r++) acc[r][c] = select8(pad, bc(-INFINITY), acc[r][c]);
+            for (int r = 0; r < R; r++) {
+                vmin[r] = select8((v8i)(acc[r][c] < vmin[r]) & ~pad, acc[r][c], vmin[r]);
+                acc[r][c] = select8(pad, bc(-INFINITY), acc[r][c]);
+            }
         }
     }
     for (int r = 0; r < R; r++)
@@ -666,6 +690,7 @@ INLINE void score_tile(const float *q, Py_ssize_t d, const float *kt, Py_ssize_t
             v8 x = acc[r][c];
             vnan[r] |= (v8i)(x != x);
             vmax[r] = select8((v8i)(x > vmax[r]), x, vmax[r]);
+            if (!last) vmin[r] = select8((v8i)(x < vmin[r]), x, vmin[r]);
             store8(s + r * n8 + j0 + 8 * c, x);
         }
 }
@@ -699,17 +724,22 @@ INLINE void value_tile(const float *p, Py_ssize_t n8, const float *vp, Py_ssize_
  * flags) made probabilities in place: exp(score - row max) as exp_rows computes it, the row
  * sum in 8 lanes, each exponential divided by it (as Softmax rounds them); the padding lanes
  * [n, n8) become 0 */
-INLINE void softmax_row(float *s, Py_ssize_t n, Py_ssize_t n8, v8 vmax, v8i vnan) {
-    float mx = -INFINITY;
+INLINE void softmax_row(float *s, Py_ssize_t n, Py_ssize_t n8, v8 vmax, v8 vmin, v8i vnan) {
+    float mx = -INFINITY, mn = INFINITY;
     int has_nan = 0;
     for (int l = 0; l < 8; l++) {
         if (vmax[l] > mx) mx = vmax[l];
+        if (vmin[l] < mn) mn = vmin[l];
         has_nan |= vnan[l];
     }
     if (has_nan) mx = NAN;
+    /* every shifted score in [-87, 0] (x = score - max >= min - max, rounding being monotone):
+     * the exponentials without exp8's handling of the subnormal range, the same bits */
+    int normal = !has_nan && mn - mx >= -87.0f;
     v8 shift = bc(mx), vsum = bc(0.0f);
     for (Py_ssize_t j = 0; j < n8; j += 8) {
-        v8 e = exp8(load8(s + j) - shift);
+        v8 x = load8(s + j) - shift;
+        v8 e = normal && j + 8 <= n ? exp8_normal(x) : exp8(x);
         if (j + 8 > n) /* the padding lanes: -inf - shift, 0 unless the shift is NaN */
             for (Py_ssize_t l = n - j; l < 8; l++) e[l] = 0.0f;
         store8(s + j, e);
@@ -727,16 +757,17 @@ INLINE void softmax_row(float *s, Py_ssize_t n, Py_ssize_t n8, v8 vmax, v8i vnan
 INLINE void attention_rows(const float *q, Py_ssize_t d, const float *kt, Py_ssize_t n,
                            Py_ssize_t n8, const float *vp, Py_ssize_t dv, Py_ssize_t dv8,
                            const int R, float *s, float *o, Py_ssize_t os) {
-    v8 vmax[RB];
+    v8 vmax[RB], vmin[RB];
     v8i vnan[RB];
     for (int r = 0; r < R; r++) {
         vmax[r] = bc(-INFINITY);
+        vmin[r] = bc(INFINITY);
         vnan[r] = (v8i){0, 0, 0, 0, 0, 0, 0, 0};
     }
     Py_ssize_t j0 = 0;
-    for (; j0 + 16 <= n8; j0 += 16) score_tile(q, d, kt, n, n8, j0, R, 2, s, vmax, vnan);
-    if (j0 < n8) score_tile(q, d, kt, n, n8, j0, R, 1, s, vmax, vnan);
-    for (int r = 0; r < R; r++) softmax_row(s + r * n8, n, n8, vmax[r], vnan[r]);
+    for (; j0 + 16 <= n8; j0 += 16) score_tile(q, d, kt, n, n8, j0, R, 2, s, vmax, vmin, vnan);
+    if (j0 < n8) score_tile(q, d, kt, n, n8, j0, R, 1, s, vmax, vmin, vnan);
+    for (int r = 0; r < R; r++) softmax_row(s + r * n8, n, n8, vmax[r], vmin[r], vnan[r]);
     Py_ssize_t c0 = 0;
     for (; c0 + 16 <= dv8; c0 += 16) value_tile(s, n8, vp, n, dv8, c0, R, 2, o, dv, os);
     if (c0 < dv8) value_tile(s, n8, vp, n, dv8, c0, R, 1, o, dv, os);

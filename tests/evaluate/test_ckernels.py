@@ -884,3 +884,25 @@ def test_attention_views_and_layouts_with_axes_of_one(m, d, n, dv):
     np.testing.assert_array_equal(got, want)
     exact, _ = _attention64(q, np.swapaxes(kt, -1, -2), v)
     np.testing.assert_allclose(want, exact, rtol=1e-5, atol=1e-6)
+
+
+@needs_c
+@pytest.mark.parametrize("spread", [5.0, 80.0, 200.0, "-inf"])
+@pytest.mark.parametrize("n", [13, 64, 128])
+def test_attention_probabilities_are_exp_rows_over_their_sum_bit_for_bit(spread, n):
+    """With d = 1 and q = 1 the scores are k's values exactly, and with v the identity the
+    result is the probabilities themselves (each a sum of one product by 1 and zeros): they are
+    the exponentials exp_rows gives, divided by exp_rows' row sum, rounded as Softmax (numpy's
+    float32 division) rounds them, whether every shifted score is within [-87, 0] (the kernel's
+    path without exp's subnormal handling) or not (spreads of 200, a -inf score)."""
+    k = (RNG.uniform(-1, 0, (1, 1, n)) * (200.0 if spread == "-inf" else spread)).astype(np.float32)
+    if spread == "-inf":
+        k[0, 0, 3] = -np.inf
+    q = np.ones((1, 4, 1), np.float32)
+    got = ckernels.attention(q, k, np.eye(n, dtype=np.float32)[None])
+    row = np.ascontiguousarray(k[0, 0])
+    e, sums = np.empty_like(row), np.empty(1, np.float32)
+    C.exp_rows(row, e, sums, 1, n)
+    want = e / sums[0]
+    for i in range(4):
+        np.testing.assert_array_equal(got[0, i], want)
