@@ -425,28 +425,34 @@ static void exp_rows_impl(const float *a, float *out, float *sums, Py_ssize_t ro
     for (Py_ssize_t r = 0; r < rows; r++) {
         const float *src = a + r * n;
         float *dst = out + r * n;
-        /* the row maximum (NaN propagates: a NaN lane makes the maximum NaN) */
-        float mx = -INFINITY;
+        /* the row maximum (NaN propagates: a NaN lane makes the maximum NaN) and minimum */
+        float mx = -INFINITY, mn = INFINITY;
         int has_nan = 0;
-        v8 vm = bc(-INFINITY);
+        v8 vm = bc(-INFINITY), vl = bc(INFINITY);
         v8i vn = {0, 0, 0, 0, 0, 0, 0, 0};
         for (Py_ssize_t i = 0; i < n8; i += 8) {
             v8 v = load8(src + i);
             vn |= (v8i)(v != v);
             vm = select8((v8i)(v > vm), v, vm);
+            vl = select8((v8i)(v < vl), v, vl);
         }
         for (int k = 0; k < 8; k++) {
             if (vm[k] > mx) mx = vm[k];
+            if (vl[k] < mn) mn = vl[k];
             has_nan |= vn[k];
         }
         for (Py_ssize_t i = n8; i < n; i++) {
             if (src[i] != src[i]) has_nan = 1;
             if (src[i] > mx) mx = src[i];
+            if (src[i] < mn) mn = src[i];
         }
         if (has_nan) mx = NAN;
+        /* every shifted value in [-87, 0]: exp8_normal, the same bits (see attention) */
+        int normal = !has_nan && mn - mx >= -87.0f;
         v8 shift = bc(mx), acc = bc(0.0f);
         for (Py_ssize_t i = 0; i < n8; i += 8) {
-            v8 e = exp8(load8(src + i) - shift);
+            v8 x = load8(src + i) - shift;
+            v8 e = normal ? exp8_normal(x) : exp8(x);
             store8(dst + i, e);
             acc += e;
         }

@@ -906,3 +906,18 @@ def test_attention_probabilities_are_exp_rows_over_their_sum_bit_for_bit(spread,
     want = e / sums[0]
     for i in range(4):
         np.testing.assert_array_equal(got[0, i], want)
+
+
+@needs_c
+@pytest.mark.parametrize("n", [8, 13, 64, 130])
+def test_exp_rows_without_and_with_subnormal_handling_give_the_same_bits(n):
+    """A row whose shifted values all lie in [-87, 0] takes the exponentials without exp8's
+    subnormal handling; the same values next to one of -200 (which needs it) get the same bits
+    (the shift, the row maximum, is the same)."""
+    x = RNG.uniform(-86, 0, n).astype(np.float32)
+    x[0] = 0.0
+    rows = np.stack([np.append(x, np.float32(-1.0)), np.append(x, np.float32(-200.0))])
+    out, sums = np.empty_like(rows), np.empty(2, np.float32)
+    C.exp_rows(rows, out, sums, 2, n + 1)
+    np.testing.assert_array_equal(out[0, :n], out[1, :n])
+    assert out[1, n] == np.float32(np.exp(np.float64(-200.0)))  # 0: below the subnormals
