@@ -15,7 +15,10 @@ constraints (Clause 10.4).
 Contradictions (Clause 9.4): an input of rank under 3, ``X`` and ``W`` of different ranks,
 ``C != W.shape[1] * group`` (Conv) or ``C != W.shape[0]`` (ConvTranspose), ``M`` not a multiple
 of ``group``, a bias that is not ``[M]``, ``kernel_shape`` that differs from ``W``'s extents,
-``strides``/``dilations``/``pads`` without one value (two for pads) per spatial axis, and a
+``strides``/``dilations``/``pads`` without one value (two for pads) per spatial axis, a
+``kernel_shape`` value, a kernel extent of ``W``, a stride or a dilation below 1 (the
+definitions' window has at least one element and moves forward; onnx and onnxruntime refuse
+them too, :func:`positive`), and a
 window that does not fit: a spatial output extent that is an int below 1 (Conv and every
 operator sharing :func:`window_extents`: ConvInteger, QLinearConv, DeformConv, the poolings; a
 ConvTranspose extent or ``output_shape`` value below 1), reported with the input extents,
@@ -42,6 +45,17 @@ def _ints(ctx, name: str, n: int, fill: int | None, per: int = 1):
         ctx.contradiction(f"{name} {v} does not have {per * n} values")
         return None
     return v
+
+
+def positive(ctx, name: str, values) -> bool:
+    """Whether every int of ``values`` (an attribute's or input's list of window extents,
+    strides or dilations) is at least 1, as the definitions require; when not, a contradiction
+    naming ``name``, the values and the ones below 1. Symbolic and unknown values pass."""
+    bad = [v for v in values if type(v) is int and v < 1]
+    if bad:
+        ctx.contradiction(f"{name} {list(values)} has values that are not positive: {bad}")
+        return False
+    return True
 
 
 def spatial_rank(ctx, x, w=None) -> int | None:
@@ -82,8 +96,7 @@ def window_extents(ctx, spatial, kernel, n: int, dilations_attr: bool = True,
     dilations = _ints(ctx, "dilations", n, 1) if dilations_attr else [1] * n
     if strides is None or dilations is None:
         return unknown
-    if any(s < 1 for s in strides) or any(d < 1 for d in dilations):
-        ctx.contradiction(f"strides {strides} and dilations {dilations} must be positive")
+    if not (positive(ctx, "strides", strides) & positive(ctx, "dilations", dilations)):
         return unknown
     if auto_pad is None:
         auto_pad = ctx.attr("auto_pad", "NOTSET")
@@ -161,6 +174,8 @@ def _kernel(ctx, w, n: int):
         if len(k) != n:
             ctx.contradiction(f"kernel_shape {k} does not have {n} values")
             return wk
+        if not positive(ctx, "kernel_shape", k):
+            return None
         if wk is not None:
             for a, b in zip(k, wk):
                 if D.differ(a, b):
@@ -168,6 +183,10 @@ def _kernel(ctx, w, n: int):
                                       f"{D.shape_text(ws)}")
                     break
         return k
+    if wk is not None and any(type(d) is int and d < 1 for d in wk):
+        ctx.contradiction(f"the weights {D.shape_text(ws)} have kernel extents that are not "
+                          f"positive")
+        return [d if type(d) is not int or d >= 1 else None for d in wk]
     return wk
 
 
@@ -237,6 +256,10 @@ def conv_transpose(ctx, x, w, b=None):
     strides = _ints(ctx, "strides", n, 1)
     dilations = _ints(ctx, "dilations", n, 1)
     out_pad = _ints(ctx, "output_padding", n, 0)
+    if strides is not None and not positive(ctx, "strides", strides):
+        strides = None
+    if dilations is not None and not positive(ctx, "dilations", dilations):
+        dilations = None
     shape = ctx.attr("output_shape", None)
     auto_pad = ctx.attr("auto_pad", "NOTSET")
     if shape:

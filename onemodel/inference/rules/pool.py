@@ -8,22 +8,32 @@ the ceiling, a last window starting in the end padding dropped; ``SAME_*`` ``cei
 ``kernel_shape`` required; ``dilations`` from MaxPool 10, AveragePool 19, LpPool 18. MaxPool's
 ``Indices`` has the output's shape (int64). Global poolings give ``[N, C, 1, ..., 1]``.
 MaxUnpool gives ``[N, C, (x - 1)*s + k - p_begin - p_end, ...]``, or the elements of its
-``output_shape`` input when given (unknown extents of the input's rank when they are not known).
+``output_shape`` input when given (unknown extents of the input's rank when they are not known:
+the output is then set at run time, never the computed default). The definition says only that
+``pads`` are ignored then and that the indices lie in ``[0, N x C x D1 x ... x Dn)`` of the
+output: an ``output_shape`` smaller or larger than the computed extents, or with other
+``N``/``C``, is taken as given (onnxruntime refuses one smaller than the computed extents or
+with other ``N``/``C``; the definition does not), known indices outside it are contradicted.
 
 Contradictions (Clause 9.4): a rank under 3 (2 for global poolings), no ``kernel_shape`` or one
-without a value per spatial axis, a window that does not fit (an output extent that is an int
-below 1, :func:`.conv.fitting`), MaxUnpool's indices of another shape than X, an unpooled extent
-that is a negative int, or an ``output_shape`` of another length than X's rank.
+without a value per spatial axis, a ``kernel_shape`` value, a stride or a dilation below 1
+(:func:`.conv.positive`; MaxUnpool's too), a window that does not fit (an output extent that is
+an int below 1, :func:`.conv.fitting`), MaxUnpool's indices of another shape than X, an unpooled
+extent that is a negative int, an ``output_shape`` of another length than X's rank or with a
+negative extent, or known indices outside ``[0, count)`` of a known output shape (the
+definition's range of the linear indices).
 """
 
 from __future__ import annotations
 
 from .. import dims as D
 from ..registry import rule
-from .conv import _ints, fitting, window_extents
+from .conv import _ints, fitting, positive, window_extents
 
 
 def _kernel_shape(ctx, n: int):
+    """``kernel_shape`` as a list of ``n`` ints; None, and a contradiction, when unset, of
+    another length, or with a value below 1."""
     k = ctx.attr("kernel_shape", None)
     if not k:
         ctx.contradiction("kernel_shape is required")
@@ -32,7 +42,7 @@ def _kernel_shape(ctx, n: int):
     if len(k) != n:
         ctx.contradiction(f"kernel_shape {k} does not have {n} values")
         return None
-    return k
+    return k if positive(ctx, "kernel_shape", k) else None
 
 
 def _rank_n(ctx, x) -> int | None:
@@ -109,6 +119,24 @@ def global_lp_pool(ctx, x):
     return _global(ctx, x)
 
 
+def _indices_fit(ctx, indices, out) -> None:
+    """A contradiction when MaxUnpool's ``indices`` are known ints and one is outside
+    ``[0, count)``, ``count`` the element count of the output shape ``out`` when known (the
+    definition: linear indices into the output, ``[0, N x C x D1 x ... x Dn)``)."""
+    data = indices.data if indices is not None else None
+    if data is None or not data or out is None or any(type(d) is not int for d in out):
+        return
+    if any(type(e) is not int for e in data):
+        return
+    total = 1
+    for d in out:
+        total *= d
+    bad = sorted({e for e in data if e < 0 or e >= total})
+    if bad:
+        ctx.contradiction(f"indices {bad[:8]} are outside [0, {total}) of the output "
+                          f"{D.shape_text(out)}")
+
+
 @rule("MaxUnpool", since=(9, 11, 22))
 def max_unpool(ctx, x, indices, output_shape=None):
     """MaxUnpool: the unpooled shape, or ``output_shape``'s elements (module doc)."""
@@ -124,18 +152,27 @@ def max_unpool(ctx, x, indices, output_shape=None):
         else:
             xs = tuple(ctx.unify(a, b, "X and indices extents")
                        for a, b in zip(xs, indices.shape))
+    kernel = strides = None
+    if n is not None:
+        kernel = _kernel_shape(ctx, n)
+        strides = _ints(ctx, "strides", n, 1)
+        if strides is not None and not positive(ctx, "strides", strides):
+            strides = None
     if output_shape is not None:
         got = ctx.ints(2)
-        if got is not None:
-            if n is not None and len(got) != n + 2:
-                ctx.contradiction(f"output_shape has {len(got)} values; X has rank {n + 2}")
-                return None
-            return got
-        return None if n is None else [None] * (n + 2)
+        if got is None:
+            return None if n is None else [None] * (n + 2)
+        if n is not None and len(got) != n + 2:
+            ctx.contradiction(f"output_shape has {len(got)} values; X has rank {n + 2}")
+            return None
+        bad = [d for d in got if type(d) is int and d < 0]
+        if bad:
+            ctx.contradiction(f"output_shape {D.shape_text(got)} has negative extents: {bad}")
+            return [None if type(d) is int and d < 0 else d for d in got]
+        _indices_fit(ctx, indices, got)
+        return got
     if n is None:
         return None
-    kernel = _kernel_shape(ctx, n)
-    strides = _ints(ctx, "strides", n, 1)
     pads = _ints(ctx, "pads", n, 0, per=2)
     head = [xs[0], xs[1]] if xs is not None else [None, None]
     if kernel is None or strides is None or pads is None:
@@ -143,5 +180,7 @@ def max_unpool(ctx, x, indices, output_shape=None):
     sp = xs[2:] if xs is not None else [None] * n
     out = [D.sub(D.add(D.mul(D.sub(sp[i], 1), strides[i]), kernel[i]), pads[i] + pads[n + i])
            for i in range(n)]
-    return head + fitting(ctx, "the unpooled extents are negative", out, sp, kernel,
-                          f"pads {pads}", strides, None, least=0)
+    out = head + fitting(ctx, "the unpooled extents are negative", out, sp, kernel,
+                         f"pads {pads}", strides, None, least=0)
+    _indices_fit(ctx, indices, out)
+    return out

@@ -1200,13 +1200,18 @@ def _rank4(ctx, x, op):
 def _blocks(ctx, x, op, to_space):
     s = _rank4(ctx, x, op)
     bs = _int(ctx, "blocksize")
-    if s is None or bs is _WRONG or not bs or bs < 0:
+    if bs is not _WRONG and bs is not None and bs < 1:
+        ctx.contradiction(f"blocksize {bs} is not positive")
+        bs = None
+    if s is None or bs is _WRONG or bs is None:
         return None if s is None else [s[0], None, None, None]
     b, c, h, w = s
     sq = bs * bs
-    for d, k in ((c, sq),) if to_space else ((h, bs), (w, bs)):
+    checks = ((c, sq, "channel", "blocksize^2 = "),) if to_space else (
+        (h, bs, "height", "blocksize "), (w, bs, "width", "blocksize "))
+    for d, k, axis, by in checks:
         if type(d) is int and d % k:
-            ctx.contradiction(f"{op}: extent {d} does not divide by {k}")
+            ctx.contradiction(f"the {axis} extent {d} does not divide by {by}{k}")
             return None
         _require(ctx, D.mod(d, k), 0, f"extent mod {k} and 0")
     if to_space:
@@ -1217,14 +1222,14 @@ def _blocks(ctx, x, op, to_space):
 @rule("DepthToSpace", since=(1, 11, 13, 28))
 def depth_to_space(ctx, x):
     """``[b, c / bs^2, h * bs, w * bs]`` (rank 4, either mode); channels that do not divide
-    by ``blocksize^2`` are a contradiction."""
+    by ``blocksize^2``, and a ``blocksize`` below 1, are a contradiction."""
     return _blocks(ctx, x, "DepthToSpace", True)
 
 
 @rule("SpaceToDepth", since=(1, 13, 28))
 def space_to_depth(ctx, x):
     """``[b, c * bs^2, h / bs, w / bs]`` (rank 4); spatial extents that do not divide by
-    ``blocksize`` are a contradiction."""
+    ``blocksize``, and a ``blocksize`` below 1, are a contradiction."""
     return _blocks(ctx, x, "SpaceToDepth", False)
 
 
