@@ -212,6 +212,22 @@ static Py_ssize_t mul_lim(Py_ssize_t a, Py_ssize_t b, Py_ssize_t lim) {
     return a > lim / b ? -1 : a * b;
 }
 
+/* rows >= 0 and n >= 1 from two Python ints, rows * n at most 2^40; -1 with a Python error set
+ * (ValueError naming ``what``) otherwise */
+static int get_rows(PyObject *orows, PyObject *on, Py_ssize_t *rows, Py_ssize_t *n,
+                    const char *what) {
+    *rows = PyLong_AsSsize_t(orows);
+    if (*rows == -1 && PyErr_Occurred()) return -1;
+    *n = PyLong_AsSsize_t(on);
+    if (*n == -1 && PyErr_Occurred()) return -1;
+    const Py_ssize_t LIM = (Py_ssize_t)1 << 40;
+    if (*rows < 0 || *n < 1 || *rows > LIM || *n > LIM / (*rows ? *rows : 1)) {
+        PyErr_Format(PyExc_ValueError, "%s: rows >= 0, n >= 1 expected", what);
+        return -1;
+    }
+    return 0;
+}
+
 static int get_buffer(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t count,
                       const char *what) {
     int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
@@ -476,15 +492,8 @@ static PyObject *ck_exp_rows(PyObject *self, PyObject *const *args, Py_ssize_t n
         PyErr_SetString(PyExc_TypeError, "exp_rows(a, out, sums, rows, n)");
         return NULL;
     }
-    Py_ssize_t rows = PyLong_AsSsize_t(args[3]);
-    if (rows == -1 && PyErr_Occurred()) return NULL;
-    Py_ssize_t n = PyLong_AsSsize_t(args[4]);
-    if (n == -1 && PyErr_Occurred()) return NULL;
-    const Py_ssize_t LIM = (Py_ssize_t)1 << 40;
-    if (rows < 0 || n < 1 || rows > LIM || n > LIM / (rows ? rows : 1)) {
-        PyErr_SetString(PyExc_ValueError, "exp_rows: rows >= 0, n >= 1 expected");
-        return NULL;
-    }
+    Py_ssize_t rows, n;
+    if (get_rows(args[3], args[4], &rows, &n, "exp_rows") < 0) return NULL;
     Py_buffer ba, bo, bs;
     if (get_buffer(args[0], &ba, 0, rows * n, "a") < 0) return NULL;
     if (get_buffer(args[1], &bo, 1, rows * n, "out") < 0) {
@@ -583,17 +592,10 @@ static PyObject *ck_layer_norm(PyObject *self, PyObject *const *args, Py_ssize_t
                         "layer_norm(x, scale, bias, y, mean, inv, rows, n, epsilon[, residual])");
         return NULL;
     }
-    Py_ssize_t rows = PyLong_AsSsize_t(args[6]);
-    if (rows == -1 && PyErr_Occurred()) return NULL;
-    Py_ssize_t n = PyLong_AsSsize_t(args[7]);
-    if (n == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t rows, n;
+    if (get_rows(args[6], args[7], &rows, &n, "layer_norm") < 0) return NULL;
     double eps = PyFloat_AsDouble(args[8]);
     if (eps == -1.0 && PyErr_Occurred()) return NULL;
-    const Py_ssize_t LIM = (Py_ssize_t)1 << 40;
-    if (rows < 0 || n < 1 || rows > LIM || n > LIM / (rows ? rows : 1)) {
-        PyErr_SetString(PyExc_ValueError, "layer_norm: rows >= 0, n >= 1 expected");
-        return NULL;
-    }
     Py_buffer bx, bs, bb, by, bm, bi, br;
     int has_b = args[2] != Py_None, has_r = nargs == 10 && args[9] != Py_None;
     Py_ssize_t *roff = NULL; /* the offset of each row of the residual, in floats */
@@ -985,17 +987,10 @@ static PyObject *ck_bias_relu(PyObject *self, PyObject *const *args, Py_ssize_t 
         PyErr_SetString(PyExc_TypeError, "bias_relu(x, bias, y, rows, n, relu)");
         return NULL;
     }
-    Py_ssize_t rows = PyLong_AsSsize_t(args[3]);
-    if (rows == -1 && PyErr_Occurred()) return NULL;
-    Py_ssize_t n = PyLong_AsSsize_t(args[4]);
-    if (n == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t rows, n;
+    if (get_rows(args[3], args[4], &rows, &n, "bias_relu") < 0) return NULL;
     int relu = PyObject_IsTrue(args[5]);
     if (relu < 0) return NULL;
-    const Py_ssize_t LIM = (Py_ssize_t)1 << 40;
-    if (rows < 0 || n < 1 || rows > LIM || n > LIM / (rows ? rows : 1)) {
-        PyErr_SetString(PyExc_ValueError, "bias_relu: rows >= 0, n >= 1 expected");
-        return NULL;
-    }
     Py_buffer bx, bb, by;
     int has_b = args[1] != Py_None;
     if (get_buffer(args[0], &bx, 0, rows * n, "x") < 0) return NULL;

@@ -60,37 +60,30 @@ def _refinement(a: tuple, b: tuple):
     ``(f, groups of a, groups of b)`` as ranges of ``f``'s axes, or None where the two do not
     nest (as [2, 3] and [3, 2])."""
     f: list[int] = []
-    ga: list[range] = []
-    gb: list[range] = []
-    i = j = 0
-    ra = rb = None  # what is left of the current axis of each (None: the next one starts)
+    groups: tuple[list[range], list[range]] = ([], [])
+    pos = [0, 0]  # the next axis of a and of b
+    left: list = [None, None]  # what is left of the current axis of each (None: the next starts)
+    start = [0, 0]  # the first f axis of the current axis of each
     while True:
-        while ra is None and i < len(a):
-            if a[i] == 1:
-                ga.append(range(len(f), len(f)))
-                i += 1
-            else:
-                ra, sa = a[i], len(f)
-        while rb is None and j < len(b):
-            if b[j] == 1:
-                gb.append(range(len(f), len(f)))
-                j += 1
-            else:
-                rb, sb = b[j], len(f)
-        if ra is None or rb is None:
-            return (f, ga, gb) if ra is None and rb is None else None
-        step = min(ra, rb)
-        if ra % step or rb % step:
+        for side, shape in enumerate((a, b)):
+            while left[side] is None and pos[side] < len(shape):
+                if shape[pos[side]] == 1:  # a group of no f axis
+                    groups[side].append(range(len(f), len(f)))
+                    pos[side] += 1
+                else:
+                    left[side], start[side] = shape[pos[side]], len(f)
+        if left[0] is None or left[1] is None:
+            return (f, *groups) if left[0] is None and left[1] is None else None
+        step = min(left)
+        if left[0] % step or left[1] % step:
             return None
         f.append(step)
-        ra //= step
-        rb //= step
-        if ra == 1:
-            ga.append(range(sa, len(f)))
-            i, ra = i + 1, None
-        if rb == 1:
-            gb.append(range(sb, len(f)))
-            j, rb = j + 1, None
+        for side in (0, 1):
+            left[side] //= step
+            if left[side] == 1:
+                groups[side].append(range(start[side], len(f)))
+                pos[side] += 1
+                left[side] = None
 
 
 def reshape_transpose_reshape(x, shape1, allowzero1, perm, shape2, allowzero2):
