@@ -1,4 +1,5 @@
-"""Keeping freed memory for the next run: glibc's malloc tuned once per process, on request.
+"""The evaluator's memory: glibc's malloc tuned once per process, on request, to keep freed
+memory for the next run; and the allocation budget (at the end).
 
 Every run of a model allocates and frees the same intermediate arrays. With glibc's default
 malloc, a freed block larger than the (dynamic) mmap threshold, and free memory at the top of the
@@ -18,6 +19,13 @@ setting (it changes how everything in the process allocates, and the process kee
 * the environment sets ``ONEMODEL_TUNE_MALLOC=0``;
 * the environment already sets ``MALLOC_MMAP_THRESHOLD_`` or ``MALLOC_TRIM_THRESHOLD_`` (the
   user's own glibc tuning wins).
+
+The allocation budget: a kernel whose output or scratch array is sized by attributes or input
+values (pads, a target shape, scales, a count) calls :func:`check_allocation` (or
+:func:`check_array`) before it allocates. With Linux's overcommit an allocation larger than the
+memory available may succeed, and the process is then killed by the OOM killer when the pages
+are touched, with no message; the check refuses it with an EvaluationError instead. The budget is
+``ONEMODEL_MEMORY_LIMIT`` (bytes) when set, else :func:`available_memory`.
 """
 
 from __future__ import annotations
@@ -25,6 +33,9 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+
+from ..errors import EvaluationError, OneModelError, quote
+from ..ir.tensor import element_count
 
 #: Largest block served from the heap instead of its own mmap, in bytes (glibc's own upper bound
 #: for the dynamic threshold on 64-bit systems).
@@ -66,3 +77,131 @@ def _tune() -> bool:
     except (OSError, AttributeError, TypeError):
         return False
     return ok
+
+
+# -- the allocation budget ---------------------------------------------------------------------
+
+#: Allocations smaller than this, in bytes, are not checked against the available memory (so
+#: that small arrays cost no read of /proc/meminfo); ``ONEMODEL_MEMORY_LIMIT`` checks them all.
+CHECKED_ALLOCATION_BYTES = 256 * 1024 * 1024
+
+#: The environment variable that sets the available memory, in bytes (a decimal integer).
+MEMORY_LIMIT_VARIABLE = "ONEMODEL_MEMORY_LIMIT"
+
+#: How a refusal starts: as the evaluator words a MemoryError of a kernel.
+_REFUSED = "needs more memory than is available"
+
+_MEMINFO = "/proc/meminfo"
+_CGROUP = "/sys/fs/cgroup"
+
+
+def size_text(nbytes: int) -> str:
+    """``nbytes`` for a message: ``1.5 TiB``, ``37.3 GiB``, ``512.0 MiB``, ``12.5 KiB`` or
+    ``100 bytes`` (PiB, TiB, GiB, MiB and KiB of 2^50, 2^40, 2^30, 2^20 and 2^10 bytes)."""
+    for unit, size in (("PiB", 1 << 50), ("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20),
+                       ("KiB", 1 << 10)):
+        if nbytes >= size:
+            return f"{nbytes / size:.1f} {unit}"
+    return f"{nbytes} bytes"
+
+
+def memory_limit() -> int | None:
+    """The bytes ``ONEMODEL_MEMORY_LIMIT`` allows, or None when it is unset or empty.
+
+    Raises EvaluationError when it is set to anything but a decimal integer of bytes.
+    """
+    value = os.environ.get(MEMORY_LIMIT_VARIABLE, "")
+    if not value:
+        return None
+    text = value.strip()
+    if not text.isascii() or not text.isdigit():
+        raise EvaluationError(f"{MEMORY_LIMIT_VARIABLE}={quote(value)} is not a number of "
+                              "bytes (a decimal integer such as 1073741824)")
+    return int(text)
+
+
+def available_memory() -> int | None:
+    """The memory, in bytes, a new allocation can take without the kernel reclaiming memory that
+    is in use: ``MemAvailable`` of /proc/meminfo (Linux), lowered to what the process's cgroup
+    (v2) still allows when its ``memory.max`` is set; else the available physical pages times
+    the page size (``os.sysconf``); None when the system tells neither. Never raises."""
+    avail = None
+    try:
+        with open(_MEMINFO, "rb") as f:
+            for line in f:
+                if line.startswith(b"MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024  # (in kB)
+                    break
+    except (OSError, ValueError, IndexError):
+        avail = None
+    if avail is None:
+        try:
+            avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (AttributeError, ValueError, OSError):
+            avail = None
+        if avail is not None and avail <= 0:
+            avail = None
+    room = _cgroup_room()
+    if room is not None:
+        avail = room if avail is None else min(avail, room)
+    return avail
+
+
+def _cgroup_room() -> int | None:
+    """``memory.max - memory.current`` of the root of this process's cgroup v2 view, or None
+    where there is no such limit (``max``) or no cgroup v2 file."""
+    try:
+        with open(f"{_CGROUP}/memory.max", "rb") as f:
+            top = f.read().strip()
+        if top == b"max":
+            return None
+        with open(f"{_CGROUP}/memory.current", "rb") as f:
+            used = int(f.read().strip())
+        return max(int(top) - used, 0)
+    except (OSError, ValueError):
+        return None
+
+
+def check_allocation(nbytes: int, what: str) -> None:
+    """Refuse an allocation of ``nbytes`` bytes that the machine cannot hold, before it is made.
+
+    ``what`` names the array for the message (``"the padded input"``). The budget is
+    ``ONEMODEL_MEMORY_LIMIT`` (bytes) when set, else :func:`available_memory`, read only for
+    allocations of :data:`CHECKED_ALLOCATION_BYTES` or more; where neither is known nothing is
+    checked. With Linux's overcommit an allocation past the memory available can succeed and the
+    process is killed when the memory is touched, with no message; this check turns that into
+    an error.
+
+    Raises:
+        EvaluationError: ``nbytes`` exceeds the budget ("needs more memory than is available:
+            the padded input would take 37.3 GiB, more than the 21.8 GiB of memory available";
+            the evaluator prefixes the node and its inputs), or ``ONEMODEL_MEMORY_LIMIT`` is not
+            a decimal integer.
+    """
+    limit = memory_limit()
+    if limit is not None:
+        if nbytes > limit:
+            raise EvaluationError(f"{_REFUSED}: {what} would take {size_text(nbytes)}, more "
+                                  f"than the {size_text(limit)} {MEMORY_LIMIT_VARIABLE} allows")
+        return
+    if nbytes < CHECKED_ALLOCATION_BYTES:
+        return
+    avail = available_memory()
+    if avail is not None and nbytes > avail:
+        raise EvaluationError(f"{_REFUSED}: {what} would take {size_text(nbytes)}, more than "
+                              f"the {size_text(avail)} of memory available")
+
+
+def check_array(shape, itemsize: int, what: str) -> tuple[int, ...]:
+    """``shape`` as a tuple of ints, checked before an array of that shape and ``itemsize``
+    bytes per element is allocated: the element count (:func:`~onemodel.ir.tensor.element_count`:
+    InvalidModelError for a negative extent or 2^63 elements, UnsupportedError at
+    ``limits.MAX_ELEMENT_COUNT``) and then :func:`check_allocation`; the errors' messages start
+    with ``what``."""
+    shape = tuple(int(d) for d in shape)
+    try:
+        count = element_count(shape)
+    except OneModelError as e:
+        raise type(e)(f"{what}: {e.message}") from None
+    check_allocation(count * itemsize, what)
+    return shape

@@ -25,6 +25,7 @@ from numpy.lib.stride_tricks import as_strided
 from ... import limits
 from ...errors import EvaluationError, InvalidModelError, UnsupportedError
 from .. import ckernels
+from ..memory import check_allocation, check_array
 from ..registry import op
 from ._util import back, wide_all
 from .linalg import column_blocks_product
@@ -95,6 +96,8 @@ def padded(x, kernel, strides, dilations, begin, out, fill=0):
     if math.prod(x.shape[:2]) * math.prod(out) * math.prod(kernel) > limits.MAX_ELEMENT_COUNT:
         raise UnsupportedError("the receptive fields have more than 2^60 elements")
     needed = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out, strides, kernel, dilations)]
+    if tuple(needed) != x.shape[2:] or any(begin):
+        check_array(x.shape[:2] + tuple(needed), x.itemsize, "the padded input")
     return _pad_to(x, begin, needed, fill)
 
 
@@ -170,6 +173,11 @@ def _conv(ctx, x, w, b, relu: bool):
                               f"output channel)")
     args, dt = wide_all(x, w) if b is None else wide_all(x, w, b)
     x, w = args[0], args[1]
+    check_array((N, M) + tuple(out), x.itemsize, "the Conv output")
+    # (a padded copy of one sample: the compiled kernel's scratch, the shifted products' buffer)
+    check_allocation(C * math.prod(i + max(p, 0) + max(e, 0) for i, p, e in
+                                   zip(x.shape[2:], begin, end)) * x.itemsize,
+                     "the padded copy of one sample")
     if group == 1:
         y = ckernels.conv2d(x, w, args[2] if b is not None else None, begin, out, strides,
                             dilations, relu=relu)
@@ -202,6 +210,7 @@ def _conv_numpy(x, w, args, dt, group, kernel, strides, dilations, begin, end, o
         # the columns stay in the cache while they are multiplied
         win = windows(x, kernel, strides, dilations, begin, out)
         step = max(1, _COLUMN_BYTES // max(C * K * P * x.itemsize, 1))
+        check_allocation(min(step, N) * C * K * P * x.itemsize, "the Conv columns")
         if step >= N:
             y = column_blocks_product(wg, win.reshape(N, group, Cg * K, P))
         else:
@@ -260,6 +269,7 @@ def _shifted_conv(x, w, b, group, kernel, dilations, begin, end, out):
     wt = np.ascontiguousarray(w.reshape(group, Mg, Cg, K).transpose(0, 1, 3, 2))
     wt = wt.reshape(group, Mg, K * Cg)
     step = max(1, min(N, _COLUMN_BYTES // max(C * K * L * x.itemsize, 1)))
+    check_allocation(step * C * (size + K * L) * x.itemsize, "the Conv columns")
     buf = np.zeros((step, C, size), dtype=x.dtype)
     inner = buf[:, :, :math.prod(ext)].reshape((step, C) + tuple(ext))
     inner = inner[(slice(None), slice(None)) + tuple(slice(p, p + i) for p, i in zip(begin, sp))]
@@ -311,6 +321,7 @@ def _shifted_conv_last(x, w, b, kernel, dilations, begin, end, out):
     # weights [M, C, *k] -> [K * C, M]: tap-major rows, as the columns^T are laid out
     wt = np.ascontiguousarray(w.reshape(M, C, K).transpose(2, 1, 0)).reshape(K * C, M)
     step = max(1, min(N, _COLUMN_BYTES // max(C * K * L * x.itemsize, 1)))
+    check_allocation(step * C * (size + K * L) * x.itemsize, "the Conv columns")
     buf = np.zeros((step, C, size), dtype=x.dtype)
     inner = buf[:, :, :math.prod(ext)].reshape((step, C) + tuple(ext))
     inner = inner[(slice(None), slice(None)) + tuple(slice(p, p + i) for p, i in zip(begin, sp))]
@@ -376,14 +387,16 @@ def conv_transpose(ctx, x, w, b=None):
     args, dt = wide_all(x, w) if b is None else wide_all(x, w, b)
     x, w = args[0], args[1]
     Cg, K, P = C // group, math.prod(kernel), math.prod(in_sp)
+    full = [max((i - 1) * s + d + op_, pb + o) for i, s, d, op_, pb, o in
+            zip(in_sp, strides, dk, out_pad, begin, out)]
+    lead = [max(-pb, 0) for pb in begin]  # negative pads extend the output at the front
+    check_allocation(N * M * (K * P + math.prod(f + l for f, l in zip(full, lead)))
+                     * x.itemsize, "the ConvTranspose columns and output")
     xs = x.reshape(N, group, Cg, P)
     wg = w.reshape(group, Cg, Mg * K)
     # cols[n, g, Mg*K, P] = sum_c w[g, c, :] * x[n, g, c, P]
     cols = np.matmul(wg.transpose(0, 2, 1), xs)
     cols = cols.reshape((N, M) + tuple(kernel) + tuple(in_sp))
-    full = [max((i - 1) * s + d + op_, pb + o) for i, s, d, op_, pb, o in
-            zip(in_sp, strides, dk, out_pad, begin, out)]
-    lead = [max(-pb, 0) for pb in begin]  # negative pads extend the output at the front
     buf = np.zeros((N, M) + tuple(f + l for f, l in zip(full, lead)), dtype=cols.dtype)
     for kidx in np.ndindex(*kernel):
         sl = [slice(None), slice(None)]

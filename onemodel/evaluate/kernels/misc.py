@@ -18,6 +18,7 @@ import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError, UnsupportedError
 from ...ir.dtypes import INFO
+from ..memory import check_array
 from ..registry import op
 
 
@@ -107,7 +108,7 @@ def bernoulli(ctx, p):
 @op("RandomUniform", since=(1, 22))
 def random_uniform(ctx):
     """RandomUniform: values in [low, high) of shape ``shape``, type ``dtype`` (float)."""
-    shape = [int(d) for d in ctx.attrs["shape"]]
+    shape = check_array(ctx.attrs["shape"], 16, "the RandomUniform output")  # (float64, cast)
     low, high = float(ctx.attr("low")), float(ctx.attr("high"))
     return _rng(ctx).uniform(low, high, shape).astype(_dtype(ctx.attr("dtype"), np.float32))
 
@@ -123,7 +124,7 @@ def random_uniform_like(ctx, x):
 @op("RandomNormal", since=(1, 22))
 def random_normal(ctx):
     """RandomNormal: normal values (``mean``, ``scale``) of shape ``shape``, type ``dtype``."""
-    shape = [int(d) for d in ctx.attrs["shape"]]
+    shape = check_array(ctx.attrs["shape"], 16, "the RandomNormal output")  # (float64, cast)
     mean, scale = float(ctx.attr("mean")), float(ctx.attr("scale"))
     return _rng(ctx).normal(mean, scale, shape).astype(_dtype(ctx.attr("dtype"), np.float32))
 
@@ -145,6 +146,9 @@ def multinomial(ctx, x):
     if logits.ndim != 2:
         raise EvaluationError("Multinomial input must be [batch_size, class_size]")
     n = int(ctx.attr("sample_size"))
+    # (uniform draws in float64, then a comparison of each with every class's bound)
+    check_array((logits.shape[0], n, logits.shape[1]), 1, "the Multinomial comparisons")
+    check_array((logits.shape[0], n), 8, "the Multinomial draws")
     p = np.exp(logits - logits.max(axis=1, keepdims=True))
     cdf = np.cumsum(p / p.sum(axis=1, keepdims=True), axis=1)
     u = _rng(ctx).random((logits.shape[0], n))
@@ -484,7 +488,7 @@ def col2im(ctx, x, image_shape, block_shape):
     if math.prod(counts) != x.shape[2]:
         raise EvaluationError(f"Col2Im: {x.shape[2]} blocks, the geometry gives "
                               f"{math.prod(counts)}")
-    out = np.zeros((n, c) + tuple(padded), dtype=np.float64)
+    out = np.zeros(check_array((n, c) + tuple(padded), 8, "the Col2Im output"), dtype=np.float64)
     cols = x.reshape((n, c) + tuple(blk) + tuple(counts)).astype(np.float64)
     for bidx in np.ndindex(*blk):
         sl = tuple(slice(bidx[i] * dil[i], bidx[i] * dil[i] + strides[i] * (counts[i] - 1) + 1,

@@ -16,6 +16,7 @@ import numpy as np
 
 from ...errors import EvaluationError, UnsupportedError
 from ...ir.tensor import element_count
+from ..memory import check_allocation
 from ..registry import op
 from ._util import back, wide
 from .conv import conv_pads, padded, taps
@@ -199,7 +200,9 @@ def max_unpool(ctx, x, indices, output_shape=None):
                                   f"unpooled shape {list(inferred)}")
     if any(d < 0 for d in inferred):
         raise EvaluationError(f"MaxUnpool output shape {list(inferred)} is not valid")
-    element_count(shape)  # UnsupportedError at 2^60 elements or more
+    # UnsupportedError at 2^60 elements or more; the unpooled and the output arrays
+    check_allocation((element_count(shape) + math.prod(inferred)) * x.itemsize,
+                     "the MaxUnpool output")
     total = math.prod(inferred)
     flat = indices.reshape(-1).astype(np.int64)
     if flat.size and (flat.min() < 0 or flat.max() >= total):

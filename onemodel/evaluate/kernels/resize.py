@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError, UnsupportedError
+from ..memory import check_array
 from ..registry import op
 
 _MODES = ("nearest", "linear", "cubic")
@@ -127,8 +128,13 @@ def _resize_axis(data: np.ndarray, axis: int, out_len: int, scale: float, roi, o
         total = w.sum(axis=1, keepdims=True)
         w = w / np.where(total == 0, 1.0, total)
     idx = np.clip(idx, 0, in_len - 1)
+    shape = list(data.shape)
+    shape[axis] = out_len
     if opts["mode"] == "nearest":
+        check_array(shape, data.itemsize, "the resized output")
         return np.take(data, idx[:, 0], axis=axis), outside
+    shape[axis] *= idx.shape[1]  # (the taps gathered, then weighted)
+    check_array(shape, 2 * data.itemsize, "the resized output's taps")
     gathered = np.take(data, idx, axis=axis)  # axis -> (out_len, taps)
     wshape = (1,) * axis + w.shape + (1,) * (data.ndim - axis - 1)
     return (gathered * w.reshape(wshape)).sum(axis=axis + 1), outside
@@ -150,6 +156,7 @@ def resize_nd(x: np.ndarray, out_shape: list[int], scales: list[float], rois, op
     nearest_mode, cubic_coeff_a, exclude_outside, extrapolation_value, antialias.
     """
     nearest = opts["mode"] == "nearest"
+    check_array(out_shape, x.itemsize if nearest else 8, "the resized output")
     result = x if nearest else x.astype(np.float64)
     masks = []
     for axis in range(x.ndim):

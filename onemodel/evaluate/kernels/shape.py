@@ -14,6 +14,7 @@ import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError, OneModelError, UnsupportedError
 from ...ir.tensor import element_count
+from ..memory import check_allocation
 from ..registry import op
 from ._util import axis_index
 
@@ -26,12 +27,19 @@ def _ints(a) -> list[int]:
     return [int(v) for v in np.asarray(a).reshape(-1)]
 
 
-def _checked_shape(shape, what: str = "shape") -> tuple[int, ...]:
+def _checked_shape(shape, what: str = "shape", dtype=None, array: str = "") -> tuple[int, ...]:
+    """``shape`` as ints, its element count checked (errors start with ``what``); with ``dtype``
+    (a type, or an int: the bytes per element), an array of that shape checked against the
+    memory available too (:func:`..memory.check_allocation`: EvaluationError naming ``array``
+    and the sizes)."""
     shape = tuple(int(d) for d in shape)
     try:
-        element_count(shape)
+        count = element_count(shape)
     except OneModelError as e:
         raise type(e)(f"{what}: {e.message}") from None
+    if dtype is not None:
+        size = dtype if isinstance(dtype, int) else np.dtype(dtype).itemsize
+        check_allocation(count * size, array or f"the {what}")
     return shape
 
 
@@ -179,6 +187,9 @@ def flatten(ctx, x):
 @op("Expand", since=(8, 13))
 def expand(ctx, x, shape):
     target = np.broadcast_shapes(x.shape, _checked_shape(_ints(shape), "Expand shape"))
+    # A broadcast view costs nothing, but nearly every consumer (and a graph output written
+    # out) materializes it: refused here, where the node that asks for it can be named.
+    _checked_shape(target, "Expand output shape", x.dtype, "the Expand output")
     return np.broadcast_to(x, target)
 
 
@@ -187,7 +198,8 @@ def tile(ctx, x, repeats):
     reps = _ints(repeats)
     if len(reps) != x.ndim:
         raise EvaluationError(f"Tile repeats {reps} do not match rank {x.ndim}")
-    _checked_shape([a * b for a, b in zip(x.shape, reps)], "Tile output shape")
+    _checked_shape([a * b for a, b in zip(x.shape, reps)], "Tile output shape", x.dtype,
+                   "the Tile output")
     return np.tile(x, reps)
 
 
@@ -196,6 +208,8 @@ def tile_v1(ctx, x, tiles, axis):
     reps = [1] * x.ndim
     a = axis_index(int(np.asarray(axis).reshape(-1)[0]), x.ndim)
     reps[a] = int(np.asarray(tiles).reshape(-1)[0])
+    _checked_shape([a * b for a, b in zip(x.shape, reps)], "Tile output shape", x.dtype,
+                   "the Tile output")
     return np.tile(x, reps)
 
 
@@ -436,7 +450,8 @@ def _pad(x, pads, mode, value, axes=None):
                  enumerate(zip(begin, end)))
     x = x[crop]
     width = [(max(b, 0), max(e, 0)) for b, e in zip(begin, end)]
-    _checked_shape([d + b + e for d, (b, e) in zip(x.shape, width)], "Pad output shape")
+    _checked_shape([d + b + e for d, (b, e) in zip(x.shape, width)], "Pad output shape", x.dtype,
+                   "the padded output")
     if not any(b or e for b, e in width):
         return x
     if mode == "constant":
@@ -489,6 +504,8 @@ def center_crop_pad(ctx, x, shape):
             width[a] = (b, t - d - b)
     y = x[tuple(crop)]
     if any(b or e for b, e in width):
+        _checked_shape([d + b + e for d, (b, e) in zip(y.shape, width)],
+                       "CenterCropPad output shape", y.dtype, "the CenterCropPad output")
         y = np.pad(y, width, mode="constant")
     return y
 
@@ -519,7 +536,8 @@ def constant_of_shape(ctx, shape):
         value = np.zeros(1, np.float32)
     if value.size != 1:
         raise EvaluationError("ConstantOfShape value must hold one element")
-    dims = _checked_shape(_ints(shape), "ConstantOfShape shape")
+    dims = _checked_shape(_ints(shape), "ConstantOfShape shape", value.dtype,
+                          "the ConstantOfShape output")
     out = np.empty(dims, dtype=value.dtype)
     out[...] = value.reshape(())
     return out
@@ -534,7 +552,7 @@ def range_(ctx, start, limit, delta):
         if di == 0:
             raise EvaluationError("Range delta is 0")
         n = max(-(-(li - si) // di), 0)
-        _checked_shape([n], "Range output")
+        _checked_shape([n], "Range output", 16, "the Range output")  # (arange, product)
         return (si + np.arange(n, dtype=np.int64) * di).astype(dt)
     work = dt
     if dt not in (np.float32, np.float64):
@@ -543,7 +561,7 @@ def range_(ctx, start, limit, delta):
     if float(dw) == 0:
         raise EvaluationError("Range delta is 0")
     n = max(int(math.ceil((float(lw) - float(sw)) / float(dw))), 0)
-    _checked_shape([n], "Range output")
+    _checked_shape([n], "Range output", 2 * np.dtype(work).itemsize, "the Range output")
     return (sw + np.arange(n, dtype=work) * dw).astype(dt)
 
 
@@ -554,6 +572,7 @@ def eye_like(ctx, x):
         raise EvaluationError(f"EyeLike input has rank {x.ndim}, not 2")
     code = ctx.attr("dtype")
     dt = x.dtype if code is None else INFO[code].dtype
+    _checked_shape(x.shape, "EyeLike output shape", dt, "the EyeLike output")
     return np.eye(x.shape[0], x.shape[1], k=ctx.attr("k"), dtype=dt)
 
 
@@ -576,7 +595,9 @@ def one_hot(ctx, indices, depth, values):
     axis = ctx.attr("axis")
     rank = idx.ndim + 1
     axis = axis_index(axis, rank)
-    _checked_shape(idx.shape + (d,), "OneHot output")
+    # (the comparison's booleans, then the output of the values' type)
+    _checked_shape(idx.shape + (d,), "OneHot output", np.dtype(np.bool_).itemsize
+                   + np.asarray(values).dtype.itemsize, "the OneHot output")
     vals = np.asarray(values).reshape(-1)
     hot = np.expand_dims(idx, axis) == np.arange(d).reshape(
         (1,) * axis + (d,) + (1,) * (rank - axis - 1))

@@ -1,0 +1,261 @@
+"""The allocation budget of the evaluator (onemodel/evaluate/memory.py, check_allocation): a node
+whose output or scratch size comes from attributes or input values is refused with an
+EvaluationError naming the node and the sizes before it allocates more than the memory
+available (or ONEMODEL_MEMORY_LIMIT), and runs as before under it."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto as TP
+from onnx import helper, numpy_helper
+from oracle import node_model, ours
+from typer.testing import CliRunner
+
+from onemodel.cli import app
+from onemodel.errors import EvaluationError
+from onemodel.evaluate import memory
+
+MiB = 1 << 20
+LIMITED = "more than the 1.0 MiB ONEMODEL_MEMORY_LIMIT allows"
+
+
+@pytest.fixture
+def one_mib(monkeypatch):
+    monkeypatch.setenv("ONEMODEL_MEMORY_LIMIT", str(MiB))
+
+
+def refused(model, feeds) -> str:
+    with pytest.raises(EvaluationError) as e:
+        ours(model, feeds)
+    return e.value.message
+
+
+def _failed(op: str, what: str, size: str, tail: str = LIMITED) -> str:
+    return (f"node 0 ({op}) failed: needs more memory than is available: {what} would take "
+            f"{size}, {tail}; its inputs: ")
+
+
+# -- refused past ONEMODEL_MEMORY_LIMIT, right under it ---------------------------------------
+
+def test_pad_with_big_pads(one_mib):
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    big = {"x": x, "pads": np.array([0, 0, 300, 300, 0, 0, 300, 300], np.int64)}
+    msg = refused(node_model("Pad", big, ["x", "pads"], ["y"]), big)
+    # [1, 1, 604, 604] float32: 1 459 264 bytes
+    assert msg.startswith(_failed("Pad", "the padded output", "1.4 MiB")), msg
+    assert msg.endswith("x float32[1, 1, 4, 4], pads int64[8]")
+    small = {"x": x, "pads": np.array([0, 0, 1, 2, 0, 0, 1, 2], np.int64)}
+    (y,) = ours(node_model("Pad", small, ["x", "pads"], ["y"]), small)
+    want = np.zeros((1, 1, 6, 8), np.float32)
+    want[0, 0, 1:5, 2:6] = x[0, 0]
+    np.testing.assert_array_equal(y, want)
+
+
+def _conv(pads, strides=(1, 1)):
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    w = np.ones((1, 1, 3, 3), np.float32)
+    feeds = {"x": x, "w": w}
+    return node_model("Conv", feeds, ["x", "w"], ["y"], pads=list(pads),
+                      strides=list(strides)), feeds
+
+
+def test_conv_with_big_pads(one_mib):
+    model, feeds = _conv([400] * 4)
+    msg = refused(model, feeds)  # output [1, 1, 802, 802] float32: 2 572 816 bytes
+    assert msg.startswith(_failed("Conv", "the Conv output", "2.5 MiB")), msg
+    # a stride past the pads keeps the output at [1, 1, 1, 1]; the padded copy stays
+    model, feeds = _conv([400] * 4, strides=(1000, 1000))
+    msg = refused(model, feeds)  # one sample padded to [1, 804, 804] float32: 2 585 664 bytes
+    assert msg.startswith(_failed("Conv", "the padded copy of one sample", "2.5 MiB")), msg
+    model, feeds = _conv([1] * 4)
+    (y,) = ours(model, feeds)
+    xp = np.pad(feeds["x"][0, 0].astype(np.float64), 1)
+    want = np.array([[xp[i:i + 3, j:j + 3].sum() for j in range(4)] for i in range(4)])
+    np.testing.assert_array_equal(y, want.reshape(1, 1, 4, 4).astype(np.float32))
+
+
+def test_conv_transpose_with_big_strides(one_mib):
+    x = np.array([[[[1, 2], [3, 4]]]], np.float32)
+    w = np.arange(9, dtype=np.float32).reshape(1, 1, 3, 3)
+    feeds = {"x": x, "w": w}
+    model = node_model("ConvTranspose", feeds, ["x", "w"], ["y"], strides=[1000, 1000])
+    msg = refused(model, feeds)  # columns [1, 1, 9, 4] and the output [1, 1, 1003, 1003]
+    assert msg.startswith(_failed("ConvTranspose", "the ConvTranspose columns and output",
+                                  "3.8 MiB")), msg
+    (y,) = ours(node_model("ConvTranspose", feeds, ["x", "w"], ["y"], strides=[2, 2]), feeds)
+    want = np.zeros((5, 5), np.float32)
+    for i in range(2):
+        for j in range(2):
+            want[2 * i:2 * i + 3, 2 * j:2 * j + 3] += x[0, 0, i, j] * w[0, 0]
+    np.testing.assert_array_equal(y, want.reshape(1, 1, 5, 5))
+
+
+def test_constant_of_shape(one_mib):
+    value = numpy_helper.from_array(np.array([7], np.float32))
+    big = {"s": np.array([1024, 512], np.int64)}
+    msg = refused(node_model("ConstantOfShape", big, ["s"], ["y"], value=value), big)
+    assert msg.startswith(_failed("ConstantOfShape", "the ConstantOfShape output", "2.0 MiB"))
+    small = {"s": np.array([4, 5], np.int64)}
+    (y,) = ours(node_model("ConstantOfShape", small, ["s"], ["y"], value=value), small)
+    np.testing.assert_array_equal(y, np.full((4, 5), 7, np.float32))
+
+
+def test_tile(one_mib):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    big = {"x": x, "r": np.array([512, 512], np.int64)}
+    msg = refused(node_model("Tile", big, ["x", "r"], ["y"]), big)
+    assert msg.startswith(_failed("Tile", "the Tile output", "6.0 MiB")), msg  # [1024, 1536]
+    small = {"x": x, "r": np.array([2, 1], np.int64)}
+    (y,) = ours(node_model("Tile", small, ["x", "r"], ["y"]), small)
+    np.testing.assert_array_equal(y, np.concatenate([x, x]))
+
+
+def test_expand(one_mib):
+    x = np.array([[1], [2]], np.float32)
+    big = {"x": x, "s": np.array([2, 1 << 18], np.int64)}
+    msg = refused(node_model("Expand", big, ["x", "s"], ["y"]), big)
+    assert msg.startswith(_failed("Expand", "the Expand output", "2.0 MiB")), msg
+    small = {"x": x, "s": np.array([2, 3], np.int64)}
+    (y,) = ours(node_model("Expand", small, ["x", "s"], ["y"]), small)
+    np.testing.assert_array_equal(y, [[1, 1, 1], [2, 2, 2]])
+
+
+def test_resize_with_a_big_scale(one_mib):
+    x = np.array([[[[1, 2], [3, 4]]]], np.float32)
+    big = {"x": x, "scales": np.array([1, 1, 1000, 1000], np.float32)}
+    msg = refused(node_model("Resize", big, ["x", "", "scales"], ["y"], mode="nearest"), big)
+    # [1, 1, 2000, 2000] float32: 16 000 000 bytes
+    assert msg.startswith(_failed("Resize", "the resized output", "15.3 MiB")), msg
+    small = {"x": x, "scales": np.array([1, 1, 2, 2], np.float32)}
+    (y,) = ours(node_model("Resize", small, ["x", "", "scales"], ["y"], mode="nearest"), small)
+    np.testing.assert_array_equal(y, x.repeat(2, axis=2).repeat(2, axis=3))
+
+
+def test_upsample_with_a_scale_of_ten_thousand(one_mib):
+    x = np.array([[[[1, 2], [3, 4]]]], np.float32)
+    big = {"x": x, "scales": np.array([1, 1, 1e4, 1e4], np.float32)}
+    msg = refused(node_model("Upsample", big, ["x", "scales"], ["y"], opset=9), big)
+    # [1, 1, 20000, 20000] float32: 1.6e9 bytes
+    assert msg.startswith(_failed("Upsample", "the resized output", "1.5 GiB")), msg
+
+
+def test_range_with_a_huge_count(one_mib):
+    def model(feeds):
+        return node_model("Range", feeds, ["a", "b", "d"], ["y"])
+
+    big = {"a": np.array(0, np.int64), "b": np.array(10 ** 6, np.int64),
+           "d": np.array(1, np.int64)}
+    msg = refused(model(big), big)  # 10^6 int64 twice (the indices, their products)
+    assert msg.startswith(_failed("Range", "the Range output", "15.3 MiB")), msg
+    small = {"a": np.array(1, np.int64), "b": np.array(11, np.int64),
+             "d": np.array(3, np.int64)}
+    (y,) = ours(model(small), small)
+    np.testing.assert_array_equal(y, [1, 4, 7, 10])
+    assert y.dtype == np.int64
+
+
+def test_random_normal_with_a_big_shape(one_mib):
+    msg = refused(node_model("RandomNormal", {}, [], ["y"], shape=[512, 256]), {})
+    # float64 draws, then the float32 cast: 16 bytes an element
+    assert msg.startswith(_failed("RandomNormal", "the RandomNormal output", "2.0 MiB")), msg
+    (y,) = ours(node_model("RandomNormal", {}, [], ["y"], shape=[3, 4], scale=0.0, mean=5.0,
+                           seed=1.0), {})
+    np.testing.assert_array_equal(y, np.full((3, 4), 5, np.float32))
+    assert y.dtype == np.float32
+
+
+def test_one_hot_depth(one_mib):
+    def model(feeds):
+        return node_model("OneHot", feeds, ["i", "depth", "v"], ["y"])
+
+    big = {"i": np.array([0, 1], np.int64), "depth": np.array(1 << 19, np.int64),
+           "v": np.array([0, 1], np.float32)}
+    msg = refused(model(big), big)  # [2, 2^19] booleans and float32
+    assert msg.startswith(_failed("OneHot", "the OneHot output", "5.0 MiB")), msg
+    small = dict(big, depth=np.array(3, np.int64))
+    (y,) = ours(model(small), small)
+    np.testing.assert_array_equal(y, [[1, 0, 0], [0, 1, 0]])
+
+
+# -- the variable and the machine's memory ----------------------------------------------------
+
+@pytest.mark.parametrize("value", ["1MiB", "-5", "1e6", "0x100", "12 GB"])
+def test_a_bad_memory_limit_is_a_clear_error(monkeypatch, value):
+    monkeypatch.setenv("ONEMODEL_MEMORY_LIMIT", value)
+    feeds = {"s": np.array([2], np.int64)}
+    msg = refused(node_model("ConstantOfShape", feeds, ["s"], ["y"]), feeds)
+    assert msg.startswith(f"node 0 (ConstantOfShape) failed: ONEMODEL_MEMORY_LIMIT='{value}' is "
+                          "not a number of bytes (a decimal integer such as 1073741824)"), msg
+
+
+def test_an_empty_memory_limit_is_unset(monkeypatch):
+    monkeypatch.setenv("ONEMODEL_MEMORY_LIMIT", "")
+    assert memory.memory_limit() is None
+    monkeypatch.setenv("ONEMODEL_MEMORY_LIMIT", " 4096 ")
+    assert memory.memory_limit() == 4096
+
+
+def test_without_the_variable_more_than_the_machine_has_is_refused(monkeypatch):
+    monkeypatch.delenv("ONEMODEL_MEMORY_LIMIT", raising=False)
+    feeds = {"s": np.array([1 << 20, 1 << 20], np.int64)}  # 2^40 float32: 4 TiB
+    msg = refused(node_model("ConstantOfShape", feeds, ["s"], ["y"]), feeds)
+    assert msg.startswith("node 0 (ConstantOfShape) failed: needs more memory than is "
+                          "available: the ConstantOfShape output would take 4.0 TiB, more than "
+                          "the "), msg
+    assert "of memory available; its inputs: s int64[2]" in msg
+
+
+def test_the_available_figure_from_meminfo_and_the_cgroup(monkeypatch, tmp_path):
+    monkeypatch.delenv("ONEMODEL_MEMORY_LIMIT", raising=False)
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       8000000 kB\nMemFree:          100 kB\n"
+                       "MemAvailable:    409600 kB\n")
+    monkeypatch.setattr(memory, "_MEMINFO", str(meminfo))
+    monkeypatch.setattr(memory, "_CGROUP", str(tmp_path / "no-cgroup"))
+    assert memory.available_memory() == 400 * MiB
+    memory.check_allocation(400 * MiB, "an array")  # exactly what is available: taken
+    with pytest.raises(EvaluationError) as e:
+        memory.check_allocation(400 * MiB + 1, "an array")
+    assert e.value.message == ("needs more memory than is available: an array would take "
+                               "400.0 MiB, more than the 400.0 MiB of memory available")
+    memory.check_allocation(200 * MiB, "a small array")  # under 256 MiB: not even read
+    cgroup = tmp_path / "cgroup"
+    cgroup.mkdir()
+    (cgroup / "memory.max").write_text(f"{300 * MiB}\n")
+    (cgroup / "memory.current").write_text(f"{10 * MiB}\n")
+    monkeypatch.setattr(memory, "_CGROUP", str(cgroup))
+    assert memory.available_memory() == 290 * MiB  # the cgroup's room is smaller
+    (cgroup / "memory.max").write_text("max\n")
+    assert memory.available_memory() == 400 * MiB
+    meminfo.write_text("MemTotal:       8000000 kB\n")  # no MemAvailable: sysconf's figure
+    assert memory.available_memory() == (memory.os.sysconf("SC_AVPHYS_PAGES")
+                                         * memory.os.sysconf("SC_PAGE_SIZE"))
+
+
+def test_size_text():
+    assert [memory.size_text(n) for n in (100, 1536, 3 * MiB // 2, 37 << 30, 4 << 40)] == [
+        "100 bytes", "1.5 KiB", "1.5 MiB", "37.0 GiB", "4.0 TiB"]
+
+
+# -- the command line -------------------------------------------------------------------------
+
+def test_cli_run_random_exits_2_with_the_error_line(tmp_path, monkeypatch):
+    monkeypatch.delenv("ONEMODEL_MEMORY_LIMIT", raising=False)
+    pads = numpy_helper.from_array(np.array([0, 0, 10 ** 6, 10 ** 6] * 2, np.int64), "pads")
+    graph = helper.make_graph(
+        [helper.make_node("Pad", ["x", "pads"], ["y"], name="huge_pad")], "g",
+        [helper.make_tensor_value_info("x", TP.FLOAT, [1, 1, 4, 4])],
+        [helper.make_tensor_value_info("y", TP.FLOAT, None)], [pads])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    model.ir_version = 10
+    path = tmp_path / "pad.onnx"
+    onnx.save(model, path)
+    r = CliRunner().invoke(app, ["run", str(path), "--random"])
+    assert r.exit_code == 2, r.output
+    # [1, 1, 2000004, 2000004] float32: 16 TB
+    assert r.stderr.startswith("EvaluationError: node 0 (Pad 'huge_pad') failed: needs more "
+                               "memory than is available: the padded output would take 14.6 "
+                               "TiB, more than the "), r.stderr
+    assert "Traceback" not in r.output and len(r.stderr.strip().splitlines()) == 1
