@@ -518,37 +518,45 @@ static PyObject *ck_exp_rows(PyObject *self, PyObject *const *args, Py_ssize_t n
 
 /* ---- layer_norm ------------------------------------------------------------------------ */
 
-/* the sum of n floats in double, four interleaved partial sums (no float32 sum can overflow) */
+typedef double v4d __attribute__((vector_size(32)));
+typedef float v4f __attribute__((vector_size(16)));
+
+/* the sum of n floats in double, in 8 lanes (no float32 sum can overflow) */
 INLINE double sum_lanes(const float *x, Py_ssize_t n) {
-    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    v4d s0 = {0, 0, 0, 0}, s1 = {0, 0, 0, 0};
     Py_ssize_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        s0 += x[i];
-        s1 += x[i + 1];
-        s2 += x[i + 2];
-        s3 += x[i + 3];
+    for (; i + 8 <= n; i += 8) {
+        v4f a, b;
+        memcpy(&a, x + i, sizeof a);
+        memcpy(&b, x + i + 4, sizeof b);
+        s0 += __builtin_convertvector(a, v4d);
+        s1 += __builtin_convertvector(b, v4d);
     }
-    for (; i < n; i++) s0 += x[i];
-    return (s0 + s1) + (s2 + s3);
+    v4d t = s0 + s1;
+    double s = (t[0] + t[1]) + (t[2] + t[3]);
+    for (; i < n; i++) s += x[i];
+    return s;
 }
 
 /* the sum of (x - mean)^2 likewise, each difference and square in double */
 INLINE double sum_squares(const float *x, Py_ssize_t n, double mean) {
-    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    v4d s0 = {0, 0, 0, 0}, s1 = {0, 0, 0, 0}, m = {mean, mean, mean, mean};
     Py_ssize_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        double d0 = x[i] - mean, d1 = x[i + 1] - mean, d2 = x[i + 2] - mean,
-               d3 = x[i + 3] - mean;
+    for (; i + 8 <= n; i += 8) {
+        v4f a, b;
+        memcpy(&a, x + i, sizeof a);
+        memcpy(&b, x + i + 4, sizeof b);
+        v4d d0 = __builtin_convertvector(a, v4d) - m, d1 = __builtin_convertvector(b, v4d) - m;
         s0 += d0 * d0;
         s1 += d1 * d1;
-        s2 += d2 * d2;
-        s3 += d3 * d3;
     }
+    v4d t = s0 + s1;
+    double s = (t[0] + t[1]) + (t[2] + t[3]);
     for (; i < n; i++) {
         double d = x[i] - mean;
-        s0 += d * d;
+        s += d * d;
     }
-    return (s0 + s1) + (s2 + s3);
+    return s;
 }
 
 MULTIVERSION
