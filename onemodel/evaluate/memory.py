@@ -34,7 +34,7 @@ import ctypes
 import os
 import sys
 
-from ..errors import EvaluationError, OneModelError, quote
+from ..errors import EvaluationError, OneModelError, UsageError, quote
 from ..ir.tensor import element_count
 
 #: Largest block served from the heap instead of its own mmap, in bytes (glibc's own upper bound
@@ -108,15 +108,16 @@ def size_text(nbytes: int) -> str:
 def memory_limit() -> int | None:
     """The bytes ``ONEMODEL_MEMORY_LIMIT`` allows, or None when it is unset or empty.
 
-    Raises EvaluationError when it is set to anything but a decimal integer of bytes.
+    Raises UsageError (a ValueError) when it is set to anything but a decimal integer of
+    bytes: a Session checks it when it is made, so the setting is named before any run.
     """
     value = os.environ.get(MEMORY_LIMIT_VARIABLE, "")
     if not value:
         return None
     text = value.strip()
     if not text.isascii() or not text.isdigit():
-        raise EvaluationError(f"{MEMORY_LIMIT_VARIABLE}={quote(value)} is not a number of "
-                              "bytes (a decimal integer such as 1073741824)")
+        raise UsageError(f"{MEMORY_LIMIT_VARIABLE}={quote(value)} is not a number of bytes (a "
+                         "decimal integer such as 1073741824)")
     return int(text)
 
 
@@ -175,8 +176,8 @@ def check_allocation(nbytes: int, what: str) -> None:
     Raises:
         EvaluationError: ``nbytes`` exceeds the budget ("needs more memory than is available:
             the padded input would take 37.3 GiB, more than the 21.8 GiB of memory available";
-            the evaluator prefixes the node and its inputs), or ``ONEMODEL_MEMORY_LIMIT`` is not
-            a decimal integer.
+            the evaluator prefixes the node and its inputs).
+        UsageError: ``ONEMODEL_MEMORY_LIMIT`` is not a decimal integer.
     """
     limit = memory_limit()
     if limit is not None:

@@ -52,7 +52,7 @@ from . import registry
 from .context import Context, attribute_value, tensor_value
 from .fusion import fuse_attention
 from .inputs import prepare_inputs
-from .memory import tune_allocator
+from .memory import memory_limit, tune_allocator
 
 
 def _label(node: Node) -> str:
@@ -144,12 +144,15 @@ class Session:
             is not a OneModelError nor an input fault (see :meth:`run`).
         UsageError: a ``kernels`` key that is not ``(domain, op_type[, since])``, or a value
             that is not callable.
+        UsageError: ``ONEMODEL_MEMORY_LIMIT`` set to anything but a decimal integer of bytes
+            (:func:`.memory.memory_limit`).
     """
 
     def __init__(self, model: Model, *, kernels: dict | None = None, tune_malloc: bool = False,
                  check_inputs: bool = True):
         if model is None or model.graph is None:
             raise InvalidModelError("the model has no graph", path="graph")
+        memory_limit()  # a bad ONEMODEL_MEMORY_LIMIT is named here, not by the first big array
         self.model = model
         self._kernels = _session_kernels(kernels or {})
         #: node order of every checked graph and function body, by id (graph_rules.check_model)

@@ -5,6 +5,8 @@ available (or ONEMODEL_MEMORY_LIMIT), and runs as before under it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import onnx
 import pytest
@@ -14,8 +16,10 @@ from oracle import node_model, ours
 from typer.testing import CliRunner
 
 from onemodel.cli import app
-from onemodel.errors import EvaluationError
+from onemodel.errors import EvaluationError, UsageError
 from onemodel.evaluate import memory
+
+CNN = Path(__file__).resolve().parents[2] / "testdata" / "models" / "cnn_dynamo.onnx"
 
 MiB = 1 << 20
 LIMITED = "more than the 1.0 MiB ONEMODEL_MEMORY_LIMIT allows"
@@ -182,12 +186,18 @@ def test_one_hot_depth(one_mib):
 # -- the variable and the machine's memory ----------------------------------------------------
 
 @pytest.mark.parametrize("value", ["1MiB", "-5", "1e6", "0x100", "12 GB"])
-def test_a_bad_memory_limit_is_a_clear_error(monkeypatch, value):
+def test_a_bad_memory_limit_is_a_usage_error_before_any_run(monkeypatch, tmp_path, value):
+    """A setting that is not a number of bytes is named when the Session is made (a UsageError,
+    exit 2 with one line from the command line), not by the first array checked."""
     monkeypatch.setenv("ONEMODEL_MEMORY_LIMIT", value)
     feeds = {"s": np.array([2], np.int64)}
-    msg = refused(node_model("ConstantOfShape", feeds, ["s"], ["y"]), feeds)
-    assert msg.startswith(f"node 0 (ConstantOfShape) failed: ONEMODEL_MEMORY_LIMIT='{value}' is "
-                          "not a number of bytes (a decimal integer such as 1073741824)"), msg
+    with pytest.raises(UsageError) as e:
+        ours(node_model("ConstantOfShape", feeds, ["s"], ["y"]), feeds)
+    assert str(e.value) == (f"ONEMODEL_MEMORY_LIMIT='{value}' is not a number of bytes (a "
+                            "decimal integer such as 1073741824)")
+    r = CliRunner().invoke(app, ["run", str(CNN), "--random"])
+    assert r.exit_code == 2, r.output
+    assert r.stderr == f"Usage error: {e.value}\n"
 
 
 def test_an_empty_memory_limit_is_unset(monkeypatch):
