@@ -66,6 +66,27 @@ EXTERNAL_DATA_ALIGNMENT = 4096
 #: model-local function calls inside function bodies, counted together (ONNX Part 1, Clause 8.4).
 MAX_EVAL_DEPTH = 64
 
+#: Most nodes the evaluator plans for a model with every model-local function call expanded
+#: (a call counts the nodes of its body, calls in it expanded; subgraphs count their nodes):
+#: 31 functions that each call the previous one twice would expand to 2^31 (Clause 15.4).
+MAX_EXPANDED_NODES = 1 << 18
+
+#: Largest symbolic extent shape inference keeps, in atoms: each variable of each monomial one,
+#: each floor, ceil or mod one plus its operands' atoms (so it bounds the terms and the degree
+#: of an expression, ONNX Part 1, Clauses 9.3, 15.4). A product whose expansion would hold more
+#: terms, and any larger result, is an unknown extent (``check --full`` reports it, OM412).
+MAX_EXPR_SIZE = 256
+
+#: Largest magnitude of an integer in a symbolic extent (a coefficient, the constant) or of an
+#: int extent shape inference computes: the largest int64. A larger one is an unknown extent.
+MAX_EXPR_INTEGER = (1 << 63) - 1
+
+#: Distinct input types (and attribute values) a model-local function is inferred for, through
+#: its body; the outputs of a call with others are unknown (``check --full`` reports it, OM412).
+#: With each function inferred once per distinct input types, inference takes time linear in
+#: the model's size (Clauses 8.4, 9, 15.4).
+MAX_FUNCTION_SIGNATURES = 16
+
 
 #: What each limit bounds and how a model past it is refused, in the order of the resource
 #: limits table of the conformance statement (Annex A; docs/make_statement.py renders that table
@@ -98,6 +119,16 @@ DESCRIPTIONS: dict[str, tuple[str, str, str]] = {
                                "`force`", "bytes", "Unsupported"),
     "MAX_EVAL_DEPTH": ("subgraphs and function calls nested during evaluation", "count",
                        "Unsupported"),
+    "MAX_EXPANDED_NODES": ("nodes of a model with every model-local function call expanded, "
+                           "as the evaluator plans them", "count", "Unsupported"),
+    "MAX_EXPR_SIZE": ("atoms of one symbolic extent in shape inference (variables of each "
+                      "monomial, floor/ceil/mod with their operands: its terms and degree); "
+                      "past it the extent is unknown (`check --full` OM412)", "count", "-"),
+    "MAX_EXPR_INTEGER": ("magnitude of an integer in a symbolic extent, or of an int extent "
+                         "inference computes; past it the extent is unknown", "count", "-"),
+    "MAX_FUNCTION_SIGNATURES": ("distinct input types a model-local function is inferred for "
+                                "through its body; other calls' outputs are unknown "
+                                "(`check --full` OM412)", "count", "-"),
     "MMAP_THRESHOLD": ("files this large or larger are memory-mapped, smaller ones read", "bytes",
                        "-"),
     "CONTAINER_ALIGNMENT": ("alignment of tensors in a OneModel data region", "bytes", "-"),

@@ -135,11 +135,14 @@ class Session:
         InvalidModelError: a graph rule of :mod:`onemodel.ir.graph_rules` broken (in the main
             graph, a subgraph or a function body: a name defined twice in one graph, a name not
             defined in its graph or an enclosing one, a cycle, a domain the model does not
-            import), with that rule's message and path; a function that calls itself.
-        UnsupportedError: listing every operator ``(domain, op_type, opset)`` no kernel and no
-            model-local function implements, in the main graph, its subgraphs and the functions
-            it calls; or nesting deeper than ``limits.MAX_EVAL_DEPTH`` (graphs nested deeper
-            than ``limits.MAX_MODEL_NESTING``, by the graph rules).
+            import), with that rule's message and path.
+        UnsupportedError: a function that calls itself (directly or through others: its
+            expansion would not end, Clause 15.4); listing every operator ``(domain, op_type,
+            opset)`` no kernel and no model-local function implements, in the main graph, its
+            subgraphs and the functions it calls; or nesting deeper than
+            ``limits.MAX_EVAL_DEPTH`` (graphs nested deeper than ``limits.MAX_MODEL_NESTING``,
+            by the graph rules); or function calls that expand to more than
+            ``limits.MAX_EXPANDED_NODES`` nodes.
         InternalError: the kernel of a Constant (computed here) failing with an exception that
             is not a OneModelError nor an input fault (see :meth:`run`).
         UsageError: a ``kernels`` key that is not ``(domain, op_type[, since])``, or a value
@@ -276,35 +279,51 @@ class Session:
         return None, func, version
 
     def _check_supported(self) -> None:
+        """Refuse, before planning, what cannot be evaluated: operators without a kernel or
+        function (all listed), a function that calls itself, nesting past
+        ``limits.MAX_EVAL_DEPTH``, and function calls that expand to more than
+        ``limits.MAX_EXPANDED_NODES`` nodes (each function's count is computed once, so this
+        takes time linear in the model's size)."""
         missing: dict[tuple[str, str, int], str] = {}
-        seen_functions: set[int] = set()
+        expanded: dict[int, int] = {}  # id(function) -> nodes of its body, calls expanded
+        cap = limits.MAX_EXPANDED_NODES + 1
 
-        def visit_nodes(nodes, opsets, path, depth, stack):
+        def visit_nodes(nodes, opsets, path, depth, stack) -> int:
             if depth > limits.MAX_EVAL_DEPTH:
                 raise UnsupportedError(f"subgraphs and function calls nest deeper than "
                                        f"{limits.MAX_EVAL_DEPTH}", path=path)
+            count = 0
             for i, node in enumerate(nodes):
                 npath = f"{path}.nodes[{i}]"
                 fn, func, version = self._resolve(node, opsets)
                 if fn is None and func is None:
                     key = (registry.normalize_domain(node.domain), node.op_type or "", version)
                     missing.setdefault(key, npath)
+                count += 1
                 for j, a in enumerate(node.attributes):
                     for field, g in a.subgraphs():
-                        visit_nodes(g.nodes, opsets, f"{npath}.attributes[{j}].{field}",
-                                    depth + 1, stack)
+                        count += visit_nodes(g.nodes, opsets,
+                                             f"{npath}.attributes[{j}].{field}", depth + 1,
+                                             stack)
                 if fn is None and func is not None:
-                    if id(func) in stack:
-                        raise InvalidModelError(f"function {func.domain}.{func.name} calls "
-                                                f"itself", path=npath)
-                    if id(func) not in seen_functions:
-                        seen_functions.add(id(func))
+                    if id(func) in stack:  # its expansion would not end (Clause 15.4)
+                        raise UnsupportedError(f"function {func.domain}.{func.name} calls "
+                                               "itself: a recursive function cannot be "
+                                               "evaluated", path=npath)
+                    if id(func) not in expanded:
                         fops = dict(opsets)
                         fops.update(self._imports(func.opset_imports))
-                        visit_nodes(func.nodes, fops, f"function {func.domain}.{func.name}",
-                                    depth + 1, stack | {id(func)})
+                        expanded[id(func)] = visit_nodes(
+                            func.nodes, fops, f"function {func.domain}.{func.name}",
+                            depth + 1, stack | {id(func)})
+                    count += expanded[id(func)]
+            return min(count, cap)
 
-        visit_nodes(self.model.graph.nodes, self._opsets, "graph", 0, frozenset())
+        total = visit_nodes(self.model.graph.nodes, self._opsets, "graph", 0, frozenset())
+        if total >= cap:
+            raise UnsupportedError(f"the model's function calls expand to more than "
+                                   f"{limits.MAX_EXPANDED_NODES} nodes (MAX_EXPANDED_NODES)",
+                                   path="graph")
         if missing:
             listed = ", ".join(f"({d or 'ai.onnx'}, {t}, {v})" for (d, t, v) in sorted(missing))
             first = next(iter(missing.values()))

@@ -15,6 +15,14 @@ coefficients, zero terms dropped), so equal expressions compare equal (``==``, `
 print alike. An expression without variables is an ``int``: the functions here never return an
 :class:`Expr` that is a constant.
 
+Every expression is bounded (Clause 15.4): at most :data:`~onemodel.limits.MAX_EXPR_SIZE` atoms
+(each variable of each monomial, and each ``floor``/``ceil``/``mod`` counted with the atoms of its
+operands), so at most that many terms and that degree, and no integer (coefficient, constant, or
+an int extent these functions compute) of magnitude above
+:data:`~onemodel.limits.MAX_EXPR_INTEGER`. A result past either bound is unknown (``None``), a
+fresh unknown extent, and :data:`BOUNDED` counts it (the engine reports where). So repeated
+squaring of a shape (``Mul(s, s)`` 27 times: degree 2^27) costs as little as any other node.
+
 Clause 9.3: two distinct variables are never concluded to be equal, and a variable never a
 particular integer. An expression is the extent the model entails (the ``Concat`` of extents
 ``N`` and ``5`` is ``N + 5``), so inference stays within Clause 9.4 (nothing "not entailed").
@@ -28,6 +36,8 @@ import contextvars
 import math
 from typing import Union
 
+from ..limits import MAX_EXPR_INTEGER, MAX_EXPR_SIZE
+
 Dim = Union[int, "Expr", None]
 
 #: The variables taken to be at least 1 during one inference (the engine sets it: the
@@ -36,22 +46,44 @@ Dim = Union[int, "Expr", None]
 POSITIVE: contextvars.ContextVar[frozenset] = contextvars.ContextVar("positive",
                                                                       default=frozenset())
 
+#: How many results the bounds of :data:`~onemodel.limits.MAX_EXPR_SIZE` and
+#: :data:`~onemodel.limits.MAX_EXPR_INTEGER` made unknown so far in this process; the engine
+#: compares it around a rule's call to report the node.
+BOUNDED = 0
+
+
+def _bounded() -> None:
+    """A result past a bound: count it (it becomes unknown, ``None``)."""
+    global BOUNDED
+    BOUNDED += 1
+
+
+def _int(x: int) -> int | None:
+    """``x`` when within :data:`~onemodel.limits.MAX_EXPR_INTEGER` in magnitude, else None."""
+    if -MAX_EXPR_INTEGER <= x <= MAX_EXPR_INTEGER:
+        return x
+    _bounded()
+    return None
+
 
 class Expr:
     """A symbolic extent in canonical form: ``sum(coeff * monomial) + const``.
 
     ``terms`` is a tuple of ``(monomial, coeff)`` sorted by monomial, where a monomial is a
     sorted tuple of atoms (a variable name ``str`` or an :class:`Op`) and ``coeff`` a non-zero
-    int; ``const`` an int. Immutable and hashable; build them with :meth:`var` and the
-    functions of this module (``add``, ``mul``...), or the operators ``+ - *`` with ints.
+    int; ``const`` an int. ``size`` counts its atoms: each variable of each monomial one, each
+    :class:`Op` one plus its operands' sizes (see :data:`~onemodel.limits.MAX_EXPR_SIZE`).
+    Immutable and hashable; build them with :meth:`var` and the functions of this module
+    (``add``, ``mul``...), or the operators ``+ - *`` with ints.
     """
 
-    __slots__ = ("terms", "const", "_hash")
+    __slots__ = ("terms", "const", "_hash", "size")
 
     def __init__(self, terms: tuple, const: int = 0):
         self.terms = terms
         self.const = const
         self._hash = hash((terms, const))
+        self.size = sum(1 if type(a) is str else a.size for m, _ in terms for a in m)
 
     @staticmethod
     def var(name: str) -> "Expr":
@@ -146,13 +178,14 @@ class Op:
     """A non-polynomial atom: ``floor(a/b)``, ``ceil(a/b)`` or ``a mod b`` (``kind`` "floor",
     "ceil", "mod"; ``args`` two extents, ints or :class:`Expr`). Immutable and hashable."""
 
-    __slots__ = ("kind", "args", "_hash", "_key")
+    __slots__ = ("kind", "args", "_hash", "_key", "size")
 
     def __init__(self, kind: str, args: tuple):
         self.kind = kind
         self.args = args
         self._hash = hash((kind, args))
-        self._key = str(self)
+        self.size = 1 + sum(x.size if isinstance(x, Expr) else 1 for x in args)
+        self._key = str(self) if self.size <= MAX_EXPR_SIZE else ""
 
     def evaluate(self, binding: dict[str, int]) -> int | None:
         """The integer value under ``binding``, None when unbound or dividing by zero."""
@@ -191,13 +224,22 @@ def _paren(x) -> str:
 
 def _make(terms: dict, const: int):
     """The canonical value of ``terms`` (monomial -> coeff) + ``const``: an int when no term
-    is left, else an Expr."""
+    is left, else an Expr; None (counted in :data:`BOUNDED`) past the bounds of the module
+    docstring."""
     items = [(m, c) for m, c in terms.items() if c]
     if not items:
-        return const
+        return _int(const)
+    if -MAX_EXPR_INTEGER > const or const > MAX_EXPR_INTEGER or \
+            any(-MAX_EXPR_INTEGER > c or c > MAX_EXPR_INTEGER for _, c in items):
+        _bounded()
+        return None
     if len(items) > 1:  # monomials compare atom by atom: variables (str) before Op atoms
         items.sort(key=_first)
-    return Expr(tuple(items), const)
+    e = Expr(tuple(items), const)
+    if e.size > MAX_EXPR_SIZE:
+        _bounded()
+        return None
+    return e
 
 
 def _first(mc):
@@ -215,7 +257,7 @@ def add(a: Dim, b: Dim) -> Dim:
     if a is None or b is None:
         return None
     if type(a) is int and type(b) is int:
-        return a + b
+        return _int(a + b)
     ta, ca = _parts(a)
     tb, cb = _parts(b)
     for m, c in tb.items():
@@ -235,9 +277,12 @@ def mul(a: Dim, b: Dim) -> Dim:
     if a is None or b is None:
         return None
     if type(a) is int and type(b) is int:
-        return a * b
+        return _int(a * b)
     ta, ca = _parts(a)
     tb, cb = _parts(b)
+    if (len(ta) + (ca != 0)) * (len(tb) + (cb != 0)) > MAX_EXPR_SIZE:
+        _bounded()  # more terms to expand than the result may hold
+        return None
     out: dict = {}
     for m1, c1 in list(ta.items()) + ([((), ca)] if ca else []):
         for m2, c2 in list(tb.items()) + ([((), cb)] if cb else []):

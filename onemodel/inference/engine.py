@@ -6,8 +6,12 @@ For each node the engine binds the definition's type constraints to the inputs' 
 ``tensor(int64)`` or by a constraint of one type has that type), then calls the node's rule
 (:mod:`.registry`) for shapes, data and anything the constraints leave open. A node of a
 model-local function is inferred through the function's body with the call's input types
-(Clause 8.4). A node without a rule or function gets the constrained element types and an
-unknown shape, and is listed in :attr:`Inference.no_rule`.
+(Clause 8.4), once per distinct input Values and attributes (at most
+:data:`~onemodel.limits.MAX_FUNCTION_SIGNATURES` of them per function), and never for a function
+that recurs (:func:`onemodel.ir.calls.recursive_functions`): such a call, and a symbolic extent
+past :data:`~onemodel.limits.MAX_EXPR_SIZE` (:mod:`.dims`), get what the constraints give, and
+a :class:`Note` says where. A node without a rule or function gets the constrained element
+types and an unknown shape, and is listed in :attr:`Inference.no_rule`.
 
 What the model declares (graph inputs, ``value_info``, graph outputs) is merged with what is
 inferred: the better known extent is kept (an int over an expression over unknown), and a
@@ -18,8 +22,10 @@ cannot be equal) is a contradiction, reported with its path (Clause 9.4).
 from __future__ import annotations
 
 from ..errors import InternalError
+from ..ir.calls import cycle_text, function_key, recursive_functions
 from ..ir.dtypes import DataType
 from ..ir.entries import normalize_domain
+from ..limits import MAX_EVAL_DEPTH, MAX_EXPR_INTEGER, MAX_EXPR_SIZE, MAX_FUNCTION_SIGNATURES
 from . import dims as D
 from . import value as value_mod
 from .context import InferContext
@@ -151,6 +157,17 @@ class Contradiction:
         return f"Contradiction({self.path!r}, {self.message!r})"
 
 
+class Note(Contradiction):
+    """Where inference kept less than it could, at a documented limit (Clause 15.4): ``path``
+    (the node) and ``message``. Not a fault of the model; ``check --full`` reports it as
+    information (OM412)."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return f"Note({self.path!r}, {self.message!r})"
+
+
 class Constraint:
     """What the operators entail of the extents (issue 12: the evaluator checks inputs against
     them, random inputs satisfy them): ``a == b`` (``allowed`` None), or ``a`` in ``allowed``
@@ -187,6 +204,9 @@ class Inference:
         contradictions: list of :class:`Contradiction`, in the order found.
         no_rule: the ``(domain, op_type, opset)`` of nodes inferred without a rule.
         constraints: list of :class:`Constraint` on symbolic extents, in the order found.
+        notes: list of :class:`Note`: nodes whose outputs are less known because of a
+            limit (an extent past :data:`~onemodel.limits.MAX_EXPR_SIZE`, a function call not
+            expanded), in the order found.
     """
 
     def __init__(self):
@@ -194,6 +214,7 @@ class Inference:
         self.contradictions: list[Contradiction] = []
         self.no_rule: set = set()
         self.constraints: list[Constraint] = []
+        self.notes: list[Note] = []
 
     @property
     def values(self) -> dict[str, Value]:
@@ -274,8 +295,15 @@ class Engine:
         self.model = model
         self.positive_dims = positive_dims
         self.result = Inference()
-        self.functions = {(normalize_domain(f.domain), f.name, f.overload or ""): f
-                          for f in model.functions}
+        self.functions: dict = {}
+        for f in model.functions:
+            self.functions.setdefault(function_key(f.domain, f.name, f.overload), f)
+        #: function key -> the cycle of calls through it, for each function that recurs
+        self.recursive = recursive_functions(model) if self.functions else {}
+        #: (id(function), input Values, attributes) -> output Values of an expanded call
+        self._calls: dict = {}
+        #: id(function) -> how many distinct calls were expanded
+        self._expanded: dict = {}
         self.depth = 0
         self._resolved: dict = {}
         self._memo: dict = {}
@@ -284,6 +312,11 @@ class Engine:
 
     def contradiction(self, path: str, message: str) -> None:
         self.result.contradictions.append(Contradiction(path, message))
+
+    def note(self, path: str, message: str) -> None:
+        notes = self.result.notes
+        if len(notes) < _MAX_NOTES:
+            notes.append(Note(path, message))
 
     def constraint(self, path: str, a, b, allowed, message: str) -> None:
         c = self.result.constraints
@@ -423,13 +456,14 @@ class Engine:
             memo_key = None
         generic = bind_outputs(schema, ins, n_out)
         if fn is None:
-            f = self.functions.get((domain, node.op_type, node.overload or ""))
+            f = self.functions.get((domain, node.op_type or "", node.overload or ""))
             if f is not None:
-                return self._function(f, node, ins, npath, scope, raw)
+                return self._function(f, node, ins, npath, raw, generic)
             self.result.no_rule.add((domain, node.op_type, version))
             return generic
         ctx = InferContext(self, node, version, schema, ins, npath, scope, generic, raw)
         reads, found = value_mod.LAZY_READS, len(self.result.contradictions)
+        bounded = D.BOUNDED
         self._constrained = False
         if nargs >= 0:
             args = ins[:nargs] if len(ins) >= nargs else ins + [None] * (nargs - len(ins))
@@ -440,6 +474,10 @@ class Engine:
         except Exception as e:  # a rule's bug: name the node and the rule
             raise InternalError(f"inference rule {fn.__module__}.{fn.__name__} failed on "
                                 f"{node.op_type} at {npath}: {type(e).__name__}: {e}") from e
+        if D.BOUNDED != bounded:
+            self.note(npath, f"{_label(node)}: a symbolic extent would exceed {MAX_EXPR_SIZE} "
+                             f"atoms (MAX_EXPR_SIZE) or an integer {MAX_EXPR_INTEGER} "
+                             "(MAX_EXPR_INTEGER); it is unknown")
         entries = got if type(got) is tuple else (got,)
         out = []
         for k in range(n_out):
@@ -477,20 +515,39 @@ class Engine:
                 not any(type(d) is int and d < 0 for d in shape):
             return v
         if not reported:
-            label = f"{node.op_type} {node.name!r}" if node.name else node.op_type
+            label = _label(node)
             name = node.outputs[k] if k < len(node.outputs) else ""
             self.contradiction(npath, f"{label}: output {k} ({name!r}) would have the negative "
                                       f"extents of {D.shape_text(shape)}")
         return Value(v.kind, v.elem, tuple(None if type(d) is int and d < 0 else d
                                            for d in shape))
 
-    def _function(self, f, node, ins, npath, scope, raw) -> list:
+    def _function(self, f, node, ins, npath, raw, generic) -> list:
         """A call of model-local function ``f``: its body inferred with the call's inputs and
-        attributes (Clause 8.4)."""
-        from ..limits import MAX_EVAL_DEPTH
-
+        attributes (Clause 8.4), once per distinct inputs and attributes; ``generic`` (what
+        the constraints give) for a function that recurs, past
+        :data:`~onemodel.limits.MAX_FUNCTION_SIGNATURES` distinct calls of ``f``, or past
+        :data:`~onemodel.limits.MAX_EVAL_DEPTH` nested calls (with a :class:`Note`)."""
+        cycle = self.recursive.get(function_key(f.domain, f.name, f.overload))
+        if cycle is not None:
+            self.note(npath, f"{_label(node)}: {cycle_text(cycle)}; the call is not expanded")
+            return generic
+        call = raw if raw is not None else {a.name: a for a in node.attributes}
+        key = (id(f), tuple(ins), _call_signature(call))
+        got = self._calls.get(key)
+        if got is not None:
+            return got
+        n = self._expanded.get(id(f), 0)
+        if n >= MAX_FUNCTION_SIGNATURES:
+            self.note(npath, f"{_label(node)}: function {f.name} was inferred for "
+                             f"{MAX_FUNCTION_SIGNATURES} distinct input types "
+                             "(MAX_FUNCTION_SIGNATURES); this call is not expanded")
+            return generic
         if self.depth >= MAX_EVAL_DEPTH:
-            return [None] * len(node.outputs)
+            self.note(npath, f"{_label(node)}: function calls nest deeper than "
+                             f"{MAX_EVAL_DEPTH} (MAX_EVAL_DEPTH); the call is not expanded")
+            return generic
+        self._expanded[id(f)] = n + 1
         self.depth += 1
         try:
             body = Scope(None, {normalize_domain(o.domain): o.version
@@ -498,7 +555,6 @@ class Engine:
             for name, v in zip(f.inputs, ins):
                 if name and v is not None:
                     body.local[name] = v
-            call = raw if raw is not None else {a.name: a for a in node.attributes}
             defaults = {a.name: a for a in f.attribute_defaults}
             for i, inner in enumerate(f.nodes):
                 ipath = f"{npath}(function {f.name}).nodes[{i}]"
@@ -515,9 +571,27 @@ class Engine:
                 for k, name in enumerate(inner.outputs):
                     if name and k < len(outs) and outs[k] is not None:
                         body.local[name] = outs[k]
-            return [body.get(n) for n in f.outputs]
+            got = [body.get(n) for n in f.outputs]
         finally:
             self.depth -= 1
+        self._calls[key] = got
+        return got
+
+
+def _label(node) -> str:
+    """A node as messages name it: ``Mul 'm1'``, or the operator alone."""
+    return f"{node.op_type} {node.name!r}" if node.name else (node.op_type or "")
+
+
+def _call_signature(call: dict) -> tuple:
+    """A hashable key of a call's attributes (name -> Attribute): their values, or the
+    attribute records themselves where they hold a tensor, graph or type (the same record
+    is the same value)."""
+    out = []
+    for name, a in call.items():
+        sig = _attribute_signature((a,))
+        out.append((name, sig if sig is not None else id(a)))
+    return tuple(out)
 
 
 def _arg_count(fn) -> int:
@@ -531,6 +605,9 @@ def _arg_count(fn) -> int:
 
 #: At most this many constraints are kept (a model's first ones; each is small).
 _MAX_CONSTRAINTS = 100_000
+
+#: At most this many notes are kept (a model's first ones).
+_MAX_NOTES = 1000
 
 _SCHEMA_DOMAINS = frozenset(("", "ai.onnx.ml", "ai.onnx.preview.training", "ai.onnx.preview"))
 

@@ -91,6 +91,14 @@ _TABLE = [
     ("OM119", "error", P1 + "Clause 15.4",
      "graphs nest no deeper than the documented limit (MAX_MODEL_NESTING)",
      "graphs nested too deep"),
+    ("OM120", "error", P1 + "Clause 5.3.2",
+     "each operator set import states a version that is a positive integer (by the model; by "
+     "each function)",
+     "domain 'ai.onnx' is imported at version 0; a version is a positive integer"),
+    ("OM121", "error", P1 + "Clauses 8.4, 15.4",
+     "no model-local function calls itself, directly or through other functions (its "
+     "expansion would not end: inference does not expand it, the evaluator refuses it)",
+     "function local.F calls itself through local.G"),
     ("OM201", "error", P1 + "Clauses 6.2, 13.1; Annex B.2.16",
      "a tensor's contents match its dims and element type; one storage form; dims non-negative",
      "raw_data holds 12 bytes; dims [4] of FLOAT need 16"),
@@ -195,6 +203,12 @@ _TABLE = [
      "unknown, what depends on them is checked less)",
      "no inference rule for 1 operator (com.example Foo-1): their outputs' shapes are "
      "unknown, what depends on them is checked less"),
+    ("OM412", "info", P1 + "Clauses 9.3, 15.4",
+     "--full: a node whose outputs shape inference leaves less known at a documented limit "
+     "(a symbolic extent past MAX_EXPR_SIZE or MAX_EXPR_INTEGER, a function call not "
+     "expanded: recursive, past MAX_FUNCTION_SIGNATURES or MAX_EVAL_DEPTH)",
+     "Mul: a symbolic extent would exceed 256 atoms (MAX_EXPR_SIZE) or an integer "
+     "9223372036854775807 (MAX_EXPR_INTEGER); it is unknown"),
 ]
 
 #: ``{code: Code}``, in code order.

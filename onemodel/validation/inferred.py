@@ -8,7 +8,9 @@ the operators cannot produce (another element type, another rank, an extent that
 equal), and what an operator requires of its inputs that they cannot satisfy (extents that must
 be equal, an axis out of range, a required rank). Operators without an inference rule are
 listed once, ``OM411`` (info): their outputs get the element types their definitions' type
-constraints give and an unknown shape, so what follows them is checked less.
+constraints give and an unknown shape, so what follows them is checked less. A node whose
+outputs inference leaves less known at a documented limit (a symbolic extent past
+``MAX_EXPR_SIZE``, a function call not expanded) is ``OM412`` (info), at the node.
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ def path_in_file(model, path: str | None, fmt: str | None) -> str | None:
 
 def check_inferred(model, ctx: dict) -> list:
     """The findings of shape inference on ``model`` when ``ctx["full"]`` (else none): one
-    ``OM410`` per contradiction, one ``OM411`` naming every operator without a rule. Paths
+    ``OM410`` per contradiction, one ``OM411`` naming every operator without a rule, one
+    ``OM412`` per :class:`~onemodel.inference.engine.Note` (a limit met). Paths
     are in the file's terms (``ctx["fmt"]``). Initializers of at most
     :data:`onemodel.inference.value.MAX_DATA` elements are read when a rule needs their
     elements (shapes, axes); no other tensor is. Raises InternalError for a rule's bug."""
@@ -62,6 +65,8 @@ def check_inferred(model, ctx: dict) -> list:
                              f"{'' if len(ops) == 1 else 's'} ({', '.join(ops)}): their "
                              "outputs' shapes are unknown, what depends on them is checked "
                              "less"))
+    found.extend(finding("OM412", n.message, path_in_file(model, n.path, fmt))
+                 for n in res.notes)
     return found
 
 

@@ -1,4 +1,4 @@
-"""Structure checks (ONNX Part 1, Clauses 5, 7, 8.4 and 10.2): codes ``OM101`` to ``OM119``.
+"""Structure checks (ONNX Part 1, Clauses 5, 7, 8.4 and 10.2): codes ``OM101`` to ``OM121``.
 
 The graph rules (one definition per name, every use defined, no cycle, every domain imported,
 nesting) are :func:`onemodel.ir.graph_rules.model_problems`, the rules the readers, writers and
@@ -13,6 +13,7 @@ from operator import attrgetter
 
 from ..errors import quote
 from ..ir import graph_rules
+from ..ir.calls import cycle_text, function_key, recursive_functions
 from ..ir.entries import normalize_domain
 from ..ir.walk import iter_graphs
 from .codes import finding
@@ -36,6 +37,7 @@ def check_structure(model, *, prefix: str = "", graph_paths: dict | None = None,
     graphs = _graphs(model, out) if model.graph is not None else []
     for i, fn in enumerate(model.functions):
         _function(fn, f"functions[{i}]", out)
+    _recursion(model, out)
     _training(model, out)
     made: dict = {}
     orders, problems = graph_rules.model_problems(model, prefix=prefix, paths=graph_paths,
@@ -89,9 +91,28 @@ def _model_fields(model, out: list) -> None:
             fns[key] = k
 
 
+def _recursion(model, out: list) -> None:
+    """OM121 for each function that recurs, at its definition (the first of its key)."""
+    if not model.functions:
+        return
+    cycles = recursive_functions(model)
+    for k, fn in enumerate(model.functions):
+        cycle = cycles.pop(function_key(fn.domain, fn.name, fn.overload), None)
+        if cycle is not None:
+            out.append(finding("OM121", cycle_text(cycle), f"functions[{k}]"))
+
+
 def _distinct_domains(opsets, path: str, out: list) -> None:
+    """OM104 for a domain imported twice, OM120 for a version that is not a positive
+    integer (onnx.checker refuses 0 and negative versions; no operator set has one)."""
     seen: dict = {}
     for k, o in enumerate(opsets):
+        v = o.version
+        if type(v) is not int or v < 1:
+            what = "without a version" if v is None else f"at version {v}"
+            out.append(finding("OM120", f"domain {quote(o.domain or 'ai.onnx')} is imported "
+                               f"{what}; a version is a positive integer",
+                               f"{path}[{k}].version"))
         d = normalize_domain(o.domain)
         if d in seen:
             out.append(finding("OM104", f"domain {quote(o.domain or '')} is imported twice "

@@ -182,10 +182,18 @@ def test_a_model_the_structure_checks_refuse_is_still_checked(tmp_path, name):
     assert plain.errors and full.findings == plain.findings, full.findings
 
 
-def test_a_recursive_function_ends(tmp_path):
-    """f calls itself: inference stops at the nesting limit (MAX_EVAL_DEPTH) and knows nothing
-    of y; no finding."""
-    assert onemodel.check(save(tmp_path, _recursive()), full=True).findings == []
+def test_a_recursive_function_is_an_error_and_is_not_expanded(tmp_path):
+    """f calls itself: check reports it at its definition (OM121, with or without --full);
+    inference does not expand the call and says so at the call (OM412)."""
+    p = save(tmp_path, _recursive())
+    def every(report):
+        return [(f.code, f.severity, f.path, f.message) for f in report.findings]
+
+    rec = ("OM121", "error", "functions[0]", "function local.f calls itself")
+    assert every(onemodel.check(p)) == [rec]
+    assert every(onemodel.check(p, full=True)) == [
+        rec, ("OM412", "info", "graph.node[0]",
+              "f: function local.f calls itself; the call is not expanded")]
 
 
 def test_out_of_order_nodes_are_inferred_in_dependency_order(tmp_path):
