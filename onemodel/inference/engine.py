@@ -474,10 +474,6 @@ class Engine:
         except Exception as e:  # a rule's bug: name the node and the rule
             raise InternalError(f"inference rule {fn.__module__}.{fn.__name__} failed on "
                                 f"{node.op_type} at {npath}: {type(e).__name__}: {e}") from e
-        if D.BOUNDED != bounded:
-            self.note(npath, f"{_label(node)}: a symbolic extent would exceed {MAX_EXPR_SIZE} "
-                             f"atoms (MAX_EXPR_SIZE) or an integer {MAX_EXPR_INTEGER} "
-                             "(MAX_EXPR_INTEGER); it is unknown")
         entries = got if type(got) is tuple else (got,)
         out = []
         for k in range(n_out):
@@ -493,6 +489,10 @@ class Engine:
             if e is not None:
                 e = self._no_negative(e, node, npath, k, len(self.result.contradictions) > found)
             out.append(e)
+        if D.BOUNDED != bounded:
+            self.note(npath, f"{_label(node)}: a symbolic extent would exceed {MAX_EXPR_SIZE} "
+                             f"atoms (MAX_EXPR_SIZE) or an integer {MAX_EXPR_INTEGER} "
+                             "(MAX_EXPR_INTEGER); it is unknown")
         if memo_key is not None and value_mod.LAZY_READS == reads and \
                 len(self.result.contradictions) == found and not self._constrained:
             self._memo[memo_key] = out
@@ -503,7 +503,9 @@ class Engine:
         unknown: no tensor has one (Clause 6.5), so a rule's arithmetic that gives one means
         the node's inputs and attributes cannot all hold. That is a contradiction at the node,
         unless the rule has reported one there already (``reported``). Sequences and
-        optionals are checked through their element."""
+        optionals are checked through their element. An int extent past
+        :data:`~onemodel.limits.MAX_EXPR_INTEGER` a rule computed without :mod:`.dims` (a
+        product of int extents) is made unknown too, and counted in ``dims.BOUNDED``."""
         if v.kind in ("sequence", "optional"):
             inner = v.inner
             if inner is None:
@@ -512,8 +514,14 @@ class Engine:
             return v if fixed is inner else Value(v.kind, inner=fixed)
         shape = v.shape
         if shape is None or v.kind not in ("tensor", "sparse_tensor") or \
-                not any(type(d) is int and d < 0 for d in shape):
+                not any(type(d) is int and not 0 <= d <= MAX_EXPR_INTEGER for d in shape):
             return v
+        if any(type(d) is int and d > MAX_EXPR_INTEGER for d in shape):
+            D.BOUNDED += 1
+            shape = tuple(None if type(d) is int and d > MAX_EXPR_INTEGER else d for d in shape)
+            v = Value(v.kind, v.elem, shape)
+            if not any(type(d) is int and d < 0 for d in shape):
+                return v
         if not reported:
             label = _label(node)
             name = node.outputs[k] if k < len(node.outputs) else ""

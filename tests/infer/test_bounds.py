@@ -203,3 +203,17 @@ def test_a_call_inside_a_subgraph_of_a_body_counts_and_chains_without_cycles_do_
                                             helper.make_opsetid("local", 1)], functions=[f, h])
     assert recursive_functions(_load(m)) == {("local", "G", ""): [("local", "G", "")]}
     assert recursive_functions(_load(hostile.doubling_chain(31))) == {}
+
+
+def test_an_int_extent_past_int64_a_rule_computes_is_unknown_and_noted():
+    """Flatten of [2^40, 2^40, 3] at axis 2: [2^80, 3] by the rule's product of ints; 2^80 is
+    past MAX_EXPR_INTEGER, so unknown (the evaluator could never hold it either)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1 << 40, 1 << 40, 3])
+    g = helper.make_graph([helper.make_node("Flatten", ["x"], ["y"], axis=2),
+                           helper.make_node("Flatten", ["x"], ["z"], axis=1)], "g", [x],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    res = infer_model(_load(m))
+    assert res.values["y"].shape == (None, 3)
+    assert res.values["z"].shape == (1 << 40, 3 << 40)  # within the bound: exact
+    assert [n.path for n in res.notes] == ["graph.nodes[0]"] and not res.contradictions
