@@ -66,10 +66,11 @@ EXTERNAL_DATA_ALIGNMENT = 4096
 #: model-local function calls inside function bodies, counted together (ONNX Part 1, Clause 8.4).
 MAX_EVAL_DEPTH = 64
 
-#: Most nodes the evaluator plans for a model with every model-local function call expanded
-#: (a call counts the nodes of its body, calls in it expanded; subgraphs count their nodes):
-#: 31 functions that each call the previous one twice would expand to 2^31 (Clause 15.4).
-MAX_EXPANDED_NODES = 1 << 18
+#: Most nodes the evaluator plans from model-local function bodies, every call expanded (a call
+#: counts the nodes of the body, the calls in it expanded, subgraphs included; the main graph's
+#: own nodes do not count): 31 functions that each call the previous one twice would plan
+#: 3 * 2^30 steps (Clause 15.4). At the limit, planning takes about 2 s and 100 MB.
+MAX_EXPANDED_NODES = 1 << 15
 
 #: Largest symbolic extent shape inference keeps, in atoms: each variable of each monomial one,
 #: each floor, ceil or mod one plus its operands' atoms (so it bounds the terms and the degree
@@ -85,7 +86,7 @@ MAX_EXPR_INTEGER = (1 << 63) - 1
 #: its body; the outputs of a call with others are unknown (``check --full`` reports it, OM412).
 #: With each function inferred once per distinct input types, inference takes time linear in
 #: the model's size (Clauses 8.4, 9, 15.4).
-MAX_FUNCTION_SIGNATURES = 16
+MAX_FUNCTION_SIGNATURES = 64
 
 
 #: What each limit bounds and how a model past it is refused, in the order of the resource
@@ -119,8 +120,9 @@ DESCRIPTIONS: dict[str, tuple[str, str, str]] = {
                                "`force`", "bytes", "Unsupported"),
     "MAX_EVAL_DEPTH": ("subgraphs and function calls nested during evaluation", "count",
                        "Unsupported"),
-    "MAX_EXPANDED_NODES": ("nodes of a model with every model-local function call expanded, "
-                           "as the evaluator plans them", "count", "Unsupported"),
+    "MAX_EXPANDED_NODES": ("nodes the evaluator plans from model-local function bodies, every "
+                           "call expanded (the main graph's own nodes do not count)", "count",
+                           "Unsupported"),
     "MAX_EXPR_SIZE": ("atoms of one symbolic extent in shape inference (variables of each "
                       "monomial, floor/ceil/mod with their operands: its terms and degree); "
                       "past it the extent is unknown (`check --full` OM412)", "count", "-"),

@@ -282,29 +282,30 @@ class Session:
         """Refuse, before planning, what cannot be evaluated: operators without a kernel or
         function (all listed), a function that calls itself, nesting past
         ``limits.MAX_EVAL_DEPTH``, and function calls that expand to more than
-        ``limits.MAX_EXPANDED_NODES`` nodes (each function's count is computed once, so this
-        takes time linear in the model's size)."""
+        ``limits.MAX_EXPANDED_NODES`` nodes of function bodies (each function's count is
+        computed once, so this takes time linear in the model's size)."""
         missing: dict[tuple[str, str, int], str] = {}
-        expanded: dict[int, int] = {}  # id(function) -> nodes of its body, calls expanded
+        expanded: dict[int, int] = {}  # id(function) -> nodes planned for one call of it
         cap = limits.MAX_EXPANDED_NODES + 1
 
-        def visit_nodes(nodes, opsets, path, depth, stack) -> int:
+        def visit_nodes(nodes, opsets, path, depth, stack, body: bool) -> int:
+            """The nodes planned from function bodies for ``nodes`` (each node of a body
+            itself when ``body``), at most ``cap``."""
             if depth > limits.MAX_EVAL_DEPTH:
                 raise UnsupportedError(f"subgraphs and function calls nest deeper than "
                                        f"{limits.MAX_EVAL_DEPTH}", path=path)
-            count = 0
+            count = len(nodes) if body else 0
             for i, node in enumerate(nodes):
                 npath = f"{path}.nodes[{i}]"
                 fn, func, version = self._resolve(node, opsets)
                 if fn is None and func is None:
                     key = (registry.normalize_domain(node.domain), node.op_type or "", version)
                     missing.setdefault(key, npath)
-                count += 1
                 for j, a in enumerate(node.attributes):
                     for field, g in a.subgraphs():
                         count += visit_nodes(g.nodes, opsets,
                                              f"{npath}.attributes[{j}].{field}", depth + 1,
-                                             stack)
+                                             stack, body)
                 if fn is None and func is not None:
                     if id(func) in stack:  # its expansion would not end (Clause 15.4)
                         raise UnsupportedError(f"function {func.domain}.{func.name} calls "
@@ -315,15 +316,16 @@ class Session:
                         fops.update(self._imports(func.opset_imports))
                         expanded[id(func)] = visit_nodes(
                             func.nodes, fops, f"function {func.domain}.{func.name}",
-                            depth + 1, stack | {id(func)})
+                            depth + 1, stack | {id(func)}, True)
                     count += expanded[id(func)]
             return min(count, cap)
 
-        total = visit_nodes(self.model.graph.nodes, self._opsets, "graph", 0, frozenset())
+        total = visit_nodes(self.model.graph.nodes, self._opsets, "graph", 0, frozenset(),
+                            False)
         if total >= cap:
             raise UnsupportedError(f"the model's function calls expand to more than "
-                                   f"{limits.MAX_EXPANDED_NODES} nodes (MAX_EXPANDED_NODES)",
-                                   path="graph")
+                                   f"{limits.MAX_EXPANDED_NODES} nodes of function bodies "
+                                   "(MAX_EXPANDED_NODES)", path="graph")
         if missing:
             listed = ", ".join(f"({d or 'ai.onnx'}, {t}, {v})" for (d, t, v) in sorted(missing))
             first = next(iter(missing.values()))

@@ -68,7 +68,7 @@ EXPECTED = {
     "self-calling-30": (1, 0, 2, "Unsupported: function local.F calls itself"),
     "mutual-30": (1, 0, 2, "Unsupported: function local.F"),
     "doubling-chain-31": (0, 0, 2, "Unsupported: the model's function calls expand to more "
-                                   "than 262144 nodes (MAX_EXPANDED_NODES)"),
+                                   "than 32768 nodes of function bodies (MAX_EXPANDED_NODES)"),
 }
 
 
