@@ -146,16 +146,17 @@ def _write_pieces(pieces: list, dst: str, storage_options, progress) -> None:
     sink.commit()
 
 
-def contradiction_rows(model, res, fmt) -> list[dict]:
-    """``[{"path", "message"}]`` of ``res``'s contradictions, the paths in the file's terms
+def contradiction_rows(model, res, fmt, which: str = "contradictions") -> list[dict]:
+    """``[{"path", "message"}]`` of ``res``'s contradictions (``which="notes"``: its notes,
+    the nodes left less known at a limit), the paths in the file's terms
     (:func:`onemodel.validation.paths.file_path`; the part after a model-local function's
     ``(function f)`` as the engine names it)."""
-    if not res.contradictions:  # (no import of the validator: ~20 ms)
+    found = getattr(res, which)
+    if not found:  # (no import of the validator: ~20 ms)
         return []
     from ..validation.inferred import path_in_file
 
-    return [{"path": path_in_file(model, c.path, fmt), "message": c.message}
-            for c in res.contradictions]
+    return [{"path": path_in_file(model, c.path, fmt), "message": c.message} for c in found]
 
 
 def value_counts(res) -> dict:
@@ -265,6 +266,7 @@ def infer(
             rows = contradiction_rows(model, res, done["source_format"])
             counts = value_counts(res)
             no_rule = operator_names(res.no_rule)
+            notes = contradiction_rows(model, res, done["source_format"], "notes")
         if cli._own_process:  # freed with the process, not record by record on return
             cli._kept_to_exit.append((model, res))
         if as_json:
@@ -272,7 +274,7 @@ def infer(
             doc = {"source": shown(src), "target": shown(dst),
                    "source_format": done["source_format"],
                    "target_format": done["target_format"], "value_info_added": done["added"],
-                   **counts, "contradictions": rows, "no_rule": no_rule}
+                   **counts, "contradictions": rows, "no_rule": no_rule, "notes": notes}
             out.line(json.dumps(doc, indent=2))
         elif not quiet or check:
             if not quiet:
@@ -285,6 +287,11 @@ def infer(
                 if no_rule:
                     out.line("  no inference rule (outputs typed by the constraints only): "
                              + ", ".join(no_rule))
+                if notes:
+                    first = notes[0]
+                    out.line(f"  {_count(len(notes), 'node')} left less known at a limit of "
+                             f"inference (check --full lists them, OM412); the first: "
+                             f"{first['message']} [{redact(first['path'])}]")
             if check:
                 for r in rows:
                     where = f" [{redact(r['path'])}]" if r["path"] else ""

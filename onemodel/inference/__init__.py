@@ -125,8 +125,8 @@ def annotate(model, inference: Inference | None = None) -> int:
 def operator_names(keys) -> list[str]:
     """``Op-version`` (``domain Op-version`` outside ai.onnx) of each ``(domain, op_type,
     version)`` in ``keys`` (:attr:`Inference.no_rule`), sorted: what ``onemodel infer`` and
-    ``check --full`` (``OM411``) name as inferred without a rule. An operator without a name
-    or of a domain the model does not import is left out (the structure checks report those:
-    ``OM106``, ``OM105``)."""
+    ``check --full`` (``OM411``) name as inferred without a rule. An operator without a name,
+    of a domain the model does not import or imported at a version below 1 is left out (the
+    structure checks report those: ``OM106``, ``OM105``, ``OM120``)."""
     return sorted(f"{d + ' ' if d else ''}{op}-{v}" for d, op, v in keys
-                  if op and type(v) is int)
+                  if op and type(v) is int and v > 0)

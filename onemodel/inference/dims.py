@@ -17,11 +17,12 @@ print alike. An expression without variables is an ``int``: the functions here n
 
 Every expression is bounded (Clause 15.4): at most :data:`~onemodel.limits.MAX_EXPR_SIZE` atoms
 (each variable of each monomial, and each ``floor``/``ceil``/``mod`` counted with the atoms of its
-operands), so at most that many terms and that degree, and no integer (coefficient, constant, or
-an int extent these functions compute) of magnitude above
-:data:`~onemodel.limits.MAX_EXPR_INTEGER`. A result past either bound is unknown (``None``), a
-fresh unknown extent, and :data:`BOUNDED` counts it (the engine reports where). So repeated
-squaring of a shape (``Mul(s, s)`` 27 times: degree 2^27) costs as little as any other node.
+operands), so at most that many terms and that degree, and no integer in it (a coefficient,
+the constant) of magnitude above :data:`~onemodel.limits.MAX_EXPR_INTEGER`. A result past
+either bound is unknown (``None``), a fresh unknown extent, and :data:`BOUNDED` counts it (the
+engine reports where). So repeated squaring of a shape (``Mul(s, s)`` 27 times: degree 2^27)
+costs as little as any other node. Arithmetic on two ints is exact here: the rules wrap integer
+elements to their type (int64 data) and the engine makes an int extent past the bound unknown.
 
 Clause 9.3: two distinct variables are never concluded to be equal, and a variable never a
 particular integer. An expression is the extent the model entails (the ``Concat`` of extents
@@ -257,7 +258,7 @@ def add(a: Dim, b: Dim) -> Dim:
     if a is None or b is None:
         return None
     if type(a) is int and type(b) is int:
-        return _int(a + b)
+        return a + b
     ta, ca = _parts(a)
     tb, cb = _parts(b)
     for m, c in tb.items():
@@ -277,7 +278,7 @@ def mul(a: Dim, b: Dim) -> Dim:
     if a is None or b is None:
         return None
     if type(a) is int and type(b) is int:
-        return _int(a * b)
+        return a * b
     ta, ca = _parts(a)
     tb, cb = _parts(b)
     if (len(ta) + (ca != 0)) * (len(tb) + (cb != 0)) > MAX_EXPR_SIZE:

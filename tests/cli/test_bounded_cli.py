@@ -83,6 +83,10 @@ def test_hostile_models_end_fast_in_little_memory(tmp_path, name):
         assert "OM121" in check["out"], check["out"]
     infer = guarded("infer", path, tmp_path / "out.onnx")
     assert infer["rc"] == infer_rc, infer
+    # where inference met a limit, check --full says so (OM412) and so does infer
+    noted = "left less known at a limit of inference (check --full lists them, OM412)"
+    assert ("OM412" in check["out"]) == (noted in infer["out"]), (check["out"], infer["out"])
+    assert ("OM412" in check["out"]) == (name not in ("doubling-chain-31", "squarings-27-int"))
     run = guarded("run", "--random", path)
     assert run["rc"] == run_rc, run
     if refusal is not None:
