@@ -76,7 +76,12 @@ MAX_EXPANDED_NODES = 1 << 15
 #: each floor, ceil or mod one plus its operands' atoms (so it bounds the terms and the degree
 #: of an expression, ONNX Part 1, Clauses 9.3, 15.4). A product whose expansion would hold more
 #: terms, and any larger result, is an unknown extent (``check --full`` reports it, OM412).
-MAX_EXPR_SIZE = 256
+MAX_EXPR_SIZE = 64
+
+#: Most atoms (as MAX_EXPR_SIZE counts them) of all the symbolic elements of one small integer
+#: tensor inference follows (data propagation) together; past it, its elements are unknown (its
+#: shape is kept), so a node costs at most this much more than its shape (Clause 15.4).
+MAX_DATA_EXPR_SIZE = 4096
 
 #: Largest magnitude of an integer in a symbolic extent (a coefficient, the constant) or of an
 #: int extent shape inference computes: the largest int64. A larger one is an unknown extent.
@@ -126,6 +131,9 @@ DESCRIPTIONS: dict[str, tuple[str, str, str]] = {
     "MAX_EXPR_SIZE": ("atoms of one symbolic extent in shape inference (variables of each "
                       "monomial, floor/ceil/mod with their operands: its terms and degree); "
                       "past it the extent is unknown (`check --full` OM412)", "count", "-"),
+    "MAX_DATA_EXPR_SIZE": ("atoms of the symbolic elements of one small integer tensor in "
+                           "shape inference, together; past it the elements are unknown "
+                           "(`check --full` OM412)", "count", "-"),
     "MAX_EXPR_INTEGER": ("magnitude of an integer in a symbolic extent, or of an int extent "
                          "inference computes; past it the extent is unknown", "count", "-"),
     "MAX_FUNCTION_SIGNATURES": ("distinct input types a model-local function is inferred for "

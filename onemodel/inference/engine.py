@@ -25,7 +25,13 @@ from ..errors import InternalError
 from ..ir.calls import cycle_text, function_key, recursive_functions
 from ..ir.dtypes import DataType
 from ..ir.entries import normalize_domain
-from ..limits import MAX_EVAL_DEPTH, MAX_EXPR_INTEGER, MAX_EXPR_SIZE, MAX_FUNCTION_SIGNATURES
+from ..limits import (
+    MAX_DATA_EXPR_SIZE,
+    MAX_EVAL_DEPTH,
+    MAX_EXPR_INTEGER,
+    MAX_EXPR_SIZE,
+    MAX_FUNCTION_SIGNATURES,
+)
 from . import dims as D
 from . import value as value_mod
 from .context import InferContext
@@ -488,11 +494,11 @@ class Engine:
                 e = g
             if e is not None:
                 e = self._no_negative(e, node, npath, k, len(self.result.contradictions) > found)
+                if e._data is not None and e._src is None:
+                    e = _bounded_data(e)
             out.append(e)
         if D.BOUNDED != bounded:
-            self.note(npath, f"{_label(node)}: a symbolic extent would exceed {MAX_EXPR_SIZE} "
-                             f"atoms (MAX_EXPR_SIZE) or an integer {MAX_EXPR_INTEGER} "
-                             "(MAX_EXPR_INTEGER); it is unknown")
+            self.note(npath, f"{_label(node)}: {_BOUNDED_TEXT}")
         if memo_key is not None and value_mod.LAZY_READS == reads and \
                 len(self.result.contradictions) == found and not self._constrained:
             self._memo[memo_key] = out
@@ -586,6 +592,21 @@ class Engine:
         return got
 
 
+def _bounded_data(v: Value) -> Value:
+    """``v`` without its elements when the expressions among them hold more than
+    :data:`~onemodel.limits.MAX_DATA_EXPR_SIZE` atoms together (counted in ``dims.BOUNDED``):
+    a tensor of 1024 elements each of hundreds of atoms is no shape, and carrying it would cost
+    every later node that much."""
+    atoms = 0
+    for x in v._data:
+        if type(x) is D.Expr:
+            atoms += x.size
+    if atoms <= MAX_DATA_EXPR_SIZE:
+        return v
+    D.BOUNDED += 1
+    return Value(v.kind, v.elem, v.shape)
+
+
 def _label(node) -> str:
     """A node as messages name it: ``Mul 'm1'``, or the operator alone."""
     return f"{node.op_type} {node.name!r}" if node.name else (node.op_type or "")
@@ -613,6 +634,12 @@ def _arg_count(fn) -> int:
 
 #: At most this many constraints are kept (a model's first ones; each is small).
 _MAX_CONSTRAINTS = 100_000
+
+#: The note of a node where a bound of :mod:`.dims` (or of data) made something unknown.
+_BOUNDED_TEXT = (f"an extent or element past a bound of inference is unknown "
+                 f"(MAX_EXPR_SIZE: {MAX_EXPR_SIZE} atoms; MAX_DATA_EXPR_SIZE: "
+                 f"{MAX_DATA_EXPR_SIZE} atoms in one tensor; MAX_EXPR_INTEGER: "
+                 f"{MAX_EXPR_INTEGER})")
 
 #: At most this many notes are kept (a model's first ones).
 _MAX_NOTES = 1000

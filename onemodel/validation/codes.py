@@ -205,10 +205,11 @@ _TABLE = [
      "unknown, what depends on them is checked less"),
     ("OM412", "info", P1 + "Clauses 9.3, 15.4",
      "--full: a node whose outputs shape inference leaves less known at a documented limit "
-     "(a symbolic extent past MAX_EXPR_SIZE or MAX_EXPR_INTEGER, a function call not "
-     "expanded: recursive, past MAX_FUNCTION_SIGNATURES or MAX_EVAL_DEPTH)",
-     "Mul: a symbolic extent would exceed 256 atoms (MAX_EXPR_SIZE) or an integer "
-     "9223372036854775807 (MAX_EXPR_INTEGER); it is unknown"),
+     "(an extent or element past MAX_EXPR_SIZE, MAX_DATA_EXPR_SIZE or MAX_EXPR_INTEGER, a "
+     "function call not expanded: recursive, past MAX_FUNCTION_SIGNATURES or MAX_EVAL_DEPTH)",
+     "Mul: an extent or element past a bound of inference is unknown (MAX_EXPR_SIZE: 64 "
+     "atoms; MAX_DATA_EXPR_SIZE: 4096 atoms in one tensor; MAX_EXPR_INTEGER: "
+     "9223372036854775807)"),
 ]
 
 #: ``{code: Code}``, in code order.

@@ -56,8 +56,8 @@ def guarded(*args) -> dict:
     return got
 
 
-#: model -> expected exit status of check --full, infer, run --random, and the words of the
-#: one line `run` refuses it with (None: it runs).
+#: model -> expected exit status of check --full, infer, run --random (None: not run), and the
+#: words of the one line `run` refuses it with (None: it runs).
 EXPECTED = {
     "squarings-27": (0, 0, 0, None),
     "squarings-27-int": (0, 0, 0, None),       # 2^(2^27) wraps to 0 in int64: shape [0]
@@ -69,6 +69,8 @@ EXPECTED = {
     "mutual-30": (1, 0, 2, "Unsupported: function local.F"),
     "doubling-chain-31": (0, 0, 2, "Unsupported: the model's function calls expand to more "
                                    "than 32768 nodes of function bodies (MAX_EXPANDED_NODES)"),
+    # inference only: an input of rank 1024 is past what numpy holds (64), another matter
+    "wide-30": (0, 0, None, None),
 }
 
 
@@ -87,6 +89,8 @@ def test_hostile_models_end_fast_in_little_memory(tmp_path, name):
     noted = "left less known at a limit of inference (check --full lists them, OM412)"
     assert ("OM412" in check["out"]) == (noted in infer["out"]), (check["out"], infer["out"])
     assert ("OM412" in check["out"]) == (name not in ("doubling-chain-31", "squarings-27-int"))
+    if run_rc is None:
+        return
     run = guarded("run", "--random", path)
     assert run["rc"] == run_rc, run
     if refusal is not None:

@@ -47,6 +47,23 @@ def binomial(n: int = 12):
     return _model(nodes, [helper.make_tensor_value_info("x", F, ["A", "B"])])
 
 
+def wide(n: int = 24, k: int = 60, rank: int = 1024):
+    """``s = Shape(x)`` of ``rank`` variables, ``t`` the sum of its first ``k``, then ``u0 =
+    s + t`` and ``n`` times ``u = u + s``: ``rank`` distinct elements of ``k + 1`` atoms each
+    per node (``n + 7`` nodes)."""
+    def const(name, v):
+        return helper.make_node("Constant", [], [name],
+                                value=helper.make_tensor(name, TensorProto.INT64, [1], [v]))
+
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), const("st", 0), const("en", k),
+             helper.make_node("Slice", ["s", "st", "en"], ["p"]),
+             helper.make_node("ReduceSum", ["p"], ["t"], keepdims=1),
+             helper.make_node("Add", ["s", "t"], ["u0"])]
+    nodes += [helper.make_node("Add", [f"u{i}", "s"], [f"u{i + 1}"]) for i in range(n)]
+    nodes.append(helper.make_node("ConstantOfShape", [f"u{n}"], ["y"]))
+    return _model(nodes, [helper.make_tensor_value_info("x", F, [f"d{i}" for i in range(rank)])])
+
+
 _LOCAL = (("", 17), ("local", 1))
 
 
@@ -98,4 +115,5 @@ HOSTILE = {
     "self-calling-30": lambda: self_calling(30),
     "mutual-30": mutual,
     "doubling-chain-31": doubling_chain,
+    "wide-30": wide,
 }
