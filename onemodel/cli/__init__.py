@@ -190,7 +190,10 @@ def _errors(debug: bool):
     it``); with --debug the full traceback is printed instead (the exit status stays the same,
     so scripts read it the same way).
     Ctrl-C exits 130 and SIGTERM 143 (after the writes in progress are undone); a closed
-    stdout exits :data:`EXIT_PIPE` without a message."""
+    stdout exits :data:`EXIT_PIPE` without a message. With --debug the messages of the
+    ``onemodel`` loggers at DEBUG level (an HTTP redirect: :mod:`onemodel.storage.redirects`)
+    are printed too, each as one masked ``debug:`` line on stderr."""
+    handler = _debug_log() if debug else None
     try:
         yield
     except typer.Exit:
@@ -218,6 +221,30 @@ def _errors(debug: bool):
         from ..errors import InternalError
         bug = isinstance(e, InternalError) or not isinstance(e, (OneModelError, UsageError))
         raise typer.Exit(EXIT_INTERNAL if bug else 2) from None
+    finally:
+        if handler is not None:
+            import logging
+            logging.getLogger("onemodel").removeHandler(handler)
+
+
+def _debug_log():
+    """A handler on the ``onemodel`` logger, at DEBUG level, printing each record as one
+    ``debug:`` line on stderr through :func:`redact` (``err.line``); the handler, to remove."""
+    import logging
+
+    class _Lines(logging.Handler):
+        def emit(self, record):
+            try:
+                text = record.getMessage()
+            except Exception:  # a bad format string: the record as it is
+                text = str(record.msg)
+            err.line(f"debug: {' '.join(text.split())}")
+
+    handler = _Lines(logging.DEBUG)
+    logger = logging.getLogger("onemodel")
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(handler)
+    return handler
 
 
 #: Differences verify collects at most (the report says "at least" when it is reached).

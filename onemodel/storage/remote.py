@@ -116,7 +116,8 @@ def filesystem(url: str, storage_options: dict | None = None):
 
     name = display_url(url)
     try:
-        return fsspec.core.url_to_fs(url, **options_for(url, storage_options))
+        return fsspec.core.url_to_fs(url, **_guard_redirects(url, options_for(url,
+                                                                              storage_options)))
     except ImportError:
         # in a chain (simplecache::http://...) the link whose backend is missing is named
         links = [_protocol(link) for link in url.split("::")]
@@ -132,6 +133,26 @@ def filesystem(url: str, storage_options: dict | None = None):
         raise
     except Exception as e:  # backend constructors raise anything
         raise as_io_error(e, url, "open") from None
+
+
+def _guard_redirects(url: str, options: dict) -> dict:
+    """``options`` with, for every http(s) link of ``url``, a ``get_client`` that keeps the
+    headers the user set from any origin but that link's (:mod:`.redirects`); a ``get_client``
+    the caller gave is left as it is."""
+    links = url.split("::")
+    for i, link in enumerate(links):
+        proto = _protocol(link)
+        if proto not in ("http", "https") or "://" not in link:
+            continue
+        from .redirects import guarded_client
+        if len(links) == 1:
+            options = {**options}
+            options.setdefault("get_client", guarded_client(link))
+        else:
+            section = dict(options.get(proto) or {})
+            section.setdefault("get_client", guarded_client(link))
+            options = {**options, proto: section}
+    return options
 
 
 #: Protocol names that are the same backend, for matching option sections.
