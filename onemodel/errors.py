@@ -37,7 +37,9 @@ That line stays readable whatever the file holds: a message quotes a name, a loc
 from the file with :func:`quote`, which keeps the first and last hundred characters of a longer
 value and gives its full length (``'aaaa…aaaa' (100000 characters)``); and ``str(error)`` cuts the
 message to :data:`MESSAGE_LIMIT` characters and the path and the source to :data:`PART_LIMIT`
-each, the same way, so that no error line exceeds about 4 KB whatever the call site.
+each, the same way, so that no error line exceeds about 4 KB whatever the call site, and
+writes every character that is not printable as ``repr`` does (:func:`printable`: an escape
+code or newline in a name the message did not quote cannot reach the terminal).
 """
 
 from __future__ import annotations
@@ -77,6 +79,19 @@ def clip(text: str, limit: int) -> str:
         text = _masked(text)
     half = max(limit // 2, 1)
     return f"{text[:half]}…{text[-half:]} ({n} characters)"
+
+
+def printable(text: str) -> str:
+    """``text`` fit for a terminal, a log or a report: itself when every character is printable,
+    else each character that is not (escape codes, carriage returns, newlines, tabs, bidi
+    overrides: what ``str.isprintable`` refuses) written as ``repr`` writes it (``\\x1b``,
+    ``\\r``, ``\\n``, ``\\u202e``), the others as they are. Every string from a model (a
+    name, op_type, domain, producer, dim_param, message built from them) goes through it, or
+    through :func:`quote`, which escapes the same way, before it is printed: a model cannot move
+    the cursor, erase a line or write a line of its own."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _body(text: str) -> str:
@@ -140,7 +155,7 @@ class OneModelError(Exception):
             text += f" at offset {self.offset:#x}"
         if self.source:
             text += f" in {clip(str(self.source), PART_LIMIT)}"
-        return text
+        return printable(text)
 
     def __reduce__(self):
         return (_rebuild, (type(self), self.message, self.path, self.offset, self.source))
@@ -284,17 +299,18 @@ class UsageError(ValueError):
     """An argument of the caller that cannot be taken (an input name the model does not have, a
     shape of the wrong rank, a negative extent). The command line prints it as one line with exit
     status 2; it is a ``ValueError`` for Python callers. ``str()`` is cut to
-    :data:`MESSAGE_LIMIT` characters as an error line is (:func:`clip`)."""
+    :data:`MESSAGE_LIMIT` characters as an error line is (:func:`clip`), and made
+    :func:`printable`."""
 
     def __str__(self) -> str:
-        return clip(super().__str__(), MESSAGE_LIMIT)
+        return printable(clip(super().__str__(), MESSAGE_LIMIT))
 
 
 class OneModelWarning(UserWarning):
     """Something a reader or the evaluator tolerates but the user should know (for example a
     declared dimension of -1, which Clause 6.5 does not allow, read as unknown). The command line
     prints each as one ``warning:`` line on stderr; ``str()`` is cut to :data:`MESSAGE_LIMIT`
-    characters as an error line is (:func:`clip`)."""
+    characters as an error line is (:func:`clip`), and made :func:`printable`."""
 
     def __str__(self) -> str:
-        return clip(super().__str__(), MESSAGE_LIMIT)
+        return printable(clip(super().__str__(), MESSAGE_LIMIT))

@@ -15,7 +15,7 @@ from typing import List, Optional
 
 import typer
 
-from ..errors import OneModelError, UnsupportedError, UsageError
+from ..errors import OneModelError, UnsupportedError, UsageError, printable
 from .redact import redact, shown
 
 
@@ -101,12 +101,15 @@ class _LazyConsole:
         self._console = None
 
     def line(self, text: str) -> None:
-        """Print ``text`` (URLs and secrets masked, otherwise as given) and a newline on this
-        console's stream; a text of several lines is masked line by line."""
+        """Print ``text`` (URLs and secrets masked, every character that is not printable
+        escaped, :func:`onemodel.errors.printable`; otherwise as given) and a newline on this
+        console's stream; a text of several lines is masked line by line. (Strings of a model
+        are made printable where they are put in a line, so that a newline in one is escaped
+        too; this is the net under them.)"""
         if "\n" in text:
-            text = "\n".join(redact(part) for part in text.split("\n"))
+            text = "\n".join(printable(redact(part)) for part in text.split("\n"))
         else:
-            text = redact(text)
+            text = printable(redact(text))
         try:
             print(text, file=sys.stderr if self._options.get("stderr") else sys.stdout)
         except BrokenPipeError:
@@ -533,7 +536,8 @@ def _weights_listing(file: str, as_json: bool, storage_options) -> None:
              + (f" (+{len(rows) - len(tensors)} padding entries)" if len(rows) > len(tensors)
                 else ""))
     for r in rows:
-        out.line(f"  {r['name']}  {r['dtype']}{r['shape']}  {_human(r['bytes'])}"
+        out.line(f"  {printable(r['name'])}  {printable(r['dtype'])}{r['shape']}  "
+                 f"{_human(r['bytes'])}"
                  + ("  (padding)" if r["padding"] else ""))
 
 
@@ -550,21 +554,23 @@ def _summary_blocks(s: dict) -> list:
     from ..storage.progress import binary_size
     from .tables import Table
 
-    blocks: list = [("bold", str(s["source"]), f"  format {s['format']}, IR version "
+    # every string of the model is made printable (escape codes, newlines: errors.printable)
+    p = printable
+    blocks: list = [("bold", p(str(s["source"])), f"  format {s['format']}, IR version "
                      f"{s['ir_version']}")]
-    opsets = ", ".join(f"{o['domain'] or 'ai.onnx'} {o['version']}" for o in s["opsets"])
+    opsets = ", ".join(f"{p(o['domain']) or 'ai.onnx'} {o['version']}" for o in s["opsets"])
     blocks.append(("line", f"opsets: {opsets}"))
     prod = s["producer"]
     if prod["name"] or prod["version"]:
-        blocks.append(("line", f"producer: {prod['name']} {prod['version']}".rstrip()))
+        blocks.append(("line", f"producer: {p(prod['name'])} {p(prod['version'])}".rstrip()))
     for title, values in (("inputs", s["inputs"]), ("outputs", s["outputs"])):
         t = Table(title, [("name", "left"), ("type", "left")])
         for v in values:
-            t.add_row(redact(v["name"]), v["type"])
+            t.add_row(p(redact(v["name"])), p(v["type"]))
         blocks.append(t)
     t = Table(f"nodes: {s['nodes']}", [("op_type", "left"), ("count", "right")])
     for op, n in s["ops"].items():
-        t.add_row(op, str(n))
+        t.add_row(p(op), str(n))
     blocks.append(t)
     init = s["initializers"]
     if not init["count"]:
@@ -576,7 +582,7 @@ def _summary_blocks(s: dict) -> list:
             t.add_row(dt, str(e["count"]), binary_size(e["bytes"]))
         blocks.append(t)
     if s["functions"]:
-        blocks.append(("line", "functions: " + ", ".join(s["functions"])))
+        blocks.append(("line", "functions: " + ", ".join(map(p, s["functions"]))))
     for f in s.get("external_data", []):
         blocks.append(("line", _data_file_line(f)))
     if "values" in s:  # info --shapes
@@ -613,7 +619,7 @@ def _print_rich(blocks: list) -> None:
 
     for b in blocks:
         if isinstance(b, Table):
-            t = RichTable(title=b.title, title_justify="left", show_edge=False)
+            t = RichTable(title=escape(b.title), title_justify="left", show_edge=False)
             for header, justify in b.columns:
                 t.add_column(header, justify=justify)
             for row in b.rows:
@@ -627,7 +633,7 @@ def _print_rich(blocks: list) -> None:
 
 def _data_file_line(f: dict) -> str:
     if f.get("error"):
-        return f"data file {f['location']}: {f['error']}"
+        return f"data file {printable(f['location'])}: {printable(f['error'])}"
     from ..formats.onnx.external_report import describe_alignment
 
     aligned = describe_alignment(f.get("alignment"))
@@ -642,7 +648,7 @@ def _data_file_line(f: dict) -> str:
         + " in its header, "
         + ("every referenced tensor consistent with its entry" if st["checked"] == f["tensors"]
            else f"{st['checked']} of {f['tensors']} references checked against it"))
-    return (f"data file {f['location']}: {_count(f['tensors'], 'tensor')}, "
+    return (f"data file {printable(f['location'])}: {_count(f['tensors'], 'tensor')}, "
             f"{_human(f['referenced'])} referenced, {unref}, {aligned}{st}")
 
 
@@ -794,6 +800,7 @@ def _report_value(name: str, value, files, top: bool = True) -> None:
     ``.pb``, a sequence, map or optional as one ``.pb``."""
     import numpy as np
 
+    name = printable(name)  # (an output name of the model)
     if isinstance(value, np.ndarray):
         dtype = "string" if value.dtype == object else str(value.dtype)
         out.line(f"{name}: shape {list(value.shape)} dtype {dtype} sha256:{_digest(value)}")

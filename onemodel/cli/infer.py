@@ -13,6 +13,7 @@ from typing import List, Optional
 
 import typer
 
+from ..errors import printable
 from . import (
     DebugOpt,
     OutsideOpt,
@@ -154,7 +155,7 @@ def contradiction_rows(model, res, fmt) -> list[dict]:
         return []
     from ..validation.inferred import path_in_file
 
-    return [{"path": path_in_file(model, c.path, fmt), "message": c.message}
+    return [{"path": printable(path_in_file(model, c.path, fmt)), "message": printable(c.message)}
             for c in res.contradictions]
 
 
@@ -221,9 +222,10 @@ def shape_blocks(s: dict) -> list:
 
     blocks: list = []
     for gpath, rows in s.get("values", {}).items():
-        t = Table(f"values of {gpath}: {len(rows)}", [("name", "left"), ("type", "left")])
+        t = Table(f"values of {printable(gpath)}: {len(rows)}", [("name", "left"),
+                                                                   ("type", "left")])
         for r in rows:
-            t.add_row(redact(r["name"]), r["type"])
+            t.add_row(printable(redact(r["name"])), printable(r["type"]))
         blocks.append(t)
     if s.get("no_rule"):
         blocks.append(("line", "no inference rule (outputs typed by the constraints only): "

@@ -20,6 +20,7 @@ from ..errors import (
     OneModelWarning,
     UnsupportedError,
     UsageError,
+    printable,
     quote,
 )
 from ..inference.engine import fresh_name
@@ -501,11 +502,11 @@ def describe_generated(model: Model, feeds: dict, dims: dict[str, int] | None = 
         if len(parts) == DESCRIBED_INPUTS:
             parts.append(f"and {len(feeds) - DESCRIBED_INPUTS} more")
             break
-        text = f"{name} {_describe(value)}"
+        text = f"{printable(name)} {_describe(value)}"
         if name in shapes:
             text += " (--shape)"
         elif open_axes.get(name):
-            text += f" ({', '.join(a.replace(' = ', '=') for a in open_axes[name])})"
+            text += f" ({', '.join(printable(a.replace(' = ', '=')) for a in open_axes[name])})"
         parts.append(text)
     return ", ".join(parts)
 

@@ -127,6 +127,9 @@ def operator_names(keys) -> list[str]:
     version)`` in ``keys`` (:attr:`Inference.no_rule`), sorted: what ``onemodel infer`` and
     ``check --full`` (``OM411``) name as inferred without a rule. An operator without a name
     or of a domain the model does not import is left out (the structure checks report those:
-    ``OM106``, ``OM105``)."""
-    return sorted(f"{d + ' ' if d else ''}{op}-{v}" for d, op, v in keys
+    ``OM106``, ``OM105``). Domain and op_type are made printable
+    (:func:`onemodel.errors.printable`: an escape code or newline in them is escaped)."""
+    from ..errors import printable
+
+    return sorted(f"{printable(d) + ' ' if d else ''}{printable(op)}-{v}" for d, op, v in keys
                   if op and type(v) is int)
