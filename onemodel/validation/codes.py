@@ -41,9 +41,11 @@ _TABLE = [
     ("OM103", "error", P1 + "Clause 5.3.1",
      "the model imports at least one operator set",
      "the model imports no operator set (opset_import is mandatory)"),
-    ("OM104", "error", P1 + "Clause 5.3.2",
-     "each domain is imported once (by the model; by each function)",
-     "domain 'ai.onnx' is imported twice (first at opset_import[0].domain)"),
+    ("OM104", "error", P1 + "Clauses 5.3.2, 14.3",
+     "each domain is imported at one version (by the model; by each function): a node binds "
+     "to its operator's definition by the version imported",
+     "domain 'ai.onnx' is imported at version 18 and at version 17 (first at "
+     "opset_import[0].domain): which definition its operators bind to is ambiguous"),
     ("OM105", "error", P1 + "Clauses 5.3.2, 10.4",
      "every domain a node uses is imported",
      "domain 'com.x' of node 'Foo' is not imported by opsets"),
@@ -91,6 +93,10 @@ _TABLE = [
     ("OM119", "error", P1 + "Clause 15.4",
      "graphs nest no deeper than the documented limit (MAX_MODEL_NESTING)",
      "graphs nested too deep"),
+    ("OM120", "warning", P1 + "Clause 5.3.2",
+     "a domain imported again at the same version (by the model; by a function) is redundant",
+     "domain 'ai.onnx' is imported twice at version 17 (first at opset_import[0].domain): the "
+     "repetition is redundant"),
     ("OM201", "error", P1 + "Clauses 6.2, 13.1; Annex B.2.16",
      "a tensor's contents match its dims and element type; one storage form; dims non-negative",
      "raw_data holds 12 bytes; dims [4] of FLOAT need 16"),

@@ -104,13 +104,13 @@ def check_and_model(path_or_model, *, full: bool = False, strict: bool = False, 
     return Report(out, source), model
 
 
-#: A message that names an earlier field ends with ``(first at PATH)`` (OM104, OM115, OM116),
-#: PATH in IR field names like the finding's own path.
-_FIRST_AT = re.compile(r"\(first at ([A-Za-z0-9_.\[\]]+)\)$")
+#: A message that names an earlier field holds ``(first at PATH)`` (OM104, OM115, OM116,
+#: OM120), PATH in IR field names like the finding's own path.
+_FIRST_AT = re.compile(r"\(first at ([A-Za-z0-9_.\[\]]+)\)")
 
 
 def _in_file_terms(model, f: Finding, fmt) -> Finding:
-    """``f`` with its path, and the ``(first at PATH)`` its message ends with, in the file's
+    """``f`` with its path, and the ``(first at PATH)`` its message holds, in the file's
     terms (:func:`file_path`), so that the message names a field as the path does."""
     path = file_path(model, f.path, fmt)
     message = f.message
