@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import EvaluationError, InvalidModelError, OneModelError, UnsupportedError
+from .errors import EvaluationError, InputError, InvalidModelError, OneModelError, UnsupportedError
 from .ir import Graph, Model, Node, ValueInfo
 from .ir.types import Type
 from .lazy import np
@@ -414,8 +414,8 @@ def bisect(a: Model, b: Model, inputs: dict, *, engines: tuple[str, str] = ("one
     va, skipped = intermediate_values(a, inputs, ea)
     try:
         vb, skipped_b = intermediate_values(b, inputs, eb)
-    except (EvaluationError, InvalidModelError) as e:  # (B's inputs are not A's: another
-        # name, an extent its graph does not declare; or B fails on them)
+    except (EvaluationError, InputError, InvalidModelError) as e:  # (B's inputs are not A's:
+        # another name, an extent its graph does not declare; or B fails on them)
         who = (f"engine {eb} cannot run the model on the inputs engine {ea} ran" if a is b
                else "the second model cannot run on the first one's inputs")
         raise EvaluationError(f"{who}: {e.message}", path=e.path) from None

@@ -18,9 +18,11 @@ Io             the file could not be read or written
 An option that a format's reader or writer does not take is an :class:`OptionError`, of kind
 Unsupported, which keeps the option names apart so that the command line can name its flags.
 
-Two more errors are not reading kinds: :class:`EvaluationError`, a OneModelError (a valid model
-failed while it was evaluated on the inputs given, for example a Reshape that cannot hold for
-those extents), and :class:`UsageError`, a ``ValueError`` and not a OneModelError (a caller's
+Three more errors are not reading kinds: :class:`EvaluationError`, a OneModelError (a valid
+model failed while it was evaluated on the inputs given, for example a Reshape that cannot hold
+for those extents), :class:`InputError`, a OneModelError and a ``ValueError`` (the inputs given
+do not fit the graph: an unknown name, a wrong element type, rank or extent), and
+:class:`UsageError`, a ``ValueError`` and not a OneModelError (a caller's
 argument that cannot be taken: an unknown input name, a value out of range).
 :class:`InternalError`, a OneModelError too, is neither: a bug (a kernel raising an exception
 that is not one of these). Warnings that a caller should see (a model that is read but deviates
@@ -254,6 +256,19 @@ class EvaluationError(OneModelError):
     condition does not hold)."""
 
     kind = "EvaluationError"
+
+
+class InputError(OneModelError, ValueError):
+    """The inputs a caller gave do not fit the graph (Clauses 6.5, 7.2): an input name the
+    graph does not have, a value for a constant, an input left without a value, a value of the
+    wrong element type or rank, an extent other than the fixed one declared, two extents for
+    one dimension variable, or an extent the operators exclude. The model is not at fault: not
+    a reading kind (and not an InvalidModelError); a ``ValueError`` too, as a caller's argument
+    that cannot be taken is. The command line prints its one line (``InputError: input 'x' has
+    rank 3; the graph declares 2 [1,4] [graph.inputs[0]] in m.onnx``) and exits with status
+    2."""
+
+    kind = "InputError"
 
 
 class InternalError(OneModelError):

@@ -202,11 +202,11 @@ class Session:
             name -> value, in the order of ``outputs``: ndarrays (numpy or ml_dtypes dtypes),
             lists for sequences, dicts for maps, ``None`` for an empty optional.
         Raises:
-            InvalidModelError: a missing or unknown input, a value of the wrong element type or
+            InputError: a missing or unknown input, a value of the wrong element type or
                 shape, an initializer supplied as input; an input whose extents break what the
-                operators entail (``check_inputs``: at the input, with the axis); a node whose
-                attributes or subgraph are invalid as read (a missing required attribute, a body
-                with too few outputs).
+                operators entail (``check_inputs``: at the input, with the axis).
+            InvalidModelError: a node whose attributes or subgraph are invalid as read (a
+                missing required attribute, a body with too few outputs).
             EvaluationError: a node failing on the values it is given, a run-time condition of
                 its operator that does not hold for them (a Reshape that cannot hold, shapes
                 that do not broadcast, an index out of range, an array too large to allocate:

@@ -308,10 +308,10 @@ class Engine:
         out = set()
         for vi in graph.inputs:
             shape = vi.type.shape if vi.type is not None else None
-            for k, d in enumerate(shape.dims if shape is not None else ()):
-                if d.dim_param:
-                    out.add(d.dim_param)
-                elif d.dim_value is None and self.fresh_inputs:
+            for k, e in enumerate(shape.extents if shape is not None else ()):
+                if isinstance(e, str):
+                    out.add(e)
+                elif e is None and self.fresh_inputs:
                     out.add(fresh_name(vi.name, k))
         return frozenset(out)
 

@@ -102,17 +102,18 @@ class Value:
     @classmethod
     def from_type(cls, t: Type | None) -> "Value":
         """The Value of a declared :class:`~onemodel.ir.Type` (``dim_param`` -> variable,
-        neither field -> unknown); an unset or empty type gives ``Value()``."""
+        neither field -> unknown; a negative ``dim_value`` and a ``dim_param`` naming no
+        variable, ``?``, are unknown too: :attr:`onemodel.ir.Dimension.extent`); an unset or
+        empty type gives ``Value()``."""
         if t is None:
             return UNKNOWN
         k = t.kind
         if k in ("tensor", "sparse_tensor"):
             v = t.value
             shape = None
-            if v.shape is not None:
-                shape = tuple(d.dim_value if d.dim_value is not None
-                              else (D.Expr.var(d.dim_param) if d.dim_param else None)
-                              for d in v.shape.dims)
+            if v.shape is not None:  # (-1 and a dim_param such as '?' are unknown)
+                shape = tuple(D.Expr.var(e) if isinstance(e, str) else e
+                              for e in v.shape.extents)
             return cls(k, v.elem_type or None, shape)
         if k in ("sequence", "optional"):
             inner = t.value.elem_type

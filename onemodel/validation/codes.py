@@ -191,6 +191,11 @@ _TABLE = [
      "same name: element type, rank, fixed extents",
      "value_info 'w' is declared of element type int64; its initializer is float [2]"),
     # -- shape inference under --full (onemodel/validation/inferred.py) --
+    ("OM405", "warning", P1 + "Clauses 6.5.1, 6.5.2",
+     "a declared extent that is neither a non-negative integer nor a dimension variable (a "
+     "dim_value of -1; a dim_param that is no name, such as '?') is read as unknown",
+     "a graph input 'x' declares [-1,3,?,?]: the extent -1 (axis 0) and the dim_param '?' "
+     "(axes 2 and 3) are read as unknown, each '?' its own extent"),
     ("OM410", "error", P1 + "Clauses 9.4, 10.4",
      "--full: the type and shape shape inference gives each value agree with what the model "
      "declares (graph input or output, value_info: element type, rank, extents) and with "

@@ -117,3 +117,21 @@ def test_no_inputs_is_a_usage_error_that_says_what_dim_is_for():
     assert r.stderr.endswith("the model needs input(s) input: give --input NAME=FILE.npy, or "
                              "--random [--seed N] (--dim and --shape size the inputs --random "
                              "generates)\n"), r.stderr
+
+
+def test_an_input_that_does_not_fit_is_an_input_error_not_the_model_s(tmp_path):
+    """A --input of the wrong shape or dtype, or for a name the graph does not have, is one
+    InputError line, exit 2: the model is not at fault (issue 23)."""
+    np.save(tmp_path / "wide.npy", np.zeros((1, 3, 32, 33), np.float32))
+    np.save(tmp_path / "ints.npy", np.zeros((1, 3, 32, 32), np.int32))
+    cases = [(f"input={tmp_path / 'wide.npy'}", "InputError: input 'input' has extent 33 on "
+              "axis 3; the graph declares [batch,3,32,32] [graph.inputs[0]] in "),
+             (f"input={tmp_path / 'ints.npy'}", "InputError: input 'input' has dtype int32; "
+              "the graph declares float [graph.inputs[0]] in "),
+             (f"other={tmp_path / 'wide.npy'}", "InputError: 'other' is not an input of the "
+              "graph; inputs are ['input']")]
+    for given, line in cases:
+        r = cli("run", CNN, "--input", given)
+        assert r.exit_code == 2, r.output
+        assert r.stderr.startswith(line), r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1 and "InvalidModel" not in r.output
