@@ -128,7 +128,8 @@ class _LazyConsole:
 out = _LazyConsole(highlight=False, soft_wrap=True, emoji=False)
 err = _LazyConsole(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
-DebugOpt = typer.Option(False, "--debug", help="Show the full traceback on errors.")
+DebugOpt = typer.Option(False, "--debug", help="Show the full traceback on errors, and what "
+                         "happened on the way (HTTP redirects) as debug: lines.")
 QuietOpt = typer.Option(False, "--quiet", "-q", help="Print nothing but errors; no progress.")
 OutsideOpt = typer.Option(False, "--allow-external-outside", help="Resolve external data "
                           "outside the model's directory or through symbolic links "

@@ -611,8 +611,8 @@ class RemoteSource(Source):
         if r.status in (404, 410):
             raise IoError(f"cannot {action}: not found", source=self.name)
         if r.status in (401, 403):
-            raise IoError(f"cannot {action}: access denied", source=self.name)
-        raise IoError(f"cannot {action}: HTTP status {r.status}", offset=start,
+            raise IoError(f"cannot {action}: access denied{_elsewhere(r)}", source=self.name)
+        raise IoError(f"cannot {action}: HTTP status {r.status}{_elsewhere(r)}", offset=start,
                       source=self.name)
 
     def _check_validator(self, headers, offset: int) -> None:
@@ -630,6 +630,19 @@ class RemoteSource(Source):
             self._etag = seen
         elif seen != self._etag:
             raise _changed(what, offset, self.name)
+
+
+def _elsewhere(r) -> str:
+    """For an answer that came from another origin than the URL asked for (a redirect was
+    followed), `` at ORIGIN/PATH, where a redirect led (the headers set by storage options are
+    not sent to another origin)``; else empty."""
+    if not getattr(r, "history", None):
+        return ""
+    from .redirects import origin, shown
+    if origin(r.history[0].url) == origin(r.url):
+        return ""
+    return (f" at {shown(r.url)}, another origin a redirect led to (the headers set by "
+            "storage options are not sent there: docs/storage.md)")
 
 
 #: fsspec filesystems that copy the whole object on first use (later reads see that copy, so

@@ -92,3 +92,15 @@ def test_session_headers_and_chained_urls_are_guarded_too(http_server, other_ori
         assert other_origin.log, url
         assert all(SECRET not in str(q.headers) for q in other_origin.log), url
         assert all(q.headers.get("Cookie") == f"s={SECRET}" for q in http_server.log), url
+
+
+def test_access_denied_at_the_other_origin_says_where_and_why(http_server, other_origin):
+    other_origin.files["m.onnx"] = CNN.read_bytes()
+    other_origin.mode = "403"
+    http_server.redirects["m.onnx"] = other_origin.url("m.onnx") + "?sig=QUERYSIG"
+    r, text = _hash(http_server.url("m.onnx"), "-S", f"http.headers.X-Api-Key={SECRET}")
+    assert r.exit_code == 2
+    assert text.strip() == (f"Io: cannot open: access denied at {other_origin.url('m.onnx')}, "
+                            "another origin a redirect led to (the headers set by storage "
+                            "options are not sent there: docs/storage.md) in "
+                            f"{http_server.url('m.onnx')}")
