@@ -451,7 +451,7 @@ def convert(
                      f"({result.target_format}): "
                      f"{_count(result.tensors, 'tensor')}, {_human(result.tensor_bytes)}")
             for item in result.omitted:
-                out.line(f"  left out (--strict-v1): {item}")
+                out.line(printable(f"  left out (--strict-v1): {item}"))
 
 
 @app.command()
@@ -754,9 +754,9 @@ def verify(
         print_report(out, report, shown(a), shown(b) if b is not None else None, quiet=quiet,
                      limit=REPORT_LIMIT)
         for line in bisected.lines() if bisected is not None else ():
-            out.line(line)
+            out.line(printable(line))
         if not_bisected is not None:
-            out.line(f"bisect: not run: {not_bisected}")
+            out.line(printable(f"bisect: not run: {not_bisected}"))
     raise typer.Exit(0 if report.equal else 1)
 
 
@@ -813,7 +813,8 @@ def _report_value(name: str, value, files, top: bool = True) -> None:
         out.line(f"{name}: empty optional")
     else:
         text = str(value)
-        out.line(f"{name}: {type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}")
+        out.line(printable(f"{name}: {type(value).__name__} {text[:60]}"
+                           f"{'...' if len(text) > 60 else ''}"))
     if files is not None and top:
         files.save(name, value)
 
@@ -983,7 +984,7 @@ def run_cmd(
             for name, value in results.items():
                 _report_value(name, value, files)
             for name, path in files.written if files else []:
-                out.line(f"saved {name} -> {path}")
+                out.line(f"saved {printable(name)} -> {printable(path)}")
 
 
 def _output_files(directory: str, output_format: str, model):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from ..errors import IoError, MalformedError, UsageError, quote
+from ..errors import IoError, MalformedError, UsageError, printable, quote
 from . import out
 
 
@@ -127,11 +127,11 @@ def run_test_data(model, directory: str, rtol: float, atol: float, run, files_fo
             for name, value in results.items():
                 files.save(name, value)
             for name, path in files.written:
-                out.line(f"saved {name} -> {path}")
+                out.line(f"saved {printable(name)} -> {printable(path)}")
         if problems:
             out.line(f"{label}: {len(problems)} difference(s) in {len(want)} output(s)")
             for d in problems:
-                out.line(f"  {d.text()}")
+                out.line(printable(f"  {d.text()}"))
         else:
             passed += 1
             out.line(f"{label}: pass ({len(want)} output(s) within tolerance)")

@@ -111,6 +111,7 @@ def test_run_escapes_the_operator_and_the_output_names(tmp_path, op):
     assert r.exit_code == 0, text
     _assert_escaped(text, "h\r\nFAKE", "x\x1b[31m", "d\x1b[5m")
     assert "h\\r\\nFAKE: shape [1, 1] dtype float32 sha256:" in text
+    assert "saved h\\r\\nFAKE -> " in text
 
 
 def test_printable_escapes_what_is_not_printable_and_nothing_else():
