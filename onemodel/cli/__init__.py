@@ -107,7 +107,10 @@ class _LazyConsole:
         are made printable where they are put in a line, so that a newline in one is escaped
         too; this is the net under them.)"""
         if "\n" in text:
-            text = "\n".join(printable(redact(part)) for part in text.split("\n"))
+            lines = [redact(part) for part in text.split("\n")]
+            text = "\n".join(lines)
+            if not text.replace("\n", "").isprintable():  # (one pass for a 7 MB --json)
+                text = "\n".join(map(printable, lines))
         else:
             text = printable(redact(text))
         try:
