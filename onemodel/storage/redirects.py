@@ -22,6 +22,8 @@ from __future__ import annotations
 import logging
 from urllib.parse import urlsplit
 
+from ..errors import UnsupportedError
+
 log = logging.getLogger("onemodel.storage")
 
 #: Request headers (lower case) that a request to another origin than the one opened still
@@ -85,6 +87,16 @@ async def _on_redirect(session, ctx, params) -> None:
               shown(to) if to is not None else "an invalid location", where)
 
 
+def _middlewares_supported() -> bool:
+    """Whether the installed aiohttp takes client middlewares (3.12 and later): run for every
+    request, redirected ones included, they are what drops the headers."""
+    import inspect
+
+    import aiohttp
+
+    return "middlewares" in inspect.signature(aiohttp.ClientSession.__init__).parameters
+
+
 _CLIENTS: dict = {}
 
 
@@ -101,6 +113,11 @@ def guarded_client(url: str):
     async def get_client(**kwargs):
         import aiohttp
 
+        if not _middlewares_supported():
+            raise UnsupportedError(
+                f"aiohttp {aiohttp.__version__} cannot keep the headers set by storage options "
+                "from another origin a redirect leads to: aiohttp 3.12 or later is needed "
+                '(pip install -U "aiohttp>=3.12")', source=shown(url))
         trace = aiohttp.TraceConfig()
         trace.on_request_redirect.append(_on_redirect)
         kwargs["trace_configs"] = [*(kwargs.get("trace_configs") or ()), trace]

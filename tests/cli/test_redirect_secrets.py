@@ -104,3 +104,21 @@ def test_access_denied_at_the_other_origin_says_where_and_why(http_server, other
                             "another origin a redirect led to (the headers set by storage "
                             "options are not sent there: docs/storage.md) in "
                             f"{http_server.url('m.onnx')}")
+
+
+def test_an_aiohttp_without_middlewares_is_refused_not_trusted(http_server, monkeypatch):
+    """Before aiohttp 3.12 nothing could drop the headers on a redirect: such an aiohttp is an
+    UnsupportedError naming the version needed, no request is made."""
+    from onemodel.errors import UnsupportedError
+    from onemodel.storage import open_source, redirects
+
+    http_server.files["m.onnx"] = CNN.read_bytes()
+    monkeypatch.setattr(redirects, "_middlewares_supported", lambda: False)
+    redirects._CLIENTS.clear()  # (a new session, made by the patched check)
+    try:
+        with pytest.raises(UnsupportedError, match=r"aiohttp 3\.12 or later is needed"):
+            open_source(http_server.url("m.onnx"),
+                        storage_options={"http": {"headers": {"X-Api-Key": SECRET}}})
+    finally:
+        redirects._CLIENTS.clear()
+    assert http_server.log == []
