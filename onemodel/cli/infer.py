@@ -158,6 +158,21 @@ def contradiction_rows(model, res, fmt) -> list[dict]:
             for c in res.contradictions]
 
 
+def wide_rows(model, res, fmt) -> list[dict]:
+    """``[{"path", "message"}]``: each extent of a node output above 2^63 - 1 that the written
+    ``value_info`` gives as unknown (:func:`onemodel.inference.wide_extents`; ``check --full``'s
+    ``OM412``), the paths in the file's terms."""
+    from ..inference import wide_extents
+
+    wide = wide_extents(model, res)
+    if not wide:
+        return []
+    from ..validation.inferred import path_in_file, wide_message
+
+    return [{"path": path_in_file(model, f"{w['path']}.nodes[{w['node']}]", fmt),
+             "message": wide_message(w)} for w in wide]
+
+
 def value_counts(res) -> dict:
     """``{"values", "typed", "complete"}``: the values of every graph (inputs, initializers,
     node outputs), those whose type is known, those whose every extent is known (symbolic
@@ -265,6 +280,7 @@ def infer(
             rows = contradiction_rows(model, res, done["source_format"])
             counts = value_counts(res)
             no_rule = operator_names(res.no_rule)
+            wide = wide_rows(model, res, done["source_format"])
         if cli._own_process:  # freed with the process, not record by record on return
             cli._kept_to_exit.append((model, res))
         if as_json:
@@ -272,7 +288,8 @@ def infer(
             doc = {"source": shown(src), "target": shown(dst),
                    "source_format": done["source_format"],
                    "target_format": done["target_format"], "value_info_added": done["added"],
-                   **counts, "contradictions": rows, "no_rule": no_rule}
+                   **counts, "contradictions": rows, "no_rule": no_rule,
+                   "unknown_wide_extents": wide}
             out.line(json.dumps(doc, indent=2))
         elif not quiet or check:
             if not quiet:
@@ -285,6 +302,8 @@ def infer(
                 if no_rule:
                     out.line("  no inference rule (outputs typed by the constraints only): "
                              + ", ".join(no_rule))
+                for r in wide:
+                    out.line(f"  note: {r['message']} [{redact(r['path'])}]")
             if check:
                 for r in rows:
                     where = f" [{redact(r['path'])}]" if r["path"] else ""
@@ -298,5 +317,5 @@ def infer(
         raise typer.Exit(1)
 
 
-__all__ = ["infer", "infer_file", "contradiction_rows", "value_counts", "shape_listing",
-           "shape_blocks"]
+__all__ = ["infer", "infer_file", "contradiction_rows", "wide_rows", "value_counts",
+           "shape_listing", "shape_blocks"]
