@@ -26,6 +26,7 @@ def hash_cmd(
     data, OneModel, .zst), as 'sha256:<hex>  FILE'."""
     import json
 
+    from .. import api
     from ..content_digest import digest, manifest
     from ..errors import UsageError
 
@@ -37,7 +38,12 @@ def hash_cmd(
         options = _storage(storage_option, *files, manifest_out)
         docs = []
         for f in files:
-            r = digest(f, storage_options=options, **_read_options(allow_outside))
+            if manifest_out is None:
+                r = digest(f, storage_options=options, **_read_options(allow_outside))
+            else:  # the manifest is never one of the files read (the model, its data files)
+                with api.load(f, storage_options=options, **_read_options(allow_outside)) as m:
+                    api.refuse_overwriting(m, [("--manifest", manifest_out)], in_place=False)
+                    r = digest(m)
             where = shown(f)
             if manifest_out is not None:
                 name = where.rstrip("/").rsplit("/", 1)[-1].split("?", 1)[0]

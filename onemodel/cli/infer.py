@@ -96,9 +96,12 @@ def infer_file(src: str, dst: str, *, storage_options: dict | None = None,
     :class:`~onemodel.inference.Inference`, its paths in IR field names; the annotated model,
     closed). Raises the errors of
     :func:`onemodel.load` and :func:`onemodel.save` (UnsupportedError for a ``dst`` whose
-    format cannot be told, before ``src`` is read); InvalidModelError for a model that breaks
-    a graph rule (:func:`onemodel.ir.graph_rules.check_model`, as ``convert`` refuses it);
-    InternalError for a rule's bug.
+    format cannot be told, before ``src`` is read); UsageError for a ``dst`` that is one of the
+    files ``src`` was read from other than ``src`` itself (a data file, a shard, the shard
+    index: :func:`onemodel.api.refuse_overwriting`), before anything is written;
+    InvalidModelError for a model that breaks a graph rule
+    (:func:`onemodel.ir.graph_rules.check_model`, as ``convert`` refuses it); InternalError for
+    a rule's bug.
     """
     from .. import api
     from ..inference import annotate, infer_model
@@ -109,6 +112,8 @@ def infer_file(src: str, dst: str, *, storage_options: dict | None = None,
 
     model = api.load(src, storage_options=storage_options, **(read_options or {}))
     with model:
+        # OUT is never a data file, shard or index of IN (IN itself: annotated in place)
+        api.refuse_overwriting(model, [("OUT", dst)])
         graph_rules.check_model(model)  # what convert refuses, infer does not write either
         res = infer_model(model)
         main_before = len(model.graph.value_info) if model.graph is not None else 0

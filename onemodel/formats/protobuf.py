@@ -107,26 +107,29 @@ _SMALL = [bytes((i,)) for i in range(0x80)]
 def out_of_range(values, lo: int, hi: int):
     """The first of ``values`` (an int, a list of ints or an integer ndarray) outside ``[lo,
     hi]``, or None when every one is inside. An array's dtype decides without a scan when it
-    cannot hold anything outside (int32 values for an int64 field)."""
-    if isinstance(values, np.ndarray):
-        if values.size == 0:
-            return None
-        if values.dtype.kind in "iub":
-            info = np.iinfo(values.dtype) if values.dtype.kind != "b" else None
-            if info is None or (info.min >= lo and info.max <= hi):
-                return None
-            bad = (values < lo) if lo > info.min else np.zeros(values.shape, dtype=bool)
-            if hi < info.max:
-                bad |= values > hi
-            return int(values.reshape(-1)[int(np.argmax(bad.reshape(-1)))]) \
-                if bad.any() else None
-        values = values.reshape(-1).tolist()
+    cannot hold anything outside (int32 values for an int64 field). Lists and ints never
+    import numpy."""
     if isinstance(values, (list, tuple)):
         for v in values:
             if not lo <= int(v) <= hi:
                 return v
         return None
-    return None if lo <= int(values) <= hi else values
+    if isinstance(values, int) or not isinstance(values, np.ndarray):
+        return None if lo <= int(values) <= hi else values
+    if values.size == 0:
+        return None
+    if values.dtype.kind not in "iub":
+        return out_of_range(values.reshape(-1).tolist(), lo, hi)
+    if values.dtype.kind == "b":
+        return None
+    info = np.iinfo(values.dtype)
+    if info.min >= lo and info.max <= hi:
+        return None
+    flat = values.reshape(-1)
+    bad = (flat < lo) if lo > info.min else np.zeros(flat.shape, dtype=bool)
+    if hi < info.max:
+        bad |= flat > hi
+    return int(flat[int(np.argmax(bad))]) if bad.any() else None
 
 
 def skip_field(buf, pos: int, end: int, wire: int) -> int:
