@@ -240,11 +240,12 @@ def refuse_overwriting(model: Model, outputs, *, in_place: bool = True,
 
     inputs = input_files(model) + list(extra_inputs)
     outputs = list(outputs)
-    if in_place and outputs and inputs and inputs[0][0] == "the model file" and \
-            same_file(outputs[0][1], inputs[0][1]):
-        refuse_inputs_as_outputs(outputs[1:], inputs)
-        refuse_inputs_as_outputs(outputs[:1], inputs[1:])
-        return
+    if in_place and outputs:
+        own = [f for f in inputs if getattr(f, "model", False)]
+        if own and same_file(outputs[0][1], own[0].target):
+            refuse_inputs_as_outputs(outputs[1:], inputs)
+            refuse_inputs_as_outputs(outputs[:1], [f for f in inputs if f not in own])
+            return
     refuse_inputs_as_outputs(outputs, inputs)
 
 

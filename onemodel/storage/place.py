@@ -174,15 +174,15 @@ def refuse_inputs_as_outputs(outputs, inputs) -> None:
     """Raise :class:`~onemodel.errors.UsageError` when a file a command would write is one it
     reads (:func:`same_file`): writing it would destroy the input (``hash m.onnx --manifest
     m.onnx``, a manifest over the model's data file). ``outputs`` and ``inputs`` are ``(what,
-    target)`` pairs, ``what`` naming the file in the message (``"--manifest"``, ``"the model
+    target, ...)`` tuples, ``what`` naming the file in the message (``"--manifest"``, ``"the model
     file"``, ``"data file 'w.bin' of the model"``); a None target is skipped. Compared before
     anything is written."""
     from ..errors import UsageError, quote
 
-    for what_out, out in outputs:
+    for what_out, out, *_ in outputs:
         if out is None:
             continue
-        for what_in, inp in inputs:
+        for what_in, inp, *_ in inputs:
             if inp is not None and same_file(out, inp):
                 shown_out = display_url(str(target_of(out)))
                 shown_in = display_url(str(target_of(inp)))

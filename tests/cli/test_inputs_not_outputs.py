@@ -195,3 +195,26 @@ def test_the_python_api_refuses_too(tmp_path):
     os.link(m, tmp_path / "hard.onnx")
     onemodel.convert(str(m), str(tmp_path / "hard.onnx"))
     assert (tmp_path / "m.onnx").read_bytes() == before["m.onnx"]
+
+
+def test_rewriting_a_data_file_of_the_source_with_tensors_moved(tmp_path):
+    """A conversion to another name that rewrites the source's data file is refused when a
+    tensor of the source would move in it (the source would read other bytes), allowed when
+    every tensor stays at its offset."""
+    g = helper.make_graph([helper.make_node("Add", ["a", "b"], ["y"])], "g", [],
+                          [helper.make_tensor_value_info("y", T.FLOAT, [1000])],
+                          [numpy_helper.from_array(np.arange(1000, dtype=np.float32), "a"),
+                           numpy_helper.from_array(-np.arange(1000, dtype=np.float32), "b")])
+    src = tmp_path / "src.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)]), str(src))
+    m = tmp_path / "m.onnx"
+    assert cli("convert", src, m, "--external-data", "w.bin").exit_code == 0  # b at 4096
+    before = _snapshot(tmp_path)
+    _refused(cli("convert", m, tmp_path / "n.onnx", "--external-data", "w.bin", "--align", "64"),
+             before, tmp_path, "data file 'w.bin'")  # b would move to 4032
+    r = cli("convert", m, tmp_path / "n.onnx", "--external-data", "w.bin")
+    assert r.exit_code == 0, r.output
+    for p in (m, tmp_path / "n.onnx"):
+        got = onnx.load(str(p))
+        np.testing.assert_array_equal(numpy_helper.to_array(got.graph.initializer[1]),
+                                      -np.arange(1000, dtype=np.float32))

@@ -394,21 +394,19 @@ def _refuse_inputs(model, files: list[_DataFile], sink, out_base, allow_outside:
     from ..inputs import input_files
 
     inputs = input_files(model)
-    if inputs and inputs[0][0] == "the model file":
-        dest = target_of(sink)
-        if dest is not None and same_file(dest, inputs[0][1]):
-            return  # in place (a data file named as the model file is refused before)
+    dest = target_of(sink)
+    if dest is not None and any(f.model and same_file(dest, f.target) for f in inputs):
+        return  # in place (a data file named as the model file is refused before)
     for df in files:
         try:
             target = data_file_target(out_base, df.location, allow_outside=allow_outside)
         except RefusedError:
             continue
-        for what, inp in inputs:
-            if what != "the model file" and same_file(target, inp) and \
-                    _keeps_references(model, df, inp):
+        for f in inputs:
+            if not f.model and same_file(target, f.target) and \
+                    _keeps_references(model, df, f.target):
                 continue
-            refuse_inputs_as_outputs([(f"data file {quote(df.location)}", target)],
-                                     [(what, inp)])
+            refuse_inputs_as_outputs([(f"data file {quote(df.location)}", target)], [f])
 
 
 def _keeps_references(model, df: _DataFile, path: str) -> bool:
@@ -717,9 +715,11 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
     InvalidModelError for an external tensor that was not loaded and must move, a data file
     that would replace the model file, tensors that share bytes of a data file with different
     contents; UnsupportedError for the 2 GiB limit without
-    ``force``; IoError for a data file that would replace an existing file of another model
-    without ``force`` (every layout that writes data files, ``external_data`` named or not), or
-    when a file cannot be written.
+    ``force``; UsageError for a data file that would destroy a file the model was read from
+    (the model file; a data file whose tensors would not stay at their offsets); IoError for a
+    data file that would replace an existing file of another model without ``force`` (every
+    layout that writes data files, ``external_data`` named or not), or when a file cannot be
+    written.
     """
     if layout is None:
         layout = "keep" if external_data is None else "safetensors" \
