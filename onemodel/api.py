@@ -228,6 +228,27 @@ def _write(plugin, model: Model, target, options: dict, storage_options, progres
     return result
 
 
+def refuse_overwriting(model: Model, outputs, *, in_place: bool = True,
+                       extra_inputs=()) -> None:
+    """Raise UsageError when one of ``outputs`` (``(what, target)`` pairs) is a file ``model``
+    was read from (:func:`onemodel.formats.inputs.input_files`) or one of ``extra_inputs``
+    (pairs alike): writing it would destroy an input. ``in_place``: the first output (the
+    model written) may be the model file itself (it is written to a temporary file renamed
+    over the old one; ``convert m.onnx m.onnx``)."""
+    from .formats.inputs import input_files
+    from .storage.place import refuse_inputs_as_outputs, same_file
+
+    inputs = input_files(model) + list(extra_inputs)
+    outputs = list(outputs)
+    if in_place and outputs:
+        own = [f for f in inputs if getattr(f, "model", False)]
+        if own and same_file(outputs[0][1], own[0].target):
+            refuse_inputs_as_outputs(outputs[1:], inputs)
+            refuse_inputs_as_outputs(outputs[:1], [f for f in inputs if f not in own])
+            return
+    refuse_inputs_as_outputs(outputs, inputs)
+
+
 def _plugin_options(func, positional: int, options: dict, what: str, **given) -> dict:
     """The keyword arguments for a format plugin's ``read`` or ``write`` (``func``, whose first
     ``positional`` parameters are the source, or the model and sink): ``options``, refused with
@@ -286,7 +307,10 @@ def convert(src, dst, *, to: str | None = None, source_format: str | None = None
 
     Returns a :class:`ConvertResult`; raises OneModelError (InvalidModelError for a model that
     breaks the graph rules, with nothing written at ``dst``), UsageError for an empty ``src`` or
-    ``dst`` path.
+    ``dst`` path and for a ``dst`` that is one of the files the model was read from other than
+    the model file itself (a data file, a shard, the shard index, the weights file of ``into``:
+    :func:`refuse_overwriting`), before anything is written. ``dst`` may be ``src`` itself: the
+    model is converted in place (written to a temporary file renamed over it).
     """
     from .ir import graph_rules, iter_tensors
 
@@ -308,6 +332,7 @@ def convert(src, dst, *, to: str | None = None, source_format: str | None = None
     model = load(src, format=source_format, storage_options=storage_options,
                  **(read_options or {}))
     with model:
+        refuse_overwriting(model, [("the destination", dst)])
         graph_rules.check_model(model)
         tensors = [t for _, t in iter_tensors(model)]
         total = sum(t.nbytes for t in tensors)
@@ -341,6 +366,7 @@ def extract_weights(src, dst, *, source_format: str | None = None,
     model = load(src, format=source_format, storage_options=storage_options,
                  **(read_options or {}))
     with model:
+        refuse_overwriting(model, [("the destination", dst)], in_place=False)
         inits = initializers(model)
         total = sum(t.nbytes for _, t in inits)
         if progress is not None and hasattr(progress, "set_total"):
@@ -380,6 +406,8 @@ def apply_weights(weights, model_path, dst, *, to: str | None = None,
                               storage_options=storage_options)
     model = load(model_path, storage_options=storage_options, **(read_options or {}))
     with model:
+        refuse_overwriting(model, [("the destination", dst)],
+                           extra_inputs=[("the safetensors file of the weights", weights)])
         source = open_source(weights, storage_options=storage_options)
         try:
             replaced = apply(model, source, name=source.name)

@@ -15,7 +15,7 @@ from typing import List, Optional
 
 import typer
 
-from ..errors import OneModelError, UnsupportedError, UsageError, printable
+from ..errors import OneModelError, UnsupportedError, UsageError, printable, quote
 from .redact import redact, shown
 
 
@@ -947,6 +947,10 @@ def run_cmd(
                 _run_test_data(model, test_data, RTOL if rtol is None else rtol,
                                ATOL if atol is None else atol, output_dir, output_format)
                 return
+            given_files = [(f"--input {quote(item.split('=', 1)[0])}", item.split("=", 1)[1])
+                           for item in input or [] if "=" in item and item.split("=", 1)[1]]
+            if output_dir:  # no output over a file this command reads, before the run
+                _output_files(output_dir, output_format, model, given_files, make=False)
             dims, shapes = _inputs_given(dim, shape)
             try:  # (a shape that does not fit is named by its flag, as one not parsed is)
                 check_dims_shapes(model, dims, shapes)
@@ -982,7 +986,8 @@ def run_cmd(
                        else e.at(source=model.source))
             if generated:  # what --random chose, so that the run can be repeated
                 err.line(f"inputs: {describe_generated(model, generated, dims, shapes)}")
-            files = _output_files(output_dir, output_format, model) if output_dir else None
+            files = _output_files(output_dir, output_format, model, given_files) \
+                if output_dir else None
             # still inside `with`: an output may be a view of the model's mapped weights
             for name, value in results.items():
                 _report_value(name, value, files)
@@ -990,19 +995,26 @@ def run_cmd(
                 out.line(f"saved {printable(name)} -> {printable(path)}")
 
 
-def _output_files(directory: str, output_format: str, model):
-    """The OutputFiles of ``run --output-dir``, the directory made first (IoError if not)."""
+def _output_files(directory: str, output_format: str, model, inputs=(), make: bool = True):
+    """The OutputFiles of ``run --output-dir``, the directory made first (IoError if not;
+    ``make=False``: not made, for the check alone). UsageError when a file an output could be
+    saved to is one the command reads: the model's files (:func:`onemodel.formats.inputs.
+    input_files`) or ``inputs`` (``(what, path)``: ``--input`` files, the test data)."""
     from ..errors import IoError
+    from ..formats.inputs import input_files
     from ..testdata import message_kind
     from .output_files import OutputFiles
 
-    try:
-        os.makedirs(directory, exist_ok=True)
-    except OSError as e:
-        raise IoError(f"cannot create the output directory: {e.strerror or e}",
-                      source=directory) from None
     kinds = {v.name: message_kind(v.type) for v in model.graph.outputs} if model.graph else {}
-    return OutputFiles(directory, output_format, kinds)
+    files = OutputFiles(directory, output_format, kinds, input_files(model) + list(inputs))
+    files.refuse_inputs([v.name for v in model.graph.outputs] if model.graph else [])
+    if make:
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as e:
+            raise IoError(f"cannot create the output directory: {e.strerror or e}",
+                          source=directory) from None
+    return files
 
 
 def _run_test_data(model, directory, rtol, atol, output_dir, output_format) -> None:
@@ -1016,13 +1028,19 @@ def _run_test_data(model, directory, rtol, atol, output_dir, output_format) -> N
         except OneModelError as e:
             raise e.at(source=model.source)
 
-    def files_for(set_dir):
+    def files_for(set_dir, make=True):
         if not output_dir:
             return None
         sub = os.path.join(output_dir, os.path.basename(os.path.normpath(set_dir))) \
             if set_dir is not None else output_dir
-        return _output_files(sub, output_format, model)
+        return _output_files(sub, output_format, model, test_files, make=make)
 
+    from ..testdata import data_sets
+    sets = data_sets(directory)
+    test_files = [("a file of the test data", str(p)) for _, ins, outs in sets
+                  for p in ins + outs]
+    for set_dir, _, _ in sets:  # every data set's outputs checked before anything is run
+        files_for(set_dir if len(sets) > 1 else None, make=False)
     if not run_test_data(model, directory, rtol, atol, run, files_for):
         raise typer.Exit(1)
 

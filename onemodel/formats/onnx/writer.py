@@ -380,6 +380,54 @@ def _in_place(df: _DataFile, out_base) -> bool:
     return True
 
 
+# -- not destroying the files the model was read from ----------------------------------------------
+def _refuse_inputs(model, files: list[_DataFile], sink, out_base, allow_outside: bool) -> None:
+    """Raise UsageError when a data file to write would destroy a file the model was read from
+    (:func:`..inputs.input_files`): the model file (weights written over the model), or one of
+    its data files, shards or shard index, unless the model is written in place (the
+    destination is the model file: its data files are its own) or every tensor read from that
+    data file goes back to it at its own offset (the old references still hold: ``keep``, or
+    ``per_tensor`` again beside the source). Whatever ``force`` says."""
+    if not files or out_base is None:
+        return
+    from ...storage.place import refuse_inputs_as_outputs, same_file
+    from ..inputs import input_files
+
+    inputs = input_files(model)
+    dest = target_of(sink)
+    if dest is not None and any(f.model and same_file(dest, f.target) for f in inputs):
+        return  # in place (a data file named as the model file is refused before)
+    for df in files:
+        try:
+            target = data_file_target(out_base, df.location, allow_outside=allow_outside)
+        except RefusedError:
+            continue
+        for f in inputs:
+            if not f.model and same_file(target, f.target) and \
+                    _keeps_references(model, df, f.target):
+                continue
+            refuse_inputs_as_outputs([(f"data file {quote(df.location)}", target)], [f])
+
+
+def _keeps_references(model, df: _DataFile, path: str) -> bool:
+    """Whether every tensor of ``model`` read from the data file at ``path`` is written to
+    ``df`` at the offset it was read from, from those same bytes."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    ident = (st.st_dev, st.st_ino)
+    slots = {id(s.tensor): s for s in df.slots if s.tensor is not None}
+    for _, t in iter_tensors(model):
+        b = t.external
+        if isinstance(b, Blob) and data_file_identity(b.source) == ident:
+            s = slots.get(id(t))
+            if s is None or s.offset != b.offset or not isinstance(s.buffer, Blob) or \
+                    s.buffer.source is not b.source or s.buffer.offset != b.offset:
+                return False
+    return True
+
+
 # -- not replacing another model's data files ------------------------------------------------------
 def _read_from(model) -> set:
     """Identities (:func:`~.external.data_file_identity`) of the data files the model's tensors
@@ -667,9 +715,11 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
     InvalidModelError for an external tensor that was not loaded and must move, a data file
     that would replace the model file, tensors that share bytes of a data file with different
     contents; UnsupportedError for the 2 GiB limit without
-    ``force``; IoError for a data file that would replace an existing file of another model
-    without ``force`` (every layout that writes data files, ``external_data`` named or not), or
-    when a file cannot be written.
+    ``force``; UsageError for a data file that would destroy a file the model was read from
+    (the model file; a data file whose tensors would not stay at their offsets); IoError for a
+    data file that would replace an existing file of another model without ``force`` (every
+    layout that writes data files, ``external_data`` named or not), or when a file cannot be
+    written.
     """
     if layout is None:
         layout = "keep" if external_data is None else "safetensors" \
@@ -721,6 +771,7 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
                                             "model file itself")
         files = [df for df in files
                  if not (df.untouched or (layout == "keep" and _in_place(df, out_base)))]
+        _refuse_inputs(model, files, sink, out_base, allow_outside)
         if files and not force:  # (a name given with external_data included)
             _refuse_replacing(files, sink, out_base, read_from, allow_outside, storage_options)
         pieces = encode_pieces(model)
