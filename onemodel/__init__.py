@@ -15,12 +15,16 @@ memory-mapped files.
 
 from .api import ConvertResult, convert, load, save, to_bytes
 from .errors import (
+    EvaluationError,
+    InternalError,
     InvalidModelError,
     IoError,
     MalformedError,
     OneModelError,
+    OneModelWarning,
     OptionError,
     UnsupportedError,
+    UsageError,
 )
 from .ir import (
     Attribute,
@@ -59,6 +63,7 @@ __all__ = [
     "digest", "ModelDigest",
     "compare_models", "ConvertResult", "VerifyReport", "Difference", "OneModelError",
     "MalformedError", "InvalidModelError", "UnsupportedError", "OptionError", "IoError",
+    "UsageError", "EvaluationError", "InternalError", "OneModelWarning",
     "Model", "Graph", "Node", "Attribute",
     "Tensor", "SparseTensor", "Type", "ValueInfo", "Function", "DataType", "__version__",
 ]

@@ -280,14 +280,19 @@ def _rebuild_internal(message, path, offset, source, kernel, node):
                          node=node)
 
 
-class UsageError(ValueError):
+class UsageError(OneModelError, ValueError):
     """An argument of the caller that cannot be taken (an input name the model does not have, a
-    shape of the wrong rank, a negative extent). The command line prints it as one line with exit
-    status 2; it is a ``ValueError`` for Python callers. ``str()`` is cut to
-    :data:`MESSAGE_LIMIT` characters as an error line is (:func:`clip`)."""
+    shape of the wrong rank, a negative extent, storage options for local files). A
+    :class:`OneModelError` (``except OneModelError`` catches it, as every other error of a
+    caller's input) and, as before, a ``ValueError``; not a reading kind. The command line prints
+    it as one line, ``Usage error: message``, with exit status 2. ``str()`` is the message alone
+    (no kind in front), cut to :data:`MESSAGE_LIMIT` characters as an error line is
+    (:func:`clip`)."""
+
+    kind = "Usage"
 
     def __str__(self) -> str:
-        return clip(super().__str__(), MESSAGE_LIMIT)
+        return clip(str(self.message), MESSAGE_LIMIT)
 
 
 class OneModelWarning(UserWarning):

@@ -208,15 +208,15 @@ def _errors(debug: bool):
             import traceback
             for text in traceback.format_exc().splitlines():
                 err.line(text)
+        elif isinstance(e, UsageError):  # (a OneModelError: tested first)
+            err.line(f"Usage error: {e}")
         elif isinstance(e, OneModelError):
             err.line(str(e))
-        elif isinstance(e, UsageError):
-            err.line(f"Usage error: {e}")
         else:  # a bug: still one line
             err.line(f"internal error: {type(e).__name__}: {e} (run with --debug for the "
                      "traceback)")
         from ..errors import InternalError
-        bug = isinstance(e, InternalError) or not isinstance(e, (OneModelError, UsageError))
+        bug = isinstance(e, InternalError) or not isinstance(e, OneModelError)
         raise typer.Exit(EXIT_INTERNAL if bug else 2) from None
 
 
@@ -699,6 +699,9 @@ def verify(
                 bisected = _bisect(a, b, pair or (engine or "onemodel",) * 2, tolerances, seed,
                                    dims, shapes, _read_options(allow_outside),
                                    _storage(storage_option, a, *filter(None, [b])))
+            except UsageError as e:  # (a OneModelError: caught first)
+                from ..evaluate.inputs import as_flags
+                raise as_flags(e) from None
             except OneModelError as e:
                 # the runs could not be matched (B cannot run on A's inputs): the report
                 # already says they differ; bisect's failure is one line of it, not an error
@@ -706,9 +709,6 @@ def verify(
                     from ..evaluate.inputs import as_flags
                     raise as_flags(e) from None
                 not_bisected = " ".join(str(e).removeprefix(f"{e.kind}: ").split())
-            except UsageError as e:
-                from ..evaluate.inputs import as_flags
-                raise as_flags(e) from None
     if as_json:
         import json
         doc = report_json(report, shown(a), shown(b) if b is not None else None, REPORT_LIMIT)
@@ -818,7 +818,7 @@ def check(
                     ignore=ignore.split(",") if ignore else None,
                     storage_options=_storage(storage_option, file), allow_outside=allow_outside)
         except OneModelError as e:  # unreadable: the document says so too, the line stays
-            if as_json or sarif:
+            if (as_json or sarif) and not isinstance(e, UsageError):
                 import json
 
                 from ..validation.output import sarif_unreadable, unreadable
