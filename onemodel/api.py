@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from . import formats
 from .errors import OneModelError, OptionError, UnsupportedError, UsageError
 from .ir import Model
-from .storage import BytesSink, open_sink, open_source
+from .storage import BytesSink, check_storage_options, open_sink, open_source
 from .storage.memory import FileObjectSink, file_object_source, is_file_object
 from .storage.place import name_of_url
 
@@ -86,8 +86,20 @@ def load(target, *, format: str | None = None, storage_options: dict | None = No
     Raises:
         OneModelError of kind Malformed, InvalidModel, Unsupported or Io; TypeError for a text
         file object or a target of another type; UsageError for an empty path (``""``: it
-        names no file).
+        names no file) or for ``storage_options`` when every file to open is local (they
+        would be ignored: :func:`onemodel.storage.check_storage_options`).
     """
+    _not_empty(target)
+    check_storage_options(storage_options, target, options.get("base_dir"))
+    return _load(target, format=format, storage_options=storage_options, progress=progress,
+                 allow_outside=allow_outside, **options)
+
+
+def _load(target, *, format: str | None = None, storage_options: dict | None = None,
+          progress=None, allow_outside: bool = False, **options) -> Model:
+    """:func:`load` without the check of ``storage_options`` against ``target``: for an
+    operation that opens several files (``convert``, ``verify``) and checks them once against
+    all of them."""
     _not_empty(target)
     if is_file_object(target, "read"):
         target = file_object_source(target)
@@ -154,9 +166,11 @@ def save(model: Model, target, format: str | None = None, *,
         tensors in data files (``keep`` of a model read with external data, ``file``,
         ``per_tensor``) raises UnsupportedError there unless ``base_dir`` names their
         directory; ``layout="inline"`` writes everything into the one stream (the message says
-        ``save(..., layout="inline")``). UsageError for an empty path (``""``).
+        ``save(..., layout="inline")``). UsageError for an empty path (``""``), or for
+        ``storage_options`` when ``target`` (and ``base_dir``) is local.
     """
     _not_empty(target)
+    check_storage_options(storage_options, target, options.get("base_dir"))
     plugin = _plugin_for_target(target, format)
     options = _plugin_options(plugin.write, 2, options, f"{plugin.name} output",
                               storage_options=storage_options)
@@ -286,12 +300,14 @@ def convert(src, dst, *, to: str | None = None, source_format: str | None = None
 
     Returns a :class:`ConvertResult`; raises OneModelError (InvalidModelError for a model that
     breaks the graph rules, with nothing written at ``dst``), UsageError for an empty ``src`` or
-    ``dst`` path.
+    ``dst`` path, or for ``storage_options`` when every file it opens is local.
     """
     from .ir import graph_rules, iter_tensors
 
     _not_empty(src)
     _not_empty(dst)
+    check_storage_options(storage_options, src, dst, into, (read_options or {}).get("base_dir"),
+                          write_options.get("base_dir"))
     if into is not None:
         return apply_weights(src, into, dst, to=to, storage_options=storage_options,
                              read_options=read_options, progress=progress, **write_options)
@@ -305,8 +321,8 @@ def convert(src, dst, *, to: str | None = None, source_format: str | None = None
     out_plugin = _plugin_for_target(dst, to)
     options = _plugin_options(out_plugin.write, 2, write_options, f"{out_plugin.name} output",
                               storage_options=storage_options)
-    model = load(src, format=source_format, storage_options=storage_options,
-                 **(read_options or {}))
+    model = _load(src, format=source_format, storage_options=storage_options,
+                  **(read_options or {}))
     with model:
         graph_rules.check_model(model)
         tensors = [t for _, t in iter_tensors(model)]
@@ -338,8 +354,9 @@ def extract_weights(src, dst, *, source_format: str | None = None,
     from .formats.safetensors.layout import DEFAULT_ALIGN
     from .formats.safetensors.weights import initializers, write_weights
 
-    model = load(src, format=source_format, storage_options=storage_options,
-                 **(read_options or {}))
+    check_storage_options(storage_options, src, dst, (read_options or {}).get("base_dir"))
+    model = _load(src, format=source_format, storage_options=storage_options,
+                  **(read_options or {}))
     with model:
         inits = initializers(model)
         total = sum(t.nbytes for _, t in inits)
@@ -375,10 +392,12 @@ def apply_weights(weights, model_path, dst, *, to: str | None = None,
     from .ir import graph_rules
 
     _not_empty(weights)
+    check_storage_options(storage_options, weights, model_path, dst,
+                          (read_options or {}).get("base_dir"), write_options.get("base_dir"))
     out_plugin = _plugin_for_target(dst, to)
     options = _plugin_options(out_plugin.write, 2, write_options, f"{out_plugin.name} output",
                               storage_options=storage_options)
-    model = load(model_path, storage_options=storage_options, **(read_options or {}))
+    model = _load(model_path, storage_options=storage_options, **(read_options or {}))
     with model:
         source = open_source(weights, storage_options=storage_options)
         try:

@@ -236,7 +236,7 @@ def _storage(items: Optional[List[str]], *targets: str) -> Optional[dict]:
 
     options = parse_storage_options(items)
     add_secrets(options)
-    check_storage_options(options, *targets)
+    check_storage_options(options, *targets, name="--storage-option")
     return options
 
 
@@ -730,7 +730,7 @@ def _bisect(a: str, b: Optional[str], engines, tolerances, seed, dims, shapes, r
             storage_options):
     """verify --bisect: :func:`onemodel.bisect.bisect` of A and B (A again when B is omitted)
     on the inputs ``--run`` generated (the same seed, dims and shapes)."""
-    from ..api import load
+    from ..api import _load as load  # (storage options checked against A and B by verify)
     from ..bisect import bisect as do_bisect
     from ..evaluate import random_inputs
 

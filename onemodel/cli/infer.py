@@ -103,11 +103,13 @@ def infer_file(src: str, dst: str, *, storage_options: dict | None = None,
     from .. import api
     from ..inference import annotate, infer_model
     from ..ir.walk import iter_graphs
+    from ..storage import check_storage_options
 
     out_plugin = api._plugin_for_target(dst, None)
     from ..ir import graph_rules
 
-    model = api.load(src, storage_options=storage_options, **(read_options or {}))
+    check_storage_options(storage_options, src, dst)
+    model = api._load(src, storage_options=storage_options, **(read_options or {}))
     with model:
         graph_rules.check_model(model)  # what convert refuses, infer does not write either
         res = infer_model(model)
