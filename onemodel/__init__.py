@@ -15,6 +15,7 @@ memory-mapped files.
 
 from .api import ConvertResult, convert, load, save, to_bytes
 from .errors import (
+    AdviceError,
     EvaluationError,
     InternalError,
     InvalidModelError,
@@ -63,7 +64,7 @@ __all__ = [
     "digest", "ModelDigest",
     "compare_models", "ConvertResult", "VerifyReport", "Difference", "OneModelError",
     "MalformedError", "InvalidModelError", "UnsupportedError", "OptionError", "IoError",
-    "UsageError", "EvaluationError", "InternalError", "OneModelWarning",
+    "AdviceError", "UsageError", "EvaluationError", "InternalError", "OneModelWarning",
     "Model", "Graph", "Node", "Attribute",
     "Tensor", "SparseTensor", "Type", "ValueInfo", "Function", "DataType", "__version__",
 ]

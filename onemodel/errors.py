@@ -231,6 +231,43 @@ def _rebuild_option(options, accepted, target, message, path, offset, source):
     return e
 
 
+class AdviceError(UnsupportedError):
+    """An UnsupportedError whose message advises option settings (``force=True``), kept apart
+    from the sentence so that a caller can write them as its user types them (``--force``), as
+    :class:`OptionError` does for the names it refuses.
+
+    Attributes:
+        template: the sentence, ``{0}``, ``{1}``, ... where each setting goes.
+        settings: ``(name, value)`` pairs, Python keyword names (``("force", True)``).
+
+    ``message`` writes each setting as Python does: ``name=value!r`` (``layout='file'``,
+    ``force=True``). :meth:`spelled` gives the sentence with each as another interface writes it.
+    """
+
+    def __init__(self, template: str, settings, **where):
+        self.template = template
+        self.settings = tuple((n, v) for n, v in settings)
+        super().__init__(self.spelled(), **where)
+
+    def spelled(self, spell=None) -> str:
+        """The message with each setting ``(name, value)`` written ``spell(name, value)``; a
+        setting ``spell`` maps to ``None`` (or every one, without ``spell``) is written
+        ``name=value!r``."""
+        said = [(spell(n, v) if spell is not None else None) or f"{n}={v!r}"
+                for n, v in self.settings]
+        return self.template.format(*said)
+
+    def __reduce__(self):
+        return (_rebuild_advice, (self.template, self.settings, self.message, self.path,
+                                  self.offset, self.source))
+
+
+def _rebuild_advice(template, settings, message, path, offset, source):
+    e = AdviceError(template, settings, path=path, offset=offset, source=source)
+    e.message = message
+    return e
+
+
 
 class EvaluationError(OneModelError):
     """A well-formed, valid model failed while being evaluated on the inputs given (Clause 11):

@@ -284,8 +284,9 @@ def _option_flags(layout_flag: Optional[str]):
     :class:`~onemodel.errors.UsageError` that starts with its flag instead (``--align 3`` is a
     value the user typed, not something the file needs that onemodel lacks). ``layout_flag``:
     the flag that set ``layout`` (``--layout``, ``--inline`` or ``--external-data-per-tensor``),
-    named when that option is refused."""
-    from ..errors import OptionError
+    named when that option is refused. An :class:`~onemodel.errors.AdviceError` (the 2 GiB
+    refusal's ``force=True``) is spelled with the flags too (``--force``, ``--layout file``)."""
+    from ..errors import AdviceError, OptionError
 
     def spell(name: str) -> Optional[str]:
         if name == "layout":
@@ -293,12 +294,21 @@ def _option_flags(layout_flag: Optional[str]):
             return given or ", ".join(_LAYOUT_FLAGS)
         return _CONVERT_FLAGS.get(name)
 
+    def setting(name: str, value) -> Optional[str]:
+        flag = "--layout" if name == "layout" else _CONVERT_FLAGS.get(name)
+        if flag is None:
+            return None
+        return flag if value is True else f"{flag} {value}"
+
     refused: tuple = ()
     try:
         yield
     except OptionError as e:
         refused = e.options
         e.message = e.spelled(spell)
+        raise
+    except AdviceError as e:  # settings advised: the flags (--force, not force=True)
+        e.message = e.spelled(setting)
         raise
     except UnsupportedError as e:
         word = e.message.split(" ", 1)[0]

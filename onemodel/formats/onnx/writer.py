@@ -82,7 +82,14 @@ import re
 import warnings
 
 from ... import limits
-from ...errors import InvalidModelError, IoError, OneModelError, UnsupportedError, quote
+from ...errors import (
+    AdviceError,
+    InvalidModelError,
+    IoError,
+    OneModelError,
+    UnsupportedError,
+    quote,
+)
 from ...ir.dtypes import INFO, DataType
 from ...ir.entries import StringStringEntry
 from ...ir.model import Model
@@ -728,10 +735,9 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
         if total >= limits.PROTOBUF_MESSAGE_LIMIT:
             msg = (f"the ONNX file would be {total} bytes, past the 2 GiB protobuf limit: onnx, "
                    "onnxruntime and other protobuf-based tools cannot read it")
-            if not force:
-                raise UnsupportedError(msg + "; write the weights to external data "
-                                       "(layout='file'), or pass force=True (--force) to write "
-                                       "it anyway")
+            if not force:  # (the settings spelled as the caller's interface types them)
+                raise AdviceError(msg + "; write the weights to external data ({0}), or pass "
+                                  "{1} to write it anyway", [("layout", "file"), ("force", True)])
             warnings.warn(msg, stacklevel=3)
         for df in files:
             s = open_data_sink(out_base, df.location, allow_outside=allow_outside,
