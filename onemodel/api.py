@@ -271,6 +271,10 @@ class ConvertResult:
     tensors: int = 0
     tensor_bytes: int = 0
     omitted: list[str] = field(default_factory=list)
+    #: safetensors output: the padding entries written (``__pad0__``, ...: keys that keep each
+    #: tensor at a multiple of ``align``; a reader that lists every key sees them; none with
+    #: ``align=1``).
+    padding: list[str] = field(default_factory=list)
 
 
 def convert(src, dst, *, to: str | None = None, source_format: str | None = None,
@@ -347,8 +351,8 @@ def extract_weights(src, dst, *, source_format: str | None = None,
     :mod:`onemodel.formats.safetensors.weights`). ``safetensors.safe_open(dst, "np")`` reads it.
 
     Returns a :class:`ConvertResult` (target format ``safetensors``, the tensors written and
-    their bytes). Raises the errors of :func:`load`, UnsupportedError for a bad ``align``;
-    nothing is left at ``dst`` on error.
+    their bytes, the padding entries' keys in ``padding``). Raises the errors of :func:`load`,
+    UnsupportedError for a bad ``align``; nothing is left at ``dst`` on error.
     """
     from .content_digest import model_digest
     from .formats.safetensors.layout import DEFAULT_ALIGN
@@ -364,14 +368,15 @@ def extract_weights(src, dst, *, source_format: str | None = None,
             progress.set_total(total)
         meta = {"onemodel.digest": model_digest(model).hex}
         sink = open_sink(dst, storage_options=storage_options, progress=progress)
+        padding: list = []
         try:
             n = write_weights(model, sink, align=DEFAULT_ALIGN if align is None else align,
-                              metadata=meta)
+                              metadata=meta, padding=padding)
         except BaseException:
             sink.abort()
             raise
         sink.commit()
-        return ConvertResult(model.format or "?", "safetensors", n, total)
+        return ConvertResult(model.format or "?", "safetensors", n, total, padding=padding)
 
 
 def apply_weights(weights, model_path, dst, *, to: str | None = None,

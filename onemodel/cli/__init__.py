@@ -431,6 +431,13 @@ def convert(
                      f"{_count(result.tensors, 'tensor')}, {_human(result.tensor_bytes)}")
             for item in result.omitted:
                 out.line(f"  left out (--strict-v1): {item}")
+            if result.padding:
+                n = len(result.padding)
+                out.line(f"  {n} padding entr{'y' if n == 1 else 'ies'} "
+                         f"({', '.join(result.padding[:3])}{', ...' if n > 3 else ''}) in the "
+                         f"file: they keep each tensor at a multiple of --align (default 64 "
+                         f"bytes); a reader that lists every key sees them; --align 1 writes "
+                         f"none")
 
 
 @app.command()

@@ -47,3 +47,43 @@ def test_an_advice_error_spells_its_settings_for_each_interface():
     assert e.spelled(lambda n, v: flags.get(n)) == "too big; use layout='file' or --force"
     back = pickle.loads(pickle.dumps(e))
     assert type(back) is AdviceError and str(back) == str(e) and back.settings == e.settings
+
+
+def test_extracted_weights_say_that_padding_entries_were_written(tmp_path):
+    safetensors = pytest.importorskip("safetensors")
+    r = cli("convert", CNN, tmp_path / "w.safetensors")
+    assert r.exit_code == 0, r.output
+    with safetensors.safe_open(str(tmp_path / "w.safetensors"), "np") as f:
+        pads = sorted(k for k in f.keys() if k.startswith("__pad"))
+    assert pads == ["__pad0__"]  # what a reader listing every key sees, and the line says
+    assert r.stdout.splitlines()[1:] == [
+        "  1 padding entry (__pad0__) in the file: they keep each tensor at a multiple of "
+        "--align (default 64 bytes); a reader that lists every key sees them; --align 1 "
+        "writes none"]
+    r = cli("convert", CNN, tmp_path / "w1.safetensors", "--align", "1")
+    assert r.exit_code == 0, r.output
+    assert len(r.stdout.splitlines()) == 1 and "padding" not in r.stdout
+    with safetensors.safe_open(str(tmp_path / "w1.safetensors"), "np") as f:
+        assert not [k for k in f.keys() if k.startswith("__pad")]
+
+
+def test_the_padding_keys_of_the_result_are_those_of_the_file(tmp_path):
+    import json
+    import struct
+
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+
+    import onemodel
+
+    ws = [numpy_helper.from_array(np.arange(n, dtype=np.int8), f"w{n}") for n in (3, 5, 7, 64, 1)]
+    g = helper.make_graph([], "g", [], [helper.make_tensor_value_info("w3", 3, [3])], ws)
+    src = tmp_path / "m.onnx"
+    onnx.save_model(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(src))
+    result = onemodel.convert(src, tmp_path / "w.safetensors")
+    raw = (tmp_path / "w.safetensors").read_bytes()
+    header = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])
+    assert result.padding == json.loads(header["__metadata__"]["onemodel.padding"]) == \
+        ["__pad0__", "__pad1__", "__pad2__"]  # before 5, 7 and 64 octets; none before 1
+    assert onemodel.convert(src, tmp_path / "w1.safetensors", align=1).padding == []
