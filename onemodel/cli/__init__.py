@@ -596,19 +596,30 @@ def _print_summary(s: dict) -> None:
 
 
 def _print_rich(blocks: list) -> None:
+    """Print ``blocks`` with rich: on a terminal a table wider than it folds its cells; into a
+    pipe or a file every table is drawn whole, as wide as its text (nothing cut with ``…``)."""
     from rich.markup import escape
     from rich.table import Table as RichTable
 
-    from .tables import Table
+    from .tables import Table, cut_to_screen, unbounded_width
 
+    whole = not cut_to_screen(sys.stdout)
     for b in blocks:
         if isinstance(b, Table):
             t = RichTable(title=b.title, title_justify="left", show_edge=False)
             for header, justify in b.columns:
-                t.add_column(header, justify=justify)
+                t.add_column(header, justify=justify, overflow="fold")
             for row in b.rows:
                 t.add_row(*map(escape, row))
-            out.print(t)
+            if whole:
+                from rich.console import Console
+
+                wide = Console(highlight=False, soft_wrap=True, emoji=False,
+                               width=unbounded_width(b))
+                wide.on_broken_pipe = _stdout_gone
+                wide.print(t)
+            else:
+                out.print(t)
         elif b[0] == "bold":
             out.print(f"[bold]{escape(b[1])}[/bold]{b[2]}")
         else:

@@ -87,3 +87,69 @@ def test_the_padding_keys_of_the_result_are_those_of_the_file(tmp_path):
     assert result.padding == json.loads(header["__metadata__"]["onemodel.padding"]) == \
         ["__pad0__", "__pad1__", "__pad2__"]  # before 5, 7 and 64 octets; none before 1
     assert onemodel.convert(src, tmp_path / "w1.safetensors", align=1).padding == []
+
+
+def _long_types_model(path: Path, output_name: str) -> str:
+    import onnx
+    from onnx import helper
+
+    dims = ["batch_size_of_a_rather_long_name", "sequence_length_after_the_tokenizer",
+            "number_of_attention_heads_in_the_layer", 64]
+    x = helper.make_tensor_value_info("input_ids_of_the_first_encoder_layer", 1, dims)
+    y = helper.make_tensor_value_info(output_name, 1, dims)
+    g = helper.make_graph([helper.make_node("Relu", [x.name], [y.name])], "g", [x], [y])
+    onnx.save_model(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
+                    str(path))
+    return "tensor(float)[" + ",".join(map(str, dims)) + "]"
+
+
+@pytest.mark.parametrize("output_name", ["output", "naïve_output"])  # drawn here; by rich
+def test_info_into_a_pipe_cuts_nothing(tmp_path, output_name):
+    """issue 24 item 6: info and info --shapes cut types with '…' when piped (355 lines of one
+    model); into a pipe every line is whole, whatever COLUMNS says."""
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "long.onnx"
+    full = _long_types_model(path, output_name)
+    env = dict(os.environ, COLUMNS="60", LINES="20")
+    for k in ("FORCE_COLOR", "TTY_COMPATIBLE", "TERM"):
+        env.pop(k, None)
+    r = subprocess.run([sys.executable, "-m", "onemodel", "info", str(path), "--shapes"],
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "…" not in r.stdout
+    rows = [line for line in r.stdout.splitlines() if full in line]
+    assert len(rows) == 4  # the input, the output and both values of --shapes
+    assert f" input_ids_of_the_first_encoder_layer │ {full} " in rows
+    assert any(line.startswith(f" {output_name} ") and line.endswith(f"│ {full} ")
+               for line in rows)
+
+
+def test_info_on_a_narrow_terminal_folds_instead_of_cutting(tmp_path, monkeypatch):
+    import io
+
+    import onemodel.cli as cli
+    from onemodel.cli.tables import Table
+
+    class Terminal(io.StringIO):
+        encoding = "utf-8"
+
+        def isatty(self):
+            return True
+
+    monkeypatch.setenv("COLUMNS", "40")
+    monkeypatch.setenv("LINES", "20")
+    monkeypatch.setenv("TERM", "dumb")  # (no styles: the text alone)
+    monkeypatch.setattr(cli, "out", cli._LazyConsole(highlight=False, soft_wrap=True,
+                                                       emoji=False))
+    stream = Terminal()
+    monkeypatch.setattr("sys.stdout", stream)
+    t = Table("inputs", [("name", "left"), ("type", "left")])
+    t.add_row("x", "tensor(float)[" + "d" * 70 + "]")
+    cli._print_rich([t])
+    lines = stream.getvalue().splitlines()
+    assert "…" not in stream.getvalue() and max(map(len, lines)) <= 40
+    cells = "".join(line.split("│")[1].strip() for line in lines[3:])
+    assert cells == "tensor(float)[" + "d" * 70 + "]"  # folded over lines, every character
