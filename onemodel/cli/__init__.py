@@ -468,18 +468,33 @@ def info(
 def _info_of_model(file, as_json, shapes, allow_outside, storage_option) -> None:
     """``info`` of a model: load it, summarize, print (text or JSON)."""
     from .. import api
+    from ..errors import IoError
     from ..storage.progress import Progress
     from ..summary import summarize
 
-    with _no_collections(), Progress("read", quiet=as_json) as bar, \
-            api.load(file, storage_options=_storage(storage_option, file), progress=bar,
-                     **_read_options(allow_outside)) as model:
-        s = summarize(model)
-        # (the report walks every tensor again: only for a model that has external data)
-        s["external_data"] = external_report(model) if s["tensors"]["external"] else []
-        if shapes:
-            from .infer import shape_listing
-            s.update(shape_listing(model))
+    storage = _storage(storage_option, file)
+    unread: list = []  # the errors of the tensors whose data files could not be read
+    failed = None  # the error of loading the model whole, raised once the structure is shown
+    with _no_collections():
+        try:
+            with Progress("read", quiet=as_json) as bar:
+                model = api.load(file, storage_options=storage, progress=bar,
+                                 **_read_options(allow_outside))
+        except IoError as e:  # a data file missing: the structure, and which file
+            from .unread_data import load_structure
+            model, unread = load_structure(file, e, storage_options=storage,
+                                           allow_outside=allow_outside)
+            failed = e
+        with model:
+            s = summarize(model)
+            # (the report walks every tensor again: only for a model that has external data)
+            s["external_data"] = external_report(model) if s["tensors"]["external"] else []
+            if unread:
+                from .unread_data import mark_unread
+                mark_unread(s["external_data"], model, unread)
+            if shapes:
+                from .infer import shape_listing
+                s.update(shape_listing(model))
     if _own_process:  # freed with the process, not record by record on return
         _kept_to_exit.append(model)
     s["source"] = shown(s["source"])
@@ -488,6 +503,8 @@ def _info_of_model(file, as_json, shapes, allow_outside, storage_option) -> None
         out.line(json.dumps(s, indent=2))
     else:
         _print_summary(s)
+    if failed is not None:  # shown: still an error (exit 2), its line on stderr
+        raise failed
 
 
 def _weights_listing(file: str, as_json: bool, storage_options) -> None:
@@ -627,8 +644,10 @@ def _print_rich(blocks: list) -> None:
 
 
 def _data_file_line(f: dict) -> str:
-    if f.get("error"):
-        return f"data file {f['location']}: {f['error']}"
+    from ..errors import PART_LIMIT, clip
+
+    if f.get("error"):  # (a location or message from the file: bounded, as an error line is)
+        return f"data file {clip(str(f['location']), PART_LIMIT)}: {clip(f['error'], 2000)}"
     from ..formats.onnx.external_report import describe_alignment
 
     aligned = describe_alignment(f.get("alignment"))

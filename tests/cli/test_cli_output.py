@@ -153,3 +153,53 @@ def test_info_on_a_narrow_terminal_folds_instead_of_cutting(tmp_path, monkeypatc
     assert "…" not in stream.getvalue() and max(map(len, lines)) <= 40
     cells = "".join(line.split("│")[1].strip() for line in lines[3:])
     assert cells == "tensor(float)[" + "d" * 70 + "]"  # folded over lines, every character
+
+
+def _two_data_files(tmp_path: Path) -> Path:
+    """m.onnx with tensors a (in data file a) and b (in data file b), 1200 bytes each; b
+    removed."""
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+
+    ws = [numpy_helper.from_array(np.full(300, i, np.float32), n) for i, n in enumerate("ab")]
+    g = helper.make_graph([helper.make_node("Add", ["a", "b"], ["y"])], "g", [],
+                          [helper.make_tensor_value_info("y", 1, [300])], ws)
+    proto = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save_model(proto, str(tmp_path / "m.onnx"), save_as_external_data=True,
+                    all_tensors_to_one_file=False, size_threshold=0)
+    (tmp_path / "b").unlink()
+    return tmp_path / "m.onnx"
+
+
+def test_info_with_a_missing_data_file_shows_the_structure_and_names_the_file(tmp_path):
+    """issue 24 item 6: info failed with one line when a data file was missing; it shows what
+    it can without the weights' bytes, names the file, and still exits 2."""
+    import json
+
+    path = _two_data_files(tmp_path)
+    r = cli("info", path, "--shapes")
+    assert r.exit_code == 2
+    assert r.stderr.startswith("Io: tensor 'b', external data location 'b': 'b' does not exist "
+                               "[ModelProto.graph.initializer[1]] at offset 0x")
+    assert r.stderr.endswith(f" in {path}\n") and r.stderr.count("\n") == 1
+    lines = r.stdout.splitlines()
+    assert lines[0] == f"{path}  format onnx, IR version {lines[0].rsplit(' ', 1)[1]}"
+    assert " Add     │     1 " in lines and " float │     2 │ 2.3 KiB " in lines
+    assert "data file a: 1 tensor, 1.2 KiB referenced, 0 B unreferenced (gaps 0 B, " \
+           "trailing 0 B), " in r.stdout
+    assert "data file b: cannot be read, 1 tensor without its bytes: tensor 'b', external " \
+           "data location 'b': 'b' does not exist" in lines
+    assert " b    │ tensor(float)[300] " in lines  # --shapes: the values too
+    r = cli("info", path, "--json")
+    assert r.exit_code == 2
+    files = {f["location"]: f for f in json.loads(r.stdout)["external_data"]}
+    assert files["a"]["size"] == 1200 and "error" not in files["a"]
+    assert files["b"]["size"] is None and files["b"]["error"].startswith(
+        "cannot be read, 1 tensor without its bytes: ")
+
+
+def test_info_of_a_file_that_cannot_be_read_at_all_is_still_one_line(tmp_path):
+    r = cli("info", tmp_path / "gone.onnx")
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.startswith("Io: ") and r.stderr.count("\n") == 1
