@@ -295,6 +295,8 @@ def _option_flags(layout_flag: Optional[str]):
         return _CONVERT_FLAGS.get(name)
 
     def setting(name: str, value) -> Optional[str]:
+        if (name, value) == ("layout", "inline"):
+            return "--inline"
         flag = "--layout" if name == "layout" else _CONVERT_FLAGS.get(name)
         if flag is None:
             return None

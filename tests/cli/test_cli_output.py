@@ -203,3 +203,70 @@ def test_info_of_a_file_that_cannot_be_read_at_all_is_still_one_line(tmp_path):
     r = cli("info", tmp_path / "gone.onnx")
     assert r.exit_code == 2 and r.stdout == ""
     assert r.stderr.startswith("Io: ") and r.stderr.count("\n") == 1
+
+
+def _external_model(tmp_path: Path) -> Path:
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+
+    ws = [numpy_helper.from_array(np.arange(3000, dtype=np.float32) + i, f"w{i}")
+          for i in range(2)]
+    g = helper.make_graph([helper.make_node("Add", ["w0", "w1"], ["y"])], "g", [],
+                          [helper.make_tensor_value_info("y", 1, [3000])], ws)
+    src = tmp_path / "in" / "m.onnx"
+    src.parent.mkdir()
+    onnx.save_model(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(src),
+                    save_as_external_data=True, location="m.onnx.data", size_threshold=0)
+    return src
+
+
+def test_a_zst_output_holds_the_whole_model(tmp_path):
+    """issue 24 item 6: convert m.onnx (external data) x.onnx.zst wrote a .zst of references
+    and an uncompressed data file beside it that it silently needed; a .zst is one
+    self-contained stream now."""
+    import numpy as np
+
+    import onemodel
+
+    src = _external_model(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    r = cli("convert", src, out / "x.onnx.zst")
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in out.iterdir()) == ["x.onnx.zst"]  # no data file beside it
+    (src.parent / "m.onnx.data").unlink()  # nothing of the source is needed either
+    with onemodel.load(out / "x.onnx.zst") as m:
+        assert [t.external_data for t in m.graph.initializers] == [[], []]
+        assert np.array_equal(m.graph.initializers[1].numpy(),
+                              np.arange(3000, dtype=np.float32) + 1)
+
+
+def test_data_files_beside_a_zst_output_are_refused_naming_the_flag(tmp_path):
+    import onemodel
+
+    src = _external_model(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    for flags, layout in ((["--external-data", "x.data"], "file"), (["--layout", "keep"], "keep"),
+                          (["--external-data-per-tensor"], "per_tensor")):
+        r = cli("convert", src, out / "x.onnx.zst", *flags)
+        assert r.exit_code == 2 and list(out.iterdir()) == []
+        assert r.stderr.startswith(f"Unsupported: a .zst output is one compressed stream, but "
+                                   f"layout '{layout}' would leave ")
+        assert "uncompressed, that it needs: put every tensor in the stream (--inline, the " \
+               "default for .zst), or write an uncompressed .onnx with its data files, or a " \
+               ".onemodel.zst" in r.stderr
+    with onemodel.load(src) as m:
+        with pytest.raises(onemodel.AdviceError, match=r"\(layout='inline', the default"):
+            onemodel.save(m, out / "x.onnx.zst", layout="file")
+    assert list(out.iterdir()) == []
+
+
+def test_a_zst_output_past_2_gib_is_advised_a_onemodel_zst(tmp_path, monkeypatch):
+    monkeypatch.setattr(limits, "PROTOBUF_MESSAGE_LIMIT", 20000)
+    r = cli("convert", _external_model(tmp_path), tmp_path / "x.onnx.zst")
+    assert r.exit_code == 2 and not (tmp_path / "x.onnx.zst").exists()
+    assert r.stderr.endswith("past the 2 GiB protobuf limit: onnx, onnxruntime and other "
+                             "protobuf-based tools cannot read it; write a .onemodel.zst "
+                             "instead, or pass --force to write it anyway\n")
