@@ -107,11 +107,13 @@ def infer_file(src: str, dst: str, *, storage_options: dict | None = None,
     from .. import api
     from ..inference import annotate, infer_model
     from ..ir.walk import iter_graphs
+    from ..storage import check_storage_options
 
     out_plugin = api._plugin_for_target(dst, None)
     from ..ir import graph_rules
 
-    model = api.load(src, storage_options=storage_options, **(read_options or {}))
+    check_storage_options(storage_options, src, dst)
+    model = api._load(src, storage_options=storage_options, **(read_options or {}))
     with model:
         # OUT is never a data file, shard or index of IN (IN itself: annotated in place)
         api.refuse_overwriting(model, [("OUT", dst)])

@@ -25,11 +25,12 @@ __all__ = ["infer", "infer_model", "annotate", "wide_extents", "operator_names",
 
 
 def _model(model_or_path, storage_options=None):
+    from ..api import check_storage_options, load
     from ..ir import Model
 
     if isinstance(model_or_path, Model):
+        check_storage_options(storage_options, model_or_path)  # (ignored: refused)
         return model_or_path
-    from ..api import load
 
     return load(model_or_path, storage_options=storage_options)
 

@@ -82,7 +82,14 @@ import re
 import warnings
 
 from ... import limits
-from ...errors import InvalidModelError, IoError, OneModelError, UnsupportedError, quote
+from ...errors import (
+    AdviceError,
+    InvalidModelError,
+    IoError,
+    OneModelError,
+    UnsupportedError,
+    quote,
+)
 from ...ir.dtypes import INFO, DataType
 from ...ir.entries import StringStringEntry
 from ...ir.model import Model
@@ -92,6 +99,7 @@ from ...ir.walk import iter_tensors
 from ...lazy import np
 from ...limits import EXTERNAL_DATA_ALIGNMENT
 from ...storage.blob import Blob
+from ...storage.compressed import is_compressed_sink
 from ...storage.hashing import HashingSink
 from ...storage.place import is_remote, local_path, place_of, target_of
 from .checks import check_tensors
@@ -688,7 +696,9 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
 
     Args:
         layout: ``keep`` (default; ``file`` when ``external_data`` is given, ``safetensors``
-            when it ends in ``.safetensors``), ``inline``, ``file``, ``per_tensor`` or
+            when it ends in ``.safetensors``; ``inline`` into a zstd-compressed sink, a
+            ``.onnx.zst``, which is one self-contained stream: a layout that leaves data files
+            beside it raises AdviceError), ``inline``, ``file``, ``per_tensor`` or
             ``safetensors``.
         external_data: relative location of the one data file of ``file`` (default: the .onnx
             file's name + ``.data``); the rules of Clause 13.2 apply (no ``..``, not absolute).
@@ -721,9 +731,10 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
     layout that writes data files, ``external_data`` named or not), or when a file cannot be
     written.
     """
+    compressed = is_compressed_sink(sink)  # x.onnx.zst: one self-contained stream
     if layout is None:
-        layout = "keep" if external_data is None else "safetensors" \
-            if external_data.lower().endswith(".safetensors") else "file"
+        layout = ("inline" if compressed else "keep") if external_data is None else \
+            "safetensors" if external_data.lower().endswith(".safetensors") else "file"
     if layout not in LAYOUTS:
         raise UnsupportedError(f"layout must be one of {', '.join(LAYOUTS)}, not {quote(layout)}")
     if external_data is not None and layout not in ("file", "safetensors"):
@@ -760,6 +771,15 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
     try:
         files = _plan(model, layout, external_data, threshold, align, convert_attributes,
                       out_base, model_name, allow_outside, ov, max_shard_size)
+        if files and compressed:  # (they would lie beside it, not compressed, needed by it)
+            names = ", ".join(quote(df.location) for df in files[:3]) + \
+                (", ..." if len(files) > 3 else "")
+            raise AdviceError(
+                f"a .zst output is one compressed stream, but layout {quote(layout)} would "
+                f"leave {len(files)} data file{'s' if len(files) > 1 else ''} ({names}) beside "
+                "it, uncompressed, that it needs: put every tensor in the stream ({0}, the "
+                "default for .zst), or write an uncompressed .onnx with its data files, or a "
+                ".onemodel.zst", [("layout", "inline")])
         if files and out_base is None:
             raise UnsupportedError("the model has external data files to write but the sink is "
                                    "not a file; pass base_dir= (their directory) or "
@@ -779,10 +799,12 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
         if total >= limits.PROTOBUF_MESSAGE_LIMIT:
             msg = (f"the ONNX file would be {total} bytes, past the 2 GiB protobuf limit: onnx, "
                    "onnxruntime and other protobuf-based tools cannot read it")
-            if not force:
-                raise UnsupportedError(msg + "; write the weights to external data "
-                                       "(layout='file'), or pass force=True (--force) to write "
-                                       "it anyway")
+            if not force and compressed:  # (external data cannot go with one .zst stream)
+                raise AdviceError(msg + "; write a .onemodel.zst instead, or pass {0} to write "
+                                  "it anyway", [("force", True)])
+            if not force:  # (the settings spelled as the caller's interface types them)
+                raise AdviceError(msg + "; write the weights to external data ({0}), or pass "
+                                  "{1} to write it anyway", [("layout", "file"), ("force", True)])
             warnings.warn(msg, stacklevel=3)
         for df in files:
             s = open_data_sink(out_base, df.location, allow_outside=allow_outside,
@@ -832,7 +854,9 @@ def write(model, sink, *, layout: str | None = None, external_data: str | None =
             bytes or more in one data file ``external_data``. ``"per_tensor"``: one data file per
             such tensor, named after it. ``"safetensors"``: as ``"file"``, the data file a valid
             safetensors file (docs/safetensors.md). Default ``"file"`` when ``external_data`` is
-            given (``"safetensors"`` when it ends in ``.safetensors``).
+            given (``"safetensors"`` when it ends in ``.safetensors``); ``"inline"`` into a
+            zstd-compressed sink (``.onnx.zst``: one self-contained stream; a layout that
+            would leave data files beside it raises AdviceError).
         external_data: the data file name for ``"file"`` (a relative location; default the
             .onnx file's name + ``.data``).
         threshold: tensors smaller than this many bytes stay inline (``file``, ``per_tensor``).
