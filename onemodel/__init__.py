@@ -65,7 +65,8 @@ __all__ = [
     "digest", "ModelDigest",
     "compare_models", "ConvertResult", "VerifyReport", "Difference", "OneModelError",
     "MalformedError", "InvalidModelError", "UnsupportedError", "OptionError", "IoError",
-    "AdviceError", "UsageError", "InputError", "EvaluationError", "InternalError", "OneModelWarning",
+    "AdviceError", "UsageError", "InputError", "EvaluationError", "InternalError",
+    "OneModelWarning",
     "Model", "Graph", "Node", "Attribute",
     "Tensor", "SparseTensor", "Type", "ValueInfo", "Function", "DataType", "__version__",
 ]

@@ -325,9 +325,10 @@ def convert(src, dst, *, to: str | None = None, source_format: str | None = None
 
     Returns a :class:`ConvertResult`; raises OneModelError (InvalidModelError for a model that
     breaks the graph rules, with nothing written at ``dst``), UsageError for an empty ``src`` or
-    ``dst`` path, for ``storage_options`` when every file it opens is local, and for a ``dst`` that is one of the files the model was read from other than
-    the model file itself (a data file, a shard, the shard index, the weights file of ``into``:
-    :func:`refuse_overwriting`), before anything is written. ``dst`` may be ``src`` itself: the
+    ``dst`` path, for ``storage_options`` when every file it opens is local, and for a ``dst``
+    that is one of the files the model was read from other than the model file itself (a data
+    file, a shard, the shard index, the weights file of ``into``: :func:`refuse_overwriting`),
+    before anything is written. ``dst`` may be ``src`` itself: the
     model is converted in place (written to a temporary file renamed over it).
     """
     from .ir import graph_rules, iter_tensors

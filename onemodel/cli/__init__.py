@@ -686,7 +686,8 @@ def _data_file_line(f: dict) -> str:
     from ..errors import PART_LIMIT, clip
 
     if f.get("error"):  # (a location or message from the file: bounded, as an error line is)
-        return f"data file {printable(clip(str(f['location']), PART_LIMIT))}: {printable(clip(f['error'], 2000))}"
+        where = printable(clip(str(f['location']), PART_LIMIT))
+        return f"data file {where}: {printable(clip(f['error'], 2000))}"
     from ..formats.onnx.external_report import describe_alignment
 
     aligned = describe_alignment(f.get("alignment"))
