@@ -8,14 +8,18 @@ the destination on commit, so an interrupted write never leaves a file that look
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import mmap
 import os
+import signal
 import stat
 import tempfile
+import threading
 
 from ..errors import IoError
 from ..limits import MMAP_THRESHOLD
+from . import locks
 from .base import MemorySource, Sink, Source, io_error
 
 try:  # POSIX only: absent on Windows, where the calls that need it are not made
@@ -186,6 +190,24 @@ def _drain(r: int, out: int, count: int) -> None:
         count -= len(data)
 
 
+@contextlib.contextmanager
+def _signals_held(hold: bool):
+    """Hold SIGINT and SIGTERM back (POSIX, main thread) while the body runs: the renames that
+    publish a model's files (docs/storage.md "Atomicity") are not cut in the middle by Ctrl-C;
+    the signal is delivered when they are done. A no-op when ``hold`` is false or the platform
+    cannot block signals."""
+    mask = {signal.SIGINT, signal.SIGTERM}
+    if not hold or not hasattr(signal, "pthread_sigmask") \
+            or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, mask)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 class LocalSink(Sink):
     """An atomic local file sink: a temporary file beside ``path``, renamed over it on commit.
 
@@ -196,7 +218,12 @@ class LocalSink(Sink):
     Raises IoError.
     """
 
-    def __init__(self, path: str, *, durable: bool = False):
+    #: Bytes at the start of the file held back until :meth:`commit`: the temporary file holds
+    #: zeros there while it is written, so a partial file (a write killed before its rename)
+    #: never starts like a model (no ``ONEMODEL`` magic, no protobuf field), whatever the rest.
+    HELD = 64
+
+    def __init__(self, path: str, *, durable: bool = False, lock: bool = True):
         self.name = os.fspath(path)
         self.durable = durable
         try:
@@ -208,24 +235,49 @@ class LocalSink(Sink):
             raise IoError(f"cannot write: it is {file_kind(mode)}, not a regular file",
                           source=self.name)
         directory = os.path.dirname(os.path.abspath(self.name))
+        #: Called in :meth:`commit` once the bytes are complete, before the rename (a failure
+        #: aborts the write); after the rename; and by :meth:`abort`. A writer of several files
+        #: publishes the others here (docs/storage.md "Atomicity").
+        self.before_rename: list = []
+        self.after_rename: list = []
+        self.on_abort: list = []
+        self._lock = locks.acquire_writer_lock(self.name) if lock else None
+        if lock:
+            locks.remove_stale_partials(directory)
+        self._f = None
         try:
-            fd, self._tmp = tempfile.mkstemp(prefix="." + os.path.basename(self.name) + ".",
-                                             suffix=".partial", dir=directory)
+            for _ in range(16):
+                fd, self._tmp = tempfile.mkstemp(prefix="." + os.path.basename(self.name) + ".",
+                                                 suffix=".partial", dir=directory)
+                if locks.lock_partial(fd, self._tmp):
+                    break
+                os.close(fd)  # removed by a cleaner before our lock: make another
+            else:
+                raise OSError(errno.EAGAIN, "the temporary file kept being removed")
         except OSError as e:
+            locks.release_writer_lock(self.name, self._lock)
             raise io_error(e, self.name, "create") from None
         self._f = os.fdopen(fd, "wb", buffering=1 << 20)
         self._pos = 0
+        self._held = bytearray()
         self._reserved = 0
         self._copy_buffer = None
         self._pipe = None  # (read end, write end, capacity in bytes) of _splice_copy
 
     def write(self, data) -> None:
+        n = len(data) if not isinstance(data, memoryview) else data.nbytes
         try:
+            if self._pos < self.HELD and n:
+                view = memoryview(data).cast("B")
+                k = min(self.HELD - self._pos, n)
+                self._held += view[:k]
+                self._f.write(bytes(k))
+                data = view[k:]
             self._f.write(data)
         except OSError as e:
             self.abort()
             raise io_error(e, self.name, "write") from None
-        self._pos += len(data) if not isinstance(data, memoryview) else data.nbytes
+        self._pos += n
 
     def tell(self) -> int:
         return self._pos
@@ -303,6 +355,10 @@ class LocalSink(Sink):
         a file descriptor (``fileno()`` absent or ``None``: bytes in memory, a small file read
         whole) go through :meth:`Sink.copy_from`. Measurements: docs/performance.md.
         """
+        if self._pos < self.HELD and length > 0:  # the first bytes are held back (HELD)
+            k = min(self.HELD - self._pos, length)
+            self.write(source.read(offset, k))
+            offset, length = offset + k, length - k
         fileno = getattr(source, "fileno", None)
         fd = fileno() if fileno is not None else None
         if fd is None or length < (1 << 20) or not hasattr(os, "preadv"):
@@ -411,6 +467,8 @@ class LocalSink(Sink):
             return
         try:
             self._f.flush()
+            if self._held:  # the first bytes, last: the file is complete from here on
+                os.pwrite(self._f.fileno(), bytes(self._held), 0)
             # cut what reserve() allocated past the end; extend over a final hole (skip)
             if os.fstat(self._f.fileno()).st_size != self._pos:
                 os.ftruncate(self._f.fileno(), self._pos)
@@ -421,12 +479,31 @@ class LocalSink(Sink):
             umask = os.umask(0)
             os.umask(umask)
             os.chmod(self._tmp, 0o666 & ~umask)
-            os.replace(self._tmp, self.name)
+            with _signals_held(bool(self.before_rename)):
+                for step in self.before_rename:
+                    step()
+                os.replace(self._tmp, self.name)
         except OSError as e:
             self.abort()
             raise io_error(e, self.name, "write") from None
+        except BaseException:
+            self.abort()
+            raise
+        try:
+            for step in self.after_rename:
+                step()
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        self.before_rename, self.after_rename, self.on_abort = [], [], []
+        lock, self._lock = self._lock, None
+        locks.release_writer_lock(self.name, lock)
 
     def abort(self) -> None:
+        steps, self.on_abort = self.on_abort, []
+        for step in steps:
+            step()
         self._close_pipe()
         if self._f is not None:
             try:
@@ -438,3 +515,4 @@ class LocalSink(Sink):
             os.unlink(self._tmp)
         except OSError:
             pass
+        self._release()

@@ -63,13 +63,13 @@ def open_data_sink(base, location: str, *, allow_outside: bool = False,
         except OSError as e:
             raise IoError(f"cannot create the directory of {quote(location)}: {e.strerror or e}") \
                 from None
-        return open_sink(LocalSink(path), progress=progress)
+        return open_sink(LocalSink(path, lock=False), progress=progress)
     parts = location_parts(location)
     if len(parts) > 1:
         make_dirs(local_path(base), parts[:-1])
     if os.path.isdir(path) and not os.path.islink(path):
         raise IoError(f"cannot write data file {quote(location)}: it is a directory")
-    return open_sink(LocalSink(path), progress=progress)
+    return open_sink(LocalSink(path, lock=False), progress=progress)
 
 
 def same_directory(a, b) -> bool:
