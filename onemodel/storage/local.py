@@ -466,9 +466,10 @@ class LocalSink(Sink):
         if self._f is None:
             return
         try:
-            self._f.flush()
             if self._held:  # the first bytes, last: the file is complete from here on
-                os.pwrite(self._f.fileno(), bytes(self._held), 0)
+                self._f.seek(0)
+                self._f.write(self._held)
+            self._f.flush()
             # cut what reserve() allocated past the end; extend over a final hole (skip)
             if os.fstat(self._f.fileno()).st_size != self._pos:
                 os.ftruncate(self._f.fileno(), self._pos)

@@ -68,9 +68,8 @@ def acquire_writer_lock(path: str) -> int | None:
     for _ in range(_ATTEMPTS):
         try:
             fd = os.open(lock, flags, 0o600)
-        except OSError as e:
-            raise IoError(f"cannot create the lock file {quote(lock)}: {e.strerror or e}",
-                          source=path) from None
+        except OSError as e:  # as the temporary file would fail (no directory, read-only)
+            raise IoError(f"cannot create file: {e.strerror or e}", source=path) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:

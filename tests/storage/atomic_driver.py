@@ -28,7 +28,7 @@ import onemodel
 from onemodel.cli import main as cli_main
 from onemodel.errors import IoError, OneModelError
 
-N_TENSORS = 120
+N_TENSORS = 32
 OFFSET = {"A": 0, "B": 1000}
 
 LAYOUTS = {
@@ -37,7 +37,7 @@ LAYOUTS = {
     "per-tensor": ["--external-data-per-tensor", "--threshold", "0"],
     "safetensors": ["--external-data", "w.safetensors", "--threshold", "0"],
     "safetensors-shards": ["--external-data", "w.safetensors", "--threshold", "0",
-                           "--max-shard-size", "8KiB"],
+                           "--max-shard-size", "2KiB"],
 }
 
 
@@ -159,7 +159,7 @@ def run(layout: str, directory: str, seed: int) -> dict:
     if pid == 0:
         code = 1
         try:
-            for j in range(12):
+            for j in range(8):
                 w = fork_convert(src["B" if j % 2 == 0 else "A"], dst, flags)
                 if wait(w) != 0:
                     break
