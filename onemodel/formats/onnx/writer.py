@@ -50,7 +50,11 @@ still mapped from is safe on POSIX (the maps keep the old files alive). On Windo
 cannot be replaced; that write fails with IoError and leaves the old files as they were. Data files
 are created only inside the output directory (symbolic links on the way refused) unless
 ``allow_outside`` is given. Data files of an earlier layout that the new one no longer references
-are not deleted.
+are not deleted. For a local model file the data files and the .onnx file are published in the
+order of :mod:`.publish` (staged names for names already taken, a first .onnx naming them, then
+the final names under a lock), so a reader or a killed write never finds tensors of two versions
+(docs/external-data.md, "Atomicity"); remote and compressed destinations commit the data files
+one by one before the .onnx file.
 
 No data file of another model is replaced silently. With ``keep``, ``per_tensor`` and ``file``
 without ``external_data`` the data file names are not the user's choice (they come from the
