@@ -19,8 +19,7 @@ from onnx import TensorProto, helper, numpy_helper
 import onemodel
 from onemodel.errors import IoError, OneModelError
 from onemodel.formats.onnx.publish import owner_tag, published_location, staged_location
-from onemodel.storage import LocalSink, open_source
-from onemodel.storage import locks
+from onemodel.storage import LocalSink, locks, open_source
 
 DRIVER = Path(__file__).with_name("atomic_driver.py")
 LAYOUTS = ["file", "file-default-name", "per-tensor", "safetensors", "safetensors-shards"]
