@@ -22,7 +22,7 @@ from onemodel.formats.onnx.publish import owner_tag, published_location, staged_
 from onemodel.storage import LocalSink, locks, open_source
 
 DRIVER = Path(__file__).with_name("atomic_driver.py")
-LAYOUTS = ["file", "file-default-name", "per-tensor", "safetensors", "safetensors-shards"]
+LAYOUTS = ["keep", "file", "file-default-name", "per-tensor", "safetensors", "safetensors-shards"]
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or not locks.HAVE_FLOCK,
                                 reason="fork and flock (POSIX)")
@@ -49,6 +49,7 @@ def test_no_mixed_model_under_kills_races_and_a_reader(tmp_path, layout):
     assert all(a == 0 and b in (0, 2) for a, b in r["race_exits"]), r["race_exits"]
     assert r["reads"].get("A", 0) + r["reads"].get("B", 0) > 0, r["reads"]
     assert r["final"] == "A" and r["leftovers"] == []
+    assert r.get("same_as_source", True)  # keep: the round trip's bytes are the source's
 
 
 def _model(value: float, n: int = 4) -> onnx.ModelProto:
