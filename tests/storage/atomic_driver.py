@@ -34,7 +34,6 @@ OFFSET = {"A": 0, "B": 1000}
 LAYOUTS = {
     "keep": [],  # the source's own data file w.bin, as infer and round trips write it
     "file": ["--external-data", "w.bin", "--threshold", "0"],
-    "file-default-name": ["--layout", "file", "--threshold", "0"],
     "per-tensor": ["--external-data-per-tensor", "--threshold", "0"],
     "safetensors": ["--external-data", "w.safetensors", "--threshold", "0"],
     "safetensors-shards": ["--external-data", "w.safetensors", "--threshold", "0",
@@ -162,6 +161,27 @@ def run(layout: str, directory: str, seed: int) -> dict:
         count("kills", s)
         if s in ("A", "B"):
             current = s
+    # first writes killed: a model, whole, or no visible file; the next write needs no --force
+    result["first"] = {}
+    for i in range(6):
+        fresh = os.path.join(directory, f"first{i}")
+        os.makedirs(fresh)
+        pid = fork_convert(src["B"], os.path.join(fresh, "m.onnx"), flags)
+        time.sleep(rng.uniform(0, duration * 1.2))
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        wait(pid)
+        visible = [n for n in os.listdir(fresh) if not n.startswith(".")]
+        s = state(os.path.join(fresh, "m.onnx"), errors) if "m.onnx" in visible else \
+            ("none" if not visible else "orphans")
+        result["first"][s] = result["first"].get(s, 0) + 1
+        if wait(fork_convert(src["A"], os.path.join(fresh, "m.onnx"), flags)) != 0:
+            errors.append(f"the write after a killed first write into {fresh} failed")
+        hidden = [n for n in os.listdir(fresh) if n.startswith(".")]
+        if hidden:
+            errors.append(f"left after a whole write: {hidden}")
     result["seconds"]["kills"] = round(time.perf_counter() - t0, 2)
     t0 = time.perf_counter()
     # two writers at once
@@ -178,7 +198,7 @@ def run(layout: str, directory: str, seed: int) -> dict:
     if pid == 0:
         code = 1
         try:
-            for j in range(8):
+            for j in range(6):
                 w = fork_convert(src["B" if j % 2 == 0 else "A"], dst, flags)
                 if wait(w) != 0:
                     break

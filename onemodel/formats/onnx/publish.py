@@ -2,33 +2,33 @@
 
 A model with external data is several files, and a reader opens the .onnx file first, then the
 data files it names. :func:`~.writer.write_layout` writes every file to a temporary file first;
-this module decides the order in which they get their names, so that a reader (onemodel's, or
-one that follows the same order, such as onnxruntime) finds the old model or the new one, whole,
-and a process killed at any instant leaves one of them on disk:
+this module decides the order in which they get their names, so that onemodel's reader (which
+takes the locks of :mod:`onemodel.storage.locks`) finds the old model or the new one, whole, or
+an IoError, and a process killed at any instant leaves one of them on disk:
 
-1. A data file whose name is free is renamed to it at once: no published model names it.
-2. A data file whose name is taken (the previous version of this model has a file of that name)
-   is renamed to a *staged* name unique to this write, ``.onemodel-staged-<8 hex>.<name>`` in the
-   same directory (:func:`staged_location`), and a first version of the .onnx file, naming the
-   staged files, is renamed over the destination: the new model is published whole, the old
-   model's files untouched until then.
+1. Every data file is written to a partial file and renamed to a *staged* name unique to this
+   write and model file, ``.onemodel-staged-<write>-<model>.<name>`` in the same directory
+   (:func:`staged_location`): no published model names it, and a write killed here leaves only
+   hidden files that the next write of the model removes (step 4).
+2. A first version of the .onnx file, naming the staged files, is renamed over the destination:
+   the new model is published whole, the old model's files untouched until then.
 3. Holding an exclusive lock on the old .onnx file and on that first version (a reader holds a
    shared one while it opens data files: :func:`onemodel.storage.locks.model_file_guard`), the
    staged files are renamed to their names and the final .onnx file, naming them, over the
    destination. A process killed between 2 and this step leaves the first version: the new
-   model, whole, under staged names; the next write into the destination renames them.
+   model, whole, under staged names; the next write into the destination takes them over.
 4. Staged files of this model file that the new .onnx file does not name (left by a write
    killed before its end; they carry the model file's tag, :func:`owner_tag`) are removed,
    under the same lock.
 
 A process killed in step 3 leaves the first version naming staged files of which some were
 renamed already: a reader that finds a staged file gone reads the file it was renamed to, which
-holds its bytes (:func:`published_location`). SIGINT and SIGTERM wait until step 3 and the
+holds its bytes (:func:`published_location`). SIGINT and SIGTERM wait until steps 1 to 3 and the
 final rename are done (:class:`~onemodel.storage.local.LocalSink` blocks them in its commit).
 
-A shard index of safetensors shards names no tensor; it is renamed in step 1 or 3 like a data
-file (in step 3 when its name is taken). Data files of an earlier layout that the new model
-does not name stay (they may be another model's); only staged files are ever removed.
+A shard index of safetensors shards names no tensor; it is staged and renamed like a data file.
+Data files of an earlier layout that the new model does not name stay (they may be another
+model's); only staged files are ever removed.
 """
 
 from __future__ import annotations

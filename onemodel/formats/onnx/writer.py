@@ -47,12 +47,13 @@ Safety: every data file is written to a temporary file beside its destination an
 place only after the .onnx bytes were written, so an existing data file is never appended to or
 truncated in place, a failed write changes no data file, and writing a model onto the files it is
 still mapped from is safe on POSIX (the maps keep the old files alive). On Windows a mapped file
-cannot be replaced; that write fails with IoError and leaves the old files as they were. Data files
+cannot be replaced; that write fails with IoError (the new model in place under staged
+names). Data files
 are created only inside the output directory (symbolic links on the way refused) unless
 ``allow_outside`` is given. Data files of an earlier layout that the new one no longer references
 are not deleted. For a local model file the data files and the .onnx file are published in the
-order of :mod:`.publish` (staged names for names already taken, a first .onnx naming them, then
-the final names under a lock), so a reader or a killed write never finds tensors of two versions
+order of :mod:`.publish` (staged names unique to the write, a first .onnx naming them, then the
+final names under a lock), so a reader or a killed write never finds tensors of two versions
 (docs/external-data.md, "Atomicity"); remote and compressed destinations commit the data files
 one by one before the .onnx file.
 
@@ -825,14 +826,13 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
         write_id = os.urandom(4).hex()
         for df in files:
             where = df.location
-            if pub is not None:
-                path = data_file_target(out_base, df.location, allow_outside=allow_outside)
-                if os.path.lexists(path):  # the name is taken: staged, renamed in step 3
-                    where = staged_location(df.location, write_id, owner_tag(pub.model_path))
-                    pub.late.append((data_file_target(out_base, where,
-                                                      allow_outside=allow_outside), path))
-                    if not df.index:
-                        staged[id(df)] = where
+            if pub is not None:  # written under a staged name, renamed in step 3
+                where = staged_location(df.location, write_id, owner_tag(pub.model_path))
+                pub.late.append((data_file_target(out_base, where, allow_outside=allow_outside),
+                                 data_file_target(out_base, df.location,
+                                                  allow_outside=allow_outside)))
+                if not df.index:
+                    staged[id(df)] = where
             s = open_data_sink(out_base, where, allow_outside=allow_outside,
                                storage_options=storage_options, progress=sink.progress)
             sinks.append(s)
