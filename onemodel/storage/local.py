@@ -47,6 +47,7 @@ class LocalSource(MemorySource):
 
     def __init__(self, path: str, *, mmap_threshold: int = MMAP_THRESHOLD, fd: int | None = None):
         name = os.fspath(path)
+        opened_by_path = fd is None
         try:
             if fd is None:
                 fd = open_regular(name)
@@ -59,6 +60,9 @@ class LocalSource(MemorySource):
                 os.close(fd)
             raise io_error(e, name, "open") from None
         self.stat = st
+        #: ``stat`` when the file was opened by ``path`` (so ``path`` named it then), else None
+        #: (a descriptor given: a decompressed temporary file, a data file opened by the walk).
+        self.path_stat = st if opened_by_path else None
         self._fd = fd
         self._map = None
         size = st.st_size

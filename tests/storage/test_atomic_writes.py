@@ -184,3 +184,18 @@ def test_a_killed_onemodel_write_never_looks_valid_and_is_cleaned(tmp_path):
         running.abort()
     assert os.listdir(out) == ["m.onemodel"]
     assert (out / "m.onemodel").read_bytes() == whole
+
+
+def test_a_compressed_model_with_data_files_is_read_without_the_guard(tmp_path):
+    """A .onnx.zst model is read from a decompressed temporary file, not from its path: the
+    check that the path still names the file read does not apply (it would always fail)."""
+    import zstandard
+
+    src = tmp_path / "src.onnx"
+    onnx.save(_model(5.0), src)
+    onemodel.convert(src, tmp_path / "m.onnx", external_data="w.bin", threshold=0)
+    packed = zstandard.ZstdCompressor().compress((tmp_path / "m.onnx").read_bytes())
+    (tmp_path / "m.onnx.zst").write_bytes(packed)
+    with onemodel.load(tmp_path / "m.onnx.zst") as m:
+        assert [float(t.numpy()[0]) for t in m.graph.initializers] == [5.0, 6.0, 7.0, 8.0]
+    assert onemodel.check(tmp_path / "m.onnx.zst", full=True).ok

@@ -72,7 +72,6 @@ from ...ir.tensor import EXTERNAL
 from ...ir.walk import iter_tensors
 from ...storage.base import Source
 from ...storage.blob import Blob
-from ...storage.local import LocalSource
 from ...storage.locks import model_file_guard
 from ...storage.place import is_remote, local_path, place_of
 from .external_refs import RefusedError, expected_nbytes, location_parts, parse_reference
@@ -145,7 +144,8 @@ def resolve_external_data(model: Model, base=None, *, allow_outside: bool = Fals
         unverified: a list: a ``checksum`` is not verified (the data file is not read), and each
             tensor whose checksum was left unverified is appended here instead (``onemodel
             check`` without ``--full``: structure only). Default: verified (Clause 13.3).
-        model_file: the local source the model was read from: its data files are opened under
+        model_file: the source the model was read from. When it is a local file opened by its
+            path (``path_stat``; not a decompressed ``.zst``), the data files are opened under
             a shared lock on that file after checking that its path still names it
             (:func:`onemodel.storage.locks.model_file_guard`), so a writer publishing a new
             version meanwhile cannot mix its data files into this model (docs/storage.md,
@@ -176,10 +176,9 @@ def resolve_external_data(model: Model, base=None, *, allow_outside: bool = Fals
         return []
     resolver = _Resolver(base, allow_outside, storage_options)
     resolver.unverified = unverified
-    local = isinstance(model_file, LocalSource) and not is_remote(base)
+    seen = getattr(model_file, "path_stat", None) if not is_remote(base) else None
     try:
-        with model_file_guard(model_file.name if local else None,
-                              model_file.stat if local else None):
+        with model_file_guard(model_file.name if seen is not None else None, seen):
             _resolve_all(resolver, model, externals, offsets, source, errors)
     except BaseException:
         resolver.close_all()

@@ -822,7 +822,7 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
                                        "it anyway")
             warnings.warn(msg, stacklevel=3)
         pub = _publication(sink, out_base, files)
-        staged: dict = {}  # id(_DataFile) -> its staged location (publish.py, step 2)
+        staged: dict = {}  # id(_DataFile) -> its staged location (publish.py, step 1)
         write_id = os.urandom(4).hex()
         for df in files:
             where = df.location
