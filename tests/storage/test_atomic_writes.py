@@ -99,7 +99,7 @@ def test_a_staged_file_gone_is_read_under_its_name(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     onemodel.convert(src, out / "m.onnx", external_data="w.bin", threshold=0)
-    staged = staged_location("w.bin", "0123abcd", owner_tag("m.onnx"))
+    staged = staged_location("w.bin", "0123abcd", owner_tag(str(out / "m.onnx")))
     assert published_location(staged) == "w.bin"
     proto = onnx.load(out / "m.onnx", load_external_data=False)
     for t in proto.graph.initializer:

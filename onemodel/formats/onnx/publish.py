@@ -44,11 +44,12 @@ STAGED = re.compile(r"^\.onemodel-staged-([0-9a-f]{8})-([0-9a-f]{8})\.(.+)$")
 
 
 def owner_tag(model_path: str) -> str:
-    """8 hex digits naming the model file ``model_path`` (by its base name) in the names of its
-    staged data files, so a write cleans only its own model's stale ones."""
+    """8 hex digits naming the model file ``model_path`` (by its absolute path) in the names of
+    its staged data files, so a write cleans only its own model's stale ones (not those of a
+    model of the same name in a subdirectory, written at the same time)."""
     import hashlib
 
-    return hashlib.sha1(os.path.basename(model_path).encode("utf-8", "surrogatepass")
+    return hashlib.sha1(os.path.abspath(model_path).encode("utf-8", "surrogatepass")
                         ).hexdigest()[:8]
 
 

@@ -824,10 +824,11 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
         pub = _publication(sink, out_base, files)
         staged: dict = {}  # id(_DataFile) -> its staged location (publish.py, step 1)
         write_id = os.urandom(4).hex()
+        owner = owner_tag(pub.model_path) if pub is not None else None
         for df in files:
             where = df.location
             if pub is not None:  # written under a staged name, renamed in step 3
-                where = staged_location(df.location, write_id, owner_tag(pub.model_path))
+                where = staged_location(df.location, write_id, owner)
                 pub.late.append((data_file_target(out_base, where, allow_outside=allow_outside),
                                  data_file_target(out_base, df.location,
                                                   allow_outside=allow_outside)))
