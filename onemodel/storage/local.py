@@ -219,7 +219,13 @@ class LocalSink(Sink):
     ``splice`` through one pipe), else through one reused 4 MiB buffer: bounded memory, whatever
     the tensor size; ``reserve`` allocates the file's disk space up front. A destination that
     exists and is not a regular file (a FIFO, a device, a directory) is refused, never replaced.
-    Raises IoError.
+
+    ``lock``: hold the destination's writer lock from here to the end of the write, refusing a
+    second writer, and remove the dead temporary files in its directory
+    (:mod:`onemodel.storage.locks`); data files of a model are written without it, under the
+    model file's lock. ``temporary=False``: write the file at ``path`` itself (created, never
+    replaced; :meth:`commit` renames nothing, :meth:`abort` removes it), for a name unique to
+    the write (a staged data file, docs/storage.md "Atomicity"). Raises IoError.
     """
 
     #: Bytes at the start of the file held back until :meth:`commit`: the temporary file holds
@@ -227,8 +233,10 @@ class LocalSink(Sink):
     #: never starts like a model (no ``ONEMODEL`` magic, no protobuf field), whatever the rest.
     HELD = 64
 
-    def __init__(self, path: str, *, durable: bool = False, lock: bool = True):
+    def __init__(self, path: str, *, durable: bool = False, lock: bool = True,
+                 temporary: bool = True):
         self.name = os.fspath(path)
+        self.temporary = temporary
         self.durable = durable
         try:
             mode = os.lstat(self.name).st_mode
@@ -250,14 +258,13 @@ class LocalSink(Sink):
             locks.remove_stale_partials(directory)
         self._f = None
         try:
-            for _ in range(16):
-                fd, self._tmp = tempfile.mkstemp(prefix="." + os.path.basename(self.name) + ".",
-                                                 suffix=".partial", dir=directory)
-                if locks.lock_partial(fd, self._tmp):
-                    break
-                os.close(fd)  # removed by a cleaner before our lock: make another
-            else:
-                raise OSError(errno.EAGAIN, "the temporary file kept being removed")
+            if temporary:
+                fd = self._temporary(directory)
+            else:  # a name of its own already (a staged data file): written there, no rename
+                self._tmp = self.name
+                fd = os.open(self.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                             | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+                             | getattr(os, "O_BINARY", 0), 0o600)
         except OSError as e:
             locks.release_writer_lock(self.name, self._lock)
             raise io_error(e, self.name, "create") from None
@@ -267,6 +274,16 @@ class LocalSink(Sink):
         self._reserved = 0
         self._copy_buffer = None
         self._pipe = None  # (read end, write end, capacity in bytes) of _splice_copy
+
+    def _temporary(self, directory: str) -> int:
+        """Create and lock (:func:`.locks.lock_partial`) the temporary file; its descriptor."""
+        for _ in range(16):
+            fd, self._tmp = tempfile.mkstemp(prefix="." + os.path.basename(self.name) + ".",
+                                             suffix=".partial", dir=directory)
+            if locks.lock_partial(fd, self._tmp):
+                return fd
+            os.close(fd)  # removed by a cleaner before our lock: make another
+        raise OSError(errno.EAGAIN, "the temporary file kept being removed")
 
     def write(self, data) -> None:
         n = len(data) if not isinstance(data, memoryview) else data.nbytes
@@ -487,7 +504,8 @@ class LocalSink(Sink):
             with _signals_held(bool(self.before_rename)):
                 for step in self.before_rename:
                     step()
-                os.replace(self._tmp, self.name)
+                if self.temporary:
+                    os.replace(self._tmp, self.name)
         except OSError as e:
             self.abort()
             raise io_error(e, self.name, "write") from None

@@ -6,10 +6,10 @@ this module decides the order in which they get their names, so that onemodel's 
 takes the locks of :mod:`onemodel.storage.locks`) finds the old model or the new one, whole, or
 an IoError, and a process killed at any instant leaves one of them on disk:
 
-1. Every data file is written to a partial file and renamed to a *staged* name unique to this
-   write and model file, ``.onemodel-staged-<write>-<model>.<name>`` in the same directory
-   (:func:`staged_location`): no published model names it, and a write killed here leaves only
-   hidden files that the next write of the model removes (step 4).
+1. Every data file is written under a *staged* name unique to this write and model file,
+   ``.onemodel-staged-<write>-<model>.<name>`` in its directory (:func:`staged_location`; the
+   file is created there, no temporary file and no rename): no published model names it, and a
+   write killed here leaves only hidden files that the next write of the model removes (step 4).
 2. A first version of the .onnx file, naming the staged files, is renamed over the destination:
    the new model is published whole, the old model's files untouched until then.
 3. Holding an exclusive lock on the old .onnx file and on that first version (a reader holds a

@@ -835,7 +835,8 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
                 if not df.index:
                     staged[id(df)] = where
             s = open_data_sink(out_base, where, allow_outside=allow_outside,
-                               storage_options=storage_options, progress=sink.progress)
+                               storage_options=storage_options, progress=sink.progress,
+                               temporary=pub is None)
             sinks.append(s)
             # disk for the bytes really written (the slots), never for the gaps between them
             written = union_ranges(sorted((slot.offset, slot.offset + slot.nbytes)
