@@ -199,3 +199,34 @@ def test_a_compressed_model_with_data_files_is_read_without_the_guard(tmp_path):
     with onemodel.load(tmp_path / "m.onnx.zst") as m:
         assert [float(t.numpy()[0]) for t in m.graph.initializers] == [5.0, 6.0, 7.0, 8.0]
     assert onemodel.check(tmp_path / "m.onnx.zst", full=True).ok
+
+
+def test_a_write_takes_over_what_a_killed_write_left(tmp_path):
+    """A write killed after publishing its first .onnx leaves the model naming a staged file,
+    the data file of the old version under the name beside it. The next write (no --force)
+    replaces both as the destination's own and removes the staged file; a staged file of
+    another model in the directory stays."""
+    src_a, src_b = tmp_path / "a.onnx", tmp_path / "b.onnx"
+    onnx.save(_model(1.0), src_a)
+    onnx.save(_model(9.0), src_b)
+    out, other = tmp_path / "out", tmp_path / "other"
+    out.mkdir()
+    other.mkdir()
+    onemodel.convert(src_a, out / "m.onnx", external_data="w.bin", threshold=0)
+    onemodel.convert(src_b, other / "m.onnx", external_data="w.bin", threshold=0)
+    staged = staged_location("w.bin", "0123abcd", owner_tag(str(out / "m.onnx")))
+    (out / staged).write_bytes((other / "w.bin").read_bytes())
+    foreign = staged_location("w.bin", "0123abcd", owner_tag(str(out / "n.onnx")))
+    (out / foreign).write_bytes(b"another model's")
+    proto = onnx.load(other / "m.onnx", load_external_data=False)
+    for t in proto.graph.initializer:
+        for e in t.external_data:
+            if e.key == "location":
+                e.value = staged
+    (out / "m.onnx").write_bytes(proto.SerializeToString())
+    with onemodel.load(out / "m.onnx") as m:  # the killed write's model: version B, whole
+        assert float(m.graph.initializers[0].numpy()[0]) == 9.0
+    onemodel.convert(src_a, out / "m.onnx", external_data="w.bin", threshold=0)
+    assert sorted(os.listdir(out)) == sorted(["m.onnx", "w.bin", foreign])
+    with onemodel.load(out / "m.onnx") as m:
+        assert float(m.graph.initializers[0].numpy()[0]) == 1.0
