@@ -376,15 +376,15 @@ class LocalSink(Sink):
         a file descriptor (``fileno()`` absent or ``None``: bytes in memory, a small file read
         whole) go through :meth:`Sink.copy_from`. Measurements: docs/performance.md.
         """
-        if self._pos < self.HELD and length > 0:  # the first bytes are held back (HELD)
-            k = min(self.HELD - self._pos, length)
-            self.write(source.read(offset, k))
-            offset, length = offset + k, length - k
         fileno = getattr(source, "fileno", None)
         fd = fileno() if fileno is not None else None
         if fd is None or length < (1 << 20) or not hasattr(os, "preadv"):
-            return super().copy_from(source, offset, length)
+            return super().copy_from(source, offset, length)  # (through write: HELD kept)
         source._check_range(offset, length)
+        if self._pos < self.HELD:  # the first bytes are held back (HELD): a slice of the map
+            k = self.HELD - self._pos
+            self.write(source.read(offset, k))
+            offset, length = offset + k, length - k
         try:
             self._f.flush()
             out = self._f.fileno()

@@ -230,3 +230,19 @@ def test_a_write_takes_over_what_a_killed_write_left(tmp_path):
     assert sorted(os.listdir(out)) == sorted(["m.onnx", "w.bin", foreign])
     with onemodel.load(out / "m.onnx") as m:
         assert float(m.graph.initializers[0].numpy()[0]) == 1.0
+
+
+@pytest.mark.parametrize("size", [100, 3 << 20], ids=["buffered", "file-to-file"])
+def test_the_first_bytes_are_written_last(tmp_path, size):
+    """Whichever way the bytes go (written, or copied file to file from a mapped source), the
+    temporary file holds zeros in its first 64 bytes until commit, then exactly the source."""
+    data = np.random.default_rng(0).integers(1, 255, size, dtype=np.uint8).tobytes()
+    (tmp_path / "src.bin").write_bytes(data)
+    with open_source(str(tmp_path / "src.bin")) as src:
+        sink = LocalSink(str(tmp_path / "dst.bin"))
+        sink.copy_from(src, 0, size)
+        sink._f.flush()
+        partial = Path(sink._tmp).read_bytes()
+        assert partial[:64] == bytes(64) and partial[64:] == data[64:]
+        sink.commit()
+    assert (tmp_path / "dst.bin").read_bytes() == data
