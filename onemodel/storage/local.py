@@ -257,6 +257,7 @@ class LocalSink(Sink):
         if lock:
             locks.remove_stale_partials(directory)
         self._f = None
+        self._done = False
         try:
             if temporary:
                 fd = self._temporary(directory)
@@ -506,6 +507,7 @@ class LocalSink(Sink):
                     step()
                 if self.temporary:
                     os.replace(self._tmp, self.name)
+                self._done = True  # published: abort() no longer removes anything
         except OSError as e:
             self.abort()
             raise io_error(e, self.name, "write") from None
@@ -528,6 +530,9 @@ class LocalSink(Sink):
         for step in steps:
             step()
         self._close_pipe()
+        if self._done:  # committed (a signal held during the renames arrived after them)
+            self._release()
+            return
         if self._f is not None:
             try:
                 self._f.close()
