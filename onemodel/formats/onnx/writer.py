@@ -47,10 +47,15 @@ Safety: every data file is written to a temporary file beside its destination an
 place only after the .onnx bytes were written, so an existing data file is never appended to or
 truncated in place, a failed write changes no data file, and writing a model onto the files it is
 still mapped from is safe on POSIX (the maps keep the old files alive). On Windows a mapped file
-cannot be replaced; that write fails with IoError and leaves the old files as they were. Data files
+cannot be replaced; that write fails with IoError (the new model in place under staged
+names). Data files
 are created only inside the output directory (symbolic links on the way refused) unless
 ``allow_outside`` is given. Data files of an earlier layout that the new one no longer references
-are not deleted.
+are not deleted. For a local model file the data files and the .onnx file are published in the
+order of :mod:`.publish` (staged names unique to the write, a first .onnx naming them, then the
+final names under a lock), so a reader or a killed write never finds tensors of two versions
+(docs/external-data.md, "Atomicity"); remote and compressed destinations commit the data files
+one by one before the .onnx file.
 
 No data file of another model is replaced silently. With ``keep``, ``per_tensor`` and ``file``
 without ``external_data`` the data file names are not the user's choice (they come from the
@@ -107,6 +112,7 @@ from .external_refs import RefusedError, location_parts, parse_reference
 from .external_sinks import data_file_target, open_data_sink, same_directory
 from .external_walk import data_file_identity
 from .paths import proto_path
+from .publish import Publication, owner_tag, published_location, staged_location, stale_staged
 from .wire_encode import encode, encode_pieces, none_list_error, pieces_size
 
 LAYOUTS = ("keep", "inline", "file", "per_tensor", "safetensors")
@@ -468,37 +474,58 @@ def _existing(target: str, storage_options) -> tuple | str | None:
     return st.st_dev, st.st_ino
 
 
-def _referenced_by(sink, out_base, allow_outside: bool, storage_options) -> set:
-    """Identities of the existing data files that the file ``sink`` will replace (the
-    destination .onnx, as it is now) references; empty when it does not exist or is no ONNX."""
+def _old_references(sink, out_base, allow_outside: bool, storage_options) -> list:
+    """``(location, target)`` of every external reference of the file ``sink`` will replace (the
+    destination .onnx, as it is now); empty when it does not exist or is no ONNX file."""
     target = target_of(sink)
     if target is None:
-        return set()
+        return []
     from ...storage import open_source
     from . import read
 
     try:
         source = open_source(target, storage_options=storage_options)
     except OneModelError:
-        return set()
-    found = set()
+        return []
+    found = []
     try:
         with read(source, load_external=False) as old:
             for _, t in iter_tensors(old):
                 if t.data_location != EXTERNAL:
                     continue
                 try:
-                    where = data_file_target(out_base, parse_reference(t.external_data).location,
-                                             allow_outside=allow_outside)
+                    location = parse_reference(t.external_data).location
+                    found.append((location, data_file_target(out_base, location,
+                                                             allow_outside=allow_outside)))
                 except RefusedError:
                     continue
-                ident = _existing(where, storage_options)
-                if ident is not None:
-                    found.add(ident)
     except OneModelError:
-        return set()
+        return []
     finally:
         source.close()
+    return found
+
+
+def _referenced_by(sink, out_base, allow_outside: bool, storage_options) -> set:
+    """Identities of the existing data files that the file ``sink`` will replace (the
+    destination .onnx, as it is now) references; empty when it does not exist or is no ONNX.
+    A staged data file it references (a write killed in publish.py's step 3) counts for the
+    file it was to be published as too."""
+    found = set()
+    for location, where in _old_references(sink, out_base, allow_outside, storage_options):
+        published = published_location(location)
+        if published is not None:
+            try:
+                ident = _existing(data_file_target(out_base, published,
+                                                   allow_outside=allow_outside),
+                                  storage_options)
+            except RefusedError:
+                ident = None
+            if ident is not None:
+                found.add(ident)
+        ident = _existing(where, storage_options)
+        if ident is not None:
+            found.add(ident)
     return found
 
 
@@ -577,6 +604,66 @@ def _shown(target: str) -> str:
 
         return display_url(target)
     return target
+
+
+# -- publishing all files at once (publish.py) --------------------------------------------------
+def _local_sink(sink):
+    """The :class:`~onemodel.storage.local.LocalSink` ``sink`` is (or counts progress for), or
+    ``None`` (a remote, compressed or in-memory sink: its files are committed one by one)."""
+    from ...storage.local import LocalSink
+    from ...storage.progress import ProgressSink
+
+    while isinstance(sink, ProgressSink):
+        sink = sink.inner
+    return sink if isinstance(sink, LocalSink) else None
+
+
+def _publication(sink, out_base, files) -> Publication | None:
+    """A :class:`.publish.Publication` for data ``files`` written beside the local model file of
+    ``sink``; ``None`` when there are none or the model file is not a local file."""
+    local = _local_sink(sink)
+    if not files or local is None or out_base is None or is_remote(out_base):
+        return None
+    return Publication(local.name)
+
+
+def _first_version(model, files, staged: dict, ov: _Overrides, model_path: str):
+    """A sink holding the first version of the .onnx file (publish.py, step 2): the model with
+    the references to each staged data file naming its staged location."""
+    from ...storage.local import LocalSink
+
+    done: set = set()
+    for df in files:
+        where = staged.get(id(df))
+        if where is None:
+            continue
+        for slot in df.slots:
+            t = slot.tensor
+            if t is None or id(t) in done:
+                continue
+            done.add(id(t))
+            ov.set(t, external_data=[StringStringEntry(key=e.key, value=where)
+                                     if e.key == "location" else e for e in t.external_data])
+    pieces = encode_pieces(model)
+    first = LocalSink(model_path, lock=False)
+    try:
+        first.reserve(pieces_size(pieces))
+        stream_pieces(pieces, first)
+    except BaseException:
+        first.abort()
+        raise
+    return first
+
+
+def _leftovers(pub: Publication, out_base, files, allow_outside: bool) -> list:
+    """``(path, identity)`` of the stale staged data files of the model file (publish.py, step
+    4) in the directories of ``files``, none of which is written to by this write."""
+    new = set()
+    for df in files:
+        new.add(data_file_target(out_base, df.location, allow_outside=allow_outside))
+    new.update(staged for staged, _ in pub.late)
+    directories = {os.path.dirname(path) for path in new}
+    return stale_staged(sorted(directories), owner_tag(pub.model_path), new)
 
 
 # -- writing ------------------------------------------------------------------------------------
@@ -768,6 +855,7 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
     read_from = _read_from(model) if not force else set()
     ov = _Overrides()
     sinks: list = []
+    pub = None
     try:
         files = _plan(model, layout, external_data, threshold, align, convert_attributes,
                       out_base, model_name, allow_outside, ov, max_shard_size)
@@ -806,9 +894,22 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
                 raise AdviceError(msg + "; write the weights to external data ({0}), or pass "
                                   "{1} to write it anyway", [("layout", "file"), ("force", True)])
             warnings.warn(msg, stacklevel=3)
+        pub = _publication(sink, out_base, files)
+        staged: dict = {}  # id(_DataFile) -> its staged location (publish.py, step 1)
+        write_id = os.urandom(4).hex()
+        owner = owner_tag(pub.model_path) if pub is not None else None
         for df in files:
-            s = open_data_sink(out_base, df.location, allow_outside=allow_outside,
-                               storage_options=storage_options, progress=sink.progress)
+            where = df.location
+            if pub is not None:  # written under a staged name, renamed in step 3
+                where = staged_location(df.location, write_id, owner)
+                pub.late.append((data_file_target(out_base, where, allow_outside=allow_outside),
+                                 data_file_target(out_base, df.location,
+                                                  allow_outside=allow_outside)))
+                if not df.index:
+                    staged[id(df)] = where
+            s = open_data_sink(out_base, where, allow_outside=allow_outside,
+                               storage_options=storage_options, progress=sink.progress,
+                               temporary=pub is None)
             sinks.append(s)
             # disk for the bytes really written (the slots), never for the gaps between them
             written = union_ranges(sorted((slot.offset, slot.offset + slot.nbytes)
@@ -820,12 +921,21 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
                 pieces = encode_pieces(model)
         sink.reserve(pieces_size(pieces))
         stream_pieces(pieces, sink)
+        if pub is not None:
+            pub.sinks, sinks = sinks, []
+            if staged:
+                pub.first = _first_version(model, files, staged, ov, pub.model_path)
+            pub.leftovers = _leftovers(pub, out_base, files, allow_outside)
+            pub.attach(_local_sink(sink))
+            pub = None
         for s in sinks:
             s.commit()
         sinks = []
     finally:
         for s in sinks:
             s.abort()
+        if pub is not None:
+            pub.abort()
         ov.restore()
 
 
