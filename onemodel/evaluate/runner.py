@@ -401,6 +401,7 @@ class Session:
                 st.nparams = len(st.body.inputs)
             else:
                 st.nparams = _positional_params(fn)
+                _check_signature(node, version, npath)
             # subgraphs of this node read what this graph and the ones around it define
             for j, a in enumerate(node.attributes):
                 for field, g in a.subgraphs():
@@ -651,6 +652,45 @@ def _evaluation_error(st: _Step, args: list, detail: str,
     text = (f"node {st.index} ({_label(node)}) failed: {detail}; its inputs: "
             f"{', '.join(parts) or 'none'}")
     return EvaluationError(text, path=st.path, source=cause.source if cause else None)
+
+
+#: (domain, op_type, opset) -> (required attribute names, [(index, name) of required inputs])
+_SIGNATURES: dict[tuple, tuple] = {}
+
+
+def _signature(domain: str, op_type: str, opset: int) -> tuple:
+    key = (domain, op_type, opset)
+    got = _SIGNATURES.get(key)
+    if got is None:
+        from ..schemas import get
+        s = get(op_type, domain, opset) if opset >= 1 else None
+        if s is None:  # a domain or version onemodel.schemas does not define
+            got = ((), ())
+        else:
+            got = (tuple(n for n, a in s.attributes.items() if a.required),
+                   tuple((k, f.name) for k, f in enumerate(s.inputs) if f.option == "single"))
+        _SIGNATURES[key] = got
+    return got
+
+
+def _check_signature(node: Node, opset: int, path: str) -> None:
+    """InvalidModelError unless ``node`` sets every attribute and gives every input its
+    operator's definition requires (:mod:`onemodel.schemas`, ONNX Part 1, Clause 10.4: the
+    codes OM310, OM305 and OM307 of ``onemodel check``), checked once when a Session plans the
+    node, so that no kernel meets a missing one (a KeyError, an input of None). The path is the
+    node's (``graph.nodes[3]``), or its input's (``graph.nodes[3].inputs[0]``)."""
+    attrs, inputs = _signature(registry.normalize_domain(node.domain), node.op_type or "",
+                               opset)
+    if attrs:
+        have = {a.name for a in node.attributes}
+        for name in attrs:
+            if name not in have:
+                raise InvalidModelError(f"{_label(node)} lacks required attribute "
+                                        f"{quote(name)}", path=path)
+    for k, name in inputs:
+        if k >= len(node.inputs) or not node.inputs[k]:
+            raise InvalidModelError(f"{_label(node)} lacks required input {k} "
+                                    f"({quote(name)})", path=f"{path}.inputs[{k}]")
 
 
 def _kernel_name(fn) -> str:
