@@ -11,8 +11,14 @@ import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError
 from ...ir.dtypes import INFO
+from ..memory import Accumulation
 from ..registry import op
 from ._util import axis_index
+
+
+def _nbytes(value) -> int:
+    """The bytes of a scan output slice (a tensor; another value counts nothing)."""
+    return getattr(value, "nbytes", 0)
 
 
 def _truth(value, what: str) -> bool:
@@ -75,7 +81,9 @@ def loop(ctx, max_trip_count=None, cond=None, *carried):
     ``M`` is given the body's condition is ignored. When neither is given the ONNX text describes
     a loop without end; this kernel then stops when the body's condition output becomes false.
     A scan output of zero iterations is an empty tensor of shape [0, *dims] (dims the body
-    declares, unknown dims as 0).
+    declares, unknown dims as 0). The scan outputs kept are counted against the memory budget
+    as they grow (:class:`..memory.Accumulation`): EvaluationError naming the Loop when they
+    would pass it, before the machine runs out.
     """
     body = ctx.attrs["body"]
     n_carried = len(carried)
@@ -84,6 +92,7 @@ def loop(ctx, max_trip_count=None, cond=None, *carried):
     use_body_cond = cond is not None or max_trip_count is None
     values = list(carried)
     scans: list[list] | None = None
+    kept = Accumulation("the Loop scan outputs")
     i = 0
     while keep_going and (limit is None or i < limit):
         outs = ctx.run_graph(body, [np.array(i, dtype=np.int64),
@@ -100,6 +109,7 @@ def loop(ctx, max_trip_count=None, cond=None, *carried):
             raise InvalidModelError("Loop body gave a different number of scan outputs")
         for acc, v in zip(scans, outs[1 + n_carried:]):
             acc.append(v)
+            kept.add(_nbytes(v))
         i += 1
     n_scan = ctx.num_outputs - n_carried
     results: list = list(values)
@@ -128,6 +138,7 @@ def _scan_once(ctx, body, states: list, scan_inputs: list, in_axes, in_dirs, out
         raise EvaluationError(f"Scan inputs have different sequence lengths {sorted(lengths)}")
     steps = lengths.pop() if lengths else 0
     scans: list[list] | None = None
+    kept = Accumulation("the Scan outputs")
     for t in range(steps):
         slices = []
         for x, a, d in zip(scan_inputs, in_axes, in_dirs):
@@ -142,6 +153,7 @@ def _scan_once(ctx, body, states: list, scan_inputs: list, in_axes, in_dirs, out
             scans = [[] for _ in outs[n_states:]]
         for acc, v in zip(scans, outs[n_states:]):
             acc.append(np.asarray(v))
+            kept.add(acc[-1].nbytes)
     n_scan_out = len(body.outputs) - n_states
     stacks = []
     for k in range(n_scan_out):
@@ -222,6 +234,7 @@ def scan8(ctx, sequence_lens, *inputs):
                               f"and sequence length {max_len}")
     final_states: list[list] = [[] for _ in range(n)]
     outputs: list[list] = [[] for _ in range(k)]
+    kept = Accumulation("the Scan outputs of the batch")
     for b in range(batch):
         length = int(lens[b])
         seqs = [x[b, :length] for x in scan_inputs]
@@ -234,5 +247,6 @@ def scan8(ctx, sequence_lens, *inputs):
                 pad = np.zeros((max_len - length,) + v.shape[1:], dtype=v.dtype)
                 v = np.concatenate([v, pad], axis=0)
             acc.append(v)
+            kept.add(v.nbytes)
     return tuple([_stack(s, 0, "Scan state") for s in final_states]
                  + [_stack(o, 0, "Scan output") for o in outputs])
