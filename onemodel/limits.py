@@ -88,7 +88,8 @@ DESCRIPTIONS: dict[str, tuple[str, str, str]] = {
                        "Unsupported"),
     "MAX_MODEL_NESTING": ("graphs and types open at once in a OneModel manifest; graphs nested "
                           "in one another where the graph rules apply (convert, evaluation; "
-                          "`check` reports OM119)", "count", "Unsupported"),
+                          "`check` reports OM119), and in a model built in Python before it is "
+                          "saved, digested or inferred", "count", "Unsupported"),
     "MAX_CONTAINER_TENSOR_BYTES": ("one tensor in a OneModel file", "bytes", "Unsupported"),
     "MAX_HEADER_U64": ("every u64 field of the OneModel header", "count", "Malformed"),
     "MAX_DECOMPRESSED_BYTES": ("output of a `.zst` file (declared or counted while "

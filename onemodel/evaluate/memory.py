@@ -25,7 +25,12 @@ values (pads, a target shape, scales, a count) calls :func:`check_allocation` (o
 :func:`check_array`) before it allocates. With Linux's overcommit an allocation larger than the
 memory available may succeed, and the process is then killed by the OOM killer when the pages
 are touched, with no message; the check refuses it with an EvaluationError instead. The budget is
-``ONEMODEL_MEMORY_LIMIT`` (bytes) when set, else :func:`available_memory`.
+``ONEMODEL_MEMORY_LIMIT`` (bytes) when set, else :func:`available_memory`. What grows with the
+data without an attribute saying so is checked too: a broadcast larger than its inputs
+(:func:`check_broadcast`, :func:`check_broadcast_all`: the elementwise operators, Where, Sum),
+a matrix product (:func:`check_product`: MatMul, Gemm), a concatenation (Concat,
+ConcatFromSequence), and what a Loop or Scan keeps as it iterates (:class:`Accumulation`). Each
+check's fast path, for arrays under the unchecked size, is one product and one comparison.
 """
 
 from __future__ import annotations

@@ -683,7 +683,8 @@ def _evaluation_error(st: _Step, args: list, detail: str,
     return EvaluationError(text, path=st.path, source=cause.source if cause else None)
 
 
-#: (domain, op_type, opset) -> (required attribute names, [(index, name) of required inputs])
+#: (domain, op_type, opset) -> ([(name, whether a GRAPH) of the required attributes],
+#: [(index, name) of the required inputs])
 _SIGNATURES: dict[tuple, tuple] = {}
 
 
@@ -696,7 +697,7 @@ def _signature(domain: str, op_type: str, opset: int) -> tuple:
         if s is None:  # a domain or version onemodel.schemas does not define
             got = ((), ())
         else:
-            got = (tuple(n for n, a in s.attributes.items() if a.required),
+            got = (tuple((n, a.type == "GRAPH") for n, a in s.attributes.items() if a.required),
                    tuple((k, f.name) for k, f in enumerate(s.inputs) if f.option == "single"))
         _SIGNATURES[key] = got
     return got
@@ -706,16 +707,22 @@ def _check_signature(node: Node, opset: int, path: str) -> None:
     """InvalidModelError unless ``node`` sets every attribute and gives every input its
     operator's definition requires (:mod:`onemodel.schemas`, ONNX Part 1, Clause 10.4: the
     codes OM310, OM305 and OM307 of ``onemodel check``), checked once when a Session plans the
-    node, so that no kernel meets a missing one (a KeyError, an input of None). The path is the
-    node's (``graph.nodes[3]``), or its input's (``graph.nodes[3].inputs[0]``)."""
+    node, so that no kernel meets a missing one (a KeyError, an input of None); a required GRAPH
+    attribute (an If branch, a Loop or Scan body) must hold a graph. The path is the node's
+    (``graph.nodes[3]``), or its input's or attribute's (``graph.nodes[3].inputs[0]``)."""
     attrs, inputs = _signature(registry.normalize_domain(node.domain), node.op_type or "",
                                opset)
     if attrs:
-        have = {a.name for a in node.attributes}
-        for name in attrs:
-            if name not in have:
+        have = {a.name: a for a in node.attributes}
+        for name, graph in attrs:
+            a = have.get(name)
+            if a is None:
                 raise InvalidModelError(f"{_label(node)} lacks required attribute "
                                         f"{quote(name)}", path=path)
+            if graph and a.g is None:  # (a body a kernel runs: anything else is no graph)
+                raise InvalidModelError(f"{_label(node)}: attribute {quote(name)} holds no "
+                                        "graph; the definition's type is GRAPH",
+                                        path=f"{path}.attributes[{node.attributes.index(a)}]")
     for k, name in inputs:
         if k >= len(node.inputs) or not node.inputs[k]:
             raise InvalidModelError(f"{_label(node)} lacks required input {k} "

@@ -53,20 +53,21 @@ def iter_graphs(graph: Graph, path: str = "graph") -> Iterator[tuple[str, Graph]
 def graph_depths(model: Model) -> Iterator[tuple[str, Graph, int]]:
     """``(path, graph, depth)`` of every graph of ``model``: the main graph, each function
     body's subgraphs and the training graphs at depth 1, a graph in a node attribute of a graph
-    at depth ``d`` at ``d + 1``. Iterative; the main graph's walk first, depth first and a
+    at depth ``d`` at ``d + 1`` (a list field holding None, which the writers refuse by name, is
+    taken as empty). Iterative; the main graph's walk first, depth first and a
     graph before its subgraphs (the order of :func:`iter_graphs`), then the training graphs and
     the function bodies' subgraphs."""
     stack: list = []
     if model.graph is not None:
         stack.append(("graph", model.graph, 1))
-    for k, ti in enumerate(model.training_info):
+    for k, ti in enumerate(model.training_info or ()):
         for name in ("initialization", "algorithm"):
             g = getattr(ti, name)
             if g is not None:
                 stack.append((f"training_info[{k}].{name}", g, 1))
-    for f, fn in enumerate(model.functions):
-        for i, node in enumerate(fn.nodes):
-            for j, attr in enumerate(node.attributes):
+    for f, fn in enumerate(model.functions or ()):
+        for i, node in enumerate(fn.nodes or ()):
+            for j, attr in enumerate(node.attributes or ()):
                 for field, g in attr.subgraphs():
                     stack.append((f"functions[{f}].nodes[{i}].attributes[{j}].{field}", g, 2))
     stack.reverse()
@@ -74,8 +75,8 @@ def graph_depths(model: Model) -> Iterator[tuple[str, Graph, int]]:
         path, g, depth = stack.pop()
         yield path, g, depth
         subs = [(f"{path}.nodes[{i}].attributes[{j}].{field}", sub, depth + 1)
-                for i, node in enumerate(g.nodes) for j, attr in enumerate(node.attributes)
-                for field, sub in attr.subgraphs()]
+                for i, node in enumerate(g.nodes or ())
+                for j, attr in enumerate(node.attributes or ()) for field, sub in attr.subgraphs()]
         stack.extend(reversed(subs))
 
 

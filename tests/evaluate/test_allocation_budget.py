@@ -379,3 +379,16 @@ def test_concat_past_the_budget(one_mib):
     two = {"a": feeds["a"], "b": feeds["b"] * 2}  # exactly 1 MiB: taken
     (y,) = ours(node_model("Concat", two, ["a", "b"], ["y"], axis=0), two)
     np.testing.assert_array_equal(y, np.repeat(np.array([1, 2], np.float32), 1 << 17))
+
+
+def test_concat_from_sequence_past_the_budget(one_mib):
+    """A sequence a Loop grew one tensor at a time, concatenated: checked like Concat."""
+    seq = onnx.helper.make_tensor_sequence_value_info("s", TP.FLOAT, None)
+    feeds = {"s": [np.ones((1 << 16,), np.float32) for _ in range(5)]}  # 5 x 256 KiB
+    model = node_model("ConcatFromSequence", feeds, ["s"], ["y"], infos={"s": seq}, axis=0)
+    msg = _guarded(model, feeds)
+    assert msg == _failed("ConcatFromSequence", "the ConcatFromSequence output", "1.2 MiB") \
+        + "s sequence of 5"
+    four = {"s": feeds["s"][:4]}  # exactly 1 MiB: taken
+    (y,) = ours(model, four)
+    assert y.shape == (1 << 18,) and (y == 1).all()

@@ -65,6 +65,13 @@ def test_each_missing_part_is_named(tmp_path):
         with onemodel.load(path) as m, pytest.raises(InvalidModelError) as e:
             Session(m)
         assert (e.value.message, e.value.path) == (message, where)
+    path = tmp_path / "int.onnx"
+    onnx.save(_if_model(["c"], then_branch=then, else_branch=3), path)
+    with onemodel.load(path) as m, pytest.raises(InvalidModelError) as e:
+        Session(m)
+    assert (e.value.message, e.value.path) == (
+        "If 'choose': attribute 'else_branch' holds no graph; the definition's type is GRAPH",
+        "graph.nodes[0].attributes[0]")  # (make_node sorts the attributes by name)
     path = tmp_path / "ok.onnx"
     onnx.save(_if_model(["c"], then_branch=then, else_branch=other), path)
     with onemodel.load(path) as m:
