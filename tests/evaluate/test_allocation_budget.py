@@ -392,3 +392,32 @@ def test_concat_from_sequence_past_the_budget(one_mib):
     four = {"s": feeds["s"][:4]}  # exactly 1 MiB: taken
     (y,) = ours(model, four)
     assert y.shape == (1 << 18,) and (y == 1).all()
+
+
+def test_loop_carried_sequence_growing_past_the_budget(one_mib):
+    """A Loop whose body inserts a new 256 KiB tensor into a carried sequence each iteration."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Mul", ["t", "t"], ["u"]),
+         helper.make_node("SequenceInsert", ["seq_in", "u"], ["seq_out"])], "body",
+        [helper.make_tensor_value_info("i", TP.INT64, []),
+         helper.make_tensor_value_info("cond_in", TP.BOOL, []),
+         helper.make_tensor_sequence_value_info("seq_in", TP.FLOAT, None)],
+        [helper.make_tensor_value_info("cond_out", TP.BOOL, []),
+         helper.make_tensor_sequence_value_info("seq_out", TP.FLOAT, None)],
+        [numpy_helper.from_array(np.ones(1 << 16, np.float32), "t")])
+    graph = helper.make_graph(
+        [helper.make_node("SequenceEmpty", [], ["s0"], dtype=TP.FLOAT),
+         helper.make_node("Loop", ["M", "", "s0"], ["sN"], body=body),
+         helper.make_node("SequenceLength", ["sN"], ["n"])], "g",
+        [helper.make_tensor_value_info("M", TP.INT64, [])],
+        [helper.make_tensor_value_info("n", TP.INT64, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    msg = _guarded(model, {"M": np.array(1 << 20, np.int64)})  # 2^20 x 256 KiB: 256 GiB
+    assert msg == ("node 1 (Loop) failed: needs more memory than is available: the Loop's "
+                   "carried sequences would take 1.2 MiB, more than the 1.0 MiB "
+                   "ONEMODEL_MEMORY_LIMIT allows; its inputs: M int64[], (none) absent, "
+                   "s0 sequence of 0")
+    (n,) = ours(model, {"M": np.array(4, np.int64)})  # exactly 1 MiB: taken
+    assert n == 4

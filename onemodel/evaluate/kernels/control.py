@@ -21,6 +21,22 @@ def _nbytes(value) -> int:
     return getattr(value, "nbytes", 0)
 
 
+def _sequence_bytes(seq: list, before: tuple | None) -> tuple:
+    """``(length, last element, bytes of its tensors)`` of a loop-carried sequence, from the
+    same of the previous iteration: a sequence grown by one at the end (SequenceInsert's usual
+    use in a Loop) adds its last tensor's bytes, one left as it was costs nothing, anything
+    else is summed again."""
+    n = len(seq)
+    if before is not None:
+        length, last, total = before
+        if length and n >= length and seq[length - 1] is last:
+            if n == length:
+                return before
+            if n == length + 1:
+                return n, seq[-1], total + _nbytes(seq[-1])
+    return n, seq[-1] if n else None, sum(_nbytes(x) for x in seq)
+
+
 def _truth(value, what: str) -> bool:
     """The single boolean held by a condition tensor (shape [] or [1])."""
     arr = np.asarray(value)
@@ -81,9 +97,10 @@ def loop(ctx, max_trip_count=None, cond=None, *carried):
     ``M`` is given the body's condition is ignored. When neither is given the ONNX text describes
     a loop without end; this kernel then stops when the body's condition output becomes false.
     A scan output of zero iterations is an empty tensor of shape [0, *dims] (dims the body
-    declares, unknown dims as 0). The scan outputs kept are counted against the memory budget
-    as they grow (:class:`..memory.Accumulation`): EvaluationError naming the Loop when they
-    would pass it, before the machine runs out.
+    declares, unknown dims as 0). The scan outputs kept, and the tensors of loop-carried
+    sequences (grown by SequenceInsert), are counted against the memory budget as they grow
+    (:class:`..memory.Accumulation`): EvaluationError naming the Loop when they would pass it,
+    before the machine runs out.
     """
     body = ctx.attrs["body"]
     n_carried = len(carried)
@@ -93,6 +110,9 @@ def loop(ctx, max_trip_count=None, cond=None, *carried):
     values = list(carried)
     scans: list[list] | None = None
     kept = Accumulation("the Loop scan outputs")
+    carried = Accumulation("the Loop's carried sequences")
+    sequences: dict[int, tuple] = {}  # carried index -> _sequence_bytes
+    held = 0
     i = 0
     while keep_going and (limit is None or i < limit):
         outs = ctx.run_graph(body, [np.array(i, dtype=np.int64),
@@ -103,6 +123,14 @@ def loop(ctx, max_trip_count=None, cond=None, *carried):
         if use_body_cond:
             keep_going = _truth(outs[0], "Loop body condition")
         values = list(outs[1:1 + n_carried])
+        for k, v in enumerate(values):
+            if type(v) is list:
+                sequences[k] = _sequence_bytes(v, sequences.get(k))
+        if sequences:
+            now = sum(s[2] for s in sequences.values())
+            if now > held:
+                carried.add(now - held)
+            held = now
         if scans is None:
             scans = [[] for _ in outs[1 + n_carried:]]
         elif len(outs) - 1 - n_carried != len(scans):
