@@ -80,6 +80,10 @@ def graph_depths(model: Model) -> Iterator[tuple[str, Graph, int]]:
         stack.extend(reversed(subs))
 
 
+#: The message of a graph nested past MAX_MODEL_NESTING (here and in the graph rules).
+NESTING_MESSAGE = f"graphs nested more than {MAX_MODEL_NESTING} deep (MAX_MODEL_NESTING)"
+
+
 def nesting_error(model: Model) -> UnsupportedError | None:
     """The UnsupportedError of a model whose graphs nest deeper than
     :data:`~onemodel.limits.MAX_MODEL_NESTING` (a graph in a node attribute of a graph counts
@@ -89,8 +93,7 @@ def nesting_error(model: Model) -> UnsupportedError | None:
     """
     for path, _, depth in graph_depths(model):
         if depth > MAX_MODEL_NESTING:
-            return UnsupportedError(f"graphs nested more than {MAX_MODEL_NESTING} deep "
-                                    "(MAX_MODEL_NESTING)", path=path)
+            return UnsupportedError(NESTING_MESSAGE, path=path)
     return None
 
 

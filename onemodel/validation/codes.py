@@ -90,7 +90,7 @@ _TABLE = [
      "update_binding key 'w' is not an initializer of the main graph"),
     ("OM119", "error", P1 + "Clause 15.4",
      "graphs nest no deeper than the documented limit (MAX_MODEL_NESTING)",
-     "graphs nested too deep"),
+     "graphs nested more than 64 deep (MAX_MODEL_NESTING)"),
     ("OM201", "error", P1 + "Clauses 6.2, 13.1; Annex B.2.16",
      "a tensor's contents match its dims and element type; one storage form; dims non-negative",
      "raw_data holds 12 bytes; dims [4] of FLOAT need 16"),
