@@ -171,17 +171,21 @@ class KeptValues:
         self.spilled = 0  # bytes written to files
         self._memory: dict[str, Any] = {}
         self._files: dict[str, tuple] = {}
+        self._written = 0  # files written (each its own, never reused)
 
     def put(self, name: str, value) -> None:
         """Keep ``value`` as ``name``'s (a later value of the same name replaces it)."""
-        self._memory.pop(name, None)
+        old = self._memory.pop(name, None)
+        if isinstance(old, np.ndarray):
+            self.held -= old.nbytes
         self._files.pop(name, None)
         if (not isinstance(value, np.ndarray) or value.dtype.hasobject or value.size == 0
                 or self.held + value.nbytes <= self.budget):
             self._memory[name] = value
             self.held += value.nbytes if isinstance(value, np.ndarray) else 0
             return
-        path = os.path.join(self.directory, f"{len(self._files) + len(self._memory)}.bin")
+        path = os.path.join(self.directory, f"{self._written}.bin")
+        self._written += 1
         np.ascontiguousarray(value).reshape(-1).view(np.uint8).tofile(path)
         self._files[name] = (path, value.dtype, value.shape)
         self.spilled += value.nbytes

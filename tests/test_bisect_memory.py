@@ -72,10 +72,15 @@ def test_kept_values_spill_past_the_budget(tmp_path):
     for k, v in values.items():
         kept.put(k, v)
     assert kept.held == 24 and kept.spilled == 24  # "a" in memory; "b" written out
-    assert sorted(os.listdir(tmp_path)) == ["1.bin"]
+    assert sorted(os.listdir(tmp_path)) == ["0.bin"]
     got = kept["b"]
     assert got.dtype == np.int32 and got.tolist() == [[0, 1, 2], [3, 4, 5]]
     assert not got.flags.writeable
     assert kept["a"] is values["a"] and kept["s"] is values["s"] and kept["n"] is None
     assert "e" in kept and "zz" not in kept and kept.get("zz", 5) == 5
+    kept.put("a", np.arange(4, dtype=np.float64))  # a new value of "a": 32 bytes, written out
+    kept.put("c", np.ones(3))  # the 24 bytes "a" held are free again: held
+    assert (kept.held, kept.spilled) == (24, 56)
+    assert sorted(os.listdir(tmp_path)) == ["0.bin", "1.bin"]
+    assert kept["a"].tolist() == [0, 1, 2, 3] and kept["b"].tolist() == [[0, 1, 2], [3, 4, 5]]
     assert MAX_BISECT_MEMORY == 256 * MiB
