@@ -421,3 +421,13 @@ def test_loop_carried_sequence_growing_past_the_budget(one_mib):
                    "s0 sequence of 0")
     (n,) = ours(model, {"M": np.array(4, np.int64)})  # exactly 1 MiB: taken
     assert n == 4
+
+
+def test_a_broadcast_past_the_machine_is_refused_without_the_variable(monkeypatch):
+    monkeypatch.delenv("ONEMODEL_MEMORY_LIMIT", raising=False)
+    feeds = {"a": np.ones((1 << 20, 1), np.float32), "b": np.ones((1, 1 << 20), np.float32)}
+    msg = _guarded(node_model("Add", feeds, ["a", "b"], ["y"]), feeds)  # 2^40 float32: 4 TiB
+    assert msg.startswith("node 0 (Add) failed: needs more memory than is available: the Add "
+                          "output would take 4.0 TiB, more than the "), msg
+    assert msg.endswith(" of memory available; its inputs: a float32[1048576, 1], "
+                        "b float32[1, 1048576]")

@@ -15,6 +15,7 @@ from onemodel.inference import infer_model
 from onemodel.ir import Attribute, Graph, Model, Node, OperatorSetId, Type, ValueInfo
 from onemodel.ir.walk import all_tensors, graph_depths, iter_graphs, iter_tensors, nesting_error
 from onemodel.limits import MAX_MODEL_NESTING
+from onemodel.verify import compare_models
 
 MiB = 1 << 20
 MESSAGE = "graphs nested more than 64 deep (MAX_MODEL_NESTING)"
@@ -52,13 +53,13 @@ def test_ten_thousand_nested_graphs_are_one_clear_error():
         errors = []
         for call in (lambda: onemodel.to_bytes(m, "onnx"), lambda: onemodel.to_bytes(m, "onemodel"),
                      lambda: onemodel.save(m, io.BytesIO(), "onnx"), lambda: onemodel.digest(m),
-                     lambda: infer_model(m)):
+                     lambda: infer_model(m), lambda: compare_models(m, m)):
             with pytest.raises(UnsupportedError) as e:
                 call()
             errors.append((e.value.message, e.value.path))
     assert [(f.code, f.message, f.path) for f in report.findings] == [("OM119", MESSAGE, where)]
     assert not report.ok
-    assert errors == [(MESSAGE, where)] * 5
+    assert errors == [(MESSAGE, where)] * 6
 
 
 def test_the_walks_themselves_are_iterative():
@@ -89,3 +90,19 @@ def test_at_the_limit_everything_works():
     assert onemodel.digest(m).digest == onemodel.digest(m).digest
     assert infer_model(m).values["y"].to_type() == Type.tensor(1, [])
     assert nesting_error(_nested(MAX_MODEL_NESTING + 1)).path == _path(MAX_MODEL_NESTING + 1)
+
+
+def test_records_nested_deeper_than_the_recursion_limit_copy_compare_and_print():
+    """The generic record operations (copy, ==, repr) are iterative or depth-bounded too
+    (3 000 deep: three times Python's recursion limit)."""
+    m = _nested(3_000)
+    with bounded(seconds=60, peak=256 * MiB):
+        c = m.copy()
+        same = c == m
+        c.graph.nodes[0].attributes[0].g.nodes[0].attributes[0].g.name = "changed"
+        differs = c != m
+        text = repr(m)
+    assert same and differs
+    assert c.graph is not m.graph and c.graph.nodes[0].attributes[0].g is not \
+        m.graph.nodes[0].attributes[0].g
+    assert text.startswith("Model(ir_version=10, graph=Graph(nodes=[Node(") and len(text) < 1000
