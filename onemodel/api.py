@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from . import formats
 from .errors import OneModelError, OptionError, UnsupportedError, UsageError
 from .ir import Model
+from .ir.walk import check_nesting
 from .storage import BytesSink, check_storage_options, open_sink, open_source
 from .storage.memory import FileObjectSink, file_object_source, is_file_object
 from .storage.place import name_of_url
@@ -168,6 +169,8 @@ def save(model: Model, target, format: str | None = None, *,
         directory; ``layout="inline"`` writes everything into the one stream (the message says
         ``save(..., layout="inline")``). UsageError for an empty path (``""``), or for
         ``storage_options`` when ``target`` (and ``base_dir``) is local.
+        UnsupportedError for graphs nested deeper than ``limits.MAX_MODEL_NESTING``
+        (:func:`onemodel.ir.walk.check_nesting`), before anything is written.
     """
     _not_empty(target)
     check_storage_options(storage_options, target, options.get("base_dir"))
@@ -230,6 +233,7 @@ def to_bytes(model: Model, format: str | None = None, **options) -> bytes:
 def _write(plugin, model: Model, target, options: dict, storage_options, progress):
     """``plugin.write`` to a sink opened for ``target``, committed on success, aborted on any
     error (``options`` already checked by :func:`_plugin_options`)."""
+    check_nesting(model)  # every writer recurses into subgraphs: refused before a byte is written
     if is_file_object(target, "write"):
         target = FileObjectSink(target)
     sink = open_sink(target, storage_options=storage_options, progress=progress)

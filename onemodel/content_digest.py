@@ -40,7 +40,7 @@ from functools import partial
 from .errors import InvalidModelError
 from .ir import Model, Tensor
 from .ir.dtypes import INFO, DataType
-from .ir.walk import iter_tensors
+from .ir.walk import check_nesting, iter_tensors
 
 VERSION = 1
 TENSOR_PREFIX = b"onemodel-content-digest/v1 tensor\n"
@@ -159,9 +159,11 @@ def model_digest(model: Model, *, workers: int | None = None, check: bool = True
     lie). ``workers``: threads hashing tensors of :data:`PARALLEL_BYTES` or more (default: the
     CPUs, at most 8). ``check``: as for :func:`tensor_digest` (False: bytes that do not match
     a digest recorded for them are hashed as they are, for ``check --full`` to compare). Raises
-    what :func:`tensor_digest` raises."""
+    what :func:`tensor_digest` raises; UnsupportedError for graphs nested deeper than
+    ``limits.MAX_MODEL_NESTING`` (:func:`onemodel.ir.walk.check_nesting`)."""
     from .formats.onnx.wire_encode import encode
 
+    check_nesting(model)  # the encoding below recurses into subgraphs
     pairs = list(iter_tensors(model))
     digests: dict[int, bytes] = {}
     big = [t for _, t in pairs if _stored_bytes(t) >= PARALLEL_BYTES]

@@ -67,6 +67,11 @@ EXTERNAL_DATA_ALIGNMENT = 4096
 MAX_EVAL_DEPTH = 64
 
 
+#: Bytes of the first model's intermediate values ``verify --bisect`` keeps in memory; the rest
+#: are written to a temporary directory (removed when it ends) and mapped back when compared.
+MAX_BISECT_MEMORY = 256 * MiB
+
+
 #: What each limit bounds and how a model past it is refused, in the order of the resource
 #: limits table of the conformance statement (Annex A; docs/make_statement.py renders that table
 #: from here, so this is the one description of each): ``{name: (what it bounds, unit, refused
@@ -83,7 +88,8 @@ DESCRIPTIONS: dict[str, tuple[str, str, str]] = {
                        "Unsupported"),
     "MAX_MODEL_NESTING": ("graphs and types open at once in a OneModel manifest; graphs nested "
                           "in one another where the graph rules apply (convert, evaluation; "
-                          "`check` reports OM119)", "count", "Unsupported"),
+                          "`check` reports OM119), and in a model built in Python before it is "
+                          "saved, digested or inferred", "count", "Unsupported"),
     "MAX_CONTAINER_TENSOR_BYTES": ("one tensor in a OneModel file", "bytes", "Unsupported"),
     "MAX_HEADER_U64": ("every u64 field of the OneModel header", "count", "Malformed"),
     "MAX_DECOMPRESSED_BYTES": ("output of a `.zst` file (declared or counted while "
@@ -98,6 +104,10 @@ DESCRIPTIONS: dict[str, tuple[str, str, str]] = {
                                "`force`", "bytes", "Unsupported"),
     "MAX_EVAL_DEPTH": ("subgraphs and function calls nested during evaluation", "count",
                        "Unsupported"),
+    "MAX_BISECT_MEMORY": ("intermediate values of the first model `verify --bisect` keeps in "
+                          "memory; the rest go to a temporary directory, removed when it ends "
+                          "(the second model's values are compared as they are produced, not "
+                          "kept)", "bytes", "-"),
     "MMAP_THRESHOLD": ("files this large or larger are memory-mapped, smaller ones read", "bytes",
                        "-"),
     "CONTAINER_ALIGNMENT": ("alignment of tensors in a OneModel data region", "bytes", "-"),

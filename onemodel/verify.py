@@ -45,6 +45,7 @@ from .ir.record import (
     same_bytes,
 )
 from .ir.tensor import STORAGE_FIELDS
+from .ir.walk import check_nesting
 from .lazy import np
 
 #: Tensor fields that say where the contents are stored, not what they are.
@@ -256,11 +257,17 @@ def compare_models(a: Record, b: Record, *, loose: bool = False,
             (a weight, an attribute value, a name, a shape) is still reported.
     Returns:
         the differences in model order; empty when the models are the same.
+    Raises:
+        UnsupportedError: a model whose graphs nest deeper than ``limits.MAX_MODEL_NESTING``
+            (:func:`onemodel.ir.walk.check_nesting`).
     """
     return _walk(a, b, loose, limit).out
 
 
 def _walk(a: Record, b: Record, loose: bool, limit: int) -> "_Walker":
+    for m in (a, b):  # the walk recurses into subgraphs: bounded first
+        if isinstance(m, Model):
+            check_nesting(m)
     w = _Walker(loose, limit)
     w.record(a, b, "")
     return w

@@ -20,6 +20,7 @@ from __future__ import annotations
 from ..errors import InternalError
 from ..ir.dtypes import DataType
 from ..ir.entries import normalize_domain
+from ..ir.walk import check_nesting
 from . import dims as D
 from . import value as value_mod
 from .context import InferContext
@@ -293,6 +294,7 @@ class Engine:
 
     def run(self) -> Inference:
         m = self.model
+        check_nesting(m)  # UnsupportedError past MAX_MODEL_NESTING, before any recursive walk
         if m.graph is not None:
             opsets = {normalize_domain(o.domain): o.version for o in m.opset_imports}
             token = D.POSITIVE.set(self._positive(m.graph) if self.positive_dims

@@ -92,7 +92,7 @@ _TABLE = [
      "update_binding key 'w' is not an initializer of the main graph"),
     ("OM119", "error", P1 + "Clause 15.4",
      "graphs nest no deeper than the documented limit (MAX_MODEL_NESTING)",
-     "graphs nested too deep"),
+     "graphs nested more than 64 deep (MAX_MODEL_NESTING)"),
     ("OM120", "warning", P1 + "Clause 5.3.2",
      "a domain imported again at the same version (by the model; by a function) is redundant",
      "domain 'ai.onnx' is imported twice at version 17 (first at opset_import[0].domain): the "

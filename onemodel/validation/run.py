@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from .codes import CODES, matches
+from ..ir.walk import nesting_error
+from .codes import CODES, finding, matches
 from .digests import check_digests
 from .finding import Finding, Report
 from .inferred import check_inferred
@@ -85,7 +86,10 @@ def check_and_model(path_or_model, *, full: bool = False, strict: bool = False, 
             full=full)
         source, close = getattr(model, "source", None) or str(path_or_model), True
     try:
-        if model is not None:
+        nested = nesting_error(model) if model is not None else None
+        if nested is not None:  # the families walk graphs recursively: the one finding
+            found.append(finding("OM119", nested.message, nested.path))
+        elif model is not None:
             ctx = {"fmt": fmt, "prefix": "manifest." if fmt == "onemodel" else "",
                    "graph_paths": graph_paths, "full": full}
             for family in FAMILIES:
