@@ -197,9 +197,12 @@ def digest(model_or_path, *, storage_options: dict | None = None, workers: int |
     """The content digest of a model or of the model at a path or URL (ONNX in any layout,
     OneModel, ``.zst``; read with :func:`onemodel.load`, tensors streamed, never all in
     memory). Raises the errors of :func:`onemodel.load` and :func:`model_digest`."""
+    from .api import load
+    from .storage import check_storage_options
+
+    check_storage_options(storage_options, model_or_path, load_options.get("base_dir"))
     if isinstance(model_or_path, Model):
         return model_digest(model_or_path, workers=workers)
-    from .api import load
 
     m = load(model_or_path, storage_options=storage_options, **load_options)
     try:

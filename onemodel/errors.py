@@ -248,6 +248,43 @@ def _rebuild_option(options, accepted, target, message, path, offset, source):
     return e
 
 
+class AdviceError(UnsupportedError):
+    """An UnsupportedError whose message advises option settings (``force=True``), kept apart
+    from the sentence so that a caller can write them as its user types them (``--force``), as
+    :class:`OptionError` does for the names it refuses.
+
+    Attributes:
+        template: the sentence, ``{0}``, ``{1}``, ... where each setting goes.
+        settings: ``(name, value)`` pairs, Python keyword names (``("force", True)``).
+
+    ``message`` writes each setting as Python does: ``name=value!r`` (``layout='file'``,
+    ``force=True``). :meth:`spelled` gives the sentence with each as another interface writes it.
+    """
+
+    def __init__(self, template: str, settings, **where):
+        self.template = template
+        self.settings = tuple((n, v) for n, v in settings)
+        super().__init__(self.spelled(), **where)
+
+    def spelled(self, spell=None) -> str:
+        """The message with each setting ``(name, value)`` written ``spell(name, value)``; a
+        setting ``spell`` maps to ``None`` (or every one, without ``spell``) is written
+        ``name=value!r``."""
+        said = [(spell(n, v) if spell is not None else None) or f"{n}={v!r}"
+                for n, v in self.settings]
+        return self.template.format(*said)
+
+    def __reduce__(self):
+        return (_rebuild_advice, (self.template, self.settings, self.message, self.path,
+                                  self.offset, self.source))
+
+
+def _rebuild_advice(template, settings, message, path, offset, source):
+    e = AdviceError(template, settings, path=path, offset=offset, source=source)
+    e.message = message
+    return e
+
+
 
 class EvaluationError(OneModelError):
     """A well-formed, valid model failed while being evaluated on the inputs given (Clause 11):
@@ -310,15 +347,19 @@ def _rebuild_internal(message, path, offset, source, kernel, node):
                          node=node)
 
 
-class UsageError(ValueError):
+class UsageError(OneModelError, ValueError):
     """An argument of the caller that cannot be taken (an input name the model does not have, a
-    shape of the wrong rank, a negative extent). The command line prints it as one line with exit
-    status 2; it is a ``ValueError`` for Python callers. ``str()`` is cut to
-    :data:`MESSAGE_LIMIT` characters as an error line is (:func:`clip`), and made
-    :func:`printable`."""
+    shape of the wrong rank, a negative extent, storage options for local files). A
+    :class:`OneModelError` (``except OneModelError`` catches it, as every other error of a
+    caller's input) and, as before, a ``ValueError``; not a reading kind. The command line prints
+    it as one line, ``Usage error: message``, with exit status 2. ``str()`` is the message alone
+    (no kind in front), cut to :data:`MESSAGE_LIMIT` characters as an error line is
+    (:func:`clip`), and made :func:`printable`."""
+
+    kind = "Usage"
 
     def __str__(self) -> str:
-        return printable(clip(super().__str__(), MESSAGE_LIMIT))
+        return printable(clip(str(self.message), MESSAGE_LIMIT))
 
 
 class OneModelWarning(UserWarning):

@@ -306,8 +306,10 @@ def verify(a, b=None, *, loose: bool = False, run: bool = False, seed: int = 0,
         UsageError: ``dims`` or ``shapes`` that do not fit ``a``'s inputs; ``b`` omitted
             without ``engines``; ``engines`` not two names.
     """
-    from .api import load
+    from .api import _load as load
+    from .storage import check_storage_options
 
+    check_storage_options(storage_options, a, b, (read_options or {}).get("base_dir"))
     if engines is not None:
         engines = tuple(engines)
         if len(engines) != 2:

@@ -245,21 +245,12 @@ def _check_size(name: str, shape: list, declared: list, dims: dict,
 
 
 def as_flags(error):
-    """``error`` (a OneModelError or UsageError of this module, or any other) as the command
-    line shows it: spelled with its flags only, without the note that names the Python
-    parameters they stand for (:data:`PYTHON_NOTE`). Returns the error to raise (``error``
-    itself, or a new UsageError)."""
-    note = (f"; {PYTHON_NOTE})", ")"), (f" ({PYTHON_NOTE})", "")
+    """``error`` (a OneModelError of this module, a UsageError included, or any other) as the
+    command line shows it: spelled with its flags only, without the note that names the Python
+    parameters they stand for (:data:`PYTHON_NOTE`). Returns ``error``, its message changed."""
     if isinstance(error, OneModelError):
-        for old, new in note:
+        for old, new in ((f"; {PYTHON_NOTE})", ")"), (f" ({PYTHON_NOTE})", "")):
             error.message = error.message.replace(old, new)
-        return error
-    if isinstance(error, UsageError) and error.args and isinstance(error.args[0], str):
-        text = error.args[0]
-        for old, new in note:
-            text = text.replace(old, new)
-        if text != error.args[0]:
-            return UsageError(text)
     return error
 
 

@@ -20,16 +20,17 @@ from .dims import Dim, Expr
 from .engine import Contradiction, Engine, Inference
 from .value import UNKNOWN, Value
 
-__all__ = ["infer", "infer_model", "annotate", "operator_names", "Inference", "Contradiction",
-           "Value", "Expr", "Dim", "UNKNOWN"]
+__all__ = ["infer", "infer_model", "annotate", "wide_extents", "operator_names", "Inference",
+           "Contradiction", "Value", "Expr", "Dim", "UNKNOWN"]
 
 
 def _model(model_or_path, storage_options=None):
+    from ..api import check_storage_options, load
     from ..ir import Model
 
     if isinstance(model_or_path, Model):
+        check_storage_options(storage_options, model_or_path)  # (ignored: refused)
         return model_or_path
-    from ..api import load
 
     return load(model_or_path, storage_options=storage_options)
 
@@ -123,6 +124,33 @@ def annotate(model, inference: Inference | None = None) -> int:
         g.value_info.extend(entries)
         added += len(entries)
     return added
+
+
+def wide_extents(model, inference: Inference) -> list[dict]:
+    """The node outputs of ``model`` whose inferred shape has an integer extent above 2^63 - 1,
+    which no ``dim_value`` (an int64, Clause 12.2) can record: ``[{"path", "node", "name",
+    "where", "axis", "extent"}]`` in graph and node order (``path``: the graph's IR path,
+    ``graph``, ``graph.nodes[2].attributes[0].g``; ``node``: the node's index in it; ``where``:
+    ``""``, or ``"element"`` for a sequence's or optional's element). :func:`annotate` writes
+    each such extent as unknown (:meth:`.Value.to_type`); ``check --full`` reports them
+    (``OM412``) and ``onemodel infer`` notes them."""
+    from ..ir.walk import iter_graphs
+
+    found: list = []
+    if model.graph is None:
+        return found
+    for gpath, g in iter_graphs(model.graph):
+        values = inference.graphs.get(gpath)
+        if not values:
+            continue
+        for i, node in enumerate(g.nodes):
+            for name in node.outputs:
+                v = values.get(name) if name else None
+                if v is None:
+                    continue
+                found += [{"path": gpath, "node": i, "name": name, "where": where,
+                           "axis": axis, "extent": d} for where, axis, d in v.wide_extents()]
+    return found
 
 
 def operator_names(keys) -> list[str]:

@@ -206,6 +206,11 @@ _TABLE = [
      "unknown, what depends on them is checked less)",
      "no inference rule for 1 operator (com.example Foo-1): their outputs' shapes are "
      "unknown, what depends on them is checked less"),
+    ("OM412", "warning", P1 + "Clauses 9.4, 12.2",
+     "--full: every extent shape inference gives a node output fits a dim_value (an int64): "
+     "one of 2^63 or more cannot be written, so onemodel infer writes it as unknown",
+     "output 'y' has extent 1208925819614629174706176 at axis 0, above 2^63 - 1: no "
+     "dim_value (an int64) holds it, so a written type gives it as unknown (onemodel infer)"),
 ]
 
 #: ``{code: Code}``, in code order.

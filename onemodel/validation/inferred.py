@@ -8,7 +8,9 @@ the operators cannot produce (another element type, another rank, an extent that
 equal), and what an operator requires of its inputs that they cannot satisfy (extents that must
 be equal, an axis out of range, a required rank). Operators without an inference rule are
 listed once, ``OM411`` (info): their outputs get the element types their definitions' type
-constraints give and an unknown shape, so what follows them is checked less.
+constraints give and an unknown shape, so what follows them is checked less. A node output
+with an extent of 2^63 or more, which no ``dim_value`` (an int64, Clause 12.2) records, is
+``OM412`` (warning): ``onemodel infer`` writes that extent as unknown.
 """
 
 from __future__ import annotations
@@ -50,12 +52,14 @@ def check_inferred(model, ctx: dict) -> list:
     elements (shapes, axes); no other tensor is. Raises InternalError for a rule's bug."""
     if not ctx.get("full") or model.graph is None:
         return []
-    from ..inference import infer_model, operator_names
+    from ..inference import infer_model, operator_names, wide_extents
 
     res = infer_model(model)
     fmt = ctx.get("fmt")
     found = [finding("OM410", c.message, path_in_file(model, c.path, fmt))
              for c in res.contradictions]
+    found += [finding("OM412", wide_message(w), path_in_file(
+        model, f"{w['path']}.nodes[{w['node']}]", fmt)) for w in wide_extents(model, res)]
     ops = operator_names(res.no_rule)
     if ops:
         found.append(finding("OM411", f"no inference rule for {len(ops)} operator"
@@ -65,4 +69,15 @@ def check_inferred(model, ctx: dict) -> list:
     return found
 
 
-__all__ = ["check_inferred", "path_in_file"]
+def wide_message(w: dict) -> str:
+    """The words of one entry of :func:`onemodel.inference.wide_extents` (``OM412``, and the
+    note of ``onemodel infer``)."""
+    from ..errors import quote
+
+    of = f"the element of output {quote(w['name'])}" if w["where"] else \
+        f"output {quote(w['name'])}"
+    return (f"{of} has extent {w['extent']} at axis {w['axis']}, above 2^63 - 1: no dim_value "
+            "(an int64) holds it, so a written type gives it as unknown (onemodel infer)")
+
+
+__all__ = ["check_inferred", "path_in_file", "wide_message"]

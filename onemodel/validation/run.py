@@ -69,7 +69,9 @@ def check_and_model(path_or_model, *, full: bool = False, strict: bool = False, 
     command line keeps it until the process ends, so that its records are not freed one by
     one before the process exits anyway."""
     from ..ir import Model
+    from ..storage import check_storage_options
 
+    check_storage_options(storage_options, path_or_model)
     select, ignore = _codes(select), _codes(ignore)
     _known(select, "select")
     _known(ignore, "ignore")
