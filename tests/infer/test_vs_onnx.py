@@ -2,13 +2,13 @@
 testdata/ and every node and model conformance case of the installed onnx, in every graph (the
 main graph and each subgraph: If branches, Loop and Scan bodies, SequenceMap bodies, the graph
 attributes of attention operators), wherever
-``onnx.shape_inference.infer_shapes(model, data_prop=True)`` gives a node output a type,
-onemodel's inferred Value of that graph (:attr:`Inference.graphs`, by the graph's path: names
-may repeat across subgraphs) does not contradict it (same kind and element type, same rank, the
-same extent where onnx has a number); and, model by model, every node output whose tensor type
-onnx knows fully (element type and every extent, numeric or symbolic) onemodel knows fully too,
-with an int wherever onnx has one. The totals of fully known node outputs per corpus part are
-held, onemodel's against onnx's.
+``onnx.shape_inference.infer_shapes(model, data_prop=True)`` gives a node output or a
+subgraph's input a type, onemodel's inferred Value of that graph (:attr:`Inference.graphs`, by
+the graph's path: names may repeat across subgraphs) does not contradict it (same kind and
+element type, same rank, the same extent where onnx has a number); and, model by model, every
+such value whose tensor type onnx knows fully (element type and every extent, numeric or
+symbolic) onemodel knows fully too, with an int wherever onnx has one. The totals of fully
+known node outputs per corpus part are held, onemodel's against onnx's.
 
 A ``dim_param`` that onnx makes up (``unk__3``, not in the model it was given) names an extent
 onnx does not know and is not counted as known. A node to one of whose outputs onnx gives a
@@ -146,6 +146,13 @@ def compare(path) -> tuple[list, list, int, int]:
     for gpath, g in onnx_graphs(got):
         types = {vi.name: vi.type for vi in list(g.value_info) + list(g.output)}
         values = graphs.get(gpath, {})
+        for vi in g.input if gpath != "graph" else ():  # a subgraph's inputs: what the node
+            v = values.get(vi.name)                      # gives them (not counted)
+            d = _disagreement(vi.type, v)
+            if d:
+                bad.append(f"{gpath} input {vi.name}: {d}")
+            if _onnx_full(vi.type, own) and _less_known(vi.type, v):
+                less.append(f"{gpath} input {vi.name}: onemodel {v}")
         for node in g.node:
             names = [o for o in node.output if o]
             if any(n in types and _negative(types[n]) for n in names):
