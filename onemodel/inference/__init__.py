@@ -48,7 +48,10 @@ def infer_model(model, *, fresh_inputs: bool = False, positive_dims: bool = True
     allows an extent of 0, and an input empty along such an axis may have other shapes than
     the inferred ones); ``False`` takes every variable to be only at least 0. A model read
     from a path is closed before this returns (the elements of initializers no rule read are
-    then unknown)."""
+    then unknown). A Model closed before the call is inferred without the elements of its
+    tensors (initializers, Constant and ConstantOfShape values): what those elements would
+    tell (shapes given as data, axes, indices) is unknown, so infer a model while it is
+    open."""
     m = _model(model)
     try:
         return Engine(m, fresh_inputs=fresh_inputs, positive_dims=positive_dims).run()

@@ -17,7 +17,7 @@ cannot be equal) is a contradiction, reported with its path (Clause 9.4).
 
 from __future__ import annotations
 
-from ..errors import InternalError
+from ..errors import InternalError, IoError
 from ..ir.dtypes import DataType
 from ..ir.entries import normalize_domain
 from ..ir.walk import check_nesting
@@ -439,6 +439,9 @@ class Engine:
             args = ins
         try:
             got = fn(ctx, *args)
+        except IoError:  # bytes a rule reads are not at hand (a closed model, an unreadable
+            got = None   # external file): what the type constraints give (Clause 9.4)
+            memo_key = None
         except Exception as e:  # a rule's bug: name the node and the rule
             raise InternalError(f"inference rule {fn.__module__}.{fn.__name__} failed on "
                                 f"{node.op_type} at {npath}: {type(e).__name__}: {e}") from e
