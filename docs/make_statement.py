@@ -301,7 +301,7 @@ def _classes_item(onnx_version: str) -> str:
         "shape inference (Clause 9): each contradiction between what the model declares and "
         "what its operators entail is OM410, operators without an inference rule are listed "
         "(OM411, info), a node left less known at a limit of inference (MAX_EXPR_SIZE, "
-        "MAX_FUNCTION_SIGNATURES) is OM412 (info). Loading checks as it reads and stops at the "
+        "MAX_FUNCTION_SIGNATURES) is OM413 (info). Loading checks as it reads and stops at the "
         "first problem: the wire encoding (Clause 12), tensor contents and sparse tensors "
         "(Annex B.2.18); the OneModel reader applies the structural checks of Clause 10.2.")
 

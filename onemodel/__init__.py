@@ -15,12 +15,18 @@ memory-mapped files.
 
 from .api import ConvertResult, convert, load, save, to_bytes
 from .errors import (
+    AdviceError,
+    EvaluationError,
+    InputError,
+    InternalError,
     InvalidModelError,
     IoError,
     MalformedError,
     OneModelError,
+    OneModelWarning,
     OptionError,
     UnsupportedError,
+    UsageError,
 )
 from .ir import (
     Attribute,
@@ -59,6 +65,8 @@ __all__ = [
     "digest", "ModelDigest",
     "compare_models", "ConvertResult", "VerifyReport", "Difference", "OneModelError",
     "MalformedError", "InvalidModelError", "UnsupportedError", "OptionError", "IoError",
+    "AdviceError", "UsageError", "InputError", "EvaluationError", "InternalError",
+    "OneModelWarning",
     "Model", "Graph", "Node", "Attribute",
     "Tensor", "SparseTensor", "Type", "ValueInfo", "Function", "DataType", "__version__",
 ]

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from . import formats
 from .errors import OneModelError, OptionError, UnsupportedError, UsageError
 from .ir import Model
-from .storage import BytesSink, open_sink, open_source
+from .ir.walk import check_nesting
+from .storage import BytesSink, check_storage_options, open_sink, open_source
 from .storage.memory import FileObjectSink, file_object_source, is_file_object
 from .storage.place import name_of_url
 
@@ -86,8 +87,20 @@ def load(target, *, format: str | None = None, storage_options: dict | None = No
     Raises:
         OneModelError of kind Malformed, InvalidModel, Unsupported or Io; TypeError for a text
         file object or a target of another type; UsageError for an empty path (``""``: it
-        names no file).
+        names no file) or for ``storage_options`` when every file to open is local (they
+        would be ignored: :func:`onemodel.storage.check_storage_options`).
     """
+    _not_empty(target)
+    check_storage_options(storage_options, target, options.get("base_dir"))
+    return _load(target, format=format, storage_options=storage_options, progress=progress,
+                 allow_outside=allow_outside, **options)
+
+
+def _load(target, *, format: str | None = None, storage_options: dict | None = None,
+          progress=None, allow_outside: bool = False, **options) -> Model:
+    """:func:`load` without the check of ``storage_options`` against ``target``: for an
+    operation that opens several files (``convert``, ``verify``) and checks them once against
+    all of them."""
     _not_empty(target)
     if is_file_object(target, "read"):
         target = file_object_source(target)
@@ -154,9 +167,13 @@ def save(model: Model, target, format: str | None = None, *,
         tensors in data files (``keep`` of a model read with external data, ``file``,
         ``per_tensor``) raises UnsupportedError there unless ``base_dir`` names their
         directory; ``layout="inline"`` writes everything into the one stream (the message says
-        ``save(..., layout="inline")``). UsageError for an empty path (``""``).
+        ``save(..., layout="inline")``). UsageError for an empty path (``""``), or for
+        ``storage_options`` when ``target`` (and ``base_dir``) is local.
+        UnsupportedError for graphs nested deeper than ``limits.MAX_MODEL_NESTING``
+        (:func:`onemodel.ir.walk.check_nesting`), before anything is written.
     """
     _not_empty(target)
+    check_storage_options(storage_options, target, options.get("base_dir"))
     plugin = _plugin_for_target(target, format)
     options = _plugin_options(plugin.write, 2, options, f"{plugin.name} output",
                               storage_options=storage_options)
@@ -216,6 +233,7 @@ def to_bytes(model: Model, format: str | None = None, **options) -> bytes:
 def _write(plugin, model: Model, target, options: dict, storage_options, progress):
     """``plugin.write`` to a sink opened for ``target``, committed on success, aborted on any
     error (``options`` already checked by :func:`_plugin_options`)."""
+    check_nesting(model)  # every writer recurses into subgraphs: refused before a byte is written
     if is_file_object(target, "write"):
         target = FileObjectSink(target)
     sink = open_sink(target, storage_options=storage_options, progress=progress)
@@ -226,6 +244,27 @@ def _write(plugin, model: Model, target, options: dict, storage_options, progres
         raise
     sink.commit()
     return result
+
+
+def refuse_overwriting(model: Model, outputs, *, in_place: bool = True,
+                       extra_inputs=()) -> None:
+    """Raise UsageError when one of ``outputs`` (``(what, target)`` pairs) is a file ``model``
+    was read from (:func:`onemodel.formats.inputs.input_files`) or one of ``extra_inputs``
+    (pairs alike): writing it would destroy an input. ``in_place``: the first output (the
+    model written) may be the model file itself (it is written to a temporary file renamed
+    over the old one; ``convert m.onnx m.onnx``)."""
+    from .formats.inputs import input_files
+    from .storage.place import refuse_inputs_as_outputs, same_file
+
+    inputs = input_files(model) + list(extra_inputs)
+    outputs = list(outputs)
+    if in_place and outputs:
+        own = [f for f in inputs if getattr(f, "model", False)]
+        if own and same_file(outputs[0][1], own[0].target):
+            refuse_inputs_as_outputs(outputs[1:], inputs)
+            refuse_inputs_as_outputs(outputs[:1], [f for f in inputs if f not in own])
+            return
+    refuse_inputs_as_outputs(outputs, inputs)
 
 
 def _plugin_options(func, positional: int, options: dict, what: str, **given) -> dict:
@@ -257,6 +296,10 @@ class ConvertResult:
     tensors: int = 0
     tensor_bytes: int = 0
     omitted: list[str] = field(default_factory=list)
+    #: safetensors output: the padding entries written (``__pad0__``, ...: keys that keep each
+    #: tensor at a multiple of ``align``; a reader that lists every key sees them; none with
+    #: ``align=1``).
+    padding: list[str] = field(default_factory=list)
 
 
 def convert(src, dst, *, to: str | None = None, source_format: str | None = None,
@@ -286,12 +329,18 @@ def convert(src, dst, *, to: str | None = None, source_format: str | None = None
 
     Returns a :class:`ConvertResult`; raises OneModelError (InvalidModelError for a model that
     breaks the graph rules, with nothing written at ``dst``), UsageError for an empty ``src`` or
-    ``dst`` path.
+    ``dst`` path, for ``storage_options`` when every file it opens is local, and for a ``dst``
+    that is one of the files the model was read from other than the model file itself (a data
+    file, a shard, the shard index, the weights file of ``into``: :func:`refuse_overwriting`),
+    before anything is written. ``dst`` may be ``src`` itself: the
+    model is converted in place (written to a temporary file renamed over it).
     """
     from .ir import graph_rules, iter_tensors
 
     _not_empty(src)
     _not_empty(dst)
+    check_storage_options(storage_options, src, dst, into, (read_options or {}).get("base_dir"),
+                          write_options.get("base_dir"))
     if into is not None:
         return apply_weights(src, into, dst, to=to, storage_options=storage_options,
                              read_options=read_options, progress=progress, **write_options)
@@ -305,9 +354,10 @@ def convert(src, dst, *, to: str | None = None, source_format: str | None = None
     out_plugin = _plugin_for_target(dst, to)
     options = _plugin_options(out_plugin.write, 2, write_options, f"{out_plugin.name} output",
                               storage_options=storage_options)
-    model = load(src, format=source_format, storage_options=storage_options,
-                 **(read_options or {}))
+    model = _load(src, format=source_format, storage_options=storage_options,
+                  **(read_options or {}))
     with model:
+        refuse_overwriting(model, [("the destination", dst)])
         graph_rules.check_model(model)
         tensors = [t for _, t in iter_tensors(model)]
         total = sum(t.nbytes for t in tensors)
@@ -331,30 +381,33 @@ def extract_weights(src, dst, *, source_format: str | None = None,
     :mod:`onemodel.formats.safetensors.weights`). ``safetensors.safe_open(dst, "np")`` reads it.
 
     Returns a :class:`ConvertResult` (target format ``safetensors``, the tensors written and
-    their bytes). Raises the errors of :func:`load`, UnsupportedError for a bad ``align``;
-    nothing is left at ``dst`` on error.
+    their bytes, the padding entries' keys in ``padding``). Raises the errors of :func:`load`,
+    UnsupportedError for a bad ``align``; nothing is left at ``dst`` on error.
     """
     from .content_digest import model_digest
     from .formats.safetensors.layout import DEFAULT_ALIGN
     from .formats.safetensors.weights import initializers, write_weights
 
-    model = load(src, format=source_format, storage_options=storage_options,
-                 **(read_options or {}))
+    check_storage_options(storage_options, src, dst, (read_options or {}).get("base_dir"))
+    model = _load(src, format=source_format, storage_options=storage_options,
+                  **(read_options or {}))
     with model:
+        refuse_overwriting(model, [("the destination", dst)], in_place=False)
         inits = initializers(model)
         total = sum(t.nbytes for _, t in inits)
         if progress is not None and hasattr(progress, "set_total"):
             progress.set_total(total)
         meta = {"onemodel.digest": model_digest(model).hex}
         sink = open_sink(dst, storage_options=storage_options, progress=progress)
+        padding: list = []
         try:
             n = write_weights(model, sink, align=DEFAULT_ALIGN if align is None else align,
-                              metadata=meta)
+                              metadata=meta, padding=padding)
         except BaseException:
             sink.abort()
             raise
         sink.commit()
-        return ConvertResult(model.format or "?", "safetensors", n, total)
+        return ConvertResult(model.format or "?", "safetensors", n, total, padding=padding)
 
 
 def apply_weights(weights, model_path, dst, *, to: str | None = None,
@@ -375,11 +428,15 @@ def apply_weights(weights, model_path, dst, *, to: str | None = None,
     from .ir import graph_rules
 
     _not_empty(weights)
+    check_storage_options(storage_options, weights, model_path, dst,
+                          (read_options or {}).get("base_dir"), write_options.get("base_dir"))
     out_plugin = _plugin_for_target(dst, to)
     options = _plugin_options(out_plugin.write, 2, write_options, f"{out_plugin.name} output",
                               storage_options=storage_options)
-    model = load(model_path, storage_options=storage_options, **(read_options or {}))
+    model = _load(model_path, storage_options=storage_options, **(read_options or {}))
     with model:
+        refuse_overwriting(model, [("the destination", dst)],
+                           extra_inputs=[("the safetensors file of the weights", weights)])
         source = open_source(weights, storage_options=storage_options)
         try:
             replaced = apply(model, source, name=source.name)

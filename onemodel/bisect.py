@@ -15,22 +15,32 @@ the same way, so that a fault that spreads is told from a second one.
 The two models may differ in structure (a changed weight, a node added): values are matched
 by name, and names A's nodes produce that B has not are listed as unmatched, never compared.
 
-Intermediate values: onemodel's evaluator gives every value by name
-(:meth:`onemodel.evaluate.Session.run` with ``outputs``). onnxruntime gives only graph outputs,
-so a temporary copy of the model gets every main-graph node output as a graph output, typed by
-its ``value_info`` or by onemodel's inference (Clause 9; onnxruntime needs the element type of
-an output); a value neither types is skipped and listed with the reason.
+Intermediate values: onemodel's evaluator gives every value by name as it is produced
+(:meth:`onemodel.evaluate.Session.observe`). onnxruntime gives only graph outputs, so a
+temporary copy of the model gets every main-graph node output as a graph output, typed by its
+``value_info`` or by onemodel's inference (Clause 9; onnxruntime needs the element type of an
+output); a value neither types is skipped and listed with the reason.
+
+Memory: only A's values are kept (to compare B's with, and to feed a node re-run alone), at most
+:data:`~onemodel.limits.MAX_BISECT_MEMORY` bytes of them in memory; the rest are written to a
+temporary directory, mapped back when read and removed when :func:`bisect` returns. B's values
+are compared with A's as B's run produces them and then dropped: a run of the onemodel engine
+holds only what the evaluator holds anyway. (onnxruntime returns all of a run's values at once:
+with it, that run's values are in memory together until they are kept or compared.)
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import EvaluationError, InvalidModelError, OneModelError, UnsupportedError
+from .errors import EvaluationError, InputError, InvalidModelError, OneModelError, UnsupportedError
 from .ir import Graph, Model, Node, ValueInfo
 from .ir.types import Type
 from .lazy import np
+from .limits import MAX_BISECT_MEMORY
 
 #: Engines :func:`bisect` can run each side with (as :data:`onemodel.verify.ENGINES`).
 ENGINES = ("onemodel", "onnxruntime")
@@ -144,6 +154,74 @@ def intermediate_values(model: Model, inputs: dict, engine: str = "onemodel"
     if engine == "onnxruntime":
         copy, _, skipped = exposed_copy(model)
         return _run(copy, inputs, engine), skipped
+    raise UnsupportedError(f"unknown engine {engine!r}; use {' or '.join(ENGINES)}")
+
+
+class KeptValues:
+    """Values by name within a memory bound: tensors are held in memory while their bytes add
+    up to at most ``budget``; past it each is written to a file of ``directory`` and read back
+    as a read-only array mapping that file (the page cache, not the process, holds it).
+    Sequences, maps, strings and empty optionals are held as they are. A read-only mapping
+    (``in``, ``[name]``, ``get``) of what :meth:`put` was given."""
+
+    def __init__(self, budget: int, directory: str):
+        self.budget = budget
+        self.directory = directory
+        self.held = 0  # bytes of the tensors held in memory
+        self.spilled = 0  # bytes written to files
+        self._memory: dict[str, Any] = {}
+        self._files: dict[str, tuple] = {}
+        self._written = 0  # files written (each its own, never reused)
+
+    def put(self, name: str, value) -> None:
+        """Keep ``value`` as ``name``'s (a later value of the same name replaces it)."""
+        old = self._memory.pop(name, None)
+        if isinstance(old, np.ndarray):
+            self.held -= old.nbytes
+        self._files.pop(name, None)
+        if (not isinstance(value, np.ndarray) or value.dtype.hasobject or value.size == 0
+                or self.held + value.nbytes <= self.budget):
+            self._memory[name] = value
+            self.held += value.nbytes if isinstance(value, np.ndarray) else 0
+            return
+        path = os.path.join(self.directory, f"{self._written}.bin")
+        self._written += 1
+        np.ascontiguousarray(value).reshape(-1).view(np.uint8).tofile(path)
+        self._files[name] = (path, value.dtype, value.shape)
+        self.spilled += value.nbytes
+
+    def __contains__(self, name) -> bool:
+        return name in self._memory or name in self._files
+
+    def __getitem__(self, name: str):
+        try:
+            return self._memory[name]
+        except KeyError:
+            pass
+        path, dtype, shape = self._files[name]
+        return np.asarray(np.memmap(path, dtype=np.uint8, mode="r")).view(dtype).reshape(shape)
+
+    def get(self, name: str, default=None):
+        return self[name] if name in self else default
+
+
+def _observe(model: Model, inputs: dict, engine: str, observer) -> dict[str, str]:
+    """Give ``observer(name, value)`` every value of ``model``'s main graph ``engine`` computes
+    on ``inputs`` (the inputs first, then each node output); returns ``{name: reason}`` of the
+    node outputs the engine could not expose. Errors as :func:`intermediate_values`."""
+    for name, value in inputs.items():
+        observer(name, value)
+    if engine == "onemodel":
+        from .evaluate import Session
+        Session(model).observe(inputs, observer)
+        return {}
+    if engine == "onnxruntime":
+        from .verify import _run
+        copy, _, skipped = exposed_copy(model)
+        values = _run(copy, inputs, engine)
+        while values:  # (each dropped once seen)
+            observer(*values.popitem())
+        return skipped
     raise UnsupportedError(f"unknown engine {engine!r}; use {' or '.join(ENGINES)}")
 
 
@@ -386,7 +464,8 @@ def _verdict_line(n: NodeReport) -> str:
 # ---------------------------------------------------------------------------------------------
 
 def bisect(a: Model, b: Model, inputs: dict, *, engines: tuple[str, str] = ("onemodel", "onemodel"),
-           tolerances=None, max_later: int | None = 8) -> BisectReport:
+           tolerances=None, max_later: int | None = 8,
+           memory: int = MAX_BISECT_MEMORY) -> BisectReport:
     """The first node of ``a`` whose outputs differ from ``b``'s values of the same names.
 
     Args:
@@ -396,6 +475,8 @@ def bisect(a: Model, b: Model, inputs: dict, *, engines: tuple[str, str] = ("one
         tolerances: a :class:`onemodel.compare.Tolerances` (default: :func:`default_tolerances`,
             bit for bit on one engine, Clause 11.5's defaults across two).
         max_later: how many differing nodes after the first to re-run alone (None: all).
+        memory: bytes of A's values kept in memory; the rest go to a temporary directory,
+            removed before this returns (see the module's docstring).
     Returns:
         a :class:`BisectReport`.
     Raises:
@@ -411,16 +492,33 @@ def bisect(a: Model, b: Model, inputs: dict, *, engines: tuple[str, str] = ("one
             raise UnsupportedError(f"unknown engine {e!r}; use {' or '.join(ENGINES)}")
     tol = default_tolerances(engines) if tolerances is None else tolerances
     order = topological_order(a)
-    va, skipped = intermediate_values(a, inputs, ea)
-    try:
-        vb, skipped_b = intermediate_values(b, inputs, eb)
-    except (EvaluationError, InvalidModelError) as e:  # (B's inputs are not A's: another
-        # name, an extent its graph does not declare; or B fails on them)
-        who = (f"engine {eb} cannot run the model on the inputs engine {ea} ran" if a is b
-               else "the second model cannot run on the first one's inputs")
-        raise EvaluationError(f"{who}: {e.message}", path=e.path) from None
-    va = {**inputs, **va}
-    vb = {**inputs, **vb}
+    with tempfile.TemporaryDirectory(prefix="onemodel-bisect-") as directory:
+        va = KeptValues(memory, directory)
+        skipped = _observe(a, inputs, ea, va.put)
+        compared: dict[str, Any] = {}  # name -> comparison of A's value with B's
+        vb: set[str] = set()  # the names B's run gave a value
+
+        def against_a(name: str, value) -> None:
+            vb.add(name)
+            if name in va:
+                compared[name] = compare_values(name, va[name], value, tol)
+
+        try:
+            skipped_b = _observe(b, inputs, eb, against_a)
+        except (EvaluationError, InputError, InvalidModelError) as e:  # (B's inputs are not
+            # A's: another name, an extent its graph does not declare; or B fails on them)
+            who = (f"engine {eb} cannot run the model on the inputs engine {ea} ran"
+                   if a is b else "the second model cannot run on the first one's inputs")
+            raise EvaluationError(f"{who}: {e.message}", path=e.path) from None
+        return _report(a, b, order, va, vb, compared, skipped, skipped_b, (ea, eb), tol,
+                       max_later)
+
+
+def _report(a: Model, b: Model, order: list, va: KeptValues, vb: set, compared: dict,
+            skipped: dict, skipped_b: dict, engines: tuple, tol, max_later) -> BisectReport:
+    """The report of :func:`bisect` from A's kept values ``va``, the names B gave values
+    ``vb`` and the comparisons made as B ran (``compared``)."""
+    ea, eb = engines
     skipped = dict(skipped)
     for k, v in skipped_b.items():
         skipped.setdefault(k, v)
@@ -445,7 +543,7 @@ def bisect(a: Model, b: Model, inputs: dict, *, engines: tuple[str, str] = ("one
                     report.unmatched.append(name)
                 outs.append((name, None))
                 continue
-            c = compare_values(name, va[name], vb[name], tol)
+            c = compared[name]
             outs.append((name, c))
             differs |= not c.within
         if not any(c is not None for _, c in outs):
@@ -468,7 +566,7 @@ def bisect(a: Model, b: Model, inputs: dict, *, engines: tuple[str, str] = ("one
             elif name not in va or name not in vb:
                 nr.inputs.append((name, None))
             else:
-                nr.inputs.append((name, compare_values(name, va[name], vb[name], tol)))
+                nr.inputs.append((name, compared[name]))
         _rerun(nr, a, b, b_nodes, va, eb, tol)
         if report.first is None:
             report.first = nr
@@ -477,7 +575,7 @@ def bisect(a: Model, b: Model, inputs: dict, *, engines: tuple[str, str] = ("one
     return report
 
 
-def _rerun(nr: NodeReport, a: Model, b: Model, b_nodes: dict, va: dict, engine: str,
+def _rerun(nr: NodeReport, a: Model, b: Model, b_nodes: dict, va, engine: str,
            tol) -> None:
     """Run B's node producing ``nr``'s first output alone in ``engine`` on A's values; set the
     verdict."""

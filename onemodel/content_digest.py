@@ -40,7 +40,7 @@ from functools import partial
 from .errors import InvalidModelError
 from .ir import Model, Tensor
 from .ir.dtypes import INFO, DataType
-from .ir.walk import iter_tensors
+from .ir.walk import check_nesting, iter_tensors
 
 VERSION = 1
 TENSOR_PREFIX = b"onemodel-content-digest/v1 tensor\n"
@@ -159,9 +159,11 @@ def model_digest(model: Model, *, workers: int | None = None, check: bool = True
     lie). ``workers``: threads hashing tensors of :data:`PARALLEL_BYTES` or more (default: the
     CPUs, at most 8). ``check``: as for :func:`tensor_digest` (False: bytes that do not match
     a digest recorded for them are hashed as they are, for ``check --full`` to compare). Raises
-    what :func:`tensor_digest` raises."""
+    what :func:`tensor_digest` raises; UnsupportedError for graphs nested deeper than
+    ``limits.MAX_MODEL_NESTING`` (:func:`onemodel.ir.walk.check_nesting`)."""
     from .formats.onnx.wire_encode import encode
 
+    check_nesting(model)  # the encoding below recurses into subgraphs
     pairs = list(iter_tensors(model))
     digests: dict[int, bytes] = {}
     big = [t for _, t in pairs if _stored_bytes(t) >= PARALLEL_BYTES]
@@ -197,9 +199,12 @@ def digest(model_or_path, *, storage_options: dict | None = None, workers: int |
     """The content digest of a model or of the model at a path or URL (ONNX in any layout,
     OneModel, ``.zst``; read with :func:`onemodel.load`, tensors streamed, never all in
     memory). Raises the errors of :func:`onemodel.load` and :func:`model_digest`."""
+    from .api import load
+    from .storage import check_storage_options
+
+    check_storage_options(storage_options, model_or_path, load_options.get("base_dir"))
     if isinstance(model_or_path, Model):
         return model_digest(model_or_path, workers=workers)
-    from .api import load
 
     m = load(model_or_path, storage_options=storage_options, **load_options)
     try:

@@ -18,9 +18,11 @@ Io             the file could not be read or written
 An option that a format's reader or writer does not take is an :class:`OptionError`, of kind
 Unsupported, which keeps the option names apart so that the command line can name its flags.
 
-Two more errors are not reading kinds: :class:`EvaluationError`, a OneModelError (a valid model
-failed while it was evaluated on the inputs given, for example a Reshape that cannot hold for
-those extents), and :class:`UsageError`, a ``ValueError`` and not a OneModelError (a caller's
+Three more errors are not reading kinds: :class:`EvaluationError`, a OneModelError (a valid
+model failed while it was evaluated on the inputs given, for example a Reshape that cannot hold
+for those extents), :class:`InputError`, a OneModelError and a ``ValueError`` (the inputs given
+do not fit the graph: an unknown name, a wrong element type, rank or extent), and
+:class:`UsageError`, a ``ValueError`` and not a OneModelError (a caller's
 argument that cannot be taken: an unknown input name, a value out of range).
 :class:`InternalError`, a OneModelError too, is neither: a bug (a kernel raising an exception
 that is not one of these). Warnings that a caller should see (a model that is read but deviates
@@ -37,7 +39,9 @@ That line stays readable whatever the file holds: a message quotes a name, a loc
 from the file with :func:`quote`, which keeps the first and last hundred characters of a longer
 value and gives its full length (``'aaaa…aaaa' (100000 characters)``); and ``str(error)`` cuts the
 message to :data:`MESSAGE_LIMIT` characters and the path and the source to :data:`PART_LIMIT`
-each, the same way, so that no error line exceeds about 4 KB whatever the call site.
+each, the same way, so that no error line exceeds about 4 KB whatever the call site, and
+writes every character that is not printable as ``repr`` does (:func:`printable`: an escape
+code or newline in a name the message did not quote cannot reach the terminal).
 """
 
 from __future__ import annotations
@@ -77,6 +81,19 @@ def clip(text: str, limit: int) -> str:
         text = _masked(text)
     half = max(limit // 2, 1)
     return f"{text[:half]}…{text[-half:]} ({n} characters)"
+
+
+def printable(text: str) -> str:
+    """``text`` fit for a terminal, a log or a report: itself when every character is printable,
+    else each character that is not (escape codes, carriage returns, newlines, tabs, bidi
+    overrides: what ``str.isprintable`` refuses) written as ``repr`` writes it (``\\x1b``,
+    ``\\r``, ``\\n``, ``\\u202e``), the others as they are. Every string from a model (a
+    name, op_type, domain, producer, dim_param, message built from them) goes through it, or
+    through :func:`quote`, which escapes the same way, before it is printed: a model cannot move
+    the cursor, erase a line or write a line of its own."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _body(text: str) -> str:
@@ -140,7 +157,7 @@ class OneModelError(Exception):
             text += f" at offset {self.offset:#x}"
         if self.source:
             text += f" in {clip(str(self.source), PART_LIMIT)}"
-        return text
+        return printable(text)
 
     def __reduce__(self):
         return (_rebuild, (type(self), self.message, self.path, self.offset, self.source))
@@ -231,6 +248,43 @@ def _rebuild_option(options, accepted, target, message, path, offset, source):
     return e
 
 
+class AdviceError(UnsupportedError):
+    """An UnsupportedError whose message advises option settings (``force=True``), kept apart
+    from the sentence so that a caller can write them as its user types them (``--force``), as
+    :class:`OptionError` does for the names it refuses.
+
+    Attributes:
+        template: the sentence, ``{0}``, ``{1}``, ... where each setting goes.
+        settings: ``(name, value)`` pairs, Python keyword names (``("force", True)``).
+
+    ``message`` writes each setting as Python does: ``name=value!r`` (``layout='file'``,
+    ``force=True``). :meth:`spelled` gives the sentence with each as another interface writes it.
+    """
+
+    def __init__(self, template: str, settings, **where):
+        self.template = template
+        self.settings = tuple((n, v) for n, v in settings)
+        super().__init__(self.spelled(), **where)
+
+    def spelled(self, spell=None) -> str:
+        """The message with each setting ``(name, value)`` written ``spell(name, value)``; a
+        setting ``spell`` maps to ``None`` (or every one, without ``spell``) is written
+        ``name=value!r``."""
+        said = [(spell(n, v) if spell is not None else None) or f"{n}={v!r}"
+                for n, v in self.settings]
+        return self.template.format(*said)
+
+    def __reduce__(self):
+        return (_rebuild_advice, (self.template, self.settings, self.message, self.path,
+                                  self.offset, self.source))
+
+
+def _rebuild_advice(template, settings, message, path, offset, source):
+    e = AdviceError(template, settings, path=path, offset=offset, source=source)
+    e.message = message
+    return e
+
+
 
 class EvaluationError(OneModelError):
     """A well-formed, valid model failed while being evaluated on the inputs given (Clause 11):
@@ -239,6 +293,19 @@ class EvaluationError(OneModelError):
     condition does not hold)."""
 
     kind = "EvaluationError"
+
+
+class InputError(OneModelError, ValueError):
+    """The inputs a caller gave do not fit the graph (Clauses 6.5, 7.2): an input name the
+    graph does not have, a value for a constant, an input left without a value, a value of the
+    wrong element type or rank, an extent other than the fixed one declared, two extents for
+    one dimension variable, or an extent the operators exclude. The model is not at fault: not
+    a reading kind (and not an InvalidModelError); a ``ValueError`` too, as a caller's argument
+    that cannot be taken is. The command line prints its one line (``InputError: input 'x' has
+    rank 3; the graph declares 2 [1,4] [graph.inputs[0]] in m.onnx``) and exits with status
+    2."""
+
+    kind = "InputError"
 
 
 class InternalError(OneModelError):
@@ -280,21 +347,26 @@ def _rebuild_internal(message, path, offset, source, kernel, node):
                          node=node)
 
 
-class UsageError(ValueError):
+class UsageError(OneModelError, ValueError):
     """An argument of the caller that cannot be taken (an input name the model does not have, a
-    shape of the wrong rank, a negative extent). The command line prints it as one line with exit
-    status 2; it is a ``ValueError`` for Python callers. ``str()`` is cut to
-    :data:`MESSAGE_LIMIT` characters as an error line is (:func:`clip`)."""
+    shape of the wrong rank, a negative extent, storage options for local files). A
+    :class:`OneModelError` (``except OneModelError`` catches it, as every other error of a
+    caller's input) and, as before, a ``ValueError``; not a reading kind. The command line prints
+    it as one line, ``Usage error: message``, with exit status 2. ``str()`` is the message alone
+    (no kind in front), cut to :data:`MESSAGE_LIMIT` characters as an error line is
+    (:func:`clip`), and made :func:`printable`."""
+
+    kind = "Usage"
 
     def __str__(self) -> str:
-        return clip(super().__str__(), MESSAGE_LIMIT)
+        return printable(clip(str(self.message), MESSAGE_LIMIT))
 
 
 class OneModelWarning(UserWarning):
     """Something a reader or the evaluator tolerates but the user should know (for example a
     declared dimension of -1, which Clause 6.5 does not allow, read as unknown). The command line
     prints each as one ``warning:`` line on stderr; ``str()`` is cut to :data:`MESSAGE_LIMIT`
-    characters as an error line is (:func:`clip`)."""
+    characters as an error line is (:func:`clip`), and made :func:`printable`."""
 
     def __str__(self) -> str:
-        return clip(super().__str__(), MESSAGE_LIMIT)
+        return printable(clip(super().__str__(), MESSAGE_LIMIT))

@@ -75,7 +75,7 @@ MAX_EXPANDED_NODES = 1 << 15
 #: Largest symbolic extent shape inference keeps, in atoms: each variable of each monomial one,
 #: each floor, ceil or mod one plus its operands' atoms (so it bounds the terms and the degree
 #: of an expression, ONNX Part 1, Clauses 9.3, 15.4). A product whose expansion would hold more
-#: terms, and any larger result, is an unknown extent (``check --full`` reports it, OM412).
+#: terms, and any larger result, is an unknown extent (``check --full`` reports it, OM413).
 MAX_EXPR_SIZE = 64
 
 #: Most atoms (as MAX_EXPR_SIZE counts them) of all the symbolic elements of one small integer
@@ -84,14 +84,20 @@ MAX_EXPR_SIZE = 64
 MAX_DATA_EXPR_SIZE = 4096
 
 #: Largest magnitude of an integer in a symbolic extent (a coefficient, the constant) or of an
-#: int extent shape inference computes: the largest int64. A larger one is an unknown extent.
-MAX_EXPR_INTEGER = (1 << 63) - 1
+#: int extent shape inference computes: 256 bits. A larger one is an unknown extent. (Extents
+#: from 2^63 up to it are kept exactly, though no dim_value records them: OM412.)
+MAX_EXPR_INTEGER = (1 << 256) - 1
 
 #: Distinct input types (and attribute values) a model-local function is inferred for, through
-#: its body; the outputs of a call with others are unknown (``check --full`` reports it, OM412).
+#: its body; the outputs of a call with others are unknown (``check --full`` reports it, OM413).
 #: With each function inferred once per distinct input types, inference takes time linear in
 #: the model's size (Clauses 8.4, 9, 15.4).
 MAX_FUNCTION_SIGNATURES = 64
+
+
+#: Bytes of the first model's intermediate values ``verify --bisect`` keeps in memory; the rest
+#: are written to a temporary directory (removed when it ends) and mapped back when compared.
+MAX_BISECT_MEMORY = 256 * MiB
 
 
 #: What each limit bounds and how a model past it is refused, in the order of the resource
@@ -110,7 +116,8 @@ DESCRIPTIONS: dict[str, tuple[str, str, str]] = {
                        "Unsupported"),
     "MAX_MODEL_NESTING": ("graphs and types open at once in a OneModel manifest; graphs nested "
                           "in one another where the graph rules apply (convert, evaluation; "
-                          "`check` reports OM119)", "count", "Unsupported"),
+                          "`check` reports OM119), and in a model built in Python before it is "
+                          "saved, digested or inferred", "count", "Unsupported"),
     "MAX_CONTAINER_TENSOR_BYTES": ("one tensor in a OneModel file", "bytes", "Unsupported"),
     "MAX_HEADER_U64": ("every u64 field of the OneModel header", "count", "Malformed"),
     "MAX_DECOMPRESSED_BYTES": ("output of a `.zst` file (declared or counted while "
@@ -130,15 +137,20 @@ DESCRIPTIONS: dict[str, tuple[str, str, str]] = {
                            "Unsupported"),
     "MAX_EXPR_SIZE": ("atoms of one symbolic extent in shape inference (variables of each "
                       "monomial, floor/ceil/mod with their operands: its terms and degree); "
-                      "past it the extent is unknown (`check --full` OM412)", "count", "-"),
+                      "past it the extent is unknown (`check --full` OM413)", "count", "-"),
     "MAX_DATA_EXPR_SIZE": ("atoms of the symbolic elements of one small integer tensor in "
                            "shape inference, together; past it the elements are unknown "
-                           "(`check --full` OM412)", "count", "-"),
+                           "(`check --full` OM413)", "count", "-"),
     "MAX_EXPR_INTEGER": ("magnitude of an integer in a symbolic extent, or of an int extent "
-                         "inference computes; past it the extent is unknown", "count", "-"),
+                         "inference computes; past it the extent is unknown (`check --full` "
+                         "OM413)", "count", "-"),
     "MAX_FUNCTION_SIGNATURES": ("distinct input types a model-local function is inferred for "
                                 "through its body; other calls' outputs are unknown "
-                                "(`check --full` OM412)", "count", "-"),
+                                "(`check --full` OM413)", "count", "-"),
+    "MAX_BISECT_MEMORY": ("intermediate values of the first model `verify --bisect` keeps in "
+                          "memory; the rest go to a temporary directory, removed when it ends "
+                          "(the second model's values are compared as they are produced, not "
+                          "kept)", "bytes", "-"),
     "MMAP_THRESHOLD": ("files this large or larger are memory-mapped, smaller ones read", "bytes",
                        "-"),
     "CONTAINER_ALIGNMENT": ("alignment of tensors in a OneModel data region", "bytes", "-"),

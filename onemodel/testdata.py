@@ -154,15 +154,20 @@ def message_kind(value_type) -> str:
 def read_pb(path, kind: str = "tensor") -> Any:
     """The value in the ``.pb`` file ``path``, decoded as message kind ``kind`` (tensor,
     sequence, map, optional) by onemodel's own decoder and turned into the evaluator's value
-    (:func:`to_value`). Raises IoError when the file cannot be read, MalformedError (Clause 12)
-    or InvalidModelError/UnsupportedError for its contents, naming the field path."""
-    path = pathlib.Path(path)
+    (:func:`to_value`). The file is opened as a model is (:class:`onemodel.storage.LocalSource`:
+    without blocking, a regular file only, mapped when large), so its size bounds what is read,
+    and every tensor's size is checked against its dims before an array is made.
+
+    Raises IoError when the file cannot be read or is not a regular file (a FIFO, a device such
+    as ``/dev/zero``, a directory: naming what it is), MalformedError (Clause 12) or
+    InvalidModelError/UnsupportedError for its contents, naming the field path."""
+    from .storage.local import LocalSource
+
+    source = LocalSource(str(path))  # (IoError naming the file)
     try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise IoError(f"cannot read {quote(str(path))}: {e.strerror or e}",
-                      source=str(path)) from None
-    return to_value(decode_message(data, MESSAGE[kind], source=str(path)))
+        return to_value(decode_message(source.whole(), MESSAGE[kind], source=str(path)))
+    finally:
+        source.close()  # (arrays viewing a mapped file keep the map until they go)
 
 
 _INDEXED = re.compile(r"^(input|output)_(\d+)\.pb$")

@@ -45,6 +45,7 @@ from .ir.record import (
     same_bytes,
 )
 from .ir.tensor import STORAGE_FIELDS
+from .ir.walk import check_nesting
 from .lazy import np
 
 #: Tensor fields that say where the contents are stored, not what they are.
@@ -256,11 +257,17 @@ def compare_models(a: Record, b: Record, *, loose: bool = False,
             (a weight, an attribute value, a name, a shape) is still reported.
     Returns:
         the differences in model order; empty when the models are the same.
+    Raises:
+        UnsupportedError: a model whose graphs nest deeper than ``limits.MAX_MODEL_NESTING``
+            (:func:`onemodel.ir.walk.check_nesting`).
     """
     return _walk(a, b, loose, limit).out
 
 
 def _walk(a: Record, b: Record, loose: bool, limit: int) -> "_Walker":
+    for m in (a, b):  # the walk recurses into subgraphs: bounded first
+        if isinstance(m, Model):
+            check_nesting(m)
     w = _Walker(loose, limit)
     w.record(a, b, "")
     return w
@@ -306,8 +313,10 @@ def verify(a, b=None, *, loose: bool = False, run: bool = False, seed: int = 0,
         UsageError: ``dims`` or ``shapes`` that do not fit ``a``'s inputs; ``b`` omitted
             without ``engines``; ``engines`` not two names.
     """
-    from .api import load
+    from .api import _load as load
+    from .storage import check_storage_options
 
+    check_storage_options(storage_options, a, b, (read_options or {}).get("base_dir"))
     if engines is not None:
         engines = tuple(engines)
         if len(engines) != 2:

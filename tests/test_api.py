@@ -61,11 +61,13 @@ def test_storage_options_go_only_to_plugins_that_declare_them(tmp_path, monkeypa
     for name, read in (("plain-toy", plain_read), ("remote-toy", remote_read)):
         monkeypatch.setitem(formats._PLUGINS, name,
                             Plugin(name, (), lambda head: False, read, lambda m, s: None))
-    with onemodel.load(b"toy bytes", format="plain-toy", storage_options={"anon": True},
-                       allow_outside=True) as m:
+    fsspec = pytest.importorskip("fsspec")
+    fsspec.filesystem("memory").pipe("/toy/m.bin", b"toy bytes")  # (storage options need a URL)
+    with onemodel.load("memory://toy/m.bin", format="plain-toy",
+                       storage_options={"anon": True}, allow_outside=True) as m:
         assert m.format == "plain-toy"
-    with onemodel.load(b"toy bytes", format="remote-toy", storage_options={"anon": True},
-                       allow_outside=True):
+    with onemodel.load("memory://toy/m.bin", format="remote-toy",
+                       storage_options={"anon": True}, allow_outside=True):
         pass
     with onemodel.load(b"toy bytes", format="remote-toy"):
         pass
@@ -364,3 +366,47 @@ def test_an_empty_path_is_a_usage_error(tmp_path):
         with pytest.raises(UsageError, match="^empty path$"):
             onemodel.convert(src, dst)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_storage_options_for_local_files_only_are_refused_by_the_api(tmp_path):
+    """issue 24 item 6: the command line refused --storage-option for local files, the Python
+    API ignored them silently; both refuse them now, by one check, each in its own spelling."""
+    from onemodel.errors import UsageError
+
+    path = _external_model(tmp_path)
+    out = tmp_path / "out.onemodel"
+    opts = {"anon": True}
+    calls = [lambda: onemodel.load(path, storage_options=opts),
+             lambda: onemodel.convert(path, out, storage_options=opts),
+             lambda: onemodel.verify(path, path, storage_options=opts),
+             lambda: onemodel.check(path, storage_options=opts),
+             lambda: onemodel.infer(path, storage_options=opts),
+             lambda: onemodel.digest(path, storage_options=opts),
+             lambda: onemodel.load(path.read_bytes(), storage_options=opts)]
+    for call in calls:
+        with pytest.raises(UsageError) as e:
+            call()
+        assert e.value.message.startswith("storage options are for URLs (s3://, https:// ...), "
+                                          "but every file of this operation is local")
+        assert e.value.message.endswith("they would be ignored; drop storage_options")
+    with onemodel.load(path) as model:
+        with pytest.raises(UsageError, match=rf"local \({out}\): they would be ignored"):
+            onemodel.save(model, out, storage_options=opts)
+    assert not out.exists()
+    # a URL among the files: the options serve it, the local end does not refuse them
+    fsspec = pytest.importorskip("fsspec")
+    onemodel.convert(path, "memory://api-opts/m.onemodel", storage_options={"skip": 1})
+    assert fsspec.filesystem("memory").cat("/api-opts/m.onemodel")[:8] == \
+        onemodel.to_bytes(onemodel.load(path), "onemodel")[:8]
+
+
+def test_the_command_line_names_its_flag_in_the_same_refusal(tmp_path):
+    import subprocess
+    import sys
+
+    path = _external_model(tmp_path)
+    r = subprocess.run([sys.executable, "-m", "onemodel", "info", str(path), "-S", "anon=true"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith("Usage error: storage options are for URLs")
+    assert r.stderr.endswith("they would be ignored; drop --storage-option\n")

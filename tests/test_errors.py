@@ -113,7 +113,37 @@ def test_a_100_kb_external_data_location_through_the_command_line(tmp_path):
     _long_location_model(p)
     r = subprocess.run([sys.executable, "-m", "onemodel", "info", str(p)], capture_output=True,
                        text=True, timeout=60)
-    assert r.returncode == 2 and r.stdout == ""
+    # the structure on stdout (its data file line bounded too), the error line on stderr
+    assert r.returncode == 2 and max(map(len, r.stdout.splitlines())) < 2048
+    assert r.stdout.splitlines()[-1].startswith("data file aaaa")
     assert len(r.stderr) < 1024 and r.stderr.count("\n") == 1, r.stderr[:300]
     assert r.stderr.startswith("Io: tensor 'w', external data location 'aaaa")
     assert f"({N} characters)" in r.stderr
+
+
+def test_usage_error_is_a_onemodel_error_and_exported():
+    # issue 24 item 6: `except OneModelError` caught every error of a caller's input but this one
+    assert issubclass(UsageError, OneModelError) and issubclass(UsageError, ValueError)
+    assert not issubclass(onemodel.UsageError, (MalformedError, IoError))  # not a reading kind
+    e = UsageError("no input 'x'")
+    assert (e.kind, e.message, str(e)) == ("Usage", "no input 'x'", "no input 'x'")
+    assert str(e.at(path="p", source="m.onnx")) == "no input 'x'"  # the message alone, as before
+    back = pickle.loads(pickle.dumps(e))
+    assert type(back) is UsageError and back.message == "no input 'x'"
+    # every public error class of onemodel.errors is exported by the package
+    import inspect
+
+    import onemodel.errors as errors
+    public = {n for n, c in vars(errors).items() if inspect.isclass(c) and not n.startswith("_")
+              and issubclass(c, (Exception, Warning)) and c.__module__ == errors.__name__}
+    assert public <= set(onemodel.__all__), public - set(onemodel.__all__)
+    assert all(getattr(onemodel, n) is getattr(errors, n) for n in public)
+
+
+def test_a_usage_error_through_the_command_line_is_still_a_usage_line(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "onemodel", "convert", "a.onnx", "b.onnx",
+                        "--inline", "--external-data-per-tensor"], capture_output=True,
+                       text=True, timeout=60, cwd=tmp_path)
+    assert (r.returncode, r.stdout) == (2, "")
+    assert r.stderr == ("Usage error: choose one of --inline, --external-data, "
+                        "--external-data-per-tensor\n")

@@ -15,7 +15,7 @@ from typing import List, Optional
 
 import typer
 
-from ..errors import OneModelError, UnsupportedError, UsageError
+from ..errors import OneModelError, UnsupportedError, UsageError, printable, quote
 from .redact import redact, shown
 
 
@@ -101,12 +101,18 @@ class _LazyConsole:
         self._console = None
 
     def line(self, text: str) -> None:
-        """Print ``text`` (URLs and secrets masked, otherwise as given) and a newline on this
-        console's stream; a text of several lines is masked line by line."""
+        """Print ``text`` (URLs and secrets masked, every character that is not printable
+        escaped, :func:`onemodel.errors.printable`; otherwise as given) and a newline on this
+        console's stream; a text of several lines is masked line by line. (Strings of a model
+        are made printable where they are put in a line, so that a newline in one is escaped
+        too; this is the net under them.)"""
         if "\n" in text:
-            text = "\n".join(redact(part) for part in text.split("\n"))
+            lines = [redact(part) for part in text.split("\n")]
+            text = "\n".join(lines)
+            if not text.replace("\n", "").isprintable():  # (one pass for a 7 MB --json)
+                text = "\n".join(map(printable, lines))
         else:
-            text = redact(text)
+            text = printable(redact(text))
         try:
             print(text, file=sys.stderr if self._options.get("stderr") else sys.stdout)
         except BrokenPipeError:
@@ -125,7 +131,8 @@ class _LazyConsole:
 out = _LazyConsole(highlight=False, soft_wrap=True, emoji=False)
 err = _LazyConsole(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
-DebugOpt = typer.Option(False, "--debug", help="Show the full traceback on errors.")
+DebugOpt = typer.Option(False, "--debug", help="Show the full traceback on errors, and what "
+                         "happened on the way (HTTP redirects) as debug: lines.")
 QuietOpt = typer.Option(False, "--quiet", "-q", help="Print nothing but errors; no progress.")
 OutsideOpt = typer.Option(False, "--allow-external-outside", help="Resolve external data "
                           "outside the model's directory or through symbolic links "
@@ -190,7 +197,10 @@ def _errors(debug: bool):
     it``); with --debug the full traceback is printed instead (the exit status stays the same,
     so scripts read it the same way).
     Ctrl-C exits 130 and SIGTERM 143 (after the writes in progress are undone); a closed
-    stdout exits :data:`EXIT_PIPE` without a message."""
+    stdout exits :data:`EXIT_PIPE` without a message. With --debug the messages of the
+    ``onemodel`` loggers at DEBUG level (an HTTP redirect: :mod:`onemodel.storage.redirects`)
+    are printed too, each as one masked ``debug:`` line on stderr."""
+    handler = _debug_log() if debug else None
     try:
         yield
     except typer.Exit:
@@ -208,16 +218,40 @@ def _errors(debug: bool):
             import traceback
             for text in traceback.format_exc().splitlines():
                 err.line(text)
+        elif isinstance(e, UsageError):  # (a OneModelError: tested first)
+            err.line(f"Usage error: {e}")
         elif isinstance(e, OneModelError):
             err.line(str(e))
-        elif isinstance(e, UsageError):
-            err.line(f"Usage error: {e}")
         else:  # a bug: still one line
             err.line(f"internal error: {type(e).__name__}: {e} (run with --debug for the "
                      "traceback)")
         from ..errors import InternalError
-        bug = isinstance(e, InternalError) or not isinstance(e, (OneModelError, UsageError))
+        bug = isinstance(e, InternalError) or not isinstance(e, OneModelError)
         raise typer.Exit(EXIT_INTERNAL if bug else 2) from None
+    finally:
+        if handler is not None:
+            import logging
+            logging.getLogger("onemodel").removeHandler(handler)
+
+
+def _debug_log():
+    """A handler on the ``onemodel`` logger, at DEBUG level, printing each record as one
+    ``debug:`` line on stderr through :func:`redact` (``err.line``); the handler, to remove."""
+    import logging
+
+    class _Lines(logging.Handler):
+        def emit(self, record):
+            try:
+                text = record.getMessage()
+            except Exception:  # a bad format string: the record as it is
+                text = str(record.msg)
+            err.line(f"debug: {' '.join(text.split())}")
+
+    handler = _Lines(logging.DEBUG)
+    logger = logging.getLogger("onemodel")
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(handler)
+    return handler
 
 
 #: Differences verify collects at most (the report says "at least" when it is reached).
@@ -236,7 +270,7 @@ def _storage(items: Optional[List[str]], *targets: str) -> Optional[dict]:
 
     options = parse_storage_options(items)
     add_secrets(options)
-    check_storage_options(options, *targets)
+    check_storage_options(options, *targets, name="--storage-option")
     return options
 
 
@@ -284,8 +318,9 @@ def _option_flags(layout_flag: Optional[str]):
     :class:`~onemodel.errors.UsageError` that starts with its flag instead (``--align 3`` is a
     value the user typed, not something the file needs that onemodel lacks). ``layout_flag``:
     the flag that set ``layout`` (``--layout``, ``--inline`` or ``--external-data-per-tensor``),
-    named when that option is refused."""
-    from ..errors import OptionError
+    named when that option is refused. An :class:`~onemodel.errors.AdviceError` (the 2 GiB
+    refusal's ``force=True``) is spelled with the flags too (``--force``, ``--layout file``)."""
+    from ..errors import AdviceError, OptionError
 
     def spell(name: str) -> Optional[str]:
         if name == "layout":
@@ -293,12 +328,23 @@ def _option_flags(layout_flag: Optional[str]):
             return given or ", ".join(_LAYOUT_FLAGS)
         return _CONVERT_FLAGS.get(name)
 
+    def setting(name: str, value) -> Optional[str]:
+        if (name, value) == ("layout", "inline"):
+            return "--inline"
+        flag = "--layout" if name == "layout" else _CONVERT_FLAGS.get(name)
+        if flag is None:
+            return None
+        return flag if value is True else f"{flag} {value}"
+
     refused: tuple = ()
     try:
         yield
     except OptionError as e:
         refused = e.options
         e.message = e.spelled(spell)
+        raise
+    except AdviceError as e:  # settings advised: the flags (--force, not force=True)
+        e.message = e.spelled(setting)
         raise
     except UnsupportedError as e:
         word = e.message.split(" ", 1)[0]
@@ -420,7 +466,14 @@ def convert(
                      f"({result.target_format}): "
                      f"{_count(result.tensors, 'tensor')}, {_human(result.tensor_bytes)}")
             for item in result.omitted:
-                out.line(f"  left out (--strict-v1): {item}")
+                out.line(printable(f"  left out (--strict-v1): {item}"))
+            if result.padding:
+                n = len(result.padding)
+                out.line(f"  {n} padding entr{'y' if n == 1 else 'ies'} "
+                         f"({', '.join(result.padding[:3])}{', ...' if n > 3 else ''}) in the "
+                         f"file: they keep each tensor at a multiple of --align (default 64 "
+                         f"bytes); a reader that lists every key sees them; --align 1 writes "
+                         f"none")
 
 
 @app.command()
@@ -451,18 +504,33 @@ def info(
 def _info_of_model(file, as_json, shapes, allow_outside, storage_option) -> None:
     """``info`` of a model: load it, summarize, print (text or JSON)."""
     from .. import api
+    from ..errors import IoError
     from ..storage.progress import Progress
     from ..summary import summarize
 
-    with _no_collections(), Progress("read", quiet=as_json) as bar, \
-            api.load(file, storage_options=_storage(storage_option, file), progress=bar,
-                     **_read_options(allow_outside)) as model:
-        s = summarize(model)
-        # (the report walks every tensor again: only for a model that has external data)
-        s["external_data"] = external_report(model) if s["tensors"]["external"] else []
-        if shapes:
-            from .infer import shape_listing
-            s.update(shape_listing(model))
+    storage = _storage(storage_option, file)
+    unread: list = []  # the errors of the tensors whose data files could not be read
+    failed = None  # the error of loading the model whole, raised once the structure is shown
+    with _no_collections():
+        try:
+            with Progress("read", quiet=as_json) as bar:
+                model = api.load(file, storage_options=storage, progress=bar,
+                                 **_read_options(allow_outside))
+        except IoError as e:  # a data file missing: the structure, and which file
+            from .unread_data import load_structure
+            model, unread = load_structure(file, e, storage_options=storage,
+                                           allow_outside=allow_outside)
+            failed = e
+        with model:
+            s = summarize(model)
+            # (the report walks every tensor again: only for a model that has external data)
+            s["external_data"] = external_report(model) if s["tensors"]["external"] else []
+            if unread:
+                from .unread_data import mark_unread
+                mark_unread(s["external_data"], model, unread)
+            if shapes:
+                from .infer import shape_listing
+                s.update(shape_listing(model))
     if _own_process:  # freed with the process, not record by record on return
         _kept_to_exit.append(model)
     s["source"] = shown(s["source"])
@@ -471,6 +539,8 @@ def _info_of_model(file, as_json, shapes, allow_outside, storage_option) -> None
         out.line(json.dumps(s, indent=2))
     else:
         _print_summary(s)
+    if failed is not None:  # shown: still an error (exit 2), its line on stderr
+        raise failed
 
 
 def _weights_listing(file: str, as_json: bool, storage_options) -> None:
@@ -506,7 +576,8 @@ def _weights_listing(file: str, as_json: bool, storage_options) -> None:
              + (f" (+{len(rows) - len(tensors)} padding entries)" if len(rows) > len(tensors)
                 else ""))
     for r in rows:
-        out.line(f"  {r['name']}  {r['dtype']}{r['shape']}  {_human(r['bytes'])}"
+        out.line(f"  {printable(r['name'])}  {printable(r['dtype'])}{r['shape']}  "
+                 f"{_human(r['bytes'])}"
                  + ("  (padding)" if r["padding"] else ""))
 
 
@@ -523,21 +594,23 @@ def _summary_blocks(s: dict) -> list:
     from ..storage.progress import binary_size
     from .tables import Table
 
-    blocks: list = [("bold", str(s["source"]), f"  format {s['format']}, IR version "
+    # every string of the model is made printable (escape codes, newlines: errors.printable)
+    p = printable
+    blocks: list = [("bold", p(str(s["source"])), f"  format {s['format']}, IR version "
                      f"{s['ir_version']}")]
-    opsets = ", ".join(f"{o['domain'] or 'ai.onnx'} {o['version']}" for o in s["opsets"])
+    opsets = ", ".join(f"{p(o['domain']) or 'ai.onnx'} {o['version']}" for o in s["opsets"])
     blocks.append(("line", f"opsets: {opsets}"))
     prod = s["producer"]
     if prod["name"] or prod["version"]:
-        blocks.append(("line", f"producer: {prod['name']} {prod['version']}".rstrip()))
+        blocks.append(("line", f"producer: {p(prod['name'])} {p(prod['version'])}".rstrip()))
     for title, values in (("inputs", s["inputs"]), ("outputs", s["outputs"])):
         t = Table(title, [("name", "left"), ("type", "left")])
         for v in values:
-            t.add_row(redact(v["name"]), v["type"])
+            t.add_row(p(redact(v["name"])), p(v["type"]))
         blocks.append(t)
     t = Table(f"nodes: {s['nodes']}", [("op_type", "left"), ("count", "right")])
     for op, n in s["ops"].items():
-        t.add_row(op, str(n))
+        t.add_row(p(op), str(n))
     blocks.append(t)
     init = s["initializers"]
     if not init["count"]:
@@ -549,7 +622,7 @@ def _summary_blocks(s: dict) -> list:
             t.add_row(dt, str(e["count"]), binary_size(e["bytes"]))
         blocks.append(t)
     if s["functions"]:
-        blocks.append(("line", "functions: " + ", ".join(s["functions"])))
+        blocks.append(("line", "functions: " + ", ".join(map(p, s["functions"]))))
     for f in s.get("external_data", []):
         blocks.append(("line", _data_file_line(f)))
     if "values" in s:  # info --shapes
@@ -579,19 +652,30 @@ def _print_summary(s: dict) -> None:
 
 
 def _print_rich(blocks: list) -> None:
+    """Print ``blocks`` with rich: on a terminal a table wider than it folds its cells; into a
+    pipe or a file every table is drawn whole, as wide as its text (nothing cut with ``…``)."""
     from rich.markup import escape
     from rich.table import Table as RichTable
 
-    from .tables import Table
+    from .tables import Table, cut_to_screen, unbounded_width
 
+    whole = not cut_to_screen(sys.stdout)
     for b in blocks:
         if isinstance(b, Table):
-            t = RichTable(title=b.title, title_justify="left", show_edge=False)
+            t = RichTable(title=escape(b.title), title_justify="left", show_edge=False)
             for header, justify in b.columns:
-                t.add_column(header, justify=justify)
+                t.add_column(header, justify=justify, overflow="fold")
             for row in b.rows:
                 t.add_row(*map(escape, row))
-            out.print(t)
+            if whole:
+                from rich.console import Console
+
+                wide = Console(highlight=False, soft_wrap=True, emoji=False,
+                               width=unbounded_width(b))
+                wide.on_broken_pipe = _stdout_gone
+                wide.print(t)
+            else:
+                out.print(t)
         elif b[0] == "bold":
             out.print(f"[bold]{escape(b[1])}[/bold]{b[2]}")
         else:
@@ -599,8 +683,11 @@ def _print_rich(blocks: list) -> None:
 
 
 def _data_file_line(f: dict) -> str:
-    if f.get("error"):
-        return f"data file {f['location']}: {f['error']}"
+    from ..errors import PART_LIMIT, clip
+
+    if f.get("error"):  # (a location or message from the file: bounded, as an error line is)
+        where = printable(clip(str(f['location']), PART_LIMIT))
+        return f"data file {where}: {printable(clip(f['error'], 2000))}"
     from ..formats.onnx.external_report import describe_alignment
 
     aligned = describe_alignment(f.get("alignment"))
@@ -615,7 +702,7 @@ def _data_file_line(f: dict) -> str:
         + " in its header, "
         + ("every referenced tensor consistent with its entry" if st["checked"] == f["tensors"]
            else f"{st['checked']} of {f['tensors']} references checked against it"))
-    return (f"data file {f['location']}: {_count(f['tensors'], 'tensor')}, "
+    return (f"data file {printable(f['location'])}: {_count(f['tensors'], 'tensor')}, "
             f"{_human(f['referenced'])} referenced, {unref}, {aligned}{st}")
 
 
@@ -699,6 +786,9 @@ def verify(
                 bisected = _bisect(a, b, pair or (engine or "onemodel",) * 2, tolerances, seed,
                                    dims, shapes, _read_options(allow_outside),
                                    _storage(storage_option, a, *filter(None, [b])))
+            except UsageError as e:  # (a OneModelError: caught first)
+                from ..evaluate.inputs import as_flags
+                raise as_flags(e) from None
             except OneModelError as e:
                 # the runs could not be matched (B cannot run on A's inputs): the report
                 # already says they differ; bisect's failure is one line of it, not an error
@@ -706,9 +796,6 @@ def verify(
                     from ..evaluate.inputs import as_flags
                     raise as_flags(e) from None
                 not_bisected = " ".join(str(e).removeprefix(f"{e.kind}: ").split())
-            except UsageError as e:
-                from ..evaluate.inputs import as_flags
-                raise as_flags(e) from None
     if as_json:
         import json
         doc = report_json(report, shown(a), shown(b) if b is not None else None, REPORT_LIMIT)
@@ -720,9 +807,9 @@ def verify(
         print_report(out, report, shown(a), shown(b) if b is not None else None, quiet=quiet,
                      limit=REPORT_LIMIT)
         for line in bisected.lines() if bisected is not None else ():
-            out.line(line)
+            out.line(printable(line))
         if not_bisected is not None:
-            out.line(f"bisect: not run: {not_bisected}")
+            out.line(printable(f"bisect: not run: {not_bisected}"))
     raise typer.Exit(0 if report.equal else 1)
 
 
@@ -730,7 +817,7 @@ def _bisect(a: str, b: Optional[str], engines, tolerances, seed, dims, shapes, r
             storage_options):
     """verify --bisect: :func:`onemodel.bisect.bisect` of A and B (A again when B is omitted)
     on the inputs ``--run`` generated (the same seed, dims and shapes)."""
-    from ..api import load
+    from ..api import _load as load  # (storage options checked against A and B by verify)
     from ..bisect import bisect as do_bisect
     from ..evaluate import random_inputs
 
@@ -767,6 +854,7 @@ def _report_value(name: str, value, files, top: bool = True) -> None:
     ``.pb``, a sequence, map or optional as one ``.pb``."""
     import numpy as np
 
+    name = printable(name)  # (an output name of the model)
     if isinstance(value, np.ndarray):
         dtype = "string" if value.dtype == object else str(value.dtype)
         out.line(f"{name}: shape {list(value.shape)} dtype {dtype} sha256:{_digest(value)}")
@@ -778,7 +866,8 @@ def _report_value(name: str, value, files, top: bool = True) -> None:
         out.line(f"{name}: empty optional")
     else:
         text = str(value)
-        out.line(f"{name}: {type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}")
+        out.line(printable(f"{name}: {type(value).__name__} {text[:60]}"
+                           f"{'...' if len(text) > 60 else ''}"))
     if files is not None and top:
         files.save(name, value)
 
@@ -818,7 +907,7 @@ def check(
                     ignore=ignore.split(",") if ignore else None,
                     storage_options=_storage(storage_option, file), allow_outside=allow_outside)
         except OneModelError as e:  # unreadable: the document says so too, the line stays
-            if as_json or sarif:
+            if (as_json or sarif) and not isinstance(e, UsageError):
                 import json
 
                 from ..validation.output import sarif_unreadable, unreadable
@@ -908,6 +997,10 @@ def run_cmd(
                 _run_test_data(model, test_data, RTOL if rtol is None else rtol,
                                ATOL if atol is None else atol, output_dir, output_format)
                 return
+            given_files = [(f"--input {quote(item.split('=', 1)[0])}", item.split("=", 1)[1])
+                           for item in input or [] if "=" in item and item.split("=", 1)[1]]
+            if output_dir:  # no output over a file this command reads, before the run
+                _output_files(output_dir, output_format, model, given_files, make=False)
             dims, shapes = _inputs_given(dim, shape)
             try:  # (a shape that does not fit is named by its flag, as one not parsed is)
                 check_dims_shapes(model, dims, shapes)
@@ -943,27 +1036,35 @@ def run_cmd(
                        else e.at(source=model.source))
             if generated:  # what --random chose, so that the run can be repeated
                 err.line(f"inputs: {describe_generated(model, generated, dims, shapes)}")
-            files = _output_files(output_dir, output_format, model) if output_dir else None
+            files = _output_files(output_dir, output_format, model, given_files) \
+                if output_dir else None
             # still inside `with`: an output may be a view of the model's mapped weights
             for name, value in results.items():
                 _report_value(name, value, files)
             for name, path in files.written if files else []:
-                out.line(f"saved {name} -> {path}")
+                out.line(f"saved {printable(name)} -> {printable(path)}")
 
 
-def _output_files(directory: str, output_format: str, model):
-    """The OutputFiles of ``run --output-dir``, the directory made first (IoError if not)."""
+def _output_files(directory: str, output_format: str, model, inputs=(), make: bool = True):
+    """The OutputFiles of ``run --output-dir``, the directory made first (IoError if not;
+    ``make=False``: not made, for the check alone). UsageError when a file an output could be
+    saved to is one the command reads: the model's files (:func:`onemodel.formats.inputs.
+    input_files`) or ``inputs`` (``(what, path)``: ``--input`` files, the test data)."""
     from ..errors import IoError
+    from ..formats.inputs import input_files
     from ..testdata import message_kind
     from .output_files import OutputFiles
 
-    try:
-        os.makedirs(directory, exist_ok=True)
-    except OSError as e:
-        raise IoError(f"cannot create the output directory: {e.strerror or e}",
-                      source=directory) from None
     kinds = {v.name: message_kind(v.type) for v in model.graph.outputs} if model.graph else {}
-    return OutputFiles(directory, output_format, kinds)
+    files = OutputFiles(directory, output_format, kinds, input_files(model) + list(inputs))
+    files.refuse_inputs([v.name for v in model.graph.outputs] if model.graph else [])
+    if make:
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as e:
+            raise IoError(f"cannot create the output directory: {e.strerror or e}",
+                          source=directory) from None
+    return files
 
 
 def _run_test_data(model, directory, rtol, atol, output_dir, output_format) -> None:
@@ -977,13 +1078,19 @@ def _run_test_data(model, directory, rtol, atol, output_dir, output_format) -> N
         except OneModelError as e:
             raise e.at(source=model.source)
 
-    def files_for(set_dir):
+    def files_for(set_dir, make=True):
         if not output_dir:
             return None
         sub = os.path.join(output_dir, os.path.basename(os.path.normpath(set_dir))) \
             if set_dir is not None else output_dir
-        return _output_files(sub, output_format, model)
+        return _output_files(sub, output_format, model, test_files, make=make)
 
+    from ..testdata import data_sets
+    sets = data_sets(directory)
+    test_files = [("a file of the test data", str(p)) for _, ins, outs in sets
+                  for p in ins + outs]
+    for set_dir, _, _ in sets:  # every data set's outputs checked before anything is run
+        files_for(set_dir if len(sets) > 1 else None, make=False)
     if not run_test_data(model, directory, rtol, atol, run, files_for):
         raise typer.Exit(1)
 

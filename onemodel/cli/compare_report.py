@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from ..errors import UsageError
+from ..errors import UsageError, printable
 
 
 def parse_engines(engine: Optional[str], engines: Optional[str],
@@ -84,7 +84,7 @@ def _engines_text(report, a: str, b: Optional[str]) -> str:
 def _shown(d) -> str:
     """One difference as the text report prints it: the ``run`` one (B could not run on A's
     inputs) says the run did not happen, ``run: not run: ...``."""
-    return f"run: not run: {d.message}" if d.path == "run" else str(d)
+    return printable(f"run: not run: {d.message}" if d.path == "run" else str(d))
 
 
 def print_report(out, report, a: str, b: Optional[str], *, quiet: bool, limit: int) -> None:
@@ -116,7 +116,7 @@ def print_report(out, report, a: str, b: Optional[str], *, quiet: bool, limit: i
             capped = len(report.structure) >= limit
             extra = (f" ({'at least ' if capped else ''}{count(more, 'more difference')})"
                      if more else "")
-            out.line(f"  models differ: {report.structure[0]}{extra}")
+            out.line(f"  models differ: {printable(str(report.structure[0]))}{extra}")
     elif report.equal:
         if not quiet:
             what = f", {outputs}" if report.engines is not None else ""
@@ -144,7 +144,7 @@ def print_report(out, report, a: str, b: Optional[str], *, quiet: bool, limit: i
         path = f"outputs[{c.name!r}]"
         if path not in shown_outputs:
             line = str(c)
-            out.line(f"  {path}: {line[len(c.name) + 2:]}")
+            out.line(printable(f"  {path}: {line[len(c.name) + 2:]}"))
 
 
 def report_json(report, a: str, b: Optional[str], limit: int) -> dict:

@@ -13,6 +13,7 @@ from typing import List, Optional
 
 import typer
 
+from ..errors import printable
 from . import (
     DebugOpt,
     OutsideOpt,
@@ -96,19 +97,26 @@ def infer_file(src: str, dst: str, *, storage_options: dict | None = None,
     :class:`~onemodel.inference.Inference`, its paths in IR field names; the annotated model,
     closed). Raises the errors of
     :func:`onemodel.load` and :func:`onemodel.save` (UnsupportedError for a ``dst`` whose
-    format cannot be told, before ``src`` is read); InvalidModelError for a model that breaks
-    a graph rule (:func:`onemodel.ir.graph_rules.check_model`, as ``convert`` refuses it);
-    InternalError for a rule's bug.
+    format cannot be told, before ``src`` is read); UsageError for a ``dst`` that is one of the
+    files ``src`` was read from other than ``src`` itself (a data file, a shard, the shard
+    index: :func:`onemodel.api.refuse_overwriting`), before anything is written;
+    InvalidModelError for a model that breaks a graph rule
+    (:func:`onemodel.ir.graph_rules.check_model`, as ``convert`` refuses it); InternalError for
+    a rule's bug.
     """
     from .. import api
     from ..inference import annotate, infer_model
     from ..ir.walk import iter_graphs
+    from ..storage import check_storage_options
 
     out_plugin = api._plugin_for_target(dst, None)
     from ..ir import graph_rules
 
-    model = api.load(src, storage_options=storage_options, **(read_options or {}))
+    check_storage_options(storage_options, src, dst)
+    model = api._load(src, storage_options=storage_options, **(read_options or {}))
     with model:
+        # OUT is never a data file, shard or index of IN (IN itself: annotated in place)
+        api.refuse_overwriting(model, [("OUT", dst)])
         graph_rules.check_model(model)  # what convert refuses, infer does not write either
         res = infer_model(model)
         main_before = len(model.graph.value_info) if model.graph is not None else 0
@@ -156,7 +164,23 @@ def contradiction_rows(model, res, fmt, which: str = "contradictions") -> list[d
         return []
     from ..validation.inferred import path_in_file
 
-    return [{"path": path_in_file(model, c.path, fmt), "message": c.message} for c in found]
+    return [{"path": printable(path_in_file(model, c.path, fmt)), "message": printable(c.message)}
+            for c in found]
+
+
+def wide_rows(model, res, fmt) -> list[dict]:
+    """``[{"path", "message"}]``: each extent of a node output above 2^63 - 1 that the written
+    ``value_info`` gives as unknown (:func:`onemodel.inference.wide_extents`; ``check --full``'s
+    ``OM412``), the paths in the file's terms."""
+    from ..inference import wide_extents
+
+    wide = wide_extents(model, res)
+    if not wide:
+        return []
+    from ..validation.inferred import path_in_file, wide_message
+
+    return [{"path": path_in_file(model, f"{w['path']}.nodes[{w['node']}]", fmt),
+             "message": wide_message(w)} for w in wide]
 
 
 def value_counts(res) -> dict:
@@ -222,9 +246,10 @@ def shape_blocks(s: dict) -> list:
 
     blocks: list = []
     for gpath, rows in s.get("values", {}).items():
-        t = Table(f"values of {gpath}: {len(rows)}", [("name", "left"), ("type", "left")])
+        t = Table(f"values of {printable(gpath)}: {len(rows)}", [("name", "left"),
+                                                                   ("type", "left")])
         for r in rows:
-            t.add_row(redact(r["name"]), r["type"])
+            t.add_row(printable(redact(r["name"])), printable(r["type"]))
         blocks.append(t)
     if s.get("no_rule"):
         blocks.append(("line", "no inference rule (outputs typed by the constraints only): "
@@ -267,6 +292,7 @@ def infer(
             counts = value_counts(res)
             no_rule = operator_names(res.no_rule)
             notes = contradiction_rows(model, res, done["source_format"], "notes")
+            wide = wide_rows(model, res, done["source_format"])
         if cli._own_process:  # freed with the process, not record by record on return
             cli._kept_to_exit.append((model, res))
         if as_json:
@@ -274,7 +300,8 @@ def infer(
             doc = {"source": shown(src), "target": shown(dst),
                    "source_format": done["source_format"],
                    "target_format": done["target_format"], "value_info_added": done["added"],
-                   **counts, "contradictions": rows, "no_rule": no_rule, "notes": notes}
+                   **counts, "contradictions": rows, "no_rule": no_rule,
+                   "unknown_wide_extents": wide, "notes": notes}
             out.line(json.dumps(doc, indent=2))
         elif not quiet or check:
             if not quiet:
@@ -287,10 +314,12 @@ def infer(
                 if no_rule:
                     out.line("  no inference rule (outputs typed by the constraints only): "
                              + ", ".join(no_rule))
+                for r in wide:
+                    out.line(f"  note: {r['message']} [{redact(r['path'])}]")
                 if notes:
                     first = notes[0]
                     out.line(f"  {_count(len(notes), 'node')} left less known at a limit of "
-                             f"inference (check --full lists them, OM412); the first: "
+                             f"inference (check --full lists them, OM413); the first: "
                              f"{first['message']} [{redact(first['path'])}]")
             if check:
                 for r in rows:
@@ -305,5 +334,5 @@ def infer(
         raise typer.Exit(1)
 
 
-__all__ = ["infer", "infer_file", "contradiction_rows", "value_counts", "shape_listing",
-           "shape_blocks"]
+__all__ = ["infer", "infer_file", "contradiction_rows", "wide_rows", "value_counts",
+           "shape_listing", "shape_blocks"]

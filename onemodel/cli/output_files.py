@@ -7,7 +7,9 @@ every other byte of its UTF-8 form (and ``%`` itself, and a leading ``.``) is wr
 Different names give different file names; a stem longer than :data:`MAX_STEM` characters is
 cut and ends in ``~`` and a digest of the whole name (``~`` never appears otherwise). Where the
 file system folds case (``A`` and ``a`` are one file), a name whose file was already written in
-this run gets ``~2``, ``~3`` ... : no run overwrites a file it wrote itself.
+this run gets ``~2``, ``~3`` ... : no run overwrites a file it wrote itself. Nor a file the
+command reads (the model, its data files, an ``--input`` file, the test data): such a path is
+refused before anything is written (:meth:`OutputFiles.refuse_inputs`).
 """
 
 from __future__ import annotations
@@ -49,13 +51,33 @@ class OutputFiles:
     optional is an OptionalProto.
     """
 
-    def __init__(self, directory: str, output_format: str = "npy", kinds: dict | None = None):
+    def __init__(self, directory: str, output_format: str = "npy", kinds: dict | None = None,
+                 inputs=()):
         self.directory = directory
         self.output_format = output_format
         #: output name -> message kind of its declared type (an optional is written as one)
         self.kinds = kinds or {}
+        #: ``(what, path)`` of the files the command reads: no output is written over one
+        self.inputs = list(inputs)
         self.written: list[tuple[str, str]] = []
         self._taken: set[str] = set()
+
+    def refuse_inputs(self, names) -> None:
+        """Raise UsageError when a file that the outputs ``names`` (in the order they are
+        saved) could be given, ``.npy`` or ``.pb``, is one of :attr:`inputs`
+        (:func:`onemodel.storage.place.refuse_inputs_as_outputs`); called before the first is
+        saved, so nothing is written then."""
+        from ..errors import quote
+        from ..storage.place import refuse_inputs_as_outputs
+
+        taken = set(self._taken)
+        outputs = []
+        for name in names:
+            stem = self._stem(name, taken)
+            outputs += [(f"the file of output {quote(name)}",
+                         os.path.join(self.directory, stem + suffix))
+                        for suffix in (".npy", ".pb")]
+        refuse_inputs_as_outputs(outputs, self.inputs)
 
     def save(self, name: str, value) -> str:
         """Write the output ``name`` (an ndarray, list, dict or None) to its own file, as the
@@ -81,13 +103,24 @@ class OutputFiles:
 
     def path_for(self, name: str, suffix: str = ".npy") -> str:
         """A path ``directory/<file_stem(name)><suffix>`` that no earlier output of this run
-        got (compared without case, for case-folding file systems)."""
-        stem = base = file_stem(name)
-        n = 1
-        while stem.casefold() in self._taken:
-            n += 1
-            stem = f"{base}~{n}"
-        self._taken.add(stem.casefold())
+        got (compared without case, for case-folding file systems). Raises UsageError for a
+        path that is one of :attr:`inputs`."""
+        from ..errors import quote
+        from ..storage.place import refuse_inputs_as_outputs
+
+        stem = self._stem(name, self._taken)
         path = os.path.join(self.directory, stem + suffix)
+        refuse_inputs_as_outputs([(f"the file of output {quote(name)}", path)], self.inputs)
         self.written.append((name, path))
         return path
+
+    @staticmethod
+    def _stem(name: str, taken: set) -> str:
+        """The stem of ``name`` that ``taken`` (casefolded stems, added to) does not hold."""
+        stem = base = file_stem(name)
+        n = 1
+        while stem.casefold() in taken:
+            n += 1
+            stem = f"{base}~{n}"
+        taken.add(stem.casefold())
+        return stem

@@ -8,9 +8,14 @@ soft_wrap=True, emoji=False``) prints for ``Table(title=..., title_justify="left
 show_edge=False)``: the HEAVY_HEAD box without its edge, one space of padding each side of a
 cell, the header bold and the title italic when rich would style (a terminal that is not
 ``dumb``), columns as wide as their widest text. Anything else (wider tables, which rich
-shrinks and truncates; other characters, whose width rich measures itself; spaces at the ends,
+shrinks and folds; other characters, whose width rich measures itself; spaces at the ends,
 which it strips) is left to rich: :func:`draw` returns False and writes nothing.
 ``tests/cli/test_tables.py`` compares both over many tables, widths and terminal settings.
+
+**Only a terminal's width counts.** Into a pipe or a file (a stream that is not a terminal,
+:func:`cut_to_screen`) no line is cut: every table is as wide as its widest text, whatever
+``COLUMNS`` says, here and in the CLI's rich path (:func:`unbounded_width`). On a terminal a
+table wider than the screen is left to rich, which folds its cells (no ``…``: nothing is lost).
 
 How rich decides (rich 15: ``Console.is_terminal``, ``_detect_color_system``, ``size``):
 styles when the stream is a terminal (``TTY_COMPATIBLE`` 0/1, else ``FORCE_COLOR`` set and
@@ -105,13 +110,35 @@ def _std_fds() -> tuple[int, int, int]:
     return tuple(fds)
 
 
-def _table_lines(t: Table, styled: bool, width: int) -> list[str] | None:
+def cut_to_screen(stream) -> bool:
+    """Whether lines written to ``stream`` are fitted to a screen's width: only when it is a
+    terminal (``isatty()``). A pipe or a file gets every line whole (``onemodel info m.onnx |
+    grep``, ``> info.txt``), whatever ``COLUMNS``, ``FORCE_COLOR`` or ``TTY_COMPATIBLE`` say."""
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if isatty is not None else False
+    except ValueError:  # a closed stream
+        return False
+
+
+def unbounded_width(t: Table) -> int:
+    """A console width at which rich draws ``t`` without cutting or folding any cell: its
+    columns as wide as their widest text (as rich measures it), their separators, and room for
+    its title."""
+    from rich.cells import cell_len
+
+    columns = [max([cell_len(h)] + [cell_len(row[i]) for row in t.rows])
+               for i, (h, _) in enumerate(t.columns)]
+    return max(sum(columns) + 3 * len(columns), cell_len(t.title)) + 1
+
+
+def _table_lines(t: Table, styled: bool, width: int | None) -> list[str] | None:
     texts = [t.title] + [h for h, _ in t.columns] + [c for row in t.rows for c in row]
     if not all(map(_plain, texts)) or not all(t.columns):
         return None
     widths = [max([len(h)] + [len(row[i]) for row in t.rows]) for i, (h, _) in
               enumerate(t.columns)]
-    if sum(widths) + 3 * len(widths) - 1 > width:  # rich would shrink it
+    if width is not None and sum(widths) + 3 * len(widths) - 1 > width:  # rich would shrink it
         return None
 
     def fit(text: str, w: int, justify: str) -> str:
@@ -136,11 +163,14 @@ def draw(blocks: list, stream) -> bool:
 
     ``blocks``: ``("bold", text, rest)`` for a line whose ``text`` is bold followed by plain
     ``rest``; ``("line", text)`` for a plain line (written as given); a :class:`Table`.
+    A table is cut to the console's width only on a terminal (:func:`cut_to_screen`).
     """
     facts = console_facts(stream)
     if facts is None:
         return False
     styled, width = facts
+    if not cut_to_screen(stream):
+        width = None
     lines: list[str] = []
     for block in blocks:
         if isinstance(block, Table):

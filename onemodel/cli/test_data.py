@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from ..errors import IoError, MalformedError, UsageError, quote
+from ..errors import IoError, MalformedError, UsageError, printable, quote
 from . import out
 
 
@@ -27,13 +27,17 @@ def read_input(model, name: str, path: str):
 
     A ``.npy`` array in a byte order other than the machine's (``np.save`` of a ``'>f4'``
     array) is the same values: it is converted to native order (one copy). Pickled data is
-    never loaded.
+    never loaded. Either file is opened as a model is
+    (:func:`onemodel.storage.local.open_regular`: without blocking, a regular file only), and
+    the size a ``.npy`` header declares (shape times item size) must be what the file holds
+    after the header before anything is allocated.
 
     Raises:
-        IoError: the file cannot be read (naming the input).
+        IoError: the file cannot be read, or is not a regular file (a FIFO, a device, a
+            directory: naming what it is), naming the input.
         MalformedError: the file is not a ``.npy`` array (an ``.onnx`` file, an ``.npz``
-            archive, text ...), or is one of Python objects (pickled), naming the input and
-            the file.
+            archive, text ...), is one of Python objects (pickled), or its header declares
+            more or fewer bytes than the file holds, naming the input and the file.
     """
     from ..testdata import message_kind, read_pb
 
@@ -41,8 +45,17 @@ def read_input(model, name: str, path: str):
         info = next((v for v in (model.graph.inputs if model.graph else []) if v.name == name),
                     None)
         return read_pb(path, message_kind(info.type if info is not None else None))
+    from ..storage.local import open_regular
+
     try:
-        with open(path, "rb") as f:
+        fd = open_regular(path)
+    except IoError as e:
+        raise IoError(f"cannot read input {quote(name)}: {e.message}", source=path) from None
+    except OSError as e:
+        raise IoError(f"cannot read input {quote(name)}: {e.strerror or e}",
+                      source=path) from None
+    try:
+        with os.fdopen(fd, "rb") as f:
             return _read_npy(f, name, path)
     except OSError as e:
         raise IoError(f"cannot read input {quote(name)}: {e.strerror or e}",
@@ -65,13 +78,16 @@ def _read_npy(f, name: str, path: str):
     try:
         version = fmt.read_magic(f)
         header = {(1, 0): fmt.read_array_header_1_0,
-                  (2, 0): fmt.read_array_header_2_0}.get(version)
-        if header is not None:  # (other versions: read_array refuses objects below)
-            _, _, dtype = header(f)
-            if dtype.hasobject:
-                raise MalformedError(f"input {quote(name)}: the .npy file holds Python objects "
-                                     "(pickled data), which onemodel never loads; save a "
-                                     "numeric or string array", source=path)
+                  (2, 0): fmt.read_array_header_2_0,  # (3.0: 2.0 with UTF-8 field names)
+                  (3, 0): fmt.read_array_header_2_0}.get(version)
+        if header is None:
+            raise ValueError(f"unsupported .npy format version {version[0]}.{version[1]}")
+        shape, _, dtype = header(f)
+        if dtype.hasobject:
+            raise MalformedError(f"input {quote(name)}: the .npy file holds Python objects "
+                                 "(pickled data), which onemodel never loads; save a "
+                                 "numeric or string array", source=path)
+        _check_npy_size(f, shape, dtype, name, path)
         f.seek(0)
         arr = fmt.read_array(f, allow_pickle=False)
     except ValueError as e:  # a truncated or damaged header or body
@@ -85,6 +101,24 @@ def _read_npy(f, name: str, path: str):
     if not arr.dtype.isnative:  # the same values in the other byte order: one copy
         arr = arr.astype(arr.dtype.newbyteorder("="))
     return arr
+
+
+def _check_npy_size(f, shape: tuple, dtype, name: str, path: str) -> None:
+    """MalformedError unless the bytes after the ``.npy`` header (``f`` is just past it) are
+    exactly the array the header declares: the element count times the item size, in exact
+    integer arithmetic, compared with the file's size before anything is allocated."""
+    from ..evaluate.memory import size_text
+
+    count = 1
+    for d in shape:
+        count *= int(d)
+    declared = count * dtype.itemsize
+    held = os.fstat(f.fileno()).st_size - f.tell()
+    if declared != held:
+        raise MalformedError(
+            f"input {quote(name)}: the .npy header declares shape {list(shape)} of {dtype} "
+            f"({size_text(declared)}), but the file holds {held} bytes after its header",
+            source=path)
 
 
 def run_test_data(model, directory: str, rtol: float, atol: float, run, files_for) -> bool:
@@ -127,11 +161,11 @@ def run_test_data(model, directory: str, rtol: float, atol: float, run, files_fo
             for name, value in results.items():
                 files.save(name, value)
             for name, path in files.written:
-                out.line(f"saved {name} -> {path}")
+                out.line(f"saved {printable(name)} -> {printable(path)}")
         if problems:
             out.line(f"{label}: {len(problems)} difference(s) in {len(want)} output(s)")
             for d in problems:
-                out.line(f"  {d.text()}")
+                out.line(printable(f"  {d.text()}"))
         else:
             passed += 1
             out.line(f"{label}: pass ({len(want)} output(s) within tolerance)")

@@ -9,7 +9,7 @@ extents equal, ``N in (1, 3)`` where a broadcast meets 3.
 
 from __future__ import annotations
 
-from ..errors import InvalidModelError
+from ..errors import InputError
 from ..inference import infer_model
 from ..inference.dims import Expr
 from ..inference.engine import fresh_name
@@ -40,17 +40,17 @@ def _variables(model) -> dict[str, tuple[int, str, int]]:
         shape = t.shape if t is not None else None
         if shape is None:
             continue
-        for k, d in enumerate(shape.dims):
-            if d.dim_value is not None:
+        for k, e in enumerate(shape.extents):
+            if type(e) is int:
                 continue
-            out.setdefault(d.dim_param or fresh_name(vi.name, k), (i, vi.name, k))
+            out.setdefault(e or fresh_name(vi.name, k), (i, vi.name, k))
     return out
 
 
 def bind_inputs(model, inputs: dict) -> tuple[dict, dict]:
     """``(binding, where)``: each input dimension variable (fresh names for unnamed extents)
     -> the extent the caller's value has, and -> ``(input index, name, axis)``. Raises
-    InvalidModelError when one variable gets two extents (Clause 6.5.2). ``inputs``: name ->
+    InputError when one variable gets two extents (Clause 6.5.2). ``inputs``: name ->
     the caller's value (anything with a ``shape``; others are skipped)."""
     binding: dict[str, int] = {}
     where: dict[str, tuple] = {}
@@ -61,14 +61,14 @@ def bind_inputs(model, inputs: dict) -> tuple[dict, dict]:
         declared = t.shape if t is not None else None
         if shape is None or declared is None or len(declared.dims) != len(shape):
             continue
-        for k, d in enumerate(declared.dims):
-            if d.dim_value is not None:
+        for k, e in enumerate(declared.extents):  # ('?' and -1 are unknown: fresh names)
+            if type(e) is int:
                 continue
-            var = d.dim_param or fresh_name(vi.name, k)
+            var = e or fresh_name(vi.name, k)
             got = int(shape[k])
             if var in binding and binding[var] != got:
                 j, other, ax = where[var]
-                raise InvalidModelError(
+                raise InputError(
                     f"input '{vi.name}' has extent {got} on axis {k} ({var}), but input "
                     f"'{other}' has {binding[var]} on axis {ax} for the same dimension",
                     path=f"graph.inputs[{i}]")
@@ -78,7 +78,7 @@ def bind_inputs(model, inputs: dict) -> tuple[dict, dict]:
 
 
 def check_inputs(constraints: list, binding: dict, where: dict) -> None:
-    """Raise InvalidModelError at the first main-graph input whose extents (``binding``,
+    """Raise InputError at the first main-graph input whose extents (``binding``,
     ``where`` of :func:`bind_inputs`) break a constraint, naming every input extent the
     constraint uses (input, axis, variable), in input order, and the operator that needs it."""
     for c in constraints:
@@ -92,8 +92,8 @@ def check_inputs(constraints: list, binding: dict, where: dict) -> None:
                 f"({'unnamed' if v.startswith('?') else v})" for v in used)
             need = (f"{_text(c.a)} in {{{', '.join(map(str, c.allowed))}}}"
                     if c.allowed is not None else f"{_text(c.a)} == {_text(c.b)}")
-            raise InvalidModelError(f"{given}; {c.message} at {c.path}: {need} does not hold",
-                                    path=f"graph.inputs[{i}]")
+            raise InputError(f"{given}; {c.message} at {c.path}: {need} does not hold",
+                             path=f"graph.inputs[{i}]")
 
 
 def _text(d) -> str:

@@ -15,18 +15,19 @@ import numpy as np
 
 from ..errors import (
     EvaluationError,
-    InvalidModelError,
+    InputError,
     OneModelError,
     OneModelWarning,
     UnsupportedError,
     UsageError,
+    printable,
     quote,
 )
 from ..inference.engine import fresh_name
 from ..ir.dtypes import INFO, DataType, name_of
 from ..ir.model import Graph, Model
 from ..ir.tensor import element_count
-from ..ir.types import Type
+from ..ir.types import Type, names_variable
 from .context import decode_strings
 
 #: Element count of one random input tensor must stay below this (a guard against huge ``dims``).
@@ -48,45 +49,56 @@ def _check_tensor(name: str, value, ttype, where: str):
             try:
                 value = np.asarray(value, dtype=want)
             except (TypeError, ValueError) as e:
-                raise InvalidModelError(f"input '{name}' cannot be read as {name_of(code)}: {e}",
-                                        path=where) from None
+                raise InputError(f"input '{name}' cannot be read as {name_of(code)}: {e}",
+                                 path=where) from None
         else:
             value = np.asarray(value, dtype=object if code == DataType.STRING else None)
     if want is not None:
         if code == DataType.STRING:
             if value.dtype.kind not in "OUS":
-                raise InvalidModelError(f"input '{name}' has dtype {value.dtype}; the graph "
-                                        f"declares string", path=where)
+                raise InputError(f"input '{name}' has dtype {value.dtype}; the graph "
+                                 f"declares string", path=where)
             # inside the evaluator a STRING tensor is an object array of str
             value = decode_strings(value.astype(object) if value.dtype.kind in "US" else value)
         elif value.dtype != want:
-            raise InvalidModelError(f"input '{name}' has dtype {value.dtype}; the graph declares "
-                                    f"{name_of(code)}", path=where)
+            raise InputError(f"input '{name}' has dtype {value.dtype}; the graph declares "
+                             f"{name_of(code)}", path=where)
     shape = ttype.shape
     if shape is not None:
         dims = shape.values
         if len(dims) != value.ndim:
-            raise InvalidModelError(f"input '{name}' has rank {value.ndim}; the graph declares "
-                                    f"{len(dims)} {shape}", path=where)
+            raise InputError(f"input '{name}' has rank {value.ndim}; the graph declares "
+                             f"{len(dims)} {shape}", path=where)
         _warn_negative(name, dims, where)
         for k, (d, got) in enumerate(zip(dims, value.shape)):
             if isinstance(d, int) and d >= 0 and d != got:
-                raise InvalidModelError(f"input '{name}' has extent {got} on axis {k}; the graph "
-                                        f"declares {shape}", path=where)
+                raise InputError(f"input '{name}' has extent {got} on axis {k}; the graph "
+                                 f"declares {shape}", path=where)
     return value
 
 
 def _warn_negative(name: str, dims: list, where: str) -> None:
-    """One OneModelWarning for an input whose declared shape has negative extents (read as
-    unknown, like onnxruntime; Clause 6.5 allows none). Issued from this one place, so the
-    default warning filter shows it once per input even when both generating and checking the
-    value find it."""
+    """One OneModelWarning for an input whose declared shape has negative extents or
+    dim_params that name no variable (``?``: :func:`onemodel.ir.types.names_variable`), each
+    read as unknown (like onnxruntime; Clause 6.5 allows neither). Issued from this one place,
+    so the default warning filter shows it once per input even when both generating and
+    checking the value find it. ``dims``: the declared dims as written (``Shape.values``)."""
     bad = sorted({d for d in dims if isinstance(d, int) and d < 0})
-    if bad:
-        shown = "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
-        warnings.warn(OneModelWarning(
-            f"input '{name}' declares the extent {', '.join(map(str, bad))} in {shown} "
-            f"({where}); a negative extent is read as unknown"), stacklevel=1)
+    unnamed = list(dict.fromkeys(d for d in dims if isinstance(d, str) and
+                                 not names_variable(d)))
+    if not bad and not unnamed:
+        return
+    shown = "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
+    what = ([f"the extent {', '.join(map(str, bad))}"] if bad else []) + \
+        ([f"the dim_param {', '.join(map(quote, unnamed))}"] if unnamed else [])
+    why = (["a negative extent"] if bad else []) + \
+        (["a dim_param that is not a name"] if unnamed else [])
+    text = (f"input {quote(name)} declares {' and '.join(what)} in {shown} ({where}); "
+            f"{' and '.join(why)} {'is' if len(why) == 1 else 'are'} read as unknown")
+    if unnamed:
+        text += f", each {' or '.join(map(quote, unnamed))} its own extent"
+    warnings.warn(OneModelWarning(text),
+                  stacklevel=1)
 
 
 def check_value(name: str, value, vtype: Type | None, where: str):
@@ -95,7 +107,8 @@ def check_value(name: str, value, vtype: Type | None, where: str):
     Tensors: element type and every fixed extent must match (Clause 6.5); a non-ndarray is
     converted with ``numpy.asarray`` to the declared element type; strings (str, bytes, numpy
     ``U``/``S`` arrays) become an object array of ``str``. Sequences must be lists (or
-    tuples), maps dicts; an optional may be ``None``. Raises InvalidModelError otherwise.
+    tuples), maps dicts; an optional may be ``None``. Raises InputError otherwise (the
+    caller's value does not fit; the model is not at fault).
     """
     if vtype is None or vtype.kind is None:
         return value
@@ -105,19 +118,19 @@ def check_value(name: str, value, vtype: Type | None, where: str):
             return None
         return check_value(name, value, vtype.optional_type.elem_type, where)
     if value is None:
-        raise InvalidModelError(f"input '{name}' is None but its type is {vtype}", path=where)
+        raise InputError(f"input '{name}' is None but its type is {vtype}", path=where)
     if kind in ("tensor", "sparse_tensor"):
         return _check_tensor(name, value, vtype.value, where)
     if kind == "sequence":
         if not isinstance(value, (list, tuple)):
-            raise InvalidModelError(f"input '{name}' is a sequence; a list is expected, not "
-                                    f"{type(value).__name__}", path=where)
+            raise InputError(f"input '{name}' is a sequence; a list is expected, not "
+                             f"{type(value).__name__}", path=where)
         inner = vtype.sequence_type.elem_type
         return [check_value(name, v, inner, where) for v in value]
     if kind == "map":
         if not isinstance(value, dict):
-            raise InvalidModelError(f"input '{name}' is a map; a dict is expected, not "
-                                    f"{type(value).__name__}", path=where)
+            raise InputError(f"input '{name}' is a map; a dict is expected, not "
+                             f"{type(value).__name__}", path=where)
         return value
     return value
 
@@ -125,39 +138,40 @@ def check_value(name: str, value, vtype: Type | None, where: str):
 def prepare_inputs(graph: Graph, plan, inputs: dict[str, Any]) -> dict[str, Any]:
     """The starting values of the main graph: initializers, then the caller's inputs (Clause 7.2).
 
-    Raises InvalidModelError for an unknown input name, a value given for an initializer that is
+    Raises InputError for an unknown input name, a value given for an initializer that is
     not an input (a constant), a missing input the plan needs, or a value of the wrong type.
     """
     if inputs is None:
         inputs = {}
     if not isinstance(inputs, dict):
-        raise InvalidModelError(f"inputs must be a dict of name -> value, not "
-                                f"{type(inputs).__name__}")
+        raise InputError(f"inputs must be a dict of name -> value, not "
+                         f"{type(inputs).__name__}")
     env = dict(plan.consts)
     declared = {v.name: (i, v) for i, v in enumerate(graph.inputs)}
     for name, value in inputs.items():
         if name not in declared:
             if name in plan.consts or any(t.name == name for t in graph.initializers):
-                raise InvalidModelError(f"'{name}' is an initializer that is not a graph input; "
-                                        f"it is a constant and cannot be supplied (Clause 7.2)")
-            raise InvalidModelError(f"'{name}' is not an input of the graph; inputs are "
-                                    f"{[v.name for v in graph.inputs]}")
+                raise InputError(f"'{name}' is an initializer that is not a graph input; "
+                                 f"it is a constant and cannot be supplied (Clause 7.2)")
+            raise InputError(f"'{name}' is not an input of the graph; inputs are "
+                             f"{[v.name for v in graph.inputs]}")
         i, vi = declared[name]
         env[name] = check_value(name, value, vi.type, f"graph.inputs[{i}]")
     inits = {t.name for t in graph.initializers} | {s.name for s in graph.sparse_initializers}
     missing = [v.name for v in graph.inputs
                if v.name not in inputs and v.name not in inits and v.name in plan.used]
     if missing:
-        raise InvalidModelError(f"no value given for input(s) {missing}", path="graph.inputs")
+        raise InputError(f"no value given for input(s) {missing}", path="graph.inputs")
     return env
 
 
 def _declared_dims(vtype: Type | None) -> list | None:
-    """The declared dims of a tensor type (ints, dim_param names, None), None if no shape."""
+    """The declared dims of a tensor type as the evaluator reads them (non-negative ints,
+    dimension variables, None: ``Shape.extents``), None if no shape."""
     if vtype is None or vtype.kind not in ("tensor", "sparse_tensor") or vtype.value is None:
         return None
     shape = vtype.value.shape
-    return None if shape is None else shape.values
+    return None if shape is None else shape.extents
 
 
 def _random_value(vtype: Type | None, rng: np.random.Generator, dims: dict[str, int],
@@ -172,8 +186,8 @@ def _random_value(vtype: Type | None, rng: np.random.Generator, dims: dict[str, 
             shape = list(shape_given)
         else:
             shape = []
-            declared = t.shape.values if t.shape is not None else []
-            _warn_negative(name, declared, where)
+            _warn_negative(name, t.shape.values if t.shape is not None else [], where)
+            declared = t.shape.extents if t.shape is not None else []
             for d in declared:
                 if isinstance(d, int) and d >= 0:
                     shape.append(d)
@@ -181,7 +195,7 @@ def _random_value(vtype: Type | None, rng: np.random.Generator, dims: dict[str, 
                     shape.append(int(dims.get(d, 1)))
                 else:  # unnamed, or a negative extent read as unknown
                     shape.append(int(dims.get(fresh_name(name, len(shape)), 1)))
-        _check_size(name, shape, t.shape.values if t.shape is not None else [], dims,
+        _check_size(name, shape, t.shape.extents if t.shape is not None else [], dims,
                     shape_given, f"{where}.type.{kind}_type.shape.dims")
         return random_tensor(code, tuple(shape), rng, where)
     if kind == "sequence":
@@ -231,21 +245,12 @@ def _check_size(name: str, shape: list, declared: list, dims: dict,
 
 
 def as_flags(error):
-    """``error`` (a OneModelError or UsageError of this module, or any other) as the command
-    line shows it: spelled with its flags only, without the note that names the Python
-    parameters they stand for (:data:`PYTHON_NOTE`). Returns the error to raise (``error``
-    itself, or a new UsageError)."""
-    note = (f"; {PYTHON_NOTE})", ")"), (f" ({PYTHON_NOTE})", "")
+    """``error`` (a OneModelError of this module, a UsageError included, or any other) as the
+    command line shows it: spelled with its flags only, without the note that names the Python
+    parameters they stand for (:data:`PYTHON_NOTE`). Returns ``error``, its message changed."""
     if isinstance(error, OneModelError):
-        for old, new in note:
+        for old, new in ((f"; {PYTHON_NOTE})", ")"), (f" ({PYTHON_NOTE})", "")):
             error.message = error.message.replace(old, new)
-        return error
-    if isinstance(error, UsageError) and error.args and isinstance(error.args[0], str):
-        text = error.args[0]
-        for old, new in note:
-            text = text.replace(old, new)
-        if text != error.args[0]:
-            return UsageError(text)
     return error
 
 
@@ -501,11 +506,11 @@ def describe_generated(model: Model, feeds: dict, dims: dict[str, int] | None = 
         if len(parts) == DESCRIBED_INPUTS:
             parts.append(f"and {len(feeds) - DESCRIBED_INPUTS} more")
             break
-        text = f"{name} {_describe(value)}"
+        text = f"{printable(name)} {_describe(value)}"
         if name in shapes:
             text += " (--shape)"
         elif open_axes.get(name):
-            text += f" ({', '.join(a.replace(' = ', '=') for a in open_axes[name])})"
+            text += f" ({', '.join(printable(a.replace(' = ', '=')) for a in open_axes[name])})"
         parts.append(text)
     return ", ".join(parts)
 

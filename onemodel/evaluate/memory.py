@@ -25,7 +25,12 @@ values (pads, a target shape, scales, a count) calls :func:`check_allocation` (o
 :func:`check_array`) before it allocates. With Linux's overcommit an allocation larger than the
 memory available may succeed, and the process is then killed by the OOM killer when the pages
 are touched, with no message; the check refuses it with an EvaluationError instead. The budget is
-``ONEMODEL_MEMORY_LIMIT`` (bytes) when set, else :func:`available_memory`.
+``ONEMODEL_MEMORY_LIMIT`` (bytes) when set, else :func:`available_memory`. What grows with the
+data without an attribute saying so is checked too: a broadcast larger than its inputs
+(:func:`check_broadcast`, :func:`check_broadcast_all`: the elementwise operators, Where, Sum),
+a matrix product (:func:`check_product`: MatMul, Gemm), a concatenation (Concat,
+ConcatFromSequence), and what a Loop or Scan keeps as it iterates (:class:`Accumulation`). Each
+check's fast path, for arrays under the unchecked size, is one product and one comparison.
 """
 
 from __future__ import annotations
@@ -206,3 +211,120 @@ def check_array(shape, itemsize: int, what: str) -> tuple[int, ...]:
         raise type(e)(f"{what}: {e.message}") from None
     check_allocation(count * itemsize, what)
     return shape
+
+
+# -- what grows with the data: broadcasts, products, accumulations ---------------------------
+
+#: Below this many bytes an allocation is not checked at all: CHECKED_ALLOCATION_BYTES, or the
+#: ``ONEMODEL_MEMORY_LIMIT`` when it is lower. Set by :func:`refresh_budget` when a Session is
+#: made, so that the kernels' fast path is one comparison with a module global.
+_floor = CHECKED_ALLOCATION_BYTES
+
+
+def refresh_budget() -> int | None:
+    """Read ``ONEMODEL_MEMORY_LIMIT`` (:func:`memory_limit`: UsageError for a bad value) and
+    set the size below which :func:`check_broadcast`, :func:`check_product` and
+    :class:`Accumulation` do not check; returns the limit. A Session calls it when it is
+    made."""
+    global _floor
+    limit = memory_limit()
+    _floor = CHECKED_ALLOCATION_BYTES if limit is None else min(limit, CHECKED_ALLOCATION_BYTES)
+    return limit
+
+
+def broadcast_count(a: tuple, b: tuple) -> int:
+    """The element count of the multidirectional broadcast (ONNX Part 1, Clause 8.3; numpy's
+    rule) of shapes ``a`` and ``b``; 0 when they do not broadcast (numpy then says why)."""
+    if len(a) < len(b):
+        a, b = b, a
+    off = len(a) - len(b)
+    n = 1
+    for i, x in enumerate(a):
+        y = b[i - off] if i >= off else 1
+        if x == y or y == 1:
+            n *= x
+        elif x == 1:
+            n *= y
+        else:
+            return 0
+    return n
+
+
+def check_broadcast(a, b, itemsize: int, what: str) -> None:
+    """Check the broadcast result of arrays ``a`` and ``b`` (``itemsize`` bytes an element)
+    against the budget before it is computed, when it is larger than both inputs (a result no
+    larger than an input grows nothing). The fast path, taken for all but arrays whose sizes
+    multiply past the unchecked size, is one product and one comparison.
+
+    Raises EvaluationError as :func:`check_allocation` (``what``: ``the Add output``)."""
+    na, nb = a.size, b.size
+    if na * nb * itemsize < _floor or a.shape == b.shape:
+        return
+    n = broadcast_count(a.shape, b.shape)
+    if n > na and n > nb:
+        check_allocation(n * itemsize, what)
+
+
+def check_broadcast_all(arrays, itemsize: int, what: str) -> None:
+    """:func:`check_broadcast` for the broadcast of several arrays (Sum, Max, Where); None
+    entries (absent optional inputs) are left out."""
+    arrays = [x for x in arrays if x is not None]
+    bound = itemsize
+    for x in arrays:
+        bound *= x.size
+    if bound < _floor or len(arrays) < 2:
+        return
+    shape = arrays[0].shape
+    for x in arrays[1:]:
+        if broadcast_count(shape, x.shape) == 0:
+            return  # numpy says why
+        shape = tuple(max(p, q) if min(p, q) != 0 else 0 for p, q in
+                      zip((1,) * (len(x.shape) - len(shape)) + shape,
+                          (1,) * (len(shape) - len(x.shape)) + x.shape))
+    n = 1
+    for d in shape:
+        n *= d
+    if all(n > x.size for x in arrays):
+        check_allocation(n * itemsize, what)
+
+
+def check_product(a, b, itemsize: int, what: str) -> None:
+    """Check the output of the matrix product ``a @ b`` (numpy's ``matmul`` rule: the stacks
+    broadcast, then ``[..., m, n]``; a 1-D operand counts as a matrix of one row or column)
+    against the budget before it is computed: an ``[m, 1] @ [1, n]`` product is ``m * n``
+    elements from ``m + n``. Raises EvaluationError as :func:`check_allocation`."""
+    if a.size * b.size * itemsize < _floor:  # (a bound of the output: the fast path)
+        return
+    sa, sb = a.shape, b.shape
+    m = sa[-2] if len(sa) >= 2 else 1
+    n = sb[-1] if len(sb) >= 2 else 1
+    stack = broadcast_count(sa[:-2], sb[:-2])
+    if stack * m * n * itemsize >= _floor:
+        check_allocation(stack * m * n * itemsize, what)
+
+
+class Accumulation:
+    """Bytes a kernel keeps as it iterates (a Loop's or Scan's scan outputs, stacked at the
+    end), checked against the budget as they grow: :meth:`add` is one addition and one
+    comparison until the total reaches the unchecked size, then :func:`check_allocation` runs
+    each time the total has grown by a sixteenth (at once past ``ONEMODEL_MEMORY_LIMIT``), so
+    a loop of many iterations reads the available memory a few dozen times, not each time."""
+
+    __slots__ = ("what", "nbytes", "_next")
+
+    def __init__(self, what: str):
+        self.what = what
+        self.nbytes = 0
+        self._next = _floor
+
+    def add(self, nbytes: int) -> None:
+        """Count ``nbytes`` more; EvaluationError as :func:`check_allocation` when the total
+        (``what`` would take ...) passes the budget."""
+        self.nbytes += nbytes
+        if self.nbytes >= self._next:
+            total = self.nbytes
+            check_allocation(total, self.what)
+            limit = memory_limit()
+            self._next = total + max(total >> 4, 1)
+            if limit is not None:
+                self._next = min(self._next, limit + 1)

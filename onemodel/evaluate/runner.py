@@ -52,7 +52,7 @@ from . import registry
 from .context import Context, attribute_value, tensor_value
 from .fusion import fuse_attention
 from .inputs import prepare_inputs
-from .memory import memory_limit, tune_allocator
+from .memory import refresh_budget, tune_allocator
 
 
 def _label(node: Node) -> str:
@@ -99,7 +99,7 @@ class _Plan:
     """How to evaluate one graph (or one function body at one call site)."""
 
     __slots__ = ("graph", "inputs", "outputs", "consts", "steps", "captures", "is_function",
-                 "used")
+                 "used", "folded")
 
 
 def _normalize(v):
@@ -155,7 +155,7 @@ class Session:
                  check_inputs: bool = True):
         if model is None or model.graph is None:
             raise InvalidModelError("the model has no graph", path="graph")
-        memory_limit()  # a bad ONEMODEL_MEMORY_LIMIT is named here, not by the first big array
+        refresh_budget()  # a bad ONEMODEL_MEMORY_LIMIT is named here, not by the first big array
         self.model = model
         self._kernels = _session_kernels(kernels or {})
         #: node order of every checked graph and function body, by id (graph_rules.check_model)
@@ -205,11 +205,11 @@ class Session:
             name -> value, in the order of ``outputs``: ndarrays (numpy or ml_dtypes dtypes),
             lists for sequences, dicts for maps, ``None`` for an empty optional.
         Raises:
-            InvalidModelError: a missing or unknown input, a value of the wrong element type or
+            InputError: a missing or unknown input, a value of the wrong element type or
                 shape, an initializer supplied as input; an input whose extents break what the
-                operators entail (``check_inputs``: at the input, with the axis); a node whose
-                attributes or subgraph are invalid as read (a missing required attribute, a body
-                with too few outputs).
+                operators entail (``check_inputs``: at the input, with the axis).
+            InvalidModelError: a node whose attributes or subgraph are invalid as read (a
+                missing required attribute, a body with too few outputs).
             EvaluationError: a node failing on the values it is given, a run-time condition of
                 its operator that does not hold for them (a Reshape that cannot hold, shapes
                 that do not broadcast, an index out of range, an array too large to allocate:
@@ -235,6 +235,26 @@ class Session:
         with np.errstate(all="ignore"):  # IEEE results (inf, nan) are values, not warnings
             values = self._execute(plan, env)
         return dict(zip(plan.outputs, values))
+
+    def observe(self, inputs: dict[str, Any], observer) -> None:
+        """Evaluate the main graph, calling ``observer(name, value)`` for every value a node of
+        the main graph produces, as it is produced, and keeping none of them past its last use
+        (so a run holds what :meth:`run` holds, whatever ``observer`` keeps). Every node runs,
+        none fused (each intermediate value is produced). ``inputs`` and the errors raised are
+        :meth:`run`'s. ``verify --bisect`` sees each intermediate value this way
+        (:mod:`onemodel.bisect`)."""
+        plan = self._plans.get(_OBSERVED)
+        if plan is None:
+            plan = self._plan_graph(self.model.graph, "graph", self._opsets, 0, outputs=None,
+                                    top=True, fuse=False)
+            self._plans[_OBSERVED] = plan
+        env = prepare_inputs(self.model.graph, plan, inputs)
+        if self._check_inputs and inputs:
+            self._check_constraints(env)
+        for name, value in plan.folded.items():  # Constants, computed when planned
+            observer(name, value)
+        with np.errstate(all="ignore"):
+            self._execute(plan, env, observer)
 
     def _check_constraints(self, env: dict) -> None:
         """The inputs against the constraints inference finds (computed on first use)."""
@@ -344,9 +364,10 @@ class Session:
 
     def _plan_graph(self, graph: Graph, path: str, opsets: dict[str, int], depth: int, *,
                     outputs: list[str] | None = None, top: bool = False,
-                    function: Function | None = None, bound: dict | None = None) -> _Plan:
+                    function: Function | None = None, bound: dict | None = None,
+                    fuse: bool = True) -> _Plan:
         """Plan one graph (checked by the graph rules); ``function``/``bound`` plan a function
-        body at one call site."""
+        body at one call site; ``fuse=False`` keeps every node a step of its own."""
         if depth > limits.MAX_EVAL_DEPTH:
             raise UnsupportedError(f"subgraphs and function calls nest deeper than "
                                    f"{limits.MAX_EVAL_DEPTH}", path=path)
@@ -422,6 +443,7 @@ class Session:
                 st.nparams = len(st.body.inputs)
             else:
                 st.nparams = _positional_params(fn)
+                _check_signature(node, version, npath)
             # subgraphs of this node read what this graph and the ones around it define
             for j, a in enumerate(node.attributes):
                 for field, g in a.subgraphs():
@@ -458,7 +480,7 @@ class Session:
 
         keep_names = set(plan.outputs)
         captured = set().union(*(free_cache.get(st.index, ()) for st in steps))
-        fused = fuse_attention(steps, captured, keep_names, _fused_step)
+        fused = fuse_attention(steps, captured, keep_names, _fused_step) if fuse else steps
         if fused is not steps:  # the last use of every value, again
             steps = fused
             uses = {}
@@ -491,6 +513,7 @@ class Session:
         plan.consts = {n: _const_array(c, p) for n, (c, p) in used_consts.items()}
         plan.consts.update((n, v) for n, v in folded.items() if n in uses or n in keep_names)
         plan.used = frozenset(uses) | keep_names
+        plan.folded = folded  # (the Constants computed here, by name, used or not)
         return plan
 
     def _fold(self, st: _Step):
@@ -511,7 +534,7 @@ class Session:
         return _normalize(res[0] if type(res) is tuple else res)
 
     # -- evaluation -----------------------------------------------------------------------------
-    def _execute(self, plan: _Plan, env: dict) -> list:
+    def _execute(self, plan: _Plan, env: dict, observer=None) -> list:
         for st in plan.steps:
             try:
                 args = [env[n] if n else None for n in st.ins]
@@ -565,6 +588,10 @@ class Session:
                 for name, v in zip(outs, res):
                     if name:
                         env[name] = _normalize(v)
+            if observer is not None:
+                for name in outs:
+                    if name:
+                        observer(name, env[name])
             for n in st.free:
                 env.pop(n, None)
         try:
@@ -614,6 +641,9 @@ class Session:
                                         path=path)
         return tuple(self._execute(plan, env))
 
+
+#: The key of the plan of :meth:`Session.observe` (every node, none fused).
+_OBSERVED = object()
 
 #: Inputs of a node described at most in an evaluation error (the rest are counted).
 _DESCRIBED_INPUTS = 8
@@ -672,6 +702,52 @@ def _evaluation_error(st: _Step, args: list, detail: str,
     text = (f"node {st.index} ({_label(node)}) failed: {detail}; its inputs: "
             f"{', '.join(parts) or 'none'}")
     return EvaluationError(text, path=st.path, source=cause.source if cause else None)
+
+
+#: (domain, op_type, opset) -> ([(name, whether a GRAPH) of the required attributes],
+#: [(index, name) of the required inputs])
+_SIGNATURES: dict[tuple, tuple] = {}
+
+
+def _signature(domain: str, op_type: str, opset: int) -> tuple:
+    key = (domain, op_type, opset)
+    got = _SIGNATURES.get(key)
+    if got is None:
+        from ..schemas import get
+        s = get(op_type, domain, opset) if opset >= 1 else None
+        if s is None:  # a domain or version onemodel.schemas does not define
+            got = ((), ())
+        else:
+            got = (tuple((n, a.type == "GRAPH") for n, a in s.attributes.items() if a.required),
+                   tuple((k, f.name) for k, f in enumerate(s.inputs) if f.option == "single"))
+        _SIGNATURES[key] = got
+    return got
+
+
+def _check_signature(node: Node, opset: int, path: str) -> None:
+    """InvalidModelError unless ``node`` sets every attribute and gives every input its
+    operator's definition requires (:mod:`onemodel.schemas`, ONNX Part 1, Clause 10.4: the
+    codes OM310, OM305 and OM307 of ``onemodel check``), checked once when a Session plans the
+    node, so that no kernel meets a missing one (a KeyError, an input of None); a required GRAPH
+    attribute (an If branch, a Loop or Scan body) must hold a graph. The path is the node's
+    (``graph.nodes[3]``), or its input's or attribute's (``graph.nodes[3].inputs[0]``)."""
+    attrs, inputs = _signature(registry.normalize_domain(node.domain), node.op_type or "",
+                               opset)
+    if attrs:
+        have = {a.name: a for a in node.attributes}
+        for name, graph in attrs:
+            a = have.get(name)
+            if a is None:
+                raise InvalidModelError(f"{_label(node)} lacks required attribute "
+                                        f"{quote(name)}", path=path)
+            if graph and a.g is None:  # (a body a kernel runs: anything else is no graph)
+                raise InvalidModelError(f"{_label(node)}: attribute {quote(name)} holds no "
+                                        "graph; the definition's type is GRAPH",
+                                        path=f"{path}.attributes[{node.attributes.index(a)}]")
+    for k, name in inputs:
+        if k >= len(node.inputs) or not node.inputs[k]:
+            raise InvalidModelError(f"{_label(node)} lacks required input {k} "
+                                    f"({quote(name)})", path=f"{path}.inputs[{k}]")
 
 
 def _kernel_name(fn) -> str:

@@ -17,6 +17,10 @@ from ..lazy import np
 
 VARINT, I64, LEN, SGROUP, EGROUP, I32 = 0, 1, 2, 3, 4, 5
 U64 = (1 << 64) - 1
+#: The range of each integer scalar type of Clause 12.2 (``int32`` also holds enumerations).
+INT64_RANGE = (-(1 << 63), (1 << 63) - 1)
+INT32_RANGE = (-(1 << 31), (1 << 31) - 1)
+UINT64_RANGE = (0, U64)
 #: The largest field tag (2^29 - 1): a field key ``tag * 8 + wire`` then fits 32 bits.
 MAX_TAG = (1 << 29) - 1
 
@@ -79,9 +83,15 @@ def check_tag(tag: int, offset: int) -> None:
 
 def encode_varint(value: int) -> bytes:
     """The varint octets of ``value`` (Clause 12.2.2); a negative value is taken as its 64-bit
-    two's complement, so it takes ten octets (Clause 12.2.3)."""
+    two's complement, so it takes ten octets (Clause 12.2.3).
+
+    Raises OverflowError for a value below -2^63 or of 2^64 or more: no varint holds it, and
+    masking it to 64 bits would write another number. (The message encoder checks each value
+    against its own field's range first, :func:`out_of_range`.)"""
     if 0 <= value < 0x80:
         return _SMALL[value]
+    if not -(1 << 63) <= value <= U64:
+        raise OverflowError(f"{value} does not fit a varint (-2^63 to 2^64 - 1)")
     value &= U64
     out = bytearray()
     while value >= 0x80:
@@ -92,6 +102,34 @@ def encode_varint(value: int) -> bytes:
 
 
 _SMALL = [bytes((i,)) for i in range(0x80)]
+
+
+def out_of_range(values, lo: int, hi: int):
+    """The first of ``values`` (an int, a list of ints or an integer ndarray) outside ``[lo,
+    hi]``, or None when every one is inside. An array's dtype decides without a scan when it
+    cannot hold anything outside (int32 values for an int64 field). Lists and ints never
+    import numpy."""
+    if isinstance(values, (list, tuple)):
+        for v in values:
+            if not lo <= int(v) <= hi:
+                return v
+        return None
+    if isinstance(values, int) or not isinstance(values, np.ndarray):
+        return None if lo <= int(values) <= hi else values
+    if values.size == 0:
+        return None
+    if values.dtype.kind not in "iub":
+        return out_of_range(values.reshape(-1).tolist(), lo, hi)
+    if values.dtype.kind == "b":
+        return None
+    info = np.iinfo(values.dtype)
+    if info.min >= lo and info.max <= hi:
+        return None
+    flat = values.reshape(-1)
+    bad = (flat < lo) if lo > info.min else np.zeros(flat.shape, dtype=bool)
+    if hi < info.max:
+        bad |= flat > hi
+    return int(flat[int(np.argmax(bad))]) if bad.any() else None
 
 
 def skip_field(buf, pos: int, end: int, wire: int) -> int:

@@ -20,16 +20,17 @@ from .dims import Dim, Expr
 from .engine import Contradiction, Engine, Inference
 from .value import UNKNOWN, Value
 
-__all__ = ["infer", "infer_model", "annotate", "operator_names", "Inference", "Contradiction",
-           "Value", "Expr", "Dim", "UNKNOWN"]
+__all__ = ["infer", "infer_model", "annotate", "wide_extents", "operator_names", "Inference",
+           "Contradiction", "Value", "Expr", "Dim", "UNKNOWN"]
 
 
 def _model(model_or_path, storage_options=None):
+    from ..api import check_storage_options, load
     from ..ir import Model
 
     if isinstance(model_or_path, Model):
+        check_storage_options(storage_options, model_or_path)  # (ignored: refused)
         return model_or_path
-    from ..api import load
 
     return load(model_or_path, storage_options=storage_options)
 
@@ -47,7 +48,10 @@ def infer_model(model, *, fresh_inputs: bool = False, positive_dims: bool = True
     allows an extent of 0, and an input empty along such an axis may have other shapes than
     the inferred ones); ``False`` takes every variable to be only at least 0. A model read
     from a path is closed before this returns (the elements of initializers no rule read are
-    then unknown)."""
+    then unknown). A Model closed before the call is inferred without the elements of its
+    tensors (initializers, Constant and ConstantOfShape values): what those elements would
+    tell (shapes given as data, axes, indices) is unknown, so infer a model while it is
+    open."""
     m = _model(model)
     try:
         return Engine(m, fresh_inputs=fresh_inputs, positive_dims=positive_dims).run()
@@ -122,11 +126,41 @@ def annotate(model, inference: Inference | None = None) -> int:
     return added
 
 
+def wide_extents(model, inference: Inference) -> list[dict]:
+    """The node outputs of ``model`` whose inferred shape has an integer extent above 2^63 - 1,
+    which no ``dim_value`` (an int64, Clause 12.2) can record: ``[{"path", "node", "name",
+    "where", "axis", "extent"}]`` in graph and node order (``path``: the graph's IR path,
+    ``graph``, ``graph.nodes[2].attributes[0].g``; ``node``: the node's index in it; ``where``:
+    ``""``, or ``"element"`` for a sequence's or optional's element). :func:`annotate` writes
+    each such extent as unknown (:meth:`.Value.to_type`); ``check --full`` reports them
+    (``OM412``) and ``onemodel infer`` notes them."""
+    from ..ir.walk import iter_graphs
+
+    found: list = []
+    if model.graph is None:
+        return found
+    for gpath, g in iter_graphs(model.graph):
+        values = inference.graphs.get(gpath)
+        if not values:
+            continue
+        for i, node in enumerate(g.nodes):
+            for name in node.outputs:
+                v = values.get(name) if name else None
+                if v is None:
+                    continue
+                found += [{"path": gpath, "node": i, "name": name, "where": where,
+                           "axis": axis, "extent": d} for where, axis, d in v.wide_extents()]
+    return found
+
+
 def operator_names(keys) -> list[str]:
     """``Op-version`` (``domain Op-version`` outside ai.onnx) of each ``(domain, op_type,
     version)`` in ``keys`` (:attr:`Inference.no_rule`), sorted: what ``onemodel infer`` and
     ``check --full`` (``OM411``) name as inferred without a rule. An operator without a name,
     of a domain the model does not import or imported at a version below 1 is left out (the
-    structure checks report those: ``OM106``, ``OM105``, ``OM120``)."""
-    return sorted(f"{d + ' ' if d else ''}{op}-{v}" for d, op, v in keys
+    structure checks report those: ``OM106``, ``OM105``, ``OM121``). Domain and op_type are made
+    printable (:func:`onemodel.errors.printable`: an escape code or newline in them is escaped)."""
+    from ..errors import printable
+
+    return sorted(f"{printable(d) + ' ' if d else ''}{printable(op)}-{v}" for d, op, v in keys
                   if op and type(v) is int and v > 0)

@@ -41,6 +41,11 @@ from ..limits import MAX_EXPR_INTEGER, MAX_EXPR_SIZE
 
 Dim = Union[int, "Expr", None]
 
+#: The largest extent a file can record: ``dim_value`` is an int64 (Annex B, Clause 12.2).
+#: Inference keeps larger extents exactly (``info --shapes`` shows them); a written type gives
+#: such an extent as unknown (:func:`fits_file`), never a truncated number.
+MAX_DIM_VALUE = (1 << 63) - 1
+
 #: The variables taken to be at least 1 during one inference (the engine sets it: the
 #: dimension variables of the main graph's inputs, unless asked not to). Every other variable
 #: is an extent, at least 0.
@@ -386,6 +391,12 @@ def same(a: Dim, b: Dim) -> bool:
 def from_dim_param(text: str) -> "Expr":
     """The extent a ``dim_param`` names: the variable of that name (Clause 6.5.2)."""
     return Expr.var(text)
+
+
+def fits_file(d: Dim) -> bool:
+    """Whether extent ``d`` can be written as a ``dim_value``: an int from 0 to
+    :data:`MAX_DIM_VALUE` (True for an expression or unknown, which are no numbers)."""
+    return type(d) is not int or 0 <= d <= MAX_DIM_VALUE
 
 
 def dim_text(d: Dim) -> str:

@@ -21,10 +21,11 @@ cannot be equal) is a contradiction, reported with its path (Clause 9.4).
 
 from __future__ import annotations
 
-from ..errors import InternalError
+from ..errors import InternalError, IoError
 from ..ir.calls import cycle_text, function_key, recursive_functions
 from ..ir.dtypes import DataType
 from ..ir.entries import normalize_domain
+from ..ir.walk import check_nesting
 from ..limits import (
     MAX_DATA_EXPR_SIZE,
     MAX_EVAL_DEPTH,
@@ -166,7 +167,7 @@ class Contradiction:
 class Note(Contradiction):
     """Where inference kept less than it could, at a documented limit (Clause 15.4): ``path``
     (the node) and ``message``. Not a fault of the model; ``check --full`` reports it as
-    information (OM412)."""
+    information (OM413)."""
 
     __slots__ = ()
 
@@ -332,6 +333,7 @@ class Engine:
 
     def run(self) -> Inference:
         m = self.model
+        check_nesting(m)  # UnsupportedError past MAX_MODEL_NESTING, before any recursive walk
         if m.graph is not None:
             opsets = {normalize_domain(o.domain): o.version for o in m.opset_imports}
             token = D.POSITIVE.set(self._positive(m.graph) if self.positive_dims
@@ -347,10 +349,10 @@ class Engine:
         out = set()
         for vi in graph.inputs:
             shape = vi.type.shape if vi.type is not None else None
-            for k, d in enumerate(shape.dims if shape is not None else ()):
-                if d.dim_param:
-                    out.add(d.dim_param)
-                elif d.dim_value is None and self.fresh_inputs:
+            for k, e in enumerate(shape.extents if shape is not None else ()):
+                if isinstance(e, str):
+                    out.add(e)
+                elif e is None and self.fresh_inputs:
                     out.add(fresh_name(vi.name, k))
         return frozenset(out)
 
@@ -477,6 +479,9 @@ class Engine:
             args = ins
         try:
             got = fn(ctx, *args)
+        except IoError:  # bytes a rule reads are not at hand (a closed model, an unreadable
+            got = None   # external file): what the type constraints give (Clause 9.4)
+            memo_key = None
         except Exception as e:  # a rule's bug: name the node and the rule
             raise InternalError(f"inference rule {fn.__module__}.{fn.__name__} failed on "
                                 f"{node.op_type} at {npath}: {type(e).__name__}: {e}") from e
@@ -639,7 +644,7 @@ _MAX_CONSTRAINTS = 100_000
 _BOUNDED_TEXT = (f"an extent or element past a bound of inference is unknown "
                  f"(MAX_EXPR_SIZE: {MAX_EXPR_SIZE} atoms; MAX_DATA_EXPR_SIZE: "
                  f"{MAX_DATA_EXPR_SIZE} atoms in one tensor; MAX_EXPR_INTEGER: "
-                 f"{MAX_EXPR_INTEGER})")
+                 f"2^{MAX_EXPR_INTEGER.bit_length()} - 1)")
 
 #: At most this many notes are kept (a model's first ones).
 _MAX_NOTES = 1000

@@ -102,17 +102,18 @@ class Value:
     @classmethod
     def from_type(cls, t: Type | None) -> "Value":
         """The Value of a declared :class:`~onemodel.ir.Type` (``dim_param`` -> variable,
-        neither field -> unknown); an unset or empty type gives ``Value()``."""
+        neither field -> unknown; a negative ``dim_value`` and a ``dim_param`` naming no
+        variable, ``?``, are unknown too: :attr:`onemodel.ir.Dimension.extent`); an unset or
+        empty type gives ``Value()``."""
         if t is None:
             return UNKNOWN
         k = t.kind
         if k in ("tensor", "sparse_tensor"):
             v = t.value
             shape = None
-            if v.shape is not None:
-                shape = tuple(d.dim_value if d.dim_value is not None
-                              else (D.Expr.var(d.dim_param) if d.dim_param else None)
-                              for d in v.shape.dims)
+            if v.shape is not None:  # (-1 and a dim_param such as '?' are unknown)
+                shape = tuple(D.Expr.var(e) if isinstance(e, str) else e
+                              for e in v.shape.extents)
             return cls(k, v.elem_type or None, shape)
         if k in ("sequence", "optional"):
             inner = t.value.elem_type
@@ -152,7 +153,9 @@ class Value:
     def to_type(self) -> Type | None:
         """The :class:`~onemodel.ir.Type` to write as ``value_info``: an expression or a
         variable becomes a ``dim_param`` (its text), an unknown extent a dimension with neither
-        field. None when nothing is known."""
+        field, and so does an integer extent above :data:`.dims.MAX_DIM_VALUE` (2^63 - 1),
+        which no ``dim_value`` (an int64) holds (:meth:`wide_extents` lists them). None when
+        nothing is known."""
         from ..ir.types import (
             MapType,
             OpaqueType,
@@ -167,9 +170,10 @@ class Value:
             shape = None
             if self.shape is not None:
                 from ..ir.types import Dimension, Shape
-                shape = Shape(dims=[Dimension(dim_value=d) if type(d) is int
-                                    else Dimension(dim_param=str(d)) if _writable(d)
-                                    else Dimension() for d in self.shape])
+                shape = Shape(dims=[
+                    (Dimension(dim_value=d) if D.fits_file(d) else Dimension())
+                    if type(d) is int else Dimension(dim_param=str(d)) if _writable(d)
+                    else Dimension() for d in self.shape])
             setattr(t, self.kind + "_type", cls(elem_type=self.elem or 0, shape=shape))
             return t
         if self.kind in ("sequence", "optional"):
@@ -184,6 +188,22 @@ class Value:
         if self.kind == "opaque":
             return Type(opaque_type=OpaqueType())
         return None
+
+    def wide_extents(self) -> list[tuple[str, int, int]]:
+        """``[(where, axis, extent)]``: every integer extent of this value (or of the element
+        of a sequence or optional, the value of a map: ``where`` says which, ``""`` for the
+        value itself) that a file cannot record (above :data:`.dims.MAX_DIM_VALUE`, 2^63 - 1);
+        :meth:`to_type` writes each as unknown."""
+        found = []
+        v, where = self, ""
+        while v is not None:
+            if v.kind in ("tensor", "sparse_tensor") and v.shape is not None:
+                found += [(where, i, d) for i, d in enumerate(v.shape) if not D.fits_file(d)]
+            if v.kind not in ("sequence", "optional", "map"):
+                break
+            v = v.inner
+            where = (where + " " if where else "") + "element"
+        return found
 
     # -- identity ----------------------------------------------------------------------------
     def __eq__(self, other):

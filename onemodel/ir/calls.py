@@ -6,7 +6,7 @@ normalized: ``""`` and ``"ai.onnx"`` are one). A function's calls are those of i
 and of the nodes of every graph in their attributes. A function recurs when a chain of calls
 leads from it back to itself (a self call, or through others): expanding its body at a call
 would not end, so inference does not expand it and the evaluator refuses it (Clause 15.4,
-unbounded recursion); ``onemodel check`` reports it (OM121).
+unbounded recursion); ``onemodel check`` reports it (OM122).
 """
 
 from __future__ import annotations

@@ -39,6 +39,7 @@ from ..limits import MAX_MODEL_NESTING
 from .entries import normalize_domain
 from .model import Graph, Model
 from .order import stable_topological_order
+from .walk import NESTING_MESSAGE
 
 
 def _domains(opsets) -> set[str]:
@@ -171,7 +172,7 @@ def _subgraphs(node, npath: str, paths: dict):
 
 def _function_domains(nodes, path: str, domains: set, paths: dict, depth: int, fail) -> None:
     if depth > MAX_MODEL_NESTING:
-        fail("nesting", UnsupportedError("graphs nested too deep", path=path))
+        fail("nesting", UnsupportedError(NESTING_MESSAGE, path=path))
         return
     for i, node in enumerate(nodes):
         npath = f"{path}.nodes[{i}]"
@@ -261,7 +262,7 @@ def _scope(key: int, nodes, inputs: tuple, initializers: tuple, outputs: tuple, 
     node reads a value of its own or of a later node, the dependencies are sorted.
     """
     if depth > MAX_MODEL_NESTING:
-        fail("nesting", UnsupportedError("graphs nested too deep", path=gpath))
+        fail("nesting", UnsupportedError(NESTING_MESSAGE, path=gpath))
         return set()
     defs: dict[str, int] = {}  # name -> index of the producing node (-1: not a node)
 

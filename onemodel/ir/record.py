@@ -46,6 +46,10 @@ LIST_KINDS = frozenset((LIST_STR, LIST_BYTES, LIST_INT, LIST_MSG))
 
 _CLASSES: dict[str, type["Record"]] = {}
 
+#: Records nested deeper than this in one repr() are shown as ``Name(...)``.
+_REPR_DEPTH = 16
+_repr_depth = 0
+
 _U32 = struct.Struct("<I")
 _F32 = struct.Struct("<f")
 
@@ -255,20 +259,47 @@ class Record(metaclass=_RecordMeta):
         cls._fast_init = init
 
     def __eq__(self, other: object) -> bool:
+        """Field by field, bit-exact; iterative (records nested any depth deep compare without
+        recursion)."""
         if type(other) is not type(self):
             return NotImplemented
-        for name, kind, _ in self.FIELDS:
-            a, b = getattr(self, name), getattr(other, name)
-            if kind in LIST_KINDS:
-                if len(a) != len(b) or any(x != y for x, y in zip(a, b)):
-                    return False
-            elif not _same(kind, a, b):
+        pairs = [(self, other)]
+        while pairs:
+            x, y = pairs.pop()
+            if x is y:
+                continue
+            if type(x) is not type(y):
                 return False
-        return self.unknown == other.unknown
+            for name, kind, _ in x.FIELDS:
+                a, b = getattr(x, name), getattr(y, name)
+                if kind == MSG and a is not None and b is not None:
+                    pairs.append((a, b))
+                elif kind == LIST_MSG:
+                    if len(a) != len(b):
+                        return False
+                    pairs.extend(zip(a, b))
+                elif kind in LIST_KINDS:
+                    if len(a) != len(b) or any(p != q for p, q in zip(a, b)):
+                        return False
+                elif not _same(kind, a, b):
+                    return False
+            if x.unknown != y.unknown:
+                return False
+        return True
 
     __hash__ = None  # records are mutable
 
     def __repr__(self) -> str:
+        global _repr_depth
+        if _repr_depth >= _REPR_DEPTH:  # (records nested deeper are not spelled out)
+            return f"{type(self).__name__}(...)"
+        _repr_depth += 1
+        try:
+            return self._repr()
+        finally:
+            _repr_depth -= 1
+
+    def _repr(self) -> str:
         parts = []
         for name, kind, _ in self.FIELDS:
             v = getattr(self, name)
@@ -297,20 +328,31 @@ class Record(metaclass=_RecordMeta):
         return new
 
     def copy(self, deep: bool = True):
-        """A copy. Deep copies records and lists but shares weight buffers (never copies bytes)."""
+        """A copy. Deep copies records and lists but shares weight buffers (never copies bytes);
+        iterative (records nested any depth deep copy without recursion)."""
         if not deep:
             return _copy.copy(self)
-        new = type(self).__new__(type(self))
-        for name, kind, _ in self.FIELDS:
-            v = getattr(self, name)
-            if kind == MSG and v is not None:
-                v = v.copy()
-            elif kind == LIST_MSG:
-                v = [x.copy() for x in v]
-            elif kind in LIST_KINDS:
-                v = list(v)
-            setattr(new, name, v)
-        for name in self.EXTRA:
-            setattr(new, name, getattr(self, name))
-        new.unknown = self.unknown
-        return new
+        root = type(self).__new__(type(self))
+        work = [(self, root)]
+        while work:
+            old, new = work.pop()
+            for name, kind, _ in old.FIELDS:
+                v = getattr(old, name)
+                if kind == MSG and v is not None:
+                    c = type(v).__new__(type(v))
+                    work.append((v, c))
+                    v = c
+                elif kind == LIST_MSG:
+                    copies = []
+                    for x in v:
+                        c = type(x).__new__(type(x))
+                        work.append((x, c))
+                        copies.append(c)
+                    v = copies
+                elif kind in LIST_KINDS:
+                    v = list(v)
+                setattr(new, name, v)
+            for name in old.EXTRA:
+                setattr(new, name, getattr(old, name))
+            new.unknown = old.unknown
+        return root

@@ -9,8 +9,24 @@ set, plus an optional type ``denotation`` (Clause 6.7). A shape is absent (unkno
 
 from __future__ import annotations
 
+import re
+
 from .dtypes import name_of
 from .record import INT, LIST_MSG, MSG, STR, Record
+
+_NAMES_SOMETHING = re.compile(r"[A-Za-z_]")
+
+
+def names_variable(dim_param: str | None) -> bool:
+    """Whether a ``dim_param`` names a dimension variable: it holds an identifier (a letter or
+    ``_``: ``batch``, ``unk__12``, and the expressions of them that onnxruntime's symbolic
+    shape inference and ``onemodel infer`` write, ``seq + 1``). One that holds none (``?``,
+    ``-1``, ``*``, empty) is an exporter's spelling of "unknown" (the PaddleOCR classifier
+    declares ``[-1, 3, ?, ?]``): Clause 6.5.2 asks that a variable's name be an identifier
+    (SHOULD), and reading two ``?`` as one variable would make its height and width one
+    extent. Such a dimension is read as unknown (:attr:`Dimension.extent`), with a warning
+    where the caller's inputs are checked and from ``onemodel check`` (OM405)."""
+    return bool(dim_param) and _NAMES_SOMETHING.search(dim_param) is not None
 
 KINDS = ("tensor_type", "sequence_type", "map_type", "optional_type", "sparse_tensor_type",
          "opaque_type")
@@ -27,6 +43,18 @@ class Dimension(Record):
         if self.dim_value is not None:
             return self.dim_value
         return self.dim_param
+
+    @property
+    def extent(self) -> int | str | None:
+        """The extent as inference and the evaluator read it: a non-negative ``dim_value``, a
+        dimension variable's name (a ``dim_param`` that :func:`names_variable`), or ``None``
+        for unknown, which a negative ``dim_value`` (-1, PaddlePaddle's "any"; Clause 6.5.1
+        allows none) and a ``dim_param`` naming no variable (``?``) are read as."""
+        v = self.dim_value
+        if v is not None:
+            return v if v >= 0 else None
+        p = self.dim_param
+        return p if names_variable(p) else None
 
     def __str__(self) -> str:
         v = self.value
@@ -55,6 +83,12 @@ class Shape(Record):
     def values(self) -> list[int | str | None]:
         """The dims as ints, strings and ``None``."""
         return [d.value for d in self.dims]
+
+    @property
+    def extents(self) -> list[int | str | None]:
+        """The dims as inference and the evaluator read them (:attr:`Dimension.extent`):
+        non-negative ints, dimension variable names and ``None`` (unknown)."""
+        return [d.extent for d in self.dims]
 
     def __str__(self) -> str:
         return "[" + ",".join(str(d) for d in self.dims) + "]"

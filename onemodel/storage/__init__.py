@@ -136,14 +136,18 @@ def open_sink(target, *, storage_options: dict | None = None, compression: str |
     return ProgressSink(sink, progress) if progress is not None else sink
 
 
-def check_storage_options(storage_options: dict | None, *targets) -> None:
-    """Refuse storage options that nothing of an operation would use.
+def check_storage_options(storage_options: dict | None, *targets,
+                          name: str = "storage_options") -> None:
+    """Refuse storage options that nothing of an operation would use: the one check of the
+    Python API (``load``, ``save``, ``convert``, ``verify``, ``check``, ...) and the command
+    line (``--storage-option``).
 
     ``targets``: every path, URL, Source or Sink the operation opens (model file, output,
-    ``base_dir`` of external data; ``None`` and bytes are skipped). ``storage_options`` are
-    for fsspec backends of URLs only; given when every target is local they would be ignored
-    silently, so they raise :class:`~onemodel.errors.UsageError` naming every local target
-    (a conversion's source and destination both, not only the first).
+    ``base_dir`` of external data; ``None``, bytes and loaded models are skipped).
+    ``storage_options`` are for fsspec backends of URLs only; given when every target is local
+    they would be ignored silently, so they raise :class:`~onemodel.errors.UsageError` naming
+    every local target (a conversion's source and destination both, not only the first) and
+    ``name``, the option as the caller spells it (``--storage-option`` on the command line).
     A command that reads from S3 and writes a local file uses them (for the S3 end) and passes.
     """
     if not storage_options:
@@ -155,8 +159,7 @@ def check_storage_options(storage_options: dict | None, *targets) -> None:
     where = f" ({', '.join(shown[:-1])} and {shown[-1]})" if len(shown) > 1 else \
         f" ({shown[0]})" if shown else ""
     raise UsageError(f"storage options are for URLs (s3://, https:// ...), but every file of "
-                     f"this operation is local{where}: they would be ignored; drop them "
-                     f"(--storage-option)")
+                     f"this operation is local{where}: they would be ignored; drop {name}")
 
 
 def is_local(target) -> bool:

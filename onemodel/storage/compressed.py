@@ -298,6 +298,18 @@ def _write(out, data: bytes, name: str) -> None:
                       source=name) from None
 
 
+def is_compressed_sink(sink) -> bool:
+    """True when what is written to ``sink`` ends up zstd-compressed: it is a
+    :class:`ZstdSink`, or wraps one (``inner``: a ProgressSink around it), at most 16 deep."""
+    for _ in range(16):
+        if isinstance(sink, ZstdSink):
+            return True
+        sink = getattr(sink, "inner", None)
+        if sink is None:
+            return False
+    return False
+
+
 class ZstdSink(Sink):
     """A sink that zstd-compresses what is written and passes it to ``inner``.
 

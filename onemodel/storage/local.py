@@ -8,14 +8,18 @@ the destination on commit, so an interrupted write never leaves a file that look
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import mmap
 import os
+import signal
 import stat
 import tempfile
+import threading
 
 from ..errors import IoError
 from ..limits import MMAP_THRESHOLD
+from . import locks
 from .base import MemorySource, Sink, Source, io_error
 
 try:  # POSIX only: absent on Windows, where the calls that need it are not made
@@ -43,6 +47,7 @@ class LocalSource(MemorySource):
 
     def __init__(self, path: str, *, mmap_threshold: int = MMAP_THRESHOLD, fd: int | None = None):
         name = os.fspath(path)
+        opened_by_path = fd is None
         try:
             if fd is None:
                 fd = open_regular(name)
@@ -55,6 +60,9 @@ class LocalSource(MemorySource):
                 os.close(fd)
             raise io_error(e, name, "open") from None
         self.stat = st
+        #: ``stat`` when the file was opened by ``path`` (so ``path`` named it then), else None
+        #: (a descriptor given: a decompressed temporary file, a data file opened by the walk).
+        self.path_stat = st if opened_by_path else None
         self._fd = fd
         self._map = None
         size = st.st_size
@@ -186,6 +194,24 @@ def _drain(r: int, out: int, count: int) -> None:
         count -= len(data)
 
 
+@contextlib.contextmanager
+def _signals_held(hold: bool):
+    """Hold SIGINT and SIGTERM back (POSIX, main thread) while the body runs: the renames that
+    publish a model's files (docs/storage.md "Atomicity") are not cut in the middle by Ctrl-C;
+    the signal is delivered when they are done. A no-op when ``hold`` is false or the platform
+    cannot block signals."""
+    mask = {signal.SIGINT, signal.SIGTERM}
+    if not hold or not hasattr(signal, "pthread_sigmask") \
+            or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, mask)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 class LocalSink(Sink):
     """An atomic local file sink: a temporary file beside ``path``, renamed over it on commit.
 
@@ -193,11 +219,24 @@ class LocalSink(Sink):
     ``splice`` through one pipe), else through one reused 4 MiB buffer: bounded memory, whatever
     the tensor size; ``reserve`` allocates the file's disk space up front. A destination that
     exists and is not a regular file (a FIFO, a device, a directory) is refused, never replaced.
-    Raises IoError.
+
+    ``lock``: hold the destination's writer lock from here to the end of the write, refusing a
+    second writer, and remove the dead temporary files in its directory
+    (:mod:`onemodel.storage.locks`); data files of a model are written without it, under the
+    model file's lock. ``temporary=False``: write the file at ``path`` itself (created, never
+    replaced; :meth:`commit` renames nothing, :meth:`abort` removes it), for a name unique to
+    the write (a staged data file, docs/storage.md "Atomicity"). Raises IoError.
     """
 
-    def __init__(self, path: str, *, durable: bool = False):
+    #: Bytes at the start of the file held back until :meth:`commit`: the temporary file holds
+    #: zeros there while it is written, so a partial file (a write killed before its rename)
+    #: never starts like a model (no ``ONEMODEL`` magic, no protobuf field), whatever the rest.
+    HELD = 64
+
+    def __init__(self, path: str, *, durable: bool = False, lock: bool = True,
+                 temporary: bool = True):
         self.name = os.fspath(path)
+        self.temporary = temporary
         self.durable = durable
         try:
             mode = os.lstat(self.name).st_mode
@@ -208,24 +247,59 @@ class LocalSink(Sink):
             raise IoError(f"cannot write: it is {file_kind(mode)}, not a regular file",
                           source=self.name)
         directory = os.path.dirname(os.path.abspath(self.name))
+        #: Called in :meth:`commit` once the bytes are complete, before the rename (a failure
+        #: aborts the write); after the rename; and by :meth:`abort`. A writer of several files
+        #: publishes the others here (docs/storage.md "Atomicity").
+        self.before_rename: list = []
+        self.after_rename: list = []
+        self.on_abort: list = []
+        self._lock = locks.acquire_writer_lock(self.name) if lock else None
+        if lock:
+            locks.remove_stale_partials(directory)
+        self._f = None
+        self._done = False
         try:
-            fd, self._tmp = tempfile.mkstemp(prefix="." + os.path.basename(self.name) + ".",
-                                             suffix=".partial", dir=directory)
+            if temporary:
+                fd = self._temporary(directory)
+            else:  # a name of its own already (a staged data file): written there, no rename
+                self._tmp = self.name
+                fd = os.open(self.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                             | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+                             | getattr(os, "O_BINARY", 0), 0o600)
         except OSError as e:
+            locks.release_writer_lock(self.name, self._lock)
             raise io_error(e, self.name, "create") from None
         self._f = os.fdopen(fd, "wb", buffering=1 << 20)
         self._pos = 0
+        self._held = bytearray()
         self._reserved = 0
         self._copy_buffer = None
         self._pipe = None  # (read end, write end, capacity in bytes) of _splice_copy
 
+    def _temporary(self, directory: str) -> int:
+        """Create and lock (:func:`.locks.lock_partial`) the temporary file; its descriptor."""
+        for _ in range(16):
+            fd, self._tmp = tempfile.mkstemp(prefix="." + os.path.basename(self.name) + ".",
+                                             suffix=".partial", dir=directory)
+            if locks.lock_partial(fd, self._tmp):
+                return fd
+            os.close(fd)  # removed by a cleaner before our lock: make another
+        raise OSError(errno.EAGAIN, "the temporary file kept being removed")
+
     def write(self, data) -> None:
+        n = len(data) if not isinstance(data, memoryview) else data.nbytes
         try:
+            if self._pos < self.HELD and n:
+                view = memoryview(data).cast("B")
+                k = min(self.HELD - self._pos, n)
+                self._held += view[:k]
+                self._f.write(bytes(k))
+                data = view[k:]
             self._f.write(data)
         except OSError as e:
             self.abort()
             raise io_error(e, self.name, "write") from None
-        self._pos += len(data) if not isinstance(data, memoryview) else data.nbytes
+        self._pos += n
 
     def tell(self) -> int:
         return self._pos
@@ -306,8 +380,12 @@ class LocalSink(Sink):
         fileno = getattr(source, "fileno", None)
         fd = fileno() if fileno is not None else None
         if fd is None or length < (1 << 20) or not hasattr(os, "preadv"):
-            return super().copy_from(source, offset, length)
+            return super().copy_from(source, offset, length)  # (through write: HELD kept)
         source._check_range(offset, length)
+        if self._pos < self.HELD:  # the first bytes are held back (HELD): a slice of the map
+            k = self.HELD - self._pos
+            self.write(source.read(offset, k))
+            offset, length = offset + k, length - k
         try:
             self._f.flush()
             out = self._f.fileno()
@@ -410,6 +488,9 @@ class LocalSink(Sink):
         if self._f is None:
             return
         try:
+            if self._held:  # the first bytes, last: the file is complete from here on
+                self._f.seek(0)
+                self._f.write(self._held)
             self._f.flush()
             # cut what reserve() allocated past the end; extend over a final hole (skip)
             if os.fstat(self._f.fileno()).st_size != self._pos:
@@ -421,13 +502,37 @@ class LocalSink(Sink):
             umask = os.umask(0)
             os.umask(umask)
             os.chmod(self._tmp, 0o666 & ~umask)
-            os.replace(self._tmp, self.name)
+            with _signals_held(bool(self.before_rename)):
+                for step in self.before_rename:
+                    step()
+                if self.temporary:
+                    os.replace(self._tmp, self.name)
+                self._done = True  # published: abort() no longer removes anything
         except OSError as e:
             self.abort()
             raise io_error(e, self.name, "write") from None
+        except BaseException:
+            self.abort()
+            raise
+        try:
+            for step in self.after_rename:
+                step()
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        self.before_rename, self.after_rename, self.on_abort = [], [], []
+        lock, self._lock = self._lock, None
+        locks.release_writer_lock(self.name, lock)
 
     def abort(self) -> None:
+        steps, self.on_abort = self.on_abort, []
+        for step in steps:
+            step()
         self._close_pipe()
+        if self._done:  # committed (a signal held during the renames arrived after them)
+            self._release()
+            return
         if self._f is not None:
             try:
                 self._f.close()
@@ -438,3 +543,4 @@ class LocalSink(Sink):
             os.unlink(self._tmp)
         except OSError:
             pass
+        self._release()

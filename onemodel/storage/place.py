@@ -149,4 +149,48 @@ def url_join(directory: str, location: str) -> str:
     return join_location("::".join(segments), location)
 
 
-__all__ = ["local_path", "is_remote", "target_of", "place_of", "file_segment", "url_join"]
+def same_file(a, b) -> bool:
+    """Whether targets ``a`` and ``b`` (paths, ``os.PathLike``, ``file://`` or other URLs,
+    Sources, Sinks: :func:`target_of`) name one file: local paths that resolve alike
+    (:func:`os.path.realpath`: symbolic links, ``..``, another spelling) or whose existing
+    files are one (``(st_dev, st_ino)``: a hard link, a case-folding file system); URLs that
+    are equal strings once the file's name is told (:func:`name_of_url`). Never raises."""
+    ta, tb = target_of(a), target_of(b)
+    if ta is None or tb is None:
+        return False
+    pa, pb = local_path(ta), local_path(tb)
+    if pa is None or pb is None:
+        return pa is None and pb is None and name_of_url(ta) == name_of_url(tb)
+    try:
+        if os.path.realpath(pa) == os.path.realpath(pb):
+            return True
+        sa, sb = os.stat(pa), os.stat(pb)
+    except (OSError, ValueError):
+        return False
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+def refuse_inputs_as_outputs(outputs, inputs) -> None:
+    """Raise :class:`~onemodel.errors.UsageError` when a file a command would write is one it
+    reads (:func:`same_file`): writing it would destroy the input (``hash m.onnx --manifest
+    m.onnx``, a manifest over the model's data file). ``outputs`` and ``inputs`` are ``(what,
+    target, ...)`` tuples, ``what`` naming the file in the message (``"--manifest"``, ``"the model
+    file"``, ``"data file 'w.bin' of the model"``); a None target is skipped. Compared before
+    anything is written."""
+    from ..errors import UsageError, quote
+
+    for what_out, out, *_ in outputs:
+        if out is None:
+            continue
+        for what_in, inp, *_ in inputs:
+            if inp is not None and same_file(out, inp):
+                shown_out = display_url(str(target_of(out)))
+                shown_in = display_url(str(target_of(inp)))
+                same = "" if shown_in == shown_out else f" ({quote(shown_in)})"
+                raise UsageError(f"{what_out} {quote(shown_out)} is {what_in}{same}, which this "
+                                 "command reads: writing it would destroy it; choose another "
+                                 "path")
+
+
+__all__ = ["local_path", "is_remote", "target_of", "place_of", "file_segment", "url_join",
+           "same_file", "refuse_inputs_as_outputs"]

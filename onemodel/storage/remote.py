@@ -116,7 +116,8 @@ def filesystem(url: str, storage_options: dict | None = None):
 
     name = display_url(url)
     try:
-        return fsspec.core.url_to_fs(url, **options_for(url, storage_options))
+        return fsspec.core.url_to_fs(url, **_guard_redirects(url, options_for(url,
+                                                                              storage_options)))
     except ImportError:
         # in a chain (simplecache::http://...) the link whose backend is missing is named
         links = [_protocol(link) for link in url.split("::")]
@@ -132,6 +133,26 @@ def filesystem(url: str, storage_options: dict | None = None):
         raise
     except Exception as e:  # backend constructors raise anything
         raise as_io_error(e, url, "open") from None
+
+
+def _guard_redirects(url: str, options: dict) -> dict:
+    """``options`` with, for every http(s) link of ``url``, a ``get_client`` that keeps the
+    headers the user set from any origin but that link's (:mod:`.redirects`); a ``get_client``
+    the caller gave is left as it is."""
+    links = url.split("::")
+    for i, link in enumerate(links):
+        proto = _protocol(link)
+        if proto not in ("http", "https") or "://" not in link:
+            continue
+        from .redirects import guarded_client
+        if len(links) == 1:
+            options = {**options}
+            options.setdefault("get_client", guarded_client(link))
+        else:
+            section = dict(options.get(proto) or {})
+            section.setdefault("get_client", guarded_client(link))
+            options = {**options, proto: section}
+    return options
 
 
 #: Protocol names that are the same backend, for matching option sections.
@@ -590,8 +611,8 @@ class RemoteSource(Source):
         if r.status in (404, 410):
             raise IoError(f"cannot {action}: not found", source=self.name)
         if r.status in (401, 403):
-            raise IoError(f"cannot {action}: access denied", source=self.name)
-        raise IoError(f"cannot {action}: HTTP status {r.status}", offset=start,
+            raise IoError(f"cannot {action}: access denied{_elsewhere(r)}", source=self.name)
+        raise IoError(f"cannot {action}: HTTP status {r.status}{_elsewhere(r)}", offset=start,
                       source=self.name)
 
     def _check_validator(self, headers, offset: int) -> None:
@@ -609,6 +630,19 @@ class RemoteSource(Source):
             self._etag = seen
         elif seen != self._etag:
             raise _changed(what, offset, self.name)
+
+
+def _elsewhere(r) -> str:
+    """For an answer that came from another origin than the URL asked for (a redirect was
+    followed), `` at ORIGIN/PATH, where a redirect led (the headers set by storage options are
+    not sent to another origin)``; else empty."""
+    if not getattr(r, "history", None):
+        return ""
+    from .redirects import origin, shown
+    if origin(r.history[0].url) == origin(r.url):
+        return ""
+    return (f" at {shown(r.url)}, another origin a redirect led to (the headers set by "
+            "storage options are not sent there: docs/storage.md)")
 
 
 #: fsspec filesystems that copy the whole object on first use (later reads see that copy, so

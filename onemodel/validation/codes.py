@@ -41,9 +41,11 @@ _TABLE = [
     ("OM103", "error", P1 + "Clause 5.3.1",
      "the model imports at least one operator set",
      "the model imports no operator set (opset_import is mandatory)"),
-    ("OM104", "error", P1 + "Clause 5.3.2",
-     "each domain is imported once (by the model; by each function)",
-     "domain 'ai.onnx' is imported twice (first at opset_import[0].domain)"),
+    ("OM104", "error", P1 + "Clauses 5.3.2, 14.3",
+     "each domain is imported at one version (by the model; by each function): a node binds "
+     "to its operator's definition by the version imported",
+     "domain 'ai.onnx' is imported at version 18 and at version 17 (first at "
+     "opset_import[0].domain): which definition its operators bind to is ambiguous"),
     ("OM105", "error", P1 + "Clauses 5.3.2, 10.4",
      "every domain a node uses is imported",
      "domain 'com.x' of node 'Foo' is not imported by opsets"),
@@ -90,12 +92,16 @@ _TABLE = [
      "update_binding key 'w' is not an initializer of the main graph"),
     ("OM119", "error", P1 + "Clause 15.4",
      "graphs nest no deeper than the documented limit (MAX_MODEL_NESTING)",
-     "graphs nested too deep"),
-    ("OM120", "error", P1 + "Clause 5.3.2",
+     "graphs nested more than 64 deep (MAX_MODEL_NESTING)"),
+    ("OM120", "warning", P1 + "Clause 5.3.2",
+     "a domain imported again at the same version (by the model; by a function) is redundant",
+     "domain 'ai.onnx' is imported twice at version 17 (first at opset_import[0].domain): the "
+     "repetition is redundant"),
+    ("OM121", "error", P1 + "Clause 5.3.2",
      "each operator set import states a version that is a positive integer (by the model; by "
      "each function)",
      "domain 'ai.onnx' is imported at version 0; a version is a positive integer"),
-    ("OM121", "error", P1 + "Clauses 8.4, 15.4",
+    ("OM122", "error", P1 + "Clauses 8.4, 15.4",
      "no model-local function calls itself, directly or through other functions (its "
      "expansion would not end: inference does not expand it, the evaluator refuses it)",
      "function local.F calls itself through local.G"),
@@ -193,6 +199,11 @@ _TABLE = [
      "same name: element type, rank, fixed extents",
      "value_info 'w' is declared of element type int64; its initializer is float [2]"),
     # -- shape inference under --full (onemodel/validation/inferred.py) --
+    ("OM405", "warning", P1 + "Clauses 6.5.1, 6.5.2",
+     "a declared extent that is neither a non-negative integer nor a dimension variable (a "
+     "dim_value of -1; a dim_param that is no name, such as '?') is read as unknown",
+     "a graph input 'x' declares [-1,3,?,?]: the extent -1 (axis 0) and the dim_param '?' "
+     "(axes 2 and 3) are read as unknown, each '?' its own extent"),
     ("OM410", "error", P1 + "Clauses 9.4, 10.4",
      "--full: the type and shape shape inference gives each value agree with what the model "
      "declares (graph input or output, value_info: element type, rank, extents) and with "
@@ -203,13 +214,17 @@ _TABLE = [
      "unknown, what depends on them is checked less)",
      "no inference rule for 1 operator (com.example Foo-1): their outputs' shapes are "
      "unknown, what depends on them is checked less"),
-    ("OM412", "info", P1 + "Clauses 9.3, 15.4",
+    ("OM412", "warning", P1 + "Clauses 9.4, 12.2",
+     "--full: every extent shape inference gives a node output fits a dim_value (an int64): "
+     "one of 2^63 or more cannot be written, so onemodel infer writes it as unknown",
+     "output 'y' has extent 1208925819614629174706176 at axis 0, above 2^63 - 1: no "
+     "dim_value (an int64) holds it, so a written type gives it as unknown (onemodel infer)"),
+    ("OM413", "info", P1 + "Clauses 9.3, 15.4",
      "--full: a node whose outputs shape inference leaves less known at a documented limit "
      "(an extent or element past MAX_EXPR_SIZE, MAX_DATA_EXPR_SIZE or MAX_EXPR_INTEGER, a "
      "function call not expanded: recursive, past MAX_FUNCTION_SIGNATURES or MAX_EVAL_DEPTH)",
      "Mul: an extent or element past a bound of inference is unknown (MAX_EXPR_SIZE: 64 "
-     "atoms; MAX_DATA_EXPR_SIZE: 4096 atoms in one tensor; MAX_EXPR_INTEGER: "
-     "9223372036854775807)"),
+     "atoms; MAX_DATA_EXPR_SIZE: 4096 atoms in one tensor; MAX_EXPR_INTEGER: 2^256 - 1)"),
 ]
 
 #: ``{code: Code}``, in code order.

@@ -61,6 +61,11 @@ each with a code, a severity, a one-line message, the field path in the file's o
 there is one, and the clause. Python: `onemodel.check(path_or_model) -> Report`.
 
 Exit status: 0 no error (warnings allowed), 1 errors, 2 the file cannot be read at all.
+The text groups findings by code. Findings of one code whose messages differ only in their
+subject (the first name quoted: `tensor 'w0', external data location 'm.data': ... does not
+exist` for each tensor of a missing data file), or not at all, are one line: the first finding,
+then `(and 27 more alike: 'w1' at graph.initializer[1], ... (the next three), …; --json lists
+every one)`. `--json` and `--sarif` list every finding.
 `--strict` makes warnings errors; `--select`/`--ignore` take codes or prefixes (`OM1`).
 Only the structure is read: tensor bytes are checked for length and reference, never loaded.
 An external data checksum (the SHA-1 of a whole data file, Clause 13.3) would mean reading

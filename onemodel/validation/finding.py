@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..errors import printable
+
 #: Severities, most severe first.
 SEVERITIES = ("error", "warning", "info")
 
@@ -24,6 +26,10 @@ class Finding:
         offset: the byte offset in the file where there is one (a tensor's TensorProto), else
             ``None``.
         clause: where the rule is stated (``"ONNX Part 1, Clause 7.5"``).
+
+    ``message`` and ``path`` are made :func:`~onemodel.errors.printable` when the finding is
+    made: a name, op_type or domain of the model holding an escape code or a newline is written
+    ``\\x1b``, ``\\n`` in the text report, the JSON and the SARIF log alike.
     """
 
     code: str
@@ -32,6 +38,11 @@ class Finding:
     path: str | None = None
     offset: int | None = None
     clause: str = ""
+
+    def __post_init__(self):
+        object.__setattr__(self, "message", printable(self.message))
+        if self.path is not None:
+            object.__setattr__(self, "path", printable(self.path))
 
     def as_dict(self) -> dict:
         """The finding as the JSON object of ``onemodel check --json``."""

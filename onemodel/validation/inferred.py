@@ -8,9 +8,11 @@ the operators cannot produce (another element type, another rank, an extent that
 equal), and what an operator requires of its inputs that they cannot satisfy (extents that must
 be equal, an axis out of range, a required rank). Operators without an inference rule are
 listed once, ``OM411`` (info): their outputs get the element types their definitions' type
-constraints give and an unknown shape, so what follows them is checked less. A node whose
-outputs inference leaves less known at a documented limit (a symbolic extent past
-``MAX_EXPR_SIZE``, a function call not expanded) is ``OM412`` (info), at the node.
+constraints give and an unknown shape, so what follows them is checked less. A node output
+with an extent of 2^63 or more, which no ``dim_value`` (an int64, Clause 12.2) records, is
+``OM412`` (warning): ``onemodel infer`` writes that extent as unknown.
+A node whose outputs inference leaves less known at a documented limit (an extent or element
+past ``MAX_EXPR_SIZE``, a function call not expanded) is ``OM413`` (info), at the node.
 """
 
 from __future__ import annotations
@@ -47,27 +49,40 @@ def path_in_file(model, path: str | None, fmt: str | None) -> str | None:
 def check_inferred(model, ctx: dict) -> list:
     """The findings of shape inference on ``model`` when ``ctx["full"]`` (else none): one
     ``OM410`` per contradiction, one ``OM411`` naming every operator without a rule, one
-    ``OM412`` per :class:`~onemodel.inference.engine.Note` (a limit met). Paths
+    ``OM413`` per :class:`~onemodel.inference.engine.Note` (a limit met). Paths
     are in the file's terms (``ctx["fmt"]``). Initializers of at most
     :data:`onemodel.inference.value.MAX_DATA` elements are read when a rule needs their
     elements (shapes, axes); no other tensor is. Raises InternalError for a rule's bug."""
     if not ctx.get("full") or model.graph is None:
         return []
-    from ..inference import infer_model, operator_names
+    from ..inference import infer_model, operator_names, wide_extents
 
     res = infer_model(model)
     fmt = ctx.get("fmt")
     found = [finding("OM410", c.message, path_in_file(model, c.path, fmt))
              for c in res.contradictions]
+    found += [finding("OM412", wide_message(w), path_in_file(
+        model, f"{w['path']}.nodes[{w['node']}]", fmt)) for w in wide_extents(model, res)]
     ops = operator_names(res.no_rule)
     if ops:
         found.append(finding("OM411", f"no inference rule for {len(ops)} operator"
                              f"{'' if len(ops) == 1 else 's'} ({', '.join(ops)}): their "
                              "outputs' shapes are unknown, what depends on them is checked "
                              "less"))
-    found.extend(finding("OM412", n.message, path_in_file(model, n.path, fmt))
+    found.extend(finding("OM413", n.message, path_in_file(model, n.path, fmt))
                  for n in res.notes)
     return found
 
 
-__all__ = ["check_inferred", "path_in_file"]
+def wide_message(w: dict) -> str:
+    """The words of one entry of :func:`onemodel.inference.wide_extents` (``OM412``, and the
+    note of ``onemodel infer``)."""
+    from ..errors import quote
+
+    of = f"the element of output {quote(w['name'])}" if w["where"] else \
+        f"output {quote(w['name'])}"
+    return (f"{of} has extent {w['extent']} at axis {w['axis']}, above 2^63 - 1: no dim_value "
+            "(an int64) holds it, so a written type gives it as unknown (onemodel infer)")
+
+
+__all__ = ["check_inferred", "path_in_file", "wide_message"]

@@ -4,6 +4,8 @@ the JSON and SARIF documents of a file that cannot be read at all."""
 
 from __future__ import annotations
 
+import re
+
 from .codes import CODES
 from .finding import Report
 
@@ -28,17 +30,62 @@ def is_compressed(source: str | None) -> bool:
     return source is not None and has_zstd_suffix(name_of_url(source))
 
 
+#: The findings of a group the text names besides the first (subject and path each).
+GROUP_SHOWN = 3
+
+#: A name as :func:`onemodel.errors.quote` writes it in a message (``'w'``, ``"it's"``, a cut one
+#: with its length): the first one is the finding's subject (``tensor 'w', ...``).
+_QUOTED = re.compile(r"""('(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")(?: \(\d+ characters\))?""")
+
+
+def _subject(message: str) -> tuple[str, str | None]:
+    """``(template, subject)``: the message with its first quoted name replaced by a marker,
+    and that name (``None`` and the message itself when it quotes none)."""
+    m = _QUOTED.search(message)
+    if m is None:
+        return message, None
+    return message[:m.start()] + "\x00" + message[m.end():], m.group(0)
+
+
+def _groups(findings: list) -> list[list]:
+    """``findings`` (one code's, in the order found) in groups of the same severity and the
+    same message but for its subject, each group where its first finding was."""
+    groups: dict = {}
+    for f in findings:
+        groups.setdefault((f.severity, _subject(f.message)[0]), []).append(f)
+    return list(groups.values())
+
+
+def _where(f) -> str:
+    at = f" at offset {f.offset:#x}" if f.offset is not None else ""
+    return f"{f.path}{at}: " if f.path else (f"{at.strip()}: " if at else "")
+
+
 def text_lines(report: Report, shown_source: str) -> list[str]:
     """The lines of the text report: a header per code with its count and description, one
-    line per finding (path, offset, message), then the counts."""
+    line per finding (path, offset, message), then the counts.
+
+    Findings of one code whose messages differ only in their subject (the first quoted name:
+    ``tensor 'w0', external data location 'm.data': ... does not exist`` for each of 28
+    tensors), or not at all, are one line: the first finding, then ``(and 27 more alike:
+    'w1' at graph.initializer[1], ... (:data:`GROUP_SHOWN`), …; --json lists every one)``.
+    ``--json`` and ``--sarif`` keep every finding."""
     lines = []
     for code, fs in report.by_code().items():
         c = CODES[code]
         lines.append(f"{code} {fs[0].severity} ({len(fs)}): {c.summary} [{c.clause}]")
-        for f in fs:
-            at = f" at offset {f.offset:#x}" if f.offset is not None else ""
-            where = f"{f.path}{at}: " if f.path else (f"{at.strip()}: " if at else "")
-            lines.append(f"  {where}{f.message}")
+        for group in _groups(fs):
+            first, rest = group[0], group[1:]
+            line = f"  {_where(first)}{first.message}"
+            if rest:
+                shown = []
+                for f in rest[:GROUP_SHOWN]:
+                    subject = _subject(f.message)[1]
+                    shown.append(" at ".join(filter(None, [subject, f.path])) or "?")
+                more = ", …" if len(rest) > GROUP_SHOWN else ""
+                line += (f" (and {len(rest)} more alike: {', '.join(shown)}{more}; --json "
+                         f"lists every one)")
+            lines.append(line)
     n = report.counts
     verdict = "ok" if report.ok else "not valid"
     lines.append(f"{shown_source}: {verdict}: {n['error']} error(s), {n['warning']} warning(s), "

@@ -95,7 +95,8 @@ def _onnx(source, storage_options, allow_outside, full):
         unverified: list | None = None if full else []
         model.resources += resolve_external_data(
             model, model.base_dir, allow_outside=allow_outside, storage_options=storage_options,
-            offsets=external, source=source.name, errors=refused, unverified=unverified)
+            offsets=external, source=source.name, errors=refused, unverified=unverified,
+            model_file=source)
         found += [finding("OM204" if isinstance(e, IoError) else "OM203", e.message,
                           _strip(e.path), e.offset) for e in refused]
         found += _unverified(model, unverified or [], external)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from .codes import CODES, matches
+from ..ir.walk import nesting_error
+from .codes import CODES, finding, matches
 from .digests import check_digests
 from .finding import Finding, Report
 from .inferred import check_inferred
@@ -69,7 +70,9 @@ def check_and_model(path_or_model, *, full: bool = False, strict: bool = False, 
     command line keeps it until the process ends, so that its records are not freed one by
     one before the process exits anyway."""
     from ..ir import Model
+    from ..storage import check_storage_options
 
+    check_storage_options(storage_options, path_or_model)
     select, ignore = _codes(select), _codes(ignore)
     _known(select, "select")
     _known(ignore, "ignore")
@@ -83,7 +86,10 @@ def check_and_model(path_or_model, *, full: bool = False, strict: bool = False, 
             full=full)
         source, close = getattr(model, "source", None) or str(path_or_model), True
     try:
-        if model is not None:
+        nested = nesting_error(model) if model is not None else None
+        if nested is not None:  # the families walk graphs recursively: the one finding
+            found.append(finding("OM119", nested.message, nested.path))
+        elif model is not None:
             ctx = {"fmt": fmt, "prefix": "manifest." if fmt == "onemodel" else "",
                    "graph_paths": graph_paths, "full": full}
             for family in FAMILIES:
@@ -104,13 +110,13 @@ def check_and_model(path_or_model, *, full: bool = False, strict: bool = False, 
     return Report(out, source), model
 
 
-#: A message that names an earlier field ends with ``(first at PATH)`` (OM104, OM115, OM116),
-#: PATH in IR field names like the finding's own path.
-_FIRST_AT = re.compile(r"\(first at ([A-Za-z0-9_.\[\]]+)\)$")
+#: A message that names an earlier field holds ``(first at PATH)`` (OM104, OM115, OM116,
+#: OM120), PATH in IR field names like the finding's own path.
+_FIRST_AT = re.compile(r"\(first at ([A-Za-z0-9_.\[\]]+)\)")
 
 
 def _in_file_terms(model, f: Finding, fmt) -> Finding:
-    """``f`` with its path, and the ``(first at PATH)`` its message ends with, in the file's
+    """``f`` with its path, and the ``(first at PATH)`` its message holds, in the file's
     terms (:func:`file_path`), so that the message names a field as the path does."""
     path = file_path(model, f.path, fmt)
     message = f.message

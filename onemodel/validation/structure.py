@@ -1,4 +1,4 @@
-"""Structure checks (ONNX Part 1, Clauses 5, 7, 8.4 and 10.2): codes ``OM101`` to ``OM121``.
+"""Structure checks (ONNX Part 1, Clauses 5, 7, 8.4 and 10.2): codes ``OM101`` to ``OM122``.
 
 The graph rules (one definition per name, every use defined, no cycle, every domain imported,
 nesting) are :func:`onemodel.ir.graph_rules.model_problems`, the rules the readers, writers and
@@ -15,6 +15,7 @@ from ..errors import quote
 from ..ir import graph_rules
 from ..ir.calls import cycle_text, function_key, recursive_functions
 from ..ir.entries import normalize_domain
+from ..ir.order import node_outer_names
 from ..ir.walk import iter_graphs
 from .codes import finding
 
@@ -92,33 +93,45 @@ def _model_fields(model, out: list) -> None:
 
 
 def _recursion(model, out: list) -> None:
-    """OM121 for each function that recurs, at its definition (the first of its key)."""
+    """OM122 for each function that recurs, at its definition (the first of its key)."""
     if not model.functions:
         return
     cycles = recursive_functions(model)
     for k, fn in enumerate(model.functions):
         cycle = cycles.pop(function_key(fn.domain, fn.name, fn.overload), None)
         if cycle is not None:
-            out.append(finding("OM121", cycle_text(cycle), f"functions[{k}]"))
+            out.append(finding("OM122", cycle_text(cycle), f"functions[{k}]"))
 
 
 def _distinct_domains(opsets, path: str, out: list) -> None:
-    """OM104 for a domain imported twice, OM120 for a version that is not a positive
-    integer (onnx.checker refuses 0 and negative versions; no operator set has one)."""
+    """OM104 for a domain imported again at another version (which definition its operators
+    bind to is ambiguous: Clauses 5.3.2, 14.3); OM120, a warning, for one imported again at the
+    same version (redundant: skl2onnx writes ``('', 17)`` twice, onnx and onnxruntime take
+    it); OM121 for a version that is not a positive integer (onnx.checker refuses 0 and
+    negative versions; no operator set has one)."""
     seen: dict = {}
     for k, o in enumerate(opsets):
         v = o.version
         if type(v) is not int or v < 1:
             what = "without a version" if v is None else f"at version {v}"
-            out.append(finding("OM120", f"domain {quote(o.domain or 'ai.onnx')} is imported "
+            out.append(finding("OM121", f"domain {quote(o.domain or 'ai.onnx')} is imported "
                                f"{what}; a version is a positive integer",
                                f"{path}[{k}].version"))
         d = normalize_domain(o.domain)
-        if d in seen:
-            out.append(finding("OM104", f"domain {quote(o.domain or '')} is imported twice "
-                               f"(first at {path}[{seen[d]}].domain)", f"{path}[{k}].domain"))
+        if d not in seen:
+            seen[d] = (k, o.version)
+            continue
+        first, version = seen[d]
+        where = f"(first at {path}[{first}].domain)"
+        if o.version == version:
+            out.append(finding("OM120", f"domain {quote(o.domain or '')} is imported twice at "
+                               f"version {o.version} {where}: the repetition is redundant",
+                               f"{path}[{k}].domain"))
         else:
-            seen[d] = k
+            out.append(finding("OM104", f"domain {quote(o.domain or '')} is imported at "
+                               f"version {o.version} and at version {version} {where}: which "
+                               "definition its operators bind to is ambiguous",
+                               f"{path}[{k}].domain"))
 
 
 def _graphs(model, out: list) -> list:
@@ -257,6 +270,49 @@ def _order(model, graphs: list, orders: dict, out: list) -> None:
             continue
         first = next(k for k, i in enumerate(order) if i != k)
         node = scope.nodes[first]
-        out.append(finding("OM113", f"node {quote(node.op_type)} at position {first} reads a "
-                           "value produced by a later node (not topologically sorted)",
-                           f"{path}.nodes[{first}]"))
+        where = f"{path}.nodes[{first}]"
+        later = {}
+        for k in range(len(scope.nodes) - 1, first, -1):
+            later.update((n, k) for n in scope.nodes[k].outputs if n)
+        name = next((n for n in node.inputs if n in later), None)
+        inside = None
+        if name is None:  # (read by a subgraph of the node: the path names the inner use)
+            name = min(node_outer_names(node) & later.keys(), default=None,
+                       key=lambda n: later[n])
+            inside = _inner_use(node, where, name) if name is not None else None
+        if name is None:
+            out.append(finding("OM113", f"node {quote(node.op_type)} at position {first} reads "
+                               "a value produced by a later node (not topologically sorted)",
+                               where))
+            continue
+        by = scope.nodes[later[name]]
+        out.append(finding("OM113", f"node {quote(node.op_type)} at position {first} reads "
+                           f"{quote(name)}{' in a subgraph' if inside else ''}, which node "
+                           f"{quote(by.op_type)} at position {later[name]} produces later "
+                           "(not topologically sorted)", inside or where))
+
+
+def _inner_use(node, npath: str, name: str) -> str | None:
+    """The path of the first use of outer value ``name`` in the subgraphs of ``node`` (a node
+    input or graph output of a subgraph, at any depth, where no graph on the way defines
+    ``name`` itself), or None."""
+    for j, a in enumerate(node.attributes):
+        for field, sub in a.subgraphs():
+            gpath = f"{npath}.attributes[{j}].{field}"
+            if name in {v.name for v in sub.inputs} or \
+                    any(t.name == name for t in sub.initializers):
+                continue
+            for i, n in enumerate(sub.nodes):
+                for k, x in enumerate(n.inputs):
+                    if x == name:
+                        return f"{gpath}.nodes[{i}].inputs[{k}]"
+                got = _inner_use(n, f"{gpath}.nodes[{i}]", name)
+                if got is not None:
+                    return got
+                if name in n.outputs:
+                    break
+            else:
+                for k, v in enumerate(sub.outputs):
+                    if v.name == name:
+                        return f"{gpath}.outputs[{k}]"
+    return None

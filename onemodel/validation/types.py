@@ -1,5 +1,5 @@
-"""Type checks without shape inference (ONNX Part 1, Clauses 7.1, 7.2 and 10.3): codes
-``OM401`` to ``OM404``.
+"""Type checks without shape inference (ONNX Part 1, Clauses 6.5, 7.1, 7.2 and 10.3): codes
+``OM401`` to ``OM405``.
 
 Where a value's type is known from the model itself -- an initializer (or sparse initializer),
 a graph input, output or value_info, of its graph or an enclosing one; a function's value_info
@@ -7,8 +7,10 @@ a graph input, output or value_info, of its graph or an enclosing one; a functio
 (``OM401``) or comes from (``OM402``), and each type parameter of a node must be bound to one
 type (``OM403``; not across a heterogeneous variadic parameter such as Loop's ``V``). A
 declared type that contradicts the initializer of the same name (element type, rank or a fixed
-extent) is ``OM404``. Types of intermediate values that only inference would give are not
-checked (that is ``--full``). Paths are in :mod:`onemodel.ir` field names.
+extent) is ``OM404``. A declared extent read as unknown, a negative ``dim_value`` or a
+``dim_param`` that names no variable (``?``), is ``OM405``, a warning. Types of intermediate
+values that only inference would give are not checked (that is ``--full``). Paths are in
+:mod:`onemodel.ir` field names.
 """
 
 from __future__ import annotations
@@ -180,6 +182,7 @@ def check_types(model, ctx=None) -> list:
     for gpath, g, known, produced, chain in _scopes(model):
         if g is not None:
             _initializers(g, gpath, out)
+            _unknown_extents(g, gpath, out)
         if known or produced:
             defs = made.get(id(g)) if g is not None else None
             # the nodes with an output of stated type, where the graph rules know them
@@ -297,6 +300,45 @@ def _initializers(g, gpath, out) -> None:
                                    f"{problem}; its {init[3]} is "
                                    f"{_elem(init[0], '{}') or init[0]} {init[1]}",
                                    f"{gpath}.{field}[{k}].type"))
+
+
+def _unknown_extents(g, gpath, out) -> None:
+    """OM405 for each graph input, value_info or output of ``g`` whose declared tensor shape
+    has a negative ``dim_value`` (PaddlePaddle's -1) or a ``dim_param`` that names no variable
+    (``?``: :func:`onemodel.ir.types.names_variable`): inference and the evaluator read them
+    as unknown (:attr:`onemodel.ir.Dimension.extent`). One finding per value, naming each such
+    extent and its axes; the path is the first one's ``dims`` entry."""
+    from ..ir.types import names_variable
+
+    for field in ("inputs", "value_info", "outputs"):
+        for k, v in enumerate(getattr(g, field)):
+            t = v.type
+            if t is None or t.kind not in ("tensor", "sparse_tensor") or t.value.shape is None:
+                continue
+            axes: dict = {}
+            for j, d in enumerate(t.value.shape.dims):
+                if d.dim_value is not None and d.dim_value < 0:
+                    axes.setdefault(("extent", str(d.dim_value)), []).append(j)
+                elif d.dim_value is None and d.dim_param and not names_variable(d.dim_param):
+                    axes.setdefault(("dim_param", d.dim_param), []).append(j)
+            if not axes:
+                continue
+            parts = [f"the {kind} {value if kind == 'extent' else quote(value)} (ax"
+                     f"{'is' if len(js) == 1 else 'es'} {_and(js)})"
+                     for (kind, value), js in axes.items()]
+            params = [quote(value) for kind, value in axes if kind == "dim_param"]
+            why = f"{_and(parts)} {'is' if len(parts) == 1 else 'are'} read as unknown"
+            if params:
+                why += f", each {' or '.join(params)} its own extent"
+            first = min(j for js in axes.values() for j in js)
+            out.append(finding("OM405", f"{_BY[field]} {quote(v.name)} declares "
+                               f"{t.value.shape}: {why}",
+                               f"{gpath}.{field}[{k}].type.{t.kind}_type.shape.dims[{first}]"))
+
+
+def _and(items) -> str:
+    items = [str(i) for i in items]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _contradiction(t, elem, dims, kind) -> str | None:

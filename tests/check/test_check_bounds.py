@@ -1,7 +1,7 @@
 """`onemodel check` on what the readers accept and inference and the evaluator cannot follow
-(issue 24, item 2): operator set imports at a version that is not a positive integer (OM120,
+(issue 24, item 2): operator set imports at a version that is not a positive integer (OM121,
 as onnx.checker refuses them), and model-local functions that call themselves, directly or
-through others (OM121; ONNX Part 1, Clauses 5.3.2, 8.4, 15.4)."""
+through others (OM122; ONNX Part 1, Clauses 5.3.2, 8.4, 15.4)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def test_an_opset_version_below_one_is_an_error(tmp_path, version):
     m = model(opsets=(("", version),))
     with pytest.raises(onnx.checker.ValidationError):  # the oracle refuses it too
         onnx.checker.check_model(m)
-    want = [("OM120", "error", "opset_import[0].version",
+    want = [("OM121", "error", "opset_import[0].version",
              f"domain 'ai.onnx' is imported at version {version}; a version is a positive "
              "integer")]
     p = save(tmp_path, m)
@@ -39,7 +39,7 @@ def test_a_function_importing_version_zero_is_an_error(tmp_path):
     with pytest.raises(onnx.checker.ValidationError):
         onnx.checker.check_model(m)
     assert _findings(save(tmp_path, m)) == [
-        ("OM120", "error", "functions[0].opset_import[0].version",
+        ("OM121", "error", "functions[0].opset_import[0].version",
          "domain 'ai.onnx' is imported at version 0; a version is a positive integer")]
 
 
@@ -49,21 +49,21 @@ def test_positive_versions_are_not_reported(tmp_path):
 
 def test_a_function_calling_itself_twice_is_an_error(tmp_path):
     p = save(tmp_path, hostile.self_calling(2))
-    rec = ("OM121", "error", "functions[0]", "function local.F calls itself")
+    rec = ("OM122", "error", "functions[0]", "function local.F calls itself")
     assert _findings(p) == [rec]
     assert _findings(p, full=True) == [
-        rec, ("OM412", "info", "graph.node[0]",
+        rec, ("OM413", "info", "graph.node[0]",
               "F: function local.F calls itself; the call is not expanded")]
 
 
 def test_mutually_recursive_functions_are_each_an_error_naming_the_cycle(tmp_path):
     got = _findings(save(tmp_path, hostile.mutual(3)))
     assert got == [
-        ("OM121", "error", "functions[0]",
+        ("OM122", "error", "functions[0]",
          "function local.F0 calls itself through local.F1, local.F2"),
-        ("OM121", "error", "functions[1]",
+        ("OM122", "error", "functions[1]",
          "function local.F1 calls itself through local.F2, local.F0"),
-        ("OM121", "error", "functions[2]",
+        ("OM122", "error", "functions[2]",
          "function local.F2 calls itself through local.F0, local.F1")]
 
 

@@ -149,3 +149,58 @@ def test_json_and_sarif_together_is_a_usage_error(tmp_path):
     p.write_bytes(b"")
     r = CliRunner().invoke(app, ["check", str(p), "--json", "--sarif"])
     assert r.exit_code == 2 and "choose one of --json and --sarif" in r.output
+
+
+def _missing_data_file(tmp_path, n: int) -> str:
+    """A model of ``n`` external tensors whose one data file is gone: ``n`` OM204 findings
+    whose messages differ only in the tensor's name."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    ws = [numpy_helper.from_array(np.full(300, i, np.float32), f"layer.{i}.weight")
+          for i in range(n)]
+    g = helper.make_graph([helper.make_node("Add", ["layer.0.weight", "layer.1.weight"], ["y"])],
+                          "g", [], [helper.make_tensor_value_info("y", 1, [300])], ws)
+    path = tmp_path / "m.onnx"
+    onnx.save_model(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path),
+                    save_as_external_data=True, location="m.onnx.data", size_threshold=0)
+    (tmp_path / "m.onnx.data").unlink()
+    return str(path)
+
+
+def test_findings_alike_but_for_their_subject_are_one_line(tmp_path):
+    """issue 24 item 6: one 330-character message 28 times, once per tensor, is one line with
+    the count and the first few subjects and paths; --json and --sarif keep every one."""
+    p = _missing_data_file(tmp_path, 28)
+    r = runner.invoke(app, ["check", p])
+    assert r.exit_code == 1
+    assert r.stdout.splitlines() == [
+        f"OM204 error (28): {CODES['OM204'].summary} [{CODES['OM204'].clause}]",
+        "  graph.initializer[0] at offset 0x32: tensor 'layer.0.weight', external data location "
+        "'m.onnx.data': 'm.onnx.data' does not exist (and 27 more alike: 'layer.1.weight' at "
+        "graph.initializer[1], 'layer.2.weight' at graph.initializer[2], 'layer.3.weight' at "
+        "graph.initializer[3], …; --json lists every one)",
+        f"{p}: not valid: 28 error(s), 0 warning(s), 0 info"]
+    doc = json.loads(runner.invoke(app, ["check", p, "--json"]).stdout)
+    assert [f["path"] for f in doc["findings"]] == [f"graph.initializer[{i}]" for i in range(28)]
+    sarif = json.loads(runner.invoke(app, ["check", p, "--sarif"]).stdout)
+    assert len(sarif["runs"][0]["results"]) == 28
+
+
+def test_findings_that_differ_elsewhere_stay_apart():
+    from onemodel.validation import Finding, Report
+    from onemodel.validation.output import text_lines
+
+    def f(message, path):
+        return Finding("OM112", "error", message, path)
+
+    report = Report([f("input 'a' of node 'Add' is not defined", "p0"),
+                     f("input 'b' of node 'Mul' is not defined", "p1"),  # the node differs
+                     f("input 'c' of node 'Add' is not defined", "p2"),
+                     f("the same words", "p3"), f("the same words", "p4")])
+    assert text_lines(report, "m.onnx")[1:-1] == [
+        "  p0: input 'a' of node 'Add' is not defined (and 1 more alike: 'c' at p2; --json "
+        "lists every one)",
+        "  p1: input 'b' of node 'Mul' is not defined",
+        "  p3: the same words (and 1 more alike: p4; --json lists every one)"]

@@ -183,16 +183,16 @@ def test_a_model_the_structure_checks_refuse_is_still_checked(tmp_path, name):
 
 
 def test_a_recursive_function_is_an_error_and_is_not_expanded(tmp_path):
-    """f calls itself: check reports it at its definition (OM121, with or without --full);
-    inference does not expand the call and says so at the call (OM412)."""
+    """f calls itself: check reports it at its definition (OM122, with or without --full);
+    inference does not expand the call and says so at the call (OM413)."""
     p = save(tmp_path, _recursive())
     def every(report):
         return [(f.code, f.severity, f.path, f.message) for f in report.findings]
 
-    rec = ("OM121", "error", "functions[0]", "function local.f calls itself")
+    rec = ("OM122", "error", "functions[0]", "function local.f calls itself")
     assert every(onemodel.check(p)) == [rec]
     assert every(onemodel.check(p, full=True)) == [
-        rec, ("OM412", "info", "graph.node[0]",
+        rec, ("OM413", "info", "graph.node[0]",
               "f: function local.f calls itself; the call is not expanded")]
 
 
@@ -278,3 +278,43 @@ def test_no_conformance_model_contradicts_its_inference():
         if bad:
             found[c.id] = bad
     assert found == {}
+
+
+def test_a_minus_one_batch_is_unknown_to_inference_and_a_warning(tmp_path):
+    """PaddlePaddle exports declare a batch of -1: check --full read it as the extent -1 and
+    reported an error at the first node (213 nodes downstream in the trial), where run reads
+    it as unknown with a warning. Inference reads it as unknown too now, and check says so once
+    per declared value, OM405 (a warning: the model is ok)."""
+    c = numpy_helper.from_array(np.ones((1, 4), np.float32), "c")
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["r"]),
+                           helper.make_node("Add", ["r", "c"], ["y"])], "g",
+                          [_tvi("x", [-1, 4])], [_tvi("y", [-1, 4])], [c])
+    path = save(tmp_path, helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+    for full in (False, True):
+        r = onemodel.check(path, full=full)
+        assert r.ok and not r.errors, r.findings
+        assert [(f.code, f.severity, f.path, f.message) for f in r.findings] == [
+            ("OM405", "warning", "graph.input[0].type.tensor_type.shape.dim[0]",
+             "a graph input 'x' declares [-1,4]: the extent -1 (axis 0) is read as unknown"),
+            ("OM405", "warning", "graph.output[0].type.tensor_type.shape.dim[0]",
+             "a graph output 'y' declares [-1,4]: the extent -1 (axis 0) is read as unknown")]
+    from onemodel.inference import infer_model
+    res = infer_model(path)
+    assert res.graphs["graph"]["r"].shape == (None, 4)
+    assert not res.contradictions
+
+
+def test_question_mark_dim_params_are_unknown_and_a_warning(tmp_path):
+    """A dim_param that names no variable ('?') is read as unknown, each occurrence its own
+    extent: the Concat of [?, 2] and [?, 3] along axis 1 needs no equal first extents."""
+    g = helper.make_graph([helper.make_node("Concat", ["a", "b"], ["y"], axis=1)], "g",
+                          [_tvi("a", ["?", 2]), _tvi("b", ["?", 3])], [_tvi("y", ["n", 5])])
+    path = save(tmp_path, helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+    r = onemodel.check(path, full=True)
+    assert r.ok and [(f.code, f.path) for f in r.findings] == [
+        ("OM405", "graph.input[0].type.tensor_type.shape.dim[0]"),
+        ("OM405", "graph.input[1].type.tensor_type.shape.dim[0]")]
+    assert r.findings[0].message == ("a graph input 'a' declares [?,2]: the dim_param '?' "
+                                     "(axis 0) is read as unknown, each '?' its own extent")
+    from onemodel.inference import infer_model
+    assert infer_model(path).graphs["graph"]["a"].shape == (None, 2)

@@ -46,11 +46,37 @@ def test_no_opset_import(tmp_path):
     assert one(r, "OM105").path == "graph.node[0].domain"
 
 
-def test_a_domain_imported_twice(tmp_path):
+def test_a_domain_imported_at_two_versions(tmp_path):
     f = one(found(tmp_path, model(opsets=(("", 17), ("ai.onnx", 18)))), "OM104")
     assert (f.severity, f.path) == ("error", "opset_import[1].domain")
     # the first import is named in the finding's own path form
-    assert f.message == "domain 'ai.onnx' is imported twice (first at opset_import[0].domain)"
+    assert f.message == ("domain 'ai.onnx' is imported at version 18 and at version 17 (first "
+                         "at opset_import[0].domain): which definition its operators bind to "
+                         "is ambiguous")
+    assert f.clause == "ONNX Part 1, Clauses 5.3.2, 14.3"
+
+
+def test_a_domain_imported_twice_at_one_version_is_a_warning(tmp_path):
+    """skl2onnx writes ('', 17) twice: redundant, not ambiguous; onnx's checker and
+    onnxruntime take the model (issue 23), so check says so as a warning, OM120, and the
+    model is ok."""
+    m = model(opsets=(("", 17), ("", 17)))
+    r = found(tmp_path, m)
+    assert r.ok and not any(f.code == "OM104" for f in r.findings)
+    f = one(r, "OM120")
+    assert (f.severity, f.path, f.clause) == ("warning", "opset_import[1].domain",
+                                              "ONNX Part 1, Clause 5.3.2")
+    assert f.message == ("domain '' is imported twice at version 17 (first at "
+                         "opset_import[0].domain): the repetition is redundant")
+    onnx.checker.check_model(m, full_check=True)  # the oracles accept it
+    ort = pytest.importorskip("onnxruntime")
+    ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    # in a function's imports too
+    fn = helper.make_function("local", "f", ["a"], ["b"], [helper.make_node("Relu", ["a"], ["b"])],
+                              [helper.make_opsetid("", 17), helper.make_opsetid("", 17)])
+    m = model(opsets=(("", 17), ("local", 1)))
+    m.functions.append(fn)
+    assert one(found(tmp_path, m), "OM120").path == "functions[0].opset_import[1].domain"
 
 
 def test_the_first_import_is_named_as_the_finding_path_is(tmp_path):
@@ -58,18 +84,18 @@ def test_the_first_import_is_named_as_the_finding_path_is(tmp_path):
     the earlier import in the same terms as the finding's path."""
     m = model()
     fn = helper.make_function("local", "f", ["a"], ["b"], [helper.make_node("Relu", ["a"], ["b"])],
-                              [helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx", 17)])
+                              [helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx", 18)])
     m.functions.append(fn)
     m.opset_import.append(helper.make_opsetid("local", 1))
     f = one(found(tmp_path, m), "OM104")
     assert f.path == "functions[0].opset_import[1].domain"
-    assert f.message.endswith("(first at functions[0].opset_import[0].domain)")
+    assert "(first at functions[0].opset_import[0].domain)" in f.message
     src = save(tmp_path, model(opsets=(("", 17), ("ai.onnx", 18))), "d.onnx")
     dst = str(tmp_path / "d.onemodel")
     onemodel.convert(src, dst)
     f = one(onemodel.check(dst), "OM104")
     assert f.path.startswith("manifest.") and f.path.endswith("[1].domain")
-    assert f.message.endswith(f"(first at {f.path[:-len('[1].domain')]}[0].domain)")
+    assert f"(first at {f.path[:-len('[1].domain')]}[0].domain)" in f.message
 
 
 def test_a_used_domain_not_imported(tmp_path):
@@ -173,7 +199,7 @@ def test_training_bindings_name_real_values(tmp_path):
 def test_several_defects_are_all_reported(tmp_path):
     nodes = [helper.make_node("Add", ["x", "nope"], ["y"]), helper.make_node("Neg", ["x"], ["y"]),
              helper.make_node("Foo", ["x"], ["z"], domain="com.x")]
-    m = model(nodes, outputs=("y", "z", "missing"), opsets=(("", 17), ("", 17)))
+    m = model(nodes, outputs=("y", "z", "missing"), opsets=(("", 17), ("", 18)))
     r = found(tmp_path, m)
     got = sorted((f.code, f.path) for f in r.errors)
     assert got == [("OM104", "opset_import[1].domain"), ("OM105", "graph.node[2].domain"),
@@ -258,3 +284,28 @@ def test_full_under_strict_stays_an_info_and_does_not_fail_a_clean_model():
     # no contradiction; at most the info listing operators without an inference rule
     assert report.ok and [f.code for f in report.findings] in ([], ["OM411"])
     assert all(f.severity == "info" for f in report.findings)
+
+
+def test_a_subgraph_reading_a_later_value_is_reported_where_it_reads_it(tmp_path):
+    """An If whose branch reads 'late', which a node after the If produces: the finding names
+    the inner use, as onnx's checker names the inner node (issue 23), not the If."""
+    then = helper.make_graph([helper.make_node("Identity", ["late"], ["t"])], "then", [],
+                             [vi("t")])
+    other = helper.make_graph([helper.make_node("Identity", ["x"], ["e"])], "else", [],
+                              [vi("e")])
+    nodes = [helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other),
+             helper.make_node("Neg", ["x"], ["late"])]
+    m = model(nodes, inputs=("c", "x"), outputs=("y", "late"))
+    assert [a.name for a in m.graph.node[0].attribute] == ["else_branch", "then_branch"]
+    f = one(found(tmp_path, m), "OM113")
+    assert f.path == "graph.node[0].attribute[1].g.node[0].input[0]"
+    assert f.message == ("node 'If' at position 0 reads 'late' in a subgraph, which node 'Neg' "
+                         "at position 1 produces later (not topologically sorted)")
+    with pytest.raises(onnx.checker.ValidationError, match="Identity"):
+        onnx.checker.check_model(m)
+    # a direct input stays reported at the node, now naming the value and its producer
+    nodes = [helper.make_node("Neg", ["t"], ["y"]), helper.make_node("Relu", ["x"], ["t"])]
+    f = one(found(tmp_path, model(nodes)), "OM113")
+    assert f.path == "graph.node[0]"
+    assert f.message == ("node 'Neg' at position 0 reads 't', which node 'Relu' at position 1 "
+                         "produces later (not topologically sorted)")

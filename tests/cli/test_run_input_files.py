@@ -96,8 +96,10 @@ def test_a_damaged_npy_is_malformed(tmp_path):
     (tmp_path / "cut.npy").write_bytes((tmp_path / "x.npy").read_bytes()[:200])
     r = cli("run", CNN, "--input", f"input={tmp_path / 'cut.npy'}")
     assert r.exit_code == 2, r.output
-    assert r.stderr.startswith("Malformed: input 'input': not a readable .npy array: ")
-    assert r.stderr.endswith(f" in {tmp_path / 'cut.npy'}\n")
+    # a 128-byte header, then 72 of the 12 288 bytes of [1, 3, 32, 32] float32
+    assert r.stderr == ("Malformed: input 'input': the .npy header declares shape [1, 3, 32, "
+                        "32] of float32 (12.0 KiB), but the file holds 72 bytes after its "
+                        f"header in {tmp_path / 'cut.npy'}\n")
 
 
 def test_a_missing_file_is_still_io(tmp_path):
@@ -117,3 +119,21 @@ def test_no_inputs_is_a_usage_error_that_says_what_dim_is_for():
     assert r.stderr.endswith("the model needs input(s) input: give --input NAME=FILE.npy, or "
                              "--random [--seed N] (--dim and --shape size the inputs --random "
                              "generates)\n"), r.stderr
+
+
+def test_an_input_that_does_not_fit_is_an_input_error_not_the_model_s(tmp_path):
+    """A --input of the wrong shape or dtype, or for a name the graph does not have, is one
+    InputError line, exit 2: the model is not at fault (issue 23)."""
+    np.save(tmp_path / "wide.npy", np.zeros((1, 3, 32, 33), np.float32))
+    np.save(tmp_path / "ints.npy", np.zeros((1, 3, 32, 32), np.int32))
+    cases = [(f"input={tmp_path / 'wide.npy'}", "InputError: input 'input' has extent 33 on "
+              "axis 3; the graph declares [batch,3,32,32] [graph.inputs[0]] in "),
+             (f"input={tmp_path / 'ints.npy'}", "InputError: input 'input' has dtype int32; "
+              "the graph declares float [graph.inputs[0]] in "),
+             (f"other={tmp_path / 'wide.npy'}", "InputError: 'other' is not an input of the "
+              "graph; inputs are ['input']")]
+    for given, line in cases:
+        r = cli("run", CNN, "--input", given)
+        assert r.exit_code == 2, r.output
+        assert r.stderr.startswith(line), r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1 and "InvalidModel" not in r.output

@@ -122,7 +122,7 @@ def test_bisect_when_b_cannot_run_on_a_inputs_reports_and_exits_1(tmp_path, b_in
     assert doc["equal"] is False and doc["bisect"] is None and doc["bisect_error"] == why
     # (verify's own difference of the run, as without --bisect)
     assert {"path": "run", "message": "the second model cannot run on the first one's inputs: "
-            f"InvalidModel: {reason}"} in doc["differences"]
+            f"InputError: {reason}"} in doc["differences"]
 
 
 def test_bisect_position_is_1_based_in_text_and_json(tmp_path):

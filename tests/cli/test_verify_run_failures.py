@@ -22,7 +22,7 @@ LEGACY_TRANSFORMER = MODELS / "transformer_legacy.onnx"
 DYNAMO_TRANSFORMER = MODELS / "transformer_dynamo.onnx"
 runner = CliRunner()
 
-WHY = ("the second model cannot run on the first one's inputs: InvalidModel: 'input' is not an "
+WHY = ("the second model cannot run on the first one's inputs: InputError: 'input' is not an "
        "input of the graph; inputs are ['renamed_in']")
 
 

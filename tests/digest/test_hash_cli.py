@@ -84,3 +84,25 @@ def test_unreadable_input_is_one_line_exit_2(tmp_path):
     bad.write_bytes(b"\x0a\xff")
     r = cli("hash", bad)
     assert r.exit_code == 2 and "Malformed" in r.output and "Traceback" not in r.output
+
+
+def test_a_url_with_storage_options_and_a_local_manifest(http_server, tmp_path):
+    """The options are for the URL they were given for: hashing a remote model that needs
+    them, with the manifest written to a local file, used to exit 2 ('storage options are for
+    URLs') because they were checked against the manifest's path alone (issue 23, item 9)."""
+    p = _save(tmp_path)
+    http_server.files["m.onnx"] = p.read_bytes()
+    out = tmp_path / "manifest.json"
+    r = cli("hash", http_server.url("m.onnx"), "--manifest", out,
+            "--storage-option", 'headers={"Authorization": "Bearer sesame"}')
+    assert r.exit_code == 0, r.output
+    assert r.output.split()[0] == digest(str(p)).hex
+    assert "sesame" not in r.output
+    assert http_server.log and all(req.headers.get("Authorization") == "Bearer sesame"
+                                   for req in http_server.log)
+    doc = json.loads(out.read_text())
+    assert doc["model"] == {"name": "m.onnx",
+                            "digest": {"algorithm": "sha256", "value": digest(str(p)).digest.hex()}}
+    # every file local: the options would be ignored, so they are still refused
+    r = cli("hash", p, "--manifest", out, "--storage-option", "key=k")
+    assert r.exit_code == 2 and "storage options are for URLs" in r.output

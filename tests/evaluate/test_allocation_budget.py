@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from guards import bounded
 from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 from oracle import node_model, ours
@@ -269,3 +270,164 @@ def test_cli_run_random_exits_2_with_the_error_line(tmp_path, monkeypatch):
                                "memory than is available: the padded output would take 14.6 "
                                "TiB, more than the "), r.stderr
     assert "Traceback" not in r.output and len(r.stderr.strip().splitlines()) == 1
+
+
+# -- what grows with the data (issue 24, item 3): each refused before the memory is taken ----
+
+def _guarded(model, feeds) -> str:
+    """The refusal of ``model`` on ``feeds``, within a time and memory guard (the sizes refused
+    are 10 to 1000 times the guard's)."""
+    with bounded(seconds=60, peak=24 * MiB):
+        return refused(model, feeds)
+
+
+def _loop_model(n: int):
+    """Loop M times, each iteration's scan output a [n] float32 filled with 1 (n * 4 bytes)."""
+    fill = numpy_helper.from_array(np.array([1], np.float32))
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("ConstantOfShape", ["shape"], ["scan"], value=fill)], "body",
+        [helper.make_tensor_value_info("i", TP.INT64, []),
+         helper.make_tensor_value_info("cond_in", TP.BOOL, [])],
+        [helper.make_tensor_value_info("cond_out", TP.BOOL, []),
+         helper.make_tensor_value_info("scan", TP.FLOAT, [n])],
+        [numpy_helper.from_array(np.array([n], np.int64), "shape")])
+    graph = helper.make_graph([helper.make_node("Loop", ["M", ""], ["out"], body=body)], "g",
+                              [helper.make_tensor_value_info("M", TP.INT64, [])],
+                              [helper.make_tensor_value_info("out", TP.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def test_loop_scan_outputs_growing_past_the_budget(monkeypatch):
+    """The issue's Loop: 256 KiB a iteration, M = 65 536 (16 GiB), refused at the budget."""
+    monkeypatch.setenv("ONEMODEL_MEMORY_LIMIT", str(4 * MiB))
+    model = _loop_model(1 << 16)
+    msg = _guarded(model, {"M": np.array(65536, np.int64)})
+    # the 17th iteration's output takes the scan outputs kept to 4.25 MiB
+    assert msg == ("node 0 (Loop) failed: needs more memory than is available: the Loop scan "
+                   "outputs would take 4.2 MiB, more than the 4.0 MiB ONEMODEL_MEMORY_LIMIT "
+                   "allows; its inputs: M int64[], (none) absent")
+    (out,) = ours(model, {"M": np.array(16, np.int64)})  # 16 iterations: exactly 4 MiB
+    assert out.shape == (16, 1 << 16) and out.dtype == np.float32 and (out == 1).all()
+
+
+def test_scan_outputs_growing_past_the_budget(one_mib):
+    body = helper.make_graph(
+        [helper.make_node("Tile", ["x", "reps"], ["y"])], "body",
+        [helper.make_tensor_value_info("x", TP.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TP.FLOAT, [1 << 14])],
+        [numpy_helper.from_array(np.array([1 << 14], np.int64), "reps")])
+    feeds = {"xs": np.arange(100, dtype=np.float32).reshape(100, 1)}
+    model = node_model("Scan", feeds, ["xs"], ["ys"], opset=17, body=body, num_scan_inputs=1)
+    msg = _guarded(model, feeds)  # 100 slices of 64 KiB: 6.25 MiB
+    assert msg == _failed("Scan", "the Scan outputs", "1.1 MiB") + "xs float32[100, 1]"
+    small = {"xs": feeds["xs"][:4]}
+    (ys,) = ours(node_model("Scan", small, ["xs"], ["ys"], opset=17, body=body,
+                            num_scan_inputs=1), small)
+    np.testing.assert_array_equal(ys, np.repeat(np.arange(4, dtype=np.float32)[:, None],
+                                                1 << 14, axis=1))
+
+
+@pytest.mark.parametrize("op,dtype,size", [("Add", np.float32, "3.4 GiB"),
+                                           ("Mul", np.float64, "6.7 GiB"),
+                                           ("Less", np.float32, "858.3 MiB")])
+def test_broadcast_results_past_the_budget(one_mib, op, dtype, size):
+    """[N, 1] with [1, N] at N = 30 000 (the issue's two-node model reached 6.9 GB)."""
+    feeds = {"a": np.ones((30000, 1), dtype), "b": np.ones((1, 30000), dtype)}
+    msg = _guarded(node_model(op, feeds, ["a", "b"], ["y"]), feeds)
+    assert msg == _failed(op, f"the {op} output", size) + (
+        f"a {np.dtype(dtype).name}[30000, 1], b {np.dtype(dtype).name}[1, 30000]")
+    small = {"a": np.arange(3, dtype=dtype).reshape(3, 1), "b": np.arange(2, dtype=dtype)[None]}
+    (y,) = ours(node_model(op, small, ["a", "b"], ["y"]), small)
+    want = {"Add": np.add, "Mul": np.multiply, "Less": np.less}[op](small["a"], small["b"])
+    np.testing.assert_array_equal(y, want)
+
+
+def test_where_and_sum_broadcasts_past_the_budget(one_mib):
+    feeds = {"c": np.ones((2000, 1), bool), "x": np.ones((1, 2000), np.float32),
+             "y": np.zeros((), np.float32)}
+    msg = _guarded(node_model("Where", feeds, ["c", "x", "y"], ["z"]), feeds)
+    assert msg.startswith(_failed("Where", "the Where output", "15.3 MiB")), msg
+    feeds = {"p": np.ones((2000, 1), np.float32), "q": np.ones((2000,), np.float32)}
+    msg = _guarded(node_model("Sum", feeds, ["p", "q"], ["z"]), feeds)
+    assert msg.startswith(_failed("Sum", "the broadcast output", "15.3 MiB")), msg
+    # no larger than an input: nothing is refused, whatever the limit
+    feeds = {"p": np.ones((512, 512), np.float32), "q": np.ones((512,), np.float32)}
+    (z,) = ours(node_model("Sum", feeds, ["p", "q"], ["z"]), feeds)
+    assert z.shape == (512, 512) and (z == 2).all()
+
+
+@pytest.mark.parametrize("op", ["MatMul", "Gemm"])
+def test_products_past_the_budget(one_mib, op):
+    feeds = {"a": np.ones((30000, 1), np.float32), "b": np.ones((1, 30000), np.float32)}
+    msg = _guarded(node_model(op, feeds, ["a", "b"], ["y"]), feeds)
+    assert msg == _failed(op, f"the {op} output", "3.4 GiB") + (
+        "a float32[30000, 1], b float32[1, 30000]")
+    small = {"a": np.arange(6, dtype=np.float32).reshape(3, 2),
+             "b": np.arange(8, dtype=np.float32).reshape(2, 4)}
+    (y,) = ours(node_model(op, small, ["a", "b"], ["y"]), small)
+    np.testing.assert_array_equal(y, small["a"].astype(np.float64) @ small["b"])
+
+
+def test_concat_past_the_budget(one_mib):
+    feeds = {k: np.ones((1 << 17,), np.float32) for k in "abc"}  # 512 KiB each
+    msg = _guarded(node_model("Concat", feeds, ["a", "b", "c"], ["y"], axis=0), feeds)
+    assert msg == _failed("Concat", "the Concat output", "1.5 MiB") + ", ".join(
+        f"{k} float32[131072]" for k in "abc")
+    two = {"a": feeds["a"], "b": feeds["b"] * 2}  # exactly 1 MiB: taken
+    (y,) = ours(node_model("Concat", two, ["a", "b"], ["y"], axis=0), two)
+    np.testing.assert_array_equal(y, np.repeat(np.array([1, 2], np.float32), 1 << 17))
+
+
+def test_concat_from_sequence_past_the_budget(one_mib):
+    """A sequence a Loop grew one tensor at a time, concatenated: checked like Concat."""
+    seq = onnx.helper.make_tensor_sequence_value_info("s", TP.FLOAT, None)
+    feeds = {"s": [np.ones((1 << 16,), np.float32) for _ in range(5)]}  # 5 x 256 KiB
+    model = node_model("ConcatFromSequence", feeds, ["s"], ["y"], infos={"s": seq}, axis=0)
+    msg = _guarded(model, feeds)
+    assert msg == _failed("ConcatFromSequence", "the ConcatFromSequence output", "1.2 MiB") \
+        + "s sequence of 5"
+    four = {"s": feeds["s"][:4]}  # exactly 1 MiB: taken
+    (y,) = ours(model, four)
+    assert y.shape == (1 << 18,) and (y == 1).all()
+
+
+def test_loop_carried_sequence_growing_past_the_budget(one_mib):
+    """A Loop whose body inserts a new 256 KiB tensor into a carried sequence each iteration."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Mul", ["t", "t"], ["u"]),
+         helper.make_node("SequenceInsert", ["seq_in", "u"], ["seq_out"])], "body",
+        [helper.make_tensor_value_info("i", TP.INT64, []),
+         helper.make_tensor_value_info("cond_in", TP.BOOL, []),
+         helper.make_tensor_sequence_value_info("seq_in", TP.FLOAT, None)],
+        [helper.make_tensor_value_info("cond_out", TP.BOOL, []),
+         helper.make_tensor_sequence_value_info("seq_out", TP.FLOAT, None)],
+        [numpy_helper.from_array(np.ones(1 << 16, np.float32), "t")])
+    graph = helper.make_graph(
+        [helper.make_node("SequenceEmpty", [], ["s0"], dtype=TP.FLOAT),
+         helper.make_node("Loop", ["M", "", "s0"], ["sN"], body=body),
+         helper.make_node("SequenceLength", ["sN"], ["n"])], "g",
+        [helper.make_tensor_value_info("M", TP.INT64, [])],
+        [helper.make_tensor_value_info("n", TP.INT64, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    msg = _guarded(model, {"M": np.array(1 << 20, np.int64)})  # 2^20 x 256 KiB: 256 GiB
+    assert msg == ("node 1 (Loop) failed: needs more memory than is available: the Loop's "
+                   "carried sequences would take 1.2 MiB, more than the 1.0 MiB "
+                   "ONEMODEL_MEMORY_LIMIT allows; its inputs: M int64[], (none) absent, "
+                   "s0 sequence of 0")
+    (n,) = ours(model, {"M": np.array(4, np.int64)})  # exactly 1 MiB: taken
+    assert n == 4
+
+
+def test_a_broadcast_past_the_machine_is_refused_without_the_variable(monkeypatch):
+    monkeypatch.delenv("ONEMODEL_MEMORY_LIMIT", raising=False)
+    feeds = {"a": np.ones((1 << 20, 1), np.float32), "b": np.ones((1, 1 << 20), np.float32)}
+    msg = _guarded(node_model("Add", feeds, ["a", "b"], ["y"]), feeds)  # 2^40 float32: 4 TiB
+    assert msg.startswith("node 0 (Add) failed: needs more memory than is available: the Add "
+                          "output would take 4.0 TiB, more than the "), msg
+    assert msg.endswith(" of memory available; its inputs: a float32[1048576, 1], "
+                        "b float32[1, 1048576]")

@@ -13,7 +13,13 @@ from onnx import TensorProto as TP
 from onnx import TypeProto, helper
 
 import onemodel
-from onemodel.errors import EvaluationError, InvalidModelError, OneModelWarning, UsageError
+from onemodel.errors import (
+    EvaluationError,
+    InputError,
+    InvalidModelError,
+    OneModelWarning,
+    UsageError,
+)
 from onemodel.evaluate import random_inputs, run
 from onemodel.evaluate.inputs import (
     add_dims_hint,
@@ -103,7 +109,7 @@ def test_a_declared_extent_of_minus_one_is_unknown_with_one_warning_per_input():
         y = run(m, {"x": np.ones((5, 3, 2, 2), np.float32)})["y"]  # any extent on axis 0
     assert y.shape == (5, 3, 2, 2)
     assert len([x for x in w if issubclass(x.category, OneModelWarning)]) == 1
-    with pytest.raises(InvalidModelError, match="extent 4 on axis 1"):  # fixed ones still hold
+    with pytest.raises(InputError, match="extent 4 on axis 1"):  # fixed ones still hold
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             run(m, {"x": np.ones((5, 4, 2, 2), np.float32)})
@@ -178,7 +184,7 @@ def test_generated_inputs_take_the_extents_inference_pins():
                                              ("x", [1, 8], ["axis 0 = 1", "axis 1 = 8"])]
     assert run(m, feeds)["y"].shape == (1, 2)
     # an input given with another inner extent is refused at the input, naming the axis
-    with pytest.raises(InvalidModelError) as e:
+    with pytest.raises(InputError) as e:
         run(m, {"a": feeds["a"], "x": np.zeros((1, 3), np.float32)})
     assert e.value.path == "graph.inputs[1]" and "axis 1 (unnamed)" in e.value.message
 
@@ -267,3 +273,90 @@ def test_dims_or_shapes_that_make_an_input_too_large_are_usage_errors_naming_the
     fixed = _model([("w", TP.FLOAT, [1 << 15, 1 << 14])])
     with pytest.raises(UnsupportedError, match=r"2\^28 or more \(the limit\)"):
         random_inputs(fixed)
+
+
+# -- dim_params that name no variable (issue 23) -----------------------------------------------
+def _classifier():
+    """The inputs of the PaddleOCR text-direction classifier rapidocr ships: x [-1, 3, ?, ?];
+    a Conv (3x3, 2 channels) and a Relu, so that every extent of x is used."""
+    w = np.arange(54, dtype=np.float32).reshape(2, 3, 3, 3) / 54 - 0.5
+    from onnx import numpy_helper
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["y"])]
+    vis = [helper.make_tensor_value_info("x", TP.FLOAT, [-1, 3, "?", "?"])]
+    g = helper.make_graph(nodes, "g", vis, [helper.make_tensor_value_info("y", TP.FLOAT,
+                                                                          [-1, 2, "?", "?"])],
+                          [numpy_helper.from_array(w, "w")])
+    proto = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return proto, w
+
+
+def _conv_relu64(x, w):
+    """Conv (pads 1, stride 1) and Relu computed in float64."""
+    n, c, h, wd = x.shape
+    p = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    out = np.zeros((n, w.shape[0], h, wd))
+    for i in range(3):
+        for j in range(3):
+            out += np.einsum("nchw,oc->nohw", p[:, :, i:i + h, j:j + wd],
+                             w[:, :, i, j].astype(np.float64))
+    return np.maximum(out, 0)
+
+
+def test_two_question_marks_are_two_unknown_extents_with_a_warning():
+    proto, w = _classifier()
+    m = decode_model(proto.SerializeToString())
+    x = np.random.default_rng(5).uniform(-1, 1, (1, 3, 48, 192)).astype(np.float32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        y = run(m, {"x": x})["y"]
+    assert y.shape == (1, 2, 48, 192)
+    np.testing.assert_allclose(y, _conv_relu64(x, w), rtol=1e-5, atol=1e-5)
+    ours = [str(c.message) for c in caught if issubclass(c.category, OneModelWarning)]
+    assert ours == ["input 'x' declares the extent -1 and the dim_param '?' in [-1, 3, ?, ?] "
+                    "(graph.inputs[0]); a negative extent and a dim_param that is not a name are "
+                    "read as unknown, each '?' its own extent"]
+    ort = pytest.importorskip("onnxruntime")  # the oracle runs it too
+    got = ort.InferenceSession(proto.SerializeToString(),
+                               providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, _conv_relu64(x, w), rtol=1e-5, atol=1e-5)
+    # generated: each '?' is its own open axis, set by --shape (no --dim names it)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert generated_axes(m, None, None) == [
+            ("x", [1, 3, 1, 1], ["axis 0 = 1", "axis 2 = 1", "axis 3 = 1"])]
+        with pytest.raises(UsageError, match="no symbolic dimension '\\?'"):
+            random_inputs(m, dims={"?": 4})
+
+
+def test_a_dim_param_that_is_a_name_or_an_expression_is_still_one_variable():
+    from onemodel.ir.types import names_variable
+    assert [names_variable(p) for p in ("N", "batch_size", "unk__3", "seq + 1", "2*s")] == \
+        [True] * 5
+    assert [names_variable(p) for p in ("?", "-1", "", "*", " ", None)] == [False] * 6
+    m = _model([("a", TP.FLOAT, ["N", "N"])])
+    with pytest.raises(InputError, match="for the same dimension"):
+        run(m, {"a": np.zeros((2, 3), np.float32)})
+    m = _model([("a", TP.FLOAT, ["?", "?"])])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert run(m, {"a": np.zeros((2, 3), np.float32)})["y"].shape == (2, 3)
+
+
+# -- inputs that do not fit the graph are the caller's, not the model's (issue 23) -------------
+def test_inputs_that_do_not_fit_are_an_input_error_not_an_invalid_model():
+    m = _model([("a", TP.FLOAT, [2, 3])])
+    cases = [({"a": np.zeros((2, 4), np.float32)}, "input 'a' has extent 4 on axis 1; the "
+              "graph declares [2,3]"),
+             ({"a": np.zeros((2, 3), np.int32)}, "input 'a' has dtype int32; the graph "
+              "declares float"),
+             ({"a": np.zeros((2, 3, 1), np.float32)}, "input 'a' has rank 3; the graph declares "
+              "2 [2,3]"),
+             ({"a": np.zeros((2, 3), np.float32), "b": 1}, "'b' is not an input of the graph"),
+             ({}, "no value given for input(s) ['a']")]
+    for feeds, message in cases:
+        with pytest.raises(InputError) as e:
+            run(m, feeds)
+        assert message in e.value.message
+        assert isinstance(e.value, ValueError) and not isinstance(e.value, InvalidModelError)
+        assert str(e.value).startswith("InputError: ")

@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
-from onemodel.errors import EvaluationError, InvalidModelError, UnsupportedError
+from onemodel.errors import EvaluationError, InputError, InvalidModelError, UnsupportedError
 from onemodel.evaluate import (
     Session,
     op,
@@ -313,15 +313,15 @@ def test_constant_initializer_cannot_be_supplied_and_inputs_are_checked():
     w = numpy_helper.from_array(np.array([1, 2], np.float32), "w")
     m = _model([helper.make_node("Add", ["x", "w"], ["y"])], [_vi("x", F, [2])], [_vi("y")],
                inits=[w])
-    with pytest.raises(InvalidModelError, match="constant"):
+    with pytest.raises(InputError, match="constant"):
         run(m, {"x": np.zeros(2, np.float32), "w": np.zeros(2, np.float32)})
-    with pytest.raises(InvalidModelError, match="no value given"):
+    with pytest.raises(InputError, match="no value given"):
         run(m, {})
-    with pytest.raises(InvalidModelError, match="dtype float64"):
+    with pytest.raises(InputError, match="dtype float64"):
         run(m, {"x": np.zeros(2)})
-    with pytest.raises(InvalidModelError, match="extent 3"):
+    with pytest.raises(InputError, match="extent 3"):
         run(m, {"x": np.zeros(3, np.float32)})
-    with pytest.raises(InvalidModelError, match="not an input"):
+    with pytest.raises(InputError, match="not an input"):
         run(m, {"x": np.zeros(2, np.float32), "bogus": 1})
 
 
@@ -372,7 +372,7 @@ def test_broadcast_mismatch_is_an_evaluation_error_and_a_missing_attribute_stays
     m = _model([helper.make_node("Add", ["a", "b"], ["y"], name="plus")],
                [_vi("a", F, ["n"]), _vi("b", F, [3])], [_vi("y")])
     # inference entails n in {1, 3}: the input is refused before anything runs, at the input
-    with pytest.raises(InvalidModelError) as e:
+    with pytest.raises(InputError) as e:
         run(m, {"a": np.zeros(2, np.float32), "b": np.zeros(3, np.float32)})
     assert e.value.path == "graph.inputs[0]"
     assert "input 'a' has extent 2 on axis 0 (n)" in e.value.message

@@ -124,16 +124,60 @@ def _check(name, v, actual, binding) -> bool:
     return True
 
 
+class _Watching(Session):
+    """A Session that keeps what each subgraph run (an If branch, a Loop or Scan iteration, a
+    SequenceMap element, an attention operator's score function) was given and gave:
+    ``runs`` lists ``(graph, inputs, outputs)``."""
+
+    def __init__(self, model):
+        super().__init__(model)
+        self.runs: list = []
+
+    def run_subgraph(self, graph, inputs, outer_env, path):
+        out = super().run_subgraph(graph, inputs, outer_env, path)
+        if len(self.runs) < _MAX_RUNS:
+            self.runs.append((graph, list(inputs), out))
+        return out
+
+
+#: At most this many subgraph runs of one model run are compared (a long Loop's first ones).
+_MAX_RUNS = 2000
+
+
+def _subgraph_checks(model, runs: list, graphs: dict, binding: dict) -> int:
+    """Check the inputs given to and the outputs taken from each subgraph run in ``runs``
+    (:class:`_Watching`) against the inferred Values of that graph (``graphs``:
+    :attr:`Inference.graphs`); returns the number of values compared. Subgraphs of function
+    bodies have no path of the model and are not compared."""
+    from onemodel.ir.walk import iter_graphs
+
+    path_of = {id(g): p for p, g in iter_graphs(model.graph)}
+    compared = 0
+    for graph, inputs, outputs in runs:
+        gpath = path_of.get(id(graph))
+        values = graphs.get(gpath) if gpath is not None else None
+        if values is None:
+            continue
+        for vi, actual in zip(graph.inputs, inputs):
+            compared += _check(f"{gpath} {vi.name}", values.get(vi.name), actual, binding)
+        for vi, actual in zip(graph.outputs, outputs):
+            compared += _check(f"{gpath} {vi.name}", values.get(vi.name), actual, binding)
+    return compared
+
+
 def sound(model, draws: int = 3, seed: int = 0, low: int = 1, high: int = 6,
           fixed: dict | None = None, positive_dims: bool | None = None,
-          feeds: list | None = None) -> int:
+          feeds: list | None = None, subgraphs: bool = True) -> int:
     """Run ``model`` with random inputs for ``draws`` bindings of its input dimension
     variables (each in ``[low, high]``, ``fixed`` overriding), or with the given ``feeds``
     (input name -> value dicts, e.g. a conformance case's input files; the binding is read from
     their shapes), and assert that every value the evaluator computes has the inferred element
     type, rank and extents (an expression evaluated under the binding; unknown extents and
     ranks are not compared; a sequence's elements and an optional's element against the
-    inferred element). Returns the number of (value, draw) pairs compared."""
+    inferred element); so too the inputs and outputs of every run of a subgraph of the main
+    graph (an If branch, each Loop and Scan iteration) against the inferred Values of that
+    graph (:attr:`Inference.graphs`), unless ``subgraphs`` is False. Returns the number of
+    (value, draw) pairs compared, a subgraph's values counted once per run."""
     bindings = [_binding_of(model, f) for f in feeds] if feeds is not None else None
     if positive_dims is None:  # input dimensions taken >= 1 unless draws may give 0
         if bindings is not None:
@@ -146,7 +190,7 @@ def sound(model, draws: int = 3, seed: int = 0, low: int = 1, high: int = 6,
     names = [n for node in model.graph.nodes for n in node.outputs if n]
     rng = random.Random(seed)
     compared = 0
-    sess = Session(model)
+    sess = _Watching(model)
     for draw in range(draws if feeds is None else len(feeds)):
         if feeds is None:
             binding = {v: rng.randint(low, high) for v in _variables(model)}
@@ -154,7 +198,10 @@ def sound(model, draws: int = 3, seed: int = 0, low: int = 1, high: int = 6,
             feed = random_inputs(model, seed=seed + draw, dims=binding)
         else:
             feed, binding = feeds[draw], bindings[draw]
+        sess.runs = []
         got = sess.run(feed, outputs=names)
         for name, actual in got.items():
             compared += _check(name, values.get(name), actual, binding)
+        if subgraphs:
+            compared += _subgraph_checks(model, sess.runs, res.graphs, binding)
     return compared

@@ -7,7 +7,7 @@ from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
 import onemodel
-from onemodel.errors import InvalidModelError
+from onemodel.errors import InputError
 from onemodel.evaluate import Session
 from onemodel.evaluate.inputs import generated_axes, random_inputs
 from onemodel.inference import infer_model
@@ -38,7 +38,7 @@ def test_the_evaluator_refuses_an_input_that_breaks_a_constraint_at_the_input():
     s = Session(m)
     assert s.run({"x": np.ones((2, 3), np.float32)})["y"].shape == (2, 3)
     assert s.run({"x": np.ones((2, 1), np.float32)})["y"].shape == (2, 3)
-    with pytest.raises(InvalidModelError) as e:
+    with pytest.raises(InputError) as e:
         s.run({"x": np.ones((2, 2), np.float32)})
     assert e.value.path == "graph.inputs[0]"
     assert e.value.message.startswith("input 'x' has extent 2 on axis 1 (unnamed)")
@@ -49,7 +49,7 @@ def test_one_variable_bound_to_two_extents_is_refused():
     m = _model([helper.make_node("Concat", ["a", "b"], ["y"], axis=0)],
                [helper.make_tensor_value_info("a", T.FLOAT, ["N"]),
                 helper.make_tensor_value_info("b", T.FLOAT, ["N"])])
-    with pytest.raises(InvalidModelError) as e:
+    with pytest.raises(InputError) as e:
         Session(m).run({"a": np.ones(2, np.float32), "b": np.ones(3, np.float32)})
     assert e.value.path == "graph.inputs[1]"
     assert "input 'b' has extent 3 on axis 0 (N), but input 'a' has 2" in e.value.message
@@ -71,7 +71,7 @@ def test_a_constraint_of_two_inputs_names_both_extents():
     s = Session(m)
     assert s.run({"a": np.ones((2, 2), np.float32),
                   "b": np.ones((2, 3), np.float32)})["y"].shape == (2, 5)
-    with pytest.raises(InvalidModelError) as e:
+    with pytest.raises(InputError) as e:
         s.run({"a": np.ones((2, 2), np.float32), "b": np.ones((3, 3), np.float32)})
     assert e.value.path == "graph.inputs[0]"
     assert e.value.message.startswith("input 'a' has extent 2 on axis 0 (N), input 'b' has "

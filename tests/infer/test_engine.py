@@ -84,3 +84,29 @@ def test_infer_returns_types_by_name(tmp_path):
                   .SerializeToString())
     types = onemodel.infer(str(p))
     assert str(types["y"]) == "tensor(float)[N,2]"
+
+
+def test_a_closed_model_is_inferred_without_the_bytes_it_no_longer_has(tmp_path):
+    """Inference of a model whose file was closed: a rule that needs the bytes of a tensor
+    attribute (ConstantOfShape's ``value``) gives what the type constraints give rather than
+    failing (it raised InternalError), and the rest of the graph is still inferred."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    value = numpy_helper.from_array(np.array([5], np.int64))
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("ConstantOfShape", ["s"], ["c"], value=value),
+             helper.make_node("Relu", ["x"], ["y"])]
+    g = helper.make_graph(nodes, "g", [vi("x", ["N", 3])], [vi("c", None, T.INT64),
+                                                            vi("y", None)])
+    path = tmp_path / "m.onnx"
+    path.write_bytes(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+                     .SerializeToString())
+    assert str(infer_model(str(path)).values["c"]) == "tensor(int64)[N,3]"
+    with onemodel.load(str(path)) as m:
+        pass
+    res = infer_model(m)
+    assert str(res.values["c"]) == "tensor(int64)[N,3]"    # its elements (5) unknown
+    assert res.values["c"].data is None
+    assert str(res.values["y"]) == "tensor(float)[N,3]"
+    assert not res.contradictions

@@ -734,7 +734,7 @@ def test_old_attribute_forms_of_another_type():
 
 
 def test_what_the_operators_need_of_the_input_extents_is_checked_at_the_input():
-    from onemodel.errors import InvalidModelError
+    from onemodel.errors import InputError
     from onemodel.evaluate import Session
 
     nodes = [helper.make_node("DepthToSpace", ["x"], ["r"], blocksize=2, name="d2s"),
@@ -752,7 +752,7 @@ def test_what_the_operators_need_of_the_input_extents_is_checked_at_the_input():
           "w": np.ones(4, np.float32)}
     assert s.run(ok)["r"].shape == (1, 2, 2, 2)
     for name, bad, axis in [("x", (1, 6, 1, 1), 1), ("z", (3, 2), 1), ("w", (5,), 0)]:
-        with pytest.raises(InvalidModelError) as e:
+        with pytest.raises(InputError) as e:
             s.run(dict(ok, **{name: np.ones(bad, np.float32)}))
         assert e.value.path == f"graph.inputs[{'xzw'.index(name)}]", e.value
         assert f"input '{name}' has extent {bad[axis]} on axis {axis}" in e.value.message

@@ -27,6 +27,9 @@ Modes (GET requests; HEAD follows the status of ``403``/``404``):
                          length, which no check of headers or lengths can notice)
 =======================  ====================================================================
 
+Redirects: ``redirects[name] = url`` answers a request for ``name`` (any mode) with ``302`` and
+``Location: url``; the request is logged with its headers like any other.
+
 Validators: every answer carries a strong ``ETag`` of the bytes served, unless ``etags`` is set
 false; ``last_modified[name]``, when set, is sent as ``Last-Modified``.
 """
@@ -69,6 +72,7 @@ class RangeServer:
         self.flip_at = 0  # ``other_bytes``: the file offset whose byte is inverted, once
         self.etags = True  # send a strong ETag with every answer
         self.last_modified: dict[str, str] = {}  # Last-Modified header per file name
+        self.redirects: dict[str, str] = {}  # name -> URL answered with 302
         self.log: list[Request] = []
         self._lock = threading.Lock()
         self._httpd = None
@@ -110,6 +114,7 @@ class RangeServer:
         self.flip_at = 0
         self.etags = True
         self.last_modified.clear()
+        self.redirects.clear()
 
     @property
     def requests(self) -> int:
@@ -171,6 +176,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._req = req = Request(self.command, name, rng, 0, 0, dict(self.headers))
         srv._record(req)
         try:
+            if name in srv.redirects:
+                self._head(302, 0, extra={"Location": srv.redirects[name]})
+                return
             if mode in ("403", "404") or data is None:
                 self._head(403 if mode == "403" else 404, 0)
                 return

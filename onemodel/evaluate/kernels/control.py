@@ -11,8 +11,30 @@ import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError
 from ...ir.dtypes import INFO
+from ..memory import Accumulation
 from ..registry import op
 from ._util import axis_index
+
+
+def _nbytes(value) -> int:
+    """The bytes of a scan output slice (a tensor; another value counts nothing)."""
+    return getattr(value, "nbytes", 0)
+
+
+def _sequence_bytes(seq: list, before: tuple | None) -> tuple:
+    """``(length, last element, bytes of its tensors)`` of a loop-carried sequence, from the
+    same of the previous iteration: a sequence grown by one at the end (SequenceInsert's usual
+    use in a Loop) adds its last tensor's bytes, one left as it was costs nothing, anything
+    else is summed again."""
+    n = len(seq)
+    if before is not None:
+        length, last, total = before
+        if length and n >= length and seq[length - 1] is last:
+            if n == length:
+                return before
+            if n == length + 1:
+                return n, seq[-1], total + _nbytes(seq[-1])
+    return n, seq[-1] if n else None, sum(_nbytes(x) for x in seq)
 
 
 def _truth(value, what: str) -> bool:
@@ -75,7 +97,10 @@ def loop(ctx, max_trip_count=None, cond=None, *carried):
     ``M`` is given the body's condition is ignored. When neither is given the ONNX text describes
     a loop without end; this kernel then stops when the body's condition output becomes false.
     A scan output of zero iterations is an empty tensor of shape [0, *dims] (dims the body
-    declares, unknown dims as 0).
+    declares, unknown dims as 0). The scan outputs kept, and the tensors of loop-carried
+    sequences (grown by SequenceInsert), are counted against the memory budget as they grow
+    (:class:`..memory.Accumulation`): EvaluationError naming the Loop when they would pass it,
+    before the machine runs out.
     """
     body = ctx.attrs["body"]
     n_carried = len(carried)
@@ -84,6 +109,10 @@ def loop(ctx, max_trip_count=None, cond=None, *carried):
     use_body_cond = cond is not None or max_trip_count is None
     values = list(carried)
     scans: list[list] | None = None
+    kept = Accumulation("the Loop scan outputs")
+    carried = Accumulation("the Loop's carried sequences")
+    sequences: dict[int, tuple] = {}  # carried index -> _sequence_bytes
+    held = 0
     i = 0
     while keep_going and (limit is None or i < limit):
         outs = ctx.run_graph(body, [np.array(i, dtype=np.int64),
@@ -94,12 +123,21 @@ def loop(ctx, max_trip_count=None, cond=None, *carried):
         if use_body_cond:
             keep_going = _truth(outs[0], "Loop body condition")
         values = list(outs[1:1 + n_carried])
+        for k, v in enumerate(values):
+            if type(v) is list:
+                sequences[k] = _sequence_bytes(v, sequences.get(k))
+        if sequences:
+            now = sum(s[2] for s in sequences.values())
+            if now > held:
+                carried.add(now - held)
+            held = now
         if scans is None:
             scans = [[] for _ in outs[1 + n_carried:]]
         elif len(outs) - 1 - n_carried != len(scans):
             raise InvalidModelError("Loop body gave a different number of scan outputs")
         for acc, v in zip(scans, outs[1 + n_carried:]):
             acc.append(v)
+            kept.add(_nbytes(v))
         i += 1
     n_scan = ctx.num_outputs - n_carried
     results: list = list(values)
@@ -128,6 +166,7 @@ def _scan_once(ctx, body, states: list, scan_inputs: list, in_axes, in_dirs, out
         raise EvaluationError(f"Scan inputs have different sequence lengths {sorted(lengths)}")
     steps = lengths.pop() if lengths else 0
     scans: list[list] | None = None
+    kept = Accumulation("the Scan outputs")
     for t in range(steps):
         slices = []
         for x, a, d in zip(scan_inputs, in_axes, in_dirs):
@@ -142,6 +181,7 @@ def _scan_once(ctx, body, states: list, scan_inputs: list, in_axes, in_dirs, out
             scans = [[] for _ in outs[n_states:]]
         for acc, v in zip(scans, outs[n_states:]):
             acc.append(np.asarray(v))
+            kept.add(acc[-1].nbytes)
     n_scan_out = len(body.outputs) - n_states
     stacks = []
     for k in range(n_scan_out):
@@ -222,6 +262,7 @@ def scan8(ctx, sequence_lens, *inputs):
                               f"and sequence length {max_len}")
     final_states: list[list] = [[] for _ in range(n)]
     outputs: list[list] = [[] for _ in range(k)]
+    kept = Accumulation("the Scan outputs of the batch")
     for b in range(batch):
         length = int(lens[b])
         seqs = [x[b, :length] for x in scan_inputs]
@@ -234,5 +275,6 @@ def scan8(ctx, sequence_lens, *inputs):
                 pad = np.zeros((max_len - length,) + v.shape[1:], dtype=v.dtype)
                 v = np.concatenate([v, pad], axis=0)
             acc.append(v)
+            kept.add(v.nbytes)
     return tuple([_stack(s, 0, "Scan state") for s in final_states]
                  + [_stack(o, 0, "Scan output") for o in outputs])

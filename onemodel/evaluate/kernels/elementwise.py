@@ -13,6 +13,8 @@ import math
 import numpy as np
 
 from ...errors import UnsupportedError
+from .. import memory
+from ..memory import check_broadcast, check_broadcast_all
 from ..registry import op
 
 
@@ -30,8 +32,12 @@ def _legacy_broadcast(ctx, a, b):
 
 
 def _binary(name, ufunc, versions):
+    what = f"the {name} output"
+
     def kernel(ctx, a, b):
         b = _legacy_broadcast(ctx, a, b)
+        if a.size * b.size * a.itemsize >= memory._floor:  # (the budget's fast path, inline)
+            check_broadcast(a, b, a.itemsize, what)
         return ufunc(a, b)
 
     kernel.__name__ = name.lower()
@@ -57,6 +63,7 @@ def _int_div(a, b):
 @op("Div", since=(1, 6, 7, 13, 14))
 def div(ctx, a, b):
     b = _legacy_broadcast(ctx, a, b)
+    check_broadcast(a, b, a.itemsize, "the Div output")
     if a.dtype.kind in "iu" and b.dtype.kind in "iu":
         return _int_div(a, b)
     return np.divide(a, b)
@@ -66,6 +73,7 @@ def div(ctx, a, b):
 def pow_(ctx, x, y):
     """Pow: the output has the type of ``x`` (opset 12 on allows a different type for ``y``)."""
     y = _legacy_broadcast(ctx, x, y)
+    check_broadcast(x, y, 8, "the Pow output")  # (integers computed through float64)
     if x.dtype.kind in "iu":
         if y.dtype.kind in "iu":
             return np.power(x, y.astype(x.dtype, copy=False))
@@ -78,6 +86,7 @@ def pow_(ctx, x, y):
 @op("Mod", since=(10, 13, 28))
 def mod(ctx, a, b):
     """Mod: ``fmod=1`` ``A - trunc(A/B)*B`` (sign of A), else ``A - floor(A/B)*B`` (sign of B)."""
+    check_broadcast(a, b, a.itemsize, "the Mod output")
     if ctx.attr("fmod"):
         return np.fmod(a, b)
     return np.mod(a, b)
@@ -86,6 +95,7 @@ def mod(ctx, a, b):
 # -- variadic -------------------------------------------------------------------------------
 def _fold(ufunc, xs):
     xs = [x for x in xs if x is not None]
+    check_broadcast_all(xs, xs[0].itemsize if xs else 1, "the broadcast output")
     out = xs[0]
     for x in xs[1:]:
         out = ufunc(out, x)
@@ -227,8 +237,12 @@ def erf(ctx, x):
 
 # -- logic and comparison -------------------------------------------------------------------
 def _compare(name, ufunc, versions):
+    what = f"the {name} output"
+
     def kernel(ctx, a, b):
         b = _legacy_broadcast(ctx, a, b)
+        if a.size * b.size >= memory._floor:  # (booleans: one byte an element)
+            check_broadcast(a, b, 1, what)
         if a.dtype == object or b.dtype == object:
             return np.asarray(ufunc(a, b), dtype=bool)
         return ufunc(a, b)
@@ -260,6 +274,7 @@ def bitshift(ctx, x, y):
     if direction not in ("LEFT", "RIGHT"):
         raise UnsupportedError(f"BitShift direction {direction!r} is neither LEFT nor RIGHT")
     bits = x.dtype.itemsize * 8
+    check_broadcast(x, y, 8 + x.itemsize, "the BitShift output")  # (int64 shifts, the output)
     yy = y.astype(np.int64, copy=False)
     out_of_range = (yy < 0) | (yy >= bits)
     shift = np.where(out_of_range, 0, yy).astype(x.dtype)
@@ -275,6 +290,7 @@ def bitshift(ctx, x, y):
 # -- selection ------------------------------------------------------------------------------
 @op("Where", since=(9, 16))
 def where(ctx, cond, x, y):
+    check_broadcast_all((cond, x, y), x.itemsize, "the Where output")
     out = np.where(cond, x, y)
     if out.dtype != x.dtype:
         out = out.astype(x.dtype)

@@ -10,6 +10,7 @@ import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError
 from .. import ckernels
+from ..memory import check_product
 from ..registry import op
 from ._util import back, wide, wide_all
 
@@ -112,7 +113,9 @@ def column_blocks_product(a: np.ndarray, b: np.ndarray, out: np.ndarray | None =
 
 
 def matmul_array(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """numpy.matmul with narrow floats computed in float32 (the semantics of ONNX MatMul)."""
+    """numpy.matmul with narrow floats computed in float32 (the semantics of ONNX MatMul).
+    The output is checked against the memory budget first (:func:`..memory.check_product`)."""
+    check_product(a, b, max(a.itemsize, b.itemsize, 4), "the MatMul output")
     (a, b), dt = wide_all(a, b)
     return back(_product(a, b), dt)
 
@@ -132,6 +135,7 @@ def gemm(ctx, a, b, c=None):
         a = a.T
     if ctx.attr("transB"):
         b = b.T
+    check_product(a, b, max(a.itemsize, b.itemsize, 4), "the Gemm output")
     args, dt = wide_all(a, b) if c is None else wide_all(a, b, c)
     y = _product(args[0], args[1])  # a new array: scaled and summed in place
     if alpha != 1.0:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError
+from .. import memory
+from ..memory import check_allocation
 from ..registry import op
 
 
@@ -95,6 +97,9 @@ def concat_from_sequence(ctx, sequence):
     rank = seq[0].ndim + (1 if new_axis else 0)
     if not -rank <= axis < rank:
         raise EvaluationError(f"ConcatFromSequence axis {axis} is outside [{-rank}, {rank - 1}]")
+    total = sum(x.nbytes for x in seq)
+    if total >= memory._floor:  # (a sequence grown by a Loop: checked)
+        check_allocation(total, "the ConcatFromSequence output")
     try:
         return np.stack(seq, axis=axis) if new_axis else np.concatenate(seq, axis=axis)
     except ValueError as e:

@@ -14,6 +14,7 @@ import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError, OneModelError, UnsupportedError
 from ...ir.tensor import element_count
+from .. import memory
 from ..memory import check_allocation
 from ..registry import op
 from ._util import axis_index
@@ -220,6 +221,9 @@ def concat(ctx, *xs):
     axis = ctx.attr("axis", 1 if ctx.opset < 4 else None)
     if axis is None:
         raise InvalidModelError("Concat needs the axis attribute")
+    total = sum(x.nbytes for x in xs)
+    if total >= memory._floor:  # (a loop state concatenated each iteration grows: checked)
+        check_allocation(total, "the Concat output")
     return np.concatenate(xs, axis=axis_index(axis, xs[0].ndim))
 
 

@@ -65,17 +65,19 @@ from __future__ import annotations
 
 import os
 
-from ...errors import InvalidModelError, OneModelError, quote
+from ...errors import InvalidModelError, IoError, OneModelError, quote
 from ...ir.dtypes import INFO
 from ...ir.model import Model
 from ...ir.tensor import EXTERNAL
 from ...ir.walk import iter_tensors
 from ...storage.base import Source
 from ...storage.blob import Blob
+from ...storage.locks import model_file_guard
 from ...storage.place import is_remote, local_path, place_of
 from .external_refs import RefusedError, expected_nbytes, location_parts, parse_reference
 from .external_walk import OpenedFile, open_base_dir, open_location
 from .paths import proto_path
+from .publish import published_location
 
 _HASH_CHUNK = 16 << 20
 
@@ -121,7 +123,8 @@ def _safetensors_index(df: _DataFile, location: str):
 def resolve_external_data(model: Model, base=None, *, allow_outside: bool = False,
                           storage_options: dict | None = None, offsets: dict | None = None,
                           source: str | None = None, errors: list | None = None,
-                          unverified: list | None = None) -> list[Source]:
+                          unverified: list | None = None, model_file: Source | None = None
+                          ) -> list[Source]:
     """Resolve every external tensor of ``model`` (initializers, sparse initializers' values and
     indices, attribute tensors, in subgraphs, functions and training graphs).
 
@@ -141,13 +144,20 @@ def resolve_external_data(model: Model, base=None, *, allow_outside: bool = Fals
         unverified: a list: a ``checksum`` is not verified (the data file is not read), and each
             tensor whose checksum was left unverified is appended here instead (``onemodel
             check`` without ``--full``: structure only). Default: verified (Clause 13.3).
+        model_file: the source the model was read from. When it is a local file opened by its
+            path (``path_stat``; not a decompressed ``.zst``), the data files are opened under
+            a shared lock on that file after checking that its path still names it
+            (:func:`onemodel.storage.locks.model_file_guard`), so a writer publishing a new
+            version meanwhile cannot mix its data files into this model (docs/storage.md,
+            "Atomicity").
     Returns:
         the Sources opened (one per data file), which the caller closes (the reader puts them in
         ``model.resources``). On error every file opened here is closed again.
     Raises:
         InvalidModelError for a refused reference, a size mismatch or a checksum mismatch, or
-        when there is no ``base`` (a model read from bytes); IoError when a file cannot be read.
-        Each names the tensor and the location, with the tensor's proto path.
+        when there is no ``base`` (a model read from bytes); IoError when a file cannot be read
+        or ``model_file`` was replaced by a new version since it was read. Each names the
+        tensor and the location, with the tensor's proto path.
     """
     externals = [t for _, t in iter_tensors(model) if t.data_location == EXTERNAL]
     if not externals:
@@ -166,23 +176,30 @@ def resolve_external_data(model: Model, base=None, *, allow_outside: bool = Fals
         return []
     resolver = _Resolver(base, allow_outside, storage_options)
     resolver.unverified = unverified
+    seen = getattr(model_file, "path_stat", None) if not is_remote(base) else None
     try:
-        for t in externals:
-            try:
-                resolver.resolve(t)
-            except OneModelError as e:
-                where = None
-                if offsets is not None:
-                    where = offsets.get(id(t))
-                if errors is None:
-                    raise _located(e, model, t, where, source) from None
-                errors.append(_located(e, model, t, where, source))
+        with model_file_guard(model_file.name if seen is not None else None, seen):
+            _resolve_all(resolver, model, externals, offsets, source, errors)
     except BaseException:
         resolver.close_all()
         raise
     finally:
         resolver.close_base()
     return resolver.sources
+
+
+def _resolve_all(resolver, model, externals, offsets, source, errors) -> None:
+    """Resolve ``externals`` (:func:`resolve_external_data`)."""
+    for t in externals:
+        try:
+            resolver.resolve(t)
+        except OneModelError as e:
+            where = None
+            if offsets is not None:
+                where = offsets.get(id(t))
+            if errors is None:
+                raise _located(e, model, t, where, source) from None
+            errors.append(_located(e, model, t, where, source))
 
 
 def _located(e: OneModelError, model, t, offset, source) -> OneModelError:
@@ -219,8 +236,22 @@ class _Resolver:
         df = self.by_location.get(key)
         if df is not None:
             return df
-        opened = open_location(self.base, location, allow_outside=self.allow_outside,
-                               storage_options=self.storage_options, base_fd=self.base_fd)
+        try:
+            opened = open_location(self.base, location, allow_outside=self.allow_outside,
+                                   storage_options=self.storage_options, base_fd=self.base_fd)
+        except IoError:
+            published = published_location(location)
+            if published is None:
+                raise
+            # a staged data file renamed to its name by a write killed before its last rename
+            # (publish.py, step 3): that file holds the staged file's bytes
+            try:
+                opened = open_location(self.base, published, allow_outside=self.allow_outside,
+                                       storage_options=self.storage_options,
+                                       base_fd=self.base_fd)
+            except OneModelError:
+                raise IoError(f"{quote(location)} does not exist, nor the file "
+                              f"{quote(published)} it was to be renamed to") from None
         df = self.by_identity.get(opened.identity)
         if df is not None:  # the same file under another spelling: keep the first map
             opened.source.close()

@@ -34,7 +34,7 @@ def data_file_target(base, location: str, *, allow_outside: bool = False) -> str
 
 
 def open_data_sink(base, location: str, *, allow_outside: bool = False,
-                   storage_options: dict | None = None, progress=None):
+                   storage_options: dict | None = None, progress=None, temporary: bool = True):
     """A Sink for writing data file ``location`` of a model whose directory is ``base``, at
     :func:`data_file_target`: the write-side counterpart of :func:`open_location`.
 
@@ -47,6 +47,8 @@ def open_data_sink(base, location: str, *, allow_outside: bool = False,
     (:class:`~onemodel.storage.local.LocalSink`): an existing file is replaced, never appended to
     or truncated in place, and maps of the old file stay valid. A URL base writes through
     :func:`onemodel.storage.open_sink` at the URL :func:`data_file_target` gives.
+    ``temporary=False`` writes a local file at its own name, which must not exist (a staged data
+    file: a name unique to the write, :mod:`.publish`).
     ``allow_outside`` accepts any path (absolute, ``..``). ``progress``: the callable the bytes
     written are counted to (the model sink's, so a data file's bytes count on its bar), through
     :func:`onemodel.storage.open_sink`. Raises InvalidModelError for a refused location, IoError.
@@ -63,13 +65,13 @@ def open_data_sink(base, location: str, *, allow_outside: bool = False,
         except OSError as e:
             raise IoError(f"cannot create the directory of {quote(location)}: {e.strerror or e}") \
                 from None
-        return open_sink(LocalSink(path), progress=progress)
+        return open_sink(LocalSink(path, lock=False, temporary=temporary), progress=progress)
     parts = location_parts(location)
     if len(parts) > 1:
         make_dirs(local_path(base), parts[:-1])
     if os.path.isdir(path) and not os.path.islink(path):
         raise IoError(f"cannot write data file {quote(location)}: it is a directory")
-    return open_sink(LocalSink(path), progress=progress)
+    return open_sink(LocalSink(path, lock=False, temporary=temporary), progress=progress)
 
 
 def same_directory(a, b) -> bool:

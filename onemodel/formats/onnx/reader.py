@@ -113,7 +113,8 @@ def read(source: Source, *, base_dir=None, allow_outside: bool = False,
         if load_external:
             model.resources += resolve_external_data(
                 model, model.base_dir, allow_outside=allow_outside,
-                storage_options=storage_options, offsets=external, source=source.name)
+                storage_options=storage_options, offsets=external, source=source.name,
+                model_file=source)
     return model
 
 

@@ -22,7 +22,14 @@ from ...errors import InvalidModelError
 from ...ir.record import buffer_nbytes, buffer_view, f32_bits
 from ...lazy import np
 from ...storage.blob import Blob
-from ..protobuf import encode_packed_varints, encode_varint
+from ..protobuf import (
+    INT32_RANGE,
+    INT64_RANGE,
+    UINT64_RANGE,
+    encode_packed_varints,
+    encode_varint,
+    out_of_range,
+)
 from .schema import BY_CLASS, BYTES, DOUBLE, ENUM, FLOAT, INT32, INT64, MESSAGE, RAW, STRING, UINT64
 
 #: ``raw_data`` values (bytes) at least this large are kept as separate pieces, not copied, even
@@ -36,6 +43,9 @@ BIG = 1 << 16
 SMALL = 256
 
 _v = encode_varint
+#: The values each integer kind holds (Clause 12.2; an enumeration is an int32).
+_RANGES = {INT64: INT64_RANGE, INT32: INT32_RANGE, ENUM: INT32_RANGE, UINT64: UINT64_RANGE}
+_TYPE_NAMES = {INT64: "int64", INT32: "int32", ENUM: "int32 (an enumeration)", UINT64: "uint64"}
 
 
 def _f32_unpacked(key: bytes, values) -> bytes:
@@ -70,7 +80,9 @@ def _encode(obj, msg, out: bytearray, parts: list, subst: dict | None = None) ->
                     elif kind == DOUBLE:
                         payload = np.asarray(v, dtype="<f8").tobytes()
                     else:
-                        payload = encode_packed_varints(np.asarray(v))
+                        a = np.asarray(v)
+                        _check_range(obj, f, a)
+                        payload = encode_packed_varints(a)
                     out += f.key
                     out += _v(len(payload))
                     out += payload
@@ -102,6 +114,7 @@ def _encode(obj, msg, out: bytearray, parts: list, subst: dict | None = None) ->
                     out += key
                     out += np.float64(x).tobytes()
             else:
+                _check_range(obj, f, v)
                 for x in v:
                     out += key
                     out += _v(x)
@@ -114,6 +127,9 @@ def _encode(obj, msg, out: bytearray, parts: list, subst: dict | None = None) ->
         elif kind == MESSAGE:
             out = _encode_sub(v, f.message, f.key, out, parts, subst)
         elif kind in (INT64, INT32, ENUM, UINT64):
+            lo, hi = _RANGES[kind]
+            if not lo <= v <= hi:
+                raise _OutOfRange(obj, f, v)
             out += f.key
             out += _v(v)
         elif kind == FLOAT:
@@ -172,6 +188,56 @@ def _encode_sub(item, sub, key: bytes, out: bytearray, parts: list,
     else:
         parts.insert(mark, out)
     return bytearray()
+
+
+def _check_range(obj, f, values) -> None:
+    """Raise :class:`_OutOfRange` when one of ``values`` (field ``f`` of ``obj``) is outside
+    the range of the field's integer type."""
+    lo, hi = _RANGES[f.kind]
+    bad = out_of_range(values, lo, hi)
+    if bad is not None:
+        raise _OutOfRange(obj, f, bad)
+
+
+class _OutOfRange(Exception):
+    """An integer outside its field's range met while encoding (record, field, value)."""
+
+    def __init__(self, obj, f, value):
+        super().__init__()
+        self.obj, self.field, self.value = obj, f, value
+
+
+def _path_to(root, target, msg=None) -> str | None:
+    """The IR path (``graph.value_info[3].type.tensor_type.shape.dims[0]``) of record
+    ``target`` inside ``root`` ("" for ``root`` itself), or None when it is not there."""
+    if root is target:
+        return ""
+    _, subs, list_subs = _list_walk(BY_CLASS[type(root)] if msg is None else msg)
+    for name, sub in subs:
+        v = getattr(root, name)
+        if v is not None:
+            below = _path_to(v, target, sub)
+            if below is not None:
+                return name + ("." + below if below else "")
+    for name, sub in list_subs:
+        for i, item in enumerate(getattr(root, name)):
+            below = _path_to(item, target, sub)
+            if below is not None:
+                return f"{name}[{i}]" + ("." + below if below else "")
+    return None
+
+
+def _range_error(root, e: _OutOfRange) -> InvalidModelError:
+    """The InvalidModelError of an integer outside its field's range (Clause 12.2): the value
+    is refused, never masked to the field's width."""
+    f = e.field
+    lo, hi = _RANGES[f.kind]
+    where = _path_to(root, e.obj)
+    path = f.name if not where else f"{where}.{f.name}"
+    return InvalidModelError(
+        f"{BY_CLASS[type(e.obj)].proto_name}.{f.proto_name} holds {e.value}, outside the range "
+        f"of its type {_TYPE_NAMES[f.kind]} ({lo} to {hi}): it cannot be written (Clause 12.2)",
+        path=path)
 
 
 class _NoneList(Exception):
@@ -247,7 +313,9 @@ def encode_pieces(obj) -> list:
     was returned.
 
     Raises:
-        InvalidModelError: a repeated field holding None (not a list), naming it.
+        InvalidModelError: a repeated field holding None (not a list), naming it; an integer
+            outside the range of its field's type (int64, int32, an enumeration, uint64),
+            naming the field and the value (it is never masked to the field's width).
     """
     msg = BY_CLASS[type(obj)]
     parts: list = []
@@ -255,6 +323,8 @@ def encode_pieces(obj) -> list:
         out = _encode(obj, msg, bytearray(), parts)
     except _NoneList:
         raise _refused(obj) from None
+    except _OutOfRange as e:
+        raise _range_error(obj, e) from None
     if out:
         parts.append(out)
     return parts
@@ -265,7 +335,8 @@ def encode(obj, *, substitute: dict | None = None) -> bytes:
 
     ``substitute``: ``id(record) -> record`` encoded in place of that sub-record wherever it
     occurs (the records themselves are not changed). Raises InvalidModelError for a repeated
-    field holding None (not a list), naming it."""
+    field holding None (not a list), naming it, and for an integer outside its field's range
+    (:func:`encode_pieces`)."""
     if substitute is None:
         return b"".join(p.view() if isinstance(p, Blob) else p for p in encode_pieces(obj))
     parts: list = []
@@ -273,6 +344,8 @@ def encode(obj, *, substitute: dict | None = None) -> bytes:
         out = _encode(obj, BY_CLASS[type(obj)], bytearray(), parts, substitute)
     except _NoneList:
         raise _refused(obj) from None
+    except _OutOfRange as e:
+        raise _range_error(obj, e) from None
     if out:
         parts.append(out)
     return b"".join(p.view() if isinstance(p, Blob) else p for p in parts)

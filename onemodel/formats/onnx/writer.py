@@ -47,10 +47,15 @@ Safety: every data file is written to a temporary file beside its destination an
 place only after the .onnx bytes were written, so an existing data file is never appended to or
 truncated in place, a failed write changes no data file, and writing a model onto the files it is
 still mapped from is safe on POSIX (the maps keep the old files alive). On Windows a mapped file
-cannot be replaced; that write fails with IoError and leaves the old files as they were. Data files
+cannot be replaced; that write fails with IoError (the new model in place under staged
+names). Data files
 are created only inside the output directory (symbolic links on the way refused) unless
 ``allow_outside`` is given. Data files of an earlier layout that the new one no longer references
-are not deleted.
+are not deleted. For a local model file the data files and the .onnx file are published in the
+order of :mod:`.publish` (staged names unique to the write, a first .onnx naming them, then the
+final names under a lock), so a reader or a killed write never finds tensors of two versions
+(docs/external-data.md, "Atomicity"); remote and compressed destinations commit the data files
+one by one before the .onnx file.
 
 No data file of another model is replaced silently. With ``keep``, ``per_tensor`` and ``file``
 without ``external_data`` the data file names are not the user's choice (they come from the
@@ -82,7 +87,14 @@ import re
 import warnings
 
 from ... import limits
-from ...errors import InvalidModelError, IoError, OneModelError, UnsupportedError, quote
+from ...errors import (
+    AdviceError,
+    InvalidModelError,
+    IoError,
+    OneModelError,
+    UnsupportedError,
+    quote,
+)
 from ...ir.dtypes import INFO, DataType
 from ...ir.entries import StringStringEntry
 from ...ir.model import Model
@@ -92,6 +104,7 @@ from ...ir.walk import iter_tensors
 from ...lazy import np
 from ...limits import EXTERNAL_DATA_ALIGNMENT
 from ...storage.blob import Blob
+from ...storage.compressed import is_compressed_sink
 from ...storage.hashing import HashingSink
 from ...storage.place import is_remote, local_path, place_of, target_of
 from .checks import check_tensors
@@ -99,6 +112,7 @@ from .external_refs import RefusedError, location_parts, parse_reference
 from .external_sinks import data_file_target, open_data_sink, same_directory
 from .external_walk import data_file_identity
 from .paths import proto_path
+from .publish import Publication, owner_tag, published_location, staged_location, stale_staged
 from .wire_encode import encode, encode_pieces, none_list_error, pieces_size
 
 LAYOUTS = ("keep", "inline", "file", "per_tensor", "safetensors")
@@ -380,6 +394,54 @@ def _in_place(df: _DataFile, out_base) -> bool:
     return True
 
 
+# -- not destroying the files the model was read from ----------------------------------------------
+def _refuse_inputs(model, files: list[_DataFile], sink, out_base, allow_outside: bool) -> None:
+    """Raise UsageError when a data file to write would destroy a file the model was read from
+    (:func:`..inputs.input_files`): the model file (weights written over the model), or one of
+    its data files, shards or shard index, unless the model is written in place (the
+    destination is the model file: its data files are its own) or every tensor read from that
+    data file goes back to it at its own offset (the old references still hold: ``keep``, or
+    ``per_tensor`` again beside the source). Whatever ``force`` says."""
+    if not files or out_base is None:
+        return
+    from ...storage.place import refuse_inputs_as_outputs, same_file
+    from ..inputs import input_files
+
+    inputs = input_files(model)
+    dest = target_of(sink)
+    if dest is not None and any(f.model and same_file(dest, f.target) for f in inputs):
+        return  # in place (a data file named as the model file is refused before)
+    for df in files:
+        try:
+            target = data_file_target(out_base, df.location, allow_outside=allow_outside)
+        except RefusedError:
+            continue
+        for f in inputs:
+            if not f.model and same_file(target, f.target) and \
+                    _keeps_references(model, df, f.target):
+                continue
+            refuse_inputs_as_outputs([(f"data file {quote(df.location)}", target)], [f])
+
+
+def _keeps_references(model, df: _DataFile, path: str) -> bool:
+    """Whether every tensor of ``model`` read from the data file at ``path`` is written to
+    ``df`` at the offset it was read from, from those same bytes."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    ident = (st.st_dev, st.st_ino)
+    slots = {id(s.tensor): s for s in df.slots if s.tensor is not None}
+    for _, t in iter_tensors(model):
+        b = t.external
+        if isinstance(b, Blob) and data_file_identity(b.source) == ident:
+            s = slots.get(id(t))
+            if s is None or s.offset != b.offset or not isinstance(s.buffer, Blob) or \
+                    s.buffer.source is not b.source or s.buffer.offset != b.offset:
+                return False
+    return True
+
+
 # -- not replacing another model's data files ------------------------------------------------------
 def _read_from(model) -> set:
     """Identities (:func:`~.external.data_file_identity`) of the data files the model's tensors
@@ -412,37 +474,58 @@ def _existing(target: str, storage_options) -> tuple | str | None:
     return st.st_dev, st.st_ino
 
 
-def _referenced_by(sink, out_base, allow_outside: bool, storage_options) -> set:
-    """Identities of the existing data files that the file ``sink`` will replace (the
-    destination .onnx, as it is now) references; empty when it does not exist or is no ONNX."""
+def _old_references(sink, out_base, allow_outside: bool, storage_options) -> list:
+    """``(location, target)`` of every external reference of the file ``sink`` will replace (the
+    destination .onnx, as it is now); empty when it does not exist or is no ONNX file."""
     target = target_of(sink)
     if target is None:
-        return set()
+        return []
     from ...storage import open_source
     from . import read
 
     try:
         source = open_source(target, storage_options=storage_options)
     except OneModelError:
-        return set()
-    found = set()
+        return []
+    found = []
     try:
         with read(source, load_external=False) as old:
             for _, t in iter_tensors(old):
                 if t.data_location != EXTERNAL:
                     continue
                 try:
-                    where = data_file_target(out_base, parse_reference(t.external_data).location,
-                                             allow_outside=allow_outside)
+                    location = parse_reference(t.external_data).location
+                    found.append((location, data_file_target(out_base, location,
+                                                             allow_outside=allow_outside)))
                 except RefusedError:
                     continue
-                ident = _existing(where, storage_options)
-                if ident is not None:
-                    found.add(ident)
     except OneModelError:
-        return set()
+        return []
     finally:
         source.close()
+    return found
+
+
+def _referenced_by(sink, out_base, allow_outside: bool, storage_options) -> set:
+    """Identities of the existing data files that the file ``sink`` will replace (the
+    destination .onnx, as it is now) references; empty when it does not exist or is no ONNX.
+    A staged data file it references (a write killed in publish.py's step 3) counts for the
+    file it was to be published as too."""
+    found = set()
+    for location, where in _old_references(sink, out_base, allow_outside, storage_options):
+        published = published_location(location)
+        if published is not None:
+            try:
+                ident = _existing(data_file_target(out_base, published,
+                                                   allow_outside=allow_outside),
+                                  storage_options)
+            except RefusedError:
+                ident = None
+            if ident is not None:
+                found.add(ident)
+        ident = _existing(where, storage_options)
+        if ident is not None:
+            found.add(ident)
     return found
 
 
@@ -521,6 +604,66 @@ def _shown(target: str) -> str:
 
         return display_url(target)
     return target
+
+
+# -- publishing all files at once (publish.py) --------------------------------------------------
+def _local_sink(sink):
+    """The :class:`~onemodel.storage.local.LocalSink` ``sink`` is (or counts progress for), or
+    ``None`` (a remote, compressed or in-memory sink: its files are committed one by one)."""
+    from ...storage.local import LocalSink
+    from ...storage.progress import ProgressSink
+
+    while isinstance(sink, ProgressSink):
+        sink = sink.inner
+    return sink if isinstance(sink, LocalSink) else None
+
+
+def _publication(sink, out_base, files) -> Publication | None:
+    """A :class:`.publish.Publication` for data ``files`` written beside the local model file of
+    ``sink``; ``None`` when there are none or the model file is not a local file."""
+    local = _local_sink(sink)
+    if not files or local is None or out_base is None or is_remote(out_base):
+        return None
+    return Publication(local.name)
+
+
+def _first_version(model, files, staged: dict, ov: _Overrides, model_path: str):
+    """A sink holding the first version of the .onnx file (publish.py, step 2): the model with
+    the references to each staged data file naming its staged location."""
+    from ...storage.local import LocalSink
+
+    done: set = set()
+    for df in files:
+        where = staged.get(id(df))
+        if where is None:
+            continue
+        for slot in df.slots:
+            t = slot.tensor
+            if t is None or id(t) in done:
+                continue
+            done.add(id(t))
+            ov.set(t, external_data=[StringStringEntry(key=e.key, value=where)
+                                     if e.key == "location" else e for e in t.external_data])
+    pieces = encode_pieces(model)
+    first = LocalSink(model_path, lock=False)
+    try:
+        first.reserve(pieces_size(pieces))
+        stream_pieces(pieces, first)
+    except BaseException:
+        first.abort()
+        raise
+    return first
+
+
+def _leftovers(pub: Publication, out_base, files, allow_outside: bool) -> list:
+    """``(path, identity)`` of the stale staged data files of the model file (publish.py, step
+    4) in the directories of ``files``, none of which is written to by this write."""
+    new = set()
+    for df in files:
+        new.add(data_file_target(out_base, df.location, allow_outside=allow_outside))
+    new.update(staged for staged, _ in pub.late)
+    directories = {os.path.dirname(path) for path in new}
+    return stale_staged(sorted(directories), owner_tag(pub.model_path), new)
 
 
 # -- writing ------------------------------------------------------------------------------------
@@ -640,7 +783,9 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
 
     Args:
         layout: ``keep`` (default; ``file`` when ``external_data`` is given, ``safetensors``
-            when it ends in ``.safetensors``), ``inline``, ``file``, ``per_tensor`` or
+            when it ends in ``.safetensors``; ``inline`` into a zstd-compressed sink, a
+            ``.onnx.zst``, which is one self-contained stream: a layout that leaves data files
+            beside it raises AdviceError), ``inline``, ``file``, ``per_tensor`` or
             ``safetensors``.
         external_data: relative location of the one data file of ``file`` (default: the .onnx
             file's name + ``.data``); the rules of Clause 13.2 apply (no ``..``, not absolute).
@@ -667,13 +812,16 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
     InvalidModelError for an external tensor that was not loaded and must move, a data file
     that would replace the model file, tensors that share bytes of a data file with different
     contents; UnsupportedError for the 2 GiB limit without
-    ``force``; IoError for a data file that would replace an existing file of another model
-    without ``force`` (every layout that writes data files, ``external_data`` named or not), or
-    when a file cannot be written.
+    ``force``; UsageError for a data file that would destroy a file the model was read from
+    (the model file; a data file whose tensors would not stay at their offsets); IoError for a
+    data file that would replace an existing file of another model without ``force`` (every
+    layout that writes data files, ``external_data`` named or not), or when a file cannot be
+    written.
     """
+    compressed = is_compressed_sink(sink)  # x.onnx.zst: one self-contained stream
     if layout is None:
-        layout = "keep" if external_data is None else "safetensors" \
-            if external_data.lower().endswith(".safetensors") else "file"
+        layout = ("inline" if compressed else "keep") if external_data is None else \
+            "safetensors" if external_data.lower().endswith(".safetensors") else "file"
     if layout not in LAYOUTS:
         raise UnsupportedError(f"layout must be one of {', '.join(LAYOUTS)}, not {quote(layout)}")
     if external_data is not None and layout not in ("file", "safetensors"):
@@ -707,9 +855,19 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
     read_from = _read_from(model) if not force else set()
     ov = _Overrides()
     sinks: list = []
+    pub = None
     try:
         files = _plan(model, layout, external_data, threshold, align, convert_attributes,
                       out_base, model_name, allow_outside, ov, max_shard_size)
+        if files and compressed:  # (they would lie beside it, not compressed, needed by it)
+            names = ", ".join(quote(df.location) for df in files[:3]) + \
+                (", ..." if len(files) > 3 else "")
+            raise AdviceError(
+                f"a .zst output is one compressed stream, but layout {quote(layout)} would "
+                f"leave {len(files)} data file{'s' if len(files) > 1 else ''} ({names}) beside "
+                "it, uncompressed, that it needs: put every tensor in the stream ({0}, the "
+                "default for .zst), or write an uncompressed .onnx with its data files, or a "
+                ".onemodel.zst", [("layout", "inline")])
         if files and out_base is None:
             raise UnsupportedError("the model has external data files to write but the sink is "
                                    "not a file; pass base_dir= (their directory) or "
@@ -721,6 +879,7 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
                                             "model file itself")
         files = [df for df in files
                  if not (df.untouched or (layout == "keep" and _in_place(df, out_base)))]
+        _refuse_inputs(model, files, sink, out_base, allow_outside)
         if files and not force:  # (a name given with external_data included)
             _refuse_replacing(files, sink, out_base, read_from, allow_outside, storage_options)
         pieces = encode_pieces(model)
@@ -728,14 +887,29 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
         if total >= limits.PROTOBUF_MESSAGE_LIMIT:
             msg = (f"the ONNX file would be {total} bytes, past the 2 GiB protobuf limit: onnx, "
                    "onnxruntime and other protobuf-based tools cannot read it")
-            if not force:
-                raise UnsupportedError(msg + "; write the weights to external data "
-                                       "(layout='file'), or pass force=True (--force) to write "
-                                       "it anyway")
+            if not force and compressed:  # (external data cannot go with one .zst stream)
+                raise AdviceError(msg + "; write a .onemodel.zst instead, or pass {0} to write "
+                                  "it anyway", [("force", True)])
+            if not force:  # (the settings spelled as the caller's interface types them)
+                raise AdviceError(msg + "; write the weights to external data ({0}), or pass "
+                                  "{1} to write it anyway", [("layout", "file"), ("force", True)])
             warnings.warn(msg, stacklevel=3)
+        pub = _publication(sink, out_base, files)
+        staged: dict = {}  # id(_DataFile) -> its staged location (publish.py, step 1)
+        write_id = os.urandom(4).hex()
+        owner = owner_tag(pub.model_path) if pub is not None else None
         for df in files:
-            s = open_data_sink(out_base, df.location, allow_outside=allow_outside,
-                               storage_options=storage_options, progress=sink.progress)
+            where = df.location
+            if pub is not None:  # written under a staged name, renamed in step 3
+                where = staged_location(df.location, write_id, owner)
+                pub.late.append((data_file_target(out_base, where, allow_outside=allow_outside),
+                                 data_file_target(out_base, df.location,
+                                                  allow_outside=allow_outside)))
+                if not df.index:
+                    staged[id(df)] = where
+            s = open_data_sink(out_base, where, allow_outside=allow_outside,
+                               storage_options=storage_options, progress=sink.progress,
+                               temporary=pub is None)
             sinks.append(s)
             # disk for the bytes really written (the slots), never for the gaps between them
             written = union_ranges(sorted((slot.offset, slot.offset + slot.nbytes)
@@ -747,12 +921,21 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
                 pieces = encode_pieces(model)
         sink.reserve(pieces_size(pieces))
         stream_pieces(pieces, sink)
+        if pub is not None:
+            pub.sinks, sinks = sinks, []
+            if staged:
+                pub.first = _first_version(model, files, staged, ov, pub.model_path)
+            pub.leftovers = _leftovers(pub, out_base, files, allow_outside)
+            pub.attach(_local_sink(sink))
+            pub = None
         for s in sinks:
             s.commit()
         sinks = []
     finally:
         for s in sinks:
             s.abort()
+        if pub is not None:
+            pub.abort()
         ov.restore()
 
 
@@ -781,7 +964,9 @@ def write(model, sink, *, layout: str | None = None, external_data: str | None =
             bytes or more in one data file ``external_data``. ``"per_tensor"``: one data file per
             such tensor, named after it. ``"safetensors"``: as ``"file"``, the data file a valid
             safetensors file (docs/safetensors.md). Default ``"file"`` when ``external_data`` is
-            given (``"safetensors"`` when it ends in ``.safetensors``).
+            given (``"safetensors"`` when it ends in ``.safetensors``); ``"inline"`` into a
+            zstd-compressed sink (``.onnx.zst``: one self-contained stream; a layout that
+            would leave data files beside it raises AdviceError).
         external_data: the data file name for ``"file"`` (a relative location; default the
             .onnx file's name + ``.data``).
         threshold: tensors smaller than this many bytes stay inline (``file``, ``per_tensor``).

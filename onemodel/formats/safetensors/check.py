@@ -8,10 +8,13 @@ ending in ``.safetensors`` a refusal is the model's refusal; a file of another n
 octets only happen to look like a header and that breaks the rules is plain Clause 13 data.
 
 Each reference into a safetensors file must select exactly one entry's range (the ``[begin, end)``
-of its ``data_offsets`` in the file), and that entry must hold the tensor
-(:func:`.layout.consistent`): the dtype of the tensor's element type with the same shape, or
-``U8`` of the tensor's octets with that element type recorded in ``__metadata__`` (or none
-recorded: raw octets, as other writers store types safetensors lacks). Otherwise the reference is
+of its ``data_offsets`` in the file), that entry must be the tensor's (its key is the tensor's
+name, or the name ``__metadata__["onemodel.names"]`` records for the key: a header is never
+trusted to label the bytes of another tensor, so swapped shards or a relabelled header are
+refused), and it must hold the tensor (:func:`.layout.consistent`): the dtype of the tensor's
+element type with the same shape, or ``U8`` of the tensor's octets with that element type
+recorded in ``__metadata__`` (or none recorded: raw octets, as other writers store types
+safetensors lacks). Otherwise the reference is
 refused with InvalidModelError naming the tensor and the entry.
 
 The checked header of each data file is remembered for its Source (:func:`index_of`), for
@@ -20,6 +23,7 @@ The checked header of each data file is remembered for its Source (:func:`index_
 
 from __future__ import annotations
 
+import json
 import struct
 import weakref
 
@@ -68,22 +72,43 @@ class Index:
 
     def check(self, tensor, offset: int, length: int) -> None:
         """Check that the reference ``[offset, offset + length)`` of ``tensor`` selects one
-        header entry that holds it. Raises InvalidModelError (the message names the entry)."""
+        header entry that holds it: the entry's name is the tensor's (its key, or the name
+        ``__metadata__["onemodel.names"]`` records for the key), its dtype and shape hold the
+        tensor's element type and dims. Raises InvalidModelError naming the tensor, the file
+        and the header entry (``safetensors["key"]``)."""
         entries = self._by_range.get((offset, offset + length))
         if not entries:
             raise InvalidModelError(
                 f"the reference selects octets [{offset}, {offset + length}) of safetensors "
                 f"file {quote(self.location)}, which are not the range of any header entry")
+        want = tensor.name or ""
+        named = [e for e in entries if self.recorded.name(e.name) == want]
+        if not named:
+            e = entries[0]
+            called = self.recorded.name(e.name)
+            also = "" if called == e.name else f" (recorded as tensor {quote(called)})"
+            raise InvalidModelError(
+                f"the reference selects octets [{offset}, {offset + length}) of safetensors "
+                f"file {quote(self.location)}, whose header entry there is "
+                f"safetensors[{_key(e.name)}]{also}, not tensor {quote(want)}: the file's "
+                "header names another tensor for these bytes (swapped or relabelled data "
+                "files?)")
         why = None
-        for e in entries:
+        for e in named:
             why = consistent(e, tensor.data_type, tensor.dims, self.recorded)
             if why is None:
                 self.checked += 1
                 return
-        e = entries[0]
+        e = named[0]
         raise InvalidModelError(
-            f"safetensors entry {quote(e.name)} of {quote(self.location)} at its range does not "
-            f"hold this {INFO[tensor.data_type].name}{list(tensor.dims)} tensor: {why}")
+            f"safetensors entry safetensors[{_key(e.name)}] of {quote(self.location)} at its "
+            f"range does not hold this {INFO[tensor.data_type].name}{list(tensor.dims)} "
+            f"tensor: {why}")
+
+
+def _key(name: str) -> str:
+    """A header key as the paths of :mod:`.header` write it (``"w"``, JSON-quoted)."""
+    return json.dumps(name, ensure_ascii=False)
 
 
 def open_index(source, location: str) -> Index | None:

@@ -123,6 +123,17 @@ def shard_names(location: str, count: int) -> list[str]:
         [location + ".index.json"]
 
 
+_SHARD = re.compile(r"(.*)-\d{5}-of-\d{5}\.safetensors", re.IGNORECASE | re.DOTALL)
+
+
+def index_of_shard(path: str) -> str | None:
+    """The index beside shard ``path`` (a name :func:`shard_names` gives:
+    ``d/w-00001-of-00003.safetensors`` -> ``d/w.safetensors.index.json``), or None when
+    ``path`` is not named as a shard."""
+    m = _SHARD.fullmatch(path)
+    return None if m is None else m.group(1) + ".safetensors.index.json"
+
+
 def index_json(weight_map: dict, total_size: int) -> bytes:
     """The index of a sharded checkpoint as ``transformers`` reads it:
     ``{"metadata": {"total_size": octets of tensor data}, "weight_map": {key: shard file}}``."""
@@ -265,4 +276,4 @@ def consistent(entry, code: int, dims, recorded: Recorded) -> str | None:
 
 
 __all__ = ["DEFAULT_ALIGN", "NATIVE", "stored_as", "unique_keys", "shard", "shard_names",
-           "index_json", "plan", "Recorded", "consistent"]
+           "index_of_shard", "index_json", "plan", "Recorded", "consistent"]

@@ -53,11 +53,13 @@ def _contents(t, path):
 
 
 def write_weights(model, sink, *, align: int = DEFAULT_ALIGN,
-                  metadata: dict | None = None) -> int:
+                  metadata: dict | None = None, padding: list | None = None) -> int:
     """Write the initializers of ``model`` (:func:`initializers`) to ``sink`` as one safetensors
     file (:func:`.layout.plan`, layout ``"weights"``; ``metadata`` str -> str added to
-    ``__metadata__``), not committed here. Returns the number of tensors written. Raises
-    UnsupportedError for a bad ``align``, InvalidModelError for external data not loaded."""
+    ``__metadata__``), not committed here. Returns the number of tensors written; ``padding``
+    (a list), when given, receives the key of each padding entry written (``__pad0__``, ...:
+    one per gap before an aligned tensor; none with ``align=1``). Raises UnsupportedError for a
+    bad ``align``, InvalidModelError for external data not loaded."""
     from ..onnx.writer import MAX_ALIGN
 
     if isinstance(align, bool) or not isinstance(align, int) or align < 1 or \
@@ -76,6 +78,8 @@ def write_weights(model, sink, *, align: int = DEFAULT_ALIGN,
     for (path, t), offset in zip(inits, offsets):
         if offset > pos:
             sink.write(bytes(offset - pos))  # a padding entry's zeros
+            if padding is not None:  # (plan names them in order: __pad0__, __pad1__, ...)
+                padding.append(f"__pad{len(padding)}__")
         buf = _contents(t, path)
         n = t.nbytes
         if n:

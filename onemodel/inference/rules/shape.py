@@ -19,6 +19,7 @@ binding of the dimension variables. What is known of a variable is that it is an
 
 from __future__ import annotations
 
+from ...errors import IoError
 from .. import dims as D
 from ..registry import rule
 from ..value import MAX_DATA, Value
@@ -170,6 +171,10 @@ def _elem_of_attr(ctx, name, default):
         return int(t.data_type)
     return default
 
+
+#: What a rule takes for a TENSOR attribute whose bytes are no longer at hand (its model was
+#: closed): its data type and dims are known, its elements not.
+_GONE = object()
 
 #: What :func:`_int` and :func:`_int_list` give for an attribute of another type than the
 #: definition's (reported as a contradiction): the rule then says nothing more.
@@ -971,13 +976,17 @@ def size(ctx, x):
 @rule("ConstantOfShape", since=(9, 20, 21, 23, 24, 25))
 def constant_of_shape(ctx, shape):
     """The ``shape`` input's elements as extents; element type that of the ``value``
-    attribute (default float 0); its elements when few enough."""
-    value = ctx.attr("value")
+    attribute (default float 0); its elements when few enough and the attribute's bytes are at
+    hand (not those of a closed model)."""
+    try:
+        value = ctx.attr("value")
+    except IoError:
+        value = _GONE
     elem = _elem_of_attr(ctx, "value", 1)
-    if value is not None and not hasattr(value, "size"):
+    if value is not None and value is not _GONE and not hasattr(value, "size"):
         ctx.contradiction(f"attribute value is {_attr_text(value)}, not a tensor")
         return None
-    if value is not None and value.size != 1:
+    if value is not None and value is not _GONE and value.size != 1:
         ctx.contradiction("ConstantOfShape value must hold one element")
         return Value.tensor(elem, None)
     dims = ctx.ints(0)
@@ -991,7 +1000,7 @@ def constant_of_shape(ctx, shape):
             for d in dims]
     n = count(dims)
     data = None
-    if n is not None and n <= MAX_DATA:
+    if n is not None and n <= MAX_DATA and value is not _GONE:
         v = 0.0 if value is None else _scalar(value)
         data = None if v is None else (v,) * n
     return Value.tensor(elem, dims, data)

@@ -1,0 +1,43 @@
+"""The files a model was read from, which nothing that writes may replace (issue 23: a
+command never destroys its input; :func:`onemodel.storage.place.refuse_inputs_as_outputs`)."""
+
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+from ..storage.place import local_path, target_of
+from .safetensors.layout import index_of_shard
+
+
+class InputFile(NamedTuple):
+    """A file a model was read from: ``what`` words it for a message (``"the model file"``,
+    ``"a data file of the model"``), ``target`` is its path or URL, ``model`` is True for the
+    model file itself."""
+
+    what: str
+    target: str
+    model: bool = False
+
+
+def input_files(model) -> list[InputFile]:
+    """Every file ``model`` was read from (its ``resources``, as the readers fill them): the
+    model file first, then each external data file (safetensors shards included) and the index
+    beside shards (``<stem>.safetensors.index.json``, Hugging Face's name, when that file
+    exists); bytes in memory name none."""
+    found: list = []
+    for i, source in enumerate(getattr(model, "resources", None) or []):
+        target = target_of(source)
+        if target is None:
+            continue
+        found.append(InputFile("the model file", target, True) if i == 0 else
+                     InputFile("a data file of the model", target))
+        path = local_path(target) if i else None
+        index = index_of_shard(path) if path is not None else None
+        if index is not None and os.path.isfile(index) and \
+                all(f.target != index for f in found):
+            found.append(InputFile("the shard index of the model", index))
+    return found
+
+
+__all__ = ["InputFile", "input_files"]
