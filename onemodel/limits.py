@@ -66,6 +66,10 @@ EXTERNAL_DATA_ALIGNMENT = 4096
 #: model-local function calls inside function bodies, counted together (ONNX Part 1, Clause 8.4).
 MAX_EVAL_DEPTH = 64
 
+#: Most axes of an array the evaluator makes (numpy's own bound, ``numpy.ndarray``): an input
+#: of a greater rank is not generated (``run --random``), a node that would make one fails.
+MAX_EVAL_RANK = 64
+
 #: Most nodes the evaluator plans from model-local function bodies, every call expanded (a call
 #: counts the nodes of the body, the calls in it expanded, subgraphs included; the main graph's
 #: own nodes do not count): 31 functions that each call the previous one twice would plan
@@ -132,6 +136,8 @@ DESCRIPTIONS: dict[str, tuple[str, str, str]] = {
                                "`force`", "bytes", "Unsupported"),
     "MAX_EVAL_DEPTH": ("subgraphs and function calls nested during evaluation", "count",
                        "Unsupported"),
+    "MAX_EVAL_RANK": ("axes of an array the evaluator makes (numpy's bound): an input of a "
+                      "greater rank is not generated", "count", "Unsupported"),
     "MAX_EXPANDED_NODES": ("nodes the evaluator plans from model-local function bodies, every "
                            "call expanded (the main graph's own nodes do not count)", "count",
                            "Unsupported"),

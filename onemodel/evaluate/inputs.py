@@ -28,6 +28,7 @@ from ..ir.dtypes import INFO, DataType, name_of
 from ..ir.model import Graph, Model
 from ..ir.tensor import element_count
 from ..ir.types import Type, names_variable
+from ..limits import MAX_EVAL_RANK
 from .context import decode_strings
 
 #: Element count of one random input tensor must stay below this (a guard against huge ``dims``).
@@ -195,6 +196,10 @@ def _random_value(vtype: Type | None, rng: np.random.Generator, dims: dict[str, 
                     shape.append(int(dims.get(d, 1)))
                 else:  # unnamed, or a negative extent read as unknown
                     shape.append(int(dims.get(fresh_name(name, len(shape)), 1)))
+        if len(shape) > MAX_EVAL_RANK:  # numpy holds no more axes
+            raise UnsupportedError(f"input '{name}' has rank {len(shape)}; the evaluator's "
+                                   f"arrays have at most {MAX_EVAL_RANK} axes (MAX_EVAL_RANK)",
+                                   path=f"{where}.type.{kind}_type.shape")
         _check_size(name, shape, t.shape.extents if t.shape is not None else [], dims,
                     shape_given, f"{where}.type.{kind}_type.shape.dims")
         return random_tensor(code, tuple(shape), rng, where)
