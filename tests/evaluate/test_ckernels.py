@@ -161,6 +161,12 @@ CASES = {
     "no_bias": ((2, 3, 6, 7), (6, 3, 3, 3), False, {"pads": [1, 1, 1, 1]}),
     "kernel1x5": ((1, 3, 5, 12), (6, 3, 1, 5), True, {"pads": [0, 2, 0, 2]}),
     "kernel5x1": ((1, 3, 12, 5), (6, 3, 5, 1), True, {"pads": [2, 0, 2, 0]}),
+    # taller than wide, narrower than 8 columns: computed transposed (ckernels.NARROW_OUTPUT)
+    "tall_5x1_width1": ((2, 8, 40, 1), (7, 8, 5, 1), True, {}),
+    "tall_width7": ((1, 3, 30, 9), (5, 3, 3, 3), True, {}),
+    "tall_strides_dilations": ((2, 3, 30, 5), (13, 3, 3, 2), True,
+                               {"strides": [2, 1], "dilations": [1, 2], "pads": [1, 0, 2, 1]}),
+    "tall_sw2": ((1, 4, 21, 9), (6, 4, 4, 3), False, {"strides": [1, 2], "pads": [0, 1, 0, 1]}),
     "c1": ((2, 1, 7, 8), (4, 1, 3, 3), True, {"pads": [1, 1, 1, 1]}),
     "n1": ((1, 5, 6, 6), (7, 5, 3, 3), True, {}),
     "n5": ((5, 3, 6, 19), (9, 3, 3, 3), True, {"pads": [1, 1, 1, 1]}),
@@ -212,6 +218,35 @@ def test_conv2d_direct_is_within_the_bound_of_exact(case, compiled):
     assert y is not None and compiled == ["conv2d"]
     assert y.dtype == np.float32 and y.flags.c_contiguous
     assert_close_to_exact(y, want, ulps=_conv_ulps(w, b), scale=mag)
+
+
+def _best_ms(f, runs: int = 5) -> float:
+    import time
+    f()
+    best = math.inf
+    for _ in range(runs):
+        t = time.perf_counter()
+        f()
+        best = min(best, time.perf_counter() - t)
+    return best * 1e3
+
+
+@needs_c
+def test_conv2d_tall_narrow_output_is_not_slower_than_its_transpose():
+    # magika's Conv: a [5, 1] kernel over [512, 1]. Its 16-column register tiles computed 8
+    # columns to keep 1 (121 ms against numpy's 9 ms); computed transposed it takes what the
+    # wide convolution takes. Generous bound (machines differ, others share them): 3x.
+    x = RNG.standard_normal((1, 64, 512, 1)).astype(np.float32)
+    w = RNG.standard_normal((128, 64, 5, 1)).astype(np.float32)
+    xt = np.ascontiguousarray(x.transpose(0, 1, 3, 2))
+    wt = np.ascontiguousarray(w.transpose(0, 1, 3, 2))
+    tall = _best_ms(lambda: ckernels.conv2d(x, w, None, [0, 0], [508, 1], [1, 1], [1, 1]))
+    wide = _best_ms(lambda: ckernels.conv2d(xt, wt, None, [0, 0], [1, 508], [1, 1], [1, 1]))
+    assert tall <= 3 * wide + 1.0, (tall, wide)
+    y = ckernels.conv2d(x, w, None, [0, 0], [508, 1], [1, 1], [1, 1])
+    want, mag = _exact_conv(x, w, None, [0, 0], [0, 0], [508, 1], [1, 1], [1, 1])
+    assert y.shape == (1, 128, 508, 1) and y.flags.c_contiguous
+    assert_close_to_exact(y, want, ulps=_conv_ulps(w, None), scale=mag)
 
 
 @needs_c
