@@ -143,9 +143,10 @@ def check_inputs(constraints: list, binding: dict, where: dict) -> None:
             i, name, axis = where[used[0]]
             given = ", ".join(
                 f"input '{where[v][1]}' has extent {binding[v]} on axis {where[v][2]} "
-                f"({'unnamed' if v.startswith('?') else v})" for v in used)
-            need = (f"{_text(c.a)} in {{{', '.join(map(str, c.allowed))}}}"
-                    if c.allowed is not None else f"{_text(c.a)} == {_text(c.b)}")
+                f"({'unnamed' if is_fresh(v, where) else v})" for v in used)
+            need = (f"{_text(c.a, where)} in {{{', '.join(map(str, c.allowed))}}}"
+                    if c.allowed is not None else
+                    f"{_text(c.a, where)} == {_text(c.b, where)}")
             error = InvalidModelError(f"{given}; {c.message} at {c.path}: {need} does not hold",
                                       path=f"graph.inputs[{i}]")
             #: what the input hint needs (:func:`.inputs.add_inputs_hint`): the constraints
@@ -154,11 +155,19 @@ def check_inputs(constraints: list, binding: dict, where: dict) -> None:
             raise error
 
 
-def _text(d) -> str:
+def is_fresh(v: str, where: dict) -> bool:
+    """Whether variable ``v`` stands for an unnamed input extent (its fresh name, from
+    ``where`` of :func:`bind_inputs`), not a dim_param: a PaddlePaddle export declares the
+    dim_param ``?`` itself, which only looks like one."""
+    w = where.get(v)
+    return w is not None and v == fresh_name(w[1], w[2])
+
+
+def _text(d, where: dict) -> str:
     s = str(d)
     for v in (d.variables() if isinstance(d, Expr) else ()):
-        if v.startswith("?"):
-            name, _, axis = v[1:].rpartition(":")
+        if is_fresh(v, where):
+            _, name, axis = where[v]
             s = s.replace(v, f"{name}.shape[{axis}]")
     return s
 

@@ -709,7 +709,7 @@ def _constraint_note(model: Model, unmet, dims: dict, shapes: dict) -> str | Non
     entail (``unmet``: the constraints, the binding and where each variable is, from
     :func:`.constraints.check_inputs`): the flags of extents with which every constraint
     holds (:func:`.constraints.fitting_extents`, no run), or None when none are found."""
-    from .constraints import fitting_extents
+    from .constraints import fitting_extents, is_fresh
 
     constraints, binding, where = unmet
     open_vars = {_axis_variable(a) for a in _open_axes(model, dims, shapes, None)}
@@ -720,7 +720,7 @@ def _constraint_note(model: Model, unmet, dims: dict, shapes: dict) -> str | Non
     flags, new_shapes = [], {}
     for var, extent in found.items():
         _, name, axis = where[var]
-        if not var.startswith("?"):
+        if not is_fresh(var, where):
             flags.append(f"--dim {var}={extent}")
             continue
         declared = _tensor_dims(_needed(model, name).type)

@@ -118,3 +118,24 @@ def test_the_trial_runs_keep_their_wall_clock_budget(monkeypatch):
         assert "node 30 depends on input 'x' axis 0 (n) = 1: set --dim n=N" in err.message
     finally:
         unregister_kernel("test.slow", "Slow")
+
+
+def test_a_dim_param_named_question_mark_is_a_dim_param():
+    # PaddlePaddle exports declare the dim_param "?" (PP-OCRv4 rec); it is not the fresh name
+    # of an unnamed extent ("?x:2"), which the message spells x.shape[2]
+    m = _even_model()
+    m.graph.inputs[0].type.shape.dims[2].dim_param = "?"
+    with pytest.raises(InvalidModelError) as e:
+        run(m, random_inputs(m))
+    text = hint.add_inputs_hint(e.value, m, {}, None).message
+    assert text.startswith("input 'x' has extent 1 on axis 2 (?); Concat needs equal axis 2 "
+                           "extents at graph.nodes[2]: 2*floor((? - 1)/2) + 2 == ? does not "
+                           "hold"), text
+    assert "with --dim ?=32 the extents the operators need hold" in text
+    # an unnamed extent is spelled by its input and axis, and set by --shape
+    m.graph.inputs[0].type.shape.dims[2].dim_param = None
+    with pytest.raises(InvalidModelError) as e:
+        run(m, random_inputs(m))
+    text = hint.add_inputs_hint(e.value, m, {}, None).message
+    assert "on axis 2 (unnamed)" in text and "2*floor((x.shape[2] - 1)/2) + 2" in text
+    assert "with --shape x=1,1,32 the extents the operators need hold" in text
