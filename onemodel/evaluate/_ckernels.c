@@ -57,6 +57,11 @@
  *       scores all lie in [-87, 0] takes its exponentials without exp8's handling of results
  *       in the subnormal range (exp8_normal: the same bits, checked over every float32 there).
  *
+ *   sigmoid(x, y, n)
+ *       y = 1 / (1 + exp(-x)) of n float32 values, from exp(-|x|) (exp8: within 1 ulp, see
+ *       exp_rows): 1 / (1 + e) for x >= 0, e / (1 + e) below, never overflowing; NaN stays
+ *       NaN. x and y may be one buffer.
+ *
  *   bias_relu(x, bias, y, rows, n, relu)
  *       y = x + bias over rows of n float32 values (bias: n values, or None), then
  *       max(y, 0) when relu is true (NaN stays NaN, -0 becomes +0, as numpy.maximum gives
@@ -963,6 +968,57 @@ fail_q:
     return NULL;
 }
 
+/* ---- sigmoid ------------------------------------------------------------------------------ */
+
+/* 1 / (1 + exp(-x)) of 8 floats from e = exp(-|x|) (never overflows): 1 / (1 + e) for x >= 0,
+ * e / (1 + e) below; NaN stays NaN (its e is NaN), -inf gives 0 and +inf 1 */
+INLINE v8 sigmoid8(v8 v) {
+    const v8 one = bc(1.0f), zero = bc(0.0f);
+    v8 e = exp8(select8((v8i)(v < zero), v, -v));
+    v8 d = one + e;
+    return select8((v8i)(v >= zero), one / d, e / d);
+}
+
+MULTIVERSION
+static void sigmoid_impl(const float *x, float *y, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) store8(y + i, sigmoid8(load8(x + i)));
+    if (i < n) { /* the last values, through a vector padded with zeros */
+        float t[8] = {0};
+        memcpy(t, x + i, (size_t)(n - i) * sizeof(float));
+        store8(t, sigmoid8(load8(t)));
+        memcpy(y + i, t, (size_t)(n - i) * sizeof(float));
+    }
+}
+
+static PyObject *ck_sigmoid(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "sigmoid(x, y, n)");
+        return NULL;
+    }
+    Py_ssize_t n = PyLong_AsSsize_t(args[2]);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (n < 0 || n > ((Py_ssize_t)1 << 40)) {
+        PyErr_Format(PyExc_ValueError, "sigmoid: n is %zd", n);
+        return NULL;
+    }
+    Py_buffer bx, by;
+    if (get_buffer(args[0], &bx, 0, n, "x") < 0) return NULL;
+    if (get_buffer(args[1], &by, 1, n, "y") < 0) {
+        PyBuffer_Release(&bx);
+        return NULL;
+    }
+    const float *x = bx.buf;
+    float *y = by.buf;
+    Py_BEGIN_ALLOW_THREADS
+    sigmoid_impl(x, y, n);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&by);
+    PyBuffer_Release(&bx);
+    Py_RETURN_NONE;
+}
+
 /* ---- bias_relu ---------------------------------------------------------------------------- */
 
 MULTIVERSION
@@ -1032,6 +1088,8 @@ static PyMethodDef methods[] = {
      "conv2d(x, w, b, y, dims, relu): float32 2-D convolution of one group into y."},
     {"bias_relu", (PyCFunction)(void (*)(void))ck_bias_relu, METH_FASTCALL,
      "bias_relu(x, bias, y, rows, n, relu): y = x + bias per row, then max(., 0) if relu."},
+    {"sigmoid", (PyCFunction)(void (*)(void))ck_sigmoid, METH_FASTCALL,
+     "sigmoid(x, y, n): y = 1 / (1 + exp(-x)) of n float32 values."},
     {"exp_rows", (PyCFunction)(void (*)(void))ck_exp_rows, METH_FASTCALL,
      "exp_rows(a, out, sums, rows, n): exp(row - row max) into out, row sums into sums."},
     {NULL, NULL, 0, NULL},

@@ -199,6 +199,19 @@ def attention(a, b, v, scale_a=None, scale_b=None, layout=None):
     return out
 
 
+def sigmoid(x):
+    """Sigmoid ``1 / (1 + exp(-x))`` of float32 ``x`` (any shape, C-contiguous), or None where
+    it does not apply (then the caller computes it). Computed from ``e = exp(-|x|)`` (the
+    exponential of :func:`exp_rows`, within 1 ulp) as ``1 / (1 + e)`` for x >= 0 and
+    ``e / (1 + e)`` below, as the numpy path does, in one pass (numpy's takes four: 31 ms of
+    nudenet's 168 ms); NaN stays NaN, -inf gives 0, +inf 1. Returns a new float32 array."""
+    if not (enabled() and _f32(x) and x.flags.c_contiguous and x.size):
+        return None
+    y = np.empty_like(x)
+    _C.sigmoid(x, y, x.size)
+    return y
+
+
 def bias_relu(x, bias, relu: bool, out=None):
     """``x + bias`` (Add, the bias broadcast over the last axis) and then, when ``relu``,
     ``max(., 0)`` (Relu: NaN stays NaN, -0 becomes +0, as ``numpy.maximum`` gives them), in one

@@ -956,3 +956,52 @@ def test_exp_rows_without_and_with_subnormal_handling_give_the_same_bits(n):
     C.exp_rows(rows, out, sums, 2, n + 1)
     np.testing.assert_array_equal(out[0, :n], out[1, :n])
     assert out[1, n] == np.float32(np.exp(np.float64(-200.0)))  # 0: below the subnormals
+
+
+# -- sigmoid -----------------------------------------------------------------------------------
+@needs_c
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 100, 4099])
+def test_sigmoid_within_three_ulps_of_float64(n):
+    # exp(-|x|) within 1 ulp, then 1 + e and one division rounded: 3 ulps of the result,
+    # down to the subnormal range (x to -110) and saturating to 1 above
+    x = np.concatenate([RNG.uniform(-110, 30, n), RNG.standard_normal(n) * 4]).astype(np.float32)
+    y = ckernels.sigmoid(x)
+    assert y.dtype == np.float32 and y.shape == x.shape
+    x64 = x.astype(np.float64)
+    exact = np.where(x64 >= 0, 1 / (1 + np.exp(-x64)), np.exp(x64) / (1 + np.exp(x64)))
+    assert _ulp_ratio(y, exact).max() <= 3
+    sp = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 88.0, -88.0, -104.0], np.float32)
+    got = ckernels.sigmoid(sp)
+    assert got[:4].tolist() == [0.5, 0.5, 1.0, 0.0] and np.isnan(got[4])
+    assert got[5] == 1.0 and 0 < got[6] < 1e-38 and got[7] == 0.0  # exp(-104) rounds to 0
+
+
+@needs_c
+def test_sigmoid_operator_takes_the_compiled_pass_and_pure_python_agrees(monkeypatch):
+    x = (RNG.standard_normal((3, 257)) * 6).astype(np.float32)
+    model = node_model("Sigmoid", {"x": x}, ["x"], ["y"], opset=13)
+    calls = []
+    real = C.sigmoid
+    monkeypatch.setattr(C, "sigmoid", lambda *a: calls.append(1) or real(*a))
+    (got,) = ours(model, {"x": x})
+    assert calls == [1]
+    monkeypatch.setenv("ONEMODEL_PURE_PYTHON", "1")
+    (pure,) = ours(model, {"x": x})
+    assert calls == [1]
+    exact = 1 / (1 + np.exp(-x.astype(np.float64)))
+    assert _ulp_ratio(got, exact).max() <= 3 and _ulp_ratio(pure, exact).max() <= 3
+
+
+@needs_c
+def test_raw_sigmoid_refuses_bad_arguments():
+    with pytest.raises(TypeError):
+        C.sigmoid(_f(4), _f(4))
+    with pytest.raises(ValueError):
+        C.sigmoid(_f(4), _f(4), -1)
+    with pytest.raises(ValueError):
+        C.sigmoid(_f(3), _f(4), 4)  # x too short
+    with pytest.raises((ValueError, TypeError, BufferError)):
+        C.sigmoid(_f(4), _readonly(4), 4)
+    y = _f(4)
+    C.sigmoid(np.zeros(4, np.float32), y, 4)
+    assert y.tolist() == [0.5] * 4

@@ -23,6 +23,9 @@ from .elementwise import erf_array
 
 def _sigmoid(x):
     # 1/(1+exp(-x)) with exp only of non-positive arguments: no overflow.
+    y = ckernels.sigmoid(x)  # float32: one SIMD pass
+    if y is not None:
+        return y
     e = np.exp(-np.abs(x))
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
 
