@@ -57,6 +57,13 @@
  *       scores all lie in [-87, 0] takes its exponentials without exp8's handling of results
  *       in the subnormal range (exp8_normal: the same bits, checked over every float32 there).
  *
+ *   dwconv2d(x, w, b, y, dims, relu)
+ *       The depthwise convolution (group = C = M, weights [C, 1, KH, KW]), dims as conv2d's:
+ *       per sample and channel, the plane is copied into a zero-padded buffer laid out as
+ *       conv2d's (one channel), and blocks of 6 output rows by 8 columns are 6 vector
+ *       accumulators, each tap one broadcast weight and 6 loads. Sums over (kernel row, kernel
+ *       column), then the bias, then relu.
+ *
  *   sigmoid(x, y, n)
  *       y = 1 / (1 + exp(-x)) of n float32 values, from exp(-|x|) (exp8: within 1 ulp, see
  *       exp_rows): 1 / (1 + e) for x >= 0, e / (1 + e) below, never overflowing; NaN stays
@@ -193,6 +200,42 @@ static void conv_sample(const float *P, Py_ssize_t Wp, const float *wp, const Py
                     CONV_BLOCK(1);
                     ox0 += 8;
                 }
+            }
+        }
+    }
+}
+
+/* ---- depthwise conv2d ------------------------------------------------------------------- */
+
+#define DR 6 /* output rows a depthwise block: 6 accumulators of 8 columns */
+
+/* One channel of a depthwise convolution: P its padded plane (phases as conv2d's, rows of Wp,
+ * with DR * sh rows of slack after the last phase), w its R = KH * KW taps, off[r] the offset of
+ * tap r. Blocks of DR output rows by 8 output columns, each tap one broadcast weight and DR
+ * loads; rows past OH are computed from the slack and not stored. */
+MULTIVERSION
+static void dw_channel(const float *P, Py_ssize_t Wp, const float *w, const Py_ssize_t *off,
+                       Py_ssize_t R, Py_ssize_t OH, Py_ssize_t OW, Py_ssize_t sh, float bias,
+                       int relu, float *y) {
+    const Py_ssize_t step = sh * Wp;
+    for (Py_ssize_t oy0 = 0; oy0 < OH; oy0 += DR) {
+        Py_ssize_t rn = OH - oy0 < DR ? OH - oy0 : DR;
+        for (Py_ssize_t ox0 = 0; ox0 < OW; ox0 += 8) {
+            v8 acc[DR];
+            for (int i = 0; i < DR; i++) acc[i] = bc(0.0f);
+            const float *base = P + oy0 * step + ox0;
+            for (Py_ssize_t r = 0; r < R; r++) {
+                v8 wr = bc(w[r]);
+                const float *src = base + off[r];
+                for (int i = 0; i < DR; i++) acc[i] += wr * load8(src + i * step);
+            }
+            Py_ssize_t cols = OW - ox0 < 8 ? OW - ox0 : 8;
+            for (Py_ssize_t i = 0; i < rn; i++) {
+                float t[8];
+                v8 o = acc[i] + bc(bias);
+                if (relu) o = select8((v8i)(o < bc(0.0f)), bc(0.0f), o);
+                store8(t, o);
+                memcpy(y + (oy0 + i) * OW + ox0, t, (size_t)cols * sizeof(float));
             }
         }
     }
@@ -391,6 +434,123 @@ done:
     return result;
 too_large:
     PyErr_SetString(PyExc_ValueError, "conv2d: sizes too large");
+    return NULL;
+}
+
+static PyObject *ck_dwconv2d(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "dwconv2d(x, w, b, y, dims, relu)");
+        return NULL;
+    }
+    Py_ssize_t d[15];
+    PyObject *dims = args[4];
+    if (!PyTuple_Check(dims) || PyTuple_GET_SIZE(dims) != 15) {
+        PyErr_SetString(PyExc_TypeError, "dwconv2d: dims is a tuple of 15 ints");
+        return NULL;
+    }
+    for (int i = 0; i < 15; i++) {
+        d[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(dims, i));
+        if (d[i] == -1 && PyErr_Occurred()) return NULL;
+    }
+    Py_ssize_t N = d[0], C = d[1], H = d[2], W = d[3], M = d[4], KH = d[5], KW = d[6];
+    Py_ssize_t pt = d[7], pl = d[8], OH = d[9], OW = d[10], sh = d[11], sw = d[12];
+    Py_ssize_t dh = d[13], dw = d[14];
+    int relu = PyObject_IsTrue(args[5]);
+    if (relu < 0) return NULL;
+    const Py_ssize_t LIM = (Py_ssize_t)1 << 40;
+    for (int i = 0; i < 15; i++) {
+        Py_ssize_t lo = (i == 7 || i == 8) ? 0 : 1;
+        if (d[i] < lo || d[i] > LIM) {
+            PyErr_Format(PyExc_ValueError, "dwconv2d: dimension %d is %zd", i, d[i]);
+            return NULL;
+        }
+    }
+    if (M != C) {
+        PyErr_SetString(PyExc_ValueError, "dwconv2d: one output channel per input channel");
+        return NULL;
+    }
+    /* one channel's padded plane, laid out as conv2d's (columns split into sw phases), with
+     * DR * sh rows of slack after the last phase for the rows a block computes past OH */
+    Py_ssize_t t1 = mul_lim(OH - 1, sh, LIM), t2 = mul_lim(KH - 1, dh, LIM);
+    Py_ssize_t t3 = mul_lim(OW - 1, sw, LIM), t4 = mul_lim(KW - 1, dw, LIM);
+    if (t1 < 0 || t2 < 0 || t3 < 0 || t4 < 0) goto too_large;
+    Py_ssize_t Hp = t1 + t2 + 1;
+    Py_ssize_t Wlog = t3 + t4 + 1;
+    Py_ssize_t Wp = (Wlog + sw - 1) / sw + 16;
+    Py_ssize_t R = mul_lim(KH, KW, LIM);
+    Py_ssize_t nx = mul_lim(mul_lim(mul_lim(N, C, LIM), H, LIM), W, LIM);
+    Py_ssize_t nw = mul_lim(C, R, LIM);
+    Py_ssize_t ny = mul_lim(mul_lim(mul_lim(N, M, LIM), OH, LIM), OW, LIM);
+    Py_ssize_t rows_p = mul_lim(sw, Hp, LIM);
+    Py_ssize_t np_ = rows_p < 0 ? -1 : mul_lim(rows_p + DR * sh + 1, Wp, LIM);
+    if (R < 0 || nx < 0 || nw < 0 || ny < 0 || np_ < 0) goto too_large;
+    Py_buffer bx, bw, bb, by;
+    if (get_buffer(args[0], &bx, 0, nx, "x") < 0) return NULL;
+    if (get_buffer(args[1], &bw, 0, nw, "w") < 0) {
+        PyBuffer_Release(&bx);
+        return NULL;
+    }
+    int has_b = args[2] != Py_None;
+    if (has_b && get_buffer(args[2], &bb, 0, M, "b") < 0) {
+        PyBuffer_Release(&bx);
+        PyBuffer_Release(&bw);
+        return NULL;
+    }
+    if (get_buffer(args[3], &by, 1, ny, "y") < 0) {
+        PyBuffer_Release(&bx);
+        PyBuffer_Release(&bw);
+        if (has_b) PyBuffer_Release(&bb);
+        return NULL;
+    }
+    float *P = calloc((size_t)np_, sizeof(float));
+    Py_ssize_t *off = malloc((size_t)R * sizeof(Py_ssize_t));
+    PyObject *result = NULL;
+    if (!P || !off) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const float *x = bx.buf, *w = bw.buf, *b = has_b ? (const float *)bb.buf : NULL;
+    float *y = by.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t ky = 0, r = 0; ky < KH; ky++)
+        for (Py_ssize_t kx = 0; kx < KW; kx++, r++)
+            off[r] = (kx * dw % sw * Hp + ky * dh) * Wp + kx * dw / sw;
+    Py_ssize_t rows = H < Hp - pt ? H : Hp - pt, cols = W < Wlog - pl ? W : Wlog - pl;
+    for (Py_ssize_t n = 0; n < N; n++)
+        for (Py_ssize_t c = 0; c < C; c++) {
+            const float *xs = x + (n * C + c) * H * W;
+            /* the rows and columns the windows read; the padding stays zero (every channel
+             * writes the same places) */
+            if (rows > 0 && cols > 0)
+                for (Py_ssize_t r = 0; r < rows; r++) {
+                    const float *src = xs + r * W;
+                    if (sw == 1) {
+                        memcpy(P + (pt + r) * Wp + pl, src, (size_t)cols * sizeof(float));
+                        continue;
+                    }
+                    for (Py_ssize_t ph = 0; ph < sw; ph++) {
+                        Py_ssize_t j = pl + (ph - pl % sw + sw) % sw;
+                        float *dst = P + (ph * Hp + pt + r) * Wp + j / sw;
+                        for (; j < pl + cols; j += sw) *dst++ = src[j - pl];
+                    }
+                }
+            dw_channel(P, Wp, w + c * R, off, R, OH, OW, sh, b ? b[c] : 0.0f, relu,
+                       y + (n * M + c) * OH * OW);
+        }
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    free(off);
+    free(P);
+    PyBuffer_Release(&bx);
+    PyBuffer_Release(&bw);
+    if (has_b) PyBuffer_Release(&bb);
+    PyBuffer_Release(&by);
+    return result;
+too_large:
+    PyErr_SetString(PyExc_ValueError, "dwconv2d: sizes too large");
     return NULL;
 }
 
@@ -1086,6 +1246,8 @@ static PyMethodDef methods[] = {
      "normalized."},
     {"conv2d", (PyCFunction)(void (*)(void))ck_conv2d, METH_FASTCALL,
      "conv2d(x, w, b, y, dims, relu): float32 2-D convolution of one group into y."},
+    {"dwconv2d", (PyCFunction)(void (*)(void))ck_dwconv2d, METH_FASTCALL,
+     "dwconv2d(x, w, b, y, dims, relu): float32 2-D depthwise convolution (group = C = M)."},
     {"bias_relu", (PyCFunction)(void (*)(void))ck_bias_relu, METH_FASTCALL,
      "bias_relu(x, bias, y, rows, n, relu): y = x + bias per row, then max(., 0) if relu."},
     {"sigmoid", (PyCFunction)(void (*)(void))ck_sigmoid, METH_FASTCALL,

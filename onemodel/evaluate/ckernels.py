@@ -103,6 +103,33 @@ def conv2d(x, w, b, begin, out, strides, dilations, relu: bool = False):
     return y
 
 
+def dwconv2d(x, w, b, begin, out, strides, dilations, relu: bool = False):
+    """The depthwise Conv (``group`` = C = M: one filter ``w[c, 0]`` per channel), or None
+    where it does not apply (then the caller computes it). Arguments as :func:`conv2d`'s, with
+    ``w`` [C, 1, *kernel]; 1 or 2 spatial axes. Returns y [N, C, *out] float32,
+    C-contiguous. Sums over (kernel row, kernel column), then the bias. The numpy path takes
+    each channel as a group of one product (PP-OCRv4 det's 30 depthwise Convs: 38 ms a run)."""
+    nd = len(out)
+    if not (enabled() and nd in (1, 2) and _f32(x) and _f32(w) and (b is None or _f32(b))
+            and x.ndim == nd + 2 and w.ndim == nd + 2 and w.shape[1] == 1
+            and w.shape[0] == x.shape[1] and (b is None or b.shape == (w.shape[0],))
+            and min(begin) >= 0 and x.size and w.size and min(out) > 0):
+        return None
+    N, C = x.shape[:2]
+    if nd == 1:  # a row of one
+        sp, kernel = (1,) + x.shape[2:], (1,) + w.shape[2:]
+        begin, out, strides, dilations = ((0,) + tuple(begin), (1,) + tuple(out),
+                                          (1,) + tuple(strides), (1,) + tuple(dilations))
+    else:
+        sp, kernel = x.shape[2:], w.shape[2:]
+    y = np.empty((N, C) + tuple(out[-nd:]), dtype=np.float32)
+    dims = (N, C, sp[0], sp[1], C, kernel[0], kernel[1], begin[0], begin[1], out[0], out[1],
+            strides[0], strides[1], dilations[0], dilations[1])
+    _C.dwconv2d(np.ascontiguousarray(x), np.ascontiguousarray(w),
+                None if b is None else np.ascontiguousarray(b), y, dims, bool(relu))
+    return y
+
+
 def exp_rows(a, out):
     """``exp(a - row maximum)`` into ``out`` and the row sums, for Softmax along the last axis;
     or None where it does not apply (then the caller computes it).

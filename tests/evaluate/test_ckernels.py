@@ -1005,3 +1005,73 @@ def test_raw_sigmoid_refuses_bad_arguments():
     y = _f(4)
     C.sigmoid(np.zeros(4, np.float32), y, 4)
     assert y.tolist() == [0.5] * 4
+
+
+# -- dwconv2d ------------------------------------------------------------------------------------
+DW_CASES = {
+    "3x3_pad1": ((2, 5, 9, 20), (3, 3), {"pads": [1, 1, 1, 1]}),
+    "5x5_stride2": ((1, 7, 17, 23), (5, 5), {"strides": [2, 2], "pads": [2, 2, 2, 2]}),
+    "stride_w3_dilation2": ((1, 3, 11, 30), (3, 3),
+                            {"strides": [1, 3], "dilations": [2, 2], "pads": [0, 1, 2, 0]}),
+    "narrow_rows": ((1, 4, 3, 5), (3, 3), {"pads": [1, 1, 1, 1]}),  # OH < 6, OW < 8
+    "tall_1x1_output": ((1, 2, 40, 3), (3, 3), {}),
+    "crop_end": ((1, 3, 8, 9), (3, 3), {"pads": [1, 1, -1, -2]}),
+    "same_upper": ((1, 6, 10, 13), (4, 3), {"auto_pad": "SAME_UPPER", "strides": [2, 2]}),
+    "1d": ((2, 4, 37), (5,), {"pads": [2, 2], "strides": [2]}),
+}
+
+
+def _exact_depthwise(x, w, b, begin, end, out, strides, dilations):
+    """The depthwise Conv in float64: each channel as a Conv of one channel."""
+    parts = [_exact_conv(x[:, c:c + 1], w[c:c + 1], None if b is None else b[c:c + 1], begin,
+                         end, out, strides, dilations) for c in range(x.shape[1])]
+    return (np.concatenate([p[0] for p in parts], axis=1),
+            np.concatenate([p[1] for p in parts], axis=1))
+
+
+@needs_c
+@pytest.mark.parametrize("case", list(DW_CASES))
+def test_depthwise_conv_is_within_the_bound_of_exact(case, monkeypatch):
+    xs, k, attrs = DW_CASES[case]
+    ch = xs[1]
+    feeds = {"x": RNG.standard_normal(xs).astype(np.float32),
+             "w": RNG.standard_normal((ch, 1) + k).astype(np.float32),
+             "b": RNG.standard_normal(ch).astype(np.float32)}
+    begin, end, out, strides, dilations = _geometry(attrs, xs[2:], k)
+    want, mag = _exact_depthwise(feeds["x"], feeds["w"], feeds["b"], begin, end, out,
+                                 strides, dilations)
+    ulps = math.prod(k) + 1  # R products and the bias, as _conv_ulps
+    calls = []
+    real = C.dwconv2d
+    monkeypatch.setattr(C, "dwconv2d", lambda *a: calls.append(1) or real(*a))
+    model = _conv_model(feeds, {**attrs, "group": ch})
+    got = ours(model, feeds)
+    assert calls == [1], "the compiled kernel was not taken"
+    assert_close_to_exact(got, [want], ulps=ulps, scale=mag)
+    # directly, with relu: max(y, 0) of the same sums
+    y = ckernels.dwconv2d(feeds["x"], feeds["w"], feeds["b"], begin, out, strides, dilations)
+    r = ckernels.dwconv2d(feeds["x"], feeds["w"], feeds["b"], begin, out, strides, dilations,
+                          relu=True)
+    assert y.flags.c_contiguous and y.shape == want.shape
+    np.testing.assert_array_equal(r, np.maximum(y, np.float32(0)))
+    monkeypatch.setenv("ONEMODEL_PURE_PYTHON", "1")  # the numpy path, within the same bound
+    got = ours(model, feeds)
+    assert calls == [1, 1, 1]
+    assert_close_to_exact(got, [want], ulps=ulps, scale=mag)
+
+
+@needs_c
+def test_depthwise_conv_declines_what_it_does_not_compute():
+    x = RNG.standard_normal((1, 4, 6, 6)).astype(np.float32)
+    w = RNG.standard_normal((8, 1, 3, 3)).astype(np.float32)  # multiplier 2
+    assert ckernels.dwconv2d(x, w, None, [0, 0], [4, 4], [1, 1], [1, 1]) is None
+    assert ckernels.dwconv2d(x.astype(np.float64), w[:4].astype(np.float64), None, [0, 0],
+                             [4, 4], [1, 1], [1, 1]) is None
+    with pytest.raises(ValueError):
+        C.dwconv2d(x, w, None, np.empty((1, 8, 4, 4), np.float32),
+                   (1, 4, 6, 6, 8, 3, 3, 0, 0, 4, 4, 1, 1, 1, 1), False)  # M != C
+    with pytest.raises(ValueError):
+        C.dwconv2d(x, w[:4], None, np.empty((1, 4, 4, 4), np.float32),
+                   (1, 4, 6, 6, 4, 3, 3, 0, 0, 4, 0, 1, 1, 1, 1), False)  # OW 0
+    with pytest.raises(TypeError):
+        C.dwconv2d(x, w[:4], None, np.empty((1, 4, 4, 4), np.float32), (1, 4), False)

@@ -2,7 +2,8 @@
 explicit pads or ``auto_pad``.
 
 Conv of one group, float32 (float16 and bfloat16 widened to it), 1-D or 2-D with a kernel of
-more than one element, runs in the compiled kernel of :mod:`..ckernels` when it is built. Otherwise
+more than one element, runs in the compiled kernel of :mod:`..ckernels` when it is built, and so
+does the depthwise Conv (as many groups as input and output channels). Otherwise
 Conv gathers the receptive fields as a strided view of the padded input and copies it once into
 columns [N, group, C/group * kernel, output positions] (im2col), then multiplies the weights with
 them in one batched matrix product, which leaves the result in NCHW order; a 1x1 convolution with
@@ -182,6 +183,11 @@ def _conv(ctx, x, w, b, relu: bool):
         y = ckernels.conv2d(x, w, args[2] if b is not None else None, begin, out, strides,
                             dilations, relu=relu)
         if y is not None:  # the compiled kernel applies
+            return back(y, dt)
+    elif group == C == M:  # depthwise
+        y = ckernels.dwconv2d(x, w, args[2] if b is not None else None, begin, out, strides,
+                              dilations, relu=relu)
+        if y is not None:
             return back(y, dt)
     y = _conv_numpy(x, w, args, dt, group, kernel, strides, dilations, begin, end, out)
     return np.maximum(y, np.zeros((), y.dtype), out=y) if relu else y
