@@ -182,3 +182,20 @@ def suggested_dims(model, constraints: list | None = None) -> dict[str, int]:
                 if isinstance(x, Expr) and x.variable is not None and type(y) is int:
                     out.setdefault(x.variable, y)
     return out
+
+
+def default_dims(model, given: dict | None = None) -> dict[str, int]:
+    """Extents for the input dimension variables ``given`` leaves unset (fresh names for
+    unnamed extents included), for generated inputs: those the constraints pin
+    (:func:`suggested_dims`), and where the others at 1 (or pinned) break a constraint, the
+    extents :func:`fitting_extents` finds for them (nudenet's height and width, which must
+    stay odd through four halvings: 32), unless that would change a variable of ``given``.
+    What ``given`` sets is not in the result."""
+    given = given or {}
+    constraints = model_constraints(model)
+    out = {v: e for v, e in suggested_dims(model, constraints).items() if v not in given}
+    binding = {v: given.get(v, out.get(v, 1)) for v in _variables(model)}
+    found = fitting_extents(constraints, binding)
+    if found and not any(v in given for v in found):
+        out.update(found)
+    return out

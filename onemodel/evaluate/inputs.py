@@ -418,13 +418,15 @@ def random_inputs(model: Model, seed: int = 0, dims: dict[str, int] | None = Non
 def entailed_dims(model: Model, dims: dict[str, int] | None) -> dict[str, int]:
     """``dims`` completed with the extents the model's operators pin for its input variables
     and unnamed input extents (shape inference, :func:`.constraints.suggested_dims`: a MatMul
-    whose weight has 768 rows pins the inner extent of its input to 768); what ``dims`` gives
-    is kept. Unnamed extents are keyed by :func:`onemodel.inference.engine.fresh_name`. An
+    whose weight has 768 rows pins the inner extent of its input to 768), and, where the
+    others at 1 break what the operators entail, extents that keep it
+    (:func:`.constraints.default_dims`: nudenet's height and width, 32); what ``dims`` gives is
+    kept. Unnamed extents are keyed by :func:`onemodel.inference.engine.fresh_name`. An
     inference that cannot be made pins nothing."""
-    from .constraints import suggested_dims
+    from .constraints import default_dims
 
     try:
-        pinned = suggested_dims(model)
+        pinned = default_dims(model, dims or {})
     except Exception:  # noqa: BLE001 - inference never prevents evaluation (Clause 9.4)
         pinned = {}
     return {**pinned, **(dims or {})}
@@ -556,6 +558,15 @@ def _inputs_reaching(model: Model, index: int | None) -> set[str] | None:
     return reached
 
 
+def _extent(dims: dict, name: str, k: int, d) -> int:
+    """The extent :func:`random_inputs` gives axis ``k`` (declared ``d``) of input ``name``
+    with ``dims``: a fixed extent itself, a dim_param or an unnamed extent (by its fresh name)
+    from ``dims``, else 1."""
+    if isinstance(d, int) and d >= 0:
+        return d
+    return int(dims.get(d if isinstance(d, str) else fresh_name(name, k), 1))
+
+
 def _open_axes(model: Model, dims: dict, shapes: dict, names: set[str] | None) -> list:
     """``(input, axis, dim_param or None, extent, declared rank)`` of each open axis of the
     generated tensor inputs in ``names`` (all when None), as :func:`random_inputs` chose it."""
@@ -567,7 +578,7 @@ def _open_axes(model: Model, dims: dict, shapes: dict, names: set[str] | None) -
         for k, d in enumerate(declared):
             if isinstance(d, int) and d >= 0:
                 continue
-            value = int(dims.get(d, 1)) if isinstance(d, str) else 1
+            value = _extent(dims, vi.name, k, d)
             axes.append((vi.name, k, d if isinstance(d, str) else None, value, len(declared)))
     return axes
 
@@ -613,9 +624,8 @@ def _probe(model: Model, error, axes: list, dims: dict, shapes: dict, seed: int,
             if param is not None:
                 trial_dims, trial_shapes = {**dims, param: extent}, shapes
             else:
-                shape = [int(dims.get(d, 1)) if isinstance(d, str) else
-                         (d if isinstance(d, int) and d >= 0 else 1)
-                         for d in _tensor_dims(_needed(model, name).type)]
+                shape = [_extent(dims, name, j, d)
+                         for j, d in enumerate(_tensor_dims(_needed(model, name).type))]
                 shape[k] = extent
                 trial_dims, trial_shapes = dims, {**shapes, name: tuple(shape)}
             try:
@@ -749,7 +759,7 @@ def _flag(model: Model, axis, dims: dict, extent="N") -> str:
         elif isinstance(d, int) and d >= 0:
             parts.append(str(d))
         else:
-            parts.append(str(int(dims.get(d, 1))) if isinstance(d, str) else "1")
+            parts.append(str(_extent(dims, name, j, d)))
     return f"--shape {name}={','.join(parts)}"
 
 
@@ -794,6 +804,7 @@ def add_inputs_hint(error, model: Model, dims: dict[str, int] | None,
     if isinstance(error, EvaluationError) or unmet is not None:
         dims, shapes = dims or {}, shapes or {}
         generated = generated_axes(model, dims, shapes)
+        dims = entailed_dims(model, dims)  # (the extents the inputs were generated with)
         if generated:
             described = "; ".join(f"{name} {shape} with {', '.join(axes)}"
                                   for name, shape, axes in generated)

@@ -41,14 +41,24 @@ def _even_model():
     return _model([("x", TP.FLOAT, [1, 1, "h"])], nodes, [w, scales])
 
 
-def test_extents_breaking_a_constraint_get_extents_that_keep_them():
+def test_unset_extents_are_chosen_to_keep_the_constraints():
+    # h unset: not 1 (which breaks the Concat) but the first extent that keeps every
+    # constraint, found without a run (nudenet at default sizes, make run EXAMPLE=, alike)
     m = _even_model()
     feeds = random_inputs(m)
+    assert feeds["x"].shape == (1, 1, 32)
+    assert run(m, feeds)["y"].shape == (1, 2, 32)
+    assert hint.generated_axes(m, None, None) == [("x", [1, 1, 32], ["h = 32"])]
+
+
+def test_extents_breaking_a_constraint_get_extents_that_keep_them():
+    m = _even_model()
+    feeds = random_inputs(m, dims={"h": 1})  # set by the caller: kept
     assert feeds["x"].shape == (1, 1, 1)
     with pytest.raises(InvalidModelError) as e:
         run(m, feeds)
     calls = []
-    err = hint.add_inputs_hint(e.value, m, {}, None,
+    err = hint.add_inputs_hint(e.value, m, {"h": 1}, None,
                                runner=lambda *a: calls.append(a))
     assert calls == []  # found from the constraints, no trial run
     assert err.message.endswith(
@@ -126,16 +136,17 @@ def test_a_dim_param_named_question_mark_is_a_dim_param():
     m = _even_model()
     m.graph.inputs[0].type.shape.dims[2].dim_param = "?"
     with pytest.raises(InvalidModelError) as e:
-        run(m, random_inputs(m))
-    text = hint.add_inputs_hint(e.value, m, {}, None).message
+        run(m, random_inputs(m, dims={"?": 1}))
+    text = hint.add_inputs_hint(e.value, m, {"?": 1}, None).message
     assert text.startswith("input 'x' has extent 1 on axis 2 (?); Concat needs equal axis 2 "
                            "extents at graph.nodes[2]: 2*floor((? - 1)/2) + 2 == ? does not "
                            "hold"), text
     assert "with --dim ?=32 the extents the operators need hold" in text
-    # an unnamed extent is spelled by its input and axis, and set by --shape
+    # an unnamed extent is spelled by its input and axis
     m.graph.inputs[0].type.shape.dims[2].dim_param = None
     with pytest.raises(InvalidModelError) as e:
-        run(m, random_inputs(m))
-    text = hint.add_inputs_hint(e.value, m, {}, None).message
-    assert "on axis 2 (unnamed)" in text and "2*floor((x.shape[2] - 1)/2) + 2" in text
-    assert "with --shape x=1,1,32 the extents the operators need hold" in text
+        run(m, {"x": np.zeros((1, 1, 1), np.float32)})
+    assert "on axis 2 (unnamed)" in e.value.message
+    assert "2*floor((x.shape[2] - 1)/2) + 2 == x.shape[2]" in e.value.message
+    # and generated, it is chosen to fit, and named by --shape in the description
+    assert random_inputs(m)["x"].shape == (1, 1, 32)
