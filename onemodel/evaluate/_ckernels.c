@@ -84,7 +84,8 @@
  * row is 12 vector accumulators of 8 floats (registers), updated per tap (c, ky, kx) with two
  * loads of 8 inputs and 6 broadcast weights: 12 fused multiply-adds per 8 loads, the shape of
  * an optimized matrix-product kernel, without im2col columns; each row of 16 results is stored
- * as two vectors (8 where fewer than 9 columns are left). Functions are compiled for x86-64-v4 (AVX-512), -v3 (AVX2 and FMA) and the
+ * as two vectors (8 where fewer than 9 columns are left); an output at most 4 columns wide takes
+ * two output rows a vector (the tiles full, the same sums). Functions are compiled for x86-64-v4 (AVX-512), -v3 (AVX2 and FMA) and the
  * baseline where GCC supports target_clones; the loader picks one at import.
  *
  * The GIL is released while computing; the Py_buffers are held and released on every path.
@@ -179,6 +180,50 @@ INLINE v8 select8(v8i mask, v8 a, v8 b) { return (v8)((mask & (v8i)a) | (~mask &
         }                                                                                       \
     } while (0)
 
+typedef float v4 __attribute__((vector_size(16)));
+
+/* 4 floats at p and 4 at q as one vector of 8 */
+INLINE v8 load4x2(const float *p, const float *q) {
+    v4 a, b;
+    memcpy(&a, p, sizeof a);
+    memcpy(&b, q, sizeof b);
+#ifdef HAVE_SHUFFLEVECTOR
+    return __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7);
+#else
+    union {
+        v8 v;
+        v4 h[2];
+    } u;
+    u.h[0] = a;
+    u.h[1] = b;
+    return u.v;
+#endif
+}
+
+/* An output at most 4 columns wide: two output rows (oy, oy + 1) a vector of 8, so that the
+ * tiles are full; the same sums in the same order as CONV_BLOCK. Row OH (an odd OH's pair)
+ * reads the buffer's slack rows and is not stored. */
+#define CONV_PAIR()                                                                             \
+    do {                                                                                        \
+        v8 acc[MB];                                                                             \
+        for (int i = 0; i < MB; i++) acc[i] = bc(0.0f);                                         \
+        const float *base = P + oy * sh * Wp;                                                   \
+        const float *w = wb;                                                                    \
+        for (Py_ssize_t r = 0; r < R; r++, w += MB) {                                           \
+            v8 x = load4x2(base + off[r], base + sh * Wp + off[r]);                             \
+            for (int i = 0; i < MB; i++) acc[i] += bc(w[i]) * x;                                \
+        }                                                                                       \
+        for (Py_ssize_t i = 0; i < mn; i++) {                                                   \
+            float t[8];                                                                         \
+            v8 o = acc[i] + bias[i];                                                            \
+            if (relu) o = select8((v8i)(o < bc(0.0f)), bc(0.0f), o);                           \
+            store8(t, o);                                                                       \
+            float *dst = y + ((m0 + i) * OH + oy) * OW;                                         \
+            memcpy(dst, t, (size_t)OW * sizeof(float));                                         \
+            if (oy + 1 < OH) memcpy(dst + OW, t + 4, (size_t)OW * sizeof(float));               \
+        }                                                                                       \
+    } while (0)
+
 MULTIVERSION
 static void conv_sample(const float *P, Py_ssize_t Wp, const float *wp, const Py_ssize_t *off,
                         Py_ssize_t R, Py_ssize_t M, Py_ssize_t OH, Py_ssize_t OW, Py_ssize_t sh,
@@ -188,6 +233,10 @@ static void conv_sample(const float *P, Py_ssize_t Wp, const float *wp, const Py
         Py_ssize_t mn = M - m0 < MB ? M - m0 : MB;
         v8 bias[MB];
         for (Py_ssize_t i = 0; i < MB; i++) bias[i] = bc(b && i < mn ? b[m0 + i] : 0.0f);
+        if (OW <= 4 && OH > 1) {
+            for (Py_ssize_t oy = 0; oy < OH; oy += 2) CONV_PAIR();
+            continue;
+        }
         for (Py_ssize_t oy = 0; oy < OH; oy++) {
             for (Py_ssize_t ox0 = 0; ox0 < OW;) {
                 Py_ssize_t left = OW - ox0;
@@ -361,7 +410,9 @@ static PyObject *ck_conv2d(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_ssize_t nx = mul_lim(mul_lim(mul_lim(N, C, LIM), H, LIM), W, LIM);
     Py_ssize_t nw = mul_lim(M, R, LIM), npk = mul_lim(mul_lim(Mb, R, LIM), MB, LIM);
     Py_ssize_t ny = mul_lim(mul_lim(mul_lim(N, M, LIM), OH, LIM), OW, LIM);
-    Py_ssize_t np_ = mul_lim(mul_lim(mul_lim(sw, C, LIM), Hp, LIM), Wp, LIM);
+    /* (sh + 1 rows of slack: the second row of CONV_PAIR's last pair) */
+    Py_ssize_t planes = mul_lim(mul_lim(sw, C, LIM), Hp, LIM);
+    Py_ssize_t np_ = planes < 0 ? -1 : mul_lim(planes + sh + 1, Wp, LIM);
     if (R < 0 || nx < 0 || nw < 0 || npk < 0 || ny < 0 || np_ < 0) goto too_large;
     Py_buffer bx, bw, bb, by;
     if (get_buffer(args[0], &bx, 0, nx, "x") < 0) return NULL;

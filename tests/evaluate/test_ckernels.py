@@ -167,6 +167,12 @@ CASES = {
     "tall_strides_dilations": ((2, 3, 30, 5), (13, 3, 3, 2), True,
                                {"strides": [2, 1], "dilations": [1, 2], "pads": [1, 0, 2, 1]}),
     "tall_sw2": ((1, 4, 21, 9), (6, 4, 4, 3), False, {"strides": [1, 2], "pads": [0, 1, 0, 1]}),
+    # at most 4 columns: two output rows a vector (an odd count leaves the last row alone)
+    "pair_4x4_stride2": ((2, 5, 8, 8), (13, 5, 3, 3), True, {"strides": [2, 2], "pads": [1] * 4}),
+    "pair_3x3": ((1, 6, 5, 5), (7, 6, 3, 3), True, {}),
+    "pair_5x4_dilation2": ((1, 3, 9, 8), (5, 3, 3, 3), False,
+                           {"dilations": [2, 2], "pads": [1, 0, 0, 0]}),
+    "pair_2x2_stride2": ((3, 4, 4, 4), (8, 4, 3, 3), True, {"strides": [2, 2], "pads": [1] * 4}),
     "c1": ((2, 1, 7, 8), (4, 1, 3, 3), True, {"pads": [1, 1, 1, 1]}),
     "n1": ((1, 5, 6, 6), (7, 5, 3, 3), True, {}),
     "n5": ((5, 3, 6, 19), (9, 3, 3, 3), True, {"pads": [1, 1, 1, 1]}),
