@@ -652,10 +652,12 @@ def _facts(model: Model):
         return [], {}, {}
 
 
-def _node_variables(model: Model, index: int | None, values: dict) -> set[str] | None:
+def _node_variables(model: Model, index: int | None, values: dict,
+                    compound: set | None = None) -> set[str] | None:
     """The input variables the inferred shapes of node ``index``'s inputs use (its
     subgraphs' outer names included), or None when one of them is not known (any input
-    extent may matter then)."""
+    extent may matter then). ``compound`` (a set) receives those used inside an expression
+    (``floor((w - 1)/2)``), not as an extent of their own (a batch passed through)."""
     g = model.graph
     if index is None or g is None or not 0 <= index < len(g.nodes):
         return None
@@ -673,6 +675,8 @@ def _node_variables(model: Model, index: int | None, values: dict) -> set[str] |
                 return None
             if isinstance(d, Expr):
                 used |= d.variables()
+                if compound is not None and d.variable is None:
+                    compound |= d.variables()
     return used
 
 
@@ -695,12 +699,16 @@ def _failure_note(error, model: Model, dims: dict, shapes: dict, seed: int, prob
                 f"a variable: {own}): no --dim or --shape can help")
     reaching = _inputs_reaching(model, index)
     axes = _open_axes(model, dims, shapes, reaching) or _open_axes(model, dims, shapes, None)
-    used = _node_variables(model, index, values)
+    compound: set = set()
+    used = _node_variables(model, index, values, compound)
     if used is not None:  # only the axes the failing node's input extents depend on
         axes = [a for a in axes if _axis_variable(a) in used]
         if not axes:
             return (f"the extents of {where}'s inputs do not depend on the open input "
                     f"extents (inference): no --dim or --shape can help")
+        # those computed into an extent first (a width halved by the layers), those passed
+        # through as they are (a batch) after
+        axes.sort(key=lambda a: _axis_variable(a) not in compound)
     found = _probe(model, error, axes, dims, shapes, seed, runner) if probe else None
     if found is not None:
         axis, extent, _, _ = found

@@ -150,3 +150,26 @@ def test_a_dim_param_named_question_mark_is_a_dim_param():
     assert "2*floor((x.shape[2] - 1)/2) + 2 == x.shape[2]" in e.value.message
     # and generated, it is chosen to fit, and named by --shape in the description
     assert random_inputs(m)["x"].shape == (1, 1, 32)
+
+
+def test_the_probe_tries_extents_computed_into_the_failing_node_first():
+    # x [b, 1, w] -> Conv (k 3, stride 2, pad 1) -> [b, 1, floor((w - 1)/2) + 1] -> Conv (k 5)
+    # fails at w = 1; b reaches the failing node as it is, w through the first Conv: w's
+    # candidates are tried first (PP-OCRv4 rec: its width, not its batch, had to change)
+    w1 = numpy_helper.from_array(np.ones((1, 1, 3), np.float32), "w1")
+    w2 = numpy_helper.from_array(np.ones((1, 1, 5), np.float32), "w2")
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c"], strides=[2], pads=[1, 1]),
+             helper.make_node("Conv", ["c", "w2"], ["y"])]
+    m = _model([("x", TP.FLOAT, ["b", 1, "w"])], nodes, [w1, w2])
+    feeds = random_inputs(m)
+    assert feeds["x"].shape == (1, 1, 1)
+    with pytest.raises(EvaluationError) as e:
+        run(m, feeds)
+    tried = []
+
+    def runner(model, feeds):
+        tried.append(feeds["x"].shape)
+        return run(model, feeds)
+
+    hint.add_inputs_hint(e.value, m, {}, None, runner=runner)
+    assert tried and tried[0][0] == 1 and tried[0][2] != 1, tried
