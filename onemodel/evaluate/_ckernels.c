@@ -10,14 +10,16 @@
  * the checks here repeat the buffer lengths and shapes so that no call can read or write out of
  * bounds; a strided buffer's extent is its exporter's, numpy's):
  *
- *   conv2d(x, w, b, y, dims, relu)
+ *   conv2d(x, w, b, y, dims, act)
  *       2-D convolution of one group (Conv, Clause 11 operator semantics): x [N, C, H, W],
  *       w [M, C, KH, KW], b [M] or None, y [N, M, OH, OW], all float32 C-contiguous buffers
  *       (y writable); dims = (N, C, H, W, M, KH, KW, pad_top, pad_left, OH, OW, stride_h,
  *       stride_w, dilation_h, dilation_w), pads >= 0. y[n, m, oy, ox] = b[m] + sum over
  *       (c, ky, kx) in row-major order of w[m, c, ky, kx] * xpad[n, c, oy*sh + ky*dh,
  *       ox*sw + kx*dw] (xpad: x with pad_top rows and pad_left columns of zeros before it and
- *       zeros after it), then max(., 0) when relu is true (NaN stays NaN).
+ *       zeros after it), then the activation act: 0 none, 1 relu (max(., 0), NaN stays NaN; True
+ *       is 1), 2 SiLU (y * sigmoid(y) with sigmoid8, the bits of the Sigmoid kernel and the
+ *       product Mul rounds: the same values as Conv -> Sigmoid -> Mul).
  *
  *   exp_rows(a, out, sums, rows, n)
  *       Softmax's exponentials: for each of ``rows`` rows of ``n`` float32 values of a,
@@ -57,12 +59,12 @@
  *       scores all lie in [-87, 0] takes its exponentials without exp8's handling of results
  *       in the subnormal range (exp8_normal: the same bits, checked over every float32 there).
  *
- *   dwconv2d(x, w, b, y, dims, relu)
+ *   dwconv2d(x, w, b, y, dims, act)
  *       The depthwise convolution (group = C = M, weights [C, 1, KH, KW]), dims as conv2d's:
  *       per sample and channel, the plane is copied into a zero-padded buffer laid out as
  *       conv2d's (one channel), and blocks of 6 output rows by 8 columns are 6 vector
  *       accumulators, each tap one broadcast weight and 6 loads. Sums over (kernel row, kernel
- *       column), then the bias, then relu.
+ *       column), then the bias, then the activation act as conv2d's.
  *
  *   sigmoid(x, y, n)
  *       y = 1 / (1 + exp(-x)) of n float32 values, from exp(-|x|) (exp8: within 1 ulp, see
@@ -145,6 +147,52 @@ INLINE void store8(float *p, v8 v) { memcpy(p, &v, sizeof v); }
 /* where mask (all ones / all zeros per lane) is set, a, else b */
 INLINE v8 select8(v8i mask, v8 a, v8 b) { return (v8)((mask & (v8i)a) | (~mask & (v8i)b)); }
 
+/* ---- exponentials (exp_rows, sigmoid, the Conv's SiLU) ----------------------------------- */
+
+/* exp of 8 floats x <= 0 or NaN (values shifted by their maximum): x = n ln2 + r,
+ * |r| <= ln2 / 2, exp(r) by a degree-6 polynomial, times 2^(n + 64) (exact) and 2^-64 (so
+ * that results in the subnormal range are rounded once); x < -104 is clamped there, where the
+ * result rounds to 0. A NaN lane stays NaN through the polynomial (its n, converted to an
+ * integer, is whatever the conversion instruction gives; the product with NaN is NaN). */
+INLINE v8 exp8(v8 x) {
+    v8 xc = select8((v8i)(x < bc(-104.0f)), bc(-104.0f), x);
+    const v8 magic = bc(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
+    v8 n = (xc * bc(1.44269504088896341f) + magic) - magic;
+    v8 r = xc - n * bc(0.693359375f);
+    r = r - n * bc(-2.12194440e-4f);
+    v8 p = bc(1.9875691500e-4f);
+    p = p * r + bc(1.3981999507e-3f);
+    p = p * r + bc(8.3334519073e-3f);
+    p = p * r + bc(4.1665795894e-2f);
+    p = p * r + bc(1.6666665459e-1f);
+    p = p * r + bc(5.0000001201e-1f);
+    p = p * (r * r) + r + bc(1.0f);
+    /* n is in [-150, 0]: p * 2^(n + 64) is exact (a normal power of two), the product with
+     * 2^-64 rounds once, into the subnormal range where the result is there */
+    v8i ni = __builtin_convertvector(n, v8i);
+    v8 s = (v8)((ni + (127 + 64)) << 23);
+    return (p * s) * bc(0x1p-64f);
+}
+
+/* 1 / (1 + exp(-x)) of 8 floats from e = exp(-|x|) (never overflows): 1 / (1 + e) for x >= 0,
+ * e / (1 + e) below; NaN stays NaN (its e is NaN), -inf gives 0 and +inf 1 */
+INLINE v8 sigmoid8(v8 v) {
+    const v8 one = bc(1.0f), zero = bc(0.0f);
+    v8 e = exp8(select8((v8i)(v < zero), v, -v));
+    v8 d = one + e;
+    return select8((v8i)(v >= zero), one / d, e / d);
+}
+
+/* the activation applied to a Conv's outputs as they are stored */
+#define ACT_RELU 1
+#define ACT_SILU 2 /* x * sigmoid(x), as Mul(x, Sigmoid(x)) rounds it */
+
+INLINE v8 activate(v8 o, int act) {
+    if (act == ACT_RELU) return select8((v8i)(o < bc(0.0f)), bc(0.0f), o);
+    if (act == ACT_SILU) return o * sigmoid8(o);
+    return o;
+}
+
 /* ---- conv2d ----------------------------------------------------------------------------- */
 
 #define MB 6 /* output channels a block */
@@ -173,7 +221,7 @@ INLINE v8 select8(v8i mask, v8 a, v8 b) { return (v8)((mask & (v8i)a) | (~mask &
             float t[8 * NV];                                                                    \
             for (int v = 0; v < NV; v++) {                                                      \
                 v8 o = acc[v][i] + bias[i];                                                     \
-                if (relu) o = select8((v8i)(o < bc(0.0f)), bc(0.0f), o);                       \
+                o = activate(o, relu);                       \
                 store8(t + 8 * v, o);                                                           \
             }                                                                                   \
             memcpy(dst, t, (size_t)cols * sizeof(float));                                       \
@@ -216,7 +264,7 @@ INLINE v8 load4x2(const float *p, const float *q) {
         for (Py_ssize_t i = 0; i < mn; i++) {                                                   \
             float t[8];                                                                         \
             v8 o = acc[i] + bias[i];                                                            \
-            if (relu) o = select8((v8i)(o < bc(0.0f)), bc(0.0f), o);                           \
+            o = activate(o, relu);                           \
             store8(t, o);                                                                       \
             float *dst = y + ((m0 + i) * OH + oy) * OW;                                         \
             memcpy(dst, t, (size_t)OW * sizeof(float));                                         \
@@ -282,7 +330,7 @@ static void dw_channel(const float *P, Py_ssize_t Wp, const float *w, const Py_s
             for (Py_ssize_t i = 0; i < rn; i++) {
                 float t[8];
                 v8 o = acc[i] + bc(bias);
-                if (relu) o = select8((v8i)(o < bc(0.0f)), bc(0.0f), o);
+                o = activate(o, relu);
                 store8(t, o);
                 memcpy(y + (oy0 + i) * OW + ox0, t, (size_t)cols * sizeof(float));
             }
@@ -387,8 +435,13 @@ static PyObject *ck_conv2d(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_ssize_t N = d[0], C = d[1], H = d[2], W = d[3], M = d[4], KH = d[5], KW = d[6];
     Py_ssize_t pt = d[7], pl = d[8], OH = d[9], OW = d[10], sh = d[11], sw = d[12];
     Py_ssize_t dh = d[13], dw = d[14];
-    int relu = PyObject_IsTrue(args[5]);
-    if (relu < 0) return NULL;
+    long act = PyLong_AsLong(args[5]); /* 0, ACT_RELU (True) or ACT_SILU */
+    if (act == -1 && PyErr_Occurred()) return NULL;
+    if (act < 0 || act > ACT_SILU) {
+        PyErr_Format(PyExc_ValueError, "conv: activation %ld is not 0, 1 (relu) or 2 (silu)", act);
+        return NULL;
+    }
+    int relu = (int)act;
     const Py_ssize_t LIM = (Py_ssize_t)1 << 40;
     for (int i = 0; i < 15; i++) {
         Py_ssize_t lo = (i >= 11) ? 1 : (i == 7 || i == 8) ? 0 : 1;
@@ -507,8 +560,13 @@ static PyObject *ck_dwconv2d(PyObject *self, PyObject *const *args, Py_ssize_t n
     Py_ssize_t N = d[0], C = d[1], H = d[2], W = d[3], M = d[4], KH = d[5], KW = d[6];
     Py_ssize_t pt = d[7], pl = d[8], OH = d[9], OW = d[10], sh = d[11], sw = d[12];
     Py_ssize_t dh = d[13], dw = d[14];
-    int relu = PyObject_IsTrue(args[5]);
-    if (relu < 0) return NULL;
+    long act = PyLong_AsLong(args[5]); /* 0, ACT_RELU (True) or ACT_SILU */
+    if (act == -1 && PyErr_Occurred()) return NULL;
+    if (act < 0 || act > ACT_SILU) {
+        PyErr_Format(PyExc_ValueError, "conv: activation %ld is not 0, 1 (relu) or 2 (silu)", act);
+        return NULL;
+    }
+    int relu = (int)act;
     const Py_ssize_t LIM = (Py_ssize_t)1 << 40;
     for (int i = 0; i < 15; i++) {
         Py_ssize_t lo = (i == 7 || i == 8) ? 0 : 1;
@@ -606,31 +664,6 @@ too_large:
 }
 
 /* ---- exp_rows --------------------------------------------------------------------------- */
-
-/* exp of 8 floats x <= 0 or NaN (values shifted by their maximum): x = n ln2 + r,
- * |r| <= ln2 / 2, exp(r) by a degree-6 polynomial, times 2^(n + 64) (exact) and 2^-64 (so
- * that results in the subnormal range are rounded once); x < -104 is clamped there, where the
- * result rounds to 0. A NaN lane stays NaN through the polynomial (its n, converted to an
- * integer, is whatever the conversion instruction gives; the product with NaN is NaN). */
-INLINE v8 exp8(v8 x) {
-    v8 xc = select8((v8i)(x < bc(-104.0f)), bc(-104.0f), x);
-    const v8 magic = bc(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
-    v8 n = (xc * bc(1.44269504088896341f) + magic) - magic;
-    v8 r = xc - n * bc(0.693359375f);
-    r = r - n * bc(-2.12194440e-4f);
-    v8 p = bc(1.9875691500e-4f);
-    p = p * r + bc(1.3981999507e-3f);
-    p = p * r + bc(8.3334519073e-3f);
-    p = p * r + bc(4.1665795894e-2f);
-    p = p * r + bc(1.6666665459e-1f);
-    p = p * r + bc(5.0000001201e-1f);
-    p = p * (r * r) + r + bc(1.0f);
-    /* n is in [-150, 0]: p * 2^(n + 64) is exact (a normal power of two), the product with
-     * 2^-64 rounds once, into the subnormal range where the result is there */
-    v8i ni = __builtin_convertvector(n, v8i);
-    v8 s = (v8)((ni + (127 + 64)) << 23);
-    return (p * s) * bc(0x1p-64f);
-}
 
 /* exp8 for x in [-87, 0] (or NaN): there 2^n is a normal float (n >= -126), so p * 2^n is the
  * one rounding exp8 gives, bit for bit, without its clamp and its two-step scaling */
@@ -1180,15 +1213,6 @@ fail_q:
 }
 
 /* ---- sigmoid ------------------------------------------------------------------------------ */
-
-/* 1 / (1 + exp(-x)) of 8 floats from e = exp(-|x|) (never overflows): 1 / (1 + e) for x >= 0,
- * e / (1 + e) below; NaN stays NaN (its e is NaN), -inf gives 0 and +inf 1 */
-INLINE v8 sigmoid8(v8 v) {
-    const v8 one = bc(1.0f), zero = bc(0.0f);
-    v8 e = exp8(select8((v8i)(v < zero), v, -v));
-    v8 d = one + e;
-    return select8((v8i)(v >= zero), one / d, e / d);
-}
 
 MULTIVERSION
 static void sigmoid_impl(const float *x, float *y, Py_ssize_t n) {

@@ -53,12 +53,17 @@ def _f32(a) -> bool:
     return isinstance(a, np.ndarray) and a.dtype == np.float32
 
 
+def _act(relu: bool, silu: bool) -> int:
+    """The activation code of the compiled Conv kernels: 0 none, 1 relu, 2 SiLU."""
+    return 2 if silu else 1 if relu else 0
+
+
 #: Output columns below which :func:`conv2d` computes a taller-than-wide convolution transposed
 #: (its register tiles are 8 or 16 output columns wide).
 NARROW_OUTPUT = 8
 
 
-def conv2d(x, w, b, begin, out, strides, dilations, relu: bool = False):
+def conv2d(x, w, b, begin, out, strides, dilations, relu: bool = False, silu: bool = False):
     """Conv of one group (ONNX Conv, Clause 11 operator semantics), or None where it does not
     apply (then the caller computes it).
 
@@ -66,13 +71,15 @@ def conv2d(x, w, b, begin, out, strides, dilations, relu: bool = False):
     [M] float32 or None; ``begin``: the leading pads per spatial axis (>= 0; the trailing pads
     are implied by ``out``, the output extents); ``strides`` and ``dilations``
     per spatial axis; a kernel of more than one element. ``relu``: max(y, 0) applied to the
-    result (NaN stays NaN). Returns y [N, M, *out] float32, C-contiguous. Sums over (channel,
-    kernel row, kernel column) in that order, then the bias; for an output narrower than
-    :data:`NARROW_OUTPUT` columns and taller than wide (a ``[5, 1]`` kernel over ``[512, 1]``:
-    magika), the kernel computes the transposed convolution (height and width swapped, the
-    sums over (channel, kernel column, kernel row)) and the result is transposed back: its
-    tiles of 16 output columns would otherwise compute 8 columns to keep 1 (121 ms against
-    9 ms for numpy's products, measured; 1-wide axes transpose without a copy). Raises
+    result (NaN stays NaN); ``silu``: ``y * sigmoid(y)`` instead (:func:`sigmoid`'s bits,
+    then the product: the values of Conv -> Sigmoid -> Mul). Returns y [N, M, *out]
+    float32, C-contiguous. Sums over (channel, kernel row, kernel column) in that order,
+    then the bias; for an output narrower than :data:`NARROW_OUTPUT` columns and taller
+    than wide (a ``[5, 1]`` kernel over ``[512, 1]``: magika), the kernel computes the
+    transposed convolution (height and width swapped, the sums over (channel, kernel
+    column, kernel row)) and the result is transposed back: its tiles of 16 output columns
+    would otherwise compute 8 columns to keep 1 (121 ms against 9 ms for numpy's products,
+    measured; 1-wide axes transpose without a copy). Raises
     MemoryError when the padded copy of a sample cannot be allocated.
     """
     nd = len(out)
@@ -91,7 +98,7 @@ def conv2d(x, w, b, begin, out, strides, dilations, relu: bool = False):
     elif out[1] < NARROW_OUTPUT and out[0] > out[1]:  # tall and narrow: the transpose
         y = conv2d(np.ascontiguousarray(x.transpose(0, 1, 3, 2)),
                    np.ascontiguousarray(w.transpose(0, 1, 3, 2)), b, begin[::-1], out[::-1],
-                   strides[::-1], dilations[::-1], relu)
+                   strides[::-1], dilations[::-1], relu, silu)
         return np.ascontiguousarray(y.transpose(0, 1, 3, 2))
     else:
         sp, kernel = x.shape[2:], w.shape[2:]
@@ -99,11 +106,12 @@ def conv2d(x, w, b, begin, out, strides, dilations, relu: bool = False):
     dims = (N, C, sp[0], sp[1], M, kernel[0], kernel[1], begin[0], begin[1], out[0], out[1],
             strides[0], strides[1], dilations[0], dilations[1])
     _C.conv2d(np.ascontiguousarray(x), np.ascontiguousarray(w),
-              None if b is None else np.ascontiguousarray(b), y, dims, bool(relu))
+              None if b is None else np.ascontiguousarray(b), y, dims, _act(relu, silu))
     return y
 
 
-def dwconv2d(x, w, b, begin, out, strides, dilations, relu: bool = False):
+def dwconv2d(x, w, b, begin, out, strides, dilations, relu: bool = False,
+             silu: bool = False):
     """The depthwise Conv (``group`` = C = M: one filter ``w[c, 0]`` per channel), or None
     where it does not apply (then the caller computes it). Arguments as :func:`conv2d`'s, with
     ``w`` [C, 1, *kernel]; 1 or 2 spatial axes. Returns y [N, C, *out] float32,
@@ -126,7 +134,7 @@ def dwconv2d(x, w, b, begin, out, strides, dilations, relu: bool = False):
     dims = (N, C, sp[0], sp[1], C, kernel[0], kernel[1], begin[0], begin[1], out[0], out[1],
             strides[0], strides[1], dilations[0], dilations[1])
     _C.dwconv2d(np.ascontiguousarray(x), np.ascontiguousarray(w),
-                None if b is None else np.ascontiguousarray(b), y, dims, bool(relu))
+                None if b is None else np.ascontiguousarray(b), y, dims, _act(relu, silu))
     return y
 
 

@@ -1081,3 +1081,33 @@ def test_depthwise_conv_declines_what_it_does_not_compute():
                    (1, 4, 6, 6, 4, 3, 3, 0, 0, 4, 0, 1, 1, 1, 1), False)  # OW 0
     with pytest.raises(TypeError):
         C.dwconv2d(x, w[:4], None, np.empty((1, 4, 4, 4), np.float32), (1, 4), False)
+
+
+@needs_c
+@pytest.mark.parametrize("case", ["width3", "width13", "stride2", "pair_4x4_stride2",
+                                  "tall_5x1_width1", "1d"])
+def test_conv2d_silu_is_the_sigmoid_kernel_then_the_product_bitwise(case):
+    xs, ws, bias, attrs = CASES[case]
+    feeds = _conv_feeds(xs, ws, bias)
+    x, w, b = feeds["x"], feeds["w"], feeds.get("b")
+    begin, _, out, strides, dilations = _geometry(attrs, xs[2:], ws[2:])
+    y = ckernels.conv2d(x, w, b, begin, out, strides, dilations)
+    s = ckernels.conv2d(x, w, b, begin, out, strides, dilations, silu=True)
+    np.testing.assert_array_equal(s.view(np.uint32), (y * ckernels.sigmoid(y)).view(np.uint32))
+    # the depthwise kernel alike, on one channel and its filter
+    xd, wd = np.ascontiguousarray(x[:, :1]), np.ascontiguousarray(w[:1, :1])
+    yd = ckernels.dwconv2d(xd, wd, None, begin, out, strides, dilations)
+    sd = ckernels.dwconv2d(xd, wd, None, begin, out, strides, dilations, silu=True)
+    np.testing.assert_array_equal(sd.view(np.uint32),
+                                  (yd * ckernels.sigmoid(yd)).view(np.uint32))
+
+
+@needs_c
+def test_raw_conv_activation_codes():
+    x, w = _f(16).reshape(1, 1, 4, 4), _f(9).reshape(1, 1, 3, 3)
+    dims = (1, 1, 4, 4, 1, 3, 3, 0, 0, 2, 2, 1, 1, 1, 1)
+    for fn in (C.conv2d, C.dwconv2d):
+        with pytest.raises(ValueError, match="activation 3"):
+            fn(x, w, None, np.empty((1, 1, 2, 2), np.float32), dims, 3)
+        with pytest.raises(TypeError):
+            fn(x, w, None, np.empty((1, 1, 2, 2), np.float32), dims, "relu")

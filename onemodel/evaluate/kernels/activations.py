@@ -79,6 +79,13 @@ def celu(ctx, x):
     return back(np.maximum(w, 0) + np.minimum(0, neg), dt)
 
 
+def sigmoid_values(x):
+    """What the Sigmoid kernel gives for ``x`` (any float dtype): computed in float32 or wider,
+    rounded back once."""
+    w, dt = wide(x)
+    return back(_sigmoid(w), dt)
+
+
 @op("Sigmoid", since=(1, 6, 13))
 def sigmoid(ctx, x):
     w, dt = wide(x)

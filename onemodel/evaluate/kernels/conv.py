@@ -150,8 +150,21 @@ def conv_relu(ctx, x, w, b=None):
     return _conv(ctx, x, w, b, relu=True)
 
 
-def _conv(ctx, x, w, b, relu: bool):
-    """Conv, then max(y, 0) when ``relu``."""
+def conv_silu(ctx, x, w, b=None):
+    """``Mul(y, Sigmoid(y))`` of ``y = Conv(x, w, b)`` (SiLU, the plan-time fusion of
+    :mod:`..fusion`; ``ctx`` the Conv's): the compiled kernels apply it to each output while it
+    is in a register, with the Sigmoid kernel's bits and the product Mul rounds; elsewhere
+    the Sigmoid and Mul kernels' computations follow the Conv. The same values as the three
+    nodes."""
+    return _conv(ctx, x, w, b, relu=False, silu=True)
+
+
+def _conv(ctx, x, w, b, relu: bool, silu: bool = False):
+    """Conv, then max(y, 0) when ``relu``, y * sigmoid(y) when ``silu``."""
+    if silu and x.dtype != np.float32:  # each step rounded to the type, as the nodes do
+        from .activations import sigmoid_values
+        y = _conv(ctx, x, w, b, relu=False)
+        return y * sigmoid_values(y)
     if x.ndim < 3:
         raise EvaluationError(f"Conv input has rank {x.ndim}; at least 3 expected")
     group = ctx.attr("group")
@@ -181,15 +194,18 @@ def _conv(ctx, x, w, b, relu: bool):
                      "the padded copy of one sample")
     if group == 1:
         y = ckernels.conv2d(x, w, args[2] if b is not None else None, begin, out, strides,
-                            dilations, relu=relu)
+                            dilations, relu=relu, silu=silu)
         if y is not None:  # the compiled kernel applies
             return back(y, dt)
     elif group == C == M:  # depthwise
         y = ckernels.dwconv2d(x, w, args[2] if b is not None else None, begin, out, strides,
-                              dilations, relu=relu)
+                              dilations, relu=relu, silu=silu)
         if y is not None:
             return back(y, dt)
     y = _conv_numpy(x, w, args, dt, group, kernel, strides, dilations, begin, end, out)
+    if silu:  # (the Sigmoid and Mul kernels' computations)
+        from .activations import sigmoid_values
+        return y * sigmoid_values(y)
     return np.maximum(y, np.zeros((), y.dtype), out=y) if relu else y
 
 
