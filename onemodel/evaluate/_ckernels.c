@@ -87,7 +87,8 @@
  * loads of 8 inputs and 6 broadcast weights: 12 fused multiply-adds per 8 loads, the shape of
  * an optimized matrix-product kernel, without im2col columns; each row of 16 results is stored
  * as two vectors (8 where fewer than 9 columns are left); an output at most 4 columns wide takes
- * two output rows a vector (the tiles full, the same sums). Functions are compiled for x86-64-v4 (AVX-512), -v3 (AVX2 and FMA) and the
+ * two output rows a vector, one of 5 to 8 columns two rows a block (the tiles full, the same
+ * sums). Functions are compiled for x86-64-v4 (AVX-512), -v3 (AVX2 and FMA) and the
  * baseline where GCC supports target_clones; the loader picks one at import.
  *
  * The GIL is released while computing; the Py_buffers are held and released on every path.
@@ -272,6 +273,35 @@ INLINE v8 load4x2(const float *p, const float *q) {
         }                                                                                       \
     } while (0)
 
+/* An output 5 to 8 columns wide: rows oy and oy + 1 in the two vectors of a block (12
+ * accumulators, two loads and 6 broadcasts per tap, as CONV_BLOCK(2) has for 16 columns); the
+ * same sums in the same order. Row OH (an odd OH's pair) reads the slack rows, not stored. */
+#define CONV_ROWS2()                                                                            \
+    do {                                                                                        \
+        v8 acc[2][MB];                                                                          \
+        for (int v = 0; v < 2; v++)                                                             \
+            for (int i = 0; i < MB; i++) acc[v][i] = bc(0.0f);                                  \
+        const float *base = P + oy * sh * Wp;                                                   \
+        const float *w = wb;                                                                    \
+        for (Py_ssize_t r = 0; r < R; r++, w += MB) {                                           \
+            const float *src = base + off[r];                                                   \
+            v8 x0 = load8(src), x1 = load8(src + sh * Wp);                                      \
+            for (int i = 0; i < MB; i++) {                                                      \
+                v8 wi = bc(w[i]);                                                               \
+                acc[0][i] += wi * x0;                                                           \
+                acc[1][i] += wi * x1;                                                           \
+            }                                                                                   \
+        }                                                                                       \
+        for (Py_ssize_t i = 0; i < mn; i++) {                                                   \
+            float *dst = y + ((m0 + i) * OH + oy) * OW;                                         \
+            for (int v = 0; v < 2 && oy + v < OH; v++) {                                        \
+                float t[8];                                                                     \
+                store8(t, activate(acc[v][i] + bias[i], relu));                                 \
+                memcpy(dst + v * OW, t, (size_t)OW * sizeof(float));                             \
+            }                                                                                   \
+        }                                                                                       \
+    } while (0)
+
 MULTIVERSION
 static void conv_sample(const float *P, Py_ssize_t Wp, const float *wp, const Py_ssize_t *off,
                         Py_ssize_t R, Py_ssize_t M, Py_ssize_t OH, Py_ssize_t OW, Py_ssize_t sh,
@@ -283,6 +313,10 @@ static void conv_sample(const float *P, Py_ssize_t Wp, const float *wp, const Py
         for (Py_ssize_t i = 0; i < MB; i++) bias[i] = bc(b && i < mn ? b[m0 + i] : 0.0f);
         if (OW <= 4 && OH > 1) {
             for (Py_ssize_t oy = 0; oy < OH; oy += 2) CONV_PAIR();
+            continue;
+        }
+        if (OW <= 8 && OH > 1) {
+            for (Py_ssize_t oy = 0; oy < OH; oy += 2) CONV_ROWS2();
             continue;
         }
         for (Py_ssize_t oy = 0; oy < OH; oy++) {

@@ -173,6 +173,10 @@ CASES = {
     "pair_5x4_dilation2": ((1, 3, 9, 8), (5, 3, 3, 3), False,
                            {"dilations": [2, 2], "pads": [1, 0, 0, 0]}),
     "pair_2x2_stride2": ((3, 4, 4, 4), (8, 4, 3, 3), True, {"strides": [2, 2], "pads": [1] * 4}),
+    # 5 to 8 columns: two output rows a block
+    "rows2_8x8": ((2, 5, 8, 8), (7, 5, 3, 3), True, {"pads": [1] * 4}),
+    "rows2_7x5_odd": ((1, 3, 9, 7), (13, 3, 3, 3), False, {"pads": [0, 0, 0, 0]}),
+    "rows2_stride2": ((2, 4, 16, 13), (6, 4, 3, 3), True, {"strides": [2, 2], "pads": [1] * 4}),
     "c1": ((2, 1, 7, 8), (4, 1, 3, 3), True, {"pads": [1, 1, 1, 1]}),
     "n1": ((1, 5, 6, 6), (7, 5, 3, 3), True, {}),
     "n5": ((5, 3, 6, 19), (9, 3, 3, 3), True, {"pads": [1, 1, 1, 1]}),
@@ -1085,7 +1089,7 @@ def test_depthwise_conv_declines_what_it_does_not_compute():
 
 @needs_c
 @pytest.mark.parametrize("case", ["width3", "width13", "stride2", "pair_4x4_stride2",
-                                  "tall_5x1_width1", "1d"])
+                                  "rows2_7x5_odd", "tall_5x1_width1", "1d"])
 def test_conv2d_silu_is_the_sigmoid_kernel_then_the_product_bitwise(case):
     xs, ws, bias, attrs = CASES[case]
     feeds = _conv_feeds(xs, ws, bias)
