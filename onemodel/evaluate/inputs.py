@@ -599,7 +599,10 @@ def _probe(model: Model, error, axes: list, dims: dict, shapes: dict, seed: int,
     started = time.monotonic()
     deadline = started + PROBE_SECONDS
     if runner is None:
-        session = Session(model)
+        try:
+            session = Session(model)
+        except Exception:  # noqa: BLE001 - (it ran before the failure): no hint, not an error
+            return None
         session.deadline = deadline
 
         def runner(_, feeds):
