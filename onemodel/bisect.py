@@ -296,10 +296,10 @@ def lone_node_model(model: Model, index: int, feeds: dict[str, Any],
 
 def default_tolerances(engines: tuple[str, str]):
     """The tolerances ``verify --run`` uses by default (:class:`onemodel.compare.Tolerances`):
-    bit for bit when one engine runs both sides, the Part 1, Clause 11.5 defaults of each
-    element type when the engines differ."""
+    bit for bit when one engine runs both sides, the cross-engine defaults of each element type
+    when the engines differ (:data:`onemodel.compare.CROSS_ENGINE`)."""
     from .compare import Tolerances
-    return Tolerances(exact=engines[0] == engines[1])
+    return Tolerances(exact=engines[0] == engines[1], cross_engine=engines[0] != engines[1])
 
 
 def compare_values(name: str, x, y, tolerances):

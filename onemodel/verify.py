@@ -14,8 +14,9 @@ digests need no octet-by-octet comparison, but each side's bytes are checked aga
 both on the same deterministic inputs (onemodel's evaluator, or ``engine="onnxruntime"`` when it
 is installed; ``engines=(E1, E2)`` runs A with E1 and B with E2, and one model on two engines when
 B is omitted) and compares every output with :mod:`onemodel.compare`: bit for bit when one
-engine runs both and no tolerance is given, within the Part 1, Clause 11.5 defaults when the
-engines differ, or within the tolerances given.
+engine runs both and no tolerance is given, within the cross-engine defaults when the engines
+differ (:data:`onemodel.compare.CROSS_ENGINE`: float32 rtol 1e-4, atol 1e-5; Part 1, Clause
+11.5 for the other types), or within the tolerances given.
 """
 
 from __future__ import annotations
@@ -293,7 +294,8 @@ def verify(a, b=None, *, loose: bool = False, run: bool = False, seed: int = 0,
         engines: ``(E1, E2)``: run ``a`` with E1 and ``b`` with E2 (implies ``run``; replaces
             ``engine``).
         tolerances: a :class:`onemodel.compare.Tolerances`; None: bit for bit when both sides
-            run on one engine, the Part 1, Clause 11.5 defaults when the engines differ.
+            run on one engine, the cross-engine defaults (:data:`onemodel.compare.CROSS_ENGINE`,
+            else Clause 11.5) when the engines differ.
         by_outputs: with ``run``, ``equal`` says whether the outputs agree (within
             ``tolerances``), not whether the models are the same: a model whose weights moved a
             little is equal when its outputs stay within tolerance. Its structural differences
@@ -502,8 +504,10 @@ def run_and_compare(a: Model, b: Model, *, seed: int = 0, dims: dict[str, int] |
     variable from ``dims``, 1 when not given; an input's whole shape from ``shapes``), which
     checks ``dims`` and ``shapes`` against ``a`` (UsageError). ``tolerances`` (a
     :class:`onemodel.compare.Tolerances`) defaults to bit for bit (dtype, shape and every byte:
-    NaN payloads and signed zeros included) when both engines are the same, and to the Part 1,
-    Clause 11.5 defaults of each element type when they differ.
+    NaN payloads and signed zeros included) when both engines are the same, and to the
+    cross-engine defaults of each element type when they differ
+    (:data:`onemodel.compare.CROSS_ENGINE`: float32 rtol 1e-4, atol 1e-5; the Part 1, Clause
+    11.5 defaults for the others).
     Returns:
         a :class:`RunComparison`.
     Raises:
@@ -520,7 +524,7 @@ def run_and_compare(a: Model, b: Model, *, seed: int = 0, dims: dict[str, int] |
     for e in (ea, eb):
         _check_engine(e)
     if tolerances is None:
-        tolerances = Tolerances(exact=ea == eb)
+        tolerances = Tolerances(exact=ea == eb, cross_engine=ea != eb)
     inputs = random_inputs(a, seed=seed, dims=dims or {}, shapes=shapes)
     try:
         out_a = _run(a, inputs, ea)

@@ -240,3 +240,34 @@ def test_parse_tolerance():
         Tolerance(atol=-1.0)
     with pytest.raises(UsageError):
         Tolerance(ulp=-1)
+
+
+def test_cross_engine_defaults_fit_engines_and_one_engine_stays_strict():
+    from onemodel.compare import Tolerance, Tolerances
+    cross = Tolerances(cross_engine=True)
+    # float32 across two engines: measured (docs/cli.md), rtol 1e-4 and atol 1e-5
+    assert cross.for_value("y", np.float32) == Tolerance(atol=1e-5, rtol=1e-4)
+    # types not measured keep the Clause 11.5 defaults
+    assert cross.for_value("y", np.float64) == Tolerance(atol=ATOL, rtol=RTOL)
+    assert cross.for_value("y", ml_dtypes.bfloat16) == Tolerance(atol=ATOL, rtol=BFLOAT16_RTOL)
+    # one engine against itself stays bit for bit, flags win, and the API default is unchanged
+    assert Tolerances(exact=True, cross_engine=True).for_value("y", np.float32) is None
+    assert Tolerances(Tolerance(atol=0.5), cross_engine=True).for_value(
+        "y", np.float32) == Tolerance(atol=0.5)
+    assert Tolerances().for_value("y", np.float32) == Tolerance(atol=ATOL, rtol=RTOL)
+    # PP-OCRv4 det's sigmoids near 0: 1.3e-7 apart with a cosine of 1.0; at b = 1e-5 that is
+    # beyond Clause 11.5's 1e-7 + 1e-3 * 1e-5, within 1e-5 + 1e-4 * 1e-5
+    a = np.array([1e-5 + 1.3e-7, 0.5], np.float32)
+    b = np.array([1e-5, 0.5], np.float32)
+    assert not compare_value("y", a, b, Tolerances().for_value("y", np.float32)).within
+    assert compare_value("y", a, b, cross.for_value("y", np.float32)).within
+    # the verify API across two engines uses them
+    from pathlib import Path
+
+    import onemodel
+    from onemodel.verify import run_and_compare
+    cnn = Path(__file__).resolve().parents[1] / "testdata" / "models" / "cnn_legacy.onnx"
+    with onemodel.load(cnn) as m:
+        ran = run_and_compare(m, m, engines=("onemodel", "onnxruntime"), dims={"batch": 2})
+    assert ran.tolerances.cross_engine and ran.comparisons[0].tolerance == \
+        Tolerance(atol=1e-5, rtol=1e-4)

@@ -756,7 +756,8 @@ def verify(
         pair = parse_engines(engine, engines, b)
         run = run or bisect
         tolerances = parse_tolerances(atol, rtol, ulp, tol, run=run or pair is not None,
-                                      exact=pair is None or pair[0] == pair[1])
+                                      exact=pair is None or pair[0] == pair[1],
+                                      cross_engine=pair is not None and pair[0] != pair[1])
         dims, shapes = _inputs_given(dim, shape)
         run = run or pair is not None
         if run and "onemodel" in (pair or (engine,)):  # the process is the command's: tune

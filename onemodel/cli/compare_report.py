@@ -43,11 +43,13 @@ def _flag_value(flag: str, value, integer: bool = False):
 
 def parse_tolerances(atol: Optional[float], rtol: Optional[float], ulp: Optional[int],
                      tol: Optional[list], *, run: bool, exact: bool,
-                     needs: str = "--run (or --engines)"):
+                     needs: str = "--run (or --engines)", cross_engine: bool = False):
     """The :class:`onemodel.compare.Tolerances` of ``--atol``, ``--rtol``, ``--ulp`` and
     ``--tol NAME:...`` (repeatable, one per output), or None when none is given (the API's
     default: bit for bit on one engine, Clause 11.5 across two). ``exact``: one engine runs
-    both sides, so outputs without an explicit tolerance are compared bit for bit. ``needs``:
+    both sides, so outputs without an explicit tolerance are compared bit for bit;
+    ``cross_engine``: two engines, so they get the cross-engine defaults
+    (:data:`onemodel.compare.CROSS_ENGINE`). ``needs``:
     the flag that makes outputs to compare, named when ``run`` is false (``run --test-data``).
 
     Raises:
@@ -71,7 +73,7 @@ def parse_tolerances(atol: Optional[float], rtol: Optional[float], ulp: Optional
         if name in per_output:
             raise UsageError(f"--tol {name}: given twice")
         per_output[name] = t
-    return Tolerances(default, per_output, exact=exact)
+    return Tolerances(default, per_output, exact=exact, cross_engine=cross_engine)
 
 
 def _engines_text(report, a: str, b: Optional[str]) -> str:

@@ -10,14 +10,16 @@
  * the checks here repeat the buffer lengths and shapes so that no call can read or write out of
  * bounds; a strided buffer's extent is its exporter's, numpy's):
  *
- *   conv2d(x, w, b, y, dims, relu)
+ *   conv2d(x, w, b, y, dims, act)
  *       2-D convolution of one group (Conv, Clause 11 operator semantics): x [N, C, H, W],
  *       w [M, C, KH, KW], b [M] or None, y [N, M, OH, OW], all float32 C-contiguous buffers
  *       (y writable); dims = (N, C, H, W, M, KH, KW, pad_top, pad_left, OH, OW, stride_h,
  *       stride_w, dilation_h, dilation_w), pads >= 0. y[n, m, oy, ox] = b[m] + sum over
  *       (c, ky, kx) in row-major order of w[m, c, ky, kx] * xpad[n, c, oy*sh + ky*dh,
  *       ox*sw + kx*dw] (xpad: x with pad_top rows and pad_left columns of zeros before it and
- *       zeros after it), then max(., 0) when relu is true (NaN stays NaN).
+ *       zeros after it), then the activation act: 0 none, 1 relu (max(., 0), NaN stays NaN; True
+ *       is 1), 2 SiLU (y * sigmoid(y) with sigmoid8, the bits of the Sigmoid kernel and the
+ *       product Mul rounds: the same values as Conv -> Sigmoid -> Mul).
  *
  *   exp_rows(a, out, sums, rows, n)
  *       Softmax's exponentials: for each of ``rows`` rows of ``n`` float32 values of a,
@@ -57,6 +59,18 @@
  *       scores all lie in [-87, 0] takes its exponentials without exp8's handling of results
  *       in the subnormal range (exp8_normal: the same bits, checked over every float32 there).
  *
+ *   dwconv2d(x, w, b, y, dims, act)
+ *       The depthwise convolution (group = C = M, weights [C, 1, KH, KW]), dims as conv2d's:
+ *       per sample and channel, the plane is copied into a zero-padded buffer laid out as
+ *       conv2d's (one channel), and blocks of 6 output rows by 8 columns are 6 vector
+ *       accumulators, each tap one broadcast weight and 6 loads. Sums over (kernel row, kernel
+ *       column), then the bias, then the activation act as conv2d's.
+ *
+ *   sigmoid(x, y, n)
+ *       y = 1 / (1 + exp(-x)) of n float32 values, from exp(-|x|) (exp8: within 1 ulp, see
+ *       exp_rows): 1 / (1 + e) for x >= 0, e / (1 + e) below, never overflowing; NaN stays
+ *       NaN. x and y may be one buffer.
+ *
  *   bias_relu(x, bias, y, rows, n, relu)
  *       y = x + bias over rows of n float32 values (bias: n values, or None), then
  *       max(y, 0) when relu is true (NaN stays NaN, -0 becomes +0, as numpy.maximum gives
@@ -72,7 +86,9 @@
  * row is 12 vector accumulators of 8 floats (registers), updated per tap (c, ky, kx) with two
  * loads of 8 inputs and 6 broadcast weights: 12 fused multiply-adds per 8 loads, the shape of
  * an optimized matrix-product kernel, without im2col columns; each row of 16 results is stored
- * as two vectors (8 where fewer than 9 columns are left). Functions are compiled for x86-64-v4 (AVX-512), -v3 (AVX2 and FMA) and the
+ * as two vectors (8 where fewer than 9 columns are left); an output at most 4 columns wide takes
+ * two output rows a vector, one of 5 to 8 columns two rows a block (the tiles full, the same
+ * sums). Functions are compiled for x86-64-v4 (AVX-512), -v3 (AVX2 and FMA) and the
  * baseline where GCC supports target_clones; the loader picks one at import.
  *
  * The GIL is released while computing; the Py_buffers are held and released on every path.
@@ -132,6 +148,52 @@ INLINE void store8(float *p, v8 v) { memcpy(p, &v, sizeof v); }
 /* where mask (all ones / all zeros per lane) is set, a, else b */
 INLINE v8 select8(v8i mask, v8 a, v8 b) { return (v8)((mask & (v8i)a) | (~mask & (v8i)b)); }
 
+/* ---- exponentials (exp_rows, sigmoid, the Conv's SiLU) ----------------------------------- */
+
+/* exp of 8 floats x <= 0 or NaN (values shifted by their maximum): x = n ln2 + r,
+ * |r| <= ln2 / 2, exp(r) by a degree-6 polynomial, times 2^(n + 64) (exact) and 2^-64 (so
+ * that results in the subnormal range are rounded once); x < -104 is clamped there, where the
+ * result rounds to 0. A NaN lane stays NaN through the polynomial (its n, converted to an
+ * integer, is whatever the conversion instruction gives; the product with NaN is NaN). */
+INLINE v8 exp8(v8 x) {
+    v8 xc = select8((v8i)(x < bc(-104.0f)), bc(-104.0f), x);
+    const v8 magic = bc(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
+    v8 n = (xc * bc(1.44269504088896341f) + magic) - magic;
+    v8 r = xc - n * bc(0.693359375f);
+    r = r - n * bc(-2.12194440e-4f);
+    v8 p = bc(1.9875691500e-4f);
+    p = p * r + bc(1.3981999507e-3f);
+    p = p * r + bc(8.3334519073e-3f);
+    p = p * r + bc(4.1665795894e-2f);
+    p = p * r + bc(1.6666665459e-1f);
+    p = p * r + bc(5.0000001201e-1f);
+    p = p * (r * r) + r + bc(1.0f);
+    /* n is in [-150, 0]: p * 2^(n + 64) is exact (a normal power of two), the product with
+     * 2^-64 rounds once, into the subnormal range where the result is there */
+    v8i ni = __builtin_convertvector(n, v8i);
+    v8 s = (v8)((ni + (127 + 64)) << 23);
+    return (p * s) * bc(0x1p-64f);
+}
+
+/* 1 / (1 + exp(-x)) of 8 floats from e = exp(-|x|) (never overflows): 1 / (1 + e) for x >= 0,
+ * e / (1 + e) below; NaN stays NaN (its e is NaN), -inf gives 0 and +inf 1 */
+INLINE v8 sigmoid8(v8 v) {
+    const v8 one = bc(1.0f), zero = bc(0.0f);
+    v8 e = exp8(select8((v8i)(v < zero), v, -v));
+    v8 d = one + e;
+    return select8((v8i)(v >= zero), one / d, e / d);
+}
+
+/* the activation applied to a Conv's outputs as they are stored */
+#define ACT_RELU 1
+#define ACT_SILU 2 /* x * sigmoid(x), as Mul(x, Sigmoid(x)) rounds it */
+
+INLINE v8 activate(v8 o, int act) {
+    if (act == ACT_RELU) return select8((v8i)(o < bc(0.0f)), bc(0.0f), o);
+    if (act == ACT_SILU) return o * sigmoid8(o);
+    return o;
+}
+
 /* ---- conv2d ----------------------------------------------------------------------------- */
 
 #define MB 6 /* output channels a block */
@@ -160,10 +222,83 @@ INLINE v8 select8(v8i mask, v8 a, v8 b) { return (v8)((mask & (v8i)a) | (~mask &
             float t[8 * NV];                                                                    \
             for (int v = 0; v < NV; v++) {                                                      \
                 v8 o = acc[v][i] + bias[i];                                                     \
-                if (relu) o = select8((v8i)(o < bc(0.0f)), bc(0.0f), o);                       \
+                o = activate(o, relu);                       \
                 store8(t + 8 * v, o);                                                           \
             }                                                                                   \
             memcpy(dst, t, (size_t)cols * sizeof(float));                                       \
+        }                                                                                       \
+    } while (0)
+
+typedef float v4 __attribute__((vector_size(16)));
+
+/* 4 floats at p and 4 at q as one vector of 8 */
+INLINE v8 load4x2(const float *p, const float *q) {
+    v4 a, b;
+    memcpy(&a, p, sizeof a);
+    memcpy(&b, q, sizeof b);
+#ifdef HAVE_SHUFFLEVECTOR
+    return __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7);
+#else
+    union {
+        v8 v;
+        v4 h[2];
+    } u;
+    u.h[0] = a;
+    u.h[1] = b;
+    return u.v;
+#endif
+}
+
+/* An output at most 4 columns wide: two output rows (oy, oy + 1) a vector of 8, so that the
+ * tiles are full; the same sums in the same order as CONV_BLOCK. Row OH (an odd OH's pair)
+ * reads the buffer's slack rows and is not stored. */
+#define CONV_PAIR()                                                                             \
+    do {                                                                                        \
+        v8 acc[MB];                                                                             \
+        for (int i = 0; i < MB; i++) acc[i] = bc(0.0f);                                         \
+        const float *base = P + oy * sh * Wp;                                                   \
+        const float *w = wb;                                                                    \
+        for (Py_ssize_t r = 0; r < R; r++, w += MB) {                                           \
+            v8 x = load4x2(base + off[r], base + sh * Wp + off[r]);                             \
+            for (int i = 0; i < MB; i++) acc[i] += bc(w[i]) * x;                                \
+        }                                                                                       \
+        for (Py_ssize_t i = 0; i < mn; i++) {                                                   \
+            float t[8];                                                                         \
+            v8 o = acc[i] + bias[i];                                                            \
+            o = activate(o, relu);                           \
+            store8(t, o);                                                                       \
+            float *dst = y + ((m0 + i) * OH + oy) * OW;                                         \
+            memcpy(dst, t, (size_t)OW * sizeof(float));                                         \
+            if (oy + 1 < OH) memcpy(dst + OW, t + 4, (size_t)OW * sizeof(float));               \
+        }                                                                                       \
+    } while (0)
+
+/* An output 5 to 8 columns wide: rows oy and oy + 1 in the two vectors of a block (12
+ * accumulators, two loads and 6 broadcasts per tap, as CONV_BLOCK(2) has for 16 columns); the
+ * same sums in the same order. Row OH (an odd OH's pair) reads the slack rows, not stored. */
+#define CONV_ROWS2()                                                                            \
+    do {                                                                                        \
+        v8 acc[2][MB];                                                                          \
+        for (int v = 0; v < 2; v++)                                                             \
+            for (int i = 0; i < MB; i++) acc[v][i] = bc(0.0f);                                  \
+        const float *base = P + oy * sh * Wp;                                                   \
+        const float *w = wb;                                                                    \
+        for (Py_ssize_t r = 0; r < R; r++, w += MB) {                                           \
+            const float *src = base + off[r];                                                   \
+            v8 x0 = load8(src), x1 = load8(src + sh * Wp);                                      \
+            for (int i = 0; i < MB; i++) {                                                      \
+                v8 wi = bc(w[i]);                                                               \
+                acc[0][i] += wi * x0;                                                           \
+                acc[1][i] += wi * x1;                                                           \
+            }                                                                                   \
+        }                                                                                       \
+        for (Py_ssize_t i = 0; i < mn; i++) {                                                   \
+            float *dst = y + ((m0 + i) * OH + oy) * OW;                                         \
+            for (int v = 0; v < 2 && oy + v < OH; v++) {                                        \
+                float t[8];                                                                     \
+                store8(t, activate(acc[v][i] + bias[i], relu));                                 \
+                memcpy(dst + v * OW, t, (size_t)OW * sizeof(float));                             \
+            }                                                                                   \
         }                                                                                       \
     } while (0)
 
@@ -176,6 +311,14 @@ static void conv_sample(const float *P, Py_ssize_t Wp, const float *wp, const Py
         Py_ssize_t mn = M - m0 < MB ? M - m0 : MB;
         v8 bias[MB];
         for (Py_ssize_t i = 0; i < MB; i++) bias[i] = bc(b && i < mn ? b[m0 + i] : 0.0f);
+        if (OW <= 4 && OH > 1) {
+            for (Py_ssize_t oy = 0; oy < OH; oy += 2) CONV_PAIR();
+            continue;
+        }
+        if (OW <= 8 && OH > 1) {
+            for (Py_ssize_t oy = 0; oy < OH; oy += 2) CONV_ROWS2();
+            continue;
+        }
         for (Py_ssize_t oy = 0; oy < OH; oy++) {
             for (Py_ssize_t ox0 = 0; ox0 < OW;) {
                 Py_ssize_t left = OW - ox0;
@@ -188,6 +331,42 @@ static void conv_sample(const float *P, Py_ssize_t Wp, const float *wp, const Py
                     CONV_BLOCK(1);
                     ox0 += 8;
                 }
+            }
+        }
+    }
+}
+
+/* ---- depthwise conv2d ------------------------------------------------------------------- */
+
+#define DR 6 /* output rows a depthwise block: 6 accumulators of 8 columns */
+
+/* One channel of a depthwise convolution: P its padded plane (phases as conv2d's, rows of Wp,
+ * with DR * sh rows of slack after the last phase), w its R = KH * KW taps, off[r] the offset of
+ * tap r. Blocks of DR output rows by 8 output columns, each tap one broadcast weight and DR
+ * loads; rows past OH are computed from the slack and not stored. */
+MULTIVERSION
+static void dw_channel(const float *P, Py_ssize_t Wp, const float *w, const Py_ssize_t *off,
+                       Py_ssize_t R, Py_ssize_t OH, Py_ssize_t OW, Py_ssize_t sh, float bias,
+                       int relu, float *y) {
+    const Py_ssize_t step = sh * Wp;
+    for (Py_ssize_t oy0 = 0; oy0 < OH; oy0 += DR) {
+        Py_ssize_t rn = OH - oy0 < DR ? OH - oy0 : DR;
+        for (Py_ssize_t ox0 = 0; ox0 < OW; ox0 += 8) {
+            v8 acc[DR];
+            for (int i = 0; i < DR; i++) acc[i] = bc(0.0f);
+            const float *base = P + oy0 * step + ox0;
+            for (Py_ssize_t r = 0; r < R; r++) {
+                v8 wr = bc(w[r]);
+                const float *src = base + off[r];
+                for (int i = 0; i < DR; i++) acc[i] += wr * load8(src + i * step);
+            }
+            Py_ssize_t cols = OW - ox0 < 8 ? OW - ox0 : 8;
+            for (Py_ssize_t i = 0; i < rn; i++) {
+                float t[8];
+                v8 o = acc[i] + bc(bias);
+                o = activate(o, relu);
+                store8(t, o);
+                memcpy(y + (oy0 + i) * OW + ox0, t, (size_t)cols * sizeof(float));
             }
         }
     }
@@ -290,8 +469,13 @@ static PyObject *ck_conv2d(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_ssize_t N = d[0], C = d[1], H = d[2], W = d[3], M = d[4], KH = d[5], KW = d[6];
     Py_ssize_t pt = d[7], pl = d[8], OH = d[9], OW = d[10], sh = d[11], sw = d[12];
     Py_ssize_t dh = d[13], dw = d[14];
-    int relu = PyObject_IsTrue(args[5]);
-    if (relu < 0) return NULL;
+    long act = PyLong_AsLong(args[5]); /* 0, ACT_RELU (True) or ACT_SILU */
+    if (act == -1 && PyErr_Occurred()) return NULL;
+    if (act < 0 || act > ACT_SILU) {
+        PyErr_Format(PyExc_ValueError, "conv: activation %ld is not 0, 1 (relu) or 2 (silu)", act);
+        return NULL;
+    }
+    int relu = (int)act;
     const Py_ssize_t LIM = (Py_ssize_t)1 << 40;
     for (int i = 0; i < 15; i++) {
         Py_ssize_t lo = (i >= 11) ? 1 : (i == 7 || i == 8) ? 0 : 1;
@@ -313,7 +497,9 @@ static PyObject *ck_conv2d(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_ssize_t nx = mul_lim(mul_lim(mul_lim(N, C, LIM), H, LIM), W, LIM);
     Py_ssize_t nw = mul_lim(M, R, LIM), npk = mul_lim(mul_lim(Mb, R, LIM), MB, LIM);
     Py_ssize_t ny = mul_lim(mul_lim(mul_lim(N, M, LIM), OH, LIM), OW, LIM);
-    Py_ssize_t np_ = mul_lim(mul_lim(mul_lim(sw, C, LIM), Hp, LIM), Wp, LIM);
+    /* (sh + 1 rows of slack: the second row of CONV_PAIR's last pair) */
+    Py_ssize_t planes = mul_lim(mul_lim(sw, C, LIM), Hp, LIM);
+    Py_ssize_t np_ = planes < 0 ? -1 : mul_lim(planes + sh + 1, Wp, LIM);
     if (R < 0 || nx < 0 || nw < 0 || npk < 0 || ny < 0 || np_ < 0) goto too_large;
     Py_buffer bx, bw, bb, by;
     if (get_buffer(args[0], &bx, 0, nx, "x") < 0) return NULL;
@@ -389,32 +575,129 @@ too_large:
     return NULL;
 }
 
-/* ---- exp_rows --------------------------------------------------------------------------- */
-
-/* exp of 8 floats x <= 0 or NaN (values shifted by their maximum): x = n ln2 + r,
- * |r| <= ln2 / 2, exp(r) by a degree-6 polynomial, times 2^(n + 64) (exact) and 2^-64 (so
- * that results in the subnormal range are rounded once); x < -104 is clamped there, where the
- * result rounds to 0. A NaN lane stays NaN through the polynomial (its n, converted to an
- * integer, is whatever the conversion instruction gives; the product with NaN is NaN). */
-INLINE v8 exp8(v8 x) {
-    v8 xc = select8((v8i)(x < bc(-104.0f)), bc(-104.0f), x);
-    const v8 magic = bc(12582912.0f); /* 1.5 * 2^23: adding it rounds to an integer */
-    v8 n = (xc * bc(1.44269504088896341f) + magic) - magic;
-    v8 r = xc - n * bc(0.693359375f);
-    r = r - n * bc(-2.12194440e-4f);
-    v8 p = bc(1.9875691500e-4f);
-    p = p * r + bc(1.3981999507e-3f);
-    p = p * r + bc(8.3334519073e-3f);
-    p = p * r + bc(4.1665795894e-2f);
-    p = p * r + bc(1.6666665459e-1f);
-    p = p * r + bc(5.0000001201e-1f);
-    p = p * (r * r) + r + bc(1.0f);
-    /* n is in [-150, 0]: p * 2^(n + 64) is exact (a normal power of two), the product with
-     * 2^-64 rounds once, into the subnormal range where the result is there */
-    v8i ni = __builtin_convertvector(n, v8i);
-    v8 s = (v8)((ni + (127 + 64)) << 23);
-    return (p * s) * bc(0x1p-64f);
+static PyObject *ck_dwconv2d(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "dwconv2d(x, w, b, y, dims, relu)");
+        return NULL;
+    }
+    Py_ssize_t d[15];
+    PyObject *dims = args[4];
+    if (!PyTuple_Check(dims) || PyTuple_GET_SIZE(dims) != 15) {
+        PyErr_SetString(PyExc_TypeError, "dwconv2d: dims is a tuple of 15 ints");
+        return NULL;
+    }
+    for (int i = 0; i < 15; i++) {
+        d[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(dims, i));
+        if (d[i] == -1 && PyErr_Occurred()) return NULL;
+    }
+    Py_ssize_t N = d[0], C = d[1], H = d[2], W = d[3], M = d[4], KH = d[5], KW = d[6];
+    Py_ssize_t pt = d[7], pl = d[8], OH = d[9], OW = d[10], sh = d[11], sw = d[12];
+    Py_ssize_t dh = d[13], dw = d[14];
+    long act = PyLong_AsLong(args[5]); /* 0, ACT_RELU (True) or ACT_SILU */
+    if (act == -1 && PyErr_Occurred()) return NULL;
+    if (act < 0 || act > ACT_SILU) {
+        PyErr_Format(PyExc_ValueError, "conv: activation %ld is not 0, 1 (relu) or 2 (silu)", act);
+        return NULL;
+    }
+    int relu = (int)act;
+    const Py_ssize_t LIM = (Py_ssize_t)1 << 40;
+    for (int i = 0; i < 15; i++) {
+        Py_ssize_t lo = (i == 7 || i == 8) ? 0 : 1;
+        if (d[i] < lo || d[i] > LIM) {
+            PyErr_Format(PyExc_ValueError, "dwconv2d: dimension %d is %zd", i, d[i]);
+            return NULL;
+        }
+    }
+    if (M != C) {
+        PyErr_SetString(PyExc_ValueError, "dwconv2d: one output channel per input channel");
+        return NULL;
+    }
+    /* one channel's padded plane, laid out as conv2d's (columns split into sw phases), with
+     * DR * sh rows of slack after the last phase for the rows a block computes past OH */
+    Py_ssize_t t1 = mul_lim(OH - 1, sh, LIM), t2 = mul_lim(KH - 1, dh, LIM);
+    Py_ssize_t t3 = mul_lim(OW - 1, sw, LIM), t4 = mul_lim(KW - 1, dw, LIM);
+    if (t1 < 0 || t2 < 0 || t3 < 0 || t4 < 0) goto too_large;
+    Py_ssize_t Hp = t1 + t2 + 1;
+    Py_ssize_t Wlog = t3 + t4 + 1;
+    Py_ssize_t Wp = (Wlog + sw - 1) / sw + 16;
+    Py_ssize_t R = mul_lim(KH, KW, LIM);
+    Py_ssize_t nx = mul_lim(mul_lim(mul_lim(N, C, LIM), H, LIM), W, LIM);
+    Py_ssize_t nw = mul_lim(C, R, LIM);
+    Py_ssize_t ny = mul_lim(mul_lim(mul_lim(N, M, LIM), OH, LIM), OW, LIM);
+    Py_ssize_t rows_p = mul_lim(sw, Hp, LIM);
+    Py_ssize_t np_ = rows_p < 0 ? -1 : mul_lim(rows_p + DR * sh + 1, Wp, LIM);
+    if (R < 0 || nx < 0 || nw < 0 || ny < 0 || np_ < 0) goto too_large;
+    Py_buffer bx, bw, bb, by;
+    if (get_buffer(args[0], &bx, 0, nx, "x") < 0) return NULL;
+    if (get_buffer(args[1], &bw, 0, nw, "w") < 0) {
+        PyBuffer_Release(&bx);
+        return NULL;
+    }
+    int has_b = args[2] != Py_None;
+    if (has_b && get_buffer(args[2], &bb, 0, M, "b") < 0) {
+        PyBuffer_Release(&bx);
+        PyBuffer_Release(&bw);
+        return NULL;
+    }
+    if (get_buffer(args[3], &by, 1, ny, "y") < 0) {
+        PyBuffer_Release(&bx);
+        PyBuffer_Release(&bw);
+        if (has_b) PyBuffer_Release(&bb);
+        return NULL;
+    }
+    float *P = calloc((size_t)np_, sizeof(float));
+    Py_ssize_t *off = malloc((size_t)R * sizeof(Py_ssize_t));
+    PyObject *result = NULL;
+    if (!P || !off) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const float *x = bx.buf, *w = bw.buf, *b = has_b ? (const float *)bb.buf : NULL;
+    float *y = by.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t ky = 0, r = 0; ky < KH; ky++)
+        for (Py_ssize_t kx = 0; kx < KW; kx++, r++)
+            off[r] = (kx * dw % sw * Hp + ky * dh) * Wp + kx * dw / sw;
+    Py_ssize_t rows = H < Hp - pt ? H : Hp - pt, cols = W < Wlog - pl ? W : Wlog - pl;
+    for (Py_ssize_t n = 0; n < N; n++)
+        for (Py_ssize_t c = 0; c < C; c++) {
+            const float *xs = x + (n * C + c) * H * W;
+            /* the rows and columns the windows read; the padding stays zero (every channel
+             * writes the same places) */
+            if (rows > 0 && cols > 0)
+                for (Py_ssize_t r = 0; r < rows; r++) {
+                    const float *src = xs + r * W;
+                    if (sw == 1) {
+                        memcpy(P + (pt + r) * Wp + pl, src, (size_t)cols * sizeof(float));
+                        continue;
+                    }
+                    for (Py_ssize_t ph = 0; ph < sw; ph++) {
+                        Py_ssize_t j = pl + (ph - pl % sw + sw) % sw;
+                        float *dst = P + (ph * Hp + pt + r) * Wp + j / sw;
+                        for (; j < pl + cols; j += sw) *dst++ = src[j - pl];
+                    }
+                }
+            dw_channel(P, Wp, w + c * R, off, R, OH, OW, sh, b ? b[c] : 0.0f, relu,
+                       y + (n * M + c) * OH * OW);
+        }
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    free(off);
+    free(P);
+    PyBuffer_Release(&bx);
+    PyBuffer_Release(&bw);
+    if (has_b) PyBuffer_Release(&bb);
+    PyBuffer_Release(&by);
+    return result;
+too_large:
+    PyErr_SetString(PyExc_ValueError, "dwconv2d: sizes too large");
+    return NULL;
 }
+
+/* ---- exp_rows --------------------------------------------------------------------------- */
 
 /* exp8 for x in [-87, 0] (or NaN): there 2^n is a normal float (n >= -126), so p * 2^n is the
  * one rounding exp8 gives, bit for bit, without its clamp and its two-step scaling */
@@ -963,6 +1246,48 @@ fail_q:
     return NULL;
 }
 
+/* ---- sigmoid ------------------------------------------------------------------------------ */
+
+MULTIVERSION
+static void sigmoid_impl(const float *x, float *y, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) store8(y + i, sigmoid8(load8(x + i)));
+    if (i < n) { /* the last values, through a vector padded with zeros */
+        float t[8] = {0};
+        memcpy(t, x + i, (size_t)(n - i) * sizeof(float));
+        store8(t, sigmoid8(load8(t)));
+        memcpy(y + i, t, (size_t)(n - i) * sizeof(float));
+    }
+}
+
+static PyObject *ck_sigmoid(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "sigmoid(x, y, n)");
+        return NULL;
+    }
+    Py_ssize_t n = PyLong_AsSsize_t(args[2]);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (n < 0 || n > ((Py_ssize_t)1 << 40)) {
+        PyErr_Format(PyExc_ValueError, "sigmoid: n is %zd", n);
+        return NULL;
+    }
+    Py_buffer bx, by;
+    if (get_buffer(args[0], &bx, 0, n, "x") < 0) return NULL;
+    if (get_buffer(args[1], &by, 1, n, "y") < 0) {
+        PyBuffer_Release(&bx);
+        return NULL;
+    }
+    const float *x = bx.buf;
+    float *y = by.buf;
+    Py_BEGIN_ALLOW_THREADS
+    sigmoid_impl(x, y, n);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&by);
+    PyBuffer_Release(&bx);
+    Py_RETURN_NONE;
+}
+
 /* ---- bias_relu ---------------------------------------------------------------------------- */
 
 MULTIVERSION
@@ -1030,8 +1355,12 @@ static PyMethodDef methods[] = {
      "normalized."},
     {"conv2d", (PyCFunction)(void (*)(void))ck_conv2d, METH_FASTCALL,
      "conv2d(x, w, b, y, dims, relu): float32 2-D convolution of one group into y."},
+    {"dwconv2d", (PyCFunction)(void (*)(void))ck_dwconv2d, METH_FASTCALL,
+     "dwconv2d(x, w, b, y, dims, relu): float32 2-D depthwise convolution (group = C = M)."},
     {"bias_relu", (PyCFunction)(void (*)(void))ck_bias_relu, METH_FASTCALL,
      "bias_relu(x, bias, y, rows, n, relu): y = x + bias per row, then max(., 0) if relu."},
+    {"sigmoid", (PyCFunction)(void (*)(void))ck_sigmoid, METH_FASTCALL,
+     "sigmoid(x, y, n): y = 1 / (1 + exp(-x)) of n float32 values."},
     {"exp_rows", (PyCFunction)(void (*)(void))ck_exp_rows, METH_FASTCALL,
      "exp_rows(a, out, sums, rows, n): exp(row - row max) into out, row sums into sums."},
     {NULL, NULL, 0, NULL},

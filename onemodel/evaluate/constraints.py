@@ -18,17 +18,71 @@ from ..inference.engine import fresh_name
 def model_constraints(model) -> list:
     """The constraints of ``model``'s main graph on its input extents (a list of
     :class:`onemodel.inference.engine.Constraint`), the ones that use input variables only."""
+    return model_facts(model)[0]
+
+
+def model_facts(model) -> tuple[list, dict[str, str], dict]:
+    """``(constraints, contradictions, values)`` of ``model`` inferred with a variable for every
+    open input extent: the constraints of :func:`model_constraints`; node path -> the message
+    of the first contradiction there (found with every input extent a variable, it holds
+    whatever extents the inputs are given: a Squeeze of an axis whose extent is the constant
+    22, which no input can make run); value name -> its inferred
+    :class:`onemodel.inference.value.Value`."""
     res = infer_model(model, fresh_inputs=True)
     names = set(_variables(model))
     out = []
     for c in res.constraints:
-        used = set()
-        for side in (c.a, c.b):
-            if isinstance(side, Expr):
-                used |= side.variables()
-        if used and used <= names:
+        if (used := _used(c)) and used <= names:
             out.append(c)
-    return out
+    contradictions: dict[str, str] = {}
+    for c in res.contradictions:
+        contradictions.setdefault(c.path, c.message)
+    return out, contradictions, res.values
+
+
+def _used(c) -> set:
+    used = set()
+    for side in (c.a, c.b):
+        if isinstance(side, Expr):
+            used |= side.variables()
+    return used
+
+
+#: Extents :func:`fitting_extents` tries, in order: the multiples of 32 up to 2048 (the sizes
+#: image models are made for), then every extent up to 4096.
+FIT_CANDIDATES = tuple(range(32, 2049, 32)) + tuple(range(1, 4097))
+
+
+def fitting_extents(constraints: list, binding: dict) -> dict[str, int] | None:
+    """New extents for the variables of the constraints that ``binding`` (variable -> extent)
+    breaks, with which every constraint holds (unknown counts as holding): the first of
+    :data:`FIT_CANDIDATES` for all of them together (a square image), else for each in turn,
+    the others kept. None when ``binding`` breaks none, or no such extents are found. No model
+    is run: the constraints are inference's (``height`` must be odd after four halvings, the
+    inner extent of a MatMul 768)."""
+    broken = [c for c in constraints if c.holds(binding) is False]
+    if not broken:
+        return None
+    names = sorted({v for c in broken for v in _used(c) if v in binding})
+    if not names:
+        return None
+
+    def holds(trial):
+        return all(c.holds(trial) is not False for c in constraints)
+
+    for v in FIT_CANDIDATES:
+        if holds({**binding, **dict.fromkeys(names, v)}):
+            return dict.fromkeys(names, v)
+    trial = dict(binding)
+    for name in names:
+        mine = [c for c in constraints if name in _used(c)
+                and _used(c) <= set(names[:names.index(name) + 1]) | (set(binding) - set(names))]
+        found = next((v for v in FIT_CANDIDATES
+                      if all(c.holds({**trial, name: v}) is not False for c in mine)), None)
+        if found is None:
+            return None
+        trial[name] = found
+    return {n: trial[n] for n in names} if holds(trial) else None
 
 
 def _variables(model) -> dict[str, tuple[int, str, int]]:
@@ -89,18 +143,31 @@ def check_inputs(constraints: list, binding: dict, where: dict) -> None:
             i, name, axis = where[used[0]]
             given = ", ".join(
                 f"input '{where[v][1]}' has extent {binding[v]} on axis {where[v][2]} "
-                f"({'unnamed' if v.startswith('?') else v})" for v in used)
-            need = (f"{_text(c.a)} in {{{', '.join(map(str, c.allowed))}}}"
-                    if c.allowed is not None else f"{_text(c.a)} == {_text(c.b)}")
-            raise InputError(f"{given}; {c.message} at {c.path}: {need} does not hold",
-                             path=f"graph.inputs[{i}]")
+                f"({'unnamed' if is_fresh(v, where) else v})" for v in used)
+            need = (f"{_text(c.a, where)} in {{{', '.join(map(str, c.allowed))}}}"
+                    if c.allowed is not None else
+                    f"{_text(c.a, where)} == {_text(c.b, where)}")
+            error = InputError(f"{given}; {c.message} at {c.path}: {need} does not hold",
+                               path=f"graph.inputs[{i}]")
+            #: what the input hint needs (:func:`.inputs.add_inputs_hint`): the constraints
+            #: and the extents that break one
+            error.unmet = (constraints, dict(binding), dict(where))
+            raise error
 
 
-def _text(d) -> str:
+def is_fresh(v: str, where: dict) -> bool:
+    """Whether variable ``v`` stands for an unnamed input extent (its fresh name, from
+    ``where`` of :func:`bind_inputs`), not a dim_param: a PaddlePaddle export declares the
+    dim_param ``?`` itself, which only looks like one."""
+    w = where.get(v)
+    return w is not None and v == fresh_name(w[1], w[2])
+
+
+def _text(d, where: dict) -> str:
     s = str(d)
     for v in (d.variables() if isinstance(d, Expr) else ()):
-        if v.startswith("?"):
-            name, _, axis = v[1:].rpartition(":")
+        if is_fresh(v, where):
+            _, name, axis = where[v]
             s = s.replace(v, f"{name}.shape[{axis}]")
     return s
 
@@ -114,4 +181,21 @@ def suggested_dims(model, constraints: list | None = None) -> dict[str, int]:
             for x, y in ((c.a, c.b), (c.b, c.a)):
                 if isinstance(x, Expr) and x.variable is not None and type(y) is int:
                     out.setdefault(x.variable, y)
+    return out
+
+
+def default_dims(model, given: dict | None = None) -> dict[str, int]:
+    """Extents for the input dimension variables ``given`` leaves unset (fresh names for
+    unnamed extents included), for generated inputs: those the constraints pin
+    (:func:`suggested_dims`), and where the others at 1 (or pinned) break a constraint, the
+    extents :func:`fitting_extents` finds for them (nudenet's height and width, which must
+    stay odd through four halvings: 32), unless that would change a variable of ``given``.
+    What ``given`` sets is not in the result."""
+    given = given or {}
+    constraints = model_constraints(model)
+    out = {v: e for v, e in suggested_dims(model, constraints).items() if v not in given}
+    binding = {v: given.get(v, out.get(v, 1)) for v in _variables(model)}
+    found = fitting_extents(constraints, binding)
+    if found and not any(v in given for v in found):
+        out.update(found)
     return out

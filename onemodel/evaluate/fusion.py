@@ -28,6 +28,10 @@ three nodes are in the default domain with the built-in kernels (no session or u
 replaces them), Softmax from opset 13 on along axis -1. Operands that are not float32 / float64
 stacks of one batch shape are computed by the same kernels without blocks.
 
+A Conv whose output only a Sigmoid and a Mul of the two read (SiLU: YOLO exports) runs with them
+as one step (:func:`.kernels.conv.conv_silu`): the compiled Conv kernels apply ``y * sigmoid(y)``
+as the outputs are stored, with the Sigmoid kernel's bits and the product the Mul rounds, so the
+values are those of the three nodes.
 A Conv whose output only a Relu reads runs with it as one step (:func:`.kernels.conv.conv_relu`,
 with the Conv's attributes): the compiled Conv kernel applies the Relu to each output as it
 stores it, which saves a pass over the output.
@@ -55,7 +59,7 @@ import numpy as np
 from ..errors import EvaluationError
 from . import ckernels, registry
 from .kernels.activations import _softmax, _softmax_last, shifted_exp_rows
-from .kernels.conv import conv_relu
+from .kernels.conv import conv_relu, conv_silu
 from .kernels.linalg import matmul_array, memory_order
 from .kernels.norm import add_layer_norm
 from .kernels.shape import _ints, reshape_transpose_reshape
@@ -290,6 +294,26 @@ def fuse_attention(steps: list, captured: set[str], kept: set[str], make_step) -
         fused.outs = list(relu.outs)
         drop.add(pos)
         replace[j] = fused
+    for pos, st in enumerate(steps):  # Conv -> Sigmoid -> Mul(conv, sigmoid): SiLU
+        if not (free(pos) and _builtin(st, "Conv") and 2 <= len(st.ins) <= 3
+                and len(st.outs) == 1 and st.outs[0] and st.outs[0] not in captured
+                and st.outs[0] not in kept):
+            continue
+        r = readers.get(st.outs[0], [])
+        if len(r) != 2 or not all(free(i) for i in r):
+            continue
+        sig, mul = (steps[r[0]], steps[r[1]]) if _builtin(steps[r[0]], "Sigmoid") else \
+            (steps[r[1]], steps[r[0]])
+        i_sig, i_mul = (r[0], r[1]) if sig is steps[r[0]] else (r[1], r[0])
+        if not (_builtin(sig, "Sigmoid") and sig.ins == st.outs and len(sig.outs) == 1
+                and _builtin(mul, "Mul") and mul.opset >= 7 and len(mul.outs) == 1
+                and sorted(mul.ins) == sorted([st.outs[0], sig.outs[0]])
+                and only_reader(sig.outs[0]) == i_mul):
+            continue
+        fused = make_step(st, st.ins, _described(conv_silu, [st, sig, mul]))
+        fused.outs = list(mul.outs)
+        drop.update((pos, i_sig))
+        replace[i_mul] = fused
     for pos, st in enumerate(steps):
         if not (free(pos) and _builtin(st, "Add") and st.opset >= 7 and len(st.ins) == 2
                 and all(st.ins) and len(st.outs) == 1):

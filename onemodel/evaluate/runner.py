@@ -31,6 +31,7 @@ registered for the function's operator.
 from __future__ import annotations
 
 import inspect
+import time
 from typing import Any
 
 import numpy as np
@@ -53,6 +54,13 @@ from .context import Context, attribute_value, tensor_value
 from .fusion import fuse_attention
 from .inputs import prepare_inputs
 from .memory import refresh_budget, tune_allocator
+
+
+class RunExpired(BaseException):
+    """Raised between two nodes of :meth:`Session.run` once ``Session.deadline`` has passed.
+    A BaseException, as KeyboardInterrupt is, so that no kernel running a subgraph turns it
+    into an error of its node; only a caller that set the deadline catches it (the input
+    hint's probe, :func:`.inputs.add_inputs_hint`)."""
 
 
 def _label(node: Node) -> str:
@@ -178,6 +186,10 @@ class Session:
         self._plans[None] = self._main
         self._check_inputs = check_inputs
         self._constraints: list | None = None
+        #: ``time.monotonic()`` after which a run stops between two nodes (its subgraphs'
+        #: included) by raising :class:`RunExpired`; None (the default): no limit. Set by
+        #: the input hint's probe, whose trial runs have a wall-clock budget.
+        self.deadline: float | None = None
 
     # -- the public face ------------------------------------------------------------------------
     @property
@@ -535,7 +547,10 @@ class Session:
 
     # -- evaluation -----------------------------------------------------------------------------
     def _execute(self, plan: _Plan, env: dict, observer=None) -> list:
+        deadline = self.deadline
         for st in plan.steps:
+            if deadline is not None and time.monotonic() > deadline:
+                raise RunExpired(f"the run passed its deadline before node {st.index}")
             try:
                 args = [env[n] if n else None for n in st.ins]
             except KeyError as e:

@@ -557,7 +557,33 @@ def to_float8(x: np.ndarray, code: int, saturate: bool = True,
         src = np.clip(src, -hi, hi)
         if inf is not None and inf.any():
             src = np.where(inf, np.nan, src).astype(src.dtype, copy=False)
-    return src.astype(dt)
+    return narrow_float(src, dt)
+
+
+def narrow_float(x: np.ndarray, dt) -> np.ndarray:
+    """``x`` (a float array) as the narrow float type ``dt`` (bfloat16, the float8, float6 and
+    float4 types of ml_dtypes), rounded once to nearest even (Clause 6.3.2). ml_dtypes converts
+    a float64 through float32, which rounds twice: -431.99999999999994 became -448 in
+    FLOAT8E4M3FN, not -416, and 1 + 2^-8 + 2^-40 became 1.0 in bfloat16, not 1.0078125. A
+    float wider than float32 is therefore first rounded in float64 to ``dt``'s precision at
+    its exponent (:func:`round_to_precision`); the float32 of that value is exact and its
+    conversion by ml_dtypes rounds no more. Same shape; ``dt`` array."""
+    if x.dtype.kind == "f" and x.dtype.itemsize > 4:
+        info = ml_dtypes.finfo(dt)
+        x = round_to_precision(x.astype(np.float64, copy=False), int(info.nmant),
+                               int(info.minexp))
+    return x.astype(dt)
+
+
+def round_to_precision(v: np.ndarray, nmant: int, minexp: int) -> np.ndarray:
+    """float64 ``v`` rounded to nearest, ties to even, to a binary format of ``nmant`` stored
+    mantissa bits and smallest normal exponent ``minexp`` (unbounded above): the quantum at
+    ``v`` is ``2^(max(e, minexp) - nmant)`` with ``e`` the exponent of ``v``'s leading bit
+    (subnormals keep the quantum of ``minexp``). Scaling by powers of two is exact in float64,
+    so the one rounding is ``rint``'s. +-0, +-Inf and NaN are kept; float64 result."""
+    _, e = np.frexp(v)                         # v = m * 2^e, 0.5 <= |m| < 1
+    q = np.maximum(e.astype(np.int64) - 1, minexp) - nmant
+    return np.ldexp(np.rint(np.ldexp(v, -q)), q)
 
 
 def typed_extra_bits(t) -> tuple[int, int] | None:

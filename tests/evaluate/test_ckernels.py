@@ -161,6 +161,22 @@ CASES = {
     "no_bias": ((2, 3, 6, 7), (6, 3, 3, 3), False, {"pads": [1, 1, 1, 1]}),
     "kernel1x5": ((1, 3, 5, 12), (6, 3, 1, 5), True, {"pads": [0, 2, 0, 2]}),
     "kernel5x1": ((1, 3, 12, 5), (6, 3, 5, 1), True, {"pads": [2, 0, 2, 0]}),
+    # taller than wide, narrower than 8 columns: computed transposed (ckernels.NARROW_OUTPUT)
+    "tall_5x1_width1": ((2, 8, 40, 1), (7, 8, 5, 1), True, {}),
+    "tall_width7": ((1, 3, 30, 9), (5, 3, 3, 3), True, {}),
+    "tall_strides_dilations": ((2, 3, 30, 5), (13, 3, 3, 2), True,
+                               {"strides": [2, 1], "dilations": [1, 2], "pads": [1, 0, 2, 1]}),
+    "tall_sw2": ((1, 4, 21, 9), (6, 4, 4, 3), False, {"strides": [1, 2], "pads": [0, 1, 0, 1]}),
+    # at most 4 columns: two output rows a vector (an odd count leaves the last row alone)
+    "pair_4x4_stride2": ((2, 5, 8, 8), (13, 5, 3, 3), True, {"strides": [2, 2], "pads": [1] * 4}),
+    "pair_3x3": ((1, 6, 5, 5), (7, 6, 3, 3), True, {}),
+    "pair_5x4_dilation2": ((1, 3, 9, 8), (5, 3, 3, 3), False,
+                           {"dilations": [2, 2], "pads": [1, 0, 0, 0]}),
+    "pair_2x2_stride2": ((3, 4, 4, 4), (8, 4, 3, 3), True, {"strides": [2, 2], "pads": [1] * 4}),
+    # 5 to 8 columns: two output rows a block
+    "rows2_8x8": ((2, 5, 8, 8), (7, 5, 3, 3), True, {"pads": [1] * 4}),
+    "rows2_7x5_odd": ((1, 3, 9, 7), (13, 3, 3, 3), False, {"pads": [0, 0, 0, 0]}),
+    "rows2_stride2": ((2, 4, 16, 13), (6, 4, 3, 3), True, {"strides": [2, 2], "pads": [1] * 4}),
     "c1": ((2, 1, 7, 8), (4, 1, 3, 3), True, {"pads": [1, 1, 1, 1]}),
     "n1": ((1, 5, 6, 6), (7, 5, 3, 3), True, {}),
     "n5": ((5, 3, 6, 19), (9, 3, 3, 3), True, {"pads": [1, 1, 1, 1]}),
@@ -212,6 +228,35 @@ def test_conv2d_direct_is_within_the_bound_of_exact(case, compiled):
     assert y is not None and compiled == ["conv2d"]
     assert y.dtype == np.float32 and y.flags.c_contiguous
     assert_close_to_exact(y, want, ulps=_conv_ulps(w, b), scale=mag)
+
+
+def _best_ms(f, runs: int = 5) -> float:
+    import time
+    f()
+    best = math.inf
+    for _ in range(runs):
+        t = time.perf_counter()
+        f()
+        best = min(best, time.perf_counter() - t)
+    return best * 1e3
+
+
+@needs_c
+def test_conv2d_tall_narrow_output_is_not_slower_than_its_transpose():
+    # magika's Conv: a [5, 1] kernel over [512, 1]. Its 16-column register tiles computed 8
+    # columns to keep 1 (121 ms against numpy's 9 ms); computed transposed it takes what the
+    # wide convolution takes. Generous bound (machines differ, others share them): 3x.
+    x = RNG.standard_normal((1, 64, 512, 1)).astype(np.float32)
+    w = RNG.standard_normal((128, 64, 5, 1)).astype(np.float32)
+    xt = np.ascontiguousarray(x.transpose(0, 1, 3, 2))
+    wt = np.ascontiguousarray(w.transpose(0, 1, 3, 2))
+    tall = _best_ms(lambda: ckernels.conv2d(x, w, None, [0, 0], [508, 1], [1, 1], [1, 1]))
+    wide = _best_ms(lambda: ckernels.conv2d(xt, wt, None, [0, 0], [1, 508], [1, 1], [1, 1]))
+    assert tall <= 3 * wide + 1.0, (tall, wide)
+    y = ckernels.conv2d(x, w, None, [0, 0], [508, 1], [1, 1], [1, 1])
+    want, mag = _exact_conv(x, w, None, [0, 0], [0, 0], [508, 1], [1, 1], [1, 1])
+    assert y.shape == (1, 128, 508, 1) and y.flags.c_contiguous
+    assert_close_to_exact(y, want, ulps=_conv_ulps(w, None), scale=mag)
 
 
 @needs_c
@@ -921,3 +966,152 @@ def test_exp_rows_without_and_with_subnormal_handling_give_the_same_bits(n):
     C.exp_rows(rows, out, sums, 2, n + 1)
     np.testing.assert_array_equal(out[0, :n], out[1, :n])
     assert out[1, n] == np.float32(np.exp(np.float64(-200.0)))  # 0: below the subnormals
+
+
+# -- sigmoid -----------------------------------------------------------------------------------
+@needs_c
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 100, 4099])
+def test_sigmoid_within_three_ulps_of_float64(n):
+    # exp(-|x|) within 1 ulp, then 1 + e and one division rounded: 3 ulps of the result,
+    # down to the subnormal range (x to -110) and saturating to 1 above
+    x = np.concatenate([RNG.uniform(-110, 30, n), RNG.standard_normal(n) * 4]).astype(np.float32)
+    y = ckernels.sigmoid(x)
+    assert y.dtype == np.float32 and y.shape == x.shape
+    x64 = x.astype(np.float64)
+    exact = np.where(x64 >= 0, 1 / (1 + np.exp(-x64)), np.exp(x64) / (1 + np.exp(x64)))
+    assert _ulp_ratio(y, exact).max() <= 3
+    sp = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 88.0, -88.0, -104.0], np.float32)
+    got = ckernels.sigmoid(sp)
+    assert got[:4].tolist() == [0.5, 0.5, 1.0, 0.0] and np.isnan(got[4])
+    assert got[5] == 1.0 and 0 < got[6] < 1e-38 and got[7] == 0.0  # exp(-104) rounds to 0
+
+
+@needs_c
+def test_sigmoid_operator_takes_the_compiled_pass_and_pure_python_agrees(monkeypatch):
+    x = (RNG.standard_normal((3, 257)) * 6).astype(np.float32)
+    model = node_model("Sigmoid", {"x": x}, ["x"], ["y"], opset=13)
+    calls = []
+    real = C.sigmoid
+    monkeypatch.setattr(C, "sigmoid", lambda *a: calls.append(1) or real(*a))
+    (got,) = ours(model, {"x": x})
+    assert calls == [1]
+    monkeypatch.setenv("ONEMODEL_PURE_PYTHON", "1")
+    (pure,) = ours(model, {"x": x})
+    assert calls == [1]
+    exact = 1 / (1 + np.exp(-x.astype(np.float64)))
+    assert _ulp_ratio(got, exact).max() <= 3 and _ulp_ratio(pure, exact).max() <= 3
+
+
+@needs_c
+def test_raw_sigmoid_refuses_bad_arguments():
+    with pytest.raises(TypeError):
+        C.sigmoid(_f(4), _f(4))
+    with pytest.raises(ValueError):
+        C.sigmoid(_f(4), _f(4), -1)
+    with pytest.raises(ValueError):
+        C.sigmoid(_f(3), _f(4), 4)  # x too short
+    with pytest.raises((ValueError, TypeError, BufferError)):
+        C.sigmoid(_f(4), _readonly(4), 4)
+    y = _f(4)
+    C.sigmoid(np.zeros(4, np.float32), y, 4)
+    assert y.tolist() == [0.5] * 4
+
+
+# -- dwconv2d ------------------------------------------------------------------------------------
+DW_CASES = {
+    "3x3_pad1": ((2, 5, 9, 20), (3, 3), {"pads": [1, 1, 1, 1]}),
+    "5x5_stride2": ((1, 7, 17, 23), (5, 5), {"strides": [2, 2], "pads": [2, 2, 2, 2]}),
+    "stride_w3_dilation2": ((1, 3, 11, 30), (3, 3),
+                            {"strides": [1, 3], "dilations": [2, 2], "pads": [0, 1, 2, 0]}),
+    "narrow_rows": ((1, 4, 3, 5), (3, 3), {"pads": [1, 1, 1, 1]}),  # OH < 6, OW < 8
+    "tall_1x1_output": ((1, 2, 40, 3), (3, 3), {}),
+    "crop_end": ((1, 3, 8, 9), (3, 3), {"pads": [1, 1, -1, -2]}),
+    "same_upper": ((1, 6, 10, 13), (4, 3), {"auto_pad": "SAME_UPPER", "strides": [2, 2]}),
+    "1d": ((2, 4, 37), (5,), {"pads": [2, 2], "strides": [2]}),
+}
+
+
+def _exact_depthwise(x, w, b, begin, end, out, strides, dilations):
+    """The depthwise Conv in float64: each channel as a Conv of one channel."""
+    parts = [_exact_conv(x[:, c:c + 1], w[c:c + 1], None if b is None else b[c:c + 1], begin,
+                         end, out, strides, dilations) for c in range(x.shape[1])]
+    return (np.concatenate([p[0] for p in parts], axis=1),
+            np.concatenate([p[1] for p in parts], axis=1))
+
+
+@needs_c
+@pytest.mark.parametrize("case", list(DW_CASES))
+def test_depthwise_conv_is_within_the_bound_of_exact(case, monkeypatch):
+    xs, k, attrs = DW_CASES[case]
+    ch = xs[1]
+    feeds = {"x": RNG.standard_normal(xs).astype(np.float32),
+             "w": RNG.standard_normal((ch, 1) + k).astype(np.float32),
+             "b": RNG.standard_normal(ch).astype(np.float32)}
+    begin, end, out, strides, dilations = _geometry(attrs, xs[2:], k)
+    want, mag = _exact_depthwise(feeds["x"], feeds["w"], feeds["b"], begin, end, out,
+                                 strides, dilations)
+    ulps = math.prod(k) + 1  # R products and the bias, as _conv_ulps
+    calls = []
+    real = C.dwconv2d
+    monkeypatch.setattr(C, "dwconv2d", lambda *a: calls.append(1) or real(*a))
+    model = _conv_model(feeds, {**attrs, "group": ch})
+    got = ours(model, feeds)
+    assert calls == [1], "the compiled kernel was not taken"
+    assert_close_to_exact(got, [want], ulps=ulps, scale=mag)
+    # directly, with relu: max(y, 0) of the same sums
+    y = ckernels.dwconv2d(feeds["x"], feeds["w"], feeds["b"], begin, out, strides, dilations)
+    r = ckernels.dwconv2d(feeds["x"], feeds["w"], feeds["b"], begin, out, strides, dilations,
+                          relu=True)
+    assert y.flags.c_contiguous and y.shape == want.shape
+    np.testing.assert_array_equal(r, np.maximum(y, np.float32(0)))
+    monkeypatch.setenv("ONEMODEL_PURE_PYTHON", "1")  # the numpy path, within the same bound
+    got = ours(model, feeds)
+    assert calls == [1, 1, 1]
+    assert_close_to_exact(got, [want], ulps=ulps, scale=mag)
+
+
+@needs_c
+def test_depthwise_conv_declines_what_it_does_not_compute():
+    x = RNG.standard_normal((1, 4, 6, 6)).astype(np.float32)
+    w = RNG.standard_normal((8, 1, 3, 3)).astype(np.float32)  # multiplier 2
+    assert ckernels.dwconv2d(x, w, None, [0, 0], [4, 4], [1, 1], [1, 1]) is None
+    assert ckernels.dwconv2d(x.astype(np.float64), w[:4].astype(np.float64), None, [0, 0],
+                             [4, 4], [1, 1], [1, 1]) is None
+    with pytest.raises(ValueError):
+        C.dwconv2d(x, w, None, np.empty((1, 8, 4, 4), np.float32),
+                   (1, 4, 6, 6, 8, 3, 3, 0, 0, 4, 4, 1, 1, 1, 1), False)  # M != C
+    with pytest.raises(ValueError):
+        C.dwconv2d(x, w[:4], None, np.empty((1, 4, 4, 4), np.float32),
+                   (1, 4, 6, 6, 4, 3, 3, 0, 0, 4, 0, 1, 1, 1, 1), False)  # OW 0
+    with pytest.raises(TypeError):
+        C.dwconv2d(x, w[:4], None, np.empty((1, 4, 4, 4), np.float32), (1, 4), False)
+
+
+@needs_c
+@pytest.mark.parametrize("case", ["width3", "width13", "stride2", "pair_4x4_stride2",
+                                  "rows2_7x5_odd", "tall_5x1_width1", "1d"])
+def test_conv2d_silu_is_the_sigmoid_kernel_then_the_product_bitwise(case):
+    xs, ws, bias, attrs = CASES[case]
+    feeds = _conv_feeds(xs, ws, bias)
+    x, w, b = feeds["x"], feeds["w"], feeds.get("b")
+    begin, _, out, strides, dilations = _geometry(attrs, xs[2:], ws[2:])
+    y = ckernels.conv2d(x, w, b, begin, out, strides, dilations)
+    s = ckernels.conv2d(x, w, b, begin, out, strides, dilations, silu=True)
+    np.testing.assert_array_equal(s.view(np.uint32), (y * ckernels.sigmoid(y)).view(np.uint32))
+    # the depthwise kernel alike, on one channel and its filter
+    xd, wd = np.ascontiguousarray(x[:, :1]), np.ascontiguousarray(w[:1, :1])
+    yd = ckernels.dwconv2d(xd, wd, None, begin, out, strides, dilations)
+    sd = ckernels.dwconv2d(xd, wd, None, begin, out, strides, dilations, silu=True)
+    np.testing.assert_array_equal(sd.view(np.uint32),
+                                  (yd * ckernels.sigmoid(yd)).view(np.uint32))
+
+
+@needs_c
+def test_raw_conv_activation_codes():
+    x, w = _f(16).reshape(1, 1, 4, 4), _f(9).reshape(1, 1, 3, 3)
+    dims = (1, 1, 4, 4, 1, 3, 3, 0, 0, 2, 2, 1, 1, 1, 1)
+    for fn in (C.conv2d, C.dwconv2d):
+        with pytest.raises(ValueError, match="activation 3"):
+            fn(x, w, None, np.empty((1, 1, 2, 2), np.float32), dims, 3)
+        with pytest.raises(TypeError):
+            fn(x, w, None, np.empty((1, 1, 2, 2), np.float32), dims, "relu")

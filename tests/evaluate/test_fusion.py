@@ -567,3 +567,59 @@ def test_a_kernel_s_own_error_in_a_fused_step_names_the_chain():
                        r"\(node 0\) -> Transpose \(node 1\) -> Reshape \(node 2\): shape \[-1, "
                        r"-1\] has more than one -1"):
         session.run({"x": x})
+
+
+def _conv_silu_model(feeds, *, swapped=False, reader=False, group=1):
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1], group=group),
+             helper.make_node("Sigmoid", ["y"], ["s"]),
+             helper.make_node("Mul", ["s", "y"] if swapped else ["y", "s"], ["z"])]
+    outputs = ["z"]
+    if reader:  # the Sigmoid's output read by another node too
+        nodes.append(helper.make_node("Neg", ["s"], ["n"]))
+        outputs.append("n")
+    graph = helper.make_graph(nodes, "g", [tensor_info(n, feeds[n]) for n in ("x", "w", "b")],
+                              [helper.make_value_info(n, onnx.TypeProto()) for n in outputs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    return decode_model(model.SerializeToString())
+
+
+@pytest.mark.parametrize("pure", [False, True])  # the compiled Conv kernels, and numpy's path
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("swapped", [False, True])
+@pytest.mark.parametrize("group", [1, 3])  # one group, and depthwise
+def test_conv_sigmoid_mul_fused_as_silu_with_the_values_of_the_three_nodes(
+        pure, dtype, swapped, group, monkeypatch):
+    if pure:
+        monkeypatch.setenv("ONEMODEL_PURE_PYTHON", "1")
+    feeds = _conv_feeds(dtype)
+    if group == 3:
+        feeds["w"] = RNG.standard_normal((3, 1, 3, 3)).astype(dtype)
+        feeds["b"] = RNG.standard_normal(3).astype(dtype)
+    model = _conv_silu_model(feeds, swapped=swapped, group=group)
+    session = Session(model)
+    assert [getattr(st.fn, "fused", None) for st in session._main.steps] == [
+        conv_module.conv_silu]
+    (z,) = session.run(feeds).values()
+    # the three nodes one by one (fusion off): the same bits (the Sigmoid kernel's values,
+    # then the product Mul rounds)
+    monkeypatch.setattr(fusion, "fuse_attention", lambda steps, *a, **k: steps)
+    import onemodel.evaluate.runner as runner_module
+    monkeypatch.setattr(runner_module, "fuse_attention", lambda steps, *a, **k: steps)
+    plain = Session(model)
+    assert [st.node.op_type for st in plain._main.steps] == ["Conv", "Sigmoid", "Mul"]
+    (want,) = plain.run(feeds).values()
+    assert z.dtype == want.dtype == dtype and z.shape == want.shape
+    np.testing.assert_array_equal(np.ascontiguousarray(z).view(np.uint8),
+                                  np.ascontiguousarray(want).view(np.uint8))
+    # and it is SiLU: y * sigmoid(y), within float rounding of the float64 computation
+    if dtype == np.float32 and group == 1:
+        y, mag = _conv_exact(feeds)
+        silu = y / (1 + np.exp(-y))
+        assert np.all(np.abs(z - silu) <= 40 * EPS32 * (mag + np.abs(silu)))
+
+
+def test_a_sigmoid_another_node_reads_is_not_fused():
+    feeds = _conv_feeds(np.float32)
+    session = Session(_conv_silu_model(feeds, reader=True))
+    assert [st.node.op_type for st in session._main.steps] == ["Conv", "Sigmoid", "Mul", "Neg"]

@@ -2,8 +2,10 @@
 ``fitting``, shared by Conv, ConvInteger, QLinearConv, DeformConv, the poolings, ConvTranspose and
 MaxUnpool): an int spatial extent below 1 is a contradiction at the node naming the input
 extents, kernel, pads, strides, dilations and the computed extents, and the extent is unknown,
-never printed negative; the evaluator refuses the same models. Symbolic extents are kept. The
-engine's guard: a negative int extent any rule gives is made unknown and reported once."""
+never printed negative; the evaluator refuses the same models. The poolings' definitions make
+an extent of 0 an empty output: only a negative one is a contradiction there. Symbolic extents
+are kept. The engine's guard: a negative int extent any rule gives is made unknown and
+reported once."""
 
 import numpy as np
 import pytest
@@ -106,33 +108,75 @@ def test_deform_conv():
     assert "DeformConv: the window does not fit: output extents [-1, -1]" in msg
 
 
-@pytest.mark.parametrize("op,opset", [("MaxPool", 12), ("AveragePool", 19), ("LpPool", 18)])
-def test_poolings(op, opset):
+POOLS = [("MaxPool", 12), ("AveragePool", 19), ("LpPool", 18)]
+
+
+def _reference_shape(model, feed):
+    import onnx
+    from onnx.reference import ReferenceEvaluator
+
+    import onemodel
+    proto = onnx.load_from_string(onemodel.to_bytes(model))
+    return ReferenceEvaluator(proto).run(None, feed)[0].shape
+
+
+@pytest.mark.parametrize("op,opset", POOLS)
+def test_pooling_extent_zero_is_an_empty_output(op, opset):
+    # floor((2 - 3)/2) + 1 = 0 on the second axis: the definition's formula gives an empty
+    # output (onnx.reference computes it; a PaddleOCR classifier at small sizes has one)
     m = node_model(op, [("x", F, [1, 2, 5, 2])], opset=opset, kernel_shape=[3, 3],
                    strides=[2, 2])
     res = infer_model(m)
+    assert res.contradictions == []
+    assert res.values["y"].shape == (1, 2, 2, 0)
+    feed = {"x": np.ones((1, 2, 5, 2), np.float32)}
+    (y,) = Session(m).run(feed).values()
+    assert y.shape == (1, 2, 2, 0) and y.dtype == np.float32
+    assert _reference_shape(m, feed) == (1, 2, 2, 0)
+
+
+@pytest.mark.parametrize("op,opset", POOLS)
+def test_pooling_negative_extent_is_refused(op, opset):
+    m = node_model(op, [("x", F, [1, 2, 1, 1])], opset=opset, kernel_shape=[3, 3])
+    res = infer_model(m)
     assert [c.message for c in res.contradictions] == [
-        f"{op}: the window does not fit: output extents [2, 0] (input [5, 2], kernel [3, 3], "
-        f"pads [0, 0, 0, 0], strides [2, 2], dilations [1, 1])"]
-    assert res.values["y"].shape == (1, 2, 2, None)
-    _refused(m, {"x": np.zeros((1, 2, 5, 2), np.float32)})
+        f"{op}: the window does not fit: output extents [-1, -1] (input [1, 1], kernel [3, 3], "
+        f"pads [0, 0, 0, 0], strides [1, 1], dilations [1, 1])"]
+    assert res.values["y"].shape == (1, 2, None, None)
+    with pytest.raises(EvaluationError, match=r"output extents \[-1, -1\]"):
+        Session(m).run({"x": np.zeros((1, 2, 1, 1), np.float32)})
 
 
-def test_max_pool_indices_too():
+def test_max_pool_indices_empty_too():
     m = node_model("MaxPool", [("x", F, [1, 2, 2, 2])], 2, opset=12, kernel_shape=[3, 3],
                    ceil_mode=1)
     res = infer_model(m)
-    assert len(res.contradictions) == 1
-    assert "output extents [0, 0]" in res.contradictions[0].message
-    assert res.values["y0"].shape == res.values["y1"].shape == (1, 2, None, None)
+    assert res.contradictions == []
+    assert res.values["y0"].shape == res.values["y1"].shape == (1, 2, 0, 0)
+    y, idx = Session(m).run({"x": np.zeros((1, 2, 2, 2), np.float32)}).values()
+    assert y.shape == idx.shape == (1, 2, 0, 0) and idx.dtype == np.int64
+
+
+def test_global_average_pool_of_an_empty_pooling_is_nan_without_a_warning():
+    import warnings
+    m = node_model("GlobalAveragePool", [("x", F, [1, 2, 0, 0])], opset=17)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (y,) = Session(m).run({"x": np.zeros((1, 2, 0, 0), np.float32)}).values()
+    assert y.shape == (1, 2, 1, 1) and np.isnan(y).all()
+    x = np.arange(6, dtype=np.float32).reshape(1, 2, 3, 1)
+    (y,) = Session(node_model("GlobalAveragePool", [("x", F, [1, 2, 3, 1])], opset=17)).run(
+        {"x": x}).values()
+    assert y.ravel().tolist() == [1.0, 4.0]
 
 
 def test_same_padding_over_an_empty_axis():
     m = node_model("AveragePool", [("x", F, [1, 2, 0, 4])], opset=19, kernel_shape=[3, 3],
                    auto_pad="SAME_UPPER")
-    y, msg = _one(m)
-    assert y.shape == (1, 2, None, 4)
-    assert "output extents [0, 4] (input [0, 4], kernel [3, 3], auto_pad SAME_UPPER" in msg
+    assert infer_model(m).contradictions == []
+    assert inferred(m)["y"].shape == (1, 2, 0, 4)
+    (y,) = Session(m).run({"x": np.zeros((1, 2, 0, 4), np.float32)}).values()
+    assert y.shape == (1, 2, 0, 4)
 
 
 def test_conv_transpose_pads_larger_than_the_output():

@@ -23,6 +23,9 @@ from .elementwise import erf_array
 
 def _sigmoid(x):
     # 1/(1+exp(-x)) with exp only of non-positive arguments: no overflow.
+    y = ckernels.sigmoid(x)  # float32: one SIMD pass
+    if y is not None:
+        return y
     e = np.exp(-np.abs(x))
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
 
@@ -74,6 +77,13 @@ def celu(ctx, x):
     a = np.asarray(alpha, w.dtype)
     neg = a * np.expm1(np.minimum(w, 0) / a)
     return back(np.maximum(w, 0) + np.minimum(0, neg), dt)
+
+
+def sigmoid_values(x):
+    """What the Sigmoid kernel gives for ``x`` (any float dtype): computed in float32 or wider,
+    rounded back once."""
+    w, dt = wide(x)
+    return back(_sigmoid(w), dt)
 
 
 @op("Sigmoid", since=(1, 6, 13))

@@ -1,7 +1,9 @@
 """Cast and CastLike (ONNX 1-2), for every element type of Table 5.
 
-Conversions between numeric types follow the Cast definition: floats round to nearest even
-(float32 -> float16/bfloat16/float8/float4/float6 via ml_dtypes, for values in range), integers
+Conversions between numeric types follow the Cast definition: floats round to nearest even,
+once (to bfloat16/float8/float4/float6 via ml_dtypes for values in range, a float64 first
+rounded to the target's precision in float64: ml_dtypes alone goes through float32, rounding
+twice; :func:`onemodel.ir.tensor.narrow_float`), integers
 wrap when out of range, floats to integers truncate toward zero (out of range is undefined),
 anything to bool is ``x != 0``. To the four float8 types, ``saturate=1`` (the default) clamps
 values beyond the largest finite value to +-FLT_MAX, and so +-Inf from Cast-24/CastLike-24 on;
@@ -33,7 +35,7 @@ import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError, UnsupportedError
 from ...ir.dtypes import INFO, DataType
-from ...ir.tensor import to_float8
+from ...ir.tensor import narrow_float, to_float8
 from ...lazy import ml_dtypes  # imported when a narrow type is used (0.5 s in 0.7.0)
 from ..registry import op
 
@@ -74,7 +76,7 @@ def _to_no_nan_float(x: np.ndarray, to: int) -> np.ndarray:
     hi = float(ml_dtypes.finfo(dt).max)
     v = x.astype(np.float32) if x.dtype.kind != "f" or x.dtype == np.float16 else x
     v = np.where(np.isnan(v), np.float32(hi), v)
-    return np.clip(v, -hi, hi).astype(dt)
+    return narrow_float(np.clip(v, -hi, hi), dt)
 
 
 def _parse_number(s: str, dt: np.dtype):
@@ -172,6 +174,8 @@ def cast_array(x: np.ndarray, to: int, saturate: bool = True, round_mode: str = 
         return _to_no_nan_float(x, to)
     if dt == np.bool_:
         return np.asarray(x != 0)
+    if to == D.BFLOAT16 and x.dtype.kind == "f":
+        return narrow_float(x, dt)  # (float64 rounded once, not through float32)
     try:
         return x.astype(dt)
     except (TypeError, ValueError):  # a pair ml_dtypes has no direct cast for

@@ -2,7 +2,8 @@
 explicit pads or ``auto_pad``.
 
 Conv of one group, float32 (float16 and bfloat16 widened to it), 1-D or 2-D with a kernel of
-more than one element, runs in the compiled kernel of :mod:`..ckernels` when it is built. Otherwise
+more than one element, runs in the compiled kernel of :mod:`..ckernels` when it is built, and so
+does the depthwise Conv (as many groups as input and output channels). Otherwise
 Conv gathers the receptive fields as a strided view of the padded input and copies it once into
 columns [N, group, C/group * kernel, output positions] (im2col), then multiplies the weights with
 them in one batched matrix product, which leaves the result in NCHW order; a 1x1 convolution with
@@ -149,8 +150,21 @@ def conv_relu(ctx, x, w, b=None):
     return _conv(ctx, x, w, b, relu=True)
 
 
-def _conv(ctx, x, w, b, relu: bool):
-    """Conv, then max(y, 0) when ``relu``."""
+def conv_silu(ctx, x, w, b=None):
+    """``Mul(y, Sigmoid(y))`` of ``y = Conv(x, w, b)`` (SiLU, the plan-time fusion of
+    :mod:`..fusion`; ``ctx`` the Conv's): the compiled kernels apply it to each output while it
+    is in a register, with the Sigmoid kernel's bits and the product Mul rounds; elsewhere
+    the Sigmoid and Mul kernels' computations follow the Conv. The same values as the three
+    nodes."""
+    return _conv(ctx, x, w, b, relu=False, silu=True)
+
+
+def _conv(ctx, x, w, b, relu: bool, silu: bool = False):
+    """Conv, then max(y, 0) when ``relu``, y * sigmoid(y) when ``silu``."""
+    if silu and x.dtype != np.float32:  # each step rounded to the type, as the nodes do
+        from .activations import sigmoid_values
+        y = _conv(ctx, x, w, b, relu=False)
+        return y * sigmoid_values(y)
     if x.ndim < 3:
         raise EvaluationError(f"Conv input has rank {x.ndim}; at least 3 expected")
     group = ctx.attr("group")
@@ -180,10 +194,18 @@ def _conv(ctx, x, w, b, relu: bool):
                      "the padded copy of one sample")
     if group == 1:
         y = ckernels.conv2d(x, w, args[2] if b is not None else None, begin, out, strides,
-                            dilations, relu=relu)
+                            dilations, relu=relu, silu=silu)
         if y is not None:  # the compiled kernel applies
             return back(y, dt)
+    elif group == C == M:  # depthwise
+        y = ckernels.dwconv2d(x, w, args[2] if b is not None else None, begin, out, strides,
+                              dilations, relu=relu, silu=silu)
+        if y is not None:
+            return back(y, dt)
     y = _conv_numpy(x, w, args, dt, group, kernel, strides, dilations, begin, end, out)
+    if silu:  # (the Sigmoid and Mul kernels' computations)
+        from .activations import sigmoid_values
+        return y * sigmoid_values(y)
     return np.maximum(y, np.zeros((), y.dtype), out=y) if relu else y
 
 

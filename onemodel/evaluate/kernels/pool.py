@@ -5,7 +5,9 @@ position reads (see :func:`.conv.taps`): one vectorized maximum or sum per kerne
 Output extents follow the definitions: with explicit pads,
 ``floor`` (or ``ceil`` with ``ceil_mode=1``) of ``(in + pads - dilated kernel) / stride + 1``,
 dropping a last window that would start in the end padding; with ``SAME_*``, ``ceil(in/stride)``;
-with ``VALID``, ``ceil((in - dilated kernel + 1) / stride)``.
+with ``VALID``, ``ceil((in - dilated kernel + 1) / stride)``. An extent of 0 (a window that
+does not fit the padded input) gives an empty output, as the formula does; a negative one is
+refused.
 """
 
 from __future__ import annotations
@@ -53,7 +55,19 @@ def _pool_geometry(ctx, x, with_dilations: bool):
             if (o - 1) * s >= i + b:  # the last window would start in the end padding
                 o -= 1
             out.append(o)
+    if any(o < 0 for o in out):
+        raise EvaluationError(f"the window does not fit: output extents {out} (input "
+                              f"{list(x.shape[2:])}, kernel {list(kernel)}, pads "
+                              f"{list(begin) + list(end)}, strides {list(strides)})")
     return kernel, strides, dilations, begin, end, out
+
+
+def _empty(x, out, dtype=None):
+    """The pooled output [N, C, *out] when an extent of ``out`` is 0 (a window that does not
+    fit the padded input: the definition's formula gives 0, an empty tensor); else None."""
+    if 0 not in out:
+        return None
+    return np.empty(tuple(x.shape[:2]) + tuple(out), dtype or x.dtype)
 
 
 def _lowest(dt):
@@ -67,6 +81,8 @@ def _lowest(dt):
 @op("MaxPool", since=(1, 8, 10, 11, 12, 22))
 def max_pool(ctx, x):
     kernel, strides, dilations, begin, end, out = _pool_geometry(ctx, x, ctx.opset >= 10)
+    if (y := _empty(x, out)) is not None:
+        return y, _empty(x, out, np.int64)
     w, dt = wide(x)
     xp = padded(w, kernel, strides, dilations, begin, out, fill=_lowest(w.dtype))
     want_idx = ctx.num_outputs > 1 and ctx.output_used(1)
@@ -120,6 +136,8 @@ def _window_sum(w, kernel, strides, dilations, begin, out):
 @op("AveragePool", since=(1, 7, 10, 11, 19, 22))
 def average_pool(ctx, x):
     kernel, strides, dilations, begin, end, out = _pool_geometry(ctx, x, ctx.opset >= 19)
+    if (y := _empty(x, out)) is not None:
+        return y
     w, dt = wide(x)
     total = _window_sum(w, kernel, strides, dilations, begin, out)
     # the count of each window: positions inside x, or inside x and its pads
@@ -138,6 +156,8 @@ def average_pool(ctx, x):
 @op("LpPool", since=(1, 2, 11, 18, 22))
 def lp_pool(ctx, x):
     kernel, strides, dilations, begin, end, out = _pool_geometry(ctx, x, ctx.opset >= 18)
+    if (y := _empty(x, out)) is not None:
+        return y
     p = ctx.attr("p")
     w, dt = wide(x)
     total = _window_sum(np.power(np.abs(w), p), kernel, strides, dilations, begin, out)
@@ -153,7 +173,10 @@ def _spatial(x):
 @op("GlobalAveragePool", since=(1, 22))
 def global_average_pool(ctx, x):
     w, dt = wide(x)
-    return back(np.mean(w, axis=_spatial(x), keepdims=True), dt)
+    axes = _spatial(x)
+    # (the sum over the count, not np.mean: over an empty pooled tensor that warns; 0/0 is NaN)
+    count = math.prod(x.shape[a] for a in axes)
+    return back(np.sum(w, axis=axes, keepdims=True) / w.dtype.type(count), dt)
 
 
 @op("GlobalMaxPool", since=(1, 22))

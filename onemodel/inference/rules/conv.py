@@ -84,13 +84,15 @@ def dilated(k, d):
 
 
 def window_extents(ctx, spatial, kernel, n: int, dilations_attr: bool = True,
-                   ceil_mode: bool = False, auto_pad: str | None = None) -> list:
+                   ceil_mode: bool = False, auto_pad: str | None = None,
+                   least: int = 1) -> list:
     """The output extents of a window sliding over ``spatial`` (input extents, or None) with
     ``kernel`` (extents, or None) and the node's ``strides``, ``dilations`` (when
     ``dilations_attr``), ``pads`` and ``auto_pad`` (see the module doc; ``ceil_mode`` takes the
     ceiling with explicit pads and drops a last window that would start in the end padding).
     One extent per axis, None where not determined; contradictions for malformed
-    attributes."""
+    attributes and for an int extent below ``least`` (1 for the convolutions; 0 for the
+    poolings, whose definitions make an extent of 0 an empty output)."""
     unknown = [None] * n
     strides = _ints(ctx, "strides", n, 1)
     dilations = _ints(ctx, "dilations", n, 1) if dilations_attr else [1] * n
@@ -112,7 +114,7 @@ def window_extents(ctx, spatial, kernel, n: int, dilations_attr: bool = True,
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         out = [D.ceildiv(x, s) for x, s in zip(spatial, strides)]
         return fitting(ctx, "the window does not fit", out, spatial, kernel,
-                       f"auto_pad {auto_pad}", strides, dilations)
+                       f"auto_pad {auto_pad}", strides, dilations, least)
     if auto_pad == "VALID":
         pads = [0] * (2 * n)
     else:
@@ -137,7 +139,7 @@ def window_extents(ctx, spatial, kernel, n: int, dilations_attr: bool = True,
         else:
             out.append(None)
     return fitting(ctx, "the window does not fit", out, spatial, kernel, f"pads {pads}",
-                   strides, dilations)
+                   strides, dilations, least)
 
 
 def _text(extents) -> str:

@@ -5,7 +5,10 @@ Shapes (ONNX Part 1, operator definitions of Clause 14.3): ``X`` is ``[N, C, x1,
 the output ``[N, C, o1, ..., on]`` with the window extents of Conv
 (:func:`.conv.window_extents`: ``floor((x + pads - d*(k-1) - 1)/s) + 1``; with ``ceil_mode=1``
 the ceiling, a last window starting in the end padding dropped; ``SAME_*`` ``ceil(x/s)``),
-``kernel_shape`` required; ``dilations`` from MaxPool 10, AveragePool 19, LpPool 18. MaxPool's
+``kernel_shape`` required; ``dilations`` from MaxPool 10, AveragePool 19, LpPool 18. An extent
+of 0 (a window that does not fit the padded input, ``floor((1 - 2)/2) + 1``) is an empty
+output, as the formula gives it (onnx.reference computes it; onnxruntime's division truncates
+toward zero and gives 1 there). MaxPool's
 ``Indices`` has the output's shape (int64). Global poolings give ``[N, C, 1, ..., 1]``.
 MaxUnpool gives ``[N, C, (x - 1)*s + k - p_begin - p_end, ...]``, or the elements of its
 ``output_shape`` input when given (unknown extents of the input's rank when they are not known:
@@ -18,7 +21,7 @@ with other ``N``/``C``; the definition does not), known indices outside it are c
 Contradictions (Clause 9.4): a rank under 3 (2 for global poolings), no ``kernel_shape`` or one
 without a value per spatial axis, a ``kernel_shape`` value, a stride or a dilation below 1
 (:func:`.conv.positive`; MaxUnpool's too), a window that does not fit (an output extent that is
-an int below 1, :func:`.conv.fitting`), MaxUnpool's indices of another shape than X, an unpooled
+a negative int, :func:`.conv.fitting`), MaxUnpool's indices of another shape than X, an unpooled
 extent that is a negative int, an ``output_shape`` of another length than X's rank or with a
 negative extent, or known indices outside ``[0, count)`` of a known output shape (the
 definition's range of the linear indices).
@@ -69,7 +72,7 @@ def _pool(ctx, x, dilations: bool):
     if kernel is None:
         return head + [None] * n
     return head + window_extents(ctx, xs[2:] if xs is not None else None, kernel, n,
-                                 dilations_attr=dilations, ceil_mode=ceil)
+                                 dilations_attr=dilations, ceil_mode=ceil, least=0)
 
 
 @rule("MaxPool", since=(1, 8, 10, 11, 12, 22))
