@@ -398,8 +398,9 @@ def convert(
     inline: bool = typer.Option(False, "--inline", help="ONNX output: all weights inline."),
     layout_name: Optional[str] = typer.Option(None, "--layout", metavar="LAYOUT",
                                               help="ONNX output layout: keep, inline, file, "
-                                              "per_tensor or safetensors (a data file name "
-                                              "ending in .safetensors selects it)."),
+                                              "per_tensor, safetensors (a data file name "
+                                              "ending in .safetensors selects it) or a "
+                                              "registered layout plugin's name."),
     max_shard_size: Optional[str] = typer.Option(None, "--max-shard-size", metavar="SIZE",
                                                  help="Layout safetensors: shards of at most "
                                                  "this many tensor bytes (5000000000, 5GB, "
@@ -435,9 +436,10 @@ def convert(
             raise UsageError("choose one of --inline, --external-data, "
                              "--external-data-per-tensor")
         if layout_name is not None:
-            from ..formats.onnx.writer import LAYOUTS
-            if layout_name not in LAYOUTS:  # (a value the user typed: whatever the output)
-                raise UsageError(f"--layout {layout_name!r}: one of {', '.join(LAYOUTS)}")
+            from ..formats.layouts import names as layout_names
+            known = layout_names()  # built-in and registered layout plugins
+            if layout_name not in known:  # (a value the user typed: whatever the output)
+                raise UsageError(f"--layout {layout_name!r}: one of {', '.join(known)}")
             if layout and layout[0] != "file":
                 raise UsageError("choose one of --layout, --inline, --external-data-per-tensor")
             layout = [layout_name]

@@ -13,8 +13,10 @@ A format plugin is a small object with
 Built-in plugins are registered on first use, each on its own: reading an ONNX file imports
 nothing of the OneModel container package and the reverse (:data:`_BUILTIN` names each one's
 suffixes and magic, so detection imports only the plugin that can answer). Third parties add
-theirs with :func:`register` or through the ``onemodel.formats`` entry point group, without
-touching this package.
+theirs with :func:`register` (which refuses a name already taken unless ``replace=True``) or
+through the ``onemodel.formats`` entry point group (a plugin whose name is taken is left out,
+with a warning), without touching this package. ONNX external data layouts have a registry of
+their own (:mod:`.layouts`).
 """
 
 from __future__ import annotations
@@ -68,9 +70,18 @@ _builtins_loaded: set[str] = set()
 _entry_points_loaded = False
 
 
-def register(plugin: FormatPlugin) -> None:
-    """Add (or replace) a format plugin under ``plugin.name``."""
-    _PLUGINS[plugin.name] = plugin
+def register(plugin: FormatPlugin, *, replace: bool = False) -> None:
+    """Add a format plugin under ``plugin.name``. A name already taken (a built-in format's
+    included, loaded or not) raises ValueError unless ``replace=True`` (as fsspec's
+    ``register_implementation(clobber=False)`` refuses), so a plugin never replaces another
+    silently."""
+    name = plugin.name
+    if not replace and (name in _PLUGINS or name.lower() in _BUILTIN):
+        raise ValueError(f"a format named {quote(name)} is already registered; pass "
+                         "replace=True to replace it")
+    if name.lower() in _BUILTIN:
+        _load_builtin(name.lower())  # (so the built-in one never comes back over it)
+    _PLUGINS[name] = plugin
 
 
 def _load_builtin(name: str) -> None:
@@ -116,7 +127,11 @@ def _load_entry_points() -> None:
     except Exception:  # pragma: no cover - broken environments
         eps = ()
     for ep in eps:
-        register(ep.load())
+        try:
+            register(ep.load())
+        except ValueError as e:  # a name taken: the first one keeps it
+            import warnings
+            warnings.warn(f"entry point {ep.name!r} of onemodel.formats: {e}", stacklevel=2)
 
 
 def plugins() -> list[FormatPlugin]:

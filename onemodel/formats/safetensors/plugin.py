@@ -1,0 +1,122 @@
+"""The ``safetensors`` layout of ONNX external data (:mod:`onemodel.formats.layouts`): as
+``file``, but the data file is one valid safetensors file (:mod:`.layout`; docs/safetensors.md),
+or shards of it with a Hugging Face index (option ``max_shard_size``). Reading, a data file that
+starts like a safetensors file has its header checked and every reference into it checked
+against the header entry it selects (:mod:`.check`)."""
+
+from __future__ import annotations
+
+import json
+
+from ...errors import OneModelError, UnsupportedError, quote
+from ..layouts import Layout, Piece, PlacementError, PlannedFile
+
+SUFFIX = ".safetensors"
+
+
+class SafetensorsLayout(Layout):
+    """The ``safetensors`` layout plugin."""
+
+    name = "safetensors"
+    options = ("max_shard_size",)
+    suffixes = (SUFFIX,)
+    takes_external_data = True
+
+    @property
+    def default_align(self) -> int:
+        from .layout import DEFAULT_ALIGN
+
+        return DEFAULT_ALIGN
+
+    def check_options(self, options: dict) -> None:
+        """``max_shard_size``: a positive integer (bytes), or None."""
+        n = options.get("max_shard_size")
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+            raise UnsupportedError(f"max_shard_size must be a positive integer (bytes) with "
+                                   f"layout 'safetensors', not {quote(n)} with layout "
+                                   f"'safetensors'")
+
+    def default_location(self, model_name: str | None) -> str:
+        """The .onnx file's name with ``.safetensors`` for ``.onnx``."""
+        base = model_name or "model.onnx"
+        return (base[:-5] if base.lower().endswith(".onnx") else base) + SUFFIX
+
+    def plan(self, tensors, location, align, used_names, max_shard_size=None, **options):
+        """One safetensors file (:func:`.layout.plan`): its header the first piece, every tensor
+        at its aligned offset. With ``max_shard_size`` and more tensor bytes than that, shards
+        ``<stem>-0000i-of-0000k.safetensors`` instead, after their index
+        ``<data file>.index.json`` (:func:`.layout.shard`)."""
+        from . import layout
+
+        if not tensors:
+            return []
+        items = [(t.name, t.data_type, t.dims, t.nbytes) for t in tensors]
+        keys, _ = layout.unique_keys([x[0] for x in items])
+        groups = [list(range(len(tensors)))]
+        names = [location]
+        files = []
+        total = sum(t.nbytes for t in tensors)
+        if max_shard_size is not None and total > max_shard_size:
+            groups = layout.shard([t.nbytes for t in tensors], max_shard_size)
+            names = layout.shard_names(location, len(groups))
+            weight_map = {keys[i]: names[g] for g, group in enumerate(groups) for i in group}
+            data = layout.index_json(weight_map, total)
+            files.append(PlannedFile(names[-1], [Piece(0, len(data), data=data)], index=True))
+        for g, group in enumerate(groups):
+            try:
+                header, offsets, _ = layout.plan([items[i] for i in group], align,
+                                                 keys=[keys[i] for i in group])
+            except UnsupportedError as e:
+                raise PlacementError(group[0], e) from None
+            df = PlannedFile(names[g], [Piece(0, len(header), data=header)])
+            df.pieces += [Piece(offset, tensors[i].nbytes, tensor=i)
+                          for i, offset in zip(group, offsets)]
+            files.append(df)
+        return files
+
+    def open_data_file(self, source, location: str):
+        """The checked header of a data file that is a safetensors file
+        (:func:`.check.open_index`), None for another. A header that breaks the format's rules
+        is refused with the header check's kind (MalformedError, UnsupportedError), the message
+        naming its path."""
+        from .check import open_index
+
+        try:
+            return open_index(source, location)
+        except OneModelError as e:
+            raise type(e)(f"safetensors data file, {e.path}: {e.message}", offset=e.offset,
+                          source=e.source) from None
+
+    def describe(self, source) -> dict | None:
+        """``{"entries": tensors its header names (padding left out), "padding": the padding
+        entries, "checked": references checked}`` of a safetensors data file read."""
+        from .check import index_of
+
+        st = index_of(source)
+        if st is None:
+            return None
+        return {"entries": st.tensors, "padding": len(st.header) - st.tensors,
+                "checked": st.checked}
+
+    def companions(self, path: str) -> list:
+        """The index beside a shard (``<stem>.safetensors.index.json``), when ``path`` is named
+        as a shard and the index exists."""
+        import os
+
+        from .layout import index_of_shard
+
+        index = index_of_shard(path)
+        return [index] if index is not None and os.path.isfile(index) else []
+
+    def index_names(self, data: bytes) -> list | None:
+        """The shard names the ``weight_map`` of an index json names (None: no such index)."""
+        try:
+            shards = set(json.loads(data)["weight_map"].values())
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None
+        return sorted(shards) if all(isinstance(s, str) for s in shards) else None
+
+
+LAYOUT = SafetensorsLayout()
+
+__all__ = ["LAYOUT", "SafetensorsLayout", "SUFFIX"]
