@@ -190,42 +190,14 @@ def detect(head: bytes | None = None, name: str | None = None) -> FormatPlugin:
         _load_entry_points()
         found = _match(head, name)
     if found is None:
-        if _safetensors_weights(head, name):
-            raise UnsupportedError(WEIGHTS_FILE, source=name)
+        from .layouts import weights_layout
+
+        weights = weights_layout(_base_name(name) if name else None, head)
+        if weights is not None:  # (a file of tensors only: a layout's weights file)
+            raise UnsupportedError(weights.weights_note, source=name)
         raise UnsupportedError("cannot tell the format of the file from its first bytes or its "
                                "name", source=name)
     return found
-
-
-#: What :func:`detect` says of a safetensors weights file (``onemodel info`` lists its tensors).
-WEIGHTS_FILE = ("a safetensors weights file: it holds tensors only, not a model (no graph); to "
-                "put its tensors into a model run `onemodel convert WEIGHTS.safetensors --into "
-                "MODEL OUT` (Python: onemodel.convert(weights, out, into=model))")
-
-
-def _safetensors_weights(head: bytes | None, name: str | None) -> bool:
-    """Whether a file no format takes is a safetensors weights file (docs/safetensors.md): its
-    name ends in ``.safetensors``, or its first 8 octets are a little-endian header length and
-    the JSON object of a safetensors header follows (the whole header when ``head`` holds it,
-    else its start ``{"``)."""
-    if name and _base_name(name).lower().endswith(".safetensors"):
-        return True
-    if not head or len(head) < 10:
-        return False
-    head = bytes(head)
-    n = int.from_bytes(head[:8], "little")
-    if n < 2 or head[8:9] != b"{":
-        return False
-    if len(head) < 8 + n:
-        return head[8:].lstrip(b"{ \t\r\n")[:1] == b'"'
-    import json
-    try:
-        header = json.loads(head[8:8 + n])
-    except ValueError:
-        return False
-    return isinstance(header, dict) and all(
-        isinstance(v, dict) and "dtype" in v and "data_offsets" in v
-        for k, v in header.items() if k != "__metadata__")
 
 
 def _starts_a_model(head: bytes) -> bool:

@@ -17,6 +17,10 @@ A layout plugin is a small object (:class:`Layout` gives every member a default)
   piece either a tensor's bytes at an offset or bytes of the layout's own (a header, an index).
   The writer streams each file through its sink, gaps as zeros, and points each tensor's
   reference at its piece;
+* weights files (optional; :attr:`Layout.weights_note` not None): a file of the layout holding
+  tensors only, no model (``convert MODEL W.safetensors``, ``convert W --into MODEL OUT``,
+  ``info W``): ``is_weights_file``, ``write_weights``, ``weights_of``, ``apply_weights``,
+  ``list_weights``;
 * reading (each optional): ``open_data_file(source, location)``, the layout's checker of a data
   file it recognises (``None`` otherwise), whose ``check(tensor, offset, length)`` refuses a
   reference the file does not hold; ``describe(source)``, what ``onemodel info`` reports of such
@@ -120,6 +124,41 @@ class Layout:
         """The data file names an index file of this layout names (None: not such an index)."""
         return None
 
+    def summary(self, described: dict, references: int) -> str:
+        """What ``onemodel info`` adds to a data file's line from :meth:`describe`'s dict
+        (``references``: the references into the file); ``""`` for nothing."""
+        return ""
+
+    # -- weights files: a file of this layout holding tensors only (no model) ---------------
+    #: What a weights file of this layout is, the message of :func:`onemodel.formats.detect`
+    #: for one (``None``: the layout has no weights files and the members below are unused).
+    weights_note: str | None = None
+
+    def is_weights_file(self, head: bytes | None, name: str | None) -> bool:
+        """Whether a file no format takes is a weights file of this layout, from its first
+        octets ``head`` and its lower-case ``name`` (compression suffix removed)."""
+        return False
+
+    def write_weights(self, model, sink, *, align: int | None = None,
+                      metadata: dict | None = None, padding: list | None = None) -> int:
+        """Write the initializers of ``model`` as one weights file to ``sink`` (not committed);
+        the number written."""
+        raise NotImplementedError
+
+    def weights_of(self, model) -> list:
+        """The tensors of ``model`` :meth:`write_weights` writes."""
+        raise NotImplementedError
+
+    def apply_weights(self, model, source, *, name: str | None = None) -> list:
+        """Replace initializers of ``model`` by name with the tensors of the weights file
+        ``source``; the tensors replaced."""
+        raise NotImplementedError
+
+    def list_weights(self, source, name: str | None = None) -> tuple:
+        """``(metadata, rows)`` of a weights file: its metadata dict and one dict per entry
+        (``name``, ``dtype``, ``shape``, ``bytes``, ``padding``)."""
+        raise NotImplementedError
+
 
 _LAYOUTS: dict[str, Layout] = {}
 #: The built-in layouts, in the order they are listed: name -> ``module:attribute``.
@@ -221,6 +260,23 @@ def open_data_file(source, location: str):
     return None
 
 
+def weights_layout(name: str | None = None, head: bytes | None = None,
+                   note: str | None = None, default: bool = False) -> Layout | None:
+    """The layout whose weights files the file named ``name`` (lower case, compression suffix
+    removed) starting with ``head`` is (:meth:`Layout.is_weights_file`), or whose
+    :attr:`~Layout.weights_note` is ``note``; None when no layout says so, or with ``default``
+    the first layout that has weights files (``safetensors``)."""
+    first = None
+    for layout in layouts():
+        if layout.weights_note is None:
+            continue
+        first = first or layout
+        if (note is not None and note == layout.weights_note) or (
+                note is None and layout.is_weights_file(head, name)):
+            return layout
+    return first if default else None
+
+
 def companions(path: str) -> list[str]:
     """Paths of the files that belong to the data file ``path`` (a shard's index), by every
     layout registered."""
@@ -228,4 +284,5 @@ def companions(path: str) -> list[str]:
 
 
 __all__ = ["Layout", "Placed", "Piece", "PlannedFile", "PlacementError", "BUILTIN", "register",
-           "layouts", "names", "by_name", "for_data_file", "open_data_file", "companions"]
+           "layouts", "names", "by_name", "for_data_file", "open_data_file", "weights_layout",
+           "companions"]

@@ -117,6 +117,77 @@ class SafetensorsLayout(Layout):
         return sorted(shards) if all(isinstance(s, str) for s in shards) else None
 
 
+    def summary(self, described: dict, references: int) -> str:
+        """``; safetensors file, N tensor entries (+P padding entries) in its header, ...``."""
+        n, pad = described["entries"], described.get("padding")
+        return (f"; safetensors file, {n} tensor entr{'y' if n == 1 else 'ies'}"
+                + (f" (+{pad} padding entr{'y' if pad == 1 else 'ies'})" if pad else "")
+                + " in its header, "
+                + ("every referenced tensor consistent with its entry"
+                   if described["checked"] == references
+                   else f"{described['checked']} of {references} references checked against "
+                   "it"))
+
+    # -- weights files (docs/safetensors.md) -------------------------------------------------
+    weights_note = ("a safetensors weights file: it holds tensors only, not a model (no graph); "
+                    "to put its tensors into a model run `onemodel convert WEIGHTS.safetensors "
+                    "--into MODEL OUT` (Python: onemodel.convert(weights, out, into=model))")
+
+    def is_weights_file(self, head: bytes | None, name: str | None) -> bool:
+        """Its name ends in ``.safetensors``, or its first 8 octets are a little-endian header
+        length and the JSON object of a safetensors header follows (the whole header when
+        ``head`` holds it, else its start ``{"``)."""
+        if name and name.lower().endswith(SUFFIX):
+            return True
+        if not head or len(head) < 10:
+            return False
+        head = bytes(head)
+        n = int.from_bytes(head[:8], "little")
+        if n < 2 or head[8:9] != b"{":
+            return False
+        if len(head) < 8 + n:
+            return head[8:].lstrip(b"{ \t\r\n")[:1] == b'"'
+        try:
+            header = json.loads(head[8:8 + n])
+        except ValueError:
+            return False
+        return isinstance(header, dict) and all(
+            isinstance(v, dict) and "dtype" in v and "data_offsets" in v
+            for k, v in header.items() if k != "__metadata__")
+
+    def write_weights(self, model, sink, *, align: int | None = None,
+                      metadata: dict | None = None, padding: list | None = None) -> int:
+        """:func:`.weights.write_weights`, ``align`` by default :data:`.layout.DEFAULT_ALIGN`."""
+        from .weights import write_weights
+
+        return write_weights(model, sink, align=self.default_align if align is None else align,
+                             metadata=metadata, padding=padding)
+
+    def weights_of(self, model) -> list:
+        """The initializers :meth:`write_weights` writes (:func:`.weights.initializers`)."""
+        from .weights import initializers
+
+        return [t for _, t in initializers(model)]
+
+    def apply_weights(self, model, source, *, name: str | None = None) -> list:
+        """:func:`.weights.apply_weights`."""
+        from .weights import apply_weights
+
+        return apply_weights(model, source, name=name)
+
+    def list_weights(self, source, name: str | None = None) -> tuple:
+        """The checked header's metadata and entries (:func:`.header.read_header`; padding
+        entries marked). Raises what the header check raises for a broken one."""
+        from .header import read_header
+        from .layout import Recorded
+
+        header = read_header(source)
+        padding = Recorded(header.metadata, name).padding
+        return header.metadata, [{"name": e.name, "dtype": e.dtype, "shape": list(e.shape),
+                                  "bytes": e.nbytes, "padding": e.name in padding}
+                                 for e in header.entries]
+
+
 LAYOUT = SafetensorsLayout()
 
 __all__ = ["LAYOUT", "SafetensorsLayout", "SUFFIX"]
