@@ -210,4 +210,11 @@ def _starts_a_model(head: bytes) -> bool:
     return True
 
 
+def __getattr__(name: str):
+    """``onemodel.formats.layouts`` (the layout registry) without importing it at start-up."""
+    if name == "layouts":
+        return importlib.import_module(".layouts", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 set_format_sniff(_starts_a_model)  # storage asks the formats through this, never imports them

@@ -4,9 +4,9 @@
 A layout plugin is a small object (:class:`Layout` gives every member a default) with
 
 * ``name``: what ``layout=`` and ``convert --layout`` call it;
-* ``options``: the writer options it takes beyond the common ones (``max_shard_size``); the
-  writer refuses such an option with any other layout, and :meth:`Layout.check_options`
-  checks their values;
+* ``options``: the writer options it takes beyond the common ones, each with what it takes
+  (``{"max_shard_size": "a positive integer (bytes)"}``); the writer refuses such an option
+  with any other layout, and :meth:`Layout.check_options` checks their values;
 * ``suffixes``: data file name suffixes that select it when ``external_data`` names a file
   without a layout (``.safetensors``); ``takes_external_data``: whether ``external_data`` names
   its data file at all; ``default_align``: its alignment when none is given (``None``: the
@@ -88,7 +88,7 @@ class Layout:
     """Base of a layout plugin (the module documentation says what each member does)."""
 
     name: str = ""
-    options: tuple = ()
+    options: dict = {}
     suffixes: tuple = ()
     takes_external_data: bool = False
     default_align: int | None = None

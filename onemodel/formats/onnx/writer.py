@@ -6,7 +6,9 @@ or in external data files and streams everything to its sinks (:func:`stream_pie
 :func:`encode_message` / :func:`encode_model` give the bytes of any record, in memory.
 :mod:`.external_report` describes how a model's data files are laid out (``onemodel info``).
 
-Layouts (:func:`write_layout`, ``layout=``):
+Layouts (:func:`write_layout`, ``layout=``) are plugins of :mod:`onemodel.formats.layouts`:
+``keep`` and ``inline`` are done here; the others plan their data files
+(:meth:`~onemodel.formats.layouts.Layout.plan`) and this module writes them. The built-in ones:
 
 ==============  ===================================================================================
 ``keep``        Every tensor stays where it is. External references are written as they are, and
@@ -27,7 +29,7 @@ Layouts (:func:`write_layout`, ``layout=``):
                 name ending in ``.safetensors`` selects this layout): a header naming every
                 tensor's key, dtype and shape, each tensor's bytes at an offset that is a
                 multiple of ``align`` (default 64), padding entries in the gaps
-                (:mod:`onemodel.formats.safetensors.layout`; docs/safetensors.md).
+                (the plugin :mod:`onemodel.formats.safetensors.plugin`; docs/safetensors.md).
 ==============  ===================================================================================
 
 Which tensors move to data files (``file``, ``per_tensor``): initializers of every graph
@@ -718,10 +720,10 @@ def _none_lists_refused(model):
 
 def _option_refused(option: str, value, layout: str) -> str:
     """The message for a layout option given with a layout that does not take it."""
-    takers = [quote(p.name) for p in registered_layouts() if option in p.options]
-    kind = "a positive integer (bytes)" if option == "max_shard_size" else "given"
-    return (f"{option} must be {kind} with layout {_either(takers)}, not {quote(value)} "
-            f"with layout {quote(layout)}")
+    takers = [p for p in registered_layouts() if option in p.options]
+    kind = takers[0].options[option] if takers else "given"
+    return (f"{option} must be {kind} with layout {_either([quote(p.name) for p in takers])}, "
+            f"not {quote(value)} with layout {quote(layout)}")
 
 
 def _either(names: list) -> str:
@@ -747,8 +749,9 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
         layout: ``keep`` (default; ``file`` when ``external_data`` is given, ``safetensors``
             when it ends in ``.safetensors``; ``inline`` into a zstd-compressed sink, a
             ``.onnx.zst``, which is one self-contained stream: a layout that leaves data files
-            beside it raises AdviceError), ``inline``, ``file``, ``per_tensor`` or
-            ``safetensors``.
+            beside it raises AdviceError), ``inline``, ``file``, ``per_tensor``,
+            ``safetensors`` or the name of a registered layout plugin (a data file name with
+            its suffix selects it).
         external_data: relative location of the one data file of ``file`` (default: the .onnx
             file's name + ``.data``); the rules of Clause 13.2 apply (no ``..``, not absolute).
         threshold: bytes; smaller tensors stay inline (``file``, ``per_tensor``).

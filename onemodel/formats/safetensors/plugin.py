@@ -18,7 +18,7 @@ class SafetensorsLayout(Layout):
     """The ``safetensors`` layout plugin."""
 
     name = "safetensors"
-    options = ("max_shard_size",)
+    options = {"max_shard_size": "a positive integer (bytes)"}
     suffixes = (SUFFIX,)
     takes_external_data = True
 
@@ -32,8 +32,8 @@ class SafetensorsLayout(Layout):
         """``max_shard_size``: a positive integer (bytes), or None."""
         n = options.get("max_shard_size")
         if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
-            raise UnsupportedError(f"max_shard_size must be a positive integer (bytes) with "
-                                   f"layout 'safetensors', not {quote(n)} with layout "
+            raise UnsupportedError(f"max_shard_size must be {self.options['max_shard_size']} "
+                                   f"with layout 'safetensors', not {quote(n)} with layout "
                                    f"'safetensors'")
 
     def default_location(self, model_name: str | None) -> str:
