@@ -33,7 +33,17 @@ def tensor_file_name(name: str | None, used: set) -> str:
     return cand
 
 
-class _Kept(Layout):
+class _Keep(Layout):
+    """``keep``: every tensor stays where it is (the writer rewrites the referenced bytes)."""
+
+    name = "keep"
+    places = False
+
+
+class _Inline(Layout):
+    """``inline``: every tensor in the .onnx file."""
+
+    name = "inline"
     places = False
 
 
@@ -64,10 +74,8 @@ class _PerTensor(Layout):
                 for i, t in enumerate(tensors)]
 
 
-KEEP = _Kept()
-KEEP.name = "keep"
-INLINE = _Kept()
-INLINE.name = "inline"
+KEEP = _Keep()
+INLINE = _Inline()
 FILE = _File()
 PER_TENSOR = _PerTensor()
 
