@@ -26,7 +26,9 @@ A layout plugin is a small object (:class:`Layout` gives every member a default)
   reference the file does not hold; ``describe(source)``, what ``onemodel info`` reports of such
   a file (under the layout's name); ``companions(path)``, the files beside a data file that
   belong to it (a shard index), which no output may replace; ``index_names(data)``, the data
-  files an index file of the layout names (whether an existing one belongs to the destination).
+  files an index file of the layout names (whether an existing one belongs to the destination);
+  ``kept_ranges(source, end)``, the bytes of its own (a header) that layout ``keep`` carries
+  over when it rewrites such a file.
 
 ``keep`` and ``inline`` are the writer's own (nothing is placed: tensors stay where they are, or
 all go into the .onnx file); ``file`` and ``per_tensor`` are :mod:`.onnx.layouts`, ``safetensors``
@@ -123,6 +125,13 @@ class Layout:
     def index_names(self, data: bytes) -> list | None:
         """The data file names an index file of this layout names (None: not such an index)."""
         return None
+
+    def kept_ranges(self, source, end: int) -> list:
+        """``(offset, octets)`` of the bytes of a data file of this layout that no reference
+        selects and that layout ``keep`` must carry over for the file to stay one of the layout
+        (a safetensors header), when the file is rewritten from ``source`` with its tensors at
+        their offsets, the last ending at ``end``; ``[]`` for none."""
+        return []
 
     def summary(self, described: dict, references: int) -> str:
         """What ``onemodel info`` adds to a data file's line from :meth:`describe`'s dict
@@ -277,6 +286,12 @@ def weights_layout(name: str | None = None, head: bytes | None = None,
     return first if default else None
 
 
+def kept_ranges(source, end: int) -> list:
+    """The ranges of the data file ``source`` that layout ``keep`` carries over besides the
+    referenced tensors, by every layout registered (:meth:`Layout.kept_ranges`)."""
+    return [r for layout in layouts() for r in layout.kept_ranges(source, end)]
+
+
 def companions(path: str) -> list[str]:
     """Paths of the files that belong to the data file ``path`` (a shard's index), by every
     layout registered."""
@@ -285,4 +300,4 @@ def companions(path: str) -> list[str]:
 
 __all__ = ["Layout", "Placed", "Piece", "PlannedFile", "PlacementError", "BUILTIN", "register",
            "layouts", "names", "by_name", "for_data_file", "open_data_file", "weights_layout",
-           "companions"]
+           "kept_ranges", "companions"]

@@ -109,7 +109,7 @@ from ...storage.blob import Blob
 from ...storage.compressed import is_compressed_sink
 from ...storage.hashing import HashingSink
 from ...storage.place import is_remote, local_path, place_of, target_of
-from ..layouts import BUILTIN, Placed, PlacementError
+from ..layouts import BUILTIN, Placed, PlacementError, kept_ranges
 from ..layouts import by_name as layout_by_name
 from ..layouts import for_data_file as layout_for_data_file
 from ..layouts import layouts as registered_layouts
@@ -242,6 +242,9 @@ def _plan(model, layout, external_data, threshold, align, convert_attributes, ou
                 ov.set(t, data_location=None, external_data=[], raw_data=_contents(model, t))
             continue
         moving.append((t, _contents(model, t)))
+    if layout.name == "keep":
+        for df in files.values():
+            _keep_layout_bytes(df)
     if moving:
         return _place(model, layout, moving, external_data, align, model_name, ov,
                       layout_options)
@@ -275,6 +278,25 @@ def _place(model, layout, moving, external_data, align, model_name, ov: _Overrid
                    double_data=None, uint64_data=None)
         files.append(df)
     return files
+
+
+def _keep_layout_bytes(df: _DataFile) -> None:
+    """Add to ``df`` (layout ``keep``) the bytes no reference selects that the layout of its
+    source file needs (:func:`onemodel.formats.layouts.kept_ranges`: a safetensors header),
+    when every tensor of ``df`` comes from one source at its own offset (the file rewritten as
+    it was read); otherwise nothing."""
+    if df.untouched or not df.slots:
+        return
+    source = None
+    for s in df.slots:
+        b = s.buffer
+        if not isinstance(b, Blob) or b.offset != s.offset or (
+                source is not None and b.source is not source):
+            return
+        source = b.source
+    end = max(s.offset + s.nbytes for s in df.slots)
+    for offset, n in kept_ranges(source, end):
+        df.slots.append(_Slot(offset, n, None, Blob(source, offset, n)))
 
 
 def _plan_keep(model, t, files, out_base, allow_outside) -> None:
@@ -680,7 +702,7 @@ def _update_checksums(files: list[_DataFile], ov: _Overrides) -> bool:
         done: set = set()
         for slot in df.slots:
             t = slot.tensor
-            if id(t) in done:
+            if t is None or id(t) in done:  # (None: bytes of the layout's own, a header)
                 continue
             done.add(id(t))
             if any(e.key == "checksum" and e.value != df.sha1 for e in t.external_data):

@@ -117,6 +117,19 @@ class SafetensorsLayout(Layout):
         return sorted(shards) if all(isinstance(s, str) for s in shards) else None
 
 
+    def kept_ranges(self, source, end: int) -> list:
+        """The header (octets ``[0, data start)``) of a safetensors data file read
+        (:func:`.check.index_of`) whose referenced tensors reach the end of its data region, so
+        that ``keep`` rewrites it as a valid safetensors file (its padding entries are zeros,
+        as ``keep`` writes gaps). ``[]`` otherwise: a file whose last entry no reference selects
+        would be cut short of what its header names."""
+        from .check import index_of
+
+        st = index_of(source)
+        if st is None or end != st.header.size:
+            return []
+        return [(0, st.header.data_start)]
+
     def summary(self, described: dict, references: int) -> str:
         """``; safetensors file, N tensor entries (+P padding entries) in its header, ...``."""
         n, pad = described["entries"], described.get("padding")
