@@ -344,10 +344,11 @@ def convert(src, dst, *, to: str | None = None, source_format: str | None = None
     if into is not None:
         return apply_weights(src, into, dst, to=to, storage_options=storage_options,
                              read_options=read_options, progress=progress, **write_options)
-    if to is None and (_name_of(dst) or "").lower().endswith(_SAFETENSORS):
+    weights = None if to is not None else _weights_layout_of(dst)
+    if weights is not None:  # a weights file of a layout plugin (.safetensors)
         unknown = sorted(k for k in write_options if k != "align")
         if unknown:
-            raise OptionError(unknown, ["align"], "safetensors output")
+            raise OptionError(unknown, ["align"], f"{weights.name} output")
         return extract_weights(src, dst, source_format=source_format,
                                storage_options=storage_options, read_options=read_options,
                                progress=progress, **write_options)
@@ -368,7 +369,14 @@ def convert(src, dst, *, to: str | None = None, source_format: str | None = None
                              list(omitted or []))
 
 
-_SAFETENSORS = ".safetensors"
+def _weights_layout_of(dst):
+    """The layout plugin a weights file at ``dst`` (a path or URL) is written with, by its
+    name's suffix (``.safetensors``: :func:`onemodel.formats.layouts.weights_layout`), or
+    None for a model file."""
+    from .formats.layouts import weights_layout
+
+    name = _name_of(dst)
+    return weights_layout(name.lower()) if name else None
 
 
 def extract_weights(src, dst, *, source_format: str | None = None,
@@ -385,29 +393,27 @@ def extract_weights(src, dst, *, source_format: str | None = None,
     UnsupportedError for a bad ``align``; nothing is left at ``dst`` on error.
     """
     from .content_digest import model_digest
-    from .formats.safetensors.layout import DEFAULT_ALIGN
-    from .formats.safetensors.weights import initializers, write_weights
+    from .formats.layouts import weights_layout
 
+    layout = _weights_layout_of(dst) or weights_layout(default=True)
     check_storage_options(storage_options, src, dst, (read_options or {}).get("base_dir"))
     model = _load(src, format=source_format, storage_options=storage_options,
                   **(read_options or {}))
     with model:
         refuse_overwriting(model, [("the destination", dst)], in_place=False)
-        inits = initializers(model)
-        total = sum(t.nbytes for _, t in inits)
+        total = sum(t.nbytes for t in layout.weights_of(model))
         if progress is not None and hasattr(progress, "set_total"):
             progress.set_total(total)
         meta = {"onemodel.digest": model_digest(model).hex}
         sink = open_sink(dst, storage_options=storage_options, progress=progress)
         padding: list = []
         try:
-            n = write_weights(model, sink, align=DEFAULT_ALIGN if align is None else align,
-                              metadata=meta, padding=padding)
+            n = layout.write_weights(model, sink, align=align, metadata=meta, padding=padding)
         except BaseException:
             sink.abort()
             raise
         sink.commit()
-        return ConvertResult(model.format or "?", "safetensors", n, total, padding=padding)
+        return ConvertResult(model.format or "?", layout.name, n, total, padding=padding)
 
 
 def apply_weights(weights, model_path, dst, *, to: str | None = None,
@@ -424,7 +430,7 @@ def apply_weights(weights, model_path, dst, *, to: str | None = None,
     has no initializer of or a dtype or shape that does not match (nothing written), the
     errors of :func:`load` and of the header check for a file that breaks the safetensors rules.
     """
-    from .formats.safetensors.weights import apply_weights as apply
+    from .formats.layouts import weights_layout
     from .ir import graph_rules
 
     _not_empty(weights)
@@ -435,11 +441,13 @@ def apply_weights(weights, model_path, dst, *, to: str | None = None,
                               storage_options=storage_options)
     model = _load(model_path, storage_options=storage_options, **(read_options or {}))
     with model:
+        name = _name_of(weights)
+        layout = weights_layout(name.lower() if name else None, default=True)
         refuse_overwriting(model, [("the destination", dst)],
-                           extra_inputs=[("the safetensors file of the weights", weights)])
+                           extra_inputs=[(f"the {layout.name} file of the weights", weights)])
         source = open_source(weights, storage_options=storage_options)
         try:
-            replaced = apply(model, source, name=source.name)
+            replaced = layout.apply_weights(model, source, name=source.name)
         except BaseException as e:
             source.close()
             raise e.at(source=source.name) if isinstance(e, OneModelError) else e
@@ -448,4 +456,4 @@ def apply_weights(weights, model_path, dst, *, to: str | None = None,
         if progress is not None and hasattr(progress, "set_total"):
             progress.set_total(total)
         _write(out_plugin, model, dst, options, storage_options, progress)
-        return ConvertResult("safetensors", out_plugin.name, len(replaced), total)
+        return ConvertResult(layout.name, out_plugin.name, len(replaced), total)

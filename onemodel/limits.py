@@ -61,6 +61,11 @@ CONTAINER_ALIGNMENT = 64
 #: Default alignment of tensor offsets in external data files, in bytes (Clause 13.2: a page).
 EXTERNAL_DATA_ALIGNMENT = 4096
 
+#: Largest alignment a writer accepts for the offsets of tensors in an external data file or a
+#: safetensors file, in bytes (every tensor may be preceded by that much padding, so a larger
+#: value only wastes disk).
+MAX_EXTERNAL_DATA_ALIGNMENT = 1 << 20
+
 
 #: Deepest nesting the evaluator follows: subgraphs (If, Loop, Scan bodies) inside subgraphs, and
 #: model-local function calls inside function bodies, counted together (ONNX Part 1, Clause 8.4).
@@ -162,4 +167,7 @@ DESCRIPTIONS: dict[str, tuple[str, str, str]] = {
     "CONTAINER_ALIGNMENT": ("alignment of tensors in a OneModel data region", "bytes", "-"),
     "EXTERNAL_DATA_ALIGNMENT": ("default alignment of offsets in written external data files",
                                 "bytes", "-"),
+    "MAX_EXTERNAL_DATA_ALIGNMENT": ("largest alignment accepted for the offsets of a written "
+                                    "external data or safetensors file (`align`, `--align`)",
+                                    "bytes", "Unsupported"),
 }

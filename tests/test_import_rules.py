@@ -10,7 +10,12 @@ checked statically over every module's imports, function-local ones included.
   ``onemodel.formats``, ``onemodel.evaluate`` or ``onemodel.cli``;
 - ``onemodel.inference`` (shape and type inference, which the evaluator and the validator use)
   imports nothing from ``onemodel.storage``, ``onemodel.formats``, ``onemodel.evaluate``,
-  ``onemodel.validation`` or ``onemodel.cli`` (a path is read through ``onemodel.api``).
+  ``onemodel.validation`` or ``onemodel.cli`` (a path is read through ``onemodel.api``);
+- the format packages (``onemodel.formats.onnx``, ``.container``, ``.safetensors``) import
+  nothing of one another (what they share lives in ``onemodel.formats`` or ``onemodel.limits``:
+  ``formats.json_scan``, ``limits.MAX_EXTERNAL_DATA_ALIGNMENT``);
+- ``onemodel.formats.safetensors`` is imported by no module outside it: it is reached through
+  the layout registry (``onemodel.formats.layouts``), which names its plugin by a string.
 """
 
 import ast
@@ -30,6 +35,15 @@ RULES = {
     "onemodel.inference": ("onemodel.storage", "onemodel.formats", "onemodel.evaluate",
                            "onemodel.validation", "onemodel.cli"),
 }
+
+#: Format packages that import nothing of one another.
+FORMAT_PACKAGES = ("onemodel.formats.onnx", "onemodel.formats.container",
+                   "onemodel.formats.safetensors")
+for _package in FORMAT_PACKAGES:
+    RULES[_package] = tuple(p for p in FORMAT_PACKAGES if p != _package)
+
+#: Packages no module outside them imports (plugins reached through a registry).
+SEALED = ("onemodel.formats.safetensors",)
 
 #: (importing module, imported module) pairs that break a rule today, each with its reason;
 #: the test fails when one is fixed and left here, so the list only shrinks.
@@ -71,6 +85,9 @@ def violations() -> set[tuple[str, str]]:
     bad = set()
     for path in ROOT.rglob("*.py"):
         name = _module_name(path)
+        for sealed in SEALED:
+            if not _inside(name, sealed) and any(_inside(m, sealed) for m in imports_of(path)):
+                bad.add((name, sealed))
         for layer, forbidden in RULES.items():
             if not _inside(name, layer):
                 continue
@@ -104,3 +121,25 @@ def test_the_check_sees_storage_importing_the_ir(tmp_path, monkeypatch):
         fake.write_text(text)
         monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path / "onemodel")
         assert violations() == {("onemodel.storage.fake", "onemodel.ir")}
+
+
+def test_the_check_sees_a_private_import_of_a_format_plugin(tmp_path, monkeypatch):
+    """A module outside formats/safetensors importing it (as the ONNX writer did before the
+    layout registry) is caught, and so is one format package importing another (as the
+    safetensors header did with the container manifest's json_depth)."""
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path / "onemodel")
+    cases = [(("formats", "onnx", "fake.py"), "from ..safetensors import layout\n",
+              {("onemodel.formats.onnx.fake", "onemodel.formats.safetensors")}),
+             (("api.py",), "def f():\n    from .formats.safetensors.weights import x\n",
+              {("onemodel.api", "onemodel.formats.safetensors")}),
+             (("formats", "safetensors", "fake.py"),
+              "from ..container.manifest import json_depth\n",
+              {("onemodel.formats.safetensors.fake", "onemodel.formats.container")}),
+             (("formats", "safetensors", "ok.py"), "from . import header\n", set())]
+    for parts, text, want in cases:
+        for old in (tmp_path / "onemodel").rglob("*.py"):
+            old.unlink()
+        fake = tmp_path.joinpath("onemodel", *parts)
+        fake.parent.mkdir(parents=True, exist_ok=True)
+        fake.write_text(text)
+        assert violations() == want

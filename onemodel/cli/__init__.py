@@ -398,8 +398,9 @@ def convert(
     inline: bool = typer.Option(False, "--inline", help="ONNX output: all weights inline."),
     layout_name: Optional[str] = typer.Option(None, "--layout", metavar="LAYOUT",
                                               help="ONNX output layout: keep, inline, file, "
-                                              "per_tensor or safetensors (a data file name "
-                                              "ending in .safetensors selects it)."),
+                                              "per_tensor, safetensors (a data file name "
+                                              "ending in .safetensors selects it) or a "
+                                              "registered layout plugin's name."),
     max_shard_size: Optional[str] = typer.Option(None, "--max-shard-size", metavar="SIZE",
                                                  help="Layout safetensors: shards of at most "
                                                  "this many tensor bytes (5000000000, 5GB, "
@@ -435,9 +436,10 @@ def convert(
             raise UsageError("choose one of --inline, --external-data, "
                              "--external-data-per-tensor")
         if layout_name is not None:
-            from ..formats.onnx.writer import LAYOUTS
-            if layout_name not in LAYOUTS:  # (a value the user typed: whatever the output)
-                raise UsageError(f"--layout {layout_name!r}: one of {', '.join(LAYOUTS)}")
+            from ..formats.layouts import names as layout_names
+            known = layout_names()  # built-in and registered layout plugins
+            if layout_name not in known:  # (a value the user typed: whatever the output)
+                raise UsageError(f"--layout {layout_name!r}: one of {', '.join(known)}")
             if layout and layout[0] != "file":
                 raise UsageError("choose one of --layout, --inline, --external-data-per-tensor")
             layout = [layout_name]
@@ -494,10 +496,11 @@ def info(
         try:
             _info_of_model(file, as_json, shapes, allow_outside, storage_option)
         except UnsupportedError as e:
-            from ..formats import WEIGHTS_FILE
-            if e.message != WEIGHTS_FILE:
+            from ..formats.layouts import weights_layout
+            layout = weights_layout(note=e.message)
+            if layout is None:
                 raise
-            _weights_listing(file, as_json, _storage(storage_option, file))
+            _weights_listing(layout, file, as_json, _storage(storage_option, file))
     _nothing_at_exit = True  # printed; nothing of the model needs tearing down
 
 
@@ -543,35 +546,31 @@ def _info_of_model(file, as_json, shapes, allow_outside, storage_option) -> None
         raise failed
 
 
-def _weights_listing(file: str, as_json: bool, storage_options) -> None:
-    """``info`` of a safetensors weights file (what :func:`onemodel.formats.detect` refuses as
-    :data:`~onemodel.formats.WEIGHTS_FILE`, the model reader having found no model): the note
-    that it is no model, then its tensors (key, dtype, shape, bytes; padding entries marked)
-    from its checked header. Raises what the header check raises for a broken one
-    (MalformedError, UnsupportedError), IoError when it cannot be read."""
-    from ..formats import WEIGHTS_FILE
-    from ..formats.safetensors.header import read_header
-    from ..formats.safetensors.layout import Recorded
+def _weights_listing(layout, file: str, as_json: bool, storage_options) -> None:
+    """``info`` of a weights file of ``layout`` (a safetensors file: what
+    :func:`onemodel.formats.detect` refuses with the layout's ``weights_note``, the model reader
+    having found no model): the note that it is no model, then its tensors (key, dtype, shape,
+    bytes; padding entries marked) from its checked header. Raises what the header check
+    raises for a broken one (MalformedError, UnsupportedError), IoError when it cannot be
+    read."""
     from ..storage import open_source
 
+    note = layout.weights_note
     src = open_source(file, storage_options=storage_options)
     try:
-        header = read_header(src)
+        metadata, rows = layout.list_weights(src, file)
     finally:
         close = getattr(src, "close", None)
         if close is not None:
             close()
-    padding = Recorded(header.metadata, file).padding
-    rows = [{"name": e.name, "dtype": e.dtype, "shape": list(e.shape), "bytes": e.nbytes,
-             "padding": e.name in padding} for e in header.entries]
     if as_json:
         import json
-        out.line(json.dumps({"source": shown(file), "format": "safetensors", "model": False,
-                             "note": WEIGHTS_FILE, "metadata": header.metadata,
+        out.line(json.dumps({"source": shown(file), "format": layout.name, "model": False,
+                             "note": note, "metadata": metadata,
                              "tensors": rows}, indent=2))
         return
     tensors = [r for r in rows if not r["padding"]]
-    out.line(f"{shown(file)}: {WEIGHTS_FILE}")
+    out.line(f"{shown(file)}: {note}")
     out.line(f"tensors: {len(tensors)}, {_human(sum(r['bytes'] for r in tensors))}"
              + (f" (+{len(rows) - len(tensors)} padding entries)" if len(rows) > len(tensors)
                 else ""))
@@ -694,14 +693,9 @@ def _data_file_line(f: dict) -> str:
     unref = ("size unknown" if f.get("unreferenced") is None else
              f"{_human(f['unreferenced'])} unreferenced (gaps {_human(f['gaps'])}, "
              f"trailing {_human(f['trailing'])})")
-    st = f.get("safetensors")
-    st = "" if st is None else (
-        f"; safetensors file, {st['entries']} tensor entr{'y' if st['entries'] == 1 else 'ies'}"
-        + (f" (+{st['padding']} padding entr{'y' if st['padding'] == 1 else 'ies'})"
-           if st.get("padding") else "")
-        + " in its header, "
-        + ("every referenced tensor consistent with its entry" if st["checked"] == f["tensors"]
-           else f"{st['checked']} of {f['tensors']} references checked against it"))
+    from ..formats.layouts import layouts
+    st = "".join(layout.summary(f[layout.name], f["tensors"]) for layout in layouts()
+                 if isinstance(f.get(layout.name), dict))  # what a layout said of its file
     return (f"data file {printable(f['location'])}: {_count(f['tensors'], 'tensor')}, "
             f"{_human(f['referenced'])} referenced, {unref}, {aligned}{st}")
 

@@ -13,8 +13,10 @@ A format plugin is a small object with
 Built-in plugins are registered on first use, each on its own: reading an ONNX file imports
 nothing of the OneModel container package and the reverse (:data:`_BUILTIN` names each one's
 suffixes and magic, so detection imports only the plugin that can answer). Third parties add
-theirs with :func:`register` or through the ``onemodel.formats`` entry point group, without
-touching this package.
+theirs with :func:`register` (which refuses a name already taken unless ``replace=True``) or
+through the ``onemodel.formats`` entry point group (a plugin whose name is taken is left out,
+with a warning), without touching this package. ONNX external data layouts have a registry of
+their own (:mod:`.layouts`).
 """
 
 from __future__ import annotations
@@ -68,9 +70,18 @@ _builtins_loaded: set[str] = set()
 _entry_points_loaded = False
 
 
-def register(plugin: FormatPlugin) -> None:
-    """Add (or replace) a format plugin under ``plugin.name``."""
-    _PLUGINS[plugin.name] = plugin
+def register(plugin: FormatPlugin, *, replace: bool = False) -> None:
+    """Add a format plugin under ``plugin.name``. A name already taken (a built-in format's
+    included, loaded or not) raises ValueError unless ``replace=True`` (as fsspec's
+    ``register_implementation(clobber=False)`` refuses), so a plugin never replaces another
+    silently."""
+    name = plugin.name
+    if not replace and (name in _PLUGINS or name.lower() in _BUILTIN):
+        raise ValueError(f"a format named {quote(name)} is already registered; pass "
+                         "replace=True to replace it")
+    if name.lower() in _BUILTIN:
+        _load_builtin(name.lower())  # (so the built-in one never comes back over it)
+    _PLUGINS[name] = plugin
 
 
 def _load_builtin(name: str) -> None:
@@ -116,7 +127,11 @@ def _load_entry_points() -> None:
     except Exception:  # pragma: no cover - broken environments
         eps = ()
     for ep in eps:
-        register(ep.load())
+        try:
+            register(ep.load())
+        except ValueError as e:  # a name taken: the first one keeps it
+            import warnings
+            warnings.warn(f"entry point {ep.name!r} of onemodel.formats: {e}", stacklevel=2)
 
 
 def plugins() -> list[FormatPlugin]:
@@ -175,42 +190,14 @@ def detect(head: bytes | None = None, name: str | None = None) -> FormatPlugin:
         _load_entry_points()
         found = _match(head, name)
     if found is None:
-        if _safetensors_weights(head, name):
-            raise UnsupportedError(WEIGHTS_FILE, source=name)
+        from .layouts import weights_layout
+
+        weights = weights_layout(_base_name(name) if name else None, head)
+        if weights is not None:  # (a file of tensors only: a layout's weights file)
+            raise UnsupportedError(weights.weights_note, source=name)
         raise UnsupportedError("cannot tell the format of the file from its first bytes or its "
                                "name", source=name)
     return found
-
-
-#: What :func:`detect` says of a safetensors weights file (``onemodel info`` lists its tensors).
-WEIGHTS_FILE = ("a safetensors weights file: it holds tensors only, not a model (no graph); to "
-                "put its tensors into a model run `onemodel convert WEIGHTS.safetensors --into "
-                "MODEL OUT` (Python: onemodel.convert(weights, out, into=model))")
-
-
-def _safetensors_weights(head: bytes | None, name: str | None) -> bool:
-    """Whether a file no format takes is a safetensors weights file (docs/safetensors.md): its
-    name ends in ``.safetensors``, or its first 8 octets are a little-endian header length and
-    the JSON object of a safetensors header follows (the whole header when ``head`` holds it,
-    else its start ``{"``)."""
-    if name and _base_name(name).lower().endswith(".safetensors"):
-        return True
-    if not head or len(head) < 10:
-        return False
-    head = bytes(head)
-    n = int.from_bytes(head[:8], "little")
-    if n < 2 or head[8:9] != b"{":
-        return False
-    if len(head) < 8 + n:
-        return head[8:].lstrip(b"{ \t\r\n")[:1] == b'"'
-    import json
-    try:
-        header = json.loads(head[8:8 + n])
-    except ValueError:
-        return False
-    return isinstance(header, dict) and all(
-        isinstance(v, dict) and "dtype" in v and "data_offsets" in v
-        for k, v in header.items() if k != "__metadata__")
 
 
 def _starts_a_model(head: bytes) -> bool:
@@ -221,6 +208,13 @@ def _starts_a_model(head: bytes) -> bool:
     except UnsupportedError:
         return False
     return True
+
+
+def __getattr__(name: str):
+    """``onemodel.formats.layouts`` (the layout registry) without importing it at start-up."""
+    if name == "layouts":
+        return importlib.import_module(".layouts", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 set_format_sniff(_starts_a_model)  # storage asks the formats through this, never imports them

@@ -3,11 +3,10 @@ command never destroys its input; :func:`onemodel.storage.place.refuse_inputs_as
 
 from __future__ import annotations
 
-import os
 from typing import NamedTuple
 
 from ..storage.place import local_path, target_of
-from .safetensors.layout import index_of_shard
+from .layouts import companions
 
 
 class InputFile(NamedTuple):
@@ -22,9 +21,10 @@ class InputFile(NamedTuple):
 
 def input_files(model) -> list[InputFile]:
     """Every file ``model`` was read from (its ``resources``, as the readers fill them): the
-    model file first, then each external data file (safetensors shards included) and the index
-    beside shards (``<stem>.safetensors.index.json``, Hugging Face's name, when that file
-    exists); bytes in memory name none."""
+    model file first, then each external data file (safetensors shards included) and the files
+    a layout plugin says belong to it (:func:`onemodel.formats.layouts.companions`: the index
+    beside safetensors shards, ``<stem>.safetensors.index.json``, Hugging Face's name, when that
+    file exists); bytes in memory name none."""
     found: list = []
     for i, source in enumerate(getattr(model, "resources", None) or []):
         target = target_of(source)
@@ -33,10 +33,9 @@ def input_files(model) -> list[InputFile]:
         found.append(InputFile("the model file", target, True) if i == 0 else
                      InputFile("a data file of the model", target))
         path = local_path(target) if i else None
-        index = index_of_shard(path) if path is not None else None
-        if index is not None and os.path.isfile(index) and \
-                all(f.target != index for f in found):
-            found.append(InputFile("the shard index of the model", index))
+        for index in companions(path) if path is not None else ():
+            if all(f.target != index for f in found):
+                found.append(InputFile("the shard index of the model", index))
     return found
 
 

@@ -20,19 +20,17 @@ import binascii
 import contextlib
 import gc
 import json
-import re
 import sys
 
 from ...errors import MalformedError, UnsupportedError, quote
-from ...lazy import np
 from ...limits import MAX_JSON_DEPTH
+from ..json_scan import SMALL_BRACKETS as _SMALL_BRACKETS  # noqa: F401 (tests read it)
+from ..json_scan import json_depth
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 UINT32_MAX = (1 << 32) - 1
 MANIFEST_OFFSET = 64
 
-_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]|"', re.DOTALL)
-_OPEN = frozenset(b"[{")
 
 
 class JsonFloat:
@@ -45,65 +43,6 @@ class JsonFloat:
 
     def __repr__(self) -> str:
         return self.text
-
-
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
-#: Brackets counted by a Python loop (about 3 ms at most); more go to numpy.
-_SMALL_BRACKETS = 1 << 16
-
-
-def json_depth(data, limit: int = MAX_JSON_DEPTH) -> tuple[int, int | None]:
-    """Deepest nesting of arrays and objects in JSON bytes, scanning without recursion.
-
-    Returns ``(depth, offset)`` where ``offset`` is the byte index of the first bracket that went
-    past ``limit`` (``None`` when the depth stays within it). Brackets inside strings are skipped;
-    the scan stops at an unterminated string (the parser reports that). Strings are removed and
-    the brackets counted in C (``re``, ``bytes.translate``, numpy for more than
-    :data:`_SMALL_BRACKETS` of them, a plain loop below, which spares small manifests the import
-    of numpy); the Python token loop runs only to find the offset of a file that is too deep.
-    """
-    stripped = _STRING.sub(b"", data)
-    quote = stripped.find(b'"')
-    if quote >= 0:
-        stripped = stripped[:quote]
-    brackets = stripped.translate(None, _NOT_BRACKETS)
-    if not brackets:
-        return 0, None
-    if len(brackets) <= _SMALL_BRACKETS:
-        depth = deepest = 0
-        for c in brackets:
-            if c == 0x5B or c == 0x7B:
-                depth += 1
-                if depth > deepest:
-                    deepest = depth
-            else:
-                depth -= 1
-    else:
-        steps = np.frombuffer(brackets, dtype=np.uint8)
-        steps = np.where((steps == 0x5B) | (steps == 0x7B), 1, -1).astype(np.int32)
-        deepest = int(np.cumsum(steps, dtype=np.int64).max())
-    if deepest <= limit:
-        return deepest, None
-    return deepest, _offset_past(data, limit)
-
-
-def _offset_past(data, limit: int) -> int | None:
-    depth = 0
-    for m in _TOKEN.finditer(data):
-        tok = m.group()
-        if len(tok) != 1:
-            continue
-        c = tok[0]
-        if c == 0x22:
-            break
-        if c in _OPEN:
-            depth += 1
-            if depth > limit:
-                return m.start()
-        else:
-            depth -= 1
-    return None
 
 
 def _reject_constant(name: str):

@@ -34,8 +34,10 @@ bytes, each step in the module that holds it:
    ``tensor.external`` becomes the :class:`~onemodel.storage.blob.Blob` of the tensor's bytes in
    it (its ``view()`` a zero-copy slice of the map, or one range read of a remote file, fetched on
    first use), which writers copy file to file.
-5. **A safetensors data file** (:mod:`onemodel.formats.safetensors.check`). A data file that
-   starts like a safetensors file has its header checked by the format's rules, and every
+5. **A data file of a layout** (:func:`onemodel.formats.layouts.open_data_file`). Each layout
+   plugin is offered the data file; the ``safetensors`` one
+   (:mod:`onemodel.formats.safetensors.check`) takes a data file that starts like a
+   safetensors file, checks its header by the format's rules, and every
    reference into it must select one header entry's range holding the tensor (dtype and shape,
    or U8 octets with the element type recorded); a refusal is the header check's kind
    (MalformedError, UnsupportedError) or InvalidModelError, its message naming the entry.
@@ -97,27 +99,24 @@ _UNKNOWN = object()
 
 
 class _DataFile:
-    __slots__ = ("opened", "sha1", "safetensors")
+    __slots__ = ("opened", "sha1", "layout")
 
     def __init__(self, opened: OpenedFile):
         self.opened = opened
         self.sha1 = None
-        self.safetensors = _UNKNOWN  # the checked header of a safetensors file, None for none
+        self.layout = _UNKNOWN  # the checker of a layout that recognised the file, None for none
 
 
-def _safetensors_index(df: _DataFile, location: str):
-    """The checked safetensors header of ``df`` (:func:`..safetensors.check.open_index`), or None
-    when it is not a safetensors file. A header that breaks the format's rules is refused with
-    the header check's kind (MalformedError, UnsupportedError), the message naming its path."""
-    if df.safetensors is _UNKNOWN:
-        from ..safetensors.check import open_index
+def _layout_checker(df: _DataFile, location: str):
+    """The checker of the layout plugin that recognises ``df`` (a safetensors file:
+    :func:`onemodel.formats.layouts.open_data_file`), or None. A file that breaks that layout's
+    rules is refused as the layout says (a safetensors header: MalformedError,
+    UnsupportedError, the message naming its path)."""
+    if df.layout is _UNKNOWN:
+        from ..layouts import open_data_file
 
-        try:
-            df.safetensors = open_index(df.opened.source, location)
-        except OneModelError as e:
-            raise type(e)(f"safetensors data file, {e.path}: {e.message}", offset=e.offset,
-                          source=e.source) from None
-    return df.safetensors
+        df.layout = open_data_file(df.opened.source, location)
+    return df.layout
 
 
 def resolve_external_data(model: Model, base=None, *, allow_outside: bool = False,
@@ -286,9 +285,9 @@ class _Resolver:
             if df.sha1 != ref.checksum:
                 raise RefusedError(f"checksum mismatch: the file's SHA-1 is {df.sha1}, the "
                                    f"reference says {ref.checksum} (Clause 13.3)")
-        st = _safetensors_index(df, ref.location)
-        if st is not None:
-            st.check(t, ref.offset, length)
+        checker = _layout_checker(df, ref.location)
+        if checker is not None:
+            checker.check(t, ref.offset, length)
         t.external = Blob(src, ref.offset, length)
 
     def close_base(self) -> None:

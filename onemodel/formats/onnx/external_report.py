@@ -13,13 +13,13 @@ from ...ir.tensor import EXTERNAL
 from ...ir.walk import iter_tensors
 from ...limits import EXTERNAL_DATA_ALIGNMENT
 from ...storage.blob import Blob
-from ..safetensors.check import index_of
+from ..layouts import layouts as registered_layouts
 from .external_refs import RefusedError, location_parts, parse_reference
 from .external_walk import data_file_identity
-from .writer import MAX_ALIGN, union_ranges
+from .writer import union_ranges
 
 _REPORT_KEYS = ("location", "size", "tensors", "referenced", "unreferenced", "gaps", "trailing",
-                "alignment", "aligned", "aligned_64", "safetensors", "error")
+                "alignment", "aligned", "aligned_64")
 
 #: A tensor can be mapped by itself (``mmap`` of its range) only at an offset that is a multiple
 #: of the page size: 4096 on the usual systems (Windows maps at 65536).
@@ -35,12 +35,15 @@ def external_data_report(model) -> list[dict]:
     ``referenced`` (bytes covered by at least one reference), ``unreferenced`` (``size -
     referenced``: orphans and gaps; ``None`` without a size), ``gaps`` (unreferenced bytes
     before the end of the last reference), ``trailing`` (bytes after it), ``alignment`` (the
-    alignment the file has: the largest power of two, at most :data:`MAX_ALIGN`, dividing every
-    non-empty tensor's offset; ``None`` without one), ``aligned`` (``alignment`` >= 4096,
+    alignment the file has: the largest power of two, at most
+    :data:`~onemodel.limits.MAX_EXTERNAL_DATA_ALIGNMENT`, dividing every non-empty tensor's
+    offset; ``None`` without one), ``aligned`` (``alignment`` >= 4096,
     :data:`PAGE_ALIGNMENT`: each tensor can be mapped by itself at its offset), ``aligned_64``
     (``alignment`` >= 64: in a map of the whole file every tensor starts 64-byte aligned, enough
     for aligned SIMD loads and any element type), ``error`` for a reference that cannot be
-    parsed (reported, not raised), and for a safetensors data file ``safetensors``:
+    parsed (reported, not raised), and for a data file a layout plugin recognises what it
+    says of it under its name (:meth:`~onemodel.formats.layouts.Layout.describe`): for a
+    safetensors data file ``safetensors``:
     ``{"entries": the tensors its header names (padding left out), "padding": the padding
     entries it also names (the alignment fillers onemodel records in ``__metadata__``; a
     safetensors reader lists them among its keys), "checked": the references checked consistent
@@ -74,14 +77,14 @@ def external_data_report(model) -> list[dict]:
         b = t.external
         if isinstance(b, Blob) and data_file_identity(b.source) is not None:
             f["size"] = b.source.size
-            st = index_of(b.source)
-            if st is not None:
-                f["safetensors"] = {"entries": st.tensors,
-                                    "padding": len(st.header) - st.tensors,
-                                    "checked": st.checked}
+            for layout in registered_layouts():
+                said = layout.describe(b.source)
+                if said is not None:
+                    f[layout.name] = said
         length = ref.length if ref.length is not None else t.nbytes
         if length > 0:  # the largest power of two dividing the offset (0: any), capped
-            own = min(ref.offset & -ref.offset, MAX_ALIGN) if ref.offset else MAX_ALIGN
+            top = limits.MAX_EXTERNAL_DATA_ALIGNMENT
+            own = min(ref.offset & -ref.offset, top) if ref.offset else top
             f["alignment"] = own if f["alignment"] is None else min(f["alignment"], own)
         ranges[key].append((ref.offset, ref.offset + length))
     for key, f in files.items():
@@ -101,7 +104,8 @@ def external_data_report(model) -> list[dict]:
             f["trailing"] = max(size - last_end, 0)
             f["gaps"] = last_end - referenced
             f["unreferenced"] = size - referenced
-    return [{k: f[k] for k in _REPORT_KEYS if k in f} for f in files.values()]
+    keys = _REPORT_KEYS + tuple(layout.name for layout in registered_layouts()) + ("error",)
+    return [{k: f[k] for k in keys if k in f} for f in files.values()]
 
 
 def _bytes(n: int) -> str:

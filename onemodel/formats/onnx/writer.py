@@ -6,7 +6,9 @@ or in external data files and streams everything to its sinks (:func:`stream_pie
 :func:`encode_message` / :func:`encode_model` give the bytes of any record, in memory.
 :mod:`.external_report` describes how a model's data files are laid out (``onemodel info``).
 
-Layouts (:func:`write_layout`, ``layout=``):
+Layouts (:func:`write_layout`, ``layout=``) are plugins of :mod:`onemodel.formats.layouts`:
+``keep`` and ``inline`` are done here; the others plan their data files
+(:meth:`~onemodel.formats.layouts.Layout.plan`) and this module writes them. The built-in ones:
 
 ==============  ===================================================================================
 ``keep``        Every tensor stays where it is. External references are written as they are, and
@@ -27,7 +29,7 @@ Layouts (:func:`write_layout`, ``layout=``):
                 name ending in ``.safetensors`` selects this layout): a header naming every
                 tensor's key, dtype and shape, each tensor's bytes at an offset that is a
                 multiple of ``align`` (default 64), padding entries in the gaps
-                (:mod:`onemodel.formats.safetensors.layout`; docs/safetensors.md).
+                (the plugin :mod:`onemodel.formats.safetensors.plugin`; docs/safetensors.md).
 ==============  ===================================================================================
 
 Which tensors move to data files (``file``, ``per_tensor``): initializers of every graph
@@ -107,6 +109,10 @@ from ...storage.blob import Blob
 from ...storage.compressed import is_compressed_sink
 from ...storage.hashing import HashingSink
 from ...storage.place import is_remote, local_path, place_of, target_of
+from ..layouts import BUILTIN, Placed, PlacementError, kept_ranges
+from ..layouts import by_name as layout_by_name
+from ..layouts import for_data_file as layout_for_data_file
+from ..layouts import layouts as registered_layouts
 from .checks import check_tensors
 from .external_refs import RefusedError, location_parts, parse_reference
 from .external_sinks import data_file_target, open_data_sink, same_directory
@@ -115,13 +121,11 @@ from .paths import proto_path
 from .publish import Publication, owner_tag, published_location, staged_location, stale_staged
 from .wire_encode import encode, encode_pieces, none_list_error, pieces_size
 
-LAYOUTS = ("keep", "inline", "file", "per_tensor", "safetensors")
+#: The built-in layouts (:data:`onemodel.formats.layouts.BUILTIN`; the registry has them all).
+LAYOUTS = BUILTIN
 
 _STORAGE_FIELDS = STORAGE_FIELDS
 _INITIALIZER = re.compile(r"\.initializers\[\d+\]$")
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
-_RESERVED = frozenset(["CON", "PRN", "AUX", "NUL"] + [f"COM{i}" for i in range(1, 10)]
-                      + [f"LPT{i}" for i in range(1, 10)])
 
 
 class _Slot:
@@ -136,7 +140,8 @@ class _Slot:
 
 class _DataFile:
     """A data file to write: its location and slots; ``untouched`` leaves the file as it is;
-    ``index`` marks the index json of safetensors shards."""
+    ``index`` is the layout plugin of an index file (the index json of safetensors shards),
+    which no tensor references."""
 
     __slots__ = ("location", "slots", "checksum", "untouched", "sha1", "index")
 
@@ -146,7 +151,7 @@ class _DataFile:
         self.checksum = False      # keep: a reference carries a checksum to keep true
         self.untouched = False
         self.sha1 = None
-        self.index = False
+        self.index = None
 
 
 class _Overrides:
@@ -197,22 +202,6 @@ def _entries(location: str, offset: int, nbytes: int) -> list:
             StringStringEntry(key="length", value=str(nbytes))]
 
 
-def _tensor_file_name(name: str | None, used: set) -> str:
-    base = _UNSAFE.sub("_", name or "").lstrip(".")[:200] or "tensor"
-    if base.split(".")[0].upper() in _RESERVED:
-        base = "_" + base
-    cand, i = base, 1
-    while cand.lower() in used:
-        i += 1
-        cand = f"{base}.{i}"
-    used.add(cand.lower())
-    return cand
-
-
-def _align_up(n: int, align: int) -> int:
-    return -(-n // align) * align
-
-
 def _output_place(sink, base_dir):
     """``(directory or URL of the data files, the model file's name when it is in that
     directory)`` for a write to ``sink`` (:func:`onemodel.storage.place.place_of`)."""
@@ -227,13 +216,12 @@ def _output_place(sink, base_dir):
 
 # -- planning -----------------------------------------------------------------------------------
 def _plan(model, layout, external_data, threshold, align, convert_attributes, out_base,
-          model_name, allow_outside, ov: _Overrides, max_shard_size=None) -> list[_DataFile]:
+          model_name, allow_outside, ov: _Overrides, layout_options: dict) -> list[_DataFile]:
+    """The data files to write: those of ``keep`` (:func:`_plan_keep`), none for ``inline``,
+    else the layout plugin's plan for the tensors that move (:func:`_place`)."""
     files: dict[str, _DataFile] = {}
     seen: set = set()
-    used_names = {model_name.lower()} if model_name else set()
-    one_file = None
-    end = 0
-    st_slots: list = []
+    moving: list = []
     for path, t in iter_tensors(model):
         if id(t) in seen:
             continue
@@ -245,82 +233,70 @@ def _plan(model, layout, external_data, threshold, align, convert_attributes, ou
         if canonical is not None:
             ov.set(t, int32_data=canonical)
         external = t.data_location == EXTERNAL
-        if layout == "keep":
+        if layout.name == "keep":
             if external:
                 _plan_keep(model, t, files, out_base, allow_outside)
             continue
-        if layout == "inline" or not _movable(path, t, threshold, convert_attributes):
+        if not layout.places or not _movable(path, t, threshold, convert_attributes):
             if external:
                 ov.set(t, data_location=None, external_data=[], raw_data=_contents(model, t))
             continue
-        buf = _contents(model, t)
-        n = t.nbytes
-        if layout == "safetensors":
-            if one_file is None:
-                loc = external_data or _safetensors_name(model_name)
-                one_file = files.setdefault(loc, _DataFile(loc))
-            st_slots.append((t, buf, n))
-            continue
-        if layout == "file":
-            if one_file is None:
-                loc = external_data or ((model_name or "model.onnx") + ".data")
-                one_file = files.setdefault(loc, _DataFile(loc))
-            offset = _align_up(end, align)
-            end = offset + n
-            df = one_file
-        else:
-            loc = _tensor_file_name(t.name, used_names)
-            df = files.setdefault(loc, _DataFile(loc))
-            offset = 0
-        df.slots.append(_Slot(offset, n, t, buf))
-        ov.set(t, data_location=EXTERNAL, external_data=_entries(df.location, offset, n),
-               raw_data=None, float_data=None, int32_data=None, int64_data=None,
-               double_data=None, uint64_data=None)
-    if st_slots:
-        _plan_safetensors(model, files, one_file, st_slots, align, ov, max_shard_size)
+        moving.append((t, _contents(model, t)))
+    if layout.name == "keep":
+        for df in files.values():
+            _keep_layout_bytes(df)
+    if moving:
+        return _place(model, layout, moving, external_data, align, model_name, ov,
+                      layout_options)
     return list(files.values())
 
 
-def _safetensors_name(model_name: str | None) -> str:
-    base = model_name or "model.onnx"
-    return (base[:-5] if base.lower().endswith(".onnx") else base) + ".safetensors"
-
-
-def _plan_safetensors(model, files: dict, df: _DataFile, slots, align: int, ov: _Overrides,
-                      max_shard_size: int | None) -> None:
-    """Lay the tensors out in one safetensors file (:func:`..safetensors.layout.plan`): its header
-    is the first slot, every tensor a slot at its aligned offset. With ``max_shard_size`` and
-    more tensor bytes than that, in shards ``<stem>-0000i-of-0000k.safetensors`` instead, with
-    the index ``<data file>.index.json`` (:func:`..safetensors.layout.shard`)."""
-    from ..safetensors import layout
-
-    items = [(t.name or "", t.data_type, t.dims, n) for t, _, n in slots]
-    keys, _ = layout.unique_keys([x[0] for x in items])
-    groups = [list(range(len(slots)))]
-    if max_shard_size is not None and sum(n for _, _, n in slots) > max_shard_size:
-        groups = layout.shard([n for _, _, n in slots], max_shard_size)
-        names = layout.shard_names(df.location, len(groups))
-        del files[df.location]
-        index = files[names[-1]] = _DataFile(names[-1])
-        index.index = True
-        weight_map = {keys[i]: names[g] for g, group in enumerate(groups) for i in group}
-        data = layout.index_json(weight_map, sum(n for _, _, n in slots))
-        index.slots.append(_Slot(0, len(data), None, data))
-    for g, group in enumerate(groups):
-        if len(groups) > 1:
-            df = files[names[g]] = _DataFile(names[g])
-        try:
-            header, offsets, _ = layout.plan([items[i] for i in group], align,
-                                             keys=[keys[i] for i in group])
-        except UnsupportedError as e:
-            raise e.at(path=proto_path(model, slots[group[0]][0])) from None
-        df.slots.append(_Slot(0, len(header), None, header))
-        for i, offset in zip(group, offsets):
-            t, buf, n = slots[i]
-            df.slots.append(_Slot(offset, n, t, buf))
-            ov.set(t, data_location=EXTERNAL, external_data=_entries(df.location, offset, n),
+def _place(model, layout, moving, external_data, align, model_name, ov: _Overrides,
+           layout_options: dict) -> list[_DataFile]:
+    """The data files of ``layout``'s plan (:meth:`onemodel.formats.layouts.Layout.plan`) for
+    the ``(tensor, contents)`` that move, each tensor's reference set to its piece."""
+    placed = [Placed(t.name or "", t.data_type, t.dims, t.nbytes) for t, _ in moving]
+    location = external_data or layout.default_location(model_name)
+    used_names = {model_name.lower()} if model_name else set()
+    try:
+        planned = layout.plan(placed, location, align, used_names, **layout_options)
+    except PlacementError as e:
+        raise e.error.at(path=proto_path(model, moving[e.index][0])) from None
+    files = []
+    for pf in planned:
+        df = _DataFile(pf.location)
+        df.index = layout if pf.index else None
+        for piece in pf.pieces:
+            if piece.tensor is None:
+                df.slots.append(_Slot(piece.offset, piece.nbytes, None, piece.data))
+                continue
+            t, buf = moving[piece.tensor]
+            df.slots.append(_Slot(piece.offset, piece.nbytes, t, buf))
+            ov.set(t, data_location=EXTERNAL,
+                   external_data=_entries(df.location, piece.offset, piece.nbytes),
                    raw_data=None, float_data=None, int32_data=None, int64_data=None,
                    double_data=None, uint64_data=None)
+        files.append(df)
+    return files
+
+
+def _keep_layout_bytes(df: _DataFile) -> None:
+    """Add to ``df`` (layout ``keep``) the bytes no reference selects that the layout of its
+    source file needs (:func:`onemodel.formats.layouts.kept_ranges`: a safetensors header),
+    when every tensor of ``df`` comes from one source at its own offset (the file rewritten as
+    it was read); otherwise nothing."""
+    if df.untouched or not df.slots:
+        return
+    source = None
+    for s in df.slots:
+        b = s.buffer
+        if not isinstance(b, Blob) or b.offset != s.offset or (
+                source is not None and b.source is not source):
+            return
+        source = b.source
+    end = max(s.offset + s.nbytes for s in df.slots)
+    for offset, n in kept_ranges(source, end):
+        df.slots.append(_Slot(offset, n, None, Blob(source, offset, n)))
 
 
 def _plan_keep(model, t, files, out_base, allow_outside) -> None:
@@ -542,8 +518,8 @@ def _refuse_replacing(files: list[_DataFile], sink, out_base, read_from: set,
             continue
         if referenced is None:
             referenced = _referenced_by(sink, out_base, allow_outside, storage_options)
-        if ident in referenced or (df.index and _index_of(
-                target, df.location, referenced, out_base, allow_outside, storage_options)):
+        if ident in referenced or (df.index and _index_of(df.index, target, df.location, referenced,
+                                                     out_base, allow_outside, storage_options)):
             continue
         dest = target_of(sink)
         dest = f"{quote(_shown(dest))}" if dest else "the destination"
@@ -566,14 +542,14 @@ def _refuse_replacing(files: list[_DataFile], sink, out_base, read_from: set,
 _INDEX_READ_LIMIT = 64 << 20
 
 
-def _index_of(target: str, location: str, referenced: set, out_base, allow_outside: bool,
-              storage_options) -> bool:
-    """Whether the existing safetensors shard index at ``target`` (data file ``location``)
-    belongs to the model the destination .onnx holds now: its ``weight_map`` names a shard that
-    model references (so converting again into the same directory replaces the index with its
-    shards). False for
-    anything that is no such index (unreadable, too large, not JSON)."""
-    import json
+def _index_of(layout, target: str, location: str, referenced: set, out_base,
+              allow_outside: bool, storage_options) -> bool:
+    """Whether the existing index file at ``target`` (data file ``location``, of layout
+    ``layout``: a safetensors shard index) belongs to the model the destination .onnx holds now:
+    the data files it names (:meth:`~onemodel.formats.layouts.Layout.index_names`, the shards
+    of its ``weight_map``) include one that model references (so converting again into the
+    same directory replaces the index with its shards). False for anything that is no such
+    index (unreadable, too large, not one the layout reads)."""
     import posixpath
 
     from ...storage import open_source
@@ -582,17 +558,13 @@ def _index_of(target: str, location: str, referenced: set, out_base, allow_outsi
         with open_source(target, storage_options=storage_options) as source:
             if source.size > _INDEX_READ_LIMIT:
                 return False
-            doc = json.loads(bytes(source.read(0, source.size)))
-        shards = set(doc["weight_map"].values())
-        for shard in shards:
-            if not isinstance(shard, str):
-                return False
-            where = data_file_target(out_base, posixpath.join(posixpath.dirname(location),
-                                                              shard),
+            names = layout.index_names(bytes(source.read(0, source.size)))
+        for name in names or ():
+            where = data_file_target(out_base, posixpath.join(posixpath.dirname(location), name),
                                      allow_outside=allow_outside)
             if _existing(where, storage_options) in referenced:
                 return True
-    except (OneModelError, RefusedError, ValueError, KeyError, TypeError, AttributeError):
+    except (OneModelError, RefusedError):
         return False
     return False
 
@@ -730,7 +702,7 @@ def _update_checksums(files: list[_DataFile], ov: _Overrides) -> bool:
         done: set = set()
         for slot in df.slots:
             t = slot.tensor
-            if id(t) in done:
+            if t is None or id(t) in done:  # (None: bytes of the layout's own, a header)
                 continue
             done.add(id(t))
             if any(e.key == "checksum" and e.value != df.sha1 for e in t.external_data):
@@ -768,9 +740,23 @@ def _none_lists_refused(model):
         raise error from None
 
 
-#: Largest accepted alignment of data file offsets, in bytes (every tensor may be preceded by
-#: that much padding, so a larger value only wastes disk).
-MAX_ALIGN = 1 << 20
+def _option_refused(option: str, value, layout: str) -> str:
+    """The message for a layout option given with a layout that does not take it."""
+    takers = [p for p in registered_layouts() if option in p.options]
+    kind = takers[0].options[option] if takers else "given"
+    return (f"{option} must be {kind} with layout {_either([quote(p.name) for p in takers])}, "
+            f"not {quote(value)} with layout {quote(layout)}")
+
+
+def _either(names: list) -> str:
+    """``a``, ``a or b``, ``a, b or c``."""
+    return " or ".join([", ".join(names[:-1]), names[-1]]) if len(names) > 1 else \
+        "".join(names)
+
+
+#: Largest accepted alignment of data file offsets, in bytes
+#: (:data:`onemodel.limits.MAX_EXTERNAL_DATA_ALIGNMENT`).
+MAX_ALIGN = limits.MAX_EXTERNAL_DATA_ALIGNMENT
 
 
 def write_layout(model, sink, *, layout: str | None = None, external_data: str | None = None,
@@ -785,8 +771,9 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
         layout: ``keep`` (default; ``file`` when ``external_data`` is given, ``safetensors``
             when it ends in ``.safetensors``; ``inline`` into a zstd-compressed sink, a
             ``.onnx.zst``, which is one self-contained stream: a layout that leaves data files
-            beside it raises AdviceError), ``inline``, ``file``, ``per_tensor`` or
-            ``safetensors``.
+            beside it raises AdviceError), ``inline``, ``file``, ``per_tensor``,
+            ``safetensors`` or the name of a registered layout plugin (a data file name with
+            its suffix selects it).
         external_data: relative location of the one data file of ``file`` (default: the .onnx
             file's name + ``.data``); the rules of Clause 13.2 apply (no ``..``, not absolute).
         threshold: bytes; smaller tensors stay inline (``file``, ``per_tensor``).
@@ -821,21 +808,20 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
     compressed = is_compressed_sink(sink)  # x.onnx.zst: one self-contained stream
     if layout is None:
         layout = ("inline" if compressed else "keep") if external_data is None else \
-            "safetensors" if external_data.lower().endswith(".safetensors") else "file"
-    if layout not in LAYOUTS:
-        raise UnsupportedError(f"layout must be one of {', '.join(LAYOUTS)}, not {quote(layout)}")
-    if external_data is not None and layout not in ("file", "safetensors"):
-        raise UnsupportedError(f"external_data names the data file of layout 'file' or "
-                               f"'safetensors' only, not of layout {quote(layout)}")
-    if max_shard_size is not None and (layout != "safetensors" or isinstance(
-            max_shard_size, bool) or not isinstance(max_shard_size, int) or max_shard_size < 1):
-        raise UnsupportedError(f"max_shard_size must be a positive integer (bytes) with layout "
-                               f"'safetensors', not {quote(max_shard_size)} with layout "
-                               f"{quote(layout)}")
+            layout_for_data_file(external_data).name
+    plugin = layout_by_name(layout)
+    if external_data is not None and not plugin.takes_external_data:
+        named = [quote(p.name) for p in registered_layouts() if p.takes_external_data]
+        raise UnsupportedError(f"external_data names the data file of layout "
+                               f"{_either(named)} only, not of "
+                               f"layout {quote(layout)}")
+    layout_options = {"max_shard_size": max_shard_size} if max_shard_size is not None else {}
+    for option in layout_options:
+        if option not in plugin.options:
+            raise UnsupportedError(_option_refused(option, layout_options[option], layout))
+    plugin.check_options(layout_options)
     if align is None:
-        from ..safetensors.layout import DEFAULT_ALIGN
-
-        align = DEFAULT_ALIGN if layout == "safetensors" else EXTERNAL_DATA_ALIGNMENT
+        align = plugin.default_align or EXTERNAL_DATA_ALIGNMENT
     if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0:
         raise UnsupportedError(f"threshold must be a non-negative integer (bytes), not "
                                f"{quote(threshold)}")
@@ -857,8 +843,8 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
     sinks: list = []
     pub = None
     try:
-        files = _plan(model, layout, external_data, threshold, align, convert_attributes,
-                      out_base, model_name, allow_outside, ov, max_shard_size)
+        files = _plan(model, plugin, external_data, threshold, align, convert_attributes,
+                      out_base, model_name, allow_outside, ov, layout_options)
         if files and compressed:  # (they would lie beside it, not compressed, needed by it)
             names = ", ".join(quote(df.location) for df in files[:3]) + \
                 (", ..." if len(files) > 3 else "")

@@ -17,6 +17,7 @@ import struct
 
 from ...errors import MalformedError, UnsupportedError
 from ...ir.dtypes import DataType
+from ..json_scan import json_depth
 
 #: The largest header accepted: the safetensors reference implementation's bound (100 MB).
 MAX_HEADER_BYTES = 100_000_000
@@ -129,8 +130,6 @@ def parse_header(prefix: bytes, size: int, source: str | None = None, read=None)
     UnsupportedError for a header past :data:`MAX_HEADER_BYTES` or a dtype outside
     :data:`DTYPES`.
     """
-    from ..container.manifest import json_depth
-
     where = {"source": source}
     if size < 8 or len(prefix) < 8:
         raise MalformedError(f"a safetensors file has at least 8 octets (the header length); "

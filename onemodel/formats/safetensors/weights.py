@@ -60,7 +60,7 @@ def write_weights(model, sink, *, align: int = DEFAULT_ALIGN,
     (a list), when given, receives the key of each padding entry written (``__pad0__``, ...:
     one per gap before an aligned tensor; none with ``align=1``). Raises UnsupportedError for a
     bad ``align``, InvalidModelError for external data not loaded."""
-    from ..onnx.writer import MAX_ALIGN
+    from ...limits import MAX_EXTERNAL_DATA_ALIGNMENT as MAX_ALIGN
 
     if isinstance(align, bool) or not isinstance(align, int) or align < 1 or \
             align & (align - 1) or align > MAX_ALIGN:
