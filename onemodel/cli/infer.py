@@ -14,13 +14,16 @@ from typing import List, Optional
 import typer
 
 from ..errors import printable
-from . import (
+from .application import (
     DebugOpt,
     OutsideOpt,
     QuietOpt,
     StorageOpt,
     _count,
     _errors,
+    _keep_until_exit,
+    _no_collections,
+    _nothing_left_at_exit,
     _read_options,
     _storage,
     app,
@@ -278,12 +281,11 @@ def infer(
     """Write IN to OUT with value_info for every value whose type shape inference knows
     (Clause 9), everything else unchanged. Exit 0; 1 with --check when the model contradicts
     itself; 2 on error."""
-    from .. import cli
     from ..inference import operator_names
     from ..storage.progress import Progress
 
     with _errors(debug):
-        with cli._no_collections():
+        with _no_collections():
             with Progress("infer", quiet=quiet or as_json) as bar:
                 done = infer_file(src, dst, storage_options=_storage(storage_option, src, dst),
                                   read_options=_read_options(allow_outside), progress=bar)
@@ -293,8 +295,7 @@ def infer(
             no_rule = operator_names(res.no_rule)
             notes = contradiction_rows(model, res, done["source_format"], "notes")
             wide = wide_rows(model, res, done["source_format"])
-        if cli._own_process:  # freed with the process, not record by record on return
-            cli._kept_to_exit.append((model, res))
+        _keep_until_exit((model, res))  # freed with the process, not record by record
         if as_json:
             import json
             doc = {"source": shown(src), "target": shown(dst),
@@ -329,7 +330,7 @@ def infer(
                 out.line(_count(len(rows), "contradiction") + " (declared types the operators "
                          "do not give, or inputs an operator cannot take)"
                          + ("" if check else "; --check lists them"))
-    cli._nothing_at_exit = True  # written and printed; nothing needs tearing down
+    _nothing_left_at_exit()  # written and printed; nothing needs tearing down
     if check and rows:
         raise typer.Exit(1)
 

@@ -1,12 +1,13 @@
-"""``onemodel run --test-data DIR`` and ``--input NAME=FILE.pb``: ONNX test data in, outputs
-compared within the Clause 11.5 tolerances of :mod:`onemodel.testdata`."""
+"""What ``onemodel run`` reads values from: ``--input NAME=FILE`` (a ``.npy`` array or a ``.pb``
+message of the input's type) and the ONNX test data of ``--test-data DIR`` (``input_*.pb`` in,
+``output_*.pb`` compared within the Clause 11.5 tolerances of :mod:`onemodel.testdata`)."""
 
 from __future__ import annotations
 
 import os
 
 from ..errors import IoError, MalformedError, UsageError, printable, quote
-from . import out
+from .application import out
 
 
 def graph_inputs(model) -> list:
