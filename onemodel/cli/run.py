@@ -72,7 +72,7 @@ def run_cmd(
     from ..evaluate import random_inputs
     from ..evaluate import run as run_model
     from ..evaluate.inputs import add_inputs_hint, as_flags, check_dims_shapes, describe_generated
-    from .run_inputs import read_input
+    from .run_inputs import graph_inputs, read_input
 
     with _errors(debug):
         if output_dir == "":  # (refused before the run, not after it)
@@ -108,8 +108,7 @@ def run_cmd(
             except UsageError as e:
                 raise as_flags(e) from None
             if not random and not input and model.graph is not None:
-                needed = [v.name for v in model.graph.inputs
-                          if v.name not in model.graph.initializer_map()]
+                needed = [v.name for v in graph_inputs(model)]
                 if needed:
                     hint = " (--dim and --shape size the inputs --random generates)" \
                         if dim or shape else ""
@@ -137,8 +136,8 @@ def run_cmd(
             # still inside `with`: an output may be a view of the model's mapped weights
             for name, value in results.items():
                 _report_value(name, value, files)
-            for name, path in files.written if files else []:
-                out.line(f"saved {printable(name)} -> {printable(path)}")
+            for text in files.saved_lines() if files else []:
+                out.line(text)
 
 
 def _output_files(directory: str, output_format: str, model, inputs=(), make: bool = True):

@@ -161,8 +161,8 @@ def run_test_data(model, directory: str, rtol: float, atol: float, run, files_fo
         if files is not None:
             for name, value in results.items():
                 files.save(name, value)
-            for name, path in files.written:
-                out.line(f"saved {printable(name)} -> {printable(path)}")
+            for text in files.saved_lines():
+                out.line(text)
         if problems:
             out.line(f"{label}: {len(problems)} difference(s) in {len(want)} output(s)")
             for d in problems:
