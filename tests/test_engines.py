@@ -142,9 +142,9 @@ def test_taken_names_are_refused_unless_replaced():
     for bad in ("", "a,b", "a b", 3, None):
         with pytest.raises(ValueError, match="non-empty string"):
             engines.register(Tiny(bad))
-    nameless = type("NoRun", (), {"name": "norun"})()
-    with pytest.raises(ValueError, match="no run"):
-        engines.register(nameless)
+    runless = type("NoRun", (), {"name": "norun", "check": lambda self: None})()
+    with pytest.raises(ValueError, match="'norun' has no run, observe method"):
+        engines.register(runless)
     assert engines.names() == ["onemodel", "onnxruntime", "mine"]
 
 
@@ -171,11 +171,17 @@ class FromEP(Tiny):
         super().__init__("fromep")
 
 
+class _Broken:
+    """What an entry point's ``load`` of a package whose dependency is missing does."""
+
+
 class _EntryPoint:
     def __init__(self, name, value):
         self.name, self.value = name, value
 
     def load(self):
+        if isinstance(self.value, _Broken):
+            raise ImportError("no module named 'absent_dependency'")
         return self.value
 
 
@@ -185,7 +191,8 @@ def test_an_engine_of_the_entry_point_group_is_found_by_name(monkeypatch, model)
     def entry_points(group=None):
         asked.append(group)
         return [_EntryPoint("fromep", FromEP),  # a class: made once
-                _EntryPoint("clash", Tiny("onemodel"))]  # a taken name: left out, warned
+                _EntryPoint("clash", Tiny("onemodel")),  # a taken name: left out, warned
+                _EntryPoint("broken", _Broken())]  # its package fails: left out, warned
 
     monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
     monkeypatch.setattr(engines, "_entry_points_loaded", False)
@@ -196,7 +203,9 @@ def test_an_engine_of_the_entry_point_group_is_found_by_name(monkeypatch, model)
     assert asked == ["onemodel.engines"]
     assert [str(w.message) for w in caught] == [
         "entry point 'clash' of onemodel.engines: an engine named 'onemodel' is already "
-        "registered; pass replace=True to replace it"]
+        "registered; pass replace=True to replace it",
+        "entry point 'broken' of onemodel.engines could not be loaded: ImportError: no "
+        "module named 'absent_dependency'"]
     assert report.equal and engines.get("fromep").calls == [["Relu", "Neg", "Mul", "Add"]]
     assert type(engines.get("onemodel")).__name__ == "OnemodelEngine"
     assert engines.names() == ["onemodel", "onnxruntime", "fromep"] and asked == [

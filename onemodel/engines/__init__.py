@@ -31,22 +31,28 @@ _BUILTIN: dict[str, str] = {
 #: The entry point group third-party engines are found in.
 GROUP = "onemodel.engines"
 
+#: The methods every engine has (:class:`Engine` gives ``check`` and ``observe``).
+_METHODS = ("check", "run", "observe")
+
 _ENGINES: dict[str, Engine] = {}
 _entry_points_loaded = False
 
 
 def register(engine: Engine, *, replace: bool = False) -> None:
     """Add ``engine`` under ``engine.name`` (an instance of a subclass of :class:`Engine`, or
-    any object with its members). ValueError when the name is taken (a built-in engine's
-    included, loaded or not) unless ``replace=True``, so that an engine never replaces another
-    silently; ValueError too for a name that is not a non-empty string without commas and
-    spaces (``--engines E1,E2`` splits on commas) or an engine without ``run``."""
+    any object with its members: ``name``, ``check``, ``run``, ``observe``). ValueError when
+    the name is taken (a built-in engine's included, loaded or not) unless ``replace=True``, so
+    that an engine never replaces another silently; ValueError too for a name that is not a
+    non-empty string without commas and spaces (``--engines E1,E2`` splits on commas) or an
+    engine lacking one of the methods."""
     name = getattr(engine, "name", None)
     if not isinstance(name, str) or not name or any(c in name for c in ", \t\n"):
         raise ValueError(f"an engine's name must be a non-empty string without commas or "
                          f"spaces, not {quote(name)}")
-    if not callable(getattr(engine, "run", None)):
-        raise ValueError(f"engine {quote(name)} has no run(model, feeds) method")
+    lacking = [m for m in _METHODS if not callable(getattr(engine, m, None))]
+    if lacking:
+        raise ValueError(f"engine {quote(name)} has no {', '.join(lacking)} method (subclass "
+                         "onemodel.engines.Engine for the default check and observe)")
     if not replace and (name in _ENGINES or name in _BUILTIN):
         raise ValueError(f"an engine named {quote(name)} is already registered; pass "
                          "replace=True to replace it")
@@ -65,7 +71,8 @@ def _load_builtin(name: str) -> None:
 
 def _load_entry_points() -> None:
     """Third-party engines of the ``onemodel.engines`` entry point group (each an engine or an
-    :class:`Engine` subclass, made with no arguments). Loaded only when a name is not a
+    :class:`Engine` subclass, made with no arguments); one that cannot be loaded or registered
+    is left out with a warning. Loaded only when a name is not a
     built-in one, or all names are asked for (importing importlib.metadata costs tens of
     milliseconds)."""
     global _entry_points_loaded
@@ -77,12 +84,18 @@ def _load_entry_points() -> None:
         eps = metadata.entry_points(group=GROUP)
     except Exception:  # pragma: no cover - broken environments
         eps = ()
+    import warnings
     for ep in eps:
         try:
             engine = ep.load()
-            register(engine() if isinstance(engine, type) else engine)
+            engine = engine() if isinstance(engine, type) else engine
+        except Exception as e:  # noqa: BLE001 - another package's fault: that engine only
+            warnings.warn(f"entry point {ep.name!r} of {GROUP} could not be loaded: "
+                          f"{type(e).__name__}: {e}", stacklevel=2)
+            continue
+        try:
+            register(engine)
         except ValueError as e:  # a name taken: the first one keeps it
-            import warnings
             warnings.warn(f"entry point {ep.name!r} of {GROUP}: {e}", stacklevel=2)
 
 
@@ -108,6 +121,6 @@ def get(name: str, *, check: bool = True) -> Engine:
     except KeyError:
         raise UnsupportedError(f"unknown engine {quote(name)}; known: "
                                f"{', '.join(names())}") from None
-    if check and hasattr(engine, "check"):
+    if check:
         engine.check()
     return engine
