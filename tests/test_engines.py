@@ -139,6 +139,9 @@ def test_taken_names_are_refused_unless_replaced():
     for builtin in ("onemodel", "onnxruntime"):  # loaded or not
         with pytest.raises(ValueError, match="already registered"):
             engines.register(Tiny(builtin))
+    stand_in = Tiny("onnxruntime")  # a built-in name, replaced on purpose
+    engines.register(stand_in, replace=True)
+    assert engines.get("onnxruntime") is stand_in
     for bad in ("", "a,b", "a b", 3, None):
         with pytest.raises(ValueError, match="non-empty string"):
             engines.register(Tiny(bad))

@@ -56,9 +56,7 @@ def register(engine: Engine, *, replace: bool = False) -> None:
     if not replace and (name in _ENGINES or name in _BUILTIN):
         raise ValueError(f"an engine named {quote(name)} is already registered; pass "
                          "replace=True to replace it")
-    if name in _BUILTIN:
-        _load_builtin(name)  # (so the built-in one never comes back over it)
-    _ENGINES[name] = engine
+    _ENGINES[name] = engine  # (a built-in one is never loaded over it: _load_builtin)
 
 
 def _load_builtin(name: str) -> None:
