@@ -47,8 +47,9 @@ def verify(
                                             help="Value of a symbolic dimension for --run "
                                             "(repeatable; unset ones are 1)."),
     shape: Optional[List[str]] = ShapeOpt,
-    engine: Optional[str] = typer.Option(None, "--engine", help="onemodel (default) or "
-                                         "onnxruntime, for both models."),
+    engine: Optional[str] = typer.Option(None, "--engine", help="The engine for both models: "
+                                         "onemodel (default), onnxruntime or one registered "
+                                         "(group onemodel.engines)."),
     engines: Optional[str] = typer.Option(None, "--engines", metavar="E1,E2",
                                           help="Run A with E1 and B (or A again) with E2; "
                                           "implies --run; floats within Clause 11.5 defaults."),
