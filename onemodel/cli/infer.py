@@ -107,12 +107,15 @@ def infer_file(src: str, dst: str, *, storage_options: dict | None = None,
     from .. import api
     from ..inference import annotate, infer_model
     from ..ir.walk import iter_graphs
-    from ..storage import check_storage_options
+    from ..storage import check_storage_options, is_local
 
     out_plugin = api._plugin_for_target(dst, None)
     from ..ir import graph_rules
 
     check_storage_options(storage_options, src, dst)
+    # the options are for the URLs among src and dst: a local dst is written without them
+    # (save would refuse them as ignored, though they served src)
+    out_options = None if is_local(dst) else storage_options
     model = api._load(src, storage_options=storage_options, **(read_options or {}))
     with model:
         # OUT is never a data file, shard or index of IN (IN itself: annotated in place)
@@ -129,10 +132,10 @@ def infer_file(src: str, dst: str, *, storage_options: dict | None = None,
             pieces = _spliced(model, out_plugin.name, src, dst,
                               model.graph.value_info[main_before:], grown)
         if pieces is None:
-            api.save(model, dst, format=out_plugin.name, storage_options=storage_options,
+            api.save(model, dst, format=out_plugin.name, storage_options=out_options,
                      progress=progress)
         else:
-            _write_pieces(pieces, dst, storage_options, progress)
+            _write_pieces(pieces, dst, out_options, progress)
         return {"source_format": model.format or "?", "target_format": out_plugin.name,
                 "added": added, "inference": res, "model": model}
 

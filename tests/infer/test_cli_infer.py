@@ -302,6 +302,21 @@ def test_a_url_is_read(http_server, tmp_path):  # noqa: F811
         CHAIN_SHAPES
 
 
+def test_a_url_read_with_storage_options_is_written_to_a_local_out(http_server, tmp_path):  # noqa: F811
+    """``-S`` options are for IN (a URL), OUT is local: the options reach IN's server and the
+    write to OUT neither uses nor refuses them (it was `Usage error: storage options are for
+    URLs ... every file of this operation is local (OUT)`, exit 2)."""
+    http_server.files["m.onnx"] = _chain().SerializeToString()
+    dst = str(tmp_path / "o.onnx")
+    r = runner.invoke(app, ["infer", http_server.url("m.onnx"), dst,
+                            "-S", "http.headers.X-Api-Key=KEY42"])
+    assert r.exit_code == 0, r.output
+    assert http_server.log and all(q.headers.get("X-Api-Key") == "KEY42" for q in http_server.log)
+    assert "KEY42" not in r.output
+    with onemodel.load(dst) as m:
+        assert _added(m, 0) == CHAIN_ADDED
+
+
 # -- info --shapes -----------------------------------------------------------------------------
 
 CHAIN_SHAPES = {"x": "tensor(float)[N,2,3]", "w": "tensor(float)[2,3]",
