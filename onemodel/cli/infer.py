@@ -13,7 +13,7 @@ from typing import List, Optional
 
 import typer
 
-from ..errors import printable
+from ..errors import IoError, printable
 from . import (
     DebugOpt,
     OutsideOpt,
@@ -132,12 +132,27 @@ def infer_file(src: str, dst: str, *, storage_options: dict | None = None,
             pieces = _spliced(model, out_plugin.name, src, dst,
                               model.graph.value_info[main_before:], grown)
         if pieces is None:
-            api.save(model, dst, format=out_plugin.name, storage_options=out_options,
-                     progress=progress)
+            try:
+                api.save(model, dst, format=out_plugin.name, storage_options=out_options,
+                         progress=progress)
+            except IoError as e:  # the hint names convert's flags, which infer has not
+                raise _infer_hint(e) from None
         else:
             _write_pieces(pieces, dst, out_options, progress)
         return {"source_format": model.format or "?", "target_format": out_plugin.name,
                 "added": added, "inference": res, "model": model}
+
+
+def _infer_hint(e):
+    """``e`` with the end of the writer's refusal to replace another model's data file (use
+    --force or --external-data: convert's flags) replaced by what ``infer`` can do."""
+    from ..formats.onnx.writer import REPLACE_DATA_HINT, REPLACE_INDEX_HINT
+
+    for hint in (REPLACE_DATA_HINT, REPLACE_INDEX_HINT):
+        if e.message.endswith(hint):
+            e.message = (e.message[:-len(hint)] + "infer writes IN's data files beside OUT under "
+                         "their names: write OUT in another directory")
+    return e
 
 
 def _write_pieces(pieces: list, dst: str, storage_options, progress) -> None:

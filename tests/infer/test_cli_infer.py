@@ -174,6 +174,25 @@ def test_external_data_elsewhere_is_written_beside_out_as_convert_keeps_it(tmp_p
     _only_value_info_added(src, dst, {})
 
 
+def test_another_models_data_file_beside_out_is_kept_with_a_hint_infer_takes(tmp_path):
+    """A data file beside OUT of the name IN's tensors go to, and of another model, is not
+    replaced (as convert refuses it); the error told to use --force or --external-data NAME,
+    flags infer does not have (a usage error if tried): it says what infer can do."""
+    src = _external_chain(tmp_path)
+    (tmp_path / "out").mkdir()
+    other = tmp_path / "out" / "w.bin"
+    other.write_bytes(b"another model's weights")
+    dst = str(tmp_path / "out" / "m.onnx")
+    r = runner.invoke(app, ["infer", src, dst])
+    assert r.exit_code == 2, r.output
+    line, = r.stderr.splitlines()
+    assert line.startswith("Io: data file ") and "already exists and may hold another " \
+        "model's weights" in line, line
+    assert "--force" not in line and "--external-data" not in line, line
+    assert "write OUT in another directory" in line, line
+    assert other.read_bytes() == b"another model's weights" and not os.path.exists(dst)
+
+
 def _wrap_rule(ctx, x):
     """A test operator com.test.Wrap: its output is the body graph's output (inferred with the
     node's input)."""

@@ -550,16 +550,21 @@ def _refuse_replacing(files: list[_DataFile], sink, out_base, read_from: set,
         if df.index:
             raise IoError(
                 f"shard index {quote(_shown(target))} already exists and none of the shards it "
-                f"names is referenced by a model file at {dest}: it may be another model's; use "
-                "--force (force=True) to overwrite it and its shards, or --external-data NAME "
-                "(external_data='NAME') to write shards of another name")
+                f"names is referenced by a model file at {dest}: it may be another model's; "
+                f"{REPLACE_INDEX_HINT}")
         raise IoError(
             f"data file {quote(_shown(target))} already exists and may hold another model's "
             f"weights (this model was not read from it, and no model file at {dest} references "
-            "it); "
-            "use --force "
-            "(force=True) to overwrite it, or --external-data NAME (external_data='NAME') to "
-            "write a new data file")
+            f"it); {REPLACE_DATA_HINT}")
+
+
+#: How the refusal to replace another model's data file (shard index) ends: what the caller
+#: of convert / save can do. A command without these options (infer) replaces the sentence.
+REPLACE_DATA_HINT = ("use --force (force=True) to overwrite it, or --external-data NAME "
+                     "(external_data='NAME') to write a new data file")
+REPLACE_INDEX_HINT = ("use --force (force=True) to overwrite it and its shards, or "
+                      "--external-data NAME (external_data='NAME') to write shards of another "
+                      "name")
 
 
 #: Largest existing shard index read by :func:`_index_of` (an index of a model's tensors is small).
