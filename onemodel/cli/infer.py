@@ -13,7 +13,7 @@ from typing import List, Optional
 
 import typer
 
-from ..errors import printable
+from ..errors import IoError, printable
 from .application import (
     DebugOpt,
     OutsideOpt,
@@ -110,12 +110,15 @@ def infer_file(src: str, dst: str, *, storage_options: dict | None = None,
     from .. import api
     from ..inference import annotate, infer_model
     from ..ir.walk import iter_graphs
-    from ..storage import check_storage_options
+    from ..storage import check_storage_options, is_local
 
     out_plugin = api._plugin_for_target(dst, None)
     from ..ir import graph_rules
 
     check_storage_options(storage_options, src, dst)
+    # the options are for the URLs among src and dst: a local dst is written without them
+    # (save would refuse them as ignored, though they served src)
+    out_options = None if is_local(dst) else storage_options
     model = api._load(src, storage_options=storage_options, **(read_options or {}))
     with model:
         # OUT is never a data file, shard or index of IN (IN itself: annotated in place)
@@ -132,12 +135,25 @@ def infer_file(src: str, dst: str, *, storage_options: dict | None = None,
             pieces = _spliced(model, out_plugin.name, src, dst,
                               model.graph.value_info[main_before:], grown)
         if pieces is None:
-            api.save(model, dst, format=out_plugin.name, storage_options=storage_options,
-                     progress=progress)
+            try:
+                api.save(model, dst, format=out_plugin.name, storage_options=out_options,
+                         progress=progress)
+            except IoError as e:  # the hint names convert's flags, which infer has not
+                raise _infer_hint(e) from None
         else:
-            _write_pieces(pieces, dst, storage_options, progress)
+            _write_pieces(pieces, dst, out_options, progress)
         return {"source_format": model.format or "?", "target_format": out_plugin.name,
                 "added": added, "inference": res, "model": model}
+
+
+def _infer_hint(e):
+    """``e`` with the remedy of the writer's refusal to replace another model's data file (use
+    --force or --external-data: convert's flags, kept apart as ``e.remedy``) replaced by what
+    ``infer`` can do."""
+    if getattr(e, "remedy", None) is not None:
+        e.message = (f"{e.fact}; infer writes IN's data files beside OUT under their names: "
+                     "write OUT in another directory")
+    return e
 
 
 def _write_pieces(pieces: list, dst: str, storage_options, progress) -> None:

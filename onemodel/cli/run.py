@@ -190,17 +190,33 @@ def _run_test_data(model, directory, rtol, atol, output_dir, output_format) -> N
         raise typer.Exit(1)
 
 
+#: Bytes of an output copied at a time to hash one that is not in C order (a view).
+_DIGEST_BLOCK = 16 << 20
+
+
 def _digest(arr) -> str:
     """sha256 of a tensor's elements: its bytes in C order (numpy's ``tobytes()``); for string
-    tensors, each element's UTF-8 bytes followed by a NUL byte."""
+    tensors, each element's UTF-8 bytes followed by a NUL byte. No copy of the whole output (an
+    output as large as the memory budget allows must not need a second one): a C-order array is
+    hashed in place, another (a transposed or broadcast view) a block of rows at a time."""
     import hashlib
+
+    import numpy as np
+    h = hashlib.sha256()
     if arr.dtype == object:
-        h = hashlib.sha256()
         for v in arr.reshape(-1):
             h.update((v if isinstance(v, bytes) else str(v).encode("utf-8", "surrogateescape"))
                      + b"\0")
         return h.hexdigest()
-    return hashlib.sha256(arr.tobytes()).hexdigest()
+    if arr.ndim == 0 or arr.size == 0:
+        h.update(arr.tobytes())
+    elif arr.flags.c_contiguous:
+        h.update(arr.reshape(-1).view(np.uint8))
+    else:
+        rows = max(1, _DIGEST_BLOCK // max(1, arr[0].nbytes))
+        for i in range(0, arr.shape[0], rows):
+            h.update(np.ascontiguousarray(arr[i:i + rows]).reshape(-1).view(np.uint8))
+    return h.hexdigest()
 
 
 def _report_value(name: str, value, files, top: bool = True) -> None:
