@@ -9,7 +9,12 @@
 #                                                         --dim / --shape of verify --run
 
 PYTHON ?= python3
+# another interpreter (`make test PYTHON=python3.10`) gets a virtual environment of its own
+ifeq ($(PYTHON),python3)
 VENV ?= .venv
+else
+VENV ?= .venv-$(notdir $(PYTHON))
+endif
 PY := $(VENV)/bin/python
 CLI := $(VENV)/bin/onemodel
 EXAMPLE ?= testdata/models/cnn_dynamo.onnx
@@ -28,9 +33,15 @@ install: $(VENV)/.installed
 # while every other warning and every error still shows
 NO_EDITABLE_NOTICE := PYTHONWARNINGS="$${PYTHONWARNINGS:+$$PYTHONWARNINGS,}ignore:Editable installation"
 
-# the runtime alone, for `make run`
+# the runtime alone, for `make run`. pyenv's shim of python3.10 runs only while pyenv has 3.10
+# selected (`pyenv global`, .python-version): otherwise the venv is made by the interpreter of the
+# version `pyenv whence` names (the newest installed one that has it)
 $(VENV)/.installed: pyproject.toml $(wildcard setup.py)
-	$(PYTHON) -m venv $(VENV)
+	@py="$(PYTHON)"; $$py -c "" 2>/dev/null || { \
+	    v=$$(pyenv whence "$(PYTHON)" 2>/dev/null | tail -n 1); \
+	    py="$$(pyenv root 2>/dev/null)/versions/$$v/bin/$(notdir $(PYTHON))"; \
+	    [ -n "$$v" ] && [ -x "$$py" ] || { echo "$(PYTHON): no such interpreter" >&2; exit 1; }; }; \
+	echo "$$py -m venv $(VENV)"; $$py -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(NO_EDITABLE_NOTICE) $(PY) -m pip install --quiet -e .
 	touch $@
@@ -54,6 +65,25 @@ run: install
 test: $(VENV)/.installed-dev
 	$(PY) -m ruff check onemodel tests benchmarks tools docs
 	ONEMODEL_REQUIRE_C=1 $(PY) -m pytest -q
+
+# the oldest and the newest Python of requires-python, each in its own venv: lint, the whole
+# suite collected (an import error anywhere fails), then the format and command-line tests. CI
+# runs it beside `make test` (the whole suite on the default python3); `make test
+# PYTHON=python3.13` runs the whole suite on one of them
+PYTHONS ?= python3.10 python3.13
+FAST_TESTS ?= tests/formats tests/cli
+
+.PHONY: test-pythons test-fast
+test-pythons:
+	@for p in $(PYTHONS); do \
+	    $(MAKE) --no-print-directory test-fast PYTHON=$$p VENV=.venv-$$(basename $$p) || exit 1; \
+	done
+
+test-fast: $(VENV)/.installed-dev
+	$(PY) -m ruff check onemodel tests benchmarks tools docs
+	$(PY) -m pytest -q --collect-only > $(VENV)/collected.txt || { cat $(VENV)/collected.txt; exit 1; }
+	@tail -n 1 $(VENV)/collected.txt
+	ONEMODEL_REQUIRE_C=1 $(PY) -m pytest -q $(FAST_TESTS)
 
 bench: install
 	$(NO_EDITABLE_NOTICE) $(PY) -m pip install --quiet -e ".[bench]"

@@ -15,6 +15,7 @@ import pathlib
 import numpy as np
 import pytest
 from onnx import helper
+from oracle_releases import needs_onnxruntime
 
 import onemodel
 from onemodel.bisect import (
@@ -132,6 +133,7 @@ def test_max_later_caps_the_reruns_and_the_report_says_how_many_more(detector):
     assert f"  ({report.differing - 3} more differing nodes not re-run)" in report.lines()
 
 
+@needs_onnxruntime
 def test_onemodel_against_onnxruntime_on_the_unmodified_detector_finds_no_node(detector):
     report = bisect(detector, detector, random_inputs(detector, seed=0),
                     engines=("onemodel", "onnxruntime"))
@@ -141,6 +143,7 @@ def test_onemodel_against_onnxruntime_on_the_unmodified_detector_finds_no_node(d
     assert report.lines()[0].startswith("bisect: no node differs (78 nodes compared")
 
 
+@needs_onnxruntime
 def test_the_changed_conv_is_found_across_engines(detector):
     """A (onemodel) against the modified model in onnxruntime, within the Clause 11.5
     defaults: the same Conv, the node itself; the nodes after it agree on A's inputs."""
@@ -153,6 +156,7 @@ def test_the_changed_conv_is_found_across_engines(detector):
     assert len(report.later) == 4 and {n.verdict for n in report.later} == {INPUTS}
 
 
+@needs_onnxruntime
 def test_onnxruntime_exposes_every_node_output_of_a_temporary_copy(detector):
     inputs = random_inputs(detector, seed=2)
     n_out = len(detector.graph.outputs)
@@ -257,6 +261,7 @@ def _scaled(w: float):
     return decode_model(proto.SerializeToString())
 
 
+@needs_onnxruntime
 def test_one_engine_compares_bit_for_bit_by_default_two_within_clause_11_5():
     """A weight one ulp away: x * w then differs by one ulp for x = 1 (exact products), beyond
     bit equality but within rtol 1e-3."""

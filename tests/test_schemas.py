@@ -205,15 +205,65 @@ def test_importing_onemodel_does_not_read_the_table():
 def test_the_generator_refuses_a_default_it_cannot_store():
     """A TENSOR default (none in onnx 1.23) stops the generator with a message naming the
     attribute, rather than storing something the reader would misread."""
-    import importlib.util
     from types import SimpleNamespace
 
-    spec = importlib.util.spec_from_file_location("gen_schemas", ROOT / "tools" / "gen_schemas.py")
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
+    gen = _generator()
     value = onnx.helper.make_attribute("value", onnx.numpy_helper.from_array(np.zeros(1)))
     fake = SimpleNamespace(name="value", default_value=value)
     with pytest.raises(SystemExit, match="value has a default of kind TENSOR"):
         gen._default(fake)
     ok = SimpleNamespace(name="alpha", default_value=onnx.helper.make_attribute("alpha", 0.01))
     assert gen._default(ok) == float(np.float32(0.01))
+
+
+def _generator():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gen_schemas", ROOT / "tools" / "gen_schemas.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    return gen
+
+
+TABLE = {"format": 1, "onnx_version": "9.9", "type_lists": [["tensor(float)"]],
+         "domains": {"": {"Relu": [{"since": 14, "inputs": [["X", "T", "single", True, 1]],
+                                    "outputs": [], "attributes": [], "constraints": [["T", 0]],
+                                    "counts": [1, 1, 1, 1]}]}}}
+
+
+def test_the_generator_writes_the_same_gzip_header_on_every_python():
+    """gzip.compress(mtime=0) writes OS 3 on Python 3.11 and 3.12 and OS 255 on 3.10 and 3.13
+    (RFC 1952, section 2.3): the generator writes its own header, so a regeneration does not
+    change the file's bytes with the interpreter."""
+    import gzip
+
+    gen = _generator()
+    data = gen.encode(TABLE)
+    assert data[:10] == b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\x03"
+    assert gzip.decompress(data) == gen.content(TABLE)
+    head, body = gen.content(TABLE).split(b"\n", 1)
+    assert head.startswith(b'{"format":1,"onnx_version":"9.9",')
+    assert body.startswith(b'[{"since":14,')
+
+
+def test_the_check_compares_the_content_not_the_compressed_bytes(tmp_path):
+    """--check holds a file whose content is the table's whatever gzip writer made it (another
+    header, level, zlib), and refuses another content, a truncated file or no file."""
+    import gzip
+
+    gen = _generator()
+    stored = tmp_path / "schemas.json.gz"
+    ours = gen.encode(TABLE)
+    os_255 = ours[:9] + b"\xff" + ours[10:]       # what Python 3.10 and 3.13 write
+    fast = gzip.compress(gen.content(TABLE), compresslevel=1, mtime=12345)
+    for data in (ours, os_255, fast):
+        stored.write_bytes(data)
+        assert gen.is_current(stored, TABLE)
+    assert len({ours, os_255, fast}) == 3
+    other = dict(TABLE, onnx_version="9.8")
+    assert not gen.is_current(stored, other)
+    stored.write_bytes(gen.encode(TABLE)[:-9])
+    assert not gen.is_current(stored, TABLE)
+    stored.write_bytes(b"not gzip")
+    assert not gen.is_current(stored, TABLE)
+    assert not gen.is_current(tmp_path / "absent.gz", TABLE)

@@ -4,7 +4,7 @@ Run by developers when the pinned onnx version changes (never at install or run 
 a dev dependency and onemodel never imports it)::
 
     .venv/bin/python tools/gen_schemas.py            # writes the table
-    .venv/bin/python tools/gen_schemas.py --check    # exit 1 when the stored table differs
+    .venv/bin/python tools/gen_schemas.py --check    # exit 1 when the stored content differs
 
 The table holds every operator schema (ONNX Part 2) of every domain onnx defines (``""`` i.e.
 ai.onnx, ai.onnx.ml, ai.onnx.preview.training, ai.onnx.preview) at every ``since_version``: formal
@@ -18,7 +18,9 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import struct
 import sys
+import zlib
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parent.parent / "onemodel" / "schemas" / "data" / "schemas.json.gz"
@@ -110,8 +112,8 @@ def build() -> dict:
             "domains": {d: dict(sorted(ops.items())) for d, ops in sorted(domains.items())}}
 
 
-def encode(table: dict) -> bytes:
-    """The stored bytes, gzip (level 9, zero mtime: reproducible) of one header line and a body.
+def content(table: dict) -> bytes:
+    """The table as stored, before compression: one header line and a body.
 
     The header is a JSON object {"format", "onnx_version", "type_lists", "index": {domain:
     {op_type: [offset, length]}}}; the body is each operator's list of schema entries as compact
@@ -128,7 +130,32 @@ def encode(table: dict) -> bytes:
     header = {k: v for k, v in table.items() if k != "domains"}
     header["index"] = index
     head = json.dumps(header, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    return gzip.compress(head.encode("utf-8") + b"\n" + bytes(body), compresslevel=9, mtime=0)
+    return head.encode("utf-8") + b"\n" + bytes(body)
+
+
+#: The gzip member header (RFC 1952, section 2.3) of the stored file: deflate, no flags, mtime 0,
+#: XFL 2 (maximum compression), OS 3 (Unix). Written here rather than by gzip.compress, whose
+#: header depends on the interpreter (OS 3 on Python 3.11 and 3.12, 255 on 3.10 and 3.13)
+GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\x03"
+
+
+def encode(table: dict) -> bytes:
+    """The stored bytes: :func:`content` as one gzip member (level 9, the fixed
+    :data:`GZIP_HEADER`). The deflate stream still depends on the zlib library, so the stored
+    file is compared by its content (:func:`is_current`), not byte for byte."""
+    data = content(table)
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    stream = deflate.compress(data) + deflate.flush()
+    return GZIP_HEADER + stream + struct.pack("<II", zlib.crc32(data), len(data) & 0xFFFFFFFF)
+
+
+def is_current(stored: Path, table: dict) -> bool:
+    """Whether the file ``stored`` holds :func:`content` of ``table`` (decompressed: what any
+    gzip writer made of it); False for a missing or unreadable file."""
+    try:
+        return gzip.decompress(stored.read_bytes()) == content(table)
+    except (OSError, EOFError, zlib.error):  # absent, or not gzip (BadGzipFile is an OSError)
+        return False
 
 
 def main(argv=None) -> int:
@@ -136,12 +163,13 @@ def main(argv=None) -> int:
     ap.add_argument("--check", action="store_true", help="compare with the stored table only")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
-    data = encode(build())
+    table = build()
     if args.check:
-        same = args.out.exists() and args.out.read_bytes() == data
+        same = is_current(args.out, table)
         print(f"{args.out}: {'up to date' if same else 'differs from the installed onnx'}")
         return 0 if same else 1
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    data = encode(table)
     args.out.write_bytes(data)
     print(f"wrote {args.out} ({len(data)} bytes)")
     return 0

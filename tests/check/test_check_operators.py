@@ -13,6 +13,7 @@ import onnx
 import pytest
 from check_models import model, save, vi
 from onnx import TensorProto, helper
+from oracle_releases import NO_ONNXRUNTIME
 
 import onemodel
 from onemodel.validation.operators import check_operators
@@ -277,7 +278,7 @@ def test_an_ort_optimized_model_only_warns(tmp_path, name, level):
     """onnxruntime's optimizer writes contrib operators (com.microsoft FusedMatMul,
     SkipLayerNormalization; com.microsoft.nchwc Conv ...): one OM304 warning per operator type,
     nothing else."""
-    ort = pytest.importorskip("onnxruntime")
+    ort = pytest.importorskip("onnxruntime", reason=NO_ONNXRUNTIME)
     out = str(tmp_path / f"{name}_ort.onnx")
     so = ort.SessionOptions()
     so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)

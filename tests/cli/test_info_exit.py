@@ -71,17 +71,28 @@ def test_atexit_callbacks_registered_by_the_command_still_run():
 
 
 def test_a_running_thread_is_waited_for():
+    """A thread the command started is still at work when the way out is chosen: it waits for
+    an event set only after that choice (a thread that slept a fixed time instead could end
+    first on a loaded machine, and then the fast exit is right), so the process must end the
+    usual way, which waits for the thread."""
     prelude = """
-        import threading, time
+        import threading
         from onemodel import api
-        load = api.load
+        load, exit_now = api.load, cli._exit_now
+        decided = threading.Event()
         def load_and_start(*a, **k):
             def late():
-                time.sleep(0.3)
+                decided.wait()
                 print("thread done", flush=True)
             threading.Thread(target=late).start()
             return load(*a, **k)
+        def exit_now_then_release(code):
+            try:
+                exit_now(code)
+            finally:
+                decided.set()
         api.load = load_and_start
+        cli._exit_now = exit_now_then_release
     """
     done = _main(prelude, "info", str(MODEL))
     assert done.returncode == 0

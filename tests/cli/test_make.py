@@ -66,3 +66,80 @@ def test_editable_installs_drop_setuptools_notice_and_nothing_else(tmp_path):
                            env=dict(env, PYTHONWARNINGS=value))
         assert r.returncode == 0 and "Editable installation" not in r.stderr, r.stderr
         assert "BuildBackendWarning: another warning of the build" in r.stderr
+
+
+def _dry_run(*args: str) -> list[str]:
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    env = {k: v for k, v in __import__("os").environ.items()
+           if k not in ("MAKEFLAGS", "MFLAGS", "PYTHON", "VENV")}
+    out = subprocess.run(["make", "-n", "--no-print-directory", "-C", str(ROOT), *args],
+                         capture_output=True, text=True, check=True, env=env).stdout
+    return [" ".join(x.split()) for x in out.splitlines()]
+
+
+def test_another_python_gets_a_venv_of_its_own():
+    assert "ONEMODEL_REQUIRE_C=1 .venv/bin/python -m pytest -q" in _dry_run("test")
+    assert "ONEMODEL_REQUIRE_C=1 .venv/bin/python -m pytest -q" in _dry_run("test",
+                                                                            "PYTHON=python3")
+    lines = _dry_run("test", "PYTHON=python3.10")
+    assert "ONEMODEL_REQUIRE_C=1 .venv-python3.10/bin/python -m pytest -q" in lines
+    assert not any(".venv/" in x for x in lines)
+    assert "ONEMODEL_REQUIRE_C=1 other/bin/python -m pytest -q" in _dry_run(
+        "test", "PYTHON=python3.10", "VENV=other")
+
+
+def test_make_test_pythons_collects_everything_and_runs_the_fast_subset_on_3_10_and_3_13():
+    lines = _dry_run("test-pythons")
+    for version in ("3.10", "3.13"):
+        py = f".venv-python{version}/bin/python"
+        assert f"{py} -m ruff check onemodel tests benchmarks tools docs" in lines
+        assert any(x.startswith(f"{py} -m pytest -q --collect-only ") for x in lines)
+        assert f"ONEMODEL_REQUIRE_C=1 {py} -m pytest -q tests/formats tests/cli" in lines
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert "make test || status=$?" in ci and "make test-pythons > \"$log\" 2>&1 &" in ci
+
+
+def test_a_python_pyenv_has_not_selected_is_found_through_pyenv(tmp_path):
+    """A pyenv shim that has no version selected fails; the venv is then made by the
+    interpreter of the version `pyenv whence` names, under `pyenv root`. (Fakes of pyenv and
+    of the interpreter, on PATH: nothing is installed.)"""
+    import os
+
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    bin_dir, root = tmp_path / "bin", tmp_path / "pyenv-root"
+    interp = root / "versions" / "9.9.1" / "bin" / "pyfake9.9"
+    for d in (bin_dir, interp.parent):
+        d.mkdir(parents=True)
+    log = tmp_path / "log"
+
+    def script(path, body):
+        path.write_text("#!/bin/sh\n" + body)
+        path.chmod(0o755)
+
+    script(bin_dir / "pyfake9.9", "exit 127\n")  # the shim: no version selected
+    script(bin_dir / "pyenv", f'case "$1" in whence) [ "$2" = pyfake9.9 ] && '
+                              f'printf "9.8.0\\n9.9.1\\n";; root) echo {root};; esac\n')
+    # the interpreter: makes a venv whose python records what it is asked to do
+    script(interp, f'echo "interp $*" >> {log}\nmkdir -p "$3/bin"\n'
+                   f'printf \'#!/bin/sh\\necho "venv $*" >> {log}\\n\' > "$3/bin/python"\n'
+                   'chmod +x "$3/bin/python"\n')
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "VENV")}
+    env["PATH"] = f"{bin_dir}:{env['PATH']}"
+    venv = tmp_path / "venv"
+    done = subprocess.run(["make", "-C", str(ROOT), "PYTHON=pyfake9.9", f"VENV={venv}",
+                           f"{venv}/.installed"], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    calls = log.read_text().splitlines()
+    assert calls[0] == f"interp -m venv {venv}"
+    assert calls[1:] == ["venv -m pip install --quiet --upgrade pip",
+                         "venv -m pip install --quiet -e ."]
+    assert (venv / ".installed").exists()
+    # a Python neither on PATH nor in pyenv: one line, and no venv
+    done = subprocess.run(["make", "-C", str(ROOT), "PYTHON=pyfake8.8", f"VENV={tmp_path / 'v2'}",
+                           f"{tmp_path / 'v2'}/.installed"], capture_output=True, text=True,
+                          env=env)
+    assert done.returncode != 0
+    assert "pyfake8.8: no such interpreter" in done.stderr
+    assert not (tmp_path / "v2").exists()

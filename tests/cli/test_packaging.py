@@ -44,3 +44,35 @@ def test_every_install_line_installs_this_project():
     assert ("README.md", ".[s3]") in found
     assert ("remote.py", "onemodel-onnx[s3]") in found
     assert ("storage.md", "onemodel-onnx[s3]") in found
+
+
+def test_the_oracles_are_bounded_to_the_releases_the_tests_rely_on(project):
+    """The dev extra admits only the onnxruntime and onnx releases whose behaviour the tests
+    compare with (onnxruntime 1.30 fails 54 of them), on the Pythons that have their wheels; the
+    installed ones are within those bounds, and onnxruntime is absent only on Python 3.10."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from oracle_releases import ONNXRUNTIME, ONNXRUNTIME_INSTALLED
+    from packaging.requirements import Requirement
+
+    dev = {r.name: r for r in map(Requirement, project["optional-dependencies"]["dev"])}
+    ort, onnx = dev["onnxruntime"], dev["onnx"]
+    assert [v for v in ("1.30.0", "1.31.1", "1.32.0", "1.32.5", "1.33.0") if v in ort.specifier] \
+        == ["1.32.0", "1.32.5"]
+    assert f"{ONNXRUNTIME}.0" in ort.specifier and f"{ONNXRUNTIME}.99" in ort.specifier
+    assert [v for v in ("1.22.0", "1.23.1", "1.23.2", "1.24.0") if v in onnx.specifier] == [
+        "1.23.1", "1.23.2"]
+    assert onnx.marker is None
+    assert [p for p in ("3.10", "3.11", "3.12", "3.13")
+            if ort.marker.evaluate({"python_version": p})] == ["3.11", "3.12", "3.13"]
+    assert version("onnx") in onnx.specifier
+    here = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    try:
+        installed = version("onnxruntime")
+    except PackageNotFoundError:
+        installed = None
+    assert ONNXRUNTIME_INSTALLED == (installed is not None)
+    if ort.marker.evaluate({"python_version": here}):
+        assert installed in ort.specifier
+    else:
+        assert installed is None

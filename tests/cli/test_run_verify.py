@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from oracle_releases import needs_onnxruntime
 from typer.testing import CliRunner
 
 import onemodel
@@ -185,6 +186,7 @@ def test_verify_run_names_the_output_when_a_weight_changed(converted):
     assert a.tobytes() != b.tobytes()
 
 
+@needs_onnxruntime
 def test_verify_run_engine_onnxruntime(converted):
     r = cli("verify", CNN, converted / "cnn.onemodel", "--run", "--engine", "onnxruntime")
     assert r.exit_code == 0, r.output
@@ -234,6 +236,7 @@ def test_run_transformer_legacy_needs_seq_16_and_says_which_axis():
     assert "dims=" not in r.stderr and "Python" not in r.stderr
 
 
+@needs_onnxruntime
 def test_verify_run_onnxruntime_failing_on_the_inputs_says_which_axis(tmp_path):
     """With --engine onnxruntime a model that fails on the generated inputs is an
     EvaluationError with the default engine's hint, not Unsupported."""

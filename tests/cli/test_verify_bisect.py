@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from oracle_releases import needs_onnxruntime
 from typer.testing import CliRunner
 
 import onemodel
@@ -76,6 +77,7 @@ def test_bisect_in_json(changed):
     assert doc["bisect"]["engines"] == ["onemodel", "onemodel"]
 
 
+@needs_onnxruntime
 def test_bisect_one_model_on_two_engines_finds_no_node():
     r = cli("verify", DETECTOR, "--engines", "onemodel,onnxruntime", "--bisect")
     assert r.exit_code == 0, r.output

@@ -12,6 +12,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from oracle_releases import needs_onnxruntime
 from typer.testing import CliRunner
 
 import onemodel
@@ -264,6 +265,7 @@ def test_the_api_returns_the_comparisons(changed):
                                tolerances=Tolerances(Tolerance(atol=1e-2))).equal
 
 
+@needs_onnxruntime
 def test_json_tolerances_say_how_outputs_were_compared_as_docs_cli_md_says(tmp_path):
     """`tolerances` is an object whenever the models were run, with or without a tolerance
     flag (docs/cli.md quotes the one of `verify A B --run`), null when nothing was run."""

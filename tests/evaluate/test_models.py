@@ -8,14 +8,16 @@ import pathlib
 
 import numpy as np
 import onnx
-import onnxruntime
 import pytest
+from oracle_releases import NO_ONNXRUNTIME
 
 import onemodel
 from onemodel.errors import UnsupportedError
 from onemodel.evaluate import Session, random_inputs, register_kernel, unregister_kernel
 from onemodel.evaluate.inputs import symbolic_dims
 from onemodel.formats.onnx import decode_model
+
+onnxruntime = pytest.importorskip("onnxruntime", reason=NO_ONNXRUNTIME)
 
 MODELS = pathlib.Path(__file__).resolve().parents[2] / "testdata" / "models"
 ALL = sorted(str(p.relative_to(MODELS)) for p in MODELS.rglob("*.onnx"))

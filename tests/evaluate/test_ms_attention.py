@@ -18,6 +18,7 @@ import onnx
 import pytest
 from onnx import helper
 from oracle import ours, tensor_info
+from oracle_releases import needs_onnxruntime
 
 from onemodel.errors import EvaluationError, InvalidModelError, UnsupportedError
 
@@ -170,6 +171,7 @@ def test_attention_bert_against_float64():
 
 
 @pytest.mark.parametrize("case", ["mask4d", "mask4d_past", "do_rotary"])
+@needs_onnxruntime
 def test_attention_refusals_onnxruntime_shares(case):
     """A 4-D mask_index [B, 1, max_sequence_length, max_sequence_length] and do_rotary are
     refused, as onnxruntime 1.32's CPU kernel refuses them (which the message says: checked

@@ -39,12 +39,14 @@ from collections import Counter
 
 import numpy as np
 import onnx
-import onnxruntime
 import pytest
+from oracle_releases import NO_ONNXRUNTIME
 
 import onemodel
 from onemodel.evaluate import run
 from onemodel.inference import infer_model
+
+onnxruntime = pytest.importorskip("onnxruntime", reason=NO_ONNXRUNTIME)
 
 MODELS = pathlib.Path(__file__).resolve().parents[2] / "testdata" / "models"
 RTOL, ATOL = 1e-4, 1e-5

@@ -15,6 +15,7 @@ import numpy as np
 import onnx
 import pytest
 from oracle import assert_close_to_exact, node_model, ours
+from oracle_releases import needs_onnxruntime
 
 from onemodel.errors import EvaluationError, InvalidModelError, UnsupportedError
 from onemodel.formats.onnx import decode_model
@@ -534,6 +535,7 @@ def test_matmul_integer_to_float_scales_not_per_tensor_float16(case):
         np.testing.assert_allclose(y.astype(np.float64), other, rtol=2 ** -10, atol=2 ** -14)
 
 
+@needs_onnxruntime
 def test_matmul_integer_to_float_refusals():
     """A per-row a_zero_point is refused (onnxruntime's CPU kernel refuses it too); a per-row
     a_scale of the wrong shape ([M], which neither broadcasts to Y [M, N] nor is one per

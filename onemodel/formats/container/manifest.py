@@ -203,6 +203,31 @@ def as_int(v, path: str, lo: int = INT64_MIN, hi: int = INT64_MAX) -> int:
     return v
 
 
+_B64_DIGITS = re.compile(rb"[A-Za-z0-9+/]*")
+
+
+def _b64_form_error(raw: bytes) -> str | None:
+    """Why ``raw`` is not padded standard base64 (RFC 4648, section 4: digits of the standard
+    alphabet, then at most two ``=`` ending a length that is a multiple of 4), or None.
+
+    The checks of ``binascii.a2b_base64(strict_mode=True)``, which Python 3.10 lacks: without
+    them a2b_base64 skips bytes outside the alphabet and stops at the first padding.
+    """
+    end = _B64_DIGITS.match(raw).end()
+    if end < len(raw):
+        tail = raw[end:]
+        if tail[0] != 0x3D:  # "="
+            return f"character {chr(raw[end])!r} at index {end} is not a base64 digit"
+        extra = len(tail) - len(tail.lstrip(b"="))
+        if extra < len(tail):
+            return f"data after the padding at index {end + extra}"
+        if extra > 2:
+            return f"{extra} padding characters (at most 2) at index {end}"
+    if len(raw) % 4:
+        return f"length {len(raw)} is not a multiple of 4 (unpadded or truncated)"
+    return None
+
+
 def as_bytes(v, path: str) -> bytes:
     """A base64 string (RFC 4648, standard alphabet, padded, canonical) decoded, or
     MalformedError."""
@@ -210,9 +235,13 @@ def as_bytes(v, path: str) -> bytes:
         raise wrong(v, "a base64 string", path)
     try:
         raw = v.encode("ascii")
-        out = binascii.a2b_base64(raw, strict_mode=True)
-    except (UnicodeEncodeError, binascii.Error, ValueError) as e:
-        raise MalformedError(f"invalid base64: {e}", path=path) from None
+    except UnicodeEncodeError as e:
+        raise MalformedError(f"invalid base64: character {v[e.start]!r} at index {e.start} is "
+                             "not a base64 digit", path=path) from None
+    problem = _b64_form_error(raw)
+    if problem is not None:
+        raise MalformedError(f"invalid base64: {problem}", path=path)
+    out = binascii.a2b_base64(raw)
     if base64.b64encode(out) != raw:
         raise MalformedError("base64 is not in canonical form (padding or trailing bits)",
                              path=path)

@@ -180,3 +180,46 @@ def test_wrong_json_types_are_malformed_with_their_path(graph, path):
     with pytest.raises(MalformedError) as info:
         _read(_manifest(dict({"inputs": [{"name": "X"}]}, **graph)), bytes(8))
     assert info.value.path == path
+
+
+# -- base64 (RFC 4648, standard alphabet, padded, canonical) on every Python: 3.10 has no
+# a2b_base64(strict_mode=True), and without it a2b_base64 skips bytes outside the alphabet
+@pytest.mark.parametrize("text, message", [
+    ("aGk", "length 3 is not a multiple of 4 (unpadded or truncated)"),
+    ("aG k", "character ' ' at index 2 is not a base64 digit"),
+    ("aG\nk=", "character '\\n' at index 2 is not a base64 digit"),
+    ("aGk*", "character '*' at index 3 is not a base64 digit"),
+    ("aG-_", "character '-' at index 2 is not a base64 digit"),   # the URL-safe alphabet
+    ("aGk\u00e9", "character '\u00e9' at index 3 is not a base64 digit"),
+    ("aGk=aGk=", "data after the padding at index 4"),
+    ("aG==aG==", "data after the padding at index 4"),
+    ("aG=a", "data after the padding at index 3"),
+    ("=aGk", "data after the padding at index 1"),
+    ("a===", "3 padding characters (at most 2) at index 1"),
+    ("====", "4 padding characters (at most 2) at index 0"),
+    ("aGk=\n", "data after the padding at index 4"),
+    ("aGl=", "base64 is not in canonical form (padding or trailing bits)"),  # trailing bits
+    ("aQ==", None),
+])
+def test_hostile_base64_in_a_string_tensor_is_refused_with_its_path(text, message):
+    manifest = _manifest({"outputs": [{"name": "S"}], "initializers": [
+        {"name": "S", "dtype": 8, "dims": [2], "strings": ["aGk=", text]}]})
+    if message is None:
+        model = _read(manifest)
+        assert model.graph.initializers[0].string_data == [b"hi", b"i"]
+        return
+    with pytest.raises(MalformedError) as info:
+        _read(manifest)
+    assert info.value.path == "manifest.graph.initializers[0].strings[1]"
+    want = message if message.startswith("base64") else f"invalid base64: {message}"
+    assert info.value.message == want
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("", b""), ("AA==", b"\0"), ("AAA=", b"\0\0"), ("AAAA", b"\0\0\0"),
+    ("+/+/", b"\xfb\xff\xbf"), ("aGVsbG8gd29ybGQ=", b"hello world"),
+])
+def test_canonical_base64_decodes_to_its_bytes(text, expected):
+    manifest = _manifest({"outputs": [{"name": "S"}], "initializers": [
+        {"name": "S", "dtype": 8, "dims": [1], "strings": [text]}]})
+    assert _read(manifest).graph.initializers[0].string_data == [expected]

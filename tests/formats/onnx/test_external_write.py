@@ -21,6 +21,7 @@ from external_models import (
     save_external,
     write_model,
 )
+from oracle_releases import NO_ONNXRUNTIME
 
 import onemodel
 from onemodel import limits
@@ -256,7 +257,7 @@ def test_inline_then_external_again(tmp_path):
 
 
 def test_layouts_run_in_onnxruntime(tmp_path):
-    ort = pytest.importorskip("onnxruntime")
+    ort = pytest.importorskip("onnxruntime", reason=NO_ONNXRUNTIME)
     proto = mlp_model((64, 128, 32))
     x = np.random.default_rng(3).standard_normal((1, 64)).astype(np.float32)
     src = write_model(proto, tmp_path / "in" / "m.onnx")
