@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from .errors import (
     EvaluationError,
+    InternalError,
     IoError,
     OneModelError,
     UnsupportedError,
@@ -528,11 +529,14 @@ def run_and_compare(a: Model, b: Model, *, seed: int = 0, dims: dict[str, int] |
     inputs = random_inputs(a, seed=seed, dims=dims or {}, shapes=shapes)
     try:
         out_a = _run(a, inputs, ea)
-    except OneModelError as e:  # the axis at fault is found by running with the same engine
+    except (OneModelError, InternalError) as e:  # the axis at fault is found by running with
+        # the same engine (an InternalError, a bug, only gets the source)
         raise add_inputs_hint(e, a, dims or {}, shapes, seed=seed,
                               runner=lambda model, feeds: _run(model, feeds, ea))
     try:
         out_b = _run(b, inputs, eb)
+    except InternalError as e:  # a bug of the evaluator, not a difference of the models
+        raise e.at(source=getattr(b, "source", None))
     except OneModelError as e:
         who = (f"engine {eb} cannot run the model on the inputs engine {ea} ran"
                if a is b else "the second model cannot run on the first one's inputs")

@@ -147,3 +147,28 @@ def test_a_usage_error_through_the_command_line_is_still_a_usage_line(tmp_path):
     assert (r.returncode, r.stdout) == (2, "")
     assert r.stderr == ("Usage error: choose one of --inline, --external-data, "
                         "--external-data-per-tensor\n")
+
+
+def test_an_internal_error_is_not_a_onemodel_error_but_reads_as_one():
+    """Issue 25 item 2: a bug (InternalError) is kept out of the hierarchy of the input's
+    faults, so ``except OneModelError`` does not swallow it; it keeps the same fields, ``at``,
+    the bounded one line (without a kind in front) and pickling, and is exported."""
+    from onemodel.errors import InternalError
+
+    assert not issubclass(InternalError, OneModelError) and issubclass(InternalError, Exception)
+    assert onemodel.InternalError is InternalError and "InternalError" in onemodel.__all__
+    e = InternalError("internal error in kernel k for node 0 (Add): TypeError: x; please report "
+                      "it", kernel="k", node="0 (Add)")
+    with pytest.raises(InternalError):
+        try:
+            raise e
+        except OneModelError:
+            pytest.fail("except OneModelError caught an InternalError")
+    e.at(path="graph.nodes[0]", source="m.onnx")
+    assert (e.path, e.offset, e.source) == ("graph.nodes[0]", None, "m.onnx")
+    assert str(e) == ("internal error in kernel k for node 0 (Add): TypeError: x; please report "
+                      "it [graph.nodes[0]] in m.onnx")
+    assert len(str(InternalError("x" * N))) < MESSAGE_LIMIT + 100
+    back = pickle.loads(pickle.dumps(e))
+    assert type(back) is InternalError and (back.kernel, back.node, str(back)) == \
+        ("k", "0 (Add)", str(e))

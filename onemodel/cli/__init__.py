@@ -15,7 +15,7 @@ from typing import List, Optional
 
 import typer
 
-from ..errors import OneModelError, UnsupportedError, UsageError, printable, quote
+from ..errors import InternalError, OneModelError, UnsupportedError, UsageError, printable, quote
 from .redact import redact, shown
 
 
@@ -220,14 +220,12 @@ def _errors(debug: bool):
                 err.line(text)
         elif isinstance(e, UsageError):  # (a OneModelError: tested first)
             err.line(f"Usage error: {e}")
-        elif isinstance(e, OneModelError):
+        elif isinstance(e, (OneModelError, InternalError)):  # InternalError: its own line
             err.line(str(e))
         else:  # a bug: still one line
             err.line(f"internal error: {type(e).__name__}: {e} (run with --debug for the "
                      "traceback)")
-        from ..errors import InternalError
-        bug = isinstance(e, InternalError) or not isinstance(e, OneModelError)
-        raise typer.Exit(EXIT_INTERNAL if bug else 2) from None
+        raise typer.Exit(2 if isinstance(e, OneModelError) else EXIT_INTERNAL) from None
     finally:
         if handler is not None:
             import logging
@@ -776,7 +774,6 @@ def verify(
         bisected = None
         not_bisected = None  # why bisect could not run, when the report has a verdict
         if bisect:
-            from ..errors import InternalError
             try:
                 bisected = _bisect(a, b, pair or (engine or "onemodel",) * 2, tolerances, seed,
                                    dims, shapes, _read_options(allow_outside),
@@ -784,10 +781,10 @@ def verify(
             except UsageError as e:  # (a OneModelError: caught first)
                 from ..evaluate.inputs import as_flags
                 raise as_flags(e) from None
-            except OneModelError as e:
+            except OneModelError as e:  # (an InternalError, a bug, is not: it goes on up)
                 # the runs could not be matched (B cannot run on A's inputs): the report
                 # already says they differ; bisect's failure is one line of it, not an error
-                if report.equal or isinstance(e, InternalError):
+                if report.equal:
                     from ..evaluate.inputs import as_flags
                     raise as_flags(e) from None
                 not_bisected = " ".join(str(e).removeprefix(f"{e.kind}: ").split())
@@ -1026,7 +1023,8 @@ def run_cmd(
             generated = {k: v for k, v in feeds.items() if k not in given}
             try:
                 results = run_model(model, feeds, tune_malloc=True)  # the process is the command's
-            except OneModelError as e:  # (the one error line names the generated inputs)
+            except (OneModelError, InternalError) as e:  # (the one line names the generated
+                # inputs; an InternalError gets the model's source too, and still exits 70)
                 raise (as_flags(add_inputs_hint(e, model, dims, shapes, seed=seed)) if random
                        else e.at(source=model.source))
             if generated:  # what --random chose, so that the run can be repeated
@@ -1070,7 +1068,7 @@ def _run_test_data(model, directory, rtol, atol, output_dir, output_format) -> N
     def run(feeds):
         try:
             return run_model(model, feeds, tune_malloc=True)
-        except OneModelError as e:
+        except (OneModelError, InternalError) as e:
             raise e.at(source=model.source)
 
     def files_for(set_dir, make=True):
