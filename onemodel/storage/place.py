@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+from ..errors import UsageError, display_url, quote
 from .base import Sink, Source, is_url
 
 _FILE = "file://"
@@ -110,24 +111,6 @@ def name_of_url(target: str) -> str:
     return target
 
 
-def display_url(url: str) -> str:
-    """``url`` fit for messages: user information and query values (presigned signatures,
-    tokens) are replaced by ``***``."""
-    def clean(part: str) -> str:
-        if "://" not in part:
-            return part
-        s = urlsplit(part)
-        netloc = s.netloc
-        if "@" not in netloc and not s.query:
-            return part  # nothing to mask: as given (urlunsplit would drop an empty "//")
-        if "@" in netloc:
-            netloc = "***@" + netloc.rsplit("@", 1)[1]
-        query = "&".join(q.split("=", 1)[0] + "=***" if "=" in q else q
-                         for q in s.query.split("&")) if s.query else ""
-        return urlunsplit((s.scheme, netloc, s.path, query, s.fragment))
-    return "::".join(clean(p) for p in url.split("::"))
-
-
 def file_segment(segments: list[str]) -> int:
     """Index of the segment of a chained URL (split at ``::``) that names the file: the first
     with a scheme (``s3://`` in ``simplecache::s3://b/m.onnx``), else the first."""
@@ -177,7 +160,6 @@ def refuse_inputs_as_outputs(outputs, inputs) -> None:
     target, ...)`` tuples, ``what`` naming the file in the message (``"--manifest"``, ``"the model
     file"``, ``"data file 'w.bin' of the model"``); a None target is skipped. Compared before
     anything is written."""
-    from ..errors import UsageError, quote
 
     for what_out, out, *_ in outputs:
         if out is None:

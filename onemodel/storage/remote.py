@@ -43,11 +43,19 @@ import re
 import uuid
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from ..errors import InvalidModelError, IoError, OneModelError, UnsupportedError, UsageError, clip
+from ..errors import (
+    InvalidModelError,
+    IoError,
+    OneModelError,
+    UnsupportedError,
+    UsageError,
+    clip,
+    display_url,
+)
 from ..errors import quote as quote_value  # (urllib's quote is ``quote`` here)
 from ..limits import KiB, MiB
 from .base import Sink, Source
-from .place import display_url, file_segment
+from .place import file_segment
 
 #: Bytes fetched by the first read of a remote source and kept: enough for the OneModel header
 #: and a small manifest, or the start of an ONNX file, so opening costs one request.

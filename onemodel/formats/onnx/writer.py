@@ -95,6 +95,7 @@ from ...errors import (
     IoError,
     OneModelError,
     UnsupportedError,
+    display_url,
     quote,
 )
 from ...ir.dtypes import INFO, DataType
@@ -572,8 +573,6 @@ def _index_of(layout, target: str, location: str, referenced: set, out_base,
 def _shown(target: str) -> str:
     """A path or URL as shown in messages (credentials of a URL masked)."""
     if is_remote(target):
-        from ...storage.place import display_url
-
         return display_url(target)
     return target
 
