@@ -392,7 +392,7 @@ def extract_weights(src, dst, *, source_format: str | None = None,
     their bytes, the padding entries' keys in ``padding``). Raises the errors of :func:`load`,
     UnsupportedError for a bad ``align``; nothing is left at ``dst`` on error.
     """
-    from .content_digest import model_digest
+    from .formats.content_digest import model_digest
     from .formats.layouts import weights_layout
 
     layout = _weights_layout_of(dst) or weights_layout(default=True)

@@ -29,6 +29,11 @@ Version 1, defined in docs/content-digest.md:
 Tensors are hashed independently (a Merkle structure): in parallel threads, streamed from any
 source in chunks (a local file with ``preadv`` into one buffer, a remote one range by range),
 with flat memory.
+
+The computation lives here, in ``formats``, below the readers and writers that use it (the
+OneModel writer records the model digest, ``check --full`` compares it) and above the ONNX
+encoding it hashes; :mod:`onemodel.content_digest` adds :func:`~onemodel.content_digest.digest`,
+which reads a path with :func:`onemodel.load`, and is the public module.
 """
 
 from __future__ import annotations
@@ -37,10 +42,10 @@ import hashlib
 import struct
 from functools import partial
 
-from .errors import InvalidModelError
-from .ir import Model, Tensor
-from .ir.dtypes import INFO, DataType
-from .ir.walk import check_nesting, iter_tensors
+from ..errors import InvalidModelError
+from ..ir import Model, Tensor
+from ..ir.dtypes import INFO, DataType
+from ..ir.walk import check_nesting, iter_tensors
 
 VERSION = 1
 TENSOR_PREFIX = b"onemodel-content-digest/v1 tensor\n"
@@ -161,7 +166,7 @@ def model_digest(model: Model, *, workers: int | None = None, check: bool = True
     a digest recorded for them are hashed as they are, for ``check --full`` to compare). Raises
     what :func:`tensor_digest` raises; UnsupportedError for graphs nested deeper than
     ``limits.MAX_MODEL_NESTING`` (:func:`onemodel.ir.walk.check_nesting`)."""
-    from .formats.onnx.wire_encode import encode
+    from .onnx.wire_encode import encode
 
     check_nesting(model)  # the encoding below recurses into subgraphs
     pairs = list(iter_tensors(model))
@@ -192,25 +197,6 @@ def model_digest(model: Model, *, workers: int | None = None, check: bool = True
 def _stored_bytes(t: Tensor) -> int:
     src = t.external if t.is_external else t.raw_data
     return getattr(src, "nbytes", 0) if src is not None else 0
-
-
-def digest(model_or_path, *, storage_options: dict | None = None, workers: int | None = None,
-           **load_options) -> ModelDigest:
-    """The content digest of a model or of the model at a path or URL (ONNX in any layout,
-    OneModel, ``.zst``; read with :func:`onemodel.load`, tensors streamed, never all in
-    memory). Raises the errors of :func:`onemodel.load` and :func:`model_digest`."""
-    from .api import load
-    from .storage import check_storage_options
-
-    check_storage_options(storage_options, model_or_path, load_options.get("base_dir"))
-    if isinstance(model_or_path, Model):
-        return model_digest(model_or_path, workers=workers)
-
-    m = load(model_or_path, storage_options=storage_options, **load_options)
-    try:
-        return model_digest(m, workers=workers)
-    finally:
-        m.close()
 
 
 MANIFEST_FORMAT = "onemodel-content-manifest"
