@@ -519,7 +519,7 @@ def run_and_compare(a: Model, b: Model, *, seed: int = 0, dims: dict[str, int] |
     """
     from .compare import Tolerances, compare_outputs
     from .evaluate import random_inputs
-    from .evaluate.inputs import add_inputs_hint
+    from .evaluate.input_hints import add_inputs_hint
 
     ea, eb = engines
     for e in (ea, eb):

@@ -967,7 +967,8 @@ def run_cmd(
     from .. import api
     from ..evaluate import random_inputs
     from ..evaluate import run as run_model
-    from ..evaluate.inputs import add_inputs_hint, as_flags, check_dims_shapes, describe_generated
+    from ..evaluate.input_hints import add_inputs_hint
+    from ..evaluate.inputs import as_flags, check_dims_shapes, describe_generated
     from .test_data import read_input
 
     with _errors(debug):
