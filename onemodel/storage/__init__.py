@@ -35,10 +35,18 @@ from .compressed import (
     looks_like_model,
 )
 from .local import LocalSink, LocalSource
-from .place import is_remote, local_path, name_of_url, place_of, target_of, url_join
+from .place import (
+    is_remote,
+    join_location,
+    local_path,
+    name_of_url,
+    place_of,
+    target_of,
+    url_join,
+)
 from .progress import Progress, ProgressSink
 
-_REMOTE = ("RemoteSource", "RemoteSink", "join_location")
+_REMOTE = ("RemoteSource", "RemoteSink")
 
 
 def __getattr__(name: str):

@@ -458,7 +458,7 @@ def _old_references(sink, out_base, allow_outside: bool, storage_options) -> lis
     if target is None:
         return []
     from ...storage import open_source
-    from . import read
+    from .reader import read
 
     try:
         source = open_source(target, storage_options=storage_options)
