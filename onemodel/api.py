@@ -104,24 +104,16 @@ def _load(target, *, format: str | None = None, storage_options: dict | None = N
     _not_empty(target)
     if is_file_object(target, "read"):
         target = file_object_source(target)
-    source = open_source(target, storage_options=storage_options, progress=progress)
-    try:
-        if format:
-            plugin = formats.by_name(format)
-        else:
-            head = bytes(source.read(0, min(16, source.size)))
-            plugin = formats.detect(head, _name_of(target) or source.name)
+
+    def read(plugin, source):
         model = plugin.read(source, **_plugin_options(
             plugin.read, 1, options, f"{plugin.name} input", storage_options=storage_options,
             allow_outside=allow_outside or None))
         model.format = plugin.name
         return model
-    except OneModelError as e:
-        source.close()
-        raise e.at(source=source.name)
-    except BaseException:
-        source.close()
-        raise
+
+    return formats.open_and_read(target, read, format=format, name=_name_of(target),
+                                 storage_options=storage_options, progress=progress)
 
 
 def _plugin_for_target(target, format: str | None):
