@@ -21,7 +21,7 @@ from .errors import OneModelError, OptionError, UnsupportedError, UsageError
 from .ir import Model
 from .ir.walk import check_nesting
 from .storage import BytesSink, check_storage_options, open_sink, open_source
-from .storage.memory import FileObjectSink, file_object_source, is_file_object
+from .storage.file_objects import FileObjectSink, file_object_source, is_file_object
 from .storage.place import name_of_url
 
 

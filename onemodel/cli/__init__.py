@@ -986,7 +986,7 @@ def run_cmd(
         with api.load(file, storage_options=_storage(storage_option, file),
                       **_read_options(allow_outside)) as model:
             if test_data is not None:
-                from ..testdata import ATOL, RTOL
+                from ..tolerances import ATOL, RTOL
                 _run_test_data(model, test_data, RTOL if rtol is None else rtol,
                                ATOL if atol is None else atol, output_dir, output_format)
                 return
@@ -1046,7 +1046,7 @@ def _output_files(directory: str, output_format: str, model, inputs=(), make: bo
     input_files`) or ``inputs`` (``(what, path)``: ``--input`` files, the test data)."""
     from ..errors import IoError
     from ..formats.inputs import input_files
-    from ..testdata import message_kind
+    from ..value_files import message_kind
     from .output_files import OutputFiles
 
     kinds = {v.name: message_kind(v.type) for v in model.graph.outputs} if model.graph else {}
@@ -1079,7 +1079,7 @@ def _run_test_data(model, directory, rtol, atol, output_dir, output_format) -> N
             if set_dir is not None else output_dir
         return _output_files(sub, output_format, model, test_files, make=make)
 
-    from ..testdata import data_sets
+    from ..value_files import data_sets
     sets = data_sets(directory)
     test_files = [("a file of the test data", str(p)) for _, ins, outs in sets
                   for p in ins + outs]
