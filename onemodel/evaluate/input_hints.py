@@ -16,11 +16,11 @@ from ..inference.engine import fresh_name
 from ..ir.model import Model
 from .inputs import (
     PYTHON_NOTE,
-    _needed_inputs,
-    _tensor_dims,
     entailed_dims,
     generated_axes,
+    needed_inputs,
     random_inputs,
+    tensor_dims,
 )
 from .runner import RunExpired, Session
 
@@ -83,8 +83,8 @@ def _open_axes(model: Model, dims: dict, shapes: dict, names: set[str] | None) -
     """``(input, axis, dim_param or None, extent, declared rank)`` of each open axis of the
     generated tensor inputs in ``names`` (all when None), as :func:`random_inputs` chose it."""
     axes = []
-    for _, vi in _needed_inputs(model):
-        declared = _tensor_dims(vi.type)
+    for _, vi in needed_inputs(model):
+        declared = tensor_dims(vi.type)
         if vi.name in shapes or not declared or (names is not None and vi.name not in names):
             continue
         for k, d in enumerate(declared):
@@ -138,7 +138,7 @@ def _probe(model: Model, error, axes: list, dims: dict, shapes: dict, seed: int,
                 trial_dims, trial_shapes = {**dims, param: extent}, shapes
             else:
                 shape = [_extent(dims, name, j, d)
-                         for j, d in enumerate(_tensor_dims(_needed(model, name).type))]
+                         for j, d in enumerate(tensor_dims(_needed(model, name).type))]
                 shape[k] = extent
                 trial_dims, trial_shapes = dims, {**shapes, name: tuple(shape)}
             try:
@@ -254,7 +254,7 @@ def _constraint_note(model: Model, unmet, dims: dict, shapes: dict) -> str | Non
         if not is_fresh(var, where):
             flags.append(f"--dim {var}={extent}")
             continue
-        declared = _tensor_dims(_needed(model, name).type)
+        declared = tensor_dims(_needed(model, name).type)
         shape = new_shapes.setdefault(name, [
             binding.get(fresh_name(name, j), int(dims.get(d, 1)) if isinstance(d, str) else d)
             if not (isinstance(d, int) and d >= 0) else d for j, d in enumerate(declared)])
@@ -264,7 +264,7 @@ def _constraint_note(model: Model, unmet, dims: dict, shapes: dict) -> str | Non
 
 
 def _needed(model: Model, name: str):
-    return next(vi for _, vi in _needed_inputs(model) if vi.name == name)
+    return next(vi for _, vi in needed_inputs(model) if vi.name == name)
 
 
 def _flag(model: Model, axis, dims: dict, extent="N") -> str:
@@ -272,7 +272,7 @@ def _flag(model: Model, axis, dims: dict, extent="N") -> str:
     name, k, param = axis[:3]
     if param is not None:
         return f"--dim {param}={extent}"
-    declared = _tensor_dims(_needed(model, name).type)
+    declared = tensor_dims(_needed(model, name).type)
     parts = []
     for j, d in enumerate(declared):
         if j == k:

@@ -277,7 +277,7 @@ def random_tensor(code: int, shape: tuple[int, ...], rng: np.random.Generator,
     return rng.uniform(-1.0, 1.0, size=shape).astype(np.float32).astype(dt)
 
 
-def _needed_inputs(model: Model) -> list:
+def needed_inputs(model: Model) -> list:
     """(index, ValueInfo) of the main graph's inputs without an initializer."""
     g = model.graph
     if g is None:
@@ -297,7 +297,7 @@ def symbolic_dims(model: Model) -> list[str]:
     return names
 
 
-def _tensor_dims(vtype: Type | None) -> list | None:
+def tensor_dims(vtype: Type | None) -> list | None:
     """Declared dims of a tensor input, looking through an optional."""
     if vtype is not None and vtype.kind == "optional":
         vtype = vtype.optional_type.elem_type
@@ -331,7 +331,7 @@ def check_dims_shapes(model: Model, dims: dict[str, int] | None,
                              f"{quote(name)}; {has}")
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
             raise UsageError(f"dimension {name}={value!r}: an extent is an integer >= 0")
-    needed = {vi.name: vi for _, vi in _needed_inputs(model)}
+    needed = {vi.name: vi for _, vi in needed_inputs(model)}
     for name, shape in shapes.items():
         if name not in needed:
             inputs = ", ".join(needed) or "none"
@@ -355,7 +355,7 @@ def check_dims_shapes(model: Model, dims: dict[str, int] | None,
             kind = inner.kind if inner is not None and inner.kind else "untyped"
             raise UsageError(f"{_shape_flag(name, extents)}: the input is a {kind} value, not "
                              "a tensor")
-        declared = _tensor_dims(vtype)
+        declared = tensor_dims(vtype)
         if declared is None:
             continue  # no declared shape: any rank
         if len(declared) != len(extents):
@@ -417,7 +417,7 @@ def random_inputs(model: Model, seed: int = 0, dims: dict[str, int] | None = Non
     dims = entailed_dims(model, dims)
     shapes = shapes or {}
     out = {}
-    for i, vi in _needed_inputs(model):
+    for i, vi in needed_inputs(model):
         given = tuple(int(d) for d in shapes[vi.name]) if vi.name in shapes else None
         out[vi.name] = _random_value(vi.type, rng, dims, f"graph.inputs[{i}]", vi.name, given)
     return out
@@ -454,8 +454,8 @@ def generated_axes(model: Model, dims: dict[str, int] | None,
     dims = entailed_dims(model, dims)
     shapes = shapes or {}
     out = []
-    for _, vi in _needed_inputs(model):
-        declared = _tensor_dims(vi.type)
+    for _, vi in needed_inputs(model):
+        declared = tensor_dims(vi.type)
         if vi.name in shapes or not declared:
             continue
         shape, open_axes = [], []
