@@ -52,6 +52,10 @@ _LAZY = {"check": "onemodel.validation", "Finding": "onemodel.validation",
 
 
 def __getattr__(name: str):
+    if name == "engines":  # the engine registry (onemodel.engines.register, get, names)
+        import importlib
+
+        return importlib.import_module("onemodel.engines")
     if name in _LAZY:
         import importlib
 

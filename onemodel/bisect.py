@@ -15,8 +15,10 @@ the same way, so that a fault that spreads is told from a second one.
 The two models may differ in structure (a changed weight, a node added): values are matched
 by name, and names A's nodes produce that B has not are listed as unmatched, never compared.
 
-Intermediate values: onemodel's evaluator gives every value by name as it is produced
-(:meth:`onemodel.evaluate.Session.observe`). onnxruntime gives only graph outputs, so a
+Intermediate values: each side's engine gives them (:mod:`onemodel.engines`, by name, through
+its ``observe``). onemodel's evaluator gives every value by name as it is produced
+(:meth:`onemodel.evaluate.Session.observe`). onnxruntime gives only graph outputs, so (as for
+any engine that keeps the default ``observe`` of :class:`onemodel.engines.Engine`) a
 temporary copy of the model gets every main-graph node output as a graph output, typed by its
 ``value_info`` or by onemodel's inference (Clause 9; onnxruntime needs the element type of an
 output); a value neither types is skipped and listed with the reason.
@@ -36,14 +38,12 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from .engines import exposed_copy, node_output_names  # noqa: F401 (public here too)
 from .errors import EvaluationError, InputError, InvalidModelError, OneModelError, UnsupportedError
 from .ir import Graph, Model, Node, ValueInfo
 from .ir.types import Type
 from .lazy import np
 from .limits import MAX_BISECT_MEMORY
-
-#: Engines :func:`bisect` can run each side with (as :data:`onemodel.verify.ENGINES`).
-ENGINES = ("onemodel", "onnxruntime")
 
 #: Verdicts of a node re-run alone on the first side's inputs.
 INPUTS, NODE = "inputs", "node"
@@ -55,16 +55,6 @@ _VERDICT_TEXT = {INPUTS: "the node agrees on the same inputs: its inputs differ"
 # ---------------------------------------------------------------------------------------------
 # Intermediate values
 # ---------------------------------------------------------------------------------------------
-
-def node_output_names(model: Model) -> list[str]:
-    """Every non-empty output name of the main graph's nodes, in node order, each once."""
-    seen: dict[str, None] = {}
-    for node in model.graph.nodes:
-        for name in node.outputs:
-            if name:
-                seen.setdefault(name, None)
-    return list(seen)
-
 
 def topological_order(model: Model) -> list[int]:
     """The indices of the main graph's nodes in the evaluation order of graph rule 3 (Part 1,
@@ -79,82 +69,31 @@ def topological_order(model: Model) -> list[int]:
     return list(graph_rules.check_model(model)[id(model.graph)])
 
 
-def _typed(t: Type | None) -> Type | None:
-    """The type to declare for an added graph output: a tensor type with its element type only
-    (the shape is left to the engine, so an inferred extent cannot contradict it); other kinds
-    as they are when complete; None when nothing usable is known."""
-    if t is None or t.kind is None:
-        return None
-    if t.kind == "tensor":
-        elem = t.elem_type
-        return Type.tensor(elem) if elem else None
-    return t
-
-
-def exposed_copy(model: Model) -> tuple[Model, list[str], dict[str, str]]:
-    """A copy of ``model`` whose main graph also outputs every node output that can be typed.
-
-    Each node output of the main graph that is not already a graph output is appended to the
-    copy's graph outputs, with its type from the graph's ``value_info`` or, failing that, from
-    :func:`onemodel.inference.infer_model` (Clause 9), reduced to the element type for tensors.
-    ``model`` is not changed; the copy shares its weight bytes.
-
-    Returns:
-        (the copy, the names of the copy's graph outputs, ``{name: reason}`` of the node outputs
-        that could not be typed and so are not exposed).
-    Raises:
-        InternalError: an inference rule's bug.
-    """
-    from .inference import infer_model
-
-    copy = model.copy()
-    g = copy.graph
-    declared = {vi.name: vi.type for vi in g.value_info}
-    have = {vi.name for vi in g.outputs}
-    inferred = None
-    skipped: dict[str, str] = {}
-    for name in node_output_names(copy):
-        if name in have:
-            continue
-        t = _typed(declared.get(name))
-        if t is None:
-            if inferred is None:
-                inferred = infer_model(copy).values
-            v = inferred.get(name)
-            t = _typed(v.to_type() if v is not None else None)
-        if t is None:
-            skipped[name] = "no type in value_info and none inferred"
-            continue
-        g.outputs.append(ValueInfo(name=name, type=t))
-        have.add(name)
-    return copy, [vi.name for vi in g.outputs], skipped
-
-
 def intermediate_values(model: Model, inputs: dict, engine: str = "onemodel"
                         ) -> tuple[dict[str, Any], dict[str, str]]:
     """Every value of the main graph that ``engine`` computes on ``inputs``, by name.
 
-    ``onemodel``: the evaluator's values of every node output and graph output
-    (:meth:`onemodel.evaluate.Session.run`). ``onnxruntime``: the outputs of
+    The values the engine's ``observe`` gives (:mod:`onemodel.engines`): ``onemodel``, the
+    evaluator's value of every node output (:meth:`onemodel.evaluate.Session.observe`);
+    ``onnxruntime`` (and any engine that gives graph outputs only), the outputs of
     :func:`exposed_copy`, run without graph optimizations, one thread.
 
     Returns:
         (name -> value, ``{name: reason}`` of node outputs the engine could not expose).
     Raises:
         EvaluationError: the model failed on these inputs.
-        UnsupportedError: an unknown engine, onnxruntime not installed or refusing the model.
+        UnsupportedError: an unknown engine, one that cannot run here (onnxruntime not
+            installed) or refusing the model.
         InvalidModelError: see :meth:`onemodel.evaluate.Session.run`.
     """
-    from .verify import _run
-    if engine == "onemodel":
-        from .evaluate import Session
-        names = node_output_names(model)
-        wanted = names + [vi.name for vi in model.graph.outputs if vi.name not in set(names)]
-        return Session(model).run(inputs, outputs=wanted), {}
-    if engine == "onnxruntime":
-        copy, _, skipped = exposed_copy(model)
-        return _run(copy, inputs, engine), skipped
-    raise UnsupportedError(f"unknown engine {engine!r}; use {' or '.join(ENGINES)}")
+    values: dict[str, Any] = {}
+    skipped = _engine(engine).observe(model, inputs, values.__setitem__)
+    return values, skipped
+
+
+def _engine(name: str):
+    from . import engines
+    return engines.get(name)
 
 
 class KeptValues:
@@ -211,18 +150,7 @@ def _observe(model: Model, inputs: dict, engine: str, observer) -> dict[str, str
     node outputs the engine could not expose. Errors as :func:`intermediate_values`."""
     for name, value in inputs.items():
         observer(name, value)
-    if engine == "onemodel":
-        from .evaluate import Session
-        Session(model).observe(inputs, observer)
-        return {}
-    if engine == "onnxruntime":
-        from .verify import _run
-        copy, _, skipped = exposed_copy(model)
-        values = _run(copy, inputs, engine)
-        while values:  # (each dropped once seen)
-            observer(*values.popitem())
-        return skipped
-    raise UnsupportedError(f"unknown engine {engine!r}; use {' or '.join(ENGINES)}")
+    return _engine(engine).observe(model, inputs, observer)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -471,7 +399,8 @@ def bisect(a: Model, b: Model, inputs: dict, *, engines: tuple[str, str] = ("one
     Args:
         a, b: the two models (the same model to compare two engines).
         inputs: graph input name -> value, fed to both.
-        engines: the engine of each side, ``onemodel`` or ``onnxruntime``.
+        engines: the engine of each side, a name of :func:`onemodel.engines.names`
+            (``onemodel``, ``onnxruntime`` or a registered one).
         tolerances: a :class:`onemodel.compare.Tolerances` (default: :func:`default_tolerances`,
             bit for bit on one engine, Clause 11.5's defaults across two).
         max_later: how many differing nodes after the first to re-run alone (None: all).
@@ -488,8 +417,7 @@ def bisect(a: Model, b: Model, inputs: dict, *, engines: tuple[str, str] = ("one
     """
     ea, eb = engines
     for e in engines:
-        if e not in ENGINES:
-            raise UnsupportedError(f"unknown engine {e!r}; use {' or '.join(ENGINES)}")
+        _engine(e)
     tol = default_tolerances(engines) if tolerances is None else tolerances
     order = topological_order(a)
     with tempfile.TemporaryDirectory(prefix="onemodel-bisect-") as directory:
@@ -587,8 +515,7 @@ def _rerun(nr: NodeReport, a: Model, b: Model, b_nodes: dict, va, engine: str,
         return
     try:
         lone = lone_node_model(b, j, va, va)
-        from .verify import _run
-        got = _run(lone, {vi.name: va[vi.name] for vi in lone.graph.inputs}, engine)
+        got = _engine(engine).run(lone, {vi.name: va[vi.name] for vi in lone.graph.inputs})
     except OneModelError as e:  # the diagnosis stops here; the comparisons above stand
         nr.rerun_error = str(e)
         return

@@ -407,6 +407,8 @@ class _Acc:
             def text(x):
                 return x.decode("utf-8", "surrogateescape") if isinstance(x, bytes) else str(x)
             bad = np.array([text(x) != text(y) for x, y in zip(fa, fb)], dtype=bool)
+        elif self._same_finite_floats(fa, fb):
+            return
         elif _is_float(a.dtype):
             wide = np.complex128 if a.dtype.kind == "c" else np.float64
             xa, xb = fa.astype(wide), fb.astype(wide)
@@ -446,6 +448,31 @@ class _Acc:
                 idx = tuple(int(k) for k in np.unravel_index(i, a.shape)) if a.shape else ()
                 self.c.first_index = prefix + idx
                 self.c.first_a, self.c.first_b = _scalar(fa[i]), _scalar(fb[i])
+
+    def _same_finite_floats(self, fa, fb) -> bool:
+        """Whether flat ``fa`` and ``fb`` are the same finite float16/32/64 elements, bit for bit;
+        if so they are added as :meth:`leaf` would add them (no element out, differences 0,
+        every element a finite pair, the sums of products in float64) without its float64
+        copies: a comparison of identical values (most of a ``verify --bisect``'s) costs one
+        pass over the bytes instead of a dozen temporary arrays."""
+        if fa.dtype.char not in _NATIVE_FLOATS or fa.dtype != fb.dtype:
+            return False
+        ua, ub = _as_unsigned(fa), _as_unsigned(fb)
+        if not np.array_equal(ua, ub) or not np.isfinite(fa).all():
+            return False
+        n = int(fa.size)
+        self.floats = True
+        if n:
+            self.numeric = True
+            self.abs, self.rel = max(self.abs, 0.0), max(self.rel, 0.0)
+        if self.tol is not None and self.tol.ulp is not None:
+            self.ulp = max(self.ulp or 0, 0)
+        self.pairs += n
+        square = float(np.einsum("i,i->", fa, fa, dtype=np.float64)) if n else 0.0
+        self.dot += square
+        self.na += square
+        self.nb += square
+        return True
 
     def _numbers(self, xa, xb) -> None:
         finite = np.isfinite(xa) & np.isfinite(xb)
@@ -503,6 +530,17 @@ class _Acc:
             else:
                 c.cosine = self.dot / (math.sqrt(self.na) * math.sqrt(self.nb))
         return c
+
+
+#: The float element types :meth:`_Acc._same_finite_floats` takes, by numpy's type characters:
+#: float16, float32, float64 (the narrow ml_dtypes types go the general way).
+_NATIVE_FLOATS = ("e", "f", "d")
+
+
+def _as_unsigned(a):
+    """The bits of a flat float16/32/64 array as unsigned integers of its width (a view when it
+    is contiguous)."""
+    return np.ascontiguousarray(a).view(f"u{a.dtype.itemsize}")
 
 
 def _bits_differ(a, b):

@@ -11,8 +11,9 @@ digests need no octet-by-octet comparison, but each side's bytes are checked aga
 (IoError naming the tensor when they do not match: equal records say nothing of the bytes).
 
 :func:`verify` loads two files in any formats and compares them; with ``run=True`` it also runs
-both on the same deterministic inputs (onemodel's evaluator, or ``engine="onnxruntime"`` when it
-is installed; ``engines=(E1, E2)`` runs A with E1 and B with E2, and one model on two engines when
+both on the same deterministic inputs (onemodel's evaluator, or another engine of the registry
+:mod:`onemodel.engines`: ``engine="onnxruntime"`` when it is installed, or one a third party
+registers; ``engines=(E1, E2)`` runs A with E1 and B with E2, and one model on two engines when
 B is omitted) and compares every output with :mod:`onemodel.compare`: bit for bit when one
 engine runs both and no tolerance is given, within the cross-engine defaults when the engines
 differ (:data:`onemodel.compare.CROSS_ENGINE`: float32 rtol 1e-4, atol 1e-5; Part 1, Clause
@@ -21,17 +22,13 @@ differ (:data:`onemodel.compare.CROSS_ENGINE`: float32 rtol 1e-4, atol 1e-5; Par
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from .errors import (
-    EvaluationError,
     InternalError,
     IoError,
     OneModelError,
-    UnsupportedError,
     UsageError,
-    quote,
 )
 from .ir import Model, Tensor
 from .ir.dtypes import INFO
@@ -290,8 +287,9 @@ def verify(a, b=None, *, loose: bool = False, run: bool = False, seed: int = 0,
             itself field by field.
         loose: see :func:`compare_models`.
         run: also run both models on the same deterministic inputs (``seed``; symbolic dims from
-            ``dims``, whole input shapes from ``shapes``) with ``engine`` (``onemodel`` or
-            ``onnxruntime``) and compare every output (:func:`run_and_compare`).
+            ``dims``, whole input shapes from ``shapes``) with ``engine`` (a name of
+            :func:`onemodel.engines.names`: ``onemodel``, ``onnxruntime``, a registered one)
+            and compare every output (:func:`run_and_compare`).
         engines: ``(E1, E2)``: run ``a`` with E1 and ``b`` with E2 (implies ``run``; replaces
             ``engine``).
         tolerances: a :class:`onemodel.compare.Tolerances`; None: bit for bit when both sides
@@ -312,7 +310,8 @@ def verify(a, b=None, *, loose: bool = False, run: bool = False, seed: int = 0,
         EvaluationError when it fails on its own generated inputs, with a note naming the
         inputs and axes to set), whatever ``b`` is; ``b`` failing on ``a``'s inputs is the
         ``run`` difference and ``run_error`` instead; an
-        UnsupportedError for an unknown engine or onnxruntime not installed.
+        UnsupportedError for an unknown engine or one that cannot run here (onnxruntime not
+        installed).
         UsageError: ``dims`` or ``shapes`` that do not fit ``a``'s inputs; ``b`` omitted
             without ``engines``; ``engines`` not two names.
     """
@@ -328,9 +327,10 @@ def verify(a, b=None, *, loose: bool = False, run: bool = False, seed: int = 0,
     elif b is None:
         raise UsageError("the second model is needed unless two engines are given")
     pair = engines if engines is not None else (engine, engine)
-    if run:
+    if run:  # (before any model is read: a missing engine is an error, not a difference)
+        from . import engines as registry
         for e in pair:
-            _check_engine(e)
+            registry.get(e)
     opts = dict(read_options or {}, storage_options=storage_options)
     ma = a if isinstance(a, Model) else load(a, **opts)
     try:
@@ -369,107 +369,6 @@ def verify(a, b=None, *, loose: bool = False, run: bool = False, seed: int = 0,
     finally:
         if ma is not a:
             ma.close()
-
-
-def _check_engine(engine: str) -> None:
-    """UnsupportedError when ``engine`` is unknown or not installed (before any model is read
-    or run, so a missing engine is an error, not a difference)."""
-    if engine not in ENGINES:
-        raise UnsupportedError(f"unknown engine {engine!r}; use {' or '.join(ENGINES)}")
-    if engine == "onnxruntime":
-        try:
-            import onnxruntime  # noqa: F401
-        except ImportError:
-            raise UnsupportedError("engine onnxruntime is not installed: pip install onnxruntime") \
-                from None
-
-
-#: The engines :func:`verify` can run models with.
-ENGINES = ("onemodel", "onnxruntime")
-
-
-#: onnxruntime's exception types (their class names) that a session's ``run`` raises when a
-#: valid model fails on the inputs given (a Reshape whose target does not hold for those extents:
-#: status FAIL or RUNTIME_EXCEPTION), as onemodel's evaluator raises EvaluationError.
-_ORT_RUN_FAILURES = ("Fail", "RuntimeException")
-
-
-def _run(model: Model, inputs: dict, engine: str) -> dict:
-    """The outputs of ``model`` on ``inputs`` with ``engine``.
-
-    Raises:
-        EvaluationError: the model failed on these inputs (onemodel's evaluator; onnxruntime's
-            FAIL or RUNTIME_EXCEPTION while running), so that :func:`onemodel.evaluate.inputs.
-            add_inputs_hint` can say which generated input did not fit.
-        UnsupportedError: the engine is unknown or not installed, or onnxruntime refuses the
-            model when making the session (an operator it lacks: NOT_IMPLEMENTED, INVALID_GRAPH)
-            or fails while running it for another reason (INVALID_ARGUMENT ...).
-    """
-    if engine == "onemodel":
-        from .evaluate import run as run_model
-        return run_model(model, inputs)
-    if engine == "onnxruntime":
-        try:
-            import onnxruntime as ort
-        except ImportError:
-            raise UnsupportedError("engine onnxruntime is not installed: pip install onnxruntime") \
-                from None
-        from .formats.onnx import encode_model
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = 1
-        opts.log_severity_level = 4  # errors are raised, not logged
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        try:
-            sess = ort.InferenceSession(encode_model(_inlined(model)), opts,
-                                        providers=["CPUExecutionProvider"])
-            names = [o.name for o in sess.get_outputs()]
-        except Exception as e:  # onnxruntime's own exception types
-            raise UnsupportedError(f"onnxruntime cannot run the model: "
-                                   f"{str(e).strip()[:500]}") from None
-        quiet = ort.RunOptions()
-        quiet.log_severity_level = 4
-        try:
-            return dict(zip(names, sess.run(names, inputs, quiet)))
-        except Exception as e:  # onnxruntime's own exception types
-            detail = str(e).strip()[:500]
-            if type(e).__name__ in _ORT_RUN_FAILURES:
-                raise EvaluationError(f"onnxruntime failed while running the model: {detail}",
-                                      path=_ort_node_path(model, detail)) from None
-            raise UnsupportedError(f"onnxruntime cannot run the model: {detail}") from None
-    raise UnsupportedError(f"unknown engine {engine!r}; use onemodel or onnxruntime")
-
-
-_ORT_NODE = re.compile(r"running (\S+) node\. Name:'([^']*)'")
-
-
-def _ort_node_path(model: Model, detail: str) -> str | None:
-    """``graph.nodes[i] (Reshape 'name')`` of the main-graph node an onnxruntime failure names
-    (``... while running Reshape node. Name:'name' ...``), or None when it names none or no
-    one node of the main graph has that name."""
-    m = _ORT_NODE.search(detail)
-    if m is None or model.graph is None or not m.group(2):
-        return None
-    found = [i for i, n in enumerate(model.graph.nodes) if n.name == m.group(2)]
-    if len(found) != 1:
-        return None
-    node = model.graph.nodes[found[0]]
-    return f"graph.nodes[{found[0]}] ({node.op_type} {quote(node.name)})"
-
-
-def _inlined(model: Model) -> Model:
-    """A shallow view of ``model`` whose external tensors carry their bytes inline (for engines
-    that take one buffer). Copies the external weights: only used for the onnxruntime engine."""
-    from .ir import iter_tensors
-    external = [t for _, t in iter_tensors(model) if t.is_external]
-    if not external:
-        return model
-    copy = model.copy()
-    for _, t in iter_tensors(copy):
-        if t.is_external:
-            t.raw_data = bytes(t.raw_view())
-            t.data_location = None
-            t.external_data = []
-    return copy
 
 
 @dataclass
@@ -517,24 +416,23 @@ def run_and_compare(a: Model, b: Model, *, seed: int = 0, dims: dict[str, int] |
         fails on the generated inputs), or when an engine is unknown or not installed.
         UsageError: ``dims`` or ``shapes`` that do not fit ``a``'s inputs.
     """
+    from . import engines as registry
     from .compare import Tolerances, compare_outputs
     from .evaluate import random_inputs
     from .evaluate.input_hints import add_inputs_hint
 
     ea, eb = engines
-    for e in (ea, eb):
-        _check_engine(e)
+    run_a, run_b = (registry.get(e).run for e in (ea, eb))
     if tolerances is None:
         tolerances = Tolerances(exact=ea == eb, cross_engine=ea != eb)
     inputs = random_inputs(a, seed=seed, dims=dims or {}, shapes=shapes)
     try:
-        out_a = _run(a, inputs, ea)
+        out_a = run_a(a, inputs)
     except (OneModelError, InternalError) as e:  # the axis at fault is found by running with
         # the same engine (an InternalError, a bug, only gets the source)
-        raise add_inputs_hint(e, a, dims or {}, shapes, seed=seed,
-                              runner=lambda model, feeds: _run(model, feeds, ea))
+        raise add_inputs_hint(e, a, dims or {}, shapes, seed=seed, runner=run_a)
     try:
-        out_b = _run(b, inputs, eb)
+        out_b = run_b(b, inputs)
     except InternalError as e:  # a bug of the evaluator, not a difference of the models
         raise e.at(source=getattr(b, "source", None))
     except OneModelError as e:

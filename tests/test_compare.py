@@ -271,3 +271,47 @@ def test_cross_engine_defaults_fit_engines_and_one_engine_stays_strict():
         ran = run_and_compare(m, m, engines=("onemodel", "onnxruntime"), dims={"batch": 2})
     assert ran.tolerances.cross_engine and ran.comparisons[0].tolerance == \
         Tolerance(atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("tol", [None, Tolerance(rtol=1e-5, atol=1e-6), Tolerance(ulp=1)])
+def test_identical_values_take_the_short_way_with_the_general_way_s_report(monkeypatch, dtype,
+                                                                           tol):
+    # a leaf whose bytes are the same finite floats is added without the float64 copies; what
+    # it adds is what the general way adds: the same fields, the cosine within float64
+    # summation order (the short way sums the squares by einsum, the general way by vdot)
+    from onemodel import compare as C
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(1000).astype(dtype)
+    cases = [x, x[:0], [x, x * 2], [x, x + 1]]  # the last: one leaf identical, one not
+    calls = []
+    real = C._Acc._same_finite_floats
+    monkeypatch.setattr(C._Acc, "_same_finite_floats",
+                        lambda self, a, b: calls.append(1) or real(self, a, b))
+    short = [compare_value("y", c, [np.copy(v) for v in c] if isinstance(c, list)
+                           else np.copy(c), tol) for c in cases]
+    assert calls  # the short way was asked
+    monkeypatch.setattr(C._Acc, "_same_finite_floats", lambda self, a, b: False)
+    general = [compare_value("y", c, [np.copy(v) for v in c] if isinstance(c, list)
+                             else np.copy(c), tol) for c in cases]
+    for s, g in zip(short, general):
+        fields = ("within", "n_total", "n_out", "max_abs", "max_rel", "max_ulp", "first_index",
+                  "first_a", "first_b", "detail", "tolerance")
+        assert [getattr(s, f) for f in fields] == [getattr(g, f) for f in fields]
+        assert (s.cosine is None) == (g.cosine is None)
+        if s.cosine is not None:
+            assert s.cosine == pytest.approx(g.cosine, rel=1e-12)
+
+
+def test_the_short_way_leaves_out_what_is_not_the_same_finite_floats():
+    from onemodel import compare as C
+
+    acc = C._Acc("y", None)
+    a = np.array([1.0, np.inf], np.float32)
+    assert not acc._same_finite_floats(a, a.copy())  # not finite: the general way
+    z = np.array([0.0], np.float32)
+    assert not acc._same_finite_floats(z, -z)  # -0.0: other bits
+    assert not acc._same_finite_floats(np.ones(2, np.float32), np.ones(2, np.float64))
+    assert not acc._same_finite_floats(np.ones(2, np.int32), np.ones(2, np.int32))
+    assert acc.pairs == 0 and not acc.floats  # nothing added by a refusal

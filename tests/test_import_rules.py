@@ -15,7 +15,15 @@ checked statically over every module's imports, function-local ones included.
   nothing of one another (what they share lives in ``onemodel.formats`` or ``onemodel.limits``:
   ``formats.json_scan``, ``limits.MAX_EXTERNAL_DATA_ALIGNMENT``);
 - ``onemodel.formats.safetensors`` is imported by no module outside it: it is reached through
-  the layout registry (``onemodel.formats.layouts``), which names its plugin by a string.
+  the layout registry (``onemodel.formats.layouts``), which names its plugin by a string;
+- ``onemodel.engines`` (the engine registry and the built-in engines) imports nothing from
+  ``onemodel.verify``, ``onemodel.bisect`` or ``onemodel.cli`` (they use it, not the reverse),
+  and the built-in engines (``.onemodel_engine``, ``.onnxruntime_engine``) are imported by no
+  module outside ``onemodel.engines``: callers ask the registry by name;
+- the command line's application (``onemodel.cli.application``: the typer app, shared options,
+  exit handling) imports no command module: each command (``onemodel.cli.convert``, ``.info``,
+  ``.verify``, ``.check``, ``.run``, ``.hash``, ``.infer``) registers itself on the app, and
+  imports no other command (what two share lives in the application or a helper module).
 
 And no cycles (issue 25 item 7), at three grains:
 
@@ -50,6 +58,7 @@ RULES = {
                          "onemodel.cli"),
     "onemodel.inference": ("onemodel.storage", "onemodel.formats", "onemodel.evaluate",
                            "onemodel.validation", "onemodel.cli"),
+    "onemodel.engines": ("onemodel.verify", "onemodel.bisect", "onemodel.cli"),
 }
 
 #: Format packages that import nothing of one another.
@@ -58,12 +67,24 @@ FORMAT_PACKAGES = ("onemodel.formats.onnx", "onemodel.formats.container",
 for _package in FORMAT_PACKAGES:
     RULES[_package] = tuple(p for p in FORMAT_PACKAGES if p != _package)
 
+#: The command modules of the command line, one per command (``onemodel.cli`` imports them).
+CLI_COMMANDS = tuple(f"onemodel.cli.{c}" for c in
+                     ("convert", "info", "verify", "check", "run", "hash", "infer"))
+RULES["onemodel.cli.application"] = CLI_COMMANDS
+for _command in CLI_COMMANDS:
+    RULES[_command] = tuple(c for c in CLI_COMMANDS if c != _command)
+
 #: Packages no module outside them imports (plugins reached through a registry).
-SEALED = ("onemodel.formats.safetensors",)
+SEALED = ("onemodel.formats.safetensors", "onemodel.engines.onemodel_engine",
+          "onemodel.engines.onnxruntime_engine")
 
 #: (importing module, imported module) pairs that break a rule today, each with its reason;
 #: the test fails when one is fixed and left here, so the list only shrinks.
-KNOWN: dict = {}
+KNOWN: dict = {
+    # info --shapes prints infer's value listing (shape_listing, shape_blocks), which lives
+    # with the command that writes the same facts into a model
+    ("onemodel.cli.info", "onemodel.cli.infer"): "info --shapes: infer's value listing",
+}
 
 #: Imports inside a function that close a cycle, (importing module, imported module) -> why it
 #: stays; each must exist, be function-level only, and still close a cycle.
@@ -270,6 +291,25 @@ def test_the_check_sees_a_private_import_of_a_format_plugin(tmp_path, monkeypatc
         for old in (tmp_path / "onemodel").rglob("*.py"):
             old.unlink()
         fake = tmp_path.joinpath("onemodel", *parts)
+        fake.parent.mkdir(parents=True, exist_ok=True)
+        fake.write_text(text)
+        assert violations() == want
+
+
+def test_the_check_sees_the_cli_application_or_a_command_importing_a_command(tmp_path,
+                                                                            monkeypatch):
+    """The command line's application importing a command module (the commands register on
+    it, not the other way round), or one command module importing another, is caught."""
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path / "onemodel")
+    cases = [("application.py", "def f():\n    from .run import run_cmd\n",
+              {("onemodel.cli.application", "onemodel.cli.run")}),
+             ("check.py", "from .verify import REPORT_LIMIT\n",
+              {("onemodel.cli.check", "onemodel.cli.verify")}),
+             ("hash.py", "from .application import app\nfrom . import redact\n", set())]
+    for name, text, want in cases:
+        for old in (tmp_path / "onemodel").rglob("*.py"):
+            old.unlink()
+        fake = tmp_path / "onemodel" / "cli" / name
         fake.parent.mkdir(parents=True, exist_ok=True)
         fake.write_text(text)
         assert violations() == want

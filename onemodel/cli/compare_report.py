@@ -17,7 +17,8 @@ def parse_engines(engine: Optional[str], engines: Optional[str],
                   b: Optional[str]) -> Optional[tuple[str, str]]:
     """``--engines E1,E2`` as ``(E1, E2)``, or None when not given (then ``--engine``, default
     onemodel, runs both models). Refused: both flags; a value that is not two names; B omitted
-    without ``--engines``. Unknown names are refused by the API (Unsupported)."""
+    without ``--engines``. Unknown names are refused by the engine registry
+    (:func:`onemodel.engines.get`: Unsupported, naming the known engines)."""
     if engines is None:
         if b is None:
             raise UsageError("B is needed unless --engines E1,E2 is given (then A runs on both)")
@@ -26,7 +27,8 @@ def parse_engines(engine: Optional[str], engines: Optional[str],
         raise UsageError("choose one of --engine and --engines")
     names = [n.strip() for n in engines.split(",")]
     if len(names) != 2 or not all(names):
-        raise UsageError(f"--engines {engines!r} is not E1,E2 (two of onemodel, onnxruntime)")
+        from ..engines import names as known
+        raise UsageError(f"--engines {engines!r} is not E1,E2 (two of {', '.join(known())})")
     return names[0], names[1]
 
 

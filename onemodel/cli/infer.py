@@ -13,14 +13,17 @@ from typing import List, Optional
 
 import typer
 
-from ..errors import printable
-from . import (
+from ..errors import IoError, printable
+from .application import (
     DebugOpt,
     OutsideOpt,
     QuietOpt,
     StorageOpt,
     _count,
     _errors,
+    _keep_until_exit,
+    _no_collections,
+    _nothing_left_at_exit,
     _read_options,
     _storage,
     app,
@@ -107,12 +110,15 @@ def infer_file(src: str, dst: str, *, storage_options: dict | None = None,
     from .. import api
     from ..inference import annotate, infer_model
     from ..ir.walk import iter_graphs
-    from ..storage import check_storage_options
+    from ..storage import check_storage_options, is_local
 
     out_plugin = api._plugin_for_target(dst, None)
     from ..ir import graph_rules
 
     check_storage_options(storage_options, src, dst)
+    # the options are for the URLs among src and dst: a local dst is written without them
+    # (save would refuse them as ignored, though they served src)
+    out_options = None if is_local(dst) else storage_options
     model = api._load(src, storage_options=storage_options, **(read_options or {}))
     with model:
         # OUT is never a data file, shard or index of IN (IN itself: annotated in place)
@@ -129,12 +135,25 @@ def infer_file(src: str, dst: str, *, storage_options: dict | None = None,
             pieces = _spliced(model, out_plugin.name, src, dst,
                               model.graph.value_info[main_before:], grown)
         if pieces is None:
-            api.save(model, dst, format=out_plugin.name, storage_options=storage_options,
-                     progress=progress)
+            try:
+                api.save(model, dst, format=out_plugin.name, storage_options=out_options,
+                         progress=progress)
+            except IoError as e:  # the hint names convert's flags, which infer has not
+                raise _infer_hint(e) from None
         else:
-            _write_pieces(pieces, dst, storage_options, progress)
+            _write_pieces(pieces, dst, out_options, progress)
         return {"source_format": model.format or "?", "target_format": out_plugin.name,
                 "added": added, "inference": res, "model": model}
+
+
+def _infer_hint(e):
+    """``e`` with the remedy of the writer's refusal to replace another model's data file (use
+    --force or --external-data: convert's flags, kept apart as ``e.remedy``) replaced by what
+    ``infer`` can do."""
+    if getattr(e, "remedy", None) is not None:
+        e.message = (f"{e.fact}; infer writes IN's data files beside OUT under their names: "
+                     "write OUT in another directory")
+    return e
 
 
 def _write_pieces(pieces: list, dst: str, storage_options, progress) -> None:
@@ -278,12 +297,11 @@ def infer(
     """Write IN to OUT with value_info for every value whose type shape inference knows
     (Clause 9), everything else unchanged. Exit 0; 1 with --check when the model contradicts
     itself; 2 on error."""
-    from .. import cli
     from ..inference import operator_names
     from ..storage.progress import Progress
 
     with _errors(debug):
-        with cli._no_collections():
+        with _no_collections():
             with Progress("infer", quiet=quiet or as_json) as bar:
                 done = infer_file(src, dst, storage_options=_storage(storage_option, src, dst),
                                   read_options=_read_options(allow_outside), progress=bar)
@@ -293,8 +311,7 @@ def infer(
             no_rule = operator_names(res.no_rule)
             notes = contradiction_rows(model, res, done["source_format"], "notes")
             wide = wide_rows(model, res, done["source_format"])
-        if cli._own_process:  # freed with the process, not record by record on return
-            cli._kept_to_exit.append((model, res))
+        _keep_until_exit((model, res))  # freed with the process, not record by record
         if as_json:
             import json
             doc = {"source": shown(src), "target": shown(dst),
@@ -329,7 +346,7 @@ def infer(
                 out.line(_count(len(rows), "contradiction") + " (declared types the operators "
                          "do not give, or inputs an operator cannot take)"
                          + ("" if check else "; --check lists them"))
-    cli._nothing_at_exit = True  # written and printed; nothing needs tearing down
+    _nothing_left_at_exit()  # written and printed; nothing needs tearing down
     if check and rows:
         raise typer.Exit(1)
 

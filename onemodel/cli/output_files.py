@@ -101,6 +101,13 @@ class OutputFiles:
         write_pb(path, value, name, kind)
         return path
 
+    def saved_lines(self) -> list[str]:
+        """``saved NAME -> PATH`` per file written so far, as ``run`` prints them (the name, an
+        output's, and the path made printable: :func:`onemodel.errors.printable`)."""
+        from ..errors import printable
+
+        return [f"saved {printable(name)} -> {printable(path)}" for name, path in self.written]
+
     def path_for(self, name: str, suffix: str = ".npy") -> str:
         """A path ``directory/<file_stem(name)><suffix>`` that no earlier output of this run
         got (compared without case, for case-folding file systems). Raises UsageError for a

@@ -37,7 +37,7 @@ def load_structure(file, error: IoError, *, storage_options=None, allow_outside:
 
 
 def mark_unread(report: list[dict], model, errors: list) -> None:
-    """Set ``error`` in each entry of ``report`` (:func:`onemodel.cli.external_report`) whose
+    """Set ``error`` in each entry of ``report`` (:func:`onemodel.cli.info.external_report`) whose
     data file could not be read: ``cannot be read, N tensors without their bytes: MESSAGE``,
     MESSAGE that of its first tensor's error (``errors``, by the tensor's field path)."""
     from ..formats.onnx.external_refs import RefusedError, location_parts, parse_reference

@@ -319,7 +319,8 @@ def add_inputs_hint(error, model: Model, dims: dict[str, int] | None,
       depends on input 'tokens' axis 1 (seq) = 1: set --dim seq=N``).
 
     ``runner(model, feeds)`` makes the trial runs: the engine that failed (default: onemodel's
-    evaluator; :mod:`onemodel.verify` passes onnxruntime's). Other errors only get the model's
+    evaluator; :mod:`onemodel.verify` passes the ``run`` of the engine it ran with, an
+    :class:`onemodel.engines.Engine`). Other errors only get the model's
     source. Returns ``error``."""
     unmet = getattr(error, "unmet", None) if isinstance(error, InputError) else None
     if isinstance(error, EvaluationError) or unmet is not None:

@@ -130,7 +130,8 @@ def test_info_into_a_pipe_cuts_nothing(tmp_path, output_name):
 def test_info_on_a_narrow_terminal_folds_instead_of_cutting(tmp_path, monkeypatch):
     import io
 
-    import onemodel.cli as cli
+    import onemodel.cli.info as cli_info
+    from onemodel.cli.application import _LazyConsole
     from onemodel.cli.tables import Table
 
     class Terminal(io.StringIO):
@@ -142,13 +143,13 @@ def test_info_on_a_narrow_terminal_folds_instead_of_cutting(tmp_path, monkeypatc
     monkeypatch.setenv("COLUMNS", "40")
     monkeypatch.setenv("LINES", "20")
     monkeypatch.setenv("TERM", "dumb")  # (no styles: the text alone)
-    monkeypatch.setattr(cli, "out", cli._LazyConsole(highlight=False, soft_wrap=True,
-                                                       emoji=False))
+    monkeypatch.setattr(cli_info, "out", _LazyConsole(highlight=False, soft_wrap=True,
+                                                      emoji=False))
     stream = Terminal()
     monkeypatch.setattr("sys.stdout", stream)
     t = Table("inputs", [("name", "left"), ("type", "left")])
     t.add_row("x", "tensor(float)[" + "d" * 70 + "]")
-    cli._print_rich([t])
+    cli_info._print_rich([t])
     lines = stream.getvalue().splitlines()
     assert "…" not in stream.getvalue() and max(map(len, lines)) <= 40
     cells = "".join(line.split("│")[1].strip() for line in lines[3:])

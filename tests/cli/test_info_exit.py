@@ -12,6 +12,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 import onemodel.cli as cli
+import onemodel.cli.application as application
 
 MODELS = Path(__file__).resolve().parents[2] / "testdata" / "models"
 MODEL = MODELS / "cnn_dynamo.onnx"
@@ -91,7 +92,7 @@ def test_a_running_thread_is_waited_for():
 def test_collections_paused_in_the_commands_process_and_the_records_frozen():
     code = textwrap.dedent("""
         import gc
-        import onemodel.cli as cli
+        import onemodel.cli.application as cli
         cli._own_process = True
         before = gc.get_freeze_count()
         with cli._no_collections():
@@ -106,9 +107,9 @@ def test_collections_paused_in_the_commands_process_and_the_records_frozen():
 
 def test_under_a_test_runner_collections_resume_and_nothing_is_frozen():
     frozen = gc.get_freeze_count()
-    assert not cli._own_process
+    assert not application._own_process
     result = CliRunner().invoke(cli.app, ["info", str(MODEL)])
     assert result.exit_code == 0, result.output
     assert gc.isenabled()
     assert gc.get_freeze_count() == frozen
-    assert cli._kept_to_exit == []  # the model is not kept past the command
+    assert application._kept_to_exit == []  # the model is not kept past the command

@@ -60,3 +60,13 @@ def test_run_saves_outputs_whose_names_would_clash(tmp_path):
         assert np.load(path).tolist() == values, name
         assert f"saved {name} -> {path}" in r.stdout.splitlines()
     assert sorted(p.name for p in out.iterdir()) == sorted(files.values())
+
+
+def test_saved_lines_name_each_file_written_in_order_with_names_escaped(tmp_path):
+    """What `run` and `run --test-data` print after saving: one line per file, the output's
+    name made printable (a newline in it is ``\\n``), the path as it was made."""
+    files = OutputFiles(str(tmp_path))
+    assert files.saved_lines() == []
+    first, second = files.path_for("a\nb"), files.path_for("y", ".pb")
+    assert first == str(tmp_path / "a%0Ab.npy") and second == str(tmp_path / "y.pb")
+    assert files.saved_lines() == [f"saved a\\nb -> {first}", f"saved y -> {second}"]

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 import onemodel
 from onemodel.cli import app
-from onemodel.cli.test_data import read_input
+from onemodel.cli.run_inputs import read_input
 from onemodel.evaluate import run
 
 MODELS = Path(__file__).resolve().parents[2] / "testdata" / "models"

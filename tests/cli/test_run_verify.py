@@ -431,3 +431,44 @@ def test_a_declared_extent_of_minus_one_warns_once(tmp_path):
     warnings = [line for line in r.stderr.splitlines() if line.startswith("warning:")]
     assert warnings == ["warning: input 'x' declares the extent -1 in [-1, 3] (graph.inputs[0]); "
                         "a negative extent is read as unknown"], r.stderr
+
+
+@pytest.mark.parametrize("make", [
+    lambda: np.arange(24, dtype=np.float32).reshape(2, 3, 4),          # C order
+    lambda: np.arange(24, dtype=np.int64).reshape(4, 6).T,             # transposed view
+    lambda: np.broadcast_to(np.arange(5, dtype=np.int16), (7, 5)),     # 0-stride view
+    lambda: np.arange(10, dtype=np.float64)[::3],                      # strided
+    lambda: np.array(3.5, dtype=np.float32),                           # scalar
+    lambda: np.zeros((0, 3), dtype=np.float32),                        # empty
+    lambda: np.array([[True, False], [False, True]]).T,
+    lambda: np.arange(6, dtype=np.float32).astype(__import__("ml_dtypes").bfloat16).reshape(2, 3).T,
+], ids=["c", "transposed", "broadcast", "strided", "scalar", "empty", "bool", "bfloat16"])
+def test_output_digest_is_of_the_c_order_bytes(make):
+    from onemodel.cli.run import _digest
+
+    a = make()
+    assert _digest(a) == hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+
+
+def test_output_digest_does_not_copy_the_output():
+    """`run` printed an output's digest from ``tobytes()``, a second copy of the whole output:
+    an output the memory budget let through (Add [N,1] + [1,N], 3.4 GiB at N=30000) then
+    failed at the digest, ``internal error: MemoryError`` (exit 70), under a memory limit. A
+    C-order output is hashed in place; another is copied a block of rows at a time."""
+    import tracemalloc
+
+    from onemodel.cli.run import _digest
+
+    a = np.ones((64, 1 << 18), dtype=np.float32)   # 64 MiB, C order
+    t = np.ones((1 << 18, 64), dtype=np.float32).T  # 64 MiB, not C order
+    want = [hashlib.sha256(x.tobytes()).hexdigest() for x in (a, t)]
+    tracemalloc.start()
+    try:
+        got = []
+        for x in (a, t):
+            tracemalloc.reset_peak()
+            got.append(_digest(x))
+            assert tracemalloc.get_traced_memory()[1] < 24 << 20, x.flags
+    finally:
+        tracemalloc.stop()
+    assert got == want

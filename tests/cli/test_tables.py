@@ -8,8 +8,9 @@ import string
 
 import pytest
 
-import onemodel.cli as cli
+import onemodel.cli.info as cli_info
 from onemodel.cli import tables
+from onemodel.cli.application import _LazyConsole
 from onemodel.cli.tables import Table, console_facts, draw
 
 rich_console = pytest.importorskip("rich.console")
@@ -57,10 +58,10 @@ def _set_env(monkeypatch, env: dict) -> None:
 def _rich_output(monkeypatch, blocks, stream) -> str:
     """What the CLI's rich path prints for ``blocks`` on ``stream`` (a fresh console, as a
     fresh process has)."""
-    monkeypatch.setattr(cli, "out", cli._LazyConsole(highlight=False, soft_wrap=True,
-                                                       emoji=False))
+    monkeypatch.setattr(cli_info, "out", _LazyConsole(highlight=False, soft_wrap=True,
+                                                      emoji=False))
     monkeypatch.setattr("sys.stdout", stream)
-    cli._print_rich(blocks)
+    cli_info._print_rich(blocks)
     return stream.getvalue()
 
 

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 import onemodel
 from onemodel.cli import app
-from onemodel.cli.test_data import read_input
+from onemodel.cli.run_inputs import read_input
 from onemodel.errors import InvalidModelError, IoError, MalformedError
 from onemodel.value_files import read_pb
 

@@ -174,6 +174,25 @@ def test_external_data_elsewhere_is_written_beside_out_as_convert_keeps_it(tmp_p
     _only_value_info_added(src, dst, {})
 
 
+def test_another_models_data_file_beside_out_is_kept_with_a_hint_infer_takes(tmp_path):
+    """A data file beside OUT of the name IN's tensors go to, and of another model, is not
+    replaced (as convert refuses it); the error told to use --force or --external-data NAME,
+    flags infer does not have (a usage error if tried): it says what infer can do."""
+    src = _external_chain(tmp_path)
+    (tmp_path / "out").mkdir()
+    other = tmp_path / "out" / "w.bin"
+    other.write_bytes(b"another model's weights")
+    dst = str(tmp_path / "out" / "m.onnx")
+    r = runner.invoke(app, ["infer", src, dst])
+    assert r.exit_code == 2, r.output
+    line, = r.stderr.splitlines()
+    assert line.startswith("Io: data file ") and "already exists and may hold another " \
+        "model's weights" in line, line
+    assert "--force" not in line and "--external-data" not in line, line
+    assert "write OUT in another directory" in line, line
+    assert other.read_bytes() == b"another model's weights" and not os.path.exists(dst)
+
+
 def _wrap_rule(ctx, x):
     """A test operator com.test.Wrap: its output is the body graph's output (inferred with the
     node's input)."""
@@ -300,6 +319,21 @@ def test_a_url_is_read(http_server, tmp_path):  # noqa: F811
     assert r.exit_code == 0, r.output
     assert {v["name"]: v["type"] for v in json.loads(r.stdout)["values"]["graph"]} == \
         CHAIN_SHAPES
+
+
+def test_a_url_read_with_storage_options_is_written_to_a_local_out(http_server, tmp_path):  # noqa: F811
+    """``-S`` options are for IN (a URL), OUT is local: the options reach IN's server and the
+    write to OUT neither uses nor refuses them (it was `Usage error: storage options are for
+    URLs ... every file of this operation is local (OUT)`, exit 2)."""
+    http_server.files["m.onnx"] = _chain().SerializeToString()
+    dst = str(tmp_path / "o.onnx")
+    r = runner.invoke(app, ["infer", http_server.url("m.onnx"), dst,
+                            "-S", "http.headers.X-Api-Key=KEY42"])
+    assert r.exit_code == 0, r.output
+    assert http_server.log and all(q.headers.get("X-Api-Key") == "KEY42" for q in http_server.log)
+    assert "KEY42" not in r.output
+    with onemodel.load(dst) as m:
+        assert _added(m, 0) == CHAIN_ADDED
 
 
 # -- info --shapes -----------------------------------------------------------------------------

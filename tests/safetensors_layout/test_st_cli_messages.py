@@ -79,13 +79,13 @@ def test_other_unknown_files_keep_the_plain_message(tmp_path):
     ("10GiB", 10 * 2 ** 30), ("10gib", 10 * 2 ** 30), ("64kb", 64_000), ("64KiB", 65_536),
     ("1.5GB", 1_500_000_000), ("2 MiB", 2 * 2 ** 20), ("7B", 7)])
 def test_byte_size_takes_integers_and_hugging_face_units(text, expected):
-    from onemodel.cli import byte_size
+    from onemodel.cli.convert import byte_size
     assert byte_size(text, "--max-shard-size") == expected
 
 
 @pytest.mark.parametrize("text", ["5G", "abc", "-1", "5 GB GB", "", "1e9", "GB"])
 def test_byte_size_refuses_other_spellings_naming_the_flag(text):
-    from onemodel.cli import byte_size
+    from onemodel.cli.convert import byte_size
     from onemodel.errors import UsageError
     with pytest.raises(UsageError, match="^--max-shard-size takes a size in bytes"):
         byte_size(text, "--max-shard-size")

@@ -525,18 +525,32 @@ def _refuse_replacing(files: list[_DataFile], sink, out_base, read_from: set,
         dest = target_of(sink)
         dest = f"{quote(_shown(dest))}" if dest else "the destination"
         if df.index:
-            raise IoError(
+            raise _replace_refusal(
                 f"shard index {quote(_shown(target))} already exists and none of the shards it "
-                f"names is referenced by a model file at {dest}: it may be another model's; use "
-                "--force (force=True) to overwrite it and its shards, or --external-data NAME "
-                "(external_data='NAME') to write shards of another name")
-        raise IoError(
+                f"names is referenced by a model file at {dest}: it may be another model's",
+                REPLACE_INDEX_HINT)
+        raise _replace_refusal(
             f"data file {quote(_shown(target))} already exists and may hold another model's "
             f"weights (this model was not read from it, and no model file at {dest} references "
-            "it); "
-            "use --force "
-            "(force=True) to overwrite it, or --external-data NAME (external_data='NAME') to "
-            "write a new data file")
+            f"it)", REPLACE_DATA_HINT)
+
+
+def _replace_refusal(fact: str, remedy: str) -> IoError:
+    """The IoError refusing to replace another model's data file: ``fact; remedy``, the two
+    kept apart as ``.fact`` and ``.remedy`` (one of the hints below) so that a caller without
+    convert's options (``onemodel infer``) can give its own remedy without reading the text."""
+    e = IoError(f"{fact}; {remedy}")
+    e.fact, e.remedy = fact, remedy
+    return e
+
+
+#: How the refusal to replace another model's data file (shard index) ends: what the caller
+#: of convert / save can do. A command without these options (infer) gives its own.
+REPLACE_DATA_HINT = ("use --force (force=True) to overwrite it, or --external-data NAME "
+                     "(external_data='NAME') to write a new data file")
+REPLACE_INDEX_HINT = ("use --force (force=True) to overwrite it and its shards, or "
+                      "--external-data NAME (external_data='NAME') to write shards of another "
+                      "name")
 
 
 #: Largest existing shard index read by :func:`_index_of` (an index of a model's tensors is small).

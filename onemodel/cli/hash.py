@@ -6,7 +6,16 @@ from typing import List, Optional
 
 import typer
 
-from . import DebugOpt, OutsideOpt, StorageOpt, _errors, _read_options, _storage, app, out
+from .application import (
+    DebugOpt,
+    OutsideOpt,
+    StorageOpt,
+    _errors,
+    _read_options,
+    _storage,
+    app,
+    out,
+)
 from .redact import shown
 
 

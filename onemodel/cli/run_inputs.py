@@ -1,12 +1,13 @@
-"""``onemodel run --test-data DIR`` and ``--input NAME=FILE.pb``: ONNX test data in, outputs
-compared within the Clause 11.5 tolerances of :mod:`onemodel.tolerances`."""
+"""What ``onemodel run`` reads values from: ``--input NAME=FILE`` (a ``.npy`` array or a ``.pb``
+message of the input's type) and the ONNX test data of ``--test-data DIR`` (``input_*.pb`` in,
+``output_*.pb`` compared within the Clause 11.5 tolerances of :mod:`onemodel.tolerances`)."""
 
 from __future__ import annotations
 
 import os
 
 from ..errors import IoError, MalformedError, UsageError, printable, quote
-from . import out
+from .application import out
 
 
 def graph_inputs(model) -> list:
@@ -161,8 +162,8 @@ def run_test_data(model, directory: str, rtol: float, atol: float, run, files_fo
         if files is not None:
             for name, value in results.items():
                 files.save(name, value)
-            for name, path in files.written:
-                out.line(f"saved {printable(name)} -> {printable(path)}")
+            for text in files.saved_lines():
+                out.line(text)
         if problems:
             out.line(f"{label}: {len(problems)} difference(s) in {len(want)} output(s)")
             for d in problems:

@@ -1,0 +1,207 @@
+"""``onemodel convert SRC DST``: ONNX <-> OneModel, or a change of ONNX layout, bit-identical
+(:func:`onemodel.api.convert`); the writer options' errors spelled with the flags."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import List, Optional
+
+import typer
+
+from ..errors import UnsupportedError, UsageError, printable
+from .application import (
+    DebugOpt,
+    OutsideOpt,
+    QuietOpt,
+    StorageOpt,
+    _count,
+    _errors,
+    _human,
+    _read_options,
+    _storage,
+    app,
+    out,
+)
+from .redact import shown
+
+#: The flag of each writer option that ``convert`` sets or that a writer takes
+#: (``layout``: the flag that set it, or :data:`_LAYOUT_FLAGS` when listed as taken); options
+#: without a flag are not shown.
+_CONVERT_FLAGS = {"strict_v1": "--strict-v1", "digests": "--digests",
+                  "external_data": "--external-data",
+                  "align": "--align", "threshold": "--threshold", "force": "--force",
+                  "max_shard_size": "--max-shard-size",
+                  "allow_outside": "--allow-external-outside",
+                  "storage_options": "--storage-option"}
+#: The flags that set the writer option ``layout`` (``--layout NAME``, or one of its values).
+_LAYOUT_FLAGS = ("--layout", "--inline", "--external-data-per-tensor")
+
+
+@contextlib.contextmanager
+def _option_flags(layout_flag: Optional[str]):
+    """Errors about writer options name the flags the user typed, not the Python keywords:
+    an :class:`~onemodel.errors.OptionError` is spelled with flags (``--align does not apply to
+    onemodel output (it takes: --strict-v1)``), and a writer's refusal of an option's value (a
+    message that starts with the option's name: ``align must be a power of two ...``) is a
+    :class:`~onemodel.errors.UsageError` that starts with its flag instead (``--align 3`` is a
+    value the user typed, not something the file needs that onemodel lacks). ``layout_flag``:
+    the flag that set ``layout`` (``--layout``, ``--inline`` or ``--external-data-per-tensor``),
+    named when that option is refused. An :class:`~onemodel.errors.AdviceError` (the 2 GiB
+    refusal's ``force=True``) is spelled with the flags too (``--force``, ``--layout file``)."""
+    from ..errors import AdviceError, OptionError
+
+    def spell(name: str) -> Optional[str]:
+        if name == "layout":
+            given = layout_flag if "layout" in refused else None
+            return given or ", ".join(_LAYOUT_FLAGS)
+        return _CONVERT_FLAGS.get(name)
+
+    def setting(name: str, value) -> Optional[str]:
+        if (name, value) == ("layout", "inline"):
+            return "--inline"
+        flag = "--layout" if name == "layout" else _CONVERT_FLAGS.get(name)
+        if flag is None:
+            return None
+        return flag if value is True else f"{flag} {value}"
+
+    refused: tuple = ()
+    try:
+        yield
+    except OptionError as e:
+        refused = e.options
+        e.message = e.spelled(spell)
+        raise
+    except AdviceError as e:  # settings advised: the flags (--force, not force=True)
+        e.message = e.spelled(setting)
+        raise
+    except UnsupportedError as e:
+        word = e.message.split(" ", 1)[0]
+        if word in _CONVERT_FLAGS:
+            raise UsageError(_CONVERT_FLAGS[word] + e.message[len(word):]) from None
+        raise
+
+
+_SIZE_UNITS = {"": 1, "b": 1, "kb": 10 ** 3, "mb": 10 ** 6, "gb": 10 ** 9, "tb": 10 ** 12,
+               "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
+
+
+def byte_size(text: str, flag: str) -> int:
+    """A size in bytes as the command line takes it: an integer (``5000000000``), or a number
+    with a unit as Hugging Face spells ``max_shard_size`` (``5GB``, ``500MB``, ``10GiB``,
+    ``1.5GB``): KB, MB, GB, TB decimal (10**3 ...), KiB, MiB, GiB, TiB binary (2**10 ...), B
+    bytes; case-insensitive, a space allowed before the unit. Returns an int >= 0 (a fractional
+    byte count rounds down). Raises UsageError naming ``flag`` for anything else."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)\s*", text, re.IGNORECASE)
+    unit = _SIZE_UNITS.get(m.group(2).lower()) if m else None
+    if unit is None:
+        raise UsageError(f"{flag} takes a size in bytes: an integer or a number with a unit "
+                         f"(KB, MB, GB decimal; KiB, MiB, GiB binary: 5GB, 500MB, 10GiB), "
+                         f"not {text!r}")
+    number = m.group(1)
+    if "." not in number:
+        return int(number) * unit
+    from fractions import Fraction
+    return int(Fraction(number) * unit)
+
+
+@app.command()
+def convert(
+    src: str = typer.Argument(..., metavar="SRC",
+                              help="Model to read (.onnx, .onemodel; path or URL)."),
+    dst: str = typer.Argument(..., metavar="DST", help="Where to write it."),
+    to: Optional[str] = typer.Option(None, "--to", metavar="FORMAT", case_sensitive=False,
+                                     help="Output format: onnx or onemodel (default: from "
+                                     "DST's suffix)."),
+    strict_v1: bool = typer.Option(False, "--strict-v1", help="Write plain OneModel v1 without "
+                                   "the ONNX-preservation extension; list what is left out."),
+    digests: bool = typer.Option(False, "--digests", help="OneModel output: record each "
+                                 "tensor's content digest and the model digest; readers check "
+                                 "a tensor's bytes on first use."),
+    external_data: Optional[str] = typer.Option(None, "--external-data", metavar="FILE",
+                                                help="ONNX output: put weights in this data file."),
+    per_tensor: bool = typer.Option(False, "--external-data-per-tensor",
+                                    help="ONNX output: one data file per tensor."),
+    inline: bool = typer.Option(False, "--inline", help="ONNX output: all weights inline."),
+    layout_name: Optional[str] = typer.Option(None, "--layout", metavar="LAYOUT",
+                                              help="ONNX output layout: keep, inline, file, "
+                                              "per_tensor, safetensors (a data file name "
+                                              "ending in .safetensors selects it) or a "
+                                              "registered layout plugin's name."),
+    max_shard_size: Optional[str] = typer.Option(None, "--max-shard-size", metavar="SIZE",
+                                                 help="Layout safetensors: shards of at most "
+                                                 "this many tensor bytes (5000000000, 5GB, "
+                                                 "500MB, 10GiB), with an index json."),
+    into: Optional[str] = typer.Option(None, "--into", metavar="MODEL", help="SRC is a "
+                                       ".safetensors file: replace MODEL's initializers by "
+                                       "name with its tensors and write the result to DST."),
+    align: Optional[int] = typer.Option(None, "--align", metavar="BYTES",
+                                        help="Alignment of data file offsets in bytes (default "
+                                        "4096)."),
+    threshold: Optional[int] = typer.Option(None, "--threshold", metavar="BYTES",
+                                            help="Tensors smaller than this many bytes stay "
+                                            "inline (default 1024)."),
+    force: bool = typer.Option(False, "--force", help="Write an inline ONNX file over 2 GiB; "
+                               "overwrite data files that may belong to another model."),
+    allow_outside: bool = OutsideOpt,
+    storage_option: Optional[List[str]] = StorageOpt,
+    quiet: bool = QuietOpt,
+    debug: bool = DebugOpt,
+):
+    """Convert SRC to DST (ONNX <-> OneModel, or ONNX layout changes), bit-identical."""
+    from .. import api
+
+    with _errors(debug):
+        options: dict = {}
+        if strict_v1:
+            options["strict_v1"] = True
+        if digests:
+            options["digests"] = True
+        layout = [flag for flag, on in (("inline", inline), ("per_tensor", per_tensor),
+                                        ("file", external_data is not None)) if on]
+        if len(layout) > 1:
+            raise UsageError("choose one of --inline, --external-data, "
+                             "--external-data-per-tensor")
+        if layout_name is not None:
+            from ..formats.layouts import names as layout_names
+            known = layout_names()  # built-in and registered layout plugins
+            if layout_name not in known:  # (a value the user typed: whatever the output)
+                raise UsageError(f"--layout {layout_name!r}: one of {', '.join(known)}")
+            if layout and layout[0] != "file":
+                raise UsageError("choose one of --layout, --inline, --external-data-per-tensor")
+            layout = [layout_name]
+        if layout and (layout[0] != "file" or layout_name):  # --external-data alone: "file"
+            options["layout"] = layout[0]
+        if external_data is not None:
+            options["external_data"] = external_data
+        for name, value in (("align", align), ("threshold", threshold),
+                            ("max_shard_size", None if max_shard_size is None
+                             else byte_size(max_shard_size, "--max-shard-size"))):
+            if value is not None:
+                options[name] = value
+        if force:
+            options["force"] = True
+        read_options = _read_options(allow_outside)
+        from ..storage.progress import Progress
+        layout_flag = "--layout" if layout_name is not None else \
+            {"inline": "--inline", "per_tensor": "--external-data-per-tensor"}.get(
+                options.get("layout"))
+        with Progress("convert", quiet=quiet) as bar, _option_flags(layout_flag):
+            result = api.convert(src, dst, to=to, into=into,
+                                 storage_options=_storage(storage_option, src, dst),
+                                 read_options=read_options, progress=bar, **options)
+        if not quiet:
+            out.line(f"{shown(src)} ({result.source_format}) -> {shown(dst)} "
+                     f"({result.target_format}): "
+                     f"{_count(result.tensors, 'tensor')}, {_human(result.tensor_bytes)}")
+            for item in result.omitted:
+                out.line(printable(f"  left out (--strict-v1): {item}"))
+            if result.padding:
+                n = len(result.padding)
+                out.line(f"  {n} padding entr{'y' if n == 1 else 'ies'} "
+                         f"({', '.join(result.padding[:3])}{', ...' if n > 3 else ''}) in the "
+                         f"file: they keep each tensor at a multiple of --align (default 64 "
+                         f"bytes); a reader that lists every key sees them; --align 1 writes "
+                         f"none")
+

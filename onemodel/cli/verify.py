@@ -1,0 +1,161 @@
+"""``onemodel verify A [B]``: two models compared field by field and tensor by tensor
+(:func:`onemodel.verify.verify`), with ``--run`` their outputs, with ``--bisect`` the first
+node whose outputs differ (:func:`onemodel.bisect.bisect`); the report printed as text or
+JSON (:mod:`.compare_report`)."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import typer
+
+from ..errors import OneModelError, UsageError, printable
+from .application import (
+    DebugOpt,
+    OutsideOpt,
+    QuietOpt,
+    ShapeOpt,
+    StorageOpt,
+    _errors,
+    _inputs_given,
+    _read_options,
+    _seed,
+    _storage,
+    app,
+    out,
+)
+from .redact import shown
+
+#: Differences verify collects at most (the report says "at least" when it is reached).
+REPORT_LIMIT = 100
+
+
+@app.command()
+def verify(
+    a: str = typer.Argument(..., metavar="A", help="First model (any format, path or URL)."),
+    b: Optional[str] = typer.Argument(None, metavar="B", help="Second model (may be "
+                                      "omitted with --engines: A on both engines)."),
+    loose: bool = typer.Option(False, "--loose", help="Compare what a plain OneModel v1 file "
+                               "holds: absent equals empty; unknown fields and fields v1 has no "
+                               "place for (metadata_props below the model, denotations, ...) "
+                               "are ignored."),
+    run: bool = typer.Option(False, "--run", help="Also run both models and compare every "
+                             "output (bit for bit on one engine unless a tolerance is given)."),
+    seed: int = typer.Option(0, "--seed", parser=_seed, metavar="N",
+                             help="Seed of the generated inputs (an integer >= 0)."),
+    dim: Optional[List[str]] = typer.Option(None, "--dim", metavar="NAME=VALUE",
+                                            help="Value of a symbolic dimension for --run "
+                                            "(repeatable; unset ones are 1)."),
+    shape: Optional[List[str]] = ShapeOpt,
+    engine: Optional[str] = typer.Option(None, "--engine", help="The engine for both models: "
+                                         "onemodel (default), onnxruntime or one registered "
+                                         "(group onemodel.engines)."),
+    engines: Optional[str] = typer.Option(None, "--engines", metavar="E1,E2",
+                                          help="Run A with E1 and B (or A again) with E2; "
+                                          "implies --run; floats within Clause 11.5 defaults."),
+    atol: Optional[float] = typer.Option(None, "--atol", help="Absolute tolerance of float "
+                                         "outputs (with --run)."),
+    rtol: Optional[float] = typer.Option(None, "--rtol", help="Relative tolerance of float "
+                                         "outputs, relative to B's value."),
+    ulp: Optional[int] = typer.Option(None, "--ulp", help="Float elements at most this many "
+                                      "representable values apart are within tolerance."),
+    tol: Optional[List[str]] = typer.Option(None, "--tol", metavar="NAME:atol=X,rtol=Y,ulp=N",
+                                            help="Tolerance of one output (repeatable; unset "
+                                            "fields from --atol/--rtol/--ulp)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as one JSON object."),
+    bisect: bool = typer.Option(False, "--bisect", help="Also name the first node, in "
+                                "topological order, whose outputs differ beyond tolerance, and "
+                                "re-run it alone on A's inputs: the node itself or its inputs "
+                                "differ (implies --run)."),
+    allow_outside: bool = OutsideOpt,
+    storage_option: Optional[List[str]] = StorageOpt,
+    quiet: bool = QuietOpt,
+    debug: bool = DebugOpt,
+):
+    """Compare two models field by field and tensor byte by byte, and with --run their outputs
+    (exit 0 equal or within tolerance, 1 different)."""
+    from ..verify import verify as do_verify
+    from .compare_report import parse_engines, parse_tolerances, print_report, report_json
+
+    with _errors(debug):
+        pair = parse_engines(engine, engines, b)
+        run = run or bisect
+        tolerances = parse_tolerances(atol, rtol, ulp, tol, run=run or pair is not None,
+                                      exact=pair is None or pair[0] == pair[1],
+                                      cross_engine=pair is not None and pair[0] != pair[1])
+        dims, shapes = _inputs_given(dim, shape)
+        run = run or pair is not None
+        if run and "onemodel" in (pair or (engine,)):  # the process is the command's: tune
+            from ..evaluate.memory import tune_allocator  # as `run` does
+            tune_allocator()
+        read_options = _read_options(allow_outside)
+        try:  # (the options are checked against A and B once: bisect reads them too)
+            storage = _storage(storage_option, a, *filter(None, [b]))
+            report = do_verify(a, b, loose=loose, run=run, seed=seed, dims=dims, shapes=shapes,
+                               engine=engine or "onemodel", engines=pair,
+                               tolerances=tolerances,
+                               by_outputs=tolerances is not None or pair is not None,
+                               read_options=read_options, limit=REPORT_LIMIT,
+                               storage_options=storage)
+        except (OneModelError, UsageError) as e:  # the hints name the flags, not dims=/shapes=
+            from ..evaluate.inputs import as_flags
+            raise as_flags(e) from None
+        if tolerances is not None and report.comparisons:
+            unknown = sorted(set(tolerances.per_output) - set(report.outputs_compared))
+            if unknown:
+                raise UsageError(f"--tol {unknown[0]}: no output of that name (outputs: "
+                                 f"{', '.join(report.outputs_compared)})")
+        bisected = None
+        not_bisected = None  # why bisect could not run, when the report has a verdict
+        if bisect:
+            try:
+                bisected = _bisect(a, b, pair or (engine or "onemodel",) * 2, tolerances, seed,
+                                   dims, shapes, read_options, storage)
+            except UsageError as e:  # (a OneModelError: caught first)
+                from ..evaluate.inputs import as_flags
+                raise as_flags(e) from None
+            except OneModelError as e:  # (an InternalError, a bug, is not: it goes on up)
+                # the runs could not be matched (B cannot run on A's inputs): the report
+                # already says they differ; bisect's failure is one line of it, not an error
+                if report.equal:
+                    from ..evaluate.inputs import as_flags
+                    raise as_flags(e) from None
+                not_bisected = " ".join(str(e).removeprefix(f"{e.kind}: ").split())
+    if as_json:
+        import json
+        doc = report_json(report, shown(a), shown(b) if b is not None else None, REPORT_LIMIT)
+        if bisect:
+            doc["bisect"] = bisected.to_json() if bisected is not None else None
+            doc["bisect_error"] = not_bisected
+        out.line(json.dumps(doc, indent=2))
+    else:
+        print_report(out, report, shown(a), shown(b) if b is not None else None, quiet=quiet,
+                     limit=REPORT_LIMIT)
+        for line in bisected.lines() if bisected is not None else ():
+            out.line(printable(line))
+        if not_bisected is not None:
+            out.line(printable(f"bisect: not run: {not_bisected}"))
+    raise typer.Exit(0 if report.equal else 1)
+
+
+def _bisect(a: str, b: Optional[str], engines, tolerances, seed, dims, shapes, read_options,
+            storage_options):
+    """verify --bisect: :func:`onemodel.bisect.bisect` of A and B (A again when B is omitted)
+    on the inputs ``--run`` generated (the same seed, dims and shapes)."""
+    from ..api import _load as load  # (storage options checked against A and B by verify)
+    from ..bisect import bisect as do_bisect
+    from ..evaluate import random_inputs
+
+    opts = dict(read_options or {}, storage_options=storage_options)
+    ma = load(a, **opts)
+    try:
+        mb = ma if b is None else load(b, **opts)
+        try:
+            inputs = random_inputs(ma, seed=seed, dims=dims or {}, shapes=shapes)
+            return do_bisect(ma, mb, inputs, engines=tuple(engines), tolerances=tolerances)
+        finally:
+            if mb is not ma:
+                mb.close()
+    finally:
+        ma.close()
+
