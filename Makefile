@@ -104,5 +104,5 @@ schemas:
 # both are up to date
 .PHONY: docs
 docs: install
-	$(PY) -m onemodel.validation.docs > docs/check.md.tmp && mv docs/check.md.tmp docs/check.md
+	$(PY) docs/make_check.py > docs/check.md.tmp && mv docs/check.md.tmp docs/check.md
 	$(PY) docs/make_statement.py

@@ -24,12 +24,12 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "evaluate")]
 import conformance_data  # noqa: E402
 import node_conformance as nc  # noqa: E402
 
-from onemodel import testdata  # noqa: E402
+from onemodel import tolerances  # noqa: E402
 
 OUT = ROOT / "docs" / "conformance.md"
 
-#: The comparison rule of each element type, in table order (Clause 11.5: onemodel.testdata).
-RULES = testdata.RULES
+#: The comparison rule of each element type, in table order (Clause 11.5: onemodel.tolerances).
+RULES = tolerances.RULES
 
 WHY_UNSUPPORTED = {
     "ImageDecoder": "decoding JPEG, JPEG 2000, WebP, TIFF, PNG, BMP and PNM needs image codecs, "

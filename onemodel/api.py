@@ -21,7 +21,7 @@ from .errors import OneModelError, OptionError, UnsupportedError, UsageError
 from .ir import Model
 from .ir.walk import check_nesting
 from .storage import BytesSink, check_storage_options, open_sink, open_source
-from .storage.memory import FileObjectSink, file_object_source, is_file_object
+from .storage.file_objects import FileObjectSink, file_object_source, is_file_object
 from .storage.place import name_of_url
 
 
@@ -104,24 +104,16 @@ def _load(target, *, format: str | None = None, storage_options: dict | None = N
     _not_empty(target)
     if is_file_object(target, "read"):
         target = file_object_source(target)
-    source = open_source(target, storage_options=storage_options, progress=progress)
-    try:
-        if format:
-            plugin = formats.by_name(format)
-        else:
-            head = bytes(source.read(0, min(16, source.size)))
-            plugin = formats.detect(head, _name_of(target) or source.name)
+
+    def read(plugin, source):
         model = plugin.read(source, **_plugin_options(
             plugin.read, 1, options, f"{plugin.name} input", storage_options=storage_options,
             allow_outside=allow_outside or None))
         model.format = plugin.name
         return model
-    except OneModelError as e:
-        source.close()
-        raise e.at(source=source.name)
-    except BaseException:
-        source.close()
-        raise
+
+    return formats.open_and_read(target, read, format=format, name=_name_of(target),
+                                 storage_options=storage_options, progress=progress)
 
 
 def _plugin_for_target(target, format: str | None):
@@ -392,7 +384,7 @@ def extract_weights(src, dst, *, source_format: str | None = None,
     their bytes, the padding entries' keys in ``padding``). Raises the errors of :func:`load`,
     UnsupportedError for a bad ``align``; nothing is left at ``dst`` on error.
     """
-    from .content_digest import model_digest
+    from .formats.content_digest import model_digest
     from .formats.layouts import weights_layout
 
     layout = _weights_layout_of(dst) or weights_layout(default=True)

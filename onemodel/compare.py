@@ -22,7 +22,7 @@ bool and strings are always compared exactly; and a tolerance of ``None`` means 
 :class:`Tolerances` picks the tolerance of each output: a per-output one, else the global one,
 else the default of the element type: across two engines :data:`CROSS_ENGINE`'s (float32: rtol
 1e-4, atol 1e-5, from measurement), else the Part 1, Clause 11.5 one
-(:func:`onemodel.testdata.tolerance`: rtol 1e-3, atol 1e-7, bfloat16 rtol at least 2^-6); or bit
+(:func:`onemodel.tolerances.tolerance`: rtol 1e-3, atol 1e-7, bfloat16 rtol at least 2^-6); or bit
 for bit in ``exact`` mode (one engine against itself).
 """
 
@@ -124,7 +124,7 @@ def _number(text: str, key: str, where: str):
 #: (ddddocr's detector), 1.4e-7 (nudenet, PP-OCRv4 det: sigmoids near 0, where 1e-7 failed
 #: though the cosine was 1.0). float32 gets rtol 1e-4 and atol 1e-5: 4x the largest measured
 #: need (Polygraphy's defaults are 1e-5 and 1e-5). Other types were not measured and keep the
-#: Clause 11.5 defaults (:func:`onemodel.testdata.tolerance`). One engine against itself
+#: Clause 11.5 defaults (:func:`onemodel.tolerances.tolerance`). One engine against itself
 #: stays bit for bit.
 CROSS_ENGINE = {"float32": (1e-4, 1e-5)}
 
@@ -165,7 +165,7 @@ class Tolerances:
         """The tolerance output ``name`` of element type ``dtype`` (a numpy dtype) is compared
         with, or None: bit for bit (always for integers, bool and strings, which
         :func:`compare_value` compares exactly whatever it is given)."""
-        from .testdata import is_float, tolerance
+        from .tolerances import is_float, tolerance
 
         if dtype is None or not is_float(np.dtype(dtype)):
             return None
@@ -314,7 +314,7 @@ def _type_name(dtype) -> str:
 
 
 def _is_float(dtype) -> bool:
-    from .testdata import is_float
+    from .tolerances import is_float
     return is_float(dtype)
 
 

@@ -22,11 +22,13 @@ Three more errors are not reading kinds: :class:`EvaluationError`, a OneModelErr
 model failed while it was evaluated on the inputs given, for example a Reshape that cannot hold
 for those extents), :class:`InputError`, a OneModelError and a ``ValueError`` (the inputs given
 do not fit the graph: an unknown name, a wrong element type, rank or extent), and
-:class:`UsageError`, a ``ValueError`` and not a OneModelError (a caller's
+:class:`UsageError`, a OneModelError and a ``ValueError`` (a caller's
 argument that cannot be taken: an unknown input name, a value out of range).
-:class:`InternalError`, a OneModelError too, is neither: a bug (a kernel raising an exception
-that is not one of these). Warnings that a caller should see (a model that is read but deviates
-from the spec in a way onemodel tolerates) are :class:`OneModelWarning`.
+:class:`InternalError` is not a OneModelError: a bug (a kernel or an inference rule raising an
+exception that is not one of these), which ``except OneModelError`` does not catch, as it
+catches no other bug. It carries the same fields (message, path, offset, source) and gives the
+same one line (without a kind in front). Warnings that a caller should see (a model that is
+read but deviates from the spec in a way onemodel tolerates) are :class:`OneModelWarning`.
 
 Each error carries the path of the field (``ModelProto.graph.node[3].input[1]`` or
 ``manifest.graph.nodes[3].inputs[1]``), the byte offset in the file when there is one, and the
@@ -47,6 +49,7 @@ code or newline in a name the message did not quote cannot reach the terminal).
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit, urlunsplit
 
 KINDS = ("Malformed", "InvalidModel", "Unsupported", "Io")
 
@@ -61,12 +64,30 @@ PART_LIMIT = 500
 _URL = re.compile(r"(?:[A-Za-z][\w+.-]*::)*[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]*")
 
 
-def _masked(text: str) -> str:
-    """``text`` with each URL in it shown as ``display_url`` shows it (user information and query
-    values as ``***``): cutting a URL could separate a signature from the ``?`` that marks it,
-    and the command line's masking would no longer see it."""
-    from .storage.place import display_url
+def display_url(url: str) -> str:
+    """``url`` fit for messages: user information and query values (presigned signatures,
+    tokens) are replaced by ``***``. Each segment of a chained URL (``simplecache::s3://...``)
+    is masked; a string without ``://`` is returned as it is. Here, below storage, because an
+    error line masks the URLs it cuts (:func:`clip`); storage and the command line use it too."""
+    def clean(part: str) -> str:
+        if "://" not in part:
+            return part
+        s = urlsplit(part)
+        netloc = s.netloc
+        if "@" not in netloc and not s.query:
+            return part  # nothing to mask: as given (urlunsplit would drop an empty "//")
+        if "@" in netloc:
+            netloc = "***@" + netloc.rsplit("@", 1)[1]
+        query = "&".join(q.split("=", 1)[0] + "=***" if "=" in q else q
+                         for q in s.query.split("&")) if s.query else ""
+        return urlunsplit((s.scheme, netloc, s.path, query, s.fragment))
+    return "::".join(clean(p) for p in url.split("::"))
 
+
+def _masked(text: str) -> str:
+    """``text`` with each URL in it shown as :func:`display_url` shows it (user information and
+    query values as ``***``): cutting a URL could separate a signature from the ``?`` that marks
+    it, and the command line's masking would no longer see it."""
     return _URL.sub(lambda m: display_url(m.group(0)), text)
 
 
@@ -125,16 +146,11 @@ def quote(value, limit: int = QUOTE_LIMIT) -> str:
     return clip(repr(value), limit)
 
 
-class OneModelError(Exception):
-    """Base of the four error kinds.
-
-    Attributes:
-        kind: one of ``KINDS``.
-        message: what is wrong, one sentence without the location.
-        path: field path inside the file (``ModelProto.graph.node[3]``), or ``None``.
-        offset: byte offset in the file where the problem was found, or ``None``.
-        source: the file path or URL being read or written, or ``None``.
-    """
+class _LocatedError(Exception):
+    """What :class:`OneModelError` and :class:`InternalError` share, and nothing else: a
+    message, the field path, the byte offset and the source, one line from ``str()``, and
+    :meth:`at`. Private: ``except`` names one of the two, never this (a bug is not caught with
+    the errors of the input)."""
 
     kind = "Error"
 
@@ -163,7 +179,7 @@ class OneModelError(Exception):
         return (_rebuild, (type(self), self.message, self.path, self.offset, self.source))
 
     def at(self, *, path: str | None = None, offset: int | None = None,
-           source: str | None = None) -> "OneModelError":
+           source: str | None = None):
         """Fill in location fields that are still unknown; returns ``self`` for
         ``raise e.at(...)``."""
         if self.path is None and path is not None:
@@ -173,6 +189,20 @@ class OneModelError(Exception):
         if self.source is None and source is not None:
             self.source = source
         return self
+
+
+class OneModelError(_LocatedError):
+    """Base of the four error kinds (and of every error of a caller's input: EvaluationError,
+    InputError, UsageError). Not the base of :class:`InternalError`: ``except OneModelError``
+    does not catch a bug.
+
+    Attributes:
+        kind: one of ``KINDS``.
+        message: what is wrong, one sentence without the location.
+        path: field path inside the file (``ModelProto.graph.node[3]``), or ``None``.
+        offset: byte offset in the file where the problem was found, or ``None``.
+        source: the file path or URL being read or written, or ``None``.
+    """
 
 
 def _rebuild(cls, message, path, offset, source):
@@ -308,13 +338,16 @@ class InputError(OneModelError, ValueError):
     kind = "InputError"
 
 
-class InternalError(OneModelError):
+class InternalError(_LocatedError):
     """A bug in onemodel or in a kernel given to it, not a fault of the model or its inputs: a
     kernel raised an exception that is not a OneModelError (a TypeError, AttributeError,
-    KeyError, ...; see :mod:`onemodel.evaluate.runner` for what counts as the inputs' fault).
-    Not a reading kind. The exception raised is its ``__cause__``.
+    KeyError, ...; see :mod:`onemodel.evaluate.runner` for what counts as the inputs' fault), or
+    an inference rule did. Not a OneModelError (``except OneModelError`` lets it through, as it
+    lets any other bug through) and not a reading kind. The exception raised is its
+    ``__cause__``.
 
-    Attributes (besides those of :class:`OneModelError`):
+    Attributes (besides ``message``, ``path``, ``offset`` and ``source``, and :meth:`at`, as
+    those of :class:`OneModelError`):
         kernel: the kernel, ``module.function`` (``onemodel.evaluate.kernels.math.add``).
         node: the node, ``3 (Add 'plus', domain ai.onnx, opset 14)`` (index, op_type, name,
             domain, opset version).

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .errors import (
+    InternalError,
     IoError,
     OneModelError,
     UsageError,
@@ -418,7 +419,7 @@ def run_and_compare(a: Model, b: Model, *, seed: int = 0, dims: dict[str, int] |
     from . import engines as registry
     from .compare import Tolerances, compare_outputs
     from .evaluate import random_inputs
-    from .evaluate.inputs import add_inputs_hint
+    from .evaluate.input_hints import add_inputs_hint
 
     ea, eb = engines
     run_a, run_b = (registry.get(e).run for e in (ea, eb))
@@ -427,10 +428,13 @@ def run_and_compare(a: Model, b: Model, *, seed: int = 0, dims: dict[str, int] |
     inputs = random_inputs(a, seed=seed, dims=dims or {}, shapes=shapes)
     try:
         out_a = run_a(a, inputs)
-    except OneModelError as e:  # the axis at fault is found by running with the same engine
+    except (OneModelError, InternalError) as e:  # the axis at fault is found by running with
+        # the same engine (an InternalError, a bug, only gets the source)
         raise add_inputs_hint(e, a, dims or {}, shapes, seed=seed, runner=run_a)
     try:
         out_b = run_b(b, inputs)
+    except InternalError as e:  # a bug of the evaluator, not a difference of the models
+        raise e.at(source=getattr(b, "source", None))
     except OneModelError as e:
         who = (f"engine {eb} cannot run the model on the inputs engine {ea} ran"
                if a is b else "the second model cannot run on the first one's inputs")

@@ -410,3 +410,27 @@ def test_the_command_line_names_its_flag_in_the_same_refusal(tmp_path):
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.startswith("Usage error: storage options are for URLs")
     assert r.stderr.endswith("they would be ignored; drop --storage-option\n")
+
+
+def test_load_and_check_share_one_open_detect_read_path(tmp_path, monkeypatch):
+    """Issue 25 item 6: ``check`` re-implemented the reader's open-detect-read loop; both now go
+    through ``formats.open_and_read``, which closes the source and names it in the error when
+    the read fails."""
+    calls = []
+    real = formats.open_and_read
+
+    def spy(target, read, **kw):
+        calls.append(str(target))
+        return real(target, read, **kw)
+
+    monkeypatch.setattr(formats, "open_and_read", spy)
+    with onemodel.load(CNN) as m:
+        assert m.format == "onnx"
+    assert onemodel.check(CNN).ok
+    assert calls == [CNN, CNN]
+    bad = tmp_path / "x.onnx"
+    bad.write_bytes(b"\x0a\xff")  # a length past the end of the file
+    for f in (onemodel.load, onemodel.check):
+        with pytest.raises(onemodel.MalformedError) as e:
+            f(str(bad))
+        assert e.value.source == str(bad)

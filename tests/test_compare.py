@@ -20,7 +20,7 @@ from onemodel.compare import (
     ulp_distance,
 )
 from onemodel.errors import UsageError
-from onemodel.testdata import ATOL, BFLOAT16_RTOL, RTOL
+from onemodel.tolerances import ATOL, BFLOAT16_RTOL, RTOL
 
 
 def f32(*v):

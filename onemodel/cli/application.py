@@ -18,7 +18,7 @@ from typing import List, Optional
 
 import typer
 
-from ..errors import OneModelError, UsageError, printable
+from ..errors import InternalError, OneModelError, UsageError, printable
 from .redact import redact
 
 
@@ -223,14 +223,12 @@ def _errors(debug: bool):
                 err.line(text)
         elif isinstance(e, UsageError):  # (a OneModelError: tested first)
             err.line(f"Usage error: {e}")
-        elif isinstance(e, OneModelError):
+        elif isinstance(e, (OneModelError, InternalError)):  # InternalError: its own line
             err.line(str(e))
         else:  # a bug: still one line
             err.line(f"internal error: {type(e).__name__}: {e} (run with --debug for the "
                      "traceback)")
-        from ..errors import InternalError
-        bug = isinstance(e, InternalError) or not isinstance(e, OneModelError)
-        raise typer.Exit(EXIT_INTERNAL if bug else 2) from None
+        raise typer.Exit(2 if isinstance(e, OneModelError) else EXIT_INTERNAL) from None
     finally:
         if handler is not None:
             import logging

@@ -44,10 +44,10 @@ class OutputFiles:
 
     ``output_format`` ``npy`` (the default) saves a tensor as ``.npy`` where numpy can load the
     file back, and as a TensorProto ``.pb`` where it cannot (bfloat16, float8, int4, int2,
-    float4, float6: :func:`onemodel.testdata.numpy_can_store`); ``pb`` saves every tensor as
+    float4, float6: :func:`onemodel.value_files.numpy_can_store`); ``pb`` saves every tensor as
     ``.pb``. A sequence, map or optional output is always one ``.pb`` file (SequenceProto,
     MapProto, OptionalProto; Annex B.4): ``kinds`` maps output names to the message kind of
-    their declared type (:func:`onemodel.testdata.message_kind`), so that an output declared
+    their declared type (:func:`onemodel.value_files.message_kind`), so that an output declared
     optional is an OptionalProto.
     """
 
@@ -84,7 +84,7 @@ class OutputFiles:
         class docstring says; returns the path. Raises IoError when it cannot be written."""
         from ..errors import IoError
         from ..lazy import np
-        from ..testdata import numpy_can_store, write_pb
+        from ..value_files import numpy_can_store, write_pb
 
         kind = self.kinds.get(name)
         if isinstance(value, np.ndarray) and self.output_format == "npy" \

@@ -1,7 +1,7 @@
 """What keeps secrets off the terminal: every line the command line prints goes through
 :func:`redact`.
 
-A URL is masked by :func:`onemodel.storage.place.display_url` (user information and query
+A URL is masked by :func:`onemodel.errors.display_url` (user information and query
 values, where presigned signatures and tokens travel, become ``***``), wherever it stands in the
 line: an echoed argument, an error message from any layer, a warning, a JSON document. Values of
 secret storage options (``--storage-option key=...``, ``http.headers.Authorization=...``) are
@@ -42,7 +42,7 @@ _secrets: set[str] = set()
 
 
 def _mask_urls(line: str) -> str:
-    from ..storage.place import display_url
+    from ..errors import display_url
 
     parts, done, at = [], 0, line.find("://")
     while at != -1:

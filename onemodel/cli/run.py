@@ -10,7 +10,7 @@ from typing import List, Optional
 
 import typer
 
-from ..errors import OneModelError, UsageError, printable, quote
+from ..errors import InternalError, OneModelError, UsageError, printable, quote
 from .application import (
     DebugOpt,
     OutsideOpt,
@@ -71,7 +71,8 @@ def run_cmd(
     from .. import api
     from ..evaluate import random_inputs
     from ..evaluate import run as run_model
-    from ..evaluate.inputs import add_inputs_hint, as_flags, check_dims_shapes, describe_generated
+    from ..evaluate.input_hints import add_inputs_hint
+    from ..evaluate.inputs import as_flags, check_dims_shapes, describe_generated
     from .run_inputs import graph_inputs, read_input
 
     with _errors(debug):
@@ -89,7 +90,7 @@ def run_cmd(
         with api.load(file, storage_options=_storage(storage_option, file),
                       **_read_options(allow_outside)) as model:
             if test_data is not None:
-                from ..testdata import ATOL, RTOL
+                from ..tolerances import ATOL, RTOL
                 _run_test_data(model, test_data, RTOL if rtol is None else rtol,
                                ATOL if atol is None else atol, output_dir, output_format)
                 return
@@ -126,7 +127,8 @@ def run_cmd(
             generated = {k: v for k, v in feeds.items() if k not in given}
             try:
                 results = run_model(model, feeds, tune_malloc=True)  # the process is the command's
-            except OneModelError as e:  # (the one error line names the generated inputs)
+            except (OneModelError, InternalError) as e:  # (the one line names the generated
+                # inputs; an InternalError gets the model's source too, and still exits 70)
                 raise (as_flags(add_inputs_hint(e, model, dims, shapes, seed=seed)) if random
                        else e.at(source=model.source))
             if generated:  # what --random chose, so that the run can be repeated
@@ -147,7 +149,7 @@ def _output_files(directory: str, output_format: str, model, inputs=(), make: bo
     input_files`) or ``inputs`` (``(what, path)``: ``--input`` files, the test data)."""
     from ..errors import IoError
     from ..formats.inputs import input_files
-    from ..testdata import message_kind
+    from ..value_files import message_kind
     from .output_files import OutputFiles
 
     kinds = {v.name: message_kind(v.type) for v in model.graph.outputs} if model.graph else {}
@@ -170,7 +172,7 @@ def _run_test_data(model, directory, rtol, atol, output_dir, output_format) -> N
     def run(feeds):
         try:
             return run_model(model, feeds, tune_malloc=True)
-        except OneModelError as e:
+        except (OneModelError, InternalError) as e:
             raise e.at(source=model.source)
 
     def files_for(set_dir, make=True):
@@ -180,7 +182,7 @@ def _run_test_data(model, directory, rtol, atol, output_dir, output_format) -> N
             if set_dir is not None else output_dir
         return _output_files(sub, output_format, model, test_files, make=make)
 
-    from ..testdata import data_sets
+    from ..value_files import data_sets
     sets = data_sets(directory)
     test_files = [("a file of the test data", str(p)) for _, ins, outs in sets
                   for p in ins + outs]

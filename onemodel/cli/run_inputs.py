@@ -1,6 +1,6 @@
 """What ``onemodel run`` reads values from: ``--input NAME=FILE`` (a ``.npy`` array or a ``.pb``
 message of the input's type) and the ONNX test data of ``--test-data DIR`` (``input_*.pb`` in,
-``output_*.pb`` compared within the Clause 11.5 tolerances of :mod:`onemodel.testdata`)."""
+``output_*.pb`` compared within the Clause 11.5 tolerances of :mod:`onemodel.tolerances`)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def read_input(model, name: str, path: str):
             archive, text ...), is one of Python objects (pickled), or its header declares
             more or fewer bytes than the file holds, naming the input and the file.
     """
-    from ..testdata import message_kind, read_pb
+    from ..value_files import message_kind, read_pb
 
     if path.endswith(".pb"):
         info = next((v for v in (model.graph.inputs if model.graph else []) if v.name == name),
@@ -123,7 +123,7 @@ def _check_npy_size(f, shape: tuple, dtype, name: str, path: str) -> None:
 
 
 def run_test_data(model, directory: str, rtol: float, atol: float, run, files_for) -> bool:
-    """Run every data set of ``directory`` (:func:`onemodel.testdata.data_sets`) through
+    """Run every data set of ``directory`` (:func:`onemodel.value_files.data_sets`) through
     ``run(feeds) -> {output: value}`` and compare with its ``output_*.pb``; print per data set
     ``pass`` or, per output that differs, the differences. ``input_J.pb`` feeds the J-th graph
     input without an initializer, ``output_J.pb`` is the J-th graph output, each file decoded as
@@ -131,7 +131,8 @@ def run_test_data(model, directory: str, rtol: float, atol: float, run, files_fo
     set (or None). Returns True when every data set passes. Raises UsageError when a data set
     has more files than the graph has inputs or outputs, fewer input files than inputs to feed,
     or no ``output_*.pb`` (nothing compared is no pass; said before anything is run)."""
-    from ..testdata import compare, data_sets
+    from ..tolerances import compare
+    from ..value_files import data_sets
 
     sets = data_sets(directory)
     ins = graph_inputs(model)
@@ -175,5 +176,5 @@ def run_test_data(model, directory: str, rtol: float, atol: float, run, files_fo
 
 
 def _read(path, info):
-    from ..testdata import message_kind, read_pb
+    from ..value_files import message_kind, read_pb
     return read_pb(path, message_kind(info.type))

@@ -536,7 +536,7 @@ class Session:
         try:
             with np.errstate(all="ignore"):
                 res = st.fn(st.ctx)
-        except OneModelError as e:
+        except (OneModelError, InternalError) as e:
             raise e.at(path=st.path)
         except _INPUT_FAULTS as e:
             raise InvalidModelError(f"{_label(st.node)} failed: {type(e).__name__}: {e}",
@@ -572,8 +572,8 @@ class Session:
                 if e.path is not None:  # a node of a subgraph or function body: described
                     raise
                 raise _evaluation_error(st, args, e.message, e) from None
-            except OneModelError as e:  # an InternalError of an inner node included
-                raise e.at(path=st.path)
+            except (OneModelError, InternalError) as e:  # an inner node's InternalError stays
+                raise e.at(path=st.path)                 # its own (not wrapped again below)
             except MemoryError as e:  # an array the values given make too large
                 detail = f": {e}" if str(e) else ""
                 raise _evaluation_error(st, args, "needs more memory than is available"

@@ -25,7 +25,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from ..errors import UnsupportedError, quote
+from ..errors import OneModelError, UnsupportedError, quote
 from ..storage.compressed import ZSTD_SUFFIX, has_zstd_suffix, set_format_sniff
 
 
@@ -198,6 +198,35 @@ def detect(head: bytes | None = None, name: str | None = None) -> FormatPlugin:
         raise UnsupportedError("cannot tell the format of the file from its first bytes or its "
                                "name", source=name)
     return found
+
+
+def open_and_read(target, read: Callable, *, format: str | None = None, name: str | None = None,
+                  storage_options: dict | None = None, progress=None):
+    """``read(plugin, source)`` for the file ``target`` (a path, URL or Source): the one
+    open-detect-read path of :func:`onemodel.load` and of ``onemodel check``. ``target`` is
+    opened (:func:`onemodel.storage.open_source`, with ``storage_options`` and ``progress``),
+    its plugin is the one named ``format``, else :func:`detect` of its first 16 bytes and
+    ``name`` (default: the source's name), and ``read`` reads it; the model ``read`` returns
+    owns the source. When anything fails the source is closed, and a OneModelError gets the
+    source's name (``e.at(source=...)``).
+
+    Raises what ``open_source``, :func:`by_name`, :func:`detect` and ``read`` raise."""
+    from ..storage import open_source
+
+    source = open_source(target, storage_options=storage_options, progress=progress)
+    try:
+        if format:
+            plugin = by_name(format)
+        else:
+            head = bytes(source.read(0, min(16, source.size)))
+            plugin = detect(head, name or source.name)
+        return read(plugin, source)
+    except OneModelError as e:
+        source.close()
+        raise e.at(source=source.name)
+    except BaseException:
+        source.close()
+        raise
 
 
 def _starts_a_model(head: bytes) -> bool:

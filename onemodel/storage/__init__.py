@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 
-from ..errors import UsageError
+from ..errors import UsageError, display_url
 from ..limits import MAX_COMPRESSION_RATIO, MAX_DECOMPRESSED_BYTES
 from .base import BytesSink, MemorySource, Sink, Source, is_url
 from .blob import Blob, prefetch
@@ -35,10 +35,18 @@ from .compressed import (
     looks_like_model,
 )
 from .local import LocalSink, LocalSource
-from .place import is_remote, local_path, name_of_url, place_of, target_of, url_join
+from .place import (
+    is_remote,
+    join_location,
+    local_path,
+    name_of_url,
+    place_of,
+    target_of,
+    url_join,
+)
 from .progress import Progress, ProgressSink
 
-_REMOTE = ("RemoteSource", "RemoteSink", "display_url", "join_location")
+_REMOTE = ("RemoteSource", "RemoteSink")
 
 
 def __getattr__(name: str):

@@ -20,8 +20,10 @@ A directory URL ends with ``/`` in the segment that names the file (``s3://b/dir
 from __future__ import annotations
 
 import os
+from urllib.parse import quote as url_quote
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+from ..errors import InvalidModelError, UsageError, display_url, quote
 from .base import Sink, Source, is_url
 
 _FILE = "file://"
@@ -110,24 +112,6 @@ def name_of_url(target: str) -> str:
     return target
 
 
-def display_url(url: str) -> str:
-    """``url`` fit for messages: user information and query values (presigned signatures,
-    tokens) are replaced by ``***``."""
-    def clean(part: str) -> str:
-        if "://" not in part:
-            return part
-        s = urlsplit(part)
-        netloc = s.netloc
-        if "@" not in netloc and not s.query:
-            return part  # nothing to mask: as given (urlunsplit would drop an empty "//")
-        if "@" in netloc:
-            netloc = "***@" + netloc.rsplit("@", 1)[1]
-        query = "&".join(q.split("=", 1)[0] + "=***" if "=" in q else q
-                         for q in s.query.split("&")) if s.query else ""
-        return urlunsplit((s.scheme, netloc, s.path, query, s.fragment))
-    return "::".join(clean(p) for p in url.split("::"))
-
-
 def file_segment(segments: list[str]) -> int:
     """Index of the segment of a chained URL (split at ``::``) that names the file: the first
     with a scheme (``s3://`` in ``simplecache::s3://b/m.onnx``), else the first."""
@@ -137,16 +121,56 @@ def file_segment(segments: list[str]) -> int:
 def url_join(directory: str, location: str) -> str:
     """The URL of relative ``location`` in directory URL ``directory`` (with or without a
     trailing ``/`` in the segment that names it), by
-    :func:`onemodel.storage.remote.join_location`: only the joining; ``location`` must have
+    :func:`join_location`: only the joining; ``location`` must have
     passed the rules of Clauses 13.2 and 15.3 (the ONNX package's ``location_parts(location,
     url=True)``)."""
-    from .remote import join_location
-
     segments = directory.split("::")
     i = file_segment(segments)
     if not segments[i].endswith("/"):
         segments[i] += "/"
     return join_location("::".join(segments), location)
+
+
+def _scheme(segment: str) -> str:
+    return segment.split("://", 1)[0].lower() if "://" in segment else segment.lower()
+
+
+def join_location(base_url: str, location: str) -> str:
+    """The URL of external data file ``location`` beside the model at ``base_url`` (a model URL,
+    or a directory URL ending in ``/``): only the joining.
+
+    Which locations are legal (ONNX Part 1, Clauses 13.2 and 15.3: relative, no ``..``, also
+    percent-encoded, no scheme or drive, no backslash) is decided by the ONNX package, which
+    parses references (``onemodel.formats.onnx.external_refs.location_parts(location, url=True)``;
+    storage imports nothing from formats): ``location`` must have passed it, and then the result
+    lies in the model's directory or below it, on the same host or bucket. Components are
+    joined as written (``.`` dropped); over HTTP(S) they are percent-encoded and the model URL's
+    query is not carried over. In a chained URL (``simplecache::s3://...``) the segment that
+    names the file is the one joined.
+
+    Raises InvalidModelError naming the location when the model URL has no directory.
+    """
+    parts = [p for p in location.split("/") if p != "."]
+
+    # the segment of a chained URL that names the file: the first one with a scheme
+    segments = base_url.split("::")
+    idx = file_segment(segments)
+    seg = segments[idx]
+    if _scheme(seg) in ("http", "https"):
+        s = urlsplit(seg)
+        directory = s.path.rsplit("/", 1)[0]
+        path = directory + "/" + "/".join(url_quote(p, safe="") for p in parts)
+        joined = urlunsplit((s.scheme, s.netloc, path, "", ""))
+    else:
+        scheme, _, rest = seg.rpartition("://")
+        if "/" not in rest:
+            raise InvalidModelError(f"external data location {quote(location)} cannot be "
+                                    "resolved: the model URL has no directory",
+                                    source=display_url(base_url))
+        directory = rest.rsplit("/", 1)[0]
+        joined = (scheme + "://" if scheme else "") + directory + "/" + "/".join(parts)
+    segments[idx] = joined
+    return "::".join(segments)
 
 
 def same_file(a, b) -> bool:
@@ -177,7 +201,6 @@ def refuse_inputs_as_outputs(outputs, inputs) -> None:
     target, ...)`` tuples, ``what`` naming the file in the message (``"--manifest"``, ``"the model
     file"``, ``"data file 'w.bin' of the model"``); a None target is skipped. Compared before
     anything is written."""
-    from ..errors import UsageError, quote
 
     for what_out, out, *_ in outputs:
         if out is None:
@@ -193,4 +216,4 @@ def refuse_inputs_as_outputs(outputs, inputs) -> None:
 
 
 __all__ = ["local_path", "is_remote", "target_of", "place_of", "file_segment", "url_join",
-           "same_file", "refuse_inputs_as_outputs"]
+           "join_location", "same_file", "refuse_inputs_as_outputs"]

@@ -41,13 +41,17 @@ import asyncio
 import posixpath
 import re
 import uuid
-from urllib.parse import quote, urlsplit, urlunsplit
 
-from ..errors import InvalidModelError, IoError, OneModelError, UnsupportedError, UsageError, clip
-from ..errors import quote as quote_value  # (urllib's quote is ``quote`` here)
+from ..errors import (
+    IoError,
+    OneModelError,
+    UnsupportedError,
+    UsageError,
+    clip,
+    display_url,
+)
 from ..limits import KiB, MiB
 from .base import Sink, Source
-from .place import display_url, file_segment
 
 #: Bytes fetched by the first read of a remote source and kept: enough for the OneModel header
 #: and a small manifest, or the start of an ONNX file, so opening costs one request.
@@ -811,41 +815,3 @@ class RemoteSink(Sink):
                         self.fs.rm(self._target)
         except Exception:
             pass
-
-
-def join_location(base_url: str, location: str) -> str:
-    """The URL of external data file ``location`` beside the model at ``base_url`` (a model URL,
-    or a directory URL ending in ``/``): only the joining.
-
-    Which locations are legal (ONNX Part 1, Clauses 13.2 and 15.3: relative, no ``..``, also
-    percent-encoded, no scheme or drive, no backslash) is decided by the ONNX package, which
-    parses references (``onemodel.formats.onnx.external_refs.location_parts(location, url=True)``;
-    storage imports nothing from formats): ``location`` must have passed it, and then the result
-    lies in the model's directory or below it, on the same host or bucket. Components are
-    joined as written (``.`` dropped); over HTTP(S) they are percent-encoded and the model URL's
-    query is not carried over. In a chained URL (``simplecache::s3://...``) the segment that
-    names the file is the one joined.
-
-    Raises InvalidModelError naming the location when the model URL has no directory.
-    """
-    parts = [p for p in location.split("/") if p != "."]
-
-    # the segment of a chained URL that names the file: the first one with a scheme
-    segments = base_url.split("::")
-    idx = file_segment(segments)
-    seg = segments[idx]
-    if _protocol(seg) in ("http", "https"):
-        s = urlsplit(seg)
-        directory = s.path.rsplit("/", 1)[0]
-        path = directory + "/" + "/".join(quote(p, safe="") for p in parts)
-        joined = urlunsplit((s.scheme, s.netloc, path, "", ""))
-    else:
-        scheme, _, rest = seg.rpartition("://")
-        if "/" not in rest:
-            raise InvalidModelError(f"external data location {quote_value(location)} cannot be "
-                                    "resolved: the model URL has no directory",
-                                    source=display_url(base_url))
-        directory = rest.rsplit("/", 1)[0]
-        joined = (scheme + "://" if scheme else "") + directory + "/" + "/".join(parts)
-    segments[idx] = joined
-    return "::".join(segments)

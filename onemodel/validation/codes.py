@@ -2,7 +2,7 @@
 
 One registry for everything that names a code: the checks take their severity and clause from
 it (:func:`finding`), ``--select``/``--ignore`` match against it and ``docs/check.md`` is
-generated from it (:mod:`onemodel.validation.docs`). Families: ``OM1xx`` structure (ONNX
+generated from it (docs/make_check.py). Families: ``OM1xx`` structure (ONNX
 Part 1, Clauses 5, 7, 8.4, 10.2), ``OM2xx`` tensors and external data as the readers check
 them (Clauses 6.2, 13, 15), ``OM3xx`` operators against their definitions (Clause 10.4),
 ``OM4xx`` types (Clause 10.3: ``OM40x`` the types the model states, ``OM41x`` those shape

@@ -10,8 +10,8 @@ the model digest is compared with the one recorded for the model.
 
 from __future__ import annotations
 
-from ..content_digest import model_digest
 from ..formats.container.digests import blob_digest, format_digest, recorded_model_digest
+from ..formats.content_digest import model_digest
 from ..ir.walk import iter_tensors
 from .codes import finding
 

@@ -13,7 +13,7 @@ cannot be decoded at all (Malformed, Io) is raised.
 
 from __future__ import annotations
 
-from ..errors import InvalidModelError, IoError, OneModelError, UnsupportedError
+from ..errors import InvalidModelError, IoError, UnsupportedError
 from .codes import finding
 
 
@@ -27,13 +27,9 @@ def read_for_check(target, *, storage_options: dict | None = None,
 
     Raises MalformedError or IoError (the file cannot be read), UnsupportedError for a format
     that cannot be told or a limit that stops decoding."""
-    from .. import formats
-    from ..storage import open_source
+    from ..formats import open_and_read
 
-    source = open_source(target, storage_options=storage_options)
-    try:
-        head = bytes(source.read(0, min(16, source.size)))
-        plugin = formats.detect(head, source.name)
+    def read(plugin, source):
         if plugin.name == "onnx":
             model, found = _onnx(source, storage_options, allow_outside, full)
             return model, found, "onnx", {}
@@ -43,12 +39,8 @@ def read_for_check(target, *, storage_options: dict | None = None,
         model = plugin.read(source)
         model.format = plugin.name
         return model, [], plugin.name, {}
-    except OneModelError as e:
-        source.close()
-        raise e.at(source=source.name)
-    except BaseException:
-        source.close()
-        raise
+
+    return open_and_read(target, read, storage_options=storage_options)
 
 
 def _strip(path):

@@ -104,7 +104,7 @@ def test_input_pb_and_output_format_pb_round_trip_bfloat16(tmp_path):
 
 
 def test_sequences_maps_and_optionals_are_written_as_onnx_reads_them(tmp_path):
-    from onemodel.testdata import read_pb, write_pb
+    from onemodel.value_files import read_pb, write_pb
 
     seq = [np.array([1.5, 2.0], np.float32), np.array([[3]], np.int64)]
     assert write_pb(tmp_path / "s.pb", seq, "s") == "SequenceProto"

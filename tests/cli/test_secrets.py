@@ -147,7 +147,7 @@ def test_secrets_of_storage_options_are_masked_and_forgotten():
 
 def test_masking_imports_no_backend():
     """Masking is text work: neither a plain line nor a line with a URL imports the remote
-    storage module (asyncio) or fsspec; display_url lives in storage.place."""
+    storage module (asyncio) or fsspec; display_url lives in onemodel.errors."""
     import subprocess
     import sys
     code = ("import sys; from onemodel.cli.redact import redact; redact('a /tmp/m.onnx line'); "

@@ -22,7 +22,7 @@ import onemodel
 from onemodel.cli import app
 from onemodel.cli.run_inputs import read_input
 from onemodel.errors import InvalidModelError, IoError, MalformedError
-from onemodel.testdata import read_pb
+from onemodel.value_files import read_pb
 
 posix = pytest.mark.skipif(sys.platform == "win32" or not hasattr(os, "mkfifo"),
                            reason="FIFOs and /dev/zero are POSIX")

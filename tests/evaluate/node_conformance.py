@@ -7,7 +7,7 @@ used by ``conformance_data`` to generate the cache.
 
 Comparison (:func:`compare`) follows the ONNX backend test harness
 (``onnx.backend.test.runner.Runner.assert_similar_outputs``), element type by element type, by
-the rules :mod:`onemodel.testdata` defines (Clause 11.5; the same as ``onemodel run
+the rules :mod:`onemodel.tolerances` defines (Clause 11.5; the same as ``onemodel run
 --test-data``): same structure, shape and dtype; floats within ``atol + rtol * |want|`` with the
 case's ``rtol``/``atol`` (bfloat16 with ``rtol >= 2**-6``; the narrow floats as float32 values);
 integers, bool and strings exactly equal.
@@ -40,7 +40,7 @@ from typing import Any
 import narrow_reference
 import numpy as np
 
-from onemodel import testdata
+from onemodel import tolerances, value_files
 from onemodel.errors import OneModelError, UnsupportedError
 from onemodel.evaluate import Session
 from onemodel.formats.onnx import decode_model
@@ -51,7 +51,7 @@ RANDOM_OPERATORS = frozenset(("Bernoulli", "RandomUniform", "RandomUniformLike",
 
 def read_value(path, kind: str) -> Any:
     """Decode one ``.pb`` file of message kind ``kind`` (tensor, sequence, map, optional)."""
-    return testdata.read_pb(path, kind)
+    return value_files.read_pb(path, kind)
 
 
 @dataclasses.dataclass
@@ -72,7 +72,7 @@ class Stats:
         if got.tobytes() == want.tobytes():
             row[1] += 1
             return
-        if not testdata.is_float(got.dtype) or not got.size:
+        if not tolerances.is_float(got.dtype) or not got.size:
             return
         g = got.astype(np.complex128 if got.dtype.kind == "c" else np.float64)
         w = want.astype(g.dtype)
@@ -104,14 +104,14 @@ def _leaves(got: Any, want: Any):
 def compare(got: Any, want: Any, rtol: float, atol: float, path: str = "output",
             stats: Stats | None = None) -> str | None:
     """None when ``got`` matches ``want`` under the Clause 11.5 rules of
-    :mod:`onemodel.testdata` (the package's, which ``run --test-data`` applies too), else a
+    :mod:`onemodel.tolerances` (the package's, which ``run --test-data`` applies too), else a
     one-line description of the first mismatch; matching tensors are counted in ``stats``."""
-    problems = testdata.compare(got, want, rtol, atol, path)
+    problems = tolerances.compare(got, want, rtol, atol, path)
     if problems:
         return problems[0].text()
     if stats is not None:
         for g, w in _leaves(got, want):
-            etype = testdata.element_type(w.dtype)
+            etype = tolerances.element_type(w.dtype)
             if etype == "string":
                 stats.add("string", np.zeros(0), np.zeros(0), atol)
             else:

@@ -167,7 +167,29 @@ def test_the_cli_prints_an_internal_error_as_one_line_with_its_own_exit_status()
     assert len(lines) == 1, r.stderr
     assert lines[0].startswith(f"internal error in kernel {KERNEL} for node ")
     assert "TypeError: " in lines[0] and "; please report it [graph.nodes[" in lines[0]
+    assert lines[0].endswith(f"] in {MODELS / 'cnn_legacy.onnx'}")  # the source, as before
 
+
+
+def test_verify_run_with_a_kernel_bug_exits_70_with_the_line_of_the_bug():
+    """A kernel's bug while ``verify --run`` runs the models is neither an error of the models
+    nor a difference between them (with InternalError a OneModelError, the second model's run
+    failing was a difference, exit 1): one line, exit 70, the source named."""
+    from typer.testing import CliRunner
+
+    from onemodel.cli import EXIT_INTERNAL, app
+
+    model = str(MODELS / "cnn_legacy.onnx")
+    register_kernel("", "Relu", 1, _typo_kernel)
+    try:
+        r = CliRunner().invoke(app, ["verify", model, model, "--run"])
+    finally:
+        unregister_kernel("", "Relu", 1)
+    assert r.exit_code == EXIT_INTERNAL == 70
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith(f"internal error in kernel {KERNEL} for node ")
+    assert lines[0].endswith(f"] in {model}")
 
 _MALLOC_PROBE = """
 import numpy as np
@@ -198,7 +220,15 @@ def test_malloc_is_tuned_only_for_a_session_that_asks():
     assert out == ["None", str(glibc)]  # never called, then called (and applied on glibc)
 
 
-def test_internal_error_is_a_onemodel_error_outside_the_reading_kinds():
+def test_internal_error_is_not_a_onemodel_error_nor_a_reading_kind():
+    """Issue 25 item 2: a bug is kept out of the user's hierarchy, ``except OneModelError`` does
+    not swallow it (it is an InternalError raised by a kernel, caught by no such clause)."""
     from onemodel.errors import KINDS
 
-    assert issubclass(InternalError, OneModelError) and InternalError.kind not in KINDS
+    assert not issubclass(InternalError, OneModelError) and InternalError.kind not in KINDS
+    s = Session(_probe_model(), kernels={("test.ops", "Probe"): _typo_kernel})
+    with pytest.raises(InternalError):
+        try:
+            s.run({"x": np.ones(2, np.float32)})
+        except OneModelError:  # (what a caller writes for the model's or the inputs' faults)
+            pytest.fail("except OneModelError caught a kernel's bug")

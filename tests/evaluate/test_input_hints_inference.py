@@ -14,9 +14,10 @@ from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
 from onemodel.errors import EvaluationError, InputError, OneModelWarning
-from onemodel.evaluate import inputs as hint
+from onemodel.evaluate import input_hints as hint
 from onemodel.evaluate import random_inputs, register_kernel, run
 from onemodel.evaluate.constraints import model_constraints
+from onemodel.evaluate.inputs import generated_axes
 from onemodel.evaluate.registry import unregister_kernel
 from onemodel.formats.onnx import decode_model
 
@@ -48,7 +49,7 @@ def test_unset_extents_are_chosen_to_keep_the_constraints():
     feeds = random_inputs(m)
     assert feeds["x"].shape == (1, 1, 32)
     assert run(m, feeds)["y"].shape == (1, 2, 32)
-    assert hint.generated_axes(m, None, None) == [("x", [1, 1, 32], ["h = 32"])]
+    assert generated_axes(m, None, None) == [("x", [1, 1, 32], ["h = 32"])]
 
 
 def test_extents_breaking_a_constraint_get_extents_that_keep_them():

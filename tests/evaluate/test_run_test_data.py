@@ -27,7 +27,7 @@ import pytest
 from onnx import numpy_helper
 from typer.testing import CliRunner
 
-from onemodel import testdata
+from onemodel import value_files
 from onemodel.cli import app
 from onemodel.formats.onnx import decode_model
 
@@ -81,7 +81,7 @@ def _data_dir(case, tmp_path):
         for p in ins:
             shutil.copy(p, d / p.name)
         x = nc.read_value(ins[0], "tensor")
-        testdata.write_pb(d / "output_0.pb", narrow_reference.cast(x, *narrow))
+        value_files.write_pb(d / "output_0.pb", narrow_reference.cast(x, *narrow))
     return root
 
 

@@ -7,9 +7,14 @@ import uuid
 import fsspec
 import pytest
 
-from onemodel.errors import InvalidModelError, IoError, MalformedError, UnsupportedError
+from onemodel.errors import (
+    InvalidModelError,
+    IoError,
+    MalformedError,
+    UnsupportedError,
+    display_url,
+)
 from onemodel.storage import RemoteSink, RemoteSource, join_location, open_sink, open_source
-from onemodel.storage.place import display_url
 from onemodel.storage.remote import COALESCE_GAP, coalesce
 
 

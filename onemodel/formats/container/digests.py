@@ -4,10 +4,10 @@
 add (a version 1 reader ignores unknown fields, so it reads the same model):
 
 * in each Tensor's ``data`` object, ``"digest": "sha256:<64 hex>"``: the tensor digest of
-  docs/content-digest.md (:func:`onemodel.content_digest.tensor_digest`: SHA-256 over a prefix,
-  element type, dims and the raw-layout contents, i.e. the bytes of the ``data`` range);
+  docs/content-digest.md (:func:`onemodel.formats.content_digest.tensor_digest`: SHA-256 over a
+  prefix, element type, dims and the raw-layout contents, i.e. the bytes of the ``data`` range);
 * in the top-level Model object, ``"digests": {"version": 1, "model": "sha256:<64 hex>"}``:
-  the model digest (:func:`onemodel.content_digest.model_digest`) of the model written.
+  the model digest (:func:`onemodel.formats.content_digest.model_digest`) of the model written.
 
 The reader (:func:`attach`) turns the Blob of a tensor with a recorded digest into a
 :class:`~onemodel.storage.blob.CheckedBlob`, checked on first use (a mapped file on the first
@@ -46,9 +46,9 @@ def parse_digest(value, path: str) -> bytes:
 def record(model, tree: dict, plans: dict) -> None:
     """Add the digests of ``model`` to its manifest ``tree`` (built by the writer; ``plans``:
     ``id(tensor)`` -> its Plan, whose ``data`` objects the tree holds). Hashes every tensor
-    (in threads, :func:`onemodel.content_digest.model_digest`). Raises what that raises."""
-    from ...content_digest import model_digest
+    (in threads, :func:`onemodel.formats.content_digest.model_digest`). Raises what that raises."""
     from ...ir.walk import iter_tensors
+    from ..content_digest import model_digest
 
     md = model_digest(model)
     for (_, t), (_, d) in zip(iter_tensors(model), md.tensors.values()):
@@ -84,7 +84,7 @@ def attach(t, obj: dict, path: str) -> None:
     data = obj.get("data")
     if type(data) is not dict or DATA_KEY not in data or not isinstance(t.raw_data, Blob):
         return
-    from ...content_digest import tensor_header
+    from ..content_digest import tensor_header
 
     d = parse_digest(data[DATA_KEY], f"{path}.data.{DATA_KEY}")
     t.raw_data = t.raw_data.expect(d, tensor_header(t.data_type, t.dims), t.name or "", path)

@@ -25,7 +25,7 @@ bytes, each step in the module that holds it:
    replaced by a link after its check is not caught (docs/external-data.md, "Without a
    descriptor walk"). A location under a URL (``s3://``, ``https://``, ``memory://`` ...)
    passes the same rule (with ``url=True``), is joined to the model's directory URL by
-   :func:`onemodel.storage.remote.join_location` and read with range requests.
+   :func:`onemodel.storage.place.join_location` and read with range requests.
 4. **The bytes** (:func:`resolve_external_data`). ``offset + length`` is checked against the
    file's size before anything is used, a missing ``length`` runs to the end of the file, and the
    length must equal the element count times the element size (dims x element type). A

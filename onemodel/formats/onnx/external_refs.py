@@ -8,7 +8,7 @@ locations are legal (Clauses 13.2 and 15.3), for files on disk and under a URL.
   SHA-1 digest in hex.
 * :func:`location_parts`: a relative path of ``/``-separated components: not empty, not
   absolute, no Windows drive (``C:``), no backslash, no NUL, no ``..`` component; with
-  ``url=True`` (joined to a URL by :func:`onemodel.storage.remote.join_location`) also none of
+  ``url=True`` (joined to a URL by :func:`onemodel.storage.place.join_location`) also none of
   these once percent-decoded, and no scheme.
 * :func:`expected_nbytes`: the bytes a reference must select (dims x element size).
 
@@ -109,7 +109,7 @@ def location_parts(location: str, *, url: bool = False) -> tuple[str, ...]:
     absolute or holds a ``..`` component once percent-decoded (``%2e%2e/w.bin``), and one that
     names a scheme or drive (``s3://other/w.bin``, ``x::s3://b/k``, ``c:w.bin``), so the joined
     URL stays in the model's directory, on the same host or bucket
-    (:func:`onemodel.storage.remote.join_location` joins it).
+    (:func:`onemodel.storage.place.join_location` joins it).
     """
     if not location:
         raise RefusedError("the location is empty")

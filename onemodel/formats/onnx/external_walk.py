@@ -12,7 +12,7 @@ by path and the opened file's identity compared with what the check saw: the ref
 same, the guarantee weaker (a directory on the way replaced by a link after its check is not
 caught; docs/external-data.md, "Without a descriptor walk"). A location under a URL
 passes :func:`~.external_refs.location_parts` with ``url=True``, is joined by
-:func:`onemodel.storage.remote.join_location` and read with range requests. With
+:func:`onemodel.storage.place.join_location` and read with range requests. With
 ``allow_outside`` (never the default) absolute paths, ``..`` and links are accepted, but still
 only a regular file.
 
@@ -80,7 +80,7 @@ def open_location(base, location: str, *, allow_outside: bool = False,
 
     * ``base`` a URL (``s3://b/dir``, ``https://h/dir/``, ``memory://dir``): the location
       passes :func:`location_parts` with ``url=True``, is joined to ``base`` by
-      :func:`onemodel.storage.remote.join_location` and opened as a
+      :func:`onemodel.storage.place.join_location` and opened as a
       :class:`~onemodel.storage.remote.RemoteSource` (``storage_options`` go to it);
     * ``base`` a local directory: the file is opened by the confined walk of the module
       documentation (``base_fd``, a descriptor of ``base``, is used when given), or, with

@@ -95,6 +95,7 @@ from ...errors import (
     IoError,
     OneModelError,
     UnsupportedError,
+    display_url,
     quote,
 )
 from ...ir.dtypes import INFO, DataType
@@ -457,7 +458,7 @@ def _old_references(sink, out_base, allow_outside: bool, storage_options) -> lis
     if target is None:
         return []
     from ...storage import open_source
-    from . import read
+    from .reader import read
 
     try:
         source = open_source(target, storage_options=storage_options)
@@ -586,8 +587,6 @@ def _index_of(layout, target: str, location: str, referenced: set, out_base,
 def _shown(target: str) -> str:
     """A path or URL as shown in messages (credentials of a URL masked)."""
     if is_remote(target):
-        from ...storage.place import display_url
-
         return display_url(target)
     return target
 

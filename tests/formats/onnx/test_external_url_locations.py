@@ -1,7 +1,7 @@
 """Locations under a URL (Clauses 13.2 and 15.3): the ONNX package's one rule,
 ``location_parts(location, url=True)``, refuses every escape from the model's directory, host or
 bucket, and only then does storage join the location to the URL
-(``onemodel.storage.remote.join_location``, which judges nothing)."""
+(``onemodel.storage.place.join_location``, which judges nothing)."""
 
 from __future__ import annotations
 
