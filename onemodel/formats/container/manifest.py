@@ -20,6 +20,7 @@ import binascii
 import contextlib
 import gc
 import json
+import re
 import sys
 
 from ...errors import MalformedError, UnsupportedError, quote
