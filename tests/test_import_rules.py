@@ -203,45 +203,12 @@ def import_graph(module_level_only: bool) -> dict[str, set[str]]:
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """The strongly connected components of ``graph`` with more than one module (Tarjan's
-    algorithm, iterative), each sorted; a module importing itself is not an edge."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found = []
-    for root in sorted(graph):
-        if root in index:
-            continue
-        work = [(root, iter(sorted(graph[root])))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            v, children = work[-1]
-            for w in children:
-                if w not in index:
-                    index[w] = low[w] = len(index)
-                    stack.append(w)
-                    on_stack.add(w)
-                    work.append((w, iter(sorted(graph.get(w, ())))))
-                    break
-                if w in on_stack:
-                    low[v] = min(low[v], index[w])
-            else:
-                work.pop()
-                if work:
-                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
-                if low[v] == index[v]:
-                    component = []
-                    while True:
-                        w = stack.pop()
-                        on_stack.discard(w)
-                        component.append(w)
-                        if w == v:
-                            break
-                    if len(component) > 1:
-                        found.append(sorted(component))
-    return found
+    algorithm, iterative: ``onemodel.ir.calls.strongly_connected``, which finds recursive
+    functions), each sorted; a module importing itself is not an edge."""
+    from onemodel.ir.calls import strongly_connected
+
+    ordered = {k: sorted(graph[k]) for k in sorted(graph)}
+    return [sorted(c) for c in strongly_connected(ordered) if len(c) > 1]
 
 
 def test_resolving_relative_imports():

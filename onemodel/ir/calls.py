@@ -56,20 +56,28 @@ def recursive_functions(model) -> dict:
 
 
 def _in_cycles(calls: dict) -> list:
-    """The keys of ``calls`` (key -> keys called) on a cycle, in the order of ``calls``
-    (Tarjan's strongly connected components, iteratively)."""
+    """The keys of ``calls`` (key -> keys called) on a cycle, in the order of ``calls``: in a
+    strongly connected component of more than one key, or calling themselves."""
+    found = {k for c in strongly_connected(calls) if len(c) > 1 or c[0] in calls[c[0]]
+             for k in c}
+    return [k for k in calls if k in found]
+
+
+def strongly_connected(graph: dict) -> list[list]:
+    """The strongly connected components of ``graph`` (node -> the nodes it has edges to; a
+    node reached but not a key has no edges), by Tarjan's algorithm, iteratively (no recursion
+    however long a path): a list of components, each a list of nodes, in the order Tarjan's
+    algorithm closes them (roots taken in the order of ``graph``)."""
     index: dict = {}
     low: dict = {}
     on_stack: set = set()
     stack: list = []
-    found: set = set()
-    counter = 0
-    for root in calls:
+    components: list[list] = []
+    for root in graph:
         if root in index:
             continue
-        work = [(root, iter(calls[root]))]
-        index[root] = low[root] = counter
-        counter += 1
+        work = [(root, iter(graph[root]))]
+        index[root] = low[root] = len(index)
         stack.append(root)
         on_stack.add(root)
         while work:
@@ -77,11 +85,10 @@ def _in_cycles(calls: dict) -> list:
             advanced = False
             for w in it:
                 if w not in index:
-                    index[w] = low[w] = counter
-                    counter += 1
+                    index[w] = low[w] = len(index)
                     stack.append(w)
                     on_stack.add(w)
-                    work.append((w, iter(calls[w])))
+                    work.append((w, iter(graph.get(w, ()))))
                     advanced = True
                     break
                 if w in on_stack:
@@ -100,9 +107,8 @@ def _in_cycles(calls: dict) -> list:
                     component.append(w)
                     if w == v:
                         break
-                if len(component) > 1 or v in calls[v]:
-                    found.update(component)
-    return [k for k in calls if k in found]
+                components.append(component)
+    return components
 
 
 def _shortest_cycle(key, calls: dict) -> list:
