@@ -78,7 +78,8 @@ def test_a_running_thread_is_waited_for():
     prelude = """
         import threading
         from onemodel import api
-        load, exit_now = api.load, cli._exit_now
+        import onemodel.cli.application as application
+        load, exit_now = api.load, application._exit_now
         decided = threading.Event()
         def load_and_start(*a, **k):
             def late():
@@ -92,7 +93,7 @@ def test_a_running_thread_is_waited_for():
             finally:
                 decided.set()
         api.load = load_and_start
-        cli._exit_now = exit_now_then_release
+        application._exit_now = exit_now_then_release
     """
     done = _main(prelude, "info", str(MODEL))
     assert done.returncode == 0
