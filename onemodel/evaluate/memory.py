@@ -153,6 +153,13 @@ def available_memory() -> int | None:
     return avail
 
 
+def memory_budget() -> int | None:
+    """The bytes an allocation may take now: ``ONEMODEL_MEMORY_LIMIT`` when set, else
+    :func:`available_memory`; None when neither is known. UsageError as :func:`memory_limit`."""
+    limit = memory_limit()
+    return limit if limit is not None else available_memory()
+
+
 def _cgroup_room() -> int | None:
     """``memory.max - memory.current`` of the root of this process's cgroup v2 view, or None
     where there is no such limit (``max``) or no cgroup v2 file."""
