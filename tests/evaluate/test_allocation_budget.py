@@ -495,3 +495,58 @@ def test_loop_scan_output_peak_is_about_its_size(tmp_path, limit):
     stack = 50 * 4 * MiB
     assert shape == [50, 1 << 20] and exact
     assert after - before < 1.25 * stack, (before, after)
+
+
+# -- ulimit -v (RLIMIT_AS) bounds the memory available ---------------------------------------
+
+def test_the_address_space_limit_bounds_the_memory_available(monkeypatch, tmp_path):
+    """RLIMIT_AS less VmSize lowers the available figure (here 300 MiB of limit, 100 MiB
+    mapped: 200 MiB)."""
+    import resource
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (
+        (300 * MiB, resource.RLIM_INFINITY) if which == resource.RLIMIT_AS else (-1, -1)))
+    status = tmp_path / "status"
+    status.write_text("Name:\tpython\nVmPeak:\t  999999 kB\nVmSize:\t  102400 kB\n")
+    monkeypatch.setattr(memory, "_STATUS", str(status))
+    assert memory._address_space_room() == 200 * MiB
+    assert memory.available_memory() <= 200 * MiB
+    status.write_text("VmSize:\t  409600 kB\n")  # mapped past the limit already: no room
+    assert memory.available_memory() == 0
+
+
+_VMSIZE = ("import onemodel.cli, onemodel.evaluate\n"
+           "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('VmSize')][0])")
+
+
+def test_cli_run_under_ulimit_v_refuses_naming_the_node(tmp_path, monkeypatch):
+    """Under an RLIMIT_AS of what start-up maps (numpy, the BLAS threads: measured by a first
+    child, about 150 MiB on 2 cores) plus 1 GiB, an Add broadcasting [20000, 1] with [1, 20000]
+    (1.5 GiB of float32) is refused by the budget check, exit 2 with one line naming the node;
+    not numpy's MemoryError, nor exit 70."""
+    import resource
+    monkeypatch.delenv("ONEMODEL_MEMORY_LIMIT", raising=False)
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["a", "b"], ["y"], name="big_add")], "g",
+        [helper.make_tensor_value_info("a", TP.FLOAT, [20000, 1]),
+         helper.make_tensor_value_info("b", TP.FLOAT, [1, 20000])],
+        [helper.make_tensor_value_info("y", TP.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "broadcast.onnx"
+    onnx.save(model, path)
+    start = subprocess.run([sys.executable, "-c", _VMSIZE], capture_output=True, text=True,
+                           timeout=60, check=True)
+    limit = int(start.stdout) * 1024 + (1 << 30)
+    def limit_address_space():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    r = subprocess.run([sys.executable, "-m", "onemodel", "run", str(path), "--random"],
+                       preexec_fn=limit_address_space,
+                       capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, ONEMODEL_MEMORY_LIMIT=""))
+    assert r.returncode == 2, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert r.stderr.startswith("EvaluationError: node 0 (Add 'big_add') failed: needs more "
+                               "memory than is available: the Add output would take 1.5 GiB, "
+                               "more than the "), r.stderr
+    assert " of memory available; its inputs: a float32[20000, 1]" in r.stderr
