@@ -550,3 +550,30 @@ def test_cli_run_under_ulimit_v_refuses_naming_the_node(tmp_path, monkeypatch):
                                "memory than is available: the Add output would take 1.5 GiB, "
                                "more than the "), r.stderr
     assert " of memory available; its inputs: a float32[20000, 1]" in r.stderr
+
+
+@pytest.mark.parametrize("attrs", [{}, {"scan_output_axes": [1]},
+                                   {"scan_output_axes": [-1], "scan_output_directions": [1]}])
+def test_scan_output_peak_is_about_its_size(monkeypatch, attrs):
+    """A Scan of 64 steps of 512 KiB (a 32 MiB stack, on axis 0, on axis 1, reversed): at most
+    the stack and a few steps' values allocated at once (40 MiB traced), not the values kept and
+    a stack built from them (64 MiB), nor a copy into the layout of another axis; exact."""
+    monkeypatch.delenv("ONEMODEL_MEMORY_LIMIT", raising=False)
+    n = 1 << 17
+    body = helper.make_graph(
+        [helper.make_node("Tile", ["x", "reps"], ["y"])], "body",
+        [helper.make_tensor_value_info("x", TP.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TP.FLOAT, [n])],
+        [numpy_helper.from_array(np.array([n], np.int64), "reps")])
+    feeds = {"xs": np.arange(64, dtype=np.float32).reshape(64, 1)}
+    model = node_model("Scan", feeds, ["xs"], ["ys"], opset=17, body=body, num_scan_inputs=1,
+                       **attrs)
+    with bounded(seconds=60, peak=40 * MiB):
+        (ys,) = ours(model, feeds)
+    want = np.repeat(np.arange(64, dtype=np.float32)[:, None], n, axis=1)
+    if attrs.get("scan_output_directions"):
+        want = want[::-1]
+    if attrs.get("scan_output_axes"):
+        want = want.T
+    assert ys.dtype == np.float32
+    np.testing.assert_array_equal(ys, want)

@@ -48,15 +48,20 @@ class _Stacker:
     allocated for all of them at once: memory pages are taken only as they are written. Else it
     grows by an eighth at a time with ``ndarray.resize`` (``realloc``: a large block is moved
     by the kernel, not copied), never past the budget's room unless the values written already
-    pass it (the Accumulation then refuses). ``kept`` counts the bytes written;
-    :meth:`result` gives the stack ([n, ...], trimmed to the n values written).
+    pass it (the Accumulation then refuses). A Scan output stacked on another axis
+    (``scan_output_axes``) is allocated in that final layout, its ``count`` entries at once, and
+    written through a view. ``kept`` counts the bytes written; :meth:`result` gives the stack
+    ([n, ...] trimmed to the n values written, or the entries on ``axis``).
     """
 
-    __slots__ = ("kept", "count", "reverse", "buf", "n", "what")
+    __slots__ = ("kept", "count", "reverse", "axis", "buf", "full", "n", "what")
 
-    def __init__(self, kept: Accumulation, count: int | None, what: str, reverse: bool = False):
+    def __init__(self, kept: Accumulation, count: int | None, what: str, reverse: bool = False,
+                 axis: int = 0):
         self.kept, self.count, self.what, self.reverse = kept, count, what, reverse
-        self.buf: np.ndarray | None = None
+        self.axis = axis  # (another than 0 only with ``count``: a Scan's scan_output_axes)
+        self.buf: np.ndarray | None = None  # entries on axis 0
+        self.full: np.ndarray | None = None  # the same array, entries on ``axis`` (not 0)
         self.n = 0
 
     def append(self, value) -> None:
@@ -66,16 +71,27 @@ class _Stacker:
         buf = self.buf
         if buf is None:
             cap = self.count
-            if not self.reverse:  # (reversed, all ``count`` entries are needed: a Scan's)
+            if not self.reverse and not self.axis:  # (else all ``count`` entries are needed)
                 room = memory_budget()
                 if cap is None or room is None or cap * v.nbytes > room:
                     cap = 8 if cap is None else min(8, cap)
-            buf = self.buf = np.empty((cap,) + v.shape, dtype=v.dtype)
+            self.axis = axis_index(self.axis, v.ndim + 1, "Scan output axis")
+            if self.axis:  # written in the final layout through a view
+                self.full = np.empty(v.shape[:self.axis] + (cap,) + v.shape[self.axis:],
+                                     dtype=v.dtype)
+                buf = self.buf = np.moveaxis(self.full, self.axis, 0)
+            else:
+                buf = self.buf = np.empty((cap,) + v.shape, dtype=v.dtype)
         elif v.shape != buf.shape[1:]:
             raise EvaluationError(f"{self.what}: iterations gave values of different shapes "
                                   f"({list(buf.shape[1:])} and {list(v.shape)})")
         elif v.dtype != buf.dtype:
-            buf = self.buf = buf.astype(np.result_type(buf.dtype, v.dtype))
+            wider = np.result_type(buf.dtype, v.dtype)
+            if self.full is not None:
+                self.full = self.full.astype(wider)
+                buf = self.buf = np.moveaxis(self.full, self.axis, 0)
+            else:
+                buf = self.buf = buf.astype(wider)
         self.kept.add(v.nbytes)
         if self.n == len(buf):
             self._grow(v.nbytes)
@@ -94,7 +110,10 @@ class _Stacker:
         self.buf.resize((new,) + self.buf.shape[1:], refcheck=False)
 
     def result(self) -> np.ndarray:
-        """The values written, stacked on a new axis 0 (in reverse order with ``reverse``)."""
+        """The values written, stacked on a new axis 0 (``axis`` when given; in reverse order
+        with ``reverse``)."""
+        if self.full is not None:  # (a Scan's: all ``count`` entries written)
+            return self.full
         buf = self.buf
         if self.n < len(buf):
             if self.reverse:  # (a Scan writes all its steps: only the count given is reversed)
@@ -245,8 +264,8 @@ def _scan_once(ctx, body, states: list, scan_inputs: list, in_axes, in_dirs, out
                                     f"{n_states}")
         states = list(outs[:n_states])
         if scans is None:
-            scans = [_Stacker(kept, steps, "Scan output", bool(d))
-                     for _, d in zip(outs[n_states:], out_dirs)]
+            scans = [_Stacker(kept, steps, "Scan output", bool(d), a)
+                     for _, d, a in zip(outs[n_states:], out_dirs, out_axes)]
         for acc, v in zip(scans, outs[n_states:]):
             acc.append(v)
         del outs
@@ -256,10 +275,7 @@ def _scan_once(ctx, body, states: list, scan_inputs: list, in_axes, in_dirs, out
         if not scans:
             stacks.append(_empty_like_output(body, n_states + k))
             continue
-        stacked = scans[k].result()
-        axis = axis_index(out_axes[k], stacked.ndim, "Scan output axis")
-        stacks.append(stacked if axis == 0 else np.ascontiguousarray(np.moveaxis(stacked, 0,
-                                                                                   axis)))
+        stacks.append(scans[k].result())
     return states, stacks
 
 
