@@ -13,56 +13,63 @@ memory-mapped files.
     >>> data = onemodel.to_bytes(onemodel.load("model.onnx"), format="onnx")  # bytes in memory
 """
 
-from .api import ConvertResult, convert, load, save, to_bytes
-from .errors import (
-    AdviceError,
-    EvaluationError,
-    InputError,
-    InternalError,
-    InvalidModelError,
-    IoError,
-    MalformedError,
-    OneModelError,
-    OneModelWarning,
-    OptionError,
-    UnsupportedError,
-    UsageError,
-)
-from .ir import (
-    Attribute,
-    DataType,
-    Function,
-    Graph,
-    Model,
-    Node,
-    SparseTensor,
-    Tensor,
-    Type,
-    ValueInfo,
-)
-from .verify import Difference, VerifyReport, compare_models, verify
+import sys as _sys
+from types import ModuleType as _ModuleType
 
 __version__ = "0.1.0"
 
-#: Names served on first use, so ``import onemodel`` does not import the validator (its code
-#: registry and check families, about 20 ms) for commands that never check.
-_LAZY = {"check": "onemodel.validation", "Finding": "onemodel.validation",
-         "Report": "onemodel.validation", "infer": "onemodel.inference",
-         "digest": "onemodel.content_digest", "ModelDigest": "onemodel.content_digest"}
+#: Where each public name is defined: imported on its first use (PEP 562), so that
+#: ``import onemodel`` imports nothing. The command line's entry point (:mod:`onemodel.entry`)
+#: relies on it: it runs before anything slow is imported, to handle a Ctrl-C from the first
+#: moment; and a command imports only the parts it uses.
+_LAZY = {name: module for module, names in (
+    ("onemodel.errors", ("AdviceError", "EvaluationError", "InputError", "InternalError",
+                         "InvalidModelError", "IoError", "MalformedError", "OneModelError",
+                         "OneModelWarning", "OptionError", "UnsupportedError", "UsageError")),
+    ("onemodel.api", ("ConvertResult", "convert", "load", "save", "to_bytes")),
+    ("onemodel.ir", ("Attribute", "DataType", "Function", "Graph", "Model", "Node",
+                     "SparseTensor", "Tensor", "Type", "ValueInfo")),
+    ("onemodel.verify", ("Difference", "VerifyReport", "compare_models", "verify")),
+    ("onemodel.validation", ("check", "Finding", "Report")),
+    ("onemodel.inference", ("infer",)),
+    ("onemodel.content_digest", ("digest", "ModelDigest")),
+) for name in names}
 
 
 def __getattr__(name: str):
-    if name == "engines":  # the engine registry (onemodel.engines.register, get, names)
-        import importlib
+    import importlib
 
+    if name == "engines":  # the engine registry (onemodel.engines.register, get, names)
         return importlib.import_module("onemodel.engines")
     if name in _LAZY:
-        import importlib
-
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value
+    if not name.startswith("__"):  # a submodule not imported yet (onemodel.storage ...)
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{name}":
+                raise
     raise AttributeError(f"module 'onemodel' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+class _Package(_ModuleType):
+    """The package's module type: importing a submodule named like a public name
+    (``onemodel.verify``) leaves the public name (the function) bound, as the eager imports
+    did."""
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in _LAZY and isinstance(value, _ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _Package
 
 __all__ = [
     "load", "save", "to_bytes", "convert", "verify", "check", "Finding", "Report", "infer",

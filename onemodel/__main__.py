@@ -1,5 +1,5 @@
-"""``python -m onemodel``: the command line."""
+"""``python -m onemodel``: the command line (:mod:`onemodel.entry`)."""
 
-from .cli import main
+from .entry import main
 
 main()

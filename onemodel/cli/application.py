@@ -18,6 +18,7 @@ from typing import List, Optional
 
 import typer
 
+from ..entry import Terminated, on_sigterm
 from ..errors import InternalError, OneModelError, UsageError, printable
 from .redact import redact
 
@@ -163,13 +164,6 @@ ShapeOpt = typer.Option(None, "--shape", metavar="NAME=D0,D1,...",
                         "dimensions have no names).")
 
 
-class Terminated(BaseException):
-    """SIGTERM arrived (``timeout``, ``kill``, a container stopping): raised in the main thread so
-    that every open sink aborts and removes its temporary file, as on Ctrl-C."""
-
-
-def _on_sigterm(signum, frame):
-    raise Terminated()
 
 
 #: Exit status of an :class:`~onemodel.errors.InternalError` (a kernel's bug, "please report"):
@@ -211,7 +205,7 @@ def _errors(debug: bool):
     except BrokenPipeError:
         _stdout_gone()
     except KeyboardInterrupt:
-        err.line("interrupted")
+        _interrupted()
         raise typer.Exit(130) from None
     except Terminated:
         err.line("terminated")
@@ -386,6 +380,16 @@ def _exit_now(code) -> None:
 
 
 _atexit_at_start = -2
+_told_interrupted = False
+
+
+def _interrupted() -> None:
+    """Say ``interrupted`` on stderr, once (typer exits 130 without a word on a Ctrl-C that
+    comes before the command's own handling, while its modules are imported)."""
+    global _told_interrupted
+    if not _told_interrupted:
+        _told_interrupted = True
+        err.line("interrupted")
 
 
 def main() -> None:
@@ -400,7 +404,7 @@ def main() -> None:
     gc.freeze()
     _own_process = True
     _atexit_at_start = getattr(atexit, "_ncallbacks", lambda: -2)()
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGTERM, on_sigterm)
     warnings.showwarning = _show_warning
     try:
         try:
@@ -413,5 +417,7 @@ def main() -> None:
         except typer.Exit as e:
             sys.exit(e.exit_code)
     except SystemExit as e:  # how click ends every command
+        if e.code == 130:
+            _interrupted()
         _exit_now(e.code)
         raise

@@ -98,6 +98,7 @@ _REFUSED = "needs more memory than is available"
 
 _MEMINFO = "/proc/meminfo"
 _CGROUP = "/sys/fs/cgroup"
+_STATUS = "/proc/self/status"
 
 
 def size_text(nbytes: int) -> str:
@@ -129,8 +130,10 @@ def memory_limit() -> int | None:
 def available_memory() -> int | None:
     """The memory, in bytes, a new allocation can take without the kernel reclaiming memory that
     is in use: ``MemAvailable`` of /proc/meminfo (Linux), lowered to what the process's cgroup
-    (v2) still allows when its ``memory.max`` is set; else the available physical pages times
-    the page size (``os.sysconf``); None when the system tells neither. Never raises."""
+    (v2) still allows when its ``memory.max`` is set, and to the address space the process may
+    still map when ``RLIMIT_AS`` is set (``ulimit -v``: the limit less ``VmSize`` of
+    /proc/self/status); else the available physical pages times the page size
+    (``os.sysconf``); None when the system tells none of these. Never raises."""
     avail = None
     try:
         with open(_MEMINFO, "rb") as f:
@@ -147,10 +150,38 @@ def available_memory() -> int | None:
             avail = None
         if avail is not None and avail <= 0:
             avail = None
-    room = _cgroup_room()
-    if room is not None:
-        avail = room if avail is None else min(avail, room)
+    for room in (_cgroup_room(), _address_space_room()):
+        if room is not None:
+            avail = room if avail is None else min(avail, room)
     return avail
+
+
+def _address_space_room() -> int | None:
+    """``RLIMIT_AS`` (soft) less the process's ``VmSize`` (/proc/self/status): the address space
+    a new mapping may still take, 0 at least; None where there is no such limit or it cannot be
+    read (no ``resource`` module, no /proc)."""
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except (ImportError, AttributeError, OSError, ValueError):
+        return None
+    if soft == resource.RLIM_INFINITY or soft < 0:
+        return None
+    try:
+        with open(_STATUS, "rb") as f:
+            for line in f:
+                if line.startswith(b"VmSize:"):
+                    return max(soft - int(line.split()[1]) * 1024, 0)  # (in kB)
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def memory_budget() -> int | None:
+    """The bytes an allocation may take now: ``ONEMODEL_MEMORY_LIMIT`` when set, else
+    :func:`available_memory`; None when neither is known. UsageError as :func:`memory_limit`."""
+    limit = memory_limit()
+    return limit if limit is not None else available_memory()
 
 
 def _cgroup_room() -> int | None:

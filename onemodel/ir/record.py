@@ -327,6 +327,13 @@ class Record(metaclass=_RecordMeta):
         new.unknown = self.unknown
         return new
 
+    def __deepcopy__(self, memo):
+        """``copy.deepcopy``: :meth:`copy` (iterative: records nested any depth deep; weight
+        buffers shared, never their bytes copied)."""
+        new = self.copy()
+        memo[id(self)] = new
+        return new
+
     def copy(self, deep: bool = True):
         """A copy. Deep copies records and lists but shares weight buffers (never copies bytes);
         iterative (records nested any depth deep copy without recursion)."""

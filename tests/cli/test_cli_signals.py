@@ -60,3 +60,69 @@ def _closed_stdout(args) -> subprocess.CompletedProcess:
 def test_a_closed_stdout_ends_quietly_with_141(args):
     done = _closed_stdout(args)
     assert done.returncode == 141 and done.stderr == ""
+
+
+# -- a signal while the command line is still importing (the first ~0.1 s) -------------------
+
+_SIGNAL_AT_IMPORT = textwrap.dedent("""
+    import os, runpy, signal, sys
+    module, signame, src, dst = sys.argv[1:]
+    class SignalAtImport:  # sends the signal when the module is about to be imported
+        def find_spec(self, name, path=None, target=None):
+            if name == module:
+                os.kill(os.getpid(), getattr(signal, signame))
+            return None
+    sys.meta_path.insert(0, SignalAtImport())
+    sys.argv = ["onemodel", "convert", src, dst]
+    runpy.run_module("onemodel", run_name="__main__")  # python -m onemodel
+""")
+
+
+@pytest.mark.parametrize("module", ["onemodel.cli", "typer", "typer._click",
+                                    "onemodel.cli.application", "onemodel.cli.convert",
+                                    "onemodel.api", "onemodel.storage", "onemodel.formats"])
+@pytest.mark.parametrize("signame, status, line", [("SIGINT", 130, "interrupted"),
+                                                    ("SIGTERM", 143, "terminated")])
+def test_a_signal_while_the_command_line_imports(tmp_path, module, signame, status, line):
+    """Ctrl-C or SIGTERM while a module of the command line is imported: one line and 130 or
+    143, no traceback of the imports (the signal is sent by the import of ``module``)."""
+    done = subprocess.run([sys.executable, "-c", _SIGNAL_AT_IMPORT, module, signame,
+                           str(MODELS / "cnn_dynamo.onnx"), str(tmp_path / "m.onemodel")],
+                          capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stderr) == (status, line + "\n")
+    assert os.listdir(tmp_path) == []
+
+
+def _start_up_seconds() -> float:
+    """The longest of three starts of Python importing the entry point (what a signal must come
+    after to reach onemodel's code, not the interpreter's own start)."""
+    import time
+    times = []
+    for _ in range(3):
+        start = time.monotonic()
+        subprocess.run([sys.executable, "-c", "import onemodel.entry"], check=True, timeout=60)
+        times.append(time.monotonic() - start)
+    return max(times)
+
+
+def test_ctrl_c_in_the_first_tenth_of_a_second(tmp_path):
+    """The user's case: Ctrl-C 0 to 100 ms after the interpreter has started (measured) while
+    `python -m onemodel convert` imports its modules: `interrupted` and 130 (or, should the
+    command be done already, 0), never a traceback of the imports nor death by SIGINT (-2)."""
+    import signal
+    import time
+    ready = _start_up_seconds()
+    outcomes = []
+    for delay in (0, 0.02, 0.05, 0.1):
+        for trial in range(3):
+            dst = tmp_path / f"m{delay}-{trial}.onemodel"
+            p = subprocess.Popen(CLI + ["convert", str(MODELS / "cnn_dynamo.onnx"), str(dst)],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            time.sleep(ready + delay)
+            p.send_signal(signal.SIGINT)
+            _, err = p.communicate(timeout=120)
+            outcomes.append((delay, p.returncode, err))
+            assert "Traceback" not in err, (delay, err)
+            assert (p.returncode, err) in ((130, "interrupted\n"), (0, "")), (delay, p.returncode,
+                                                                              err)
+    assert any(code == 130 for _, code, _ in outcomes), outcomes

@@ -27,7 +27,7 @@ def project():
 def test_distribution_name_version_and_command(project):
     assert project["name"] == "onemodel-onnx" and project["name"] not in TAKEN
     assert project["version"] == onemodel.__version__
-    assert project["scripts"] == {"onemodel": "onemodel.cli:main"}
+    assert project["scripts"] == {"onemodel": "onemodel.entry:main"}
 
 
 def test_every_install_line_installs_this_project():

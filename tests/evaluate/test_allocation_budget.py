@@ -5,6 +5,10 @@ available (or ONEMODEL_MEMORY_LIMIT), and runs as before under it."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -431,3 +435,145 @@ def test_a_broadcast_past_the_machine_is_refused_without_the_variable(monkeypatc
                           "output would take 4.0 TiB, more than the "), msg
     assert msg.endswith(" of memory available; its inputs: a float32[1048576, 1], "
                         "b float32[1, 1048576]")
+
+
+# -- scan outputs held once: written into the stack as they come -----------------------------
+
+_PEAK_CHILD = r"""
+import json, resource, sys
+import numpy as np
+from onemodel.evaluate import run
+from onemodel.formats.onnx import decode_model
+with open(sys.argv[1], "rb") as f:
+    model = decode_model(f.read())
+feeds = {"M": np.array(int(sys.argv[2]), np.int64)}
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+(out,) = run(model, feeds).values()
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+n = out.shape[0]
+exact = out.dtype == np.float32 and all(bool((out[i] == i).all()) for i in range(n))
+print(json.dumps([before * 1024, after * 1024, list(out.shape), exact]))
+"""
+
+
+def _counting_loop_model(n: int):
+    """Loop M times, iteration i's scan output a [n] float32 filled with i."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Cast", ["i"], ["f"], to=TP.FLOAT),
+         helper.make_node("ConstantOfShape", ["shape"], ["ones"],
+                          value=numpy_helper.from_array(np.array([1], np.float32))),
+         helper.make_node("Mul", ["ones", "f"], ["scan"])], "body",
+        [helper.make_tensor_value_info("i", TP.INT64, []),
+         helper.make_tensor_value_info("cond_in", TP.BOOL, [])],
+        [helper.make_tensor_value_info("cond_out", TP.BOOL, []),
+         helper.make_tensor_value_info("scan", TP.FLOAT, [n])],
+        [numpy_helper.from_array(np.array([n], np.int64), "shape")])
+    graph = helper.make_graph([helper.make_node("Loop", ["M", ""], ["out"], body=body)], "g",
+                              [helper.make_tensor_value_info("M", TP.INT64, [])],
+                              [helper.make_tensor_value_info("out", TP.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.parametrize("limit", ["1000000000", ""])
+def test_loop_scan_output_peak_is_about_its_size(tmp_path, limit):
+    """50 iterations of 4 MiB (200 MiB stacked): the run's peak resident memory grows by the
+    stack and about one iteration's value (a 25 % allowance for the allocator), not by the
+    values kept and a stack built from them (twice the size, as np.stack of the kept values
+    did). With ONEMODEL_MEMORY_LIMIT the stack is allocated at M entries at once; without, the
+    budget is the machine's available memory (both paths). The baseline is the child's own peak
+    after start-up and loading, before the run."""
+    path = tmp_path / "loopscan.onnx"
+    onnx.save(_counting_loop_model(1 << 20), path)
+    env = dict(os.environ, ONEMODEL_MEMORY_LIMIT=limit)
+    r = subprocess.run([sys.executable, "-c", _PEAK_CHILD, str(path), "50"], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    before, after, shape, exact = json.loads(r.stdout)
+    stack = 50 * 4 * MiB
+    assert shape == [50, 1 << 20] and exact
+    assert after - before < 1.25 * stack, (before, after)
+
+
+# -- ulimit -v (RLIMIT_AS) bounds the memory available ---------------------------------------
+
+def test_the_address_space_limit_bounds_the_memory_available(monkeypatch, tmp_path):
+    """RLIMIT_AS less VmSize lowers the available figure (here 300 MiB of limit, 100 MiB
+    mapped: 200 MiB)."""
+    import resource
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (
+        (300 * MiB, resource.RLIM_INFINITY) if which == resource.RLIMIT_AS else (-1, -1)))
+    status = tmp_path / "status"
+    status.write_text("Name:\tpython\nVmPeak:\t  999999 kB\nVmSize:\t  102400 kB\n")
+    monkeypatch.setattr(memory, "_STATUS", str(status))
+    assert memory._address_space_room() == 200 * MiB
+    assert memory.available_memory() <= 200 * MiB
+    status.write_text("VmSize:\t  409600 kB\n")  # mapped past the limit already: no room
+    assert memory.available_memory() == 0
+
+
+_VMSIZE = ("import onemodel.cli, onemodel.evaluate\n"
+           "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('VmSize')][0])")
+
+
+def test_cli_run_under_ulimit_v_refuses_naming_the_node(tmp_path, monkeypatch):
+    """Under an RLIMIT_AS of what start-up maps (numpy, the BLAS threads: measured by a first
+    child, about 150 MiB on 2 cores) plus 1 GiB, an Add broadcasting [20000, 1] with [1, 20000]
+    (1.5 GiB of float32) is refused by the budget check, exit 2 with one line naming the node;
+    not numpy's MemoryError, nor exit 70."""
+    import resource
+    monkeypatch.delenv("ONEMODEL_MEMORY_LIMIT", raising=False)
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["a", "b"], ["y"], name="big_add")], "g",
+        [helper.make_tensor_value_info("a", TP.FLOAT, [20000, 1]),
+         helper.make_tensor_value_info("b", TP.FLOAT, [1, 20000])],
+        [helper.make_tensor_value_info("y", TP.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "broadcast.onnx"
+    onnx.save(model, path)
+    start = subprocess.run([sys.executable, "-c", _VMSIZE], capture_output=True, text=True,
+                           timeout=60, check=True)
+    limit = int(start.stdout) * 1024 + (1 << 30)
+    def limit_address_space():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    r = subprocess.run([sys.executable, "-m", "onemodel", "run", str(path), "--random"],
+                       preexec_fn=limit_address_space,
+                       capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, ONEMODEL_MEMORY_LIMIT=""))
+    assert r.returncode == 2, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert r.stderr.startswith("EvaluationError: node 0 (Add 'big_add') failed: needs more "
+                               "memory than is available: the Add output would take 1.5 GiB, "
+                               "more than the "), r.stderr
+    assert " of memory available; its inputs: a float32[20000, 1]" in r.stderr
+
+
+@pytest.mark.parametrize("attrs", [{}, {"scan_output_axes": [1]},
+                                   {"scan_output_axes": [-1], "scan_output_directions": [1]}])
+def test_scan_output_peak_is_about_its_size(monkeypatch, attrs):
+    """A Scan of 64 steps of 512 KiB (a 32 MiB stack, on axis 0, on axis 1, reversed): at most
+    the stack and a few steps' values allocated at once (40 MiB traced), not the values kept and
+    a stack built from them (64 MiB), nor a copy into the layout of another axis; exact."""
+    monkeypatch.delenv("ONEMODEL_MEMORY_LIMIT", raising=False)
+    n = 1 << 17
+    body = helper.make_graph(
+        [helper.make_node("Tile", ["x", "reps"], ["y"])], "body",
+        [helper.make_tensor_value_info("x", TP.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TP.FLOAT, [n])],
+        [numpy_helper.from_array(np.array([n], np.int64), "reps")])
+    feeds = {"xs": np.arange(64, dtype=np.float32).reshape(64, 1)}
+    model = node_model("Scan", feeds, ["xs"], ["ys"], opset=17, body=body, num_scan_inputs=1,
+                       **attrs)
+    with bounded(seconds=60, peak=40 * MiB):
+        (ys,) = ours(model, feeds)
+    want = np.repeat(np.arange(64, dtype=np.float32)[:, None], n, axis=1)
+    if attrs.get("scan_output_directions"):
+        want = want[::-1]
+    if attrs.get("scan_output_axes"):
+        want = want.T
+    assert ys.dtype == np.float32
+    np.testing.assert_array_equal(ys, want)

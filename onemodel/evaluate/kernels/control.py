@@ -11,7 +11,7 @@ import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError
 from ...ir.dtypes import INFO
-from ..memory import Accumulation
+from ..memory import Accumulation, memory_budget
 from ..registry import op
 from ._util import axis_index
 
@@ -35,6 +35,91 @@ def _sequence_bytes(seq: list, before: tuple | None) -> tuple:
             if n == length + 1:
                 return n, seq[-1], total + _nbytes(seq[-1])
     return n, seq[-1] if n else None, sum(_nbytes(x) for x in seq)
+
+
+class _Stacker:
+    """A scan output built in place: each iteration's value is written into one array of shape
+    ``[capacity, *value shape]`` as it comes (and the value is dropped), so the stacked result
+    is never held twice (an ``np.stack`` of the kept values would need the values and the
+    stack at once: twice what the budget counts).
+
+    The array is allocated once the first value gives the shape and dtype. With ``count`` known
+    (a Scan's steps; a Loop's trip count M when ``count`` values fit the memory budget) it is
+    allocated for all of them at once: memory pages are taken only as they are written. Else it
+    grows by an eighth at a time with ``ndarray.resize`` (``realloc``: a large block is moved
+    by the kernel, not copied), never past the budget's room unless the values written already
+    pass it (the Accumulation then refuses). A Scan output stacked on another axis
+    (``scan_output_axes``) is allocated in that final layout, its ``count`` entries at once, and
+    written through a view. ``kept`` counts the bytes written; :meth:`result` gives the stack
+    ([n, ...] trimmed to the n values written, or the entries on ``axis``).
+    """
+
+    __slots__ = ("kept", "count", "reverse", "axis", "buf", "full", "n", "what")
+
+    def __init__(self, kept: Accumulation, count: int | None, what: str, reverse: bool = False,
+                 axis: int = 0):
+        self.kept, self.count, self.what, self.reverse = kept, count, what, reverse
+        self.axis = axis  # (another than 0 only with ``count``: a Scan's scan_output_axes)
+        self.buf: np.ndarray | None = None  # entries on axis 0
+        self.full: np.ndarray | None = None  # the same array, entries on ``axis`` (not 0)
+        self.n = 0
+
+    def append(self, value) -> None:
+        """Write one iteration's value (a tensor) as the next entry; EvaluationError when its
+        shape differs from the first value's or the budget is passed."""
+        v = np.asarray(value)
+        buf = self.buf
+        if buf is None:
+            cap = self.count
+            if not self.reverse and not self.axis:  # (else all ``count`` entries are needed)
+                room = memory_budget()
+                if cap is None or room is None or cap * v.nbytes > room:
+                    cap = 8 if cap is None else min(8, cap)
+            self.axis = axis_index(self.axis, v.ndim + 1, "Scan output axis")
+            if self.axis:  # written in the final layout through a view
+                self.full = np.empty(v.shape[:self.axis] + (cap,) + v.shape[self.axis:],
+                                     dtype=v.dtype)
+                buf = self.buf = np.moveaxis(self.full, self.axis, 0)
+            else:
+                buf = self.buf = np.empty((cap,) + v.shape, dtype=v.dtype)
+        elif v.shape != buf.shape[1:]:
+            raise EvaluationError(f"{self.what}: iterations gave values of different shapes "
+                                  f"({list(buf.shape[1:])} and {list(v.shape)})")
+        elif v.dtype != buf.dtype:
+            wider = np.result_type(buf.dtype, v.dtype)
+            if self.full is not None:
+                self.full = self.full.astype(wider)
+                buf = self.buf = np.moveaxis(self.full, self.axis, 0)
+            else:
+                buf = self.buf = buf.astype(wider)
+        self.kept.add(v.nbytes)
+        if self.n == len(buf):
+            self._grow(v.nbytes)
+            buf = self.buf
+        buf[len(buf) - 1 - self.n if self.reverse else self.n] = v
+        self.n += 1
+
+    def _grow(self, item: int) -> None:
+        cap = len(self.buf)
+        new = cap + max(cap >> 3, 1)
+        if self.count is not None:
+            new = min(new, self.count)
+        room = memory_budget()
+        if room is not None and item:
+            new = min(new, max(room // item, cap + 1))
+        self.buf.resize((new,) + self.buf.shape[1:], refcheck=False)
+
+    def result(self) -> np.ndarray:
+        """The values written, stacked on a new axis 0 (``axis`` when given; in reverse order
+        with ``reverse``)."""
+        if self.full is not None:  # (a Scan's: all ``count`` entries written)
+            return self.full
+        buf = self.buf
+        if self.n < len(buf):
+            if self.reverse:  # (a Scan writes all its steps: only the count given is reversed)
+                return buf[len(buf) - self.n:]
+            buf.resize((self.n,) + buf.shape[1:], refcheck=False)
+        return buf
 
 
 def _truth(value, what: str) -> bool:
@@ -97,10 +182,11 @@ def loop(ctx, max_trip_count=None, cond=None, *carried):
     ``M`` is given the body's condition is ignored. When neither is given the ONNX text describes
     a loop without end; this kernel then stops when the body's condition output becomes false.
     A scan output of zero iterations is an empty tensor of shape [0, *dims] (dims the body
-    declares, unknown dims as 0). The scan outputs kept, and the tensors of loop-carried
-    sequences (grown by SequenceInsert), are counted against the memory budget as they grow
-    (:class:`..memory.Accumulation`): EvaluationError naming the Loop when they would pass it,
-    before the machine runs out.
+    declares, unknown dims as 0). Each scan output value is written into its stack as it comes
+    (:class:`_Stacker`: the stack is the only copy held). The scan outputs kept, and the
+    tensors of loop-carried sequences (grown by SequenceInsert), are counted against the memory
+    budget as they grow (:class:`..memory.Accumulation`): EvaluationError naming the Loop when
+    they would pass it, before the machine runs out.
     """
     body = ctx.attrs["body"]
     n_carried = len(carried)
@@ -108,7 +194,7 @@ def loop(ctx, max_trip_count=None, cond=None, *carried):
     keep_going = True if cond is None else _truth(cond, "Loop condition")
     use_body_cond = cond is not None or max_trip_count is None
     values = list(carried)
-    scans: list[list] | None = None
+    scans: list[_Stacker] | None = None
     kept = Accumulation("the Loop scan outputs")
     carried = Accumulation("the Loop's carried sequences")
     sequences: dict[int, tuple] = {}  # carried index -> _sequence_bytes
@@ -132,12 +218,12 @@ def loop(ctx, max_trip_count=None, cond=None, *carried):
                 carried.add(now - held)
             held = now
         if scans is None:
-            scans = [[] for _ in outs[1 + n_carried:]]
+            scans = [_Stacker(kept, limit, "Loop scan output") for _ in outs[1 + n_carried:]]
         elif len(outs) - 1 - n_carried != len(scans):
             raise InvalidModelError("Loop body gave a different number of scan outputs")
         for acc, v in zip(scans, outs[1 + n_carried:]):
             acc.append(v)
-            kept.add(_nbytes(v))
+        del outs
         i += 1
     n_scan = ctx.num_outputs - n_carried
     results: list = list(values)
@@ -145,7 +231,7 @@ def loop(ctx, max_trip_count=None, cond=None, *carried):
         if scans is None:
             results.append(_empty_like_output(body, 1 + n_carried + k))
         else:
-            results.append(_stack(scans[k], 0, "Loop scan output"))
+            results.append(scans[k].result())
     return tuple(results)
 
 
@@ -165,7 +251,7 @@ def _scan_once(ctx, body, states: list, scan_inputs: list, in_axes, in_dirs, out
     if len(lengths) > 1:
         raise EvaluationError(f"Scan inputs have different sequence lengths {sorted(lengths)}")
     steps = lengths.pop() if lengths else 0
-    scans: list[list] | None = None
+    scans: list[_Stacker] | None = None
     kept = Accumulation("the Scan outputs")
     for t in range(steps):
         slices = []
@@ -178,20 +264,18 @@ def _scan_once(ctx, body, states: list, scan_inputs: list, in_axes, in_dirs, out
                                     f"{n_states}")
         states = list(outs[:n_states])
         if scans is None:
-            scans = [[] for _ in outs[n_states:]]
+            scans = [_Stacker(kept, steps, "Scan output", bool(d), a)
+                     for _, d, a in zip(outs[n_states:], out_dirs, out_axes)]
         for acc, v in zip(scans, outs[n_states:]):
-            acc.append(np.asarray(v))
-            kept.add(acc[-1].nbytes)
+            acc.append(v)
+        del outs
     n_scan_out = len(body.outputs) - n_states
     stacks = []
     for k in range(n_scan_out):
         if not scans:
             stacks.append(_empty_like_output(body, n_states + k))
             continue
-        items = scans[k][::-1] if out_dirs[k] else scans[k]
-        rank = items[0].ndim + 1
-        stacks.append(_stack(items, axis_index(out_axes[k], rank, "Scan output axis"),
-                             "Scan output"))
+        stacks.append(scans[k].result())
     return states, stacks
 
 

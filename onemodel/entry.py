@@ -1,0 +1,66 @@
+"""The entry point of the ``onemodel`` console script and of ``python -m onemodel``.
+
+Ctrl-C (SIGINT) and SIGTERM are handled from the first moment the package runs: a command
+interrupted while Python is still importing the command line (typer, rich, the readers, numpy:
+the first tenth of a second or so) prints ``interrupted`` (exit 130) or ``terminated`` (exit
+143), one line on stderr as once it runs, not a traceback of the imports. This module therefore
+imports nothing but what a Python process has loaded already (``os``, ``signal``, ``sys``) and the
+package's ``__init__``, which imports only the errors (its other names are imported on first
+use). Once the command line is imported, :func:`onemodel.cli.application.main` handles signals
+itself (the writes in progress are undone first).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived (``timeout``, ``kill``, a container stopping): raised in the main thread by
+    :func:`on_sigterm` so that every open sink aborts and removes its temporary file, as on
+    Ctrl-C."""
+
+
+def on_sigterm(signum, frame):
+    """The SIGTERM handler of the command line: raises :class:`Terminated`."""
+    raise Terminated()
+
+
+def _stop(text: str | None, status: int) -> None:
+    """Print ``text`` (if any) on stderr and end the process with ``status``: the atexit
+    callbacks run and the output is flushed, then ``os._exit`` (a second Ctrl-C is ignored
+    meanwhile). Not a plain exit: CPython (3.11) ends a process by SIGINT itself, whatever
+    status it was given, once a KeyboardInterrupt has left code run by ``exec`` of a string
+    (dataclasses, namedtuple), even when the interrupt was then handled."""
+    import atexit
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        atexit._run_exitfuncs()
+        if text:
+            sys.stderr.write(text + "\n")
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    os._exit(status)
+
+
+def main() -> None:
+    """Run the command line (:func:`onemodel.cli.main`) with Ctrl-C exiting 130 with the line
+    ``interrupted`` and SIGTERM 143 with ``terminated``, also while its modules are imported."""
+    signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        from .cli import main as command_line
+
+        command_line()
+    except KeyboardInterrupt:
+        _stop("interrupted", 130)
+    except Terminated:
+        _stop("terminated", 143)
+    except SystemExit as e:
+        if e.code in (130, 143):  # interrupted, and said so
+            _stop(None, e.code)
+        raise
