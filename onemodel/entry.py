@@ -4,10 +4,11 @@ Ctrl-C (SIGINT) and SIGTERM are handled from the first moment the package runs: 
 interrupted while Python is still importing the command line (typer, rich, the readers, numpy:
 the first tenth of a second or so) prints ``interrupted`` (exit 130) or ``terminated`` (exit
 143), one line on stderr as once it runs, not a traceback of the imports. This module therefore
-imports nothing but what a Python process has loaded already (``os``, ``signal``, ``sys``) and the
-package's ``__init__``, which imports only the errors (its other names are imported on first
-use). Once the command line is imported, :func:`onemodel.cli.application.main` handles signals
-itself (the writes in progress are undone first).
+imports nothing but what a Python process has loaded already (``os``, ``signal``, ``sys``), the
+leaf :mod:`onemodel.signals` and the package's ``__init__``, which imports nothing (its names
+are imported on first use). Once the command line is imported,
+:func:`onemodel.cli.application.main` handles signals itself (the writes in progress are undone
+first).
 """
 
 from __future__ import annotations
@@ -16,16 +17,7 @@ import os
 import signal
 import sys
 
-
-class Terminated(BaseException):
-    """SIGTERM arrived (``timeout``, ``kill``, a container stopping): raised in the main thread by
-    :func:`on_sigterm` so that every open sink aborts and removes its temporary file, as on
-    Ctrl-C."""
-
-
-def on_sigterm(signum, frame):
-    """The SIGTERM handler of the command line: raises :class:`Terminated`."""
-    raise Terminated()
+from .signals import Terminated, on_sigterm
 
 
 def _stop(text: str | None, status: int) -> None:

@@ -18,8 +18,8 @@ from typing import List, Optional
 
 import typer
 
-from ..entry import Terminated, on_sigterm
 from ..errors import InternalError, OneModelError, UsageError, printable
+from ..signals import Terminated, on_sigterm
 from .redact import redact
 
 
