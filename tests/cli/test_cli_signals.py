@@ -64,6 +64,16 @@ def test_a_closed_stdout_ends_quietly_with_141(args):
 
 # -- a signal while the command line is still importing (the first ~0.1 s) -------------------
 
+def _sigint_as_at_a_terminal() -> None:
+    """In the child before it runs: SIGINT's default disposition, as a command typed at a
+    terminal has it. A job a shell starts in the background (``.ci/run`` runs ``make
+    test-pythons`` so) inherits SIGINT ignored, and Python then installs no KeyboardInterrupt
+    handler: the signal would do nothing, which is not what these tests are about."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 _SIGNAL_AT_IMPORT = textwrap.dedent("""
     import os, runpy, signal, sys
     module, signame, src, dst = sys.argv[1:]
@@ -88,7 +98,8 @@ def test_a_signal_while_the_command_line_imports(tmp_path, module, signame, stat
     143, no traceback of the imports (the signal is sent by the import of ``module``)."""
     done = subprocess.run([sys.executable, "-c", _SIGNAL_AT_IMPORT, module, signame,
                            str(MODELS / "cnn_dynamo.onnx"), str(tmp_path / "m.onemodel")],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120,
+                          preexec_fn=_sigint_as_at_a_terminal)
     assert (done.returncode, done.stderr) == (status, line + "\n")
     assert os.listdir(tmp_path) == []
 
@@ -117,7 +128,8 @@ def test_ctrl_c_in_the_first_tenth_of_a_second(tmp_path):
         for trial in range(3):
             dst = tmp_path / f"m{delay}-{trial}.onemodel"
             p = subprocess.Popen(CLI + ["convert", str(MODELS / "cnn_dynamo.onnx"), str(dst)],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                 preexec_fn=_sigint_as_at_a_terminal)
             time.sleep(ready + delay)
             p.send_signal(signal.SIGINT)
             _, err = p.communicate(timeout=120)
