@@ -101,6 +101,11 @@ class VerifyReport:
         """The first difference, or None."""
         return self.differences[0] if self.differences else None
 
+    def __bool__(self) -> bool:
+        """``equal``: ``if onemodel.verify(a, b):`` reads as it says (a report object that was
+        always true made that test pass for models that differ)."""
+        return self.equal
+
 
 def _fmt(kind: str, v) -> str:
     if v is None:

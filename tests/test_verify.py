@@ -211,3 +211,15 @@ def test_onnxruntime_refusing_the_model_at_session_creation_stays_unsupported(tm
     assert not isinstance(e.value, EvaluationError)
     assert e.value.message.startswith("onnxruntime cannot run the model: ")
     assert "Mystery" in e.value.message and "inputs were generated" not in e.value.message
+
+
+def test_the_truth_of_a_report_is_its_verdict(tmp_path):
+    # a trial: `if onemodel.verify(a, b):` held for two different models (the report object
+    # was always true)
+    import onemodel
+
+    root = pathlib.Path(__file__).resolve().parents[1] / "testdata" / "models"
+    same = onemodel.verify(root / "bert_tiny.onnx", root / "bert_tiny.onnx")
+    other = onemodel.verify(root / "bert_tiny.onnx", root / "gpt2_tiny.onnx")
+    assert same.equal and bool(same) is True
+    assert not other.equal and bool(other) is False
