@@ -13,6 +13,7 @@ first).
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import sys
@@ -26,8 +27,6 @@ def _stop(text: str | None, status: int) -> None:
     meanwhile). Not a plain exit: CPython (3.11) ends a process by SIGINT itself, whatever
     status it was given, once a KeyboardInterrupt has left code run by ``exec`` of a string
     (dataclasses, namedtuple), even when the interrupt was then handled."""
-    import atexit
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         atexit._run_exitfuncs()
@@ -40,13 +39,35 @@ def _stop(text: str | None, status: int) -> None:
     os._exit(status)
 
 
+def _early(signum, frame) -> None:
+    """The handler of SIGINT and SIGTERM from the import of this module until the command line
+    is imported: nothing is being written yet, so the process ends at once, wherever the signal
+    came (between two bytecodes of any import, or of :func:`main` before its ``try``: a
+    KeyboardInterrupt raised there would escape as a traceback)."""
+    if signum == signal.SIGINT:
+        _stop("interrupted", 130)
+    _stop("terminated", 143)
+
+
+#: SIGINT's handler when this module was imported: Python's (KeyboardInterrupt), or SIG_IGN for
+#: a job a shell started in the background, which stays ignored.
+_SIGINT_AT_START = signal.getsignal(signal.SIGINT)
+if _SIGINT_AT_START is signal.default_int_handler:
+    signal.signal(signal.SIGINT, _early)
+signal.signal(signal.SIGTERM, _early)
+
+
 def main() -> None:
     """Run the command line (:func:`onemodel.cli.main`) with Ctrl-C exiting 130 with the line
-    ``interrupted`` and SIGTERM 143 with ``terminated``, also while its modules are imported."""
-    signal.signal(signal.SIGTERM, on_sigterm)
+    ``interrupted`` and SIGTERM 143 with ``terminated``, also while its modules are imported
+    (:func:`_early`); once they are, the signals raise KeyboardInterrupt and
+    :class:`~onemodel.signals.Terminated` again, so that the writes in progress are undone."""
     try:
         from .cli import main as command_line
 
+        signal.signal(signal.SIGTERM, on_sigterm)
+        if _SIGINT_AT_START is signal.default_int_handler:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         command_line()
     except KeyboardInterrupt:
         _stop("interrupted", 130)
