@@ -1,10 +1,16 @@
-"""Regenerate onemodel/schemas/data/schemas.json.gz from the installed ``onnx`` package.
+"""Regenerate onemodel/schemas/data/schemas.json.gz from the installed ``onnx`` package, and
+onemodel/schemas/data/contrib.json.gz from the installed ``onnxruntime``.
 
-Run by developers when the pinned onnx version changes (never at install or run time; onnx stays
-a dev dependency and onemodel never imports it)::
+Run by developers when the pinned onnx or onnxruntime version changes (never at install or run
+time; both stay dev dependencies and onemodel never imports them)::
 
-    .venv/bin/python tools/gen_schemas.py            # writes the table
-    .venv/bin/python tools/gen_schemas.py --check    # exit 1 when the stored content differs
+    .venv/bin/python tools/gen_schemas.py            # writes both tables
+    .venv/bin/python tools/gen_schemas.py --check    # exit 1 when a stored content differs
+
+The contrib table holds the operators onnxruntime registers in domains onnx does not define
+(``com.microsoft``, ``com.microsoft.nchwc``, ``com.ms.internal.nhwc``) and those it adds to the
+default domain (``SimplifiedLayerNormalization``, the experimental ``Affine``, ``Crop``, ...), in
+the same layout, with ``"onnxruntime_version"`` in its header instead of ``"onnx_version"``.
 
 The table holds every operator schema (ONNX Part 2) of every domain onnx defines (``""`` i.e.
 ai.onnx, ai.onnx.ml, ai.onnx.preview.training, ai.onnx.preview) at every ``since_version``: formal
@@ -23,13 +29,17 @@ import sys
 import zlib
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent.parent / "onemodel" / "schemas" / "data" / "schemas.json.gz"
+DATA = Path(__file__).resolve().parent.parent / "onemodel" / "schemas" / "data"
+OUT = DATA / "schemas.json.gz"
+CONTRIB_OUT = DATA / "contrib.json.gz"
 FORMAT = 1
 
 _OPTION = {"Single": "single", "Optional": "optional", "Variadic": "variadic"}
 
 
 def _formal(p) -> list:
+    if hasattr(p, "typeStr"):   # onnxruntime's binding: no min_arity (1, as onnx's default)
+        return [p.name, p.typeStr, _OPTION[p.option.name], bool(p.isHomogeneous), 1]
     return [p.name, p.type_str, _OPTION[p.option.name], bool(p.is_homogeneous), int(p.min_arity)]
 
 
@@ -42,7 +52,11 @@ def _default(attr):
     """
     import onnx
 
-    dv = attr.default_value
+    if hasattr(attr, "_default_value"):  # onnxruntime's binding: a serialized AttributeProto
+        dv = onnx.AttributeProto()
+        dv.ParseFromString(attr._default_value)
+    else:
+        dv = attr.default_value
     if dv.type == onnx.AttributeProto.UNDEFINED and not dv.name:
         return _NONE
     kind = dv.type
@@ -90,15 +104,29 @@ def schema_entry(s) -> dict:
     return entry
 
 
-def build() -> dict:
+def build(contrib: bool = False) -> dict:
     """The whole table from the installed onnx: {"format", "onnx_version", "type_lists",
     "domains": {domain: {op_type: [schema entry, ... by since ascending]}}}; a constraint names
-    its allowed types by an index into "type_lists"."""
+    its allowed types by an index into "type_lists". With ``contrib``, onnxruntime's operators
+    of the domains onnx does not define, and "onnxruntime_version"."""
     import onnx
     import onnx.defs
 
     domains: dict[str, dict[str, list]] = {}
-    for s in onnx.defs.get_all_schemas_with_history():
+    if contrib:
+        import onnxruntime
+        from onnxruntime.capi import onnxruntime_pybind11_state as ort
+
+        known = {(s.domain or "", s.name) for s in onnx.defs.get_all_schemas_with_history()}
+        standard = {d for d, _ in known}
+        # the contrib domains, and the operators onnxruntime adds to the default domain
+        schemas = [s for s in ort.get_all_operator_schema()
+                   if s.domain not in standard or (s.domain == "" and ("", s.name) not in known)]
+        version = ("onnxruntime_version", onnxruntime.__version__)
+    else:
+        schemas = onnx.defs.get_all_schemas_with_history()
+        version = ("onnx_version", onnx.__version__)
+    for s in schemas:
         domains.setdefault(s.domain, {}).setdefault(s.name, []).append(schema_entry(s))
     type_lists: dict[tuple, int] = {}
     for _, ops in sorted(domains.items()):
@@ -107,7 +135,7 @@ def build() -> dict:
             for e in entries:   # each distinct allowed-type list once (half the table's size)
                 for c in e["constraints"]:
                     c[1] = type_lists.setdefault(tuple(c[1]), len(type_lists))
-    return {"format": FORMAT, "onnx_version": onnx.__version__,
+    return {"format": FORMAT, version[0]: version[1],
             "type_lists": [list(t) for t in type_lists],
             "domains": {d: dict(sorted(ops.items())) for d, ops in sorted(domains.items())}}
 
@@ -161,18 +189,19 @@ def is_current(stored: Path, table: dict) -> bool:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="compare with the stored table only")
-    ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
-    table = build()
-    if args.check:
-        same = is_current(args.out, table)
-        print(f"{args.out}: {'up to date' if same else 'differs from the installed onnx'}")
-        return 0 if same else 1
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    data = encode(table)
-    args.out.write_bytes(data)
-    print(f"wrote {args.out} ({len(data)} bytes)")
-    return 0
+    status = 0
+    for out, contrib in ((OUT, False), (CONTRIB_OUT, True)):
+        table = build(contrib)
+        if args.check:
+            same = is_current(out, table)
+            print(f"{out}: {'up to date' if same else 'differs from the installed package'}")
+            status |= not same
+            continue
+        data = encode(table)
+        out.write_bytes(data)
+        print(f"wrote {out} ({len(data)} bytes)")
+    return status
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """What a kernel sees besides its inputs: attributes, opset, node, and a way to run subgraphs.
 
 An attribute the node does not set has the default of the operator's definition in force at the
-node's opset (:mod:`onemodel.schemas`, read on the first unset attribute). Initializers and
+node's opset (:mod:`onemodel.operators`, read on the first unset attribute). Initializers and
 tensor attributes are arrays of the tensors' bytes, zero-copy where the tensor allows
 (:func:`tensor_value`).
 """
@@ -15,9 +15,10 @@ __all__ = ["Context", "attribute_value", "decode_strings", "tensor_value", "defi
 
 
 def definition_default(domain: str, op_type: str, opset: int, name: str):
-    """:func:`onemodel.schemas.attribute_default` (the schema package is imported on the first
-    unset attribute, not with the evaluator)."""
-    from ..schemas import attribute_default
+    """The default of attribute ``name`` in the operator's definition in force at ``opset``
+    (:func:`onemodel.operators.table.attribute_default`: the schema tables are read on the
+    first unset attribute, not with the evaluator)."""
+    from ..operators.table import attribute_default
 
     return attribute_default(domain, op_type, opset, name)
 

@@ -1,15 +1,16 @@
-"""The kernel registry: numpy kernels by ``(domain, op_type, since_version)``.
+"""The evaluator's view of the operator table: the kernel serving ``(domain, op_type)`` at an
+operator set version, and the kernels users register.
 
-A kernel implements one operator of one domain from the operator set version ``since`` on, until
-the next registered version of the same operator (ONNX Part 1, Clause 4.4 and ONNX 1-2: an operator
-keeps its definition until a later opset version redefines it). For a node whose model imports
-its domain at version ``v``, the registry picks the kernel with the greatest ``since <= v``.
+Built-in kernels attach to the definitions of the operator table (:mod:`onemodel.operators`):
+a kernel serves the definition it is attached to and every later one until the next kernel
+(ONNX Part 1, Clause 14.4). For a node whose model imports its domain at version ``v``, the
+kernel with the greatest ``since <= v`` applies.
 
 Kernel convention (every built-in kernel follows it, and so must a user kernel)::
 
-    from onemodel.evaluate.registry import op
+    from onemodel.operators import kernel
 
-    @op("Add", since=(7, 13, 14))           # several versions, one function: one tuple
+    @kernel("Add", since=7)                 # the definitions of opset 7 and later
     def add(ctx, a, b):
         return np.add(a, b)
 
@@ -38,47 +39,44 @@ Kernel convention (every built-in kernel follows it, and so must a user kernel):
 * a kernel raises :class:`~onemodel.errors.UnsupportedError` for an attribute value or input
   type it does not implement, never an approximation (Clause 4.4).
 
-User kernels (:func:`register_kernel`, or :func:`op` with ``user=True``) take precedence over the
-built-in kernels of every version. Both tables are process-wide; a session's own kernels
-(``Session(model, kernels=...)``) come before them, for that session only, and leave these
-tables untouched.
+User kernels (:func:`register_kernel`, :func:`op` with ``user=True``, or an operator declared with
+:func:`onemodel.operators.register`) take precedence over the built-in kernels of every
+version. Both are process-wide; a session's own kernels and operators (``Session(model,
+kernels=..., operators=...)``) come before them, for that session only, and leave these tables
+untouched.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Callable
 
 from ..ir.entries import normalize_domain
 from ..ir.versioned import add as _add
 from ..ir.versioned import pick as _pick
+from ..operators import table
+from ..operators.custom import user_kernel
 
 Kernel = Callable[..., object]
 
-#: (domain, op_type) -> sorted list of (since, kernel), for the built-in kernels.
-_BUILTIN: dict[tuple[str, str], list[tuple[int, Kernel]]] = {}
-#: The same for kernels registered by users; consulted first.
+#: (domain, op_type) -> sorted list of (since, kernel), for kernels registered by users; consulted
+#: before the built-in ones.
 _USER: dict[tuple[str, str], list[tuple[int, Kernel]]] = {}
-_loaded = False
 
 
-
-def op(op_type: str, since: int | tuple[int, ...], domain: str = "", *, user: bool = False):
-    """Decorator registering a kernel for ``(domain, op_type)`` from opset ``since`` on.
-
-    ``since`` is one version or a tuple of versions: the same function then claims
-    each of them (built-in kernels use the tuple, one decorator per operator, never a stack of
-    one decorator per version). Built-in kernel modules use the default ``user=False``;
-    ``user=True`` registers it as a user kernel (same as :func:`register_kernel`). Raises
+def op(op_type: str, since: int | tuple[int, ...], domain: str = "", *, user: bool = True):
+    """Decorator registering a user kernel for ``(domain, op_type)`` from opset ``since`` on
+    (one version or a tuple of them), as :func:`register_kernel` does; built-in kernels attach
+    with :func:`onemodel.operators.kernel` instead. ``user=False`` raises ValueError. Raises
     ValueError for a version below 1, TypeError when the function is not callable. Returns it
-    unchanged.
-    """
-
+    unchanged."""
+    if not user:
+        raise ValueError("built-in kernels attach to the operator table with "
+                         "onemodel.operators.kernel")
     versions = since if isinstance(since, (tuple, list)) else (since,)
 
     def decorate(fn: Kernel) -> Kernel:
         for v in versions:
-            _add(_USER if user else _BUILTIN, domain, op_type, v, fn)
+            _add(_USER, domain, op_type, v, fn)
         return fn
 
     return decorate
@@ -109,39 +107,35 @@ def unregister_kernel(domain: str, op_type: str, since: int | None = None) -> No
 
 
 def load_builtin() -> None:
-    """Import every built-in kernel module (once), which registers their kernels."""
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        importlib.import_module("onemodel.evaluate.kernels")
+    """Import every built-in kernel module (lookups import only the family they need)."""
+    table.load_all("kernel")
 
 
 def lookup(domain: str, op_type: str, version: int, *, builtin: bool = True,
            user: bool = True) -> Kernel | None:
     """The kernel for ``(domain, op_type)`` at opset ``version``, or ``None``.
 
-    A user kernel with ``since <= version`` wins; otherwise the built-in kernel with the greatest
+    A user kernel with ``since <= version`` wins, then the kernel of a declared operator
+    (:mod:`onemodel.operators.custom`); otherwise the built-in kernel with the greatest
     ``since <= version``.
     """
     key = (normalize_domain(domain), op_type)
-    if user and key in _USER:
-        fn = _pick(_USER[key], version)
+    if user:
+        fn = _pick(_USER[key], version) if key in _USER else None
+        if fn is None:
+            fn = user_kernel(key[0], op_type, version)
         if fn is not None:
             return fn
     if builtin:
-        load_builtin()
-        entries = _BUILTIN.get(key)
-        if entries:
-            return _pick(entries, version)
+        return table.implementation("kernel", key[0], op_type, version)
     return None
 
 
 def operators(domain: str | None = None) -> dict[tuple[str, str], list[int]]:
     """Every registered operator: ``(domain, op_type) -> [since versions]`` (built-in and user)."""
-    load_builtin()
     out: dict[tuple[str, str], list[int]] = {}
-    for table in (_BUILTIN, _USER):
-        for key, entries in table.items():
+    for attached in (table.attachments("kernel"), _USER):
+        for key, entries in attached.items():
             if domain is None or key[0] == normalize_domain(domain):
                 out.setdefault(key, [])
                 out[key] = sorted(set(out[key]) | {s for s, _ in entries})

@@ -49,6 +49,7 @@ from ..errors import (
 from ..ir import graph_rules
 from ..ir.model import Attribute, Function, Graph, Model, Node
 from ..ir.order import node_outer_names
+from ..operators.custom import using
 from . import registry
 from .context import Context, attribute_value, tensor_value
 from .fusion import fuse_attention
@@ -126,6 +127,8 @@ class Session:
             :func:`onemodel.evaluate.registry.register_kernel`. For this session they take
             precedence over user registrations and built-ins (the one with the greatest
             ``since <= opset`` of the node's domain); the process-global registry is untouched.
+        operators: :class:`onemodel.operators.Operator` definitions of custom operators known
+            to this session (their kernels, signatures and rules), before registered ones.
         tune_malloc: keep freed memory mapped for the next run: glibc's malloc thresholds,
             set once for the whole process (:mod:`onemodel.evaluate.memory`; nothing on other C
             libraries, nor when ``ONEMODEL_TUNE_MALLOC=0`` or glibc's own ``MALLOC_*_``
@@ -154,18 +157,23 @@ class Session:
         InternalError: the kernel of a Constant (computed here) failing with an exception that
             is not a OneModelError nor an input fault (see :meth:`run`).
         UsageError: a ``kernels`` key that is not ``(domain, op_type[, since])``, or a value
-            that is not callable.
+            that is not callable; an ``operators`` item that is not an Operator.
         UsageError: ``ONEMODEL_MEMORY_LIMIT`` set to anything but a decimal integer of bytes
             (:func:`.memory.memory_limit`).
     """
 
     def __init__(self, model: Model, *, kernels: dict | None = None, tune_malloc: bool = False,
-                 check_inputs: bool = True):
+                 check_inputs: bool = True, operators=None):
         if model is None or model.graph is None:
             raise InvalidModelError("the model has no graph", path="graph")
         refresh_budget()  # a bad ONEMODEL_MEMORY_LIMIT is named here, not by the first big array
         self.model = model
         self._kernels = _session_kernels(kernels or {})
+        self._operators = tuple(operators or ())
+        with using(self._operators):  # (checks them)
+            self._prepare(model, tune_malloc, check_inputs)
+
+    def _prepare(self, model: Model, tune_malloc: bool, check_inputs: bool) -> None:
         #: node order of every checked graph and function body, by id (graph_rules.check_model)
         self._orders = graph_rules.check_model(model, function_bodies=True)
         #: id(graph copy made by binding a function's attributes) -> (copy, graph of the model)
@@ -177,7 +185,6 @@ class Session:
             self._functions[key] = f
         self._subplans: dict[int, _Plan] = {}
         self._plans: dict[Any, _Plan] = {}
-        registry.load_builtin()
         if tune_malloc:
             tune_allocator()  # keep freed intermediates mapped for the next run (see .memory)
         self._check_supported()
@@ -235,6 +242,10 @@ class Session:
             UnsupportedError: a kernel refusing an attribute value or type it does not
                 implement; subgraphs nesting too deeply for the Python stack.
         """
+        with using(self._operators):
+            return self._run(inputs, outputs)
+
+    def _run(self, inputs: dict[str, Any], outputs: list[str] | None) -> dict[str, Any]:
         key = None if outputs is None else tuple(outputs)
         plan = self._plans.get(key)
         if plan is None:
@@ -255,6 +266,10 @@ class Session:
         none fused (each intermediate value is produced). ``inputs`` and the errors raised are
         :meth:`run`'s. ``verify --bisect`` sees each intermediate value this way
         (:mod:`onemodel.bisect`)."""
+        with using(self._operators):
+            self._observe(inputs, observer)
+
+    def _observe(self, inputs: dict[str, Any], observer) -> None:
         plan = self._plans.get(_OBSERVED)
         if plan is None:
             plan = self._plan_graph(self.model.graph, "graph", self._opsets, 0, outputs=None,
@@ -859,12 +874,12 @@ def _bind_graph(g: Graph, bound: dict[str, Attribute], origins: dict) -> Graph:
 
 def run(model: Model, inputs: dict[str, Any], outputs: list[str] | None = None, *,
         kernels: dict | None = None, tune_malloc: bool = False,
-        check_inputs: bool = True) -> dict[str, Any]:
+        check_inputs: bool = True, operators=None) -> dict[str, Any]:
     """Evaluate ``model`` once: ``Session(model, kernels=kernels, tune_malloc=tune_malloc,
-    check_inputs=check_inputs).run(inputs, outputs)``.
+    check_inputs=check_inputs, operators=operators).run(inputs, outputs)``.
 
     See :class:`Session` for what is checked before any computation and for the options, and
     :meth:`Session.run` for the values, the result and the errors raised.
     """
     return Session(model, kernels=kernels, tune_malloc=tune_malloc,
-                   check_inputs=check_inputs).run(inputs, outputs)
+                   check_inputs=check_inputs, operators=operators).run(inputs, outputs)

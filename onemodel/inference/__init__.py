@@ -60,16 +60,22 @@ def infer_model(model, *, fresh_inputs: bool = False, positive_dims: bool = True
             m.close()
 
 
-def infer(model, *, storage_options=None) -> dict:
+def infer(model, *, storage_options=None, operators=None) -> dict:
     """The inferred types of the main graph's values (Clause 9): name ->
     :class:`onemodel.Type` (an expression or a variable extent as a ``dim_param``, ``seq + 1``;
     an unknown one with neither field), for every value whose type is known: inputs,
     initializers and node outputs. ``model``: an :class:`onemodel.Model` or a path or URL
     (read with :func:`onemodel.load` and ``storage_options``, closed before this returns).
-    Raises the errors of :func:`onemodel.load`; InternalError for a rule's bug."""
+    ``operators``: :class:`onemodel.operators.Operator` definitions of custom operators known
+    for this call (their rules and signatures). Raises the errors of :func:`onemodel.load`;
+    UsageError for an ``operators`` item that is not an Operator; InternalError for a rule's
+    bug."""
+    from ..operators.custom import using
+
     m = _model(model, storage_options)
     try:
-        res = Engine(m).run()
+        with using(operators):
+            res = Engine(m).run()
     finally:
         if m is not model:
             m.close()

@@ -59,7 +59,7 @@ class InferContext:
             v = self._attrs[name] = attribute_value(a)
             return v
         if default is _DEFINITION:
-            from ..schemas import attribute_default
+            from ..operators.table import attribute_default
 
             return attribute_default(self.node.domain, self.node.op_type, self.opset, name)
         return default

@@ -436,12 +436,11 @@ class Engine:
         key = (domain, op_type, version)
         r = self._resolved.get(key)
         if r is None:
-            from .. import schemas
+            from ..operators.table import definition
 
             ok = type(version) is int and version > 0
             fn = lookup(domain, op_type, version) if ok else None
-            schema = schemas.get(op_type, domain, version) if ok and domain in _SCHEMA_DOMAINS \
-                else None
+            schema = definition(domain, op_type, version) if ok else None
             r = self._resolved[key] = (fn, schema, _arg_count(fn) if fn else 0)
         return r
 
@@ -649,7 +648,6 @@ _BOUNDED_TEXT = (f"an extent or element past a bound of inference is unknown "
 #: At most this many notes are kept (a model's first ones).
 _MAX_NOTES = 1000
 
-_SCHEMA_DOMAINS = frozenset(("", "ai.onnx.ml", "ai.onnx.preview.training", "ai.onnx.preview"))
 
 
 def _attribute_signature(attributes) -> tuple | None:

@@ -1,11 +1,12 @@
-"""The inference rules: one function per operator and definition version, by the keys of the
-evaluator's kernels (``(domain, op_type, since_version)``, ONNX Part 1, Clause 14.3).
+"""The inference rules: one function per operator definition, attached to the operator table
+(:mod:`onemodel.operators`, keys ``(domain, op_type, since_version)``, ONNX Part 1, Clause 14.3)
+beside the evaluator's kernel, and the rules of operators users declare.
 
 Rule convention (every rule of :mod:`onemodel.inference.rules` follows it)::
 
-    from onemodel.inference.registry import rule
+    from onemodel.operators import rule
 
-    @rule("Add", since=(7, 13, 14))
+    @rule("Add", since=7)
     def add(ctx, a, b):
         return ctx.broadcast(a, b)          # the output's shape
 
@@ -31,51 +32,31 @@ Rule convention (every rule of :mod:`onemodel.inference.rules` follows it)::
 
 from __future__ import annotations
 
-import importlib
 from typing import Callable
 
 from ..ir.entries import normalize_domain
-from ..ir.versioned import add as _add
-from ..ir.versioned import pick as _pick
+from ..operators import table
 
 Rule = Callable[..., object]
 
-#: (domain, op_type) -> sorted list of (since, rule)
-RULES: dict[tuple[str, str], list[tuple[int, Rule]]] = {}
-_loaded = False
-
-
-def rule(op_type: str, since: int | tuple[int, ...], domain: str = ""):
-    """Decorator registering an inference rule for ``(domain, op_type)`` from opset ``since``
-    on (one version or a tuple of them, as :func:`onemodel.evaluate.registry.op` takes).
-    Raises ValueError for a version below 1. Returns the function unchanged."""
-    versions = since if isinstance(since, (tuple, list)) else (since,)
-
-    def decorate(fn: Rule) -> Rule:
-        for v in versions:
-            _add(RULES, domain, op_type, v, fn)
-        return fn
-
-    return decorate
-
 
 def load_rules() -> None:
-    """Import every rule module of :mod:`onemodel.inference.rules` (once)."""
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        importlib.import_module("onemodel.inference.rules")
+    """Import every rule module (lookups import only the family they need)."""
+    table.load_all("rule")
 
 
 def lookup(domain: str, op_type: str, version: int) -> Rule | None:
-    """The rule for ``(domain, op_type)`` at opset ``version`` (greatest ``since <= version``),
-    or None."""
-    load_rules()
-    entries = RULES.get((normalize_domain(domain), op_type))
-    return _pick(entries, version) if entries else None
+    """The rule for ``(domain, op_type)`` at opset ``version``: a declared operator's
+    (:func:`onemodel.operators.register`) first, else the built-in one attached with the greatest
+    ``since <= version``; None when there is none."""
+    from ..operators.custom import user_rule
+
+    fn = user_rule(domain, op_type, version)
+    if fn is not None:
+        return fn
+    return table.implementation("rule", normalize_domain(domain), op_type, version)
 
 
 def claimed() -> dict[tuple[str, str], tuple[int, ...]]:
-    """(domain, op_type) -> the versions rules are registered for, ascending."""
-    load_rules()
-    return {k: tuple(v for v, _ in e) for k, e in RULES.items()}
+    """(domain, op_type) -> the versions built-in rules are attached at, ascending."""
+    return {k: tuple(v for v, _ in e) for k, e in table.attachments("rule").items()}

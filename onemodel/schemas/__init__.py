@@ -30,10 +30,11 @@ import functools
 from ..errors import UsageError
 from .types import UNBOUNDED, AttributeSpec, Formal, Schema
 
-__all__ = ["get", "attribute_default", "versions", "introduced", "domains", "operators",
+__all__ = ["get", "definitions", "contrib_domains", "attribute_default", "versions", "introduced", "domains", "operators",
            "onnx_version", "Schema", "Formal", "AttributeSpec", "UNBOUNDED"]
 
 _table = None
+_contrib = None
 
 
 def _tab():
@@ -42,6 +43,17 @@ def _tab():
         from .table import Table
         _table = Table()
     return _table
+
+
+def _contrib_tab():
+    """onnxruntime's contrib table (``data/contrib.json.gz``), or None when the package has none."""
+    global _contrib
+    if _contrib is None:
+        import os
+
+        from .table import CONTRIB_PATH, Table
+        _contrib = Table(CONTRIB_PATH) if os.path.exists(CONTRIB_PATH) else False
+    return _contrib or None
 
 
 def _domain(domain: str | None) -> str:
@@ -69,6 +81,27 @@ def get(op_type: str, domain: str | None = "", version: int | None = None) -> Sc
         return found[-1]
     i = bisect.bisect_right(found, version, key=lambda s: s.since_version)
     return found[i - 1] if i else None
+
+
+def definitions(op_type: str, domain: str | None = "") -> tuple[Schema, ...]:
+    """Every definition of ``op_type`` in ``domain``, by ``since_version`` ascending; ``()``
+    when the domain has no such operator. Unlike :func:`get`, onnxruntime's contrib operators
+    are served too, from their own table: those of its domains (:func:`contrib_domains`) and
+    those it adds to the default domain (``SimplifiedLayerNormalization``, ...)."""
+    d = _domain(domain)
+    found = _tab().schemas(d, op_type)
+    if not found:
+        c = _contrib_tab()
+        found = c.schemas(d, op_type) if c is not None else ()
+    return found
+
+
+def contrib_domains() -> tuple[str, ...]:
+    """The domains of onnxruntime's contrib operators whose definitions the package stores
+    (``com.microsoft``, ...; not the default domain, where onnxruntime adds a few); ``()`` when
+    it stores none."""
+    c = _contrib_tab()
+    return tuple(d for d in c.domains() if d) if c is not None else ()
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,7 +1,8 @@
 """Reading the stored schema table, data/schemas.json.gz (written by tools/gen_schemas.py).
 
-The file is gzip of one JSON header line and a body. The header is ``{"format": 1,
-"onnx_version": "1.23.2", "type_lists": [[type string, ...], ...], "index": {domain: {op_type:
+The file is gzip of one JSON header line and a body (data/contrib.json.gz, onnxruntime's contrib
+operators, has ``"onnxruntime_version"`` instead of ``"onnx_version"``). The header is
+``{"format": 1, "onnx_version": "1.23.2", "type_lists": [[type string, ...], ...], "index": {domain: {op_type:
 [offset, length]}}}``; at ``offset`` after the header line, the body holds the operator's
 definitions, one JSON list of entries by ``since`` ascending::
 
@@ -25,6 +26,8 @@ import zlib
 from .types import AttributeSpec, Formal, Schema, frozen_mapping
 
 PATH = os.path.join(os.path.dirname(__file__), "data", "schemas.json.gz")
+#: onnxruntime's contrib operators, in the same format (tools/gen_schemas.py)
+CONTRIB_PATH = os.path.join(os.path.dirname(__file__), "data", "contrib.json.gz")
 FORMAT = 1
 
 
@@ -43,7 +46,10 @@ class Table:
         if header.get("format") != FORMAT:
             raise ValueError(f"{path}: schema table format {header.get('format')!r}, "
                              f"expected {FORMAT}")
-        self.onnx_version: str = header["onnx_version"]
+        #: the version of the package the table was generated from: onnx's for the ONNX table,
+        #: onnxruntime's (``onnxruntime_version``) for the contrib one
+        self.onnx_version: str | None = header.get("onnx_version")
+        self.onnxruntime_version: str | None = header.get("onnxruntime_version")
         self._types = [tuple(t) for t in header["type_lists"]]
         self._index: dict[str, dict[str, list]] = header["index"]
         self._body = memoryview(raw)[end + 1:]

@@ -68,11 +68,13 @@ def bound_nodes(model, ctx=None) -> list:
     nodes of the subgraphs in its attributes (depth first; the node's path is
     ``f"{graph path}.nodes[{index}]"``, one path object per node list). The definition each is
     bound to (Clause 14.3), or the reason it has none: :data:`LOCAL` (a model-local function
-    defines it), :data:`CUSTOM` (a domain the schema table does not hold), :data:`UNIMPORTED`
+    defines it), :data:`CUSTOM` (a domain the schema table does not hold, and no
+    operator a user declared, :mod:`onemodel.operators.custom`), :data:`UNIMPORTED`
     (no usable import: OM105's) or :data:`UNDEFINED` (no definition at that version).
     Computed once per check: kept in the framework's ``ctx`` dict when given, for the
     operator and the type checks both."""
     from .. import schemas  # read on first use, not at import (tests/test_schemas.py)
+    from ..operators.custom import declared_definition
 
     key = "operators.bound_nodes"
     if isinstance(ctx, dict) and ctx.get(key, (None,))[0] is model:
@@ -88,7 +90,8 @@ def bound_nodes(model, ctx=None) -> list:
         if (domain, op) in local:
             got = LOCAL
         elif domain not in held:
-            got = CUSTOM
+            got = (declared_definition(domain, op, version) if type(version) is int else None) \
+                or CUSTOM
         elif type(version) is not int or version < 1:
             got = UNIMPORTED
         else:

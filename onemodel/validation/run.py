@@ -31,7 +31,7 @@ FAMILIES = [
 
 def check(path_or_model, *, full: bool = False, strict: bool = False, select=None,
           ignore=None, storage_options: dict | None = None,
-          allow_outside: bool = False) -> Report:
+          allow_outside: bool = False, operators=None) -> Report:
     """Check a model and report every problem found (ONNX Part 1, Clause 10: a validating
     consumer that reports all conditions, not only the first).
 
@@ -50,17 +50,23 @@ def check(path_or_model, *, full: bool = False, strict: bool = False, select=Non
         ignore: codes or code prefixes not to report (the same forms).
         storage_options: fsspec options for a URL. allow_outside: resolve external data
             outside the model's directory (Clause 15.3; never the default).
+        operators: :class:`onemodel.operators.Operator` definitions of custom operators: their
+            nodes are checked against these signatures (OM3xx) and inferred by their rules,
+            instead of being reported unchecked (OM304).
     Returns:
         a :class:`Report`; ``report.ok`` when there is no error. Codes are listed in
         :data:`onemodel.validation.codes.CODES` and docs/check.md.
     Raises:
         MalformedError or IoError when the file cannot be read at all; UnsupportedError when
         its format cannot be told or decoding hits a limit; UsageError for a code in ``select``
-        or ``ignore`` that matches no code.
+        or ``ignore`` that matches no code, or an ``operators`` item that is not an Operator.
     """
-    return check_and_model(path_or_model, full=full, strict=strict, select=select,
-                           ignore=ignore, storage_options=storage_options,
-                           allow_outside=allow_outside)[0]
+    from ..operators.custom import using
+
+    with using(operators):
+        return check_and_model(path_or_model, full=full, strict=strict, select=select,
+                               ignore=ignore, storage_options=storage_options,
+                               allow_outside=allow_outside)[0]
 
 
 def check_and_model(path_or_model, *, full: bool = False, strict: bool = False, select=None,

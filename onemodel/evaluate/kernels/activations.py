@@ -16,7 +16,7 @@ import numpy as np
 
 from ...errors import UnsupportedError
 from .. import ckernels
-from ..registry import op
+from ...operators import kernel
 from ._util import back, wide
 from .elementwise import erf_array
 
@@ -30,20 +30,20 @@ def _sigmoid(x):
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
 
 
-@op("Relu", since=(1, 6, 13, 14))
+@kernel("Relu")
 def relu(ctx, x):
     y = ckernels.bias_relu(x, None, True)  # float32: one SIMD pass (numpy's has none on AVX2)
     return y if y is not None else np.maximum(x, np.zeros((), x.dtype))
 
 
-@op("LeakyRelu", since=(1, 6, 16))
+@kernel("LeakyRelu")
 def leaky_relu(ctx, x):
     alpha = ctx.attr("alpha")
     w, dt = wide(x)
     return back(np.where(w >= 0, w, w * np.asarray(alpha, w.dtype)), dt)
 
 
-@op("PRelu", since=(1, 6, 7, 9, 16))
+@kernel("PRelu")
 def prelu(ctx, x, slope):
     w, dt = wide(x)
     s = slope.astype(w.dtype, copy=False)
@@ -52,14 +52,14 @@ def prelu(ctx, x, slope):
     return back(np.where(w < 0, w * s, w), dt)
 
 
-@op("Elu", since=(1, 6, 22))
+@kernel("Elu")
 def elu(ctx, x):
     alpha = ctx.attr("alpha")
     w, dt = wide(x)
     return back(np.where(w > 0, w, np.asarray(alpha, w.dtype) * np.expm1(np.minimum(w, 0))), dt)
 
 
-@op("Selu", since=(1, 6, 22))
+@kernel("Selu")
 def selu(ctx, x):
     # the definitions' defaults: Selu-1 1.6732 and 1.0507, Selu-6 on the paper's constants
     alpha = ctx.attr("alpha")
@@ -70,7 +70,7 @@ def selu(ctx, x):
     return back(np.where(w > 0, g * w, g * (a * np.exp(np.minimum(w, 0)) - a)), dt)
 
 
-@op("Celu", since=(12, 28))
+@kernel("Celu")
 def celu(ctx, x):
     alpha = ctx.attr("alpha")
     w, dt = wide(x)
@@ -86,13 +86,13 @@ def sigmoid_values(x):
     return back(_sigmoid(w), dt)
 
 
-@op("Sigmoid", since=(1, 6, 13))
+@kernel("Sigmoid")
 def sigmoid(ctx, x):
     w, dt = wide(x)
     return back(_sigmoid(w), dt)
 
 
-@op("HardSigmoid", since=(1, 6, 22))
+@kernel("HardSigmoid")
 def hard_sigmoid(ctx, x):
     alpha = ctx.attr("alpha")
     beta = ctx.attr("beta")
@@ -101,26 +101,26 @@ def hard_sigmoid(ctx, x):
     return back(np.clip(y, 0, 1).astype(w.dtype, copy=False), dt)
 
 
-@op("HardSwish", since=(14, 22))
+@kernel("HardSwish")
 def hard_swish(ctx, x):
     w, dt = wide(x)
     y = w * np.asarray(1 / 6, w.dtype) + np.asarray(0.5, w.dtype)
     return back(w * np.clip(y, 0, 1).astype(w.dtype, copy=False), dt)
 
 
-@op("Softplus", since=(1, 22))
+@kernel("Softplus")
 def softplus(ctx, x):
     w, dt = wide(x)
     return back(np.logaddexp(np.zeros((), w.dtype), w), dt)
 
 
-@op("Softsign", since=(1, 22))
+@kernel("Softsign")
 def softsign(ctx, x):
     w, dt = wide(x)
     return back(w / (1 + np.abs(w)), dt)
 
 
-@op("Gelu", since=20)
+@kernel("Gelu")
 def gelu(ctx, x):
     approximate = ctx.attr("approximate")
     w, dt = wide(x)
@@ -134,26 +134,26 @@ def gelu(ctx, x):
     return back(half * w * (1 + erf_array(w * np.asarray(1 / math.sqrt(2), w.dtype))), dt)
 
 
-@op("Mish", since=(18, 22))
+@kernel("Mish")
 def mish(ctx, x):
     w, dt = wide(x)
     return back(w * np.tanh(np.logaddexp(np.zeros((), w.dtype), w)), dt)
 
 
-@op("ThresholdedRelu", since=(10, 22))
+@kernel("ThresholdedRelu")
 def thresholded_relu(ctx, x):
     alpha = ctx.attr("alpha")
     return np.where(x > np.asarray(alpha, x.dtype), x, np.zeros((), x.dtype))
 
 
-@op("Swish", since=24)
+@kernel("Swish")
 def swish(ctx, x):
     alpha = ctx.attr("alpha")
     w, dt = wide(x)
     return back(w * _sigmoid(w * np.asarray(alpha, w.dtype)), dt)
 
 
-@op("Shrink", since=9)
+@kernel("Shrink")
 def shrink(ctx, x):
     bias = ctx.attr("bias")
     lambd = ctx.attr("lambd")
@@ -248,19 +248,19 @@ def _hardmax(x, axis):
     return out
 
 
-@op("Softmax", since=(1, 11, 13))
+@kernel("Softmax")
 def softmax(ctx, x):
     # In the input's own type, each step rounded (as the ONNX test vectors for float16 and
     # bfloat16 attention are computed), not widened to float32.
     return _along_axis(ctx, x, _softmax)
 
 
-@op("LogSoftmax", since=(1, 11, 13))
+@kernel("LogSoftmax")
 def log_softmax(ctx, x):
     return _along_axis(ctx, x, _log_softmax)
 
 
-@op("Hardmax", since=(1, 11, 13))
+@kernel("Hardmax")
 def hardmax(ctx, x):
     return _along_axis(ctx, x, _hardmax)
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError
 from ...ir.dtypes import INFO
-from ..registry import op
+from ...operators import kernel
 
 
 def _heads(x: np.ndarray, heads: int | None, what: str) -> np.ndarray:
@@ -50,7 +50,7 @@ def rotate(xr: np.ndarray, cos: np.ndarray, sin: np.ndarray, interleaved: bool) 
     return np.concatenate([a * cos - c * sin, c * cos + a * sin], axis=-1)
 
 
-@op("Attention", since=(23, 24, 25))
+@kernel("Attention")
 def attention(ctx, q, k, v, attn_mask=None, past_key=None, past_value=None,
               nonpad_kv_seqlen=None):
     """Attention: ``softmax(softcap(Q K^T * scale) + bias) V`` with multi-, grouped- and
@@ -139,7 +139,7 @@ def attention(ctx, q, k, v, attn_mask=None, past_key=None, past_value=None,
     return (y.astype(out_dtype), present_k, present_v, qk_out.astype(out_dtype))
 
 
-@op("RotaryEmbedding", since=23)
+@kernel("RotaryEmbedding")
 def rotary_embedding(ctx, x, cos_cache, sin_cache, position_ids=None):
     """RotaryEmbedding: rotate the first ``rotary_embedding_dim`` (default: all) features of
     every head by the angles whose cos / sin are given (indexed by ``position_ids`` when
@@ -182,7 +182,7 @@ def rotary_embedding(ctx, x, cos_cache, sin_cache, position_ids=None):
     return res.reshape(shape)
 
 
-@op("TensorScatter", since=24)
+@kernel("TensorScatter")
 def tensor_scatter(ctx, past_cache, update, write_indices=None):
     """TensorScatter: a copy of ``past_cache`` with ``update`` written along ``axis`` (default
     -2, not the batch axis) from ``write_indices[b]`` (default 0) for each batch entry b;
@@ -217,7 +217,7 @@ def tensor_scatter(ctx, past_cache, update, write_indices=None):
     return out
 
 
-@op("SwiGLU", since=28)
+@kernel("SwiGLU")
 def swiglu(ctx, a, b):
     """SwiGLU: ``A * sigmoid(alpha * A) * B`` (A and B of one shape)."""
     a, b = np.asarray(a), np.asarray(b)
@@ -230,7 +230,7 @@ def swiglu(ctx, a, b):
     return (af * sig * b.astype(np.float64)).astype(a.dtype)
 
 
-@op("LinearAttention", since=27)
+@kernel("LinearAttention")
 def linear_attention(ctx, query, key, value, past_state=None, decay=None, beta=None):
     """LinearAttention: the recurrence of ``update_rule`` run token by token.
 
@@ -290,7 +290,7 @@ def linear_attention(ctx, query, key, value, past_state=None, decay=None, beta=N
     return out.reshape(bsz, steps, hq * dv).astype(q.dtype), state.astype(q.dtype)
 
 
-@op("FlexAttention", since=1, domain="ai.onnx.preview")
+@kernel("FlexAttention", domain="ai.onnx.preview")
 def flex_attention(ctx, q, k, v):
     """FlexAttention (ai.onnx.preview): ``softmax(score_mod(Q K^T * scale)) -> prob_mod -> @ V``.
 

@@ -37,7 +37,7 @@ from ...errors import EvaluationError, InvalidModelError, UnsupportedError
 from ...ir.dtypes import INFO, DataType
 from ...ir.tensor import narrow_float, to_float8
 from ...lazy import ml_dtypes  # imported when a narrow type is used (0.5 s in 0.7.0)
-from ..registry import op
+from ...operators import kernel
 
 D = DataType
 _FLOAT8 = {D.FLOAT8E4M3FN, D.FLOAT8E4M3FNUZ, D.FLOAT8E5M2, D.FLOAT8E5M2FNUZ}
@@ -182,7 +182,7 @@ def cast_array(x: np.ndarray, to: int, saturate: bool = True, round_mode: str = 
         return x.astype(np.float64).astype(dt)
 
 
-@op("Cast", since=(1, 6, 9, 13, 19, 21, 23, 24, 25, 28))
+@kernel("Cast")
 def cast(ctx, x):
     to = ctx.attr("to")
     if to is None:
@@ -191,7 +191,7 @@ def cast(ctx, x):
                       fnuz_inf_nan=19 <= ctx.opset < 24)
 
 
-@op("CastLike", since=(15, 19, 21, 23, 24, 25))
+@kernel("CastLike")
 def cast_like(ctx, x, like):
     from ...ir.dtypes import code_of_dtype
     if like.dtype == object or like.dtype.kind in "US":
@@ -204,7 +204,7 @@ def cast_like(ctx, x, like):
                       fnuz_inf_nan=19 <= ctx.opset < 24)
 
 
-@op("BitCast", since=26)
+@kernel("BitCast")
 def bitcast(ctx, x):
     """BitCast: the bits of each element of ``x`` read as element type ``to`` (same bit width,
     little endian, same shape). Narrow types (int4, uint4, float4e2m1, int2, uint2) hold one

@@ -12,7 +12,7 @@ import numpy as np
 from ...errors import EvaluationError, InvalidModelError
 from ...ir.dtypes import INFO
 from ..memory import Accumulation, memory_budget
-from ..registry import op
+from ...operators import kernel
 from ._util import axis_index
 
 
@@ -155,7 +155,7 @@ def _empty_like_output(graph, index: int) -> np.ndarray:
     return np.empty([0] + dims, dtype=dtype)
 
 
-@op("If", since=1)
+@kernel("If")
 def if_(ctx, cond):
     """If: evaluate ``then_branch`` when ``cond`` (bool, one element) is true, else ``else_branch``.
 
@@ -168,7 +168,7 @@ def if_(ctx, cond):
     return tuple(outs)
 
 
-@op("Loop", since=1)
+@kernel("Loop")
 def loop(ctx, max_trip_count=None, cond=None, *carried):
     """Loop: run ``body`` while ``i < M`` and ``cond`` holds.
 
@@ -289,7 +289,7 @@ def _list_attr(ctx, name: str, count: int, default: int) -> list[int]:
     return value
 
 
-@op("Scan", since=9)
+@kernel("Scan", since=9)
 def scan(ctx, *inputs):
     """Scan (opset 9 and later): N state variables, M scan inputs.
 
@@ -317,7 +317,7 @@ def scan(ctx, *inputs):
     return tuple(states + stacks)
 
 
-@op("Scan", since=8)
+@kernel("Scan")
 def scan8(ctx, sequence_lens, *inputs):
     """Scan, opset 8: like opset 9 with a leading batch axis and optional ``sequence_lens``.
 

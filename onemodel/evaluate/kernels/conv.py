@@ -27,7 +27,7 @@ from ... import limits
 from ...errors import EvaluationError, InvalidModelError, UnsupportedError
 from .. import ckernels
 from ..memory import check_allocation, check_array
-from ..registry import op
+from ...operators import kernel
 from ._util import back, wide_all
 from .linalg import column_blocks_product
 
@@ -138,7 +138,7 @@ def _geometry(ctx, x, kernel):
     return strides, dilations
 
 
-@op("Conv", since=(1, 11, 22))
+@kernel("Conv")
 def conv(ctx, x, w, b=None):
     return _conv(ctx, x, w, b, relu=False)
 
@@ -364,7 +364,7 @@ def _shifted_conv_last(x, w, b, kernel, dilations, begin, end, out):
     return np.moveaxis(y, -1, 1)
 
 
-@op("ConvTranspose", since=(1, 11, 22))
+@kernel("ConvTranspose")
 def conv_transpose(ctx, x, w, b=None):
     if x.ndim < 3:
         raise EvaluationError(f"ConvTranspose input has rank {x.ndim}; at least 3 expected")
@@ -434,7 +434,7 @@ def conv_transpose(ctx, x, w, b=None):
     return back(np.ascontiguousarray(y), dt)
 
 
-@op("CausalConvWithState", since=27)
+@kernel("CausalConvWithState")
 def causal_conv_with_state(ctx, x, w, b=None, past_state=None):
     """CausalConvWithState: a causal depthwise 1-D convolution that carries its state.
 
@@ -478,7 +478,7 @@ def causal_conv_with_state(ctx, x, w, b=None, past_state=None):
     return y, np.ascontiguousarray(padded_x[:, :, L:])
 
 
-@op("DeformConv", since=(19, 22))
+@kernel("DeformConv")
 def deform_conv(ctx, x, w, offset, b=None, mask=None):
     """DeformConv: Conv whose kernel taps sample the input at learned offsets, N-D.
 

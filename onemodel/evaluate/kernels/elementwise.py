@@ -15,7 +15,7 @@ import numpy as np
 from ...errors import UnsupportedError
 from .. import memory
 from ..memory import check_broadcast, check_broadcast_all
-from ..registry import op
+from ...operators import kernel
 
 
 def _legacy_broadcast(ctx, a, b):
@@ -31,24 +31,23 @@ def _legacy_broadcast(ctx, a, b):
     return b.reshape(b.shape + (1,) * tail) if tail > 0 else b
 
 
-def _binary(name, ufunc, versions):
+def _binary(name, ufunc):
     what = f"the {name} output"
 
-    def kernel(ctx, a, b):
+    def fn(ctx, a, b):
         b = _legacy_broadcast(ctx, a, b)
         if a.size * b.size * a.itemsize >= memory._floor:  # (the budget's fast path, inline)
             check_broadcast(a, b, a.itemsize, what)
         return ufunc(a, b)
 
-    kernel.__name__ = name.lower()
-    kernel.__qualname__ = kernel.__name__
-    op(name, since=tuple(versions))(kernel)
-    return kernel
+    fn.__name__ = name.lower()
+    fn.__qualname__ = fn.__name__
+    return kernel(name)(fn)
 
 
-_binary("Add", np.add, (1, 6, 7, 13, 14))
-_binary("Sub", np.subtract, (1, 6, 7, 13, 14))
-_binary("Mul", np.multiply, (1, 6, 7, 13, 14))
+_binary("Add", np.add)
+_binary("Sub", np.subtract)
+_binary("Mul", np.multiply)
 
 
 def _int_div(a, b):
@@ -60,7 +59,7 @@ def _int_div(a, b):
     return q
 
 
-@op("Div", since=(1, 6, 7, 13, 14))
+@kernel("Div")
 def div(ctx, a, b):
     b = _legacy_broadcast(ctx, a, b)
     check_broadcast(a, b, a.itemsize, "the Div output")
@@ -69,7 +68,7 @@ def div(ctx, a, b):
     return np.divide(a, b)
 
 
-@op("Pow", since=(1, 7, 12, 13, 15))
+@kernel("Pow")
 def pow_(ctx, x, y):
     """Pow: the output has the type of ``x`` (opset 12 on allows a different type for ``y``)."""
     y = _legacy_broadcast(ctx, x, y)
@@ -83,7 +82,7 @@ def pow_(ctx, x, y):
     return np.power(x, y)
 
 
-@op("Mod", since=(10, 13, 28))
+@kernel("Mod")
 def mod(ctx, a, b):
     """Mod: ``fmod=1`` ``A - trunc(A/B)*B`` (sign of A), else ``A - floor(A/B)*B`` (sign of B)."""
     check_broadcast(a, b, a.itemsize, "the Mod output")
@@ -102,74 +101,74 @@ def _fold(ufunc, xs):
     return out
 
 
-@op("Sum", since=(1, 6, 8, 13))
+@kernel("Sum")
 def sum_(ctx, *xs):
     return _fold(np.add, xs)
 
 
-@op("Mean", since=(1, 6, 8, 13))
+@kernel("Mean")
 def mean(ctx, *xs):
     xs = [x for x in xs if x is not None]
     total = _fold(np.add, xs)
     return (total / np.asarray(len(xs), dtype=total.dtype)).astype(total.dtype, copy=False)
 
 
-@op("Max", since=(1, 6, 8, 12, 13))
+@kernel("Max")
 def max_(ctx, *xs):
     return _fold(np.maximum, xs)
 
 
-@op("Min", since=(1, 6, 8, 12, 13))
+@kernel("Min")
 def min_(ctx, *xs):
     return _fold(np.minimum, xs)
 
 
 # -- unary math -----------------------------------------------------------------------------
-def _unary(name, fn, versions):
-    def kernel(ctx, x):
-        return fn(x)
+def _unary(name, ufunc):
+    def fn(ctx, x):
+        return ufunc(x)
 
-    kernel.__name__ = name.lower()
-    kernel.__qualname__ = kernel.__name__
-    op(name, since=tuple(versions))(kernel)
-
-
-_unary("Abs", np.abs, (1, 6, 13))
-_unary("Neg", np.negative, (1, 6, 13))
-_unary("Floor", np.floor, (1, 6, 13))
-_unary("Ceil", np.ceil, (1, 6, 13))
-_unary("Sqrt", np.sqrt, (1, 6, 13))
-_unary("Exp", np.exp, (1, 6, 13))
-_unary("Tanh", np.tanh, (1, 6, 13))
-_unary("Log", np.log, (1, 6, 13))
-_unary("Round", np.round, (11, 22))  # round half to even, as numpy
-_unary("Sin", np.sin, (7, 22))
-_unary("Cos", np.cos, (7, 22))
-_unary("Tan", np.tan, (7, 22))
-_unary("Asin", np.arcsin, (7, 22))
-_unary("Acos", np.arccos, (7, 22))
-_unary("Atan", np.arctan, (7, 22))
-_unary("Sinh", np.sinh, (9, 22))
-_unary("Cosh", np.cosh, (9, 22))
-_unary("Asinh", np.arcsinh, (9, 22))
-_unary("Acosh", np.arccosh, (9, 22))
-_unary("Atanh", np.arctanh, (9, 22))
-_unary("Sign", np.sign, (9, 13))
-_unary("Not", np.logical_not, (1,))
-_unary("BitwiseNot", np.invert, (18,))
+    fn.__name__ = name.lower()
+    fn.__qualname__ = fn.__name__
+    kernel(name)(fn)
 
 
-@op("Reciprocal", since=(1, 6, 13))
+_unary("Abs", np.abs)
+_unary("Neg", np.negative)
+_unary("Floor", np.floor)
+_unary("Ceil", np.ceil)
+_unary("Sqrt", np.sqrt)
+_unary("Exp", np.exp)
+_unary("Tanh", np.tanh)
+_unary("Log", np.log)
+_unary("Round", np.round)  # round half to even, as numpy
+_unary("Sin", np.sin)
+_unary("Cos", np.cos)
+_unary("Tan", np.tan)
+_unary("Asin", np.arcsin)
+_unary("Acos", np.arccos)
+_unary("Atan", np.arctan)
+_unary("Sinh", np.sinh)
+_unary("Cosh", np.cosh)
+_unary("Asinh", np.arcsinh)
+_unary("Acosh", np.arccosh)
+_unary("Atanh", np.arctanh)
+_unary("Sign", np.sign)
+_unary("Not", np.logical_not)
+_unary("BitwiseNot", np.invert)
+
+
+@kernel("Reciprocal")
 def reciprocal(ctx, x):
     return np.divide(np.ones((), dtype=x.dtype), x)
 
 
-@op("IsNaN", since=(9, 13, 20))
+@kernel("IsNaN")
 def isnan(ctx, x):
     return np.isnan(x)
 
 
-@op("IsInf", since=(10, 20))
+@kernel("IsInf")
 def isinf(ctx, x):
     pos = ctx.attr("detect_positive")
     neg = ctx.attr("detect_negative")
@@ -230,16 +229,16 @@ def erf_array(x: np.ndarray) -> np.ndarray:
     return out.astype(dt, copy=False)
 
 
-@op("Erf", since=(9, 13))
+@kernel("Erf")
 def erf(ctx, x):
     return erf_array(x)
 
 
 # -- logic and comparison -------------------------------------------------------------------
-def _compare(name, ufunc, versions):
+def _compare(name, ufunc):
     what = f"the {name} output"
 
-    def kernel(ctx, a, b):
+    def fn(ctx, a, b):
         b = _legacy_broadcast(ctx, a, b)
         if a.size * b.size >= memory._floor:  # (booleans: one byte an element)
             check_broadcast(a, b, 1, what)
@@ -247,25 +246,25 @@ def _compare(name, ufunc, versions):
             return np.asarray(ufunc(a, b), dtype=bool)
         return ufunc(a, b)
 
-    kernel.__name__ = name.lower()
-    kernel.__qualname__ = kernel.__name__
-    op(name, since=tuple(versions))(kernel)
+    fn.__name__ = name.lower()
+    fn.__qualname__ = fn.__name__
+    kernel(name)(fn)
 
 
-_compare("And", np.logical_and, (1, 7))
-_compare("Or", np.logical_or, (1, 7))
-_compare("Xor", np.logical_xor, (1, 7))
-_compare("Equal", np.equal, (1, 7, 11, 13, 19))
-_compare("Greater", np.greater, (1, 7, 9, 13))
-_compare("Less", np.less, (1, 7, 9, 13))
-_compare("GreaterOrEqual", np.greater_equal, (12, 16))
-_compare("LessOrEqual", np.less_equal, (12, 16))
-_binary("BitwiseAnd", np.bitwise_and, (18,))
-_binary("BitwiseOr", np.bitwise_or, (18,))
-_binary("BitwiseXor", np.bitwise_xor, (18,))
+_compare("And", np.logical_and)
+_compare("Or", np.logical_or)
+_compare("Xor", np.logical_xor)
+_compare("Equal", np.equal)
+_compare("Greater", np.greater)
+_compare("Less", np.less)
+_compare("GreaterOrEqual", np.greater_equal)
+_compare("LessOrEqual", np.less_equal)
+_binary("BitwiseAnd", np.bitwise_and)
+_binary("BitwiseOr", np.bitwise_or)
+_binary("BitwiseXor", np.bitwise_xor)
 
 
-@op("BitShift", since=(11, 28))
+@kernel("BitShift")
 def bitshift(ctx, x, y):
     """BitShift: logical shifts of unsigned types; opset 28 adds signed types (arithmetic right
     shift) and defines shifts by a negative amount or by the bit width or more (-1 for a right
@@ -288,7 +287,7 @@ def bitshift(ctx, x, y):
 
 
 # -- selection ------------------------------------------------------------------------------
-@op("Where", since=(9, 16))
+@kernel("Where")
 def where(ctx, cond, x, y):
     check_broadcast_all((cond, x, y), x.itemsize, "the Where output")
     out = np.where(cond, x, y)
@@ -297,7 +296,7 @@ def where(ctx, cond, x, y):
     return out
 
 
-@op("Clip", since=(1, 6))
+@kernel("Clip")
 def clip_attr(ctx, x):
     # Clip-6 defaults to the float32 range (an infinite input comes out finite); Clip-1 to none
     lo = ctx.attr("min", -3.4028234663852886e38 if ctx.opset >= 6 else -math.inf)
@@ -307,7 +306,7 @@ def clip_attr(ctx, x):
     return np.minimum(np.maximum(x, lo), hi)
 
 
-@op("Clip", since=(11, 12, 13))
+@kernel("Clip", since=11)
 def clip(ctx, x, lo=None, hi=None):
     y = x
     if lo is not None and lo.size:

@@ -11,7 +11,7 @@ import numpy as np
 from ...errors import EvaluationError, InvalidModelError
 from .. import ckernels
 from ..memory import check_product
-from ..registry import op
+from ...operators import kernel
 from ._util import back, wide, wide_all
 
 #: OpenBLAS runs a product of at most this many multiply-adds (m * n * k) on one thread.
@@ -120,12 +120,12 @@ def matmul_array(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return back(_product(a, b), dt)
 
 
-@op("MatMul", since=(1, 9, 13))
+@kernel("MatMul")
 def matmul(ctx, a, b):
     return matmul_array(a, b)
 
 
-@op("Gemm", since=(1, 6, 7, 9, 11, 13))
+@kernel("Gemm")
 def gemm(ctx, a, b, c=None):
     alpha = ctx.attr("alpha")
     beta = ctx.attr("beta")
@@ -153,7 +153,7 @@ def gemm(ctx, a, b, c=None):
     return back(y, dt)
 
 
-@op("Einsum", since=(12, 28))
+@kernel("Einsum")
 def einsum(ctx, *xs):
     eq = ctx.attr("equation", "").replace(" ", "")
     if not eq:
@@ -162,7 +162,7 @@ def einsum(ctx, *xs):
     return back(np.asarray(np.einsum(eq, *args, optimize=len(args) > 2)), dt)
 
 
-@op("Det", since=(11, 22))
+@kernel("Det")
 def det(ctx, x):
     w, dt = wide(x)
     return back(np.asarray(np.linalg.det(w)), dt)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import EvaluationError, UnsupportedError
-from ..registry import op
+from ...operators import kernel
 from ._util import back, wide_all
 from .activations import _log_softmax
 
@@ -56,7 +56,7 @@ def _nll(ctx, x, target, weight, name: str):
     return np.asarray(np.sum(loss, dtype=x.dtype) / np.sum(w, dtype=x.dtype), x.dtype)
 
 
-@op("NegativeLogLikelihoodLoss", since=(12, 13, 22))
+@kernel("NegativeLogLikelihoodLoss")
 def negative_log_likelihood_loss(ctx, x, target, weight=None):
     """NegativeLogLikelihoodLoss: ``input`` holds log-probabilities; see the module doc."""
     args, dt = wide_all(x) if weight is None else wide_all(x, weight)
@@ -64,7 +64,7 @@ def negative_log_likelihood_loss(ctx, x, target, weight=None):
                       "NegativeLogLikelihoodLoss"), dt)
 
 
-@op("SoftmaxCrossEntropyLoss", since=(12, 13))
+@kernel("SoftmaxCrossEntropyLoss")
 def softmax_cross_entropy_loss(ctx, scores, labels, weights=None):
     """SoftmaxCrossEntropyLoss: ``log_prob = LogSoftmax(scores, axis=1)`` then the negative
     log-likelihood loss of the module doc; outputs ``(loss, log_prob)``."""

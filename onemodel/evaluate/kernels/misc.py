@@ -19,7 +19,7 @@ import numpy as np
 from ...errors import EvaluationError, InvalidModelError, UnsupportedError
 from ...ir.dtypes import INFO
 from ..memory import check_array
-from ..registry import op
+from ...operators import kernel
 
 
 def _rng(ctx) -> np.random.Generator:
@@ -47,7 +47,7 @@ def _scalar(v, what: str, cast=float):
 
 # -- Dropout ----------------------------------------------------------------------------------
 
-@op("Dropout", since=(1, 6, 7, 10))
+@kernel("Dropout")
 def dropout_old(ctx, x):
     """Dropout before opset 12: inference only, the output is the input and the mask all ones
     (bool from opset 10, the input's type before)."""
@@ -56,7 +56,7 @@ def dropout_old(ctx, x):
     return x, mask
 
 
-@op("Dropout", since=(12, 13, 22))
+@kernel("Dropout", since=12)
 def dropout(ctx, x, ratio=None, training_mode=None):
     """Dropout (opset 12+): identity with an all-true mask unless ``training_mode`` is true;
     then each element is kept with probability ``1 - ratio`` (default 0.5) and scaled by
@@ -74,7 +74,7 @@ def dropout(ctx, x, ratio=None, training_mode=None):
 
 # -- LRN --------------------------------------------------------------------------------------
 
-@op("LRN", since=(1, 13))
+@kernel("LRN")
 def lrn(ctx, x):
     """LRN: ``y = x / (bias + alpha / size * sum of x^2 over nearby channels) ^ beta``.
 
@@ -97,7 +97,7 @@ def lrn(ctx, x):
 
 # -- random generators ------------------------------------------------------------------------
 
-@op("Bernoulli", since=15)
+@kernel("Bernoulli")
 def bernoulli(ctx, p):
     """Bernoulli: 1 with probability ``p`` per element (``dtype``, default p's type)."""
     p = np.asarray(p)
@@ -105,7 +105,7 @@ def bernoulli(ctx, p):
     return out.astype(_dtype(ctx.attr("dtype", 0), p.dtype))
 
 
-@op("RandomUniform", since=(1, 22))
+@kernel("RandomUniform")
 def random_uniform(ctx):
     """RandomUniform: values in [low, high) of shape ``shape``, type ``dtype`` (float)."""
     shape = check_array(ctx.attrs["shape"], 16, "the RandomUniform output")  # (float64, cast)
@@ -113,7 +113,7 @@ def random_uniform(ctx):
     return _rng(ctx).uniform(low, high, shape).astype(_dtype(ctx.attr("dtype"), np.float32))
 
 
-@op("RandomUniformLike", since=(1, 22))
+@kernel("RandomUniformLike")
 def random_uniform_like(ctx, x):
     """RandomUniformLike: RandomUniform with X's shape (and type unless ``dtype``)."""
     x = np.asarray(x)
@@ -121,7 +121,7 @@ def random_uniform_like(ctx, x):
     return _rng(ctx).uniform(low, high, x.shape).astype(_dtype(ctx.attr("dtype", 0), x.dtype))
 
 
-@op("RandomNormal", since=(1, 22))
+@kernel("RandomNormal")
 def random_normal(ctx):
     """RandomNormal: normal values (``mean``, ``scale``) of shape ``shape``, type ``dtype``."""
     shape = check_array(ctx.attrs["shape"], 16, "the RandomNormal output")  # (float64, cast)
@@ -129,7 +129,7 @@ def random_normal(ctx):
     return _rng(ctx).normal(mean, scale, shape).astype(_dtype(ctx.attr("dtype"), np.float32))
 
 
-@op("RandomNormalLike", since=(1, 22))
+@kernel("RandomNormalLike")
 def random_normal_like(ctx, x):
     """RandomNormalLike: RandomNormal with X's shape (and type unless ``dtype``)."""
     x = np.asarray(x)
@@ -137,7 +137,7 @@ def random_normal_like(ctx, x):
     return _rng(ctx).normal(mean, scale, x.shape).astype(_dtype(ctx.attr("dtype", 0), x.dtype))
 
 
-@op("Multinomial", since=(7, 22))
+@kernel("Multinomial")
 def multinomial(ctx, x):
     """Multinomial: ``sample_size`` class indices per batch row drawn from the distribution
     whose unnormalized log-probabilities are the row. Output [batch, sample_size], ``dtype``
@@ -175,19 +175,19 @@ def _window(ctx, size, kind: str) -> np.ndarray:
     return w.astype(_dtype(ctx.attr("output_datatype"), np.float32))
 
 
-@op("HannWindow", since=17)
+@kernel("HannWindow")
 def hann_window(ctx, size):
     """HannWindow: ``0.5 - 0.5 cos(2 pi n / N)``, N = size (periodic) or size - 1."""
     return _window(ctx, size, "hann")
 
 
-@op("HammingWindow", since=17)
+@kernel("HammingWindow")
 def hamming_window(ctx, size):
     """HammingWindow: ``25/46 - 21/46 cos(2 pi n / N)``."""
     return _window(ctx, size, "hamming")
 
 
-@op("BlackmanWindow", since=17)
+@kernel("BlackmanWindow")
 def blackman_window(ctx, size):
     """BlackmanWindow: ``0.42 - 0.5 cos(2 pi n / N) + 0.08 cos(4 pi n / N)``."""
     return _window(ctx, size, "blackman")
@@ -233,7 +233,7 @@ def dft(signal: np.ndarray, axis: int, length: int | None, inverse: bool, onesid
     return _from_complex(out, dtype)
 
 
-@op("DFT", since=17)
+@kernel("DFT")
 def dft17(ctx, x, dft_length=None):
     """DFT, opset 17: ``axis`` attribute (default 1) over a signal [batch, ..., 1|2]."""
     x = np.asarray(x)
@@ -245,7 +245,7 @@ def dft17(ctx, x, dft_length=None):
     return dft(x, axis % rank, n, bool(ctx.attr("inverse")), bool(ctx.attr("onesided")))
 
 
-@op("DFT", since=20)
+@kernel("DFT", since=20)
 def dft20(ctx, x, dft_length=None, axis=None):
     """DFT, opset 20: ``axis`` input (default -2, counted on the input including its last
     real/imaginary axis)."""
@@ -258,7 +258,7 @@ def dft20(ctx, x, dft_length=None, axis=None):
     return dft(x, a, n, bool(ctx.attr("inverse")), bool(ctx.attr("onesided")))
 
 
-@op("STFT", since=17)
+@kernel("STFT")
 def stft(ctx, signal, frame_step, window=None, frame_length=None):
     """STFT: frames of ``frame_length`` every ``frame_step`` samples, times ``window``, DFT.
 
@@ -292,7 +292,7 @@ def stft(ctx, signal, frame_step, window=None, frame_length=None):
     return _from_complex(out, x.dtype if x.dtype.kind == "f" else np.float32)
 
 
-@op("MelWeightMatrix", since=17)
+@kernel("MelWeightMatrix")
 def mel_weight_matrix(ctx, num_mel_bins, dft_length, sample_rate, lower_edge_hertz,
                       upper_edge_hertz):
     """MelWeightMatrix: [dft_length // 2 + 1, num_mel_bins] triangular filters, peak 1, on
@@ -341,7 +341,7 @@ def _strings(x) -> np.ndarray:
     return out.reshape(arr.shape)
 
 
-@op("StringNormalizer", since=10)
+@kernel("StringNormalizer")
 def string_normalizer(ctx, x):
     """StringNormalizer: drop ``stopwords`` (case-insensitively unless ``is_case_sensitive``),
     then LOWER / UPPER / NONE (``case_change_action``). X is [C] or [1, C]; when every element
@@ -371,7 +371,7 @@ def string_normalizer(ctx, x):
     return out if s.ndim == 1 else out.reshape(1, -1)
 
 
-@op("StringConcat", since=20)
+@kernel("StringConcat")
 def string_concat(ctx, x, y):
     """StringConcat: element-wise ``x + y`` with numpy broadcasting."""
     a, b = np.broadcast_arrays(_strings(x), _strings(y))
@@ -381,7 +381,7 @@ def string_concat(ctx, x, y):
     return out
 
 
-@op("StringSplit", since=20)
+@kernel("StringSplit")
 def string_split(ctx, x):
     """StringSplit: each string split on ``delimiter`` (runs of whitespace when it is absent or
     empty) at most ``maxsplit`` times. Outputs Y [..., max parts] padded with "" and Z [...]
@@ -400,7 +400,7 @@ def string_split(ctx, x):
     return y.reshape(s.shape + (width,)), z
 
 
-@op("RegexFullMatch", since=20)
+@kernel("RegexFullMatch")
 def regex_full_match(ctx, x):
     """RegexFullMatch: true where the whole string matches ``pattern`` (Python ``re``, which
     reads the RE2 syntax ONNX names except for RE2-only constructs)."""
@@ -415,7 +415,7 @@ def regex_full_match(ctx, x):
 
 # -- TfIdfVectorizer --------------------------------------------------------------------------
 
-@op("TfIdfVectorizer", since=9)
+@kernel("TfIdfVectorizer")
 def tfidf_vectorizer(ctx, x):
     """TfIdfVectorizer: counts of the pooled n-grams (``min_gram_length`` to
     ``max_gram_length``, items ``max_skip_count`` apart at most) in each row of X ([C] or
@@ -468,7 +468,7 @@ def tfidf_vectorizer(ctx, x):
 
 # -- Col2Im -----------------------------------------------------------------------------------
 
-@op("Col2Im", since=18)
+@kernel("Col2Im")
 def col2im(ctx, x, image_shape, block_shape):
     """Col2Im: sum the column blocks of X [N, C * prod(block), L] back into images
     [N, C, *image_shape] (``dilations``, ``pads`` [begin..., end...], ``strides``)."""

@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError, UnsupportedError
-from ..registry import op
+from ...operators import kernel
 
 ML = "ai.onnx.ml"
 
@@ -118,7 +118,7 @@ def _labels(ctx, ints_name: str, strings_name: str):
 
 # -- linear models ----------------------------------------------------------------------------
 
-@op("LinearClassifier", since=1, domain=ML)
+@kernel("LinearClassifier", domain=ML)
 def linear_classifier(ctx, x):
     """LinearClassifier: scores ``X @ coefficients.T + intercepts``, labels by the best score.
 
@@ -164,7 +164,7 @@ def linear_classifier(ctx, x):
     return y, z.astype(np.float32)
 
 
-@op("LinearRegressor", since=1, domain=ML)
+@kernel("LinearRegressor", domain=ML)
 def linear_regressor(ctx, x):
     """LinearRegressor: ``Y = X @ coefficients.T + intercepts``, [N, targets], float32, then
     ``post_transform``."""
@@ -181,7 +181,7 @@ def linear_regressor(ctx, x):
 
 # -- preprocessing ----------------------------------------------------------------------------
 
-@op("Normalizer", since=1, domain=ML)
+@kernel("Normalizer", domain=ML)
 def normalizer(ctx, x):
     """Normalizer: each row divided by its MAX, L1 norm or L2 norm (``norm``); float32 [N, F].
 
@@ -200,7 +200,7 @@ def normalizer(ctx, x):
     return (xf / np.where(d == 0, 1, d)).astype(np.float32)
 
 
-@op("Scaler", since=1, domain=ML)
+@kernel("Scaler", domain=ML)
 def scaler(ctx, x):
     """Scaler: ``(X - offset) * scale`` per feature (one value, or one per feature); float32."""
     xf = np.asarray(x).astype(np.float64)
@@ -209,14 +209,14 @@ def scaler(ctx, x):
     return ((xf - offset) * scale).astype(np.float32)
 
 
-@op("Binarizer", since=1, domain=ML)
+@kernel("Binarizer", domain=ML)
 def binarizer(ctx, x):
     """Binarizer: 1 where ``X > threshold``, else 0, in X's dtype."""
     x = np.asarray(x)
     return (x > float(ctx.attr("threshold"))).astype(x.dtype)
 
 
-@op("Imputer", since=1, domain=ML)
+@kernel("Imputer", domain=ML)
 def imputer(ctx, x):
     """Imputer: replace ``replaced_value_float`` (NaN matches NaN) or ``replaced_value_int64``
     with the imputed values (one, or one per feature of the last axis)."""
@@ -233,7 +233,7 @@ def imputer(ctx, x):
     return np.where(hit, np.broadcast_to(values, x.shape) if values.size > 1 else values[0], x)
 
 
-@op("OneHotEncoder", since=1, domain=ML)
+@kernel("OneHotEncoder", domain=ML)
 def one_hot_encoder(ctx, x):
     """OneHotEncoder: X [...] of categories -> float32 [..., len(cats)] with a 1 at each match.
 
@@ -261,7 +261,7 @@ def one_hot_encoder(ctx, x):
     return out.reshape(x.shape + (len(cats),))
 
 
-@op("ArrayFeatureExtractor", since=1, domain=ML)
+@kernel("ArrayFeatureExtractor", domain=ML)
 def array_feature_extractor(ctx, x, y):
     """ArrayFeatureExtractor: the elements of X's last axis at indices Y (int64).
 
@@ -278,7 +278,7 @@ def array_feature_extractor(ctx, x, y):
     return out.reshape(1, -1) if x.ndim == 1 else out
 
 
-@op("FeatureVectorizer", since=1, domain=ML)
+@kernel("FeatureVectorizer", domain=ML)
 def feature_vectorizer(ctx, *inputs):
     """FeatureVectorizer: the inputs, each as [N, C_i] truncated or zero-padded to
     ``inputdimensions[i]`` columns, concatenated into float32 [N, sum(inputdimensions)]."""
@@ -300,7 +300,7 @@ def feature_vectorizer(ctx, *inputs):
     return np.concatenate(parts, axis=1)
 
 
-@op("ZipMap", since=1, domain=ML)
+@kernel("ZipMap", domain=ML)
 def zipmap(ctx, x):
     """ZipMap: scores [N, C] -> a sequence of N maps {class label: float score}.
 
@@ -318,7 +318,7 @@ def zipmap(ctx, x):
     return ([dict(zip(keys, (float(v) for v in row))) for row in scores],)
 
 
-@op("CastMap", since=1, domain=ML)
+@kernel("CastMap", domain=ML)
 def cast_map(ctx, x):
     """CastMap: a map int64 -> string/float to a tensor [1, n], values ordered by key.
 
@@ -361,7 +361,7 @@ def _value_dtype(v) -> np.dtype:
     return np.dtype(np.float32)
 
 
-@op("DictVectorizer", since=1, domain=ML)
+@kernel("DictVectorizer", domain=ML)
 def dict_vectorizer(ctx, x):
     """DictVectorizer: a map (or a sequence of maps) to a tensor [N, len(vocabulary)] holding
     each map's value at its key's vocabulary position, 0 elsewhere."""
@@ -389,7 +389,7 @@ def _float_key(v: float, nan_matches: bool = True):
     return float(v)
 
 
-@op("LabelEncoder", since=1, domain=ML)
+@kernel("LabelEncoder", domain=ML)
 def label_encoder1(ctx, x):
     """LabelEncoder, opset 1: strings -> int64 (their index in ``classes_strings``, else
     ``default_int64``) or int64 -> strings (``classes_strings[i]``, else ``default_string``)."""
@@ -443,7 +443,7 @@ def _encoder_table(ctx):
     return keys, values, default, vdtype
 
 
-@op("LabelEncoder", since=(2, 4), domain=ML)
+@kernel("LabelEncoder", domain=ML, since=2)
 def label_encoder(ctx, x):
     """LabelEncoder, opsets 2 and 4: map each element through ``keys_*`` -> ``values_*`` (or the
     tensor attributes of opset 4), ``default_*`` for a key not listed. From opset 4 a NaN key
@@ -632,7 +632,7 @@ def _acc_dtype(x) -> type:
     return np.float32 if np.asarray(x).dtype == np.float32 else np.float64
 
 
-@op("TreeEnsembleRegressor", since=(1, 3), domain=ML)
+@kernel("TreeEnsembleRegressor", domain=ML)
 def tree_ensemble_regressor(ctx, x):
     """TreeEnsembleRegressor: sum (or AVERAGE / MIN / MAX, ``aggregate_function``) of the leaf
     weights each target gets from every tree, plus ``base_values``, then ``post_transform``.
@@ -647,7 +647,7 @@ def tree_ensemble_regressor(ctx, x):
     return post_transform(s, ctx.attr("post_transform")).astype(np.float32)
 
 
-@op("TreeEnsembleClassifier", since=(1, 3), domain=ML)
+@kernel("TreeEnsembleClassifier", domain=ML)
 def tree_ensemble_classifier(ctx, x):
     """TreeEnsembleClassifier: class scores summed over trees (plus ``base_values``), the label
     of the best score, scores after ``post_transform``.
@@ -700,7 +700,7 @@ def tree_ensemble_classifier(ctx, x):
     return np.asarray(y, dtype=object if strings else np.int64), z.astype(np.float32)
 
 
-@op("TreeEnsemble", since=5, domain=ML)
+@kernel("TreeEnsemble", domain=ML)
 def tree_ensemble(ctx, x):
     """TreeEnsemble (ai.onnx.ml opset 5): the unified tree operator.
 
@@ -798,7 +798,7 @@ def _kernel(ctx, x: np.ndarray, sv: np.ndarray) -> np.ndarray:
     raise UnsupportedError(f"SVM kernel_type {kind!r} is not supported")
 
 
-@op("SVMRegressor", since=1, domain=ML)
+@kernel("SVMRegressor", domain=ML)
 def svm_regressor(ctx, x):
     """SVMRegressor: ``sum_i coef_i * K(x, sv_i) + rho`` (or a linear model without support
     vectors), float32 [N, 1]; ``one_class`` maps the sign to +1 / -1."""
@@ -817,7 +817,7 @@ def svm_regressor(ctx, x):
     return post_transform(y[:, None], ctx.attr("post_transform")).astype(np.float32)
 
 
-@op("SVMClassifier", since=1, domain=ML)
+@kernel("SVMClassifier", domain=ML)
 def svm_classifier(ctx, x):
     """SVMClassifier: one-vs-one voting over support vectors (``vectors_per_class``), or a
     linear model per class without support vectors; with ``prob_a`` / ``prob_b`` pairwise

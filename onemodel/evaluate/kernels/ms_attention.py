@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError, UnsupportedError
-from ..registry import op
+from ...operators import kernel
 from .attention import masked_softmax, rotate
 
 _W = np.float64
@@ -130,7 +130,7 @@ def _scale(ctx, head_size: int) -> float:
     return scale if scale != 0.0 else 1.0 / math.sqrt(head_size)
 
 
-@op("Attention", since=1, domain="com.microsoft")
+@kernel("Attention", domain="com.microsoft")
 def ms_attention(ctx, x, weights, bias=None, mask_index=None, past=None, attention_bias=None,
                  past_sequence_length=None):
     """com.microsoft Attention: multi-head self-attention with the Q, K, V projections merged.
@@ -226,7 +226,7 @@ def _mha_kv(x, heads: int, what: str):
                           f"or [B, {heads}, L, D] is needed")
 
 
-@op("MultiHeadAttention", since=1, domain="com.microsoft")
+@kernel("MultiHeadAttention", domain="com.microsoft")
 def ms_multi_head_attention(ctx, query, key=None, value=None, bias=None, key_padding_mask=None,
                             attention_bias=None, past_key=None, past_value=None,
                             past_sequence_length=None, cache_indirection=None):
@@ -369,7 +369,7 @@ def _rotate_bsnh(x: np.ndarray, pos: np.ndarray, cos, sin, rot: int,
     return out
 
 
-@op("RotaryEmbedding", since=1, domain="com.microsoft")
+@kernel("RotaryEmbedding", domain="com.microsoft")
 def ms_rotary_embedding(ctx, x, position_ids, cos_cache, sin_cache):
     """com.microsoft RotaryEmbedding: rotary position embedding of every head.
 
@@ -424,7 +424,7 @@ def _smooth_softmax(scores: np.ndarray, sink=0.0) -> np.ndarray:
     return e / (np.exp(sink - top) + e.sum(axis=-1, keepdims=True))
 
 
-@op("GroupQueryAttention", since=1, domain="com.microsoft")
+@kernel("GroupQueryAttention", domain="com.microsoft")
 def ms_group_query_attention(ctx, query, key=None, value=None, past_key=None, past_value=None,
                              seqlens_k=None, total_sequence_length=None, cos_cache=None,
                              sin_cache=None, position_ids=None, attention_bias=None,

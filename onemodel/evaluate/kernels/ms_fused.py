@@ -51,7 +51,8 @@ import numpy as np
 
 from ...errors import EvaluationError, UnsupportedError
 from ..context import definition_default
-from ..registry import lookup, op
+from ...operators import kernel
+from ..registry import lookup
 from ._util import back, wide, wide_all
 
 MS = "com.microsoft"
@@ -114,13 +115,13 @@ def _hidden(v, h: int, what: str, op_type: str):
 # -- activations ---------------------------------------------------------------------------
 
 
-@op("Gelu", since=1, domain=MS)
+@kernel("Gelu", domain=MS)
 def gelu(ctx, x):
     """Gelu: ``0.5 x (1 + erf(x / sqrt 2))``, the default-domain Gelu (approximate none)."""
     return _standard(ctx, "Gelu", x, approximate="none")
 
 
-@op("FastGelu", since=1, domain=MS)
+@kernel("FastGelu", domain=MS)
 def fast_gelu(ctx, x, bias=None):
     """FastGelu: the tanh approximation of Gelu of ``X (+ bias)`` (bias broadcast to X)."""
     if bias is None:
@@ -129,7 +130,7 @@ def fast_gelu(ctx, x, bias=None):
     return back(_standard(ctx, "Gelu", w + b.astype(w.dtype, copy=False), approximate="tanh"), dt)
 
 
-@op("BiasGelu", since=1, domain=MS)
+@kernel("BiasGelu", domain=MS)
 def bias_gelu(ctx, a, b):
     """BiasGelu: ``Gelu(A + B)`` (erf), B broadcast to A (onnxruntime: B 1-D, A's last axis)."""
     if b.ndim != 1 or not a.ndim or b.shape[0] != a.shape[-1]:
@@ -140,13 +141,13 @@ def bias_gelu(ctx, a, b):
                 dt)
 
 
-@op("QuickGelu", since=1, domain=MS)
+@kernel("QuickGelu", domain=MS)
 def quick_gelu(ctx, x):
     """QuickGelu: ``x * Sigmoid(alpha * x)`` (alpha default 1.702): the default-domain Swish."""
     return _standard(ctx, "Swish", x, alpha=float(ctx.attr("alpha", 1.702)))
 
 
-@op("BiasAdd", since=1, domain=MS)
+@kernel("BiasAdd", domain=MS)
 def bias_add(ctx, x, bias, skip):
     """BiasAdd: ``(X + bias) + skip``; X and skip ``[N, S, C]``, bias ``[C]``."""
     if x.ndim != 3 or skip.shape != x.shape:
@@ -183,7 +184,7 @@ def _skip_sum(op_type, x, skip, gamma, beta, bias):
     return w, dt
 
 
-@op("SkipLayerNormalization", since=1, domain=MS)
+@kernel("SkipLayerNormalization", domain=MS)
 def skip_layer_norm(ctx, x, skip, gamma, beta=None, bias=None):
     """SkipLayerNormalization: ``(output, mean, inv_std_var, input_skip_bias_sum)`` (module
     doc); epsilon default 1e-12."""
@@ -196,7 +197,7 @@ def skip_layer_norm(ctx, x, skip, gamma, beta=None, bias=None):
             back(s, dt))
 
 
-@op("SkipSimplifiedLayerNormalization", since=1, domain=MS)
+@kernel("SkipSimplifiedLayerNormalization", domain=MS)
 def skip_simplified_layer_norm(ctx, x, skip, gamma, bias=None):
     """SkipSimplifiedLayerNormalization: ``(output, mean (zeros), inv_std_var,
     input_skip_bias_sum)`` (module doc); epsilon default 1e-12."""
@@ -208,7 +209,7 @@ def skip_simplified_layer_norm(ctx, x, skip, gamma, bias=None):
     return back(y, dt), np.zeros_like(inv), inv, back(s, dt)
 
 
-@op("SimplifiedLayerNormalization", since=1, domain=MS)
+@kernel("SimplifiedLayerNormalization")
 def simplified_layer_norm(ctx, x, scale):
     """SimplifiedLayerNormalization: ``(Y, inv_std_var)``: RMSNormalization over the axes
     from ``axis`` (default -1) with ``epsilon`` (1e-5) and ``stash_type`` (1: float, 11:
@@ -229,7 +230,7 @@ def _lookup_rows(table, ids, what: str):
     return table[ids]
 
 
-@op("EmbedLayerNormalization", since=1, domain=MS)
+@kernel("EmbedLayerNormalization", domain=MS)
 def embed_layer_norm(ctx, input_ids, segment_ids, word, position, segment, gamma, beta,
                      mask=None, position_ids=None):
     """EmbedLayerNormalization: ``(output, mask_index, embedding_sum)`` (module doc);
@@ -286,7 +287,7 @@ def _fused_operand(a, batch: bool, trans: bool):
     return a
 
 
-@op("FusedMatMul", since=1, domain=MS)
+@kernel("FusedMatMul", domain=MS)
 def fused_matmul(ctx, a, b):
     """FusedMatMul: ``alpha * MatMul(A', B')`` (module doc: transA, transB, transBatchA,
     transBatchB; alpha default 1)."""
@@ -320,7 +321,7 @@ def _conv_attrs(ctx) -> dict:
     return {k: v for k, v in ctx.attrs.items() if k in _CONV_ATTRS}
 
 
-@op("FusedConv", since=1, domain=MS)
+@kernel("FusedConv", domain=MS)
 def fused_conv(ctx, x, w, b=None, z=None):
     """FusedConv: ``activation(Conv(X, W, B) + Z)`` (module doc); Conv's attributes."""
     name = ctx.attr("activation", None)
@@ -354,7 +355,7 @@ def fused_conv(ctx, x, w, b=None, z=None):
     return back(y, dt)
 
 
-@op("NhwcConv", since=1, domain=MS)
+@kernel("NhwcConv", domain=MS)
 def nhwc_conv(ctx, x, w, b=None):
     """NhwcConv: Conv of channels-last X ``[N, D1.., C]`` and W ``[M, k1.., C / group]``,
     giving ``[N, O1.., M]`` (module doc); Conv's attributes."""
@@ -367,7 +368,7 @@ def nhwc_conv(ctx, x, w, b=None):
     return np.ascontiguousarray(np.moveaxis(y, 1, -1))
 
 
-@op("Trilu", since=1, domain=MS)
+@kernel("Trilu", domain=MS)
 def trilu(ctx, x, k=None):
     """Trilu: the default-domain Trilu (``upper`` default 1, optional ``k``)."""
     if x.ndim < 2:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError, UnsupportedError
-from ..registry import op
+from ...operators import kernel
 from ._util import axis_index
 from .quant import _int_matmul, dynamic_quantize_linear
 
@@ -109,7 +109,7 @@ def matmul_nbits_weight(b, scales, zero_points, g_idx, *, k: int, n: int, bits: 
     return (codes - zp[:, group]) * scale[:, group]
 
 
-@op("MatMulNBits", since=1, domain=MS)
+@kernel("MatMulNBits", domain=MS)
 def matmul_nbits(ctx, a, b, scales, zero_points=None, g_idx=None, bias=None):
     """MatMulNBits: ``Y = A @ dequant(B).T + bias`` with B block-quantized along K.
 
@@ -155,7 +155,7 @@ def _blocks_along(param: np.ndarray, axis: int, block: int, length: int) -> np.n
     return np.repeat(param, block, axis=axis).take(np.arange(length), axis=axis)
 
 
-@op("GatherBlockQuantized", since=1, domain=MS)
+@kernel("GatherBlockQuantized", domain=MS)
 def gather_block_quantized(ctx, data, indices, scales, zero_points=None):
     """GatherBlockQuantized: Gather of a block-quantized tensor, dequantized.
 
@@ -320,7 +320,7 @@ def integer_matmul_to_float(a_q: np.ndarray, a_zp, b: np.ndarray, b_zp, multipli
     return y
 
 
-@op("DynamicQuantizeMatMul", since=1, domain=MS)
+@kernel("DynamicQuantizeMatMul", domain=MS)
 def dynamic_quantize_matmul(ctx, a, b, b_scale, b_zero_point=None, bias=None):
     """DynamicQuantizeMatMul: A (float32) quantized to uint8 as DynamicQuantizeLinear does
     (``scale = (max(0, max A) - min(0, min A)) / 255``, 1 when that is 0; ``zero_point =
@@ -359,7 +359,7 @@ def _fits_b(shape: tuple, b_shape: tuple) -> bool:
         all(d == e for i, (d, e) in enumerate(zip(shape, b_shape)) if i != len(shape) - 2)
 
 
-@op("MatMulIntegerToFloat", since=1, domain=MS)
+@kernel("MatMulIntegerToFloat", domain=MS)
 def matmul_integer_to_float(ctx, a, b, a_scale, b_scale, a_zero_point=None, b_zero_point=None,
                             bias=None):
     """MatMulIntegerToFloat: ``Y = float((A - a_zero_point) @ (B - b_zero_point)) * (a_scale *
@@ -460,7 +460,7 @@ def _quant(v: np.ndarray, scale, zero_point, dtype, what: str) -> np.ndarray:
     return np.clip(q, info.min, info.max).astype(dtype)
 
 
-@op("QLinearAdd", since=1, domain=MS)
+@kernel("QLinearAdd", domain=MS)
 def qlinear_add(ctx, a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale,
                 c_zero_point=None):
     """QLinearAdd: ``C = quantize(dequantize(A) + dequantize(B))`` with numpy broadcasting.
@@ -476,7 +476,7 @@ def qlinear_add(ctx, a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale
     return _quant(v, c_scale, c_zero_point, a.dtype, "C")
 
 
-@op("QLinearMul", since=1, domain=MS)
+@kernel("QLinearMul", domain=MS)
 def qlinear_mul(ctx, a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale,
                 c_zero_point=None):
     """QLinearMul: ``C = quantize(dequantize(A) * dequantize(B))`` with numpy broadcasting;
@@ -488,7 +488,7 @@ def qlinear_mul(ctx, a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale
     return _quant(v, c_scale, c_zero_point, a.dtype, "C")
 
 
-@op("QLinearSigmoid", since=1, domain=MS)
+@kernel("QLinearSigmoid", domain=MS)
 def qlinear_sigmoid(ctx, x, x_scale, x_zero_point=None, y_scale=None, y_zero_point=None):
     """QLinearSigmoid: ``Y = quantize(sigmoid(dequantize(X)))``, uint8 or int8, scales and
     zero points (default 0) per tensor; the sigmoid ``1 / (1 + exp(-x))`` in float32."""
@@ -501,7 +501,7 @@ def qlinear_sigmoid(ctx, x, x_scale, x_zero_point=None, y_scale=None, y_zero_poi
     return _quant(s, y_scale, y_zero_point, x.dtype, "Y")
 
 
-@op("QLinearGlobalAveragePool", since=1, domain=MS)
+@kernel("QLinearGlobalAveragePool", domain=MS)
 def qlinear_global_average_pool(ctx, x, x_scale, x_zero_point, y_scale, y_zero_point):
     """QLinearGlobalAveragePool: the mean over the spatial axes, requantized.
 
@@ -534,7 +534,7 @@ def qlinear_global_average_pool(ctx, x, x_scale, x_zero_point, y_scale, y_zero_p
     return np.clip(q, info.min, info.max).astype(x.dtype)
 
 
-@op("QLinearConcat", since=1, domain=MS)
+@kernel("QLinearConcat", domain=MS)
 def qlinear_concat(ctx, y_scale=None, y_zero_point=None, *inputs):
     """QLinearConcat: Concat of quantized tensors, each requantized to Y's parameters.
 

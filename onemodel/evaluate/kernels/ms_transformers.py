@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError, UnsupportedError
-from ..registry import op
+from ...operators import kernel
 
 MS = "com.microsoft"
 
@@ -117,7 +117,7 @@ def _attend(qkv: np.ndarray, heads: int, mask, past, scale) -> tuple:
     return out.transpose(0, 2, 1, 3).reshape(b, s, h), present
 
 
-@op("QAttention", since=1, domain=MS)
+@kernel("QAttention", domain=MS)
 def q_attention(ctx, x, weight, bias, input_scale, weight_scale, mask_index=None,
                 input_zero_point=None, weight_zero_point=None, past=None):
     """QAttention (com.microsoft 1): self-attention whose Q/K/V projection is an 8-bit
@@ -190,7 +190,7 @@ def _rows(table: np.ndarray, ids: np.ndarray, what: str) -> np.ndarray:
     return table[ids]
 
 
-@op("QEmbedLayerNormalization", since=1, domain=MS)
+@kernel("QEmbedLayerNormalization", domain=MS)
 def q_embed_layer_normalization(ctx, input_ids, segment_ids, word_q, position_q, segment_q,
                                 gamma_q, beta_q, mask, word_scale, position_scale,
                                 segment_scale, gamma_scale, beta_scale, word_zp, position_zp,
@@ -292,7 +292,7 @@ def _activate(ctx, y: np.ndarray, activation: str) -> np.ndarray:
     raise UnsupportedError(f"FusedGemm activation {activation!r} is not implemented")
 
 
-@op("FusedGemm", since=1, domain=MS)
+@kernel("FusedGemm", domain=MS)
 def fused_gemm(ctx, a, b, c=None):
     """FusedGemm (com.microsoft 1): Gemm (``alpha * A' B' + beta * C``, ``transA``,
     ``transB``, C unidirectionally broadcast; Part 2 Gemm) followed by ``activation`` (Relu,

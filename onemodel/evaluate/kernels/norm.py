@@ -13,7 +13,7 @@ import numpy as np
 
 from ...errors import EvaluationError, UnsupportedError
 from .. import ckernels
-from ..registry import op
+from ...operators import kernel
 from ._util import axis_index, back, wide
 
 
@@ -21,7 +21,7 @@ def _channel(v, ndim):
     return v.reshape((1, -1) + (1,) * (ndim - 2))
 
 
-@op("BatchNormalization", since=(1, 6, 7, 9, 14, 15))
+@kernel("BatchNormalization")
 def batch_norm(ctx, x, scale, bias, mean, var):
     eps = ctx.attr("epsilon")
     momentum = ctx.attr("momentum")
@@ -64,7 +64,7 @@ def _stash(ctx, x):
     return x
 
 
-@op("LayerNormalization", since=17)
+@kernel("LayerNormalization")
 def layer_norm(ctx, x, scale, bias=None):
     eps = ctx.attr("epsilon")
     axis = ctx.attr("axis")
@@ -118,7 +118,7 @@ def add_layer_norm(ctx, a, b, scale, bias=None):
     return layer_norm(ctx, np.add(a, b), scale, bias)
 
 
-@op("RMSNormalization", since=23)
+@kernel("RMSNormalization")
 def rms_norm(ctx, x, scale):
     # Returns (Y, inverse RMS): the second entry, of the stash type with X's extents before
     # axis and 1 from it on, is past RMSNormalization's one output (ignored there); the
@@ -134,7 +134,7 @@ def rms_norm(ctx, x, scale):
     return y.astype(x.dtype, copy=False), 1 / rms
 
 
-@op("InstanceNormalization", since=(1, 6, 22))
+@kernel("InstanceNormalization")
 def instance_norm(ctx, x, scale, bias):
     eps = ctx.attr("epsilon")
     w, dt = wide(x)
@@ -146,7 +146,7 @@ def instance_norm(ctx, x, scale, bias):
     return back(y, dt)
 
 
-@op("GroupNormalization", since=(18, 21))
+@kernel("GroupNormalization")
 def group_norm(ctx, x, scale, bias):
     eps = ctx.attr("epsilon")
     G = ctx.attr("num_groups")
@@ -168,7 +168,7 @@ def group_norm(ctx, x, scale, bias):
     return y.astype(x.dtype, copy=False)
 
 
-@op("LpNormalization", since=(1, 22))
+@kernel("LpNormalization")
 def lp_norm(ctx, x):
     axis = ctx.attr("axis")
     p = ctx.attr("p")
@@ -183,7 +183,7 @@ def lp_norm(ctx, x):
     return back(np.where(norm == 0, 0, w / safe).astype(w.dtype, copy=False), dt)
 
 
-@op("MeanVarianceNormalization", since=(9, 13))
+@kernel("MeanVarianceNormalization")
 def mean_variance_norm(ctx, x):
     axes = tuple(ctx.attr("axes"))
     w, dt = wide(x)

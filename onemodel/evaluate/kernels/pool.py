@@ -19,7 +19,7 @@ import numpy as np
 from ...errors import EvaluationError, UnsupportedError
 from ...ir.tensor import element_count
 from ..memory import check_allocation
-from ..registry import op
+from ...operators import kernel
 from ._util import back, wide
 from .conv import conv_pads, padded, taps
 
@@ -78,7 +78,7 @@ def _lowest(dt):
     return -np.inf
 
 
-@op("MaxPool", since=(1, 8, 10, 11, 12, 22))
+@kernel("MaxPool")
 def max_pool(ctx, x):
     kernel, strides, dilations, begin, end, out = _pool_geometry(ctx, x, ctx.opset >= 10)
     if (y := _empty(x, out)) is not None:
@@ -133,7 +133,7 @@ def _window_sum(w, kernel, strides, dilations, begin, out):
     return total
 
 
-@op("AveragePool", since=(1, 7, 10, 11, 19, 22))
+@kernel("AveragePool")
 def average_pool(ctx, x):
     kernel, strides, dilations, begin, end, out = _pool_geometry(ctx, x, ctx.opset >= 19)
     if (y := _empty(x, out)) is not None:
@@ -153,7 +153,7 @@ def average_pool(ctx, x):
     return back(total / count, dt)
 
 
-@op("LpPool", since=(1, 2, 11, 18, 22))
+@kernel("LpPool")
 def lp_pool(ctx, x):
     kernel, strides, dilations, begin, end, out = _pool_geometry(ctx, x, ctx.opset >= 18)
     if (y := _empty(x, out)) is not None:
@@ -170,7 +170,7 @@ def _spatial(x):
     return tuple(range(2, x.ndim))
 
 
-@op("GlobalAveragePool", since=(1, 22))
+@kernel("GlobalAveragePool")
 def global_average_pool(ctx, x):
     w, dt = wide(x)
     axes = _spatial(x)
@@ -179,12 +179,12 @@ def global_average_pool(ctx, x):
     return back(np.sum(w, axis=axes, keepdims=True) / w.dtype.type(count), dt)
 
 
-@op("GlobalMaxPool", since=(1, 22))
+@kernel("GlobalMaxPool")
 def global_max_pool(ctx, x):
     return np.max(x, axis=_spatial(x), keepdims=True)
 
 
-@op("GlobalLpPool", since=(1, 2, 22))
+@kernel("GlobalLpPool")
 def global_lp_pool(ctx, x):
     p = ctx.attr("p")
     if p <= 0:
@@ -194,7 +194,7 @@ def global_lp_pool(ctx, x):
     return back(np.power(s, 1.0 / p).astype(w.dtype), dt)
 
 
-@op("MaxUnpool", since=(9, 11, 22))
+@kernel("MaxUnpool")
 def max_unpool(ctx, x, indices, output_shape=None):
     """MaxUnpool: zeros of the unpooled shape with ``x``'s values put at ``indices``.
 

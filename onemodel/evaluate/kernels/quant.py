@@ -15,7 +15,7 @@ import numpy as np
 from ...errors import EvaluationError, InvalidModelError, UnsupportedError
 from ...ir.dtypes import INFO, DataType, code_of_dtype
 from ...lazy import ml_dtypes  # imported when a narrow type is used (0.5 s in 0.7.0)
-from ..registry import op
+from ...operators import kernel
 from ._util import axis_index
 from .conv import conv_pads, windows
 
@@ -119,7 +119,7 @@ def quantize(x: np.ndarray, scale: np.ndarray, zero_point, out_code: int, satura
     raise UnsupportedError(f"QuantizeLinear to {D(out_code).name} is not a quantized type")
 
 
-@op("QuantizeLinear", since=(10, 13, 19, 21, 23, 24, 25))
+@kernel("QuantizeLinear")
 def quantize_linear(ctx, x, y_scale, y_zero_point=None):
     """QuantizeLinear: ``y = saturate(round(x / y_scale) + y_zero_point)``.
 
@@ -160,7 +160,7 @@ def dequantize(x: np.ndarray, scale: np.ndarray, zero_point, out_dtype) -> np.nd
     return y.astype(out_dtype)
 
 
-@op("DequantizeLinear", since=(10, 13, 19, 21, 23, 24, 25))
+@kernel("DequantizeLinear")
 def dequantize_linear(ctx, x, x_scale, x_zero_point=None):
     """DequantizeLinear: ``y = (x - x_zero_point) * x_scale``.
 
@@ -187,7 +187,7 @@ def dequantize_linear(ctx, x, x_scale, x_zero_point=None):
     return dequantize(x, scale, zp, out_dtype)
 
 
-@op("DynamicQuantizeLinear", since=11)
+@kernel("DynamicQuantizeLinear")
 def dynamic_quantize_linear(ctx, x):
     """DynamicQuantizeLinear: uint8 quantization of a float32 tensor with a computed scale.
 
@@ -215,7 +215,7 @@ def _per_row(zp, a: np.ndarray) -> np.ndarray:
     return zp.reshape(())
 
 
-@op("MatMulInteger", since=10)
+@kernel("MatMulInteger")
 def matmul_integer(ctx, a, b, a_zero_point=None, b_zero_point=None):
     """MatMulInteger: ``(A - a_zero_point) @ (B - b_zero_point)`` with numpy matmul broadcasting.
 
@@ -245,7 +245,7 @@ def _is_float(arr) -> bool:
     return np.asarray(arr).dtype.kind == "f" or code_of(np.asarray(arr).dtype) in FLOAT8
 
 
-@op("QLinearMatMul", since=(10, 21))
+@kernel("QLinearMatMul")
 def qlinear_matmul(ctx, a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
                    y_zero_point):
     """QLinearMatMul: quantized matmul, ``y = quantize(dequant(a) @ dequant(b), y_scale, y_zp)``.
@@ -341,7 +341,7 @@ def _conv_int(x, w, x_zero_point, w_zero_point, attrs) -> np.ndarray:
     return np.rint(_conv_exact(xf, wf, attrs)).astype(np.int64)
 
 
-@op("ConvInteger", since=10)
+@kernel("ConvInteger")
 def conv_integer(ctx, x, w, x_zero_point=None, w_zero_point=None):
     """ConvInteger: integer convolution ``(x - x_zero_point) * (w - w_zero_point)`` to int32.
 
@@ -352,7 +352,7 @@ def conv_integer(ctx, x, w, x_zero_point=None, w_zero_point=None):
     return _conv_int(x, w, x_zero_point, w_zero_point, ctx.attrs).astype(np.int32)
 
 
-@op("QLinearConv", since=10)
+@kernel("QLinearConv")
 def qlinear_conv(ctx, x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
                  y_zero_point, bias=None):
     """QLinearConv: quantized convolution with int32 bias, requantized to y_zero_point's type.

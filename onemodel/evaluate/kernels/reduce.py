@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import EvaluationError
-from ..registry import op
+from ...operators import kernel
 from ._util import axis_index, wide
 
 
@@ -36,9 +36,11 @@ def _axes(ctx, x, axes_input, input_form: bool):
     return tuple(sorted(set(out)))
 
 
-def _make(name, compute, versions_attr, versions_input):
-    def kernel(ctx, x, axes=None):
-        form = ctx.opset >= versions_input[0]
+def _make(name, compute, axes_input: int):
+    """Register the kernel of reduction ``name``: ``compute(w, axes, keepdims)``; ``axes`` is an
+    attribute before opset ``axes_input``, an input from then on."""
+    def fn(ctx, x, axes=None):
+        form = ctx.opset >= axes_input
         ax = _axes(ctx, x, axes, form)
         if ax == ():
             return x
@@ -48,10 +50,9 @@ def _make(name, compute, versions_attr, versions_input):
         y = np.asarray(y)
         return y if y.dtype == dt else y.astype(dt)
 
-    kernel.__name__ = name.lower()
-    kernel.__qualname__ = kernel.__name__
-    op(name, since=tuple(versions_attr) + tuple(versions_input))(kernel)
-    return kernel
+    fn.__name__ = name.lower()
+    fn.__qualname__ = fn.__name__
+    return kernel(name)(fn)
 
 
 def _sum(w, ax, keep):
@@ -87,24 +88,17 @@ def _floaty(w):
     return w if w.dtype.kind in "fc" else w.astype(np.float64)
 
 
-_make("ReduceSum", _sum, (1, 11), (13,))
-_make("ReduceMean", lambda w, ax, k: np.mean(_floaty(w), axis=ax, keepdims=k), (1, 11, 13),
-      (18,))
-_make("ReduceMax", lambda w, ax, k: _extreme(np.max, w, ax, k, False), (1, 11, 12, 13),
-      (18, 20))
-_make("ReduceMin", lambda w, ax, k: _extreme(np.min, w, ax, k, True), (1, 11, 12, 13), (18, 20))
-_make("ReduceProd", lambda w, ax, k: np.prod(w, axis=ax, keepdims=k, dtype=w.dtype),
-      (1, 11, 13), (18,))
-_make("ReduceL1", lambda w, ax, k: np.sum(np.abs(w), axis=ax, keepdims=k, dtype=w.dtype),
-      (1, 11, 13), (18,))
+_make("ReduceSum", _sum, 13)
+_make("ReduceMean", lambda w, ax, k: np.mean(_floaty(w), axis=ax, keepdims=k), 18)
+_make("ReduceMax", lambda w, ax, k: _extreme(np.max, w, ax, k, False), 18)
+_make("ReduceMin", lambda w, ax, k: _extreme(np.min, w, ax, k, True), 18)
+_make("ReduceProd", lambda w, ax, k: np.prod(w, axis=ax, keepdims=k, dtype=w.dtype), 18)
+_make("ReduceL1", lambda w, ax, k: np.sum(np.abs(w), axis=ax, keepdims=k, dtype=w.dtype), 18)
 _make("ReduceL2", lambda w, ax, k: np.sqrt(np.sum(_floaty(w) * _floaty(w), axis=ax,
-                                                  keepdims=k)), (1, 11, 13), (18,))
-_make("ReduceLogSum", lambda w, ax, k: np.log(np.sum(_floaty(w), axis=ax, keepdims=k)),
-      (1, 11, 13), (18, 28))
-_make("ReduceLogSumExp", lambda w, ax, k: _log_sum_exp(_floaty(w), ax, k), (1, 11, 13),
-      (18, 28))
-_make("ReduceSumSquare", lambda w, ax, k: np.sum(w * w, axis=ax, keepdims=k, dtype=w.dtype),
-      (1, 11, 13), (18,))
+                                                  keepdims=k)), 18)
+_make("ReduceLogSum", lambda w, ax, k: np.log(np.sum(_floaty(w), axis=ax, keepdims=k)), 18)
+_make("ReduceLogSumExp", lambda w, ax, k: _log_sum_exp(_floaty(w), ax, k), 18)
+_make("ReduceSumSquare", lambda w, ax, k: np.sum(w * w, axis=ax, keepdims=k, dtype=w.dtype), 18)
 
 
 # -- arg reductions -------------------------------------------------------------------------
@@ -124,12 +118,12 @@ def _arg(fn, ctx, x):
     return np.expand_dims(idx, axis) if keep else idx
 
 
-@op("ArgMax", since=(1, 11, 12, 13))
+@kernel("ArgMax")
 def arg_max(ctx, x):
     return _arg(np.argmax, ctx, x)
 
 
-@op("ArgMin", since=(1, 11, 12, 13))
+@kernel("ArgMin")
 def arg_min(ctx, x):
     return _arg(np.argmin, ctx, x)
 
@@ -149,22 +143,22 @@ def _cumulative(ctx, x, axis, ufunc, identity, name):
     return y.astype(dt, copy=False)
 
 
-@op("CumSum", since=(11, 14))
+@kernel("CumSum")
 def cum_sum(ctx, x, axis):
     return _cumulative(ctx, x, axis, np.add, 0, "CumSum")
 
 
-@op("CumProd", since=26)
+@kernel("CumProd")
 def cum_prod(ctx, x, axis):
     return _cumulative(ctx, x, axis, np.multiply, 1, "CumProd")
 
 
-@op("TopK", since=1)
+@kernel("TopK")
 def top_k_v1(ctx, x):
     return _top_k(x, ctx.attr("k"), ctx.attr("axis"), True)
 
 
-@op("TopK", since=(10, 11, 24))
+@kernel("TopK", since=10)
 def top_k(ctx, x, k):
     largest = ctx.attr("largest") if ctx.opset >= 11 else 1
     return _top_k(x, int(np.asarray(k).reshape(-1)[0]), ctx.attr("axis"), largest)

@@ -25,7 +25,7 @@ import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError, UnsupportedError
 from ..memory import check_array
-from ..registry import op
+from ...operators import kernel
 
 _MODES = ("nearest", "linear", "cubic")
 _TRANSFORMS = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
@@ -180,7 +180,7 @@ def _present(v) -> bool:
     return v is not None and np.asarray(v).size > 0
 
 
-@op("Resize", since=(11, 13, 18, 19))
+@kernel("Resize", since=11)
 def resize(ctx, x, roi=None, scales=None, sizes=None):
     """Resize X by ``scales`` or to ``sizes`` (exactly one given; an empty tensor is absent).
 
@@ -270,7 +270,7 @@ def _legacy(x, scales, mode: str):
     return resize_nd(x, out_shape, sv.tolist(), [(0.0, 1.0)] * x.ndim, opts)
 
 
-@op("Resize", since=10)
+@kernel("Resize")
 def resize10(ctx, x, scales):
     """Resize, opset 10: ``scales`` per axis, mode nearest or linear, asymmetric coordinates.
 
@@ -280,7 +280,7 @@ def resize10(ctx, x, scales):
     return _legacy(x, scales, ctx.attr("mode"))
 
 
-@op("Upsample", since=(7, 9))
+@kernel("Upsample", since=7)
 def upsample(ctx, x, scales=None):
     """Upsample (deprecated since opset 10): like Resize-10; opset 7 takes ``scales`` as an
     attribute (a list of floats), opset 9 as an input."""

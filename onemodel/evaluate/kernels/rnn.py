@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError, UnsupportedError
-from ..registry import op
+from ...operators import kernel
 
 
 def _sigmoid(x):
@@ -163,7 +163,7 @@ class _Common:
         return [y.astype(self.out_dtype)] + [f.astype(self.out_dtype) for f in finals]
 
 
-@op("RNN", since=(1, 7, 14, 22))
+@kernel("RNN")
 def rnn(ctx, x, w, r, b=None, sequence_lens=None, initial_h=None):
     """RNN: ``H_t = f(X_t W^T + H_{t-1} R^T + Wb + Rb)`` (default f = Tanh).
 
@@ -180,7 +180,7 @@ def rnn(ctx, x, w, r, b=None, sequence_lens=None, initial_h=None):
     return tuple(c.run(step))
 
 
-@op("GRU", since=(1, 3, 7, 14, 22))
+@kernel("GRU")
 def gru(ctx, x, w, r, b=None, sequence_lens=None, initial_h=None):
     """GRU with gates z (update), r (reset), h (hidden); defaults f = Sigmoid, g = Tanh.
 
@@ -214,7 +214,7 @@ def gru(ctx, x, w, r, b=None, sequence_lens=None, initial_h=None):
     return tuple(c.run(step))
 
 
-@op("LSTM", since=(1, 7, 14, 22))
+@kernel("LSTM")
 def lstm(ctx, x, w, r, b=None, sequence_lens=None, initial_h=None, initial_c=None, p=None):
     """LSTM with gates i, o, f, c and optional peepholes P (i, o, f); defaults f = Sigmoid,
     g = Tanh, h = Tanh.

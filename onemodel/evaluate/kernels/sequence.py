@@ -13,7 +13,7 @@ import numpy as np
 from ...errors import EvaluationError, InvalidModelError
 from .. import memory
 from ..memory import check_allocation
-from ..registry import op
+from ...operators import kernel
 
 
 def _seq(value, what: str) -> list:
@@ -34,19 +34,19 @@ def _position(position, length: int, *, insert: bool, what: str) -> int:
     return p + length if p < 0 else p
 
 
-@op("SequenceConstruct", since=11)
+@kernel("SequenceConstruct")
 def sequence_construct(ctx, *tensors):
     """SequenceConstruct: the sequence of its inputs, in order."""
     return (list(tensors),)
 
 
-@op("SequenceEmpty", since=11)
+@kernel("SequenceEmpty")
 def sequence_empty(ctx):
     """SequenceEmpty: an empty sequence (its element type, attribute ``dtype``, is not kept)."""
     return ([],)
 
 
-@op("SequenceInsert", since=11)
+@kernel("SequenceInsert")
 def sequence_insert(ctx, sequence, tensor, position=None):
     """SequenceInsert: a new sequence with ``tensor`` inserted at ``position`` (default: end)."""
     seq = list(_seq(sequence, "SequenceInsert input"))
@@ -56,7 +56,7 @@ def sequence_insert(ctx, sequence, tensor, position=None):
     return (seq,)
 
 
-@op("SequenceErase", since=11)
+@kernel("SequenceErase")
 def sequence_erase(ctx, sequence, position=None):
     """SequenceErase: a new sequence without the element at ``position`` (default: the last)."""
     seq = list(_seq(sequence, "SequenceErase input"))
@@ -68,20 +68,20 @@ def sequence_erase(ctx, sequence, position=None):
     return (seq,)
 
 
-@op("SequenceAt", since=11)
+@kernel("SequenceAt")
 def sequence_at(ctx, sequence, position):
     """SequenceAt: the element at ``position`` (negative counts from the end)."""
     seq = _seq(sequence, "SequenceAt input")
     return seq[_position(position, len(seq), insert=False, what="SequenceAt")]
 
 
-@op("SequenceLength", since=11)
+@kernel("SequenceLength")
 def sequence_length(ctx, sequence):
     """SequenceLength: the number of elements, an int64 scalar tensor."""
     return np.array(len(_seq(sequence, "SequenceLength input")), dtype=np.int64)
 
 
-@op("ConcatFromSequence", since=11)
+@kernel("ConcatFromSequence")
 def concat_from_sequence(ctx, sequence):
     """ConcatFromSequence: concatenate the tensors along ``axis``, or stack them on a new axis.
 
@@ -106,7 +106,7 @@ def concat_from_sequence(ctx, sequence):
         raise EvaluationError(f"ConcatFromSequence: {e}") from None
 
 
-@op("SplitToSequence", since=11)
+@kernel("SplitToSequence")
 def split_to_sequence(ctx, tensor, split=None):
     """SplitToSequence: split ``tensor`` along ``axis`` into a sequence.
 
@@ -144,7 +144,7 @@ def split_to_sequence(ctx, tensor, split=None):
     return (pieces,)
 
 
-@op("SequenceMap", since=17)
+@kernel("SequenceMap")
 def sequence_map(ctx, input_sequence, *additional):
     """SequenceMap: apply ``body`` to each element of ``input_sequence``.
 
@@ -169,20 +169,20 @@ def sequence_map(ctx, input_sequence, *additional):
     return tuple(results)
 
 
-@op("Optional", since=15)
+@kernel("Optional")
 def optional(ctx, value=None):
     """Optional: an optional holding ``value``, or an empty optional (``None``) without input."""
     return (value,)
 
 
-@op("OptionalHasElement", since=(15, 18))
+@kernel("OptionalHasElement")
 def optional_has_element(ctx, value=None):
     """OptionalHasElement: bool scalar, true when the optional (or, from opset 18, the tensor or
     sequence) holds a value; false for an empty optional or an omitted input."""
     return np.array(value is not None, dtype=np.bool_)
 
 
-@op("OptionalGetElement", since=(15, 18))
+@kernel("OptionalGetElement")
 def optional_get_element(ctx, value):
     """OptionalGetElement: the element of a non-empty optional; from opset 18 a tensor or
     sequence input is returned as it is. Raises InvalidModelError for an empty optional."""

@@ -16,7 +16,7 @@ from ...errors import EvaluationError, InvalidModelError, OneModelError, Unsuppo
 from ...ir.tensor import element_count
 from .. import memory
 from ..memory import check_allocation
-from ..registry import op
+from ...operators import kernel
 from ._util import axis_index
 
 
@@ -115,30 +115,30 @@ def reshape_transpose_reshape(x, shape1, allowzero1, perm, shape2, allowzero2):
     return z.reshape(s2)
 
 
-@op("Reshape", since=1)
+@kernel("Reshape")
 def reshape_attr(ctx, x):
     return _reshape(x, ctx.attr("shape", []), 0)
 
 
-@op("Reshape", since=(5, 13, 14, 19, 21, 23, 24, 25))
+@kernel("Reshape", since=5)
 def reshape(ctx, x, shape):
     if np.ndim(shape) != 1:
         raise EvaluationError(f"the shape input is {np.ndim(shape)}-D, not 1-D")
     return _reshape(x, _ints(shape), ctx.attr("allowzero") if ctx.opset >= 14 else 0)
 
 
-@op("Transpose", since=(1, 13, 21, 23, 24, 25))
+@kernel("Transpose")
 def transpose(ctx, x):
     perm = ctx.attr("perm")
     return np.transpose(x, perm if perm is not None else None)
 
 
-@op("Squeeze", since=(1, 11))
+@kernel("Squeeze")
 def squeeze_attr(ctx, x):
     return _squeeze(x, ctx.attr("axes"))
 
 
-@op("Squeeze", since=(13, 21, 23, 24, 25))
+@kernel("Squeeze", since=13)
 def squeeze(ctx, x, axes=None):
     return _squeeze(x, None if axes is None else _ints(axes))
 
@@ -153,12 +153,12 @@ def _squeeze(x, axes):
     return np.squeeze(x, axis=axes)
 
 
-@op("Unsqueeze", since=(1, 11))
+@kernel("Unsqueeze")
 def unsqueeze_attr(ctx, x):
     return _unsqueeze(x, ctx.attr("axes", []))
 
 
-@op("Unsqueeze", since=(13, 21, 23, 24, 25))
+@kernel("Unsqueeze", since=13)
 def unsqueeze(ctx, x, axes):
     return _unsqueeze(x, _ints(axes))
 
@@ -174,7 +174,7 @@ def _unsqueeze(x, axes):
     return x.reshape(shape)
 
 
-@op("Flatten", since=(1, 9, 11, 13, 21, 23, 24, 25))
+@kernel("Flatten")
 def flatten(ctx, x):
     axis = ctx.attr("axis")
     if axis < 0:
@@ -185,7 +185,7 @@ def flatten(ctx, x):
     return x.reshape(math.prod(x.shape[:axis]), math.prod(x.shape[axis:]))
 
 
-@op("Expand", since=(8, 13))
+@kernel("Expand")
 def expand(ctx, x, shape):
     target = np.broadcast_shapes(x.shape, _checked_shape(_ints(shape), "Expand shape"))
     # A broadcast view costs nothing, but nearly every consumer (and a graph output written
@@ -194,7 +194,7 @@ def expand(ctx, x, shape):
     return np.broadcast_to(x, target)
 
 
-@op("Tile", since=(6, 13))
+@kernel("Tile", since=6)
 def tile(ctx, x, repeats):
     reps = _ints(repeats)
     if len(reps) != x.ndim:
@@ -204,7 +204,7 @@ def tile(ctx, x, repeats):
     return np.tile(x, reps)
 
 
-@op("Tile", since=1)
+@kernel("Tile")
 def tile_v1(ctx, x, tiles, axis):
     reps = [1] * x.ndim
     a = axis_index(int(np.asarray(axis).reshape(-1)[0]), x.ndim)
@@ -215,7 +215,7 @@ def tile_v1(ctx, x, tiles, axis):
 
 
 # -- joining and splitting ------------------------------------------------------------------
-@op("Concat", since=(1, 4, 11, 13))
+@kernel("Concat")
 def concat(ctx, *xs):
     xs = [x for x in xs if x is not None]
     axis = ctx.attr("axis", 1 if ctx.opset < 4 else None)
@@ -251,14 +251,14 @@ def _split(x, axis, sizes):
     return tuple(out)
 
 
-@op("Split", since=(1, 2, 11))
+@kernel("Split")
 def split_attr(ctx, x, split=None):
     axis = axis_index(ctx.attr("axis", 0), x.ndim)
     sizes = _ints(split) if split is not None else ctx.attr("split", [])
     return _split(x, axis, _split_sizes(x.shape[axis], ctx.num_outputs, sizes, False))
 
 
-@op("Split", since=(13, 18))
+@kernel("Split", since=13)
 def split(ctx, x, split=None):
     axis = axis_index(ctx.attr("axis"), x.ndim)
     sizes = _ints(split) if split is not None else []
@@ -305,12 +305,12 @@ def _slice(x, starts, ends, axes, steps):
     return x[tuple(idx)]
 
 
-@op("Slice", since=1)
+@kernel("Slice")
 def slice_attr(ctx, x):
     return _slice(x, ctx.attr("starts", []), ctx.attr("ends", []), ctx.attr("axes"), None)
 
 
-@op("Slice", since=(10, 11, 13))
+@kernel("Slice", since=10)
 def slice_(ctx, x, starts, ends, axes=None, steps=None):
     return _slice(x, _ints(starts), _ints(ends), None if axes is None else _ints(axes),
                   None if steps is None else _ints(steps))
@@ -323,7 +323,7 @@ def _check_indices(idx, dim, what):
     return np.where(idx < 0, idx + dim, idx) if idx.size and idx.min() < 0 else idx
 
 
-@op("Gather", since=(1, 11, 13))
+@kernel("Gather")
 def gather(ctx, x, indices):
     axis = axis_index(ctx.attr("axis"), x.ndim)
     # numpy counts negative indices from the end and raises IndexError out of range (the runner
@@ -333,7 +333,7 @@ def gather(ctx, x, indices):
     return np.take(x, indices, axis=axis)
 
 
-@op("GatherElements", since=(11, 13))
+@kernel("GatherElements")
 def gather_elements(ctx, x, indices):
     axis = axis_index(ctx.attr("axis"), x.ndim)
     idx = _check_indices(indices.astype(np.int64, copy=False), x.shape[axis], "GatherElements")
@@ -356,7 +356,7 @@ def _nd_index(data, indices, batch_dims, what):
     return k, coords
 
 
-@op("GatherND", since=(11, 12, 13))
+@kernel("GatherND")
 def gather_nd(ctx, data, indices):
     b = ctx.attr("batch_dims") if ctx.opset >= 12 else 0
     k, coords = _nd_index(data, indices, b, "GatherND")
@@ -379,7 +379,7 @@ def _reduction(ctx):
     return r
 
 
-@op("ScatterND", since=(11, 13, 16, 18))
+@kernel("ScatterND")
 def scatter_nd(ctx, data, indices, updates):
     r = _reduction(ctx)
     k, coords = _nd_index(data, indices, 0, "ScatterND")
@@ -399,7 +399,7 @@ def _elements_index(data, indices, axis, what):
     return tuple(grids)
 
 
-@op("ScatterElements", since=(11, 13, 16, 18))
+@kernel("ScatterElements")
 def scatter_elements(ctx, data, indices, updates):
     r = _reduction(ctx)
     axis = axis_index(ctx.attr("axis"), data.ndim)
@@ -412,7 +412,7 @@ def scatter_elements(ctx, data, indices, updates):
     return out
 
 
-@op("Scatter", since=(9, 11))
+@kernel("Scatter")
 def scatter(ctx, data, indices, updates):
     axis = axis_index(ctx.attr("axis"), data.ndim)
     out = np.array(data, copy=True)
@@ -420,7 +420,7 @@ def scatter(ctx, data, indices, updates):
     return out
 
 
-@op("Compress", since=(9, 11, 28))
+@kernel("Compress")
 def compress(ctx, x, condition):
     axis = ctx.attr("axis")
     cond = np.asarray(condition, dtype=bool).reshape(-1)
@@ -468,19 +468,19 @@ def _pad(x, pads, mode, value, axes=None):
     raise UnsupportedError(f"Pad mode {mode!r} is not constant, reflect, edge or wrap")
 
 
-@op("Pad", since=1)
+@kernel("Pad")
 def pad_v1(ctx, x):
     return _pad(x, ctx.attr("paddings", []), ctx.attr("mode"),
                 np.asarray(ctx.attr("value"), x.dtype))
 
 
-@op("Pad", since=2)
+@kernel("Pad", since=2)
 def pad_v2(ctx, x):
     return _pad(x, ctx.attr("pads", []), ctx.attr("mode"),
                 np.asarray(ctx.attr("value"), x.dtype))
 
 
-@op("Pad", since=(11, 13, 18, 19, 21, 23, 24, 25))
+@kernel("Pad", since=11)
 def pad(ctx, x, pads, constant_value=None, axes=None):
     value = None
     if constant_value is not None and constant_value.size:
@@ -489,7 +489,7 @@ def pad(ctx, x, pads, constant_value=None, axes=None):
                 None if axes is None else _ints(axes))
 
 
-@op("CenterCropPad", since=18)
+@kernel("CenterCropPad")
 def center_crop_pad(ctx, x, shape):
     target = _ints(shape)
     axes = ctx.attr("axes")
@@ -515,7 +515,7 @@ def center_crop_pad(ctx, x, shape):
 
 
 # -- generators -----------------------------------------------------------------------------
-@op("Shape", since=(1, 13, 15, 19, 21, 23, 24, 25))
+@kernel("Shape")
 def shape(ctx, x):
     dims = x.shape
     if ctx.opset >= 15:
@@ -528,12 +528,12 @@ def shape(ctx, x):
     return np.array(dims, dtype=np.int64)
 
 
-@op("Size", since=(1, 13, 19, 21, 23, 24, 25))
+@kernel("Size")
 def size(ctx, x):
     return np.array(x.size, dtype=np.int64)
 
 
-@op("ConstantOfShape", since=(9, 20, 21, 23, 24, 25))
+@kernel("ConstantOfShape")
 def constant_of_shape(ctx, shape):
     value = ctx.attr("value")
     if value is None:
@@ -547,7 +547,7 @@ def constant_of_shape(ctx, shape):
     return out
 
 
-@op("Range", since=(11, 27))
+@kernel("Range")
 def range_(ctx, start, limit, delta):
     s, l, d = (np.asarray(v).reshape(()) for v in (start, limit, delta))
     dt = s.dtype
@@ -569,7 +569,7 @@ def range_(ctx, start, limit, delta):
     return (sw + np.arange(n, dtype=work) * dw).astype(dt)
 
 
-@op("EyeLike", since=(9, 22))
+@kernel("EyeLike")
 def eye_like(ctx, x):
     from ...ir.dtypes import INFO
     if x.ndim != 2:
@@ -580,13 +580,13 @@ def eye_like(ctx, x):
     return np.eye(x.shape[0], x.shape[1], k=ctx.attr("k"), dtype=dt)
 
 
-@op("Trilu", since=14)
+@kernel("Trilu")
 def trilu(ctx, x, k=None):
     kk = 0 if k is None else int(np.asarray(k).reshape(-1)[0])
     return np.triu(x, kk) if ctx.attr("upper") else np.tril(x, kk)
 
 
-@op("OneHot", since=(9, 11, 28))
+@kernel("OneHot")
 def one_hot(ctx, indices, depth, values):
     d = int(np.asarray(depth).reshape(-1)[0])
     if d < 0:
@@ -608,14 +608,14 @@ def one_hot(ctx, indices, depth, values):
     return np.where(hot, vals[1], vals[0]).astype(vals.dtype, copy=False)
 
 
-@op("NonZero", since=(9, 13))
+@kernel("NonZero")
 def non_zero(ctx, x):
     if x.ndim == 0:
         return np.zeros((0, 1 if bool(x) else 0), dtype=np.int64)
     return np.array(np.nonzero(x), dtype=np.int64).reshape(x.ndim, -1)
 
 
-@op("Identity", since=(1, 13, 14, 16, 19, 21, 23, 24, 25))
+@kernel("Identity")
 def identity(ctx, x):
     return x
 
@@ -624,7 +624,7 @@ _CONSTANT_ATTRS = ("value", "sparse_value", "value_float", "value_floats", "valu
                    "value_ints", "value_string", "value_strings")
 
 
-@op("Constant", since=(1, 9, 11, 12, 13, 19, 21, 23, 24, 25))
+@kernel("Constant")
 def constant(ctx):
     given = [n for n in _CONSTANT_ATTRS if n in ctx.attrs]
     if len(given) != 1:
@@ -649,7 +649,7 @@ def constant(ctx):
 
 
 # -- rearrangements -------------------------------------------------------------------------
-@op("DepthToSpace", since=(1, 11, 13, 28))
+@kernel("DepthToSpace")
 def depth_to_space(ctx, x):
     bs = ctx.attr("blocksize")
     mode = ctx.attr("mode", "DCR")
@@ -665,7 +665,7 @@ def depth_to_space(ctx, x):
     return t.reshape(b, c // (bs * bs), h * bs, w * bs)
 
 
-@op("SpaceToDepth", since=(1, 13, 28))
+@kernel("SpaceToDepth")
 def space_to_depth(ctx, x):
     bs = ctx.attr("blocksize")
     mode = ctx.attr("mode") if ctx.opset >= 28 else "DCR"
@@ -682,7 +682,7 @@ def space_to_depth(ctx, x):
     return t.reshape(b, c * bs * bs, h // bs, w // bs)
 
 
-@op("ReverseSequence", since=(10, 28))
+@kernel("ReverseSequence")
 def reverse_sequence(ctx, x, sequence_lens):
     batch_axis = ctx.attr("batch_axis")
     time_axis = ctx.attr("time_axis")
@@ -699,7 +699,7 @@ def reverse_sequence(ctx, x, sequence_lens):
     return np.take_along_axis(x, idx, axis=time_axis)
 
 
-@op("Unique", since=(11, 28))
+@kernel("Unique")
 def unique(ctx, x):
     axis = ctx.attr("axis")
     is_sorted = ctx.attr("sorted")

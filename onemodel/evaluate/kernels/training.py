@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError, UnsupportedError
-from ..registry import op
+from ...operators import kernel
 
 DOMAIN = "ai.onnx.preview.training"
 
@@ -36,7 +36,7 @@ def _scalar(v, what: str, name: str):
     return a.reshape(())
 
 
-@op("Adagrad", since=1, domain=DOMAIN)
+@kernel("Adagrad", domain=DOMAIN)
 def adagrad(ctx, r, t, *tensors):
     """Adagrad: inputs R, T, X..., G..., H...; outputs X_new..., H_new...."""
     xs, gs, hs = _groups("Adagrad", tensors, 3)
@@ -54,7 +54,7 @@ def adagrad(ctx, r, t, *tensors):
     return tuple(x_new + h_new)
 
 
-@op("Adam", since=1, domain=DOMAIN)
+@kernel("Adam", domain=DOMAIN)
 def adam(ctx, r, t, *tensors):
     """Adam: inputs R, T, X..., G..., V..., H...; outputs X_new..., V_new..., H_new...."""
     xs, gs, vs, hs = _groups("Adam", tensors, 4)
@@ -80,7 +80,7 @@ def adam(ctx, r, t, *tensors):
     return tuple(x_new + v_new + h_new)
 
 
-@op("Momentum", since=1, domain=DOMAIN)
+@kernel("Momentum", domain=DOMAIN)
 def momentum(ctx, r, t, *tensors):
     """Momentum (``mode`` standard or nesterov): inputs R, T, X..., G..., V...; outputs
     X_new..., V_new...."""

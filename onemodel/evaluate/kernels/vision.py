@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ...errors import EvaluationError, UnsupportedError
-from ..registry import op
+from ...operators import kernel
 
 # -- NonMaxSuppression ------------------------------------------------------------------------
 
@@ -38,7 +38,7 @@ def _iou(box: np.ndarray, others: np.ndarray) -> np.ndarray:
     return np.where(ok, inter / np.where(union > 0, union, 1), 0.0)
 
 
-@op("NonMaxSuppression", since=(10, 11))
+@kernel("NonMaxSuppression")
 def non_max_suppression(ctx, boxes, scores, max_output_boxes_per_class=None,
                         iou_threshold=None, score_threshold=None):
     """NonMaxSuppression: per batch and class, greedily keep the best-scoring boxes, dropping
@@ -97,7 +97,7 @@ def _axis_samples(start: float, size: float, pooled: int, grid: int, extent: int
     return low, high, 1 - frac, frac, valid
 
 
-@op("RoiAlign", since=(10, 16))
+@kernel("RoiAlign")
 def roi_align(ctx, x, rois, batch_indices):
     """RoiAlign: average (or max) of bilinear samples over each bin of each region.
 
@@ -201,7 +201,7 @@ def _cubic_weights(t: np.ndarray, a: float = -0.75) -> list[np.ndarray]:
     return [far(t + 1), near(t), near(1 - t), far(2 - t)]
 
 
-@op("GridSample", since=(16, 20, 22))
+@kernel("GridSample")
 def grid_sample(ctx, x, grid):
     """GridSample: sample X [N, C, *in] at grid [N, *out, D] (normalized to [-1, 1], x first).
 
@@ -271,7 +271,7 @@ def grid_sample(ctx, x, grid):
 
 # -- AffineGrid -------------------------------------------------------------------------------
 
-@op("AffineGrid", since=20)
+@kernel("AffineGrid")
 def affine_grid(ctx, theta, size):
     """AffineGrid: the sampling grid of affine matrices theta ([N, 2, 3] or [N, 3, 4]) for an
     output of ``size`` [N, C, H, W] or [N, C, D, H, W]; output [N, H, W, 2] or [N, D, H, W, 3]

@@ -12,7 +12,7 @@ opset 1 any axis is taken (the input is coerced to 2-D at it).
 from __future__ import annotations
 
 from .. import dims as D
-from ..registry import rule
+from ...operators import rule
 from ._util import int_attr, same_shape
 
 
@@ -20,13 +20,9 @@ def _same(ctx, x):
     return same_shape(ctx, x)
 
 
-for _name, _versions in (
-        ("Relu", (1, 6, 13, 14)), ("LeakyRelu", (1, 6, 16)), ("Elu", (1, 6, 22)),
-        ("Selu", (1, 6, 22)), ("Celu", (12, 28)), ("Sigmoid", (1, 6, 13)),
-        ("HardSigmoid", (1, 6, 22)), ("HardSwish", (14, 22)), ("Softplus", (1, 22)),
-        ("Softsign", (1, 22)), ("Gelu", (20,)), ("Mish", (18, 22)),
-        ("ThresholdedRelu", (10, 22)), ("Swish", (24,)), ("Shrink", (9,))):
-    rule(_name, since=_versions)(_same)
+for _name in ("Relu", "LeakyRelu", "Elu", "Selu", "Celu", "Sigmoid", "HardSigmoid", "HardSwish",
+              "Softplus", "Softsign", "Gelu", "Mish", "ThresholdedRelu", "Swish", "Shrink"):
+    rule(_name)(_same)
 
 
 def unidirectional(ctx, a, b, what: str = "inputs") -> list | None:
@@ -50,7 +46,7 @@ def unidirectional(ctx, a, b, what: str = "inputs") -> list | None:
     return out
 
 
-@rule("PRelu", since=(1, 6, 7, 9, 16))
+@rule("PRelu")
 def prelu(ctx, x, slope):
     """PRelu: ``X``'s shape; from opset 7 the slope broadcasts to it (Clause 6.6.3); before,
     a rank-1 slope is one value per channel (axis 1)."""
@@ -71,4 +67,4 @@ def _softmax(ctx, x):
 
 
 for _name in ("Softmax", "LogSoftmax", "Hardmax"):
-    rule(_name, since=(1, 11, 13))(_softmax)
+    rule(_name)(_softmax)

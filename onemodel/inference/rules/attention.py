@@ -27,7 +27,7 @@ heads does not divide, query heads not a multiple of key heads, unequal batch or
 from __future__ import annotations
 
 from .. import dims as D
-from ..registry import rule
+from ...operators import rule
 from ..value import Value
 from ._util import int_attr
 
@@ -83,7 +83,7 @@ def _attend(ctx, qh, kh, vh):
     return b, hq, qh[2] if qh else None, d, hkv, length, vh[3] if vh else None
 
 
-@rule("Attention", since=(23, 24, 25))
+@rule("Attention")
 def attention(ctx, q, k, v, attn_mask=None, past_key=None, past_value=None,
               nonpad_kv_seqlen=None):
     """Attention: Y, present_key, present_value, qk_matmul_output (module doc)."""
@@ -129,7 +129,7 @@ def attention(ctx, q, k, v, attn_mask=None, past_key=None, past_value=None,
     return (y, [b, hkv, total, d], [b, hkv, total, dv], [b, hq, s, total])
 
 
-@rule("RotaryEmbedding", since=23)
+@rule("RotaryEmbedding")
 def rotary_embedding(ctx, x, cos_cache, sin_cache, position_ids=None):
     """RotaryEmbedding: X's shape (3-D with ``num_heads``, or 4-D); its batch and sequence
     extents unified with position_ids [B, S], or without them with the caches [B, S, R / 2],
@@ -167,7 +167,7 @@ def rotary_embedding(ctx, x, cos_cache, sin_cache, position_ids=None):
     return out
 
 
-@rule("TensorScatter", since=24)
+@rule("TensorScatter")
 def tensor_scatter(ctx, past_cache, update, write_indices=None):
     """TensorScatter: past_cache's shape; update equal to it off ``axis`` (not the batch)."""
     cs = past_cache.shape
@@ -188,7 +188,7 @@ def tensor_scatter(ctx, past_cache, update, write_indices=None):
     return out
 
 
-@rule("SwiGLU", since=28)
+@rule("SwiGLU")
 def swiglu(ctx, a, b):
     """SwiGLU: A's shape; B's must equal it."""
     if a.shape is None or b is None or b.shape is None:
@@ -217,7 +217,7 @@ def _packed(ctx, v, heads, what):
     return s[0], s[1], D.floordiv(last, heads) if last is not None else None
 
 
-@rule("LinearAttention", since=27)
+@rule("LinearAttention")
 def linear_attention(ctx, query, key, value, past_state=None, decay=None, beta=None):
     """LinearAttention: output [B, T, Hq * dv], state [B, Hkv, dk, dv] (module doc)."""
     hq = int_attr(ctx, "q_num_heads", 0) or None
@@ -244,7 +244,7 @@ def linear_attention(ctx, query, key, value, past_state=None, decay=None, beta=N
     return out, ctx.tensor([b, hkv, dk, dv], elem=query.elem or ctx.elem(1), i=1)
 
 
-@rule("FlexAttention", since=1, domain="ai.onnx.preview")
+@rule("FlexAttention", domain="ai.onnx.preview")
 def flex_attention(ctx, q, k, v):
     """FlexAttention: [B, Hq, L, Dv] (module doc)."""
     shapes = []

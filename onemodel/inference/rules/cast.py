@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from ..registry import rule
+from ...operators import rule
 from ._util import INT_RANGE, int_attr, lower, same_shape
 
 _BOOL = 9
@@ -99,21 +99,21 @@ def _to_attr(ctx):
     return int(to)
 
 
-@rule("Cast", since=(1, 6, 9, 13, 19, 21, 23, 24, 25, 28))
+@rule("Cast")
 def cast(ctx, x):
     """Cast: ``x``'s shape, element type ``to`` (a contradiction when it is missing or not in
     Table 5); known elements converted (module doc)."""
     return _cast(ctx, x, _to_attr(ctx))
 
 
-@rule("CastLike", since=(15, 19, 21, 23, 24, 25))
+@rule("CastLike")
 def cast_like(ctx, x, like):
     """CastLike: ``x``'s shape, the element type of ``target_type``; known elements
     converted."""
     return _cast(ctx, x, ctx.elem(0))
 
 
-@rule("BitCast", since=26)
+@rule("BitCast")
 def bitcast(ctx, x):
     """BitCast: ``x``'s shape, element type ``to``; a contradiction when ``to`` and the input's
     type differ in width, or either is a string."""

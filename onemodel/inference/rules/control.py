@@ -36,7 +36,7 @@ that empty shape, so nothing is claimed that a zero-iteration run would not give
 from __future__ import annotations
 
 from .. import dims as D
-from ..registry import rule
+from ...operators import rule
 from ..value import UNKNOWN, Value
 from ._util import lower, nonneg
 
@@ -186,7 +186,7 @@ def _stacked(ctx, v: Value | None, length, axis: int, at_least_one: bool, declar
 
 
 # -- If ----------------------------------------------------------------------------------------
-@rule("If", since=1)
+@rule("If")
 def if_(ctx, cond):
     """If: both branches inferred; an output is the chosen branch's when the condition is
     known, else the join of the branches' (:func:`join`)."""
@@ -215,7 +215,7 @@ def if_(ctx, cond):
 
 
 # -- Loop --------------------------------------------------------------------------------------
-@rule("Loop", since=1)
+@rule("Loop")
 def loop(ctx, max_trip_count=None, cond=None, *carried):
     """Loop (Clause 9 on its body): see the module docstring. Outputs: the N final carried
     values, then the K scan outputs ``[trips, *body extents]``."""
@@ -322,7 +322,7 @@ def _prefix(v, count: int):
     return list(v.shape[:count]), Value.tensor(v.elem, v.shape[count:])
 
 
-@rule("Scan", since=8)
+@rule("Scan")
 def scan8(ctx, sequence_lens=None, *inputs):
     """Scan, opset 8: states ``[batch, ...]`` and scan inputs ``[batch, sequence, ...]``, each
     batch entry scanned on its own (over its ``sequence_lens`` first steps). Outputs: the final

@@ -29,7 +29,7 @@ that is an expression of the input's variables is kept: whether it fits depends 
 from __future__ import annotations
 
 from .. import dims as D
-from ..registry import rule
+from ...operators import rule
 
 _AUTO_PADS = ("NOTSET", "", "SAME_UPPER", "SAME_LOWER", "VALID")
 
@@ -235,13 +235,13 @@ def conv_shape(ctx, x, w, b=None) -> list | None:
     return [xs[0] if xs is not None else None, m] + spatial
 
 
-@rule("Conv", since=(1, 11, 22))
+@rule("Conv")
 def conv(ctx, x, w, b=None):
     """Conv: ``[N, M, *spatial]`` (module doc)."""
     return conv_shape(ctx, x, w, b)
 
 
-@rule("ConvTranspose", since=(1, 11, 22))
+@rule("ConvTranspose")
 def conv_transpose(ctx, x, w, b=None):
     """ConvTranspose: ``[N, W.shape[1] * group, *spatial]`` (module doc)."""
     n, xs, ws, group = _operands(ctx, x, w)
@@ -294,7 +294,7 @@ def conv_transpose(ctx, x, w, b=None):
                           extra=f", output_padding {out_pad}")
 
 
-@rule("DeformConv", since=(19, 22))
+@rule("DeformConv")
 def deform_conv(ctx, x, w, offset, b=None, mask=None):
     """DeformConv: Conv's output ``[N, M, *out]`` with explicit pads; ``offset`` is
     ``[N, offset_group * K * n, *out]`` and ``mask`` ``[N, offset_group * K, *out]`` (K the
@@ -319,7 +319,7 @@ def deform_conv(ctx, x, w, offset, b=None, mask=None):
     return out
 
 
-@rule("CausalConvWithState", since=27)
+@rule("CausalConvWithState")
 def causal_conv_with_state(ctx, x, w, b=None, past_state=None):
     """CausalConvWithState: ``(y [N, C, L], present_state [N, C, k-1])`` for ``x`` [N, C, L]
     and ``w`` [C, 1, k]; ``b`` [C] and ``past_state`` [N, C, k-1] unified with them.

@@ -23,7 +23,7 @@ wrapped to its element type's range as the kernels' fixed-width arithmetic does.
 from __future__ import annotations
 
 from .. import dims as D
-from ..registry import rule
+from ...operators import rule
 from ..value import MAX_DATA, Value
 from ._util import (
     INT_RANGE,
@@ -234,14 +234,11 @@ def _arith(name):
     return infer
 
 
-for _name, _versions in (("Add", (1, 6, 7, 13, 14)), ("Sub", (1, 6, 7, 13, 14)),
-                         ("Mul", (1, 6, 7, 13, 14)), ("Div", (1, 6, 7, 13, 14))):
-    rule(_name, since=_versions)(_arith(_name))
-for _name in ("BitwiseAnd", "BitwiseOr", "BitwiseXor"):
-    rule(_name, since=18)(_arith(_name))
+for _name in ("Add", "Sub", "Mul", "Div", "BitwiseAnd", "BitwiseOr", "BitwiseXor"):
+    rule(_name)(_arith(_name))
 
 
-@rule("Mod", since=(10, 13, 28))
+@rule("Mod")
 def mod(ctx, a, b):
     """Mod: the broadcast shape; integer data with ``fmod`` 0 (sign of the divisor) or 1
     (sign of the dividend)."""
@@ -253,13 +250,13 @@ def mod(ctx, a, b):
     return _int_result(ctx, out, [fn(x, y) for x, y in zip(*items)])
 
 
-@rule("Pow", since=(1, 7, 12, 13, 15))
+@rule("Pow")
 def pow_(ctx, x, y):
     """Pow: the broadcast shape (before opset 7 the base's); the base's element type."""
     return _shape(ctx, x, y)
 
 
-@rule("BitShift", since=(11, 28))
+@rule("BitShift")
 def bitshift(ctx, x, y):
     """BitShift: the broadcast shape of the two inputs."""
     return ctx.broadcast(x, y)
@@ -287,11 +284,9 @@ def _comparison(name):
     return infer
 
 
-for _name, _versions in (("And", (1, 7)), ("Or", (1, 7)), ("Xor", (1, 7)),
-                         ("Equal", (1, 7, 11, 13, 19)), ("Greater", (1, 7, 9, 13)),
-                         ("Less", (1, 7, 9, 13)), ("GreaterOrEqual", (12, 16)),
-                         ("LessOrEqual", (12, 16))):
-    rule(_name, since=_versions)(_comparison(_name))
+for _name in ("And", "Or", "Xor", "Equal", "Greater", "Less", "GreaterOrEqual",
+              "LessOrEqual"):
+    rule(_name)(_comparison(_name))
 
 
 # -- variadic ---------------------------------------------------------------------------------
@@ -333,10 +328,10 @@ def _variadic(name, fold, sign=0):
     return infer
 
 
-rule("Sum", since=(1, 6, 8, 13))(_variadic("Sum", D.add))
-rule("Mean", since=(1, 6, 8, 13))(_variadic("Mean", None))
-rule("Max", since=(1, 6, 8, 12, 13))(_variadic("Max", None, 1))
-rule("Min", since=(1, 6, 8, 12, 13))(_variadic("Min", None, -1))
+rule("Sum")(_variadic("Sum", D.add))
+rule("Mean")(_variadic("Mean", None))
+rule("Max")(_variadic("Max", None, 1))
+rule("Min")(_variadic("Min", None, -1))
 
 
 # -- unary ------------------------------------------------------------------------------------
@@ -344,15 +339,10 @@ def _unary(ctx, x):
     return same_shape(ctx, x)
 
 
-for _name, _versions in (
-        ("Floor", (1, 6, 13)), ("Ceil", (1, 6, 13)), ("Sqrt", (1, 6, 13)),
-        ("Exp", (1, 6, 13)), ("Tanh", (1, 6, 13)), ("Log", (1, 6, 13)), ("Round", (11, 22)),
-        ("Sin", (7, 22)), ("Cos", (7, 22)), ("Tan", (7, 22)), ("Asin", (7, 22)),
-        ("Acos", (7, 22)), ("Atan", (7, 22)), ("Sinh", (9, 22)), ("Cosh", (9, 22)),
-        ("Asinh", (9, 22)), ("Acosh", (9, 22)), ("Atanh", (9, 22)), ("Sign", (9, 13)),
-        ("BitwiseNot", (18,)), ("Reciprocal", (1, 6, 13)), ("IsNaN", (9, 13, 20)),
-        ("IsInf", (10, 20)), ("Erf", (9, 13))):
-    rule(_name, since=_versions)(_unary)
+for _name in ("Floor", "Ceil", "Sqrt", "Exp", "Tanh", "Log", "Round", "Sin", "Cos", "Tan",
+              "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Sign",
+              "BitwiseNot", "Reciprocal", "IsNaN", "IsInf", "Erf"):
+    rule(_name)(_unary)
 
 
 def _int_unary(fn):
@@ -374,11 +364,11 @@ def _abs(e):
     return neg if nonneg(neg) else None
 
 
-rule("Neg", since=(1, 6, 13))(_int_unary(lambda e: D.mul(e, -1)))
-rule("Abs", since=(1, 6, 13))(_int_unary(_abs))
+rule("Neg")(_int_unary(lambda e: D.mul(e, -1)))
+rule("Abs")(_int_unary(_abs))
 
 
-@rule("Not", since=1)
+@rule("Not")
 def not_(ctx, x):
     """Not: the input's shape; known bools negated."""
     items = _operands(ctx, x.shape, (x,), "bool")
@@ -388,7 +378,7 @@ def not_(ctx, x):
 
 
 # -- selection --------------------------------------------------------------------------------
-@rule("Where", since=(9, 16))
+@rule("Where")
 def where(ctx, cond, x, y):
     """Where: the broadcast of the three shapes (Clause 6.6.2), ``X``'s element type; the
     elements where the condition and the picked elements are known."""
@@ -413,13 +403,13 @@ def where(ctx, cond, x, y):
     return ctx.tensor(out, data=data)
 
 
-@rule("Clip", since=(1, 6))
+@rule("Clip")
 def clip_attr(ctx, x):
     """Clip before opset 11 (``min``/``max`` attributes): the input's shape."""
     return same_shape(ctx, x)
 
 
-@rule("Clip", since=(11, 12, 13))
+@rule("Clip", since=11)
 def clip(ctx, x, lo=None, hi=None):
     """Clip from opset 11 (``min``/``max`` scalar inputs, optional; an empty one is ignored as
     the kernel does): the broadcast of the input with the bounds, which is the input's shape

@@ -19,7 +19,7 @@ Shapes (ONNX Part 1, operator definitions of Clause 14.3; broadcasting Clause 6.
 from __future__ import annotations
 
 from .. import dims as D
-from ..registry import rule
+from ...operators import rule
 
 
 def matmul_shape(ctx, a, b) -> list | None:
@@ -40,13 +40,13 @@ def matmul_shape(ctx, a, b) -> list | None:
     return out
 
 
-@rule("MatMul", since=(1, 9, 13))
+@rule("MatMul")
 def matmul(ctx, a, b):
     """MatMul: numpy.matmul's shape (module doc)."""
     return matmul_shape(ctx, a, b)
 
 
-@rule("Gemm", since=(1, 6, 7, 9, 11, 13))
+@rule("Gemm")
 def gemm(ctx, a, b, c=None):
     """Gemm: ``[M, N]`` (module doc)."""
     sa, sb = a.shape, b.shape
@@ -103,7 +103,7 @@ def _parse(eq: str):
     return ins, out
 
 
-@rule("Einsum", since=(12, 28))
+@rule("Einsum")
 def einsum(ctx, *xs):
     """Einsum: the output term's extents (module doc)."""
     eq = ctx.attr("equation") or ""
@@ -165,7 +165,7 @@ def einsum(ctx, *xs):
     return shape
 
 
-@rule("Det", since=(11, 22))
+@rule("Det")
 def det(ctx, x):
     """Det: ``[*, M, M]`` gives ``[*]``."""
     s = x.shape

@@ -12,7 +12,7 @@ a weight not ``[C]``, or a reduction other than the three is a contradiction (Cl
 from __future__ import annotations
 
 from .. import dims as D
-from ..registry import rule
+from ...operators import rule
 
 _REDUCTIONS = ("none", "sum", "mean")
 
@@ -51,13 +51,13 @@ def _shapes(ctx, x, target, weight) -> tuple:
     return (per_item if reduction == "none" else []), scores
 
 
-@rule("NegativeLogLikelihoodLoss", since=(12, 13, 22))
+@rule("NegativeLogLikelihoodLoss")
 def negative_log_likelihood_loss(ctx, x, target, weight=None):
     """NegativeLogLikelihoodLoss: the loss's shape by ``reduction`` (module doc)."""
     return _shapes(ctx, x, target, weight)[0]
 
 
-@rule("SoftmaxCrossEntropyLoss", since=(12, 13))
+@rule("SoftmaxCrossEntropyLoss")
 def softmax_cross_entropy_loss(ctx, scores, labels, weights=None):
     """SoftmaxCrossEntropyLoss: ``(loss, log_prob)``: the loss by ``reduction``, log_prob of
     the scores' shape."""

@@ -41,7 +41,7 @@ the count of sliding blocks (onnxruntime refuses these models).
 from __future__ import annotations
 
 from .. import dims as D
-from ..registry import rule
+from ...operators import rule
 from ._util import int_attr, list_attr, lower
 
 _FLOAT, _BOOL, _INT32 = 1, 9, 6
@@ -58,7 +58,7 @@ def _scalar(ctx, i):
 
 
 # -- Dropout, LRN ---------------------------------------------------------------------------
-@rule("Dropout", since=(1, 6, 7, 10))
+@rule("Dropout")
 def dropout_old(ctx, x):
     """Dropout before opset 12: output and mask of X's shape (mask bool from opset 10)."""
     s = _shape(x)
@@ -66,14 +66,14 @@ def dropout_old(ctx, x):
     return s, ctx.tensor(list(s) if s is not None else None, elem=mask_elem, i=1)
 
 
-@rule("Dropout", since=(12, 13, 22))
+@rule("Dropout", since=12)
 def dropout(ctx, x, ratio=None, training_mode=None):
     """Dropout: output of X's shape, bool mask of X's shape."""
     s = _shape(x)
     return s, ctx.tensor(list(s) if s is not None else None, elem=_BOOL, i=1)
 
 
-@rule("LRN", since=(1, 13))
+@rule("LRN")
 def lrn(ctx, x):
     """LRN: X's shape ([N, C, D1, ...])."""
     s = _shape(x)
@@ -88,19 +88,19 @@ def _dtype(ctx, default):
     return code or default
 
 
-@rule("Bernoulli", since=15)
+@rule("Bernoulli")
 def bernoulli(ctx, p):
     """Bernoulli: p's shape, ``dtype`` or p's type."""
     return ctx.tensor(_shape(p), elem=_dtype(ctx, p.elem))
 
 
-@rule("RandomUniform", since=(1, 22))
+@rule("RandomUniform")
 def random_uniform(ctx):
     """RandomUniform: the ``shape`` attribute, ``dtype`` (default float)."""
     return _random(ctx)
 
 
-@rule("RandomNormal", since=(1, 22))
+@rule("RandomNormal")
 def random_normal(ctx):
     """RandomNormal: the ``shape`` attribute, ``dtype`` (default float)."""
     return _random(ctx)
@@ -116,19 +116,19 @@ def _random(ctx):
     return ctx.tensor(out, elem=_dtype(ctx, _FLOAT))
 
 
-@rule("RandomUniformLike", since=(1, 22))
+@rule("RandomUniformLike")
 def random_uniform_like(ctx, x):
     """RandomUniformLike: X's shape, ``dtype`` or X's type."""
     return ctx.tensor(_shape(x), elem=_dtype(ctx, x.elem))
 
 
-@rule("RandomNormalLike", since=(1, 22))
+@rule("RandomNormalLike")
 def random_normal_like(ctx, x):
     """RandomNormalLike: X's shape, ``dtype`` or X's type."""
     return ctx.tensor(_shape(x), elem=_dtype(ctx, x.elem))
 
 
-@rule("Multinomial", since=(7, 22))
+@rule("Multinomial")
 def multinomial(ctx, x):
     """Multinomial: [batch, sample_size], ``dtype`` (default int32)."""
     s = _shape(x)
@@ -153,19 +153,19 @@ def _window(ctx):
     return ctx.tensor([n], elem=code)
 
 
-@rule("HannWindow", since=17)
+@rule("HannWindow")
 def hann_window(ctx, size):
     """HannWindow: [size], ``output_datatype``."""
     return _window(ctx)
 
 
-@rule("HammingWindow", since=17)
+@rule("HammingWindow")
 def hamming_window(ctx, size):
     """HammingWindow: [size], ``output_datatype``."""
     return _window(ctx)
 
 
-@rule("BlackmanWindow", since=17)
+@rule("BlackmanWindow")
 def blackman_window(ctx, size):
     """BlackmanWindow: [size], ``output_datatype``."""
     return _window(ctx)
@@ -196,7 +196,7 @@ def _dft(ctx, x, axis, length_given):
     return s
 
 
-@rule("DFT", since=17)
+@rule("DFT")
 def dft17(ctx, x, dft_length=None):
     """DFT, opset 17: the ``axis`` attribute counted on the signal rank (module doc)."""
     if x.shape is None:
@@ -227,7 +227,7 @@ def dft20(ctx, x, dft_length=None, axis=None):
     return _dft(ctx, x, a % r, dft_length is not None)
 
 
-@rule("STFT", since=17)
+@rule("STFT")
 def stft(ctx, signal, frame_step, window=None, frame_length=None):
     """STFT: [batch, frames, bins, 2] (module doc)."""
     s = _shape(signal)
@@ -259,7 +259,7 @@ def stft(ctx, signal, frame_step, window=None, frame_length=None):
     return [batch, frames, bins, 2]
 
 
-@rule("MelWeightMatrix", since=17)
+@rule("MelWeightMatrix")
 def mel_weight_matrix(ctx, num_mel_bins, dft_length, sample_rate, lower_edge_hertz,
                       upper_edge_hertz):
     """MelWeightMatrix: [floor(dft_length / 2) + 1, num_mel_bins], ``output_datatype``."""
@@ -269,7 +269,7 @@ def mel_weight_matrix(ctx, num_mel_bins, dft_length, sample_rate, lower_edge_her
 
 
 # -- strings ----------------------------------------------------------------------------------
-@rule("StringNormalizer", since=10)
+@rule("StringNormalizer")
 def string_normalizer(ctx, x):
     """StringNormalizer: [C] or [1, C] (module doc)."""
     s = _shape(x)
@@ -288,13 +288,13 @@ def string_normalizer(ctx, x):
     return [c] if len(s) == 1 else [1, c]
 
 
-@rule("StringConcat", since=20)
+@rule("StringConcat")
 def string_concat(ctx, x, y):
     """StringConcat: the broadcast of X and Y."""
     return ctx.broadcast(x, y)
 
 
-@rule("StringSplit", since=20)
+@rule("StringSplit")
 def string_split(ctx, x):
     """StringSplit: Y [..., ?] (0 for an X of no elements), Z X's shape (int64)."""
     s = _shape(x)
@@ -303,13 +303,13 @@ def string_split(ctx, x):
     return s + [0 if 0 in s else None], s
 
 
-@rule("RegexFullMatch", since=20)
+@rule("RegexFullMatch")
 def regex_full_match(ctx, x):
     """RegexFullMatch: X's shape, bool."""
     return _shape(x)
 
 
-@rule("TfIdfVectorizer", since=9)
+@rule("TfIdfVectorizer")
 def tfidf_vectorizer(ctx, x):
     """TfIdfVectorizer: [max(ngram_indexes) + 1] or [N, max(ngram_indexes) + 1], float."""
     idx = list_attr(ctx, "ngram_indexes", int)
@@ -373,7 +373,7 @@ def _col2im_blocks(ctx, img, blk, L) -> None:
         ctx.unify(L, total, "X's block count and the sliding blocks")
 
 
-@rule("Col2Im", since=18)
+@rule("Col2Im")
 def col2im(ctx, x, image_shape, block_shape):
     """Col2Im: [N, C, *image_shape], C = X[1] / prod(block_shape); X's last extent L the
     number of sliding blocks (module doc)."""

@@ -29,7 +29,7 @@ coefficients or features that do not fit.
 from __future__ import annotations
 
 from .. import dims as D
-from ..registry import rule
+from ...operators import rule
 from ..value import Value
 from ._util import int_attr, list_attr
 
@@ -65,7 +65,7 @@ def _classified(ctx, n, c):
     return (ctx.tensor([n], elem=_label_elem(ctx)), ctx.tensor([n, c], elem=_FLOAT, i=1))
 
 
-@rule("LinearClassifier", since=1, domain=ML)
+@rule("LinearClassifier", domain=ML)
 def linear_classifier(ctx, x):
     """LinearClassifier: Y [N] labels, Z [N, C] float (module doc)."""
     n, f = _rows(ctx, x)
@@ -82,7 +82,7 @@ def linear_classifier(ctx, x):
     return _classified(ctx, n, labels or 1)
 
 
-@rule("LinearRegressor", since=1, domain=ML)
+@rule("LinearRegressor", domain=ML)
 def linear_regressor(ctx, x):
     """LinearRegressor: [N, targets] float."""
     n, f = _rows(ctx, x)
@@ -93,7 +93,7 @@ def linear_regressor(ctx, x):
     return ctx.tensor([n, t], elem=_FLOAT)
 
 
-@rule("Normalizer", since=1, domain=ML)
+@rule("Normalizer", domain=ML)
 def normalizer(ctx, x):
     """Normalizer: [N, F] float."""
     n, f = _rows(ctx, x)
@@ -104,25 +104,25 @@ def _same(x):
     return None if x is None or x.shape is None else list(x.shape)
 
 
-@rule("Scaler", since=1, domain=ML)
+@rule("Scaler", domain=ML)
 def scaler(ctx, x):
     """Scaler: X's shape, float."""
     return ctx.tensor(_same(x), elem=_FLOAT)
 
 
-@rule("Binarizer", since=1, domain=ML)
+@rule("Binarizer", domain=ML)
 def binarizer(ctx, x):
     """Binarizer: X's shape and type."""
     return _same(x)
 
 
-@rule("Imputer", since=1, domain=ML)
+@rule("Imputer", domain=ML)
 def imputer(ctx, x):
     """Imputer: X's shape and type."""
     return _same(x)
 
 
-@rule("OneHotEncoder", since=1, domain=ML)
+@rule("OneHotEncoder", domain=ML)
 def one_hot_encoder(ctx, x):
     """OneHotEncoder: [..., len(cats)] float."""
     cats = list_attr(ctx, "cats_strings") or list_attr(ctx, "cats_int64s")
@@ -130,7 +130,7 @@ def one_hot_encoder(ctx, x):
     return ctx.tensor(None if s is None else s + [len(cats)], elem=_FLOAT)
 
 
-@rule("ArrayFeatureExtractor", since=1, domain=ML)
+@rule("ArrayFeatureExtractor", domain=ML)
 def array_feature_extractor(ctx, x, y):
     """ArrayFeatureExtractor: X's shape, last extent the number of indices ([1, n] for 1-D)."""
     s = _same(x)
@@ -148,7 +148,7 @@ def array_feature_extractor(ctx, x, y):
     return [1, k] if len(s) == 1 else s[:-1] + [k]
 
 
-@rule("FeatureVectorizer", since=1, domain=ML)
+@rule("FeatureVectorizer", domain=ML)
 def feature_vectorizer(ctx, *inputs):
     """FeatureVectorizer: [N, sum(inputdimensions)] float."""
     dims = list_attr(ctx, "inputdimensions", int)
@@ -163,7 +163,7 @@ def feature_vectorizer(ctx, *inputs):
     return ctx.tensor([n, sum(dims)], elem=_FLOAT)
 
 
-@rule("ZipMap", since=1, domain=ML)
+@rule("ZipMap", domain=ML)
 def zipmap(ctx, x):
     """ZipMap: seq(map(label type, float))."""
     n_labels = _n_labels(ctx, "classlabels_int64s")
@@ -176,7 +176,7 @@ def zipmap(ctx, x):
 _CAST_TO = {"TO_FLOAT": _FLOAT, "TO_STRING": _STRING, "TO_INT64": _INT64}
 
 
-@rule("CastMap", since=1, domain=ML)
+@rule("CastMap", domain=ML)
 def cast_map(ctx, x):
     """CastMap: [1, n] of the ``cast_to`` type."""
     to = ctx.attr("cast_to")
@@ -185,7 +185,7 @@ def cast_map(ctx, x):
     return ctx.tensor([1, width], elem=elem)
 
 
-@rule("DictVectorizer", since=1, domain=ML)
+@rule("DictVectorizer", domain=ML)
 def dict_vectorizer(ctx, x):
     """DictVectorizer: [1 (a map) or ? (a sequence of maps), len(vocabulary)], value type."""
     vocab = list_attr(ctx, "string_vocabulary") or list_attr(ctx, "int64_vocabulary")
@@ -199,7 +199,7 @@ def dict_vectorizer(ctx, x):
     return ctx.tensor([rows, len(vocab)], elem=elem)
 
 
-@rule("LabelEncoder", since=1, domain=ML)
+@rule("LabelEncoder", domain=ML)
 def label_encoder1(ctx, x):
     """LabelEncoder 1: strings -> int64, int64 -> strings; X's shape."""
     elem = None
@@ -216,7 +216,7 @@ def _tensor_attr_elem(ctx, name):
     return None
 
 
-@rule("LabelEncoder", since=(2, 4), domain=ML)
+@rule("LabelEncoder", domain=ML, since=2)
 def label_encoder(ctx, x):
     """LabelEncoder 2 and 4: X's shape, the ``values_*`` attribute's type."""
     elem = None
@@ -237,14 +237,14 @@ def label_encoder(ctx, x):
     return ctx.tensor(_same(x), elem=elem)
 
 
-@rule("TreeEnsembleRegressor", since=(1, 3), domain=ML)
+@rule("TreeEnsembleRegressor", domain=ML)
 def tree_ensemble_regressor(ctx, x):
     """TreeEnsembleRegressor: [N, n_targets] float."""
     n, _ = _rows(ctx, x)
     return ctx.tensor([n, int_attr(ctx, "n_targets", 1)], elem=_FLOAT)
 
 
-@rule("TreeEnsembleClassifier", since=(1, 3), domain=ML)
+@rule("TreeEnsembleClassifier", domain=ML)
 def tree_ensemble_classifier(ctx, x):
     """TreeEnsembleClassifier: Y [N] labels, Z [N, C] float, C the number of labels."""
     n, _ = _rows(ctx, x)
@@ -255,7 +255,7 @@ def tree_ensemble_classifier(ctx, x):
             ctx.tensor([n, c or None], elem=_FLOAT, i=1))
 
 
-@rule("TreeEnsemble", since=5, domain=ML)
+@rule("TreeEnsemble", domain=ML)
 def tree_ensemble(ctx, x):
     """TreeEnsemble: [N, n_targets] in X's float type (float for others)."""
     n, _ = _rows(ctx, x)
@@ -264,14 +264,14 @@ def tree_ensemble(ctx, x):
     return ctx.tensor([n, int_attr(ctx, "n_targets")], elem=elem)
 
 
-@rule("SVMRegressor", since=1, domain=ML)
+@rule("SVMRegressor", domain=ML)
 def svm_regressor(ctx, x):
     """SVMRegressor: [N, 1] float."""
     n, _ = _rows(ctx, x)
     return ctx.tensor([n, 1], elem=_FLOAT)
 
 
-@rule("SVMClassifier", since=1, domain=ML)
+@rule("SVMClassifier", domain=ML)
 def svm_classifier(ctx, x):
     """SVMClassifier: Y [N] labels, Z [N, C] float (module doc)."""
     n, _ = _rows(ctx, x)

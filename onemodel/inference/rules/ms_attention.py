@@ -25,7 +25,7 @@ is not the input's last, a hidden size that the number of heads does not divide.
 from __future__ import annotations
 
 from .. import dims as D
-from ..registry import rule
+from ...operators import rule
 from ._util import int_attr
 
 
@@ -57,7 +57,7 @@ def _div(ctx, extent, heads, what):
     return D.floordiv(extent, heads)
 
 
-@rule("Attention", since=1, domain="com.microsoft")
+@rule("Attention", domain="com.microsoft")
 def ms_attention(ctx, x, weights, bias=None, mask_index=None, past=None, attention_bias=None,
                  past_sequence_length=None):
     """Attention: output [B, S, Hv], present [2, B, N, P + S, Hk / N] (module doc)."""
@@ -107,7 +107,7 @@ def _kv_heads(ctx, v, heads, what):
     return s[0], s[2], s[1], s[3]
 
 
-@rule("MultiHeadAttention", since=1, domain="com.microsoft")
+@rule("MultiHeadAttention", domain="com.microsoft")
 def ms_multi_head_attention(ctx, query, key=None, value=None, bias=None, key_padding_mask=None,
                             attention_bias=None, past_key=None, past_value=None,
                             past_sequence_length=None, cache_indirection=None):
@@ -156,7 +156,7 @@ def ms_multi_head_attention(ctx, query, key=None, value=None, bias=None, key_pad
             ctx.tensor([b, n, total, dv], elem=elem), ctx.tensor([b, n, s, total], elem=elem))
 
 
-@rule("RotaryEmbedding", since=1, domain="com.microsoft")
+@rule("RotaryEmbedding", domain="com.microsoft")
 def ms_rotary_embedding(ctx, x, position_ids=None, cos_cache=None, sin_cache=None):
     """RotaryEmbedding: the input's shape; a [B, S] position_ids' extents unified with its
     batch and sequence extents; caches of rank 2."""
@@ -173,7 +173,7 @@ def ms_rotary_embedding(ctx, x, position_ids=None, cos_cache=None, sin_cache=Non
     return ctx.tensor(xs, elem=_elem(x))
 
 
-@rule("GroupQueryAttention", since=1, domain="com.microsoft")
+@rule("GroupQueryAttention", domain="com.microsoft")
 def ms_group_query_attention(ctx, query, key=None, value=None, past_key=None, past_value=None,
                              seqlens_k=None, total_sequence_length=None, cos_cache=None,
                              sin_cache=None, position_ids=None, attention_bias=None,

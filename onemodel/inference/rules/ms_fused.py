@@ -24,7 +24,7 @@ axis out of range, unequal inner extents or channels.
 from __future__ import annotations
 
 from .. import dims as D
-from ..registry import rule
+from ...operators import rule
 from ..value import Value
 from .conv import conv_shape
 from .linalg import matmul_shape
@@ -43,10 +43,10 @@ def _same(ctx, x, *_):
 
 
 for _name in ("Gelu", "FastGelu", "BiasGelu", "QuickGelu"):
-    rule(_name, since=1, domain=MS)(_same)
+    rule(_name, domain=MS)(_same)
 
 
-@rule("BiasAdd", since=1, domain=MS)
+@rule("BiasAdd", domain=MS)
 def bias_add(ctx, x, bias, skip):
     """BiasAdd: ``[N, S, C]``, X's and skip's shapes unified, bias ``[C]``."""
     xs, ss = _shape(x), _shape(skip)
@@ -73,19 +73,19 @@ def _skip(ctx, x):
             Value.tensor(x.elem, s))
 
 
-@rule("SkipLayerNormalization", since=1, domain=MS)
+@rule("SkipLayerNormalization", domain=MS)
 def skip_layer_normalization(ctx, x, skip, gamma, beta=None, bias=None):
     """SkipLayerNormalization: ``(output, mean, inv_std_var, input_skip_bias_sum)``."""
     return _skip(ctx, x)
 
 
-@rule("SkipSimplifiedLayerNormalization", since=1, domain=MS)
+@rule("SkipSimplifiedLayerNormalization", domain=MS)
 def skip_simplified_layer_normalization(ctx, x, skip, gamma, bias=None):
     """SkipSimplifiedLayerNormalization: as SkipLayerNormalization."""
     return _skip(ctx, x)
 
 
-@rule("SimplifiedLayerNormalization", since=1, domain=MS)
+@rule("SimplifiedLayerNormalization")
 def simplified_layer_normalization(ctx, x, scale):
     """SimplifiedLayerNormalization: ``(Y, inv_std_var)`` (module doc)."""
     st = ctx.attr("stash_type", 1)
@@ -99,7 +99,7 @@ def simplified_layer_normalization(ctx, x, scale):
     return Value.tensor(scale.elem, s), Value.tensor(elem, s[:axis] + [1] * (len(s) - axis))
 
 
-@rule("EmbedLayerNormalization", since=1, domain=MS)
+@rule("EmbedLayerNormalization", domain=MS)
 def embed_layer_normalization(ctx, input_ids, segment_ids, word, position, segment, gamma,
                               beta, mask=None, position_ids=None):
     """EmbedLayerNormalization: ``(output, mask_index, embedding_sum)`` (module doc)."""
@@ -138,7 +138,7 @@ def _fused_read(s, batch: bool, trans: bool):
     return s
 
 
-@rule("FusedMatMul", since=1, domain=MS)
+@rule("FusedMatMul", domain=MS)
 def fused_matmul(ctx, a, b):
     """FusedMatMul: numpy.matmul's shape of the operands as read (module doc)."""
     ba, bb = bool(ctx.attr("transBatchA", 0)), bool(ctx.attr("transBatchB", 0))
@@ -151,7 +151,7 @@ def fused_matmul(ctx, a, b):
     return Value.tensor(a.elem, matmul_shape(ctx, ra, rb))
 
 
-@rule("FusedConv", since=1, domain=MS)
+@rule("FusedConv", domain=MS)
 def fused_conv(ctx, x, w, b=None, z=None):
     """FusedConv: Conv's shape, in X's element type; Z of that shape."""
     out = conv_shape(ctx, x, w, b)
@@ -169,14 +169,14 @@ def _channels_first(v):
     return Value.tensor(v.elem, None if s is None or len(s) < 2 else [s[0], s[-1]] + s[1:-1])
 
 
-@rule("NhwcConv", since=1, domain=MS)
+@rule("NhwcConv", domain=MS)
 def nhwc_conv(ctx, x, w, b=None):
     """NhwcConv: Conv's shape of the channels-first operands, with channels last."""
     out = conv_shape(ctx, _channels_first(x), _channels_first(w), b)
     return Value.tensor(x.elem, None if out is None else [out[0]] + out[2:] + [out[1]])
 
 
-@rule("Trilu", since=1, domain=MS)
+@rule("Trilu", domain=MS)
 def trilu(ctx, x, k=None):
     """Trilu: the input's shape (rank at least 2)."""
     if x.rank is not None and x.rank < 2:

@@ -21,7 +21,7 @@ schemas), so no type constraints bind their outputs: each rule states the elemen
 from __future__ import annotations
 
 from .. import dims as D
-from ..registry import rule
+from ...operators import rule
 from ..value import Value
 from .linalg import matmul_shape
 from .shape import concat
@@ -41,7 +41,7 @@ def _matmul(ctx, a, b):
     return matmul_shape(ctx, a, b) if a is not None and b is not None else None
 
 
-@rule("MatMulNBits", since=1, domain=MS)
+@rule("MatMulNBits", domain=MS)
 def matmul_nbits(ctx, a, b, scales, zero_points=None, g_idx=None, bias=None):
     """MatMulNBits: ``[..., N]`` in A's element type (module doc)."""
     n, k = ctx.attr("N", None), ctx.attr("K", None)
@@ -59,7 +59,7 @@ def matmul_nbits(ctx, a, b, scales, zero_points=None, g_idx=None, bias=None):
 _UINT8 = 2
 
 
-@rule("GatherBlockQuantized", since=1, domain=MS)
+@rule("GatherBlockQuantized", domain=MS)
 def gather_block_quantized(ctx, data, indices, scales, zero_points=None):
     """GatherBlockQuantized: the gathered shape in the scales' element type (module doc)."""
     elem = _elem(scales)
@@ -79,13 +79,13 @@ def gather_block_quantized(ctx, data, indices, scales, zero_points=None):
 _FLOAT = 1
 
 
-@rule("DynamicQuantizeMatMul", since=1, domain=MS)
+@rule("DynamicQuantizeMatMul", domain=MS)
 def dynamic_quantize_matmul(ctx, a, b, b_scale, b_zero_point=None, bias=None):
     """DynamicQuantizeMatMul: MatMul's shape, float32."""
     return ctx.tensor(_matmul(ctx, a, b), elem=_FLOAT)
 
 
-@rule("MatMulIntegerToFloat", since=1, domain=MS)
+@rule("MatMulIntegerToFloat", domain=MS)
 def matmul_integer_to_float(ctx, a, b, a_scale, b_scale, a_zero_point=None, b_zero_point=None,
                             bias=None):
     """MatMulIntegerToFloat: MatMul's shape in the scales' element type."""
@@ -93,27 +93,27 @@ def matmul_integer_to_float(ctx, a, b, a_scale, b_scale, a_zero_point=None, b_ze
     return ctx.tensor(_matmul(ctx, a, b), elem=elem)
 
 
-@rule("QLinearAdd", since=1, domain=MS)
+@rule("QLinearAdd", domain=MS)
 def qlinear_add(ctx, a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale,
                 c_zero_point=None):
     """QLinearAdd: the broadcast shape, A's element type."""
     return ctx.tensor(ctx.broadcast(a, b), elem=_elem(a))
 
 
-@rule("QLinearMul", since=1, domain=MS)
+@rule("QLinearMul", domain=MS)
 def qlinear_mul(ctx, a, a_scale, a_zero_point, b, b_scale, b_zero_point, c_scale,
                 c_zero_point=None):
     """QLinearMul: the broadcast shape, A's element type."""
     return ctx.tensor(ctx.broadcast(a, b), elem=_elem(a))
 
 
-@rule("QLinearSigmoid", since=1, domain=MS)
+@rule("QLinearSigmoid", domain=MS)
 def qlinear_sigmoid(ctx, x, x_scale, x_zero_point=None, y_scale=None, y_zero_point=None):
     """QLinearSigmoid: X's shape and element type."""
     return ctx.tensor(_shape(x), elem=_elem(x))
 
 
-@rule("QLinearGlobalAveragePool", since=1, domain=MS)
+@rule("QLinearGlobalAveragePool", domain=MS)
 def qlinear_global_average_pool(ctx, x, x_scale, x_zero_point, y_scale, y_zero_point):
     """QLinearGlobalAveragePool: spatial extents 1 (module doc)."""
     shape = _shape(x)
@@ -128,7 +128,7 @@ def qlinear_global_average_pool(ctx, x, x_scale, x_zero_point, y_scale, y_zero_p
     return ctx.tensor(shape, elem=_elem(x))
 
 
-@rule("QLinearConcat", since=1, domain=MS)
+@rule("QLinearConcat", domain=MS)
 def qlinear_concat(ctx, y_scale=None, y_zero_point=None, *inputs):
     """QLinearConcat: Concat's shape of the triples' tensors, Y_zero_point's element type."""
     elem = _elem(y_zero_point)

@@ -19,7 +19,7 @@ unequal inner extents, a 3H not divisible by 3 or H by the number of heads.
 from __future__ import annotations
 
 from .. import dims as D
-from ..registry import rule
+from ...operators import rule
 from ..value import Value
 
 MS = "com.microsoft"
@@ -37,7 +37,7 @@ def _rank(ctx, v, rank: int, what: str):
     return list(s)
 
 
-@rule("QAttention", since=1, domain=MS)
+@rule("QAttention", domain=MS)
 def q_attention(ctx, x=None, weight=None, bias=None, input_scale=None, weight_scale=None,
                 mask_index=None, input_zero_point=None, weight_zero_point=None, past=None):
     """QAttention: ``([B, S, H], [2, B, N, P + S, H / N])`` (module doc)."""
@@ -77,7 +77,7 @@ def q_attention(ctx, x=None, weight=None, bias=None, input_scale=None, weight_sc
             Value.tensor(elem, [2, b, n, total, hd]))
 
 
-@rule("QEmbedLayerNormalization", since=1, domain=MS)
+@rule("QEmbedLayerNormalization", domain=MS)
 def q_embed_layer_normalization(ctx, input_ids=None, segment_ids=None, word=None, *rest):
     """QEmbedLayerNormalization: ``([B, S, H], [B])`` (module doc)."""
     ids = _rank(ctx, input_ids, 2, "input_ids")
@@ -92,7 +92,7 @@ def q_embed_layer_normalization(ctx, input_ids=None, segment_ids=None, word=None
     return Value.tensor(elem, [b, s, h]), Value.tensor(INT32, [b])
 
 
-@rule("FusedGemm", since=1, domain=MS)
+@rule("FusedGemm", domain=MS)
 def fused_gemm(ctx, a=None, b=None, c=None):
     """FusedGemm: ``[M, N]`` (module doc)."""
     sa = _rank(ctx, a, 2, "A")

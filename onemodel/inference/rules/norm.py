@@ -17,7 +17,7 @@ range, parameter extents that differ from the channel count.
 from __future__ import annotations
 
 from .. import dims as D
-from ..registry import rule
+from ...operators import rule
 from ..value import Value
 
 
@@ -42,7 +42,7 @@ def _channels(ctx, x, params, what="channels"):
     return c
 
 
-@rule("BatchNormalization", since=(1, 6, 7, 9, 14, 15))
+@rule("BatchNormalization")
 def batch_normalization(ctx, x, scale, bias, mean, var):
     """BatchNormalization: ``Y`` of X's shape, the statistics outputs ``[C]`` (module doc)."""
     spatial = ctx.opset >= 9 or ctx.attr("spatial", 1) == 1
@@ -79,7 +79,7 @@ def _unidirectional(ctx, x, p, what):
             return
 
 
-@rule("LayerNormalization", since=17)
+@rule("LayerNormalization")
 def layer_normalization(ctx, x, scale, bias=None):
     """LayerNormalization: ``(Y, Mean, InvStdDev)`` (module doc)."""
     r, axis = _trailing(ctx, x)
@@ -95,7 +95,7 @@ def layer_normalization(ctx, x, scale, bias=None):
     return y, stat, stat
 
 
-@rule("RMSNormalization", since=23)
+@rule("RMSNormalization")
 def rms_normalization(ctx, x, scale):
     """RMSNormalization: X's shape; the axis checked, scale broadcast to X."""
     _trailing(ctx, x)
@@ -103,7 +103,7 @@ def rms_normalization(ctx, x, scale):
     return list(x.shape) if x.shape is not None else None
 
 
-@rule("InstanceNormalization", since=(1, 6, 22))
+@rule("InstanceNormalization")
 def instance_normalization(ctx, x, scale, bias):
     """InstanceNormalization: X's shape with the channel extent of scale and bias."""
     c = _channels(ctx, x, (scale, bias))
@@ -112,7 +112,7 @@ def instance_normalization(ctx, x, scale, bias):
     return [x.shape[0], c] + list(x.shape[2:])
 
 
-@rule("GroupNormalization", since=(18, 21))
+@rule("GroupNormalization")
 def group_normalization(ctx, x, scale, bias):
     """GroupNormalization: X's shape; scale and bias ``[num_groups]`` (18) or ``[C]`` (21)."""
     g = ctx.attr("num_groups")
@@ -140,14 +140,14 @@ def group_normalization(ctx, x, scale, bias):
     return [xs[0], c] + list(xs[2:])
 
 
-@rule("LpNormalization", since=(1, 22))
+@rule("LpNormalization")
 def lp_normalization(ctx, x):
     """LpNormalization: X's shape; the axis checked."""
     _trailing(ctx, x)
     return list(x.shape) if x.shape is not None else None
 
 
-@rule("MeanVarianceNormalization", since=(9, 13))
+@rule("MeanVarianceNormalization")
 def mean_variance_normalization(ctx, x):
     """MeanVarianceNormalization: X's shape; every axis of ``axes`` checked."""
     if x.shape is None:

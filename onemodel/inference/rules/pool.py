@@ -30,7 +30,7 @@ definition's range of the linear indices).
 from __future__ import annotations
 
 from .. import dims as D
-from ..registry import rule
+from ...operators import rule
 from .conv import _ints, fitting, positive, window_extents
 
 
@@ -75,20 +75,20 @@ def _pool(ctx, x, dilations: bool):
                                  dilations_attr=dilations, ceil_mode=ceil, least=0)
 
 
-@rule("MaxPool", since=(1, 8, 10, 11, 12, 22))
+@rule("MaxPool")
 def max_pool(ctx, x):
     """MaxPool: ``(Y, Indices)`` of the pooled shape (module doc)."""
     out = _pool(ctx, x, ctx.opset >= 10)
     return out, (list(out) if out is not None else None)
 
 
-@rule("AveragePool", since=(1, 7, 10, 11, 19, 22))
+@rule("AveragePool")
 def average_pool(ctx, x):
     """AveragePool: the pooled shape (module doc)."""
     return _pool(ctx, x, ctx.opset >= 19)
 
 
-@rule("LpPool", since=(1, 2, 11, 18, 22))
+@rule("LpPool")
 def lp_pool(ctx, x):
     """LpPool: the pooled shape (module doc)."""
     return _pool(ctx, x, ctx.opset >= 18)
@@ -104,19 +104,19 @@ def _global(ctx, x):
     return [xs[0], xs[1]] + [1] * (len(xs) - 2)
 
 
-@rule("GlobalAveragePool", since=(1, 22))
+@rule("GlobalAveragePool")
 def global_average_pool(ctx, x):
     """GlobalAveragePool: ``[N, C, 1, ..., 1]``."""
     return _global(ctx, x)
 
 
-@rule("GlobalMaxPool", since=(1, 22))
+@rule("GlobalMaxPool")
 def global_max_pool(ctx, x):
     """GlobalMaxPool: ``[N, C, 1, ..., 1]``."""
     return _global(ctx, x)
 
 
-@rule("GlobalLpPool", since=(1, 2, 22))
+@rule("GlobalLpPool")
 def global_lp_pool(ctx, x):
     """GlobalLpPool: ``[N, C, 1, ..., 1]``."""
     return _global(ctx, x)
@@ -140,7 +140,7 @@ def _indices_fit(ctx, indices, out) -> None:
                           f"{D.shape_text(out)}")
 
 
-@rule("MaxUnpool", since=(9, 11, 22))
+@rule("MaxUnpool")
 def max_unpool(ctx, x, indices, output_shape=None):
     """MaxUnpool: the unpooled shape, or ``output_shape``'s elements (module doc)."""
     n = _rank_n(ctx, x)

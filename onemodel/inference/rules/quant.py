@@ -20,7 +20,7 @@ Shapes and element types (ONNX Part 1, operator definitions of Clause 14.3, Clau
 from __future__ import annotations
 
 from .. import dims as D
-from ..registry import rule
+from ...operators import rule
 from .conv import conv_shape
 from .linalg import matmul_shape
 
@@ -64,7 +64,7 @@ def _check_params(ctx, x, scale, zero_point) -> list | None:
     return list(x.shape) if x.shape is not None else None
 
 
-@rule("QuantizeLinear", since=(10, 13, 19, 21, 23, 24, 25))
+@rule("QuantizeLinear")
 def quantize_linear(ctx, x, y_scale, y_zero_point=None):
     """QuantizeLinear: X's shape, the element type of the module doc."""
     shape = _check_params(ctx, x, y_scale, y_zero_point)
@@ -78,7 +78,7 @@ def quantize_linear(ctx, x, y_scale, y_zero_point=None):
     return shape if elem is None else ctx.tensor(shape, elem=elem)
 
 
-@rule("DequantizeLinear", since=(10, 13, 19, 21, 23, 24, 25))
+@rule("DequantizeLinear")
 def dequantize_linear(ctx, x, x_scale, x_zero_point=None):
     """DequantizeLinear: X's shape, the element type of the module doc."""
     shape = _check_params(ctx, x, x_scale, x_zero_point)
@@ -92,32 +92,32 @@ def dequantize_linear(ctx, x, x_scale, x_zero_point=None):
     return ctx.tensor(shape, elem=out)
 
 
-@rule("DynamicQuantizeLinear", since=11)
+@rule("DynamicQuantizeLinear")
 def dynamic_quantize_linear(ctx, x):
     """DynamicQuantizeLinear: ``(y, y_scale, y_zero_point)`` (module doc)."""
     return (list(x.shape) if x.shape is not None else None), [], []
 
 
-@rule("MatMulInteger", since=10)
+@rule("MatMulInteger")
 def matmul_integer(ctx, a, b, a_zero_point=None, b_zero_point=None):
     """MatMulInteger: MatMul's shape, int32."""
     return matmul_shape(ctx, a, b)
 
 
-@rule("QLinearMatMul", since=(10, 21))
+@rule("QLinearMatMul")
 def qlinear_matmul(ctx, a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale,
                    y_zero_point):
     """QLinearMatMul: MatMul's shape, the output zero point's element type."""
     return matmul_shape(ctx, a, b)
 
 
-@rule("ConvInteger", since=10)
+@rule("ConvInteger")
 def conv_integer(ctx, x, w, x_zero_point=None, w_zero_point=None):
     """ConvInteger: Conv's shape, int32."""
     return conv_shape(ctx, x, w)
 
 
-@rule("QLinearConv", since=10)
+@rule("QLinearConv")
 def qlinear_conv(ctx, x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
                  y_zero_point, bias=None):
     """QLinearConv: Conv's shape with the bias ``[M]``, the output zero point's type."""

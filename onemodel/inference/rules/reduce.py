@@ -28,7 +28,7 @@ Contradictions (Clause 9.4): an axis out of range, K negative or greater than th
 from __future__ import annotations
 
 from .. import dims as D
-from ..registry import rule
+from ...operators import rule
 from ._util import INT_RANGE, int_attr, list_attr, lower
 
 _I64 = 7
@@ -101,8 +101,7 @@ _DATA = {"ReduceSum": (_add, 0), "ReduceProd": (_mul, 1),
          "ReduceMin": _first(_extreme(min, D.dmin))}
 
 
-def _make(name, versions_attr, versions_input):
-    first_input = versions_input[0]
+def _make(name, first_input: int):
 
     def reduce_rule(ctx, x, axes_in=None):
         """A reduction (module doc): the reduced shape, with data for shapes."""
@@ -153,20 +152,20 @@ def _make(name, versions_attr, versions_input):
         return out
 
     reduce_rule.__name__ = reduce_rule.__qualname__ = name.lower()
-    rule(name, since=tuple(versions_attr) + tuple(versions_input))(reduce_rule)
+    rule(name)(reduce_rule)
     return reduce_rule
 
 
-_make("ReduceSum", (1, 11), (13,))
-_make("ReduceMean", (1, 11, 13), (18,))
-_make("ReduceMax", (1, 11, 12, 13), (18, 20))
-_make("ReduceMin", (1, 11, 12, 13), (18, 20))
-_make("ReduceProd", (1, 11, 13), (18,))
-_make("ReduceL1", (1, 11, 13), (18,))
-_make("ReduceL2", (1, 11, 13), (18,))
-_make("ReduceLogSum", (1, 11, 13), (18, 28))
-_make("ReduceLogSumExp", (1, 11, 13), (18, 28))
-_make("ReduceSumSquare", (1, 11, 13), (18,))
+_make("ReduceSum", 13)
+_make("ReduceMean", 18)
+_make("ReduceMax", 18)
+_make("ReduceMin", 18)
+_make("ReduceProd", 18)
+_make("ReduceL1", 18)
+_make("ReduceL2", 18)
+_make("ReduceLogSum", 18)
+_make("ReduceLogSumExp", 18)
+_make("ReduceSumSquare", 18)
 
 
 def _arg(ctx, x):
@@ -186,13 +185,13 @@ def _arg(ctx, x):
     return [d for i, d in enumerate(x.shape) if i != k]
 
 
-@rule("ArgMax", since=(1, 11, 12, 13))
+@rule("ArgMax")
 def arg_max(ctx, x):
     """ArgMax: ``axis`` reduced (kept as 1 with ``keepdims``), int64 indices."""
     return _arg(ctx, x)
 
 
-@rule("ArgMin", since=(1, 11, 12, 13))
+@rule("ArgMin")
 def arg_min(ctx, x):
     """ArgMin: as :func:`arg_max`."""
     return _arg(ctx, x)
@@ -207,13 +206,13 @@ def _cumulative(ctx, x, axis):
     return list(x.shape)
 
 
-@rule("CumSum", since=(11, 14))
+@rule("CumSum")
 def cum_sum(ctx, x, axis):
     """CumSum: X's shape (the axis, when known, checked against X's rank)."""
     return _cumulative(ctx, x, axis)
 
 
-@rule("CumProd", since=26)
+@rule("CumProd")
 def cum_prod(ctx, x, axis):
     """CumProd: as :func:`cum_sum`."""
     return _cumulative(ctx, x, axis)
@@ -234,13 +233,13 @@ def _top_k(ctx, x, k):
     return out, list(out)
 
 
-@rule("TopK", since=1)
+@rule("TopK")
 def top_k_v1(ctx, x):
     """TopK before opset 10: K is the ``k`` attribute."""
     return _top_k(ctx, x, int_attr(ctx, "k"))
 
 
-@rule("TopK", since=(10, 11, 24))
+@rule("TopK", since=10)
 def top_k(ctx, x, k):
     """TopK: K is the element of input ``K`` ([1] int64), an extent (module doc)."""
     ks = ctx.ints(1)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 
 from .. import dims as D
-from ..registry import rule
+from ...operators import rule
 from ._util import count
 
 
@@ -91,7 +91,7 @@ def _legacy(ctx, x, scales):
     return _by_scales(ctx, x.shape, scales, range(len(x.shape)), False)
 
 
-@rule("Resize", since=(11, 13, 18, 19))
+@rule("Resize", since=11)
 def resize(ctx, x, roi=None, scales=None, sizes=None):
     """Resize 11+: the extents by scales or sizes (module doc)."""
     axes = ctx.attr("axes", None) if ctx.opset >= 18 else None
@@ -147,13 +147,13 @@ def resize(ctx, x, roi=None, scales=None, sizes=None):
     return out
 
 
-@rule("Resize", since=10)
+@rule("Resize")
 def resize10(ctx, x, scales):
     """Resize 10: ``floor(x_i * scales_i)`` (module doc)."""
     return _legacy(ctx, x, _floats(ctx, 1))
 
 
-@rule("Upsample", since=(7, 9))
+@rule("Upsample", since=7)
 def upsample(ctx, x, scales=None):
     """Upsample: ``floor(x_i * scales_i)``, scales an attribute at opset 7, an input at 9."""
     if ctx.opset < 9:

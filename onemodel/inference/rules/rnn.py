@@ -18,7 +18,7 @@ length extents that differ from the ones above.
 from __future__ import annotations
 
 from .. import dims as D
-from ..registry import rule
+from ...operators import rule
 from ._util import int_attr
 
 
@@ -77,19 +77,19 @@ def _recurrent(ctx, gates, n_states, x, w, r, b, seq_lens, states, p=None):
     return (y,) + tuple(list(final) for _ in range(n_states))
 
 
-@rule("RNN", since=(1, 7, 14, 22))
+@rule("RNN")
 def rnn(ctx, x, w, r, b=None, sequence_lens=None, initial_h=None):
     """RNN: Y, Y_h (module doc)."""
     return _recurrent(ctx, 1, 1, x, w, r, b, sequence_lens, [initial_h])
 
 
-@rule("GRU", since=(1, 3, 7, 14, 22))
+@rule("GRU")
 def gru(ctx, x, w, r, b=None, sequence_lens=None, initial_h=None):
     """GRU: Y, Y_h (module doc)."""
     return _recurrent(ctx, 3, 1, x, w, r, b, sequence_lens, [initial_h])
 
 
-@rule("LSTM", since=(1, 7, 14, 22))
+@rule("LSTM")
 def lstm(ctx, x, w, r, b=None, sequence_lens=None, initial_h=None, initial_c=None, p=None):
     """LSTM: Y, Y_h, Y_c (module doc)."""
     return _recurrent(ctx, 4, 2, x, w, r, b, sequence_lens, [initial_h, initial_c], p)

@@ -27,7 +27,7 @@ length is not followed. Elements of two element types in one sequence are a cont
 
 from __future__ import annotations
 
-from ..registry import rule
+from ...operators import rule
 from ..value import UNKNOWN, Value
 from ._util import int_attr
 from .control import join
@@ -55,7 +55,7 @@ def _scalar_position(ctx, v: Value | None) -> None:
         ctx.contradiction(f"position has rank {len(v.shape)}, not a scalar")
 
 
-@rule("SequenceConstruct", since=11)
+@rule("SequenceConstruct")
 def sequence_construct(ctx, *tensors):
     """SequenceConstruct: a sequence whose element is the join of the inputs."""
     if not tensors:
@@ -66,14 +66,14 @@ def sequence_construct(ctx, *tensors):
     return _sequence(inner)
 
 
-@rule("SequenceEmpty", since=11)
+@rule("SequenceEmpty")
 def sequence_empty(ctx):
     """SequenceEmpty: a sequence of tensors of element type ``dtype`` (default float)."""
     elem = int_attr(ctx, "dtype", _FLOAT)
     return Value.sequence(Value.tensor(elem, None)) if elem else _sequence(UNKNOWN)
 
 
-@rule("SequenceInsert", since=11)
+@rule("SequenceInsert")
 def sequence_insert(ctx, sequence, tensor, position=None):
     """SequenceInsert: the join of the elements and the inserted tensor."""
     _scalar_position(ctx, position)
@@ -83,14 +83,14 @@ def sequence_insert(ctx, sequence, tensor, position=None):
     return _sequence(join(ctx, inner, tensor, "the elements and the inserted tensor"))
 
 
-@rule("SequenceErase", since=11)
+@rule("SequenceErase")
 def sequence_erase(ctx, sequence, position=None):
     """SequenceErase: the input sequence's type."""
     _scalar_position(ctx, position)
     return _sequence(_element(ctx, sequence))
 
 
-@rule("SequenceAt", since=11)
+@rule("SequenceAt")
 def sequence_at(ctx, sequence, position):
     """SequenceAt: the element's Value."""
     _scalar_position(ctx, position)
@@ -98,14 +98,14 @@ def sequence_at(ctx, sequence, position):
     return v if v.kind is not None else None
 
 
-@rule("SequenceLength", since=11)
+@rule("SequenceLength")
 def sequence_length(ctx, sequence):
     """SequenceLength: int64 ``[]`` (the length is not followed)."""
     _element(ctx, sequence)
     return []
 
 
-@rule("ConcatFromSequence", since=11)
+@rule("ConcatFromSequence")
 def concat_from_sequence(ctx, sequence):
     """ConcatFromSequence: the element's shape, the ``axis`` extent unknown (or a new axis of
     unknown extent with ``new_axis`` 1); an axis out of range is a contradiction."""
@@ -129,7 +129,7 @@ def concat_from_sequence(ctx, sequence):
     return Value.tensor(elem, shape)
 
 
-@rule("SplitToSequence", since=11)
+@rule("SplitToSequence")
 def split_to_sequence(ctx, x, split=None):
     """SplitToSequence: a sequence of pieces of ``x`` along ``axis`` (see the module
     docstring for the piece extent)."""
@@ -169,7 +169,7 @@ def split_to_sequence(ctx, x, split=None):
     return Value.sequence(Value.tensor(elem, shape))
 
 
-@rule("SequenceMap", since=17)
+@rule("SequenceMap")
 def sequence_map(ctx, input_sequence, *additional):
     """SequenceMap: the body inferred with the elements of the sequence inputs and the tensor
     inputs; each output a sequence of the body's output."""
@@ -184,7 +184,7 @@ def sequence_map(ctx, input_sequence, *additional):
                  for k in range(ctx.num_outputs))
 
 
-@rule("Optional", since=15)
+@rule("Optional")
 def optional(ctx, value=None):
     """Optional: an optional of the input, or of attribute ``type`` without one."""
     if value is not None:
@@ -202,14 +202,14 @@ def _has_element(ctx, value):
     return Value.tensor(_BOOL, ())
 
 
-@rule("OptionalHasElement", since=(15, 18))
+@rule("OptionalHasElement")
 def optional_has_element(ctx, value=None):
     """OptionalHasElement: bool ``[]``; known false for an omitted input, true for a tensor or
     sequence (opset 18)."""
     return _has_element(ctx, value)
 
 
-@rule("OptionalGetElement", since=(15, 18))
+@rule("OptionalGetElement")
 def optional_get_element(ctx, value):
     """OptionalGetElement: the optional's element; a tensor or sequence itself (opset 18)."""
     if value is None or value.kind is None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ...errors import IoError
 from .. import dims as D
-from ..registry import rule
+from ...operators import rule
 from ..value import MAX_DATA, Value
 from ._util import count, expand_data, int_shape
 from ._util import lower as _lower
@@ -287,14 +287,14 @@ def _reshape(ctx, x, target, allowzero):
     return ctx.tensor(out, data=x.data if x.data is not None else None)
 
 
-@rule("Reshape", since=1)
+@rule("Reshape")
 def reshape_v1(ctx, x):
     """Reshape-1: ``shape`` attribute (0 copies the input extent, -1 the rest)."""
     target = _int_list(ctx, "shape", [])
     return None if target is _WRONG else _reshape(ctx, x, target, 0)
 
 
-@rule("Reshape", since=(5, 13, 14, 19, 21, 23, 24, 25))
+@rule("Reshape", since=5)
 def reshape(ctx, x, shape):
     """Reshape-5 and later: the ``shape`` input's elements (symbolic where data inference
     follows them); 0 copies the input extent unless ``allowzero`` (14+), -1 is the element
@@ -308,7 +308,7 @@ def reshape(ctx, x, shape):
     return None if allowzero is _WRONG else _reshape(ctx, x, target, allowzero)
 
 
-@rule("Transpose", since=(1, 13, 21, 23, 24, 25))
+@rule("Transpose")
 def transpose(ctx, x):
     """``perm`` (default: reversed axes) applied to the input's shape; a ``perm`` that is not
     a permutation of the axes is a contradiction."""
@@ -356,7 +356,7 @@ def _squeeze(ctx, x, axes):
     return ctx.tensor(out, data=x.data)
 
 
-@rule("Squeeze", since=(1, 11))
+@rule("Squeeze")
 def squeeze_v1(ctx, x):
     """Squeeze-1/11: ``axes`` attribute (absent: every extent 1, unknown rank when an extent
     is symbolic); an axis whose extent is not 1 is a contradiction."""
@@ -364,7 +364,7 @@ def squeeze_v1(ctx, x):
     return None if axes is _WRONG else _squeeze(ctx, x, axes)
 
 
-@rule("Squeeze", since=(13, 21, 23, 24, 25))
+@rule("Squeeze", since=13)
 def squeeze(ctx, x, axes=None):
     """Squeeze-13 and later: the optional ``axes`` input."""
     if axes is None or not ctx.present(1):
@@ -399,14 +399,14 @@ def _unsqueeze(ctx, x, axes):
     return ctx.tensor(out, data=x.data)
 
 
-@rule("Unsqueeze", since=(1, 11))
+@rule("Unsqueeze")
 def unsqueeze_v1(ctx, x):
     """Unsqueeze-1/11: extents 1 inserted at the ``axes`` attribute's output positions."""
     axes = _int_list(ctx, "axes", [])
     return None if axes is _WRONG else _unsqueeze(ctx, x, axes)
 
 
-@rule("Unsqueeze", since=(13, 21, 23, 24, 25))
+@rule("Unsqueeze", since=13)
 def unsqueeze(ctx, x, axes):
     """Unsqueeze-13 and later: the ``axes`` input (unknown elements of known count: the rank
     only); repeated or out-of-range axes are contradictions."""
@@ -417,7 +417,7 @@ def unsqueeze(ctx, x, axes):
     return _unsqueeze(ctx, x, got)
 
 
-@rule("Flatten", since=(1, 9, 11, 13, 21, 23, 24, 25))
+@rule("Flatten")
 def flatten(ctx, x):
     """``[prod(shape[:axis]), prod(shape[axis:])]``, ``axis`` in ``[-rank, rank]``."""
     axis = _int(ctx, "axis", 1)
@@ -432,7 +432,7 @@ def flatten(ctx, x):
     return [_prod(s[:a]), _prod(s[a:])]
 
 
-@rule("Expand", since=(8, 13))
+@rule("Expand")
 def expand(ctx, x, shape):
     """The broadcast (Clause 6.6) of the input's shape and the ``shape`` input's elements;
     the input's elements repeated when known. Unknown elements of known count: the rank."""
@@ -451,7 +451,7 @@ def expand(ctx, x, shape):
     return ctx.tensor(out, data=expand_data(x.data, x.shape, out))
 
 
-@rule("Tile", since=(6, 13))
+@rule("Tile", since=6)
 def tile(ctx, x, repeats):
     """Each extent times its ``repeats`` element; ``repeats`` of another length than the
     rank is a contradiction."""
@@ -471,7 +471,7 @@ def tile(ctx, x, repeats):
             for a, b in zip(s, reps)]
 
 
-@rule("Tile", since=1)
+@rule("Tile")
 def tile_v1(ctx, x, tiles, axis):
     """Tile-1: the extent at ``axis`` times ``tiles`` (both scalar inputs)."""
     s = x.shape
@@ -489,7 +489,7 @@ def tile_v1(ctx, x, tiles, axis):
 
 
 # -- joining and splitting ------------------------------------------------------------------
-@rule("Concat", since=(1, 4, 11, 13))
+@rule("Concat")
 def concat(ctx, *xs):
     """The inputs joined along ``axis`` (Concat-1 default 1): that extent the sum (``N + 5``),
     the others unified (a contradiction where they differ); elements joined when every
@@ -583,7 +583,7 @@ def _sum(vals):
     return t
 
 
-@rule("Split", since=(1, 2, 11))
+@rule("Split")
 def split_v1(ctx, x, split=None):
     """Split-1/2/11: ``split`` attribute (Split-1: or input) or equal parts, one per output;
     parts that do not add up to the extent are a contradiction."""
@@ -598,7 +598,7 @@ def split_v1(ctx, x, split=None):
     return _split_outputs(ctx, x, axis, sizes, ctx.num_outputs, False)
 
 
-@rule("Split", since=(13, 18))
+@rule("Split", since=13)
 def split(ctx, x, split=None):
     """Split-13/18: the ``split`` input, or ``num_outputs`` (18: the last part the smaller,
     ceil(extent / n) each), or equal parts one per output."""
@@ -712,7 +712,7 @@ def _slice(ctx, x, starts, ends, axes, steps, n_params):
     return ctx.tensor(out, data=data)
 
 
-@rule("Slice", since=1)
+@rule("Slice")
 def slice_v1(ctx, x):
     """Slice-1: ``starts``, ``ends``, ``axes`` attributes."""
     axes, starts, ends = (_int_list(ctx, n, d) for n, d in (("axes", None), ("starts", []),
@@ -722,7 +722,7 @@ def slice_v1(ctx, x):
     return _slice(ctx, x, starts, ends, axes, None, None)
 
 
-@rule("Slice", since=(10, 11, 13))
+@rule("Slice", since=10)
 def slice_(ctx, x, starts, ends, axes=None, steps=None):
     """Slice-10 and later: bounds clamped to the axis (negative counted from the end, steps
     of either sign); a symbolic extent gives an expression only where the clamping is
@@ -743,7 +743,7 @@ def _gather_index(v, d):
     return v + d if v < 0 and type(d) is int else v
 
 
-@rule("Gather", since=(1, 11, 13))
+@rule("Gather")
 def gather(ctx, data, indices):
     """``data.shape[:axis] + indices.shape + data.shape[axis+1:]``; elements gathered when
     the data's and indices' are known (a shape's extents from Shape); an index out of range
@@ -779,7 +779,7 @@ def gather(ctx, data, indices):
     return ctx.tensor(out, data=values)
 
 
-@rule("GatherElements", since=(11, 13))
+@rule("GatherElements")
 def gather_elements(ctx, data, indices):
     """The indices' shape; its rank must be the data's."""
     if data.rank is not None and indices.rank is not None and data.rank != indices.rank:
@@ -791,7 +791,7 @@ def gather_elements(ctx, data, indices):
     return None if indices.shape is None else list(indices.shape)
 
 
-@rule("GatherND", since=(11, 12, 13))
+@rule("GatherND")
 def gather_nd(ctx, data, indices):
     """``data.shape[:b] + indices.shape[b:-1] + data.shape[b+k:]`` with ``k`` the indices'
     last extent and ``b`` = ``batch_dims`` (12+); the batch extents unified."""
@@ -813,13 +813,13 @@ def _data_shape(ctx, data):
     return None if data.shape is None else list(data.shape)
 
 
-@rule("ScatterND", since=(11, 13, 16, 18))
+@rule("ScatterND")
 def scatter_nd(ctx, data, indices, updates):
     """The data's shape."""
     return _data_shape(ctx, data)
 
 
-@rule("ScatterElements", since=(11, 13, 16, 18))
+@rule("ScatterElements")
 def scatter_elements(ctx, data, indices, updates):
     """The data's shape (indices and updates of one shape)."""
     if indices.shape is not None and updates.shape is not None and \
@@ -829,13 +829,13 @@ def scatter_elements(ctx, data, indices, updates):
     return _data_shape(ctx, data)
 
 
-@rule("Scatter", since=(9, 11))
+@rule("Scatter")
 def scatter(ctx, data, indices, updates):
     """The data's shape."""
     return _data_shape(ctx, data)
 
 
-@rule("Compress", since=(9, 11, 28))
+@rule("Compress")
 def compress(ctx, x, condition):
     """Without ``axis`` a 1-D tensor, along ``axis`` the input's shape; the selected extent
     is the count of true conditions when they are known (and cover the axis), else None."""
@@ -895,7 +895,7 @@ def _pad(ctx, x, pads, axes):
     return out
 
 
-@rule("Pad", since=1)
+@rule("Pad")
 def pad_v1(ctx, x):
     """Pad-1: the ``paddings`` attribute (begin values, then end values)."""
     pads = _int_list(ctx, "paddings", [])
@@ -909,7 +909,7 @@ def pad_v2(ctx, x):
     return None if pads is _WRONG else _pad(ctx, x, pads, None)
 
 
-@rule("Pad", since=(11, 13, 18, 19, 21, 23, 24, 25))
+@rule("Pad", since=11)
 def pad(ctx, x, pads, constant_value=None, axes=None):
     """Pad-11 and later: the ``pads`` input (negative values crop), ``axes`` (18+); every
     mode keeps the extents ``d + begin + end``."""
@@ -919,7 +919,7 @@ def pad(ctx, x, pads, constant_value=None, axes=None):
     return _pad(ctx, x, ctx.ints(1), ax)
 
 
-@rule("CenterCropPad", since=18)
+@rule("CenterCropPad")
 def center_crop_pad(ctx, x, shape):
     """The ``shape`` input's extents on ``axes`` (default every axis), the others kept."""
     s = x.shape
@@ -949,7 +949,7 @@ def center_crop_pad(ctx, x, shape):
 
 
 # -- generators -----------------------------------------------------------------------------
-@rule("Shape", since=(1, 13, 15, 19, 21, 23, 24, 25))
+@rule("Shape")
 def shape(ctx, x):
     """The 1-D int64 tensor of the input's extents (15+: ``[start:end]``, clamped), with those
     extents as its elements (symbolic ones as expressions, unknown ones None)."""
@@ -966,14 +966,14 @@ def shape(ctx, x):
     return ctx.tensor([len(s)], data=s)
 
 
-@rule("Size", since=(1, 13, 19, 21, 23, 24, 25))
+@rule("Size")
 def size(ctx, x):
     """A scalar int64, the product of the extents (symbolic) when they are known."""
     n = _prod(x.shape) if x.shape is not None else None
     return ctx.tensor([], data=None if n is None else (n,))
 
 
-@rule("ConstantOfShape", since=(9, 20, 21, 23, 24, 25))
+@rule("ConstantOfShape")
 def constant_of_shape(ctx, shape):
     """The ``shape`` input's elements as extents; element type that of the ``value``
     attribute (default float 0); its elements when few enough and the attribute's bytes are at
@@ -1006,7 +1006,7 @@ def constant_of_shape(ctx, shape):
     return Value.tensor(elem, dims, data)
 
 
-@rule("Range", since=(11, 27))
+@rule("Range")
 def range_(ctx, start, limit, delta):
     """A 1-D tensor of ``max(ceil((limit - start) / delta), 0)`` elements: computed as the
     kernel does when the three scalars are known (and the elements for integer types),
@@ -1055,7 +1055,7 @@ def range_(ctx, start, limit, delta):
     return ctx.tensor([n], data=data)
 
 
-@rule("EyeLike", since=(9, 22))
+@rule("EyeLike")
 def eye_like(ctx, x):
     """The input's (rank 2) shape; element type the ``dtype`` attribute or the input's."""
     if x.rank is not None and x.rank != 2:
@@ -1068,7 +1068,7 @@ def eye_like(ctx, x):
     return Value.tensor(elem, None if x.shape is None else x.shape)
 
 
-@rule("Trilu", since=14)
+@rule("Trilu")
 def trilu(ctx, x, k=None):
     """The input's shape (rank at least 2)."""
     if x.rank is not None and x.rank < 2:
@@ -1077,7 +1077,7 @@ def trilu(ctx, x, k=None):
     return None if x.shape is None else list(x.shape)
 
 
-@rule("OneHot", since=(9, 11, 28))
+@rule("OneHot")
 def one_hot(ctx, indices, depth, values):
     """The indices' shape with the ``depth`` extent inserted at ``axis`` (default -1, the
     last); element type the values'."""
@@ -1108,7 +1108,7 @@ def one_hot(ctx, indices, depth, values):
     return out
 
 
-@rule("NonZero", since=(9, 13))
+@rule("NonZero")
 def non_zero(ctx, x):
     """``[rank, count]`` (a scalar: ``[0, count]``); the count of non-zero elements when the
     input's elements are known, else None."""
@@ -1123,7 +1123,7 @@ def non_zero(ctx, x):
     return [r, n]
 
 
-@rule("Identity", since=(1, 13, 14, 16, 19, 21, 23, 24, 25))
+@rule("Identity")
 def identity(ctx, x):
     """The input's Value, elements included (tensors, sequences and optionals alike)."""
     return x if x is not None and x.known else None
@@ -1133,7 +1133,7 @@ _CONSTANT_ATTRS = ("value", "sparse_value", "value_float", "value_floats", "valu
                    "value_ints", "value_string", "value_strings")
 
 
-@rule("Constant", since=(1, 9, 11, 12, 13, 19, 21, 23, 24, 25))
+@rule("Constant")
 def constant(ctx):
     """The tensor of the one value attribute (``value``, ``sparse_value``, ``value_float(s)``,
     ``value_int(s)``, ``value_string(s)``), with its elements when at most
@@ -1228,21 +1228,21 @@ def _blocks(ctx, x, op, to_space):
     return [b, D.mul(c, sq), D.floordiv(h, bs), D.floordiv(w, bs)]
 
 
-@rule("DepthToSpace", since=(1, 11, 13, 28))
+@rule("DepthToSpace")
 def depth_to_space(ctx, x):
     """``[b, c / bs^2, h * bs, w * bs]`` (rank 4, either mode); channels that do not divide
     by ``blocksize^2``, and a ``blocksize`` below 1, are a contradiction."""
     return _blocks(ctx, x, "DepthToSpace", True)
 
 
-@rule("SpaceToDepth", since=(1, 13, 28))
+@rule("SpaceToDepth")
 def space_to_depth(ctx, x):
     """``[b, c * bs^2, h / bs, w / bs]`` (rank 4); spatial extents that do not divide by
     ``blocksize``, and a ``blocksize`` below 1, are a contradiction."""
     return _blocks(ctx, x, "SpaceToDepth", False)
 
 
-@rule("ReverseSequence", since=(10, 28))
+@rule("ReverseSequence")
 def reverse_sequence(ctx, x, sequence_lens):
     """The input's shape; ``sequence_lens`` has the batch axis' extent."""
     s = x.shape
@@ -1258,7 +1258,7 @@ def reverse_sequence(ctx, x, sequence_lens):
     return list(s)
 
 
-@rule("Unique", since=(11, 28))
+@rule("Unique")
 def unique(ctx, x):
     """Y: 1-D of unknown length (no ``axis``; the count of distinct elements when they are
     known integers) or the input's shape with that axis unknown; indices and counts 1-D of

@@ -14,7 +14,7 @@ contradiction (Clause 9.4).
 
 from __future__ import annotations
 
-from ..registry import rule
+from ...operators import rule
 from ..value import Value
 from ._util import count
 
@@ -49,6 +49,6 @@ def _optimizer(name: str, groups: int):
     return infer
 
 
-rule("Adagrad", since=1, domain=DOMAIN)(_optimizer("Adagrad", 3))
-rule("Adam", since=1, domain=DOMAIN)(_optimizer("Adam", 4))
-rule("Momentum", since=1, domain=DOMAIN)(_optimizer("Momentum", 3))
+rule("Adagrad", domain=DOMAIN)(_optimizer("Adagrad", 3))
+rule("Adam", domain=DOMAIN)(_optimizer("Adam", 4))
+rule("Momentum", domain=DOMAIN)(_optimizer("Momentum", 3))

@@ -19,7 +19,7 @@ Contradictions: inputs of the wrong rank, extents that must be equal and differ.
 from __future__ import annotations
 
 from .. import dims as D
-from ..registry import rule
+from ...operators import rule
 
 
 def _rank(ctx, v, r: int, what: str):
@@ -32,7 +32,7 @@ def _rank(ctx, v, r: int, what: str):
     return v.shape
 
 
-@rule("NonMaxSuppression", since=(10, 11))
+@rule("NonMaxSuppression")
 def non_max_suppression(ctx, boxes, scores, max_output_boxes_per_class=None,
                         iou_threshold=None, score_threshold=None):
     """NonMaxSuppression: ``[K, 3]`` with ``K`` unknown (module doc)."""
@@ -46,7 +46,7 @@ def non_max_suppression(ctx, boxes, scores, max_output_boxes_per_class=None,
     return [None, 3]
 
 
-@rule("RoiAlign", since=(10, 16))
+@rule("RoiAlign")
 def roi_align(ctx, x, rois, batch_indices):
     """RoiAlign: ``[R, C, output_height, output_width]`` (module doc)."""
     xs = _rank(ctx, x, 4, "X")
@@ -62,7 +62,7 @@ def roi_align(ctx, x, rois, batch_indices):
             ctx.attr("output_width")]
 
 
-@rule("GridSample", since=(16, 20, 22))
+@rule("GridSample")
 def grid_sample(ctx, x, grid):
     """GridSample: ``[N, C, *grid.shape[1:-1]]`` (module doc)."""
     xs, gs = x.shape, grid.shape
@@ -81,7 +81,7 @@ def grid_sample(ctx, x, grid):
     return [n, xs[1] if xs is not None else None] + list(gs[1:-1])
 
 
-@rule("AffineGrid", since=20)
+@rule("AffineGrid")
 def affine_grid(ctx, theta, size):
     """AffineGrid: ``[N, *spatial, n]`` from ``size``'s elements (module doc)."""
     dims = ctx.ints(1)
