@@ -23,8 +23,16 @@ Users add operators of their own domains with :class:`Operator` (signature, kern
 from __future__ import annotations
 
 from .custom import Operator, register, unregister, using
-from .table import (attach, attachments, definition, definitions, family, implementation,
-                    served, versions)
+from .table import (
+    attach,
+    attachments,
+    definition,
+    definitions,
+    family,
+    implementation,
+    served,
+    versions,
+)
 
 __all__ = ["Operator", "register", "unregister", "using", "kernel", "rule", "definition",
            "definitions", "versions", "family", "implementation", "attachments", "served"]

@@ -28,7 +28,6 @@ from typing import Callable, Iterable, Iterator
 
 from ..errors import UsageError
 from ..ir.entries import normalize_domain
-from ..schemas.types import UNBOUNDED, AttributeSpec, Formal, Schema, frozen_mapping
 
 GROUP = "onemodel.operators"
 _OPTIONS = ("single", "optional", "variadic")
@@ -71,6 +70,8 @@ class Operator:
                  inputs: Iterable = (), outputs: Iterable = (), attributes: dict | None = None,
                  constraints: dict | None = None, kernel: Callable | None = None,
                  rule: Callable | None = None):
+        from ..schemas.types import UNBOUNDED, Schema, frozen_mapping
+
         domain = normalize_domain(domain)
         if not isinstance(op_type, str) or not op_type:
             raise UsageError(f"an operator's name is a non-empty string, not {op_type!r}")
@@ -89,8 +90,8 @@ class Operator:
             name=op_type, domain=domain, since_version=since_version, deprecated=False,
             inputs=ins, outputs=outs, attributes=frozen_mapping(_attributes(op_type, attributes)),
             constraints=frozen_mapping(constraints),
-            min_input=_least(ins), max_input=_most(ins),
-            min_output=_least(outs), max_output=_most(outs)))
+            min_input=_least(ins), max_input=UNBOUNDED if _variadic(ins) else len(ins),
+            min_output=_least(outs), max_output=UNBOUNDED if _variadic(outs) else len(outs)))
         object.__setattr__(self, "kernel", kernel)
         object.__setattr__(self, "rule", rule)
 
@@ -109,6 +110,8 @@ class Operator:
 
 
 def _formals(op_type: str, field: str, params: Iterable, constraints: dict) -> tuple:
+    from ..schemas.types import Formal
+
     out = []
     params = list(params)
     for i, p in enumerate(params):
@@ -129,6 +132,8 @@ def _formals(op_type: str, field: str, params: Iterable, constraints: dict) -> t
 
 
 def _attributes(op_type: str, attributes: dict | None) -> dict:
+    from ..schemas.types import AttributeSpec
+
     out = {}
     for name, spec in sorted((attributes or {}).items()):
         typ, default = (spec, None) if isinstance(spec, str) else (tuple(spec) + (None,))[:2]
@@ -149,8 +154,8 @@ def _least(formals) -> int:
     return n
 
 
-def _most(formals) -> int:
-    return UNBOUNDED if formals and formals[-1].option == "variadic" else len(formals)
+def _variadic(formals) -> bool:
+    return bool(formals) and formals[-1].option == "variadic"
 
 
 # -- where operators are known -------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The operator table: signatures by ``(domain, op_type, since_version)``, and what attaches to them.
+"""The operator table: definitions by ``(domain, op_type, since_version)``, and what attaches.
 
 An operator's definitions (ONNX Part 1, Clause 14.3) come from the stored schema tables: ONNX's
 domains from :mod:`onemodel.schemas`, onnxruntime's contrib domains from its contrib table, and
@@ -27,6 +27,8 @@ PACKAGES = {"kernel": "onemodel.evaluate.kernels", "rule": "onemodel.inference.r
 
 #: kind -> (domain, op_type) -> [(since, function)] sorted by since: the built-in attachments
 _ATTACHED: dict[str, dict[tuple[str, str], list[tuple[int, Callable]]]] = {k: {} for k in PACKAGES}
+#: kind -> attachments made and not yet checked: (domain, op_type, since or None, function)
+_PENDING: dict[str, list] = {k: [] for k in PACKAGES}
 #: kind -> families whose module was imported
 _LOADED: dict[str, set[str]] = {k: set() for k in PACKAGES}
 _FAMILY: dict[tuple[str, str], str] = {}
@@ -84,33 +86,41 @@ def attach(kind: str, op_type: str, fn: Callable, domain: str = "",
     """Attach built-in implementation ``fn`` of ``kind`` (``"kernel"`` or ``"rule"``) to the
     definition of ``(domain, op_type)`` introduced at ``since`` (None: its first definition).
 
-    Raises ValueError when the operator has no stored definition, when ``since`` is not one of
-    its ``since_version`` values, when ``fn`` is not defined in the module of the operator's
-    family (:mod:`.families`), or when that definition already has one of this kind; TypeError
-    when ``fn`` is not callable. Returns ``fn``.
+    The reference is checked on the next lookup of ``kind`` (so that importing a kernel module
+    does not read the schema tables): :func:`implementation` and :func:`attachments` then raise
+    ValueError when the operator has no stored definition, when ``since`` is not one of its
+    ``since_version`` values, when ``fn`` is not defined in the module of the operator's family
+    (:mod:`.families`), or when that definition already has one of this kind. Raises TypeError
+    at once when ``fn`` is not callable. Returns ``fn``.
     """
     if not callable(fn):
         raise TypeError(f"the {kind} of {op_type} is not callable: {fn!r}")
-    d = normalize_domain(domain)
-    known = versions(d, op_type)
-    name = f"{d or 'ai.onnx'}.{op_type}"
-    if not known:
-        raise ValueError(f"{name} has no stored definition: declare it first")
-    if since is None:
-        since = known[0]
-    if since not in known:
-        raise ValueError(f"{name}: {since} is not the since_version of a definition "
-                         f"(they are {list(known)})")
-    fam = family(d, op_type)
-    module = f"{PACKAGES[kind]}.{fam}"
-    if fn.__module__ != module:
-        raise ValueError(f"the {kind} of {name} must be defined in {module} (its family in "
-                         f"onemodel/operators/families.py), not in {fn.__module__}")
-    entries = _ATTACHED[kind].setdefault((d, op_type), [])
-    if any(s == since for s, _ in entries):
-        raise ValueError(f"{name}-{since} already has a {kind}")
-    bisect.insort(entries, (since, fn), key=lambda e: e[0])
+    _PENDING[kind].append((normalize_domain(domain), op_type, since, fn))
     return fn
+
+
+def _settle(kind: str) -> None:
+    """Check and enter the pending attachments of ``kind`` (:func:`attach`)."""
+    pending = _PENDING[kind]
+    while pending:
+        d, op_type, since, fn = pending.pop(0)
+        known = versions(d, op_type)
+        name = f"{d or 'ai.onnx'}.{op_type}"
+        if not known:
+            raise ValueError(f"{name} has no stored definition: declare it first")
+        if since is None:
+            since = known[0]
+        if since not in known:
+            raise ValueError(f"{name}: {since} is not the since_version of a definition "
+                             f"(they are {list(known)})")
+        module = f"{PACKAGES[kind]}.{family(d, op_type)}"
+        if fn.__module__ != module:
+            raise ValueError(f"the {kind} of {name} must be defined in {module} (its family in "
+                             f"onemodel/operators/families.py), not in {fn.__module__}")
+        entries = _ATTACHED[kind].setdefault((d, op_type), [])
+        if any(s == since for s, _ in entries):
+            raise ValueError(f"{name}-{since} already has a {kind}")
+        bisect.insort(entries, (since, fn), key=lambda e: e[0])
 
 
 def _load(kind: str, fam: str) -> None:
@@ -129,12 +139,15 @@ def implementation(kind: str, domain: str | None, op_type: str, version: int) ->
     """The built-in function of ``kind`` serving ``(domain, op_type)`` at operator set
     ``version``: the one attached with the greatest ``since <= version``; None when none is."""
     key = (normalize_domain(domain), op_type)
+    if _PENDING[kind]:
+        _settle(kind)
     entries = _ATTACHED[kind].get(key)
     if entries is None:
         fam = family(*key)
         if fam is None:
             return None
         _load(kind, fam)
+        _settle(kind)
         entries = _ATTACHED[kind].get(key)
         if entries is None:
             return None
@@ -146,6 +159,7 @@ def attachments(kind: str) -> dict[tuple[str, str], list[tuple[int, Callable]]]:
     """Every built-in attachment of ``kind``: ``(domain, op_type) -> [(since, function)]``
     (every family loaded; a new dict of new lists)."""
     load_all(kind)
+    _settle(kind)
     return {k: list(v) for k, v in _ATTACHED[kind].items()}
 
 

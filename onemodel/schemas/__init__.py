@@ -30,8 +30,9 @@ import functools
 from ..errors import UsageError
 from .types import UNBOUNDED, AttributeSpec, Formal, Schema
 
-__all__ = ["get", "definitions", "contrib_domains", "attribute_default", "versions", "introduced", "domains", "operators",
-           "onnx_version", "Schema", "Formal", "AttributeSpec", "UNBOUNDED"]
+__all__ = ["get", "definitions", "contrib_domains", "attribute_default", "versions",
+           "introduced", "domains", "operators", "onnx_version", "Schema", "Formal",
+           "AttributeSpec", "UNBOUNDED"]
 
 _table = None
 _contrib = None

@@ -17,8 +17,9 @@ from onnx import TensorProto as TP
 from onnx import helper
 
 from onemodel.errors import EvaluationError, InternalError, InvalidModelError, OneModelError
-from onemodel.evaluate import Session, register_kernel, registry, run, unregister_kernel
+from onemodel.evaluate import Session, register_kernel, run, unregister_kernel
 from onemodel.formats.onnx import decode_model
+from onemodel.operators import table
 
 F = TP.FLOAT
 MODELS = Path(__file__).resolve().parents[2] / "testdata" / "models"
@@ -132,8 +133,8 @@ def _constant_model():
 def test_a_bug_in_constant_folding_is_an_internal_error_at_construction(monkeypatch):
     # A Constant is folded only when its kernel is the built-in one (a session's or a user's
     # Constant kernel runs with the others), so the built-in is replaced for this test.
-    registry.load_builtin()
-    monkeypatch.setitem(registry._BUILTIN, ("", "Constant"), [(1, _typo_kernel)])
+    table.implementation("kernel", "", "Constant", 1)    # (its family loaded)
+    monkeypatch.setitem(table._ATTACHED["kernel"], ("", "Constant"), [(1, _typo_kernel)])
     with pytest.raises(InternalError) as e:
         Session(_constant_model())
     assert e.value.kernel == KERNEL
@@ -145,8 +146,8 @@ def test_constant_folding_failing_on_its_attributes_stays_invalid(monkeypatch):
     def bad_value(ctx):
         raise ValueError("value_float is not a float")
 
-    registry.load_builtin()
-    monkeypatch.setitem(registry._BUILTIN, ("", "Constant"), [(1, bad_value)])
+    table.implementation("kernel", "", "Constant", 1)
+    monkeypatch.setitem(table._ATTACHED["kernel"], ("", "Constant"), [(1, bad_value)])
     with pytest.raises(InvalidModelError) as e:
         Session(_constant_model())
     assert e.value.message == "Constant 'k' failed: ValueError: value_float is not a float"

@@ -21,6 +21,7 @@ from onemodel import schemas
 from onemodel.evaluate import registry
 from onemodel.evaluate.runner import run
 from onemodel.ir import Attribute, Graph, Model, Node, OperatorSetId, ValueInfo
+from onemodel.operators import table
 
 registry.load_builtin()
 
@@ -43,12 +44,12 @@ FALLBACK = {
 
 def _served_versions():
     """(domain, op_type, since, kernel, [every opset version the kernel serves]), for the
-    domains of the schema table (the com.microsoft kernels have no definitions there: they
-    pass their defaults, onnxruntime's, as literals)."""
+    operators of ONNX's schema table (the kernels of onnxruntime's contrib operators pass
+    their defaults, onnxruntime's, as literals)."""
     top = {d: max(max(schemas.versions(o, d)) for o in schemas.operators(d))
            for d in schemas.domains()}
-    for (domain, op), entries in sorted(registry._BUILTIN.items()):
-        if domain not in top:
+    for (domain, op), entries in sorted(table.attachments("kernel").items()):
+        if domain not in top or op not in schemas.operators(domain):
             continue
         for i, (since, fn) in enumerate(entries):
             end = entries[i + 1][0] if i + 1 < len(entries) else max(top[domain], since) + 1
@@ -101,8 +102,12 @@ FINDINGS = _findings()
 
 
 def test_the_registry_claims_the_kernels_this_test_reads():
-    assert sum(len(e) for (d, _), e in registry._BUILTIN.items() if d != "com.microsoft") == 619
-    assert sum(1 for _ in _served_versions()) == 619
+    # the versions read here are those of every definition a kernel serves (the table's)
+    served = {(d, o, v) for d, o, v, k, _ in table.served() if k is not None
+              and d in schemas.domains() and o in schemas.operators(d)}
+    read = {(d, o, s) for d, o, _, _, versions in _served_versions()
+            for s in schemas.versions(o, d) if s in versions}
+    assert read == served and len(served) == 653
 
 
 def test_the_reader_sees_the_kernels_reads():

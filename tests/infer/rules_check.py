@@ -10,10 +10,9 @@ import onnx
 import onnx.shape_inference
 
 import onemodel
-from onemodel.evaluate import registry as kernel_registry
 from onemodel.inference import UNKNOWN, Expr, Value, infer_model
 from onemodel.inference.engine import Engine, Scope
-from onemodel.inference.registry import claimed
+from onemodel.operators import table
 from onemodel.schemas import get as get_schema
 from tests.infer.harness import node_model, sound
 
@@ -97,23 +96,24 @@ def infer_values(op: str, values: list, n_outputs: int = 1, opset: int = 21, dom
 
 
 def family_keys(module: str) -> dict:
-    """(domain, op_type) -> kernel versions, of the kernels of ``kernels/<module>.py``."""
-    out = {}
-    for (domain, op), versions in kernel_registry.operators().items():
-        fns = {kernel_registry.lookup(domain, op, v, user=False) for v in versions}
-        if any(f is not None and f.__module__.endswith(f".kernels.{module}") for f in fns):
-            out[(domain, op)] = tuple(versions)
-    return out
+    """(domain, op_type) -> the since_version of every definition a kernel of
+    ``kernels/<module>.py`` serves (the operator table's, onemodel.operators)."""
+    out: dict = {}
+    for domain, op, v, k, _ in table.served():
+        if k is not None and k.__module__.endswith(f".kernels.{module}"):
+            out.setdefault((domain, op), []).append(v)
+    return {key: tuple(v) for key, v in out.items()}
 
 
 def check_family_registered(module: str) -> int:
-    """Assert every kernel key of ``kernels/<module>.py`` has a rule at the same versions, in
-    ``rules/<module>.py``. Returns the number of operators."""
+    """Assert every definition a kernel of ``kernels/<module>.py`` serves is served by a rule
+    of ``rules/<module>.py``. Returns the number of operators."""
     keys = family_keys(module)
-    rules = claimed()
     assert keys
-    for key, versions in keys.items():
-        assert rules.get(key) == versions, (key, rules.get(key), versions)
+    for (domain, op), versions in keys.items():
+        for v in versions:
+            r = table.implementation("rule", domain, op, v)
+            assert r is not None and r.__module__.endswith(f".rules.{module}"), (domain, op, v)
     return len(keys)
 
 

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 import onemodel
 from onemodel.cli import app
-from onemodel.inference import registry
+from onemodel.operators import Operator, register, unregister
 from onemodel.verify import compare_models
 
 runner = CliRunner()
@@ -200,9 +200,17 @@ def _wrap_rule(ctx, x):
     return outs[0] if outs else None
 
 
-def test_subgraph_values_are_annotated_in_their_graph(tmp_path, monkeypatch):
-    registry.load_rules()
-    monkeypatch.setitem(registry.RULES, ("com.test", "Wrap"), [(1, _wrap_rule)])
+@pytest.fixture
+def wrap_registered():
+    """com.test.Wrap registered for the process (the command runs in this one) for one test."""
+    register(Operator("Wrap", "com.test", inputs=[("x", "T")], outputs=[("y", "T")],
+                      attributes={"body": "GRAPH"}, constraints={"T": ["tensor(float)"]},
+                      rule=_wrap_rule))
+    yield
+    unregister("com.test", "Wrap")
+
+
+def test_subgraph_values_are_annotated_in_their_graph(tmp_path, wrap_registered):
     body = helper.make_graph(
         [helper.make_node("Neg", ["bx"], ["bn"]), helper.make_node("Shape", ["bn"], ["bs"]),
          helper.make_node("Identity", ["bn"], ["by"])], "body",

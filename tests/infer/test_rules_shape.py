@@ -11,10 +11,9 @@ from onnx import TensorProto as T
 from onnx import helper
 
 import onemodel
-from onemodel.evaluate import registry as kernel_registry
 from onemodel.inference import Expr, infer_model
 from onemodel.inference import dims as D
-from onemodel.inference.registry import claimed
+from onemodel.operators import table
 from tests.infer.harness import inferred, node_model, sound
 from tests.infer.rules_check import check_family_registered, check_unknown_inputs, data_sound
 
@@ -253,17 +252,15 @@ def test_every_kernel_of_the_family_has_a_rule_at_the_same_versions_that_never_r
 
 
 def test_every_kernel_of_the_family_has_its_rule_in_rules_shape():
-    kernel_registry.load_builtin()
-    rules = claimed()
-    from onemodel.inference.registry import RULES
+    rules = table.attachments("rule")
     family = {key: tuple(v for v, _ in entries)
-              for key, entries in kernel_registry._BUILTIN.items()
+              for key, entries in table.attachments("kernel").items()
               if any(fn.__module__ == "onemodel.evaluate.kernels.shape" for _, fn in entries)}
     assert len(family) == 33, sorted(family)
     for key, versions in family.items():
-        assert rules.get(key) == versions, (key, rules.get(key), versions)
+        assert tuple(v for v, _ in rules[key]) == versions, (key, rules[key], versions)
         assert all(fn.__module__ == "onemodel.inference.rules.shape"
-                   for _, fn in RULES[key]), key
+                   for _, fn in rules[key]), key
 
 
 # -- data propagation ---------------------------------------------------------------------------

@@ -15,8 +15,8 @@ import math
 import numpy as np
 
 from ...errors import UnsupportedError
-from .. import ckernels
 from ...operators import kernel
+from .. import ckernels
 from ._util import back, wide
 from .elementwise import erf_array
 

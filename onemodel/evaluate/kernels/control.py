@@ -11,8 +11,8 @@ import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError
 from ...ir.dtypes import INFO
-from ..memory import Accumulation, memory_budget
 from ...operators import kernel
+from ..memory import Accumulation, memory_budget
 from ._util import axis_index
 
 

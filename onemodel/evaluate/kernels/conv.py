@@ -25,9 +25,9 @@ from numpy.lib.stride_tricks import as_strided
 
 from ... import limits
 from ...errors import EvaluationError, InvalidModelError, UnsupportedError
+from ...operators import kernel
 from .. import ckernels
 from ..memory import check_allocation, check_array
-from ...operators import kernel
 from ._util import back, wide_all
 from .linalg import column_blocks_product
 

@@ -13,9 +13,9 @@ import math
 import numpy as np
 
 from ...errors import UnsupportedError
+from ...operators import kernel
 from .. import memory
 from ..memory import check_broadcast, check_broadcast_all
-from ...operators import kernel
 
 
 def _legacy_broadcast(ctx, a, b):

@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError
+from ...operators import kernel
 from .. import ckernels
 from ..memory import check_product
-from ...operators import kernel
 from ._util import back, wide, wide_all
 
 #: OpenBLAS runs a product of at most this many multiply-adds (m * n * k) on one thread.

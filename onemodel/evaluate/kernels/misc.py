@@ -18,8 +18,8 @@ import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError, UnsupportedError
 from ...ir.dtypes import INFO
-from ..memory import check_array
 from ...operators import kernel
+from ..memory import check_array
 
 
 def _rng(ctx) -> np.random.Generator:

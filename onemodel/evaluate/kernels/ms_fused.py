@@ -50,8 +50,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import EvaluationError, UnsupportedError
-from ..context import definition_default
 from ...operators import kernel
+from ..context import definition_default
 from ..registry import lookup
 from ._util import back, wide, wide_all
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import EvaluationError, UnsupportedError
-from .. import ckernels
 from ...operators import kernel
+from .. import ckernels
 from ._util import axis_index, back, wide
 
 

@@ -18,8 +18,8 @@ import numpy as np
 
 from ...errors import EvaluationError, UnsupportedError
 from ...ir.tensor import element_count
-from ..memory import check_allocation
 from ...operators import kernel
+from ..memory import check_allocation
 from ._util import back, wide
 from .conv import conv_pads, padded, taps
 

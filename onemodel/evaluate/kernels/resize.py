@@ -24,8 +24,8 @@ import math
 import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError, UnsupportedError
-from ..memory import check_array
 from ...operators import kernel
+from ..memory import check_array
 
 _MODES = ("nearest", "linear", "cubic")
 _TRANSFORMS = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",

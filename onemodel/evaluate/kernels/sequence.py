@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError
+from ...operators import kernel
 from .. import memory
 from ..memory import check_allocation
-from ...operators import kernel
 
 
 def _seq(value, what: str) -> list:

@@ -14,9 +14,9 @@ import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError, OneModelError, UnsupportedError
 from ...ir.tensor import element_count
+from ...operators import kernel
 from .. import memory
 from ..memory import check_allocation
-from ...operators import kernel
 from ._util import axis_index
 
 

@@ -11,8 +11,8 @@ opset 1 any axis is taken (the input is coerced to 2-D at it).
 
 from __future__ import annotations
 
-from .. import dims as D
 from ...operators import rule
+from .. import dims as D
 from ._util import int_attr, same_shape
 
 

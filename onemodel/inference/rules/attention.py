@@ -26,8 +26,8 @@ heads does not divide, query heads not a multiple of key heads, unequal batch or
 
 from __future__ import annotations
 
-from .. import dims as D
 from ...operators import rule
+from .. import dims as D
 from ..value import Value
 from ._util import int_attr
 

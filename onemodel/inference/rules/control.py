@@ -35,8 +35,8 @@ that empty shape, so nothing is claimed that a zero-iteration run would not give
 
 from __future__ import annotations
 
-from .. import dims as D
 from ...operators import rule
+from .. import dims as D
 from ..value import UNKNOWN, Value
 from ._util import lower, nonneg
 

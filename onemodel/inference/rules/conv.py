@@ -28,8 +28,8 @@ that is an expression of the input's variables is kept: whether it fits depends 
 
 from __future__ import annotations
 
-from .. import dims as D
 from ...operators import rule
+from .. import dims as D
 
 _AUTO_PADS = ("NOTSET", "", "SAME_UPPER", "SAME_LOWER", "VALID")
 

@@ -22,8 +22,8 @@ wrapped to its element type's range as the kernels' fixed-width arithmetic does.
 
 from __future__ import annotations
 
-from .. import dims as D
 from ...operators import rule
+from .. import dims as D
 from ..value import MAX_DATA, Value
 from ._util import (
     INT_RANGE,

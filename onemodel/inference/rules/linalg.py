@@ -18,8 +18,8 @@ Shapes (ONNX Part 1, operator definitions of Clause 14.3; broadcasting Clause 6.
 
 from __future__ import annotations
 
-from .. import dims as D
 from ...operators import rule
+from .. import dims as D
 
 
 def matmul_shape(ctx, a, b) -> list | None:

@@ -11,8 +11,8 @@ a weight not ``[C]``, or a reduction other than the three is a contradiction (Cl
 
 from __future__ import annotations
 
-from .. import dims as D
 from ...operators import rule
+from .. import dims as D
 
 _REDUCTIONS = ("none", "sum", "mean")
 

@@ -40,8 +40,8 @@ the count of sliding blocks (onnxruntime refuses these models).
 
 from __future__ import annotations
 
-from .. import dims as D
 from ...operators import rule
+from .. import dims as D
 from ._util import int_attr, list_attr, lower
 
 _FLOAT, _BOOL, _INT32 = 1, 9, 6

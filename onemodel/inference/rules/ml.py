@@ -28,8 +28,8 @@ coefficients or features that do not fit.
 
 from __future__ import annotations
 
-from .. import dims as D
 from ...operators import rule
+from .. import dims as D
 from ..value import Value
 from ._util import int_attr, list_attr
 

@@ -24,8 +24,8 @@ is not the input's last, a hidden size that the number of heads does not divide.
 
 from __future__ import annotations
 
-from .. import dims as D
 from ...operators import rule
+from .. import dims as D
 from ._util import int_attr
 
 

@@ -23,8 +23,8 @@ axis out of range, unequal inner extents or channels.
 
 from __future__ import annotations
 
-from .. import dims as D
 from ...operators import rule
+from .. import dims as D
 from ..value import Value
 from .conv import conv_shape
 from .linalg import matmul_shape

@@ -20,8 +20,8 @@ schemas), so no type constraints bind their outputs: each rule states the elemen
 
 from __future__ import annotations
 
-from .. import dims as D
 from ...operators import rule
+from .. import dims as D
 from ..value import Value
 from .linalg import matmul_shape
 from .shape import concat

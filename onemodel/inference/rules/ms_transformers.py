@@ -18,8 +18,8 @@ unequal inner extents, a 3H not divisible by 3 or H by the number of heads.
 
 from __future__ import annotations
 
-from .. import dims as D
 from ...operators import rule
+from .. import dims as D
 from ..value import Value
 
 MS = "com.microsoft"

@@ -16,8 +16,8 @@ range, parameter extents that differ from the channel count.
 
 from __future__ import annotations
 
-from .. import dims as D
 from ...operators import rule
+from .. import dims as D
 from ..value import Value
 
 

@@ -29,8 +29,8 @@ definition's range of the linear indices).
 
 from __future__ import annotations
 
-from .. import dims as D
 from ...operators import rule
+from .. import dims as D
 from .conv import _ints, fitting, positive, window_extents
 
 

@@ -19,8 +19,8 @@ Shapes and element types (ONNX Part 1, operator definitions of Clause 14.3, Clau
 
 from __future__ import annotations
 
-from .. import dims as D
 from ...operators import rule
+from .. import dims as D
 from .conv import conv_shape
 from .linalg import matmul_shape
 

@@ -27,8 +27,8 @@ Contradictions (Clause 9.4): an axis out of range, K negative or greater than th
 
 from __future__ import annotations
 
-from .. import dims as D
 from ...operators import rule
+from .. import dims as D
 from ._util import INT_RANGE, int_attr, list_attr, lower
 
 _I64 = 7

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import math
 
-from .. import dims as D
 from ...operators import rule
+from .. import dims as D
 from ._util import count
 
 

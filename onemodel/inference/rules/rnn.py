@@ -17,8 +17,8 @@ length extents that differ from the ones above.
 
 from __future__ import annotations
 
-from .. import dims as D
 from ...operators import rule
+from .. import dims as D
 from ._util import int_attr
 
 

@@ -20,8 +20,8 @@ binding of the dimension variables. What is known of a variable is that it is an
 from __future__ import annotations
 
 from ...errors import IoError
-from .. import dims as D
 from ...operators import rule
+from .. import dims as D
 from ..value import MAX_DATA, Value
 from ._util import count, expand_data, int_shape
 from ._util import lower as _lower

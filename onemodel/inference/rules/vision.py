@@ -18,8 +18,8 @@ Contradictions: inputs of the wrong rank, extents that must be equal and differ.
 
 from __future__ import annotations
 
-from .. import dims as D
 from ...operators import rule
+from .. import dims as D
 
 
 def _rank(ctx, v, r: int, what: str):
