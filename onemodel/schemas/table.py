@@ -3,8 +3,8 @@
 The file is gzip of one JSON header line and a body (data/contrib.json.gz, onnxruntime's contrib
 operators, has ``"onnxruntime_version"`` instead of ``"onnx_version"``). The header is
 ``{"format": 1, "onnx_version": "1.23.2", "type_lists": [[type string, ...], ...], "index":
-{domain: {op_type: [offset, length]}}}``; at ``offset`` after the header line, the body holds the operator's
-definitions, one JSON list of entries by ``since`` ascending::
+{domain: {op_type: [offset, length]}}}``; at ``offset`` after the header line, the body holds
+the operator's definitions, one JSON list of entries by ``since`` ascending::
 
     {"since": 13, "deprecated": true (only when it is),
      "inputs": [[name, type_str, "single"|"optional"|"variadic", is_homogeneous, min_arity]...],
