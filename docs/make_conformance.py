@@ -25,17 +25,14 @@ import conformance_data  # noqa: E402
 import node_conformance as nc  # noqa: E402
 
 from onemodel import tolerances  # noqa: E402
+from onemodel.ir.entries import normalize_domain  # noqa: E402
+from onemodel.operators.families import UNIMPLEMENTED  # noqa: E402
 
 OUT = ROOT / "docs" / "conformance.md"
 
 #: The comparison rule of each element type, in table order (Clause 11.5: onemodel.tolerances).
 RULES = tolerances.RULES
 
-WHY_UNSUPPORTED = {
-    "ImageDecoder": "decoding JPEG, JPEG 2000, WebP, TIFF, PNG, BMP and PNM needs image codecs, "
-                    "which are not among onemodel's dependencies",
-    "Gradient": "needs automatic differentiation of a graph",
-}
 
 
 def _fmt(x: float) -> str:
@@ -157,7 +154,7 @@ def render(node, others, stats, onnx_version: str) -> str:
     refused = sorted({r.operator for r in node if r.status == "unsupported"}
                      | {tuple(x) for r in others for x in _named(r)})
     for domain, op_type, opset in refused:
-        why = WHY_UNSUPPORTED.get(op_type, "not implemented")
+        why = UNIMPLEMENTED.get((normalize_domain(domain), op_type), "not implemented")
         lines.append(f"- ({domain}, {op_type}, {opset}): {why}.")
     failed = [r for r in node if r.status == "failed"]
     if failed:

@@ -105,11 +105,6 @@ VALIDATION_RESULTS = (
     "too, or is listed with the reason it is valid "
     "(`tests/check/test_check_onnx_refusals.py`).")
 
-#: Why an operator has no kernel, where it is not only "not implemented".
-WHY_NO_KERNEL = {
-    "ImageDecoder": "needs image codecs",
-    "Gradient": "needs automatic differentiation",
-}
 
 
 def _domain_name(domain: str) -> str:
@@ -158,9 +153,6 @@ class DomainSet(NamedTuple):
     #: ``[(op_type, [opset versions])]``: the versions at which no kernel serves the
     #: definition in force (:func:`registry.lookup` finds none): refused by the evaluator
     refused: list
-    #: ``[(op_type, [since versions])]``: definitions without a kernel of their own, served by
-    #: the kernel of an earlier definition of the operator
-    served: list
 
 
 def operator_sets() -> list[DomainSet]:
@@ -173,18 +165,14 @@ def operator_sets() -> list[DomainSet]:
     for domain in schemas.domains():
         ops = schemas.operators(domain)
         top = max(v for op in ops for v in schemas.versions(op, domain))
-        refused, served = [], []
+        refused = []
         for op in ops:
             missing = [v for v in range(1, top + 1) if schemas.get(op, domain, v) is not None
                        and registry.lookup(domain, op, v, user=False) is None]
             if missing:
                 refused.append((op, missing))
-            later = [v for v in schemas.versions(op, domain)
-                     if v not in kernels.get((domain, op), ()) and v not in missing]
-            if later:
-                served.append((op, later))
         with_kernel = sum(1 for op in ops if (domain, op) in kernels)
-        out.append(DomainSet(domain, top, len(ops), with_kernel, refused, served))
+        out.append(DomainSet(domain, top, len(ops), with_kernel, refused))
     return out
 
 
@@ -318,7 +306,6 @@ def _opsets_item(sets, onnx_version: str) -> str:
 
     kernels = registry.operators()
     ev = []
-    served = []
     for ds in sets:
         shown = f"`{_domain_name(ds.domain)}` {_versions(ds.top)}"
         if ds.with_kernel <= 3:
@@ -326,26 +313,29 @@ def _opsets_item(sets, onnx_version: str) -> str:
             ev.append(f"{shown} ({', '.join(names)})")
         else:
             ev.append(f"{shown} ({ds.with_kernel} operators)")
-        served += [f"{op} {', '.join(map(str, vs))}" for op, vs in ds.served]
     return (f"Validation: every version of the {len(sets)} domains of the schema table (the "
             f"definitions of onnx {onnx_version}; table [Operator sets](#operator-sets)); an "
-            "operator of any other domain is reported as not checked (OM304). Evaluator: "
-            f"{', '.join(ev)}. A kernel is registered at the `since_version` of a definition "
-            "and runs a node whose opset version puts that definition in force (Clause 14.3), "
-            "or a later definition that has no kernel of its own; those later definitions (by "
-            f"`since_version`): {'; '.join(served) or 'none'}. conformance.md lists the "
-            "versions each operator's test cases use. Reading and writing: any domain and "
-            "version.")
+            "operator of any other domain is checked against its declaration when a user declared "
+            "it (`onemodel.operators.Operator`, docs/operators.md), else reported as not "
+            "checked (OM304). Evaluator: "
+            f"{', '.join(ev)}. A kernel is attached to the definition where its behaviour "
+            "begins and serves it and every later definition until the next kernel of the "
+            "operator (Clauses 14.3, 14.4); `tests/operators/served.tsv` lists the kernel and "
+            "the inference rule serving each definition. conformance.md lists the versions "
+            "each operator's test cases use. Reading and writing: any domain and version.")
 
 
 def _unsupported_item(sets) -> str:
     parts = []
     from onemodel import schemas
 
-    for domain, top, _n, _k, refused, _served in sets:
+    from onemodel.operators.families import UNIMPLEMENTED, UNIMPLEMENTED_VERSIONS
+
+    for domain, top, _n, _k, refused in sets:
         for op, missing in refused:
             defined = [v for v in range(1, top + 1) if schemas.get(op, domain, v) is not None]
-            why = WHY_NO_KERNEL.get(op, "no kernel")
+            why = UNIMPLEMENTED.get((domain, op)) or UNIMPLEMENTED_VERSIONS.get(
+                (domain, op, missing[0]), "no kernel")
             opsets = "opset" if len(missing) == 1 else "opsets"
             if missing == defined:
                 parts.append(f"`{_domain_name(domain)}` {op} ({opsets} {_ranges(missing)}: "
@@ -354,7 +344,8 @@ def _unsupported_item(sets) -> str:
                 parts.append(f"`{_domain_name(domain)}` {op} at {opsets} {_ranges(missing)} "
                              f"({why} for the definitions in force there)")
     return ("; ".join(parts) + "; any operator of a custom domain that no kernel "
-            "(`onemodel.evaluate.register_kernel`) or model-local function serves. The "
+            "(`onemodel.evaluate.register_kernel`, a declared `onemodel.operators.Operator`) "
+            "or model-local function serves. The "
             "evaluator lists every unsupported "
             "`(domain, op_type, opset)` of a model before computing anything and refuses it "
             "(Clause 4.4). Per-operator results: [conformance.md](conformance.md).")
