@@ -34,8 +34,9 @@ from .table import (
     versions,
 )
 
-__all__ = ["Operator", "register", "unregister", "using", "kernel", "rule", "definition",
-           "definitions", "versions", "family", "implementation", "attachments", "served"]
+__all__ = ["Operator", "register", "unregister", "using", "kernel", "rule", "adapter",
+           "definition", "definitions", "versions", "family", "implementation", "exact",
+           "attachments", "served"]
 
 
 def kernel(op_type: str, domain: str = "", *, since: int | None = None):
@@ -44,6 +45,14 @@ def kernel(op_type: str, domain: str = "", *, since: int | None = None):
     ``since`` (default: the first one); it serves later definitions until the next kernel
     attached. Raises ValueError as :func:`.table.attach` does."""
     return lambda fn: attach("kernel", op_type, fn, domain, since)
+
+
+def adapter(op_type: str, domain: str = "", *, since: int):
+    """Decorator attaching the version adapter of ``(domain, op_type)`` between the definition
+    introduced at ``since`` and the one before it (opset conversion; used by
+    :mod:`onemodel.opset_convert`). Unlike a kernel, it serves that one change only
+    (:func:`.table.exact`)."""
+    return lambda fn: attach("adapter", op_type, fn, domain, since)
 
 
 def rule(op_type: str, domain: str = "", *, since: int | None = None):

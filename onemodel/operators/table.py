@@ -22,8 +22,13 @@ from typing import Callable, Iterator
 from ..ir.entries import normalize_domain
 from .families import FAMILIES
 
-#: kind -> the package holding one module per family
-PACKAGES = {"kernel": "onemodel.evaluate.kernels", "rule": "onemodel.inference.rules"}
+#: kind -> the package holding one module per family: kernels, inference rules, and the version
+#: adapters of opset conversion (a family may have no adapter module: none of its operators
+#: then has an adapter)
+PACKAGES = {"kernel": "onemodel.evaluate.kernels", "rule": "onemodel.inference.rules",
+            "adapter": "onemodel.opset_convert.adapters"}
+#: the kinds every family has a module of
+COMPLETE = ("kernel", "rule")
 
 #: kind -> (domain, op_type) -> [(since, function)] sorted by since: the built-in attachments
 _ATTACHED: dict[str, dict[tuple[str, str], list[tuple[int, Callable]]]] = {k: {} for k in PACKAGES}
@@ -126,7 +131,12 @@ def _settle(kind: str) -> None:
 def _load(kind: str, fam: str) -> None:
     if fam not in _LOADED[kind]:
         _LOADED[kind].add(fam)
-        importlib.import_module(f"{PACKAGES[kind]}.{fam}")
+        name = f"{PACKAGES[kind]}.{fam}"
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if kind in COMPLETE or e.name != name:
+                raise
 
 
 def load_all(kind: str) -> None:
@@ -153,6 +163,20 @@ def implementation(kind: str, domain: str | None, op_type: str, version: int) ->
             return None
     i = bisect.bisect_right(entries, version, key=lambda e: e[0])
     return entries[i - 1][1] if i else None
+
+
+def exact(kind: str, domain: str | None, op_type: str, since: int) -> Callable | None:
+    """The function of ``kind`` attached to exactly the definition introduced at ``since``
+    (an adapter converts between that definition and the one before it), or None."""
+    key = (normalize_domain(domain), op_type)
+    fam = family(*key)
+    if fam is not None:
+        _load(kind, fam)
+    _settle(kind)
+    for s, fn in _ATTACHED[kind].get(key, ()):
+        if s == since:
+            return fn
+    return None
 
 
 def attachments(kind: str) -> dict[tuple[str, str], list[tuple[int, Callable]]]:
