@@ -194,8 +194,8 @@ def served() -> Iterator[tuple[str, str, int, Callable | None, Callable | None]]
     says why)."""
     from .. import schemas
 
-    keys = {k for k in (family(d, o) and (d, o) for fam in FAMILIES.values()
-                        for d, names in fam.items() for o in names) if k}
+    keys = {(d, o) for by_domain in FAMILIES.values() for d, names in by_domain.items()
+            for o in names}
     keys |= {(d, o) for d in schemas.domains() for o in schemas.operators(d)}
     for d, o in sorted(keys):
         for v in versions(d, o):
