@@ -54,7 +54,7 @@ FAMILIES: dict[str, dict[str, tuple[str, ...]]] = {
         "": ("Det", "Einsum", "Gemm", "MatMul"),
     },
     "conv": {
-        "": ("CausalConvWithState", "Conv", "ConvTranspose", "DeformConv"),
+        "": ("CausalConvWithState", "Col2Im", "Conv", "ConvTranspose", "DeformConv"),
     },
     "pool": {
         "": (
@@ -64,7 +64,7 @@ FAMILIES: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "norm": {
         "": (
-            "BatchNormalization", "GroupNormalization", "InstanceNormalization",
+            "BatchNormalization", "GroupNormalization", "InstanceNormalization", "LRN",
             "LayerNormalization", "LpNormalization", "MeanVarianceNormalization", "RMSNormalization"
         ),
     },
@@ -90,20 +90,32 @@ FAMILIES: dict[str, dict[str, tuple[str, ...]]] = {
     "resize": {
         "": ("Resize", "Upsample"),
     },
-    "ml": {
+    "ml_linear": {
         "ai.onnx.ml": (
-            "ArrayFeatureExtractor", "Binarizer", "CastMap", "DictVectorizer", "FeatureVectorizer",
-            "Imputer", "LabelEncoder", "LinearClassifier", "LinearRegressor", "Normalizer",
-            "OneHotEncoder", "SVMClassifier", "SVMRegressor", "Scaler", "TreeEnsemble",
-            "TreeEnsembleClassifier", "TreeEnsembleRegressor", "ZipMap"
+            "LinearClassifier", "LinearRegressor", "SVMClassifier", "SVMRegressor"
         ),
     },
-    "misc": {
+    "ml_trees": {
+        "ai.onnx.ml": ("TreeEnsemble", "TreeEnsembleClassifier", "TreeEnsembleRegressor"),
+    },
+    "ml_features": {
+        "ai.onnx.ml": (
+            "ArrayFeatureExtractor", "Binarizer", "CastMap", "DictVectorizer", "FeatureVectorizer",
+            "Imputer", "LabelEncoder", "Normalizer", "OneHotEncoder", "Scaler", "ZipMap"
+        ),
+    },
+    "random": {
         "": (
-            "Bernoulli", "BlackmanWindow", "Col2Im", "DFT", "Dropout", "HammingWindow",
-            "HannWindow", "LRN", "MelWeightMatrix", "Multinomial", "RandomNormal",
-            "RandomNormalLike", "RandomUniform", "RandomUniformLike", "RegexFullMatch", "STFT",
-            "StringConcat", "StringNormalizer", "StringSplit", "TfIdfVectorizer"
+            "Bernoulli", "Dropout", "Multinomial", "RandomNormal", "RandomNormalLike",
+            "RandomUniform", "RandomUniformLike"
+        ),
+    },
+    "signal": {
+        "": ("BlackmanWindow", "DFT", "HammingWindow", "HannWindow", "MelWeightMatrix", "STFT"),
+    },
+    "text": {
+        "": (
+            "RegexFullMatch", "StringConcat", "StringNormalizer", "StringSplit", "TfIdfVectorizer"
         ),
     },
     "vision": {

@@ -1,4 +1,5 @@
-"""Kernels of onemodel/evaluate/kernels/misc.py against onnxruntime, the onnx reference
+"""Kernels of the random, signal and text families (onemodel/evaluate/kernels/random.py,
+signal.py, text.py), LRN (norm.py) and Col2Im (conv.py) against onnxruntime, the onnx reference
 evaluator, numpy and hand-computed values."""
 
 from __future__ import annotations

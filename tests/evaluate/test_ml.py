@@ -1,7 +1,7 @@
-"""ai.onnx.ml kernels (onemodel/evaluate/kernels/ml.py): scikit-learn models converted with
-skl2onnx and small hand-built models, compared with the exact float64 result of the operators'
-definitions (exact_ml.py, node by node over the graph) within a stated bound of float32
-roundings; labels, integers and strings exactly."""
+"""ai.onnx.ml kernels (onemodel/evaluate/kernels/ml_linear.py, ml_trees.py, ml_features.py):
+scikit-learn models converted with skl2onnx and small hand-built models, compared with the exact
+float64 result of the operators' definitions (exact_ml.py, node by node over the graph) within a
+stated bound of float32 roundings; labels, integers and strings exactly."""
 
 from __future__ import annotations
 

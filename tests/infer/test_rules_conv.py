@@ -1,8 +1,8 @@
 """Inference rules of the convolutions (onemodel/inference/rules/conv.py): Conv's spatial
 extents ``floor((h + p0 + p1 - d*(k-1) - 1)/s) + 1`` as expressions of symbolic inputs, SAME as
 ``ceil(h/s)``, VALID, groups, ConvTranspose with output_shape / output_padding / SAME,
-DeformConv, CausalConvWithState; contradictions (channels, ranks, kernel_shape); the evaluator
-agreeing (``sound``) and onnx's inference agreeing where it has an answer."""
+DeformConv, CausalConvWithState, Col2Im; contradictions (channels, ranks, kernel_shape); the
+evaluator agreeing (``sound``) and onnx's inference agreeing where it has an answer."""
 
 import numpy as np
 import pytest
@@ -23,11 +23,11 @@ H, W_ = Expr.var("H"), Expr.var("W")
 
 
 def test_every_kernel_has_a_rule_at_its_versions():
-    assert check_family_registered("conv") == 4
+    assert check_family_registered("conv") == 5
 
 
 def test_unknown_inputs_never_raise():
-    assert check_unknown_inputs("conv") >= 27
+    assert check_unknown_inputs("conv") >= 30
 
 
 def _w(*shape):
@@ -184,3 +184,11 @@ def test_causal_conv_with_state():
     assert v["y1"].shape == (2, Expr.var("C"), Expr.var("K") - 1)
     contradicts(node_model("CausalConvWithState", [("x", F, [2, 4, 9]), ("w", _w(4, 2, 3))],
                            2, opset=27), "weight extent 1")
+
+
+def test_col2im():
+    img, blk = np.array([4, 4], np.int64), np.array([2, 2], np.int64)
+    m = node_model("Col2Im", [("x", F, ["N", 12, 9]), ("i", img), ("b", blk)], opset=18)
+    expect(m, ["N", 3, 4, 4], F)
+    contradicts(node_model("Col2Im", [("x", F, ["N", 10, 9]), ("i", img), ("b", blk)],
+                           opset=18), "block size 4")

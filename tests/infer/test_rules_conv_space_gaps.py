@@ -1,5 +1,5 @@
-"""Impossible windows and blocks the rules used to let through (onemodel/inference/rules/conv.py,
-pool.py, shape.py's DepthToSpace/SpaceToDepth, misc.py's Col2Im): a ``kernel_shape`` value, a
+"""Impossible windows and blocks the rules used to let through (onemodel/inference/rules/conv.py
+with Col2Im, pool.py, shape.py's DepthToSpace/SpaceToDepth): a ``kernel_shape`` value, a
 kernel extent of W, a stride or a dilation below 1 for Conv, ConvTranspose and the poolings
 (MaxUnpool too); a ``blocksize`` below 1 and extents the block does not divide; Col2Im's block
 count L against the sliding blocks of image_shape, block_shape, pads, strides and dilations, and

@@ -1,4 +1,5 @@
-"""Inference rules of the ai.onnx.ml operators (onemodel/inference/rules/ml.py): output element
+"""Inference rules of the ai.onnx.ml operators (onemodel/inference/rules/ml_linear.py,
+ml_trees.py, ml_features.py): output element
 types from attributes (classifiers' labels int64 or string, LabelEncoder's values, CastMap's
 cast_to, DictVectorizer's map values), ZipMap -> seq(map(...)), row counts of the kernels'
 [N, F] view, score columns; contradictions; the evaluator agreeing (``sound``, and the
@@ -40,12 +41,16 @@ def expect2(m, want: dict, run=True):
         assert sound(m) > 0
 
 
-def test_every_kernel_has_a_rule_at_its_versions():
-    assert check_family_registered("ml") == 18
+@pytest.mark.parametrize("family,operators", [("ml_linear", 4), ("ml_trees", 3),
+                                               ("ml_features", 11)])
+def test_every_kernel_has_a_rule_at_its_versions(family, operators):
+    assert check_family_registered(family) == operators
 
 
-def test_unknown_inputs_never_raise():
-    assert check_unknown_inputs("ml") >= 60
+@pytest.mark.parametrize("family,inferences", [("ml_linear", 12), ("ml_trees", 21),
+                                                ("ml_features", 39)])
+def test_unknown_inputs_never_raise(family, inferences):
+    assert check_unknown_inputs(family) >= inferences
 
 
 @pytest.mark.parametrize("labels,elem,cols", [

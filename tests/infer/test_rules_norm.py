@@ -1,7 +1,7 @@
 """Inference rules of the normalizations (onemodel/inference/rules/norm.py): Y keeps X's shape
 and type; BatchNormalization's statistics outputs [C] (training mode, saved mean/var before
 opset 14), LayerNormalization's Mean/InvStdDev with axis and stash_type, GroupNormalization's
-parameters by version, axes checked; contradictions; the evaluator agreeing (``sound``) and
+parameters by version, axes checked, LRN; contradictions; the evaluator agreeing (``sound``) and
 onnx's inference agreeing where it has an answer."""
 
 import numpy as np
@@ -22,11 +22,11 @@ N, C = Expr.var("N"), Expr.var("C")
 
 
 def test_every_kernel_has_a_rule_at_its_versions():
-    assert check_family_registered("norm") == 7
+    assert check_family_registered("norm") == 8
 
 
 def test_unknown_inputs_never_raise():
-    assert check_unknown_inputs("norm") >= 51
+    assert check_unknown_inputs("norm") >= 57
 
 
 def _p(c, dt=np.float32):
@@ -146,3 +146,9 @@ def test_unknown_rank():
     v = inferred(node_model("BatchNormalization", [("x", F, None)] + _p(3), 3, opset=15,
                             training_mode=1))
     assert v["y0"].shape is None and v["y1"].shape == (3,)
+
+
+@pytest.mark.parametrize("opset", [1, 13])
+def test_lrn(opset):
+    expect(node_model("LRN", [("x", F, ["N", 3, "S"])], opset=opset, size=3), ["N", 3, "S"], F)
+

@@ -1,4 +1,5 @@
-"""Helpers shared by kernel modules: axis attributes, and computing narrow floats in float32.
+"""Helpers shared by kernel modules: axis attributes, computing narrow floats in float32, element
+type attributes and scalar inputs.
 
 Not a kernel family (it registers nothing); kernel modules import it.
 """
@@ -7,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import EvaluationError
+from ...errors import EvaluationError, UnsupportedError
+from ...ir.dtypes import INFO
 
 
 def axis_index(axis: int, rank: int, what: str = "axis") -> int:
@@ -47,3 +49,24 @@ def back(y: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """``y`` in ``dtype`` (the result of a computation in a :func:`wide` type); ``y`` itself
     when it already is."""
     return y if y.dtype == dtype else y.astype(dtype)
+
+
+def dtype_of(code: int, default) -> np.dtype:
+    """The numpy dtype of Table 5 element type ``code`` (a ``dtype`` or ``output_datatype``
+    attribute's value); ``np.dtype(default)`` when ``code`` is 0 or None (unset). Raises
+    UnsupportedError for a code Table 5 does not list."""
+    if not code:
+        return np.dtype(default)
+    info = INFO.get(int(code))
+    if info is None:
+        raise UnsupportedError(f"element type {code} is not in Table 5")
+    return info.dtype
+
+
+def scalar_of(v, what: str, cast=float):
+    """The one element of input ``v`` (a scalar or a one-element tensor) converted by ``cast``.
+    Raises EvaluationError naming ``what`` when ``v`` has another number of elements."""
+    arr = np.asarray(v)
+    if arr.size != 1:
+        raise EvaluationError(f"{what} must be a scalar, not shape {list(arr.shape)}")
+    return cast(arr.reshape(-1)[0])

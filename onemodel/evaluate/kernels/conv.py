@@ -546,3 +546,35 @@ def deform_conv(ctx, x, w, offset, b=None, mask=None):
     if b is not None:
         y = y + args[2].reshape((1, M) + (1,) * nd)
     return back(np.ascontiguousarray(y), dt)
+
+
+# -- Col2Im -----------------------------------------------------------------------------------
+
+@kernel("Col2Im")
+def col2im(ctx, x, image_shape, block_shape):
+    """Col2Im: sum the column blocks of X [N, C * prod(block), L] back into images
+    [N, C, *image_shape] (``dilations``, ``pads`` [begin..., end...], ``strides``)."""
+    x = np.asarray(x)
+    img = [int(v) for v in np.asarray(image_shape).reshape(-1)]
+    blk = [int(v) for v in np.asarray(block_shape).reshape(-1)]
+    nd = len(img)
+    dil = list(ctx.attr("dilations", None) or [1] * nd)
+    strides = list(ctx.attr("strides", None) or [1] * nd)
+    pads = list(ctx.attr("pads", None) or [0] * (2 * nd))
+    bsize = math.prod(blk)
+    if x.ndim != 3 or x.shape[1] % bsize:
+        raise EvaluationError(f"Col2Im input {list(x.shape)} does not fit block {blk}")
+    n, c = x.shape[0], x.shape[1] // bsize
+    padded = [img[i] + pads[i] + pads[nd + i] for i in range(nd)]
+    counts = [(padded[i] - (dil[i] * (blk[i] - 1) + 1)) // strides[i] + 1 for i in range(nd)]
+    if math.prod(counts) != x.shape[2]:
+        raise EvaluationError(f"Col2Im: {x.shape[2]} blocks, the geometry gives "
+                              f"{math.prod(counts)}")
+    out = np.zeros(check_array((n, c) + tuple(padded), 8, "the Col2Im output"), dtype=np.float64)
+    cols = x.reshape((n, c) + tuple(blk) + tuple(counts)).astype(np.float64)
+    for bidx in np.ndindex(*blk):
+        sl = tuple(slice(bidx[i] * dil[i], bidx[i] * dil[i] + strides[i] * (counts[i] - 1) + 1,
+                         strides[i]) for i in range(nd))
+        out[(slice(None), slice(None)) + sl] += cols[(slice(None), slice(None)) + bidx]
+    crop = tuple(slice(pads[i], pads[i] + img[i]) for i in range(nd))
+    return out[(slice(None), slice(None)) + crop].astype(x.dtype)

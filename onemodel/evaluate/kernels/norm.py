@@ -1,5 +1,6 @@
 """Normalizations (ONNX 1-2): Batch (inference and training mode), Layer, Instance, Group, Lp,
-MeanVariance and RMS normalization (LRN is in misc.py).
+MeanVariance and RMS normalization, and local response normalization (LRN-1 and 13, across
+channels).
 
 Statistics of float16 and bfloat16 inputs are computed in float32 (the definitions' ``stash_type``
 default, and what BatchNormalization states for float16), results rounded back once.
@@ -192,3 +193,26 @@ def mean_variance_norm(ctx, x):
     y = (w - mean) / (np.sqrt(np.maximum(var, 0)) + np.asarray(1e-9, w.dtype))
     return back(y, dt)
 
+
+
+# -- LRN --------------------------------------------------------------------------------------
+
+@kernel("LRN")
+def lrn(ctx, x):
+    """LRN: ``y = x / (bias + alpha / size * sum of x^2 over nearby channels) ^ beta``.
+
+    The channel window of c is ``[c - floor((size - 1) / 2), c + ceil((size - 1) / 2)]``.
+    X: [N, C, D1, ...]."""
+    x = np.asarray(x)
+    size = int(ctx.attrs["size"])
+    alpha = float(ctx.attr("alpha"))
+    beta = float(ctx.attr("beta"))
+    bias = float(ctx.attr("bias"))
+    sq = x.astype(np.float64) ** 2
+    c = x.shape[1]
+    lo, hi = (size - 1) // 2, -(-(size - 1) // 2)
+    pad = [(0, 0), (lo, hi)] + [(0, 0)] * (x.ndim - 2)
+    csum = np.cumsum(np.pad(sq, pad), axis=1)
+    csum = np.concatenate([np.zeros_like(csum[:, :1]), csum], axis=1)
+    window = csum[:, size:size + c] - csum[:, :c]
+    return (x / (bias + alpha / size * window) ** beta).astype(x.dtype)

@@ -17,6 +17,12 @@ def same_shape(ctx, x: Value, i: int = 0) -> Value:
     return ctx.tensor(x.shape, i=i)
 
 
+def shape_list(v: Value | None) -> list | None:
+    """``v``'s shape as a new list of extents; None when ``v`` is absent (an omitted optional
+    input) or its rank is unknown."""
+    return None if v is None or v.shape is None else list(v.shape)
+
+
 def int_shape(shape) -> bool:
     """Whether ``shape`` (a tuple/list of extents, or None) is known with every extent an
     int."""

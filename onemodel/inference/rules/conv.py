@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from ...operators import rule
 from .. import dims as D
+from ._util import list_attr, shape_list
 
 _AUTO_PADS = ("NOTSET", "", "SAME_UPPER", "SAME_LOWER", "VALID")
 
@@ -349,3 +350,100 @@ def causal_conv_with_state(ctx, x, w, b=None, past_state=None):
             state = [ctx.unify(a, c, "past_state extents") for a, c in zip(state, ps)]
             N, C = state[0], state[1]
     return [N, C, L], state
+
+
+# -- Col2Im -----------------------------------------------------------------------------------
+def _col2im_attr(ctx, name: str, n: int, fill: int, per: int = 1):
+    """Col2Im's INTS attribute ``name`` as ``per * n`` ints (``fill`` each when unset); None,
+    and a contradiction, when it has another length."""
+    v = list_attr(ctx, name, int)
+    if not v:
+        return [fill] * (per * n)
+    if len(v) != per * n:
+        ctx.contradiction(f"{name} {v} does not have {per * n} values, "
+                          f"{'two' if per == 2 else 'one'} per spatial axis")
+        return None
+    return v
+
+
+def _col2im_blocks(ctx, img, blk, L) -> None:
+    """Check Col2Im's block count ``L`` (X's last extent) against the sliding blocks of
+    ``block_shape`` ``blk`` over ``image_shape`` ``img`` (lists of ints of one length) with the
+    node's pads, strides and dilations: per axis ``floor((i + p_begin + p_end - d*(b-1) - 1) /
+    s) + 1``, at least 1 (the dilated block fits the padded image), their product ``L``."""
+    n = len(img)
+    strides = _col2im_attr(ctx, "strides", n, 1)
+    dilations = _col2im_attr(ctx, "dilations", n, 1)
+    pads = _col2im_attr(ctx, "pads", n, 0, per=2)
+    if strides is None or dilations is None or pads is None:
+        return
+    bad = [v for v in strides + dilations if v < 1]
+    if bad:
+        ctx.contradiction(f"strides {strides} and dilations {dilations} have values that are "
+                          f"not positive: {bad}")
+        return
+    counts = [(img[i] + pads[i] + pads[n + i] - dilations[i] * (blk[i] - 1) - 1) // strides[i]
+              + 1 for i in range(n)]
+    geometry = (f"image_shape {img}, block_shape {blk}, pads {pads}, strides {strides}, "
+                f"dilations {dilations}")
+    if any(c < 1 for c in counts):
+        ctx.contradiction(f"the dilated block does not fit the padded image: {counts} blocks "
+                          f"per axis ({geometry})")
+        return
+    total = 1
+    for c in counts:
+        total *= c
+    if type(L) is int and L != total:
+        ctx.contradiction(f"X has {L} blocks on its last axis; {geometry} give {total} "
+                          f"({' x '.join(map(str, counts))})")
+    elif L is not None and type(L) is not int:
+        ctx.unify(L, total, "X's block count and the sliding blocks")
+
+
+@rule("Col2Im")
+def col2im(ctx, x, image_shape, block_shape):
+    """Col2Im (operator definition Col2Im-18): ``[N, C, *image_shape]`` with ``C = X[1] /
+    prod(block_shape)``; X's last extent ``L`` is the number of sliding blocks, the product over
+    the spatial axes of ``floor((image + p_begin + p_end - d*(block - 1) - 1) / s) + 1``.
+
+    Contradictions (Clause 9.4): X of a rank other than 3, a channel extent the block does not
+    divide, ``image_shape`` and ``block_shape`` of different lengths, a block extent, stride or
+    dilation below 1, a negative image extent, ``strides``/``dilations``/``pads`` without one
+    value (two for pads) per spatial axis, a dilated block larger than the padded image, and an
+    int ``L`` other than the count of sliding blocks (onnxruntime refuses these models)."""
+    img = ctx.ints(1)
+    blk = ctx.ints(2)
+    s = shape_list(x)
+    n = c = None
+    if s is not None:
+        if len(s) != 3:
+            ctx.contradiction(f"X has rank {len(s)}; [N, C * prod(block), L] is needed")
+            s = None
+        else:
+            n = s[0]
+    if img is not None and blk is not None and len(img) != len(blk):
+        ctx.contradiction(f"image_shape {D.shape_text(img)} and block_shape "
+                          f"{D.shape_text(blk)} have different lengths")
+        return [n, None] + [None] * len(img)
+    if blk is not None and any(type(b) is int and b < 1 for b in blk):
+        ctx.contradiction(f"block_shape {D.shape_text(blk)} has values that are not positive")
+        blk = None
+    if img is not None and any(type(i) is int and i < 0 for i in img):
+        ctx.contradiction(f"image_shape {D.shape_text(img)} has negative extents")
+        img = [None if type(i) is int and i < 0 else i for i in img]
+    if s is not None and blk is not None and all(type(b) is int for b in blk):
+        size = 1
+        for b in blk:
+            size *= b
+        if type(s[1]) is int and s[1] % size:
+            ctx.contradiction(f"X's extent {s[1]} is not a multiple of the block size {size}")
+        elif s[1] is not None:
+            c = D.floordiv(s[1], size)
+        if img is not None and all(type(i) is int for i in img):
+            _col2im_blocks(ctx, img, blk, s[2])
+    if img is None:
+        spatial = image_shape.shape if image_shape is not None else None
+        if spatial is None or len(spatial) != 1 or type(spatial[0]) is not int:
+            return None
+        return [n, c] + [None] * spatial[0]
+    return [n, c] + list(img)

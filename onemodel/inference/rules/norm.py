@@ -1,5 +1,6 @@
 """Inference rules of the normalizations (the kernels of ``onemodel/evaluate/kernels/norm.py``,
-same keys and versions): Batch, Layer, RMS, Instance, Group, Lp and MeanVariance normalization.
+same keys and versions): Batch, Layer, RMS, Instance, Group, Lp and MeanVariance normalization,
+and LRN (X's shape).
 
 Shapes (ONNX Part 1, operator definitions of Clause 14.3): ``Y`` has X's shape. The per-channel
 parameters of BatchNormalization and InstanceNormalization are ``[C]``, ``C = X.shape[1]``
@@ -19,6 +20,7 @@ from __future__ import annotations
 from ...operators import rule
 from .. import dims as D
 from ..value import Value
+from ._util import shape_list
 
 
 def _channels(ctx, x, params, what="channels"):
@@ -159,3 +161,13 @@ def mean_variance_normalization(ctx, x):
             ctx.contradiction(f"axes {list(ctx.attr('axes'))} repeat axis {k}")
         seen.add(k)
     return list(x.shape)
+
+
+@rule("LRN")
+def lrn(ctx, x):
+    """LRN: X's shape ([N, C, D1, ...])."""
+    s = shape_list(x)
+    if s is not None and len(s) < 2:
+        ctx.contradiction(f"X has rank {len(s)}; at least 2 is needed")
+    return s
+

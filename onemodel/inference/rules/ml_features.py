@@ -1,16 +1,12 @@
-"""Inference rules of the ``ai.onnx.ml`` operators (the kernels of
-``onemodel/evaluate/kernels/ml.py``, same keys and versions).
+"""Inference rules of the preprocessing and encoding operators of the ``ai.onnx.ml`` domain (the
+kernels of ``onemodel/evaluate/kernels/ml_features.py``, same keys and versions).
 
 The kernels read an input of rank 1 as one row and one of rank above 2 as ``[X[0], rest]``: the
-row count ``N`` below is 1 for a 1-D input, else X's first extent. Element types that the
-type constraints leave open are decided by attributes (ONNX-ML operator definitions):
+row count ``N`` below is 1 for a 1-D input, else X's first extent. Element types that the type
+constraints leave open are decided by attributes (ONNX-ML operator definitions Normalizer-1,
+Scaler-1, Binarizer-1, Imputer-1, OneHotEncoder-1, ArrayFeatureExtractor-1, FeatureVectorizer-1,
+ZipMap-1, CastMap-1, DictVectorizer-1, LabelEncoder-1, 2 and 4):
 
-* classifiers (LinearClassifier, SVMClassifier, TreeEnsembleClassifier): labels Y ``[N]``,
-  string when ``classlabels_strings`` is set, else int64; scores Z float ``[N, C]`` with C the
-  number of labels (LinearClassifier: 1 without labels; SVMClassifier with support vectors,
-  more than two classes and no probabilities: the ``C * (C - 1) / 2`` pair decisions).
-* regressors: LinearRegressor ``[N, targets]``, SVMRegressor ``[N, 1]``, TreeEnsembleRegressor
-  ``[N, n_targets]``, float; TreeEnsemble ``[N, n_targets]`` in X's float type.
 * LabelEncoder 1: strings to int64, integers to strings; 2 and 4: the type of the ``values_*``
   attribute (``values_tensor``'s element type); X's shape.
 * ZipMap: ``seq(map(string or int64, float))`` by ``classlabels_strings`` / ``_int64s``.
@@ -22,8 +18,8 @@ type constraints leave open are decided by attributes (ONNX-ML operator definiti
   extent the number of indices (``[1, n]`` for a 1-D X); FeatureVectorizer
   ``[N, sum(inputdimensions)]`` float.
 
-Contradictions (Clause 9.4): a rank-0 input where rows are needed, numbers of labels,
-coefficients or features that do not fit.
+Contradictions (Clause 9.4): a rank-0 input where rows are needed, numbers of labels, keys and
+values, or inputs and ``inputdimensions`` that do not fit.
 """
 
 from __future__ import annotations
@@ -31,109 +27,49 @@ from __future__ import annotations
 from ...operators import rule
 from .. import dims as D
 from ..value import Value
-from ._util import int_attr, list_attr
+from ._ml import ML, label_count, label_elem, row_extents
+from ._util import int_attr, list_attr, shape_list
 
-ML = "ai.onnx.ml"
-_FLOAT, _STRING, _INT64, _DOUBLE = 1, 8, 7, 11
-
-
-def _rows(ctx, x):
-    """(N, features) of the kernels' [N, F] view of ``x``; (None, None) when unknown."""
-    s = x.shape if x is not None else None
-    if s is None:
-        return None, None
-    if len(s) == 0:
-        ctx.contradiction("the input is a scalar; rows of features are needed")
-        return None, None
-    if len(s) == 1:
-        return 1, s[0]
-    f = s[1]
-    for d in s[2:]:
-        f = D.mul(f, d) if f is not None and d is not None else None
-    return s[0], f
-
-
-def _label_elem(ctx, strings_name="classlabels_strings"):
-    return _STRING if list_attr(ctx, strings_name) else _INT64
-
-
-def _n_labels(ctx, ints_name, strings_name="classlabels_strings"):
-    return len(list_attr(ctx, strings_name) or list_attr(ctx, ints_name, int))
-
-
-def _classified(ctx, n, c):
-    return (ctx.tensor([n], elem=_label_elem(ctx)), ctx.tensor([n, c], elem=_FLOAT, i=1))
-
-
-@rule("LinearClassifier", domain=ML)
-def linear_classifier(ctx, x):
-    """LinearClassifier: Y [N] labels, Z [N, C] float (module doc)."""
-    n, f = _rows(ctx, x)
-    labels = _n_labels(ctx, "classlabels_ints")
-    coefs = list_attr(ctx, "coefficients")
-    if type(f) is int and f > 0 and len(coefs) % f:
-        ctx.contradiction(f"{len(coefs)} coefficients do not fit {f} features")
-    elif type(f) is int and f > 0:
-        rows = len(coefs) // f
-        if rows > 1 and labels != rows:
-            ctx.contradiction(f"{labels} class labels for {rows} coefficient rows")
-        elif rows == 1 and labels not in (0, 2):
-            ctx.contradiction(f"a binary classifier has {labels} class labels; 2 are needed")
-    return _classified(ctx, n, labels or 1)
-
-
-@rule("LinearRegressor", domain=ML)
-def linear_regressor(ctx, x):
-    """LinearRegressor: [N, targets] float."""
-    n, f = _rows(ctx, x)
-    t = int_attr(ctx, "targets", 1)
-    coefs = list_attr(ctx, "coefficients")
-    if type(f) is int and t is not None and len(coefs) != t * f:
-        ctx.contradiction(f"{len(coefs)} coefficients do not fit {t} targets and {f} features")
-    return ctx.tensor([n, t], elem=_FLOAT)
+_FLOAT, _STRING, _INT64 = 1, 8, 7
 
 
 @rule("Normalizer", domain=ML)
 def normalizer(ctx, x):
     """Normalizer: [N, F] float."""
-    n, f = _rows(ctx, x)
+    n, f = row_extents(ctx, x)
     return ctx.tensor(None if x is None or x.shape is None else [n, f], elem=_FLOAT)
-
-
-def _same(x):
-    return None if x is None or x.shape is None else list(x.shape)
 
 
 @rule("Scaler", domain=ML)
 def scaler(ctx, x):
     """Scaler: X's shape, float."""
-    return ctx.tensor(_same(x), elem=_FLOAT)
+    return ctx.tensor(shape_list(x), elem=_FLOAT)
 
 
 @rule("Binarizer", domain=ML)
 def binarizer(ctx, x):
     """Binarizer: X's shape and type."""
-    return _same(x)
+    return shape_list(x)
 
 
 @rule("Imputer", domain=ML)
 def imputer(ctx, x):
     """Imputer: X's shape and type."""
-    return _same(x)
+    return shape_list(x)
 
 
 @rule("OneHotEncoder", domain=ML)
 def one_hot_encoder(ctx, x):
     """OneHotEncoder: [..., len(cats)] float."""
     cats = list_attr(ctx, "cats_strings") or list_attr(ctx, "cats_int64s")
-    s = _same(x)
+    s = shape_list(x)
     return ctx.tensor(None if s is None else s + [len(cats)], elem=_FLOAT)
 
 
 @rule("ArrayFeatureExtractor", domain=ML)
 def array_feature_extractor(ctx, x, y):
     """ArrayFeatureExtractor: X's shape, last extent the number of indices ([1, n] for 1-D)."""
-    s = _same(x)
+    s = shape_list(x)
     if s is None:
         return None
     if not s:
@@ -166,11 +102,11 @@ def feature_vectorizer(ctx, *inputs):
 @rule("ZipMap", domain=ML)
 def zipmap(ctx, x):
     """ZipMap: seq(map(label type, float))."""
-    n_labels = _n_labels(ctx, "classlabels_int64s")
-    s = _same(x)
+    n_labels = label_count(ctx, "classlabels_int64s")
+    s = shape_list(x)
     if s is not None and s and type(s[-1]) is int and s[-1] != n_labels:
         ctx.contradiction(f"{n_labels} labels for {s[-1]} score columns")
-    return Value.sequence(Value.map(_label_elem(ctx), Value.tensor(_FLOAT)))
+    return Value.sequence(Value.map(label_elem(ctx), Value.tensor(_FLOAT)))
 
 
 _CAST_TO = {"TO_FLOAT": _FLOAT, "TO_STRING": _STRING, "TO_INT64": _INT64}
@@ -205,7 +141,7 @@ def label_encoder1(ctx, x):
     elem = None
     if x is not None and x.elem is not None:
         elem = _INT64 if x.elem == _STRING else _STRING
-    return ctx.tensor(_same(x), elem=elem)
+    return ctx.tensor(shape_list(x), elem=elem)
 
 
 def _tensor_attr_elem(ctx, name):
@@ -234,49 +170,5 @@ def label_encoder(ctx, x):
                                                "values_floats") if ctx.has_attr(n)), None)
     if keys is not None and values is not None and len(keys) != len(values):
         ctx.contradiction(f"{len(keys)} keys and {len(values)} values")
-    return ctx.tensor(_same(x), elem=elem)
+    return ctx.tensor(shape_list(x), elem=elem)
 
-
-@rule("TreeEnsembleRegressor", domain=ML)
-def tree_ensemble_regressor(ctx, x):
-    """TreeEnsembleRegressor: [N, n_targets] float."""
-    n, _ = _rows(ctx, x)
-    return ctx.tensor([n, int_attr(ctx, "n_targets", 1)], elem=_FLOAT)
-
-
-@rule("TreeEnsembleClassifier", domain=ML)
-def tree_ensemble_classifier(ctx, x):
-    """TreeEnsembleClassifier: Y [N] labels, Z [N, C] float, C the number of labels."""
-    n, _ = _rows(ctx, x)
-    c = _n_labels(ctx, "classlabels_int64s")
-    if not c:
-        ctx.contradiction("no class labels")
-    return (ctx.tensor([n], elem=_label_elem(ctx)),
-            ctx.tensor([n, c or None], elem=_FLOAT, i=1))
-
-
-@rule("TreeEnsemble", domain=ML)
-def tree_ensemble(ctx, x):
-    """TreeEnsemble: [N, n_targets] in X's float type (float for others)."""
-    n, _ = _rows(ctx, x)
-    elem = x.elem if x is not None and x.elem in (_FLOAT, _DOUBLE, 10) else (
-        _FLOAT if x is not None and x.elem is not None else None)
-    return ctx.tensor([n, int_attr(ctx, "n_targets")], elem=elem)
-
-
-@rule("SVMRegressor", domain=ML)
-def svm_regressor(ctx, x):
-    """SVMRegressor: [N, 1] float."""
-    n, _ = _rows(ctx, x)
-    return ctx.tensor([n, 1], elem=_FLOAT)
-
-
-@rule("SVMClassifier", domain=ML)
-def svm_classifier(ctx, x):
-    """SVMClassifier: Y [N] labels, Z [N, C] float (module doc)."""
-    n, _ = _rows(ctx, x)
-    c = _n_labels(ctx, "classlabels_ints")
-    cols = c
-    if list_attr(ctx, "vectors_per_class") and not list_attr(ctx, "prob_a") and c > 2:
-        cols = c * (c - 1) // 2
-    return _classified(ctx, n, cols or None)
