@@ -328,7 +328,6 @@ def _opsets_item(sets, onnx_version: str) -> str:
 def _unsupported_item(sets) -> str:
     parts = []
     from onemodel import schemas
-
     from onemodel.operators.families import UNIMPLEMENTED, UNIMPLEMENTED_VERSIONS
 
     for domain, top, _n, _k, refused in sets:
