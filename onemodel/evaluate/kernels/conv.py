@@ -25,7 +25,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ... import limits
 from ...errors import EvaluationError, InvalidModelError, UnsupportedError
-from ...operators import kernel
+from ...operators import geometry, kernel
 from .. import ckernels
 from ..memory import check_allocation, check_array
 from ._util import back, wide_all
@@ -35,24 +35,18 @@ from .linalg import column_blocks_product
 _COLUMN_BYTES = 1 << 20
 
 
-def conv_pads(auto_pad: str, in_shape, kernel, strides, dilations, pads):
-    """(begin pads, end pads, output extents) of a windowed operator over ``in_shape``.
+def conv_pads(auto_pad: str, in_shape, kernel, strides, dilations, pads,
+              ceil_mode: bool = False):
+    """(begin pads, end pads, output extents) of a windowed operator over ``in_shape``
+    (:mod:`onemodel.operators.geometry`).
 
     ``auto_pad`` NOTSET uses ``pads`` ([b1, b2, ..., e1, e2, ...]); SAME_UPPER/SAME_LOWER pad so
     that the output extent is ceil(in / stride), the odd pad at the end (UPPER) or the beginning
-    (LOWER); VALID pads nothing.
+    (LOWER); VALID pads nothing. ``ceil_mode`` (the poolings, with NOTSET) takes the ceiling.
     """
     n = len(in_shape)
-    dk = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        out = [-(-i // s) for i, s in zip(in_shape, strides)]
-        total = [max((o - 1) * s + k - i, 0) for o, s, k, i in zip(out, strides, dk, in_shape)]
-        if auto_pad == "SAME_UPPER":
-            begin = [t // 2 for t in total]
-        else:
-            begin = [t - t // 2 for t in total]
-        end = [t - b for t, b in zip(total, begin)]
-        return begin, end, out
+        return geometry.same_pads(auto_pad, in_shape, kernel, strides, dilations)
     if auto_pad == "VALID":
         begin = [0] * n
         end = [0] * n
@@ -64,7 +58,8 @@ def conv_pads(auto_pad: str, in_shape, kernel, strides, dilations, pads):
     else:
         raise UnsupportedError(f"auto_pad {auto_pad!r} is not NOTSET, SAME_UPPER, SAME_LOWER or "
                                f"VALID")
-    out = [(i + b + e - k) // s + 1 for i, b, e, k, s in zip(in_shape, begin, end, dk, strides)]
+    out = geometry.window_counts(auto_pad, in_shape, kernel, strides, dilations, begin, end,
+                                 ceil_mode)
     return begin, end, out
 
 
@@ -96,7 +91,7 @@ def padded(x, kernel, strides, dilations, begin, out, fill=0):
         raise EvaluationError(f"the window does not fit: output extents {out}")
     if math.prod(x.shape[:2]) * math.prod(out) * math.prod(kernel) > limits.MAX_ELEMENT_COUNT:
         raise UnsupportedError("the receptive fields have more than 2^60 elements")
-    needed = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out, strides, kernel, dilations)]
+    needed = [geometry.span(o, k, s, d) for o, s, k, d in zip(out, strides, kernel, dilations)]
     if tuple(needed) != x.shape[2:] or any(begin):
         check_array(x.shape[:2] + tuple(needed), x.itemsize, "the padded input")
     return _pad_to(x, begin, needed, fill)
@@ -380,7 +375,6 @@ def conv_transpose(ctx, x, w, b=None):
     n = len(kernel)
     in_sp = x.shape[2:]
     out_pad = ctx.attr("output_padding") or [0] * n
-    dk = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
     auto_pad = ctx.attr("auto_pad")
     out_shape = ctx.attr("output_shape")
     if out_shape:
@@ -388,20 +382,18 @@ def conv_transpose(ctx, x, w, b=None):
     elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         out_shape = [i * s for i, s in zip(in_sp, strides)]
     if out_shape:
-        total = [s * (i - 1) + op_ + k - o for s, i, op_, k, o in
-                 zip(strides, in_sp, out_pad, dk, out_shape)]
-        if auto_pad == "SAME_UPPER":
-            begin = [t // 2 for t in total]
-        else:
-            begin = [t - t // 2 for t in total]
+        # the pads that give out_shape: the extent without pads less the one asked for
+        total = [geometry.transposed_extent(i, k, s, d, op_, 0, 0) - o for i, k, s, d, op_, o in
+                 zip(in_sp, kernel, strides, dilations, out_pad, out_shape)]
+        begin = geometry.split_pads(total, auto_pad)[0]
         out = list(out_shape)
     else:
         pads = ctx.attr("pads") or [0] * (2 * n)
         if len(pads) != 2 * n:
             raise EvaluationError(f"pads {pads} has not 2 x {n} values")
         begin, end = list(pads[:n]), list(pads[n:])
-        out = [s * (i - 1) + op_ + k - pb - pe for s, i, op_, k, pb, pe in
-               zip(strides, in_sp, out_pad, dk, begin, end)]
+        out = [geometry.transposed_extent(i, k, s, d, op_, pb, pe) for i, k, s, d, op_, pb, pe
+               in zip(in_sp, kernel, strides, dilations, out_pad, begin, end)]
     if any(o <= 0 for o in out):
         raise EvaluationError(f"ConvTranspose output extents {out} are not positive")
     if N * M * math.prod(out) > limits.MAX_ELEMENT_COUNT:
@@ -409,8 +401,9 @@ def conv_transpose(ctx, x, w, b=None):
     args, dt = wide_all(x, w) if b is None else wide_all(x, w, b)
     x, w = args[0], args[1]
     Cg, K, P = C // group, math.prod(kernel), math.prod(in_sp)
-    full = [max((i - 1) * s + d + op_, pb + o) for i, s, d, op_, pb, o in
-            zip(in_sp, strides, dk, out_pad, begin, out)]
+    # (the extent every tap writes into, before the pads are cropped)
+    full = [max(geometry.transposed_extent(i, k, s, d, op_, 0, 0), pb + o) for
+            i, k, s, d, op_, pb, o in zip(in_sp, kernel, strides, dilations, out_pad, begin, out)]
     lead = [max(-pb, 0) for pb in begin]  # negative pads extend the output at the front
     check_allocation(N * M * (K * P + math.prod(f + l for f, l in zip(full, lead)))
                      * x.itemsize, "the ConvTranspose columns and output")
@@ -566,7 +559,8 @@ def col2im(ctx, x, image_shape, block_shape):
         raise EvaluationError(f"Col2Im input {list(x.shape)} does not fit block {blk}")
     n, c = x.shape[0], x.shape[1] // bsize
     padded = [img[i] + pads[i] + pads[nd + i] for i in range(nd)]
-    counts = [(padded[i] - (dil[i] * (blk[i] - 1) + 1)) // strides[i] + 1 for i in range(nd)]
+    counts = [geometry.window_count(img[i], blk[i], strides[i], dil[i], pads[i], pads[nd + i])
+              for i in range(nd)]
     if math.prod(counts) != x.shape[2]:
         raise EvaluationError(f"Col2Im: {x.shape[2]} blocks, the geometry gives "
                               f"{math.prod(counts)}")

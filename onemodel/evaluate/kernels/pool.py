@@ -18,7 +18,7 @@ import numpy as np
 
 from ...errors import EvaluationError, UnsupportedError
 from ...ir.tensor import element_count
-from ...operators import kernel
+from ...operators import geometry, kernel
 from ..memory import check_allocation
 from ._util import back, wide
 from .conv import conv_pads, padded, taps
@@ -46,15 +46,7 @@ def _pool_geometry(ctx, x, with_dilations: bool):
         raise EvaluationError(f"dilations {dilations} do not have {n} values")
     auto_pad = ctx.attr("auto_pad")
     begin, end, out = conv_pads(auto_pad, x.shape[2:], kernel, strides, dilations,
-                                ctx.attr("pads"))
-    if ctx.attr("ceil_mode", 0) and auto_pad in ("NOTSET", ""):
-        out = []
-        for i, b, e, k, s, d in zip(x.shape[2:], begin, end, kernel, strides, dilations):
-            dk = (k - 1) * d + 1
-            o = -(-(i + b + e - dk) // s) + 1
-            if (o - 1) * s >= i + b:  # the last window would start in the end padding
-                o -= 1
-            out.append(o)
+                                ctx.attr("pads"), bool(ctx.attr("ceil_mode", 0)))
     if any(o < 0 for o in out):
         raise EvaluationError(f"the window does not fit: output extents {out} (input "
                               f"{list(x.shape[2:])}, kernel {list(kernel)}, pads "
@@ -213,7 +205,8 @@ def max_unpool(ctx, x, indices, output_shape=None):
         raise EvaluationError(f"pads {pads} do not have {2 * n} values")
     if indices.shape != x.shape:
         raise EvaluationError(f"MaxUnpool indices shape {indices.shape} is not X's {x.shape}")
-    inferred = x.shape[:2] + tuple((i - 1) * s + k - b - e for i, s, k, b, e in
+    inferred = x.shape[:2] + tuple(geometry.transposed_extent(i, k, s, 1, 0, b, e) for
+                                   i, s, k, b, e in
                                    zip(x.shape[2:], strides, kernel, pads[:n], pads[n:]))
     shape = inferred
     if output_shape is not None:

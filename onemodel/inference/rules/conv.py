@@ -28,11 +28,9 @@ that is an expression of the input's variables is kept: whether it fits depends 
 
 from __future__ import annotations
 
-from ...operators import rule
+from ...operators import geometry, rule
 from .. import dims as D
 from ._util import list_attr, shape_list
-
-_AUTO_PADS = ("NOTSET", "", "SAME_UPPER", "SAME_LOWER", "VALID")
 
 
 def _ints(ctx, name: str, n: int, fill: int | None, per: int = 1):
@@ -79,11 +77,6 @@ def spatial_rank(ctx, x, w=None) -> int | None:
     return len(k) if k else None
 
 
-def dilated(k, d):
-    """The extent ``d*(k-1) + 1`` a kernel extent ``k`` covers with dilation ``d``."""
-    return D.add(D.mul(D.sub(k, 1), d), 1)
-
-
 def window_extents(ctx, spatial, kernel, n: int, dilations_attr: bool = True,
                    ceil_mode: bool = False, auto_pad: str | None = None,
                    least: int = 1) -> list:
@@ -105,7 +98,7 @@ def window_extents(ctx, spatial, kernel, n: int, dilations_attr: bool = True,
         auto_pad = ctx.attr("auto_pad", "NOTSET")
     if isinstance(auto_pad, bytes):
         auto_pad = auto_pad.decode("utf-8", "replace")
-    if auto_pad not in _AUTO_PADS:
+    if auto_pad not in geometry.AUTO_PADS:
         ctx.contradiction(f"auto_pad {auto_pad!r} is not NOTSET, SAME_UPPER, SAME_LOWER or VALID")
         return unknown
     if spatial is None:
@@ -113,7 +106,8 @@ def window_extents(ctx, spatial, kernel, n: int, dilations_attr: bool = True,
     if kernel is None:
         kernel = unknown
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        out = [D.ceildiv(x, s) for x, s in zip(spatial, strides)]
+        out = geometry.window_counts(auto_pad, spatial, kernel, strides, dilations, None, None,
+                                     ar=D)
         return fitting(ctx, "the window does not fit", out, spatial, kernel,
                        f"auto_pad {auto_pad}", strides, dilations, least)
     if auto_pad == "VALID":
@@ -122,23 +116,8 @@ def window_extents(ctx, spatial, kernel, n: int, dilations_attr: bool = True,
         pads = _ints(ctx, "pads", n, 0, per=2)
         if pads is None:
             return unknown
-    out = []
-    for i in range(n):
-        x, s, b, e = spatial[i], strides[i], pads[i], pads[n + i]
-        dk = dilated(kernel[i], dilations[i])
-        span = D.sub(D.add(x, b + e), dk)       # x + pads - dilated kernel
-        if not ceil_mode or auto_pad == "VALID":
-            out.append(D.add(D.floordiv(span, s), 1))
-            continue
-        o = D.add(D.ceildiv(span, s), 1)
-        if type(o) is int and type(x) is int:
-            out.append(o - 1 if (o - 1) * s >= x + b else o)
-        elif type(dk) is int and e >= dk:       # the last window always starts in the pads
-            out.append(D.sub(o, 1))
-        elif type(dk) is int and e + s <= dk:   # it never does
-            out.append(o)
-        else:
-            out.append(None)
+    out = geometry.window_counts(auto_pad, spatial, kernel, strides, dilations, pads[:n],
+                                 pads[n:], ceil_mode, ar=D)
     return fitting(ctx, "the window does not fit", out, spatial, kernel, f"pads {pads}",
                    strides, dilations, least)
 
@@ -285,11 +264,8 @@ def conv_transpose(ctx, x, w, b=None):
     pads = [0] * (2 * n) if auto_pad == "VALID" else _ints(ctx, "pads", n, 0, per=2)
     if pads is None:
         return head + [None] * n
-    out = []
-    for i in range(n):
-        grow = D.mul(D.sub(spatial[i], 1), strides[i])
-        out.append(D.add(grow, D.sub(D.add(dilated(kernel[i], dilations[i]), out_pad[i]),
-                                     pads[i] + pads[n + i])))
+    out = [geometry.transposed_extent(spatial[i], kernel[i], strides[i], dilations[i],
+                                      out_pad[i], pads[i], pads[n + i], ar=D) for i in range(n)]
     return head + fitting(ctx, "the output is empty or negative", out, spatial, kernel,
                           f"pads {pads}", strides, dilations,
                           extra=f", output_padding {out_pad}")
@@ -382,19 +358,19 @@ def _col2im_blocks(ctx, img, blk, L) -> None:
         ctx.contradiction(f"strides {strides} and dilations {dilations} have values that are "
                           f"not positive: {bad}")
         return
-    counts = [(img[i] + pads[i] + pads[n + i] - dilations[i] * (blk[i] - 1) - 1) // strides[i]
-              + 1 for i in range(n)]
-    geometry = (f"image_shape {img}, block_shape {blk}, pads {pads}, strides {strides}, "
-                f"dilations {dilations}")
+    counts = [geometry.window_count(img[i], blk[i], strides[i], dilations[i], pads[i],
+                                    pads[n + i]) for i in range(n)]
+    given = (f"image_shape {img}, block_shape {blk}, pads {pads}, strides {strides}, "
+             f"dilations {dilations}")
     if any(c < 1 for c in counts):
         ctx.contradiction(f"the dilated block does not fit the padded image: {counts} blocks "
-                          f"per axis ({geometry})")
+                          f"per axis ({given})")
         return
     total = 1
     for c in counts:
         total *= c
     if type(L) is int and L != total:
-        ctx.contradiction(f"X has {L} blocks on its last axis; {geometry} give {total} "
+        ctx.contradiction(f"X has {L} blocks on its last axis; {given} give {total} "
                           f"({' x '.join(map(str, counts))})")
     elif L is not None and type(L) is not int:
         ctx.unify(L, total, "X's block count and the sliding blocks")

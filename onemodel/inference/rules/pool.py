@@ -29,7 +29,7 @@ definition's range of the linear indices).
 
 from __future__ import annotations
 
-from ...operators import rule
+from ...operators import geometry, rule
 from .. import dims as D
 from .conv import _ints, fitting, positive, window_extents
 
@@ -181,8 +181,8 @@ def max_unpool(ctx, x, indices, output_shape=None):
     if kernel is None or strides is None or pads is None:
         return head + [None] * n
     sp = xs[2:] if xs is not None else [None] * n
-    out = [D.sub(D.add(D.mul(D.sub(sp[i], 1), strides[i]), kernel[i]), pads[i] + pads[n + i])
-           for i in range(n)]
+    out = [geometry.transposed_extent(sp[i], kernel[i], strides[i], 1, 0, pads[i], pads[n + i],
+                                      ar=D) for i in range(n)]
     out = head + fitting(ctx, "the unpooled extents are negative", out, sp, kernel,
                          f"pads {pads}", strides, None, least=0)
     _indices_fit(ctx, indices, out)
