@@ -9,6 +9,7 @@ or the default of the operator's definition at the node's opset), inputs' known 
 from __future__ import annotations
 
 from ..ir.attribute_values import attribute_value
+from ..operators import axes
 from . import dims as D
 from .value import UNKNOWN, Value
 
@@ -184,11 +185,11 @@ class InferContext:
         a contradiction (and None) when out of range."""
         if rank is None or axis is None:
             return None
-        a = int(axis)
-        if not -rank <= a < rank:
-            self.contradiction(f"{what} {a} is out of range for rank {rank}")
+        try:
+            return axes.axis_index(int(axis), rank, what)
+        except axes.AxisError as e:
+            self.contradiction(str(e))
             return None
-        return a + rank if a < 0 else a
 
     # -- subgraphs -----------------------------------------------------------------------------
     def infer_graph(self, name: str, inputs: list) -> list:

@@ -10,6 +10,7 @@ import numpy as np
 
 from ...errors import EvaluationError, UnsupportedError
 from ...ir.dtypes import INFO
+from ...operators import axes
 
 
 def axis_index(axis: int, rank: int, what: str = "axis") -> int:
@@ -17,11 +18,12 @@ def axis_index(axis: int, rank: int, what: str = "axis") -> int:
     values count from the end (ONNX: accepted range ``[-rank, rank - 1]``).
 
     Raises InvalidModelError "``{what} {axis}`` is out of range for rank ``{rank}``" outside
-    that range (always for rank 0).
+    that range (always for rank 0): :func:`onemodel.operators.axes.axis_index`.
     """
-    if not -rank <= axis < rank:
-        raise EvaluationError(f"{what} {axis} is out of range for rank {rank}")
-    return axis + rank if axis < 0 else axis
+    try:
+        return axes.axis_index(axis, rank, what)
+    except axes.AxisError as e:
+        raise EvaluationError(str(e)) from None
 
 
 def _keeps(dtype: np.dtype) -> bool:

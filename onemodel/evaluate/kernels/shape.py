@@ -14,6 +14,7 @@ import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError, OneModelError, UnsupportedError
 from ...ir.tensor import element_count
+from ...operators import axes as axes_
 from ...operators import kernel
 from .. import memory
 from ..memory import check_allocation
@@ -164,10 +165,10 @@ def unsqueeze(ctx, x, axes):
 
 
 def _unsqueeze(x, axes):
-    rank = x.ndim + len(axes)
-    norm = sorted(axis_index(a, rank) for a in axes)
-    if len(set(norm)) != len(norm):
-        raise EvaluationError(f"Unsqueeze axes {axes} repeat an axis")
+    try:
+        norm = axes_.unsqueeze_axes(axes, x.ndim)
+    except axes_.AxisError as e:
+        raise EvaluationError(str(e)) from None
     shape = list(x.shape)
     for a in norm:
         shape.insert(a, 1)
@@ -176,10 +177,8 @@ def _unsqueeze(x, axes):
 
 @kernel("Flatten")
 def flatten(ctx, x):
-    axis = ctx.attr("axis")
-    if axis < 0:
-        axis += x.ndim
-    if not 0 <= axis <= x.ndim:
+    axis = axes_.flatten_axis(ctx.attr("axis"), x.ndim)
+    if axis is None:
         raise EvaluationError(f"Flatten axis {ctx.attr('axis')} out of range for rank "
                               f"{x.ndim}")
     return x.reshape(math.prod(x.shape[:axis]), math.prod(x.shape[axis:]))

@@ -20,6 +20,7 @@ binding of the dimension variables. What is known of a variable is that it is an
 from __future__ import annotations
 
 from ...errors import IoError
+from ...operators import axes as axes_
 from ...operators import rule
 from .. import dims as D
 from ..value import MAX_DATA, Value
@@ -384,17 +385,13 @@ def _unsqueeze(ctx, x, axes):
     r = len(s) + len(axes)
     if any(type(a) is not int for a in axes):
         return [None] * r
-    norm = []
-    for a in axes:
-        k = ctx.axis(a, r, "Unsqueeze axis")
-        if k is None:
-            return None
-        norm.append(k)
-    if len(set(norm)) != len(norm):
-        ctx.contradiction(f"Unsqueeze axes {list(axes)} repeat an axis")
+    try:
+        norm = axes_.unsqueeze_axes(list(axes), len(s), "Unsqueeze axis")
+    except axes_.AxisError as e:
+        ctx.contradiction(str(e))
         return None
     out = list(s)
-    for k in sorted(norm):
+    for k in norm:
         out.insert(k, 1)
     return ctx.tensor(out, data=x.data)
 
@@ -425,8 +422,8 @@ def flatten(ctx, x):
     if s is None or axis is _WRONG:
         return [None, None]
     r = len(s)
-    a = axis + r if axis < 0 else axis
-    if not 0 <= a <= r:
+    a = axes_.flatten_axis(axis, r)
+    if a is None:
         ctx.contradiction(f"Flatten axis {axis} is out of range for rank {r}")
         return [None, None]
     return [_prod(s[:a]), _prod(s[a:])]
