@@ -7,7 +7,7 @@ Output extents follow the definitions: with explicit pads,
 dropping a last window that would start in the end padding; with ``SAME_*``, ``ceil(in/stride)``;
 with ``VALID``, ``ceil((in - dilated kernel + 1) / stride)``. An extent of 0 (a window that
 does not fit the padded input) gives an empty output, as the formula does; a negative one is
-refused.
+refused. The formulas are :mod:`onemodel.operators.geometry`'s, shared with the inference rules.
 """
 
 from __future__ import annotations

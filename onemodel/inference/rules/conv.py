@@ -7,7 +7,8 @@ Shapes (ONNX Part 1, operator definitions of Clause 14.3; symbolic extents of Cl
 ``W``. A spatial output extent of Conv with explicit ``pads`` (``auto_pad`` NOTSET) is
 ``floor((x + p_begin + p_end - d*(k-1) - 1) / s) + 1``, with ``SAME_UPPER``/``SAME_LOWER``
 ``ceil(x / s)``, with ``VALID`` ``floor((x - d*(k-1) - 1) / s) + 1``: expressions of the input's
-extents where they are symbolic (:func:`~..dims.floordiv`, :func:`~..dims.ceildiv`).
+extents where they are symbolic (the formulas of :mod:`onemodel.operators.geometry`, which the
+kernels use too, computed with the arithmetic of :mod:`..dims`).
 ConvTranspose gives ``output_shape`` when set, ``x * s`` with ``SAME_*``, else
 ``s*(x-1) + output_padding + d*(k-1) + 1 - p_begin - p_end``. Element types come from the type
 constraints (Clause 10.4).
