@@ -11,7 +11,7 @@ Pure Python; imports nothing of the package.
 
 from __future__ import annotations
 
-__all__ = ["AxisError", "axis_index", "flatten_axis", "unsqueeze_axes"]
+__all__ = ["AxisError", "axis_index", "distinct_axes", "flatten_axis", "unsqueeze_axes"]
 
 
 class AxisError(ValueError):
@@ -34,12 +34,18 @@ def flatten_axis(axis: int, rank: int) -> int | None:
     return a if 0 <= a <= rank else None
 
 
+def distinct_axes(axes, rank: int, what: str = "axis", plural: str = "axes") -> list[int]:
+    """A list of axes (ints) of a tensor of rank ``rank`` as indices, in their order (Resize's
+    ``axes``; Unsqueeze's). Raises AxisError for the first axis out of range
+    (:func:`axis_index`, ``what`` naming it) or "``{plural} {axes}`` repeat an axis"."""
+    norm = [axis_index(a, rank, what) for a in axes]
+    if len(set(norm)) != len(norm):
+        raise AxisError(f"{plural} {list(axes)} repeat an axis")
+    return norm
+
+
 def unsqueeze_axes(axes, rank: int, what: str = "axis") -> list[int]:
     """Unsqueeze's ``axes`` (ints) of an input of rank ``rank``, as sorted indices of the
-    output (rank ``rank + len(axes)``). Raises AxisError for an axis out of range
-    (:func:`axis_index`, ``what`` naming it) or "Unsqueeze axes ``{axes}`` repeat an axis"."""
-    out_rank = rank + len(axes)
-    norm = sorted(axis_index(a, out_rank, what) for a in axes)
-    if len(set(norm)) != len(norm):
-        raise AxisError(f"Unsqueeze axes {axes} repeat an axis")
-    return norm
+    output (rank ``rank + len(axes)``): :func:`distinct_axes`, the repeat named "Unsqueeze
+    axes ``{axes}`` repeat an axis"."""
+    return sorted(distinct_axes(axes, rank + len(axes), what, "Unsqueeze axes"))

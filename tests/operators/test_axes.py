@@ -40,3 +40,11 @@ def test_the_kernels_raise_it_as_an_evaluation_error():
     with pytest.raises(EvaluationError, match=r"axis 5 is out of range for rank 2"):
         axis_index(5, 2)
     assert axis_index(-2, 2) == 0
+
+
+def test_distinct_axes_keep_their_order_and_refuse_a_repeat():
+    assert A.distinct_axes([-1, 0], 3) == [2, 0]
+    with pytest.raises(A.AxisError, match=r"^axes \[2, -1\] repeat an axis$"):
+        A.distinct_axes([2, -1], 3)
+    with pytest.raises(A.AxisError, match=r"^axis 3 is out of range for rank 3$"):
+        A.distinct_axes([0, 3, 0], 3)

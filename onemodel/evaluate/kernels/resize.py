@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 from ...errors import EvaluationError, InvalidModelError, UnsupportedError
+from ...operators import axes as axes_
 from ...operators import kernel
 from ..memory import check_array
 
@@ -198,9 +199,10 @@ def resize(ctx, x, roi=None, scales=None, sizes=None):
     axes = ctx.attr("axes", None) if ctx.opset >= 18 else None
     if axes is None:
         axes = list(range(r))
-    axes = [a + r if a < 0 else a for a in axes]
-    if any(not 0 <= a < r for a in axes) or len(set(axes)) != len(axes):
-        raise EvaluationError(f"Resize axes {ctx.attr('axes')} do not fit rank {r}")
+    try:
+        axes = axes_.distinct_axes(axes, r)
+    except axes_.AxisError:
+        raise EvaluationError(f"Resize axes {ctx.attr('axes')} do not fit rank {r}") from None
     opts = {
         "mode": mode,
         "transform": ctx.attr("coordinate_transformation_mode"),

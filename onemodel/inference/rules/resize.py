@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 
+from ...operators import axes as axes_
 from ...operators import rule
 from .. import dims as D
 from ._util import count
@@ -110,14 +111,10 @@ def resize(ctx, x, roi=None, scales=None, sizes=None):
     r = len(shape)
     if axes is None:
         axes = list(range(r))
-    norm = []
-    for a in axes:
-        k = ctx.axis(a, r)
-        if k is None:
-            return None
-        norm.append(k)
-    if len(set(norm)) != len(norm):
-        ctx.contradiction(f"axes {list(axes)} repeat an axis")
+    try:
+        norm = axes_.distinct_axes([int(a) for a in axes], r)
+    except axes_.AxisError as e:
+        ctx.contradiction(str(e))
         return None
     if use_scales:
         return _by_scales(ctx, shape, _floats(ctx, 2), norm, True)
