@@ -15,7 +15,7 @@ definitions of the default domain): per spatial axis, with input extent ``x``, k
   the end (UPPER) or the beginning (LOWER) (:func:`same_pads`);
 * the transposed window: ``s*(x-1) + output_padding + d*(k-1) + 1 - b - e``
   (:func:`transposed_extent`; MaxUnpool's ``(x-1)*s + k - b - e`` is its case d=1, no output
-  padding).
+  padding); with SAME_UPPER/SAME_LOWER ``x * s`` (:func:`transposed_same_extent`).
 
 Each function computes with an *arithmetic*: :data:`INTS` (the default: Python ints, the
 kernels' case, exact) or any namespace with the same functions ``add``, ``sub``, ``mul``,
@@ -34,7 +34,7 @@ import operator
 from types import SimpleNamespace
 
 __all__ = ["INTS", "AUTO_PADS", "dilated", "window_count", "pooled_count", "window_counts",
-           "same_pads", "split_pads", "span", "transposed_extent"]
+           "same_pads", "split_pads", "span", "transposed_extent", "transposed_same_extent"]
 
 
 def _ceildiv(a: int, b: int) -> int:
@@ -128,3 +128,9 @@ def transposed_extent(x, k, s, d, out_pad, b, e, ar=INTS):
     plus the output padding, less the pads; ``out_pad``, ``b`` and ``e`` are ints. May be
     below 1; the caller decides."""
     return ar.sub(ar.add(span(x, k, s, d, ar), out_pad), b + e)
+
+
+def transposed_same_extent(x, s, ar=INTS):
+    """The output extent of the transposed window with ``auto_pad`` SAME_UPPER or SAME_LOWER
+    (ConvTranspose): ``x * s``."""
+    return ar.mul(x, s)

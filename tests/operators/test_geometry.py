@@ -60,6 +60,8 @@ def test_transposed_extent_inverts_the_window_count():
     # ConvTranspose: s*(x-1) + output_padding + d*(k-1) + 1 - pads
     assert G.transposed_extent(3, 3, 2, 1, 1, 1, 1) == 2 * 2 + 1 + 3 - 2
     assert G.transposed_extent(4, 2, 3, 2, 0, 0, 0) == 3 * 3 + 2 + 1
+    assert G.transposed_same_extent(5, 3) == 15
+    assert G.transposed_same_extent(D.Expr.var("h"), 2, ar=D) == 2 * D.Expr.var("h")
     # MaxUnpool (d 1, no output padding): (x-1)*s + k - pads
     assert G.transposed_extent(2, 2, 2, 1, 0, 0, 0) == 4
     for o, k, s, d in itertools.product(range(1, 6), range(1, 4), range(1, 4), range(1, 3)):

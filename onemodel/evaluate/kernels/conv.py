@@ -380,7 +380,7 @@ def conv_transpose(ctx, x, w, b=None):
     if out_shape:
         out_shape = list(out_shape)[-n:]
     elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        out_shape = [i * s for i, s in zip(in_sp, strides)]
+        out_shape = [geometry.transposed_same_extent(i, s) for i, s in zip(in_sp, strides)]
     if out_shape:
         # the pads that give out_shape: the extent without pads less the one asked for
         total = [geometry.transposed_extent(i, k, s, d, op_, 0, 0) - o for i, k, s, d, op_, o in

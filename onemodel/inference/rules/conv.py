@@ -260,7 +260,8 @@ def conv_transpose(ctx, x, w, b=None):
     spatial = list(xs[2:]) if xs is not None else [None] * n
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         return head + fitting(ctx, "the output is empty",
-                              [D.mul(x_, s) for x_, s in zip(spatial, strides)], spatial,
+                              [geometry.transposed_same_extent(x_, s, ar=D)
+                               for x_, s in zip(spatial, strides)], spatial,
                               kernel, f"auto_pad {auto_pad}", strides, dilations)
     pads = [0] * (2 * n) if auto_pad == "VALID" else _ints(ctx, "pads", n, 0, per=2)
     if pads is None:
