@@ -41,6 +41,7 @@ import sys
 
 from ..errors import EvaluationError, OneModelError, UsageError, quote
 from ..ir.tensor import element_count
+from ..operators import broadcast
 
 #: Largest block served from the heap instead of its own mmap, in bytes (glibc's own upper bound
 #: for the dynamic threshold on 64-bit systems).
@@ -265,19 +266,14 @@ def refresh_budget() -> int | None:
 
 def broadcast_count(a: tuple, b: tuple) -> int:
     """The element count of the multidirectional broadcast (ONNX Part 1, Clause 8.3; numpy's
-    rule) of shapes ``a`` and ``b``; 0 when they do not broadcast (numpy then says why)."""
-    if len(a) < len(b):
-        a, b = b, a
-    off = len(a) - len(b)
+    rule) of shapes ``a`` and ``b``; 0 when they do not broadcast (numpy then says why).
+    The shape is :func:`onemodel.operators.broadcast.int_shape`."""
+    shape = broadcast.int_shape((a, b))
+    if shape is None:
+        return 0
     n = 1
-    for i, x in enumerate(a):
-        y = b[i - off] if i >= off else 1
-        if x == y or y == 1:
-            n *= x
-        elif x == 1:
-            n *= y
-        else:
-            return 0
+    for d in shape:
+        n *= d
     return n
 
 
@@ -305,13 +301,9 @@ def check_broadcast_all(arrays, itemsize: int, what: str) -> None:
         bound *= x.size
     if bound < _floor or len(arrays) < 2:
         return
-    shape = arrays[0].shape
-    for x in arrays[1:]:
-        if broadcast_count(shape, x.shape) == 0:
-            return  # numpy says why
-        shape = tuple(max(p, q) if min(p, q) != 0 else 0 for p, q in
-                      zip((1,) * (len(x.shape) - len(shape)) + shape,
-                          (1,) * (len(shape) - len(x.shape)) + x.shape))
+    shape = broadcast.int_shape([x.shape for x in arrays])
+    if shape is None:
+        return  # numpy says why
     n = 1
     for d in shape:
         n *= d

@@ -9,7 +9,7 @@ or the default of the operator's definition at the node's opset), inputs' known 
 from __future__ import annotations
 
 from ..ir.attribute_values import attribute_value
-from ..operators import axes
+from ..operators import axes, broadcast
 from . import dims as D
 from .value import UNKNOWN, Value
 
@@ -150,14 +150,8 @@ class InferContext:
             if s is None:
                 return None
             shapes.append(s)
-        if not shapes:
-            return []
-        rank = max(len(s) for s in shapes)
-        out = []
-        for k in range(rank):
-            dims = [s[len(s) - rank + k] for s in shapes if len(s) - rank + k >= 0]
-            out.append(self._broadcast_dim(dims, rank - k, what))
-        return out
+        cols = broadcast.columns(shapes)
+        return [self._broadcast_dim(dims, len(cols) - k, what) for k, dims in enumerate(cols)]
 
     def _broadcast_dim(self, dims, pos_from_end, what):
         ints = {d for d in dims if type(d) is int and d != 1}

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from ...errors import UnsupportedError
-from ...operators import kernel
+from ...operators import broadcast, kernel
 from .. import memory
 from ..memory import check_broadcast, check_broadcast_all
 
@@ -25,9 +25,7 @@ def _legacy_broadcast(ctx, a, b):
     axis = ctx.attr("axis", None)
     if axis is None:
         return b
-    if axis < 0:
-        axis += a.ndim
-    tail = a.ndim - axis - b.ndim
+    tail = a.ndim - broadcast.legacy_start(axis, a.ndim, b.ndim) - b.ndim
     return b.reshape(b.shape + (1,) * tail) if tail > 0 else b
 
 

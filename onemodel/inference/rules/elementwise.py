@@ -22,7 +22,7 @@ wrapped to its element type's range as the kernels' fixed-width arithmetic does.
 
 from __future__ import annotations
 
-from ...operators import rule
+from ...operators import broadcast, rule
 from .. import dims as D
 from ..value import MAX_DATA, Value
 from ._util import (
@@ -175,10 +175,10 @@ def legacy_shape(ctx, a: Value, b: Value) -> list | None:
     if b.shape is None:
         return out
     ra, rb = len(a.shape), len(b.shape)
-    broadcast = int_attr(ctx, "broadcast", 0)
-    if broadcast is None:  # not an int: reported
+    flag = int_attr(ctx, "broadcast", 0)
+    if flag is None:  # not an int: reported
         return out
-    if not broadcast:
+    if not flag:
         if ra != rb:
             ctx.contradiction(f"without broadcast=1 (opset {ctx.opset}) the inputs need the "
                               f"same shape, not {D.shape_text(a.shape)} and "
@@ -188,7 +188,7 @@ def legacy_shape(ctx, a: Value, b: Value) -> list | None:
     axis = int_attr(ctx, "axis")
     if axis is None and ctx.has_attr("axis"):
         return out
-    start = ra - rb if axis is None else (axis + ra if axis < 0 else axis)
+    start = broadcast.legacy_start(axis, ra, rb)
     if rb > ra or start < 0 or start + rb > ra:
         ctx.contradiction(f"the second input {D.shape_text(b.shape)} does not fit in the first "
                           f"{D.shape_text(a.shape)}" + ("" if axis is None else f" at axis {axis}"))
@@ -215,7 +215,8 @@ def _aligned(ctx, a, b) -> bool:
         return False
     if axis is None or a.shape is None or b.shape is None:
         return axis is None
-    return (axis + len(a.shape) if axis < 0 else axis) == len(a.shape) - len(b.shape)
+    ra, rb = len(a.shape), len(b.shape)
+    return broadcast.legacy_start(axis, ra, rb) == ra - rb
 
 
 def _arith(name):
