@@ -16,10 +16,10 @@ checked statically over every module's imports, function-local ones included.
   ``formats.json_scan``, ``limits.MAX_EXTERNAL_DATA_ALIGNMENT``);
 - ``onemodel.formats.safetensors`` is imported by no module outside it: it is reached through
   the layout registry (``onemodel.formats.layouts``), which names its plugin by a string;
-- ``onemodel.operators`` (the operator table, and the geometry and axis normalization the
-  kernels and rules share) imports nothing from ``onemodel.storage``, ``onemodel.formats``,
-  ``onemodel.evaluate``, ``onemodel.inference`` or ``onemodel.cli`` (a family's module is
-  imported by name; the symbolic arithmetic is passed in);
+- ``onemodel.operators`` (the operator table, and the geometry, axis normalization and
+  broadcasting the kernels and rules share) imports nothing from ``onemodel.storage``,
+  ``onemodel.formats``, ``onemodel.evaluate``, ``onemodel.inference`` or ``onemodel.cli`` (a
+  family's module is imported by name; the symbolic arithmetic is passed in);
 - ``onemodel.engines`` (the engine registry and the built-in engines) imports nothing from
   ``onemodel.verify``, ``onemodel.bisect`` or ``onemodel.cli`` (they use it, not the reverse),
   and the built-in engines (``.onemodel_engine``, ``.onnxruntime_engine``) are imported by no
