@@ -1,3 +1,17 @@
 """Opset conversion: a model rewritten from the operator set versions it imports to others, up or
 down (issue 26), node by node through the version adapters of the operator table
-(:func:`onemodel.operators.adapter`)."""
+(:func:`onemodel.operators.adapter`).
+
+    >>> import onemodel
+    >>> m13 = onemodel.convert_opset(onemodel.load("model.onnx"), {"": 13})
+
+Modules: :mod:`.engine` (:func:`convert_opset`, the walk over every graph and function),
+:mod:`.changes` (what changed between adjacent definitions: the classification the engine and
+the coverage table docs/opset-conversion.md share), :mod:`.context` (what an adapter is given),
+:mod:`.generic` (kinds of change many operators share), :mod:`.ir_versions` (the IR version an
+operator set requires), ``adapters/<family>.py`` (the adapters).
+"""
+
+from .engine import Conversion, ConversionRefused, convert, convert_opset
+
+__all__ = ["convert_opset", "convert", "Conversion", "ConversionRefused"]

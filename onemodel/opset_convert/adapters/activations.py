@@ -1,0 +1,118 @@
+"""Version adapters of the activations family (:mod:`onemodel.operators.families`)."""
+
+from __future__ import annotations
+
+from ...ir import Attribute, Node
+from ...operators import adapter
+from ..generic import LegacyAttribute, NegativeAxis
+
+
+class Coerced13:
+    """Softmax, LogSoftmax, Hardmax at 13: before, the input was coerced to 2-D at ``axis``
+    (default 1) and normalized over every axis from ``axis`` on together; from 13 along the one
+    axis ``axis`` (default -1). The two agree when ``axis`` is the last axis, or when every
+    extent after it is 1.
+
+    Up: ``axis`` set to the same axis when they agree; otherwise the node becomes Shape,
+    Flatten at ``axis``, the operator along axis 1, Reshape to the input's shape (the earlier
+    definition's own coercion, written out). Down: ``axis`` set when they agree (the last axis
+    as -1, which opset 11 admits); otherwise refused."""
+
+    @staticmethod
+    def _agree(step, axis: int):
+        """The non-negative axis when the two definitions agree on it, else None."""
+        x = step.input(0)
+        shape = step.shape(x)
+        if shape is None:
+            return None
+        r = len(shape)
+        a = axis + r if axis < 0 else axis
+        if not 0 <= a < r:
+            step.refuse(f"axis {axis} is out of range for rank {r}")
+        return a if all(d == 1 for d in shape[a + 1:]) else None
+
+    @staticmethod
+    def up(step, node):
+        axis = int(step.attr("axis"))
+        a = Coerced13._agree(step, axis)
+        if a is not None:
+            step.set_attr("axis", a)
+            return None
+        x = step.input(0)
+        shape, flat, out = (step.fresh(f"{node.name or node.op_type}_{s}")
+                            for s in ("shape", "flat", "2d"))
+        op = Node(op_type=node.op_type, inputs=[flat], outputs=[out], name=node.name,
+                  attributes=[Attribute.make("axis", 1)])
+        return [Node(op_type="Shape", inputs=[x], outputs=[shape]),
+                Node(op_type="Flatten", inputs=[x], outputs=[flat],
+                     attributes=[Attribute.make("axis", axis)]),
+                op,
+                Node(op_type="Reshape", inputs=[out, shape], outputs=list(node.outputs))]
+
+    @staticmethod
+    def down(step, node):
+        axis = int(step.attr("axis"))
+        if axis == -1:
+            step.set_attr("axis", -1)
+            return None
+        a = Coerced13._agree(step, axis)
+        if a is None:
+            x = step.input(0)
+            shape = step.shape(x)
+            step.refuse(f"axis {axis} is not the last axis of {x!r} "
+                        f"({'rank unknown' if shape is None else f'shape {list(shape)}'}): "
+                        f"{node.op_type}-{step.target} would normalize over axis {axis} and "
+                        "every later axis together")
+        step.set_attr("axis", a)
+        return None
+
+
+class Axis11(NegativeAxis):
+    """Softmax, LogSoftmax, Hardmax at 11: a negative axis admitted."""
+
+
+class Consumed6(LegacyAttribute):
+    """consumed_inputs dropped at 6."""
+
+
+class Selu6(LegacyAttribute):
+    """Selu at 6: consumed_inputs dropped; the defaults of alpha and gamma changed (to more
+    digits), so they are set explicitly."""
+
+    explicit = ("alpha", "gamma")
+
+
+for _op in ("Softmax", "LogSoftmax", "Hardmax"):
+    adapter(_op, since=13)(Coerced13)
+    adapter(_op, since=11)(Axis11)
+for _op in ("Elu", "HardSigmoid", "LeakyRelu", "PRelu", "Relu", "Sigmoid"):
+    adapter(_op, since=6)(Consumed6)
+adapter("Selu", since=6)(Selu6)
+
+
+class PRelu7:
+    """PRelu at 7: the slope is broadcast to X unidirectionally (numpy rules); before, it had
+    X's shape or one element. Up unchanged; down refused unless the slope's shape is X's or it
+    holds one element."""
+
+    @staticmethod
+    def up(step, node):
+        return None
+
+    @staticmethod
+    def down(step, node):
+        x, slope = step.dims(step.input(0)), step.dims(step.input(1))
+        if slope is not None and all(d == 1 for d in slope):
+            return None
+        if x is None or slope is None or tuple(x) != tuple(slope) or None in x:
+            step.refuse(f"the slope's shape {_shape(slope)} is neither the input's "
+                        f"{_shape(x)} nor one element")
+        return None
+
+
+def _shape(dims) -> str:
+    return "unknown" if dims is None else "[" + ", ".join(
+        "?" if d is None else str(d) for d in dims) + "]"
+
+
+adapter("PRelu", since=7)(PRelu7)

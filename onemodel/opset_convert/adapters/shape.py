@@ -1,0 +1,275 @@
+"""Version adapters of the shape family (:mod:`onemodel.operators.families`)."""
+
+from __future__ import annotations
+
+from ...lazy import np
+from ...operators import adapter
+from ..generic import (
+    AttributeAdded,
+    AttributeToInput,
+    AttributeValues,
+    NegativeAxis,
+    _set_input,
+)
+
+
+class Axes13(AttributeToInput):
+    """Squeeze, Unsqueeze at 13: the ``axes`` attribute became input 1."""
+
+    attribute = "axes"
+    index = 1
+
+
+class Split13(AttributeToInput):
+    """Split at 13: the ``split`` attribute became the optional input 1."""
+
+    attribute = "split"
+    index = 1
+
+
+class Split18:
+    """Split at 18: ``num_outputs`` added; without a ``split`` input it is required, and an
+    extent that does not divide makes the last part smaller (before, it had to divide).
+
+    Up: without ``split``, ``num_outputs`` is the number of outputs. Down: ``num_outputs`` is
+    removed when the extent along ``axis`` divides into that many equal parts; when it does
+    not, the sizes go in a constant ``split`` input; when the extent is not known, refused."""
+
+    @staticmethod
+    def up(step, node):
+        if step.input(1) is None:
+            step.set_attr("num_outputs", len(node.outputs))
+        return None
+
+    @staticmethod
+    def down(step, node):
+        if not step.has_attr("num_outputs"):
+            return None
+        n = int(step.attr("num_outputs"))
+        step.remove_attr("num_outputs")
+        x = step.input(0)
+        shape = step.shape(x)
+        axis = int(step.attr("axis", 0))
+        extent = None
+        if shape is not None and -len(shape) <= axis < len(shape):
+            extent = shape[axis]
+        if extent is None:
+            step.refuse(f"num_outputs {n} along axis {axis} of {x!r}, whose extent is not "
+                        "known: whether the parts are equal cannot be told")
+        if extent % n == 0:
+            return None
+        part = -(-extent // n)
+        sizes = [part] * (extent // part) + ([extent % part] if extent % part else [])
+        _set_input(node, 1, step.add_constant(np.asarray(sizes, dtype=np.int64), "split"))
+        return None
+
+
+class Pad2:
+    """Pad at 2: the attribute ``paddings`` was renamed ``pads``."""
+
+    @staticmethod
+    def up(step, node):
+        if step.has_attr("paddings"):
+            step.set_attr("pads", list(step.attr("paddings")))
+            step.remove_attr("paddings")
+        return None
+
+    @staticmethod
+    def down(step, node):
+        if step.has_attr("pads"):
+            step.set_attr("paddings", list(step.attr("pads")))
+            step.remove_attr("pads")
+        return None
+
+
+class Pad11:
+    """Pad at 11: the attributes ``pads`` (ints) and ``value`` (float, default 0) became input
+    1 (int64) and the optional input 2 (a scalar of the data's element type). Up: ``pads``
+    a constant input, ``value`` a constant of the data's type when set (that type must be
+    known). Down: both must be constants, the value one a float attribute holds exactly."""
+
+    @staticmethod
+    def up(step, node):
+        pads = step.attr("pads")
+        step.remove_attr("pads")
+        _set_input(node, 1, step.add_constant(np.asarray(pads, dtype=np.int64), "pads"))
+        if step.has_attr("value"):
+            v = step.attr("value")
+            step.remove_attr("value")
+            code = step.elem(step.input(0))
+            if code is None:
+                step.refuse(f"the element type of {step.input(0)!r} is not known, and the "
+                            "constant_value input must have it")
+            from ...ir.dtypes import info
+            _set_input(node, 2, step.add_constant(np.asarray(v, dtype=info(code).dtype),
+                                                  "constant_value"))
+        return None
+
+    @staticmethod
+    def down(step, node):
+        pads = step.constant(step.input(1))
+        if pads is None:
+            step.refuse(f"input 1 {step.input(1)!r} (pads) is computed, not a constant: "
+                        f"Pad-{step.target} needs it as an attribute")
+        step.set_attr("pads", [int(p) for p in np.asarray(pads).reshape(-1)])
+        given = step.input(2)
+        if given is not None:
+            v = step.constant(given)
+            if v is None or np.asarray(v).size != 1:
+                step.refuse(f"input 2 {given!r} (constant_value) is not a constant value")
+            value = np.asarray(v).reshape(()).item()
+            if float(np.float32(value)) != value:
+                step.refuse(f"constant_value {value!r} is not exactly a float32 value, which "
+                            f"the attribute of Pad-{step.target} is")
+            if value != 0:
+                step.set_attr("value", float(value))
+        node.inputs = node.inputs[:1]
+        return None
+
+
+class Pad19(AttributeValues):
+    """Pad at 19: mode 'wrap' added."""
+
+    values = {"mode": ("wrap",)}
+
+
+class Slice10:
+    """Slice at 10: the attributes ``starts``, ``ends`` and ``axes`` became inputs 1 to 3, and
+    the optional input 4 ``steps`` was added. Up: constants. Down: every input given must be a
+    constant, and every step 1."""
+
+    NAMES = ("starts", "ends", "axes")
+
+    @staticmethod
+    def up(step, node):
+        for k, name in enumerate(Slice10.NAMES, 1):
+            if step.has_attr(name):
+                v = step.attr(name)
+                step.remove_attr(name)
+                _set_input(node, k, step.add_constant(np.asarray(v, dtype=np.int64), name))
+        return None
+
+    @staticmethod
+    def down(step, node):
+        values = {}
+        for k, name in enumerate((*Slice10.NAMES, "steps"), 1):
+            given = step.input(k)
+            if given is None:
+                continue
+            v = step.constant(given)
+            if v is None:
+                step.refuse(f"input {k} {given!r} ({name}) is computed, not a constant: "
+                            f"Slice-{step.target} needs it as an attribute")
+            values[name] = [int(x) for x in np.asarray(v).reshape(-1)]
+        if any(s != 1 for s in values.pop("steps", ())):
+            step.refuse(f"steps {values.get('steps')} other than 1: Slice-{step.target} has "
+                        "no steps")
+        for name, v in values.items():
+            step.set_attr(name, v)
+        node.inputs = node.inputs[:1]
+        return None
+
+
+class Indices11:
+    """Gather, GatherElements, ScatterElements at 11: negative indices (and a negative axis)
+    admitted. Down: the indices (input 1) must be a constant without a negative one; a
+    negative axis is made non-negative with the rank."""
+
+    @staticmethod
+    def up(step, node):
+        return None
+
+    @staticmethod
+    def down(step, node):
+        Axis11.down(step, node)
+        given = step.input(1)
+        v = step.constant(given)
+        if v is None:
+            step.refuse(f"the indices {given!r} are computed: that none is negative, as "
+                        f"{node.op_type}-{step.target} requires, cannot be told")
+        if (np.asarray(v) < 0).any():
+            step.refuse(f"the indices {given!r} hold negative values")
+        return None
+
+
+class Axis11(NegativeAxis):
+    """Concat, Compress, Flatten, Split at 11: a negative axis admitted."""
+
+
+class Axes11(NegativeAxis):
+    """Squeeze, Unsqueeze at 11: negative axes admitted (of the output, for Unsqueeze: its
+    rank is the input's plus the number of axes)."""
+
+    attribute = "axes"
+
+    @classmethod
+    def down(cls, step, node):
+        if node.op_type == "Unsqueeze" and step.has_attr("axes"):
+            axes = [int(a) for a in step.attr("axes")]
+            if any(a < 0 for a in axes):
+                r = step.rank(step.input(0))
+                if r is None:
+                    step.refuse(f"axes {axes} are negative and the rank of "
+                                f"{step.input(0)!r} is not known")
+                step.set_attr("axes", [a + r + len(axes) if a < 0 else a for a in axes])
+            return None
+        return super().down(step, node)
+
+
+class Reduction16(AttributeAdded):
+    """ScatterElements, ScatterND at 16: ``reduction`` (default 'none') added."""
+
+    added = ("reduction",)
+
+
+class Reduction18(AttributeValues):
+    """ScatterElements, ScatterND at 18: reductions 'max' and 'min' added."""
+
+    values = {"reduction": ("max", "min")}
+
+
+class Reshape14(AttributeAdded):
+    """Reshape at 14: ``allowzero`` (default 0) added."""
+
+    added = ("allowzero",)
+
+
+class Shape15(AttributeAdded):
+    """Shape at 15: ``start`` (default 0) and ``end`` (default: the rank) added."""
+
+    added = ("start", "end")
+
+
+class GatherND12(AttributeAdded):
+    """GatherND at 12: ``batch_dims`` (default 0) added."""
+
+    added = ("batch_dims",)
+
+
+class DepthToSpace11(AttributeAdded):
+    """DepthToSpace at 11: ``mode`` (default 'DCR', the earlier order) added."""
+
+    added = ("mode",)
+
+
+adapter("Squeeze", since=13)(Axes13)
+adapter("Unsqueeze", since=13)(Axes13)
+adapter("Squeeze", since=11)(Axes11)
+adapter("Unsqueeze", since=11)(Axes11)
+adapter("Split", since=13)(Split13)
+adapter("Split", since=18)(Split18)
+adapter("Pad", since=2)(Pad2)
+adapter("Pad", since=11)(Pad11)
+adapter("Pad", since=19)(Pad19)
+adapter("Slice", since=10)(Slice10)
+for _op in ("Gather", "GatherElements", "ScatterElements"):
+    adapter(_op, since=11)(Indices11)
+for _op in ("Concat", "Compress", "Flatten", "Split"):
+    adapter(_op, since=11)(Axis11)
+for _op in ("ScatterElements", "ScatterND"):
+    adapter(_op, since=16)(Reduction16)
+    adapter(_op, since=18)(Reduction18)
+adapter("Reshape", since=14)(Reshape14)
+adapter("Shape", since=15)(Shape15)
+adapter("GatherND", since=12)(GatherND12)
+adapter("DepthToSpace", since=11)(DepthToSpace11)

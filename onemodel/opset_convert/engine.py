@@ -1,0 +1,560 @@
+"""Opset conversion: a model rewritten from the operator set versions it imports to others,
+up or down, one adjacent definition of each operator at a time (ONNX Part 1, Clauses 5.3.2,
+14.3 and 14.4).
+
+Every node of the default domain and of ai.onnx.ml -- in the main graph, its subgraphs (If,
+Loop, Scan), the training graphs and the model-local functions (under their own imports) -- is
+stepped from the definition in force at the version imported to the one in force at the target,
+across each change between (:mod:`.changes`): unchanged where only types differ and the model's
+element types are admitted, rewritten by the change's adapter (:mod:`.context`), or refused
+with the reason. Every node that cannot be converted is collected and one
+:class:`ConversionRefused` lists them all; nothing is returned then. Nodes of other domains
+pass through unchanged, and are noted.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+from ..errors import OneModelWarning, UnsupportedError, UsageError
+from ..ir import Graph, Model, Node, Tensor, ValueInfo, normalize_domain
+from ..ir.types import Type
+from ..ir.walk import check_nesting, iter_graphs
+from ..lazy import np
+from .changes import change
+from .context import Refused, Step
+from .ir_versions import ELEMENT_TYPE_IR, FUNCTIONS_IR, REQUIRED_IR, required_ir
+
+#: the domains whose operators are converted (the others pass through)
+DOMAINS = ("", "ai.onnx.ml")
+#: how many adapter rewrites deep a node's replacement nodes are stepped further
+MAX_REWRITE_DEPTH = 8
+
+
+class ConversionRefused(UnsupportedError):
+    """Nodes that cannot be converted: ``refusals`` lists every one as ``(path, operator,
+    reason)`` (``graph.nodes[3]``, ``Softmax-11 -> 10``, ``axis 1 is not the last ...``); the
+    message names them all, on one line."""
+
+    def __init__(self, refusals: list):
+        self.refusals = list(refusals)
+        shown = "; ".join(f"{p}: {op}: {r}" for p, op, r in self.refusals)
+        n = len(self.refusals)
+        super().__init__(f"cannot convert {n} node{'s' if n != 1 else ''}: {shown}")
+
+
+class Conversion:
+    """What :func:`convert` did: the converted ``model``, ``notes`` (nodes of other domains
+    passed through, one phrase each), and ``steps``: how many node rewrites each kind of change
+    made (``{"types": 12, "adapter": 3, ...}``)."""
+
+    def __init__(self, model: Model, notes: list, steps: dict):
+        self.model, self.notes, self.steps = model, notes, steps
+
+
+def latest(domain: str) -> int:
+    """The greatest operator set version of ``domain`` (ai.onnx, ai.onnx.ml) the stored tables
+    know."""
+    return REQUIRED_IR[domain][-1][1]
+
+
+def targets_of(targets) -> dict:
+    """``targets`` (a mapping domain -> version, or an int for ai.onnx alone) checked:
+    UsageError for a domain that is not converted (:data:`DOMAINS`) or a version outside 1 ..
+    :func:`latest`."""
+    if type(targets) is int:
+        targets = {"": targets}
+    if not hasattr(targets, "items"):
+        raise UsageError(f"opset targets are a dict of domain -> version, not {targets!r}")
+    out = {}
+    for d, v in targets.items():
+        d = normalize_domain(d)
+        if d not in DOMAINS:
+            raise UsageError(f"opset conversion converts ai.onnx and ai.onnx.ml, not {d!r}")
+        if type(v) is not int or not 1 <= v <= latest(d):
+            raise UsageError(f"{d or 'ai.onnx'} opset {v!r}: a version from 1 to {latest(d)}")
+        out[d] = v
+    return out
+
+
+def convert_opset(model: Model, targets, ir_version: int | None = None) -> Model:
+    """A new model: ``model`` converted to the operator set versions ``targets`` (``{"": 13,
+    "ai.onnx.ml": 3}``, or an int for ai.onnx), up or down, and to the IR version they require
+    (:mod:`.ir_versions`; ``ir_version`` to choose another). Tensors are shared with ``model``
+    (the same Blob views: no weight is copied; closing either model closes the files both
+    view). Nodes of other domains pass through, each noted in a :class:`OneModelWarning`.
+
+    Raises:
+        ConversionRefused (an UnsupportedError) listing every node that cannot be converted
+        (operator, versions, reason), nothing converted; UsageError for a bad target;
+        UnsupportedError for graphs nested past ``MAX_MODEL_NESTING``.
+    """
+    conv = convert(model, targets, ir_version)
+    for note in conv.notes:
+        warnings.warn(note, OneModelWarning, stacklevel=2)
+    return conv.model
+
+
+def convert(model: Model, targets, ir_version: int | None = None) -> Conversion:
+    """:func:`convert_opset`, returning the :class:`Conversion` (the notes as data)."""
+    targets = targets_of(targets)
+    if ir_version is not None and (type(ir_version) is not int or ir_version < 1):
+        raise UsageError(f"an IR version is an int >= 1, not {ir_version!r}")
+    check_nesting(model)
+    new = model.copy()
+    for name in Model.EXTRA:
+        setattr(new, name, getattr(model, name, None))
+    conv = _Converter(new, targets)
+    used = _used_names(new)
+    conv.run()
+    _prune(new, used | conv.added)
+    new.ir_version = ir_version if ir_version is not None else _ir_for(new, model.ir_version)
+    if new.ir_version < 4 and new.graph is not None:
+        _initializers_as_inputs(new.graph)
+    return Conversion(new, conv.notes, conv.steps)
+
+
+# -- the IR version -------------------------------------------------------------------------
+def _ir_for(model: Model, before: int | None) -> int:
+    """The IR version the converted model's imports require, raised to what its functions and
+    element types need (Part 1, Table 12); the model's own when none of its imports is known."""
+    need = [required_ir(o.domain, o.version) for o in model.opset_imports
+            if o.version is not None]
+    need = [n for n in need if n is not None]
+    if not need:
+        return before or 3
+    ir = max(need)
+    if model.functions:
+        ir = max(ir, FUNCTIONS_IR)
+    for code in _element_types(model):
+        ir = max(ir, ELEMENT_TYPE_IR.get(code, 0))
+    return ir
+
+
+def _element_types(model: Model) -> set:
+    codes = set()
+    for _, g in _all_graphs(model):
+        codes.update(t.data_type for t in g.initializers if t.data_type)
+        for vi in (*g.inputs, *g.outputs, *g.value_info):
+            e = vi.type.elem_type if vi.type is not None else None
+            if e:
+                codes.add(e)
+    return codes
+
+
+def _used_names(model: Model) -> set:
+    """Every name a node of the model reads (graphs, subgraphs, functions)."""
+    names = set()
+    for _, g in _all_graphs(model):
+        for n in g.nodes:
+            names.update(n.inputs)
+    for fn in model.functions or ():
+        for n in fn.nodes:
+            names.update(n.inputs)
+            for sg in n.subgraphs():
+                for _, g in iter_graphs(sg):
+                    for m in g.nodes:
+                        names.update(m.inputs)
+    return names
+
+
+def _prune(model: Model, candidates: set) -> None:
+    """Remove the initializers and Constant nodes of ``candidates`` (read before the
+    conversion, or added by it) that no node reads any more and that are no graph input or
+    output: an axes input folded into an attribute leaves nothing behind."""
+    used = _used_names(model)
+    gone = candidates - used
+    if not gone:
+        return
+    for _, g in list(_all_graphs(model)):
+        keep = {vi.name for vi in (*g.inputs, *g.outputs)}
+        g.initializers = [t for t in g.initializers if t.name not in gone or t.name in keep]
+        g.nodes = [n for n in g.nodes if not (
+            n.op_type == "Constant" and not n.domain and len(n.outputs) == 1
+            and n.outputs[0] in gone and n.outputs[0] not in keep)]
+    for fn in model.functions or ():
+        keep = set(fn.outputs)
+        fn.nodes = [n for n in fn.nodes if not (
+            n.op_type == "Constant" and not n.domain and len(n.outputs) == 1
+            and n.outputs[0] in gone and n.outputs[0] not in keep)]
+
+
+def _initializers_as_inputs(graph: Graph) -> None:
+    """Below IR version 4 every initializer of the main graph is also a graph input (Part 1,
+    Clause 7.2): each that is not is added, with its type."""
+    have = {vi.name for vi in graph.inputs}
+    for t in graph.initializers:
+        if t.name and t.name not in have:
+            graph.inputs.append(ValueInfo(name=t.name, type=Type.tensor(t.data_type,
+                                                                          list(t.dims))))
+            have.add(t.name)
+
+
+def _all_graphs(model: Model):
+    """(path, graph) of the main graph, its subgraphs and the training graphs."""
+    if model.graph is not None:
+        yield from iter_graphs(model.graph, "graph")
+    for k, ti in enumerate(model.training_info or ()):
+        for name in ("initialization", "algorithm"):
+            g = getattr(ti, name)
+            if g is not None:
+                yield from iter_graphs(g, f"training_info[{k}].{name}")
+
+
+# -- types -------------------------------------------------------------------------------
+def _type_string(v) -> str | None:
+    """The ONNX type string of an inferred Value (``tensor(float)``, ``seq(tensor(int64))``),
+    or None when its element type is unknown."""
+    from ..ir.dtypes import name_of
+
+    if v is None or v.kind is None:
+        return None
+    if v.kind in ("tensor", "sparse_tensor"):
+        return f"{v.kind}({name_of(v.elem)})" if v.elem else None
+    if v.kind in ("sequence", "optional"):
+        inner = _type_string(v.inner)
+        head = "seq" if v.kind == "sequence" else "optional"
+        return None if inner is None else f"{head}({inner})"
+    if v.kind == "map":
+        inner = _type_string(v.inner)
+        return None if inner is None or not v.elem else f"map({name_of(v.elem)},{inner})"
+    return None
+
+
+def _inference(model: Model):
+    """The model inferred (Clause 9), with the Values every node was inferred with recorded
+    by node: ``(Inference, {id(node): [(input Values, output Values), ...]})`` (a function's
+    body node has one record per distinct call)."""
+    from ..inference.engine import Engine
+
+    records: dict = {}
+
+    class Recording(Engine):
+        def infer_node(self, node, ins, npath, scope, raw=None, memo_key=None):
+            outs = super().infer_node(node, ins, npath, scope, raw, memo_key)
+            records.setdefault(id(node), []).append((list(ins), list(outs)))
+            return outs
+
+    return Recording(model).run(), records
+
+
+_SUBGRAPH = re.compile(r"\.nodes\[\d+\]\.attributes\[\d+\]\.(?:g|graphs\[\d+\])$")
+
+
+class _Scope:
+    """One graph or function body being converted: its values' types and constants, where a
+    new constant goes, fresh names."""
+
+    def __init__(self, conv, versions: dict, graph=None, path=None, function=None,
+                 values=None, parents=()):
+        self.conv, self.versions = conv, versions
+        self.graph, self.path, self.function = graph, path, function
+        self.values = values or {}
+        self.parents = parents   # enclosing _Scope objects, innermost first
+        nodes = graph.nodes if graph is not None else function.nodes
+        self.constants = {n.outputs[0]: n for n in nodes
+                          if n.op_type == "Constant" and not n.domain and n.outputs}
+
+    def value(self, name):
+        for s in (self, *self.parents):
+            v = s.values.get(name)
+            if v is not None:
+                return v
+        return None
+
+    def shape(self, name):
+        v = self.value(name)
+        if v is None or v.kind != "tensor" or v.shape is None:
+            return None
+        return tuple(d if type(d) is int else None for d in v.shape)
+
+    def dims(self, name):
+        v = self.value(name)
+        return v.shape if v is not None and v.kind == "tensor" else None
+
+    def elem(self, name):
+        v = self.value(name)
+        return v.elem if v is not None else None
+
+    def constant(self, name):
+        for s in (self, *self.parents):
+            n = s.constants.get(name)
+            if n is not None:
+                return _constant_value(n)
+            if s.graph is not None:
+                for t in s.graph.initializers:
+                    if t.name == name:
+                        if s.parents or not s.conv.overridable(name):
+                            return t.numpy()
+                        return None
+        v = self.value(name)
+        if v is not None and v.kind == "tensor" and v.shape is not None and v.elem:
+            data = v.data
+            if data is not None and all(type(x) in (int, float, bool) for x in data):
+                from ..ir.dtypes import info
+                try:
+                    return np.asarray(data, dtype=info(v.elem).dtype).reshape(v.shape)
+                except (TypeError, ValueError):
+                    return None
+        return None
+
+    def fresh(self, hint: str) -> str:
+        return self.conv.fresh(hint)
+
+    def add_constant(self, step: Step, t: Tensor) -> None:
+        """``t`` (named) made a constant of this scope: an initializer of the graph, or a
+        Constant node before the node in a function body."""
+        from ..inference.value import Value
+
+        name = t.name
+        if self.graph is not None:
+            self.graph.initializers.append(t)
+        else:
+            from ..ir import Attribute
+            t.name = None
+            step.before.append(Node(op_type="Constant", inputs=[], outputs=[name],
+                                    attributes=[Attribute.make("value", t)]))
+        self.values[name] = Value.tensor(t.data_type, list(t.dims))
+
+
+def _constant_value(node: Node):
+    """The value of a Constant node as an array, or None (a sparse or string value)."""
+    for a in node.attributes:
+        if a.name == "value" and a.t is not None:
+            try:
+                return a.t.numpy()
+            except Exception:
+                return None
+        if a.name == "value_int":
+            return np.asarray(a.value, dtype=np.int64)
+        if a.name == "value_ints":
+            return np.asarray(a.value, dtype=np.int64)
+        if a.name == "value_float":
+            return np.asarray(a.value, dtype=np.float32)
+        if a.name == "value_floats":
+            return np.asarray(a.value, dtype=np.float32)
+    return None
+
+
+class _Converter:
+    """Converts one model (already a copy) in place; :meth:`run` raises ConversionRefused."""
+
+    def __init__(self, model: Model, targets: dict):
+        self.model, self.targets = model, targets
+        self.refusals: list = []
+        self.notes: list = []
+        self.steps: dict = {}
+        self.names = _all_names(model)
+        self.counter = 0
+        self.given: dict = {}
+        #: the names this conversion made
+        self.added: set = set()
+        inputs = {vi.name for vi in model.graph.inputs} if model.graph is not None else set()
+        self.main_inputs = inputs if (model.ir_version or 0) >= 4 else set()
+
+    def overridable(self, name: str) -> bool:
+        return name in self.main_inputs
+
+    def fresh(self, hint: str) -> str:
+        """A name no value of the model has, from ``hint`` (kept in :attr:`added`)."""
+        hint = re.sub(r"[^A-Za-z0-9_.]", "_", hint) or "v"
+        name = hint
+        while name in self.names:
+            self.counter += 1
+            name = f"{hint}_{self.counter}"
+        self.names.add(name)
+        self.added.add(name)
+        return name
+
+    def run(self) -> None:
+        m = self.model
+        inference, self.records = _inference(m)
+        versions = {normalize_domain(o.domain): o.version for o in m.opset_imports}
+        scopes: dict = {}
+        for path, g in list(_all_graphs(m)):
+            parent = _SUBGRAPH.sub("", path) if path != "graph" and \
+                not path.startswith("training_info") else None
+            chain = []
+            while parent is not None and parent in scopes:
+                chain.append(scopes[parent])
+                parent = _SUBGRAPH.sub("", parent) if _SUBGRAPH.search(parent) else None
+            s = _Scope(self, versions, graph=g, path=path,
+                       values=dict(inference.graphs.get(path, {})), parents=tuple(chain))
+            scopes[path] = s
+        for path, s in scopes.items():
+            s.graph.nodes = self._nodes(s, s.graph.nodes, path)
+        for f, fn in enumerate(m.functions or ()):
+            fv = {normalize_domain(o.domain): o.version for o in fn.opset_imports}
+            values = {}
+            for node in fn.nodes:
+                for ins, outs in self.records.get(id(node), ())[:1]:
+                    values.update({n: v for n, v in zip(node.inputs, ins) if n and v})
+                    values.update({n: v for n, v in zip(node.outputs, outs) if n and v})
+            s = _Scope(self, fv, function=fn, values=values)
+            fn.nodes = self._nodes(s, fn.nodes, f"functions[{f}]")
+            for sub_path, g in [(p, g) for i, n in enumerate(fn.nodes)
+                                for j, a in enumerate(n.attributes) for fld, sg in a.subgraphs()
+                                for p, g in iter_graphs(sg, f"functions[{f}].nodes[{i}]"
+                                                            f".attributes[{j}].{fld}")]:
+                gs = _Scope(self, fv, graph=g, path=sub_path, parents=(s,))
+                g.nodes = self._nodes(gs, g.nodes, sub_path)
+            _retarget(fn.opset_imports, self.targets)
+        if self.refusals:
+            raise ConversionRefused(self.refusals)
+        _retarget(m.opset_imports, self.targets)
+
+    def _nodes(self, scope: _Scope, nodes: list, path: str) -> list:
+        out = []
+        for i, node in enumerate(nodes):
+            d = normalize_domain(node.domain)
+            src, dst = scope.versions.get(d), self.targets.get(d)
+            if d not in DOMAINS:
+                if not _is_function_call(self.model, node):
+                    self.notes.append(f"{path}.nodes[{i}]: {node.op_type} of domain {d!r} "
+                                      "passed through unchanged")
+                out.append(node)
+                continue
+            if src is None or dst is None or src == dst:
+                out.append(node)
+                continue
+            try:
+                out.extend(self._convert(scope, node, d, src, dst, 0))
+            except Refused as e:
+                self.refusals.append((f"{path}.nodes[{i}]",
+                                      f"{node.op_type}-{src} -> {dst}", e.reason))
+        return out
+
+    def _convert(self, scope, node: Node, d: str, src: int, dst: int, depth: int) -> list:
+        """The nodes that replace ``node`` (of domain ``d`` at version ``src``) at ``dst``."""
+        from ..operators.table import definition, versions
+
+        if id(node) not in self.given:  # the Values inferred, by the node's names as read
+            self.given[id(node)] = [
+                {**{n: v for n, v in zip(node.inputs, ins) if n and v is not None},
+                 **{n: v for n, v in zip(node.outputs, outs) if n and v is not None}}
+                for ins, outs in self.records.get(id(node), ())] or [{}]
+
+        known = versions(d, node.op_type)
+        if not known:
+            raise Refused(f"{node.op_type} is not an operator of {d or 'ai.onnx'}")
+        if definition(d, node.op_type, src) is None:
+            raise Refused(f"{node.op_type} does not exist at opset {src} (it was introduced "
+                          f"at {known[0]})")
+        if dst < known[0]:
+            raise Refused(f"{node.op_type} does not exist before opset {known[0]}")
+        cur = definition(d, node.op_type, src).since_version
+        if dst > src:
+            steps = [(s, True) for s in known if cur < s <= dst]
+        else:
+            steps = [(s, False) for s in reversed(known) if dst < s <= cur]
+        for since, up in steps:
+            ch = change(d, node.op_type, since)
+            before = ch.before
+            at, to = (before, since) if up else (since, before)
+            step = Step(scope, node, d, at, to)
+            kind = ch.kind
+            replaced = None
+            if kind == "uncovered":
+                raise Refused(f"no adapter yet for {node.op_type} {before} -> {since} "
+                              f"({'; '.join(ch.differences)})")
+            if kind == "semantic" and not up and ch.adapter is None:
+                raise Refused(f"{node.op_type}-{since} admits {ch.reason}, which "
+                              f"{node.op_type}-{before} does not: no adapter proves this node "
+                              "does not use it")
+            if ch.adapter is not None and (kind == "adapter" or not up):
+                replaced = (ch.adapter.up if up else ch.adapter.down)(step, node)
+            self.steps[kind] = self.steps.get(kind, 0) + 1
+            if replaced is not None:
+                if depth >= MAX_REWRITE_DEPTH:
+                    raise Refused("adapters replaced the node too many times over")
+                out = list(step.before)
+                for n in replaced:
+                    if normalize_domain(n.domain) == d:
+                        out.extend(self._convert(scope, n, d, to, dst, depth + 1))
+                    else:
+                        out.append(n)
+                return out
+            self._check_types(scope, node, d, at, to)
+            if step.before:
+                return [*step.before, *self._after(scope, step.before, node, d, to, dst, depth)]
+        return [node]
+
+    def _after(self, scope, inserted, node, d, at, dst, depth):
+        """``node`` (stepped to ``at`` after inserting ``inserted``) converted the rest of the
+        way; the inserted nodes are of version ``at`` and are converted too."""
+        for k, n in enumerate(inserted):
+            if normalize_domain(n.domain) == d and n.op_type != "Constant" and at != dst:
+                got = self._convert(scope, n, d, at, dst, depth + 1)
+                inserted[k:k + 1] = got
+        return self._convert(scope, node, d, at, dst, depth + 1) if at != dst else [node]
+
+    def _check_types(self, scope, node: Node, d: str, source: int, target: int) -> None:
+        """Refuse ``node`` when the definition in force at ``target`` does not admit its element
+        types, or when a type is unknown where that definition admits fewer types than the one
+        in force at ``source``."""
+        from ..operators.table import definition
+        from ..validation.types import allowed
+
+        tdef = definition(d, node.op_type, target)
+        sdef = definition(d, node.op_type, source)
+        for given in self.given.get(id(node), [{}]):
+            for io in ("inputs", "outputs"):
+                formals_t, formals_s = getattr(tdef, io), getattr(sdef, io)
+                for k, name in enumerate(getattr(node, io)):
+                    if not name or not formals_t:
+                        continue
+                    if k >= len(formals_t) and not formals_t[-1].variadic:
+                        continue
+                    ft = formals_t[min(k, len(formals_t) - 1)]
+                    want = allowed(tdef, ft.type_str)
+                    v = given.get(name) or scope.value(name)
+                    ts = _type_string(v)
+                    if ts is not None:
+                        if ts not in want:
+                            raise Refused(f"{name!r} is {ts}, which {node.op_type}-"
+                                          f"{tdef.since_version} does not admit")
+                        continue
+                    fs = formals_s[min(k, len(formals_s) - 1)] if formals_s else None
+                    if fs is not None and fs.name == ft.name and allowed(sdef, fs.type_str) - want:
+                        raise Refused(f"the element type of {name!r} is not known, and "
+                                      f"{node.op_type}-{tdef.since_version} admits fewer types "
+                                      f"than {node.op_type}-{sdef.since_version}")
+
+
+def _is_function_call(model: Model, node: Node) -> bool:
+    d = normalize_domain(node.domain)
+    return any(normalize_domain(f.domain) == d and f.name == node.op_type
+               for f in model.functions or ())
+
+
+def _retarget(imports: list, targets: dict) -> None:
+    for o in imports:
+        d = normalize_domain(o.domain)
+        if d in targets:
+            o.version = targets[d]
+
+
+def _all_names(model: Model) -> set:
+    """Every value name of the model (graphs, subgraphs, functions), for fresh names."""
+    names = set()
+
+    def nodes(ns):
+        for n in ns:
+            names.update(n.inputs)
+            names.update(n.outputs)
+
+    for _, g in _all_graphs(model):
+        names.update(t.name for t in g.initializers)
+        names.update(vi.name for vi in (*g.inputs, *g.outputs, *g.value_info))
+        nodes(g.nodes)
+    for fn in model.functions or ():
+        names.update(fn.inputs)
+        names.update(fn.outputs)
+        nodes(fn.nodes)
+        for n in fn.nodes:
+            for sg in n.subgraphs():
+                for _, g in iter_graphs(sg):
+                    nodes(g.nodes)
+    names.discard(None)
+    return names
