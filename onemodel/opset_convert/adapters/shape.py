@@ -127,6 +127,71 @@ class Pad11:
         return None
 
 
+class Pad18:
+    """Pad at 18: the optional input 3 ``axes`` (which axes ``pads`` is for) added. Up
+    unchanged; down: a constant ``axes`` is written out as ``pads`` for every axis (zeros for
+    the others; the rank must be known), a computed one refused."""
+
+    @staticmethod
+    def up(step, node):
+        return None
+
+    @staticmethod
+    def down(step, node):
+        given = step.input(3)
+        if given is None:
+            return None
+        axes, pads = step.constant(given), step.constant(step.input(1))
+        if axes is None or pads is None:
+            what = given if axes is None else step.input(1)
+            step.refuse(f"{what!r} is computed, not a constant: Pad-{step.target} pads every "
+                        "axis")
+        r = step.rank(step.input(0))
+        if r is None:
+            step.refuse(f"the rank of {step.input(0)!r} is not known")
+        axes = [int(a) + r if a < 0 else int(a) for a in np.asarray(axes).reshape(-1)]
+        pads = [int(p) for p in np.asarray(pads).reshape(-1)]
+        full = [0] * (2 * r)
+        for k, a in enumerate(axes):
+            full[a], full[a + r] = pads[k], pads[k + len(axes)]
+        _set_input(node, 1, step.add_constant(np.asarray(full, dtype=np.int64), "pads"))
+        _set_input(node, 3, "")
+        return None
+
+
+class Slice11:
+    """Slice at 11: negative axes admitted, and INT_MIN as the end of a backward slice. Down:
+    the axes (input 3) must be a constant, its negative values made non-negative with the
+    rank; a negative step needs constant ends above INT_MIN."""
+
+    @staticmethod
+    def up(step, node):
+        return None
+
+    @staticmethod
+    def down(step, node):
+        given = step.input(3)
+        if given is not None:
+            axes = step.constant(given)
+            if axes is None:
+                step.refuse(f"the axes {given!r} are computed: that none is negative cannot "
+                            "be told")
+            axes = [int(a) for a in np.asarray(axes).reshape(-1)]
+            if any(a < 0 for a in axes):
+                r = step.rank(step.input(0))
+                if r is None:
+                    step.refuse(f"axes {axes} are negative and the rank of "
+                                f"{step.input(0)!r} is not known")
+                fixed = np.asarray([a + r if a < 0 else a for a in axes], dtype=np.int64)
+                _set_input(node, 3, step.add_constant(fixed, "axes"))
+        steps = step.constant(step.input(4)) if step.input(4) else None
+        if step.input(4) and (steps is None or (np.asarray(steps) < 0).any()):
+            ends = step.constant(step.input(2))
+            if ends is None or (np.asarray(ends) <= -2**31).any():
+                step.refuse("a backward slice whose ends are computed or at INT_MIN")
+        return None
+
+
 class Pad19(AttributeValues):
     """Pad at 19: mode 'wrap' added."""
 
@@ -228,6 +293,19 @@ class Reduction18(AttributeValues):
     values = {"reduction": ("max", "min")}
 
 
+class Reshape5(AttributeToInput):
+    """Reshape at 5: the ``shape`` attribute became input 1, and ``consumed_inputs`` (a hint
+    without meaning for the result) was dropped."""
+
+    attribute = "shape"
+    index = 1
+
+    @classmethod
+    def up(cls, step, node):
+        step.remove_attr("consumed_inputs")
+        return super().up(step, node)
+
+
 class Reshape14(AttributeAdded):
     """Reshape at 14: ``allowzero`` (default 0) added."""
 
@@ -260,7 +338,9 @@ adapter("Split", since=13)(Split13)
 adapter("Split", since=18)(Split18)
 adapter("Pad", since=2)(Pad2)
 adapter("Pad", since=11)(Pad11)
+adapter("Pad", since=18)(Pad18)
 adapter("Pad", since=19)(Pad19)
+adapter("Slice", since=11)(Slice11)
 adapter("Slice", since=10)(Slice10)
 for _op in ("Gather", "GatherElements", "ScatterElements"):
     adapter(_op, since=11)(Indices11)
@@ -269,6 +349,7 @@ for _op in ("Concat", "Compress", "Flatten", "Split"):
 for _op in ("ScatterElements", "ScatterND"):
     adapter(_op, since=16)(Reduction16)
     adapter(_op, since=18)(Reduction18)
+adapter("Reshape", since=5)(Reshape5)
 adapter("Reshape", since=14)(Reshape14)
 adapter("Shape", since=15)(Shape15)
 adapter("GatherND", since=12)(GatherND12)

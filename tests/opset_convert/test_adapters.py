@@ -1,0 +1,250 @@
+"""Each version adapter of the first batch, proved by execution: a small model converted up and
+down through the adapter's change, ``check`` clean after every step, and the evaluator giving
+the original's outputs (exactly for integers and data movement, within rtol 1e-6 of float64
+for float arithmetic)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+from opset_models import F64, I8, I64, F, clean, model, ops, run, through, value
+
+from onemodel.opset_convert import ConversionRefused, convert
+
+RNG = np.random.default_rng(26)
+X = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+
+
+def softmax64(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def coerced64(x, axis):
+    """Softmax-1..11: normalized over every axis from ``axis`` on together."""
+    flat = x.reshape(int(np.prod(x.shape[:axis])), -1).astype(np.float64)
+    return softmax64(flat, 1).reshape(x.shape)
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax", "Hardmax"])
+def test_softmax_axis_1_at_11_goes_up_by_its_coercion_and_back(op):
+    """axis 1 of a rank-3 input at 11 is a coercion over axes 1 and 2 together: up, the node is
+    written out as Flatten, the operator along axis 1, Reshape; the values stay."""
+    m = model([helper.make_node(op, ["x"], ["y"], axis=1)], [value("x", F, [2, 3, 4])],
+              [value("y")], 11)
+    want = coerced64(X, 1)
+    if op == "LogSoftmax":
+        want = np.log(want)
+    elif op == "Hardmax":
+        flat = X.reshape(2, -1)
+        want = (np.arange(12) == flat.argmax(1)[:, None]).astype(np.float32).reshape(X.shape)
+    tol = {"rtol": 1e-6, "atol": 1e-7} if op != "Hardmax" else {}
+    got = run(m, {"x": X})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    up = through(m, [13, 21], {"x": X}, [want.astype(np.float32) if op == "Hardmax" else want],
+                 **tol)
+    assert ops(up) == ["Shape", "Flatten", op, "Reshape"]
+    low = through(up, [11, 5, 1], {"x": X},
+                  [want.astype(np.float32) if op == "Hardmax" else want], **tol)
+    # the shape Reshape takes is folded by inference into Reshape-1's attribute
+    assert low.graph.nodes[-1].attribute("shape").ints == [2, 3, 4]
+
+
+def test_softmax_last_axis_at_13_goes_down_to_1_with_the_axis_made_non_negative():
+    m = model([helper.make_node("Softmax", ["x"], ["y"])], [value("x", F, [2, 3, 4])],
+              [value("y")], 13)
+    want = softmax64(X.astype(np.float64), -1)
+    low = through(m, [11, 1], {"x": X}, [want], rtol=1e-6, atol=1e-7)
+    assert low.graph.nodes[0].attribute("axis").i == 2
+    through(low, [13], {"x": X}, [want], rtol=1e-6, atol=1e-7)
+
+
+def test_softmax_down_refused_when_the_axis_is_not_last_unless_later_extents_are_1():
+    x = value("x", F, [2, 3, 4])
+    m = model([helper.make_node("Softmax", ["x"], ["y"], axis=1)], [x], [value("y")], 13)
+    with pytest.raises(ConversionRefused, match=r"axis 1 is not the last axis of 'x' "
+                       r"\(shape \[2, 3, 4\]\)"):
+        convert(m, {"": 12})
+    y = RNG.standard_normal((2, 3, 1)).astype(np.float32)
+    m = model([helper.make_node("Softmax", ["x"], ["y"], axis=1)], [value("x", F, [2, 3, 1])],
+              [value("y")], 13)
+    through(m, [12, 13], {"x": y}, [softmax64(y.astype(np.float64), 1)], rtol=1e-6,
+            atol=1e-7)
+
+
+def test_reduce_axes_attribute_and_input_both_ways():
+    sum1 = X.astype(np.float64).sum(axis=1)
+    m = model([helper.make_node("ReduceSum", ["x"], ["y"], axes=[1], keepdims=0)],
+              [value("x", F, [2, 3, 4])], [value("y")], 11)
+    up = through(m, [13, 18], {"x": X}, [sum1], rtol=1e-6, atol=1e-6)
+    assert len(up.graph.nodes[0].inputs) == 2
+    low = through(up, [12, 1], {"x": X}, [sum1], rtol=1e-6, atol=1e-6)
+    assert low.graph.nodes[0].inputs == ["x"] and not low.graph.initializers
+    mean = model([helper.make_node("ReduceMean", ["x", "axes"], ["y"])],
+                 [value("x", F, [2, 3, 4])], [value("y")], 18,
+                 initializers={"axes": np.array([-1], np.int64)})
+    want = X.astype(np.float64).mean(axis=-1, keepdims=True)
+    through(mean, [17, 10, 13, 18], {"x": X}, [want], rtol=1e-6, atol=1e-7)
+
+
+def test_reduce_noop_with_empty_axes_goes_down_as_identity():
+    m = model([helper.make_node("ReduceMax", ["x"], ["y"], noop_with_empty_axes=1)],
+              [value("x", F, [2, 3, 4])], [value("y")], 18)
+    low = through(m, [13], {"x": X}, [X])
+    assert ops(low) == ["Identity"]
+
+
+def test_reduce_with_computed_axes_is_refused_naming_the_input():
+    m = model([helper.make_node("Shape", ["x"], ["s"]),
+               helper.make_node("ReduceSum", ["x", "a"], ["y"])],
+              [value("x", F, [2, 3, 4]), value("a", I64, [1])], [value("y")], 13)
+    with pytest.raises(ConversionRefused, match=r"input 1 'a' \(axes\) is computed"):
+        convert(m, {"": 12})
+
+
+def test_squeeze_unsqueeze_13_and_negative_axes_down_to_1():
+    m = model([helper.make_node("Unsqueeze", ["x", "a"], ["u"]),
+               helper.make_node("Squeeze", ["u", "b"], ["y"])],
+              [value("x", F, [2, 3, 4])], [value("y")], 13,
+              initializers={"a": np.array([-1, 0], np.int64), "b": np.array([0], np.int64)})
+    want = X[..., None]
+    low = through(m, [12, 10, 1], {"x": X}, [want])
+    assert low.graph.nodes[0].attribute("axes").ints == [4, 0]
+    through(low, [11, 13, 21], {"x": X}, [want])
+
+
+def test_split_11_13_18_and_uneven_num_outputs_down():
+    m = model([helper.make_node("Split", ["x"], ["a", "b"], axis=2, split=[1, 3])],
+              [value("x", F, [2, 3, 4])], [value("a"), value("b")], 11)
+    want = [X[..., :1], X[..., 1:]]
+    through(m, [13, 18, 13, 11, 2], {"x": X}, want)
+    even = model([helper.make_node("Split", ["x"], ["a", "b"], axis=2)],
+                 [value("x", F, [2, 3, 4])], [value("a"), value("b")], 13)
+    up = through(even, [18], {"x": X}, [X[..., :2], X[..., 2:]])
+    assert up.graph.nodes[0].attribute("num_outputs").i == 2
+    uneven = model([helper.make_node("Split", ["x"], ["a", "b"], axis=1, num_outputs=2)],
+                   [value("x", F, [2, 3, 4])], [value("a"), value("b")], 18)
+    low = through(uneven, [13, 11], {"x": X}, [X[:, :2], X[:, 2:]])
+    assert low.graph.nodes[0].attribute("split").ints == [2, 1]
+
+
+def test_clip_min_max_attributes_and_inputs():
+    m = model([helper.make_node("Clip", ["x"], ["y"], min=-0.5, max=0.25)],
+              [value("x", F, [2, 3, 4])], [value("y")], 6)
+    want = np.clip(X, np.float32(-0.5), np.float32(0.25))
+    up = through(m, [11, 13], {"x": X}, [want])
+    assert len(up.graph.nodes[0].inputs) == 3
+    through(up, [12, 6, 1], {"x": X}, [want])
+    d = model([helper.make_node("Clip", ["x", "lo"], ["y"])], [value("x", F64, [3])],
+              [value("y")], 13, initializers={"lo": np.array(0.1, np.float64)})
+    with pytest.raises(ConversionRefused, match="min 0.1 is not exactly a float32 value"):
+        convert(d, {"": 6})
+
+
+def test_pad_attributes_and_inputs():
+    m = model([helper.make_node("Pad", ["x"], ["y"], pads=[0, 1, 0, 0, 2, 1], value=1.5)],
+              [value("x", F, [2, 3, 4])], [value("y")], 2)
+    want = np.pad(X, [(0, 0), (1, 2), (0, 1)], constant_values=1.5)
+    up = through(m, [11, 13, 19], {"x": X}, [want])
+    through(up, [18, 11, 2], {"x": X}, [want])
+    wrap = model([helper.make_node("Pad", ["x", "p"], ["y"], mode="wrap")],
+                 [value("x", F, [2, 3, 4])], [value("y")], 19,
+                 initializers={"p": np.array([0, 0, 1, 0, 0, 1], np.int64)})
+    with pytest.raises(ConversionRefused, match="attribute mode='wrap' has no equivalent"):
+        convert(wrap, {"": 18})
+
+
+def test_slice_attributes_and_inputs():
+    m = model([helper.make_node("Slice", ["x"], ["y"], starts=[1, -3], ends=[3, 100],
+                                axes=[1, 2])],
+              [value("x", F, [2, 3, 4])], [value("y")], 1)
+    want = X[:, 1:3, -3:]
+    up = through(m, [10, 13], {"x": X}, [want])
+    through(up, [9, 1], {"x": X}, [want])
+    step = model([helper.make_node("Slice", ["x", "s", "e", "a", "st"], ["y"])],
+                 [value("x", F, [2, 3, 4])], [value("y")], 13,
+                 initializers={"s": np.array([0], np.int64), "e": np.array([4], np.int64),
+                               "a": np.array([2], np.int64), "st": np.array([2], np.int64)})
+    with pytest.raises(ConversionRefused, match="steps .* other than 1"):
+        convert(step, {"": 9})
+
+
+def test_topk_k_attribute_and_input():
+    m = model([helper.make_node("TopK", ["x"], ["v", "i"], k=2, axis=-1)],
+              [value("x", F, [2, 3, 4])], [value("v"), value("i", I64)], 1)
+    order = np.argsort(-X, axis=-1, kind="stable")[..., :2]
+    want = [np.take_along_axis(X, order, -1), order.astype(np.int64)]
+    up = through(m, [10, 11, 21], {"x": X}, want)
+    through(up, [10, 1], {"x": X}, want)
+    small = model([helper.make_node("TopK", ["x", "k"], ["v", "i"], largest=0)],
+                  [value("x", F, [2, 3, 4])], [value("v"), value("i", I64)], 11,
+                  initializers={"k": np.array([1], np.int64)})
+    with pytest.raises(ConversionRefused, match="attribute largest=0 has no equivalent"):
+        convert(small, {"": 10})
+
+
+def test_legacy_broadcast_at_7_both_ways():
+    b = RNG.standard_normal((3,)).astype(np.float32)
+    m = model([helper.make_node("Add", ["x", "b"], ["y"], broadcast=1, axis=1)],
+              [value("x", F, [2, 3, 4]), value("b", F, [3])], [value("y")], 6)
+    want = X + b[:, None]
+    up = through(m, [7, 14], {"x": X, "b": b}, [want])
+    assert ops(up) == ["Unsqueeze", "Add"]
+    suffix = model([helper.make_node("Mul", ["x", "c"], ["y"])],
+                   [value("x", F, [2, 3, 4]), value("c", F, [4])], [value("y")], 14)
+    c = RNG.standard_normal((4,)).astype(np.float32)
+    low = through(suffix, [6], {"x": X, "c": c}, [X * c])
+    assert low.graph.nodes[0].attribute("broadcast").i == 1
+    both = model([helper.make_node("Sub", ["x", "c"], ["y"])],
+                 [value("x", F, [2, 1, 4]), value("c", F, [3, 1])], [value("y")], 14)
+    with pytest.raises(ConversionRefused, match=r"shapes \[2, 1, 4\] and \[3, 1\] has no "
+                                                "legacy equivalent"):
+        convert(both, {"": 6})
+
+
+def test_relu_and_consumed_inputs_exact_from_1_to_21_and_back():
+    m = model([helper.make_node("Relu", ["x"], ["y"], consumed_inputs=[0])],
+              [value("x", F, [2, 3, 4])], [value("y")], 1)
+    up = through(m, [6, 14, 21], {"x": X}, [np.maximum(X, 0)])
+    assert up.graph.nodes[0].attribute("consumed_inputs") is None
+    through(up, [13, 6, 1], {"x": X}, [np.maximum(X, 0)])
+
+
+def test_types_only_change_refuses_a_type_the_target_does_not_admit():
+    """Add-14 admits int8, Add-13 does not: the types-only change is refused naming it."""
+    m = model([helper.make_node("Add", ["x", "x"], ["y"])], [value("x", I8, [3])],
+              [value("y", I8)], 14)
+    with pytest.raises(ConversionRefused, match=r"'x' is tensor\(int8\), which Add-13 does "
+                                                "not admit"):
+        convert(m, {"": 13})
+    xs = np.array([1, -2, 3], np.int8)
+    through(m, [21], {"x": xs}, [xs + xs])
+
+
+def test_every_refused_node_is_listed_at_once():
+    m = model([helper.make_node("Softmax", ["x"], ["s"], axis=0),
+               helper.make_node("Add", ["i", "i"], ["j"]),
+               helper.make_node("Relu", ["x"], ["y"])],
+              [value("x", F, [2, 3, 4]), value("i", I8, [3])],
+              [value("s"), value("j", I8), value("y")], 14)
+    with pytest.raises(ConversionRefused) as e:
+        convert(m, {"": 12})
+    assert [(p, op) for p, op, _ in e.value.refusals] == [
+        ("graph.nodes[0]", "Softmax-14 -> 12"), ("graph.nodes[1]", "Add-14 -> 12")]
+    assert "cannot convert 2 nodes" in str(e.value)
+
+
+def test_an_operator_that_does_not_exist_yet_is_refused():
+    m = model([helper.make_node("Gelu", ["x"], ["y"])], [value("x", F, [3])], [value("y")], 20)
+    with pytest.raises(ConversionRefused, match="Gelu does not exist before opset 20"):
+        convert(m, {"": 19})
+
+
+def test_semantic_change_without_adapter_is_refused_down_and_identical_up():
+    m = model([helper.make_node("OneHot", ["i", "d", "v"], ["y"])],
+              [value("i", I64, [3])], [value("y", I64)], 11,
+              initializers={"d": np.array(4, np.int64), "v": np.array([0, 1], np.int64)})
+    with pytest.raises(ConversionRefused, match="admits negative indices"):
+        convert(m, {"": 10})
+    clean(convert(m, {"": 21}).model)
