@@ -248,3 +248,14 @@ def test_semantic_change_without_adapter_is_refused_down_and_identical_up():
     with pytest.raises(ConversionRefused, match="admits negative indices"):
         convert(m, {"": 10})
     clean(convert(m, {"": 21}).model)
+
+
+def test_constant_value_ints_goes_down_as_a_value_tensor():
+    m = model([helper.make_node("Constant", [], ["c"], value_ints=[3, -1]),
+               helper.make_node("Reshape", ["x", "c"], ["y"])],
+              [value("x", F, [2, 3, 4])], [value("y")], 13)
+    low = through(m, [11, 9], {"x": X}, [X.reshape(3, -1)])
+    assert low.graph.nodes[0].attribute("value").t.numpy().tolist() == [3, -1]
+    with pytest.raises(ConversionRefused, match=r"'c' is tensor\(int64\), which Constant-1 "
+                                                "does not admit"):
+        convert(low, {"": 8})

@@ -293,6 +293,38 @@ class Reduction18(AttributeValues):
     values = {"reduction": ("max", "min")}
 
 
+class Constant11(AttributeAdded):
+    """Constant at 11: ``sparse_value`` added (``value`` no longer the only way)."""
+
+    added = ("sparse_value",)
+
+
+class Constant12:
+    """Constant at 12: ``value_int(s)``, ``value_float(s)``, ``value_string(s)`` added. Down:
+    a number or list of numbers becomes the ``value`` tensor (int64, float32); strings are
+    refused."""
+
+    @staticmethod
+    def up(step, node):
+        return None
+
+    @staticmethod
+    def down(step, node):
+        for name, dtype in (("value_int", np.int64), ("value_ints", np.int64),
+                            ("value_float", np.float32), ("value_floats", np.float32)):
+            if step.has_attr(name):
+                a = node.attribute(name)
+                v = np.asarray(a.floats if name == "value_floats" else step.attr(name),
+                               dtype=dtype)
+                step.remove_attr(name)
+                from ...ir import Tensor
+                step.set_attr("value", Tensor.from_numpy(np.ascontiguousarray(v)))
+        for name in ("value_string", "value_strings"):
+            if step.has_attr(name):
+                step.refuse(f"attribute {name} has no equivalent before opset 12 here")
+        return None
+
+
 class Reshape5(AttributeToInput):
     """Reshape at 5: the ``shape`` attribute became input 1, and ``consumed_inputs`` (a hint
     without meaning for the result) was dropped."""
@@ -349,6 +381,8 @@ for _op in ("Concat", "Compress", "Flatten", "Split"):
 for _op in ("ScatterElements", "ScatterND"):
     adapter(_op, since=16)(Reduction16)
     adapter(_op, since=18)(Reduction18)
+adapter("Constant", since=11)(Constant11)
+adapter("Constant", since=12)(Constant12)
 adapter("Reshape", since=5)(Reshape5)
 adapter("Reshape", since=14)(Reshape14)
 adapter("Shape", since=15)(Shape15)

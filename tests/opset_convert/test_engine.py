@@ -1,0 +1,135 @@
+"""The walk of opset conversion: subgraphs, model-local functions, other domains, the IR
+version, weights shared, targets checked."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+from opset_models import I64, F, clean, model, run, value, versions_of
+
+import onemodel
+from onemodel.errors import OneModelWarning, UsageError
+from onemodel.opset_convert import convert, convert_opset
+from onemodel.opset_convert.ir_versions import REQUIRED_IR, required_ir
+
+X = np.random.default_rng(7).standard_normal((2, 3, 4)).astype(np.float32)
+
+
+def test_if_branches_are_converted():
+    branch = helper.make_graph(
+        [helper.make_node("ReduceSum", ["x"], ["r"], axes=[2], keepdims=0)], "b", [],
+        [value("r", F, [2, 3])])
+    other = helper.make_graph(
+        [helper.make_node("ReduceMax", ["x"], ["r2"], axes=[2], keepdims=0)], "c", [],
+        [value("r2", F, [2, 3])])
+    m = model([helper.make_node("If", ["c"], ["y"], then_branch=branch, else_branch=other)],
+              [value("c", onnx.TensorProto.BOOL, []), value("x", F, [2, 3, 4])],
+              [value("y", F, [2, 3])], 11)
+    up = convert(m, {"": 18}).model
+    clean(up)
+    then = up.graph.nodes[0].attribute("then_branch").g
+    assert len(then.nodes[0].inputs) == 2 and then.initializers[0].numpy().tolist() == [2]
+    for c, want in ((True, X.sum(2)), (False, X.max(2))):
+        got = run(up, {"c": np.array(c), "x": X})[0]
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    back = convert(up, {"": 11}).model
+    clean(back)
+    assert back.graph.nodes[0].attribute("then_branch").g.initializers == []
+
+
+def test_a_model_local_function_is_converted_under_its_own_imports():
+    body = helper.make_function(
+        "local", "Sum1", ["a"], ["b"],
+        [helper.make_node("ReduceSum", ["a"], ["b"], axes=[1], keepdims=1)],
+        opset_imports=[helper.make_opsetid("", 11)])
+    m = model([helper.make_node("Sum1", ["x"], ["y"], domain="local")],
+              [value("x", F, [2, 3, 4])], [value("y", F, [2, 1, 4])], 11,
+              functions=[body])
+    m.opset_imports.append(onemodel.ir.OperatorSetId(domain="local", version=1))
+    up = convert(m, {"": 13}).model
+    clean(up)
+    fn = up.functions[0]
+    assert [n.op_type for n in fn.nodes] == ["Constant", "ReduceSum"]
+    assert {o.domain or "": o.version for o in fn.opset_imports} == {"": 13}
+    assert versions_of(up) == {"": 13, "local": 1}
+    np.testing.assert_allclose(run(up, {"x": X})[0], X.sum(1, keepdims=True), rtol=1e-6)
+    back = convert(up, {"": 11}).model
+    clean(back)
+    assert [n.op_type for n in back.functions[0].nodes] == ["ReduceSum"]
+
+
+def test_other_domains_pass_through_and_are_noted():
+    m = model([helper.make_node("Relu", ["x"], ["r"]),
+               helper.make_node("Thing", ["r"], ["y"], domain="com.example")],
+              [value("x", F, [3])], [value("y", F, [3])], 13)
+    m.opset_imports.append(onemodel.ir.OperatorSetId(domain="com.example", version=1))
+    conv = convert(m, {"": 14})
+    assert conv.notes == ["graph.nodes[1]: Thing of domain 'com.example' passed through "
+                          "unchanged"]
+    assert conv.model.graph.nodes[1].op_type == "Thing"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        convert_opset(m, {"": 14})
+    assert [str(w.message) for w in caught if w.category is OneModelWarning] == conv.notes
+
+
+def test_weights_are_shared_not_copied():
+    w = np.arange(12, dtype=np.float32).reshape(3, 4)
+    m = model([helper.make_node("Add", ["x", "w"], ["y"])], [value("x", F, [3, 4])],
+              [value("y", F, [3, 4])], 13, initializers={"w": w})
+    up = onemodel.convert_opset(m, {"": 14})
+    a, b = m.graph.initializers[0], up.graph.initializers[0]
+    assert a is not b and a.raw_data is b.raw_data
+
+
+def test_the_ir_version_follows_the_target_opset_or_the_caller():
+    m = model([helper.make_node("Relu", ["x"], ["y"])], [value("x", F, [3])],
+              [value("y", F, [3])], 13)
+    assert m.ir_version == 10
+    assert convert_opset(m, {"": 13}).ir_version == 7
+    assert convert_opset(m, {"": 21}).ir_version == 10
+    low = convert_opset(m, {"": 8})
+    assert low.ir_version == 3
+    assert convert_opset(m, {"": 8}, ir_version=8).ir_version == 8
+    clean(low)
+
+
+def test_below_ir_4_initializers_become_graph_inputs():
+    m = model([helper.make_node("Add", ["x", "w"], ["y"])], [value("x", F, [3])],
+              [value("y", F, [3])], 13, initializers={"w": np.ones(3, np.float32)})
+    low = convert_opset(m, {"": 7})
+    assert low.ir_version == 3 and [vi.name for vi in low.graph.inputs] == ["x", "w"]
+    clean(low)
+    np.testing.assert_array_equal(run(low, {"x": X[0, 0, :3]})[0], X[0, 0, :3] + 1)
+
+
+def test_the_stored_ir_table_is_onnxs():
+    """REQUIRED_IR is derived again from onnx.helper.VERSION_TABLE: for each operator set
+    version, the IR version of the first release whose operator set reaches it."""
+    rows = onnx.helper.VERSION_TABLE
+    for domain, col in (("", 2), ("ai.onnx.ml", 3)):
+        top = max(r[col] for r in rows)
+        for v in range(1, top + 1):
+            first = min((r for r in rows if r[col] >= v), key=lambda r: (r[col], r[1]))
+            assert required_ir(domain, v) == first[1], (domain, v)
+        assert REQUIRED_IR[domain][-1][1] == top
+    assert required_ir("ai.onnx.training", 1) == 7
+
+
+@pytest.mark.parametrize("targets", [{"com.example": 1}, {"": 0}, {"": 99}, {"": "13"}, "13"])
+def test_bad_targets_are_usage_errors(targets):
+    m = model([helper.make_node("Relu", ["x"], ["y"])], [value("x", F, [3])],
+              [value("y", F, [3])], 13)
+    with pytest.raises(UsageError):
+        convert_opset(m, targets)
+
+
+def test_ml_domain_target_is_applied_to_its_import():
+    m = model([helper.make_node("Identity", ["x"], ["y"])], [value("x", I64, [3])],
+              [value("y", I64, [3])], 13, ml=1)
+    up = convert_opset(m, {"": 13, "ai.onnx.ml": 3})
+    assert versions_of(up) == {"": 13, "ai.onnx.ml": 3} and up.ir_version == 8
