@@ -1,5 +1,6 @@
 """``onemodel convert SRC DST``: ONNX <-> OneModel, or a change of ONNX layout, bit-identical
-(:func:`onemodel.api.convert`); the writer options' errors spelled with the flags."""
+(:func:`onemodel.api.convert`); with ``--opset``, to other operator set versions
+(:mod:`onemodel.opset_convert`); the writer options' errors spelled with the flags."""
 
 from __future__ import annotations
 
@@ -106,6 +107,22 @@ def byte_size(text: str, flag: str) -> int:
     return int(Fraction(number) * unit)
 
 
+def opset_targets(values: List[str]) -> dict:
+    """``--opset`` values (``13``, ``ai.onnx.ml=3``, ``ai.onnx=13``) as a dict domain ->
+    version (``""`` for ai.onnx); UsageError for anything else or a domain given twice."""
+    out: dict = {}
+    for text in values:
+        domain, _, version = text.rpartition("=")
+        domain = "" if domain in ("", "ai.onnx") else domain
+        if not version.strip().isdigit():
+            raise UsageError(f"--opset takes VERSION or DOMAIN=VERSION (13, ai.onnx.ml=3), not "
+                             f"{text!r}")
+        if domain in out:
+            raise UsageError(f"--opset gives {domain or 'ai.onnx'} twice")
+        out[domain] = int(version)
+    return out
+
+
 @app.command()
 def convert(
     src: str = typer.Argument(..., metavar="SRC",
@@ -144,12 +161,24 @@ def convert(
                                             "inline (default 1024)."),
     force: bool = typer.Option(False, "--force", help="Write an inline ONNX file over 2 GiB; "
                                "overwrite data files that may belong to another model."),
+    opset: Optional[List[str]] = typer.Option(None, "--opset", metavar="[DOMAIN=]VERSION",
+                                              help="Convert to this operator set version "
+                                              "(13: ai.onnx; ai.onnx.ml=3), up or down; "
+                                              "repeatable. Nodes that cannot be converted are "
+                                              "listed, nothing is written (exit 2)."),
+    ir_version: Optional[int] = typer.Option(None, "--ir-version", metavar="N",
+                                             help="With --opset: the IR version to write "
+                                             "(default: the one the target opset requires)."),
+    no_check: bool = typer.Option(False, "--no-check", help="With --opset: do not check the "
+                                  "converted model (by default an error finding it has and "
+                                  "the original has not fails the conversion)."),
     allow_outside: bool = OutsideOpt,
     storage_option: Optional[List[str]] = StorageOpt,
     quiet: bool = QuietOpt,
     debug: bool = DebugOpt,
 ):
-    """Convert SRC to DST (ONNX <-> OneModel, or ONNX layout changes), bit-identical."""
+    """Convert SRC to DST (ONNX <-> OneModel, or ONNX layout changes), bit-identical; with
+    --opset, to other operator set versions."""
     from .. import api
 
     with _errors(debug):
@@ -187,6 +216,13 @@ def convert(
         layout_flag = "--layout" if layout_name is not None else \
             {"inline": "--inline", "per_tensor": "--external-data-per-tensor"}.get(
                 options.get("layout"))
+        targets = opset_targets(opset) if opset else None
+        if targets is None and (ir_version is not None or no_check):
+            raise UsageError("--ir-version and --no-check go with --opset")
+        if targets is not None:
+            if into is not None:
+                raise UsageError("--opset does not go with --into")
+            options.update(opset=targets, ir_version=ir_version, check_opset=not no_check)
         with Progress("convert", quiet=quiet) as bar, _option_flags(layout_flag):
             result = api.convert(src, dst, to=to, into=into,
                                  storage_options=_storage(storage_option, src, dst),
@@ -195,6 +231,12 @@ def convert(
             out.line(f"{shown(src)} ({result.source_format}) -> {shown(dst)} "
                      f"({result.target_format}): "
                      f"{_count(result.tensors, 'tensor')}, {_human(result.tensor_bytes)}")
+            if result.opset:
+                shown_opsets = ", ".join(f"{d or 'ai.onnx'} {v}"
+                                         for d, v in sorted(result.opset.items()))
+                out.line(f"  opset: {shown_opsets}; IR version {result.ir_version}")
+            for note in result.notes:
+                out.line(printable(f"  note: {note}"))
             for item in result.omitted:
                 out.line(printable(f"  left out (--strict-v1): {item}"))
             if result.padding:

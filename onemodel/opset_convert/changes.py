@@ -7,8 +7,9 @@ kind is one of
 
 ``types``
     the two definitions have the same inputs, outputs and attributes (names, options, types,
-    defaults) and differ at most in the types their type constraints admit: a node converts
-    unchanged when the definition it goes to admits its element types (checked against the
+    defaults) and differ at most in the types their type constraints admit, or in which formal
+    parameters share a type parameter: a node converts unchanged when the definition it goes
+    to admits its element types and binds each type parameter to one type (checked against the
     model's declared and inferred types; a node whose type is unknown is refused where the
     definition it goes to admits fewer types than the one it leaves);
 ``adapter``
@@ -114,16 +115,6 @@ def _formals(s, io: str) -> list:
     return list(getattr(s, io))
 
 
-def _partition(s) -> set:
-    """The groups of formal parameters bound to one type parameter, as sets of positions."""
-    groups: dict = {}
-    for io in ("inputs", "outputs"):
-        for k, f in enumerate(getattr(s, io)):
-            if f.type_str in s.constraints:
-                groups.setdefault(f.type_str, set()).add((io, k))
-    return {frozenset(g) for g in groups.values()}
-
-
 def differences(old, new) -> list[str]:
     """What differs between two definitions other than the types their constraints admit,
     one phrase each (``attribute 'axes' removed``, ``input 2 'axes' added``); empty when the
@@ -154,8 +145,6 @@ def differences(old, new) -> list[str]:
     if not out and (old.min_input, old.max_input, old.min_output, old.max_output) != \
             (new.min_input, new.max_input, new.min_output, new.max_output):
         out.append("input or output counts changed")
-    if not out and _partition(old) != _partition(new):
-        out.append("type parameters bound differently")
     if not out and old.deprecated != new.deprecated:
         out.append("deprecated" if new.deprecated else "no longer deprecated")
     return out

@@ -121,6 +121,13 @@ class Step:
         self.scope.add_constant(self, t)
         return name
 
+    def declare(self, name: str, elem: int | None, shape=None) -> None:
+        """State the element type (and extents, when known) of a value the adapter makes, so
+        that later steps know it (no effect when ``elem`` is None)."""
+        if elem is not None:
+            from ..inference.value import Value
+            self.scope.values[name] = Value.tensor(elem, None if shape is None else list(shape))
+
     def add_node(self, op_type: str, inputs: list, outputs: list, **attributes) -> Node:
         """Insert a node of the default domain before the node, at the version the step goes
         to (converted further with the node), with ``attributes`` by

@@ -499,6 +499,7 @@ class _Converter:
         tdef = definition(d, node.op_type, target)
         sdef = definition(d, node.op_type, source)
         for given in self.given.get(id(node), [{}]):
+            bound: dict = {}
             for io in ("inputs", "outputs"):
                 formals_t, formals_s = getattr(tdef, io), getattr(sdef, io)
                 for k, name in enumerate(getattr(node, io)):
@@ -514,6 +515,14 @@ class _Converter:
                         if ts not in want:
                             raise Refused(f"{name!r} is {ts}, which {node.op_type}-"
                                           f"{tdef.since_version} does not admit")
+                        if ft.type_str in tdef.constraints and not (
+                                ft.variadic and not ft.is_homogeneous):
+                            other = bound.setdefault(ft.type_str, (name, ts))
+                            if other[1] != ts:
+                                raise Refused(f"{other[0]!r} is {other[1]} and {name!r} is "
+                                              f"{ts}, but {node.op_type}-"
+                                              f"{tdef.since_version} binds both to type "
+                                              f"parameter {ft.type_str}")
                         continue
                     fs = formals_s[min(k, len(formals_s) - 1)] if formals_s else None
                     if fs is not None and fs.name == ft.name and allowed(sdef, fs.type_str) - want:

@@ -41,6 +41,9 @@ class Coerced13:
         x = step.input(0)
         shape, flat, out = (step.fresh(f"{node.name or node.op_type}_{s}")
                             for s in ("shape", "flat", "2d"))
+        step.declare(shape, 7)  # int64
+        step.declare(flat, step.elem(x))
+        step.declare(out, step.elem(x))
         op = Node(op_type=node.op_type, inputs=[flat], outputs=[out], name=node.name,
                   attributes=[Attribute.make("axis", 1)])
         return [Node(op_type="Shape", inputs=[x], outputs=[shape]),

@@ -338,16 +338,46 @@ class Reshape5(AttributeToInput):
         return super().up(step, node)
 
 
-class Reshape14(AttributeAdded):
-    """Reshape at 14: ``allowzero`` (default 0) added."""
+class Reshape14:
+    """Reshape at 14: ``allowzero`` (default 0: a 0 in the shape copies the input's extent)
+    added. Up unchanged; down: ``allowzero=1`` is removed when the shape is a constant without
+    a 0 (then both readings agree), else refused."""
 
-    added = ("allowzero",)
+    @staticmethod
+    def up(step, node):
+        return None
+
+    @staticmethod
+    def down(step, node):
+        if step.attr("allowzero", 0):
+            shape = step.constant(step.input(1))
+            if shape is None or (np.asarray(shape) == 0).any():
+                step.refuse("allowzero=1 with a shape that is computed or holds a 0")
+        step.remove_attr("allowzero")
+        return None
 
 
-class Shape15(AttributeAdded):
-    """Shape at 15: ``start`` (default 0) and ``end`` (default: the rank) added."""
+class Shape15:
+    """Shape at 15: ``start`` and ``end`` (a slice of the shape) added. Up unchanged; down: a
+    node that sets them becomes Shape followed by Slice of the same range."""
 
-    added = ("start", "end")
+    @staticmethod
+    def up(step, node):
+        return None
+
+    @staticmethod
+    def down(step, node):
+        if not (step.has_attr("start") or step.has_attr("end")):
+            return None
+        from ...ir import Node
+        start, end = int(step.attr("start", 0)), step.attr("end")
+        end = 2**63 - 1 if end is None else int(end)
+        whole = step.fresh(f"{node.name or 'Shape'}_whole")
+        step.declare(whole, 7)  # int64
+        starts = step.add_constant(np.asarray([start], np.int64), "starts")
+        ends = step.add_constant(np.asarray([end], np.int64), "ends")
+        return [Node(op_type="Shape", inputs=[step.input(0)], outputs=[whole], name=node.name),
+                Node(op_type="Slice", inputs=[whole, starts, ends], outputs=list(node.outputs))]
 
 
 class GatherND12(AttributeAdded):

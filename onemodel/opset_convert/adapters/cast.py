@@ -1,0 +1,50 @@
+"""Version adapters of the cast family (:mod:`onemodel.operators.families`)."""
+
+from __future__ import annotations
+
+from ...operators import adapter
+
+#: the element types (Table 5 codes) ``saturate`` and ``round_mode`` apply to: the float8 and
+#: float4 types
+NARROW_FLOATS = frozenset((17, 18, 19, 20, 23, 24))
+
+
+class NarrowFloatAttribute:
+    """Cast, CastLike: an attribute added for conversions to float8 / float4 only (``saturate``
+    at 19, ``round_mode`` at 24), meaningless for other targets. Up unchanged; down removes it
+    when the target type is another (a float8 or float4 target does not exist before these
+    definitions: the type check refuses it)."""
+
+    attribute = ""
+
+    @staticmethod
+    def up(step, node):
+        return None
+
+    @classmethod
+    def down(cls, step, node):
+        if not step.has_attr(cls.attribute):
+            return None
+        to = step.attr("to") if node.op_type == "Cast" else step.elem(step.input(1))
+        if to is None or to in NARROW_FLOATS:
+            step.refuse(f"attribute {cls.attribute} applies to a float8 or float4 target, "
+                        f"which does not exist before opset {step.source}")
+        step.remove_attr(cls.attribute)
+        return None
+
+
+class Saturate19(NarrowFloatAttribute):
+    """Cast, CastLike at 19: ``saturate`` (float8 targets) added."""
+
+    attribute = "saturate"
+
+
+class RoundMode24(NarrowFloatAttribute):
+    """Cast, CastLike at 24: ``round_mode`` (float8 and float4 targets) added."""
+
+    attribute = "round_mode"
+
+
+for _op in ("Cast", "CastLike"):
+    adapter(_op, since=19)(Saturate19)
+    adapter(_op, since=24)(RoundMode24)

@@ -1,0 +1,42 @@
+"""Version adapters of the resize family (:mod:`onemodel.operators.families`)."""
+
+from __future__ import annotations
+
+from ...lazy import np
+from ...operators import adapter
+from ..generic import AttributeAdded, AttributeValues, _set_input
+
+
+class Resize13:
+    """Resize at 13: ``roi`` and ``scales`` became optional (before, required, and given as
+    empty tensors when unused). Up unchanged; down gives an omitted one as an empty float
+    tensor."""
+
+    @staticmethod
+    def up(step, node):
+        return None
+
+    @staticmethod
+    def down(step, node):
+        for k, name in ((1, "roi"), (2, "scales")):
+            if step.input(k) is None:
+                _set_input(node, k, step.add_constant(np.zeros(0, np.float32), name))
+        return None
+
+
+class Resize18(AttributeAdded):
+    """Resize at 18: ``antialias`` (default 0), ``axes`` (default: every axis) and
+    ``keep_aspect_ratio_policy`` (default 'stretch') added."""
+
+    added = ("antialias", "axes", "keep_aspect_ratio_policy")
+
+
+class Resize19(AttributeValues):
+    """Resize at 19: coordinate_transformation_mode 'half_pixel_symmetric' added."""
+
+    values = {"coordinate_transformation_mode": ("half_pixel_symmetric",)}
+
+
+adapter("Resize", since=13)(Resize13)
+adapter("Resize", since=18)(Resize18)
+adapter("Resize", since=19)(Resize19)
