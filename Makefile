@@ -105,4 +105,6 @@ schemas:
 .PHONY: docs
 docs: install
 	$(PY) docs/make_check.py > docs/check.md.tmp && mv docs/check.md.tmp docs/check.md
+	$(PY) docs/make_opset_conversion.py > docs/opset-conversion.md.tmp && \
+		mv docs/opset-conversion.md.tmp docs/opset-conversion.md
 	$(PY) docs/make_statement.py

@@ -292,18 +292,11 @@ class ConvertResult:
     #: tensor at a multiple of ``align``; a reader that lists every key sees them; none with
     #: ``align=1``).
     padding: list[str] = field(default_factory=list)
-    #: ``opset=``: the operator set versions converted to (domain -> version, ``""`` for
-    #: ai.onnx) and the IR version written, and the notes of opset conversion (nodes of other
-    #: domains passed through)
-    opset: dict = field(default_factory=dict)
-    ir_version: int | None = None
-    notes: list[str] = field(default_factory=list)
 
 
 def convert(src, dst, *, to: str | None = None, source_format: str | None = None,
             storage_options: dict | None = None, read_options: dict | None = None,
-            progress=None, into=None, opset=None, ir_version: int | None = None,
-            check_opset: bool = True, **write_options) -> ConvertResult:
+            progress=None, into=None, transform=None, **write_options) -> ConvertResult:
     """Convert the model at ``src`` to ``dst`` (formats from magic bytes and suffixes, or
     ``source_format`` / ``to``). Tensor bytes stream from the source map to the destination.
 
@@ -326,13 +319,10 @@ def convert(src, dst, *, to: str | None = None, source_format: str | None = None
     of that model by name, and the result is written to ``dst`` as any conversion
     (:func:`apply_weights`).
 
-    ``opset`` (``{"": 13, "ai.onnx.ml": 3}``, or an int for ai.onnx) converts the model to
-    those operator set versions before writing (:func:`onemodel.convert_opset`; weights still
-    stream from the source), and to ``ir_version`` or the IR version they require. With
-    ``check_opset`` (the default) the converted model is checked (:func:`onemodel.check`, in
-    memory): an error finding the original does not have fails the conversion with
-    UnsupportedError, nothing written. A node that cannot be converted raises
-    :class:`~onemodel.opset_convert.ConversionRefused` listing them all, nothing written.
+    ``transform``: a function given the model read (the graph rules applied) that returns the
+    model to write, whose tensors may still be the source's (the command line's ``--opset``
+    passes :func:`onemodel.opset_convert.convert_checked`); what it raises propagates, and
+    nothing is written.
 
     Returns a :class:`ConvertResult`; raises OneModelError (InvalidModelError for a model that
     breaks the graph rules, with nothing written at ``dst``), UsageError for an empty ``src`` or
@@ -362,51 +352,21 @@ def convert(src, dst, *, to: str | None = None, source_format: str | None = None
     out_plugin = _plugin_for_target(dst, to)
     options = _plugin_options(out_plugin.write, 2, write_options, f"{out_plugin.name} output",
                               storage_options=storage_options)
-    if opset is None and ir_version is not None:
-        raise UsageError("ir_version is set by an opset conversion: give opset= too")
-    if opset is not None:
-        from .opset_convert import targets_of
-        targets_of(opset)  # a bad target is refused before anything is read
     model = _load(src, format=source_format, storage_options=storage_options,
                   **(read_options or {}))
     with model:
         refuse_overwriting(model, [("the destination", dst)])
         graph_rules.check_model(model)
-        original, notes = model, []
-        if opset is not None:
-            model, notes = _convert_opset(model, opset, ir_version, check_opset)
+        original = model
+        if transform is not None:
+            model = transform(model)
         tensors = [t for _, t in iter_tensors(model)]
         total = sum(t.nbytes for t in tensors)
         if progress is not None and hasattr(progress, "set_total"):
             progress.set_total(total)
         omitted = _write(out_plugin, model, dst, options, storage_options, progress)
-        result = ConvertResult(original.format or "?", out_plugin.name, len(tensors), total,
-                               list(omitted or []), notes=notes)
-        if opset is not None:
-            result.opset = {o.domain or "": o.version for o in model.opset_imports}
-            result.ir_version = model.ir_version
-        return result
-
-
-def _convert_opset(model: Model, opset, ir_version, check: bool):
-    """``model`` converted to the operator set versions ``opset`` (:func:`convert`), and the
-    notes; with ``check``, an error finding of the converted model that the original does not
-    have raises UnsupportedError naming the first ones."""
-    from .opset_convert import convert as convert_opset
-    from .validation import check as check_model
-
-    conv = convert_opset(model, opset, ir_version)
-    if check:
-        errors = [f for f in check_model(conv.model).findings if f.severity == "error"]
-        if errors:
-            before = {(f.code, f.message) for f in check_model(model).findings}
-            new = [f for f in errors if (f.code, f.message) not in before]
-            if new:
-                shown = "; ".join(f"{f.code} {f.message} [{f.path}]" for f in new[:3])
-                raise UnsupportedError(f"the converted model fails check with {len(new)} "
-                                       f"error{'s' if len(new) != 1 else ''}: {shown}")
-    conv.model.format = model.format
-    return conv.model, conv.notes
+        return ConvertResult(original.format or "?", out_plugin.name, len(tensors), total,
+                             list(omitted or []))
 
 
 def _weights_layout_of(dst):

@@ -219,10 +219,18 @@ def convert(
         targets = opset_targets(opset) if opset else None
         if targets is None and (ir_version is not None or no_check):
             raise UsageError("--ir-version and --no-check go with --opset")
+        done: list = []
         if targets is not None:
             if into is not None:
                 raise UsageError("--opset does not go with --into")
-            options.update(opset=targets, ir_version=ir_version, check_opset=not no_check)
+            from ..opset_convert import convert_checked, targets_of
+            targets = targets_of(targets)  # refused before anything is read
+
+            def transform(model):
+                done.append(convert_checked(model, targets, ir_version, check=not no_check))
+                return done[-1].model
+
+            options["transform"] = transform
         with Progress("convert", quiet=quiet) as bar, _option_flags(layout_flag):
             result = api.convert(src, dst, to=to, into=into,
                                  storage_options=_storage(storage_option, src, dst),
@@ -231,12 +239,13 @@ def convert(
             out.line(f"{shown(src)} ({result.source_format}) -> {shown(dst)} "
                      f"({result.target_format}): "
                      f"{_count(result.tensors, 'tensor')}, {_human(result.tensor_bytes)}")
-            if result.opset:
-                shown_opsets = ", ".join(f"{d or 'ai.onnx'} {v}"
-                                         for d, v in sorted(result.opset.items()))
-                out.line(f"  opset: {shown_opsets}; IR version {result.ir_version}")
-            for note in result.notes:
-                out.line(printable(f"  note: {note}"))
+            for conv in done:
+                m = conv.model
+                shown_opsets = ", ".join(f"{o.domain or 'ai.onnx'} {o.version}"
+                                         for o in m.opset_imports)
+                out.line(f"  opset: {shown_opsets}; IR version {m.ir_version}")
+                for note in conv.notes:
+                    out.line(printable(f"  note: {note}"))
             for item in result.omitted:
                 out.line(printable(f"  left out (--strict-v1): {item}"))
             if result.padding:

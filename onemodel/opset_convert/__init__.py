@@ -12,6 +12,14 @@ the coverage table docs/opset-conversion.md share), :mod:`.context` (what an ada
 operator set requires), ``adapters/<family>.py`` (the adapters).
 """
 
-from .engine import Conversion, ConversionRefused, convert, convert_opset, targets_of
+from .engine import (
+    Conversion,
+    ConversionRefused,
+    convert,
+    convert_checked,
+    convert_opset,
+    targets_of,
+)
 
-__all__ = ["convert_opset", "convert", "Conversion", "ConversionRefused", "targets_of"]
+__all__ = ["convert_opset", "convert", "convert_checked", "Conversion", "ConversionRefused",
+           "targets_of"]

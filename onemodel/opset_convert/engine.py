@@ -115,6 +115,28 @@ def convert(model: Model, targets, ir_version: int | None = None) -> Conversion:
     return Conversion(new, conv.notes, conv.steps)
 
 
+def convert_checked(model: Model, targets, ir_version: int | None = None,
+                    check: bool = True) -> Conversion:
+    """:func:`convert`, then (with ``check``) the converted model checked in memory
+    (:func:`onemodel.check`): an error finding that ``model`` does not have raises
+    UnsupportedError naming the first three (what ``onemodel convert --opset`` does by
+    default)."""
+    from ..validation import check as check_model
+
+    conv = convert(model, targets, ir_version)
+    if check:
+        errors = [f for f in check_model(conv.model).findings if f.severity == "error"]
+        if errors:
+            before = {(f.code, f.message) for f in check_model(model).findings}
+            new = [f for f in errors if (f.code, f.message) not in before]
+            if new:
+                shown = "; ".join(f"{f.code} {f.message} [{f.path}]" for f in new[:3])
+                raise UnsupportedError(f"the converted model fails check with {len(new)} "
+                                       f"error{'s' if len(new) != 1 else ''}: {shown}")
+    conv.model.format = model.format
+    return conv
+
+
 # -- the IR version -------------------------------------------------------------------------
 def _ir_for(model: Model, before: int | None) -> int:
     """The IR version the converted model's imports require, raised to what its functions and

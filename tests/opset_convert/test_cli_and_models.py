@@ -85,7 +85,7 @@ def test_a_check_error_of_the_result_fails_the_conversion(tmp_path, monkeypatch)
     """The converted model is checked in memory: an error it has and the original has not
     fails the conversion, nothing written; --no-check writes it. (The conversion is made to
     lose the node that defines the graph output, as a faulty adapter would.)"""
-    import onemodel.opset_convert as oc
+    import onemodel.opset_convert.engine as oc
 
     real = oc.convert
 
