@@ -184,3 +184,40 @@ def _plain(v):
 
 def _shown(v) -> str:
     return repr(_plain(v))
+
+
+class ExplicitWindow:
+    """Conv, ConvTranspose and the pooling operators at 11: the definition states that absent
+    ``strides`` and ``dilations`` are 1 along each spatial axis and restates the output extents
+    of ``auto_pad``. Up unchanged. Down: ``strides`` (and ``dilations``, where the earlier
+    definition has it) written out as 1s when absent, so the node does not rest on an unstated
+    default; ``auto_pad`` SAME_UPPER or SAME_LOWER with a stride other than 1 is refused."""
+
+    @staticmethod
+    def up(step, node):
+        return None
+
+    @staticmethod
+    def down(step, node):
+        from ..operators.table import definition
+
+        older = definition(step.domain, step.op_type, step.target)
+        spatial = None
+        if step.has_attr("kernel_shape"):
+            spatial = len(step.attr("kernel_shape"))
+        else:
+            r = step.rank(step.input(1) if step.op_type in ("Conv", "ConvTranspose")
+                          else step.input(0))
+            spatial = None if r is None else r - 2
+        for name in ("strides", "dilations"):
+            if name not in older.attributes or step.has_attr(name):
+                continue
+            if spatial is None:
+                step.refuse(f"{name} is absent and the number of spatial axes is not known")
+            step.set_attr(name, [1] * spatial)
+        pad = _plain(step.attr("auto_pad", "NOTSET"))
+        if pad in ("SAME_UPPER", "SAME_LOWER") and any(
+                s != 1 for s in step.attr("strides", [])):
+            step.refuse(f"auto_pad {pad} with strides {step.attr('strides')}: the output "
+                        f"extents were restated at opset {step.source}")
+        return None

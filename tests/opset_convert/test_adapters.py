@@ -259,3 +259,38 @@ def test_constant_value_ints_goes_down_as_a_value_tensor():
     with pytest.raises(ConversionRefused, match=r"'c' is tensor\(int64\), which Constant-1 "
                                                 "does not admit"):
         convert(low, {"": 8})
+
+
+def test_batchnorm_dropout_maxpool_gemm_of_inference_exports_down_to_6_and_back():
+    """The layers of a CNN export: BatchNormalization (14 -> 9 -> 7 -> 6: is_test=1), Dropout
+    (12 -> 7 -> 6), MaxPool (dilations 1, Indices unused), Gemm (C a suffix of Y: broadcast=1
+    at 6), Conv's strides written out below 11; exact against the original's outputs."""
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    s, b, mean = (rng.standard_normal(4).astype(np.float32) for _ in range(3))
+    var = (rng.random(4) + 0.5).astype(np.float32)
+    fc, fb = rng.standard_normal((16, 5)).astype(np.float32), rng.standard_normal(5).astype(
+        np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["n"]),
+             helper.make_node("Relu", ["n"], ["r"]),
+             helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2],
+                              dilations=[1, 1]),
+             helper.make_node("Dropout", ["p"], ["d"]),
+             helper.make_node("Flatten", ["d"], ["f"]),
+             helper.make_node("Gemm", ["f", "fc", "fb"], ["y"])]
+    m = model(nodes, [value("x", F, [1, 3, 4, 4])], [value("y", F, [1, 5])], 15,
+              initializers={"w": w, "s": s, "b": b, "m": mean, "v": var, "fc": fc, "fb": fb})
+    x = rng.standard_normal((1, 3, 4, 4)).astype(np.float32)
+    want = run(m, {"x": x})
+    low = through(m, [13, 9, 7, 6], {"x": x}, want)
+    bn = low.graph.nodes[1]
+    assert bn.attribute("is_test").i == 1 and low.graph.nodes[6].attribute("broadcast").i == 1
+    assert low.graph.nodes[0].attribute("strides").ints == [1, 1]
+    through(low, [7, 12, 15, 21], {"x": x}, want)
+    train = model([helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"],
+                                    ["n", "rm", "rv"], training_mode=1)],
+                  [value("c", F, [1, 4, 2, 2])], [value("n"), value("rm"), value("rv")], 15,
+                  initializers={"s": s, "b": b, "m": mean, "v": var})
+    with pytest.raises(ConversionRefused, match="training mode"):
+        convert(train, {"": 13})

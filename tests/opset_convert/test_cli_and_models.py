@@ -104,8 +104,11 @@ def test_a_check_error_of_the_result_fails_the_conversion(tmp_path, monkeypatch)
     assert not (tmp_path / "out.onnx").exists()
 
 
-@pytest.mark.parametrize("name,opset", [("detector_legacy.onnx", 11), ("detector_legacy.onnx", 28),
+@pytest.mark.parametrize("name,opset", [("detector_legacy.onnx", 11),
+                                        ("detector_legacy.onnx", 28),
                                         ("cnn_legacy.onnx", 21), ("cnn_dynamo.onnx", 28),
+                                        ("cnn_legacy.onnx", 11), ("cnn_legacy.onnx", 6),
+                                        ("cnn_dynamo.onnx", 9),
                                         ("bert_tiny.onnx", 21), ("gpt2_tiny.onnx", 21),
                                         ("sklearn_pipeline_zipmap.onnx", 13)])
 def test_testdata_exports_convert_and_compute_the_same(name, opset):

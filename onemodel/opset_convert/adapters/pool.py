@@ -1,0 +1,65 @@
+"""Version adapters of the pool family (:mod:`onemodel.operators.families`)."""
+
+from __future__ import annotations
+
+from ...operators import adapter
+from ..generic import AttributeAdded, ExplicitWindow
+
+
+class CountIncludePad7(AttributeAdded):
+    """AveragePool at 7: ``count_include_pad`` (default 0, as before) added."""
+
+    added = ("count_include_pad",)
+
+
+class CeilMode10(AttributeAdded):
+    """AveragePool at 10: ``ceil_mode`` (default 0: floor, as before) added."""
+
+    added = ("ceil_mode",)
+
+
+class Dilations(AttributeAdded):
+    """MaxPool at 10, AveragePool at 19, LpPool at 18: ``dilations`` (default 1 along each
+    axis) and, where new, ``ceil_mode`` (default 0) added. A node setting dilations of 1 goes
+    down without them."""
+
+    added = ("ceil_mode", "dilations")
+
+    @classmethod
+    def down(cls, step, node):
+        if step.has_attr("dilations") and all(d == 1 for d in step.attr("dilations")):
+            step.remove_attr("dilations")
+        return super().down(step, node)
+
+
+class MaxPool8:
+    """MaxPool at 8: the optional output ``Indices`` and ``storage_order`` (default 0) added.
+    Down: refused when the node gives Indices or sets storage_order to 1."""
+
+    class _Added(AttributeAdded):
+        added = ("storage_order",)
+
+    @staticmethod
+    def up(step, node):
+        return None
+
+    @staticmethod
+    def down(step, node):
+        if len(node.outputs) > 1 and node.outputs[1]:
+            step.refuse(f"the Indices output has no equivalent before opset {step.source}")
+        node.outputs = node.outputs[:1]
+        return MaxPool8._Added.down(step, node)
+
+
+class Window11(ExplicitWindow):
+    """AveragePool, LpPool, MaxPool, MaxUnpool at 11 (:class:`ExplicitWindow`)."""
+
+
+for _op in ("AveragePool", "LpPool", "MaxPool", "MaxUnpool"):
+    adapter(_op, since=11)(Window11)
+adapter("AveragePool", since=7)(CountIncludePad7)
+adapter("AveragePool", since=10)(CeilMode10)
+adapter("AveragePool", since=19)(Dilations)
+adapter("MaxPool", since=8)(MaxPool8)
+adapter("MaxPool", since=10)(Dilations)
+adapter("LpPool", since=18)(Dilations)
