@@ -122,14 +122,17 @@ class NegativeAxis:
 
 class AttributeToInput:
     """An attribute of the earlier definition became input ``index`` of the later one
-    (``attribute``, an int list made an int64 tensor; ``scalar``: an int made a one-element
-    tensor). Up: the attribute's value becomes a constant input (an absent attribute an
-    omitted input, or ``absent`` when given). Down: the input must be constant (an
-    initializer, a Constant, or folded by inference), else the node is refused naming it."""
+    (``attribute``, an int list made an int64 tensor, a float list a float32 one by
+    ``dtype``; ``scalar``: one value made a one-element tensor). Up: the attribute's value
+    becomes a constant input (an absent attribute an omitted input, or ``absent`` when
+    given). Down: the input must be constant (an initializer, a Constant, or folded by
+    inference), else the node is refused naming it."""
 
     attribute: str = "axes"
     index: int = 1
     scalar: bool = False
+    #: the input's element type: "int64" (ints attributes) or "float32" (floats attributes)
+    dtype: str = "int64"
     #: up: the input when the attribute is absent (a list), None to leave it omitted
     absent = None
 
@@ -142,7 +145,7 @@ class AttributeToInput:
         step.remove_attr(cls.attribute)
         if v is None:
             return None
-        arr = np.asarray([v] if cls.scalar else v, dtype=np.int64)
+        arr = np.asarray([v] if cls.scalar else v, dtype=cls.dtype)
         _set_input(node, cls.index, step.add_constant(arr, cls.attribute))
         return None
 
@@ -156,7 +159,8 @@ class AttributeToInput:
         if v is None:
             step.refuse(f"input {cls.index} {name!r} ({cls.attribute}) is computed, not a "
                         f"constant: opset {step.target} needs it as an attribute")
-        v = [int(x) for x in np.asarray(v).reshape(-1)]
+        convert = float if cls.dtype == "float32" else int
+        v = [convert(x) for x in np.asarray(v).reshape(-1)]
         if cls.scalar:
             if len(v) != 1:
                 step.refuse(f"input {name!r} holds {len(v)} values, not one")
@@ -221,3 +225,46 @@ class ExplicitWindow:
             step.refuse(f"auto_pad {pad} with strides {step.attr('strides')}: the output "
                         f"extents were restated at opset {step.source}")
         return None
+
+
+class InputAdded:
+    """An optional input ``index`` the later definition added, whose absence is the earlier
+    behaviour: up unchanged, down refused when the node gives it."""
+
+    index: int = 0
+
+    @staticmethod
+    def up(step, node):
+        return None
+
+    @classmethod
+    def down(cls, step, node):
+        given = step.input(cls.index)
+        if given is not None:
+            step.refuse(f"input {cls.index} {given!r} has no equivalent before opset "
+                        f"{step.source}")
+        _set_input(node, cls.index, "")
+        return None
+
+
+class Renamed:
+    """Attribute values renamed (``names``: attribute -> {earlier value: later value}); the
+    default is set explicitly, since it was renamed too."""
+
+    names: dict = {}
+
+    @classmethod
+    def _map(cls, step, up: bool) -> None:
+        for attr, table in cls.names.items():
+            v = _plain(step.attr(attr))
+            table = table if up else {b: a for a, b in table.items()}
+            if v in table:
+                step.set_attr(attr, table[v])
+
+    @classmethod
+    def up(cls, step, node):
+        cls._map(step, True)
+
+    @classmethod
+    def down(cls, step, node):
+        cls._map(step, False)

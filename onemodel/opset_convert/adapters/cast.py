@@ -45,6 +45,30 @@ class RoundMode24(NarrowFloatAttribute):
     attribute = "round_mode"
 
 
+class Cast6:
+    """Cast at 6: ``to`` became an INT (the element type's code) instead of a STRING (its
+    name)."""
+
+    @staticmethod
+    def up(step, node):
+        from ...ir.dtypes import DataType
+        to = step.attr("to")
+        name = to.decode() if isinstance(to, bytes) else str(to)
+        try:
+            code = int(DataType[name.upper()])
+        except KeyError:
+            step.refuse(f"to={name!r} names no element type")
+        step.set_attr("to", code)
+        return None
+
+    @staticmethod
+    def down(step, node):
+        from ...ir.dtypes import DataType
+        step.set_attr("to", DataType(int(step.attr("to"))).name)
+        return None
+
+
+adapter("Cast", since=6)(Cast6)
 for _op in ("Cast", "CastLike"):
     adapter(_op, since=19)(Saturate19)
     adapter(_op, since=24)(RoundMode24)

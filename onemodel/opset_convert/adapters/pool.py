@@ -57,6 +57,25 @@ class Window11(ExplicitWindow):
 
 for _op in ("AveragePool", "LpPool", "MaxPool", "MaxUnpool"):
     adapter(_op, since=11)(Window11)
+class GlobalLpPool2:
+    """GlobalLpPool at 2: ``p`` became an INT (before, a FLOAT). Up: an integral p is kept,
+    another refused; down: the same value as a float."""
+
+    @staticmethod
+    def up(step, node):
+        p = step.attr("p")
+        if p != int(p):
+            step.refuse(f"p={p} is not an integer, which opset 2 requires")
+        step.set_attr("p", int(p))
+        return None
+
+    @staticmethod
+    def down(step, node):
+        step.set_attr("p", float(step.attr("p")))
+        return None
+
+
+adapter("GlobalLpPool", since=2)(GlobalLpPool2)
 adapter("AveragePool", since=7)(CountIncludePad7)
 adapter("AveragePool", since=10)(CeilMode10)
 adapter("AveragePool", since=19)(Dilations)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...lazy import np
 from ...operators import adapter
-from ..generic import AttributeAdded, AttributeValues, _set_input
+from ..generic import AttributeAdded, AttributeToInput, AttributeValues, _set_input
 
 
 class Resize13:
@@ -37,6 +37,15 @@ class Resize19(AttributeValues):
     values = {"coordinate_transformation_mode": ("half_pixel_symmetric",)}
 
 
+class Upsample9(AttributeToInput):
+    """Upsample at 9: the ``scales`` attribute became input 1 (float32)."""
+
+    attribute = "scales"
+    index = 1
+    dtype = "float32"
+
+
+adapter("Upsample", since=9)(Upsample9)
 adapter("Resize", since=13)(Resize13)
 adapter("Resize", since=18)(Resize18)
 adapter("Resize", since=19)(Resize19)

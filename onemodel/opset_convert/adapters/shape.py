@@ -8,6 +8,7 @@ from ..generic import (
     AttributeAdded,
     AttributeToInput,
     AttributeValues,
+    LegacyAttribute,
     NegativeAxis,
     _set_input,
 )
@@ -392,6 +393,27 @@ class DepthToSpace11(AttributeAdded):
     added = ("mode",)
 
 
+class Concat4(LegacyAttribute):
+    """Concat at 4: ``axis`` became required (before, default 1, which the stored definition
+    does not record): set explicitly going up."""
+
+    dropped = ()
+
+    @classmethod
+    def up(cls, step, node):
+        if not step.has_attr("axis"):
+            step.set_attr("axis", 1)
+        return None
+
+
+class SpaceToDepth28(AttributeAdded):
+    """SpaceToDepth at 28: ``mode`` (default 'DCR', the earlier order) added."""
+
+    added = ("mode",)
+
+
+adapter("Concat", since=4)(Concat4)
+adapter("SpaceToDepth", since=28)(SpaceToDepth28)
 adapter("Squeeze", since=13)(Axes13)
 adapter("Unsqueeze", since=13)(Axes13)
 adapter("Squeeze", since=11)(Axes11)

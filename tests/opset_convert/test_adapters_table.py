@@ -1,0 +1,154 @@
+"""The adapters of kinds shared by many operators (attributes added with the earlier
+behaviour as default, renamed values, types of attributes changed, inputs added), each proved
+by execution: the model converted along ``path``, check clean after each step, and the
+evaluator's outputs equal, bit for bit, to the original's (the conversions move attributes
+and inputs, never arithmetic)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+from opset_models import I64, F, model, run, through, value
+
+from onemodel.opset_convert import ConversionRefused, convert
+
+RNG = np.random.default_rng(11)
+X4 = RNG.standard_normal((1, 2, 4, 4)).astype(np.float32)
+X3 = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+U8 = TensorProto.UINT8
+
+CASES = {
+    "Concat 1 <-> 4 (axis made explicit)": (
+        [helper.make_node("Concat", ["x", "x"], ["y"])], [value("x", F, [2, 3, 4])],
+        [value("y", F, [2, 6, 4])], {}, {"x": X3}, 1, [4, 13, 4, 1]),
+    "ArgMax 11 <-> 12 (select_last_index)": (
+        [helper.make_node("ArgMax", ["x"], ["y"], axis=-1, select_last_index=0)],
+        [value("x", F, [2, 3, 4])], [value("y", I64)], {}, {"x": X3}, 13, [11, 1, 13]),
+    "Gather 11 -> 1 (constant indices, negative axis)": (
+        [helper.make_node("Gather", ["x", "i"], ["y"], axis=-1)], [value("x", F, [2, 3, 4])],
+        [value("y")], {"i": np.array([3, 0], np.int64)}, {"x": X3}, 13, [11, 10, 1, 13]),
+    "Split 2 (-> 13 -> 18 -> 11)": (
+        [helper.make_node("Split", ["x"], ["a", "b"], axis=1, split=[1, 2])],
+        [value("x", F, [2, 3, 4])], [value("a"), value("b")], {}, {"x": X3}, 2,
+        [13, 18, 11, 2]),
+    "Reshape 14 allowzero=1 with a constant shape": (
+        [helper.make_node("Reshape", ["x", "s"], ["y"], allowzero=1)],
+        [value("x", F, [2, 3, 4])], [value("y")], {"s": np.array([4, 6], np.int64)},
+        {"x": X3}, 14, [13, 5, 1, 14]),
+    "Shape 15 start/end down as Shape + Slice": (
+        [helper.make_node("Shape", ["x"], ["y"], start=1, end=-1)],
+        [value("x", F, [2, 3, 4])], [value("y", I64)], {}, {"x": X3}, 15, [14, 10, 21]),
+    "Pad 18 axes down as full pads": (
+        [helper.make_node("Pad", ["x", "p", "", "a"], ["y"], mode="reflect")],
+        [value("x", F, [2, 3, 4])], [value("y")],
+        {"p": np.array([1, 2], np.int64), "a": np.array([-1], np.int64)}, {"x": X3}, 18,
+        [13, 11, 2, 19]),
+    "Slice 11 negative axes -> 10": (
+        [helper.make_node("Slice", ["x", "s", "e", "a", "st"], ["y"])],
+        [value("x", F, [2, 3, 4])], [value("y")],
+        {"s": np.array([3], np.int64), "e": np.array([0], np.int64),
+         "a": np.array([-1], np.int64), "st": np.array([-1], np.int64)}, {"x": X3}, 13,
+        [10, 13]),
+    "Dropout 12 <-> 7 <-> 6 (inference)": (
+        [helper.make_node("Dropout", ["x", "r"], ["y"])], [value("x", F, [2, 3, 4])],
+        [value("y")], {"r": np.array(0.3, np.float32)}, {"x": X3}, 13, [10, 6, 7, 12, 22]),
+    "Upsample 7 <-> 9 (scales attribute <-> input)": (
+        [helper.make_node("Upsample", ["x"], ["y"], scales=[1.0, 1.0, 2.0, 2.0])],
+        [value("x", F, [1, 2, 4, 4])], [value("y")], {}, {"x": X4}, 7, [9, 7]),
+    "Resize 11 <-> 13 <-> 19 (empty roi and scales)": (
+        [helper.make_node("Resize", ["x", "", "s"], ["y"], mode="linear")],
+        [value("x", F, [1, 2, 4, 4])], [value("y")],
+        {"s": np.array([1, 1, 2, 2], np.float32)}, {"x": X4}, 13, [11, 18, 19, 13]),
+    "SpaceToDepth 28 mode DCR <-> 13": (
+        [helper.make_node("SpaceToDepth", ["x"], ["y"], blocksize=2, mode="DCR")],
+        [value("x", F, [1, 2, 4, 4])], [value("y")], {}, {"x": X4}, 28, [13, 28]),
+    "GlobalLpPool 1 <-> 2 (p float <-> int)": (
+        [helper.make_node("GlobalLpPool", ["x"], ["y"], p=3.0)], [value("x", F, [1, 2, 4, 4])],
+        [value("y")], {}, {"x": X4}, 1, [2, 1]),
+    "AveragePool 7 / 10 / 11 / 19": (
+        [helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[2, 2],
+                          count_include_pad=0, ceil_mode=0, dilations=[1, 1])],
+        [value("x", F, [1, 2, 4, 4])], [value("y")], {}, {"x": X4}, 19, [11, 10, 7, 1, 22]),
+    "QuantizeLinear / DequantizeLinear 10 <-> 13 <-> 23 (one scale)": (
+        [helper.make_node("QuantizeLinear", ["x", "sc", "zp"], ["q"], axis=1),
+         helper.make_node("DequantizeLinear", ["q", "sc", "zp"], ["y"])],
+        [value("x", F, [2, 3, 4])], [value("y")],
+        {"sc": np.array(0.02, np.float32), "zp": np.array(128, np.uint8)}, {"x": X3}, 13,
+        [10, 13, 19, 21, 23, 25, 13]),
+    "RoiAlign 10 <-> 16 (output_half_pixel explicit)": (
+        [helper.make_node("RoiAlign", ["x", "r", "b"], ["y"], output_height=2,
+                          output_width=2)],
+        [value("x", F, [1, 2, 4, 4])], [value("y")],
+        {"r": np.array([[0, 0, 3, 3], [1, 1, 2.5, 3]], np.float32),
+         "b": np.array([0, 0], np.int64)}, {"x": X4}, 10, [16, 22, 16, 10]),
+    "GridSample 16 <-> 20 (modes renamed)": (
+        [helper.make_node("GridSample", ["x", "g"], ["y"], mode="bicubic")],
+        [value("x", F, [1, 2, 4, 4])], [value("y")],
+        {"g": RNG.uniform(-1, 1, (1, 3, 3, 2)).astype(np.float32)}, {"x": X4}, 16,
+        [20, 22, 16]),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_adapter_round_trip_computes_the_same(name):
+    nodes, inputs, outputs, inits, feeds, opset, path = CASES[name]
+    m = model(nodes, inputs, outputs, opset, initializers=inits)
+    want = run(m, feeds)
+    through(m, path, feeds, want)
+
+
+def test_cast_to_is_a_name_before_6_and_a_code_from_6():
+    m = model([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.INT32)],
+              [value("x", F, [2, 3, 4])], [value("y", TensorProto.INT32, [2, 3, 4])], 6)
+    low = convert(m, {"": 1}).model
+    assert low.graph.nodes[0].attribute("to").s == b"INT32"
+    want = run(m, {"x": X3 * 10})
+    through(low, [6, 21], {"x": X3 * 10}, want)
+
+
+def test_ml_tree_ensemble_1_3_and_label_encoder_2_4():
+    tree = helper.make_node(
+        "TreeEnsembleRegressor", ["x"], ["y"], domain="ai.onnx.ml", n_targets=1,
+        nodes_treeids=[0, 0, 0], nodes_nodeids=[0, 1, 2], nodes_featureids=[0, 0, 0],
+        nodes_modes=["BRANCH_LEQ", "LEAF", "LEAF"], nodes_values=[0.0, 0.0, 0.0],
+        nodes_truenodeids=[1, 0, 0], nodes_falsenodeids=[2, 0, 0],
+        target_treeids=[0, 0], target_nodeids=[1, 2], target_ids=[0, 0],
+        target_weights=[-1.0, 1.0])
+    m = model([tree], [value("x", F, [4, 1])], [value("y", F, [4, 1])], 13, ml=1)
+    x = np.array([[-1], [0.5], [2], [-3]], np.float32)
+    want = run(m, {"x": x})
+    for ml in (3, 1):
+        m = convert(m, {"ai.onnx.ml": ml}).model
+        np.testing.assert_array_equal(run(m, {"x": x})[0], want[0])
+    tensor = helper.make_node("TreeEnsembleRegressor", ["x"], ["y"], domain="ai.onnx.ml",
+                              **{k.name: helper.get_attribute_value(k)
+                                 for k in tree.attribute if k.name != "target_weights"},
+                              target_weights_as_tensor=helper.make_tensor(
+                                  "w", TensorProto.DOUBLE, [2], [-1.0, 1.0]))
+    m3 = model([tensor], [value("x", F, [4, 1])], [value("y", F, [4, 1])], 13, ml=3)
+    with pytest.raises(ConversionRefused, match="target_weights_as_tensor"):
+        convert(m3, {"ai.onnx.ml": 1})
+
+
+@pytest.mark.parametrize("nodes,opset,target,match", [
+    ([helper.make_node("RoiAlign", ["x", "r", "b"], ["y"])], 16, 10,
+     "coordinate_transformation_mode 'half_pixel' has no equivalent"),
+    ([helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[2, 2], dilations=[2, 2])],
+     19, 18, r"attribute dilations=\[2, 2\] has no equivalent before opset 19"),
+    ([helper.make_node("QuantizeLinear", ["x", "s"], ["y"])], 13, 10,
+     "the scale 's' is not known to be one value"),
+    ([helper.make_node("Dropout", ["x", "", "t"], ["y"])], 13, 11,
+     "training_mode 't' is not a constant false"),
+])
+def test_adapters_refuse_what_the_older_definition_cannot_express(nodes, opset, target,
+                                                                   match):
+    inputs = {"x": value("x", F, [1, 2, 4, 4]), "s": value("s", F, [2]),
+              "t": value("t", TensorProto.BOOL, []),
+              "r": value("r", F, [1, 4]), "b": value("b", I64, [1])}
+    names = [n for n in nodes[0].input if n]
+    m = model(nodes, [inputs[n] for n in names], [value("y", U8 if opset == 13 and
+                                                        nodes[0].op_type == "QuantizeLinear"
+                                                        else F)], opset)
+    with pytest.raises(ConversionRefused, match=match):
+        convert(m, {"": target})
