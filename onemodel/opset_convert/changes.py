@@ -76,14 +76,23 @@ class Change:
     """
 
     __slots__ = ("domain", "op_type", "since", "before", "kind", "differences", "widened",
-                 "narrowed", "reason", "adapter")
+                 "narrowed", "reason", "adapter", "rebound")
 
     def __init__(self, domain, op_type, since, before, kind, differences, widened, narrowed,
-                 reason=None, adapter=None):
+                 reason=None, adapter=None, rebound=False):
         self.domain, self.op_type, self.since, self.before = domain, op_type, since, before
         self.kind, self.differences = kind, differences
         self.widened, self.narrowed = widened, narrowed
         self.reason, self.adapter = reason, adapter
+        #: whether the formal parameters share type parameters differently
+        self.rebound = rebound
+
+    def types_checked(self, up: bool) -> bool:
+        """Whether a node crossing this change unchanged needs its element types checked: the
+        target admits types the source does not, or binds formals together differently (an
+        adapter's rewrite is always checked)."""
+        return bool(self.narrowed if up else self.widened) or self.rebound \
+            or self.kind == "adapter"
 
     def __repr__(self):
         return (f"Change({self.domain or 'ai.onnx'}.{self.op_type} {self.before}->{self.since}: "
@@ -113,6 +122,16 @@ def _short(t: str) -> str:
 
 def _formals(s, io: str) -> list:
     return list(getattr(s, io))
+
+
+def _partition(s) -> set:
+    """The groups of formal parameters bound to one type parameter, as sets of positions."""
+    groups: dict = {}
+    for io in ("inputs", "outputs"):
+        for k, f in enumerate(getattr(s, io)):
+            if f.type_str in s.constraints:
+                groups.setdefault(f.type_str, set()).add((io, k))
+    return {frozenset(g) for g in groups.values()}
 
 
 def differences(old, new) -> list[str]:
@@ -206,7 +225,7 @@ def change(domain: str | None, op_type: str, since: int) -> Change | None:
     else:
         kind = "uncovered"
     got = _CACHE[key] = Change(d, op_type, since, old.since_version, kind, diff, wide, narrow,
-                               reason, fn)
+                               reason, fn, _partition(old) != _partition(new))
     return got
 
 

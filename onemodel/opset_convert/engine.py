@@ -277,6 +277,7 @@ class _Scope:
         nodes = graph.nodes if graph is not None else function.nodes
         self.constants = {n.outputs[0]: n for n in nodes
                           if n.op_type == "Constant" and not n.domain and n.outputs}
+        self.inits = None   # initializer name -> tensor, made on the first lookup
 
     def value(self, name):
         for s in (self, *self.parents):
@@ -305,11 +306,13 @@ class _Scope:
             if n is not None:
                 return _constant_value(n)
             if s.graph is not None:
-                for t in s.graph.initializers:
-                    if t.name == name:
-                        if s.parents or not s.conv.overridable(name):
-                            return t.numpy()
-                        return None
+                if s.inits is None:
+                    s.inits = {t.name: t for t in s.graph.initializers}
+                t = s.inits.get(name)
+                if t is not None:
+                    if s.parents or not s.conv.overridable(name):
+                        return t.numpy()
+                    return None
         v = self.value(name)
         if v is not None and v.kind == "tensor" and v.shape is not None and v.elem:
             data = v.data
@@ -332,6 +335,8 @@ class _Scope:
         name = t.name
         if self.graph is not None:
             self.graph.initializers.append(t)
+            if self.inits is not None:
+                self.inits[name] = t
         else:
             from ..ir import Attribute
             t.name = None
@@ -370,6 +375,7 @@ class _Converter:
         self.names = _all_names(model)
         self.counter = 0
         self.given: dict = {}
+        self._defs: dict = {}
         #: the names this conversion made
         self.added: set = set()
         inputs = {vi.name for vi in model.graph.inputs} if model.graph is not None else set()
@@ -449,7 +455,7 @@ class _Converter:
 
     def _convert(self, scope, node: Node, d: str, src: int, dst: int, depth: int) -> list:
         """The nodes that replace ``node`` (of domain ``d`` at version ``src``) at ``dst``."""
-        from ..operators.table import definition, versions
+        from ..operators.table import versions
 
         if id(node) not in self.given:  # the Values inferred, by the node's names as read
             self.given[id(node)] = [
@@ -460,12 +466,13 @@ class _Converter:
         known = versions(d, node.op_type)
         if not known:
             raise Refused(f"{node.op_type} is not an operator of {d or 'ai.onnx'}")
-        if definition(d, node.op_type, src) is None:
+        current = self._definition(d, node.op_type, src)
+        if current is None:
             raise Refused(f"{node.op_type} does not exist at opset {src} (it was introduced "
                           f"at {known[0]})")
         if dst < known[0]:
             raise Refused(f"{node.op_type} does not exist before opset {known[0]}")
-        cur = definition(d, node.op_type, src).since_version
+        cur = current.since_version
         if dst > src:
             steps = [(s, True) for s in known if cur < s <= dst]
         else:
@@ -497,7 +504,8 @@ class _Converter:
                     else:
                         out.append(n)
                 return out
-            self._check_types(scope, node, d, at, to)
+            if ch.types_checked(up) or kind == "semantic":
+                self._check_types(scope, node, d, at, to)
             if step.before:
                 return [*step.before, *self._after(scope, step.before, node, d, to, dst, depth)]
         return [node]
@@ -511,15 +519,23 @@ class _Converter:
                 inserted[k:k + 1] = got
         return self._convert(scope, node, d, at, dst, depth + 1) if at != dst else [node]
 
+    def _definition(self, d: str, op_type: str, version: int):
+        """The definition in force (:func:`onemodel.operators.table.definition`), memoized."""
+        key = (d, op_type, version)
+        got = self._defs.get(key, self)
+        if got is self:
+            from ..operators.table import definition
+            got = self._defs[key] = definition(d, op_type, version)
+        return got
+
     def _check_types(self, scope, node: Node, d: str, source: int, target: int) -> None:
         """Refuse ``node`` when the definition in force at ``target`` does not admit its element
         types, or when a type is unknown where that definition admits fewer types than the one
         in force at ``source``."""
-        from ..operators.table import definition
         from ..validation.types import allowed
 
-        tdef = definition(d, node.op_type, target)
-        sdef = definition(d, node.op_type, source)
+        tdef = self._definition(d, node.op_type, target)
+        sdef = self._definition(d, node.op_type, source)
         for given in self.given.get(id(node), [{}]):
             bound: dict = {}
             for io in ("inputs", "outputs"):
