@@ -133,3 +133,38 @@ def test_ml_domain_target_is_applied_to_its_import():
               [value("y", I64, [3])], 13, ml=1)
     up = convert_opset(m, {"": 13, "ai.onnx.ml": 3})
     assert versions_of(up) == {"": 13, "ai.onnx.ml": 3} and up.ir_version == 8
+
+
+def test_a_loop_body_reading_an_outer_value_is_converted_and_refusals_name_its_path():
+    """A Loop body whose Unsqueeze/ReduceSum read the outer 'x' and an outer constant: the
+    body's nodes are stepped like the main graph's (the outer initializer is a constant
+    there), and a refusal inside names the body's path."""
+    body = helper.make_graph(
+        [helper.make_node("ReduceSum", ["x", "ax"], ["r"], keepdims=0),
+         helper.make_node("Add", ["acc", "r"], ["acc_out"]),
+         helper.make_node("Identity", ["cond"], ["cond_out"])], "body",
+        [value("i", I64, []), value("cond", onnx.TensorProto.BOOL, []), value("acc", F, [3])],
+        [value("cond_out", onnx.TensorProto.BOOL, []), value("acc_out", F, [3])])
+    m = model([helper.make_node("Loop", ["n", "", "a0"], ["acc"], body=body)],
+              [value("x", F, [3, 4]), value("a0", F, [3])], [value("acc", F, [3])], 13,
+              initializers={"n": np.array(3, np.int64), "ax": np.array([1], np.int64)})
+    x = X[0]
+    a0 = np.zeros(3, np.float32)
+    want = run(m, {"x": x, "a0": a0})[0]
+    np.testing.assert_allclose(want, 3 * x.astype(np.float64).sum(1), rtol=1e-6)
+    low = convert(m, {"": 11}).model
+    clean(low)
+    inner = low.graph.nodes[0].attribute("body").g
+    assert inner.nodes[0].attribute("axes").ints == [1] and inner.nodes[0].inputs == ["x"]
+    np.testing.assert_array_equal(run(low, {"x": x, "a0": a0})[0], want)
+    up = convert(low, {"": 18}).model
+    clean(up)
+    np.testing.assert_array_equal(run(up, {"x": x, "a0": a0})[0], want)
+    computed = model([helper.make_node("Loop", ["n", "", "a0"], ["acc"], body=body)],
+                     [value("x", F, [3, 4]), value("a0", F, [3]), value("ax", I64, [1])],
+                     [value("acc", F, [3])], 13,
+                     initializers={"n": np.array(3, np.int64)})
+    from onemodel.opset_convert import ConversionRefused
+    with pytest.raises(ConversionRefused) as e:
+        convert(computed, {"": 12})
+    assert e.value.refusals[0][0] == "graph.nodes[0].attributes[0].g.nodes[0]"
