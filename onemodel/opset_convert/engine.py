@@ -28,8 +28,6 @@ from .ir_versions import ELEMENT_TYPE_IR, FUNCTIONS_IR, REQUIRED_IR, required_ir
 
 #: the domains whose operators are converted (the others pass through)
 DOMAINS = ("", "ai.onnx.ml")
-#: how many adapter rewrites deep a node's replacement nodes are stepped further
-MAX_REWRITE_DEPTH = 8
 
 
 class ConversionRefused(UnsupportedError):
@@ -428,6 +426,10 @@ class _Converter:
                 gs = _Scope(self, fv, graph=g, path=sub_path, parents=(s,))
                 g.nodes = self._nodes(gs, g.nodes, sub_path)
             _retarget(fn.opset_imports, self.targets)
+        for d, v in self.targets.items():
+            if d not in versions:
+                self.notes.append(f"the model does not import {d or 'ai.onnx'}: the target "
+                                  f"{d or 'ai.onnx'} {v} changes nothing")
         if self.refusals:
             raise ConversionRefused(self.refusals)
         _retarget(m.opset_imports, self.targets)
@@ -447,13 +449,13 @@ class _Converter:
                 out.append(node)
                 continue
             try:
-                out.extend(self._convert(scope, node, d, src, dst, 0))
+                out.extend(self._convert(scope, node, d, src, dst))
             except Refused as e:
                 self.refusals.append((f"{path}.nodes[{i}]",
                                       f"{node.op_type}-{src} -> {dst}", e.reason))
         return out
 
-    def _convert(self, scope, node: Node, d: str, src: int, dst: int, depth: int) -> list:
+    def _convert(self, scope, node: Node, d: str, src: int, dst: int) -> list:
         """The nodes that replace ``node`` (of domain ``d`` at version ``src``) at ``dst``."""
         from ..operators.table import versions
 
@@ -495,29 +497,29 @@ class _Converter:
                 replaced = (ch.adapter.up if up else ch.adapter.down)(step, node)
             self.steps[kind] = self.steps.get(kind, 0) + 1
             if replaced is not None:
-                if depth >= MAX_REWRITE_DEPTH:
-                    raise Refused("adapters replaced the node too many times over")
+                # the replacement is at ``to``, one step nearer ``dst``: the recursion is
+                # at most as deep as the operator has definitions
                 out = list(step.before)
                 for n in replaced:
                     if normalize_domain(n.domain) == d:
-                        out.extend(self._convert(scope, n, d, to, dst, depth + 1))
+                        out.extend(self._convert(scope, n, d, to, dst))
                     else:
                         out.append(n)
                 return out
             if ch.types_checked(up) or kind == "semantic":
                 self._check_types(scope, node, d, at, to)
             if step.before:
-                return [*step.before, *self._after(scope, step.before, node, d, to, dst, depth)]
+                return [*step.before, *self._after(scope, step.before, node, d, to, dst)]
         return [node]
 
-    def _after(self, scope, inserted, node, d, at, dst, depth):
+    def _after(self, scope, inserted, node, d, at, dst):
         """``node`` (stepped to ``at`` after inserting ``inserted``) converted the rest of the
         way; the inserted nodes are of version ``at`` and are converted too."""
         for k, n in enumerate(inserted):
             if normalize_domain(n.domain) == d and n.op_type != "Constant" and at != dst:
-                got = self._convert(scope, n, d, at, dst, depth + 1)
+                got = self._convert(scope, n, d, at, dst)
                 inserted[k:k + 1] = got
-        return self._convert(scope, node, d, at, dst, depth + 1) if at != dst else [node]
+        return self._convert(scope, node, d, at, dst) if at != dst else [node]
 
     def _definition(self, d: str, op_type: str, version: int):
         """The definition in force (:func:`onemodel.operators.table.definition`), memoized."""

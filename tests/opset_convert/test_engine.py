@@ -168,3 +168,12 @@ def test_a_loop_body_reading_an_outer_value_is_converted_and_refusals_name_its_p
     with pytest.raises(ConversionRefused) as e:
         convert(computed, {"": 12})
     assert e.value.refusals[0][0] == "graph.nodes[0].attributes[0].g.nodes[0]"
+
+
+def test_a_target_domain_the_model_does_not_import_is_noted():
+    m = model([helper.make_node("Relu", ["x"], ["y"])], [value("x", F, [3])],
+              [value("y", F, [3])], 13)
+    conv = convert(m, {"": 14, "ai.onnx.ml": 3})
+    assert conv.notes == ["the model does not import ai.onnx.ml: the target ai.onnx.ml 3 "
+                          "changes nothing"]
+    assert versions_of(conv.model) == {"": 14}
