@@ -87,6 +87,29 @@ CASES = {
         [value("x", F, [1, 2, 4, 4])], [value("y")],
         {"g": RNG.uniform(-1, 1, (1, 3, 3, 2)).astype(np.float32)}, {"x": X4}, 16,
         [20, 22, 16]),
+    "Split 1 (split as a constant input) -> 2 -> 13": (
+        [helper.make_node("Split", ["x", "s"], ["a", "b"], axis=2)],
+        [value("x", F, [2, 3, 4])], [value("a"), value("b")],
+        {"s": np.array([3, 1], np.float32)}, {"x": X3}, 1, [2, 13, 2]),
+    "Scatter 9 -> 11 becomes ScatterElements": (
+        [helper.make_node("Scatter", ["x", "i", "u"], ["y"], axis=1)],
+        [value("x", F, [2, 3, 4])], [value("y")],
+        {"i": np.array([[[0, 2, 1, 0]]] * 2, np.int64).reshape(2, 1, 4),
+         "u": np.ones((2, 1, 4), np.float32)}, {"x": X3}, 9, [11, 18]),
+    "Upsample 9 -> 10 becomes Resize": (
+        [helper.make_node("Upsample", ["x", "s"], ["y"])], [value("x", F, [1, 2, 4, 4])],
+        [value("y")], {"s": np.array([1, 1, 2, 2], np.float32)}, {"x": X4}, 9, [10]),
+    "Range 11 <-> 27": (
+        [helper.make_node("Range", ["a", "b", "c"], ["y"])], [],
+        [value("y", I64)], {"a": np.array(1, np.int64), "b": np.array(9, np.int64),
+                            "c": np.array(3, np.int64)}, {}, 11, [27, 13]),
+    "Tile 1 <-> 6 (one axis)": (
+        [helper.make_node("Tile", ["x", "t", "a"], ["y"])], [value("x", F, [2, 3, 4])],
+        [value("y")], {"t": np.array([3], np.float32), "a": np.array([1], np.float32)},
+        {"x": X3}, 1, [6, 13, 6, 1]),
+    "LpPool 1 <-> 2 (p float <-> int)": (
+        [helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2, 2], p=2.0)],
+        [value("x", F, [1, 2, 4, 4])], [value("y")], {}, {"x": X4}, 1, [2, 1]),
 }
 
 
@@ -152,3 +175,20 @@ def test_adapters_refuse_what_the_older_definition_cannot_express(nodes, opset, 
                                                         else F)], opset)
     with pytest.raises(ConversionRefused, match=match):
         convert(m, {"": target})
+
+
+def test_scatter_and_upsample_become_their_successors():
+    m = model(*CASES["Scatter 9 -> 11 becomes ScatterElements"][:2],
+              CASES["Scatter 9 -> 11 becomes ScatterElements"][2], 9,
+              initializers=CASES["Scatter 9 -> 11 becomes ScatterElements"][3])
+    assert [n.op_type for n in convert(m, {"": 11}).model.graph.nodes] == ["ScatterElements"]
+    u = CASES["Upsample 9 -> 10 becomes Resize"]
+    m = model(u[0], u[1], u[2], 9, initializers=u[3])
+    assert [n.op_type for n in convert(m, {"": 10}).model.graph.nodes] == ["Resize"]
+
+
+def test_tile_along_two_axes_is_refused_below_6():
+    m = model([helper.make_node("Tile", ["x", "r"], ["y"])], [value("x", F, [2, 3, 4])],
+              [value("y")], 13, initializers={"r": np.array([2, 1, 2], np.int64)})
+    with pytest.raises(ConversionRefused, match=r"repeats \[2, 1, 2\] along more than one"):
+        convert(m, {"": 5})

@@ -75,7 +75,19 @@ class GlobalLpPool2:
         return None
 
 
+class LpPool2(GlobalLpPool2):
+    """LpPool at 2: ``p`` became an INT, and ``kernel_shape`` required (a node without it is
+    refused going up)."""
+
+    @staticmethod
+    def up(step, node):
+        if not step.has_attr("kernel_shape"):
+            step.refuse(f"kernel_shape is absent, which LpPool-{step.target} requires")
+        return GlobalLpPool2.up(step, node)
+
+
 adapter("GlobalLpPool", since=2)(GlobalLpPool2)
+adapter("LpPool", since=2)(LpPool2)
 adapter("AveragePool", since=7)(CountIncludePad7)
 adapter("AveragePool", since=10)(CeilMode10)
 adapter("AveragePool", since=19)(Dilations)

@@ -45,7 +45,23 @@ class Upsample9(AttributeToInput):
     dtype = "float32"
 
 
+class Upsample10:
+    """Upsample at 10: deprecated, Resize-10 its successor with the same signature and
+    meaning. Up: the node becomes Resize; down (an Upsample-10 node) unchanged."""
+
+    @staticmethod
+    def up(step, node):
+        from ...ir import Node
+        return [Node(op_type="Resize", inputs=list(node.inputs), outputs=list(node.outputs),
+                     name=node.name, attributes=list(node.attributes))]
+
+    @staticmethod
+    def down(step, node):
+        return None
+
+
 adapter("Upsample", since=9)(Upsample9)
+adapter("Upsample", since=10)(Upsample10)
 adapter("Resize", since=13)(Resize13)
 adapter("Resize", since=18)(Resize18)
 adapter("Resize", since=19)(Resize19)

@@ -412,6 +412,106 @@ class SpaceToDepth28(AttributeAdded):
     added = ("mode",)
 
 
+class Split2:
+    """Split at 2: the optional input 1 ``split`` was removed (the attribute stays). Up: a
+    constant input becomes the attribute, a computed one is refused; down unchanged."""
+
+    @staticmethod
+    def up(step, node):
+        given = step.input(1)
+        if given is not None:
+            v = step.constant(given)
+            if v is None:
+                step.refuse(f"input 1 {given!r} (split) is computed, not a constant: "
+                            f"Split-{step.target} takes it as an attribute")
+            step.set_attr("split", [int(x) for x in np.asarray(v).reshape(-1)])
+            node.inputs = node.inputs[:1]
+        if not step.has_attr("axis"):
+            step.set_attr("axis", 0)
+        return None
+
+    @staticmethod
+    def down(step, node):
+        return None
+
+
+class Scatter11:
+    """Scatter at 11: deprecated, ScatterElements-11 its successor with the same signature
+    and meaning. Up: the node becomes ScatterElements; down (a Scatter-11 node) unchanged."""
+
+    @staticmethod
+    def up(step, node):
+        from ...ir import Node
+        return [Node(op_type="ScatterElements", inputs=list(node.inputs),
+                     outputs=list(node.outputs), name=node.name,
+                     attributes=list(node.attributes))]
+
+    @staticmethod
+    def down(step, node):
+        return None
+
+
+class Range27:
+    """Range at 27: ``stash_type`` (the precision of float16/bfloat16 computation, which the
+    earlier definition does not admit) added: removed going down (the type check refuses a
+    float16 Range)."""
+
+    @staticmethod
+    def up(step, node):
+        return None
+
+    @staticmethod
+    def down(step, node):
+        step.remove_attr("stash_type")
+        return None
+
+
+class Tile6:
+    """Tile at 6: the inputs ``tiles`` and ``axis`` (one count along one axis, of the input's
+    type) became ``repeats`` (int64, one count per axis). Up: constants and the input's rank
+    give ``repeats``. Down: constant ``repeats`` repeating along one axis at most become
+    ``tiles`` and ``axis``; more axes are refused."""
+
+    @staticmethod
+    def up(step, node):
+        tiles, axis = step.constant(step.input(1)), step.constant(step.input(2))
+        r = step.rank(step.input(0))
+        if tiles is None or axis is None or r is None:
+            step.refuse("tiles and axis must be constants and the input's rank known")
+        reps = [1] * r
+        reps[int(np.asarray(axis).reshape(-1)[0])] = int(np.asarray(tiles).reshape(-1)[0])
+        node.inputs = [node.inputs[0], step.add_constant(np.asarray(reps, np.int64),
+                                                         "repeats")]
+        step.declare(node.inputs[1], 7)
+        return None
+
+    @staticmethod
+    def down(step, node):
+        reps = step.constant(step.input(1))
+        if reps is None:
+            step.refuse(f"the repeats {step.input(1)!r} are computed")
+        reps = [int(x) for x in np.asarray(reps).reshape(-1)]
+        axes = [k for k, n in enumerate(reps) if n != 1] or [0]
+        if len(axes) > 1:
+            step.refuse(f"repeats {reps} along more than one axis: Tile-{step.target} repeats "
+                        "along one")
+        code = step.elem(step.input(0))
+        if code is None:
+            step.refuse(f"the element type of {step.input(0)!r} is not known, and tiles and "
+                        "axis must have it")
+        from ...ir.dtypes import info
+        dtype = info(code).dtype
+        a = axes[0]
+        node.inputs = [node.inputs[0],
+                       step.add_constant(np.asarray([reps[a]], dtype), "tiles"),
+                       step.add_constant(np.asarray([a], dtype), "axis")]
+        return None
+
+
+adapter("Split", since=2)(Split2)
+adapter("Scatter", since=11)(Scatter11)
+adapter("Range", since=27)(Range27)
+adapter("Tile", since=6)(Tile6)
 adapter("Concat", since=4)(Concat4)
 adapter("SpaceToDepth", since=28)(SpaceToDepth28)
 adapter("Squeeze", since=13)(Axes13)
