@@ -242,12 +242,14 @@ def test_an_operator_that_does_not_exist_yet_is_refused():
 
 
 def test_semantic_change_without_adapter_is_refused_down_and_identical_up():
-    m = model([helper.make_node("OneHot", ["i", "d", "v"], ["y"])],
-              [value("i", I64, [3])], [value("y", I64)], 11,
-              initializers={"d": np.array(4, np.int64), "v": np.array([0, 1], np.int64)})
-    with pytest.raises(ConversionRefused, match="admits negative indices"):
-        convert(m, {"": 10})
-    clean(convert(m, {"": 21}).model)
+    m = model([helper.make_node("Mod", ["a", "b"], ["y"])],
+              [value("a", I64, [3]), value("b", I64, [3])], [value("y", I64)], 28)
+    with pytest.raises(ConversionRefused, match="Mod-28 admits fmod's rounding of the "
+                                                "quotient restated in opset 28"):
+        convert(m, {"": 27})
+    low = model([helper.make_node("Mod", ["a", "b"], ["y"])],
+                [value("a", I64, [3]), value("b", I64, [3])], [value("y", I64)], 13)
+    clean(convert(low, {"": 28}).model)
 
 
 def test_constant_value_ints_goes_down_as_a_value_tensor():

@@ -110,6 +110,16 @@ CASES = {
     "LpPool 1 <-> 2 (p float <-> int)": (
         [helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2, 2], p=2.0)],
         [value("x", F, [1, 2, 4, 4])], [value("y")], {}, {"x": X4}, 1, [2, 1]),
+    "OneHot 11 -> 9 (constant non-negative indices)": (
+        [helper.make_node("OneHot", ["i", "d", "v"], ["y"], axis=-1)], [],
+        [value("y", I64)], {"i": np.array([0, 2, 1], np.int64), "d": np.array(4, np.int64),
+                            "v": np.array([0, 5], np.int64)}, {}, 11, [9, 11]),
+    "NonMaxSuppression 11 -> 10 (iou_threshold in [0, 1])": (
+        [helper.make_node("NonMaxSuppression", ["b", "s", "m", "t"], ["y"])], [],
+        [value("y", I64)],
+        {"b": np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, 5, 1, 6]]], np.float32),
+         "s": np.array([[[0.9, 0.8, 0.7]]], np.float32), "m": np.array([3], np.int64),
+         "t": np.array([0.5], np.float32)}, {}, 11, [10, 11]),
 }
 
 

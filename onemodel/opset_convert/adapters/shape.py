@@ -508,6 +508,25 @@ class Tile6:
         return None
 
 
+class OneHot11:
+    """OneHot at 11: negative indices (counted back from depth) admitted. Down: the indices
+    must be a constant without a negative one."""
+
+    @staticmethod
+    def up(step, node):
+        return None
+
+    @staticmethod
+    def down(step, node):
+        given = step.input(0)
+        v = step.constant(given)
+        if v is None or (np.asarray(v) < 0).any():
+            step.refuse(f"the indices {given!r} are computed or negative: OneHot-"
+                        f"{step.target} has no negative indices")
+        return None
+
+
+adapter("OneHot", since=11)(OneHot11)
 adapter("Split", since=2)(Split2)
 adapter("Scatter", since=11)(Scatter11)
 adapter("Range", since=27)(Range27)

@@ -51,5 +51,26 @@ class GridSample20(Renamed):
         return super().down(step, node)
 
 
+class NonMaxSuppression11:
+    """NonMaxSuppression at 11: iou_threshold stated to lie in [0, 1]. Down: an
+    iou_threshold given must be a constant in that range."""
+
+    @staticmethod
+    def up(step, node):
+        return None
+
+    @staticmethod
+    def down(step, node):
+        given = step.input(3)
+        if given is None:
+            return None
+        from ...lazy import np
+        v = step.constant(given)
+        if v is None or not ((np.asarray(v) >= 0) & (np.asarray(v) <= 1)).all():
+            step.refuse(f"iou_threshold {given!r} is computed or outside [0, 1]")
+        return None
+
+
+adapter("NonMaxSuppression", since=11)(NonMaxSuppression11)
 adapter("RoiAlign", since=16)(RoiAlign16)
 adapter("GridSample", since=20)(GridSample20)
