@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 
 from onemodel import schemas
+from onemodel.operators.table import exact
 from onemodel.opset_convert.changes import SEMANTIC, changes
 from onemodel.opset_convert.ir_versions import REQUIRED_IR
 
@@ -47,8 +48,9 @@ two adjacent definitions is one of:
 A conversion lists every node it cannot convert at once (operator, versions, reason) in one
 `Unsupported` error, and nothing is written. Nodes of other domains pass through unchanged and
 are noted. An operator that does not exist at the target version (converting below the
-definition that introduced it) is refused; decompositions into older operators (the function
-bodies of LayerNormalization, Gelu, ...) are not written yet.
+definition that introduced it) is written out as older operators where it has a
+decomposition (LayerNormalization, GreaterOrEqual, LessOrEqual: the rows "before V" below),
+else refused.
 
 The IR version is set to the one the target operator set requires (`--ir-version` to choose),
 raised for model-local functions (IR 8) and the element types of Table 12; below IR 4 every
@@ -134,13 +136,22 @@ def render() -> str:
         out.append("| Operator | Change | Up | Down |\n|---|---|---|---|")
         for op in schemas.operators(d):
             found = changes(d, op)
+            first = schemas.versions(op, d)[0]
+            below = exact("adapter", d, op, first)
+            if not getattr(below, "decomposition", False):
+                below = None
+            if below is not None:
+                out.append(f"| {op} | before {first} | - | decomposition |")
             if not found:
-                v = schemas.versions(op, d)
-                out.append(f"| {op} | {v[0]} only | - | - |")
+                if below is None:
+                    out.append(f"| {op} | {first} only | - | - |")
                 continue
             for ch in found:
                 out.append(f"| {op} | {ch.before} -> {ch.since} | {_cell(ch.summary(True))} | "
                            f"{_cell(ch.summary(False))} |")
+    out.append("\nA row `before V | - | decomposition` is an operator introduced at V that "
+               "converts below V by a decomposition into older operators (the adapter "
+               "attached to its first definition); an operator without one is refused there.")
     out.append("\nSemantic changes under an unchanged signature are listed by hand in "
                f"`onemodel/opset_convert/changes.py` (`SEMANTIC`, {len(SEMANTIC)} entries); "
                "every other pair is classified from the stored signatures.\n")

@@ -32,8 +32,7 @@ from ..ir.entries import normalize_domain
 #: before it did not, under an unchanged signature (Part 1, Table 13, fourth row). Converting
 #: up is unchanged; converting down needs an adapter that proves the node does not use it.
 SEMANTIC: dict[tuple[str, str, int], str] = {
-    **{("", op, 11): "negative indices (counted from the end of the axis)"
-       for op in ("Gather", "GatherElements", "ScatterElements")},
+    ("", "Gather", 11): "negative indices (counted from the end of the axis)",
     ("", "OneHot", 11): "negative indices (counted back from depth)",
     **{("", op, 11): "a negative axis (counted from the last)"
        for op in ("ArgMax", "ArgMin", "Concat", "Compress", "Flatten", "ReduceL1", "ReduceL2",

@@ -9,7 +9,9 @@ two static methods, ``up(step, node)`` (from the definition before to this one) 
 from :meth:`Step.add_constant`), nodes inserted before it (:meth:`Step.add_node`) -- or
 returns a list of nodes that replace it (a decomposition, at the version the step goes to), or
 raises :class:`Refused` through :meth:`Step.refuse` with the reason. A node is stepped one
-adjacent definition at a time (:mod:`.engine`).
+adjacent definition at a time (:mod:`.engine`). An adapter attached to an operator's first
+definition, with ``decomposition = True``, is its decomposition: its ``down`` returns the
+older operators that compute it, used to convert below the version that introduced it.
 """
 
 from __future__ import annotations

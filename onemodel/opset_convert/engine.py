@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import warnings
 
-from ..errors import OneModelWarning, UnsupportedError, UsageError
+from ..errors import InternalError, OneModelWarning, UnsupportedError, UsageError
 from ..ir import Graph, Model, Node, Tensor, ValueInfo, normalize_domain
 from ..ir.types import Type
 from ..ir.walk import check_nesting, iter_graphs
@@ -472,13 +472,18 @@ class _Converter:
         if current is None:
             raise Refused(f"{node.op_type} does not exist at opset {src} (it was introduced "
                           f"at {known[0]})")
-        if dst < known[0]:
-            raise Refused(f"{node.op_type} does not exist before opset {known[0]}")
+        decompose = None
+        if dst < known[0]:  # below the first definition: its decomposition, if it has one
+            from ..operators.table import exact
+            decompose = exact("adapter", d, node.op_type, known[0])
+            if not getattr(decompose, "decomposition", False):
+                raise Refused(f"{node.op_type} does not exist before opset {known[0]}")
+        stop = known[0] if decompose is not None else dst
         cur = current.since_version
-        if dst > src:
-            steps = [(s, True) for s in known if cur < s <= dst]
+        if stop > src:
+            steps = [(s, True) for s in known if cur < s <= stop]
         else:
-            steps = [(s, False) for s in reversed(known) if dst < s <= cur]
+            steps = [(s, False) for s in reversed(known) if stop < s <= cur]
         for since, up in steps:
             ch = change(d, node.op_type, since)
             before = ch.before
@@ -510,7 +515,28 @@ class _Converter:
                 self._check_types(scope, node, d, at, to)
             if step.before:
                 return [*step.before, *self._after(scope, step.before, node, d, to, dst)]
+        if decompose is not None:
+            return self._decompose(scope, decompose, node, d, known[0], dst)
         return [node]
+
+    def _decompose(self, scope, adapter, node: Node, d: str, first: int, dst: int) -> list:
+        """``node``, at its first definition (introduced at ``first``), replaced by the nodes
+        its decomposition gives at ``first - 1`` (the ``down`` of the adapter attached to the
+        first definition), those converted on to ``dst``."""
+        step = Step(scope, node, d, first, first - 1)
+        replaced = adapter.down(step, node)
+        if replaced is None:
+            raise InternalError(f"the decomposition of {node.op_type} returned no nodes")
+        self.steps["decomposition"] = self.steps.get("decomposition", 0) + 1
+        out = []
+        for n in [*step.before, *replaced]:
+            if normalize_domain(n.domain) != d or n.op_type == "Constant":
+                out.append(n)
+                continue
+            self._check_types(scope, n, d, first - 1, first - 1)
+            out.extend(self._convert(scope, n, d, first - 1, dst) if first - 1 != dst
+                       else [n])
+        return out
 
     def _after(self, scope, inserted, node, d, at, dst):
         """``node`` (stepped to ``at`` after inserting ``inserted``) converted the rest of the

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from onnx import helper
+from onnx import TensorProto, helper
 from opset_models import F64, I8, I64, F, clean, model, ops, run, through, value
 
 from onemodel.opset_convert import ConversionRefused, convert
 
+onnx_bool = TensorProto.BOOL
 RNG = np.random.default_rng(26)
 X = RNG.standard_normal((2, 3, 4)).astype(np.float32)
 
@@ -296,3 +297,42 @@ def test_batchnorm_dropout_maxpool_gemm_of_inference_exports_down_to_6_and_back(
                   initializers={"s": s, "b": b, "m": mean, "v": var})
     with pytest.raises(ConversionRefused, match="training mode"):
         convert(train, {"": 13})
+
+
+def test_layer_normalization_below_17_is_written_out():
+    rng = np.random.default_rng(17)
+    x = rng.standard_normal((2, 3, 8)).astype(np.float32)
+    s, b = rng.standard_normal(8).astype(np.float32), rng.standard_normal(8).astype(np.float32)
+    m = model([helper.make_node("LayerNormalization", ["x", "s", "b"], ["y"], axis=-1,
+                                epsilon=1e-3)],
+              [value("x", F, [2, 3, 8])], [value("y", F, [2, 3, 8])], 17,
+              initializers={"s": s, "b": b})
+    x64 = x.astype(np.float64)
+    mean = x64.mean(-1, keepdims=True)
+    want = (x64 - mean) / np.sqrt(((x64 - mean) ** 2).mean(-1, keepdims=True)
+                                  + np.float32(1e-3)) * s + b
+    np.testing.assert_allclose(run(m, {"x": x})[0], want, rtol=1e-5, atol=1e-6)
+    low = through(m, [16, 13, 9], {"x": x}, [want], rtol=1e-5, atol=1e-6)
+    assert "LayerNormalization" not in ops(low) and ops(low)[:2] == ["ReduceMean", "Sub"]
+    through(low, [17], {"x": x}, [want], rtol=1e-5, atol=1e-6)
+    stats = model([helper.make_node("LayerNormalization", ["x", "s"], ["y", "mean"])],
+                  [value("x", F, [2, 3, 8])], [value("y"), value("mean")], 17,
+                  initializers={"s": s})
+    with pytest.raises(ConversionRefused, match="the Mean and InvStdDev outputs"):
+        convert(stats, {"": 16})
+
+
+def test_greater_or_equal_below_12_keeps_nan_false():
+    a = np.array([1.0, np.nan, 2.0, 3.0], np.float32)
+    b = np.array([1.0, 1.0, np.nan, 4.0], np.float32)
+    for op in ("GreaterOrEqual", "LessOrEqual"):
+        m = model([helper.make_node(op, ["a", "b"], ["y"])],
+                  [value("a", F, [4]), value("b", F, [4])],
+                  [value("y", onnx_bool, [4])], 12)
+        want = run(m, {"a": a, "b": b})
+        low = through(m, [11], {"a": a, "b": b}, want)
+        assert ops(low) == [{"GreaterOrEqual": "Greater"}.get(op, "Less"), "Equal", "Or"]
+        # Equal admits float from 11 only: below, the written-out form is refused by type
+        with pytest.raises(ConversionRefused, match=r"'a' is tensor\(float\), which Equal-7 "
+                                                    "does not admit"):
+            convert(m, {"": 9})

@@ -38,3 +38,15 @@ def test_every_adapter_has_both_directions_and_a_docstring():
             assert callable(getattr(fn, "up", None)) and callable(getattr(fn, "down", None)), \
                 (op, since)
             assert fn.__doc__, (op, since)
+
+
+def test_adapters_at_first_definitions_are_exactly_the_decompositions():
+    """An adapter attached to an operator's first definition converts below it (it has no
+    predecessor to step to): it must say so (``decomposition = True``), and no other
+    adapter may."""
+    from onemodel.operators.table import attachments, versions
+
+    for (d, op), entries in attachments("adapter").items():
+        for since, fn in entries:
+            first = since == versions(d, op)[0]
+            assert getattr(fn, "decomposition", False) == first, (op, since)

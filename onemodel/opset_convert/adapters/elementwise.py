@@ -135,6 +135,35 @@ class Clip11:
         return None
 
 
+class OrEqual12:
+    """GreaterOrEqual, LessOrEqual, introduced at 12: below it, ``Or(Greater(A, B), Equal(A,
+    B))`` (``Less`` for LessOrEqual), which is false for NaN as they are (``Not(Less)`` would
+    not be)."""
+
+    #: attached to the first definition: converts below it
+    decomposition = True
+
+    @staticmethod
+    def up(step, node):
+        return None  # a first definition: nothing comes before it to go up from
+
+    @staticmethod
+    def down(step, node):
+        from ...ir import Node
+        a, b = step.input(0), step.input(1)
+        base = node.name or node.op_type
+        strict, equal = step.fresh(f"{base}_strict"), step.fresh(f"{base}_equal")
+        step.declare(strict, 9)
+        step.declare(equal, 9)
+        op = "Greater" if node.op_type == "GreaterOrEqual" else "Less"
+        return [Node(op_type=op, inputs=[a, b], outputs=[strict]),
+                Node(op_type="Equal", inputs=[a, b], outputs=[equal]),
+                Node(op_type="Or", inputs=[strict, equal], outputs=list(node.outputs),
+                     name=node.name)]
+
+
+for _op in ("GreaterOrEqual", "LessOrEqual"):
+    adapter(_op, since=12)(OrEqual12)
 for _op in ("Abs", "Add", "Ceil", "Clip", "Div", "Exp", "Floor", "Log", "Max", "Mean", "Min",
             "Mul", "Neg", "Reciprocal", "Sqrt", "Sub", "Sum", "Tanh"):
     adapter(_op, since=6)(Consumed6)

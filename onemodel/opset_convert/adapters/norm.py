@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ...ir import Attribute, Node
+from ...lazy import np
 from ...operators import adapter
 from ..generic import LegacyAttribute
 
@@ -76,6 +78,64 @@ class BatchNormalization14:
         return None
 
 
+class LayerNormalization17:
+    """LayerNormalization, introduced at 17: below it, written out as the definition's own
+    function body for one output: with ``axes`` the axes from ``axis`` on,
+    ``mean = ReduceMean(X)``, ``D = X - mean``, ``Y = D / Sqrt(ReduceMean(D * D) + epsilon)
+    * Scale (+ B)``, in X's element type (float or double: ``stash_type`` computes float16
+    in float, which is not written out here). Refused when the Mean or InvStdDev output is
+    used, or X's element type is not float or double."""
+
+    #: attached to the first definition: converts below it
+    decomposition = True
+
+    @staticmethod
+    def up(step, node):
+        return None  # a first definition: nothing comes before it to go up from
+
+    @staticmethod
+    def down(step, node):
+        if any(o for o in node.outputs[1:]):
+            step.refuse("the Mean and InvStdDev outputs are not written out")
+        x = step.input(0)
+        code = step.elem(x)
+        if code not in (1, 11):
+            step.refuse(f"the element type of {x!r} is not known to be float or double")
+        axis = int(step.attr("axis", -1))
+        r = step.rank(x)
+        if axis >= 0:
+            if r is None:
+                step.refuse(f"axis {axis} and the rank of {x!r} is not known")
+            axis -= r
+        axes = list(range(axis, 0))
+        base = node.name or "LayerNormalization"
+        mean, d, dd, var, ve, std, n = (step.fresh(f"{base}_{k}") for k in
+                                       ("mean", "d", "dd", "var", "ve", "std", "norm"))
+        dtype = np.float32 if code == 1 else np.float64
+        eps = step.add_constant(np.asarray(step.attr("epsilon"), dtype), "epsilon")
+        y = node.outputs[0]
+        scaled = step.fresh(f"{base}_scaled") if step.input(2) else y
+        for name in (mean, d, dd, var, ve, std, n, scaled):
+            step.declare(name, code)
+
+        def mk(op, ins, outs, **attrs):
+            return Node(op_type=op, inputs=ins, outputs=outs,
+                        attributes=[Attribute.make(k, v) for k, v in attrs.items()])
+
+        nodes = [mk("ReduceMean", [x], [mean], axes=axes, keepdims=1),
+                 mk("Sub", [x, mean], [d]),
+                 mk("Mul", [d, d], [dd]),
+                 mk("ReduceMean", [dd], [var], axes=axes, keepdims=1),
+                 mk("Add", [var, eps], [ve]),
+                 mk("Sqrt", [ve], [std]),
+                 mk("Div", [d, std], [n]),
+                 mk("Mul", [n, step.input(1)], [scaled])]
+        if step.input(2):
+            nodes.append(mk("Add", [scaled, step.input(2)], [y]))
+        return nodes
+
+
+adapter("LayerNormalization", since=17)(LayerNormalization17)
 for _op in ("BatchNormalization", "InstanceNormalization"):
     adapter(_op, since=6)(Consumed6)
 adapter("BatchNormalization", since=7)(BatchNormalization7)

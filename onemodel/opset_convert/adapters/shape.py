@@ -237,9 +237,9 @@ class Slice10:
 
 
 class Indices11:
-    """Gather, GatherElements, ScatterElements at 11: negative indices (and a negative axis)
-    admitted. Down: the indices (input 1) must be a constant without a negative one; a
-    negative axis is made non-negative with the rank."""
+    """Gather at 11: negative indices (and a negative axis) admitted. Down: the indices
+    (input 1) must be a constant without a negative one; a negative axis is made
+    non-negative with the rank."""
 
     @staticmethod
     def up(step, node):
@@ -545,8 +545,7 @@ adapter("Pad", since=18)(Pad18)
 adapter("Pad", since=19)(Pad19)
 adapter("Slice", since=11)(Slice11)
 adapter("Slice", since=10)(Slice10)
-for _op in ("Gather", "GatherElements", "ScatterElements"):
-    adapter(_op, since=11)(Indices11)
+adapter("Gather", since=11)(Indices11)
 for _op in ("Concat", "Compress", "Flatten", "Split"):
     adapter(_op, since=11)(Axis11)
 for _op in ("ScatterElements", "ScatterND"):
