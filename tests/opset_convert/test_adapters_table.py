@@ -120,6 +120,15 @@ CASES = {
         {"b": np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, 5, 1, 6]]], np.float32),
          "s": np.array([[[0.9, 0.8, 0.7]]], np.float32), "m": np.array([3], np.int64),
          "t": np.array([0.5], np.float32)}, {}, 11, [10, 11]),
+    "Resize 13 asymmetric linear <-> 10": (
+        [helper.make_node("Resize", ["x", "", "s"], ["y"], mode="linear",
+                          coordinate_transformation_mode="asymmetric")],
+        [value("x", F, [1, 2, 4, 4])], [value("y")],
+        {"s": np.array([1, 1, 2, 1.5], np.float32)}, {"x": X4}, 13, [10, 19]),
+    "Resize 10 nearest -> 11 (asymmetric, floor) -> 10": (
+        [helper.make_node("Resize", ["x", "s"], ["y"], mode="nearest")],
+        [value("x", F, [1, 2, 4, 4])], [value("y")],
+        {"s": np.array([1, 1, 1.5, 3], np.float32)}, {"x": X4}, 10, [11, 13, 10]),
 }
 
 
@@ -165,6 +174,9 @@ def test_ml_tree_ensemble_1_3_and_label_encoder_2_4():
 
 
 @pytest.mark.parametrize("nodes,opset,target,match", [
+    ([helper.make_node("Resize", ["x", "", "s"], ["y"], mode="linear")], 13, 10,
+     "coordinate_transformation_mode 'half_pixel': Resize-10 maps coordinates as "
+     "'asymmetric' only"),
     ([helper.make_node("RoiAlign", ["x", "r", "b"], ["y"])], 16, 10,
      "coordinate_transformation_mode 'half_pixel' has no equivalent"),
     ([helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[2, 2], dilations=[2, 2])],
@@ -176,7 +188,7 @@ def test_ml_tree_ensemble_1_3_and_label_encoder_2_4():
 ])
 def test_adapters_refuse_what_the_older_definition_cannot_express(nodes, opset, target,
                                                                    match):
-    inputs = {"x": value("x", F, [1, 2, 4, 4]), "s": value("s", F, [2]),
+    inputs = {"x": value("x", F, [1, 2, 4, 4]), "s": value("s", F, [4]),
               "t": value("t", TensorProto.BOOL, []),
               "r": value("r", F, [1, 4]), "b": value("b", I64, [1])}
     names = [n for n in nodes[0].input if n]

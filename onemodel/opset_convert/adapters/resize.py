@@ -7,6 +7,55 @@ from ...operators import adapter
 from ..generic import AttributeAdded, AttributeToInput, AttributeValues, _set_input
 
 
+class Resize11:
+    """Resize at 11: the inputs ``roi`` and ``sizes`` and the attributes of the coordinate
+    transformation added; Resize-10 maps an output coordinate ``x`` to ``x / scale``
+    ('asymmetric') and takes the nearest input element by ``floor``.
+
+    Up: an empty ``roi`` is given, ``coordinate_transformation_mode`` 'asymmetric' and, for
+    nearest, ``nearest_mode`` 'floor'. Down: only that transformation, scales given (not
+    sizes), and the default of every other attribute; else refused."""
+
+    @staticmethod
+    def up(step, node):
+        x, scales = step.input(0), step.input(1)
+        roi = step.add_constant(np.zeros(0, np.float32), "roi")
+        node.inputs = [x, roi, scales]
+        step.set_attr("coordinate_transformation_mode", "asymmetric")
+        mode = step.attr("mode")
+        if (mode.decode() if isinstance(mode, bytes) else mode) == "nearest":
+            step.set_attr("nearest_mode", "floor")
+        return None
+
+    @staticmethod
+    def down(step, node):
+        def text(name):
+            v = step.attr(name)
+            return v.decode() if isinstance(v, bytes) else v
+
+        ctm = text("coordinate_transformation_mode")
+        if ctm != "asymmetric":
+            step.refuse(f"coordinate_transformation_mode {ctm!r}: Resize-{step.target} maps "
+                        "coordinates as 'asymmetric' only")
+        mode = text("mode")
+        if mode not in ("nearest", "linear"):
+            step.refuse(f"mode {mode!r} does not exist before opset {step.source}")
+        if mode == "nearest" and text("nearest_mode") != "floor":
+            step.refuse(f"nearest_mode {text('nearest_mode')!r}: Resize-{step.target} takes "
+                        "the nearest element by 'floor'")
+        if step.attr("exclude_outside", 0):
+            step.refuse("exclude_outside=1 does not exist before opset 11")
+        if step.input(3) is not None:
+            step.refuse(f"sizes {step.input(3)!r}: Resize-{step.target} takes scales only")
+        if step.input(2) is None:
+            step.refuse(f"no scales, which Resize-{step.target} requires")
+        for name in ("coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a",
+                     "exclude_outside", "extrapolation_value"):
+            step.remove_attr(name)
+        node.inputs = [step.input(0), step.input(2)]
+        return None
+
+
 class Resize13:
     """Resize at 13: ``roi`` and ``scales`` became optional (before, required, and given as
     empty tensors when unused). Up unchanged; down gives an omitted one as an empty float
@@ -62,6 +111,7 @@ class Upsample10:
 
 adapter("Upsample", since=9)(Upsample9)
 adapter("Upsample", since=10)(Upsample10)
+adapter("Resize", since=11)(Resize11)
 adapter("Resize", since=13)(Resize13)
 adapter("Resize", since=18)(Resize18)
 adapter("Resize", since=19)(Resize19)
