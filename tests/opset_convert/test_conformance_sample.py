@@ -23,7 +23,7 @@ OPS = ("Softmax", "LogSoftmax", "Hardmax", "ReduceSum", "ReduceMean", "ReduceMax
        "Sub", "Mul", "Div", "Relu", "ArgMax", "Gather", "Reshape", "Shape", "Concat", "Flatten",
        "Cast", "Resize", "Constant", "LayerNormalization", "GreaterOrEqual", "LessOrEqual",
        "BatchNormalization", "Dropout", "MaxPool", "AveragePool", "Conv", "Gemm",
-       "QuantizeLinear", "DequantizeLinear", "Tile", "OneHot", "Shape", "Upsample", "PRelu",
+       "QuantizeLinear", "DequantizeLinear", "Tile", "OneHot", "Upsample", "PRelu",
        "Max", "Sum", "Equal", "Pow")
 #: the operator set versions each case is converted to (those where its operator exists)
 TARGETS = (7, 10, 11, 12, 13, 17, 18, 21, 25)
