@@ -50,3 +50,13 @@ def test_adapters_at_first_definitions_are_exactly_the_decompositions():
         for since, fn in entries:
             first = since == versions(d, op)[0]
             assert getattr(fn, "decomposition", False) == first, (op, since)
+
+
+def test_every_adapter_module_is_named_for_a_family():
+    """The table imports adapters/<family>.py by family name: a module named otherwise
+    would never be imported, and its adapters never used."""
+    from onemodel.operators.families import FAMILIES
+
+    folder = ROOT / "onemodel" / "opset_convert" / "adapters"
+    modules = {p.stem for p in folder.glob("*.py") if p.stem != "__init__"}
+    assert modules <= set(FAMILIES), modules - set(FAMILIES)

@@ -1,4 +1,4 @@
-"""Version adapters of the misc family (:mod:`onemodel.operators.families`)."""
+"""Version adapters of the random family (:mod:`onemodel.operators.families`)."""
 
 from __future__ import annotations
 

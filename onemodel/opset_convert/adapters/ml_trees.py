@@ -1,4 +1,4 @@
-"""Version adapters of the ml family (:mod:`onemodel.operators.families`)."""
+"""Version adapters of the ml_trees family (:mod:`onemodel.operators.families`)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,5 @@ class AsTensor3(AttributeAdded):
              "nodes_values_as_tensor", "target_weights_as_tensor")
 
 
-class Tensors4(AttributeAdded):
-    """LabelEncoder at 4: ``keys_tensor``, ``values_tensor``, ``default_tensor`` (no default)
-    added: refused going down when set."""
-
-    added = ("keys_tensor", "values_tensor", "default_tensor")
-
-
 for _op in ("TreeEnsembleClassifier", "TreeEnsembleRegressor"):
     adapter(_op, since=3, domain="ai.onnx.ml")(AsTensor3)
-adapter("LabelEncoder", since=4, domain="ai.onnx.ml")(Tensors4)
