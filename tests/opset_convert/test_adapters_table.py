@@ -129,6 +129,14 @@ CASES = {
         [helper.make_node("Resize", ["x", "s"], ["y"], mode="nearest")],
         [value("x", F, [1, 2, 4, 4])], [value("y")],
         {"s": np.array([1, 1, 1.5, 3], np.float32)}, {"x": X4}, 10, [11, 13, 10]),
+    "DFT 17 (default axis 1) <-> 20": (
+        [helper.make_node("DFT", ["x"], ["y"], onesided=0)], [value("x", F, [2, 8, 6, 1])],
+        [value("y")], {}, {"x": RNG.standard_normal((2, 8, 6, 1)).astype(np.float32)}, 17,
+        [20, 17]),
+    "DFT 20 (default axis -2) <-> 17": (
+        [helper.make_node("DFT", ["x"], ["y"], inverse=1)], [value("x", F, [2, 8, 6, 2])],
+        [value("y")], {}, {"x": RNG.standard_normal((2, 8, 6, 2)).astype(np.float32)}, 20,
+        [17, 20]),
 }
 
 
