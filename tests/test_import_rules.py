@@ -1,6 +1,7 @@
 """The package's layering (docs/architecture: sources -> readers -> IR -> writers -> sinks),
 checked statically over every module's imports, function-local ones included.
 
+- ``onemodel.errors`` imports nothing of ``onemodel``;
 - ``onemodel.storage`` imports nothing from ``onemodel.ir``, ``onemodel.formats`` or
   ``onemodel.evaluate``;
 - ``onemodel.ir`` imports nothing from ``onemodel.storage``, ``onemodel.formats`` or
@@ -55,6 +56,7 @@ import onemodel
 ROOT = Path(onemodel.__file__).parent
 
 RULES = {
+    "onemodel.errors": ("onemodel",),
     "onemodel.storage": ("onemodel.ir", "onemodel.formats", "onemodel.evaluate"),
     "onemodel.ir": ("onemodel.storage", "onemodel.formats", "onemodel.evaluate"),
     "onemodel.formats": ("onemodel.evaluate", "onemodel.cli"),
