@@ -92,8 +92,9 @@ bench: install
 clean:
 	rm -rf $(OUT) build *.egg-info
 
-# the operator schema table (onemodel/schemas/data) from the onnx of the venv (dev extra); developers
-# run it when that onnx changes, and commit the file
+# the operator schema tables (onemodel/schemas/data: schemas.json.gz from the onnx of the venv,
+# contrib.json.gz from its onnxruntime; dev extra); developers run it when either changes, and
+# commit the files
 .PHONY: schemas
 schemas:
 	$(PY) tools/gen_schemas.py

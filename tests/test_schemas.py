@@ -195,11 +195,11 @@ def test_importing_onemodel_does_not_read_the_table():
     code = ("import sys, onemodel, onemodel.cli, onemodel.evaluate\n"
             "print('onemodel.schemas' in sys.modules, 'onemodel.schemas.table' in sys.modules)\n"
             "from onemodel import schemas\n"
-            "print(schemas._table is None)\n")
+            "print(schemas._table is None, schemas._contrib is None)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["False", "False", "True"]
+    assert out.stdout.split() == ["False", "False", "True", "True"]
 
 
 def test_the_generator_refuses_a_default_it_cannot_store():

@@ -16,6 +16,15 @@ package data on first use, not at ``import onemodel``.
     >>> schemas.get("Gelu", "", 19) is None, schemas.introduced("Gelu")
     (True, 20)
 
+onnxruntime's contrib operators (``com.microsoft``, ``com.microsoft.nchwc``,
+``com.ms.internal.nhwc``, and those it adds to the default domain that onnx lacks, such as
+``SimplifiedLayerNormalization``) are stored apart, in data/contrib.json.gz (from the onnxruntime
+:func:`onnxruntime_version` names), and served by :func:`contrib` and :func:`contrib_operators`;
+:func:`get`, :func:`domains` and the other ONNX lookups never return them.
+
+    >>> schemas.contrib("Attention", "com.microsoft", 1).attributes["num_heads"].required
+    True
+
 A node is bound to the definition with the greatest ``since_version`` not above the version of
 its domain that the model imports (Part 1, Clause 14.3 and 14.4).
 
@@ -30,9 +39,9 @@ import functools
 from ..errors import UsageError
 from .types import UNBOUNDED, AttributeSpec, Formal, Schema
 
-__all__ = ["get", "definitions", "contrib_domains", "attribute_default", "versions",
-           "introduced", "domains", "operators", "onnx_version", "Schema", "Formal",
-           "AttributeSpec", "UNBOUNDED"]
+__all__ = ["get", "definitions", "contrib", "contrib_domains", "contrib_operators",
+           "attribute_default", "versions", "introduced", "domains", "operators", "onnx_version",
+           "onnxruntime_version", "Schema", "Formal", "AttributeSpec", "UNBOUNDED"]
 
 _table = None
 _contrib = None
@@ -73,9 +82,13 @@ def get(op_type: str, domain: str | None = "", version: int | None = None) -> Sc
     that introduced it (:func:`introduced` says which). Raises :class:`~onemodel.errors.UsageError`
     when ``version`` is not an int >= 1.
     """
+    return _in_force(_tab().schemas(_domain(domain), op_type), version)
+
+
+def _in_force(found: tuple, version: int | None) -> Schema | None:
+    """Of ``found`` (by ``since_version`` ascending), the definition in force at ``version``."""
     if version is not None and (type(version) is not int or version < 1):
         raise UsageError(f"an operator set version is an int >= 1, not {version!r}")
-    found = _tab().schemas(_domain(domain), op_type)
     if not found:
         return None
     if version is None:
@@ -95,6 +108,39 @@ def definitions(op_type: str, domain: str | None = "") -> tuple[Schema, ...]:
         c = _contrib_tab()
         found = c.schemas(d, op_type) if c is not None else ()
     return found
+
+
+def contrib(op_type: str, domain: str | None = "com.microsoft",
+            version: int | None = None) -> Schema | None:
+    """onnxruntime's definition of the contrib operator ``op_type`` in ``domain`` in force at
+    operator set ``version``, as :func:`get` does for ONNX's (the greatest ``since_version <=
+    version``, the latest when ``version`` is None; Part 1, Clause 14.3), from the contrib table
+    (``data/contrib.json.gz``, generated from the onnxruntime :func:`onnxruntime_version` names).
+
+    ``domain`` is one of :func:`contrib_domains`, or ``""`` for the operators onnxruntime adds to
+    the default domain that onnx does not define (``SimplifiedLayerNormalization``, ``Affine``,
+    ...); an ONNX operator is not served here (use :func:`get`). The inputs' ``min_arity`` is 1:
+    onnxruntime does not publish it. Returns None when the table has no such operator (or the
+    package stores no contrib table) or ``version`` is below its first definition; raises
+    :class:`~onemodel.errors.UsageError` when ``version`` is not an int >= 1. The table is read
+    on the first call, not at import.
+    """
+    c = _contrib_tab()
+    return _in_force(c.schemas(_domain(domain), op_type) if c is not None else (), version)
+
+
+def contrib_operators(domain: str | None = "com.microsoft") -> tuple[str, ...]:
+    """The operator names of ``domain`` in the contrib table, sorted (every one any version
+    defined; for ``""`` only those onnx does not define); ``()`` for a domain it does not hold."""
+    c = _contrib_tab()
+    return c.operators(_domain(domain)) if c is not None else ()
+
+
+def onnxruntime_version() -> str | None:
+    """The version of the onnxruntime package the contrib table was generated from
+    (``"1.32.0"``), None when the package stores no contrib table."""
+    c = _contrib_tab()
+    return c.onnxruntime_version if c is not None else None
 
 
 def contrib_domains() -> tuple[str, ...]:
