@@ -32,7 +32,7 @@ _LAZY = {name: module for module, names in (
     ("onemodel.verify", ("Difference", "VerifyReport", "compare_models", "verify")),
     ("onemodel.validation", ("check", "Finding", "Report")),
     ("onemodel.inference", ("infer",)),
-    ("onemodel.opset_convert", ("convert_opset",)),
+    ("onemodel.opset_convert", ("convert_opset", "ConversionRefused")),
     ("onemodel.content_digest", ("digest", "ModelDigest")),
 ) for name in names}
 
@@ -73,7 +73,8 @@ class _Package(_ModuleType):
 _sys.modules[__name__].__class__ = _Package
 
 __all__ = [
-    "load", "save", "to_bytes", "convert", "convert_opset", "verify", "check", "Finding",
+    "load", "save", "to_bytes", "convert", "convert_opset", "ConversionRefused", "verify",
+    "check", "Finding",
     "Report", "infer",
     "digest", "ModelDigest",
     "compare_models", "ConvertResult", "VerifyReport", "Difference", "OneModelError",

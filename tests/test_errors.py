@@ -187,6 +187,8 @@ NOT_EXPORTED = {
     "RunExpired": "evaluate.runner: a BaseException stopping a trial run at its deadline, "
                   "caught by the input hint",
     "Terminated": "cli: a BaseException for SIGTERM, turned into exit status 143",
+    "Refused": "opset_convert.context: an adapter's refusal of one node, collected by the "
+               "converter into one ConversionRefused (exported) listing every node",
     "AxisError": "operators.axes: the shared axis normalization's ValueError, which each "
                  "caller turns into its own error (a kernel's EvaluationError, a rule's "
                  "contradiction)",
