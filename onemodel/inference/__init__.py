@@ -16,7 +16,7 @@ their paths (:attr:`Inference.contradictions`).
 
 from __future__ import annotations
 
-from .dims import Dim, Expr
+from .dims import Dim, Expr, fits_file
 from .engine import Contradiction, Engine, Inference
 from .value import UNKNOWN, Value
 
@@ -149,6 +149,8 @@ def wide_extents(model, inference: Inference) -> list[dict]:
         values = inference.graphs.get(gpath)
         if not values:
             continue
+        if not _any_wide(values.values()):  # (the common case: the nodes are not walked)
+            continue
         for i, node in enumerate(g.nodes):
             for name in node.outputs:
                 v = values.get(name) if name else None
@@ -157,6 +159,20 @@ def wide_extents(model, inference: Inference) -> list[dict]:
                 found += [{"path": gpath, "node": i, "name": name, "where": where,
                            "axis": axis, "extent": d} for where, axis, d in v.wide_extents()]
     return found
+
+
+def _any_wide(values) -> bool:
+    """Whether one of ``values`` has an extent :meth:`.Value.wide_extents` lists. A rule's
+    memoized result is one Value for many outputs, and initializers of one shape share it:
+    each distinct tensor shape is looked at once, other Values one by one."""
+    shapes: set = set()
+    for v in values:
+        if v.kind == "tensor":
+            shapes.add(v.shape)
+        elif v.wide_extents():
+            return True
+    shapes.discard(None)
+    return any(type(d) is int and not fits_file(d) for s in shapes for d in s)
 
 
 def operator_names(keys) -> list[str]:

@@ -673,9 +673,10 @@ def _order(nodes, scope: Scope) -> list[int]:
     use (Clause 7.5), else a stable topological order (a cycle leaves the rest as listed)."""
     seen = set()
     ok = True
+    local = scope.local  # (the graph's own inputs and initializers: asked first, inline)
     for node in nodes:
         for n in node.inputs:
-            if n and n not in seen and scope.get(n) is None:
+            if n and n not in seen and n not in local and scope.get(n) is None:
                 ok = False
                 break
         if not ok:
