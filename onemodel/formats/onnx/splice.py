@@ -64,6 +64,21 @@ def insertion_point(data, start: int, end: int) -> int:
     before = _graph_tags_before_value_info()
     pos, at = start, start
     while pos < end:
+        # the common field inline: a one-octet key of a length-delimited field with a length
+        # of one or two octets (a node, an initializer); any other through _field_at
+        k = data[pos]
+        if k & 0x87 == LEN and pos + 2 < end:
+            n = data[pos + 1]
+            if n < 0x80:
+                nxt = pos + 2 + n
+            else:
+                n2 = data[pos + 2]
+                nxt = pos + 3 + ((n & 0x7F) | n2 << 7) if n2 < 0x80 else -1
+            if pos < nxt <= end:
+                if k >> 3 in before:
+                    at = nxt
+                pos = nxt
+                continue
         tag, _, _, nxt = _field_at(data, pos, end)
         if tag in before:
             at = nxt
