@@ -35,7 +35,8 @@ def _model(model_or_path, storage_options=None):
     return load(model_or_path, storage_options=storage_options)
 
 
-def infer_model(model, *, fresh_inputs: bool = False, positive_dims: bool = True) -> Inference:
+def infer_model(model, *, fresh_inputs: bool = False, positive_dims: bool = True,
+                orders: dict | None = None) -> Inference:
     """Infer every value of ``model`` (an :class:`onemodel.Model`, or a path or URL read with
     :func:`onemodel.load`; tensor bytes are read only for initializers of at most
     :data:`~.value.MAX_DATA` elements). Returns the :class:`Inference`: every graph's Values by
@@ -46,7 +47,9 @@ def infer_model(model, *, fresh_inputs: bool = False, positive_dims: bool = True
     found (:attr:`Inference.constraints`). ``positive_dims``: each dimension variable of a
     main-graph input is taken to be at least 1 (a dynamic axis of a real input; Clause 6.5
     allows an extent of 0, and an input empty along such an axis may have other shapes than
-    the inferred ones); ``False`` takes every variable to be only at least 0. A model read
+    the inferred ones); ``False`` takes every variable to be only at least 0. ``orders``: what
+    :func:`onemodel.ir.graph_rules.check_model` returned for this model, when the caller ran
+    it (a main graph found in order is then not walked again to order it). A model read
     from a path is closed before this returns (the elements of initializers no rule read are
     then unknown). A Model closed before the call is inferred without the elements of its
     tensors (initializers, Constant and ConstantOfShape values): what those elements would
@@ -54,7 +57,8 @@ def infer_model(model, *, fresh_inputs: bool = False, positive_dims: bool = True
     open."""
     m = _model(model)
     try:
-        return Engine(m, fresh_inputs=fresh_inputs, positive_dims=positive_dims).run()
+        return Engine(m, fresh_inputs=fresh_inputs, positive_dims=positive_dims,
+                      orders=orders).run()
     finally:
         if m is not model:
             m.close()
