@@ -204,3 +204,15 @@ def test_checking_an_onnx_file_imports_neither_the_container_package_nor_hashlib
         out["full"] = "onemodel.formats.container.digests" in sys.modules
     """ % (str(MODELS / "cnn_dynamo.onnx"), str(MODELS / "cnn_dynamo.onnx")))
     assert out == {"ok": True, "loaded": [], "full": True}
+
+
+def test_reading_a_model_does_not_import_tempfile():
+    """Temporary files are made by the writer's sink and by decompression only: reading an
+    ONNX file (and summarizing it, as info does) imports neither tempfile nor random."""
+    out = _run("""
+        import onemodel
+        from onemodel.summary import summarize
+        summarize(onemodel.load(%r))
+        out["loaded"] = sorted(m for m in ("tempfile", "random") if m in sys.modules)
+    """ % str(MODELS / "cnn_dynamo.onnx"))
+    assert out == {"loaded": []}
