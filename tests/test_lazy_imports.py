@@ -188,3 +188,31 @@ def test_importing_onemodel_does_not_import_the_validator():
         out["after"] = "onemodel.validation" in sys.modules and callable(report)
     """)
     assert out["before"] == [] and out["after"] is True
+
+
+def test_checking_an_onnx_file_imports_neither_the_container_package_nor_hashlib():
+    """`onemodel check` of an ONNX file without --full hashes nothing: the OM207 family imports
+    the container package and hashlib (10 ms of the command) only under --full, where it
+    works."""
+    out = _run("""
+        import onemodel
+        report = onemodel.check(%r)
+        out["ok"] = report.ok
+        out["loaded"] = sorted(m for m in sys.modules if m in ("hashlib", "_hashlib")
+                               or m.startswith("onemodel.formats.container"))
+        onemodel.check(%r, full=True)
+        out["full"] = "onemodel.formats.container.digests" in sys.modules
+    """ % (str(MODELS / "cnn_dynamo.onnx"), str(MODELS / "cnn_dynamo.onnx")))
+    assert out == {"ok": True, "loaded": [], "full": True}
+
+
+def test_reading_a_model_does_not_import_tempfile():
+    """Temporary files are made by the writer's sink and by decompression only: reading an
+    ONNX file (and summarizing it, as info does) imports neither tempfile nor random."""
+    out = _run("""
+        import onemodel
+        from onemodel.summary import summarize
+        summarize(onemodel.load(%r))
+        out["loaded"] = sorted(m for m in ("tempfile", "random") if m in sys.modules)
+    """ % str(MODELS / "cnn_dynamo.onnx"))
+    assert out == {"loaded": []}

@@ -123,8 +123,9 @@ def infer_file(src: str, dst: str, *, storage_options: dict | None = None,
     with model:
         # OUT is never a data file, shard or index of IN (IN itself: annotated in place)
         api.refuse_overwriting(model, [("OUT", dst)])
-        graph_rules.check_model(model)  # what convert refuses, infer does not write either
-        res = infer_model(model)
+        # what convert refuses, infer does not write either; its orders spare the engine's
+        orders = graph_rules.check_model(model)
+        res = infer_model(model, orders=orders)
         main_before = len(model.graph.value_info) if model.graph is not None else 0
         before = {id(g): len(g.value_info) for _, g in iter_graphs(model.graph)} \
             if model.graph is not None else {}

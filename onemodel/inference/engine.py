@@ -298,8 +298,13 @@ def initializer_value(t) -> Value:
 class Engine:
     """Infers one model; :meth:`run` returns an :class:`Inference`."""
 
-    def __init__(self, model, *, fresh_inputs: bool = False, positive_dims: bool = True):
+    def __init__(self, model, *, fresh_inputs: bool = False, positive_dims: bool = True,
+                 orders: dict | None = None):
         self.model = model
+        #: ``{id(graph): node order}`` of :func:`onemodel.ir.graph_rules.check_model` for this
+        #: model, when the caller has it: a main graph it found in order (the identity) is
+        #: inferred in that order without the engine's own pass over its nodes (:func:`_order`)
+        self._orders = orders or {}
         self.positive_dims = positive_dims
         self.result = Inference()
         self.functions: dict = {}
@@ -389,7 +394,13 @@ class Engine:
             local[vi.name] = merge(declared, given, f"{gpath}.inputs[{i}]", vi.name, errors) \
                 if given is not None else declared
         declared = {vi.name: vi.type for vi in graph.value_info}
-        self._nodes(graph.nodes, gpath, scope, declared)
+        order = None
+        if parent is None:  # (the graph rules' order is the engine's there when in order)
+            given = self._orders.get(id(graph))
+            n = len(graph.nodes)
+            if given is not None and len(given) == n and given == list(range(n)):
+                order = range(n)
+        self._nodes(graph.nodes, gpath, scope, declared, order)
         outs = []
         for i, vi in enumerate(graph.outputs):
             v = merge(Value.from_type(vi.type), scope.get(vi.name), f"{gpath}.outputs[{i}]",
@@ -399,14 +410,14 @@ class Engine:
         self.result.graphs[gpath] = local
         return outs
 
-    def _nodes(self, nodes, gpath: str, scope: Scope, declared: dict) -> None:
+    def _nodes(self, nodes, gpath: str, scope: Scope, declared: dict, order=None) -> None:
         errors = self.result.contradictions
         local = scope.local
         get = local.get if scope.parent is None else scope.get
         infer = self.infer_node
         memo = self._memo
         where = id(scope.opsets)
-        for i in _order(nodes, scope):
+        for i in _order(nodes, scope) if order is None else order:
             node = nodes[i]
             ins = [(get(n) or UNKNOWN) if n else None for n in node.inputs]
             outputs = node.outputs
@@ -673,9 +684,10 @@ def _order(nodes, scope: Scope) -> list[int]:
     use (Clause 7.5), else a stable topological order (a cycle leaves the rest as listed)."""
     seen = set()
     ok = True
+    local = scope.local  # (the graph's own inputs and initializers: asked first, inline)
     for node in nodes:
         for n in node.inputs:
-            if n and n not in seen and scope.get(n) is None:
+            if n and n not in seen and n not in local and scope.get(n) is None:
                 ok = False
                 break
         if not ok:

@@ -6,6 +6,8 @@ Paths use the field names of :mod:`onemodel.ir` (``graph.nodes[3].attributes[0].
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import compress
+from operator import attrgetter
 from types import GeneratorType
 
 from ..errors import UnsupportedError
@@ -35,9 +37,8 @@ def _descend(top: Iterator) -> Iterator:
 
 def _graph_parts(graph: Graph, path: str) -> Iterator:
     yield path, graph
-    for i, node in enumerate(graph.nodes):
-        if not node.attributes:
-            continue
+    nodes = graph.nodes
+    for i, node in compress(enumerate(nodes), map(_ATTRIBUTES, nodes)):
         for j, attr in enumerate(node.attributes):
             for field, g in attr.subgraphs():
                 p = f"{path}.nodes[{i}].attributes[{j}].{field}"
@@ -74,11 +75,15 @@ def graph_depths(model: Model) -> Iterator[tuple[str, Graph, int]]:
     while stack:
         path, g, depth = stack.pop()
         yield path, g, depth
+        nodes = g.nodes or ()
+        # (only the nodes with attributes are visited one by one: C-level passes pick them)
         subs = [(f"{path}.nodes[{i}].attributes[{j}].{field}", sub, depth + 1)
-                for i, node in enumerate(g.nodes or ())
-                for j, attr in enumerate(node.attributes or ()) for field, sub in attr.subgraphs()]
+                for i, node in compress(enumerate(nodes), map(_ATTRIBUTES, nodes))
+                for j, attr in enumerate(node.attributes) for field, sub in attr.subgraphs()]
         stack.extend(reversed(subs))
 
+
+_ATTRIBUTES = attrgetter("attributes")
 
 #: The message of a graph nested past MAX_MODEL_NESTING (here and in the graph rules).
 NESTING_MESSAGE = f"graphs nested more than {MAX_MODEL_NESTING} deep (MAX_MODEL_NESTING)"

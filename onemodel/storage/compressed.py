@@ -32,7 +32,6 @@ which publishes them atomically on commit.
 from __future__ import annotations
 
 import os
-import tempfile
 
 from ..errors import IoError, MalformedError, OneModelError, UnsupportedError
 from ..lazy import zstandard
@@ -206,6 +205,8 @@ def _decompress(compressed: Source, bounds: _Bounds, progress, tmpdir) -> Source
                                f"ratio limit of {bounds.max_ratio:g}:1 for a {size}-byte file "
                                f"(a decompression bomb?); if the file is trusted, {RAISE_RATIO}",
                                offset=0, source=name)
+    import tempfile  # (here: a read that decompresses nothing does not import it)
+
     try:
         tmp = tempfile.TemporaryFile(dir=tmpdir)
     except OSError as e:

@@ -14,7 +14,6 @@ import mmap
 import os
 import signal
 import stat
-import tempfile
 import threading
 
 from ..errors import IoError
@@ -278,6 +277,8 @@ class LocalSink(Sink):
 
     def _temporary(self, directory: str) -> int:
         """Create and lock (:func:`.locks.lock_partial`) the temporary file; its descriptor."""
+        import tempfile  # (here: reading imports neither it nor random, 1.8 ms)
+
         for _ in range(16):
             fd, self._tmp = tempfile.mkstemp(prefix="." + os.path.basename(self.name) + ".",
                                              suffix=".partial", dir=directory)

@@ -10,9 +10,6 @@ the model digest is compared with the one recorded for the model.
 
 from __future__ import annotations
 
-from ..formats.container.digests import blob_digest, format_digest, recorded_model_digest
-from ..formats.content_digest import model_digest
-from ..ir.walk import iter_tensors
 from .codes import finding
 
 
@@ -21,6 +18,11 @@ def check_digests(model, ctx) -> list:
     recorded digests). Raises IoError when a tensor's bytes cannot be read."""
     if not ctx.get("full"):
         return []
+    # (imported here: the container package and hashlib cost a plain check 10 ms)
+    from ..formats.container.digests import blob_digest, format_digest, recorded_model_digest
+    from ..formats.content_digest import model_digest
+    from ..ir.walk import iter_tensors
+
     pairs = list(iter_tensors(model))
     if not any(blob_digest(t) is not None for _, t in pairs):
         return []

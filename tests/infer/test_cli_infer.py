@@ -404,6 +404,13 @@ def test_annotate_in_python_adds_each_entry_once_and_shares_type_records(tmp_pat
         assert a.type is b.type  # equal inferred types: one Type record
         assert annotate(m, res) == 0  # declared now: nothing added twice
         assert onemodel.infer(m)["y"] == onemodel.ir.Type.tensor(T.FLOAT, ["N", 6])
+        # each entry is the record the constructor makes (annotate sets the fields directly):
+        # every field of ValueInfo.FIELDS and unknown, equal field by field
+        from onemodel.ir import ValueInfo
+        for vi in m.graph.value_info:
+            assert vi == ValueInfo(name=vi.name, type=vi.type)
+            assert [getattr(vi, f) for f, _, _ in ValueInfo.FIELDS[2:]] == [None, []]
+            assert vi.unknown == b""
 
 
 def test_a_model_convert_refuses_is_not_written_either(tmp_path):

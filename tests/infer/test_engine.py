@@ -1,6 +1,7 @@
 """The inference engine: declared types merged with inferred ones, contradictions, operators
 without a rule, subgraph scopes and model-local functions (Clause 9.4)."""
 
+import pytest
 from onnx import TensorProto as T
 from onnx import helper
 
@@ -110,3 +111,40 @@ def test_a_closed_model_is_inferred_without_the_bytes_it_no_longer_has(tmp_path)
     assert res.values["c"].data is None
     assert str(res.values["y"]) == "tensor(float)[N,3]"
     assert not res.contradictions
+
+
+def _chain_model(sorted_: bool):
+    """x -> Relu -> a -> Neg -> b -> Abs -> y, listed in order or with the first node last."""
+    from onnx import TensorProto as T
+    from onnx import helper
+
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["a"], ["b"]),
+             helper.make_node("Abs", ["b"], ["y"])]
+    if not sorted_:
+        nodes = nodes[1:] + nodes[:1]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", T.FLOAT, ["N", 3])],
+                          [helper.make_tensor_value_info("y", T.FLOAT, None)])
+    return onemodel.load(helper.make_model(
+        g, opset_imports=[helper.make_opsetid("", 21)]).SerializeToString())
+
+
+@pytest.mark.parametrize("sorted_", [True, False])
+def test_the_graph_rules_orders_spare_the_engines_pass_and_give_the_same_values(
+        monkeypatch, sorted_):
+    """infer_model(orders=check_model(...)), as onemodel infer calls it: a main graph the rules
+    found in order is inferred in that order without the engine's own pass over its nodes
+    (engine._order is not called); one out of order is ordered by the engine as before. The
+    values are those of the call without orders either way."""
+    from onemodel.inference import engine as engine_mod
+    from onemodel.inference import infer_model
+    from onemodel.ir import graph_rules
+
+    m = _chain_model(sorted_)
+    want = {k: str(v) for k, v in infer_model(m).values.items()}
+    assert want["y"] == "tensor(float)[N,3]"
+    calls = []
+    real = engine_mod._order
+    monkeypatch.setattr(engine_mod, "_order", lambda *a: calls.append(1) or real(*a))
+    got = infer_model(m, orders=graph_rules.check_model(m))
+    assert {k: str(v) for k, v in got.values.items()} == want
+    assert calls == ([] if sorted_ else [1])

@@ -109,3 +109,20 @@ def test_annotate_keeps_an_int64_extent_and_drops_a_wider_one(tmp_path):
         assert wide_extents(m, res) == []
         annotate(m, res)
         assert m.graph.value_info[0].type.tensor_type.shape.dims[0].dim_value == (1 << 63) - 1
+
+
+def test_the_prefilter_finds_a_wide_extent_wherever_a_value_holds_one():
+    """wide_extents walks a graph's nodes only when one of its Values has a wide extent
+    (``_any_wide``, each distinct tensor shape once): a wide extent in a tensor, a sequence's
+    element or a map's value is found, as Value.wide_extents finds it; none in ordinary ones."""
+    from onemodel.inference import Value, _any_wide
+
+    wide = (1 << 63) + 5
+    plain = [Value.tensor(1, (2, 3)), Value.tensor(1, None), Value(), Value.tensor(7, (2, 3)),
+             Value.sequence(Value.tensor(1, (4,))), Value.tensor(1, (None, (1 << 63) - 1))]
+    assert not _any_wide(plain)
+    for v in (Value.tensor(1, (2, wide)), Value.sequence(Value.tensor(1, (wide,))),
+              Value.optional(Value.tensor(1, (3, wide))), Value.map(7, Value.tensor(1, (wide,))),
+              Value("sparse_tensor", 1, (wide,))):
+        assert v.wide_extents(), v
+        assert _any_wide(plain + [v] + plain), v

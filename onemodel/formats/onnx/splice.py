@@ -19,6 +19,7 @@ from .schema import MESSAGES
 from .wire_encode import encode
 
 _MODEL_GRAPH = 7
+_ONE_OCTET = [encode_varint(i) for i in range(0x80)]
 _VALUE_INFO_KEY = encode_varint(13 << 3 | LEN)
 
 
@@ -64,6 +65,21 @@ def insertion_point(data, start: int, end: int) -> int:
     before = _graph_tags_before_value_info()
     pos, at = start, start
     while pos < end:
+        # the common field inline: a one-octet key of a length-delimited field with a length
+        # of one or two octets (a node, an initializer); any other through _field_at
+        k = data[pos]
+        if k & 0x87 == LEN and pos + 2 < end:
+            n = data[pos + 1]
+            if n < 0x80:
+                nxt = pos + 2 + n
+            else:
+                n2 = data[pos + 2]
+                nxt = pos + 3 + ((n & 0x7F) | n2 << 7) if n2 < 0x80 else -1
+            if pos < nxt <= end:
+                if k >> 3 in before:
+                    at = nxt
+                pos = nxt
+                continue
         tag, _, _, nxt = _field_at(data, pos, end)
         if tag in before:
             at = nxt
@@ -78,19 +94,27 @@ def value_info_octets(entries) -> bytes:
     typed: dict[int, bytes] = {}
     name_key = encode_varint(1 << 3 | LEN)
     type_key = encode_varint(2 << 3 | LEN)
+    small = _ONE_OCTET  # (the varint of a length below 128, without a call)
     for vi in entries:
         if vi.doc_string is not None or vi.metadata_props or vi.unknown:
             body = encode(vi)
-        else:
-            t = typed.get(id(vi.type))
-            if t is None:
-                tb = encode(vi.type)
-                t = typed[id(vi.type)] = type_key + encode_varint(len(tb)) + tb
-            name = vi.name.encode("utf-8", "surrogateescape")
-            body = name_key + encode_varint(len(name)) + name + t
+            out += _VALUE_INFO_KEY
+            out += encode_varint(len(body))
+            out += body
+            continue
+        t = typed.get(id(vi.type))
+        if t is None:
+            tb = encode(vi.type)
+            t = typed[id(vi.type)] = type_key + encode_varint(len(tb)) + tb
+        name = vi.name.encode("utf-8", "surrogateescape")
+        n = len(name)
+        head = name_key + (small[n] if n < 0x80 else encode_varint(n))
+        size = len(head) + n + len(t)  # the entry's body: its name field, then its type field
         out += _VALUE_INFO_KEY
-        out += encode_varint(len(body))
-        out += body
+        out += small[size] if size < 0x80 else encode_varint(size)
+        out += head
+        out += name
+        out += t
     return bytes(out)
 
 
