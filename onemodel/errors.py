@@ -191,6 +191,55 @@ class _LocatedError(Exception):
         return self
 
 
+class Setting:
+    """A setting a message advises or names, kept apart from the sentence so that each
+    interface writes it as its user types it: Python as a keyword argument (``dims={'seq':
+    16}``, ``force=True``), the command line as its flags (``--dim seq=16``, ``--force``).
+
+    Attributes:
+        name: the Python keyword (``"dims"``, ``"shapes"``, ``"force"``).
+        value: the value set; for ``dims`` and ``shapes`` a dict (name -> extent or shape),
+            whose values may be placeholders (:class:`Placeholder`: ``N``, ``D0``); or
+            :data:`NAME_ONLY` to name the parameter alone (Python writes ``dims``, the command
+            line ``--dim``).
+    """
+
+    __slots__ = ("name", "value")
+
+    def __init__(self, name: str, value):
+        self.name = name
+        self.value = value
+
+    def __repr__(self) -> str:
+        if self.value is NAME_ONLY:
+            return self.name
+        return f"{self.name}={self.value!r}"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Setting) and (other.name, other.value) == (self.name,
+                                                                             self.value)
+
+    __hash__ = None
+
+
+#: :class:`Setting`'s value when only the parameter is named (``dims`` / ``--dim``).
+NAME_ONLY = type("NameOnly", (), {"__repr__": lambda self: "", "__reduce__":
+                                   lambda self: "NAME_ONLY"})()
+
+
+def literal(text: str) -> str:
+    """``text`` as a part of a message template (:meth:`OneModelError.advise`): its braces
+    doubled, so that ``{`` in a name is not taken for a setting's place."""
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+class Placeholder(str):
+    """A value a message leaves for the user to choose (``N``, ``D1``): written bare."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
 class OneModelError(_LocatedError):
     """Base of the four error kinds (and of every error of a caller's input: EvaluationError,
     InputError, UsageError). Not the base of :class:`InternalError`: ``except OneModelError``
@@ -202,7 +251,52 @@ class OneModelError(_LocatedError):
         path: field path inside the file (``ModelProto.graph.node[3]``), or ``None``.
         offset: byte offset in the file where the problem was found, or ``None``.
         source: the file path or URL being read or written, or ``None``.
+        template, settings: for a message that names settings of the caller (see
+            :meth:`advise`): the sentence with ``{0}``, ``{1}``, ... where each
+            :class:`Setting` goes; ``None`` and ``()`` otherwise.
     """
+
+    template: str | None = None
+    settings: tuple = ()
+
+    def advise(self, template: str, *settings: Setting):
+        """Append ``template`` to the message, each ``{k}`` in it standing for
+        ``settings[k]`` (a :class:`Setting`), written as Python writes it; the structure is
+        kept (:attr:`template`, :attr:`settings`) so that :meth:`spelled` can write it as
+        another interface does. Returns ``self``."""
+        if self.template is None:
+            self.template = literal(self.message)
+        n = len(self.settings)
+        self.template += template.format(*(f"{{{n + k}}}" for k in range(len(settings))))
+        self.settings = self.settings + tuple(settings)
+        self.message = self.spelled()
+        self.args = (self.message,)
+        return self
+
+    def spelled(self, spell=None) -> str:
+        """The message with each setting written ``spell(setting)`` (a str; ``None`` keeps
+        Python's writing, ``repr(setting)``); the message itself when it names no setting."""
+        if self.template is None:
+            return self.message
+        said = [(spell(x) if spell is not None else None) or repr(x) for x in self.settings]
+        return self.template.format(*said)
+
+    def spell_as(self, spell):
+        """Write the message once and for all as the interface of ``spell`` does
+        (:meth:`spelled`); the settings stay in :attr:`settings`. Returns ``self``."""
+        if self.template is not None:
+            self.message = self.spelled(spell)
+            self.args = (self.message,)
+            self.template = None
+        return self
+
+    @classmethod
+    def advising(cls, template: str, *settings: Setting, **where):
+        """An error whose message is ``template`` with each ``{k}`` standing for
+        ``settings[k]`` (:meth:`advise`)."""
+        e = cls("", **where)
+        e.template = ""
+        return e.advise(template, *settings)
 
 
 def _rebuild(cls, message, path, offset, source):
@@ -283,37 +377,27 @@ class AdviceError(UnsupportedError):
     from the sentence so that a caller can write them as its user types them (``--force``), as
     :class:`OptionError` does for the names it refuses.
 
-    Attributes:
-        template: the sentence, ``{0}``, ``{1}``, ... where each setting goes.
-        settings: ``(name, value)`` pairs, Python keyword names (``("force", True)``).
-
-    ``message`` writes each setting as Python does: ``name=value!r`` (``layout='file'``,
-    ``force=True``). :meth:`spelled` gives the sentence with each as another interface writes it.
+    ``AdviceError(template, [(name, value), ...])``: ``{0}``, ``{1}``, ... of ``template``
+    stand for each setting (a :class:`Setting` in :attr:`settings`); ``message`` writes each
+    as Python does, ``name=value!r`` (``layout='file'``, ``force=True``); :meth:`spelled`
+    writes it as another interface does.
     """
 
     def __init__(self, template: str, settings, **where):
-        self.template = template
-        self.settings = tuple((n, v) for n, v in settings)
-        super().__init__(self.spelled(), **where)
-
-    def spelled(self, spell=None) -> str:
-        """The message with each setting ``(name, value)`` written ``spell(name, value)``; a
-        setting ``spell`` maps to ``None`` (or every one, without ``spell``) is written
-        ``name=value!r``."""
-        said = [(spell(n, v) if spell is not None else None) or f"{n}={v!r}"
-                for n, v in self.settings]
-        return self.template.format(*said)
+        super().__init__("", **where)
+        self.template = ""
+        self.advise(template, *(Setting(n, v) for n, v in settings))
 
     def __reduce__(self):
-        return (_rebuild_advice, (self.template, self.settings, self.message, self.path,
-                                  self.offset, self.source))
+        return (_rebuild_advice, (self.template, [(x.name, x.value) for x in self.settings],
+                                  self.message, self.path, self.offset, self.source))
 
 
 def _rebuild_advice(template, settings, message, path, offset, source):
-    e = AdviceError(template, settings, path=path, offset=offset, source=source)
-    e.message = message
+    e = AdviceError.__new__(AdviceError)
+    _LocatedError.__init__(e, message, path=path, offset=offset, source=source)
+    e.template, e.settings = template, tuple(Setting(n, v) for n, v in settings)
     return e
-
 
 
 class EvaluationError(OneModelError):

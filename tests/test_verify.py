@@ -117,10 +117,10 @@ LEGACY = pathlib.Path(__file__).resolve().parents[1] / "testdata" / "models" / \
 @pytest.mark.parametrize("run", [False, True])
 def test_dims_and_shapes_are_checked_with_or_without_run(run):
     from onemodel.errors import UsageError
-    with pytest.raises(UsageError, match=r"--dim sq=16 \(.*\): the model has no symbolic "
+    with pytest.raises(UsageError, match=r"dims=\{'sq': 16\}: the model has no symbolic "
                                          r"dimension 'sq'; its dims are: batch, seq"):
         onemodel.verify(LEGACY, LEGACY, run=run, dims={"sq": 16})
-    with pytest.raises(UsageError, match=r"--shape token=1,16 \(.*\): it is not a graph input"
+    with pytest.raises(UsageError, match=r"shapes=\{'token': \(1, 16\)\}: it is not a graph input"
                                          r".*tokens"):
         onemodel.verify(LEGACY, LEGACY, run=run, shapes={"token": (1, 16)})
     with pytest.raises(UsageError, match=r"rank 1; the graph declares rank 2"):
@@ -133,7 +133,7 @@ def test_verify_run_of_the_legacy_transformer_needs_seq_16_and_says_so():
     with pytest.raises(EvaluationError) as e:
         onemodel.verify(LEGACY, LEGACY, run=True)
     assert "inputs were generated: tokens [1, 1] with batch = 1, seq = 1" in str(e.value)
-    assert "input 'tokens' axis 1 (seq) = 1 does not fit node 75: with --dim seq=16 the " \
+    assert "input 'tokens' axis 1 (seq) = 1 does not fit node 75: with dims={'seq': 16} the " \
         "model runs" in str(e.value)
     ok = onemodel.verify(LEGACY, LEGACY, run=True, dims={"seq": 16})
     assert ok.equal and ok.outputs_compared == ["logits"]
@@ -189,8 +189,7 @@ def test_onnxruntime_failing_on_the_generated_inputs_is_an_evaluation_error_with
     assert "requested shape:{16,4,16}" in err.message
     assert err.path == "graph.nodes[75] (Reshape '/encoder/layers.0/self_attn/Reshape_4')"
     assert "(inputs were generated: tokens [1, 1] with batch = 1, seq = 1; input 'tokens' axis " \
-        "1 (seq) = 1 does not fit node 75: with --dim seq=16 the model runs; dims= / shapes= " \
-        "in Python)" in err.message
+        "1 (seq) = 1 does not fit node 75: with dims={'seq': 16} the model runs)" in err.message
     ok = onemodel.verify(LEGACY, LEGACY, run=True, engine="onnxruntime", dims={"seq": 16})
     assert ok.equal and ok.outputs_compared == ["logits"]
 

@@ -186,6 +186,28 @@ def _stdout_gone() -> None:
     raise typer.Exit(EXIT_PIPE)
 
 
+def flag_of(setting) -> str | None:
+    """How the command line writes a setting an error names (:class:`onemodel.errors.Setting`):
+    the extents and shapes of generated inputs as ``--dim seq=16``, ``--shape x=2,4`` (the
+    parameter alone as ``--dim`` / ``--shape``); None for another (Python's writing stays)."""
+    flag = {"dims": "--dim", "shapes": "--shape"}.get(setting.name)
+    if flag is None:
+        return None
+    if not isinstance(setting.value, dict):
+        return flag
+    if setting.name == "dims":
+        return " ".join(f"{flag} {k}={v}" for k, v in setting.value.items())
+    return " ".join(f"{flag} {k}={_extents(shape)}" for k, shape in setting.value.items())
+
+
+def _extents(shape) -> str:
+    """A shape as ``--shape`` takes it (``2,4``); what is not a sequence, as it is."""
+    try:
+        return ",".join(str(d) for d in shape)
+    except TypeError:
+        return repr(shape)
+
+
 @contextlib.contextmanager
 def _errors(debug: bool):
     """Turn every failure into one line on stderr and exit status 2 (:data:`EXIT_INTERNAL` for
@@ -216,8 +238,10 @@ def _errors(debug: bool):
             for text in traceback.format_exc().splitlines():
                 err.line(text)
         elif isinstance(e, UsageError):  # (a OneModelError: tested first)
-            err.line(f"Usage error: {e}")
-        elif isinstance(e, (OneModelError, InternalError)):  # InternalError: its own line
+            err.line(f"Usage error: {e.spell_as(flag_of)}")
+        elif isinstance(e, OneModelError):  # settings it names written as the flags
+            err.line(str(e.spell_as(flag_of)))
+        elif isinstance(e, InternalError):  # its own line
             err.line(str(e))
         else:  # a bug: still one line
             err.line(f"internal error: {type(e).__name__}: {e} (run with --debug for the "

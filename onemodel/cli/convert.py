@@ -49,7 +49,7 @@ def _option_flags(layout_flag: Optional[str]):
     the flag that set ``layout`` (``--layout``, ``--inline`` or ``--external-data-per-tensor``),
     named when that option is refused. An :class:`~onemodel.errors.AdviceError` (the 2 GiB
     refusal's ``force=True``) is spelled with the flags too (``--force``, ``--layout file``)."""
-    from ..errors import AdviceError, OptionError
+    from ..errors import NAME_ONLY, AdviceError, OptionError
 
     def spell(name: str) -> Optional[str]:
         if name == "layout":
@@ -57,13 +57,14 @@ def _option_flags(layout_flag: Optional[str]):
             return given or ", ".join(_LAYOUT_FLAGS)
         return _CONVERT_FLAGS.get(name)
 
-    def setting(name: str, value) -> Optional[str]:
+    def setting(x) -> Optional[str]:
+        name, value = x.name, x.value
         if (name, value) == ("layout", "inline"):
             return "--inline"
         flag = "--layout" if name == "layout" else _CONVERT_FLAGS.get(name)
         if flag is None:
             return None
-        return flag if value is True else f"{flag} {value}"
+        return flag if value is True or value is NAME_ONLY else f"{flag} {value}"
 
     refused: tuple = ()
     try:
@@ -73,12 +74,10 @@ def _option_flags(layout_flag: Optional[str]):
         e.message = e.spelled(spell)
         raise
     except AdviceError as e:  # settings advised: the flags (--force, not force=True)
-        e.message = e.spelled(setting)
-        raise
-    except UnsupportedError as e:
-        word = e.message.split(" ", 1)[0]
-        if word in _CONVERT_FLAGS:
-            raise UsageError(_CONVERT_FLAGS[word] + e.message[len(word):]) from None
+        raise e.spell_as(setting)
+    except UnsupportedError as e:  # an option's value refused: the flag's usage error
+        if e.settings and all(x.name in _CONVERT_FLAGS for x in e.settings):
+            raise UsageError(e.spelled(setting)) from None
         raise
 
 

@@ -72,8 +72,8 @@ def run_cmd(
     from ..evaluate import random_inputs
     from ..evaluate import run as run_model
     from ..evaluate.input_hints import add_inputs_hint
-    from ..evaluate.inputs import as_flags, check_dims_shapes, describe_generated
-    from .run_inputs import graph_inputs, read_input
+    from ..evaluate.inputs import check_dims_shapes
+    from .run_inputs import describe_generated, graph_inputs, read_input
 
     with _errors(debug):
         if output_dir == "":  # (refused before the run, not after it)
@@ -99,15 +99,10 @@ def run_cmd(
             if output_dir:  # no output over a file this command reads, before the run
                 _output_files(output_dir, output_format, model, given_files, make=False)
             dims, shapes = _inputs_given(dim, shape)
-            try:  # (a shape that does not fit is named by its flag, as one not parsed is)
-                check_dims_shapes(model, dims, shapes)
-            except UsageError as e:
-                raise as_flags(e) from None
-            try:  # (an input too large names the flag that made it so)
-                feeds = random_inputs(model, seed=seed, dims=dims, shapes=shapes) if random \
-                    else {}
-            except UsageError as e:
-                raise as_flags(e) from None
+            # (a shape that does not fit, an input too large: named by their flags, the
+            # settings of the errors written as the command line's, by _errors)
+            check_dims_shapes(model, dims, shapes)
+            feeds = random_inputs(model, seed=seed, dims=dims, shapes=shapes) if random else {}
             if not random and not input and model.graph is not None:
                 needed = [v.name for v in graph_inputs(model)]
                 if needed:
@@ -129,7 +124,7 @@ def run_cmd(
                 results = run_model(model, feeds, tune_malloc=True)  # the process is the command's
             except (OneModelError, InternalError) as e:  # (the one line names the generated
                 # inputs; an InternalError gets the model's source too, and still exits 70)
-                raise (as_flags(add_inputs_hint(e, model, dims, shapes, seed=seed)) if random
+                raise (add_inputs_hint(e, model, dims, shapes, seed=seed) if random
                        else e.at(source=model.source))
             if generated:  # what --random chose, so that the run can be repeated
                 err.line(f"inputs: {describe_generated(model, generated, dims, shapes)}")

@@ -178,3 +178,33 @@ def run_test_data(model, directory: str, rtol: float, atol: float, run, files_fo
 def _read(path, info):
     from ..value_files import message_kind, read_pb
     return read_pb(path, message_kind(info.type))
+
+
+def describe_generated(model, feeds: dict, dims: dict[str, int] | None = None,
+                       shapes: dict[str, tuple] | None = None) -> str:
+    """One line naming each generated input (those of ``feeds``, as :func:`random_inputs`
+    made them with ``dims`` and ``shapes``), its element type and shape, and the value chosen
+    for each axis the model leaves open, so that the run can be repeated with ``--dim`` and
+    ``--shape``::
+
+        x float32[1,3,224,224] (batch=1), mask int64[1,16] (batch=1, seq=16)
+
+    An input whose shape was given whole says ``(--shape)``; an unnamed or negative declared
+    extent is ``axis K=1``. At most :data:`DESCRIBED_INPUTS` inputs are named, the others
+    counted. Empty when ``feeds`` is."""
+    from ..evaluate.inputs import DESCRIBED_INPUTS, generated_axes, value_text
+
+    shapes = shapes or {}
+    open_axes = {name: axes for name, _, axes in generated_axes(model, dims, shapes)}
+    parts = []
+    for name, value in feeds.items():
+        if len(parts) == DESCRIBED_INPUTS:
+            parts.append(f"and {len(feeds) - DESCRIBED_INPUTS} more")
+            break
+        text = f"{printable(name)} {value_text(value)}"
+        if name in shapes:
+            text += " (--shape)"
+        elif open_axes.get(name):
+            text += f" ({', '.join(printable(a.replace(' = ', '=')) for a in open_axes[name])})"
+        parts.append(text)
+    return ", ".join(parts)

@@ -22,6 +22,7 @@ from .application import (
     _seed,
     _storage,
     app,
+    flag_of,
     out,
 )
 from .redact import shown
@@ -97,9 +98,8 @@ def verify(
                                by_outputs=tolerances is not None or pair is not None,
                                read_options=read_options, limit=REPORT_LIMIT,
                                storage_options=storage)
-        except (OneModelError, UsageError) as e:  # the hints name the flags, not dims=/shapes=
-            from ..evaluate.inputs import as_flags
-            raise as_flags(e) from None
+        except (OneModelError, UsageError):  # (the hints' settings: written as flags by _errors)
+            raise
         if tolerances is not None and report.comparisons:
             unknown = sorted(set(tolerances.per_output) - set(report.outputs_compared))
             if unknown:
@@ -111,16 +111,15 @@ def verify(
             try:
                 bisected = _bisect(a, b, pair or (engine or "onemodel",) * 2, tolerances, seed,
                                    dims, shapes, read_options, storage)
-            except UsageError as e:  # (a OneModelError: caught first)
-                from ..evaluate.inputs import as_flags
-                raise as_flags(e) from None
+            except UsageError:  # (a OneModelError: caught first)
+                raise
             except OneModelError as e:  # (an InternalError, a bug, is not: it goes on up)
                 # the runs could not be matched (B cannot run on A's inputs): the report
                 # already says they differ; bisect's failure is one line of it, not an error
                 if report.equal:
-                    from ..evaluate.inputs import as_flags
-                    raise as_flags(e) from None
-                not_bisected = " ".join(str(e).removeprefix(f"{e.kind}: ").split())
+                    raise
+                not_bisected = " ".join(str(e.spell_as(flag_of)).removeprefix(
+                    f"{e.kind}: ").split())
     if as_json:
         import json
         doc = report_json(report, shown(a), shown(b) if b is not None else None, REPORT_LIMIT)

@@ -1,5 +1,7 @@
 """The hint added to an error of a run on generated inputs (:func:`add_inputs_hint`): which
-generated input and axis did not fit, and which ``--dim`` / ``--shape`` makes the model run,
+generated input and axis did not fit, and which ``dims`` / ``shapes`` make the model run (as
+:class:`~onemodel.errors.Setting` parts of the message, which the command line writes as its
+``--dim`` / ``--shape`` flags),
 found from what inference knows and, failing that, by a few trial runs (:func:`_probe`).
 
 It runs the model (:mod:`.runner`), so it stands above the runner; :mod:`.inputs` (checking
@@ -11,11 +13,10 @@ from __future__ import annotations
 import re
 import warnings
 
-from ..errors import EvaluationError, InputError
+from ..errors import NAME_ONLY, EvaluationError, InputError, Placeholder, Setting, literal
 from ..inference.engine import fresh_name
 from ..ir.model import Model
 from .inputs import (
-    PYTHON_NOTE,
     entailed_dims,
     generated_axes,
     needed_inputs,
@@ -199,17 +200,23 @@ def _axis_variable(axis) -> str:
     return param if param is not None else fresh_name(name, k)
 
 
+#: ``dims=`` / ``shapes=`` named without a value (``--dim`` / ``--shape`` on the command line)
+_ANY_SETTING = (Setting("dims", NAME_ONLY), Setting("shapes", NAME_ONLY))
+
+
 def _failure_note(error, model: Model, dims: dict, shapes: dict, seed: int, probe: bool,
-                  runner) -> str | None:
-    """What :func:`add_inputs_hint` says of an EvaluationError (see there), or None."""
+                  runner) -> tuple | None:
+    """What :func:`add_inputs_hint` says of an EvaluationError (see there): ``(template,
+    settings)`` (:meth:`~onemodel.errors.OneModelError.advise`), or None."""
     m = _NODE_PATH.match(error.path or "")
     index = int(m.group(1)) if m else None
     where = f"node {index}" if index is not None else "the failing node"
     constraints, contradictions, values = _facts(model)
     own = contradictions.get(error.path.split(" ", 1)[0]) if error.path else None
     if own is not None:  # inference finds it with every input extent a variable
-        return (f"{where} fails whatever the input extents (inference, with every open extent "
-                f"a variable: {own}): no --dim or --shape can help")
+        return (literal(f"{where} fails whatever the input extents (inference, with every open "
+                        f"extent a variable: {own})") + ": no {0} or {1} can help",
+                _ANY_SETTING)
     reaching = _inputs_reaching(model, index)
     axes = _open_axes(model, dims, shapes, reaching) or _open_axes(model, dims, shapes, None)
     compound: set = set()
@@ -217,29 +224,40 @@ def _failure_note(error, model: Model, dims: dict, shapes: dict, seed: int, prob
     if used is not None:  # only the axes the failing node's input extents depend on
         axes = [a for a in axes if _axis_variable(a) in used]
         if not axes:
-            return (f"the extents of {where}'s inputs do not depend on the open input "
-                    f"extents (inference): no --dim or --shape can help")
+            return (literal(f"the extents of {where}'s inputs do not depend on the open input "
+                            f"extents (inference)") + ": no {0} or {1} can help", _ANY_SETTING)
         # those computed into an extent first (a width halved by the layers), those passed
         # through as they are (a batch) after
         axes.sort(key=lambda a: _axis_variable(a) not in compound)
     found = _probe(model, error, axes, dims, shapes, seed, runner) if probe else None
     if found is not None:
         axis, extent, _, _ = found
-        return (f"{_axis_words(axis)} does not fit {where}: with "
-                f"{_flag(model, axis, dims, extent)} the model runs")
-    ways = list(dict.fromkeys(_flag(model, a, dims) for a in axes))
-    ways = [w for w in ways if w.startswith("--dim")] + \
-        list(dict.fromkeys(f"--shape {a[0]}=" + ",".join(
-            f"D{j}" for j in range(a[4])) for a in axes))
-    return (f"{where} depends on {', '.join(_axis_words(a) for a in axes)}: set "
-            f"{', '.join(ways[:-1]) + ' or ' if len(ways) > 1 else ''}{ways[-1]}")
+        return (literal(f"{_axis_words(axis)} does not fit {where}") +
+                ": with {0} the model runs", (_setting(model, axis, dims, extent),))
+    ways = [w for w in _unique(_setting(model, a, dims) for a in axes) if w.name == "dims"] + \
+        _unique(Setting("shapes", {a[0]: tuple(Placeholder(f"D{j}") for j in range(a[4]))})
+                for a in axes)
+    places = [f"{{{k}}}" for k in range(len(ways))]
+    return (literal(f"{where} depends on {', '.join(_axis_words(a) for a in axes)}") + ": set "
+            + (", ".join(places[:-1]) + " or " if len(places) > 1 else "") + places[-1],
+            tuple(ways))
 
 
-def _constraint_note(model: Model, unmet, dims: dict, shapes: dict) -> str | None:
+def _unique(settings) -> list:
+    """``settings`` without repeats (Settings are compared by name and value), in order."""
+    out: list = []
+    for x in settings:
+        if x not in out:
+            out.append(x)
+    return out
+
+
+def _constraint_note(model: Model, unmet, dims: dict, shapes: dict) -> tuple | None:
     """What :func:`add_inputs_hint` says of generated inputs that break what the operators
     entail (``unmet``: the constraints, the binding and where each variable is, from
-    :func:`.constraints.check_inputs`): the flags of extents with which every constraint
-    holds (:func:`.constraints.fitting_extents`, no run), or None when none are found."""
+    :func:`.constraints.check_inputs`): ``(template, settings)`` of the extents with which
+    every constraint holds (:func:`.constraints.fitting_extents`, no run), or None when none
+    are found."""
     from .constraints import fitting_extents, is_fresh
 
     constraints, binding, where = unmet
@@ -248,40 +266,43 @@ def _constraint_note(model: Model, unmet, dims: dict, shapes: dict) -> str | Non
     found = fitting_extents(constraints, binding)
     if not found or any(v in fixed for v in found):
         return None
-    flags, new_shapes = [], {}
+    new_dims, new_shapes = {}, {}
     for var, extent in found.items():
         _, name, axis = where[var]
         if not is_fresh(var, where):
-            flags.append(f"--dim {var}={extent}")
+            new_dims[var] = extent
             continue
         declared = tensor_dims(_needed(model, name).type)
         shape = new_shapes.setdefault(name, [
             binding.get(fresh_name(name, j), int(dims.get(d, 1)) if isinstance(d, str) else d)
             if not (isinstance(d, int) and d >= 0) else d for j, d in enumerate(declared)])
         shape[axis] = extent
-    flags += [f"--shape {n}={','.join(map(str, s))}" for n, s in new_shapes.items()]
-    return f"with {' '.join(flags)} the extents the operators need hold (inference)"
+    settings = ([Setting("dims", new_dims)] if new_dims else []) + \
+        ([Setting("shapes", {n: tuple(v) for n, v in new_shapes.items()})] if new_shapes else [])
+    places = " ".join(f"{{{k}}}" for k in range(len(settings)))
+    return f"with {places} the extents the operators need hold (inference)", tuple(settings)
 
 
 def _needed(model: Model, name: str):
     return next(vi for _, vi in needed_inputs(model) if vi.name == name)
 
 
-def _flag(model: Model, axis, dims: dict, extent="N") -> str:
-    """The flag that sets ``axis``: ``--dim seq=N`` for a dim_param, else ``--shape``."""
+def _setting(model: Model, axis, dims: dict, extent=None) -> Setting:
+    """The setting that sets ``axis`` to ``extent`` (a placeholder ``N`` or ``D<k>`` when
+    None): ``dims`` for a dim_param, else the input's whole ``shapes``."""
     name, k, param = axis[:3]
     if param is not None:
-        return f"--dim {param}={extent}"
+        return Setting("dims", {param: Placeholder("N") if extent is None else extent})
     declared = tensor_dims(_needed(model, name).type)
     parts = []
     for j, d in enumerate(declared):
         if j == k:
-            parts.append(str(extent) if extent != "N" else f"D{j}")
+            parts.append(Placeholder(f"D{j}") if extent is None else extent)
         elif isinstance(d, int) and d >= 0:
-            parts.append(str(d))
+            parts.append(d)
         else:
-            parts.append(str(_extent(dims, name, j, d)))
-    return f"--shape {name}={','.join(parts)}"
+            parts.append(_extent(dims, name, j, d))
+    return Setting("shapes", {name: tuple(parts)})
 
 
 def _axis_words(axis) -> str:
@@ -300,23 +321,26 @@ def add_inputs_hint(error, model: Model, dims: dict[str, int] | None,
     * generated extents that break what the operators entail (an InvalidModelError of
       :func:`.constraints.check_inputs`: ``height`` must stay odd through four halvings for a
       Concat): extents with which every such constraint holds, found without running the
-      model (:func:`.constraints.fitting_extents`), ``with --dim height=32 --dim width=32 the
-      extents the operators need hold (inference)``; nothing when none are found;
+      model (:func:`.constraints.fitting_extents`), ``with dims={'height': 32, 'width': 32}
+      the extents the operators need hold (inference)``; nothing when none are found;
     * an EvaluationError at a node that inference finds contradicting itself with every open
       input extent a variable (a Squeeze of an axis of constant extent 22), or whose inputs'
-      inferred extents depend on no open input extent: that no --dim or --shape can help,
-      and no trial run;
+      inferred extents depend on no open input extent: that no ``dims=`` or ``shapes=`` can
+      help, and no trial run;
     * otherwise the open axes the failing node's inputs depend on are tried (``probe``; at
       most :data:`PROBE_RUNS` runs and :data:`PROBE_SECONDS` of wall clock, a onemodel run
       stopped between two nodes when the time is spent) with the extents the failure itself
-      quotes, and the first with which the whole model runs is named with its flag::
+      quotes, and the first with which the whole model runs is named with its setting::
 
         (inputs were generated: tokens [1, 1] with batch = 1, seq = 1; input 'tokens' axis 1
-        (seq) = 1 does not fit node 75: with --dim seq=16 the model runs; dims= / shapes= in
-        Python)
+        (seq) = 1 does not fit node 75: with dims={'seq': 16} the model runs)
 
-      When none is found, those axes are named with the flags that set them (``node 75
-      depends on input 'tokens' axis 1 (seq) = 1: set --dim seq=N``).
+      When none is found, those axes are named with the settings that set them (``node 75
+      depends on input 'tokens' axis 1 (seq) = 1: set dims={'seq': N}``).
+
+    The settings are :class:`~onemodel.errors.Setting` parts of the message
+    (:attr:`~onemodel.errors.OneModelError.settings`): the command line writes them as its
+    flags (``with --dim seq=16 the model runs``).
 
     ``runner(model, feeds)`` makes the trial runs: the engine that failed (default: onemodel's
     evaluator; :mod:`onemodel.verify` passes the ``run`` of the engine it ran with, an
@@ -332,10 +356,9 @@ def add_inputs_hint(error, model: Model, dims: dict[str, int] | None,
                                   for name, shape, axes in generated)
             note = _constraint_note(model, unmet, dims, shapes) if unmet is not None else \
                 _failure_note(error, model, dims, shapes, seed, probe, runner)
-            if note is not None:
-                error.message += f" (inputs were generated: {described}; {note}; {PYTHON_NOTE})"
-            else:
-                error.message += f" (inputs were generated: {described})"
+            template, settings = note if note is not None else ("", ())
+            error.advise(literal(f" (inputs were generated: {described}") +
+                         (f"; {template}" if note is not None else "") + ")", *settings)
     return error.at(source=getattr(model, "source", None))
 
 

@@ -14,11 +14,11 @@ import numpy as np
 
 from ..errors import (
     InputError,
-    OneModelError,
     OneModelWarning,
+    Setting,
     UnsupportedError,
     UsageError,
-    printable,
+    literal,
     quote,
 )
 from ..inference.engine import fresh_name
@@ -213,11 +213,6 @@ def _random_value(vtype: Type | None, rng: np.random.Generator, dims: dict[str, 
     raise UnsupportedError(f"cannot generate a value of type {vtype}", path=where)
 
 
-#: How a message spelled with the command line's flags (``--dim seq=16``) tells a Python caller
-#: the parameters they stand for; :func:`as_flags` takes it out again for the command line.
-PYTHON_NOTE = "dims= / shapes= in Python"
-
-
 def _limit_words() -> str:
     n = MAX_RANDOM_ELEMENTS
     return f"2^{n.bit_length() - 1}" if n & (n - 1) == 0 else str(n)
@@ -226,35 +221,26 @@ def _limit_words() -> str:
 def _check_size(name: str, shape: list, declared: list, dims: dict,
                 shape_given: tuple | None, path: str) -> None:
     """Refuse a generated tensor input of :data:`MAX_RANDOM_ELEMENTS` elements or more: a
-    UsageError naming the flags that made it so large (``--shape x=...``, or each ``--dim``
-    set on one of its axes), else (only the declared extents) the UnsupportedError of
-    :func:`~onemodel.ir.tensor.element_count`."""
+    UsageError naming the settings that made it so large (the ``shapes`` given for it, or
+    the ``dims`` set on its axes, as :class:`~onemodel.errors.Setting`), else (only the
+    declared extents) the UnsupportedError of :func:`~onemodel.ir.tensor.element_count`."""
     count = 1
     for d in shape:
         count *= d
     if count < MAX_RANDOM_ELEMENTS:
         return
     if shape_given is not None:
-        flags = [f"--shape {name}={','.join(str(d) for d in shape_given)}"]
+        setting, n = Setting("shapes", {name: tuple(shape_given)}), 1
     else:
-        flags = list(dict.fromkeys(f"--dim {d}={dims[d]}" for d in declared
-                                   if isinstance(d, str) and d in dims))
-    if not flags:
+        set_dims = {d: dims[d] for d in declared if isinstance(d, str) and d in dims}
+        setting, n = Setting("dims", set_dims), len(set_dims)
+    if not n:
         element_count(shape, path, limit=MAX_RANDOM_ELEMENTS)
         return
-    raise UsageError(f"{' '.join(flags)} make{'s' if len(flags) == 1 else ''} input "
-                     f"{quote(name)} [{','.join(str(d) for d in shape)}] of {count} elements, "
-                     f"past the limit of {_limit_words()} for generated inputs ({PYTHON_NOTE})")
-
-
-def as_flags(error):
-    """``error`` (a OneModelError of this module, a UsageError included, or any other) as the
-    command line shows it: spelled with its flags only, without the note that names the Python
-    parameters they stand for (:data:`PYTHON_NOTE`). Returns ``error``, its message changed."""
-    if isinstance(error, OneModelError):
-        for old, new in ((f"; {PYTHON_NOTE})", ")"), (f" ({PYTHON_NOTE})", "")):
-            error.message = error.message.replace(old, new)
-    return error
+    raise UsageError.advising(
+        "{0} make" + ("s" if n == 1 else "") + literal(
+            f" input {quote(name)} [{','.join(str(d) for d in shape)}] of {count} elements, "
+            f"past the limit of {_limit_words()} for generated inputs"), setting)
 
 
 def random_tensor(code: int, shape: tuple[int, ...], rng: np.random.Generator,
@@ -327,8 +313,9 @@ def check_dims_shapes(model: Model, dims: dict[str, int] | None,
         if name not in known:
             has = f"its dims are: {', '.join(known)}" if known else \
                 "it has no symbolic dimensions"
-            raise UsageError(f"{_dim_flag(name, value)}: the model has no symbolic dimension "
-                             f"{quote(name)}; {has}")
+            raise UsageError.advising("{0}" + literal(
+                f": the model has no symbolic dimension {quote(name)}; {has}"),
+                Setting("dims", {name: value}))
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
             raise UsageError(f"dimension {name}={value!r}: an extent is an integer >= 0")
     needed = {vi.name: vi for _, vi in needed_inputs(model)}
@@ -337,8 +324,8 @@ def check_dims_shapes(model: Model, dims: dict[str, int] | None,
             inputs = ", ".join(needed) or "none"
             other = model.graph is not None and any(v.name == name for v in model.graph.inputs)
             why = "has an initializer (it needs no value)" if other else "is not a graph input"
-            raise UsageError(f"{_shape_flag(name, shape)}: it {why}; inputs that need a value: "
-                             f"{inputs}")
+            raise UsageError.advising("{0}" + literal(
+                f": it {why}; inputs that need a value: {inputs}"), _shape_setting(name, shape))
         try:
             extents = tuple(shape)
         except TypeError:
@@ -353,37 +340,30 @@ def check_dims_shapes(model: Model, dims: dict[str, int] | None,
             vtype.kind == "optional" else vtype
         if inner is None or inner.kind not in ("tensor", "sparse_tensor"):
             kind = inner.kind if inner is not None and inner.kind else "untyped"
-            raise UsageError(f"{_shape_flag(name, extents)}: the input is a {kind} value, not "
-                             "a tensor")
+            raise UsageError.advising("{0}" + literal(
+                f": the input is a {kind} value, not a tensor"), _shape_setting(name, extents))
         declared = tensor_dims(vtype)
         if declared is None:
             continue  # no declared shape: any rank
         if len(declared) != len(extents):
-            raise UsageError(f"{_shape_flag(name, extents)} has rank {len(extents)}; the "
-                             f"graph declares rank {len(declared)} {_shown(declared)}")
+            raise UsageError.advising("{0}" + literal(
+                f" has rank {len(extents)}; the graph declares rank {len(declared)} "
+                f"{_shown(declared)}"), _shape_setting(name, extents))
         for k, (d, got) in enumerate(zip(declared, extents)):
             if isinstance(d, int) and d >= 0 and d != got:
-                raise UsageError(f"{_shape_flag(name, extents)}: axis {k} is {got}; the "
-                                 f"graph declares {_shown(declared)}")
+                raise UsageError.advising("{0}" + literal(
+                    f": axis {k} is {got}; the graph declares {_shown(declared)}"),
+                    _shape_setting(name, extents))
 
 
-def _dim_flag(name: str, value) -> str:
-    """How a message names a dimension value given for ``name``: as the command line's flag,
-    ``--dim seq=3``, with :data:`PYTHON_NOTE` (which :func:`as_flags` takes out), as
-    :func:`_shape_flag` names a shape."""
-    shown = str(value) if isinstance(value, (int, np.integer)) else repr(value)
-    return f"--dim {name}={shown} ({PYTHON_NOTE})"
-
-
-def _shape_flag(name: str, shape) -> str:
-    """How a message names a shape given for input ``name``: as the command line's flag,
-    ``--shape x=2,4``, with :data:`PYTHON_NOTE` (which :func:`as_flags` takes out), so that a
-    shape that does not fit is named like a ``--shape`` value that cannot be parsed."""
+def _shape_setting(name: str, shape) -> Setting:
+    """The shape given for input ``name`` as a message names it (a tuple when it is a
+    sequence, else as given)."""
     try:
-        value = ",".join(str(d) for d in shape)
+        shape = tuple(shape)
     except TypeError:
-        value = repr(shape)
-    return f"--shape {name}={value} ({PYTHON_NOTE})"
+        pass
+    return Setting("shapes", {name: shape})
 
 
 def _shown(declared: list) -> str:
@@ -407,10 +387,10 @@ def random_inputs(model: Model, seed: int = 0, dims: dict[str, int] | None = Non
     Raises:
         UsageError: ``dims`` or ``shapes`` that do not fit the inputs (see
             :func:`check_dims_shapes`), or that make an input of ``MAX_RANDOM_ELEMENTS``
-            elements or more (spelled with the command line's flags: ``--dim batch=N makes input
-            'x' [...] of ... elements``, with :data:`PYTHON_NOTE`). UnsupportedError: an input
-            without a type, an opaque type, or ``MAX_RANDOM_ELEMENTS`` elements or more from
-            its declared extents alone.
+            elements or more (``dims={'batch': N} makes input 'x' [...] of ... elements``; the
+            settings are the error's :attr:`~onemodel.errors.OneModelError.settings`).
+            UnsupportedError: an input without a type, an opaque type, or
+            ``MAX_RANDOM_ELEMENTS`` elements or more from its declared extents alone.
     """
     check_dims_shapes(model, dims, shapes)
     rng = np.random.default_rng(seed)
@@ -473,11 +453,12 @@ def generated_axes(model: Model, dims: dict[str, int] | None,
     return out
 
 
-#: Inputs :func:`describe_generated` names one by one; the rest are counted.
+#: Inputs the command line names one by one when it generated them (``run --random``); the rest
+#: are counted (:func:`onemodel.cli.run_inputs.describe_generated`).
 DESCRIBED_INPUTS = 20
 
 
-def _describe(value) -> str:
+def value_text(value) -> str:
     """``float32[1,3,224,224]``, ``string[2]``, ``sequence of 2 float32[1,3]``, ``map of 2``,
     ``absent``: a generated value's type and shape, without spaces."""
     if value is None:
@@ -486,38 +467,10 @@ def _describe(value) -> str:
         dtype = "string" if value.dtype == object else str(value.dtype)
         return f"{dtype}[{','.join(str(d) for d in value.shape)}]"
     if isinstance(value, list):
-        return f"sequence of {len(value)}" + (f" {_describe(value[0])}" if value else "")
+        return f"sequence of {len(value)}" + (f" {value_text(value[0])}" if value else "")
     if isinstance(value, dict):
         return f"map of {len(value)}"
     return type(value).__name__
-
-
-def describe_generated(model: Model, feeds: dict, dims: dict[str, int] | None = None,
-                       shapes: dict[str, tuple] | None = None) -> str:
-    """One line naming each generated input (those of ``feeds``, as :func:`random_inputs`
-    made them with ``dims`` and ``shapes``), its element type and shape, and the value chosen
-    for each axis the model leaves open, so that the run can be repeated with ``--dim`` and
-    ``--shape``::
-
-        x float32[1,3,224,224] (batch=1), mask int64[1,16] (batch=1, seq=16)
-
-    An input whose shape was given whole says ``(--shape)``; an unnamed or negative declared
-    extent is ``axis K=1``. At most :data:`DESCRIBED_INPUTS` inputs are named, the others
-    counted. Empty when ``feeds`` is."""
-    shapes = shapes or {}
-    open_axes = {name: axes for name, _, axes in generated_axes(model, dims, shapes)}
-    parts = []
-    for name, value in feeds.items():
-        if len(parts) == DESCRIBED_INPUTS:
-            parts.append(f"and {len(feeds) - DESCRIBED_INPUTS} more")
-            break
-        text = f"{printable(name)} {_describe(value)}"
-        if name in shapes:
-            text += " (--shape)"
-        elif open_axes.get(name):
-            text += f" ({', '.join(printable(a.replace(' = ', '=')) for a in open_axes[name])})"
-        parts.append(text)
-    return ", ".join(parts)
 
 
 #: Names that moved to :mod:`.input_hints` (which runs the model, so it stands above the runner

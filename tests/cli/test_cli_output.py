@@ -44,7 +44,7 @@ def test_an_advice_error_spells_its_settings_for_each_interface():
     assert isinstance(e, UnsupportedError)
     assert e.message == "too big; use layout='file' or force=True"
     flags = {"force": "--force"}
-    assert e.spelled(lambda n, v: flags.get(n)) == "too big; use layout='file' or --force"
+    assert e.spelled(lambda x: flags.get(x.name)) == "too big; use layout='file' or --force"
     back = pickle.loads(pickle.dumps(e))
     assert type(back) is AdviceError and str(back) == str(e) and back.settings == e.settings
 

@@ -337,8 +337,8 @@ def test_a_dim_the_model_does_not_have_is_named_by_its_flag(tmp_path):
     says which parameter the flag stands for."""
     from onnx import TensorProto, helper
 
-    from onemodel.errors import UsageError
-    from onemodel.evaluate.inputs import PYTHON_NOTE, check_dims_shapes
+    from onemodel.errors import Setting, UsageError
+    from onemodel.evaluate.inputs import check_dims_shapes
 
     g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT,
@@ -355,8 +355,9 @@ def test_a_dim_the_model_does_not_have_is_named_by_its_flag(tmp_path):
         assert (r.exit_code, r.stderr, r.stdout) == (2, said, ""), (cmd, r.output)
     with onemodel.load(path) as model, pytest.raises(UsageError) as e:
         check_dims_shapes(model, {"nosuch": 3}, {})
-    assert str(e.value) == (f"--dim nosuch=3 ({PYTHON_NOTE}): the model has no symbolic "
+    assert str(e.value) == ("dims={'nosuch': 3}: the model has no symbolic "
                             "dimension 'nosuch'; its dims are: batch, seq")
+    assert e.value.settings == (Setting("dims", {"nosuch": 3}),)
 
 
 def test_a_shape_that_does_not_fit_is_named_like_one_that_cannot_be_parsed(tmp_path):
@@ -366,7 +367,7 @@ def test_a_shape_that_does_not_fit_is_named_like_one_that_cannot_be_parsed(tmp_p
     from onnx import TensorProto, helper
 
     from onemodel.errors import UsageError
-    from onemodel.evaluate.inputs import PYTHON_NOTE, check_dims_shapes
+    from onemodel.evaluate.inputs import check_dims_shapes
 
     g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
@@ -380,10 +381,10 @@ def test_a_shape_that_does_not_fit_is_named_like_one_that_cannot_be_parsed(tmp_p
             r = cli(*cmd, "--shape", value)
             assert r.exit_code == 2, (cmd, r.output)
             assert r.stderr.startswith(f"Usage error: --shape {value}: {said}"), (cmd, r.stderr)
-            assert PYTHON_NOTE not in r.stderr
+            assert "shapes=" not in r.stderr
     with onemodel.load(path) as model, pytest.raises(UsageError) as e:
         check_dims_shapes(model, {}, {"x": (2, 4)})
-    assert str(e.value).startswith(f"--shape x=2,4 ({PYTHON_NOTE}): axis 1 is 4")
+    assert str(e.value).startswith("shapes={'x': (2, 4)}: axis 1 is 4")
 
 
 def test_a_dim_of_zero_is_an_extent_and_bad_values_are_refused_alike(tmp_path):

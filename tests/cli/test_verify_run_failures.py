@@ -109,5 +109,5 @@ def test_a_failing_raises_in_python_whatever_b_is():
     from onemodel.errors import EvaluationError
     with pytest.raises(EvaluationError) as e:
         onemodel.verify(LEGACY_TRANSFORMER, DYNAMO_TRANSFORMER, run=True)
-    # the API keeps the note naming the Python parameters; the CLI strips it (above)
-    assert "with --dim seq=16 the model runs; dims= / shapes= in Python)" in e.value.message
+    # the API names the Python parameters; the CLI writes the same setting as its flag (above)
+    assert "with dims={'seq': 16} the model runs)" in e.value.message

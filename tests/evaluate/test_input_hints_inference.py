@@ -1,7 +1,7 @@
 """The input hint of onemodel/evaluate/inputs.py taken from what inference knows (issue 24, item
 6): extents that break what the operators entail get extents with which every constraint holds,
 found without running the model; a node that contradicts itself whatever the input extents gets
-no --dim / --shape suggestion and no trial run; the trial runs keep their wall-clock budget,
+no dims= / shapes= suggestion and no trial run; the trial runs keep their wall-clock budget,
 a run stopped between two nodes when it is spent."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
-from onemodel.errors import EvaluationError, InputError, OneModelWarning
+from onemodel.errors import NAME_ONLY, EvaluationError, InputError, OneModelWarning, Setting
 from onemodel.evaluate import input_hints as hint
 from onemodel.evaluate import random_inputs, register_kernel, run
 from onemodel.evaluate.constraints import model_constraints
@@ -63,8 +63,9 @@ def test_extents_breaking_a_constraint_get_extents_that_keep_them():
                                runner=lambda *a: calls.append(a))
     assert calls == []  # found from the constraints, no trial run
     assert err.message.endswith(
-        "(inputs were generated: x [1, 1, 1] with h = 1; with --dim h=32 the extents the "
-        "operators need hold (inference); dims= / shapes= in Python)"), err.message
+        "(inputs were generated: x [1, 1, 1] with h = 1; with dims={'h': 32} the extents the "
+        "operators need hold (inference))"), err.message
+    assert err.settings == (Setting("dims", {"h": 32}),)
     assert run(m, random_inputs(m, dims={"h": 32}))["y"].shape == (1, 2, 32)
 
 
@@ -90,13 +91,13 @@ def test_a_node_that_fails_whatever_the_extents_gets_no_flags_and_no_trial_run()
     calls = []
     err = hint.add_inputs_hint(e.value, m, {}, None, runner=lambda *a: calls.append(a))
     assert calls == []
-    assert "--dim batch" not in err.message and "--shape" not in err.message.split(
-        "no --dim or --shape can help")[0]
+    assert "'batch'" not in err.message and "shapes=" not in err.message.split(
+        "no dims or shapes can help")[0]
     assert err.message.endswith(
         "(inputs were generated: x [1, 3] with batch = 1; node 1 fails whatever the input "
         "extents (inference, with every open extent a variable: Squeeze: Squeeze axis 1 has "
-        "extent 3, not 1): no --dim or --shape can help; dims= / shapes= in Python)"), \
-        err.message
+        "extent 3, not 1): no dims or shapes can help)"), err.message
+    assert err.settings == (Setting("dims", NAME_ONLY), Setting("shapes", NAME_ONLY))
 
 
 def test_the_trial_runs_keep_their_wall_clock_budget(monkeypatch):
@@ -126,7 +127,7 @@ def test_the_trial_runs_keep_their_wall_clock_budget(monkeypatch):
         err = hint.add_inputs_hint(e.value, m, {}, None)
         took = time.monotonic() - t
         assert took < 2.0, took  # generous: 0.3 s and one node of 0.1 s, plus the set-up
-        assert "node 30 depends on input 'x' axis 0 (n) = 1: set --dim n=N" in err.message
+        assert "node 30 depends on input 'x' axis 0 (n) = 1: set dims={'n': N}" in err.message
     finally:
         unregister_kernel("test.slow", "Slow")
 
@@ -144,7 +145,7 @@ def test_a_dim_param_named_question_mark_is_an_unnamed_extent():
     assert text.startswith("input 'x' has extent 1 on axis 2 (unnamed); Concat needs equal "
                            "axis 2 extents at graph.nodes[2]: 2*floor((x.shape[2] - 1)/2) + 2 "
                            "== x.shape[2] does not hold"), text
-    assert "with --shape x=1,1,32 the extents the operators need hold" in text
+    assert "with shapes={'x': (1, 1, 32)} the extents the operators need hold" in text
 
 
 def test_the_probe_tries_extents_computed_into_the_failing_node_first():

@@ -18,6 +18,7 @@ from onemodel.errors import (
     InputError,
     InvalidModelError,
     OneModelWarning,
+    Setting,
     UsageError,
 )
 from onemodel.evaluate import random_inputs, run
@@ -62,13 +63,13 @@ def test_shapes_override_the_declared_dims_of_one_input():
 
 
 @pytest.mark.parametrize("dims, shapes, match", [
-    ({"m": 2}, None, r"^--dim m=2 \(dims= / shapes= in Python\): the model has no symbolic "
+    ({"m": 2}, None, r"^dims=\{'m': 2\}: the model has no symbolic "
      r"dimension 'm'; its dims are: n$"),
     ({"n": -1}, None, r"n=-1: an extent is an integer >= 0"),
     ({"n": 1.5}, None, r"an extent is an integer"),
-    (None, {"z": (1, 3)}, r"--shape z=1,3 \(.*\): it is not a graph input;"
+    (None, {"z": (1, 3)}, r"shapes=\{'z': \(1, 3\)\}: it is not a graph input;"
      r" inputs that need a value: a, b"),
-    (None, {"w": (2,)}, r"--shape w=2 \(.*\): it has an initializer"),
+    (None, {"w": (2,)}, r"shapes=\{'w': \(2,\)\}: it has an initializer"),
     (None, {"a": (1, 3, 1)}, r"rank 3; the graph declares rank 2 \[n, 3\]"),
     (None, {"a": (2, 4)}, r"axis 1 is 4; the graph declares \[n, 3\]"),
     (None, {"a": (2, -3)}, r"every extent is an integer >= 0"),
@@ -141,9 +142,9 @@ def test_legacy_transformer_fails_on_defaults_with_a_hint_naming_input_and_axes(
         assert "float32[1, 1, 64]" in text  # the shapes of the failing node's inputs
         # the one axis at fault, found by running with the extents the failure quotes
         assert ("(inputs were generated: tokens [1, 1] with batch = 1, seq = 1; input 'tokens' "
-                "axis 1 (seq) = 1 does not fit node 75: with --dim seq=16 the model runs; "
-                "dims= / shapes= in Python)") in text
-        assert "--dim batch" not in text
+                "axis 1 (seq) = 1 does not fit node 75: with dims={'seq': 16} the model runs)") \
+            in text
+        assert "'batch'" not in text.split("inputs were generated")[1].split(";")[1]
         assert err.source is not None and str(err.source).endswith("transformer_legacy.onnx")
         # with the traced length it runs, by dims or by shapes
         y = run(model, random_inputs(model, dims={"seq": 16}))["logits"]
@@ -153,13 +154,13 @@ def test_legacy_transformer_fails_on_defaults_with_a_hint_naming_input_and_axes(
         # the old name still works (the CLI used it) and gives the same hint
         with pytest.raises(EvaluationError) as e2:
             run(model, feeds)
-        assert "with --dim seq=16 the model runs" in str(add_dims_hint(e2.value, model, {}))
+        assert "with dims={'seq': 16} the model runs" in str(add_dims_hint(e2.value, model, {}))
         # without trying, the axes the failing node depends on and their flags
         with pytest.raises(EvaluationError) as e3:
             run(model, feeds)
         assert ("node 75 depends on input 'tokens' axis 0 (batch) = 1, input 'tokens' axis 1 "
-                "(seq) = 1: set --dim batch=N, --dim seq=N or --shape tokens=D0,D1;") in \
-            add_inputs_hint(e3.value, model, {}, None, probe=False).message
+                "(seq) = 1: set dims={'batch': N}, dims={'seq': N} or shapes={'tokens': (D0, D1)})") \
+            in add_inputs_hint(e3.value, model, {}, None, probe=False).message
 
 
 def _const(name, dims, values, elem=TP.FLOAT):
@@ -196,8 +197,8 @@ def test_when_no_quoted_extent_fits_the_axes_reaching_the_node_are_named():
         run(m, random_inputs(m))
     text = add_inputs_hint(e.value, m, {"n": 2}, None).message
     assert text.endswith("(inputs were generated: a [2] with n = 2; b [1] with m = 1; node 1 "
-                         "depends on input 'b' axis 0 (m) = 1: set --dim m=N or --shape b=D0; "
-                         "dims= / shapes= in Python)"), text
+                         "depends on input 'b' axis 0 (m) = 1: set dims={'m': N} or "
+                         "shapes={'b': (D0,)})"), text
     assert run(m, random_inputs(m, dims={"m": 6}))["y"].shape == (2, 3)
 
 
@@ -215,27 +216,30 @@ def test_the_hint_is_left_out_when_no_axis_was_chosen():
     assert add_inputs_hint(err, _model([("a", TP.FLOAT, ["n"])]), {}, None).message == "bad"
 
 
-def test_as_flags_takes_out_the_python_note_and_keeps_the_rest():
-    """The command line shows the hint with its flags only; the Python API's message keeps the
-    parameters they stand for."""
-    from onemodel.evaluate.inputs import as_flags
+def test_the_hint_keeps_its_settings_as_fields_that_each_interface_writes():
+    """issue 25 item 3: the hint names the settings that make the model run as fields
+    (:class:`onemodel.errors.Setting`), written as Python writes them in the message and as the
+    command line writes them by its own spelling (``--dim seq=16``), never parsed from text."""
+    from onemodel.cli.application import flag_of
 
     with onemodel.load(LEGACY) as model:
         with pytest.raises(EvaluationError) as e:
             run(model, random_inputs(model))
         err = add_inputs_hint(e.value, model, {}, None)
-        python = err.message
-        assert python.endswith("with --dim seq=16 the model runs; dims= / shapes= in Python)")
-        assert as_flags(err) is err
-        assert err.message == python[:-len("; dims= / shapes= in Python)")] + ")"
-        assert err.message.endswith("with --dim seq=16 the model runs)")
-    # a UsageError with the note becomes one without it; other errors are left as they are
-    u = as_flags(UsageError("--dim n=9 makes input 'a' [9] ... (dims= / shapes= in Python)"))
-    assert isinstance(u, UsageError) and str(u) == "--dim n=9 makes input 'a' [9] ..."
+        assert err.settings == (Setting("dims", {"seq": 16}),)
+        assert err.message.endswith("with dims={'seq': 16} the model runs)")
+        assert err.spelled(flag_of).endswith("with --dim seq=16 the model runs)")
+        assert err.spelled(flag_of).replace("--dim seq=16", "dims={'seq': 16}") == err.message
+        assert err.spell_as(flag_of) is err and err.message.endswith("--dim seq=16 the model runs)")
+    # a message naming no setting is left as it is
     plain = UsageError("dimension 'x': no graph input has a dimension of that name")
-    assert as_flags(plain) is plain
-    other = InvalidModelError("bad")
-    assert as_flags(other) is other and other.message == "bad"
+    assert plain.spelled(flag_of) == plain.message and plain.settings == ()
+    # braces in a name are text, not a setting's place
+    m = _model([("a", TP.FLOAT, ["n"])])
+    with pytest.raises(UsageError) as e:
+        random_inputs(m, shapes={"{0}": (1,)})
+    assert e.value.message.startswith("shapes={'{0}': (1,)}: it is not a graph input")
+    assert e.value.spelled(flag_of).startswith("--shape {0}=1: it is not a graph input")
 
 
 def test_dims_or_shapes_that_make_an_input_too_large_are_usage_errors_naming_them():
@@ -248,19 +252,20 @@ def test_dims_or_shapes_that_make_an_input_too_large_are_usage_errors_naming_the
     big = 99999999999
     with pytest.raises(UsageError) as e:
         random_inputs(m, dims={"batch": big})
-    assert str(e.value) == (f"--dim batch={big} makes input 'x' [{big},3,32,32] of "
+    assert str(e.value) == (f"dims={{'batch': {big}}} makes input 'x' [{big},3,32,32] of "
                             f"{big * 3 * 32 * 32} elements, past the limit of 2^28 for "
-                            "generated inputs (dims= / shapes= in Python)")
+                            "generated inputs")
+    assert e.value.settings == (Setting("dims", {"batch": big}),)
     # past 2^63 (an int64 element count overflows): still the caller's value
-    with pytest.raises(UsageError, match=r"^--dim batch=\d{25} makes input 'x'"):
+    with pytest.raises(UsageError, match=r"^dims=\{'batch': \d{25}\} makes input 'x'"):
         random_inputs(m, dims={"batch": 10 ** 24})
     with pytest.raises(UsageError) as e:
         random_inputs(m, shapes={"x": (1 << 19, 3, 32, 32)})
-    assert str(e.value).startswith(f"--shape x={1 << 19},3,32,32 makes input 'x' "
+    assert str(e.value).startswith(f"shapes={{'x': ({1 << 19}, 3, 32, 32)}} makes input 'x' "
                                    f"[{1 << 19},3,32,32] of {(1 << 19) * 3072} elements")
     # two dims of one input: both named
     m2 = _model([("t", TP.INT64, ["b", "s"])])
-    with pytest.raises(UsageError, match=r"^--dim b=65536 --dim s=4096 make input 't' "
+    with pytest.raises(UsageError, match=r"^dims=\{'b': 65536, 's': 4096\} make input 't' "
                                          r"\[65536,4096\] of 268435456 elements"):
         random_inputs(m2, dims={"b": 65536, "s": 4096})
     # just below the limit is generated (a dim of 0 too: no elements)

@@ -90,12 +90,15 @@ import warnings
 
 from ... import limits
 from ...errors import (
+    NAME_ONLY,
     AdviceError,
     InvalidModelError,
     IoError,
     OneModelError,
+    Setting,
     UnsupportedError,
     display_url,
+    literal,
     quote,
 )
 from ...ir.dtypes import INFO, DataType
@@ -754,10 +757,11 @@ def _none_lists_refused(model):
 
 
 def _option_refused(option: str, value, layout: str) -> str:
-    """The message for a layout option given with a layout that does not take it."""
+    """The message for a layout option given with a layout that does not take it, after the
+    option's name."""
     takers = [p for p in registered_layouts() if option in p.options]
     kind = takers[0].options[option] if takers else "given"
-    return (f"{option} must be {kind} with layout {_either([quote(p.name) for p in takers])}, "
+    return (f" must be {kind} with layout {_either([quote(p.name) for p in takers])}, "
             f"not {quote(value)} with layout {quote(layout)}")
 
 
@@ -825,30 +829,37 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
     plugin = layout_by_name(layout)
     if external_data is not None and not plugin.takes_external_data:
         named = [quote(p.name) for p in registered_layouts() if p.takes_external_data]
-        raise UnsupportedError(f"external_data names the data file of layout "
-                               f"{_either(named)} only, not of "
-                               f"layout {quote(layout)}")
+        raise UnsupportedError.advising(
+            "{0}" + literal(f" names the data file of layout {_either(named)} only, not of "
+                            f"layout {quote(layout)}"), Setting("external_data", NAME_ONLY))
     layout_options = {"max_shard_size": max_shard_size} if max_shard_size is not None else {}
     for option in layout_options:
         if option not in plugin.options:
-            raise UnsupportedError(_option_refused(option, layout_options[option], layout))
+            raise UnsupportedError.advising(
+                "{0}" + literal(_option_refused(option, layout_options[option], layout)),
+                Setting(option, NAME_ONLY))
     plugin.check_options(layout_options)
     if align is None:
         align = plugin.default_align or EXTERNAL_DATA_ALIGNMENT
     if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0:
-        raise UnsupportedError(f"threshold must be a non-negative integer (bytes), not "
-                               f"{quote(threshold)}")
+        raise UnsupportedError.advising(
+            "{0}" + literal(f" must be a non-negative integer (bytes), not {quote(threshold)}"),
+            Setting("threshold", NAME_ONLY))
     if (isinstance(align, bool) or not isinstance(align, int) or align < 1
             or align & (align - 1) or align > MAX_ALIGN):
-        raise UnsupportedError(f"align must be a power of two from 1 to {MAX_ALIGN} bytes "
-                               f"(4096: a page; 65536 for Windows readers), not {quote(align)}")
+        raise UnsupportedError.advising(
+            "{0}" + literal(f" must be a power of two from 1 to {MAX_ALIGN} bytes (4096: a "
+                            f"page; 65536 for Windows readers), not {quote(align)}"),
+            Setting("align", NAME_ONLY))
     if external_data is not None:
         try:
             location_parts(external_data)
         except RefusedError as e:
-            raise UnsupportedError(f"external_data {quote(external_data)} must be a relative path "
-                                   f"of '/'-separated names inside the output directory "
-                                   f"(Clause 13.2): {e.message}") from None
+            raise UnsupportedError.advising(
+                "{0}" + literal(f" {quote(external_data)} must be a relative path of "
+                                f"'/'-separated names inside the output directory (Clause "
+                                f"13.2): {e.message}"), Setting("external_data", NAME_ONLY)) \
+                from None
 
     out_base, model_name = _output_place(sink, base_dir)
     read_from = _read_from(model) if not force else set()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from ...errors import OneModelError, UnsupportedError, quote
+from ...errors import NAME_ONLY, OneModelError, Setting, UnsupportedError, literal, quote
 from ..layouts import Layout, Piece, PlacementError, PlannedFile
 
 SUFFIX = ".safetensors"
@@ -32,9 +32,10 @@ class SafetensorsLayout(Layout):
         """``max_shard_size``: a positive integer (bytes), or None."""
         n = options.get("max_shard_size")
         if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
-            raise UnsupportedError(f"max_shard_size must be {self.options['max_shard_size']} "
-                                   f"with layout 'safetensors', not {quote(n)} with layout "
-                                   f"'safetensors'")
+            raise UnsupportedError.advising(
+                "{0}" + literal(f" must be {self.options['max_shard_size']} with layout "
+                                f"'safetensors', not {quote(n)} with layout 'safetensors'"),
+                Setting("max_shard_size", NAME_ONLY))
 
     def default_location(self, model_name: str | None) -> str:
         """The .onnx file's name with ``.safetensors`` for ``.onnx``."""

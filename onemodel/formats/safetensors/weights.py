@@ -64,10 +64,11 @@ def write_weights(model, sink, *, align: int = DEFAULT_ALIGN,
 
     if isinstance(align, bool) or not isinstance(align, int) or align < 1 or \
             align & (align - 1) or align > MAX_ALIGN:
-        from ...errors import UnsupportedError
+        from ...errors import NAME_ONLY, Setting, UnsupportedError, literal
 
-        raise UnsupportedError(f"align must be a power of two from 1 to {MAX_ALIGN} bytes, "
-                               f"not {quote(align)}")
+        raise UnsupportedError.advising(
+            "{0}" + literal(f" must be a power of two from 1 to {MAX_ALIGN} bytes, not "
+                            f"{quote(align)}"), Setting("align", NAME_ONLY))
     inits = initializers(model)
     header, offsets, _ = plan([(t.name or "", t.data_type, t.dims, t.nbytes) for _, t in inits],
                               align, layout="weights", metadata=metadata)
