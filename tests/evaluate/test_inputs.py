@@ -159,7 +159,8 @@ def test_legacy_transformer_fails_on_defaults_with_a_hint_naming_input_and_axes(
         with pytest.raises(EvaluationError) as e3:
             run(model, feeds)
         assert ("node 75 depends on input 'tokens' axis 0 (batch) = 1, input 'tokens' axis 1 "
-                "(seq) = 1: set dims={'batch': N}, dims={'seq': N} or shapes={'tokens': (D0, D1)})") \
+                "(seq) = 1: set dims={'batch': N}, dims={'seq': N} or "
+                "shapes={'tokens': (D0, D1)})") \
             in add_inputs_hint(e3.value, model, {}, None, probe=False).message
 
 
