@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 
 from . import formats
-from .errors import OneModelError, OptionError, UnsupportedError, UsageError
+from .errors import OneModelError, OptionError, Placeholder, Setting, UnsupportedError, UsageError
 from .ir import Model
 from .ir.walk import check_nesting
 from .storage import BytesSink, check_storage_options, open_sink, open_source
@@ -127,9 +127,10 @@ def _plugin_for_target(target, format: str | None):
             raise UnsupportedError("cannot tell the output format: this target has no file "
                                    "name; give the format (format='onnx' or 'onemodel')") \
                 from None
-        raise UnsupportedError("cannot tell the output format from the file name: name it "
-                               ".onnx or .onemodel, or give the format (--to onnx|onemodel, "
-                               "format= in Python)", source=name) from None
+        raise UnsupportedError.advising(
+            "cannot tell the output format from the file name: name it .onnx or .onemodel, or "
+            "give the format ({0})", Setting("format", Placeholder("onnx|onemodel")),
+            source=name) from None
 
 
 def save(model: Model, target, format: str | None = None, *,

@@ -400,6 +400,15 @@ def _rebuild_advice(template, settings, message, path, offset, source):
     return e
 
 
+class WeightsFileError(UnsupportedError):
+    """A file of tensors only where a model is expected (a safetensors weights file): no format
+    reads it as a model. ``layout``: the name of the layout whose weights file it is
+    (``"safetensors"``); the message, the layout's note, names the setting that puts its
+    tensors into a model (``into``, :attr:`settings`)."""
+
+    layout: str | None = None
+
+
 class EvaluationError(OneModelError):
     """A well-formed, valid model failed while being evaluated on the inputs given (Clause 11):
     the message names the node (op_type, name, index) and the shapes of its inputs. Not a

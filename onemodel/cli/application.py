@@ -186,18 +186,36 @@ def _stdout_gone() -> None:
     raise typer.Exit(EXIT_PIPE)
 
 
+#: The command line's flag for each Python keyword an error's setting names
+#: (:class:`onemodel.errors.Setting`): the inputs of run and verify, the options of convert.
+FLAGS = {"dims": "--dim", "shapes": "--shape", "strict_v1": "--strict-v1",
+         "digests": "--digests", "external_data": "--external-data", "align": "--align",
+         "threshold": "--threshold", "force": "--force", "max_shard_size": "--max-shard-size",
+         "allow_outside": "--allow-external-outside", "storage_options": "--storage-option",
+         "into": "--into", "format": "--to", "layout": "--layout"}
+
+
 def flag_of(setting) -> str | None:
     """How the command line writes a setting an error names (:class:`onemodel.errors.Setting`):
-    the extents and shapes of generated inputs as ``--dim seq=16``, ``--shape x=2,4`` (the
-    parameter alone as ``--dim`` / ``--shape``); None for another (Python's writing stays)."""
-    flag = {"dims": "--dim", "shapes": "--shape"}.get(setting.name)
+    the extents and shapes of generated inputs as ``--dim seq=16``, ``--shape x=2,4``, an
+    option as its flag and value (``--external-data NAME``, ``--force`` for True,
+    ``--inline`` for the layout ``inline``), the parameter alone as its flag (``--align``);
+    None for a keyword :data:`FLAGS` lacks (Python's writing stays)."""
+    from ..errors import NAME_ONLY
+
+    name, value = setting.name, setting.value
+    flag = FLAGS.get(name)
     if flag is None:
         return None
-    if not isinstance(setting.value, dict):
+    if value is NAME_ONLY or value is True:
         return flag
-    if setting.name == "dims":
-        return " ".join(f"{flag} {k}={v}" for k, v in setting.value.items())
-    return " ".join(f"{flag} {k}={_extents(shape)}" for k, shape in setting.value.items())
+    if name == "dims" and isinstance(value, dict):
+        return " ".join(f"{flag} {k}={v}" for k, v in value.items())
+    if name == "shapes" and isinstance(value, dict):
+        return " ".join(f"{flag} {k}={_extents(shape)}" for k, shape in value.items())
+    if (name, value) == ("layout", "inline"):
+        return "--inline"
+    return f"{flag} {value}"
 
 
 def _extents(shape) -> str:

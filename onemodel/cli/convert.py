@@ -11,6 +11,7 @@ import typer
 
 from ..errors import UnsupportedError, UsageError, printable
 from .application import (
+    FLAGS,
     DebugOpt,
     OutsideOpt,
     QuietOpt,
@@ -21,6 +22,7 @@ from .application import (
     _read_options,
     _storage,
     app,
+    flag_of,
     out,
 )
 from .redact import shown
@@ -28,12 +30,9 @@ from .redact import shown
 #: The flag of each writer option that ``convert`` sets or that a writer takes
 #: (``layout``: the flag that set it, or :data:`_LAYOUT_FLAGS` when listed as taken); options
 #: without a flag are not shown.
-_CONVERT_FLAGS = {"strict_v1": "--strict-v1", "digests": "--digests",
-                  "external_data": "--external-data",
-                  "align": "--align", "threshold": "--threshold", "force": "--force",
-                  "max_shard_size": "--max-shard-size",
-                  "allow_outside": "--allow-external-outside",
-                  "storage_options": "--storage-option"}
+_CONVERT_FLAGS = {name: FLAGS[name] for name in (
+    "strict_v1", "digests", "external_data", "align", "threshold", "force", "max_shard_size",
+    "allow_outside", "storage_options")}
 #: The flags that set the writer option ``layout`` (``--layout NAME``, or one of its values).
 _LAYOUT_FLAGS = ("--layout", "--inline", "--external-data-per-tensor")
 
@@ -49,22 +48,13 @@ def _option_flags(layout_flag: Optional[str]):
     the flag that set ``layout`` (``--layout``, ``--inline`` or ``--external-data-per-tensor``),
     named when that option is refused. An :class:`~onemodel.errors.AdviceError` (the 2 GiB
     refusal's ``force=True``) is spelled with the flags too (``--force``, ``--layout file``)."""
-    from ..errors import NAME_ONLY, AdviceError, OptionError
+    from ..errors import AdviceError, OptionError
 
     def spell(name: str) -> Optional[str]:
         if name == "layout":
             given = layout_flag if "layout" in refused else None
             return given or ", ".join(_LAYOUT_FLAGS)
         return _CONVERT_FLAGS.get(name)
-
-    def setting(x) -> Optional[str]:
-        name, value = x.name, x.value
-        if (name, value) == ("layout", "inline"):
-            return "--inline"
-        flag = "--layout" if name == "layout" else _CONVERT_FLAGS.get(name)
-        if flag is None:
-            return None
-        return flag if value is True or value is NAME_ONLY else f"{flag} {value}"
 
     refused: tuple = ()
     try:
@@ -74,10 +64,10 @@ def _option_flags(layout_flag: Optional[str]):
         e.message = e.spelled(spell)
         raise
     except AdviceError as e:  # settings advised: the flags (--force, not force=True)
-        raise e.spell_as(setting)
+        raise e.spell_as(flag_of)
     except UnsupportedError as e:  # an option's value refused: the flag's usage error
         if e.settings and all(x.name in _CONVERT_FLAGS for x in e.settings):
-            raise UsageError(e.spelled(setting)) from None
+            raise UsageError(e.spelled(flag_of)) from None
         raise
 
 

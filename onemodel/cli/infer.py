@@ -152,8 +152,9 @@ def _infer_hint(e):
     --force or --external-data: convert's flags, kept apart as ``e.remedy``) replaced by what
     ``infer`` can do."""
     if getattr(e, "remedy", None) is not None:
-        e.message = (f"{e.fact}; infer writes IN's data files beside OUT under their names: "
-                     "write OUT in another directory")
+        return IoError(f"{e.fact}; infer writes IN's data files beside OUT under their names: "
+                       "write OUT in another directory", path=e.path, offset=e.offset,
+                       source=e.source)
     return e
 
 

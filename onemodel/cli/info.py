@@ -9,7 +9,7 @@ from typing import List, Optional
 
 import typer
 
-from ..errors import UnsupportedError, printable
+from ..errors import WeightsFileError, printable
 from .application import (
     DebugOpt,
     OutsideOpt,
@@ -24,6 +24,7 @@ from .application import (
     _stdout_gone,
     _storage,
     app,
+    flag_of,
     out,
 )
 from .redact import redact, shown
@@ -46,12 +47,10 @@ def info(
         storage = _storage(storage_option, file)
         try:
             _info_of_model(file, as_json, shapes, allow_outside, storage)
-        except UnsupportedError as e:
-            from ..formats.layouts import weights_layout
-            layout = weights_layout(note=e.message)
-            if layout is None:
-                raise
-            _weights_listing(layout, file, as_json, storage)
+        except WeightsFileError as e:
+            from ..formats.layouts import layout_by_name
+            _weights_listing(layout_by_name(e.layout), e.spell_as(flag_of).message, file,
+                             as_json, storage)
     _nothing_left_at_exit()  # printed; nothing of the model needs tearing down
 
 
@@ -96,16 +95,15 @@ def _info_of_model(file, as_json, shapes, allow_outside, storage) -> None:
         raise failed
 
 
-def _weights_listing(layout, file: str, as_json: bool, storage_options) -> None:
+def _weights_listing(layout, note: str, file: str, as_json: bool, storage_options) -> None:
     """``info`` of a weights file of ``layout`` (a safetensors file: what
-    :func:`onemodel.formats.detect` refuses with the layout's ``weights_note``, the model reader
-    having found no model): the note that it is no model, then its tensors (key, dtype, shape,
+    :func:`onemodel.formats.detect` refuses with a WeightsFileError, the model reader having
+    found no model): the ``note`` that it is no model, then its tensors (key, dtype, shape,
     bytes; padding entries marked) from its checked header. Raises what the header check
     raises for a broken one (MalformedError, UnsupportedError), IoError when it cannot be
     read."""
     from ..storage import open_source
 
-    note = layout.weights_note
     src = open_source(file, storage_options=storage_options)
     try:
         metadata, rows = layout.list_weights(src, file)

@@ -194,7 +194,12 @@ def detect(head: bytes | None = None, name: str | None = None) -> FormatPlugin:
 
         weights = weights_layout(_base_name(name) if name else None, head)
         if weights is not None:  # (a file of tensors only: a layout's weights file)
-            raise UnsupportedError(weights.weights_note, source=name)
+            from ..errors import Placeholder, Setting, WeightsFileError
+
+            e = WeightsFileError.advising(weights.weights_note,
+                                          Setting("into", Placeholder("MODEL")), source=name)
+            e.layout = weights.name
+            raise e
         raise UnsupportedError("cannot tell the format of the file from its first bytes or its "
                                "name", source=name)
     return found

@@ -139,8 +139,11 @@ class Layout:
         return ""
 
     # -- weights files: a file of this layout holding tensors only (no model) ---------------
-    #: What a weights file of this layout is, the message of :func:`onemodel.formats.detect`
-    #: for one (``None``: the layout has no weights files and the members below are unused).
+    #: What a weights file of this layout is, the message of the
+    #: :class:`~onemodel.errors.WeightsFileError` :func:`onemodel.formats.detect` raises for
+    #: one, ``{0}`` where the setting that puts its tensors into a model goes (``into=MODEL``,
+    #: ``--into MODEL``); ``None``: the layout has no weights files and the members below are
+    #: unused.
     weights_note: str | None = None
 
     def is_weights_file(self, head: bytes | None, name: str | None) -> bool:
@@ -270,18 +273,16 @@ def open_data_file(source, location: str):
 
 
 def weights_layout(name: str | None = None, head: bytes | None = None,
-                   note: str | None = None, default: bool = False) -> Layout | None:
+                   default: bool = False) -> Layout | None:
     """The layout whose weights files the file named ``name`` (lower case, compression suffix
-    removed) starting with ``head`` is (:meth:`Layout.is_weights_file`), or whose
-    :attr:`~Layout.weights_note` is ``note``; None when no layout says so, or with ``default``
-    the first layout that has weights files (``safetensors``)."""
+    removed) starting with ``head`` is (:meth:`Layout.is_weights_file`); None when no layout
+    says so, or with ``default`` the first layout that has weights files (``safetensors``)."""
     first = None
     for layout in layouts():
         if layout.weights_note is None:
             continue
         first = first or layout
-        if (note is not None and note == layout.weights_note) or (
-                note is None and layout.is_weights_file(head, name)):
+        if layout.is_weights_file(head, name):
             return layout
     return first if default else None
 

@@ -9,7 +9,7 @@ looks complete).
 
 from __future__ import annotations
 
-from ..errors import IoError, MalformedError, UnsupportedError
+from ..errors import IoError, MalformedError, Placeholder, Setting, UnsupportedError, literal
 from ..limits import MAX_WRITTEN_GAP
 
 
@@ -223,12 +223,13 @@ def check_gap(name: str, offset: int, count: int) -> None:
     """Refuse (UnsupportedError) a gap of ``count`` zeros at ``offset`` that a sink which cannot
     leave holes would have to write, when it exceeds :data:`~onemodel.limits.MAX_WRITTEN_GAP`."""
     if count > MAX_WRITTEN_GAP:
-        raise UnsupportedError(
-            f"the data file keeps a gap of {count} bytes at offset {offset} (layout 'keep' "
-            f"keeps every tensor at its offset) and this destination cannot leave holes: it "
-            f"would write {count} zero bytes, more than the limit of {MAX_WRITTEN_GAP}; lay "
-            "the data out afresh (--external-data NAME, layout='file') or write to a local "
-            "file, which leaves gaps as holes", offset=offset, source=name)
+        raise UnsupportedError.advising(
+            literal(f"the data file keeps a gap of {count} bytes at offset {offset} (layout "
+                    f"'keep' keeps every tensor at its offset) and this destination cannot leave "
+                    f"holes: it would write {count} zero bytes, more than the limit of "
+                    f"{MAX_WRITTEN_GAP}") + "; lay the data out afresh ({0}, {1}) or write to a "
+            "local file, which leaves gaps as holes", Setting("external_data", Placeholder("NAME")),
+            Setting("layout", "file"), offset=offset, source=name)
 
 
 def io_error(exc: OSError, name: str, action: str = "read") -> IoError:

@@ -32,7 +32,7 @@ def test_a_weights_file_is_named_as_one_with_the_into_hint(tmp_path, name, comma
     assert r.exit_code == 2, r.output
     assert r.output.startswith("Unsupported: a safetensors weights file: it holds tensors only, "
                                "not a model"), r.output
-    assert "onemodel convert WEIGHTS.safetensors --into MODEL OUT" in r.output
+    assert "to put its tensors into a model, convert it with --into MODEL" in r.output
     assert "cannot tell the format" not in r.output
     assert not (tmp_path / "x.onnx").exists()
 
@@ -48,7 +48,7 @@ def test_info_of_a_weights_file_says_what_it_is_and_lists_its_tensors(tmp_path, 
     lines = r.output.splitlines()
     assert lines[0].startswith(f"{w}: a safetensors weights file: it holds tensors only, not a "
                                "model"), lines[0]
-    assert "onemodel convert WEIGHTS.safetensors --into MODEL OUT" in lines[0]
+    assert "to put its tensors into a model, convert it with --into MODEL" in lines[0]
     with safe_open(str(w), "np") as f:
         want = {k: f.get_tensor(k) for k in f.keys()}
     assert lines[1] == f"tensors: 2, {sum(a.nbytes for a in want.values())} B"

@@ -95,6 +95,7 @@ from ...errors import (
     InvalidModelError,
     IoError,
     OneModelError,
+    Placeholder,
     Setting,
     UnsupportedError,
     display_url,
@@ -538,22 +539,23 @@ def _refuse_replacing(files: list[_DataFile], sink, out_base, read_from: set,
             f"it)", REPLACE_DATA_HINT)
 
 
-def _replace_refusal(fact: str, remedy: str) -> IoError:
+def _replace_refusal(fact: str, remedy: tuple) -> IoError:
     """The IoError refusing to replace another model's data file: ``fact; remedy``, the two
-    kept apart as ``.fact`` and ``.remedy`` (one of the hints below) so that a caller without
+    kept apart as ``.fact`` and ``.remedy`` (one of the hints below: a template and the
+    settings it advises, written as each interface writes them) so that a caller without
     convert's options (``onemodel infer``) can give its own remedy without reading the text."""
-    e = IoError(f"{fact}; {remedy}")
+    e = IoError.advising(literal(fact) + "; " + remedy[0], *remedy[1])
     e.fact, e.remedy = fact, remedy
     return e
 
 
 #: How the refusal to replace another model's data file (shard index) ends: what the caller
 #: of convert / save can do. A command without these options (infer) gives its own.
-REPLACE_DATA_HINT = ("use --force (force=True) to overwrite it, or --external-data NAME "
-                     "(external_data='NAME') to write a new data file")
-REPLACE_INDEX_HINT = ("use --force (force=True) to overwrite it and its shards, or "
-                      "--external-data NAME (external_data='NAME') to write shards of another "
-                      "name")
+REPLACE_DATA_HINT = ("use {0} to overwrite it, or {1} to write a new data file",
+                     (Setting("force", True), Setting("external_data", Placeholder("NAME"))))
+REPLACE_INDEX_HINT = ("use {0} to overwrite it and its shards, or {1} to write shards of "
+                      "another name",
+                      (Setting("force", True), Setting("external_data", Placeholder("NAME"))))
 
 
 #: Largest existing shard index read by :func:`_index_of` (an index of a model's tensors is small).

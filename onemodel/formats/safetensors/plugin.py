@@ -144,8 +144,7 @@ class SafetensorsLayout(Layout):
 
     # -- weights files (docs/safetensors.md) -------------------------------------------------
     weights_note = ("a safetensors weights file: it holds tensors only, not a model (no graph); "
-                    "to put its tensors into a model run `onemodel convert WEIGHTS.safetensors "
-                    "--into MODEL OUT` (Python: onemodel.convert(weights, out, into=model))")
+                    "to put its tensors into a model, convert it with {0}")
 
     def is_weights_file(self, head: bytes | None, name: str | None) -> bool:
         """Its name ends in ``.safetensors``, or its first 8 octets are a little-endian header
