@@ -25,7 +25,8 @@ __version__ = "0.1.0"
 _LAZY = {name: module for module, names in (
     ("onemodel.errors", ("AdviceError", "EvaluationError", "InputError", "InternalError",
                          "InvalidModelError", "IoError", "MalformedError", "OneModelError",
-                         "OneModelWarning", "OptionError", "UnsupportedError", "UsageError")),
+                         "OneModelWarning", "OptionError", "UnsupportedError", "UsageError",
+                         "WeightsFileError")),
     ("onemodel.api", ("ConvertResult", "convert", "load", "save", "to_bytes")),
     ("onemodel.ir", ("Attribute", "DataType", "Function", "Graph", "Model", "Node",
                      "SparseTensor", "Tensor", "Type", "ValueInfo")),
@@ -80,6 +81,7 @@ __all__ = [
     "compare_models", "ConvertResult", "VerifyReport", "Difference", "OneModelError",
     "MalformedError", "InvalidModelError", "UnsupportedError", "OptionError", "IoError",
     "AdviceError", "UsageError", "InputError", "EvaluationError", "InternalError",
+    "WeightsFileError",
     "OneModelWarning",
     "Model", "Graph", "Node", "Attribute",
     "Tensor", "SparseTensor", "Type", "ValueInfo", "Function", "DataType", "__version__",

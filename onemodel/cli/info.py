@@ -48,8 +48,8 @@ def info(
         try:
             _info_of_model(file, as_json, shapes, allow_outside, storage)
         except WeightsFileError as e:
-            from ..formats.layouts import layout_by_name
-            _weights_listing(layout_by_name(e.layout), e.spell_as(flag_of).message, file,
+            from ..formats.layouts import by_name
+            _weights_listing(by_name(e.layout), e.spell_as(flag_of).message, file,
                              as_json, storage)
     _nothing_left_at_exit()  # printed; nothing of the model needs tearing down
 
