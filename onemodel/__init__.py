@@ -24,9 +24,9 @@ __version__ = "0.1.0"
 #: moment; and a command imports only the parts it uses.
 _LAZY = {name: module for module, names in (
     ("onemodel.errors", ("AdviceError", "EvaluationError", "InputError", "InternalError",
-                         "InvalidModelError", "IoError", "MalformedError", "OneModelError",
-                         "OneModelWarning", "OptionError", "UnsupportedError", "UsageError",
-                         "WeightsFileError")),
+                         "InvalidModelError", "IoError", "MalformedError", "NoDataDirectoryError",
+                         "OneModelError", "OneModelWarning", "OptionError", "UnsupportedError",
+                         "UsageError", "WeightsFileError")),
     ("onemodel.api", ("ConvertResult", "convert", "load", "save", "to_bytes")),
     ("onemodel.ir", ("Attribute", "DataType", "Function", "Graph", "Model", "Node",
                      "SparseTensor", "Tensor", "Type", "ValueInfo")),
@@ -80,8 +80,8 @@ __all__ = [
     "digest", "ModelDigest",
     "compare_models", "ConvertResult", "VerifyReport", "Difference", "OneModelError",
     "MalformedError", "InvalidModelError", "UnsupportedError", "OptionError", "IoError",
-    "AdviceError", "UsageError", "InputError", "EvaluationError", "InternalError",
-    "WeightsFileError",
+    "AdviceError", "NoDataDirectoryError", "UsageError", "InputError", "EvaluationError",
+    "InternalError", "WeightsFileError",
     "OneModelWarning",
     "Model", "Graph", "Node", "Attribute",
     "Tensor", "SparseTensor", "Type", "ValueInfo", "Function", "DataType", "__version__",

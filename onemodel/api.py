@@ -17,7 +17,15 @@ import os
 from dataclasses import dataclass, field
 
 from . import formats
-from .errors import OneModelError, OptionError, Placeholder, Setting, UnsupportedError, UsageError
+from .errors import (
+    NoDataDirectoryError,
+    OneModelError,
+    OptionError,
+    Placeholder,
+    Setting,
+    UnsupportedError,
+    UsageError,
+)
 from .ir import Model
 from .ir.walk import check_nesting
 from .storage import BytesSink, check_storage_options, open_sink, open_source
@@ -40,14 +48,12 @@ def _not_empty(target) -> None:
         raise UsageError("empty path")
 
 
-#: The start of the ONNX writer's refusal to write data files into a sink without a directory.
-_NO_DIRECTORY = "the model has external data files to write but the sink is not a file"
-
-
 def _no_directory(e: UnsupportedError, call: str, base_dir: bool) -> UnsupportedError:
-    """The ONNX writer's refusal (:data:`_NO_DIRECTORY`) said for ``call`` (``to_bytes`` or
-    ``save``): what to pass there, ``base_dir`` only where data files can go (not for bytes)."""
-    if not e.message.startswith(_NO_DIRECTORY):
+    """The ONNX writer's refusal to write data files with no directory for them
+    (:class:`~onemodel.errors.NoDataDirectoryError`, told by its class, not its text) said for
+    ``call`` (``to_bytes`` or ``save``): what to pass there, ``base_dir`` only where data files
+    can go (not for bytes). Any other error is returned as it is."""
+    if not isinstance(e, NoDataDirectoryError):
         return e
     where = "bytes in memory have" if call == "to_bytes" else "a file object has"
     e.message = (f"the model has external data files to write and {where} no directory "

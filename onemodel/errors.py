@@ -409,6 +409,28 @@ class WeightsFileError(UnsupportedError):
     layout: str | None = None
 
 
+class NoDataDirectoryError(UnsupportedError):
+    """The ONNX writer has external data files to write and the sink has no directory for them
+    (a file object or bytes in memory, without ``base_dir``). A distinct class, not a message
+    text, so that a caller (``onemodel.save``, ``onemodel.to_bytes``, the CLI) says what to pass
+    in its own words by ``isinstance``, never by reading the message.
+
+    Attributes:
+        files: the locations of the data files that had nowhere to go (a tuple of str)."""
+
+    def __init__(self, message: str, files=(), **where):
+        self.files = tuple(files)
+        super().__init__(message, **where)
+
+    def __reduce__(self):
+        return (_rebuild_no_directory, (self.message, self.files, self.path, self.offset,
+                                        self.source))
+
+
+def _rebuild_no_directory(message, files, path, offset, source):
+    return NoDataDirectoryError(message, files, path=path, offset=offset, source=source)
+
+
 class EvaluationError(OneModelError):
     """A well-formed, valid model failed while being evaluated on the inputs given (Clause 11):
     the message names the node (op_type, name, index) and the shapes of its inputs. Not a

@@ -253,6 +253,26 @@ def test_text_file_objects_are_refused(tmp_path):
         onemodel.load(f)
 
 
+def test_no_directory_advice_keys_on_the_class_not_the_text():
+    # another UnsupportedError whose text starts as the writer's refusal is not rewritten:
+    # api.py tells the refusal by its class (NoDataDirectoryError), never by its message
+    import pickle
+
+    from onemodel.api import _no_directory
+    from onemodel.errors import NoDataDirectoryError
+
+    text = "the model has external data files to write but the sink is not a file; other"
+    plain = UnsupportedError(text)
+    assert _no_directory(plain, "save", True).message == text
+    e = _no_directory(NoDataDirectoryError("x", ["a.bin"]), "save", True)
+    assert e.message.startswith('the model has external data files to write and a file '
+                                'object has no directory for them: save(..., layout="inline")')
+    assert e.files == ("a.bin",)
+    back = pickle.loads(pickle.dumps(NoDataDirectoryError("x", ["a.bin"], path="p")))
+    assert (type(back), back.message, back.files, back.path) == \
+        (NoDataDirectoryError, "x", ("a.bin",), "p")
+
+
 def test_external_data_cannot_go_to_a_file_object_unless_inline(tmp_path):
     import io
 
@@ -270,6 +290,12 @@ def test_external_data_cannot_go_to_a_file_object_unless_inline(tmp_path):
                 "the model has external data files to write and bytes in memory have no "
                 'directory for them: to_bytes(..., layout="inline") puts every tensor in the '
                 "one buffer"), layout
+            # told by its class and fields, not its text (issue 25 item 3)
+            assert isinstance(e.value, onemodel.NoDataDirectoryError), layout
+            # the data file each layout would write: its own name (keep), the default of a
+            # sink without a name (file), one per tensor named for it (per_tensor)
+            assert e.value.files == {"keep": ("w.bin",), "file": ("model.onnx.data",),
+                                     "per_tensor": ("w",)}[layout], layout
         # to_bytes gives one whole model by default: every tensor inline, as an explicit
         # layout="inline" gives, read back whole by onemodel and by the onnx package
         data = onemodel.to_bytes(m, format="onnx")

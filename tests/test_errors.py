@@ -5,8 +5,10 @@ full length (``errors.quote``), and ``str(error)`` bounds its message, path and 
 from __future__ import annotations
 
 import pickle
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -221,3 +223,49 @@ def test_every_public_error_class_is_exported_or_says_why_not():
     unexported = errors - set(onemodel.__all__)
     assert unexported == set(NOT_EXPORTED), unexported ^ set(NOT_EXPORTED)
     assert {"InternalError", "UsageError", "OptionError", "AdviceError"} <= errors
+
+
+#: Command-line flag text (``--dim``, ``--force``...) in a string of the library (issue 25 item
+#: 3): a message naming a caller's setting keeps it as a field (onemodel.errors.Setting) that the
+#: command line writes as its flag (cli.application.flag_of); the library writes none.
+_FLAG_TEXT = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]+")
+
+#: The modules outside onemodel/cli/ whose strings name flags, and why that is right there.
+_FLAG_TEXT_ALLOWED = {
+    "onemodel/limits.py": "each limit's sentence is the conformance statement's, naming the "
+                          "command option it bounds (verify --bisect, check --full)",
+    "onemodel/validation/codes.py": "the check codes' descriptions are the reference of the "
+                                    "check command (docs/check.md), naming its options",
+    "onemodel/validation/reading.py": "OM206's finding says what check --full would verify "
+                                      "(docs/check.md gives full=True beside it)",
+    "onemodel/validation/output.py": "the check command's text report (--json lists every "
+                                     "finding)",
+    "onemodel/compare.py": "parse_tolerance parses the text of verify's and run's --tol, "
+                           "naming the flag its caller gives in its errors",
+}
+
+
+def test_no_command_line_flags_in_library_messages():
+    # every string literal (docstrings aside) of onemodel/ outside onemodel/cli/ that spells a
+    # command-line flag, in a module not allowed to with its reason; a reason that no longer
+    # holds (the module names no flag) fails too
+    import ast
+
+    root = Path(onemodel.__file__).parent
+    found = {}
+    for p in sorted(root.rglob("*.py")):
+        rel = p.relative_to(root.parent).as_posix()
+        if rel.startswith("onemodel/cli/"):
+            continue
+        tree = ast.parse(p.read_text(encoding="utf-8"))
+        docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                      if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                        ast.AsyncFunctionDef))
+                      and n.body and isinstance(n.body[0], ast.Expr)
+                      and isinstance(n.body[0].value, ast.Constant)}
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and \
+                    id(n) not in docstrings and _FLAG_TEXT.search(n.value):
+                found.setdefault(rel, []).append(n.lineno)
+    assert set(found) == set(_FLAG_TEXT_ALLOWED), {
+        rel: sorted(found.get(rel, [])) for rel in set(found) ^ set(_FLAG_TEXT_ALLOWED)}

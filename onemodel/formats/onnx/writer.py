@@ -94,6 +94,7 @@ from ...errors import (
     AdviceError,
     InvalidModelError,
     IoError,
+    NoDataDirectoryError,
     OneModelError,
     Placeholder,
     Setting,
@@ -881,9 +882,10 @@ def write_layout(model, sink, *, layout: str | None = None, external_data: str |
                 "default for .zst), or write an uncompressed .onnx with its data files, or a "
                 ".onemodel.zst", [("layout", "inline")])
         if files and out_base is None:
-            raise UnsupportedError("the model has external data files to write but the sink is "
-                                   "not a file; pass base_dir= (their directory) or "
-                                   "layout='inline'")
+            raise NoDataDirectoryError("the model has external data files to write but the "
+                                       "sink is not a file; pass base_dir= (their directory) "
+                                       "or layout='inline'",
+                                       [df.location for df in files])
         if model_name and not allow_outside:
             for df in files:
                 if "/".join(location_parts(df.location)).lower() == model_name.lower():
