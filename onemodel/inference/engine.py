@@ -274,15 +274,20 @@ def merge(declared: Value | None, inferred: Value | None, path: str, name: str, 
     return Value(declared.kind, elem, shape, inferred.data if shape == is_ else None)
 
 
+#: element types whose initializers are never read for their elements (as plain ints: the
+#: ``in`` test of every initializer compares no enum members)
+_UNREAD_TYPES = (int(DataType.STRING), 0, None)
+
+
 def initializer_value(t) -> Value:
     """The Value of an initializer or Constant tensor: element type and dims, and its elements
     (read on a rule's first use, :meth:`~.value.Value.lazy_tensor`) when it has at most
     :data:`~.value.MAX_DATA` of them and a numeric or bool type."""
-    dims = tuple(int(d) for d in t.dims)
+    dims = tuple(map(int, t.dims))
     count = 1
     for d in dims:
         count *= d
-    if count > MAX_DATA or t.data_type in (DataType.STRING, 0, None):
+    if count > MAX_DATA or t.data_type in _UNREAD_TYPES:
         return Value.tensor(t.data_type or None, dims)
 
     def read():

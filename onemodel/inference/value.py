@@ -55,10 +55,11 @@ class Value:
         """A tensor whose elements ``source()`` gives (a tuple, or None when they cannot be
         had) on the first read of :attr:`data`: initializers are not read unless a rule asks.
         Two such Values are equal when they have the same source (the same tensor)."""
-        v = cls("tensor", elem, shape)
-        v._src = source
-        v._hash = hash(("tensor", elem, v.shape, id(source)))
-        v.signature = ("tensor", elem, v.shape)
+        v = object.__new__(cls)  # (the slots set here: no hash of the unread elements)
+        v.kind, v.elem, v._data, v.inner, v._src = "tensor", elem, None, None, source
+        v.shape = shape = None if shape is None else tuple(shape)
+        v._hash = hash(("tensor", elem, shape, id(source)))
+        v.signature = ("tensor", elem, shape)
         return v
 
     @property

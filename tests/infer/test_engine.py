@@ -148,3 +148,31 @@ def test_the_graph_rules_orders_spare_the_engines_pass_and_give_the_same_values(
     got = infer_model(m, orders=graph_rules.check_model(m))
     assert {k: str(v) for k, v in got.values.items()} == want
     assert calls == ([] if sorted_ else [1])
+
+
+def test_initializer_values_are_lazy_tensors_read_once_and_equal_by_source():
+    """An initializer's Value (built without hashing its elements) has the initializer's type
+    and dims, reads its elements on the first use only, equals only a Value of the same
+    source, and has the signature the memo of node results keys on; a STRING initializer is
+    a plain tensor with no elements."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    from onemodel.inference import value as value_mod
+    from onemodel.inference.engine import initializer_value
+    from onemodel.inference.value import Value
+
+    a = numpy_helper.from_array(np.array([[1, 2, 3], [4, 5, 6]], np.int64), "a")
+    s = helper.make_tensor("s", T.STRING, [2], [b"x", b"y"])
+    m = _model([helper.make_node("Add", ["x", "a"], ["z"])], [vi("x", [2, 3], T.INT64)],
+               [vi("z", None)], inits=[a, s])
+    ta, ts = m.graph.initializers
+    va, va2, vs = initializer_value(ta), initializer_value(ta), initializer_value(ts)
+    assert (va.kind, va.elem, va.shape, va.inner) == ("tensor", T.INT64, (2, 3), None)
+    assert va.signature == va2.signature == ("tensor", T.INT64, (2, 3))
+    assert va != va2 and va == va and hash(va) != hash(Value.tensor(T.INT64, (2, 3)))
+    reads = value_mod.LAZY_READS
+    assert va.data == (1, 2, 3, 4, 5, 6) and value_mod.LAZY_READS == reads + 1
+    assert va.data == (1, 2, 3, 4, 5, 6)
+    assert (vs.kind, vs.elem, vs.shape, vs.data) == ("tensor", T.STRING, (2,), None)
+    assert vs.signature is vs and vs == Value.tensor(T.STRING, (2,))
