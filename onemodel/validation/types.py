@@ -199,7 +199,10 @@ def check_types(model, ctx=None) -> list:
                 pget = produced.get
         if scope is None or type(s) is str:
             continue
-        tin = tuple(map(kget, node.inputs))
+        ins = node.inputs   # (one or two inputs, most nodes: no map object for them)
+        k = len(ins)
+        tin = (kget(ins[0]), kget(ins[1])) if k == 2 else (kget(ins[0]),) if k == 1 \
+            else tuple(map(kget, ins))
         # () when no output has a stated type: nothing to check there either way
         typed = produced if makers is None else i in makers
         tout = tuple(map(pget, node.outputs)) if typed else ()

@@ -209,3 +209,20 @@ def test_through_onemodel_check(tmp_path):
         ("OM403", "error", "graph.node[0].input[1]"),
         ("OM404", "error", "graph.value_info[0].type")]
     assert r.by_code()["OM403"][0].clause == "ONNX Part 1, Clauses 7.3.1, 10.3"
+
+
+def test_stated_input_types_are_checked_for_nodes_of_one_two_and_three_inputs(tmp_path):
+    """Each node's stated input types, however many inputs it has (its key of clean nodes
+    holds one type per input): a wrong type at the last input of a Relu, an Add and a Where
+    is found at that input, and a second node equal to one found clean is clean."""
+    nodes = [helper.make_node("Relu", ["i"], ["r"]),
+             helper.make_node("Add", ["x", "j"], ["a"]),
+             helper.make_node("Where", ["c", "x", "k"], ["w"]),
+             helper.make_node("Add", ["x", "x"], ["b"]),
+             helper.make_node("Add", ["x", "x"], ["e"])]
+    m = model(nodes, inputs=("x",), outputs=("y",))
+    m.graph.input.extend([typed("i", TensorProto.STRING), typed("j", TensorProto.STRING),
+                          typed("c", TensorProto.BOOL), typed("k", TensorProto.STRING)])
+    got = [(code, path) for code, _, path, _ in found(tmp_path, m)]
+    assert got == [("OM401", "graph.node[0].input[0]"), ("OM401", "graph.node[1].input[1]"),
+                   ("OM403", "graph.node[2].input[2]")]
