@@ -424,13 +424,24 @@ class Engine:
         where = id(scope.opsets)
         for i in _order(nodes, scope) if order is None else order:
             node = nodes[i]
-            ins = [(get(n) or UNKNOWN) if n else None for n in node.inputs]
+            names = node.inputs
+            if len(names) == 1:  # (most nodes: their lists written out, no comprehension)
+                a = (get(names[0]) or UNKNOWN) if names[0] else None
+                ins = [a]
+                signed = (None if a is None else a.signature,)
+            elif len(names) == 2:
+                a = (get(names[0]) or UNKNOWN) if names[0] else None
+                b = (get(names[1]) or UNKNOWN) if names[1] else None
+                ins = [a, b]
+                signed = (None if a is None else a.signature, None if b is None else b.signature)
+            else:
+                ins = [(get(n) or UNKNOWN) if n else None for n in names]
+                signed = tuple([None if v is None else v.signature for v in ins])
             outputs = node.outputs
             # the memo of node results: same operator, imports, attributes and input signatures
             sig = _attribute_signature(node.attributes)
             key = None if sig is None else \
-                (node.op_type, node.domain, where, len(outputs), sig,
-                 tuple([None if v is None else v.signature for v in ins]))
+                (node.op_type, node.domain, where, len(outputs), sig, signed)
             outs = memo.get(key) if key is not None else None
             if outs is None:
                 outs = infer(node, ins, f"{gpath}.nodes[{i}]", scope, memo_key=key)

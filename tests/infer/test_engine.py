@@ -176,3 +176,19 @@ def test_initializer_values_are_lazy_tensors_read_once_and_equal_by_source():
     assert va.data == (1, 2, 3, 4, 5, 6)
     assert (vs.kind, vs.elem, vs.shape, vs.data) == ("tensor", T.STRING, (2,), None)
     assert vs.signature is vs and vs == Value.tensor(T.STRING, (2,))
+
+
+def test_nodes_of_zero_to_three_inputs_some_omitted_are_inferred():
+    """The inputs of a node, however many and with omitted ones (an empty name: no input),
+    reach the rule in their positions."""
+    nodes = [helper.make_node("Constant", [], ["c"], value_ints=[1, 2, 3]),
+             helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("Clip", ["x", ""], ["p"]),
+             helper.make_node("Clip", ["x", "", "mx"], ["q"]),
+             helper.make_node("Add", ["x", "y"], ["s"]),
+             helper.make_node("Add", ["x", "y"], ["s2"])]
+    m = _model(nodes, [vi("x", ["N", 3]), vi("y", [3]), vi("mx", [])], [vi("s2", None)])
+    got = infer_model(m).values
+    assert (got["c"].elem, got["c"].shape, got["c"].data) == (T.INT64, (3,), (1, 2, 3))
+    for name in ("r", "p", "q", "s", "s2"):
+        assert (got[name].elem, got[name].shape) == (T.FLOAT, (Expr.var("N"), 3)), name
