@@ -213,25 +213,32 @@ def _in_order(nodes, defs: dict, outer: list, domains: set):
                 ok = False
                 break
             imported.add(d)
-        for n in node.inputs:
-            if n and n not in defs:
-                if outer and any(n in scope for scope in outer):
-                    read.append(n)
-                else:
-                    ok = False
-                    break
+        ins = node.inputs  # (one or two inputs defined here, most nodes: tested inline)
+        if not (len(ins) == 2 and ins[0] in defs and ins[1] in defs
+                or len(ins) == 1 and ins[0] in defs):   # ("" is never in defs)
+            for n in ins:
+                if n and n not in defs:
+                    if outer and any(n in scope for scope in outer):
+                        read.append(n)
+                    else:
+                        ok = False
+                        break
+            if not ok:
+                break
+        outs = node.outputs
+        if len(outs) == 1 and outs[0] and outs[0] not in defs:
+            defs[outs[0]] = i
         else:
-            for o in node.outputs:
+            for o in outs:
                 if o:
                     if o in defs:
                         ok = False
                         break
                     defs[o] = i
-            else:
-                if node.attributes:
-                    held.append(i)
-                continue
-        break
+            if not ok:
+                break
+        if node.attributes:
+            held.append(i)
     if ok and not any(n in defs for n in read):  # (read: not defined later here either)
         return read, held
     for node in nodes[:i + 1]:

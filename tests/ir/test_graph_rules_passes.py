@@ -118,3 +118,19 @@ def test_a_subgraph_problem_in_a_sorted_graph_has_its_path():
     assert (e.value.message, e.value.path) == (
         "input 'nowhere' of node 'Neg' is not defined in this graph or an enclosing one",
         "graph.nodes[1].attributes[0].g.nodes[0].inputs[0]")
+
+
+def test_one_and_two_input_and_output_nodes_with_empty_names_and_later_definitions():
+    """The one pass tests a node of one or two inputs and of one output inline: an empty
+    input or output name is no use or definition, an input defined by a later node is
+    sorted after it, and a second output that redefines a name is a duplicate."""
+    nodes = _chain(10) + [helper.make_node("Add", ["", "t9"], ["a"]),
+                          helper.make_node("Split", ["a"], ["", "b"]),
+                          helper.make_node("Add", ["b", "late"], ["y"]),
+                          helper.make_node("Neg", ["b"], ["late"])]
+    orders, problems = _problems(_model(nodes, inits=("w",)))
+    assert problems == [] and orders == list(range(12)) + [13, 12]
+    nodes = _chain(10) + [helper.make_node("Split", ["t9"], ["c", "t3"])]
+    orders, problems = _problems(_model(nodes, inits=("w",), outputs=("c",)))
+    assert problems == [("duplicate", "name 't3' is defined twice in one graph",
+                         "graph.nodes[10].outputs[1]")]
