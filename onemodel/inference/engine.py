@@ -324,6 +324,14 @@ class Engine:
         self.depth = 0
         self._resolved: dict = {}
         self._memo: dict = {}
+        #: the memo's key names an input Value that is its own signature (not a lazily read
+        #: one) by a token, an int from 1, the same for equal Values: ``id(Value) -> token``
+        #: (the Values kept in ``_signed``, so that no id is reused) looks up at C level, where
+        #: the Value itself in the key would call ``Value.__hash__`` and, for an equal Value
+        #: that is another object (each node of a chain), ``Value.__eq__`` in Python
+        self._tokens: dict = {}
+        self._token_of: dict = {}  # Value -> token
+        self._signed: list = []
         self._constrained = False
         self.fresh_inputs = fresh_inputs
 
@@ -421,22 +429,31 @@ class Engine:
         get = local.get if scope.parent is None else scope.get
         infer = self.infer_node
         memo = self._memo
+        tokens = self._tokens
+        token = self._token
         where = id(scope.opsets)
         for i in _order(nodes, scope) if order is None else order:
             node = nodes[i]
             names = node.inputs
-            if len(names) == 1:  # (most nodes: their lists written out, no comprehension)
+            # each input's signature in the memo's key: a lazily read Value's tuple, another
+            # Value's token (the lists of most nodes, of one or two inputs, written out)
+            if len(names) == 1:
                 a = (get(names[0]) or UNKNOWN) if names[0] else None
                 ins = [a]
-                signed = (None if a is None else a.signature,)
+                signed = (None if a is None else a.signature if a.signature is not a
+                          else tokens.get(id(a)) or token(a),)
             elif len(names) == 2:
                 a = (get(names[0]) or UNKNOWN) if names[0] else None
                 b = (get(names[1]) or UNKNOWN) if names[1] else None
                 ins = [a, b]
-                signed = (None if a is None else a.signature, None if b is None else b.signature)
+                signed = (None if a is None else a.signature if a.signature is not a
+                          else tokens.get(id(a)) or token(a),
+                          None if b is None else b.signature if b.signature is not b
+                          else tokens.get(id(b)) or token(b))
             else:
                 ins = [(get(n) or UNKNOWN) if n else None for n in names]
-                signed = tuple([None if v is None else v.signature for v in ins])
+                signed = tuple([None if v is None else v.signature if v.signature is not v
+                                else tokens.get(id(v)) or token(v) for v in ins])
             outputs = node.outputs
             # the memo of node results: same operator, imports, attributes and input signatures
             sig = _attribute_signature(node.attributes)
@@ -455,6 +472,14 @@ class Engine:
                             v = merge(Value.from_type(d), v, f"{gpath}.nodes[{i}]", name, errors)
                     local[name] = UNKNOWN if v is None else v
                 k += 1
+
+    def _token(self, v: Value) -> int:
+        """The memo's token of Value ``v`` (its own signature), not seen as this object yet:
+        the token of an equal Value seen before, else a new one."""
+        t = self._token_of.setdefault(v, len(self._token_of) + 1)
+        self._tokens[id(v)] = t
+        self._signed.append(v)
+        return t
 
     # -- nodes -----------------------------------------------------------------------------------
     def _resolve(self, domain: str, op_type: str, version):

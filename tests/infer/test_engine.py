@@ -192,3 +192,21 @@ def test_nodes_of_zero_to_three_inputs_some_omitted_are_inferred():
     assert (got["c"].elem, got["c"].shape, got["c"].data) == (T.INT64, (3,), (1, 2, 3))
     for name in ("r", "p", "q", "s", "s2"):
         assert (got[name].elem, got[name].shape) == (T.FLOAT, (Expr.var("N"), 3)), name
+
+
+def test_the_memo_of_node_results_keys_on_equal_input_values_not_on_objects():
+    """Nodes whose inputs are equal Values (other objects: two graph inputs of one declared
+    type) share one memoized result; an input of another shape or element type, or an
+    initializer (read lazily, keyed by its type and dims), gives its own."""
+    nodes = [helper.make_node("Relu", ["x1"], ["r1"]), helper.make_node("Relu", ["x2"], ["r2"]),
+             helper.make_node("Relu", ["x3"], ["r3"]), helper.make_node("Relu", ["x4"], ["r4"]),
+             helper.make_node("Add", ["x1", "w"], ["a1"]),
+             helper.make_node("Add", ["x2", "w2"], ["a2"])]
+    w = [helper.make_tensor(n, T.FLOAT, [3], [1.0, 2.0, 3.0]) for n in ("w", "w2")]
+    m = _model(nodes, [vi("x1", ["N", 3]), vi("x2", ["N", 3]), vi("x3", ["N", 4]),
+                       vi("x4", ["N", 3], T.DOUBLE)], [vi("a2", None)], inits=w)
+    got = infer_model(m).values
+    assert got["x1"] is not got["x2"] and got["x1"] == got["x2"]
+    assert got["r1"] is got["r2"] and got["a1"] == got["a2"]
+    assert got["r3"].shape == (Expr.var("N"), 4) and got["r4"].elem == T.DOUBLE
+    assert got["r1"] is not got["r3"] and got["r1"] is not got["r4"]
