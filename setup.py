@@ -1,8 +1,9 @@
-"""Build of the optional C accelerators: the ONNX wire decoder (onemodel/formats/onnx/_cdecode.c)
-and the evaluator's float32 kernels (onemodel/evaluate/_ckernels.c).
+"""Build of the optional C accelerators: the ONNX wire decoder (onemodel/formats/onnx/_cdecode.c),
+the graph rules' one pass (onemodel/ir/_cpass.c) and the evaluator's float32 kernels
+(onemodel/evaluate/_ckernels.c).
 
 Everything else is in pyproject.toml. ``optional=True``: without a C compiler the install still
-succeeds and onemodel uses its pure-Python decoder (same results, slower).
+succeeds and onemodel uses its pure-Python code instead (same results, slower).
 """
 
 from setuptools import Extension, setup
@@ -12,6 +13,11 @@ setup(
         Extension(
             "onemodel.formats.onnx._cdecode",
             ["onemodel/formats/onnx/_cdecode.c"],
+            optional=True,
+        ),
+        Extension(
+            "onemodel.ir._cpass",
+            ["onemodel/ir/_cpass.c"],
             optional=True,
         ),
         Extension(

@@ -1892,6 +1892,203 @@ fail:
     return NULL;
 }
 
+/* ---- the splice of value_info entries (splice.py) ------------------------------------------ */
+
+/* insertion_point(data, start, end, before) -> position: splice.insertion_point. ``before`` the
+ * GraphProto tags the writer emits no later than value_info, as a bit mask (tags 1 to 63). Raises
+ * WireError for octets that are not fields (the caller then runs the Python walk for its
+ * message). */
+static PyObject *
+cdecode_insertion_point(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    Py_ssize_t start, end;
+    uint64_t before;
+    if (nargs != 4 || (start = PyLong_AsSsize_t(args[1])) == -1 ||
+        (end = PyLong_AsSsize_t(args[2])) == -1 ||
+        ((before = PyLong_AsUnsignedLongLong(args[3])) == (uint64_t)-1 && PyErr_Occurred())) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "insertion_point(data, start, end, before)");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const uint8_t *b = (const uint8_t *)view.buf;
+    PyObject *result = NULL;
+    if (start < 0 || end > view.len || start > end) {
+        PyErr_SetString(PyExc_ValueError, "insertion_point: range outside the data");
+        goto done;
+    }
+    Py_ssize_t pos = start, at = start;
+    while (pos < end) {
+        uint64_t key;
+        if (rd_varint(b, &pos, end, 0, &key) < 0 || skip_field(b, &pos, end, key & 7, 0) < 0)
+            goto done;
+        uint64_t tag = key >> 3;
+        if (tag < 64 && (before >> tag & 1))
+            at = pos;
+    }
+    result = PyLong_FromSsize_t(at);
+done:
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static int
+buf_varint(Buf *b, uint64_t v)
+{
+    uint8_t tmp[10];
+    int n = 0;
+    while (v >= 0x80) {
+        tmp[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    tmp[n++] = (uint8_t)v;
+    return buf_add(b, tmp, n);
+}
+
+/* Whether attribute ``name`` of ``o`` is set as splice.py tests it: not None (``none_only``),
+ * else true (a non-empty list or bytes). 1, 0, -1 on error. */
+static int
+is_set(PyObject *o, PyObject *name, int none_only)
+{
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v == NULL)
+        return -1;
+    int r = v == Py_None ? 0 : none_only ? 1 : PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return r;
+}
+
+static int
+varint_len(uint64_t v)
+{
+    int n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* value_info_octets(entries, type_field, entry_field) -> bytes: splice.value_info_octets. For an
+ * entry with no doc_string, metadata_props or unknown fields: key 13, its length, its name field
+ * (UTF-8, surrogateescape), then ``type_field(entry.type)`` (the type field's octets, asked once
+ * per distinct Type object); for any other entry ``entry_field(entry)`` (its whole field). */
+static PyObject *
+cdecode_value_info_octets(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    static PyObject *s_name, *s_type, *s_doc, *s_meta, *s_unknown;
+    if (s_name == NULL) {
+        s_name = PyUnicode_InternFromString("name");
+        s_type = PyUnicode_InternFromString("type");
+        s_doc = PyUnicode_InternFromString("doc_string");
+        s_meta = PyUnicode_InternFromString("metadata_props");
+        s_unknown = PyUnicode_InternFromString("unknown");
+        if (!s_name || !s_type || !s_doc || !s_meta || !s_unknown)
+            return NULL;
+    }
+    if (nargs != 3 || !PyList_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "value_info_octets(entries: list, type_field, entry_field)");
+        return NULL;
+    }
+    PyObject *entries = args[0], *type_field = args[1], *entry_field = args[2];
+    PyObject *typed = PyDict_New(), *result = NULL;
+    Buf out = {NULL, 0, 0};
+    if (typed == NULL)
+        return NULL;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(entries); k++) {
+        PyObject *vi = PyList_GET_ITEM(entries, k), *piece = NULL;
+        Py_INCREF(vi);
+        int plain = 1, r;
+        if ((r = is_set(vi, s_doc, 1)) != 0 || (r = is_set(vi, s_meta, 0)) != 0 ||
+            (r = is_set(vi, s_unknown, 0)) != 0) {
+            if (r < 0)
+                goto entry_fail;
+            plain = 0;
+        }
+        if (!plain) {
+            if ((piece = PyObject_CallOneArg(entry_field, vi)) == NULL)
+                goto entry_fail;
+            if (!PyBytes_Check(piece)) {
+                PyErr_SetString(PyExc_TypeError, "entry_field must give bytes");
+                goto entry_fail;
+            }
+            if (buf_add(&out, PyBytes_AS_STRING(piece), PyBytes_GET_SIZE(piece)) < 0)
+                goto entry_fail;
+            Py_CLEAR(piece);
+            Py_DECREF(vi);
+            continue;
+        }
+        PyObject *t = PyObject_GetAttr(vi, s_type), *name = NULL, *enc = NULL;
+        if (t == NULL)
+            goto entry_fail;
+        PyObject *id = PyLong_FromVoidPtr(t);
+        if (id == NULL) {
+            Py_DECREF(t);
+            goto entry_fail;
+        }
+        PyObject *tf = PyDict_GetItemWithError(typed, id);  /* borrowed */
+        if (tf == NULL && !PyErr_Occurred()) {
+            PyObject *made = PyObject_CallOneArg(type_field, t);
+            if (made != NULL && !PyBytes_Check(made)) {
+                Py_CLEAR(made);
+                PyErr_SetString(PyExc_TypeError, "type_field must give bytes");
+            }
+            /* the Type is kept alive by the entry (and the dict holds the octets): its id is
+             * not reused while ``entries`` lives */
+            if (made != NULL && PyDict_SetItem(typed, id, made) == 0)
+                tf = made;
+            Py_XDECREF(made);  /* the dict holds it */
+        }
+        Py_DECREF(id);
+        Py_DECREF(t);
+        if (tf == NULL)
+            goto entry_fail;
+        if ((name = PyObject_GetAttr(vi, s_name)) == NULL)
+            goto entry_fail;
+        if (!PyUnicode_Check(name)) {
+            Py_DECREF(name);
+            PyErr_SetString(PyExc_TypeError, "a value_info name must be a str");
+            goto entry_fail;
+        }
+        Py_ssize_t n;
+        const char *u = PyUnicode_AsUTF8AndSize(name, &n);
+        if (u == NULL) {  /* lone surrogates: encoded as the writer encodes them */
+            PyErr_Clear();
+            if ((enc = PyUnicode_AsEncodedString(name, "utf-8", "surrogateescape")) == NULL) {
+                Py_DECREF(name);
+                goto entry_fail;
+            }
+            u = PyBytes_AS_STRING(enc);
+            n = PyBytes_GET_SIZE(enc);
+        }
+        Py_ssize_t name_len = 1 + varint_len((uint64_t)n) + n;
+        Py_ssize_t size = name_len + PyBytes_GET_SIZE(tf);
+        int bad = buf_reserve(&out, 1 + 10 + size) < 0 || buf_add(&out, "\x6a", 1) < 0 ||
+                  buf_varint(&out, (uint64_t)size) < 0 || buf_add(&out, "\x0a", 1) < 0 ||
+                  buf_varint(&out, (uint64_t)n) < 0 || buf_add(&out, u, n) < 0 ||
+                  buf_add(&out, PyBytes_AS_STRING(tf), PyBytes_GET_SIZE(tf)) < 0;
+        Py_XDECREF(enc);
+        Py_DECREF(name);
+        if (bad)
+            goto entry_fail;
+        Py_DECREF(vi);
+        continue;
+    entry_fail:
+        Py_XDECREF(piece);
+        Py_DECREF(vi);
+        goto done;
+    }
+    result = PyBytes_FromStringAndSize(out.p ? out.p : "", out.len);
+done:
+    PyMem_Free(out.p);
+    Py_DECREF(typed);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"setup", (PyCFunction)(void (*)(void))cdecode_setup, METH_FASTCALL,
      "setup(schema, WireError, max_depth, numpy, Blob): build the message table from schema.MESSAGES."},
@@ -1899,6 +2096,10 @@ static PyMethodDef methods[] = {
      "decode(data, message, raw, blob_source, tensors) -> record: decode._decode in C."},
     {"first_unchecked", (PyCFunction)(void (*)(void))cdecode_first_unchecked, METH_FASTCALL,
      "first_unchecked(tensors, start, bits) -> index of the first tensor needing the full check."},
+    {"insertion_point", (PyCFunction)(void (*)(void))cdecode_insertion_point, METH_FASTCALL,
+     "insertion_point(data, start, end, before) -> where splice.py inserts value_info."},
+    {"value_info_octets", (PyCFunction)(void (*)(void))cdecode_value_info_octets, METH_FASTCALL,
+     "value_info_octets(entries, type_field, entry_field) -> the value_info fields' octets."},
     {NULL, NULL, 0, NULL}};
 
 static void

@@ -14,13 +14,17 @@ decoded again. Only the structure of the walk is read: one varint key and length
 
 from __future__ import annotations
 
+import os
+
 from ..protobuf import LEN, WireError, encode_varint, read_varint, skip_field
+from . import wire_decode
 from .schema import MESSAGES
 from .wire_encode import encode
 
 _MODEL_GRAPH = 7
 _ONE_OCTET = [encode_varint(i) for i in range(0x80)]
 _VALUE_INFO_KEY = encode_varint(13 << 3 | LEN)
+_TYPE_KEY = encode_varint(2 << 3 | LEN)
 
 
 def _graph_tags_before_value_info() -> frozenset:
@@ -31,6 +35,14 @@ def _graph_tags_before_value_info() -> frozenset:
         if f.proto_name == "value_info":
             break
     return frozenset(tags)
+
+
+def _accelerator():
+    """The C decoder's module (``_cdecode.c``: :func:`insertion_point` and
+    :func:`value_info_octets` in C, the same results), or None: not built, or turned off by
+    ``ONEMODEL_PURE_PYTHON=1``."""
+    c = wire_decode._C
+    return c if c is not None and os.environ.get("ONEMODEL_PURE_PYTHON") != "1" else None
 
 
 def _field_at(data, pos: int, end: int) -> tuple[int, int, int, int]:
@@ -63,6 +75,12 @@ def insertion_point(data, start: int, end: int) -> int:
     """Where new ``value_info`` entries go in the GraphProto octets ``data[start:end]``: after
     the last field of a tag the writer emits no later than ``value_info``."""
     before = _graph_tags_before_value_info()
+    c = _accelerator()
+    if c is not None and max(before) < 64:
+        try:
+            return c.insertion_point(data, start, end, sum(1 << t for t in before))
+        except WireError:
+            pass  # the walk below raises it, with its message
     pos, at = start, start
     while pos < end:
         # the common field inline: a one-octet key of a length-delimited field with a length
@@ -90,22 +108,20 @@ def insertion_point(data, start: int, end: int) -> int:
 def value_info_octets(entries) -> bytes:
     """The octets of ``value_info`` fields (key 13) holding ``entries`` (ir ValueInfo records),
     encoding each distinct Type record once (entries often share one)."""
+    c = _accelerator()
+    if c is not None and type(entries) is list:
+        return c.value_info_octets(entries, _type_field, _entry_field)
     out = bytearray()
     typed: dict[int, bytes] = {}
     name_key = encode_varint(1 << 3 | LEN)
-    type_key = encode_varint(2 << 3 | LEN)
     small = _ONE_OCTET  # (the varint of a length below 128, without a call)
     for vi in entries:
         if vi.doc_string is not None or vi.metadata_props or vi.unknown:
-            body = encode(vi)
-            out += _VALUE_INFO_KEY
-            out += encode_varint(len(body))
-            out += body
+            out += _entry_field(vi)
             continue
         t = typed.get(id(vi.type))
         if t is None:
-            tb = encode(vi.type)
-            t = typed[id(vi.type)] = type_key + encode_varint(len(tb)) + tb
+            t = typed[id(vi.type)] = _type_field(vi.type)
         name = vi.name.encode("utf-8", "surrogateescape")
         n = len(name)
         head = name_key + (small[n] if n < 0x80 else encode_varint(n))
@@ -132,6 +148,18 @@ def splice_value_info(data, entries) -> list | None:
     added = value_info_octets(entries)
     head = encode_varint(_MODEL_GRAPH << 3 | LEN) + encode_varint(end - start + len(added))
     return [view[:field_start], head, view[start:at], added, view[at:end], view[end:]]
+
+
+def _type_field(t) -> bytes:
+    """The octets of a ValueInfoProto's ``type`` field (key 2) holding Type record ``t``."""
+    body = encode(t)
+    return _TYPE_KEY + encode_varint(len(body)) + body
+
+
+def _entry_field(vi) -> bytes:
+    """The octets of a GraphProto ``value_info`` field (key 13) holding ValueInfo ``vi``."""
+    body = encode(vi)
+    return _VALUE_INFO_KEY + encode_varint(len(body)) + body
 
 
 __all__ = ["splice_value_info", "value_info_octets", "graph_span", "insertion_point",

@@ -1,0 +1,312 @@
+/*
+ * _cpass: the one pass of the graph rules over a scope's nodes (onemodel.ir.graph_rules), in C
+ * (ONNX Part 1, Clauses 7.3 and 7.5).
+ *
+ * This module is an optional accelerator. Its behaviour is specified by the pure-Python pass
+ * (graph_rules._in_order): the same result and the same changes to ``defs`` for the same
+ * arguments. Only the speed differs. graph_rules uses it when it is built and
+ * ``ONEMODEL_PURE_PYTHON=1`` is not set.
+ *
+ * Interface (called by graph_rules.py only):
+ *
+ *   setup(Node)
+ *       Looks up the slot offsets of ``domain``, ``inputs``, ``outputs`` and ``attributes`` of
+ *       the IR's node record class. Raises TypeError when one is not a plain slot (the caller
+ *       then keeps the Python pass).
+ *
+ *   in_order(nodes, defs, outer, admit) -> (read, held) or None
+ *       ``nodes`` a list of Node records, ``defs`` the scope's ``{name: index}`` (-1 for a graph
+ *       input or initializer), ``outer`` the enclosing scopes' dicts (innermost first),
+ *       ``admit(domain)`` whether a node's domain is imported (called once per distinct
+ *       spelling). The common case, reporting nothing: every domain imported, every node
+ *       output a new name, every non-empty input defined before its node, here or in an
+ *       enclosing scope. Then every node output is in ``defs`` (its node's index) and the
+ *       result is ``(names read from outer, indices of the nodes with attributes)``. Otherwise
+ *       ``defs`` is left as it was and the result is None (the caller walks the nodes rule by
+ *       rule). A record whose fields are not what the reader makes (a list of str names, a
+ *       str or None domain, a list of attributes) also gives None: the rule-by-rule walk
+ *       handles every value.
+ *
+ * Records of another class than Node (a subclass) are read through their attributes, as
+ * Python reads them. The GIL is held throughout; no Python code runs but ``admit``.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+static PyTypeObject *g_node = NULL;
+static Py_ssize_t off_domain = -1, off_inputs = -1, off_outputs = -1, off_attributes = -1;
+static PyObject *s_domain, *s_inputs, *s_outputs, *s_attributes;
+
+/* The offset of slot ``name`` of ``cls`` (a plain object slot), else -1 with TypeError. */
+static Py_ssize_t
+slot_offset(PyTypeObject *cls, PyObject *name)
+{
+    PyObject *descr = PyObject_GetAttr((PyObject *)cls, name);
+    if (descr == NULL)
+        return -1;
+    Py_ssize_t off = -1;
+    if (Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+        PyMemberDef *md = ((PyMemberDescrObject *)descr)->d_member;
+        if (md->type == T_OBJECT_EX && md->offset >= (Py_ssize_t)sizeof(PyObject) &&
+            md->offset + (Py_ssize_t)sizeof(PyObject *) <= cls->tp_basicsize)
+            off = md->offset;
+    }
+    Py_DECREF(descr);
+    if (off < 0)
+        PyErr_Format(PyExc_TypeError, "%s.%U is not a slot", cls->tp_name, name);
+    return off;
+}
+
+static PyObject *
+cpass_setup(PyObject *self, PyObject *cls)
+{
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "setup takes the Node class");
+        return NULL;
+    }
+    PyTypeObject *t = (PyTypeObject *)cls;
+    Py_ssize_t a = slot_offset(t, s_domain), b = slot_offset(t, s_inputs),
+               c = slot_offset(t, s_outputs), d = slot_offset(t, s_attributes);
+    if (a < 0 || b < 0 || c < 0 || d < 0)
+        return NULL;
+    Py_XSETREF(g_node, (PyTypeObject *)Py_NewRef(cls));
+    off_domain = a, off_inputs = b, off_outputs = c, off_attributes = d;
+    Py_RETURN_NONE;
+}
+
+/* Field ``off`` (attribute ``name``) of ``node``: a new reference, NULL with an error set (an
+ * unset slot raises AttributeError, as Python's read does). */
+static PyObject *
+field(PyObject *node, Py_ssize_t off, PyObject *name)
+{
+    if (Py_IS_TYPE(node, g_node)) {
+        PyObject *v = *(PyObject **)((char *)node + off);
+        if (v != NULL)
+            return Py_NewRef(v);
+    }
+    return PyObject_GetAttr(node, name);
+}
+
+/* Whether ``n`` (a str) is a key of one of the dicts of ``outer``: 1, 0, -1 on error. */
+static int
+in_outer(PyObject *outer, PyObject *n)
+{
+    Py_ssize_t k = PyList_GET_SIZE(outer);
+    for (Py_ssize_t j = 0; j < k; j++) {
+        PyObject *scope = PyList_GET_ITEM(outer, j);
+        int r = PyDict_Check(scope) ? PyDict_Contains(scope, n) : PySequence_Contains(scope, n);
+        if (r != 0)
+            return r;
+    }
+    return 0;
+}
+
+/* Remove from ``defs`` the outputs of nodes[0..last] it maps to a node (an index >= 0), as
+ * the Python pass undoes its additions. 0, or -1 on error. */
+static int
+undo(PyObject *nodes, Py_ssize_t last, PyObject *defs)
+{
+    for (Py_ssize_t i = 0; i <= last; i++) {
+        PyObject *outs = field(PyList_GET_ITEM(nodes, i), off_outputs, s_outputs);
+        if (outs == NULL)
+            return -1;
+        if (!PyList_Check(outs)) {
+            Py_DECREF(outs);
+            continue;
+        }
+        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(outs); k++) {
+            PyObject *o = PyList_GET_ITEM(outs, k);
+            if (!PyUnicode_Check(o) || PyUnicode_GET_LENGTH(o) == 0)
+                continue;
+            PyObject *p = PyDict_GetItemWithError(defs, o);
+            if (p == NULL) {
+                if (PyErr_Occurred()) {
+                    Py_DECREF(outs);
+                    return -1;
+                }
+                continue;
+            }
+            if (PyLong_Check(p) && PyLong_AsSsize_t(p) >= 0 && PyDict_DelItem(defs, o) < 0) {
+                Py_DECREF(outs);
+                return -1;
+            }
+        }
+        Py_DECREF(outs);
+    }
+    return 0;
+}
+
+enum { PASS_OK = 1, PASS_NOT = 0, PASS_ERR = -1 };
+
+/* One node: its domain admitted, its inputs defined (outer reads appended to ``read``), its
+ * outputs added to ``defs``, its index to ``held`` when it has attributes. */
+static int
+one(PyObject *node, Py_ssize_t i, PyObject *defs, PyObject *outer, PyObject *admit,
+    PyObject *imported, PyObject *read, PyObject *held)
+{
+    int status = PASS_ERR;
+    PyObject *dom = NULL, *ins = NULL, *outs = NULL, *attrs = NULL, *idx = NULL;
+    if ((dom = field(node, off_domain, s_domain)) == NULL)
+        goto done;
+    if (dom != Py_None && !PyUnicode_CheckExact(dom)) {
+        status = PASS_NOT;
+        goto done;
+    }
+    int known = PySet_Contains(imported, dom);
+    if (known < 0)
+        goto done;
+    if (!known) {
+        PyObject *r = PyObject_CallOneArg(admit, dom);
+        if (r == NULL)
+            goto done;
+        int yes = PyObject_IsTrue(r);
+        Py_DECREF(r);
+        if (yes < 0)
+            goto done;
+        if (!yes) {
+            status = PASS_NOT;
+            goto done;
+        }
+        if (PySet_Add(imported, dom) < 0)
+            goto done;
+    }
+    if ((ins = field(node, off_inputs, s_inputs)) == NULL ||
+        (outs = field(node, off_outputs, s_outputs)) == NULL ||
+        (attrs = field(node, off_attributes, s_attributes)) == NULL)
+        goto done;
+    if (!PyList_CheckExact(ins) || !PyList_CheckExact(outs) || !PyList_CheckExact(attrs)) {
+        status = PASS_NOT;
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(ins); k++) {
+        PyObject *n = PyList_GET_ITEM(ins, k);
+        if (!PyUnicode_CheckExact(n)) {
+            status = PASS_NOT;
+            goto done;
+        }
+        if (PyUnicode_GET_LENGTH(n) == 0)
+            continue;
+        int r = PyDict_Contains(defs, n);
+        if (r < 0)
+            goto done;
+        if (r)
+            continue;
+        r = in_outer(outer, n);
+        if (r < 0)
+            goto done;
+        if (!r) {
+            status = PASS_NOT;
+            goto done;
+        }
+        if (PyList_Append(read, n) < 0)
+            goto done;
+    }
+    if ((idx = PyLong_FromSsize_t(i)) == NULL)
+        goto done;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(outs); k++) {
+        PyObject *o = PyList_GET_ITEM(outs, k);
+        if (!PyUnicode_CheckExact(o)) {
+            status = PASS_NOT;
+            goto done;
+        }
+        if (PyUnicode_GET_LENGTH(o) == 0)
+            continue;
+        int r = PyDict_Contains(defs, o);
+        if (r < 0)
+            goto done;
+        if (r) {
+            status = PASS_NOT;
+            goto done;
+        }
+        if (PyDict_SetItem(defs, o, idx) < 0)
+            goto done;
+    }
+    if (PyList_GET_SIZE(attrs) && PyList_Append(held, idx) < 0)
+        goto done;
+    status = PASS_OK;
+done:
+    Py_XDECREF(dom);
+    Py_XDECREF(ins);
+    Py_XDECREF(outs);
+    Py_XDECREF(attrs);
+    Py_XDECREF(idx);
+    return status;
+}
+
+static PyObject *
+cpass_in_order(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4 || !PyList_Check(args[0]) || !PyDict_CheckExact(args[1]) ||
+        !PyList_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "in_order(nodes: list, defs: dict, outer: list, admit)");
+        return NULL;
+    }
+    if (g_node == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_cpass.setup was not called");
+        return NULL;
+    }
+    PyObject *nodes = args[0], *defs = args[1], *outer = args[2], *admit = args[3];
+    PyObject *imported = PySet_New(NULL), *read = PyList_New(0), *held = PyList_New(0);
+    PyObject *result = NULL;
+    if (imported == NULL || read == NULL || held == NULL)
+        goto done;
+    Py_ssize_t n = PyList_GET_SIZE(nodes), i;
+    int status = PASS_OK;
+    for (i = 0; i < n && status == PASS_OK; i++) {
+        PyObject *node = Py_NewRef(PyList_GET_ITEM(nodes, i));
+        status = one(node, i, defs, outer, admit, imported, read, held);
+        Py_DECREF(node);
+    }
+    if (status == PASS_ERR)
+        goto done;
+    if (status == PASS_OK) {
+        /* a name read from outer must not be defined later here either */
+        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(read); k++) {
+            int r = PyDict_Contains(defs, PyList_GET_ITEM(read, k));
+            if (r < 0)
+                goto done;
+            if (r) {
+                status = PASS_NOT;
+                break;
+            }
+        }
+        if (status == PASS_OK) {
+            result = PyTuple_Pack(2, read, held);
+            goto done;
+        }
+    }
+    /* nodes[0..i-1] ran (the last of them failed, or all passed and a read came back) */
+    if (undo(nodes, i - 1, defs) < 0)
+        goto done;
+    result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(imported);
+    Py_XDECREF(read);
+    Py_XDECREF(held);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"setup", (PyCFunction)cpass_setup, METH_O,
+     "setup(Node): look up the node record's slots."},
+    {"in_order", (PyCFunction)(void (*)(void))cpass_in_order, METH_FASTCALL,
+     "in_order(nodes, defs, outer, admit) -> (read, held) or None: graph_rules._in_order."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_cpass", "The graph rules' one pass over a scope, in C.", -1, methods,
+};
+
+PyMODINIT_FUNC
+PyInit__cpass(void)
+{
+    s_domain = PyUnicode_InternFromString("domain");
+    s_inputs = PyUnicode_InternFromString("inputs");
+    s_outputs = PyUnicode_InternFromString("outputs");
+    s_attributes = PyUnicode_InternFromString("attributes");
+    if (!s_domain || !s_inputs || !s_outputs || !s_attributes)
+        return NULL;
+    return PyModule_Create(&module);
+}
