@@ -1,11 +1,12 @@
 /*
- * _cpass: the one pass of the graph rules over a scope's nodes (onemodel.ir.graph_rules), in C
- * (ONNX Part 1, Clauses 7.3 and 7.5).
+ * _cpass: passes over a scope's nodes in C: the graph rules' one pass (onemodel.ir.graph_rules,
+ * ONNX Part 1, Clauses 7.3 and 7.5) and the binding of nodes to definitions of the operator
+ * checks (onemodel.validation.operators, Clauses 10.4 and 14.3).
  *
- * This module is an optional accelerator. Its behaviour is specified by the pure-Python pass
- * (graph_rules._in_order): the same result and the same changes to ``defs`` for the same
- * arguments. Only the speed differs. graph_rules uses it when it is built and
- * ``ONEMODEL_PURE_PYTHON=1`` is not set.
+ * This module is an optional accelerator. Its behaviour is specified by the pure-Python code
+ * it replaces (graph_rules._in_order_python, the walk in operators.bound_nodes): the same
+ * results and the same changes to the arguments. Only the speed differs. It is used when it is
+ * built and ``ONEMODEL_PURE_PYTHON=1`` is not set (graph_rules._accelerator).
  *
  * Interface (called by graph_rules.py only):
  *
@@ -27,16 +28,25 @@
  *       str or None domain, a list of attributes) also gives None: the rule-by-rule walk
  *       handles every value.
  *
+ *   bound(nodes, path, cache, bind, out, sub)
+ *       The walk of validation.operators.bound_nodes over one node list: for each node with an
+ *       op_type, ``(path, index, node) + binding`` is appended to ``out``, the binding being
+ *       ``cache[op_type]`` (domain None) or ``cache[(domain, op_type)]``, else
+ *       ``bind(op_type, domain)`` (which fills the cache); then, for a node with attributes,
+ *       ``sub(index, node)`` (the caller walks its subgraphs: each node comes before the nodes
+ *       of its subgraphs).
+ *
  * Records of another class than Node (a subclass) are read through their attributes, as
- * Python reads them. The GIL is held throughout; no Python code runs but ``admit``.
+ * Python reads them. The GIL is held throughout; no Python code runs but the callbacks.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
 
 static PyTypeObject *g_node = NULL;
-static Py_ssize_t off_domain = -1, off_inputs = -1, off_outputs = -1, off_attributes = -1;
-static PyObject *s_domain, *s_inputs, *s_outputs, *s_attributes;
+static Py_ssize_t off_domain = -1, off_inputs = -1, off_outputs = -1, off_attributes = -1,
+                  off_op_type = -1;
+static PyObject *s_domain, *s_inputs, *s_outputs, *s_attributes, *s_op_type;
 
 /* The offset of slot ``name`` of ``cls`` (a plain object slot), else -1 with TypeError. */
 static Py_ssize_t
@@ -67,11 +77,12 @@ cpass_setup(PyObject *self, PyObject *cls)
     }
     PyTypeObject *t = (PyTypeObject *)cls;
     Py_ssize_t a = slot_offset(t, s_domain), b = slot_offset(t, s_inputs),
-               c = slot_offset(t, s_outputs), d = slot_offset(t, s_attributes);
-    if (a < 0 || b < 0 || c < 0 || d < 0)
+               c = slot_offset(t, s_outputs), d = slot_offset(t, s_attributes),
+               e = slot_offset(t, s_op_type);
+    if (a < 0 || b < 0 || c < 0 || d < 0 || e < 0)
         return NULL;
     Py_XSETREF(g_node, (PyTypeObject *)Py_NewRef(cls));
-    off_domain = a, off_inputs = b, off_outputs = c, off_attributes = d;
+    off_domain = a, off_inputs = b, off_outputs = c, off_attributes = d, off_op_type = e;
     Py_RETURN_NONE;
 }
 
@@ -287,11 +298,97 @@ done:
     return result;
 }
 
+/* bound(nodes, path, cache, bind, out, sub): the walk of validation.operators.bound_nodes over
+ * one node list. */
+static PyObject *
+cpass_bound(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 6 || !PyList_Check(args[0]) || !PyDict_CheckExact(args[2]) ||
+        !PyList_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "bound(nodes: list, path, cache: dict, bind, out: list, sub)");
+        return NULL;
+    }
+    if (g_node == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_cpass.setup was not called");
+        return NULL;
+    }
+    PyObject *nodes = args[0], *path = args[1], *cache = args[2], *bind = args[3],
+             *out = args[4], *sub = args[5];
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(nodes); i++) {
+        PyObject *node = Py_NewRef(PyList_GET_ITEM(nodes, i));
+        PyObject *op = NULL, *spelled = NULL, *key = NULL, *got = NULL, *idx = NULL,
+                 *row = NULL, *attrs = NULL;
+        int ok = 0;
+        if ((op = field(node, off_op_type, s_op_type)) == NULL)
+            goto next;
+        int has_op = PyUnicode_CheckExact(op) ? PyUnicode_GET_LENGTH(op) > 0
+                                              : PyObject_IsTrue(op);
+        if (has_op < 0)
+            goto next;
+        if (has_op) {
+            if ((spelled = field(node, off_domain, s_domain)) == NULL)
+                goto next;
+            key = spelled == Py_None ? Py_NewRef(op) : PyTuple_Pack(2, spelled, op);
+            if (key == NULL)
+                goto next;
+            got = PyDict_GetItemWithError(cache, key);
+            if (got != NULL)
+                Py_INCREF(got);
+            else if (PyErr_Occurred() || (got = PyObject_CallFunctionObjArgs(
+                                              bind, op, spelled, NULL)) == NULL)
+                goto next;
+            if (!PyTuple_Check(got) || PyTuple_GET_SIZE(got) != 3) {
+                PyErr_SetString(PyExc_TypeError, "a binding is a 3-tuple");
+                goto next;
+            }
+            if ((idx = PyLong_FromSsize_t(i)) == NULL || (row = PyTuple_New(6)) == NULL)
+                goto next;
+            PyTuple_SET_ITEM(row, 0, Py_NewRef(path));
+            PyTuple_SET_ITEM(row, 1, Py_NewRef(idx));
+            PyTuple_SET_ITEM(row, 2, Py_NewRef(node));
+            for (int k = 0; k < 3; k++)
+                PyTuple_SET_ITEM(row, 3 + k, Py_NewRef(PyTuple_GET_ITEM(got, k)));
+            if (PyList_Append(out, row) < 0)
+                goto next;
+        }
+        if ((attrs = field(node, off_attributes, s_attributes)) == NULL)
+            goto next;
+        int has = PyList_CheckExact(attrs) ? PyList_GET_SIZE(attrs) > 0 : PyObject_IsTrue(attrs);
+        if (has < 0)
+            goto next;
+        if (has) {
+            if (idx == NULL && (idx = PyLong_FromSsize_t(i)) == NULL)
+                goto next;
+            PyObject *r = PyObject_CallFunctionObjArgs(sub, idx, node, NULL);
+            if (r == NULL)
+                goto next;
+            Py_DECREF(r);
+        }
+        ok = 1;
+    next:
+        Py_XDECREF(op);
+        Py_XDECREF(spelled);
+        Py_XDECREF(key);
+        Py_XDECREF(got);
+        Py_XDECREF(idx);
+        Py_XDECREF(row);
+        Py_XDECREF(attrs);
+        Py_DECREF(node);
+        if (!ok)
+            return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"setup", (PyCFunction)cpass_setup, METH_O,
      "setup(Node): look up the node record's slots."},
     {"in_order", (PyCFunction)(void (*)(void))cpass_in_order, METH_FASTCALL,
      "in_order(nodes, defs, outer, admit) -> (read, held) or None: graph_rules._in_order."},
+    {"bound", (PyCFunction)(void (*)(void))cpass_bound, METH_FASTCALL,
+     "bound(nodes, path, cache, bind, out, sub): validation.operators.bound_nodes' walk."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -306,7 +403,8 @@ PyInit__cpass(void)
     s_inputs = PyUnicode_InternFromString("inputs");
     s_outputs = PyUnicode_InternFromString("outputs");
     s_attributes = PyUnicode_InternFromString("attributes");
-    if (!s_domain || !s_inputs || !s_outputs || !s_attributes)
+    s_op_type = PyUnicode_InternFromString("op_type");
+    if (!s_domain || !s_inputs || !s_outputs || !s_attributes || !s_op_type)
         return NULL;
     return PyModule_Create(&module);
 }

@@ -34,12 +34,11 @@ are not checked.
 
 from __future__ import annotations
 
-import os
-
 from ..errors import InvalidModelError, UnsupportedError, quote
 from ..limits import MAX_MODEL_NESTING
+from .accelerator import passes
 from .entries import normalize_domain
-from .model import Graph, Model, Node
+from .model import Graph, Model
 from .order import stable_topological_order
 from .walk import NESTING_MESSAGE
 
@@ -195,28 +194,10 @@ def _graph(g: Graph, gpath: str, outer: list, domains: set, orders: dict, paths:
                   gpath, outer, domains, orders, paths, depth, fail, producers)
 
 
-def _accelerator():
-    """The C pass (``_cpass``, set up for :class:`Node`), or None: not built, or turned off by
-    ``ONEMODEL_PURE_PYTHON=1`` (read at each scope)."""
-    global _C
-    if _C is False:
-        try:
-            from . import _cpass
-
-            _cpass.setup(Node)
-            _C = _cpass
-        except (ImportError, TypeError):
-            _C = None
-    return _C if _C is not None and os.environ.get("ONEMODEL_PURE_PYTHON") != "1" else None
-
-
-_C = False  # not looked up yet
-
-
 def _in_order(nodes, defs: dict, outer: list, domains: set):
     """:func:`_in_order_python`, by the C pass (``_cpass.c``: the same result and changes to
     ``defs``) when it is built."""
-    c = _accelerator()
+    c = passes()
     if c is not None and type(nodes) is list and type(defs) is dict and type(outer) is list:
         return c.in_order(nodes, defs, outer, lambda d: normalize_domain(d) in domains)
     return _in_order_python(nodes, defs, outer, domains)

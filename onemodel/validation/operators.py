@@ -13,6 +13,7 @@ Paths are in :mod:`onemodel.ir` field names (``graph.nodes[3].attributes[1]``).
 from __future__ import annotations
 
 from ..errors import quote
+from ..ir.accelerator import passes
 from ..ir.entries import normalize_domain
 from ..ir.model import AttributeType
 from .codes import finding
@@ -100,6 +101,16 @@ def bound_nodes(model, ctx=None) -> list:
         return bound
 
     def walk(nodes, path: str, versions: dict, cache: dict) -> None:
+        if fast is not None and type(nodes) is list:
+            def subs(i, node):
+                for j, a in enumerate(node.attributes):
+                    for field, g in a.subgraphs():
+                        walk(g.nodes, f"{path}.nodes[{i}].attributes[{j}].{field}", versions,
+                             cache)
+
+            fast.bound(nodes, path, cache, lambda op, spelled: bind(op, spelled, versions, cache),
+                       out, subs)
+            return
         get = cache.get
         for i, node in enumerate(nodes):
             op = node.op_type
@@ -113,6 +124,7 @@ def bound_nodes(model, ctx=None) -> list:
                         walk(g.nodes, f"{path}.nodes[{i}].attributes[{j}].{field}", versions,
                              cache)
 
+    fast = passes()  # the walk of one node list in C (onemodel/ir/_cpass.c)
     for top, nodes, versions in node_scopes(model):
         walk(nodes, top, versions, {})  # (a cache per import table)
     if isinstance(ctx, dict):

@@ -12,8 +12,9 @@ import random
 import pytest
 
 from onemodel.ir import Attribute, Node, graph_rules
+from onemodel.ir.accelerator import passes
 
-_C = graph_rules._accelerator()
+_C = passes()
 needs_c = pytest.mark.skipif(_C is None, reason="onemodel/ir/_cpass.c is not built")
 
 
@@ -111,4 +112,4 @@ def test_names_that_are_not_plain_str_give_way_to_the_rule_by_rule_walk():
 
 def test_onemodel_pure_python_turns_the_c_pass_off(monkeypatch):
     monkeypatch.setenv("ONEMODEL_PURE_PYTHON", "1")
-    assert graph_rules._accelerator() is None
+    assert passes() is None
