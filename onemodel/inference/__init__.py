@@ -99,6 +99,7 @@ def annotate(model, inference: Inference | None = None) -> int:
     :class:`~onemodel.ir.Type` record (replace an entry's ``type`` rather than change it in
     place)."""
     from ..ir import ValueInfo
+    from ..ir.accelerator import passes
     from ..ir.walk import iter_graphs
 
     res = inference if inference is not None else Engine(model).run()
@@ -107,12 +108,26 @@ def annotate(model, inference: Inference | None = None) -> int:
     by_id: dict = {}  # id(Value) -> Type record (a rule's memoized result is one object)
     if model.graph is None:
         return 0
+
+    def resolve(v):
+        t = types.get(v)
+        if t is None:
+            t = types[v] = v.to_type()
+        by_id[id(v)] = t
+        return t
+
+    fast = passes()  # the loop below in C (onemodel/ir/_cpass.c), when built
     for gpath, g in iter_graphs(model.graph):
         values = res.graphs.get(gpath)
         if not values:
             continue
         have = {vi.name for vi in g.inputs} | {vi.name for vi in g.outputs} | \
             {vi.name for vi in g.value_info} | {t.name for t in g.initializers}
+        if fast is not None and type(g.nodes) is list and type(values) is dict:
+            entries = fast.annotate(g.nodes, have, values, by_id, resolve)
+            g.value_info.extend(entries)
+            added += len(entries)
+            continue
         entries = []
         get = values.get
         new = ValueInfo.__new__
@@ -125,10 +140,7 @@ def annotate(model, inference: Inference | None = None) -> int:
                     continue
                 t = by_id.get(id(v))
                 if t is None:
-                    t = types.get(v)
-                    if t is None:
-                        t = types[v] = v.to_type()
-                    by_id[id(v)] = t
+                    t = resolve(v)
                 if t is not None:
                     # ValueInfo(name=name, type=t), its fields set directly: half the time of
                     # the keyword constructor, for 50,000 entries 9 ms (tests/infer pin equality)

@@ -1,19 +1,22 @@
 /*
  * _cpass: passes over a scope's nodes in C: the graph rules' one pass (onemodel.ir.graph_rules,
- * ONNX Part 1, Clauses 7.3 and 7.5) and the binding of nodes to definitions of the operator
- * checks (onemodel.validation.operators, Clauses 10.4 and 14.3).
+ * ONNX Part 1, Clauses 7.3 and 7.5), the binding of nodes to definitions of the operator checks
+ * (onemodel.validation.operators, Clauses 10.4 and 14.3) and the value_info entries of
+ * inference's annotate (onemodel.inference, Clause 9).
  *
  * This module is an optional accelerator. Its behaviour is specified by the pure-Python code
- * it replaces (graph_rules._in_order_python, the walk in operators.bound_nodes): the same
- * results and the same changes to the arguments. Only the speed differs. It is used when it is
- * built and ``ONEMODEL_PURE_PYTHON=1`` is not set (graph_rules._accelerator).
+ * it replaces (graph_rules._in_order_python, the walk in operators.bound_nodes, the loop of
+ * inference.annotate): the same results and the same changes to the arguments. Only the speed
+ * differs. It is used when it is built and ``ONEMODEL_PURE_PYTHON=1`` is not set
+ * (onemodel.ir.accelerator.passes).
  *
- * Interface (called by graph_rules.py only):
+ * Interface (called through onemodel.ir.accelerator only):
  *
- *   setup(Node)
- *       Looks up the slot offsets of ``domain``, ``inputs``, ``outputs`` and ``attributes`` of
- *       the IR's node record class. Raises TypeError when one is not a plain slot (the caller
- *       then keeps the Python pass).
+ *   setup(Node, ValueInfo)
+ *       Looks up the slot offsets of ``domain``, ``inputs``, ``outputs``, ``attributes`` and
+ *       ``op_type`` of the IR's node record class and of the five slots of its ValueInfo
+ *       record. Raises TypeError when one is not a plain slot, or ValueInfo has others (the
+ *       callers then keep the Python code).
  *
  *   in_order(nodes, defs, outer, admit) -> (read, held) or None
  *       ``nodes`` a list of Node records, ``defs`` the scope's ``{name: index}`` (-1 for a graph
@@ -36,17 +39,29 @@
  *       ``sub(index, node)`` (the caller walks its subgraphs: each node comes before the nodes
  *       of its subgraphs).
  *
+ *   annotate(nodes, have, values, by_id, resolve) -> list of ValueInfo
+ *       The loop of onemodel.inference.annotate over one graph's nodes: for each non-empty
+ *       node output not in the set ``have`` with a Value in ``values``, its Type record is
+ *       ``by_id[id(value)]``, else ``resolve(value)`` (which fills ``by_id``; None: no entry);
+ *       a ValueInfo(name, type) is made as ValueInfo.__new__ and the five slots make it (no
+ *       doc_string, no metadata_props, no unknown fields) and the name added to ``have``.
+ *
  * Records of another class than Node (a subclass) are read through their attributes, as
  * Python reads them. The GIL is held throughout; no Python code runs but the callbacks.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#include <string.h>
 
 static PyTypeObject *g_node = NULL;
 static Py_ssize_t off_domain = -1, off_inputs = -1, off_outputs = -1, off_attributes = -1,
                   off_op_type = -1;
 static PyObject *s_domain, *s_inputs, *s_outputs, *s_attributes, *s_op_type;
+/* The ValueInfo record class and the offsets of its slots (annotate). */
+enum { VI_NAME, VI_TYPE, VI_DOC, VI_META, VI_UNKNOWN, VI_N };
+static PyTypeObject *g_vi = NULL;
+static Py_ssize_t vi_off[VI_N];
 
 /* The offset of slot ``name`` of ``cls`` (a plain object slot), else -1 with TypeError. */
 static Py_ssize_t
@@ -69,20 +84,40 @@ slot_offset(PyTypeObject *cls, PyObject *name)
 }
 
 static PyObject *
-cpass_setup(PyObject *self, PyObject *cls)
+cpass_setup(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (!PyType_Check(cls)) {
-        PyErr_SetString(PyExc_TypeError, "setup takes the Node class");
+    (void)self;
+    if (nargs != 2 || !PyType_Check(args[0]) || !PyType_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "setup(Node, ValueInfo)");
         return NULL;
     }
-    PyTypeObject *t = (PyTypeObject *)cls;
+    PyTypeObject *t = (PyTypeObject *)args[0], *v = (PyTypeObject *)args[1];
     Py_ssize_t a = slot_offset(t, s_domain), b = slot_offset(t, s_inputs),
                c = slot_offset(t, s_outputs), d = slot_offset(t, s_attributes),
                e = slot_offset(t, s_op_type);
     if (a < 0 || b < 0 || c < 0 || d < 0 || e < 0)
         return NULL;
-    Py_XSETREF(g_node, (PyTypeObject *)Py_NewRef(cls));
+    static const char *const vi_names[VI_N] = {"name", "type", "doc_string", "metadata_props",
+                                               "unknown"};
+    Py_ssize_t off[VI_N];
+    for (int k = 0; k < VI_N; k++) {
+        PyObject *n = PyUnicode_InternFromString(vi_names[k]);
+        if (n == NULL)
+            return NULL;
+        off[k] = slot_offset(v, n);
+        Py_DECREF(n);
+        if (off[k] < 0)
+            return NULL;
+    }
+    /* every slot of the record class must be one of these (tp_alloc leaves the others unset) */
+    if (v->tp_basicsize != (Py_ssize_t)(sizeof(PyObject) + VI_N * sizeof(PyObject *))) {
+        PyErr_SetString(PyExc_TypeError, "ValueInfo has other slots than annotate sets");
+        return NULL;
+    }
+    Py_XSETREF(g_node, (PyTypeObject *)Py_NewRef(args[0]));
+    Py_XSETREF(g_vi, (PyTypeObject *)Py_NewRef(args[1]));
     off_domain = a, off_inputs = b, off_outputs = c, off_attributes = d, off_op_type = e;
+    memcpy(vi_off, off, sizeof off);
     Py_RETURN_NONE;
 }
 
@@ -382,13 +417,109 @@ cpass_bound(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
+/* annotate(nodes, have, values, by_id, resolve) -> list of ValueInfo: the loop of
+ * onemodel.inference.annotate over one graph's nodes. */
+static PyObject *
+cpass_annotate(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 5 || !PyList_Check(args[0]) || !PySet_CheckExact(args[1]) ||
+        !PyDict_CheckExact(args[2]) || !PyDict_CheckExact(args[3])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "annotate(nodes: list, have: set, values: dict, by_id: dict, resolve)");
+        return NULL;
+    }
+    if (g_node == NULL || g_vi == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_cpass.setup was not called");
+        return NULL;
+    }
+    PyObject *nodes = args[0], *have = args[1], *values = args[2], *by_id = args[3],
+             *resolve = args[4];
+    PyObject *entries = PyList_New(0), *empty = PyBytes_FromStringAndSize(NULL, 0);
+    if (entries == NULL || empty == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(nodes); i++) {
+        PyObject *outs = field(PyList_GET_ITEM(nodes, i), off_outputs, s_outputs);
+        if (outs == NULL)
+            goto fail;
+        if (!PyList_Check(outs)) {
+            Py_DECREF(outs);
+            PyErr_SetString(PyExc_TypeError, "a node's outputs must be a list");
+            goto fail;
+        }
+        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(outs); k++) {
+            PyObject *name = PyList_GET_ITEM(outs, k);
+            int r = PyObject_IsTrue(name);
+            if (r > 0)
+                r = !PySet_Contains(have, name) ? 1 : (PyErr_Occurred() ? -1 : 0);
+            if (r == 0)
+                continue;
+            PyObject *v = r < 0 ? NULL : PyDict_GetItemWithError(values, name);  /* borrowed */
+            if (v == NULL || v == Py_None) {
+                if (r < 0 || PyErr_Occurred()) {
+                    Py_DECREF(outs);
+                    goto fail;
+                }
+                continue;
+            }
+            PyObject *id = PyLong_FromVoidPtr(v), *t = NULL;
+            if (id == NULL) {
+                Py_DECREF(outs);
+                goto fail;
+            }
+            t = PyDict_GetItemWithError(by_id, id);  /* borrowed */
+            if (t != NULL)
+                Py_INCREF(t);
+            else if (!PyErr_Occurred())
+                t = PyObject_CallOneArg(resolve, v);  /* fills by_id */
+            Py_DECREF(id);
+            if (t == NULL) {
+                Py_DECREF(outs);
+                goto fail;
+            }
+            if (t == Py_None) {
+                Py_DECREF(t);
+                continue;
+            }
+            PyObject *vi = g_vi->tp_alloc(g_vi, 0), *meta = PyList_New(0);
+            if (vi == NULL || meta == NULL) {
+                Py_XDECREF(vi);
+                Py_XDECREF(meta);
+                Py_DECREF(t);
+                Py_DECREF(outs);
+                goto fail;
+            }
+            *(PyObject **)((char *)vi + vi_off[VI_NAME]) = Py_NewRef(name);
+            *(PyObject **)((char *)vi + vi_off[VI_TYPE]) = t;  /* the reference taken */
+            *(PyObject **)((char *)vi + vi_off[VI_DOC]) = Py_NewRef(Py_None);
+            *(PyObject **)((char *)vi + vi_off[VI_META]) = meta;
+            *(PyObject **)((char *)vi + vi_off[VI_UNKNOWN]) = Py_NewRef(empty);
+            r = PyList_Append(entries, vi);
+            Py_DECREF(vi);
+            if (r < 0 || PySet_Add(have, name) < 0) {
+                Py_DECREF(outs);
+                goto fail;
+            }
+        }
+        Py_DECREF(outs);
+    }
+    Py_DECREF(empty);
+    return entries;
+fail:
+    Py_XDECREF(entries);
+    Py_XDECREF(empty);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
-    {"setup", (PyCFunction)cpass_setup, METH_O,
-     "setup(Node): look up the node record's slots."},
+    {"setup", (PyCFunction)(void (*)(void))cpass_setup, METH_FASTCALL,
+     "setup(Node, ValueInfo): look up the records' slots."},
     {"in_order", (PyCFunction)(void (*)(void))cpass_in_order, METH_FASTCALL,
      "in_order(nodes, defs, outer, admit) -> (read, held) or None: graph_rules._in_order."},
     {"bound", (PyCFunction)(void (*)(void))cpass_bound, METH_FASTCALL,
      "bound(nodes, path, cache, bind, out, sub): validation.operators.bound_nodes' walk."},
+    {"annotate", (PyCFunction)(void (*)(void))cpass_annotate, METH_FASTCALL,
+     "annotate(nodes, have, values, by_id, resolve) -> new ValueInfo entries."},
     {NULL, NULL, 0, NULL},
 };
 

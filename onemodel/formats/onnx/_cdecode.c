@@ -1948,12 +1948,52 @@ buf_varint(Buf *b, uint64_t v)
     return buf_add(b, tmp, n);
 }
 
-/* Whether attribute ``name`` of ``o`` is set as splice.py tests it: not None (``none_only``),
- * else true (a non-empty list or bytes). 1, 0, -1 on error. */
+/* The fields of a ValueInfo record value_info_octets reads, by index: read from their slots
+ * when the entry is of the class whose offsets were looked up (vi_cls), else as attributes. */
+enum { VI_NAME, VI_TYPE, VI_DOC, VI_META, VI_UNKNOWN, VI_N };
+static PyObject *vi_names[VI_N];
+static PyTypeObject *vi_cls = NULL;
+static Py_ssize_t vi_off[VI_N];
+
 static int
-is_set(PyObject *o, PyObject *name, int none_only)
+vi_setup(PyTypeObject *cls)
 {
-    PyObject *v = PyObject_GetAttr(o, name);
+    static const char *const names[VI_N] = {"name", "type", "doc_string", "metadata_props",
+                                            "unknown"};
+    if (vi_names[0] == NULL)
+        for (int k = 0; k < VI_N; k++)
+            if ((vi_names[k] = PyUnicode_InternFromString(names[k])) == NULL)
+                return -1;
+    if (cls == vi_cls)
+        return 0;
+    Py_ssize_t off[VI_N];
+    for (int k = 0; k < VI_N; k++)
+        if ((off[k] = slot_offset(cls, vi_names[k])) < 0) {
+            PyErr_Clear();  /* not slots: read as attributes */
+            return 0;
+        }
+    Py_XSETREF(vi_cls, (PyTypeObject *)Py_NewRef((PyObject *)cls));
+    memcpy(vi_off, off, sizeof off);
+    return 0;
+}
+
+static PyObject *
+vi_attr(PyObject *vi, int k)
+{
+    if (Py_IS_TYPE(vi, vi_cls)) {
+        PyObject *v = SLOT(vi, vi_off[k]);
+        if (v != NULL)
+            return Py_NewRef(v);
+    }
+    return PyObject_GetAttr(vi, vi_names[k]);
+}
+
+/* Whether field ``k`` of ``vi`` is set as splice.py tests it: not None (``none_only``), else
+ * true (a non-empty list or bytes). 1, 0, -1 on error. */
+static int
+is_set(PyObject *vi, int k, int none_only)
+{
+    PyObject *v = vi_attr(vi, k);
     if (v == NULL)
         return -1;
     int r = v == Py_None ? 0 : none_only ? 1 : PyObject_IsTrue(v);
@@ -1980,21 +2020,14 @@ static PyObject *
 cdecode_value_info_octets(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    static PyObject *s_name, *s_type, *s_doc, *s_meta, *s_unknown;
-    if (s_name == NULL) {
-        s_name = PyUnicode_InternFromString("name");
-        s_type = PyUnicode_InternFromString("type");
-        s_doc = PyUnicode_InternFromString("doc_string");
-        s_meta = PyUnicode_InternFromString("metadata_props");
-        s_unknown = PyUnicode_InternFromString("unknown");
-        if (!s_name || !s_type || !s_doc || !s_meta || !s_unknown)
-            return NULL;
-    }
     if (nargs != 3 || !PyList_Check(args[0])) {
         PyErr_SetString(PyExc_TypeError, "value_info_octets(entries: list, type_field, entry_field)");
         return NULL;
     }
     PyObject *entries = args[0], *type_field = args[1], *entry_field = args[2];
+    if (vi_setup(PyList_GET_SIZE(entries) ? Py_TYPE(PyList_GET_ITEM(entries, 0))
+                                          : &PyBaseObject_Type) < 0)
+        return NULL;
     PyObject *typed = PyDict_New(), *result = NULL;
     Buf out = {NULL, 0, 0};
     if (typed == NULL)
@@ -2003,8 +2036,8 @@ cdecode_value_info_octets(PyObject *self, PyObject *const *args, Py_ssize_t narg
         PyObject *vi = PyList_GET_ITEM(entries, k), *piece = NULL;
         Py_INCREF(vi);
         int plain = 1, r;
-        if ((r = is_set(vi, s_doc, 1)) != 0 || (r = is_set(vi, s_meta, 0)) != 0 ||
-            (r = is_set(vi, s_unknown, 0)) != 0) {
+        if ((r = is_set(vi, VI_DOC, 1)) != 0 || (r = is_set(vi, VI_META, 0)) != 0 ||
+            (r = is_set(vi, VI_UNKNOWN, 0)) != 0) {
             if (r < 0)
                 goto entry_fail;
             plain = 0;
@@ -2022,7 +2055,7 @@ cdecode_value_info_octets(PyObject *self, PyObject *const *args, Py_ssize_t narg
             Py_DECREF(vi);
             continue;
         }
-        PyObject *t = PyObject_GetAttr(vi, s_type), *name = NULL, *enc = NULL;
+        PyObject *t = vi_attr(vi, VI_TYPE), *name = NULL, *enc = NULL;
         if (t == NULL)
             goto entry_fail;
         PyObject *id = PyLong_FromVoidPtr(t);
@@ -2047,7 +2080,7 @@ cdecode_value_info_octets(PyObject *self, PyObject *const *args, Py_ssize_t narg
         Py_DECREF(t);
         if (tf == NULL)
             goto entry_fail;
-        if ((name = PyObject_GetAttr(vi, s_name)) == NULL)
+        if ((name = vi_attr(vi, VI_NAME)) == NULL)
             goto entry_fail;
         if (!PyUnicode_Check(name)) {
             Py_DECREF(name);
