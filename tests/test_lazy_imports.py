@@ -216,3 +216,28 @@ def test_reading_a_model_does_not_import_tempfile():
         out["loaded"] = sorted(m for m in ("tempfile", "random") if m in sys.modules)
     """ % str(MODELS / "cnn_dynamo.onnx"))
     assert out == {"loaded": []}
+
+
+def test_a_command_line_registers_the_command_it_names_and_help_lists_them_all():
+    """`onemodel check M` imports and builds the check command only (the others' options cost
+    ~5 ms of every command); ``--help`` and ``onemodel.cli.app`` have every command, in the
+    order of COMMANDS, whichever module was imported first."""
+    out = _run("""
+        import contextlib, io
+        sys.argv = ["onemodel", "check", %r]
+        from onemodel.cli import application, main
+        application._exit_now = lambda code: None  # (else the process ends in main)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                main()
+        except SystemExit as e:
+            out["status"] = e.code
+        out["commands"] = sorted(m for m in sys.modules if m in (
+            "onemodel.cli.convert", "onemodel.cli.check", "onemodel.cli.infer",
+            "onemodel.cli.run"))
+        import onemodel.cli
+        out["all"] = [c.name or c.callback.__name__.removesuffix("_cmd")
+                      for c in onemodel.cli.app.registered_commands]
+    """ % str(MODELS / "cnn_dynamo.onnx"))
+    assert out == {"status": 0, "commands": ["onemodel.cli.check"],
+                   "all": ["convert", "info", "verify", "check", "run", "hash", "infer"]}

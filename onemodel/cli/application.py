@@ -434,6 +434,33 @@ def _interrupted() -> None:
         err.line("interrupted")
 
 
+#: The commands, each a module of this package that registers its command on :data:`app`
+#: when imported, in the order ``onemodel --help`` lists them.
+COMMANDS = ("convert", "info", "verify", "check", "run", "hash", "infer")
+
+
+def register_commands(names=COMMANDS):
+    """Register the commands ``names`` (of :data:`COMMANDS`) on :data:`app`, by importing
+    their modules, kept in the order of :data:`COMMANDS` whatever order they come in; returns
+    :data:`app`."""
+    import importlib
+
+    for name in names:
+        importlib.import_module(f"{__package__}.{name}")
+    order = {n: k for k, n in enumerate(COMMANDS)}
+    app.registered_commands.sort(
+        key=lambda c: order.get(c.name or c.callback.__name__, len(order)))
+    return app
+
+
+def _invoked(argv) -> tuple:
+    """The commands to register for a command line: the one it names first, when it names one
+    of :data:`COMMANDS` (building the others' options would cost every command ~5 ms); all of
+    them for anything else (``--help``, ``--version``, a misspelt command: its message lists
+    or suggests the others)."""
+    return (argv[0],) if argv and argv[0] in COMMANDS else COMMANDS
+
+
 def main() -> None:
     """Entry point of the ``onemodel`` console script."""
     import atexit
@@ -448,6 +475,7 @@ def main() -> None:
     _atexit_at_start = getattr(atexit, "_ncallbacks", lambda: -2)()
     signal.signal(signal.SIGTERM, on_sigterm)
     warnings.showwarning = _show_warning
+    register_commands(_invoked(sys.argv[1:]))
     try:
         try:
             app(prog_name="onemodel")
