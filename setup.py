@@ -13,11 +13,15 @@ setup(
         Extension(
             "onemodel.formats.onnx._cdecode",
             ["onemodel/formats/onnx/_cdecode.c"],
+            include_dirs=["onemodel"],
+            depends=["onemodel/_cslots.h"],
             optional=True,
         ),
         Extension(
             "onemodel.ir._cpass",
             ["onemodel/ir/_cpass.c"],
+            include_dirs=["onemodel"],
+            depends=["onemodel/_cslots.h"],
             optional=True,
         ),
         Extension(

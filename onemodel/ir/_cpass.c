@@ -54,6 +54,8 @@
 #include <structmember.h>
 #include <string.h>
 
+#include "_cslots.h"
+
 static PyTypeObject *g_node = NULL;
 static Py_ssize_t off_domain = -1, off_inputs = -1, off_outputs = -1, off_attributes = -1,
                   off_op_type = -1;
@@ -62,26 +64,6 @@ static PyObject *s_domain, *s_inputs, *s_outputs, *s_attributes, *s_op_type;
 enum { VI_NAME, VI_TYPE, VI_DOC, VI_META, VI_UNKNOWN, VI_N };
 static PyTypeObject *g_vi = NULL;
 static Py_ssize_t vi_off[VI_N];
-
-/* The offset of slot ``name`` of ``cls`` (a plain object slot), else -1 with TypeError. */
-static Py_ssize_t
-slot_offset(PyTypeObject *cls, PyObject *name)
-{
-    PyObject *descr = PyObject_GetAttr((PyObject *)cls, name);
-    if (descr == NULL)
-        return -1;
-    Py_ssize_t off = -1;
-    if (Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
-        PyMemberDef *md = ((PyMemberDescrObject *)descr)->d_member;
-        if (md->type == T_OBJECT_EX && md->offset >= (Py_ssize_t)sizeof(PyObject) &&
-            md->offset + (Py_ssize_t)sizeof(PyObject *) <= cls->tp_basicsize)
-            off = md->offset;
-    }
-    Py_DECREF(descr);
-    if (off < 0)
-        PyErr_Format(PyExc_TypeError, "%s.%U is not a slot", cls->tp_name, name);
-    return off;
-}
 
 static PyObject *
 cpass_setup(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -524,7 +506,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_cpass", "The graph rules' one pass over a scope, in C.", -1, methods,
+    PyModuleDef_HEAD_INIT, "_cpass", "Passes over node lists in C (see _cpass.c).", -1, methods,
 };
 
 PyMODINIT_FUNC

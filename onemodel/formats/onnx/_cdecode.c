@@ -63,6 +63,8 @@
 #include <Python.h>
 #include <structmember.h>
 #include <stdint.h>
+
+#include "_cslots.h"
 #include <string.h>
 
 /* wire kinds of schema.py */
@@ -518,7 +520,6 @@ typedef struct {
     PyObject *tensors;  /* list of (tensor, offset) */
 } Dec;
 
-static Py_ssize_t slot_offset(PyTypeObject *cls, PyObject *name);
 
 /* The Blob class given to setup and its slot offsets. */
 static PyTypeObject *g_blob_cls = NULL;
@@ -1376,28 +1377,6 @@ attr_bool(PyObject *o, const char *name)
     int r = PyObject_IsTrue(v);
     Py_DECREF(v);
     return r;
-}
-
-/* The slot offset of attribute ``name`` of ``cls``: a writable object member (a __slots__
- * entry), else -1 with TypeError. */
-static Py_ssize_t
-slot_offset(PyTypeObject *cls, PyObject *name)
-{
-    PyObject *descr = PyObject_GetAttr((PyObject *)cls, name);
-    if (descr == NULL)
-        return -1;
-    Py_ssize_t off = -1;
-    if (Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
-        PyMemberDef *md = ((PyMemberDescrObject *)descr)->d_member;
-        if (md->type == T_OBJECT_EX && !(md->flags & READONLY) &&
-            md->offset >= (Py_ssize_t)sizeof(PyObject) &&
-            md->offset + (Py_ssize_t)sizeof(PyObject *) <= cls->tp_basicsize)
-            off = md->offset;
-    }
-    Py_DECREF(descr);
-    if (off < 0)
-        PyErr_Format(PyExc_TypeError, "%s.%U is not a slot", cls->tp_name, name);
-    return off;
 }
 
 /* Every slot of ``cls`` (all classes of its MRO) with the default value cls() gives it. */
