@@ -11,7 +11,8 @@ Pure Python; imports nothing of the package.
 
 from __future__ import annotations
 
-__all__ = ["AxisError", "axis_index", "distinct_axes", "flatten_axis", "unsqueeze_axes"]
+__all__ = ["AxisError", "axis_index", "distinct_axes", "flatten_axis", "signal_axis",
+           "unsqueeze_axes"]
 
 
 class AxisError(ValueError):
@@ -24,6 +25,16 @@ def axis_index(axis: int, rank: int, what: str = "axis") -> int:
     {axis}`` is out of range for rank ``{rank}``" outside it (always for rank 0)."""
     if not -rank <= axis < rank:
         raise AxisError(f"{what} {axis} is out of range for rank {rank}")
+    return axis + rank if axis < 0 else axis
+
+
+def signal_axis(axis: int, rank: int) -> int:
+    """DFT's ``axis`` (the attribute at opset 17, the input from 20) of an input of rank
+    ``rank`` (its last axis the real/imaginary one) as an index in ``[0, rank - 2]``: the
+    accepted range is ``[-rank, -2]`` and ``[0, rank - 2]``, a negative one counting from the
+    back of the whole input (-2: the last signal axis). Raises AxisError outside it."""
+    if not -rank <= axis < rank - 1 or axis == -1:
+        raise AxisError(f"DFT axis {axis} does not name a signal axis of rank {rank}")
     return axis + rank if axis < 0 else axis
 
 

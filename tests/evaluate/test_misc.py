@@ -9,6 +9,8 @@ import pytest
 from exact_misc import lrn
 from oracle import assert_close_to_exact, assert_outputs, node_model, ort, ours, reference
 
+from onemodel.errors import EvaluationError
+
 RNG = np.random.default_rng(13)
 
 
@@ -183,3 +185,35 @@ def test_col2im_matches_reference():
     (y,) = ours(model, feeds)
     assert y.shape == (1, 2, 5, 6)
     assert_outputs([y], reference(model, feeds), rtol=1e-5)
+
+
+@pytest.mark.parametrize("opset,axis,along", [(17, -2, 2), (17, -3, 1), (17, 1, 1),
+                                              (20, -2, 2), (20, -4, 0)])
+def test_dft_negative_axis_counts_from_the_back_of_the_whole_input(opset, axis, along):
+    """DFT-17's axis attribute and DFT-20's input both take [-r, -2] and [0, r-2], r the rank
+    of the input with its real/imaginary axis: -2 is the last signal axis (the definitions'
+    text; onnx.reference's DFT_17 takes axis % r too). Compared with numpy's float64 FFT."""
+    x = RNG.standard_normal((2, 4, 6, 1)).astype(np.float32)
+    feeds, ins, attrs = {"x": x}, ["x"], {}
+    if opset == 17:
+        attrs["axis"] = axis
+    else:
+        feeds["a"] = np.array(axis, np.int64)
+        ins += ["", "a"]
+    model = node_model("DFT", feeds, ins, ["y"], opset=opset, **attrs)
+    (y,) = ours(model, feeds)
+    want = np.fft.fft(x[..., 0].astype(np.float64), axis=along)
+    np.testing.assert_allclose(y, np.stack([want.real, want.imag], -1), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("opset", [17, 20])
+def test_dft_axis_minus_one_is_the_complex_axis_and_refused(opset):
+    x = np.zeros((2, 4, 1), np.float32)
+    feeds, ins, attrs = {"x": x}, ["x"], {}
+    if opset == 17:
+        attrs["axis"] = -1
+    else:
+        feeds["a"] = np.array(-1, np.int64)
+        ins += ["", "a"]
+    with pytest.raises(EvaluationError, match="DFT axis -1 does not name a signal axis"):
+        ours(node_model("DFT", feeds, ins, ["y"], opset=opset, **attrs), feeds)

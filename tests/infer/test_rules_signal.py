@@ -70,8 +70,13 @@ def test_dft_symbolic_and_axes():
     v = inferred(m)["y"]
     assert v.shape == (2, D.mul(2, D.sub(S, 1)), 1) and v.elem == F
     assert sound(m, low=2) > 0   # S = 1 gives no samples: the kernel refuses
-    # opset 17: axis attribute on the signal rank; 20: axis input on the full rank
+    # the axis (17: attribute, 20: input) counted on the whole rank, -2 the last signal axis
     expect(node_model("DFT", [("x", F, [3, 4, 5, 1])], opset=17, axis=2), [3, 4, 5, 2], F)
+    expect(node_model("DFT", [("x", F, [3, 4, 6, 1])], opset=17, axis=-2, onesided=1),
+           [3, 4, 4, 2], F)
+    expect(node_model("DFT", [("x", F, [3, 4, 6, 1])], opset=17, axis=-3, onesided=1),
+           [3, 3, 6, 2], F)
+    contradicts(node_model("DFT", [("x", F, [3, 4, 1])], opset=17, axis=-1), "axis -1")
     expect(node_model("DFT", [("x", F, [3, 4, 5, 1]), ("", ), ("a", i64(1))], opset=20),
            [3, 4, 5, 2], F)
     contradicts(node_model("DFT", [("x", F, [3, 4, 1])], opset=17, axis=2), "axis 2")

@@ -12,6 +12,7 @@ import numpy as np
 
 from ...errors import EvaluationError
 from ...operators import kernel
+from ...operators.axes import AxisError, signal_axis
 from ._util import dtype_of, scalar_of
 
 
@@ -92,14 +93,11 @@ def dft(signal: np.ndarray, axis: int, length: int | None, inverse: bool, onesid
 
 @kernel("DFT")
 def dft17(ctx, x, dft_length=None):
-    """DFT, opset 17: ``axis`` attribute (default 1) over a signal [batch, ..., 1|2]."""
+    """DFT, opset 17: ``axis`` attribute (default 1) over a signal [batch, ..., 1|2], a
+    negative one counted from the back of the whole input as at 20 (-2: the last signal
+    axis)."""
     x = np.asarray(x)
-    axis = int(ctx.attr("axis"))
-    rank = x.ndim - 1
-    if not -rank <= axis < rank:
-        raise EvaluationError(f"DFT axis {axis} is outside the signal rank {rank}")
-    n = None if dft_length is None else scalar_of(dft_length, "dft_length", int)
-    return dft(x, axis % rank, n, bool(ctx.attr("inverse")), bool(ctx.attr("onesided")))
+    return _dft_at(ctx, x, int(ctx.attr("axis")), dft_length)
 
 
 @kernel("DFT", since=20)
@@ -107,10 +105,16 @@ def dft20(ctx, x, dft_length=None, axis=None):
     """DFT, opset 20: ``axis`` input (default -2, counted on the input including its last
     real/imaginary axis)."""
     x = np.asarray(x)
-    a = -2 if axis is None else scalar_of(axis, "DFT axis", int)
-    if not -x.ndim <= a < x.ndim - 1 or a == -1:
-        raise EvaluationError(f"DFT axis {a} does not name a signal axis of rank {x.ndim}")
-    a = a % x.ndim
+    return _dft_at(ctx, x, -2 if axis is None else scalar_of(axis, "DFT axis", int),
+                   dft_length)
+
+
+def _dft_at(ctx, x, axis: int, dft_length):
+    """DFT of ``x`` along ``axis`` as both definitions count it (:func:`signal_axis`)."""
+    try:
+        a = signal_axis(axis, x.ndim)
+    except AxisError as e:
+        raise EvaluationError(str(e)) from None
     n = None if dft_length is None else scalar_of(dft_length, "dft_length", int)
     return dft(x, a, n, bool(ctx.attr("inverse")), bool(ctx.attr("onesided")))
 

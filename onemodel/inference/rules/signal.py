@@ -9,8 +9,8 @@ HammingWindow-17, BlackmanWindow-17, DFT-17 and 20, STFT-17, MelWeightMatrix-17)
 * ``DFT``: the signal's shape with the DFT axis of extent ``n`` (``dft_length``'s element, else
   the axis's extent), ``floor(n / 2) + 1`` when ``onesided``, and the last axis 2; an inverse
   one-sided DFT gives ``n`` (default ``2 * (m - 1)``) real samples, last axis 1. The axis is
-  the attribute (default 1) counted on the signal rank at opset 17, the input (default -2)
-  counted on the whole rank from 20.
+  the attribute (default 1) at opset 17, the input (default -2) from 20, a negative one counted
+  from the back of the whole input in both (``operators.axes.signal_axis``).
 * ``STFT``: ``[batch, frames, bins, 2]``, ``frames = floor((length - frame_length) /
   frame_step) + 1``, bins ``floor(frame_length / 2) + 1`` (onesided) or ``frame_length``;
   frame_length from the window's extent, the input, or the signal length.
@@ -24,6 +24,7 @@ is not positive.
 from __future__ import annotations
 
 from ...operators import rule
+from ...operators.axes import AxisError, signal_axis
 from .. import dims as D
 from ._util import int_attr, shape_list
 
@@ -90,15 +91,13 @@ def _dft(ctx, x, axis, length_given):
 
 @rule("DFT")
 def dft17(ctx, x, dft_length=None):
-    """DFT, opset 17: the ``axis`` attribute counted on the signal rank (module doc)."""
+    """DFT, opset 17: the ``axis`` attribute (module doc)."""
     if x.shape is None:
         return None
-    rank = len(x.shape) - 1
-    if rank < 1:
-        ctx.contradiction(f"the input has rank {rank + 1}; at least 2 is needed")
+    if len(x.shape) < 2:
+        ctx.contradiction(f"the input has rank {len(x.shape)}; at least 2 is needed")
         return None
-    a = ctx.axis(int_attr(ctx, "axis", 1), rank, "DFT axis")
-    return None if a is None else _dft(ctx, x, a, dft_length is not None)
+    return _dft_at(ctx, x, int_attr(ctx, "axis", 1), dft_length)
 
 
 @rule("DFT", since=20)
@@ -113,10 +112,17 @@ def dft20(ctx, x, dft_length=None, axis=None):
         a = _scalar(ctx, 2)
         if type(a) is not int:
             return [None] * r
-    if not -r <= a < r - 1 or a == -1:
-        ctx.contradiction(f"DFT axis {a} does not name a signal axis of rank {r}")
+    return _dft_at(ctx, x, a, dft_length)
+
+
+def _dft_at(ctx, x, axis: int, dft_length):
+    """The DFT output shape along ``axis`` as both definitions count it (``signal_axis``)."""
+    try:
+        a = signal_axis(axis, len(x.shape))
+    except AxisError as e:
+        ctx.contradiction(str(e))
         return None
-    return _dft(ctx, x, a % r, dft_length is not None)
+    return _dft(ctx, x, a, dft_length is not None)
 
 
 @rule("STFT")
