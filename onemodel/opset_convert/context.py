@@ -89,6 +89,32 @@ class Step:
         equal when they are the same, None where unknown), or None (rank unknown)."""
         return None if not name else self.scope.dims(name)
 
+    def elements(self, name: str | None):
+        """The elements of small tensor ``name`` as inference knows them (a tuple of ints,
+        symbolic extents and None where unknown: a shape computed from ``Shape``), or None."""
+        return None if not name else self.scope.elements(name)
+
+    def at_least_one(self, x) -> bool:
+        """Whether element ``x`` (an int or a symbolic extent) is at least 1 wherever the
+        main graph's input extents are, the assumption shape inference makes of them (Clause
+        9); False when that is not known."""
+        from ..inference import dims as D
+        from ..inference.rules._util import lower
+
+        token = D.POSITIVE.set(self.scope.conv.positive)
+        try:
+            lo = lower(x)
+        finally:
+            D.POSITIVE.reset(token)
+        return lo is not None and lo >= 1
+
+    def note(self, text: str) -> None:
+        """A note on this conversion (:attr:`Conversion.notes`, a warning of
+        :func:`convert_opset`), once per distinct text."""
+        notes = self.scope.conv.notes
+        if text not in notes:
+            notes.append(text)
+
     def rank(self, name: str | None) -> int | None:
         """The rank of ``name``, or None when unknown."""
         s = self.shape(name)

@@ -116,9 +116,11 @@ def convert(model: Model, targets, ir_version: int | None = None) -> Conversion:
 def convert_checked(model: Model, targets, ir_version: int | None = None,
                     check: bool = True) -> Conversion:
     """:func:`convert`, then (with ``check``) the converted model checked in memory
-    (:func:`onemodel.check`): an error finding that ``model`` does not have raises
+    (:func:`onemodel.check`) and inferred (:func:`onemodel.inference.infer_model`, Clause
+    9.4): an error finding or a contradiction that ``model`` does not have raises
     UnsupportedError naming the first three (what ``onemodel convert --opset`` does by
     default)."""
+    from ..inference import infer_model
     from ..validation import check as check_model
 
     conv = convert(model, targets, ir_version)
@@ -131,6 +133,15 @@ def convert_checked(model: Model, targets, ir_version: int | None = None,
                 shown = "; ".join(f"{f.code} {f.message} [{f.path}]" for f in new[:3])
                 raise UnsupportedError(f"the converted model fails check with {len(new)} "
                                        f"error{'s' if len(new) != 1 else ''}: {shown}")
+        found = infer_model(conv.model).contradictions
+        if found:
+            before = {c.message for c in infer_model(model).contradictions}
+            new = [c for c in found if c.message not in before]
+            if new:
+                shown = "; ".join(f"{c.message} [{c.path}]" for c in new[:3])
+                raise UnsupportedError(f"shape inference finds {len(new)} contradiction"
+                                       f"{'s' if len(new) != 1 else ''} in the converted model"
+                                       f" that the original has not: {shown}")
     conv.model.format = model.format
     return conv
 
@@ -244,8 +255,9 @@ def _type_string(v) -> str | None:
 
 def _inference(model: Model):
     """The model inferred (Clause 9), with the Values every node was inferred with recorded
-    by node: ``(Inference, {id(node): [(input Values, output Values), ...]})`` (a function's
-    body node has one record per distinct call)."""
+    by node: ``(Inference, {id(node): [(input Values, output Values), ...]}, positive)`` (a
+    function's body node has one record per distinct call; ``positive`` the dimension
+    variables inference took to be at least 1: the main graph's input extents)."""
     from ..inference.engine import Engine
 
     records: dict = {}
@@ -256,7 +268,9 @@ def _inference(model: Model):
             records.setdefault(id(node), []).append((list(ins), list(outs)))
             return outs
 
-    return Recording(model).run(), records
+    engine = Recording(model)
+    positive = engine._positive(model.graph) if model.graph is not None else frozenset()
+    return engine.run(), records, positive
 
 
 _SUBGRAPH = re.compile(r"\.nodes\[\d+\]\.attributes\[\d+\]\.(?:g|graphs\[\d+\])$")
@@ -297,6 +311,10 @@ class _Scope:
     def elem(self, name):
         v = self.value(name)
         return v.elem if v is not None else None
+
+    def elements(self, name):
+        v = self.value(name)
+        return v.data if v is not None and v.kind == "tensor" else None
 
     def constant(self, name):
         for s in (self, *self.parents):
@@ -395,7 +413,7 @@ class _Converter:
 
     def run(self) -> None:
         m = self.model
-        inference, self.records = _inference(m)
+        inference, self.records, self.positive = _inference(m)
         versions = {normalize_domain(o.domain): o.version for o in m.opset_imports}
         scopes: dict = {}
         for path, g in list(_all_graphs(m)):

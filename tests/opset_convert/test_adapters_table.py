@@ -222,3 +222,41 @@ def test_tile_along_two_axes_is_refused_below_6():
               [value("y")], 13, initializers={"r": np.array([2, 1, 2], np.int64)})
     with pytest.raises(ConversionRefused, match=r"repeats \[2, 1, 2\] along more than one"):
         convert(m, {"": 5})
+
+
+def _reshape_of_shape(extra):
+    """y = Reshape(x, Concat(Shape(x)[0:1], extra), allowzero=1) at 14, x [N, 2, 3]."""
+    nodes = [helper.make_node("Shape", ["x"], ["sh"], end=1),
+             helper.make_node("Concat", ["sh", "e"], ["s"], axis=0),
+             helper.make_node("Reshape", ["x", "s"], ["y"], allowzero=1)]
+    return model(nodes, [value("x", F, ["N", 2, 3])], [value("y")], 15,
+                 initializers={"e": np.array(extra, np.int64)})
+
+
+def test_reshape_allowzero_of_a_computed_shape_without_a_0_goes_down_with_a_note():
+    """A shape made of the input's extents and -1 holds no 0 where the input extents are at
+    least 1 (inference's assumption, noted): allowzero=1 is dropped, the result computes the
+    same, for N = 1 and 3."""
+    m = _reshape_of_shape([-1])
+    conv = convert(m, {"": 13})
+    assert [a.name for a in conv.model.graph.nodes[-1].attributes] == []
+    assert any("allowzero=1 dropped" in n for n in conv.notes)
+    for n in (1, 3):
+        x = np.arange(n * 6, dtype=np.float32).reshape(n, 2, 3)
+        np.testing.assert_array_equal(run(conv.model, {"x": x})[0], x.reshape(n, 6))
+
+
+def test_reshape_allowzero_of_a_shape_that_may_hold_a_0_is_refused():
+    """A computed shape with an element inference does not know (data of an input) may be 0:
+    allowzero=1 cannot be dropped; a constant 0 neither."""
+    nodes = [helper.make_node("Reshape", ["x", "s"], ["y"], allowzero=1)]
+    m = model(nodes, [value("x", F, [2, 3]), value("s", TensorProto.INT64, [2])],
+              [value("y")], 15)
+    with pytest.raises(ConversionRefused, match="computed shape that may hold a 0"):
+        convert(m, {"": 13})
+    with pytest.raises(ConversionRefused, match="computed shape that may hold a 0"):
+        convert(_reshape_of_shape([0, 6]), {"": 13})   # an element known to be 0
+    const = model(nodes, [value("x", F, [0, 2])], [value("y")], 15,
+                  initializers={"s": np.array([0, 2], np.int64)})
+    with pytest.raises(ConversionRefused, match="allowzero=1 with a 0 in its shape"):
+        convert(const, {"": 13})

@@ -104,6 +104,34 @@ def test_a_check_error_of_the_result_fails_the_conversion(tmp_path, monkeypatch)
     assert not (tmp_path / "out.onnx").exists()
 
 
+def test_a_contradiction_of_shape_inference_fails_the_conversion(tmp_path, monkeypatch):
+    """The converted model is inferred in memory too: a contradiction it has and the original
+    has not (here the graph output declared [7] where Relu of x [2] gives [2], as a faulty
+    adapter could leave it; check's own rules do not compare extents) fails the conversion,
+    nothing written."""
+    import onemodel.opset_convert.engine as oc
+    from onemodel.ir import Type
+
+    real = oc.convert
+
+    def faulty(m, targets, ir_version=None):
+        conv = real(m, targets, ir_version)
+        conv.model.graph.outputs[0].type = Type.tensor(F, [7])
+        return conv
+
+    monkeypatch.setattr(oc, "convert", faulty)
+    src = _write(tmp_path, model([helper.make_node("Relu", ["x"], ["y"])],
+                                 [helper.make_tensor_value_info("x", F, [2])],
+                                 [helper.make_tensor_value_info("y", F, [2])], 13))
+    r = cli("convert", src, tmp_path / "out.onnx", "--opset", "14")
+    assert r.exit_code == 2, r.output
+    assert "shape inference finds 1 contradiction in the converted model" in r.output
+    assert "[graph.outputs[0]]" in r.output
+    assert not (tmp_path / "out.onnx").exists()
+    r = cli("convert", src, tmp_path / "out.onnx", "--opset", "14", "--no-check")
+    assert r.exit_code == 0, r.output
+
+
 @pytest.mark.parametrize("name,opset", [("detector_legacy.onnx", 11),
                                         ("detector_legacy.onnx", 28),
                                         ("cnn_legacy.onnx", 21), ("cnn_dynamo.onnx", 28),

@@ -341,8 +341,11 @@ class Reshape5(AttributeToInput):
 
 class Reshape14:
     """Reshape at 14: ``allowzero`` (default 0: a 0 in the shape copies the input's extent)
-    added. Up unchanged; down: ``allowzero=1`` is removed when the shape is a constant without
-    a 0 (then both readings agree), else refused."""
+    added. Up unchanged; down: ``allowzero=1`` is removed when no element of the shape is 0,
+    where both readings agree: a constant without a 0, or a computed shape (``Concat`` of
+    ``Shape`` extents, as exporters write) whose every element inference knows to be -1 or at
+    least 1 -- under its assumption that the main graph's input extents are at least 1, which
+    the conversion notes. Else refused."""
 
     @staticmethod
     def up(step, node):
@@ -352,8 +355,17 @@ class Reshape14:
     def down(step, node):
         if step.attr("allowzero", 0):
             shape = step.constant(step.input(1))
-            if shape is None or (np.asarray(shape) == 0).any():
-                step.refuse("allowzero=1 with a shape that is computed or holds a 0")
+            if shape is not None:
+                if (np.asarray(shape) == 0).any():
+                    step.refuse("allowzero=1 with a 0 in its shape")
+            else:
+                known = step.elements(step.input(1))
+                if known is None or not all(e == -1 or step.at_least_one(e) for e in known):
+                    step.refuse("allowzero=1 with a computed shape that may hold a 0")
+                if not all(type(e) is int for e in known):
+                    step.note("Reshape's allowzero=1 dropped below opset 14 where its computed "
+                              "shape holds no 0 when no input extent of the model is 0 (as "
+                              "shape inference assumes)")
         step.remove_attr("allowzero")
         return None
 
