@@ -44,11 +44,13 @@ class ConversionRefused(UnsupportedError):
 
 class Conversion:
     """What :func:`convert` did: the converted ``model``, ``notes`` (nodes of other domains
-    passed through, one phrase each), and ``steps``: how many node rewrites each kind of change
-    made (``{"types": 12, "adapter": 3, ...}``)."""
+    passed through, one phrase each), ``steps``: how many node rewrites each kind of change
+    made (``{"types": 12, "adapter": 3, ...}``), and ``contradictions``: those shape inference
+    found in the original model (the conversion infers it first)."""
 
-    def __init__(self, model: Model, notes: list, steps: dict):
+    def __init__(self, model: Model, notes: list, steps: dict, contradictions=()):
         self.model, self.notes, self.steps = model, notes, steps
+        self.contradictions = list(contradictions)
 
 
 def latest(domain: str) -> int:
@@ -110,7 +112,7 @@ def convert(model: Model, targets, ir_version: int | None = None) -> Conversion:
     new.ir_version = ir_version if ir_version is not None else _ir_for(new, model.ir_version)
     if new.ir_version < 4 and new.graph is not None:
         _initializers_as_inputs(new.graph)
-    return Conversion(new, conv.notes, conv.steps)
+    return Conversion(new, conv.notes, conv.steps, conv.contradictions)
 
 
 def convert_checked(model: Model, targets, ir_version: int | None = None,
@@ -135,7 +137,7 @@ def convert_checked(model: Model, targets, ir_version: int | None = None,
                                        f"error{'s' if len(new) != 1 else ''}: {shown}")
         found = infer_model(conv.model).contradictions
         if found:
-            before = {c.message for c in infer_model(model).contradictions}
+            before = {c.message for c in conv.contradictions}
             new = [c for c in found if c.message not in before]
             if new:
                 shown = "; ".join(f"{c.message} [{c.path}]" for c in new[:3])
@@ -388,6 +390,7 @@ class _Converter:
         self.refusals: list = []
         self.notes: list = []
         self.steps: dict = {}
+        self.contradictions: list = []
         self.names = _all_names(model)
         self.counter = 0
         self.given: dict = {}
@@ -414,6 +417,7 @@ class _Converter:
     def run(self) -> None:
         m = self.model
         inference, self.records, self.positive = _inference(m)
+        self.contradictions = inference.contradictions
         versions = {normalize_domain(o.domain): o.version for o in m.opset_imports}
         scopes: dict = {}
         for path, g in list(_all_graphs(m)):

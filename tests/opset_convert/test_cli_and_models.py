@@ -130,6 +130,12 @@ def test_a_contradiction_of_shape_inference_fails_the_conversion(tmp_path, monke
     assert not (tmp_path / "out.onnx").exists()
     r = cli("convert", src, tmp_path / "out.onnx", "--opset", "14", "--no-check")
     assert r.exit_code == 0, r.output
+    # the same contradiction in the original is not the conversion's: it converts
+    src = _write(tmp_path, model([helper.make_node("Relu", ["x"], ["y"])],
+                                 [helper.make_tensor_value_info("x", F, [2])],
+                                 [helper.make_tensor_value_info("y", F, [7])], 13), "c.onnx")
+    r = cli("convert", src, tmp_path / "out2.onnx", "--opset", "14")
+    assert r.exit_code == 0, r.output
 
 
 @pytest.mark.parametrize("name,opset", [("detector_legacy.onnx", 11),
