@@ -237,3 +237,15 @@ def test_cli_usage(tmp_path, args, message):
     r = cli("convert", src, tmp_path / "out.onnx", *args)
     assert r.exit_code == 2 and message in r.output, r.output
     assert not (tmp_path / "out.onnx").exists()
+
+
+def test_cli_engine_onnxruntime_runs_both_and_bisects(tmp_path, wrong_reduce_sum):
+    pytest.importorskip("onnxruntime")
+    src = _write(tmp_path, relu_sum_double())
+    dst = tmp_path / "out.onnx"
+    r = cli("convert", src, dst, "--opset", "11", "--verify-run", "--dim", "N=4",
+            "--engine", "onnxruntime")
+    assert r.exit_code == 1, r.output
+    assert "first differing node graph.nodes[1] (ReduceSum 'sum'), 2 of 3" in r.stdout
+    assert "  alone in onnxruntime: the node itself differs" in r.stdout.splitlines()
+    assert not dst.exists()
