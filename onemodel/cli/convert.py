@@ -298,7 +298,6 @@ def convert(
                          f"none")
 
 
-
 class _Differs(Exception):
     """--verify-run found a difference: the conversion stops before anything is written."""
 
