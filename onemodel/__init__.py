@@ -33,7 +33,7 @@ _LAZY = {name: module for module, names in (
     ("onemodel.verify", ("Difference", "VerifyReport", "compare_models", "verify")),
     ("onemodel.validation", ("check", "Finding", "Report")),
     ("onemodel.inference", ("infer",)),
-    ("onemodel.opset_convert", ("convert_opset", "ConversionRefused")),
+    ("onemodel.opset_convert", ("convert_opset", "ConversionRefused", "verify_conversion")),
     ("onemodel.content_digest", ("digest", "ModelDigest")),
 ) for name in names}
 
@@ -74,7 +74,8 @@ class _Package(_ModuleType):
 _sys.modules[__name__].__class__ = _Package
 
 __all__ = [
-    "load", "save", "to_bytes", "convert", "convert_opset", "ConversionRefused", "verify",
+    "load", "save", "to_bytes", "convert", "convert_opset", "ConversionRefused",
+    "verify_conversion", "verify",
     "check", "Finding",
     "Report", "infer",
     "digest", "ModelDigest",

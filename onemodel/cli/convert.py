@@ -1,6 +1,8 @@
 """``onemodel convert SRC DST``: ONNX <-> OneModel, or a change of ONNX layout, bit-identical
 (:func:`onemodel.api.convert`); with ``--opset``, to other operator set versions
-(:mod:`onemodel.opset_convert`); the writer options' errors spelled with the flags."""
+(:mod:`onemodel.opset_convert`), with ``--verify-run`` proven by running both
+(:mod:`onemodel.opset_convert.verify_run`); the writer options' errors spelled with the
+flags."""
 
 from __future__ import annotations
 
@@ -15,11 +17,14 @@ from .application import (
     DebugOpt,
     OutsideOpt,
     QuietOpt,
+    ShapeOpt,
     StorageOpt,
     _count,
     _errors,
     _human,
+    _inputs_given,
     _read_options,
+    _seed,
     _storage,
     app,
     flag_of,
@@ -161,6 +166,23 @@ def convert(
     no_check: bool = typer.Option(False, "--no-check", help="With --opset: do not check the "
                                   "converted model (by default an error finding it has and "
                                   "the original has not fails the conversion)."),
+    verify_run: bool = typer.Option(False, "--verify-run", help="With --opset: also run the "
+                                    "original and the converted model on generated inputs "
+                                    "and compare their outputs within the Clause 11.5 "
+                                    "tolerances; a difference names the first differing node, "
+                                    "exits 1 and writes nothing."),
+    seed: Optional[int] = typer.Option(None, "--seed", parser=_seed, metavar="N",
+                                       help="With --verify-run: seed of the generated inputs "
+                                       "(an integer >= 0; default 0)."),
+    dim: Optional[List[str]] = typer.Option(None, "--dim", metavar="NAME=VALUE",
+                                            help="With --verify-run: value of a symbolic "
+                                            "dimension of the generated inputs (repeatable; "
+                                            "unset ones are 1)."),
+    shape: Optional[List[str]] = ShapeOpt,
+    engine: Optional[str] = typer.Option(None, "--engine", help="With --verify-run: the "
+                                         "engine both models run with: onemodel (default), "
+                                         "onnxruntime or one registered (group "
+                                         "onemodel.engines)."),
     allow_outside: bool = OutsideOpt,
     storage_option: Optional[List[str]] = StorageOpt,
     quiet: bool = QuietOpt,
@@ -206,24 +228,50 @@ def convert(
             {"inline": "--inline", "per_tensor": "--external-data-per-tensor"}.get(
                 options.get("layout"))
         targets = opset_targets(opset) if opset else None
-        if targets is None and (ir_version is not None or no_check):
-            raise UsageError("--ir-version and --no-check go with --opset")
+        if targets is None and (ir_version is not None or no_check or verify_run):
+            raise UsageError("--ir-version, --no-check and --verify-run go with --opset")
+        if not verify_run and (seed is not None or dim or shape or engine is not None):
+            raise UsageError("--seed, --dim, --shape and --engine go with --verify-run")
+        dims, shapes = _inputs_given(dim, shape)
         done: list = []
+        proofs: list = []  # (the RunVerification of --verify-run, the inputs described)
         if targets is not None:
             if into is not None:
                 raise UsageError("--opset does not go with --into")
             from ..opset_convert import convert_checked, targets_of
             targets = targets_of(targets)  # refused before anything is read
+            if verify_run:
+                from .. import engines as registry
+                registry.get(engine or "onemodel")  # (before anything is read)
+                if (engine or "onemodel") == "onemodel":  # the process is the command's: tune
+                    from ..evaluate.memory import tune_allocator  # as `run` does
+                    tune_allocator()
 
             def transform(model):
                 done.append(convert_checked(model, targets, ir_version, check=not no_check))
+                if verify_run:
+                    proofs.append(_verify_run(model, done[-1].model, seed or 0, dims, shapes,
+                                              engine or "onemodel"))
+                    if not proofs[-1][0].equal:
+                        raise _Differs()  # (before anything is written)
                 return done[-1].model
 
             options["transform"] = transform
-        with Progress("convert", quiet=quiet) as bar, _option_flags(layout_flag):
-            result = api.convert(src, dst, to=to, into=into,
-                                 storage_options=_storage(storage_option, src, dst),
-                                 read_options=read_options, progress=bar, **options)
+        try:
+            with Progress("convert", quiet=quiet) as bar, _option_flags(layout_flag):
+                result = api.convert(src, dst, to=to, into=into,
+                                     storage_options=_storage(storage_option, src, dst),
+                                     read_options=read_options, progress=bar, **options)
+        except _Differs:
+            proof = proofs[-1][0]
+            out.line(printable(f"different: {proof.message()} (--verify-run; {shown(dst)} "
+                               "not written)"))
+            if not quiet:
+                out.line(printable(f"  inputs: {proofs[-1][1]}"))
+                lines = proof.bisect.lines() if proof.first_node is not None else []
+                for line in lines[1:]:
+                    out.line(printable(line))
+            raise typer.Exit(1) from None
         if not quiet:
             out.line(f"{shown(src)} ({result.source_format}) -> {shown(dst)} "
                      f"({result.target_format}): "
@@ -235,6 +283,10 @@ def convert(
                 out.line(f"  opset: {shown_opsets}; IR version {m.ir_version}")
                 for note in conv.notes:
                     out.line(printable(f"  note: {note}"))
+            for proof, described in proofs:
+                n = len(proof.outputs_compared)
+                out.line(printable(f"  verify-run: {_count(n, 'output')} within tolerance "
+                                   f"(Clause 11.5) on {proof.engine}; inputs: {described}"))
             for item in result.omitted:
                 out.line(printable(f"  left out (--strict-v1): {item}"))
             if result.padding:
@@ -245,3 +297,18 @@ def convert(
                          f"bytes); a reader that lists every key sees them; --align 1 writes "
                          f"none")
 
+
+class _Differs(Exception):
+    """--verify-run found a difference: the conversion stops before anything is written."""
+
+
+def _verify_run(original, converted, seed: int, dims: dict, shapes: dict, engine: str):
+    """``--verify-run``: :func:`onemodel.opset_convert.verify_run.verify_conversion` of the
+    model read and the converted one, and its inputs described as ``run`` describes them
+    (``x float32[4,3] (N=4)``)."""
+    from ..opset_convert.verify_run import verify_conversion
+    from .run_inputs import describe_generated
+
+    proof = verify_conversion(original, converted, seed=seed, dims=dims, shapes=shapes,
+                              engine=engine)
+    return proof, describe_generated(original, proof.inputs, dims, shapes) or "none"

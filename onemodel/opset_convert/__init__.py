@@ -9,7 +9,9 @@ Modules: :mod:`.engine` (:func:`convert_opset`, the walk over every graph and fu
 :mod:`.changes` (what changed between adjacent definitions: the classification the engine and
 the coverage table docs/opset-conversion.md share), :mod:`.context` (what an adapter is given),
 :mod:`.generic` (kinds of change many operators share), :mod:`.ir_versions` (the IR version an
-operator set requires), ``adapters/<family>.py`` (the adapters).
+operator set requires), :mod:`.verify_run` (:func:`verify_conversion`: the original and the
+converted model run and compared, ``convert --verify-run``), ``adapters/<family>.py`` (the
+adapters).
 """
 
 from .engine import (
@@ -20,6 +22,7 @@ from .engine import (
     convert_opset,
     targets_of,
 )
+from .verify_run import RunVerification, verify_conversion
 
 __all__ = ["convert_opset", "convert", "convert_checked", "Conversion", "ConversionRefused",
-           "targets_of"]
+           "targets_of", "verify_conversion", "RunVerification"]
