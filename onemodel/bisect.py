@@ -355,9 +355,9 @@ class BisectReport:
             for kind, items in (("input", f.inputs), ("output", f.outputs)):
                 for n, c in items:
                     out.append(f"  {kind} {n}: not compared" if c is None else f"  {kind} {c}")
-            out.append(f"  alone in {self.engines[1]}: {_verdict_line(f)}")
+            out.append(f"  alone in {self.engines[1]}: {verdict_line(f)}")
             for n in self.later:
-                out.append(f"  then {n.label}: {_verdict_line(n)}")
+                out.append(f"  then {n.label}: {verdict_line(n)}")
             if self.differing > 1 + len(self.later):
                 more = self.differing - 1 - len(self.later)
                 out.append(f"  ({more} more differing {'node' if more == 1 else 'nodes'} "
@@ -378,7 +378,9 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def _verdict_line(n: NodeReport) -> str:
+def verdict_line(n: NodeReport) -> str:
+    """The verdict of a re-run node as ``verify --bisect`` words it (``node itself``, ``inputs
+    differ``, ``not re-run (why)``), for the reports that name a node the same way."""
     if n.verdict is None:
         return f"not re-run ({n.rerun_error})"
     if n.verdict == INPUTS and all(c is None or c.within for _, c in n.inputs):

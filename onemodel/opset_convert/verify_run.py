@@ -90,9 +90,9 @@ class RunVerification:
                 + (f" (and {more} more output{'s' if more != 1 else ''})" if more else ""))
         node = self.first_node
         if node is not None:
-            from ..bisect import _verdict_line
+            from ..bisect import verdict_line
             text += (f"; first differing node {node.label}, {node.position + 1} of "
-                     f"{self.bisect.nodes} in topological order: {_verdict_line(node)}")
+                     f"{self.bisect.nodes} in topological order: {verdict_line(node)}")
         elif self.bisect is not None:
             text += "; no node's outputs differ by name (the values differ only under names "\
                     "the converted model does not keep)"
