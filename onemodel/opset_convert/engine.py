@@ -394,6 +394,7 @@ class _Converter:
         self.names = _all_names(model)
         self.counter = 0
         self.given: dict = {}
+        self._known: dict = {}
         self._defs: dict = {}
         #: the names this conversion made
         self.added: set = set()
@@ -479,15 +480,7 @@ class _Converter:
 
     def _convert(self, scope, node: Node, d: str, src: int, dst: int) -> list:
         """The nodes that replace ``node`` (of domain ``d`` at version ``src``) at ``dst``."""
-        from ..operators.table import versions
-
-        if id(node) not in self.given:  # the Values inferred, by the node's names as read
-            self.given[id(node)] = [
-                {**{n: v for n, v in zip(node.inputs, ins) if n and v is not None},
-                 **{n: v for n, v in zip(node.outputs, outs) if n and v is not None}}
-                for ins, outs in self.records.get(id(node), ())] or [{}]
-
-        known = versions(d, node.op_type)
+        known = self._versions(d, node.op_type)
         if not known:
             raise Refused(f"{node.op_type} is not an operator of {d or 'ai.onnx'}")
         current = self._definition(d, node.op_type, src)
@@ -506,6 +499,8 @@ class _Converter:
             steps = [(s, True) for s in known if cur < s <= stop]
         else:
             steps = [(s, False) for s in reversed(known) if stop < s <= cur]
+        if steps and id(node) not in self.given:
+            self._given(node)  # (by its names as read, before an adapter renames them)
         for since, up in steps:
             ch = change(d, node.op_type, since)
             before = ch.before
@@ -569,6 +564,26 @@ class _Converter:
                 inserted[k:k + 1] = got
         return self._convert(scope, node, d, at, dst) if at != dst else [node]
 
+    def _versions(self, d: str, op_type: str) -> tuple:
+        """:func:`onemodel.operators.table.versions`, memoized."""
+        key = (d, op_type)
+        got = self._known.get(key)
+        if got is None:
+            from ..operators.table import versions
+            got = self._known[key] = versions(d, op_type)
+        return got
+
+    def _given(self, node: Node) -> list:
+        """The Values ``node`` was inferred with, by its names as read: one dict per record
+        (a function body's node has one per distinct call), made on first use."""
+        got = self.given.get(id(node))
+        if got is None:
+            got = self.given[id(node)] = [
+                {**{n: v for n, v in zip(node.inputs, ins) if n and v is not None},
+                 **{n: v for n, v in zip(node.outputs, outs) if n and v is not None}}
+                for ins, outs in self.records.get(id(node), ())] or [{}]
+        return got
+
     def _definition(self, d: str, op_type: str, version: int):
         """The definition in force (:func:`onemodel.operators.table.definition`), memoized."""
         key = (d, op_type, version)
@@ -586,7 +601,7 @@ class _Converter:
 
         tdef = self._definition(d, node.op_type, target)
         sdef = self._definition(d, node.op_type, source)
-        for given in self.given.get(id(node), [{}]):
+        for given in self._given(node):
             bound: dict = {}
             for io in ("inputs", "outputs"):
                 formals_t, formals_s = getattr(tdef, io), getattr(sdef, io)
