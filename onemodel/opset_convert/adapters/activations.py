@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...ir import Attribute, Node
 from ...operators import adapter
+from ..function_body import FunctionBody
 from ..generic import LegacyAttribute, NegativeAxis
 
 
@@ -119,3 +120,21 @@ def _shape(dims) -> str:
 
 
 adapter("PRelu", since=7)(PRelu7)
+
+
+class HardSwish14(FunctionBody):
+    """HardSwish, introduced at 14: below it, its function body (HardSigmoid with alpha 1/6,
+    beta 0.5, times X)."""
+
+
+class Mish18(FunctionBody):
+    """Mish, introduced at 18: below it, its function body (X * Tanh(Softplus(X)))."""
+
+
+class Swish24(FunctionBody):
+    """Swish, introduced at 24: below it, its function body (X * Sigmoid(alpha * X))."""
+
+
+adapter("HardSwish", since=14)(HardSwish14)
+adapter("Mish", since=18)(Mish18)
+adapter("Swish", since=24)(Swish24)

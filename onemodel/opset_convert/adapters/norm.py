@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...ir import Attribute, Node
 from ...lazy import np
 from ...operators import adapter
+from ..function_body import FunctionBody
 from ..generic import LegacyAttribute
 
 
@@ -141,3 +142,11 @@ for _op in ("BatchNormalization", "InstanceNormalization"):
 adapter("BatchNormalization", since=7)(BatchNormalization7)
 adapter("BatchNormalization", since=9)(BatchNormalization9)
 adapter("BatchNormalization", since=14)(BatchNormalization14)
+
+
+class MeanVarianceNormalization9(FunctionBody):
+    """MeanVarianceNormalization, introduced at 9: below it, its function body
+    ((X - mean) / (sqrt(variance) + 1e-9) over ``axes``)."""
+
+
+adapter("MeanVarianceNormalization", since=9)(MeanVarianceNormalization9)

@@ -1,0 +1,129 @@
+"""Operators converted below the version that introduced them by the function body their
+definition provides (onemodel/opset_convert/function_body.py, bodies stored by
+tools/gen_schemas.py): each proved by running the original and the written-out form in
+onemodel's evaluator against float64 computation (rtol 1e-6, atol 1e-7 for float32
+arithmetic, exactly for integers), and converting back up."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+from opset_models import F64, I64, F, model, ops, run, through, value
+
+from onemodel import schemas
+from onemodel.opset_convert import ConversionRefused, convert
+
+RNG = np.random.default_rng(20)
+X = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+X64 = X.astype(np.float64)
+TOL = {"rtol": 1e-6, "atol": 1e-7}
+
+
+def _unary(op, opset, **attrs):
+    return model([helper.make_node(op, ["x"], ["y"], **attrs)], [value("x", F, [2, 3, 4])],
+                 [value("y", F, [2, 3, 4])], opset)
+
+
+def test_the_schema_table_stores_function_bodies():
+    """Mish-18's body is stored at opset 18 (Softplus, Tanh, Mul); a context-dependent body
+    (Gelu-20) is not."""
+    (opset, data), = schemas.function_bodies("Mish", "", 18)
+    assert opset == 18 and b"Softplus" in data and b"Tanh" in data
+    assert schemas.function_bodies("Gelu", "", 20) == ()
+    assert schemas.function_bodies("Mish", "", 17) == ()
+
+
+def test_mish_below_18_is_its_body():
+    softplus = np.log1p(np.exp(X64))
+    want = [X64 * np.tanh(softplus)]
+    m = _unary("Mish", 18)
+    np.testing.assert_allclose(run(m, {"x": X})[0], want[0], **TOL)
+    low = through(m, [17, 13, 6], {"x": X}, want, **TOL)
+    assert ops(low) == ["Softplus", "Tanh", "Mul"]
+    through(low, [18], {"x": X}, want, **TOL)
+
+
+def test_hard_swish_below_14_is_its_body_with_alpha_one_sixth():
+    want = [X64 * np.clip(X64 * np.float32(1 / 6) + 0.5, 0, 1)]
+    m = _unary("HardSwish", 14)
+    np.testing.assert_allclose(run(m, {"x": X})[0], want[0], **TOL)
+    low = through(m, [13, 6], {"x": X}, want, **TOL)
+    assert ops(low) == ["HardSigmoid", "Mul"]
+    assert low.graph.nodes[0].attribute("alpha").f == np.float32(1 / 6)
+
+
+@pytest.mark.parametrize("alpha", [1.0, 0.5])
+def test_swish_below_24_takes_the_nodes_alpha_through_the_body(alpha):
+    """The body's Constant refers to the operator's alpha (ref_attr_name): the node's value
+    is written into it (as a float32 ``value`` tensor); CastLike below 15 becomes Cast."""
+    want = [X64 / (1 + np.exp(-np.float32(alpha) * X64))]
+    m = _unary("Swish", 24, alpha=alpha)
+    np.testing.assert_allclose(run(m, {"x": X})[0], want[0], **TOL)
+    low = through(m, [23, 13], {"x": X}, want, **TOL)
+    assert ops(low) == ["Constant", "Cast", "Mul", "Sigmoid", "Mul"]
+    assert low.graph.nodes[0].attribute("value").t.numpy() == np.float32(alpha)
+
+
+def test_swiglu_below_28_expands_swish_in_turn():
+    a, b = X, RNG.standard_normal((2, 3, 4)).astype(np.float32)
+    want = [a.astype(np.float64) / (1 + np.exp(-a.astype(np.float64))) * b]
+    m = model([helper.make_node("SwiGLU", ["a", "b"], ["y"])],
+              [value("a", F, [2, 3, 4]), value("b", F, [2, 3, 4])], [value("y", F, [2, 3, 4])],
+              28)
+    np.testing.assert_allclose(run(m, {"a": a, "b": b})[0], want[0], **TOL)
+    low = through(m, [27, 21], {"a": a, "b": b}, want, **TOL)
+    assert "SwiGLU" not in ops(low) and "Swish" not in ops(low)
+
+
+def test_mean_variance_normalization_below_9_is_its_body():
+    x = RNG.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    x64 = x.astype(np.float64)
+    mean = x64.mean((0, 2, 3), keepdims=True)
+    want = [(x64 - mean) / (np.sqrt(((x64 - mean) ** 2).mean((0, 2, 3), keepdims=True))
+                            + 1e-9)]
+    m = model([helper.make_node("MeanVarianceNormalization", ["x"], ["y"])],
+              [value("x", F, [2, 3, 4, 5])], [value("y", F, [2, 3, 4, 5])], 13)
+    np.testing.assert_allclose(run(m, {"x": x})[0], want[0], rtol=1e-5, atol=1e-5)
+    low = through(m, [9, 8, 7], {"x": x}, want, rtol=1e-5, atol=1e-5)
+    assert "MeanVarianceNormalization" not in ops(low)
+
+
+def test_dynamic_quantize_linear_is_refused_below_11():
+    """Its body rounds with Round, itself introduced at 11: no decomposition is attached."""
+    m = model([helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "s", "z"])],
+              [value("x", F, [3, 4])],
+              [value("y", TensorProto.UINT8, [3, 4]), value("s", F, []),
+               value("z", TensorProto.UINT8, [])], 11)
+    with pytest.raises(ConversionRefused, match="DynamicQuantizeLinear does not exist before "
+                                                "opset 11"):
+        convert(m, {"": 10})
+
+
+@pytest.mark.parametrize("op", ["HannWindow", "HammingWindow", "BlackmanWindow"])
+@pytest.mark.parametrize("periodic", [0, 1])
+def test_windows_below_17_are_their_bodies(op, periodic):
+    n = 10
+    size = np.array(n, np.int64)
+    m = model([helper.make_node(op, ["n"], ["w"], periodic=periodic, output_datatype=F64)],
+              [value("n", I64, [])], [value("w", F64, [None])], 17)
+    d = n if periodic else n - 1
+    k = np.arange(n) * 2 * np.pi / d
+    a0, a1, a2 = {"HannWindow": (0.5, 0.5, 0.0),
+                  "HammingWindow": (25 / 46, 21 / 46, 0.0),
+                  "BlackmanWindow": (0.42, 0.5, 0.08)}[op]
+    want = [a0 - a1 * np.cos(k) + a2 * np.cos(2 * k)]
+    np.testing.assert_allclose(run(m, {"n": size})[0], want[0], rtol=1e-6, atol=1e-6)
+    low = through(m, [16, 11], {"n": size}, want, rtol=1e-6, atol=1e-6)
+    assert op not in ops(low) and "Range" in ops(low)
+    with pytest.raises(ConversionRefused, match=r"Range does not exist before opset 11"):
+        convert(m, {"": 10})
+
+
+def test_a_body_with_a_subgraph_is_not_attached():
+    """Range-11's body holds a Loop: no decomposition is attached, Range is refused below 11."""
+    m = model([helper.make_node("Range", ["a", "b", "c"], ["y"])],
+              [value("a", F, []), value("b", F, []), value("c", F, [])], [value("y", F, [None])],
+              11)
+    with pytest.raises(ConversionRefused, match="Range does not exist before opset 11"):
+        convert(m, {"": 10})
