@@ -127,3 +127,42 @@ def test_a_body_with_a_subgraph_is_not_attached():
               11)
     with pytest.raises(ConversionRefused, match="Range does not exist before opset 11"):
         convert(m, {"": 10})
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_below_20_is_what_its_body_computes(approximate):
+    from math import erf, pi, sqrt
+
+    if approximate == "none":
+        want = [0.5 * X64 * (1 + np.vectorize(erf)(X64 / sqrt(2)))]
+    else:
+        want = [0.5 * X64 * (1 + np.tanh(sqrt(2 / pi) * (X64 + 0.044715 * X64 ** 3)))]
+    m = _unary("Gelu", 20, approximate=approximate)
+    np.testing.assert_allclose(run(m, {"x": X})[0], want[0], **TOL)
+    low = through(m, [19, 13, 9], {"x": X}, want, **TOL)
+    assert "Gelu" not in ops(low)
+    assert ("Erf" in ops(low)) == (approximate == "none")
+    through(low, [20], {"x": X}, want, **TOL)
+    if approximate == "none":
+        with pytest.raises(ConversionRefused, match="Erf does not exist before opset 9"):
+            convert(m, {"": 8})
+    else:
+        through(m, [8, 6], {"x": X}, want, **TOL)
+
+
+def test_group_normalization_18_below_it_is_written_out_per_group():
+    x = RNG.standard_normal((2, 6, 3, 2)).astype(np.float32)
+    scale = np.array([0.5, -2.0, 1.5], np.float32)
+    bias = np.array([0.25, 0.0, -1.0], np.float32)
+    m = model([helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=3,
+                                epsilon=1e-3)],
+              [value("x", F, [2, 6, 3, 2])], [value("y", F, [2, 6, 3, 2])], 18,
+              initializers={"s": scale, "b": bias})
+    g = x.astype(np.float64).reshape(2, 3, -1)
+    d = g - g.mean(-1, keepdims=True)
+    norm = d / np.sqrt((d * d).mean(-1, keepdims=True) + np.float32(1e-3))
+    want = [(norm * scale[None, :, None] + bias[None, :, None]).reshape(x.shape)]
+    np.testing.assert_allclose(run(m, {"x": x})[0], want[0], rtol=1e-5, atol=1e-6)
+    low = through(m, [17, 13, 7], {"x": x}, want, rtol=1e-5, atol=1e-6)
+    assert "GroupNormalization" not in ops(low)
+    through(low, [18], {"x": x}, want, rtol=1e-5, atol=1e-6)

@@ -150,3 +150,60 @@ class MeanVarianceNormalization9(FunctionBody):
 
 
 adapter("MeanVarianceNormalization", since=9)(MeanVarianceNormalization9)
+
+
+class GroupNormalization18:
+    """GroupNormalization, introduced at 18 (one scale and bias per group): below it, what
+    its (context-dependent) function body computes, in X's element type (float or double):
+    X reshaped to ``[N, num_groups, -1]``, ``D = Xg - ReduceMean(Xg)`` along the last axis,
+    ``D / Sqrt(ReduceMean(D * D) + epsilon) * scale + bias`` with scale and bias reshaped to
+    ``[1, num_groups, 1]``, reshaped back to X's shape. Refused when X's element type is not
+    float or double."""
+
+    #: attached to the first definition: converts below it
+    decomposition = True
+
+    @staticmethod
+    def up(step, node):
+        return None  # a first definition: nothing comes before it to go up from
+
+    @staticmethod
+    def down(step, node):
+        x, scale, bias = step.input(0), step.input(1), step.input(2)
+        code = step.elem(x)
+        if code not in (1, 11):
+            step.refuse(f"the element type of {x!r} is not known to be float or double")
+        groups = int(step.attr("num_groups"))
+        dtype = np.float32 if code == 1 else np.float64
+        eps = step.add_constant(np.asarray(step.attr("epsilon", 1e-5), dtype), "epsilon")
+        grouped = step.add_constant(np.asarray([0, groups, -1], np.int64), "grouped")
+        per_group = step.add_constant(np.asarray([1, groups, 1], np.int64), "per_group")
+        base = node.name or "GroupNormalization"
+        names = {k: step.fresh(f"{base}_{k}") for k in
+                 ("shape", "xg", "mean", "d", "dd", "var", "ve", "std", "norm", "s", "b",
+                  "scaled", "yg")}
+        for k, name in names.items():
+            step.declare(name, 7 if k == "shape" else code)
+
+        def mk(op, ins, outs, **attrs):
+            return Node(op_type=op, inputs=ins, outputs=outs,
+                        attributes=[Attribute.make(k, v) for k, v in attrs.items()])
+
+        n = names
+        return [mk("Shape", [x], [n["shape"]]),
+                mk("Reshape", [x, grouped], [n["xg"]]),
+                mk("ReduceMean", [n["xg"]], [n["mean"]], axes=[2], keepdims=1),
+                mk("Sub", [n["xg"], n["mean"]], [n["d"]]),
+                mk("Mul", [n["d"], n["d"]], [n["dd"]]),
+                mk("ReduceMean", [n["dd"]], [n["var"]], axes=[2], keepdims=1),
+                mk("Add", [n["var"], eps], [n["ve"]]),
+                mk("Sqrt", [n["ve"]], [n["std"]]),
+                mk("Div", [n["d"], n["std"]], [n["norm"]]),
+                mk("Reshape", [scale, per_group], [n["s"]]),
+                mk("Reshape", [bias, per_group], [n["b"]]),
+                mk("Mul", [n["norm"], n["s"]], [n["scaled"]]),
+                mk("Add", [n["scaled"], n["b"]], [n["yg"]]),
+                mk("Reshape", [n["yg"], n["shape"]], [node.outputs[0]])]
+
+
+adapter("GroupNormalization", since=18)(GroupNormalization18)
