@@ -49,16 +49,16 @@ A conversion lists every node it cannot convert at once (operator, versions, rea
 `Unsupported` error, and nothing is written. Nodes of other domains pass through unchanged and
 are noted. An operator that does not exist at the target version (converting below the
 definition that introduced it) is written out as older operators where it has a
-decomposition (the rows "before V" below), else refused. Most decompositions are the function
-body the operator's definition provides (ONNX Part 2), stored in the schema table and expanded
-in place of the node by `onemodel/opset_convert/function_body.py`: the node's inputs, outputs
-and attribute values bound to the body's, its other names made fresh, and its nodes converted
-from the version the body is written for down to the target (Mish, HardSwish, Swish, SwiGLU,
-MeanVarianceNormalization, the window functions). Bodies onnx builds from the node
-(context-dependent: LayerNormalization, CastLike, Gelu, GroupNormalization) are not stored;
-those with a decomposition have one written by hand. An operator whose body holds a subgraph
-(Range, AffineGrid) or uses operators that do not exist at the target (DynamicQuantizeLinear:
-Round, introduced with it) is refused.
+decomposition (the rows "before V" below), else refused. Where the operator's definition
+provides a function body (ONNX Part 2), the decomposition is that body, stored in the schema
+table and expanded in place of the node by `onemodel/opset_convert/function_body.py`: the
+node's inputs, outputs and attribute values bound to the body's, its other names made fresh,
+and its nodes converted from the version the body is written for down to the target (Mish,
+HardSwish, Swish, SwiGLU, MeanVarianceNormalization, the window functions). Bodies onnx builds
+from the node (context-dependent) are not stored: LayerNormalization, CastLike, Celu, Gelu,
+GroupNormalization-18 and RMSNormalization have a decomposition written by hand computing what
+their body does. An operator whose body holds a subgraph (Range, AffineGrid) or uses operators
+that do not exist at the target (DynamicQuantizeLinear: Round, introduced with it) is refused.
 
 The IR version is set to the one the target operator set requires (`--ir-version` to choose),
 raised for model-local functions (IR 8) and the element types of Table 12; below IR 4 every

@@ -166,3 +166,32 @@ def test_group_normalization_18_below_it_is_written_out_per_group():
     low = through(m, [17, 13, 7], {"x": x}, want, rtol=1e-5, atol=1e-6)
     assert "GroupNormalization" not in ops(low)
     through(low, [18], {"x": x}, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("alpha", [1.0, 2.0])
+def test_celu_below_12_is_alpha_times_elu_of_x_over_alpha(alpha):
+    want = [np.maximum(0, X64) + np.minimum(0, alpha * (np.exp(X64 / alpha) - 1))]
+    m = _unary("Celu", 12, alpha=alpha)
+    np.testing.assert_allclose(run(m, {"x": X})[0], want[0], **TOL)
+    low = through(m, [11, 7], {"x": X}, want, **TOL)
+    assert "Celu" not in ops(low) and "Elu" in ops(low)
+    through(low, [12], {"x": X}, want, **TOL)
+
+
+def test_rms_normalization_below_23_is_written_out_with_axes_folded_below_18():
+    x = RNG.standard_normal((2, 3, 8)).astype(np.float32)
+    s = RNG.standard_normal(8).astype(np.float32)
+    m = model([helper.make_node("RMSNormalization", ["x", "s"], ["y"], epsilon=1e-3)],
+              [value("x", F, [2, 3, 8])], [value("y", F, [2, 3, 8])], 23,
+              initializers={"s": s})
+    x64 = x.astype(np.float64)
+    want = [x64 / np.sqrt((x64 * x64).mean(-1, keepdims=True) + np.float32(1e-3)) * s]
+    np.testing.assert_allclose(run(m, {"x": x})[0], want[0], rtol=1e-5, atol=1e-6)
+    low = through(m, [22, 17, 13], {"x": x}, want, rtol=1e-5, atol=1e-6)
+    assert "RMSNormalization" not in ops(low)
+    assert low.graph.nodes[1].attribute("axes").ints == [-1]
+    through(low, [23], {"x": x}, want, rtol=1e-5, atol=1e-6)
+    double = model([helper.make_node("RMSNormalization", ["x", "s"], ["y"])],
+                   [value("x", F64, [2, 8]), value("s", F64, [8])], [value("y")], 23)
+    with pytest.raises(ConversionRefused, match="is not known to be the stash_type 1's"):
+        convert(double, {"": 22})

@@ -202,3 +202,35 @@ class Gelu20:
 
 
 adapter("Gelu", since=20)(Gelu20)
+
+
+class Celu12:
+    """Celu, introduced at 12 (float only): below it, ``alpha * Elu(X / alpha)`` with Elu's
+    alpha 1, which is its function body's ``max(0, X) + min(0, alpha * (exp(X / alpha) - 1))``
+    (``Elu(X)`` alone when alpha is 1)."""
+
+    #: attached to the first definition: converts below it
+    decomposition = True
+
+    @staticmethod
+    def up(step, node):
+        return None  # a first definition: nothing comes before it to go up from
+
+    @staticmethod
+    def down(step, node):
+        from ...lazy import np
+
+        x, y = step.input(0), node.outputs[0]
+        alpha = float(step.attr("alpha", 1.0))
+        if alpha == 1.0:
+            return [_mk("Elu", [x], [y], alpha=1.0)]
+        base = node.name or "Celu"
+        a = step.add_constant(np.asarray(alpha, np.float32), "alpha")
+        scaled, elu = step.fresh(f"{base}_scaled"), step.fresh(f"{base}_elu")
+        step.declare(scaled, 1)
+        step.declare(elu, 1)
+        return [_mk("Div", [x, a], [scaled]), _mk("Elu", [scaled], [elu], alpha=1.0),
+                _mk("Mul", [elu, a], [y])]
+
+
+adapter("Celu", since=12)(Celu12)

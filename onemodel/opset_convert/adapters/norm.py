@@ -207,3 +207,56 @@ class GroupNormalization18:
 
 
 adapter("GroupNormalization", since=18)(GroupNormalization18)
+
+
+class RMSNormalization23:
+    """RMSNormalization, introduced at 23: below it, what its function body computes:
+    ``X / Sqrt(ReduceMean(X * X) + epsilon) * scale`` over the axes from ``axis`` on, in X's
+    element type. Refused unless that type is the one ``stash_type`` computes in (float
+    with stash_type 1, double with 11) and scale has it too."""
+
+    #: attached to the first definition: converts below it
+    decomposition = True
+
+    @staticmethod
+    def up(step, node):
+        return None  # a first definition: nothing comes before it to go up from
+
+    @staticmethod
+    def down(step, node):
+        x, scale = step.input(0), step.input(1)
+        code = step.elem(x)
+        stash = int(step.attr("stash_type", 1))
+        if code not in (1, 11) or code != stash:
+            step.refuse(f"the element type of {x!r} is not known to be the stash_type "
+                        f"{stash}'s (float for 1, double for 11)")
+        if step.elem(scale) != code:
+            step.refuse(f"scale {scale!r} is not known to have X's element type")
+        axis = int(step.attr("axis", -1))
+        if axis >= 0:
+            r = step.rank(x)
+            if r is None:
+                step.refuse(f"axis {axis} and the rank of {x!r} is not known")
+            axis -= r
+        dtype = np.float32 if code == 1 else np.float64
+        eps = step.add_constant(np.asarray(step.attr("epsilon"), dtype), "epsilon")
+        axes = step.add_constant(np.asarray(list(range(axis, 0)), np.int64), "axes")
+        base = node.name or "RMSNormalization"
+        n = {k: step.fresh(f"{base}_{k}") for k in ("xx", "ms", "mse", "rms", "norm")}
+        for name in n.values():
+            step.declare(name, code)
+
+        def mk(op, ins, outs, **attrs):
+            return Node(op_type=op, inputs=ins, outputs=outs,
+                        attributes=[Attribute.make(k, v) for k, v in attrs.items()])
+
+        # at opset 22 (the version before 23), ReduceMean takes its axes as an input
+        return [mk("Mul", [x, x], [n["xx"]]),
+                mk("ReduceMean", [n["xx"], axes], [n["ms"]], keepdims=1),
+                mk("Add", [n["ms"], eps], [n["mse"]]),
+                mk("Sqrt", [n["mse"]], [n["rms"]]),
+                mk("Div", [x, n["rms"]], [n["norm"]]),
+                mk("Mul", [n["norm"], scale], [node.outputs[0]])]
+
+
+adapter("RMSNormalization", since=23)(RMSNormalization23)
