@@ -195,3 +195,28 @@ def test_rms_normalization_below_23_is_written_out_with_axes_folded_below_18():
                    [value("x", F64, [2, 8]), value("s", F64, [8])], [value("y")], 23)
     with pytest.raises(ConversionRefused, match="is not known to be the stash_type 1's"):
         convert(double, {"": 22})
+
+
+def test_a_body_in_a_model_local_function_is_expanded_and_a_referenced_attribute_refused():
+    """Mish in a model-local function is expanded there (its body's names fresh); Swish whose
+    alpha refers to the function's own attribute cannot be: the value is the caller's."""
+    mish = helper.make_function("local", "F", ["a"], ["b"],
+                                [helper.make_node("Mish", ["a"], ["b"])],
+                                [helper.make_opsetid("", 24)])
+    m = model([helper.make_node("F", ["x"], ["y"], domain="local")],
+              [value("x", F, [2, 3, 4])], [value("y", F, [2, 3, 4])], 24, functions=[mish])
+    m.opset_imports.append(type(m.opset_imports[0])(domain="local", version=1))
+    want = [X64 * np.tanh(np.log1p(np.exp(X64)))]
+    low = through(m, [17], {"x": X}, want, **TOL)
+    assert [n.op_type for n in low.functions[0].nodes] == ["Softplus", "Tanh", "Mul"]
+    swish = helper.make_function("local", "G", ["a"], ["b"],
+                                 [helper.make_node("Swish", ["a"], ["b"])],
+                                 [helper.make_opsetid("", 24)], attributes=["k"])
+    swish.node[0].attribute.append(
+        helper.make_attribute_ref("alpha", helper.AttributeProto.FLOAT, ref_attr_name="k"))
+    g = model([helper.make_node("G", ["x"], ["y"], domain="local", k=2.0)],
+              [value("x", F, [2, 3, 4])], [value("y", F, [2, 3, 4])], 24, functions=[swish])
+    g.opset_imports.append(type(g.opset_imports[0])(domain="local", version=1))
+    with pytest.raises(ConversionRefused, match="attribute 'alpha' refers to the enclosing "
+                                                "function's attribute 'k'"):
+        convert(g, {"": 23})
