@@ -129,3 +129,29 @@ def test_a_classifier_is_kept_at_5_with_a_note():
     assert any("TreeEnsemble has no class labels" in n for n in conv.notes)
     for got, want in zip(run(conv.model, {"x": X}), run(m, {"x": X})):
         np.testing.assert_array_equal(got, want)
+
+
+def test_a_scikit_learn_random_forest_goes_to_tree_ensemble_and_back_in_onnxruntime():
+    """A real export (skl2onnx, ai.onnx.ml 3): onnxruntime gives the original's outputs bit for
+    bit at ml 5 (TreeEnsemble) and back at ml 1."""
+    pytest.importorskip("sklearn")
+    skl2onnx = pytest.importorskip("skl2onnx")
+    from sklearn.ensemble import RandomForestRegressor
+
+    from onemodel.formats.onnx import decode_model
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((40, 3)).astype(np.float32)
+    rf = RandomForestRegressor(n_estimators=3, max_depth=3, random_state=0)
+    rf.fit(x, x[:, 0] * 2 + x[:, 1] ** 2)
+    onx = skl2onnx.to_onnx(rf, x[:1], target_opset={"": 13, ML: 3})
+    m = decode_model(onx.SerializeToString())
+    want = _ort(m, {"X": x})
+    np.testing.assert_array_equal(run(m, {"X": x})[0], want)
+    up = convert(m, {ML: 5}).model
+    assert [n.op_type for n in up.graph.nodes] == ["TreeEnsemble"]
+    np.testing.assert_array_equal(_ort(up, {"X": x}), want)
+    np.testing.assert_array_equal(run(up, {"X": x})[0], want)
+    low = convert(up, {ML: 1}).model
+    assert [n.op_type for n in low.graph.nodes] == ["TreeEnsembleRegressor"]
+    np.testing.assert_array_equal(_ort(low, {"X": x}), want)
