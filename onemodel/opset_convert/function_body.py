@@ -16,8 +16,9 @@ target opset like any node. The expansion (Clause 8.4, a function call's semanti
 - the body's nodes, written for the body's operator set version, are converted down to the
   version before the operator's first definition (each by its own adapters).
 
-Refused when the body imports a domain other than ai.onnx, holds a subgraph (If, Loop: its
-nodes would need converting too), or when a body node cannot be converted.
+A subgraph of the body (an If's branches, a Loop's body) is renamed the same way and its
+nodes converted from the body's version to the conversion's target. Refused when the body
+imports a domain other than ai.onnx, or when a body node cannot be converted.
 """
 
 from __future__ import annotations
@@ -62,8 +63,6 @@ class FunctionBody:
         if set(imports) - {""}:
             step.refuse(f"its function body imports {sorted(set(imports) - {''})}")
         at = imports.get("", opset)
-        if any(a.subgraphs() for n in fn.nodes for a in n.attributes):
-            step.refuse("its function body holds a subgraph, whose nodes are not converted")
         names = {"": ""}
         for k, formal in enumerate(fn.inputs):
             names[formal] = node.inputs[k] if k < len(node.inputs) else ""
@@ -78,36 +77,18 @@ class FunctionBody:
                 got = names[name] = step.fresh(f"{base}_{name}")
             return got
 
-        nodes = []
-        for n in fn.nodes:
-            attrs = []
-            for a in n.attributes:
-                if not a.ref_attr_name:
-                    attrs.append(a)
-                    continue
-                own = node.attribute(a.ref_attr_name)
-                if own is not None:
-                    if own.ref_attr_name:
-                        step.refuse(f"attribute {own.name!r} refers to the enclosing "
-                                    f"function's attribute {own.ref_attr_name!r}")
-                    c = own.copy(deep=False)
-                    c.name = a.name
-                    attrs.append(c)
-                    continue
-                from ..operators.table import attribute_default
-                d = attribute_default(step.domain, node.op_type, step.source, a.ref_attr_name)
-                if d is not None:
-                    attrs.append(Attribute.make(a.name, d, a.type))
-            if n.op_type == "Constant" and not n.domain:
-                attrs = [_as_value(a) for a in attrs]
-            nodes.append(Node(op_type=n.op_type, domain=n.domain,
-                              inputs=[rename(i) for i in n.inputs],
-                              outputs=[rename(o) for o in n.outputs],
-                              attributes=attrs))
-        _infer(step, node, nodes, at)
+        nodes = [_bound(step, node, n, rename) for n in fn.nodes]
+        values = _infer(step, node, nodes, at)
+        conv = step.scope.conv
+        for k, n in enumerate(nodes):   # a subgraph's nodes go from the body's version on
+            for j, a in enumerate(n.attributes):
+                for fld, g in a.subgraphs():
+                    _subgraph(step, g, at, values,
+                              f"{node.name or node.op_type}.body.nodes[{k}].attributes[{j}]"
+                              f".{fld}")
         if at == step.target:
             return nodes
-        conv, out = step.scope.conv, []
+        out = []
         for n in nodes:
             try:
                 out.extend(conv._convert(step.scope, n, "", at, step.target))
@@ -116,6 +97,58 @@ class FunctionBody:
                             f"to opset {step.target}: {e.reason}")
         return out
 
+
+def _bound(step, node: Node, n: Node, rename) -> Node:
+    """Body node ``n`` with its names renamed and its attribute references resolved to the
+    values of ``node`` (the operator's node) or the definition's defaults; a subgraph's names
+    renamed the same way, in place (the body is decoded afresh for each node)."""
+    attrs = []
+    for a in n.attributes:
+        if a.ref_attr_name:
+            own = node.attribute(a.ref_attr_name)
+            if own is not None:
+                if own.ref_attr_name:
+                    step.refuse(f"attribute {own.name!r} refers to the enclosing "
+                                f"function's attribute {own.ref_attr_name!r}")
+                c = own.copy(deep=False)
+                c.name = a.name
+                attrs.append(c)
+                continue
+            from ..operators.table import attribute_default
+            d = attribute_default(step.domain, node.op_type, step.source, a.ref_attr_name)
+            if d is not None:
+                attrs.append(Attribute.make(a.name, d, a.type))
+            continue
+        for _, g in a.subgraphs():
+            for vi in (*g.inputs, *g.outputs, *g.value_info):
+                vi.name = rename(vi.name)
+            for t in g.initializers:
+                t.name = rename(t.name)
+            g.nodes = [_bound(step, node, m, rename) for m in g.nodes]
+        attrs.append(a)
+    if n.op_type == "Constant" and not n.domain:
+        attrs = [_as_value(a) for a in attrs]
+    return Node(op_type=n.op_type, domain=n.domain, inputs=[rename(i) for i in n.inputs],
+                outputs=[rename(o) for o in n.outputs], attributes=attrs)
+
+
+def _subgraph(step, g, at: int, values: dict, path: str) -> None:
+    """The nodes of subgraph ``g`` of the expanded body (and of its own subgraphs), converted
+    from the body's version ``at`` to the conversion's target, in place; a node that cannot be
+    is refused as any other (listed with ``path``)."""
+    from .engine import _Scope
+
+    conv = step.scope.conv
+    dst = conv.targets.get("")
+    if dst is None or dst == at:
+        return
+    scope = _Scope(conv, {"": at}, graph=g, path=path, values=dict(values),
+                   parents=(step.scope,))
+    for k, n in enumerate(g.nodes):
+        for j, a in enumerate(n.attributes):
+            for fld, sg in a.subgraphs():
+                _subgraph(step, sg, at, values, f"{path}.nodes[{k}].attributes[{j}].{fld}")
+    g.nodes = conv._nodes(scope, g.nodes, path)
 
 
 def _as_value(a: Attribute) -> Attribute:
@@ -133,10 +166,11 @@ def _as_value(a: Attribute) -> Attribute:
     return Attribute.make("value", Tensor.from_numpy(np.asarray(a.value, dtype)))
 
 
-def _infer(step, node: Node, nodes: list, at: int) -> None:
+def _infer(step, node: Node, nodes: list, at: int) -> dict:
     """The Values of the body's values, inferred (Clause 9) from those of the node's inputs
     (constant ones with their elements) at opset ``at``, stated in the scope so that the
-    conversion of the body's nodes knows their types."""
+    conversion of the body's nodes knows their types; returned by name, those of subgraphs
+    too (empty when an input's type is not known)."""
     from ..inference import infer_model
     from ..ir import Graph, Model, OperatorSetId, Tensor, ValueInfo
 
@@ -151,15 +185,17 @@ def _infer(step, node: Node, nodes: list, at: int) -> None:
         v = step.scope.value(name)
         t = v.to_type() if v is not None else None
         if t is None:
-            return  # nothing to infer from: the body's nodes are converted without types
+            return {}  # nothing to infer from: the body's nodes are converted without types
         inputs.append(ValueInfo(name=name, type=t))
     outs = [ValueInfo(name=o) for n in nodes for o in n.outputs if o]
     m = Model(ir_version=10, opset_imports=[OperatorSetId(domain="", version=at)],
               graph=Graph(name="body", nodes=[n.copy(deep=False) for n in nodes],
                           inputs=inputs, outputs=outs, initializers=inits))
-    values = infer_model(m, positive_dims=False).graphs.get("graph", {})
+    found = {}
+    for got in infer_model(m, positive_dims=False).graphs.values():
+        found.update({k: v for k, v in got.items() if v is not None and v.kind is not None})
     for n in nodes:
         for o in n.outputs:
-            v = values.get(o)
-            if o and v is not None and v.kind is not None:
-                step.scope.values[o] = v
+            if o in found:
+                step.scope.values[o] = found[o]
+    return found

@@ -116,17 +116,44 @@ def test_windows_below_17_are_their_bodies(op, periodic):
     np.testing.assert_allclose(run(m, {"n": size})[0], want[0], rtol=1e-6, atol=1e-6)
     low = through(m, [16, 11], {"n": size}, want, rtol=1e-6, atol=1e-6)
     assert op not in ops(low) and "Range" in ops(low)
-    with pytest.raises(ConversionRefused, match=r"Range does not exist before opset 11"):
-        convert(m, {"": 10})
+    low = through(low, [10, 9], {"n": size}, want, rtol=1e-6, atol=1e-6)
+    assert "Range" not in ops(low) and "Loop" in ops(low)   # Range's own body in turn
 
 
-def test_a_body_with_a_subgraph_is_not_attached():
-    """Range-11's body holds a Loop: no decomposition is attached, Range is refused below 11."""
+def test_range_below_11_is_its_body_with_its_loop_converted():
+    """Range-11's body holds a Loop: the Loop body's names are renamed with the rest and its
+    nodes converted from opset 11 to the target."""
     m = model([helper.make_node("Range", ["a", "b", "c"], ["y"])],
-              [value("a", F, []), value("b", F, []), value("c", F, [])], [value("y", F, [None])],
-              11)
-    with pytest.raises(ConversionRefused, match="Range does not exist before opset 11"):
-        convert(m, {"": 10})
+              [value("a", F, []), value("b", F, []), value("c", F, [])],
+              [value("y", F, [None])], 11)
+    feeds = {"a": np.float32(1), "b": np.float32(5.5), "c": np.float32(1.5)}
+    want = [np.array([1, 2.5, 4], np.float32)]
+    through(m, [11], feeds, want)
+    low = through(m, [10, 9, 7], feeds, want)
+    assert ops(low)[-1] == "Loop" and "Range" not in ops(low)
+    body = low.graph.nodes[-1].attribute("body").g
+    assert {v.name for v in body.inputs}.isdisjoint(v.name for v in low.graph.inputs)
+    through(low, [11], feeds, want)
+
+
+def test_affine_grid_below_20_is_its_body_while_its_if_branches_convert():
+    """AffineGrid's body holds Ifs for the 2-D and 3-D cases: at 19 it computes the same;
+    further down, the 3-D branch's Split (num_outputs, 18 on) needs an extent that is not
+    known in a 2-D model, and the refusal says so."""
+    theta = RNG.standard_normal((2, 2, 3)).astype(np.float32)
+    m = model([helper.make_node("AffineGrid", ["t", "s"], ["y"], align_corners=1)],
+              [value("t", F, [2, 2, 3])], [value("y", F, None)], 20,
+              initializers={"s": np.array([2, 3, 4, 5], np.int64)})
+    h = np.linspace(-1, 1, 4)
+    w = np.linspace(-1, 1, 5)
+    base = np.stack([np.broadcast_to(w, (4, 5)), np.broadcast_to(h[:, None], (4, 5)),
+                     np.ones((4, 5))], -1)                       # [H, W, 3]
+    want = [np.einsum("hwk,nck->nhwc", base, theta.astype(np.float64))]
+    np.testing.assert_allclose(run(m, {"t": theta})[0], want[0], rtol=1e-6, atol=1e-6)
+    low = through(m, [19], {"t": theta}, want, rtol=1e-6, atol=1e-6)
+    assert "AffineGrid" not in ops(low) and "If" in ops(low)
+    with pytest.raises(ConversionRefused, match="Split-20 -> 16: num_outputs 2 along axis 1"):
+        convert(m, {"": 16})
 
 
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
