@@ -75,8 +75,9 @@ def test_a_regressor_tree_ensemble_cannot_express_is_kept_deprecated_with_a_note
     m = _regressor(base_values=[1.0, 2.0])
     conv = convert(m, {ML: 5})
     assert [n.op_type for n in conv.model.graph.nodes] == ["TreeEnsembleRegressor"]
-    assert any("TreeEnsembleRegressor kept at ai.onnx.ml 5, where it is deprecated: "
-               "TreeEnsemble has no base_values" in n for n in conv.notes)
+    # tree 0 weighs target 0 at two leaves of three: a row reaching the third gets no base
+    assert any("TreeEnsembleRegressor kept at ai.onnx.ml 5, where it is deprecated: target 0 "
+               "is not weighed by every leaf of some tree" in n for n in conv.notes)
     np.testing.assert_array_equal(run(conv.model, {"x": X})[0], run(m, {"x": X})[0])
     d = convert(_regressor(elem=F64), {ML: 5})
     assert any("is not known to be float" in n for n in d.notes)
@@ -131,27 +132,55 @@ def test_a_classifier_is_kept_at_5_with_a_note():
         np.testing.assert_array_equal(got, want)
 
 
-def test_a_scikit_learn_random_forest_goes_to_tree_ensemble_and_back_in_onnxruntime():
-    """A real export (skl2onnx, ai.onnx.ml 3): onnxruntime gives the original's outputs bit for
-    bit at ml 5 (TreeEnsemble) and back at ml 1."""
+@pytest.mark.parametrize("kind", ["RandomForestRegressor", "GradientBoostingRegressor"])
+def test_a_scikit_learn_forest_goes_to_tree_ensemble_and_back_in_onnxruntime(kind):
+    """Real exports (skl2onnx, ai.onnx.ml 3): onnxruntime gives the original's outputs bit for
+    bit at ml 5 (TreeEnsemble; gradient boosting's initial value, base_values, added by an Add
+    after it) and back at ml 1."""
     pytest.importorskip("sklearn")
     skl2onnx = pytest.importorskip("skl2onnx")
-    from sklearn.ensemble import RandomForestRegressor
+    from sklearn import ensemble
 
     from onemodel.formats.onnx import decode_model
 
     rng = np.random.default_rng(5)
     x = rng.standard_normal((40, 3)).astype(np.float32)
-    rf = RandomForestRegressor(n_estimators=3, max_depth=3, random_state=0)
-    rf.fit(x, x[:, 0] * 2 + x[:, 1] ** 2)
+    rf = getattr(ensemble, kind)(n_estimators=3, max_depth=3, random_state=0)
+    rf.fit(x, x[:, 0] * 2 + x[:, 1] ** 2 + 3)
     onx = skl2onnx.to_onnx(rf, x[:1], target_opset={"": 13, ML: 3})
     m = decode_model(onx.SerializeToString())
     want = _ort(m, {"X": x})
     np.testing.assert_array_equal(run(m, {"X": x})[0], want)
     up = convert(m, {ML: 5}).model
-    assert [n.op_type for n in up.graph.nodes] == ["TreeEnsemble"]
+    clean(up)
+    assert [n.op_type for n in up.graph.nodes] == \
+        ["TreeEnsemble"] + ["Add"] * (kind == "GradientBoostingRegressor")
     np.testing.assert_array_equal(_ort(up, {"X": x}), want)
     np.testing.assert_array_equal(run(up, {"X": x})[0], want)
     low = convert(up, {ML: 1}).model
-    assert [n.op_type for n in low.graph.nodes] == ["TreeEnsembleRegressor"]
+    assert [n.op_type for n in low.graph.nodes] == \
+        ["TreeEnsembleRegressor"] + ["Add"] * (kind == "GradientBoostingRegressor")
     np.testing.assert_array_equal(_ort(low, {"X": x}), want)
+
+
+@pytest.mark.parametrize("post", ["NONE", "LOGISTIC"])
+def test_base_values_become_an_add_unless_a_post_transform_follows_them(post):
+    one = dict(n_targets=1, nodes_treeids=[0, 0, 0], nodes_nodeids=[0, 1, 2],
+               nodes_featureids=[0, 0, 0], nodes_modes=["BRANCH_LT", "LEAF", "LEAF"],
+               nodes_values=[0.25, 0, 0], nodes_truenodeids=[1, 0, 0],
+               nodes_falsenodeids=[2, 0, 0], target_treeids=[0, 0], target_nodeids=[1, 2],
+               target_ids=[0, 0], target_weights=[-0.5, 4.0])
+    node = helper.make_node("TreeEnsembleRegressor", ["x"], ["y"], domain=ML, **one,
+                            base_values=[0.75], post_transform=post)
+    m = model([node], [value("x", F, [6, 2])], [value("y", F, [6, 1])], 13, ml=3)
+    want = run(m, {"x": X})[0]
+    if post == "NONE":
+        np.testing.assert_array_equal(
+            want[:, 0], np.where(~(X[:, 0] < 0.25), 4.75, 0.25).astype(np.float32))
+    conv = convert(m, {ML: 5})
+    if post == "NONE":
+        assert [n.op_type for n in conv.model.graph.nodes] == ["TreeEnsemble", "Add"]
+        np.testing.assert_array_equal(run(conv.model, {"x": X})[0], want)
+        np.testing.assert_array_equal(_ort(conv.model, {"x": X}), want)
+    else:
+        assert any("base_values with post_transform LOGISTIC" in n for n in conv.notes)

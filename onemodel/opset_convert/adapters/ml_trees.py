@@ -66,8 +66,10 @@ def _floats(step, name: str) -> list:
 class Deprecated5:
     """TreeEnsembleClassifier, TreeEnsembleRegressor at 5: deprecated (the same signature),
     TreeEnsemble their successor. Down unchanged. Up: a regressor TreeEnsemble expresses
-    exactly becomes TreeEnsemble (:meth:`regressor`); any other node is kept, deprecated, with
-    a note saying why (Part 1, Clause 14.5: a consumer still evaluates it)."""
+    exactly becomes TreeEnsemble (:meth:`regressor`), followed by an Add of its base values
+    when it has any (:func:`_base_added` says when that is exact); any other node is kept,
+    deprecated, with a note saying why (Part 1, Clause 14.5: a consumer still evaluates
+    it)."""
 
     @staticmethod
     def down(step, node):
@@ -76,11 +78,19 @@ class Deprecated5:
     @staticmethod
     def up(step, node):
         if node.op_type == "TreeEnsembleRegressor":
-            attrs, why = Deprecated5.regressor(step, node)
+            attrs, base, why = Deprecated5.regressor(step, node)
+            if attrs is not None and base is not None and (step.scope.versions.get("") or 0) < 7:
+                attrs, why = None, "base_values, added by an Add, which broadcasts from opset 7"
             if attrs is not None:
-                return [Node(op_type="TreeEnsemble", domain=node.domain, name=node.name,
-                             inputs=list(node.inputs), outputs=list(node.outputs),
-                             attributes=attrs)]
+                y = node.outputs[0]
+                out = step.fresh(f"{node.name or 'TreeEnsemble'}_scores") if base else y
+                nodes = [Node(op_type="TreeEnsemble", domain=node.domain, name=node.name,
+                              inputs=list(node.inputs), outputs=[out], attributes=attrs)]
+                if base is not None:
+                    step.declare(out, 1)
+                    b = step.add_constant(np.asarray(base, np.float32), "base_values")
+                    nodes.append(Node(op_type="Add", inputs=[out, b], outputs=[y]))
+                return nodes
         else:
             why = "TreeEnsemble has no class labels"
         step.note(f"{node.op_type} kept at ai.onnx.ml {step.target}, where it is deprecated: "
@@ -89,15 +99,15 @@ class Deprecated5:
 
     @staticmethod
     def regressor(step, node):
-        """``(attributes, None)``: those of the TreeEnsemble-5 that computes what the
-        regressor does; or ``(None, reason)`` when there is none (a phrase)."""
+        """``(attributes, base, None)``: those of the TreeEnsemble-5 that computes what the
+        regressor does, and the base values to add to its output (None when all are 0); or
+        ``(None, None, reason)`` when there is none (a phrase)."""
         x = step.input(0)
         if step.elem(x) != 1:
-            return None, (f"the input {x!r} is not known to be float (TreeEnsemble's output "
+            return None, None, (f"the input {x!r} is not known to be float (TreeEnsemble's output "
                           "has the input's type, the regressor's is float)")
         base = _floats(step, "base_values")
-        if any(b != 0 for b in base):
-            return None, "TreeEnsemble has no base_values"
+        base = base if any(b != 0 for b in base) else None
         trees = [int(v) for v in step.attr("nodes_treeids") or []]
         ids = [int(v) for v in step.attr("nodes_nodeids") or []]
         feats = [int(v) for v in step.attr("nodes_featureids") or []]
@@ -109,30 +119,34 @@ class Deprecated5:
             or [0] * len(trees)
         n = len(trees)
         if any(len(a) != n for a in (ids, feats, modes, values, trues, falses, missing)):
-            return None, "the nodes_* attributes differ in length"
+            return None, None, "the nodes_* attributes differ in length"
         pos = {(t, i): k for k, (t, i) in enumerate(zip(trees, ids))}
         if len(pos) != n:
-            return None, "two nodes have the same tree and node id"
+            return None, None, "two nodes have the same tree and node id"
         w_tree = [int(v) for v in step.attr("target_treeids") or []]
         w_node = [int(v) for v in step.attr("target_nodeids") or []]
         w_ids = [int(v) for v in step.attr("target_ids") or []]
         weights = _floats(step, "target_weights")
         if not len(w_tree) == len(w_node) == len(w_ids) == len(weights):
-            return None, "the target_* attributes differ in length"
+            return None, None, "the target_* attributes differ in length"
         leaf_weight = {}
         for t, i, k, w in zip(w_tree, w_node, w_ids, weights):
             if (t, i) in leaf_weight:
-                return None, (f"leaf {i} of tree {t} has more than one weight (a "
+                return None, None, (f"leaf {i} of tree {t} has more than one weight (a "
                               "TreeEnsemble leaf has one)")
             leaf_weight[(t, i)] = (k, w)
         how = _strings([step.attr("aggregate_function")])[0]
         post = _strings([step.attr("post_transform")])[0]
         if how not in _AGGREGATES or post not in _TRANSFORMS:
-            return None, (f"aggregate_function {how!r} or post_transform {post!r} is not "
+            return None, None, (f"aggregate_function {how!r} or post_transform {post!r} is not "
                           "known")
+        why = _base_added(base, post, int(step.attr("n_targets") or 1), trees, ids, modes,
+                          leaf_weight)
+        if why is not None:
+            return None, None, why
         inner = [k for k in range(n) if modes[k] != "LEAF"]
         if any(modes[k] not in _MODES for k in inner):
-            return None, "a node mode is not one of the BRANCH_* modes"
+            return None, None, "a node mode is not one of the BRANCH_* modes"
         index = {k: j for j, k in enumerate(inner)}
         leaves: dict = {}
         leaf_t, leaf_w = [], []
@@ -186,12 +200,12 @@ class Deprecated5:
                 else:
                     roots.append(index[k])
             if len(seen) != len(set(trees)):
-                return None, "a tree has no root"
+                return None, None, "a tree has no root"
         except _Inexpressible as e:
-            return None, e.reason
+            return None, None, e.reason
         f32 = np.float32
         if any(f32(v) != v for v in split + leaf_w):
-            return None, ("a split or weight is not a float32 (TreeEnsemble's are the "
+            return None, None, ("a split or weight is not a float32 (TreeEnsemble's are the "
                           "input's type)")
         return [
             Attribute.make("aggregate_function", _AGGREGATES[how]),
@@ -207,7 +221,33 @@ class Deprecated5:
             Attribute.make("nodes_falseleafs", fl, 7),
             Attribute.make("nodes_missing_value_tracks_true", miss, 7),
             Attribute.make("leaf_targetids", leaf_t, 7),
-            Attribute.make("leaf_weights", Tensor.from_numpy(np.asarray(leaf_w, f32)))], None
+            Attribute.make("leaf_weights", Tensor.from_numpy(np.asarray(leaf_w, f32)))], base, None
+
+
+def _base_added(base, post: str, n_targets: int, trees, ids, modes, leaf_weight):
+    """Why TreeEnsemble followed by an Add of ``base`` does not compute what the regressor
+    does (a phrase), or None when it does: the regressor adds a base value after aggregating
+    (as an Add after TreeEnsemble does) and before post_transform, and only to a target some
+    leaf gave a weight (onnxruntime; :mod:`onemodel.evaluate.kernels.ml_trees`), so every row
+    must reach a weight of every target: some tree whose every leaf weighs that target."""
+    if base is None:
+        return None
+    if post != "NONE":
+        return f"base_values with post_transform {post} (applied after them)"
+    if len(base) != n_targets:
+        return f"{len(base)} base_values for {n_targets} targets"
+    if any(np.float32(b) != b for b in base):
+        return "a base value is not a float32"
+    leaves: dict = {}
+    for t, i, m in zip(trees, ids, modes):
+        if m == "LEAF":
+            leaves.setdefault(t, []).append(leaf_weight.get((t, i), (None,))[0])
+    reached = {ks[0] for ks in leaves.values() if ks and len(set(ks)) == 1}
+    missing = sorted(set(range(n_targets)) - reached)
+    if missing:
+        return (f"target {missing[0]} is not weighed by every leaf of some tree, so a row may "
+                "get no base value")
+    return None
 
 
 class _Inexpressible(Exception):
