@@ -343,3 +343,54 @@ def test_scan_11_negative_axes_go_down_to_9_made_non_negative():
     assert list(node.attribute("scan_output_axes").ints) == [1]
     with pytest.raises(ConversionRefused, match=r"Scan-9 -> 8.*scan_input_axes \[1\]"):
         convert(low, {"": 8})
+
+
+# -- the ONNX node conformance cases of these operators -----------------------------------------
+
+#: operator -> the opsets its cases are converted to (each of its definitions' versions)
+CONFORMANCE = {"GRU": (1, 3, 7, 14), "LSTM": (1, 7, 14), "RNN": (1, 7, 14),
+               "Scan": (8, 9, 11, 16, 25), "GroupNormalization": (18, 21)}
+
+
+def test_conformance_cases_of_these_operators_convert_and_reproduce(conformance_cases):
+    """Every node conformance case of GRU, LSTM, RNN, Scan and GroupNormalization, converted
+    to each version of its operator: refused (every node named, a batch-first ``layout`` below
+    14 the only reason) or ``check`` clean and the case's expected outputs
+    within its tolerances; and converted back to the case's opset, the same again."""
+    from test_conformance_sample import _reproduces
+
+    import onemodel
+    from onemodel.formats.onnx import decode_model
+
+    tally, failures = {}, []
+    for case in conformance_cases:
+        if case.kind != "node" or "_expanded" in case.name:
+            continue
+        m = decode_model(case.model_path.read_bytes())
+        if len(m.graph.nodes) != 1 or m.graph.nodes[0].op_type not in CONFORMANCE:
+            continue
+        op, source = m.graph.nodes[0].op_type, m.opset_version("")
+        for v in CONFORMANCE[op]:
+            if v == source:
+                continue
+            try:
+                conv = convert(m, {"": v}).model
+            except ConversionRefused as e:
+                reasons = [r for _, _, r in e.refusals]
+                assert all("layout=1" in r for r in reasons), (case.name, v, reasons)
+                tally["refused"] = tally.get("refused", 0) + 1
+                continue
+            errors = onemodel.check(conv).errors
+            problem = f"check: {errors[0]}" if errors else _reproduces(case, conv)
+            if problem is None:
+                problem = _reproduces(case, convert(conv, {"": source}).model)
+            if problem:
+                failures.append(f"{case.name} -> {v}: {problem}")
+            else:
+                tally[op, v] = tally.get((op, v), 0) + 1
+    assert not failures, "\n".join(failures)
+    # the new pairs, reproduced on the conformance data
+    assert tally.get(("GRU", 1), 0) >= 5 and tally.get(("GRU", 3), 0) >= 5, tally
+    assert tally.get(("LSTM", 1), 0) >= 5 and tally.get(("RNN", 1), 0) >= 5, tally
+    assert tally.get(("Scan", 8), 0) == 3 and tally.get(("Scan", 9), 0) == 1, tally
+    assert tally.get(("GroupNormalization", 18), 0) == 2, tally
