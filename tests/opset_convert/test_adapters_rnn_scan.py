@@ -394,3 +394,55 @@ def test_conformance_cases_of_these_operators_convert_and_reproduce(conformance_
     assert tally.get(("LSTM", 1), 0) >= 5 and tally.get(("RNN", 1), 0) >= 5, tally
     assert tally.get(("Scan", 8), 0) == 3 and tally.get(("Scan", 9), 0) == 1, tally
     assert tally.get(("GroupNormalization", 18), 0) == 2, tally
+
+
+# -- If 11 and Mod 28 down: refused only for the nodes that use what the later one admits ------
+
+def if_model(else_const_shape):
+    """If(c): then x + x ([2, 3]); else a constant of ``else_const_shape`` plus x."""
+    then = helper.make_graph([helper.make_node("Add", ["x", "x"], ["t"])], "then", [],
+                             [value("t", F, None)])
+    k = np.full(else_const_shape, 0.5, np.float32)
+    other = helper.make_graph(
+        [helper.make_node("Constant", [], ["k"], value=helper.make_tensor(
+            "kv", F, list(k.shape), k.reshape(-1).tolist())),
+         helper.make_node("Add", ["x", "k"], ["e"])], "else", [], [value("e", F, None)])
+    return model([helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)],
+                 [value("c", 9, []), value("x", F, [2, 3])], [value("y")], 13)
+
+
+def test_if_down_below_11_when_the_branch_shapes_are_the_same():
+    x = RNG.standard_normal((2, 3)).astype(np.float32)
+    m = if_model([2, 3])
+    for cond, want in ((True, x.astype(np.float64) * 2), (False, x.astype(np.float64) + 0.5)):
+        feeds = {"c": np.array(cond), "x": x}
+        np.testing.assert_allclose(run(m, feeds)[0], want, rtol=1e-6, atol=1e-6)
+        low = through(m, [10, 1], feeds, [want], rtol=1e-6, atol=1e-6)
+        through(low, [11, 13], feeds, [want], rtol=1e-6, atol=1e-6)
+
+
+def test_if_with_branch_shapes_that_differ_is_refused_naming_the_output():
+    m = if_model([1, 3])   # the else branch broadcasts to [2, 3] too: shapes [2,3] and [2,3]
+    assert convert(m, {"": 10}).model is not None
+    m = if_model([4, 2, 3])
+    with pytest.raises(ConversionRefused, match=r"If-13 -> 10.*output 0 has shape \[2, 3\] "
+                       r"from then_branch and \[4, 2, 3\] from else_branch"):
+        convert(m, {"": 10})
+
+
+def test_mod_28_down_keeps_the_fmod_each_type_had_and_refuses_the_new_pairings():
+    a = np.array([7, -7, 7, -7], np.int64)
+    b = np.array([3, 3, -3, -3], np.int64)
+    m = model([helper.make_node("Mod", ["a", "b"], ["y"])],
+              [value("a", 7, [4]), value("b", 7, [4])], [value("y", 7)], 28)
+    want = [np.mod(a, b)]                      # the sign of the divisor: [1, 2, -2, -1]
+    through(m, [13, 10, 28], {"a": a, "b": b}, want)
+    af, bf = a.astype(np.float32), b.astype(np.float32)
+    m = model([helper.make_node("Mod", ["a", "b"], ["y"], fmod=1)],
+              [value("a", F, [4]), value("b", F, [4])], [value("y")], 28)
+    through(m, [13, 10, 28], {"a": af, "b": bf}, [np.fmod(af, bf)])
+    m = model([helper.make_node("Mod", ["a", "b"], ["y"])],
+              [value("a", F, [4]), value("b", F, [4])], [value("y")], 28)
+    with pytest.raises(ConversionRefused, match=r"Mod-28 -> 13.*fmod=0 on floating-point "
+                       r"values: Mod-13 takes fmod=1 for them"):
+        convert(m, {"": 13})

@@ -154,6 +154,55 @@ class Scan11:
         return None
 
 
+def _branch_shape(step, graph, name: str):
+    """The extents of ``name``, an output of branch ``graph``: as inference gave them to the
+    branch node that computes it, else as the branch declares the output, else as the
+    enclosing graph knows the value (an outer-scope value); None when the rank is not
+    known."""
+    for n in graph.nodes:
+        if name in n.outputs:
+            records = step.scope.conv.records.get(id(n), ())
+            if records:
+                v = records[0][1][n.outputs.index(name)]
+                if v is not None and v.kind == "tensor" and v.shape is not None and \
+                        all(d is not None for d in v.shape):
+                    return list(v.shape)
+            break
+    for vi in graph.outputs:
+        if vi.name == name and vi.type is not None and vi.type.tensor_type is not None and \
+                vi.type.tensor_type.shape is not None:
+            return vi.type.tensor_type.shape.extents
+    dims = step.dims(name)
+    return None if dims is None else list(dims)
+
+
+class If11:
+    """If at 11: the branches may give outputs of different shapes; before, an output had the
+    same shape from either branch. Up unchanged. Down: each output's shape from the two
+    branches (as inference gives it, or as the branch declares it) must be known and the
+    same, else the node is refused naming the output."""
+
+    @staticmethod
+    def up(step, node):
+        return None
+
+    @staticmethod
+    def down(step, node):
+        then, other = step.attr("then_branch"), step.attr("else_branch")
+        if then is None or other is None:
+            step.refuse("a branch is missing")
+        for k, (a, b) in enumerate(zip(then.outputs, other.outputs)):
+            sa, sb = _branch_shape(step, then, a.name), _branch_shape(step, other, b.name)
+            if sa is None or sb is None or None in sa or None in sb or sa != sb:
+                shown = ["?" if s is None else [("?" if d is None else d) for d in s]
+                         for s in (sa, sb)]
+                step.refuse(f"output {k} has shape {shown[0]} from then_branch and {shown[1]} "
+                            f"from else_branch, not known to be the same, which "
+                            f"If-{step.target} requires")
+        return None
+
+
 adapter("Loop", since=11)(Loop11)
+adapter("If", since=11)(If11)
 adapter("Scan", since=11)(Scan11)
 adapter("Scan", since=9)(Scan9)
