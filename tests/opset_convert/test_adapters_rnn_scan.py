@@ -428,6 +428,16 @@ def test_if_with_branch_shapes_that_differ_is_refused_naming_the_output():
     with pytest.raises(ConversionRefused, match=r"If-13 -> 10.*output 0 has shape \[2, 3\] "
                        r"from then_branch and \[4, 2, 3\] from else_branch"):
         convert(m, {"": 10})
+    # a branch output of unknown rank: not known to be the same
+    then = helper.make_graph([helper.make_node("Identity", ["z"], ["t"])], "then", [],
+                             [value("t", F, None)])
+    other = helper.make_graph([helper.make_node("Identity", ["z"], ["e"])], "else", [],
+                              [value("e", F, None)])
+    m = model([helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)],
+              [value("c", 9, []), value("z", F, None)], [value("y")], 11)
+    with pytest.raises(ConversionRefused, match=r"output 0 has shape \? from then_branch and "
+                       r"\? from else_branch, not known to be the same"):
+        convert(m, {"": 10})
 
 
 def test_mod_28_down_keeps_the_fmod_each_type_had_and_refuses_the_new_pairings():

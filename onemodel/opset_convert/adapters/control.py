@@ -161,12 +161,9 @@ def _branch_shape(step, graph, name: str):
     known."""
     for n in graph.nodes:
         if name in n.outputs:
-            records = step.scope.conv.records.get(id(n), ())
-            if records:
-                v = records[0][1][n.outputs.index(name)]
-                if v is not None and v.kind == "tensor" and v.shape is not None and \
-                        all(d is not None for d in v.shape):
-                    return list(v.shape)
+            dims = step.inferred_dims(n, n.outputs.index(name))
+            if dims is not None and all(d is not None for d in dims):
+                return list(dims)
             break
     for vi in graph.outputs:
         if vi.name == name and vi.type is not None and vi.type.tensor_type is not None and \
