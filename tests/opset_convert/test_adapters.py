@@ -243,13 +243,13 @@ def test_an_operator_that_does_not_exist_yet_is_refused():
 
 
 def test_semantic_change_without_adapter_is_refused_down_and_identical_up():
-    m = model([helper.make_node("Mod", ["a", "b"], ["y"])],
-              [value("a", I64, [3]), value("b", I64, [3])], [value("y", I64)], 28)
-    with pytest.raises(ConversionRefused, match="Mod-28 admits fmod's rounding of the "
-                                                "quotient restated in opset 28"):
+    m = model([helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=2)],
+              [value("x", F, [1, 4, 2, 2])], [value("y")], 28)
+    with pytest.raises(ConversionRefused, match="DepthToSpace-28 admits a definition revised "
+                                                "in opset 28"):
         convert(m, {"": 27})
-    low = model([helper.make_node("Mod", ["a", "b"], ["y"])],
-                [value("a", I64, [3]), value("b", I64, [3])], [value("y", I64)], 13)
+    low = model([helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=2)],
+                [value("x", F, [1, 4, 2, 2])], [value("y")], 13)
     clean(convert(low, {"": 28}).model)
 
 
