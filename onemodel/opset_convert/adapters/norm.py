@@ -136,6 +136,125 @@ class LayerNormalization17:
         return nodes
 
 
+class GroupNormalization21:
+    """GroupNormalization at 21: ``scale`` and ``bias`` hold one value per channel [C]
+    instead of one per group [num_groups], and ``stash_type`` (default 1, float) says the
+    precision of the statistics; GroupNormalization-18 computes them in X's type (float16 and
+    bfloat16 widened to float, double in double).
+
+    Up: constant scale and bias are repeated per channel (C / num_groups times each) into new
+    constants; computed ones are repeated by Reshape [G, 1], Expand [G, C / G], Reshape [C]
+    (the extent C of X must be known); a double X gets ``stash_type=11``. Down: constant scale
+    and bias equal within each group become per-group constants; otherwise the node is
+    written out as GroupNormalization-18 with scale 1 and bias 0, then Mul and Add of scale
+    and bias reshaped to [C, 1, ...] (the rank of X must be known). X's element type must be
+    known, and a ``stash_type`` other than the precision GroupNormalization-18 computes in is
+    refused."""
+
+    @staticmethod
+    def _code(step):
+        x = step.input(0)
+        code = step.elem(x)
+        if code not in (1, 10, 11, 16):
+            step.refuse(f"the element type of {x!r} is not known to be float, float16, "
+                        "bfloat16 or double")
+        return code
+
+    @staticmethod
+    def _groups(step):
+        g = int(step.attr("num_groups"))
+        shape = step.shape(step.input(0))
+        c = shape[1] if shape is not None and len(shape) > 1 else None
+        if c is not None and (g <= 0 or c % g):
+            step.refuse(f"{c} channels do not divide into num_groups {g}")
+        return g, c
+
+    @staticmethod
+    def up(step, node):
+        code = GroupNormalization21._code(step)
+        g, c = GroupNormalization21._groups(step)
+        if code == 11:
+            step.set_attr("stash_type", 11)
+        base = node.name or "GroupNormalization"
+        ins = list(node.inputs)
+        for k, what in ((1, "scale"), (2, "bias")):
+            v = step.constant(step.input(k))
+            if v is not None:
+                v = np.asarray(v).reshape(-1)
+                if v.size != g:
+                    step.refuse(f"{what} {step.input(k)!r} holds {v.size} values, not "
+                                f"num_groups {g}")
+                if c is None:
+                    step.refuse(f"the channels of {step.input(0)!r} are not known: {what} "
+                                "cannot be repeated per channel")
+                ins[k] = step.add_constant(np.repeat(v, c // g), what)
+                continue
+            if c is None:
+                step.refuse(f"the channels of {step.input(0)!r} are not known: {what} "
+                            f"{step.input(k)!r} cannot be repeated per channel")
+            col, wide, flat = (step.fresh(f"{base}_{what}_{h}") for h in ("col", "wide", "c"))
+            step.add_node("Reshape", [step.input(k),
+                                      step.add_constant(np.array([g, 1], np.int64), "groups")],
+                          [col])
+            step.add_node("Expand", [col, step.add_constant(np.array([g, c // g], np.int64),
+                                                            "per_group")], [wide])
+            step.add_node("Reshape", [wide, step.add_constant(np.array([c], np.int64),
+                                                              "channels")], [flat])
+            for name, shape in ((col, [g, 1]), (wide, [g, c // g]), (flat, [c])):
+                step.declare(name, code, shape)
+            ins[k] = flat
+        node.inputs = ins
+        return None
+
+    @staticmethod
+    def down(step, node):
+        code = GroupNormalization21._code(step)
+        stash = int(step.attr("stash_type", 1))
+        if stash != (11 if code == 11 else 1):
+            step.refuse(f"stash_type={stash} for {step.input(0)!r} of element type {code}: "
+                        f"GroupNormalization-{step.target} computes the statistics in "
+                        f"{'double' if code == 11 else 'float'}")
+        step.remove_attr("stash_type")
+        g, c = GroupNormalization21._groups(step)
+        consts = [step.constant(step.input(k)) for k in (1, 2)]
+        if c is not None and all(v is not None for v in consts):
+            per = [np.asarray(v).reshape(-1) for v in consts]
+            if all(v.size == c for v in per) and all(
+                    (v.reshape(g, -1) == v.reshape(g, -1)[:, :1]).all() for v in per):
+                node.inputs = [step.input(0)] + [
+                    step.add_constant(np.ascontiguousarray(v.reshape(g, -1)[:, 0]), what)
+                    for v, what in zip(per, ("scale", "bias"))]
+                return None
+        r = step.rank(step.input(0))
+        if r is None:
+            step.refuse(f"the rank of {step.input(0)!r} is not known, and scale and bias "
+                        "(per channel) differ within a group or are computed: they are "
+                        "applied after the normalization by Mul and Add")
+        from ...ir.dtypes import info
+        dtype = info(code).dtype
+        base = node.name or "GroupNormalization"
+        normed, scale, bias, scaled = (step.fresh(f"{base}_{h}")
+                                       for h in ("normalized", "scale_c", "bias_c", "scaled"))
+        shape = step.add_constant(np.array([-1] + [1] * (r - 2), np.int64), "channel_shape")
+        ones = step.add_constant(np.ones(g, dtype), "ones")
+        zeros = step.add_constant(np.zeros(g, dtype), "zeros")
+        for name in (normed, scale, bias, scaled):
+            step.declare(name, code)
+        y, s_in, b_in = node.outputs[0], step.input(1), step.input(2)
+        node.inputs = [step.input(0), ones, zeros]
+        node.outputs = [normed]
+
+        def mk(op, ins, outs):
+            return Node(op_type=op, inputs=ins, outputs=outs)
+
+        return [node,
+                mk("Reshape", [s_in, shape], [scale]),
+                mk("Reshape", [b_in, shape], [bias]),
+                mk("Mul", [normed, scale], [scaled]),
+                mk("Add", [scaled, bias], [y])]
+
+
+adapter("GroupNormalization", since=21)(GroupNormalization21)
 adapter("LayerNormalization", since=17)(LayerNormalization17)
 for _op in ("BatchNormalization", "InstanceNormalization"):
     adapter(_op, since=6)(Consumed6)
