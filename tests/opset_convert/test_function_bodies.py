@@ -247,3 +247,20 @@ def test_a_body_in_a_model_local_function_is_expanded_and_a_referenced_attribute
     with pytest.raises(ConversionRefused, match="attribute 'alpha' refers to the enclosing "
                                                 "function's attribute 'k'"):
         convert(g, {"": 23})
+
+
+def test_group_normalization_21_goes_below_18_through_18_and_its_decomposition():
+    """A GroupNormalization-21 node whose per-channel scale and bias repeat within each group
+    steps to 18 (its adapter) and is written out below it."""
+    x = RNG.standard_normal((2, 6, 3)).astype(np.float32)
+    scale = np.repeat(np.array([0.5, -2.0, 1.5], np.float32), 2)
+    bias = np.repeat(np.array([0.25, 0.0, -1.0], np.float32), 2)
+    m = model([helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=3)],
+              [value("x", F, [2, 6, 3])], [value("y", F, [2, 6, 3])], 21,
+              initializers={"s": scale, "b": bias})
+    g = x.astype(np.float64).reshape(2, 3, -1)
+    d = g - g.mean(-1, keepdims=True)
+    norm = (d / np.sqrt((d * d).mean(-1, keepdims=True) + np.float32(1e-5))).reshape(x.shape)
+    want = [norm * scale[None, :, None] + bias[None, :, None]]
+    low = through(m, [17, 13], {"x": x}, want, rtol=1e-5, atol=1e-6)
+    assert "GroupNormalization" not in ops(low)
