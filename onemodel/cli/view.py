@@ -42,8 +42,14 @@ def view(
             sys.stdout.buffer.write(data)
             sys.stdout.flush()
             return
-        from .infer import _write_pieces
-        _write_pieces([data], target, storage, None)
+        from ..storage import open_sink
+        sink = open_sink(target, storage_options=storage)  # (published on commit: atomic)
+        try:
+            sink.write(data)
+        except BaseException:
+            sink.abort()
+            raise
+        sink.commit()
         typer.echo(f"wrote {target} ({len(data):,} bytes)", err=True)
 
 
