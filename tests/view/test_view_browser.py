@@ -12,11 +12,10 @@ import time
 
 import pytest
 from onnx import helper
+from view_models import MODELS, save, vi
 
 import onemodel
 from onemodel.view import render
-
-from view_models import MODELS, save, vi
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
