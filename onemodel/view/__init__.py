@@ -14,7 +14,7 @@ __all__ = ["render"]
 
 def render(model, title: str) -> str:
     """The page of ``model`` (an open :class:`onemodel.Model`) titled ``title``, as one HTML
-    string. Raises IoError when an initializer's bytes cannot be read (a closed model)."""
+    string (an initializer whose bytes cannot be read has its error for statistics)."""
     from .html import page_html
     from .page_model import page_model
 

@@ -29,7 +29,7 @@ from ..inference import Value, infer_model
 from ..ir import Graph, Tensor
 from ..ir.dtypes import name_of
 from .grouping import group_items, scope_of
-from .statistics import tensor_statistics
+from .statistics import statistics_of
 
 #: Characters of one attribute's text on the page; longer ones are cut (the length is said).
 ATTRIBUTE_TEXT = 400
@@ -43,7 +43,8 @@ _INIT_PATH = re.compile(r"^(.*)\.initializers\[(\d+)\]")
 def page_model(model, name: str) -> dict:
     """The page data of ``model`` (an open :class:`onemodel.Model`; initializer statistics read
     its bytes), titled ``name``. Inference and check failures are kept as notes, not raised:
-    the page shows what could be found. Raises IoError when a tensor's bytes cannot be read."""
+    the page shows what could be found, and so are tensors whose bytes cannot be read (their
+    statistics say why)."""
     from ..summary import summarize
 
     b = _Builder(model)
@@ -64,6 +65,8 @@ def page_model(model, name: str) -> dict:
         b.groups[g]["c"] = b.walk_nodes(f.nodes, path, g, scope, f.opset_imports,
                                         outputs=f.outputs)
     b.link_calls()
+    for rec, st in zip(b.inits, statistics_of(b.init_tensors)):
+        rec["st"] = st
     b.attach_findings()
     summary = summarize(model)
     return {"title": name, "summary": summary, "notes": b.notes, "nodes": b.nodes,
@@ -81,6 +84,7 @@ class _Builder:
         self._type_index: dict = {}
         self._by_value: dict = {}
         self.inits: list = []
+        self.init_tensors: list = []
         self.groups: list = []
         self.findings: list = []
         self.node_paths: dict[str, int] = {}
@@ -113,13 +117,9 @@ class _Builder:
         return len(self.values) - 1
 
     def initializer(self, t, path: str) -> int:
-        stats = None
-        try:
-            stats = tensor_statistics(t)
-        except OneModelError as e:
-            stats = {"error": str(e)}
+        self.init_tensors.append(t)  # (statistics_of reads them all at the end, batched)
         self.inits.append({"n": t.name or "", "t": name_of(t.data_type or 0),
-                           "s": list(t.dims), "b": t.nbytes, "st": stats})
+                           "s": list(t.dims), "b": t.nbytes, "st": None})
         self.init_paths[path] = len(self.inits) - 1
         return len(self.inits) - 1
 

@@ -9,6 +9,7 @@ tensor is never read whole. Arithmetic is float64 (integers converted exactly be
 
 from __future__ import annotations
 
+from ..errors import OneModelError
 from ..ir import EXTERNAL
 from ..ir.dtypes import INFO
 from ..lazy import np
@@ -20,37 +21,107 @@ RUNS = 64
 _NUMERIC_KINDS = "biuf"  # bool, signed, unsigned, float (ml_dtypes' floats have kind "V"...)
 
 
-def tensor_statistics(tensor, limit: int = VIEW_STATS_ELEMENTS) -> dict | None:
-    """``{"min", "max", "mean", "nan", "inf", "count", "sampled"}`` of ``tensor``'s elements,
-    or ``None`` when it has none to count (STRING, complex, sub-byte types, no elements).
+#: Bytes asked of a remote source at once (the ranges of several tensors, one ``fetch_many``).
+BATCH_BYTES = 64 << 20
 
-    ``min``, ``max`` and ``mean`` are over the finite elements read (``None`` when none is
-    finite), as Python floats computed in float64; ``nan`` and ``inf`` count the elements read;
-    ``count`` is how many were read, ``sampled`` whether that is fewer than the tensor holds.
-    Raises what reading the tensor raises (IoError for a closed model, InvalidModelError for
-    contents that do not match its dims)."""
-    info = INFO.get(tensor.data_type or 0)
+
+def tensor_statistics(tensor, limit: int = VIEW_STATS_ELEMENTS) -> dict | None:
+    """``{"min", "max", "mean", "nan", "inf", "count", "total", "sampled"}`` of ``tensor``'s
+    elements, or ``None`` when it has none to count (STRING, complex, sub-byte types, no
+    elements): :func:`statistics_of` of one tensor."""
+    return statistics_of([tensor], limit)[0]
+
+
+def statistics_of(tensors, limit: int = VIEW_STATS_ELEMENTS) -> list:
+    """The statistics of each of ``tensors`` (in order), each ``None`` or a dict:
+
+    ``min``, ``max`` and ``mean`` over the finite elements read (``None`` when none is
+    finite), Python floats computed in float64; ``nan`` and ``inf`` count the elements read;
+    ``count`` is how many were read, ``total`` how many the tensor has, ``sampled`` whether
+    fewer were read (more than ``limit``: :data:`RUNS` evenly spaced runs of ``limit // RUNS``
+    consecutive elements). A tensor whose bytes cannot be read gives ``{"error": message}``
+    (a closed model, contents that do not match its dims).
+
+    Bytes are read where they lie: a mapped file by zero-copy slices, a remote source by
+    ``fetch_many`` over the ranges of many tensors at once (at most :data:`BATCH_BYTES` a
+    call; coalesced into few requests), tensors in memory as they are."""
+    out: list = [None] * len(tensors)
+    remote: dict[int, list] = {}  # id(source) -> [(index, blob, dtype, ranges, total)]
+    for i, t in enumerate(tensors):
+        plan = _plan(t, limit)
+        if plan is None:
+            continue
+        blob, dtype, ranges, total = plan
+        try:
+            if blob is None:
+                out[i] = _stats(np.asarray(t.numpy()).reshape(-1), total, False)
+            elif blob.source.whole() is None and blob._data is None and \
+                    getattr(blob, "_check", None) is None:
+                remote.setdefault(id(blob.source), []).append((i, blob, dtype, ranges, total))
+            else:
+                out[i] = _of_views([blob.read(o, n) for o, n in ranges], dtype, total)
+        except OneModelError as e:
+            out[i] = {"error": str(e)}
+    for jobs in remote.values():
+        batch: list = []
+        size = 0
+        for job in jobs:
+            batch.append(job)
+            size += sum(n for _, n in job[3])
+            if size >= BATCH_BYTES:
+                _fetch(batch, out)
+                batch, size = [], 0
+        if batch:
+            _fetch(batch, out)
+    return out
+
+
+def _plan(t, limit: int):
+    """``(blob or None, dtype, [(offset, length)] in the blob, total)`` for a tensor with
+    statistics, else ``None``."""
+    info = INFO.get(t.data_type or 0)
     if info is None or info.subbyte or info.bits == 0:
         return None
     dtype = info.dtype
     if not (dtype.kind in _NUMERIC_KINDS or _is_ml_float(dtype)):
         return None
-    size = tensor.size
+    size = t.size
     if size == 0:
         return None
-    blob = _raw_bytes(tensor)
-    if blob is None or size <= limit:
-        return _stats(np.asarray(tensor.numpy()).reshape(-1), size, False)
+    blob = t.external if t.data_location == EXTERNAL else t.raw_data
+    if not hasattr(blob, "source"):  # typed storage, bytes in memory: already read
+        return None, dtype, [], size
     itemsize = dtype.itemsize
-    run = max(1, limit // RUNS)
-    step = size // RUNS
-    parts = []
-    for k in range(RUNS):
-        start = k * step
-        n = min(run, size - start)
-        data = blob.read(start * itemsize, n * itemsize)
-        parts.append(np.frombuffer(data, dtype=dtype.newbyteorder("<")))
-    return _stats(np.concatenate(parts), size, True)
+    if blob.nbytes != size * itemsize:  # (numpy() raises the InvalidModelError that says so)
+        return None, dtype, [], size
+    if size <= limit:
+        return blob, dtype, [(0, blob.nbytes)], size
+    run, step = max(1, limit // RUNS), size // RUNS
+    ranges = [(k * step * itemsize, min(run, size - k * step) * itemsize) for k in range(RUNS)]
+    return blob, dtype, ranges, size
+
+
+def _fetch(batch: list, out: list) -> None:
+    """One ``fetch_many`` for the ranges of ``batch`` (tensors of one remote source)."""
+    src = batch[0][1].source
+    flat = [(blob.offset + o, n) for _, blob, _, ranges, _ in batch for o, n in ranges]
+    try:
+        views = src.fetch_many(flat)
+    except OneModelError as e:
+        for i, *_ in batch:
+            out[i] = {"error": str(e)}
+        return
+    k = 0
+    for i, _, dtype, ranges, total in batch:
+        out[i] = _of_views(views[k:k + len(ranges)], dtype, total)
+        k += len(ranges)
+
+
+def _of_views(views: list, dtype, total: int) -> dict:
+    le = dtype.newbyteorder("<")
+    parts = [np.frombuffer(v, dtype=le) for v in views]
+    values = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    return _stats(values, total, values.size < total)
 
 
 def _is_ml_float(dtype) -> bool:
@@ -59,13 +130,6 @@ def _is_ml_float(dtype) -> bool:
         return bool(np.issubdtype(dtype, np.floating)) or dtype.name.startswith(("bfloat", "float"))
     except TypeError:
         return False
-
-
-def _raw_bytes(tensor):
-    """The Blob or buffer that holds ``tensor``'s raw contents, with a ``read(offset, length)``
-    (a Blob) for ranged reads, else ``None`` (typed storage, bytes in memory: already read)."""
-    buf = tensor.external if tensor.data_location == EXTERNAL else tensor.raw_data
-    return buf if hasattr(buf, "source") else None
 
 
 def _stats(values, total: int, sampled: bool) -> dict:

@@ -70,3 +70,23 @@ def test_default_output_name():
     assert default_output("s3://b/dir/m.onnx.zst") == "m.html"
     assert default_output("https://h/x/model.onemodel?sig=1") == "model.html"
     assert default_output("/a/b/net") == "net.html"
+
+
+def test_statistics_of_a_remote_model_take_few_requests(http_server, tmp_path):
+    """300 initializers of 4 KiB (1.2 MB past the 64 KiB kept head): their statistics come
+    from few range requests (one fetch_many, coalesced), and are right."""
+    import numpy as np
+    from onnx import helper
+
+    from view_models import save, tensor, vi
+
+    arrays = [np.full(1024, k, np.float32) for k in range(300)]
+    nodes = [helper.make_node("Identity", [f"w{k}"], [f"o{k}"]) for k in range(300)]
+    path = save(tmp_path / "many.onnx", nodes, [], [vi(f"o{k}") for k in range(300)],
+                [tensor(f"w{k}", a) for k, a in enumerate(arrays)])
+    http_server.files["many.onnx"] = path.read_bytes()
+    r = CliRunner().invoke(cli.app, ["view", http_server.url("many.onnx"), "-o", "-"])
+    assert r.exit_code == 0, r.stderr
+    inits = {i["n"]: i["st"] for i in _data(r.stdout)["inits"]}
+    assert inits["w7"]["mean"] == 7.0 and inits["w299"]["max"] == 299.0
+    assert http_server.requests < 30, http_server.requests
