@@ -77,7 +77,6 @@ def test_statistics_of_a_remote_model_take_few_requests(http_server, tmp_path):
     from few range requests (one fetch_many, coalesced), and are right."""
     import numpy as np
     from onnx import helper
-
     from view_models import save, tensor, vi
 
     arrays = [np.full(1024, k, np.float32) for k in range(300)]
