@@ -46,6 +46,7 @@ def statistics_of(tensors, limit: int = VIEW_STATS_ELEMENTS) -> list:
     ``fetch_many`` over the ranges of many tensors at once (at most :data:`BATCH_BYTES` a
     call; coalesced into few requests), tensors in memory as they are."""
     out: list = [None] * len(tensors)
+    small: dict = {}  # dtype -> [(index, values, total)]: computed together (_small_stats)
     remote: dict[int, list] = {}  # id(source) -> [(index, blob, dtype, ranges, total)]
     for i, t in enumerate(tensors):
         plan = _plan(t, limit)
@@ -54,12 +55,12 @@ def statistics_of(tensors, limit: int = VIEW_STATS_ELEMENTS) -> list:
         blob, dtype, ranges, total = plan
         try:
             if blob is None:
-                out[i] = _stats(np.asarray(t.numpy()).reshape(-1), total, False)
+                _put(out, small, i, np.asarray(t.numpy()).reshape(-1), total)
             elif blob.source.whole() is None and blob._data is None and \
                     getattr(blob, "_check", None) is None:
                 remote.setdefault(id(blob.source), []).append((i, blob, dtype, ranges, total))
             else:
-                out[i] = _of_views([blob.read(o, n) for o, n in ranges], dtype, total)
+                _put(out, small, i, _of_views([blob.read(o, n) for o, n in ranges], dtype), total)
         except OneModelError as e:
             out[i] = {"error": str(e)}
     for jobs in remote.values():
@@ -69,10 +70,12 @@ def statistics_of(tensors, limit: int = VIEW_STATS_ELEMENTS) -> list:
             batch.append(job)
             size += sum(n for _, n in job[3])
             if size >= BATCH_BYTES:
-                _fetch(batch, out)
+                _fetch(batch, out, small)
                 batch, size = [], 0
         if batch:
-            _fetch(batch, out)
+            _fetch(batch, out, small)
+    for items in small.values():
+        _small_stats(items, out)
     return out
 
 
@@ -101,7 +104,7 @@ def _plan(t, limit: int):
     return blob, dtype, ranges, size
 
 
-def _fetch(batch: list, out: list) -> None:
+def _fetch(batch: list, out: list, small: dict) -> None:
     """One ``fetch_many`` for the ranges of ``batch`` (tensors of one remote source)."""
     src = batch[0][1].source
     flat = [(blob.offset + o, n) for _, blob, _, ranges, _ in batch for o, n in ranges]
@@ -113,15 +116,54 @@ def _fetch(batch: list, out: list) -> None:
         return
     k = 0
     for i, _, dtype, ranges, total in batch:
-        out[i] = _of_views(views[k:k + len(ranges)], dtype, total)
+        _put(out, small, i, _of_views(views[k:k + len(ranges)], dtype), total)
         k += len(ranges)
 
 
-def _of_views(views: list, dtype, total: int) -> dict:
+def _of_views(views: list, dtype):
+    """The elements of ``views`` (raw little-endian bytes of ``dtype``), one 1-D array."""
     le = dtype.newbyteorder("<")
     parts = [np.frombuffer(v, dtype=le) for v in views]
-    values = parts[0] if len(parts) == 1 else np.concatenate(parts)
-    return _stats(values, total, values.size < total)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+#: Tensors of at most this many elements are computed together, per element type.
+SMALL = 4096
+
+
+def _put(out: list, small: dict, i: int, values, total: int) -> None:
+    if values.size <= SMALL:
+        small.setdefault(values.dtype, []).append((i, values, total))
+    else:
+        out[i] = _stats(values, total, values.size < total)
+
+
+def _small_stats(items: list, out: list) -> None:
+    """:func:`_stats` of many small arrays of one dtype at once: one concatenation, and each
+    figure a ``reduceat`` over the segments (the same float64 values; the mean's sum runs in
+    order instead of pairwise, a difference of a few ulps at most)."""
+    lens = np.fromiter((v.size for _, v, _ in items), dtype=np.int64, count=len(items))
+    starts = np.zeros(len(items), dtype=np.int64)
+    np.cumsum(lens[:-1], out=starts[1:])
+    values = np.concatenate([v for _, v, _ in items])
+    if values.dtype.kind == "b":
+        values = values.astype(np.uint8)
+    x = values.astype(np.float64)
+    nan, inf = np.isnan(x), np.isinf(x)
+    fin = ~(nan | inf)
+    nans = np.add.reduceat(nan, starts)
+    infs = np.add.reduceat(inf, starts)
+    fins = np.add.reduceat(fin, starts)
+    all_finite = bool(fin.all())
+    lo = np.minimum.reduceat(x if all_finite else np.where(fin, x, np.inf), starts)
+    hi = np.maximum.reduceat(x if all_finite else np.where(fin, x, -np.inf), starts)
+    sums = np.add.reduceat(x if all_finite else np.where(fin, x, 0.0), starts)
+    for k, (i, v, total) in enumerate(items):
+        f = int(fins[k])
+        out[i] = {"count": int(v.size), "total": int(total), "sampled": v.size < total,
+                  "nan": int(nans[k]), "inf": int(infs[k]),
+                  "min": float(lo[k]) if f else None, "max": float(hi[k]) if f else None,
+                  "mean": float(sums[k] / f) if f else None}
 
 
 def _is_ml_float(dtype) -> bool:

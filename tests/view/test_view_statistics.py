@@ -39,8 +39,10 @@ def test_statistics_match_numpy_in_float64(tmp_path):
     f32 = rng.normal(3.0, 10.0, 5000).astype(np.float32)
     f32[[5, 99]] = np.nan
     f32[[7, 8, 4000]] = [np.inf, -np.inf, np.inf]
+    f16 = rng.normal(0, 1, 777).astype(np.float16)
+    f16[[3, 700]] = [np.nan, -np.inf]
     arrays = {"f32": f32, "i8": rng.integers(-128, 128, 999).astype(np.int8),
-              "f16": rng.normal(0, 1, 777).astype(np.float16),
+              "f16": f16,  # (f32 has more than SMALL elements; the others are batched)
               "u64": np.array([0, 2**40, 5, 2**33 + 1], np.uint64),
               "b": np.array([True, False, True])}
     with _model(tmp_path, arrays) as m:

@@ -14,7 +14,7 @@
   nodes.forEach((n, i) => { if (!(n.p >= 0 && groups[n.p].k === "node" && groups[n.p].node === i)) push(kidNodes, n.p, i); });
   groups.forEach((g, i) => { if (g.k === "node") push(kidNodes, i, g.node); });
   function push(m, k, v) { let a = m.get(k); if (!a) m.set(k, a = []); a.push(v); }
-  const state = { layoutMs: 0, leaves: 0, selected: -1, ready: false, message: "" };
+  const state = { layoutMs: 0, leaves: 0, selected: -1, ready: false, readyMs: 0, message: "" };
   window.onemodelView = { state: state, data: D, expand: expand, collapse: collapse, reveal: reveal, search: search };
 
   // ---- visibility -------------------------------------------------------------------------
@@ -371,5 +371,6 @@
   openFirstScreen();
   draw(); fit(); showSummary();
   state.ready = true;
+  state.readyMs = performance.now(); // (from the start of the navigation: performance.timeOrigin)
   document.body.setAttribute("data-ready", "1");
 })();
