@@ -89,3 +89,19 @@ def test_statistics_of_a_remote_model_take_few_requests(http_server, tmp_path):
     inits = {i["n"]: i["st"] for i in _data(r.stdout)["inits"]}
     assert inits["w7"]["mean"] == 7.0 and inits["w299"]["max"] == 299.0
     assert http_server.requests < 30, http_server.requests
+
+
+def test_view_of_a_onemodel_file_and_refusal_of_a_weights_file(tmp_path):
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    om = tmp_path / "d.onemodel"
+    onemodel.convert(str(MODEL), str(om))
+    r = CliRunner().invoke(cli.app, ["view", str(om), "-o", "-"])
+    assert r.exit_code == 0, r.stderr
+    assert len(_data(r.stdout)["nodes"]) == NODES
+    w = tmp_path / "w.safetensors"
+    save_file({"a": np.zeros(3, np.float32)}, str(w))
+    r = CliRunner().invoke(cli.app, ["view", str(w), "-o", str(tmp_path / "w.html")])
+    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert r.stderr.startswith("Unsupported: a safetensors weights file")

@@ -144,7 +144,7 @@
         const i = +id.slice(1);
         const box = el("g", { class: "cluster k-" + groups[i].k, "data-group": i });
         box.appendChild(el("rect", { x: d.x - d.width / 2, y: d.y - d.height / 2, width: d.width, height: d.height, rx: 6 }));
-        const head = el("text", { x: d.x - d.width / 2 + 8, y: d.y - d.height / 2 + 15, class: "head" }, "\u25be " + groupLabel(i));
+        const head = el("text", { x: d.x - d.width / 2 + 8, y: d.y - d.height / 2 + 15, class: "head" }, clipText("\u25be " + groupLabel(i), d.width));
         box.appendChild(head);
         head.addEventListener("click", ev => { ev.stopPropagation(); collapse(i); });
         clusters.appendChild(box);
