@@ -41,7 +41,12 @@ def page_html(data: dict) -> str:
         if "</script" in _static(name).lower():  # (vendored code is checked as it is inlined)
             raise ValueError(f"{name} holds '</script' and cannot be inlined")
     page = _static("page.html")
-    parts = {"{title}": html.escape(str(data.get("title", ""))), "{css}": _static("view.css"),
+    from .categories import COLOURS
+
+    colours = "".join(f".c-{k} rect, .legend .c-{k} {{ fill: {c}; background: {c}; }}\n"
+                      for k, c in COLOURS.items())
+    parts = {"{title}": html.escape(str(data.get("title", ""))),
+             "{css}": _static("view.css") + colours,
              "{data}": script_json(data), "{dagre}": _static("dagre.min.js"),
              "{script}": _static("view.js")}
     out, rest = [], page

@@ -17,6 +17,8 @@ model-local function's body) and returns tables the page's script reads:
 * ``findings``: ``{"c": code, "s": severity, "m": message, "p": path, "node": node or -1}``
   of :func:`onemodel.check` on the model in memory, each on the node (or the initializer's
   consumers) its path names;
+* ``categories``: the kind of each op type of the model that has one
+  (:data:`.categories.CATEGORY`), which colours its nodes;
 * ``summary``: :func:`onemodel.summary.summarize`, and ``notes`` (what could not be done).
 """
 
@@ -28,6 +30,7 @@ from ..errors import OneModelError
 from ..inference import Value, infer_model
 from ..ir import Graph, Tensor
 from ..ir.dtypes import name_of
+from .categories import CATEGORY
 from .grouping import group_items, scope_of
 from .statistics import statistics_of
 
@@ -70,6 +73,8 @@ def page_model(model, name: str) -> dict:
     b.attach_findings()
     summary = summarize(model)
     return {"title": name, "summary": summary, "notes": b.notes, "nodes": b.nodes,
+            "categories": {op: kind for op in sorted({n["o"] for n in b.nodes})
+                           if (kind := CATEGORY.get(op)) is not None},
             "values": b.values, "types": b.types, "inits": b.inits, "groups": b.groups,
             "findings": b.findings}
 

@@ -117,20 +117,12 @@
     return e;
   }
   function applyTf() { view.setAttribute("transform", "translate(" + tf.x + "," + tf.y + ") scale(" + tf.s + ")"); }
-  function category(k) {
+  function category(k) { // (onemodel/view/categories.py: category)
     const n = nodes[k];
     if (n.k !== "op") return "io";
     if (n.fn !== undefined) return "call";
-    return CATEGORY[n.o] || "other";
+    return D.categories[n.o] || "other";
   }
-  const CATEGORY = {};
-  [["conv", "Conv ConvTranspose ConvInteger QLinearConv DeformConv"],
-   ["matmul", "MatMul Gemm MatMulInteger QLinearMatMul Attention MultiHeadAttention Einsum"],
-   ["act", "Relu Sigmoid Tanh Gelu Softmax LogSoftmax LeakyRelu Elu Selu HardSigmoid HardSwish Mish Softplus Erf PRelu Clip"],
-   ["norm", "BatchNormalization LayerNormalization InstanceNormalization GroupNormalization RMSNormalization SimplifiedLayerNormalization SkipLayerNormalization LpNormalization"],
-   ["shape", "Reshape Transpose Squeeze Unsqueeze Flatten Concat Split Slice Gather Shape Expand Identity Cast Constant ConstantOfShape Range Tile Pad Resize"],
-   ["pool", "MaxPool AveragePool GlobalAveragePool GlobalMaxPool ReduceMean ReduceSum ReduceMax ReduceMin"],
-   ["control", "If Loop Scan"]].forEach(([c, ops]) => ops.split(" ").forEach(o => { CATEGORY[o] = c; }));
   function draw() {
     const g = laid = layout();
     state.leaves = 0;
