@@ -1,6 +1,7 @@
 """``onemodel view MODEL [-o model.html]``: one self-contained HTML page of a model
 (:func:`onemodel.view.render`): its graph, grouped by name scope, with inferred types,
-``check`` findings and initializer statistics; opens offline in any current browser."""
+``check`` findings and initializer statistics; opens offline in any current browser.
+``--format svg``: a static picture (:func:`onemodel.view.render_svg`)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,17 @@ from .application import DebugOpt, OutsideOpt, StorageOpt, _errors, _read_option
 def view(
     file: str = typer.Argument(..., metavar="MODEL", help="Model file or URL (any format "
                                "onemodel reads; .zst too)."),
-    output: Optional[str] = typer.Option(None, "-o", "--output", metavar="HTML",
+    output: Optional[str] = typer.Option(None, "-o", "--output", metavar="FILE",
                                          help="The page to write (default: the model's "
-                                         "name with .html, in the current directory; - for "
-                                         "standard output)."),
+                                         "name with .html or .svg, in the current directory; "
+                                         "- for standard output)."),
+    fmt: Optional[str] = typer.Option(None, "--format", metavar="html|svg",
+                                      help="html (the default; svg when FILE ends in .svg): "
+                                      "the page; svg: a static, deterministic picture, drawn "
+                                      "without a browser (needs igraph)."),
+    depth: int = typer.Option(2, "--depth", min=1, help="svg: the levels of groups shown (1: "
+                              "each top-level group a box; 2: those opened, the groups in them "
+                              "boxes; ...)."),
     allow_outside: bool = OutsideOpt,
     storage_option: Optional[List[str]] = StorageOpt,
     debug: bool = DebugOpt,
@@ -27,15 +35,21 @@ def view(
     pan and zoom, search), each node's op, attributes and inferred types, check findings on
     their nodes, weight statistics, and info's summary."""
     with _errors(debug):
-        target = output if output is not None else default_output(file)
+        if fmt is None:
+            fmt = "svg" if (output or "").lower().endswith(".svg") else "html"
+        if fmt not in ("html", "svg"):
+            from ..errors import UsageError
+            raise UsageError(f"--format {fmt!r}: give html or svg")
+        target = output if output is not None else default_output(file, fmt)
         storage = _storage(storage_option, file, *([] if target == "-" else [target]))
         from .. import api
-        from ..view import render
+        from ..view import render, render_svg
 
         with api.load(file, storage_options=storage, **_read_options(allow_outside)) as model:
             if target != "-":
                 api.refuse_overwriting(model, [("the page", target)], in_place=False)
-            page = render(model, title_of(file, model))
+            title = title_of(file, model)
+            page = render(model, title) if fmt == "html" else render_svg(model, title, depth)
         data = page.encode("utf-8")
         if target == "-":
             import sys
@@ -53,14 +67,14 @@ def view(
         typer.echo(f"wrote {target} ({len(data):,} bytes)", err=True)
 
 
-def default_output(file: str) -> str:
-    """``<model name>.html`` in the current directory: the last part of the path or URL
-    without its query, ``.zst`` and model suffix (``s3://b/m.onnx.zst`` -> ``m.html``)."""
+def default_output(file: str, fmt: str = "html") -> str:
+    """``<model name>.html`` (``.svg``) in the current directory: the last part of the path or
+    URL without its query, ``.zst`` and model suffix (``s3://b/m.onnx.zst`` -> ``m.html``)."""
     base = file.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1] or "model"
     for suffix in (".zst", ".onnx", ".onemodel", ".safetensors", ".pb"):
         if base.lower().endswith(suffix) and len(base) > len(suffix):
             base = base[:-len(suffix)]
-    return base + ".html"
+    return f"{base}.{fmt}"
 
 
 def title_of(file: str, model) -> str:

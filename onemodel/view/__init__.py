@@ -9,7 +9,7 @@ mapped bytes (:mod:`.statistics`), ``info``'s summary; the page itself in :mod:`
 
 from __future__ import annotations
 
-__all__ = ["render"]
+__all__ = ["render", "render_svg"]
 
 
 def render(model, title: str) -> str:
@@ -19,3 +19,12 @@ def render(model, title: str) -> str:
     from .page_model import page_model
 
     return page_html(page_model(model, title))
+
+
+def render_svg(model, title: str, depth: int = 2) -> str:
+    """A static, deterministic SVG picture of ``model`` (:mod:`.svg`), ``depth`` levels of
+    groups shown. Raises UnsupportedError without igraph, or past :data:`.svg.MAX_ITEMS` items."""
+    from .page_model import page_model
+    from .svg import page_svg
+
+    return page_svg(page_model(model, title), depth)

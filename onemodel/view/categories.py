@@ -29,10 +29,11 @@ COLOURS = {"conv": "#cfe0fb", "matmul": "#e2d4f5", "act": "#fbd3cf", "norm": "#d
            "io": "#444444", "other": "#f7f7f7"}
 
 
-def category(node: dict) -> str:
-    """The kind of a page node (``{"o", "k", "fn"?}``)."""
+def category(node: dict, kinds: dict | None = None) -> str:
+    """The kind of a page node (``{"o", "k", "fn"?}``): ``io``, ``call``, else its op type's in
+    ``kinds`` (default :data:`CATEGORY`), else ``other``. The page's script does the same."""
     if node["k"] != "op":
         return "io"
     if "fn" in node:
         return "call"
-    return CATEGORY.get(node["o"], "other")
+    return (CATEGORY if kinds is None else kinds).get(node["o"], "other")
