@@ -16,6 +16,8 @@ from .application import DebugOpt, OutsideOpt, StorageOpt, _errors, _read_option
 def view(
     file: str = typer.Argument(..., metavar="MODEL", help="Model file or URL (any format "
                                "onemodel reads; .zst too)."),
+    other: Optional[str] = typer.Argument(None, metavar="[B]", help="A second model: the page "
+                                          "of B with what changed from MODEL marked."),
     output: Optional[str] = typer.Option(None, "-o", "--output", metavar="FILE",
                                          help="The page to write (default: the model's "
                                          "name with .html or .svg, in the current directory; "
@@ -33,7 +35,8 @@ def view(
 ):
     """Write one HTML page of a model that opens offline: the graph (groups open and close,
     pan and zoom, search), each node's op, attributes and inferred types, check findings on
-    their nodes, weight statistics, and info's summary."""
+    their nodes, weight statistics, and info's summary. With B: B's page, with the nodes
+    added or changed since MODEL marked and those removed listed."""
     with _errors(debug):
         if fmt is None:
             fmt = "svg" if (output or "").lower().endswith(".svg") else "html"
@@ -41,7 +44,13 @@ def view(
             from ..errors import UsageError
             raise UsageError(f"--format {fmt!r}: give html or svg")
         target = output if output is not None else default_output(file, fmt)
-        storage = _storage(storage_option, file, *([] if target == "-" else [target]))
+        if other is not None and fmt == "svg":
+            from ..errors import UsageError
+            raise UsageError("--format svg draws one model: give MODEL alone")
+        if other is not None and output is None:
+            target = default_output(other, fmt)
+        storage = _storage(storage_option, file, *([] if other is None else [other]),
+                           *([] if target == "-" else [target]))
         from .. import api
         from ..view import render, render_svg
 
@@ -49,7 +58,12 @@ def view(
             if target != "-":
                 api.refuse_overwriting(model, [("the page", target)], in_place=False)
             title = title_of(file, model)
-            page = render(model, title) if fmt == "html" else render_svg(model, title, depth)
+            if other is not None:
+                page = _diff_page(model, title, other, target, storage, allow_outside)
+            elif fmt == "html":
+                page = render(model, title)
+            else:
+                page = render_svg(model, title, depth)
         data = page.encode("utf-8")
         if target == "-":
             import sys
@@ -65,6 +79,17 @@ def view(
             raise
         sink.commit()
         typer.echo(f"wrote {target} ({len(data):,} bytes)", err=True)
+
+
+def _diff_page(model_a, title_a, other, target, storage, allow_outside) -> str:
+    """The page of ``other`` against ``model_a`` (open), ``other`` loaded and closed here."""
+    from .. import api
+    from ..view import render_diff
+
+    with api.load(other, storage_options=storage, **_read_options(allow_outside)) as model_b:
+        if target != "-":
+            api.refuse_overwriting(model_b, [("the page", target)], in_place=False)
+        return render_diff(model_a, title_a, model_b, title_of(other, model_b))
 
 
 def default_output(file: str, fmt: str = "html") -> str:

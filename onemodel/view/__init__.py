@@ -9,7 +9,7 @@ mapped bytes (:mod:`.statistics`), ``info``'s summary; the page itself in :mod:`
 
 from __future__ import annotations
 
-__all__ = ["render", "render_svg"]
+__all__ = ["render", "render_svg", "render_diff"]
 
 
 def render(model, title: str) -> str:
@@ -28,3 +28,15 @@ def render_svg(model, title: str, depth: int = 2) -> str:
     from .svg import page_svg
 
     return page_svg(page_model(model, title), depth)
+
+
+def render_diff(model_a, title_a: str, model_b, title_b: str) -> str:
+    """The page of ``model_b`` with what changed from ``model_a`` marked (:mod:`.diff`), titled
+    ``"title_b vs title_a"``. Both models open."""
+    from .diff import annotate_diff
+    from .html import page_html
+    from .page_model import page_model
+
+    data_b = page_model(model_b, f"{title_b} vs {title_a}")
+    annotate_diff(data_b, model_b, page_model(model_a, title_a), model_a, title_a)
+    return page_html(data_b)

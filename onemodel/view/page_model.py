@@ -30,6 +30,7 @@ from ..errors import OneModelError
 from ..inference import Value, infer_model
 from ..ir import Graph, Tensor
 from ..ir.dtypes import name_of
+from ..lazy import np
 from .categories import CATEGORY
 from .grouping import group_items, scope_of
 from .statistics import statistics_of
@@ -303,6 +304,6 @@ def _text(v) -> str:
         shown = ", ".join(_text(x) for x in items[:LIST_ITEMS])
         more = f", \u2026 ({len(items)} items)" if len(items) > LIST_ITEMS else ""
         return f"[{shown}{more}]"
-    if isinstance(v, float):
-        return repr(float(v))
+    if isinstance(v, float):  # (attribute floats are float32: their shortest form, 0.1)
+        return str(np.float32(v))
     return str(v)

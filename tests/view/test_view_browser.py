@@ -122,3 +122,29 @@ def test_a_finding_is_on_its_node_and_model_text_runs_nothing(browser, tmp_path)
     browser.find_element("css selector", "#viewport .node.selected").click()
     assert evil in browser.find_element("id", "panel").text
     assert browser.execute_script("return document.querySelectorAll('img').length") == 0
+
+
+def test_the_changed_conv_is_highlighted_in_a_diff(browser, tmp_path):
+    from test_view_diff import CONV, DETECTOR, changed_detector
+
+    from onemodel.view import render_diff
+
+    b, _ = changed_detector(tmp_path / "b.onnx")
+    with onemodel.load(DETECTOR) as ma, onemodel.load(b) as mb:
+        page = render_diff(ma, "a", mb, "b")
+    out = tmp_path / "diff.html"
+    out.write_text(page, "utf-8")
+    browser.get(out.as_uri())
+    deadline = time.monotonic() + READY_SECONDS
+    while browser.execute_script("return document.body.getAttribute('data-ready')") != "1":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+    panel = browser.find_element("id", "panel").text
+    assert "1 changed" in panel and CONV in panel
+    browser.find_element("css selector", "#panel li.diff-changed").click()  # reveal it
+    sel = browser.find_element("css selector", "#viewport .node.selected")
+    assert "diff-changed" in sel.get_attribute("class")
+    assert browser.execute_script(
+        f"return window.onemodelView.data.nodes[{sel.get_attribute('data-node')}].n") == CONV
+    assert "values changed" in browser.find_element("id", "panel").text

@@ -13,6 +13,8 @@
   groups.forEach((g, i) => push(kidGroups, g.p, i));
   nodes.forEach((n, i) => { if (!(n.p >= 0 && groups[n.p].k === "node" && groups[n.p].node === i)) push(kidNodes, n.p, i); });
   groups.forEach((g, i) => { if (g.k === "node") push(kidNodes, i, g.node); });
+  const diffGroups = new Set(); // groups holding an added or changed node (A B)
+  nodes.forEach(n => { if (n.df) for (let p = n.p; p >= 0; p = groups[p].p) diffGroups.add(p); });
   function push(m, k, v) { let a = m.get(k); if (!a) m.set(k, a = []); a.push(v); }
   const state = { layoutMs: 0, leaves: 0, selected: -1, ready: false, readyMs: 0, message: "" };
   window.onemodelView = { state: state, data: D, expand: expand, collapse: collapse, reveal: reveal, search: search };
@@ -149,12 +151,13 @@
         const k = d.node, n = nodes[k];
         const cls = ["item", "node", "c-" + category(k)];
         if (n.f) cls.push("has-finding", "sev-" + worst(n.f));
+        if (n.df) cls.push("diff-" + n.df);
         if (k === state.selected) cls.push("selected");
         box = el("g", { class: cls.join(" "), "data-node": k, id: "node-" + k });
         box.addEventListener("click", ev => { ev.stopPropagation(); select(k); });
       } else {
         const i = d.group;
-        box = el("g", { class: "item group k-" + groups[i].k, "data-group": i, id: "group-" + i });
+        box = el("g", { class: "item group k-" + groups[i].k + (diffGroups.has(i) ? " has-diff" : ""), "data-group": i, id: "group-" + i });
         box.addEventListener("click", ev => { ev.stopPropagation(); expand(i); });
       }
       box.appendChild(el("rect", { x: x, y: y, width: d.width, height: d.height, rx: 4 }));
@@ -257,6 +260,10 @@
       b.addEventListener("click", () => expand(n.fn));
       panel.appendChild(b);
     }
+    if (n.df) {
+      panel.appendChild(h("h3", n.df === "added" ? "Added" : "Changed"));
+      const ul = h("ul"); n.dr.forEach(r => ul.appendChild(h("li", r))); panel.appendChild(ul);
+    }
     if (n.f) {
       panel.appendChild(h("h3", "Findings"));
       panel.appendChild(table(n.f.map(f => [D.findings[f].c, D.findings[f].s, D.findings[f].m]), ["code", "severity", "message"]));
@@ -276,6 +283,18 @@
     clear();
     panel.appendChild(h("h2", "Summary"));
     panel.appendChild(tree(D.summary, 0));
+    if (D.diff) {
+      const df = D.diff;
+      panel.appendChild(h("h3", "Differences from " + df.against + ": " + df.added + " added, " + df.changed + " changed, " + df.removed.length + " removed"));
+      const ul = h("ul");
+      nodes.forEach((n, k) => {
+        if (!n.df || ul.childNodes.length >= 500) return;
+        const li = h("li", n.df + ": " + n.o + " " + n.n + " (" + n.dr.join("; ") + ")", "link diff-" + n.df);
+        li.addEventListener("click", () => reveal(k)); ul.appendChild(li);
+      });
+      df.removed.slice(0, 500).forEach(r => ul.appendChild(h("li", "removed: " + r[1] + " " + r[0], "diff-removed")));
+      panel.appendChild(ul);
+    }
     if (D.notes.length) { panel.appendChild(h("h3", "Notes")); D.notes.forEach(n => panel.appendChild(h("p", n))); }
     panel.appendChild(h("h3", "Findings (" + D.findings.length + ")"));
     const ul = h("ul");
