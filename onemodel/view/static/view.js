@@ -226,7 +226,7 @@
   // ---- the side panel ---------------------------------------------------------------------
   const panel = document.getElementById("panel");
   function h(tag, text, cls) { const e = document.createElement(tag); if (text !== undefined) e.textContent = text; if (cls) e.className = cls; return e; }
-  function clear() { while (panel.firstChild) panel.removeChild(panel.firstChild); }
+  function clear() { while (panel.firstChild) panel.removeChild(panel.firstChild); panel.scrollTop = 0; }
   function table(rows, head) {
     const t = h("table");
     if (head) { const tr = h("tr"); head.forEach(c => tr.appendChild(h("th", c))); t.appendChild(tr); }
