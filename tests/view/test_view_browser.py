@@ -148,3 +148,10 @@ def test_the_changed_conv_is_highlighted_in_a_diff(browser, tmp_path):
     assert browser.execute_script(
         f"return window.onemodelView.data.nodes[{sel.get_attribute('data-node')}].n") == CONV
     assert "values changed" in browser.find_element("id", "panel").text
+
+
+def test_a_graph_without_nodes_loads(browser, tmp_path):
+    for k, (ins, outs) in enumerate((([], []), ([vi("x")], [vi("x")]))):
+        path = save(tmp_path / f"empty{k}.onnx", [], ins, outs)
+        got = _open(browser, tmp_path, path, f"empty{k}.html")  # (no console error)
+        assert got["nodes"] == got["leaves"] == 2 * k

@@ -179,8 +179,9 @@
     return r;
   }
   function fit() {
-    if (!laid) return;
+    if (!laid || !laid.nodeCount()) return; // (a graph without nodes: nothing to fit)
     const gg = laid.graph(), r = svg.getBoundingClientRect();
+    if (!isFinite(gg.width) || !isFinite(gg.height)) return;
     const s = Math.min(2, (r.width - 20) / Math.max(1, gg.width), (r.height - 20) / Math.max(1, gg.height));
     tf = { s: s, x: (r.width - gg.width * s) / 2, y: Math.max(10, (r.height - gg.height * s) / 2) };
     applyTf();
