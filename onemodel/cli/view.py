@@ -26,6 +26,11 @@ def view(
                                       help="html (the default; svg when FILE ends in .svg): "
                                       "the page; svg: a static, deterministic picture, drawn "
                                       "without a browser (needs igraph)."),
+    run: bool = typer.Option(False, "--run", help="With B: run both models on the same "
+                             "generated inputs (the onemodel engine, --seed) and colour each "
+                             "node by the largest difference of its outputs; the first "
+                             "differing node (verify --bisect's) is marked."),
+    seed: int = typer.Option(0, "--seed", help="--run: seed of the generated inputs."),
     depth: int = typer.Option(2, "--depth", min=1, help="svg: the levels of groups shown (1: "
                               "each top-level group a box; 2: those opened, the groups in them "
                               "boxes; ...)."),
@@ -47,6 +52,9 @@ def view(
         if other is not None and fmt == "svg":
             from ..errors import UsageError
             raise UsageError("--format svg draws one model: give MODEL alone")
+        if run and other is None:
+            from ..errors import UsageError
+            raise UsageError("--run compares two models: give MODEL and B")
         if other is not None and output is None:
             target = default_output(other, fmt)
         storage = _storage(storage_option, file, *([] if other is None else [other]),
@@ -59,7 +67,8 @@ def view(
                 api.refuse_overwriting(model, [("the page", target)], in_place=False)
             title = title_of(file, model)
             if other is not None:
-                page = _diff_page(model, title, other, target, storage, allow_outside)
+                page = _diff_page(model, title, other, target, storage, allow_outside,
+                                  seed if run else None)
             elif fmt == "html":
                 page = render(model, title)
             else:
@@ -81,15 +90,23 @@ def view(
         typer.echo(f"wrote {target} ({len(data):,} bytes)", err=True)
 
 
-def _diff_page(model_a, title_a, other, target, storage, allow_outside) -> str:
-    """The page of ``other`` against ``model_a`` (open), ``other`` loaded and closed here."""
+def _diff_page(model_a, title_a, other, target, storage, allow_outside, seed) -> str:
+    """The page of ``other`` against ``model_a`` (open), ``other`` loaded and closed here;
+    with a ``seed``, both run on the inputs generated from it (``verify --bisect``'s run)."""
     from .. import api
     from ..view import render_diff
 
     with api.load(other, storage_options=storage, **_read_options(allow_outside)) as model_b:
         if target != "-":
             api.refuse_overwriting(model_b, [("the page", target)], in_place=False)
-        return render_diff(model_a, title_a, model_b, title_of(other, model_b))
+        report = verdict = None
+        if seed is not None:
+            from ..bisect import bisect, verdict_line
+            from ..evaluate.inputs import random_inputs
+            report = bisect(model_a, model_b, random_inputs(model_a, seed=seed), max_later=0)
+            verdict = None if report.first is None else verdict_line(report.first)
+        return render_diff(model_a, title_a, model_b, title_of(other, model_b), report,
+                           verdict)
 
 
 def default_output(file: str, fmt: str = "html") -> str:

@@ -30,13 +30,18 @@ def render_svg(model, title: str, depth: int = 2) -> str:
     return page_svg(page_model(model, title), depth)
 
 
-def render_diff(model_a, title_a: str, model_b, title_b: str) -> str:
+def render_diff(model_a, title_a: str, model_b, title_b: str, run=None,
+                verdict: str | None = None) -> str:
     """The page of ``model_b`` with what changed from ``model_a`` marked (:mod:`.diff`), titled
-    ``"title_b vs title_a"``. Both models open."""
-    from .diff import annotate_diff
+    ``"title_b vs title_a"``. Both models open. ``run``: a :class:`onemodel.bisect.BisectReport`
+    of A against B on the same inputs, which colours each node by its outputs' largest
+    difference and marks the first differing node (``verdict``: its verdict line)."""
+    from .diff import annotate_diff, annotate_run
     from .html import page_html
     from .page_model import page_model
 
     data_b = page_model(model_b, f"{title_b} vs {title_a}")
     annotate_diff(data_b, model_b, page_model(model_a, title_a), model_a, title_a)
+    if run is not None:
+        annotate_run(data_b, run, verdict)
     return page_html(data_b)

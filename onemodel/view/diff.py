@@ -110,3 +110,38 @@ def _changed_weights(model_a, model_b) -> dict[str, str]:
         if not same:
             out[name] = f"weight {name}: values changed"
     return out
+
+
+def annotate_run(data_b: dict, report, verdict: str | None) -> dict:
+    """Mark ``data_b`` with a run of both models (``report``: the
+    :class:`onemodel.bisect.BisectReport` of A against B on the same inputs): each main-graph
+    node of B whose outputs were compared gets ``"rd"``, the largest ``max_abs`` of its
+    outputs (``None`` when a structure or dtype differs, or no element is finite on both
+    sides), and ``"rw"``, whether every output is within tolerance; ``data_b["run"]`` is
+    ``{"first": B's node of the first differing node (-1: none), "verdict": its verdict
+    line, "differing", "compared", "nodes", "engines"}``. Returns that record."""
+    comparisons = report.comparisons
+    values = data_b["values"]
+    first_name = None if report.first is None else report.first.name
+    first_outputs = set() if report.first is None else {n for n, _ in report.first.outputs}
+    first = -1
+    for k, n in enumerate(data_b["nodes"]):
+        if n["k"] != "op":
+            continue
+        cs = [comparisons[values[v][0]] for v in n["u"] if v >= 0 and values[v][0] in comparisons]
+        if not cs:
+            continue
+        within = all(c.within for c in cs)
+        diffs = [c.max_abs for c in cs]
+        n["rd"] = None if any(d is None for d in diffs) and not within else \
+            max((d for d in diffs if d is not None), default=0.0)
+        n["rw"] = within
+        outs = {values[v][0] for v in n["u"] if v >= 0}
+        if first < 0 and report.first is not None and (
+                (first_name and n["n"] == first_name) or outs & first_outputs):
+            first = k
+    record = {"first": first, "verdict": verdict, "differing": report.differing,
+              "compared": report.nodes_compared, "nodes": report.nodes,
+              "engines": list(report.engines)}
+    data_b["run"] = record
+    return record

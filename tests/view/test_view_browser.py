@@ -155,3 +155,26 @@ def test_a_graph_without_nodes_loads(browser, tmp_path):
         path = save(tmp_path / f"empty{k}.onnx", [], ins, outs)
         got = _open(browser, tmp_path, path, f"empty{k}.html")  # (no console error)
         assert got["nodes"] == got["leaves"] == 2 * k
+
+
+def test_a_run_marks_the_first_differing_node(browser, tmp_path):
+    from test_view_diff import CONV, DETECTOR, changed_detector
+    from typer.testing import CliRunner
+
+    import onemodel.cli as cli
+
+    b, _ = changed_detector(tmp_path / "b.onnx")
+    out = tmp_path / "run.html"
+    r = CliRunner().invoke(cli.app, ["view", str(DETECTOR), str(b), "--run", "-o", str(out)])
+    assert r.exit_code == 0, r.stderr
+    browser.get(out.as_uri())
+    deadline = time.monotonic() + READY_SECONDS
+    while browser.execute_script("return document.body.getAttribute('data-ready')") != "1":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+    browser.find_element("css selector", "#panel p.link").click()  # "first differing node"
+    sel = browser.find_element("css selector", "#viewport .node.selected")
+    assert {"run-first", "run-beyond"} <= set(sel.get_attribute("class").split())
+    assert browser.execute_script(
+        f"return window.onemodelView.data.nodes[{sel.get_attribute('data-node')}].n") == CONV

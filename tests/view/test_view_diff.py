@@ -74,3 +74,23 @@ def test_view_a_b_refuses_svg(tmp_path):
     r = CliRunner().invoke(cli.app, ["view", str(DETECTOR), str(DETECTOR), "--format", "svg",
                                      "-o", str(tmp_path / "x.svg")])
     assert r.exit_code == 2 and "svg draws one model" in r.stderr
+
+
+def test_run_colours_nodes_and_marks_the_first_differing_one(tmp_path):
+    b, _ = changed_detector(tmp_path / "b.onnx")
+    d = _view(DETECTOR, b, "--run", "--seed", "3")
+    run = d["run"]
+    conv = [k for k, n in enumerate(d["nodes"]) if n["n"] == CONV][0]
+    assert run["first"] == conv and run["verdict"] == "the node itself differs"
+    assert run["engines"] == ["onemodel", "onemodel"] and run["compared"] == run["nodes"]
+    n = d["nodes"][conv]
+    assert n["rw"] is False and n["rd"] > 0
+    upstream = [m for m in d["nodes"] if m["n"].startswith(("/stem/", "/stage"))]
+    assert upstream and all(m["rd"] == 0.0 and m["rw"] for m in upstream)  # bit for bit
+    differing = sum(1 for m in d["nodes"] if m.get("rw") is False)
+    assert differing == run["differing"]
+
+
+def test_run_needs_two_models(tmp_path):
+    r = CliRunner().invoke(cli.app, ["view", str(DETECTOR), "--run", "-o", "-"])
+    assert r.exit_code == 2 and "--run compares two models" in r.stderr

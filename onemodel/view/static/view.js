@@ -13,8 +13,10 @@
   groups.forEach((g, i) => push(kidGroups, g.p, i));
   nodes.forEach((n, i) => { if (!(n.p >= 0 && groups[n.p].k === "node" && groups[n.p].node === i)) push(kidNodes, n.p, i); });
   groups.forEach((g, i) => { if (g.k === "node") push(kidNodes, i, g.node); });
+  let runMax = 0; // the largest finite output difference of a run (view A B --run)
+  nodes.forEach(n => { if (n.rw === false && n.rd !== null && isFinite(n.rd)) runMax = Math.max(runMax, n.rd); });
   const diffGroups = new Set(); // groups holding an added or changed node (A B)
-  nodes.forEach(n => { if (n.df) for (let p = n.p; p >= 0; p = groups[p].p) diffGroups.add(p); });
+  nodes.forEach(n => { if (n.df || n.rw === false) for (let p = n.p; p >= 0; p = groups[p].p) diffGroups.add(p); });
   function push(m, k, v) { let a = m.get(k); if (!a) m.set(k, a = []); a.push(v); }
   const state = { layoutMs: 0, leaves: 0, selected: -1, ready: false, readyMs: 0, message: "" };
   window.onemodelView = { state: state, data: D, expand: expand, collapse: collapse, reveal: reveal, search: search };
@@ -152,6 +154,8 @@
         const cls = ["item", "node", "c-" + category(k)];
         if (n.f) cls.push("has-finding", "sev-" + worst(n.f));
         if (n.df) cls.push("diff-" + n.df);
+        if (n.rw !== undefined) cls.push(n.rw ? (n.rd ? "run-within" : "run-equal") : "run-beyond");
+        if (D.run && D.run.first === k) cls.push("run-first");
         if (k === state.selected) cls.push("selected");
         box = el("g", { class: cls.join(" "), "data-node": k, id: "node-" + k });
         box.addEventListener("click", ev => { ev.stopPropagation(); select(k); });
@@ -160,7 +164,9 @@
         box = el("g", { class: "item group k-" + groups[i].k + (diffGroups.has(i) ? " has-diff" : ""), "data-group": i, id: "group-" + i });
         box.addEventListener("click", ev => { ev.stopPropagation(); expand(i); });
       }
-      box.appendChild(el("rect", { x: x, y: y, width: d.width, height: d.height, rx: 4 }));
+      const rect = el("rect", { x: x, y: y, width: d.width, height: d.height, rx: 4 });
+      if (d.node !== undefined && nodes[d.node].rw === false) rect.setAttribute("style", "fill:" + heat(nodes[d.node].rd));
+      box.appendChild(rect);
       box.appendChild(el("text", { x: d.x, y: y + 16, class: "l1" }, clipText(d.lines[0], d.width)));
       box.appendChild(el("text", { x: d.x, y: y + 32, class: "l2" }, clipText(d.lines[1] || "", d.width)));
       items.appendChild(box);
@@ -171,6 +177,11 @@
       edges.appendChild(el("path", { d: "M" + pts.map(p => p.x + "," + p.y).join("L"), class: "edge", "marker-end": "url(#arrow)" }));
     });
     document.getElementById("status").textContent = state.leaves + " shown \u00b7 " + nodes.length + " nodes \u00b7 " + groups.length + " groups \u00b7 layout " + Math.round(state.layoutMs) + " ms" + (state.message ? " \u00b7 " + state.message : "");
+  }
+  function heat(rd) { // a node's colour by the largest difference of its outputs (view A B --run)
+    if (rd === null || rd === undefined || !isFinite(rd) || !runMax) return "rgb(220,0,0)";
+    const t = Math.log1p(rd) / Math.log1p(runMax); // 0..1
+    return "rgb(255," + Math.round(200 * (1 - t)) + "," + Math.round(160 * (1 - t)) + ")";
   }
   function clipText(s, w) { const n = Math.max(4, Math.floor((w - 12) / 7)); return s.length > n ? s.slice(0, n - 1) + "\u2026" : s; }
   function worst(fs) {
@@ -261,6 +272,10 @@
       b.addEventListener("click", () => expand(n.fn));
       panel.appendChild(b);
     }
+    if (n.rw !== undefined) {
+      panel.appendChild(h("h3", "Run"));
+      panel.appendChild(h("p", "largest difference of its outputs: " + (n.rd === null ? "not comparable (type or shape)" : fmt(n.rd)) + (n.rw ? ", within tolerance" : ", beyond tolerance") + (D.run.first === k ? "; the first differing node: " + D.run.verdict : "")));
+    }
     if (n.df) {
       panel.appendChild(h("h3", n.df === "added" ? "Added" : "Changed"));
       const ul = h("ul"); n.dr.forEach(r => ul.appendChild(h("li", r))); panel.appendChild(ul);
@@ -284,6 +299,14 @@
     clear();
     panel.appendChild(h("h2", "Summary"));
     panel.appendChild(tree(D.summary, 0));
+    if (D.run) {
+      const r = D.run;
+      panel.appendChild(h("h3", "Run (" + r.engines.join(" vs ") + "): " + r.differing + " of " + r.compared + " nodes differ"));
+      if (r.first >= 0) {
+        const li = h("p", "first differing node: " + nodes[r.first].o + " " + nodes[r.first].n + " (" + r.verdict + ")", "link");
+        li.addEventListener("click", () => reveal(r.first)); panel.appendChild(li);
+      }
+    }
     if (D.diff) {
       const df = D.diff;
       panel.appendChild(h("h3", "Differences from " + df.against + ": " + df.added + " added, " + df.changed + " changed, " + df.removed.length + " removed"));
