@@ -313,6 +313,9 @@ class BisectReport:
         unmatched: names A's nodes produce that B's run has not (not compared).
         skipped: ``{name: reason}`` of values an engine did not expose (not compared).
         tolerances: the :class:`onemodel.compare.Tolerances` values were compared with.
+        comparisons: ``{value name: ValueComparison}`` of every value both runs gave (A's
+            node outputs; ``onemodel view A B --run`` colours each node by them). Not in
+            :meth:`to_json`.
     """
 
     engines: tuple[str, str]
@@ -324,6 +327,7 @@ class BisectReport:
     differing: int = 0
     unmatched: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
+    comparisons: dict = field(default_factory=dict)
 
     @property
     def equal(self) -> bool:
@@ -452,7 +456,8 @@ def _report(a: Model, b: Model, order: list, va: KeptValues, vb: set, compared: 
     skipped = dict(skipped)
     for k, v in skipped_b.items():
         skipped.setdefault(k, v)
-    report = BisectReport(engines=(ea, eb), tolerances=tol, skipped=skipped, nodes=len(order))
+    report = BisectReport(engines=(ea, eb), tolerances=tol, skipped=skipped, nodes=len(order),
+                          comparisons=compared)
     b_inits = {t.name for t in b.graph.initializers}
     b_nodes = {}
     for j, node in enumerate(b.graph.nodes):

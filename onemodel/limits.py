@@ -109,6 +109,13 @@ MAX_FUNCTION_SIGNATURES = 64
 MAX_BISECT_MEMORY = 256 * MiB
 
 
+#: Elements of one initializer ``onemodel view`` reads for its statistics (min, max, mean, NaN
+#: and Inf counts). A larger tensor is sampled: this many elements in 64 evenly spaced runs of
+#: consecutive elements, each run read from its own byte range, so a big tensor is never read
+#: whole (the page says the statistics are sampled).
+VIEW_STATS_ELEMENTS = 1 << 20
+
+
 #: What each limit bounds and how a model past it is refused, in the order of the resource
 #: limits table of the conformance statement (Annex A; docs/make_statement.py renders that table
 #: from here, so this is the one description of each): ``{name: (what it bounds, unit, refused
@@ -162,6 +169,9 @@ DESCRIPTIONS: dict[str, tuple[str, str, str]] = {
                           "memory; the rest go to a temporary directory, removed when it ends "
                           "(the second model's values are compared as they are produced, not "
                           "kept)", "bytes", "-"),
+    "VIEW_STATS_ELEMENTS": ("elements of one initializer `onemodel view` reads for its "
+                            "statistics; a larger one is sampled (64 evenly spaced runs of "
+                            "this many elements in all), never read whole", "count", "-"),
     "MMAP_THRESHOLD": ("files this large or larger are memory-mapped, smaller ones read", "bytes",
                        "-"),
     "CONTAINER_ALIGNMENT": ("alignment of tensors in a OneModel data region", "bytes", "-"),

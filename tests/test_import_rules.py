@@ -67,6 +67,8 @@ RULES = {
     "onemodel.engines": ("onemodel.verify", "onemodel.bisect", "onemodel.cli"),
     "onemodel.operators": ("onemodel.storage", "onemodel.formats", "onemodel.evaluate",
                            "onemodel.inference", "onemodel.cli"),
+    "onemodel.view": ("onemodel.storage", "onemodel.formats", "onemodel.evaluate",
+                      "onemodel.cli"),
 }
 
 #: Format packages that import nothing of one another.
@@ -77,7 +79,7 @@ for _package in FORMAT_PACKAGES:
 
 #: The command modules of the command line, one per command (``onemodel.cli`` imports them).
 CLI_COMMANDS = tuple(f"onemodel.cli.{c}" for c in
-                     ("convert", "info", "verify", "check", "run", "hash", "infer"))
+                     ("convert", "info", "verify", "check", "run", "hash", "infer", "view"))
 RULES["onemodel.cli.application"] = CLI_COMMANDS
 for _command in CLI_COMMANDS:
     RULES[_command] = tuple(c for c in CLI_COMMANDS if c != _command)

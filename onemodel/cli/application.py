@@ -436,7 +436,7 @@ def _interrupted() -> None:
 
 #: The commands, each a module of this package that registers its command on :data:`app`
 #: when imported, in the order ``onemodel --help`` lists them.
-COMMANDS = ("convert", "info", "verify", "check", "run", "hash", "infer")
+COMMANDS = ("convert", "info", "verify", "check", "run", "hash", "infer", "view")
 
 
 def register_commands(names=COMMANDS):
