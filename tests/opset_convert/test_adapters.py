@@ -336,3 +336,23 @@ def test_greater_or_equal_below_12_keeps_nan_false():
         with pytest.raises(ConversionRefused, match=r"'a' is tensor\(float\), which Equal-7 "
                                                     "does not admit"):
             convert(m, {"": 9})
+
+
+def test_cast_below_6_names_its_type_and_infers_and_runs():
+    """Cast-1 names its target type (``to`` a STRING, 'DOUBLE'): converted down to opset 5 the
+    node is inferred (float64 output, no contradiction) and evaluated to the same values."""
+    from onemodel.inference import infer_model
+    from onemodel.opset_convert import convert_checked
+
+    m = model([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.DOUBLE)],
+              [value("x", F, [3])], [value("y", F64, [3])], 13)
+    x = np.array([1.5, -2.25, 3e8], np.float32)
+    down = convert_checked(m, {"": 5}).model
+    node = down.graph.nodes[0]
+    assert [a.s for a in node.attributes if a.name == "to"] in ([b"DOUBLE"], ["DOUBLE"])
+    assert not infer_model(down).contradictions
+    (y,) = run(down, {"x": x})
+    assert y.dtype == np.float64
+    np.testing.assert_array_equal(y, x.astype(np.float64))
+    back = through(down, [13], {"x": x}, [x.astype(np.float64)])
+    assert ops(back) == ["Cast"]

@@ -51,13 +51,11 @@ class Cast6:
 
     @staticmethod
     def up(step, node):
-        from ...ir.dtypes import DataType
+        from ...ir.dtypes import code_of_name
         to = step.attr("to")
-        name = to.decode() if isinstance(to, bytes) else str(to)
-        try:
-            code = int(DataType[name.upper()])
-        except KeyError:
-            step.refuse(f"to={name!r} names no element type")
+        code = code_of_name(to)
+        if code is None:
+            step.refuse(f"to={to!r} names no element type")
         step.set_attr("to", code)
         return None
 
