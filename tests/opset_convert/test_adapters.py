@@ -356,3 +356,27 @@ def test_cast_below_6_names_its_type_and_infers_and_runs():
     np.testing.assert_array_equal(y, x.astype(np.float64))
     back = through(down, [13], {"x": x}, [x.astype(np.float64)])
     assert ops(back) == ["Cast"]
+
+
+def test_batchnormalization_down_to_1_has_its_required_consumed_inputs():
+    """BatchNormalization-1 requires ``consumed_inputs``: converted down to opset 5 the node
+    gets it (0 for each of its five inputs: none used in place), check is clean and the
+    outputs are the same; back up to 15 it is dropped again."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    inits = {"s": np.array([1.0, 2.0, 0.5], np.float32), "b": np.array([0.0, 1.0, -1.0],
+                                                                       np.float32),
+             "mean": np.array([0.1, -0.2, 0.3], np.float32),
+             "var": np.array([1.0, 0.5, 2.0], np.float32)}
+    m = model([helper.make_node("BatchNormalization", ["x", "s", "b", "mean", "var"], ["y"],
+                                epsilon=1e-3)],
+              [value("x", F, [2, 3, 4])], [value("y", F, [2, 3, 4])], 15, initializers=inits)
+    c = (1, 3, 1)
+    want = ((x.astype(np.float64) - inits["mean"].reshape(c))
+            / np.sqrt(inits["var"].reshape(c).astype(np.float64) + np.float64(np.float32(1e-3)))
+            * inits["s"].reshape(c) + inits["b"].reshape(c))
+    low = through(m, [5], {"x": x}, [want], rtol=1e-5, atol=1e-6)
+    (node,) = low.graph.nodes
+    assert [list(a.ints) for a in node.attributes if a.name == "consumed_inputs"] == [[0] * 5]
+    back = through(low, [15], {"x": x}, [want], rtol=1e-5, atol=1e-6)
+    assert not [a for a in back.graph.nodes[0].attributes if a.name == "consumed_inputs"]
