@@ -380,3 +380,27 @@ def test_batchnormalization_down_to_1_has_its_required_consumed_inputs():
     assert [list(a.ints) for a in node.attributes if a.name == "consumed_inputs"] == [[0] * 5]
     back = through(low, [15], {"x": x}, [want], rtol=1e-5, atol=1e-6)
     assert not [a for a in back.graph.nodes[0].attributes if a.name == "consumed_inputs"]
+
+
+@pytest.mark.parametrize("to", [TensorProto.FLOAT8E4M3FNUZ, TensorProto.FLOAT8E5M2FNUZ])
+def test_saturating_cast_to_fnuz_is_refused_across_24(to):
+    """Cast-24 restated the saturation of +-Inf to the FNUZ float8 types (NaN before, the
+    largest finite value from 24): a saturating cast to one is refused both ways, naming why;
+    saturate=0 (Inf gives NaN in both) and a cast to FLOAT8E4M3FN convert and compute the
+    same."""
+    x = np.array([np.inf, -np.inf, 1.0, 1e6], np.float32)
+
+    def cast(target, version, **attrs):
+        return model([helper.make_node("Cast", ["x"], ["y"], to=target, **attrs)],
+                     [value("x", F, [4])], [value("y", target, [4])], version)
+
+    for m, v in ((cast(to, 25), 23), (cast(to, 23), 25)):
+        with pytest.raises(ConversionRefused, match="saturating cast to FLOAT8E.M.FNUZ: "
+                                                    r"\+-Inf gives NaN before opset 24"):
+            convert(m, {"": v})
+    for m in (cast(to, 25, saturate=0), cast(TensorProto.FLOAT8E4M3FN, 25)):
+        (want,) = run(m, {"x": x})
+        low = convert(m, {"": 23}).model
+        clean(low)
+        (got,) = run(low, {"x": x})
+        assert got.tobytes() == want.tobytes()
