@@ -55,8 +55,9 @@ from onemodel.opset_convert.engine import DOMAINS, _all_graphs, latest  # noqa: 
 
 #: how each conversion ended
 OUTCOMES = ("passed", "refused", "differs", "not runnable", "check", "error")
-#: the problems kept in the JSON output (the counts are always whole)
-MAX_PROBLEMS = 500
+#: the problems and the refusal reasons kept in the JSON output (the counts are always whole)
+MAX_PROBLEMS = 100
+MAX_REASONS = 40
 
 
 def _operators(model) -> dict:
@@ -102,6 +103,32 @@ def targets(model, quick: bool = False) -> list[tuple[str, int, int]]:
             out.append((d, src, latest(d)))
         out.extend((d, src, v) for v in reversed(down))
     return out
+
+
+#: the kinds of refusal, (label, pattern of the reason) in order; the first that matches counts
+REASON_KINDS = (
+    ("element type not admitted by the target definition", r"which \S+ does not admit"),
+    ("an input the target needs constant is computed", r"computed|not a constant"),
+    ("an attribute value the target cannot express",
+     r"has no equivalent|cannot express|does not exist before opset \d+$|applies to"),
+    ("operator introduced after the target, no decomposition", r"does not exist before"),
+    ("semantic change, no adapter proves the node does not use it", r"no adapter proves"),
+    ("no adapter yet", r"no adapter yet"),
+    ("broadcasting with no legacy equivalent", r"broadcast|neither the input"),
+    ("a behaviour the target defines otherwise (axis coercion, coordinates, negative "
+     "indices, padded extents)", r"would normalize|restated|maps coordinates|nearest|negative|"
+     r"steps|requires"),
+    ("an output the target cannot write", r"outputs? .*not written|training"),
+    ("a shape or value that is not known", r"not known|unknown|cannot be told"),
+)
+
+
+def reason_kind(text: str) -> str:
+    """The :data:`REASON_KINDS` label of a refusal reason (``other`` when none matches)."""
+    for label, pattern in REASON_KINDS:
+        if re.search(pattern, text):
+            return label
+    return "other"
 
 
 def _reason(text: str) -> str:
@@ -173,7 +200,7 @@ def sweep_case(args) -> dict:
 def summarize(results: list, seconds: float, command: str) -> dict:
     """The counts of the sweep (what docs/opset-sweep.json holds)."""
     c = Counter()
-    reasons, problems, skipped = Counter(), [], Counter()
+    reasons, kinds, problems, skipped = Counter(), Counter(), [], Counter()
     for r in results:
         c["cases"] += 1
         if "skipped" in r:
@@ -187,6 +214,7 @@ def summarize(results: list, seconds: float, command: str) -> dict:
             if rec["outcome"] == "refused":
                 for op, why in rec["detail"]:
                     reasons[f"{op.split('-')[0]}: {_reason(why)}"] += 1
+                    kinds[reason_kind(why)] += 1
             elif rec["outcome"] != "passed":
                 problems.append(f"{r['case']} {rec['domain'] or 'ai.onnx'} {rec['from']} -> "
                                 f"{rec['to']}: {rec['outcome']}: {rec['detail']}")
@@ -198,7 +226,10 @@ def summarize(results: list, seconds: float, command: str) -> dict:
                                     f"{rec['detail']}")
     return {"command": command, "seconds": round(seconds), "counts": dict(sorted(c.items())),
             "skipped": dict(skipped.most_common()),
-            "refusal reasons": dict(reasons.most_common()),
+            "refusal kinds": dict(kinds.most_common()),
+            "refusal reasons": dict(reasons.most_common(MAX_REASONS)),
+            "refusal reasons left out": sum(reasons.values())
+            - sum(v for _, v in reasons.most_common(MAX_REASONS)),
             "problems": sorted(problems)[:MAX_PROBLEMS], "problem count": len(problems)}
 
 
@@ -215,7 +246,10 @@ def table(s: dict) -> str:
     other = sum(v for k, v in c.items() if k.startswith("round trip") and "passed" not in k)
     lines.append(f"round trips (down, back up): passed {c.get('round trip passed', 0)}, "
                  f"other {other}")
-    lines += ["", "refusals by reason (node counts):"]
+    lines += ["", "refused nodes by kind of reason:"]
+    for k, v in s["refusal kinds"].items():
+        lines.append(f"{v:>7}  {k}")
+    lines += ["", "refused nodes by reason (numbers and names blanked):"]
     for k, v in list(s["refusal reasons"].items())[:40]:
         lines.append(f"{v:>7}  {k}")
     lines += ["", f"problems: {s['problem count']}"] + [f"  {p}" for p in s["problems"][:60]]
