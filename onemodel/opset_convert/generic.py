@@ -48,8 +48,8 @@ class LegacyAttribute:
     def down(cls, step, node):
         cls._explicit(step, node)
         if "consumed_inputs" in cls.dropped and not step.has_attr("consumed_inputs"):
-            from .. import schemas
-            spec = schemas.get(node.op_type, step.domain, step.target)
+            from ..operators.table import definition
+            spec = definition(step.domain, node.op_type, step.target)
             spec = spec.attributes.get("consumed_inputs") if spec is not None else None
             if spec is not None and spec.required:  # BatchNormalization-1 requires it
                 step.set_attr("consumed_inputs", [0] * len(node.inputs))  # none in place
