@@ -55,8 +55,18 @@ A conversion lists every node it cannot convert at once (operator, versions, rea
 `Unsupported` error, and nothing is written. Nodes of other domains pass through unchanged and
 are noted. An operator that does not exist at the target version (converting below the
 definition that introduced it) is written out as older operators where it has a
-decomposition (LayerNormalization, GreaterOrEqual, LessOrEqual: the rows "before V" below),
-else refused.
+decomposition (the rows "before V" below), else refused. Where the operator's definition
+provides a function body (ONNX Part 2), the decomposition is that body, stored in the schema
+table and expanded in place of the node by `onemodel/opset_convert/function_body.py`: the
+node's inputs, outputs and attribute values bound to the body's, its other names made fresh
+(in its subgraphs too: Range's Loop, AffineGrid's Ifs), and its nodes converted from the
+version the body is written for down to the target (Mish, HardSwish, Swish, SwiGLU,
+MeanVarianceNormalization, Range, AffineGrid, the window functions). Bodies onnx builds from the
+node (context-dependent) are not stored: LayerNormalization, CastLike, Celu, Gelu,
+GroupNormalization-18 and RMSNormalization have a decomposition written by hand computing what
+their body does. A body node that does not convert is refused with the reason (AffineGrid's
+3-D branch below 18 in a 2-D model: a Split extent not known); DynamicQuantizeLinear has no
+decomposition (its body uses Round, introduced with it).
 
 The IR version is set to the one the target operator set requires (`--ir-version` to choose),
 raised for model-local functions (IR 8) and the element types of Table 12; below IR 4 every

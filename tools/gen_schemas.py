@@ -101,7 +101,31 @@ def schema_entry(s) -> dict:
     }
     if s.deprecated:
         entry["deprecated"] = True
+    bodies = _function_bodies(s)
+    if bodies:
+        entry["functions"] = bodies
     return entry
+
+
+def _function_bodies(s) -> list:
+    """The function bodies the definition provides (ONNX Part 2: an operator "defined as a
+    function"), one ``[opset, base64 of the FunctionProto]`` per operator set version it is
+    written for, ascending; the doc_string cleared (the schema's documentation says it).
+    Context-dependent bodies (built from a node's attributes and input types) are not stored.
+    Empty for onnxruntime's binding, which does not expose them."""
+    import base64
+
+    import onnx
+
+    if not getattr(s, "has_function", False):
+        return []
+    out = []
+    for v in sorted(s.function_opset_versions):
+        f = onnx.FunctionProto.FromString(s.get_function_with_opset_version(v))
+        f.doc_string = ""
+        out.append([int(v), base64.b64encode(f.SerializeToString(deterministic=True))
+                    .decode("ascii")])
+    return out
 
 
 def build(contrib: bool = False) -> dict:

@@ -2,7 +2,7 @@
  * _cpass: passes over a scope's nodes in C: the graph rules' one pass (onemodel.ir.graph_rules,
  * ONNX Part 1, Clauses 7.3 and 7.5), the binding of nodes to definitions of the operator checks
  * (onemodel.validation.operators, Clauses 10.4 and 14.3) and the value_info entries of
- * inference's annotate (onemodel.inference, Clause 9).
+ * inference's annotate (onemodel.inference, Clause 9); and the deep copy of records.
  *
  * This module is an optional accelerator. Its behaviour is specified by the pure-Python code
  * it replaces (graph_rules._in_order_python, the walk in operators.bound_nodes, the loop of
@@ -45,6 +45,13 @@
  *       ``by_id[id(value)]``, else ``resolve(value)`` (which fills ``by_id``; None: no entry);
  *       a ValueInfo(name, type) is made as ValueInfo.__new__ and the five slots make it (no
  *       doc_string, no metadata_props, no unknown fields) and the name added to ``have``.
+ *
+ *   setup_copy(plans), copy(record) -> record
+ *       Record.copy(deep=True) without running Python: ``plans`` lists each record class
+ *       with every one of its slots and how the copy treats it (shared; a record, copied; a
+ *       list of records, copied; a list of str, bytes or int, copied as a list). Iterative
+ *       (records nested any depth deep). A record of a class without a plan raises
+ *       LookupError (the caller copies in Python).
  *
  * Records of another class than Node (a subclass) are read through their attributes, as
  * Python reads them. The GIL is held throughout; no Python code runs but the callbacks.
@@ -493,6 +500,227 @@ fail:
     return NULL;
 }
 
+/* ---- deep copy of records (record.Record.copy) ------------------------------------------------ */
+
+/* How copy treats a slot: shared, a record copied, a list of records copied, a list copied. */
+enum { C_SHARED, C_MSG, C_LIST_MSG, C_LIST };
+
+typedef struct {
+    Py_ssize_t n;
+    Py_ssize_t *off;
+    unsigned char *how;
+} CopyPlan;
+
+static PyObject *g_plans = NULL;  /* record class -> capsule of its CopyPlan */
+
+static void
+plan_free(PyObject *capsule)
+{
+    CopyPlan *p = PyCapsule_GetPointer(capsule, "onemodel.copyplan");
+    if (p != NULL) {
+        PyMem_Free(p->off);
+        PyMem_Free(p->how);
+        PyMem_Free(p);
+    }
+}
+
+/* setup_copy(plans): ``plans`` a list of ``(cls, ((slot name, how), ...))``, every slot of the
+ * class named once (how: 0 shared, 1 record, 2 list of records, 3 list). */
+static PyObject *
+cpass_setup_copy(PyObject *self, PyObject *plans)
+{
+    (void)self;
+    if (!PyList_Check(plans)) {
+        PyErr_SetString(PyExc_TypeError, "setup_copy(plans: list)");
+        return NULL;
+    }
+    PyObject *table = PyDict_New();
+    if (table == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(plans); i++) {
+        PyObject *cls, *slots;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(plans, i), "OO!", &cls, &PyTuple_Type, &slots))
+            goto fail;
+        if (!PyType_Check(cls)) {
+            PyErr_SetString(PyExc_TypeError, "setup_copy: a plan's first item is a class");
+            goto fail;
+        }
+        Py_ssize_t n = PyTuple_GET_SIZE(slots);
+        PyTypeObject *t = (PyTypeObject *)cls;
+        /* every slot of the class must be in the plan: tp_alloc leaves the others unset */
+        if (t->tp_basicsize != (Py_ssize_t)(sizeof(PyObject) + n * sizeof(PyObject *)) ||
+            t->tp_dictoffset != 0 || t->tp_weaklistoffset != 0) {
+            PyErr_Format(PyExc_TypeError, "setup_copy: %s has slots the plan does not name",
+                         t->tp_name);
+            goto fail;
+        }
+        CopyPlan *p = PyMem_Calloc(1, sizeof(CopyPlan));
+        if (p == NULL) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        p->n = n;
+        p->off = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t));
+        p->how = PyMem_Calloc((size_t)(n ? n : 1), 1);
+        PyObject *capsule = (p->off && p->how) ? PyCapsule_New(p, "onemodel.copyplan", plan_free)
+                                               : NULL;
+        if (capsule == NULL) {
+            PyMem_Free(p->off);
+            PyMem_Free(p->how);
+            PyMem_Free(p);
+            if (!PyErr_Occurred())
+                PyErr_NoMemory();
+            goto fail;
+        }
+        int r = PyDict_SetItem(table, cls, capsule);
+        Py_DECREF(capsule);
+        if (r < 0)
+            goto fail;
+        for (Py_ssize_t k = 0; k < n; k++) {
+            PyObject *name;
+            int how;
+            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(slots, k), "Ui", &name, &how))
+                goto fail;
+            if (how < C_SHARED || how > C_LIST) {
+                PyErr_SetString(PyExc_ValueError, "setup_copy: how is 0 to 3");
+                goto fail;
+            }
+            if ((p->off[k] = slot_offset(t, name)) < 0)
+                goto fail;
+            p->how[k] = (unsigned char)how;
+        }
+    }
+    Py_XSETREF(g_plans, table);
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(table);
+    return NULL;
+}
+
+static CopyPlan *
+plan_of(PyObject *obj)
+{
+    PyObject *capsule = PyDict_GetItemWithError(g_plans, (PyObject *)Py_TYPE(obj));
+    if (capsule == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_LookupError, "no copy plan for %s", Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    return PyCapsule_GetPointer(capsule, "onemodel.copyplan");
+}
+
+/* A new record of ``old``'s class, its slots unset, pushed on the work stack with ``old``. */
+static PyObject *
+push_new(PyObject *old, PyObject ***stack, Py_ssize_t *len, Py_ssize_t *cap)
+{
+    if (plan_of(old) == NULL)
+        return NULL;
+    PyTypeObject *t = Py_TYPE(old);
+    PyObject *new = t->tp_alloc(t, 0);
+    if (new == NULL)
+        return NULL;
+    if (*len + 2 > *cap) {
+        Py_ssize_t c = *cap ? *cap * 2 : 256;
+        PyObject **s = PyMem_Realloc(*stack, (size_t)c * sizeof(PyObject *));
+        if (s == NULL) {
+            Py_DECREF(new);
+            PyErr_NoMemory();
+            return NULL;
+        }
+        *stack = s, *cap = c;
+    }
+    (*stack)[(*len)++] = old;  /* borrowed: ``old`` lives in the tree being copied */
+    (*stack)[(*len)++] = new;  /* borrowed: owned by its parent (or the caller's root) */
+    return new;
+}
+
+/* copy(record) -> record: record.Record.copy(deep=True). */
+static PyObject *
+cpass_copy(PyObject *self, PyObject *obj)
+{
+    (void)self;
+    if (g_plans == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_cpass.setup_copy was not called");
+        return NULL;
+    }
+    PyObject **stack = NULL;
+    Py_ssize_t len = 0, cap = 0;
+    /* the copies form a tree as the records do: the cyclic GC has nothing to find while they
+     * are made, and would traverse them again and again (as _cdecode.c's decode, it is off) */
+    int gc_was = PyGC_Disable();
+    PyObject *root = push_new(obj, &stack, &len, &cap);
+    if (root == NULL)
+        goto fail;
+    while (len) {
+        PyObject *new = stack[--len], *old = stack[--len];
+        CopyPlan *p = plan_of(old);
+        if (p == NULL)
+            goto fail;
+        for (Py_ssize_t k = 0; k < p->n; k++) {
+            PyObject *v = *(PyObject **)((char *)old + p->off[k]), *c = NULL;
+            if (v == NULL) {  /* an unset slot: Python's getattr raises */
+                PyErr_Format(PyExc_AttributeError, "a %s has an unset field",
+                             Py_TYPE(old)->tp_name);
+                goto fail;
+            }
+            switch (p->how[k]) {
+            case C_MSG:
+                if (v == Py_None)
+                    c = Py_NewRef(v);
+                else if ((c = push_new(v, &stack, &len, &cap)) == NULL)
+                    goto fail;
+                break;
+            case C_LIST_MSG: {
+                if (!PyList_Check(v) && !PyTuple_Check(v)) {  /* (the copies' sources must
+                                                                  stay owned by ``old``) */
+                    PyErr_Format(PyExc_TypeError, "a %s holds a %s where a list is",
+                                 Py_TYPE(old)->tp_name, Py_TYPE(v)->tp_name);
+                    goto fail;
+                }
+                PyObject *seq = PySequence_Fast(v, "a list of records");
+                if (seq == NULL)
+                    goto fail;
+                Py_ssize_t m = PySequence_Fast_GET_SIZE(seq);
+                c = PyList_New(m);
+                if (c == NULL) {
+                    Py_DECREF(seq);
+                    goto fail;
+                }
+                /* set into the new record first: the list owns each copy as it is made */
+                *(PyObject **)((char *)new + p->off[k]) = c;
+                for (Py_ssize_t j = 0; j < m; j++) {
+                    PyObject *x = push_new(PySequence_Fast_GET_ITEM(seq, j), &stack, &len, &cap);
+                    if (x == NULL) {
+                        Py_DECREF(seq);
+                        goto fail;
+                    }
+                    PyList_SET_ITEM(c, j, x);
+                }
+                Py_DECREF(seq);
+                continue;
+            }
+            case C_LIST:
+                if ((c = PySequence_List(v)) == NULL)
+                    goto fail;
+                break;
+            default:
+                c = Py_NewRef(v);
+            }
+            *(PyObject **)((char *)new + p->off[k]) = c;
+        }
+    }
+    PyMem_Free(stack);
+    if (gc_was)
+        PyGC_Enable();
+    return root;
+fail:
+    PyMem_Free(stack);
+    Py_XDECREF(root);
+    if (gc_was)
+        PyGC_Enable();
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"setup", (PyCFunction)(void (*)(void))cpass_setup, METH_FASTCALL,
      "setup(Node, ValueInfo): look up the records' slots."},
@@ -502,6 +730,9 @@ static PyMethodDef methods[] = {
      "bound(nodes, path, cache, bind, out, sub): validation.operators.bound_nodes' walk."},
     {"annotate", (PyCFunction)(void (*)(void))cpass_annotate, METH_FASTCALL,
      "annotate(nodes, have, values, by_id, resolve) -> new ValueInfo entries."},
+    {"setup_copy", (PyCFunction)cpass_setup_copy, METH_O,
+     "setup_copy(plans): the slots of each record class and how copy treats them."},
+    {"copy", (PyCFunction)cpass_copy, METH_O, "copy(record) -> its deep copy (Record.copy)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -339,6 +339,11 @@ class Record(metaclass=_RecordMeta):
         iterative (records nested any depth deep copy without recursion)."""
         if not deep:
             return _copy.copy(self)
+        from .accelerator import copy_record
+
+        fast = copy_record(self)  # the same in C (onemodel/ir/_cpass.c), when built
+        if fast is not None:
+            return fast
         root = type(self).__new__(type(self))
         work = [(self, root)]
         while work:

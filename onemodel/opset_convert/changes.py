@@ -43,7 +43,6 @@ SEMANTIC: dict[tuple[str, str, int], str] = {
     **{("", op, 8): "multidirectional (numpy) broadcasting of its inputs"
        for op in ("Max", "Mean", "Min", "Sum")},
     ("", "PRelu", 7): "a slope unidirectionally broadcast to the input",
-    ("", "Gemm", 6): "C broadcast to (M, N) as the legacy broadcast attribute says",
     ("", "If", 11): "branch outputs of different shapes",
     ("", "NonMaxSuppression", 11): "the stated range of iou_threshold, [0, 1]",
     **{("", op, 11): "explicit defaults of strides and dilations (1 along each spatial axis) "
@@ -52,7 +51,6 @@ SEMANTIC: dict[tuple[str, str, int], str] = {
     ("", "Pad", 19): "mode 'wrap'",
     ("", "Resize", 19): "coordinate_transformation_mode 'half_pixel_symmetric'",
     **{("", op, 18): "reduction 'max' and 'min'" for op in ("ScatterElements", "ScatterND")},
-    ("", "DepthToSpace", 28): "a definition revised in opset 28",
     ("", "Mod", 28): "fmod's rounding of the quotient restated in opset 28",
 }
 

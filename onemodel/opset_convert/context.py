@@ -89,6 +89,16 @@ class Step:
         equal when they are the same, None where unknown), or None (rank unknown)."""
         return None if not name else self.scope.dims(name)
 
+    def inferred_dims(self, node: Node, k: int):
+        """The extents inference gave output ``k`` of ``node`` (any node of the model, one in a
+        subgraph too: a branch of If, a body of Loop or Scan), as :meth:`dims` gives them, or
+        None (the output is not a tensor, or its rank is not known)."""
+        records = self.scope.conv.records.get(id(node), ())
+        if not records or k >= len(records[0][1]):
+            return None
+        v = records[0][1][k]
+        return v.shape if v is not None and v.kind == "tensor" else None
+
     def elements(self, name: str | None):
         """The elements of small tensor ``name`` as inference knows them (a tuple of ints,
         symbolic extents and None where unknown: a shape computed from ``Shape``), or None."""

@@ -194,3 +194,12 @@ def operators(domain: str | None = "") -> tuple[str, ...]:
 def onnx_version() -> str:
     """The version of the onnx package the table was generated from (``"1.23.2"``)."""
     return _tab().onnx_version
+
+
+def function_bodies(op_type: str, domain: str | None, since: int) -> tuple:
+    """The function bodies ONNX gives the definition of ``op_type`` introduced at ``since``
+    (Part 2: an operator "defined as a function"): ``((opset, FunctionProto bytes), ...)``, one
+    per operator set version the body is written for, ascending; ``()`` when the definition has
+    none stored (context-dependent bodies, built by onnx from a node's attributes and input
+    types, are not stored: tools/gen_schemas.py)."""
+    return _tab().function_bodies(_domain(domain), op_type, since)

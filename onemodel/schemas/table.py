@@ -11,7 +11,12 @@ the operator's definitions, one JSON list of entries by ``since`` ascending::
      "outputs": [...the same...],
      "attributes": [[name, type, required(, default)]...],      # default only when there is one
      "constraints": [[param, index into type_lists]...],
-     "counts": [min_input, max_input, min_output, max_output]}
+     "counts": [min_input, max_input, min_output, max_output],
+     "functions": [[opset, base64 of a FunctionProto], ...]}   # only when it has a body
+
+``functions`` are the function bodies the definition provides (ONNX Part 2, an operator defined
+as a function), each written for one operator set version (ascending); the context-dependent
+bodies onnx builds from a node are not stored.
 
 The header is read on first use (a few ms); an operator's entries are parsed and turned into
 :class:`~onemodel.schemas.types.Schema` records when it is first asked for.
@@ -54,6 +59,7 @@ class Table:
         self._index: dict[str, dict[str, list]] = header["index"]
         self._body = memoryview(raw)[end + 1:]
         self._decoded: dict[tuple[str, str], tuple[Schema, ...]] = {}
+        self._bodies: dict[tuple[str, str, int], tuple] = {}
 
     def domains(self) -> tuple[str, ...]:
         return tuple(self._index)
@@ -74,7 +80,17 @@ class Table:
             found = self._decoded[key] = tuple(self._schema(domain, op_type, e) for e in entries)
         return found
 
+    def function_bodies(self, domain: str, op_type: str, since: int) -> tuple:
+        """The function bodies of the definition of the operator introduced at ``since``:
+        ``((opset, FunctionProto bytes), ...)`` by opset ascending; ``()`` when it has none."""
+        self.schemas(domain, op_type)
+        return self._bodies.get((domain, op_type, since), ())
+
     def _schema(self, domain: str, op_type: str, e: dict) -> Schema:
+        if "functions" in e:
+            import base64
+            self._bodies[(domain, op_type, e["since"])] = tuple(
+                (v, base64.b64decode(b)) for v, b in e["functions"])
         attrs = {}
         for a in e["attributes"]:
             attrs[a[0]] = AttributeSpec(a[0], a[1], a[2], len(a) > 3, a[3] if len(a) > 3 else None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ...operators import adapter
+from ..function_body import FunctionBody
 from ..generic import AttributeAdded, InputAdded
 
 
@@ -21,3 +22,11 @@ class Attention25(AttributeAdded):
 
 adapter("Attention", since=24)(Attention24)
 adapter("Attention", since=25)(Attention25)
+
+
+class SwiGLU28(FunctionBody):
+    """SwiGLU, introduced at 28: below it, its function body (Swish of one input times the
+    other, Swish written out in turn below 24)."""
+
+
+adapter("SwiGLU", since=28)(SwiGLU28)

@@ -94,7 +94,31 @@ class Cast6:
         return None
 
 
+class CastLike15:
+    """CastLike, introduced at 15: below it, a Cast to the element type of ``target_type``
+    (the definition's own function body, with that type known); refused when it is not."""
+
+    #: attached to the first definition: converts below it
+    decomposition = True
+
+    @staticmethod
+    def up(step, node):
+        return None  # a first definition: nothing comes before it to go up from
+
+    @staticmethod
+    def down(step, node):
+        from ...ir import Attribute, Node
+
+        like = step.input(1)
+        code = step.elem(like)
+        if not code:
+            step.refuse(f"the element type of {like!r} is not known")
+        return [Node(op_type="Cast", inputs=[step.input(0)], outputs=list(node.outputs[:1]),
+                     name=node.name, attributes=[Attribute.make("to", int(code))])]
+
+
 adapter("Cast", since=6)(Cast6)
+adapter("CastLike", since=15)(CastLike15)
 for _op in ("Cast", "CastLike"):
     adapter(_op, since=19)(Saturate19)
     adapter(_op, since=24)(RoundMode24)

@@ -171,4 +171,33 @@ for _op in ("Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Equal", "Gre
     adapter(_op, since=7)(Broadcast7)
 for _op in ("Max", "Mean", "Min", "Sum"):
     adapter(_op, since=8)(SameShapes8)
+class Mod28:
+    """Mod at 28: the definition restated as a rounding of the quotient, ``fmod`` 0 (floor,
+    the sign of B) and 1 (truncation, the sign of A) each for every element type; before,
+    fmod=0 was for integer types and fmod=1 for floating-point ones. Up unchanged. Down: a
+    node that keeps to that pairing is unchanged; fmod=0 on floating-point values (whose
+    special cases, B infinite, are not those of ``A - Floor(A / B) * B``) and fmod=1 on
+    integers are refused, as is a node whose element type is not known."""
+
+    FLOATS = (1, 10, 11, 16)
+
+    @staticmethod
+    def up(step, node):
+        return None
+
+    @staticmethod
+    def down(step, node):
+        code = step.elem(step.input(0))
+        if code is None:
+            step.refuse(f"the element type of {step.input(0)!r} is not known, and "
+                        f"Mod-{step.target} ties fmod to it")
+        fmod = int(step.attr("fmod", 0))
+        if fmod != (1 if code in Mod28.FLOATS else 0):
+            kind = "floating-point" if code in Mod28.FLOATS else "integer"
+            step.refuse(f"fmod={fmod} on {kind} values: Mod-{step.target} takes fmod="
+                        f"{1 - fmod} for them")
+        return None
+
+
 adapter("Clip", since=11)(Clip11)
+adapter("Mod", since=28)(Mod28)

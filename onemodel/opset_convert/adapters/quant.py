@@ -68,3 +68,4 @@ for _op in ("QuantizeLinear", "DequantizeLinear"):
     adapter(_op, since=21)(Blocked21)
     adapter(_op, since=23)(Precision23)
 adapter("QuantizeLinear", since=19)(Saturate19)
+

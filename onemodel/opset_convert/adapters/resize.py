@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...lazy import np
 from ...operators import adapter
-from ..generic import AttributeAdded, AttributeToInput, AttributeValues, _set_input
+from ..generic import AttributeAdded, AttributeToInput, AttributeValues, _plain, _set_input
 
 
 class Resize11:
@@ -86,6 +86,45 @@ class Resize19(AttributeValues):
     values = {"coordinate_transformation_mode": ("half_pixel_symmetric",)}
 
 
+class Upsample7:
+    """Upsample at 7: Upsample-1's ``height_scale`` and ``width_scale`` (of a 4-D input
+    [N, C, H, W], each at least 1) became ``scales``, one per axis, and its mode 'bilinear'
+    (over H and W) is named 'linear'. Up: ``scales`` [1, 1, height_scale, width_scale], the
+    mode renamed. Down: ``scales`` must be four values with 1 for N and C and at least 1 for
+    H and W, else refused; mode 'linear' is written 'bilinear'."""
+
+    _MODES = {"bilinear": "linear"}
+
+    @staticmethod
+    def up(step, node):
+        hs, ws = step.attr("height_scale"), step.attr("width_scale")
+        if hs is None or ws is None:
+            step.refuse("height_scale and width_scale, which Upsample-1 requires, are not "
+                        "both set")
+        step.remove_attr("height_scale")
+        step.remove_attr("width_scale")
+        step.set_attr("scales", [1.0, 1.0, float(hs), float(ws)])
+        mode = _plain(step.attr("mode"))
+        if mode in Upsample7._MODES:
+            step.set_attr("mode", Upsample7._MODES[mode])
+        return None
+
+    @staticmethod
+    def down(step, node):
+        scales = [float(s) for s in step.attr("scales") or ()]
+        if len(scales) != 4 or scales[:2] != [1.0, 1.0] or min(scales[2:]) < 1:
+            step.refuse(f"scales {scales}: Upsample-{step.target} scales only H and W of a "
+                        "4-D input, by at least 1")
+        step.remove_attr("scales")
+        step.set_attr("height_scale", scales[2])
+        step.set_attr("width_scale", scales[3])
+        mode = _plain(step.attr("mode"))
+        back = {v: k for k, v in Upsample7._MODES.items()}
+        if mode in back:
+            step.set_attr("mode", back[mode])
+        return None
+
+
 class Upsample9(AttributeToInput):
     """Upsample at 9: the ``scales`` attribute became input 1 (float32)."""
 
@@ -109,6 +148,7 @@ class Upsample10:
         return None
 
 
+adapter("Upsample", since=7)(Upsample7)
 adapter("Upsample", since=9)(Upsample9)
 adapter("Upsample", since=10)(Upsample10)
 adapter("Resize", since=11)(Resize11)

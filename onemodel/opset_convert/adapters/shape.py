@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...lazy import np
 from ...operators import adapter
+from ..function_body import FunctionBody
 from ..generic import (
     AttributeAdded,
     AttributeToInput,
@@ -570,3 +571,11 @@ adapter("Reshape", since=14)(Reshape14)
 adapter("Shape", since=15)(Shape15)
 adapter("GatherND", since=12)(GatherND12)
 adapter("DepthToSpace", since=11)(DepthToSpace11)
+
+
+class Range11(FunctionBody):
+    """Range, introduced at 11: below it, its function body (the element count from Ceil,
+    then a Loop adding ``delta`` that many times)."""
+
+
+adapter("Range", since=11)(Range11)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...lazy import np
 from ...operators import adapter
+from ..function_body import FunctionBody
 from ..generic import _set_input
 
 
@@ -49,3 +50,12 @@ class DFT20:
 
 
 adapter("DFT", since=20)(DFT20)
+
+
+class Window17(FunctionBody):
+    """HannWindow, HammingWindow, BlackmanWindow, introduced at 17: below it, their function
+    bodies (cosines of a Range, itself introduced at 11)."""
+
+
+for _op in ("HannWindow", "HammingWindow", "BlackmanWindow"):
+    adapter(_op, since=17)(Window17)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ...operators import adapter
+from ..function_body import FunctionBody
 from ..generic import Renamed
 
 
@@ -74,3 +75,11 @@ class NonMaxSuppression11:
 adapter("NonMaxSuppression", since=11)(NonMaxSuppression11)
 adapter("RoiAlign", since=16)(RoiAlign16)
 adapter("GridSample", since=20)(GridSample20)
+
+
+class AffineGrid20(FunctionBody):
+    """AffineGrid, introduced at 20: below it, its function body (the base grid from Range,
+    If on the 2-D or 3-D case and align_corners, MatMul with theta)."""
+
+
+adapter("AffineGrid", since=20)(AffineGrid20)
