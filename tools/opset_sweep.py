@@ -150,8 +150,12 @@ def _run(case, operator, model) -> tuple[str, str]:
 def sweep_case(args) -> dict:
     """Every conversion of one case: ``{"case", "skipped" | "conversions": [...]}``, each
     conversion ``{"domain", "from", "to", "outcome", "detail", "back"}``."""
-    case, operator, quick = args
-    warnings.simplefilter("ignore")
+    with warnings.catch_warnings():  # (the notes of conversions: the counts say enough)
+        warnings.simplefilter("ignore")
+        return _sweep_case(*args)
+
+
+def _sweep_case(case, operator, quick) -> dict:
     out = {"case": case.name, "operator": operator[1], "conversions": []}
     try:
         model = decode_model(case.model_path.read_bytes(), source=str(case.model_path))
@@ -257,12 +261,27 @@ def table(s: dict) -> str:
     return "\n".join(lines)
 
 
+class _InProcess:
+    """The part of a ``multiprocessing.Pool`` :func:`main` uses, in this process (``--jobs 1``)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    @staticmethod
+    def imap_unordered(fn, items, chunksize=1):
+        return map(fn, items)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true",
                     help="per case only the latest, the lowest and the next lower version")
     ap.add_argument("--ops", help="comma-separated operators: only the cases testing them")
-    ap.add_argument("--jobs", type=int, default=2, help="processes (default 2)")
+    ap.add_argument("--jobs", type=int, default=2,
+                    help="processes (default 2; 1 runs in this process)")
     ap.add_argument("--json", help="write the summary to this file")
     ap.add_argument("-v", "--verbose", action="store_true", help="print each case as it ends")
     a = ap.parse_args(argv)
@@ -276,7 +295,7 @@ def main(argv=None) -> int:
         if wanted is None or op[1] in wanted:
             work.append((c, op, a.quick))
     results = []
-    with multiprocessing.Pool(a.jobs) as pool:
+    with multiprocessing.Pool(a.jobs) if a.jobs > 1 else _InProcess() as pool:
         for r in pool.imap_unordered(sweep_case, work, chunksize=4):
             results.append(r)
             if a.verbose:
