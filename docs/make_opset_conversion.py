@@ -6,7 +6,9 @@ keeps the file up to date."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from pathlib import Path
 
 from onemodel import schemas
 from onemodel.operators.table import exact
@@ -14,6 +16,10 @@ from onemodel.opset_convert.changes import SEMANTIC, changes
 from onemodel.opset_convert.ir_versions import REQUIRED_IR
 
 DOMAINS = (("", "ai.onnx"), ("ai.onnx.ml", "ai.onnx.ml"))
+#: the counts of the last whole conformance sweep, written by ``tools/opset_sweep.py --json``
+SWEEP = Path(__file__).resolve().parent / "opset-sweep.json"
+#: the refusal reasons the document shows (the JSON keeps more)
+SHOWN_REASONS = 15
 
 _HEAD = """# Opset conversion: coverage
 
@@ -76,17 +82,60 @@ ai.onnx.ml: {ml_rows}.
 How it is proved (`tests/opset_convert/`): every adapter converts small models up and down
 through its change, `check` finds no error after each step and the evaluator gives the
 original's outputs (bit for bit where the conversion changes no arithmetic, within rtol 1e-6
-of float64 otherwise); a fixed sample of the ONNX node conformance cases of 29 operators is
-converted to opsets 7 to 25 and reproduces each case's expected outputs, and back up again;
-the testdata exports (CNNs, a detector, BERT and GPT-2 tiny, a scikit-learn pipeline) are
-converted to opsets 11, 13, 17 and 21 and onnxruntime gives the original's outputs.
+of float64 otherwise); a fixed sample of the ONNX node conformance cases shows every operator
+that has an adapter or a conversion reproducing its case's expected outputs converted down,
+back up and up (the few whose cases cannot show it are asserted with the reason), and the
+cases of 48 operators are converted to opsets 7 to 25; the testdata exports (CNNs, a
+detector, BERT and GPT-2 tiny, a scikit-learn pipeline) and a quantized (QDQ) model are
+converted to opsets 11, 13, 17 and 21 and onnxruntime gives the original's outputs. The whole
+sweep over every conformance case is `tools/opset_sweep.py` (below).
 
 ## Counts
 
 {counts}
 
+{sweep}
+
 ## ai.onnx
 """
+
+
+def _sweep() -> str:
+    """The section on the conformance sweep, from :data:`SWEEP`."""
+    s = json.loads(SWEEP.read_text())
+    c = s["counts"]
+    out = ["## Conformance sweep", "",
+           "Every ONNX node conformance case (single-node and multi-node, the `_expanded` "
+           "function bodies too) is converted to the latest opset and down to every lower one "
+           "at which all its operators exist (or below, where an operator decomposes); each "
+           "result must pass `check` and shape inference, and the evaluator must reproduce the "
+           "case's expected outputs within the Clause 11.5 tolerances (the comparison of "
+           "tests/evaluate/node_conformance.py); each conversion down is converted back up "
+           "and must reproduce them again. "
+           f"`{s['command']}` ({s['seconds']} s on 2 cores) last gave:", "",
+           f"- cases: {c.get('cases', 0)}, swept {c.get('cases converted', 0)} (left out, "
+           "their own model not reproduced by the evaluator: "
+           + (", ".join(f"{k} {v}" for k, v in s["skipped"].items()) or "none") + ");",
+           f"- conversions: {c.get('conversions', 0)}; round trips (down, then back up) "
+           f"reproduced: {c.get('round trip passed', 0)};", "",
+           "| Outcome | Up | Down |", "|---|---|---|"]
+    for o, text in (("passed", "reproduced the expected outputs"),
+                    ("refused", "refused (ConversionRefused, every node named)"),
+                    ("differs", "output differences"),
+                    ("not runnable", "not runnable by the evaluator"),
+                    ("check", "failed check or shape inference"),
+                    ("error", "errors (exceptions)")):
+        out.append(f"| {text} | {c.get(f'{o} up', 0)} | {c.get(f'{o} down', 0)} |")
+    out += ["", "Refused nodes by kind of reason:", "", "| Nodes | Reason |", "|---|---|"]
+    out += [f"| {v} | {_cell(k)} |" for k, v in s["refusal kinds"].items()]
+    out += ["", f"The {SHOWN_REASONS} most frequent reasons (numbers and names blanked):", "",
+            "| Nodes | Operator: reason |", "|---|---|"]
+    out += [f"| {v} | {_cell(k)} |"
+            for k, v in list(s["refusal reasons"].items())[:SHOWN_REASONS]]
+    n = s["problem count"]
+    out += ["", f"Output differences, failures and errors: {n}."
+            + (" Each is a bug, listed in `docs/opset-sweep.json`." if n else "")]
+    return "\n".join(out)
 
 
 def _ir_rows() -> str:
@@ -139,7 +188,8 @@ def render() -> str:
         c = t[d]
         counts.append(f"| {name} | {c['operators']} | {c['pairs']} | {c['identical']} | "
                       f"{c['adapted']} | {c['refused down']} | {c['not yet covered']} |")
-    out = [_HEAD.format(ir_rows=_ir_rows(), ml_rows=_ml_rows(), counts="\n".join(counts))]
+    out = [_HEAD.format(ir_rows=_ir_rows(), ml_rows=_ml_rows(), counts="\n".join(counts),
+                        sweep=_sweep())]
     for d, name in DOMAINS:
         if d:
             out.append(f"\n## {name}\n")

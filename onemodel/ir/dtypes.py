@@ -182,6 +182,16 @@ def name_of(code: int) -> str:
         return f"dtype({code})"
 
 
+def code_of_name(value) -> int | None:
+    """The tag of an element type named by ``value`` (``"FLOAT"``, ``b"float"``: the STRING
+    ``to`` attribute of Cast-1, before opset 6 made it the tag), or None when it names none."""
+    name = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+    try:
+        return int(DataType[name.upper()])
+    except KeyError:
+        return None
+
+
 def pack_bits(codes: np.ndarray, bits: int) -> np.ndarray:
     """Pack unsigned element codes of ``bits`` width (2, 4 or 6) into raw storage (Clause 6.3.4).
 

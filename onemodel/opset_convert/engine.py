@@ -18,7 +18,7 @@ import re
 import warnings
 
 from ..errors import InternalError, OneModelWarning, UnsupportedError, UsageError
-from ..ir import Graph, Model, Node, Tensor, ValueInfo, normalize_domain
+from ..ir import Model, Node, Tensor, ValueInfo, normalize_domain
 from ..ir.types import Type
 from ..ir.walk import check_nesting, iter_graphs
 from ..lazy import np
@@ -111,7 +111,7 @@ def convert(model: Model, targets, ir_version: int | None = None) -> Conversion:
     _prune(new, used | conv.added)
     new.ir_version = ir_version if ir_version is not None else _ir_for(new, model.ir_version)
     if new.ir_version < 4 and new.graph is not None:
-        _initializers_as_inputs(new.graph)
+        _initializers_as_inputs(new)
     return Conversion(new, conv.notes, conv.steps, conv.contradictions)
 
 
@@ -213,15 +213,30 @@ def _prune(model: Model, candidates: set) -> None:
             and n.outputs[0] in gone and n.outputs[0] not in keep)]
 
 
-def _initializers_as_inputs(graph: Graph) -> None:
-    """Below IR version 4 every initializer of the main graph is also a graph input (Part 1,
-    Clause 7.2): each that is not is added, with its type."""
+def _initializers_as_inputs(model: Model) -> None:
+    """Below IR version 4 every initializer is also an input of its graph (Part 1, Clause 7.2):
+    each of the main graph that is not is added as a graph input, with its type; a subgraph's,
+    whose inputs its operator fixes (a Loop body, an If branch), become Constant nodes at the
+    head of the subgraph instead."""
+    from ..ir import Attribute
+
+    graph = model.graph
     have = {vi.name for vi in graph.inputs}
     for t in graph.initializers:
         if t.name and t.name not in have:
             graph.inputs.append(ValueInfo(name=t.name, type=Type.tensor(t.data_type,
                                                                           list(t.dims))))
             have.add(t.name)
+    for _, g in _all_graphs(model):
+        if g is graph or not g.initializers:
+            continue
+        heads = []
+        for t in g.initializers:
+            name, t.name = t.name, None
+            heads.append(Node(op_type="Constant", inputs=[], outputs=[name],
+                              attributes=[Attribute.make("value", t)]))
+        g.nodes = heads + list(g.nodes)
+        g.initializers = []
 
 
 def _all_graphs(model: Model):

@@ -24,9 +24,10 @@ def _normalized(step, value: int, name: str, what: str) -> int:
 class LegacyAttribute:
     """Attributes the earlier definition had and the later one dropped, without meaning for
     the result (``consumed_inputs``: a hint of in-place use, ONNX 1-2 before opset 6): up drops
-    them, down leaves them unset. ``explicit``: attributes whose default changed, set
-    explicitly to the default of the definition the node comes from, so that the node keeps
-    computing the same."""
+    them, down leaves them unset (``consumed_inputs`` where the earlier definition requires
+    it: 0 for every input, none used in place). ``explicit``: attributes whose default
+    changed, set explicitly to the default of the definition the node comes from, so that the
+    node keeps computing the same."""
 
     dropped: tuple = ("consumed_inputs",)
     explicit: tuple = ()
@@ -46,6 +47,12 @@ class LegacyAttribute:
     @classmethod
     def down(cls, step, node):
         cls._explicit(step, node)
+        if "consumed_inputs" in cls.dropped and not step.has_attr("consumed_inputs"):
+            from ..operators.table import definition
+            spec = definition(step.domain, node.op_type, step.target)
+            spec = spec.attributes.get("consumed_inputs") if spec is not None else None
+            if spec is not None and spec.required:  # BatchNormalization-1 requires it
+                step.set_attr("consumed_inputs", [0] * len(node.inputs))  # none in place
 
 
 class AttributeAdded:

@@ -250,8 +250,10 @@ class Result:
     expected: str = "case"
 
 
-def run_case(case, operator: tuple, stats: Stats | None = None) -> Result:
+def run_case(case, operator: tuple, stats: Stats | None = None, model=None) -> Result:
     """Run every data set of one node case; see the module docstring for what passes.
+    ``model`` runs in place of the case's own model (the same case converted to another
+    operator set, tools/opset_sweep.py); its graph inputs and outputs must be the case's.
 
     ``unsupported``: the evaluator refuses the model before running it (UnsupportedError from
     :class:`Session`), which is how it reports an operator it does not claim (Clause 4.4).
@@ -259,7 +261,8 @@ def run_case(case, operator: tuple, stats: Stats | None = None) -> Result:
     ``operator`` is the case's :func:`operator_of`.
     """
     start = time.perf_counter()
-    model = decode_model(case.model_path.read_bytes(), source=str(case.model_path))
+    if model is None:
+        model = decode_model(case.model_path.read_bytes(), source=str(case.model_path))
     ops = operator
     try:
         session = Session(model)

@@ -358,3 +358,71 @@ def test_greater_or_equal_below_12_keeps_nan_false():
         with pytest.raises(ConversionRefused, match=r"'a' is tensor\(float\), which Equal-7 "
                                                     "does not admit"):
             convert(m, {"": 9})
+
+
+def test_cast_below_6_names_its_type_and_infers_and_runs():
+    """Cast-1 names its target type (``to`` a STRING, 'DOUBLE'): converted down to opset 5 the
+    node is inferred (float64 output, no contradiction) and evaluated to the same values."""
+    from onemodel.inference import infer_model
+    from onemodel.opset_convert import convert_checked
+
+    m = model([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.DOUBLE)],
+              [value("x", F, [3])], [value("y", F64, [3])], 13)
+    x = np.array([1.5, -2.25, 3e8], np.float32)
+    down = convert_checked(m, {"": 5}).model
+    node = down.graph.nodes[0]
+    assert [a.s for a in node.attributes if a.name == "to"] in ([b"DOUBLE"], ["DOUBLE"])
+    assert not infer_model(down).contradictions
+    (y,) = run(down, {"x": x})
+    assert y.dtype == np.float64
+    np.testing.assert_array_equal(y, x.astype(np.float64))
+    back = through(down, [13], {"x": x}, [x.astype(np.float64)])
+    assert ops(back) == ["Cast"]
+
+
+def test_batchnormalization_down_to_1_has_its_required_consumed_inputs():
+    """BatchNormalization-1 requires ``consumed_inputs``: converted down to opset 5 the node
+    gets it (0 for each of its five inputs: none used in place), check is clean and the
+    outputs are the same; back up to 15 it is dropped again."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    inits = {"s": np.array([1.0, 2.0, 0.5], np.float32), "b": np.array([0.0, 1.0, -1.0],
+                                                                       np.float32),
+             "mean": np.array([0.1, -0.2, 0.3], np.float32),
+             "var": np.array([1.0, 0.5, 2.0], np.float32)}
+    m = model([helper.make_node("BatchNormalization", ["x", "s", "b", "mean", "var"], ["y"],
+                                epsilon=1e-3)],
+              [value("x", F, [2, 3, 4])], [value("y", F, [2, 3, 4])], 15, initializers=inits)
+    c = (1, 3, 1)
+    want = ((x.astype(np.float64) - inits["mean"].reshape(c))
+            / np.sqrt(inits["var"].reshape(c).astype(np.float64) + np.float64(np.float32(1e-3)))
+            * inits["s"].reshape(c) + inits["b"].reshape(c))
+    low = through(m, [5], {"x": x}, [want], rtol=1e-5, atol=1e-6)
+    (node,) = low.graph.nodes
+    assert [list(a.ints) for a in node.attributes if a.name == "consumed_inputs"] == [[0] * 5]
+    back = through(low, [15], {"x": x}, [want], rtol=1e-5, atol=1e-6)
+    assert not [a for a in back.graph.nodes[0].attributes if a.name == "consumed_inputs"]
+
+
+@pytest.mark.parametrize("to", [TensorProto.FLOAT8E4M3FNUZ, TensorProto.FLOAT8E5M2FNUZ])
+def test_saturating_cast_to_fnuz_is_refused_across_24(to):
+    """Cast-24 restated the saturation of +-Inf to the FNUZ float8 types (NaN before, the
+    largest finite value from 24): a saturating cast to one is refused both ways, naming why;
+    saturate=0 (Inf gives NaN in both) and a cast to FLOAT8E4M3FN convert and compute the
+    same."""
+    x = np.array([np.inf, -np.inf, 1.0, 1e6], np.float32)
+
+    def cast(target, version, **attrs):
+        return model([helper.make_node("Cast", ["x"], ["y"], to=target, **attrs)],
+                     [value("x", F, [4])], [value("y", target, [4])], version)
+
+    for m, v in ((cast(to, 25), 23), (cast(to, 23), 25)):
+        with pytest.raises(ConversionRefused, match="saturating cast to FLOAT8E.M.FNUZ: "
+                                                    r"\+-Inf gives NaN before opset 24"):
+            convert(m, {"": v})
+    for m in (cast(to, 25, saturate=0), cast(TensorProto.FLOAT8E4M3FN, 25)):
+        (want,) = run(m, {"x": x})
+        low = convert(m, {"": 23}).model
+        clean(low)
+        (got,) = run(low, {"x": x})
+        assert got.tobytes() == want.tobytes()

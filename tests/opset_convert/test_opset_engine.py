@@ -177,3 +177,31 @@ def test_a_target_domain_the_model_does_not_import_is_noted():
     assert conv.notes == ["the model does not import ai.onnx.ml: the target ai.onnx.ml 3 "
                           "changes nothing"]
     assert versions_of(conv.model) == {"": 14}
+
+
+def test_below_ir_4_subgraph_initializers_become_constant_nodes():
+    """IR 3 wants every initializer to be an input of its graph (Clause 7.2); a subgraph's
+    inputs are fixed by its operator (a Loop body's: iteration, condition, carried values), so
+    converted to opset 2 (IR 3) the body's initializer is a Constant node at its head: check is
+    clean, the outputs the same, and the original model is untouched."""
+    from onnx import numpy_helper
+
+    c = np.array([1.5, -2.0], np.float32)
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Add", ["acc", "c"], ["acc_out"])], "body",
+        [value("i", I64, []), value("cond_in", onnx.TensorProto.BOOL, []), value("acc", F, [2])],
+        [value("cond_out", onnx.TensorProto.BOOL, []), value("acc_out", F, [2])],
+        initializer=[numpy_helper.from_array(c, "c")])
+    m = model([helper.make_node("Loop", ["n", "", "x"], ["y"], body=body)],
+              [value("n", I64, []), value("x", F, [2])], [value("y", F, [2])], 13)
+    x = np.array([4.0, 5.0], np.float32)
+    low = convert_opset(m, {"": 2})
+    assert low.ir_version == 3
+    clean(low)
+    g = next(a.g for a in low.graph.nodes[0].attributes if a.name == "body")
+    assert not g.initializers and [n.op_type for n in g.nodes] == ["Constant", "Identity",
+                                                                    "Add"]
+    np.testing.assert_array_equal(run(low, {"n": np.array(3), "x": x})[0], x + 3 * c)
+    orig = next(a.g for a in m.graph.nodes[0].attributes if a.name == "body")
+    assert [t.name for t in orig.initializers] == ["c"]

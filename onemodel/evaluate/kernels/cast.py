@@ -187,6 +187,12 @@ def cast(ctx, x):
     to = ctx.attr("to")
     if to is None:
         raise InvalidModelError("Cast needs the 'to' attribute")
+    if isinstance(to, (str, bytes)):  # Cast-1: the type's name, a STRING
+        from ...ir.dtypes import code_of_name
+        code = code_of_name(to)
+        if code is None:
+            raise InvalidModelError(f"Cast: 'to' is {to!r}, which names no element type")
+        to = code
     return cast_array(x, to, bool(ctx.attr("saturate", 1)), ctx.attr("round_mode", "up"),
                       fnuz_inf_nan=19 <= ctx.opset < 24)
 

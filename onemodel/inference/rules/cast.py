@@ -88,8 +88,14 @@ def _cast(ctx, x, to):
 
 
 def _to_attr(ctx):
-    from ...ir.dtypes import INFO
+    from ...ir.dtypes import INFO, code_of_name
 
+    v = ctx.attr("to")
+    if isinstance(v, (str, bytes)) and ctx.opset < 6:  # Cast-1: the type's name, a STRING
+        to = code_of_name(v)
+        if to is None:
+            ctx.contradiction(f"'to' is {v!r}, which names no element type of Table 5")
+        return to
     to = int_attr(ctx, "to")
     if to is None and ctx.has_attr("to"):
         return None  # not an int: reported

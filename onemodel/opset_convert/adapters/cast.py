@@ -39,10 +39,38 @@ class Saturate19(NarrowFloatAttribute):
     attribute = "saturate"
 
 
+#: FLOAT8E4M3FNUZ and FLOAT8E5M2FNUZ, whose saturation of +-Inf was restated at 24
+FNUZ = frozenset((18, 20))
+
+
 class RoundMode24(NarrowFloatAttribute):
-    """Cast, CastLike at 24: ``round_mode`` (float8 and float4 targets) added."""
+    """Cast, CastLike at 24: ``round_mode`` (float8 and float4 targets) added; and the
+    saturation table restated: +-Inf cast with ``saturate`` to FLOAT8E4M3FNUZ or
+    FLOAT8E5M2FNUZ gives NaN up to 23 and +-FLT_MAX from 24. A node of such a cast (or of a
+    target type not known) is refused both ways: whether its input holds an infinity cannot be
+    told."""
 
     attribute = "round_mode"
+
+    @staticmethod
+    def _fnuz(step, node):
+        to = step.attr("to") if node.op_type == "Cast" else step.elem(step.input(1))
+        if (to is None or to in FNUZ) and step.attr("saturate", 1):
+            what = "a target type not known" if to is None else \
+                ("FLOAT8E4M3FNUZ" if to == 18 else "FLOAT8E5M2FNUZ")
+            step.refuse(f"saturating cast to {what}: +-Inf gives NaN before opset 24 and the "
+                        "largest finite value from 24, and whether the input holds an "
+                        "infinity cannot be told")
+
+    @classmethod
+    def up(cls, step, node):
+        cls._fnuz(step, node)
+        return None
+
+    @classmethod
+    def down(cls, step, node):
+        cls._fnuz(step, node)
+        return super().down(step, node)
 
 
 class Cast6:
@@ -51,13 +79,11 @@ class Cast6:
 
     @staticmethod
     def up(step, node):
-        from ...ir.dtypes import DataType
+        from ...ir.dtypes import code_of_name
         to = step.attr("to")
-        name = to.decode() if isinstance(to, bytes) else str(to)
-        try:
-            code = int(DataType[name.upper()])
-        except KeyError:
-            step.refuse(f"to={name!r} names no element type")
+        code = code_of_name(to)
+        if code is None:
+            step.refuse(f"to={to!r} names no element type")
         step.set_attr("to", code)
         return None
 
