@@ -141,10 +141,13 @@ def run(layout: str, directory: str, seed: int) -> dict:
     except SystemExit as e:
         assert not e.code, e.code
     checked(os.path.join(warm, "m.onnx"), errors)
-    # a whole write, timed: the kills fall anywhere in one
-    t0 = time.perf_counter()
-    assert wait(fork_convert(src["A"], dst, flags)) == 0
-    duration = time.perf_counter() - t0
+    # whole writes, timed: the kills fall anywhere in one (the slowest of three: on a loaded
+    # machine one quick write made a window that killed every later one before it was done)
+    duration = 0.0
+    for _ in range(3):
+        t0 = time.perf_counter()
+        assert wait(fork_convert(src["A"], dst, flags)) == 0
+        duration = max(duration, time.perf_counter() - t0)
     current = "A"
     result["seconds"] = {"write": round(duration, 3)}
     t0 = time.perf_counter()
