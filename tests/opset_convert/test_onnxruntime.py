@@ -93,9 +93,9 @@ def qdq_model(per_channel: bool):
 #: model -> {target: why it is refused}; every other target converts and matches
 REFUSED = {
     # per-axis DequantizeLinear (axis) was introduced at 13: opset 11 has per-tensor only
-    "qdq_per_channel": {11: "graph.nodes[2]: DequantizeLinear-13 -> 11: the scale 's_c' is "
-                            "not known to be one value (per-axis quantization has no "
-                            "equivalent before opset 13)"},
+    "qdq_per_channel": {11: "graph.nodes[2]: DequantizeLinear-13 -> 11: the scale 's_c' "
+                            "holds 4 values (per-axis quantization has no equivalent before "
+                            "opset 13)"},
 }
 EXPORTS = sorted(p.name for p in MODELS.glob("*.onnx"))
 

@@ -9,6 +9,13 @@ from ..generic import AttributeAdded
 FLOAT8 = frozenset((17, 18, 19, 20))
 
 
+def _count(dims) -> int:
+    n = 1
+    for d in dims:
+        n *= d
+    return n
+
+
 class PerAxis13:
     """QuantizeLinear, DequantizeLinear at 13: ``axis`` (default 1) added for a scale of one
     element per channel; before, the scale was one value. Down: refused unless the scale is
@@ -22,9 +29,11 @@ class PerAxis13:
     def down(step, node):
         scale = step.dims(step.input(1))
         if scale is None or any(d != 1 for d in scale):
-            step.refuse(f"the scale {step.input(1)!r} is not known to be one value "
-                        f"(per-axis quantization has no equivalent before opset "
-                        f"{step.source})")
+            n = None if scale is None or not all(type(d) is int for d in scale) else \
+                _count(scale)
+            what = "is not known to be one value" if n is None else f"holds {n} values"
+            step.refuse(f"the scale {step.input(1)!r} {what} (per-axis quantization has no "
+                        f"equivalent before opset {step.source})")
         step.remove_attr("axis")
         return None
 
