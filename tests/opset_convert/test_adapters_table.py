@@ -261,3 +261,23 @@ def test_reshape_allowzero_of_a_shape_that_may_hold_a_0_is_refused():
                   initializers={"s": np.array([0, 2], np.int64)})
     with pytest.raises(ConversionRefused, match="allowzero=1 with a 0 in its shape"):
         convert(const, {"": 13})
+
+
+@pytest.mark.parametrize("mode,ok", [("up", True), ("down", False)])
+def test_cast_round_mode_to_float8_goes_below_24_only_as_its_default(mode, ok):
+    """Float8 types exist from 19: a Cast-24 to FLOAT8E4M3FN that states round_mode 'up' (the
+    default: what Cast-19 to 23 do) goes down without it, bit for bit; another mode has no
+    equivalent before 24 and is refused naming it."""
+    m = model([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT8E4M3FN,
+                                round_mode=mode)],
+              [value("x", F, [4])], [value("y", TensorProto.FLOAT8E4M3FN, [4])], 24)
+    if not ok:
+        with pytest.raises(ConversionRefused, match="round_mode='down' has no equivalent "
+                                                    "before opset 24"):
+            convert(m, {"": 23})
+        return
+    low = convert(m, {"": 23}).model
+    assert [a.name for a in low.graph.nodes[0].attributes] == ["to"]
+    x = np.array([0.1, -3.3, 250.0, 1e-3], np.float32)
+    got, want = run(low, {"x": x})[0], run(m, {"x": x})[0]
+    assert got.tobytes() == want.tobytes()

@@ -12,8 +12,9 @@ NARROW_FLOATS = frozenset((17, 18, 19, 20, 23, 24))
 class NarrowFloatAttribute:
     """Cast, CastLike: an attribute added for conversions to float8 / float4 only (``saturate``
     at 19, ``round_mode`` at 24), meaningless for other targets. Up unchanged; down removes it
-    when the target type is another (a float8 or float4 target does not exist before these
-    definitions: the type check refuses it)."""
+    when the target type is another, or when it holds its default (what the earlier
+    definition does: the float8 types of 19 to 23 round to nearest even); else refused (a
+    float8 or float4 target the earlier definition lacks is refused by the type check)."""
 
     attribute = ""
 
@@ -25,10 +26,16 @@ class NarrowFloatAttribute:
     def down(cls, step, node):
         if not step.has_attr(cls.attribute):
             return None
+        from ...operators.table import attribute_default
+
         to = step.attr("to") if node.op_type == "Cast" else step.elem(step.input(1))
-        if to is None or to in NARROW_FLOATS:
-            step.refuse(f"attribute {cls.attribute} applies to a float8 or float4 target, "
-                        f"which does not exist before opset {step.source}")
+        value = step.attr(cls.attribute)
+        if isinstance(value, bytes):  # a STRING attribute's octets (round_mode)
+            value = value.decode("utf-8", "replace")
+        default = attribute_default(step.domain, node.op_type, step.source, cls.attribute)
+        if (to is None or to in NARROW_FLOATS) and value != default:
+            step.refuse(f"attribute {cls.attribute}={value!r} has no equivalent before opset "
+                        f"{step.source} (only its default {default!r})")
         step.remove_attr(cls.attribute)
         return None
 
