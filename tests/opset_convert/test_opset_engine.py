@@ -177,3 +177,26 @@ def test_a_target_domain_the_model_does_not_import_is_noted():
     assert conv.notes == ["the model does not import ai.onnx.ml: the target ai.onnx.ml 3 "
                           "changes nothing"]
     assert versions_of(conv.model) == {"": 14}
+
+
+def test_share_leaves_the_original_as_it_was_and_converts_the_same():
+    """``convert(share=True)`` (what ``convert --opset`` uses) shares unchanged nodes and the
+    initializers with the original, copies a node before an adapter rewrites it: the original
+    keeps its axes input and its version-13 form; the result equals the unshared one."""
+    from onemodel.formats.onnx import encode_model
+
+    axes = np.array([1], dtype=np.int64)
+    m = model([helper.make_node("Relu", ["x"], ["r"]),
+               helper.make_node("Squeeze", ["r", "axes"], ["y"])],
+              [value("x", F, [3, 1])], [value("y", F, [3])], 13, initializers={"axes": axes})
+    before = encode_model(m)
+    shared = convert(m, {"": 11}, share=True).model
+    copied = convert(m, {"": 11}).model
+    assert encode_model(m) == before  # the original untouched
+    assert encode_model(shared) == encode_model(copied)
+    relu, squeeze = shared.graph.nodes
+    assert relu is m.graph.nodes[0]  # unchanged: shared
+    assert squeeze is not m.graph.nodes[1] and squeeze.inputs == ["r"]
+    assert squeeze.attribute("axes").value == [1] and m.graph.nodes[1].attribute("axes") is None
+    x = np.array([[1.0], [-2.0], [3.0]], dtype=np.float32)
+    assert run(shared, {"x": x})[0].tolist() == [1.0, 0.0, 3.0]
