@@ -237,24 +237,48 @@ def _used_names(model: Model) -> set:
 
 
 def _prune(model: Model, candidates: set) -> None:
-    """Remove the initializers and Constant nodes of ``candidates`` (read before the
-    conversion, or added by it) that no node reads any more and that are no graph input or
-    output: an axes input folded into an attribute leaves nothing behind."""
-    used = _used_names(model)
-    gone = candidates - used
-    if not gone:
-        return
-    for _, g in list(_all_graphs(model)):
-        keep = {vi.name for vi in (*g.inputs, *g.outputs)}
-        g.initializers = [t for t in g.initializers if t.name not in gone or t.name in keep]
-        g.nodes = [n for n in g.nodes if not (
-            n.op_type == "Constant" and not n.domain and len(n.outputs) == 1
-            and n.outputs[0] in gone and n.outputs[0] not in keep)]
+    """Remove what the conversion left unread. Of ``candidates`` (the names read before the
+    conversion, or added by it), those no node reads any more and that are no graph's or
+    function's output: their initializers (unless graph inputs), and the nodes of the
+    converted domains that produce them when none of a node's outputs is read or an output
+    (an axes input folded into an attribute leaves nothing behind: not its Constant, nor the
+    Cast or Shape chain that computed it, each producer in turn)."""
+    outputs = set()
+    for _, g in _all_graphs(model):
+        outputs.update(vi.name for vi in g.outputs)
     for fn in model.functions or ():
-        keep = set(fn.outputs)
-        fn.nodes = [n for n in fn.nodes if not (
-            n.op_type == "Constant" and not n.domain and len(n.outputs) == 1
-            and n.outputs[0] in gone and n.outputs[0] not in keep)]
+        outputs.update(fn.outputs)
+        for n in fn.nodes:
+            for sg in n.subgraphs():
+                for _, g in iter_graphs(sg):
+                    outputs.update(vi.name for vi in g.outputs)
+
+    def live(nodes: list, used: set, gone: set) -> list:
+        return [n for n in nodes if not (
+            any(o in gone for o in n.outputs)
+            and all(not o or (o not in used and o not in outputs) for o in n.outputs)
+            and normalize_domain(n.domain) in DOMAINS and not _is_function_call(model, n))]
+
+    while True:
+        used = _used_names(model)
+        gone = candidates - used - outputs
+        if not gone:
+            return
+        removed = False
+        for _, g in list(_all_graphs(model)):
+            inputs = {vi.name for vi in g.inputs}
+            g.initializers = [t for t in g.initializers
+                              if t.name not in gone or t.name in inputs]
+            kept = live(g.nodes, used, gone)
+            removed |= len(kept) != len(g.nodes)
+            g.nodes = kept
+        for fn in model.functions or ():
+            kept = live(fn.nodes, used, gone)
+            removed |= len(kept) != len(fn.nodes)
+            fn.nodes = kept
+        if not removed:
+            return
+        candidates = candidates - gone
 
 
 def _initializers_as_inputs(graph: Graph) -> None:
