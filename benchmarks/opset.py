@@ -182,7 +182,12 @@ def coverage(quick: bool, lowest: int) -> list[str]:
     top = latest("")
     targets = (*QUICK_TARGETS, top) if quick else tuple(range(lowest, top + 1))
     tally = {"onemodel": Counter(), "onnx": Counter()}
-    fails = {"onemodel": Counter(), "onnx": Counter()}
+    #: tool -> case name -> [(source -> target), ...] and the first reason
+    fails: dict = {"onemodel": {}, "onnx": {}}
+
+    def failed(tool, case, source, v, why):
+        got = fails[tool].setdefault(case.name, [[], why])
+        got[0].append(f"{source}->{v}")
     cases = 0
     t0 = time.perf_counter()
     warnings.simplefilter("ignore")
@@ -211,15 +216,14 @@ def coverage(quick: bool, lowest: int) -> list[str]:
                 except Exception as e:  # noqa: BLE001 -- onnx raises RuntimeError, others
                     tally[tool]["refused" if tool == "onnx" else "failed", way] += 1
                     if tool == "onemodel":
-                        fails[tool][f"{case.name} {source}->{v}: {type(e).__name__}: "
-                                    f"{str(e)[:100]}"] += 1
+                        failed(tool, case, source, v, f"{type(e).__name__}: {e}")
                     continue
                 problem = _reproduces(case, got, op)
                 if problem is None:
                     tally[tool]["verified", way] += 1
                 else:
                     tally[tool]["failed", way] += 1
-                    fails[tool][f"{case.name} {source}->{v}: {problem[:100]}"] += 1
+                    failed(tool, case, source, v, problem)
     dt = time.perf_counter() - t0
     print(f"\n== coverage: {cases} single-node cases, targets "
           f"{'%d-%d' % (lowest, top) if not quick else ', '.join(map(str, targets))} "
@@ -234,9 +238,10 @@ def coverage(quick: bool, lowest: int) -> list[str]:
                  for k in ("verified", "refused", "failed")]
         lines.append(f"coverage, {tool}: " + ", ".join(parts))
         if fails[tool]:
-            print(f"  {tool} failed ({sum(fails[tool].values())}), the first 12:")
-            for k in list(fails[tool])[:12]:
-                print(f"    {k}")
+            print(f"  {tool} failed on {len(fails[tool])} cases (the first 15; the conversions, "
+                  "the first reason):")
+            for name, (ways, why) in list(fails[tool].items())[:15]:
+                print(f"    {name} {', '.join(ways)}: {why[:110]}")
     return lines
 
 
