@@ -39,10 +39,35 @@ class Saturate19(NarrowFloatAttribute):
     attribute = "saturate"
 
 
+#: FLOAT8E4M3FNUZ, FLOAT8E5M2FNUZ: types without infinities
+FNUZ = frozenset((18, 20))
+#: the element types that hold infinities (float, float16, double, bfloat16)
+INFINITE = frozenset((1, 10, 11, 16))
+
+
 class RoundMode24(NarrowFloatAttribute):
-    """Cast, CastLike at 24: ``round_mode`` (float8 and float4 targets) added."""
+    """Cast, CastLike at 24: ``round_mode`` (float8 and float4 targets) added; and, to the two
+    float8 FNUZ types with ``saturate=1``, +-Inf now saturates to +-the largest finite value,
+    where the definitions 19 to 23 make it NaN: down refuses such a cast unless its input is
+    a constant without infinities."""
 
     attribute = "round_mode"
+
+    @classmethod
+    def down(cls, step, node):
+        to = step.attr("to") if node.op_type == "Cast" else step.elem(step.input(1))
+        if to in FNUZ and step.attr("saturate", 1):
+            x = step.input(0)
+            elem = step.elem(x)
+            if elem is None or elem in INFINITE:
+                value = step.constant(x)
+                from ...lazy import np
+                if value is None or np.isinf(np.asarray(value, dtype=np.float64)).any():
+                    step.refuse(f"{node.op_type}-24 saturates +-Inf to the largest finite "
+                                "value of a float8 FNUZ type, which "
+                                f"{node.op_type}-{step.target} makes NaN, and {x!r} may hold "
+                                "infinities")
+        return super().down(step, node)
 
 
 class Cast6:
