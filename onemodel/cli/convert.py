@@ -248,7 +248,8 @@ def convert(
                     tune_allocator()
 
             def transform(model):
-                done.append(convert_checked(model, targets, ir_version, check=not no_check))
+                done.append(convert_checked(model, targets, ir_version, check=not no_check,
+                                            share=True))
                 if verify_run:
                     proofs.append(_verify_run(model, done[-1].model, seed or 0, dims, shapes,
                                               engine or "onemodel"))

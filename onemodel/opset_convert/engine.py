@@ -96,16 +96,24 @@ def convert_opset(model: Model, targets, ir_version: int | None = None) -> Model
     return conv.model
 
 
-def convert(model: Model, targets, ir_version: int | None = None) -> Conversion:
-    """:func:`convert_opset`, returning the :class:`Conversion` (the notes as data)."""
+def convert(model: Model, targets, ir_version: int | None = None,
+            share: bool = False) -> Conversion:
+    """:func:`convert_opset`, returning the :class:`Conversion` (the notes as data).
+
+    ``share``: the converted model shares with ``model`` the nodes the conversion leaves as
+    they are (those without subgraphs) and the initializers, instead of copies of them (a
+    node is copied before an adapter rewrites it): much faster on large graphs, for a caller
+    that changes neither model afterwards (``onemodel convert --opset``)."""
     targets = targets_of(targets)
     if ir_version is not None and (type(ir_version) is not int or ir_version < 1):
         raise UsageError(f"an IR version is an int >= 1, not {ir_version!r}")
     check_nesting(model)
-    new = model.copy()
+    shared: set = set()
+    new = _copy_sharing(model, shared) if share else model.copy()
     for name in Model.EXTRA:
         setattr(new, name, getattr(model, name, None))
     conv = _Converter(new, targets)
+    conv.shared = shared
     used = _used_names(new)
     conv.run()
     _prune(new, used | conv.added)
@@ -116,16 +124,16 @@ def convert(model: Model, targets, ir_version: int | None = None) -> Conversion:
 
 
 def convert_checked(model: Model, targets, ir_version: int | None = None,
-                    check: bool = True) -> Conversion:
+                    check: bool = True, share: bool = False) -> Conversion:
     """:func:`convert`, then (with ``check``) the converted model checked in memory
     (:func:`onemodel.check`) and inferred (:func:`onemodel.inference.infer_model`, Clause
     9.4): an error finding or a contradiction that ``model`` does not have raises
     UnsupportedError naming the first three (what ``onemodel convert --opset`` does by
-    default)."""
+    default; ``share`` as :func:`convert`)."""
     from ..inference import infer_model
     from ..validation import check as check_model
 
-    conv = convert(model, targets, ir_version)
+    conv = convert(model, targets, ir_version, share)
     if check:
         errors = [f for f in check_model(conv.model).findings if f.severity == "error"]
         if errors:
@@ -146,6 +154,42 @@ def convert_checked(model: Model, targets, ir_version: int | None = None,
                                        f" that the original has not: {shown}")
     conv.model.format = model.format
     return conv
+
+
+def _copy_sharing(model: Model, shared: set) -> Model:
+    """A deep copy of ``model`` (:meth:`Record.copy`) that shares its nodes without
+    subgraphs and its tensors (the records themselves; their ids added to ``shared``)."""
+    from ..ir.record import LIST_KINDS, LIST_MSG, MSG
+
+    root = type(model).__new__(type(model))
+    work = [(model, root)]
+    while work:
+        old, new = work.pop()
+        for name, kind, _ in old.FIELDS:
+            v = getattr(old, name)
+            if kind == MSG and v is not None:
+                c = type(v).__new__(type(v))
+                work.append((v, c))
+                v = c
+            elif kind == LIST_MSG:
+                copies = []
+                for x in v:
+                    if type(x) is Tensor or (type(x) is Node and not any(
+                            a.g is not None or a.graphs for a in x.attributes)):
+                        shared.add(id(x))
+                        copies.append(x)
+                        continue
+                    c = type(x).__new__(type(x))
+                    work.append((x, c))
+                    copies.append(c)
+                v = copies
+            elif kind in LIST_KINDS:
+                v = list(v)
+            setattr(new, name, v)
+        for name in old.EXTRA:
+            setattr(new, name, getattr(old, name))
+        new.unknown = old.unknown
+    return root
 
 
 # -- the IR version -------------------------------------------------------------------------
@@ -193,24 +237,48 @@ def _used_names(model: Model) -> set:
 
 
 def _prune(model: Model, candidates: set) -> None:
-    """Remove the initializers and Constant nodes of ``candidates`` (read before the
-    conversion, or added by it) that no node reads any more and that are no graph input or
-    output: an axes input folded into an attribute leaves nothing behind."""
-    used = _used_names(model)
-    gone = candidates - used
-    if not gone:
-        return
-    for _, g in list(_all_graphs(model)):
-        keep = {vi.name for vi in (*g.inputs, *g.outputs)}
-        g.initializers = [t for t in g.initializers if t.name not in gone or t.name in keep]
-        g.nodes = [n for n in g.nodes if not (
-            n.op_type == "Constant" and not n.domain and len(n.outputs) == 1
-            and n.outputs[0] in gone and n.outputs[0] not in keep)]
+    """Remove what the conversion left unread. Of ``candidates`` (the names read before the
+    conversion, or added by it), those no node reads any more and that are no graph's or
+    function's output: their initializers (unless graph inputs), and the nodes of the
+    converted domains that produce them when none of a node's outputs is read or an output
+    (an axes input folded into an attribute leaves nothing behind: not its Constant, nor the
+    Cast or Shape chain that computed it, each producer in turn)."""
+    outputs = set()
+    for _, g in _all_graphs(model):
+        outputs.update(vi.name for vi in g.outputs)
     for fn in model.functions or ():
-        keep = set(fn.outputs)
-        fn.nodes = [n for n in fn.nodes if not (
-            n.op_type == "Constant" and not n.domain and len(n.outputs) == 1
-            and n.outputs[0] in gone and n.outputs[0] not in keep)]
+        outputs.update(fn.outputs)
+        for n in fn.nodes:
+            for sg in n.subgraphs():
+                for _, g in iter_graphs(sg):
+                    outputs.update(vi.name for vi in g.outputs)
+
+    def live(nodes: list, used: set, gone: set) -> list:
+        return [n for n in nodes if not (
+            any(o in gone for o in n.outputs)
+            and all(not o or (o not in used and o not in outputs) for o in n.outputs)
+            and normalize_domain(n.domain) in DOMAINS and not _is_function_call(model, n))]
+
+    while True:
+        used = _used_names(model)
+        gone = candidates - used - outputs
+        if not gone:
+            return
+        removed = False
+        for _, g in list(_all_graphs(model)):
+            inputs = {vi.name for vi in g.inputs}
+            g.initializers = [t for t in g.initializers
+                              if t.name not in gone or t.name in inputs]
+            kept = live(g.nodes, used, gone)
+            removed |= len(kept) != len(g.nodes)
+            g.nodes = kept
+        for fn in model.functions or ():
+            kept = live(fn.nodes, used, gone)
+            removed |= len(kept) != len(fn.nodes)
+            fn.nodes = kept
+        if not removed:
+            return
+        candidates = candidates - gone
 
 
 def _initializers_as_inputs(model: Model) -> None:
@@ -411,6 +479,11 @@ class _Converter:
         self.given: dict = {}
         self._known: dict = {}
         self._defs: dict = {}
+        self._plans: dict = {}
+        #: ids of the records shared with the original model (:func:`_copy_sharing`)
+        self.shared: set = set()
+        #: (operator, versions, the node's type strings) -> the refusal reason or None
+        self._typed: dict = {}
         #: the names this conversion made
         self.added: set = set()
         inputs = {vi.name for vi in model.graph.inputs} if model.graph is not None else set()
@@ -495,6 +568,49 @@ class _Converter:
 
     def _convert(self, scope, node: Node, d: str, src: int, dst: int) -> list:
         """The nodes that replace ``node`` (of domain ``d`` at version ``src``) at ``dst``."""
+        checks = self._plan(d, node.op_type, src, dst)
+        if checks is not None:  # no adapter on the way: the node stays, if its types do
+            for kind, n in checks[1]:
+                self.steps[kind] = self.steps.get(kind, 0) + n
+            for at, to in checks[0]:
+                self._check_types(scope, node, d, at, to)
+            return [node]
+        return self._stepped(scope, node, d, src, dst)
+
+    def _plan(self, d: str, op_type: str, src: int, dst: int):
+        """For a node that crosses only changes no adapter rewrites (types, or a semantic
+        change up): ``(the (source, target) pairs whose types are checked, (kind, count) of
+        the steps)``, memoized; None when an adapter, a decomposition or a refusal is on the
+        way (:meth:`_stepped` does those)."""
+        key = (d, op_type, src, dst)
+        got = self._plans.get(key, self)
+        if got is not self:
+            return got
+        got = None
+        known = self._versions(d, op_type)
+        current = self._definition(d, op_type, src) if known else None
+        if current is not None and dst >= known[0]:
+            cur = current.since_version
+            up = dst > src
+            steps = [s for s in known if cur < s <= dst] if up else \
+                [s for s in reversed(known) if dst < s <= cur]
+            checks, kinds = [], {}
+            for since in steps:
+                ch = change(d, op_type, since)
+                if ch.kind not in ("types", "semantic") or (ch.adapter is not None and not up) \
+                        or (ch.kind == "semantic" and not up):
+                    break
+                at, to = (ch.before, since) if up else (since, ch.before)
+                if ch.types_checked(up) or ch.kind == "semantic":
+                    checks.append((at, to))
+                kinds[ch.kind] = kinds.get(ch.kind, 0) + 1
+            else:
+                got = (checks, tuple(kinds.items()))
+        self._plans[key] = got
+        return got
+
+    def _stepped(self, scope, node: Node, d: str, src: int, dst: int) -> list:
+        """:meth:`_convert` one change at a time, through adapters."""
         known = self._versions(d, node.op_type)
         if not known:
             raise Refused(f"{node.op_type} is not an operator of {d or 'ai.onnx'}")
@@ -516,6 +632,11 @@ class _Converter:
             steps = [(s, False) for s in reversed(known) if stop < s <= cur]
         if steps and id(node) not in self.given:
             self._given(node)  # (by its names as read, before an adapter renames them)
+        if id(node) in self.shared:  # the original's: an adapter may change it
+            self._given(node)
+            own = node.copy()
+            self.given[id(own)] = self.given[id(node)]
+            node = own
         for since, up in steps:
             ch = change(d, node.op_type, since)
             before = ch.before
@@ -612,6 +733,17 @@ class _Converter:
         """Refuse ``node`` when the definition in force at ``target`` does not admit its element
         types, or when a type is unknown where that definition admits fewer types than the one
         in force at ``source``."""
+        names = (*node.inputs, *node.outputs)
+        key = (d, node.op_type, source, target, len(node.inputs),
+               tuple(tuple(_type_string(given.get(n) or scope.value(n)) if n else ""
+                           for n in names) for given in self._given(node)))
+        if key in self._typed:  # admitted before: the same types pass the same check
+            return
+        self._check_node_types(scope, node, d, source, target)
+        self._typed[key] = None
+
+    def _check_node_types(self, scope, node: Node, d: str, source: int, target: int) -> None:
+        """:meth:`_check_types`, not memoized."""
         from ..validation.types import allowed
 
         tdef = self._definition(d, node.op_type, target)

@@ -89,8 +89,8 @@ def test_a_check_error_of_the_result_fails_the_conversion(tmp_path, monkeypatch)
 
     real = oc.convert
 
-    def faulty(m, targets, ir_version=None):
-        conv = real(m, targets, ir_version)
+    def faulty(m, targets, ir_version=None, share=False):
+        conv = real(m, targets, ir_version, share)
         conv.model.graph.nodes = []
         return conv
 
@@ -114,8 +114,8 @@ def test_a_contradiction_of_shape_inference_fails_the_conversion(tmp_path, monke
 
     real = oc.convert
 
-    def faulty(m, targets, ir_version=None):
-        conv = real(m, targets, ir_version)
+    def faulty(m, targets, ir_version=None, share=False):
+        conv = real(m, targets, ir_version, share)
         conv.model.graph.outputs[0].type = Type.tensor(F, [7])
         return conv
 

@@ -205,3 +205,53 @@ def test_below_ir_4_subgraph_initializers_become_constant_nodes():
     np.testing.assert_array_equal(run(low, {"n": np.array(3), "x": x})[0], x + 3 * c)
     orig = next(a.g for a in m.graph.nodes[0].attributes if a.name == "body")
     assert [t.name for t in orig.initializers] == ["c"]
+
+
+def test_share_leaves_the_original_as_it_was_and_converts_the_same():
+    """``convert(share=True)`` (what ``convert --opset`` uses) shares unchanged nodes and the
+    initializers with the original, copies a node before an adapter rewrites it: the original
+    keeps its axes input and its version-13 form; the result equals the unshared one."""
+    from onemodel.formats.onnx import encode_model
+
+    axes = np.array([1], dtype=np.int64)
+    m = model([helper.make_node("Relu", ["x"], ["r"]),
+               helper.make_node("Squeeze", ["r", "axes"], ["y"])],
+              [value("x", F, [3, 1])], [value("y", F, [3])], 13, initializers={"axes": axes})
+    before = encode_model(m)
+    shared = convert(m, {"": 11}, share=True).model
+    copied = convert(m, {"": 11}).model
+    assert encode_model(m) == before  # the original untouched
+    assert encode_model(shared) == encode_model(copied)
+    relu, squeeze = shared.graph.nodes
+    assert relu is m.graph.nodes[0]  # unchanged: shared
+    assert squeeze is not m.graph.nodes[1] and squeeze.inputs == ["r"]
+    assert squeeze.attribute("axes").value == [1] and m.graph.nodes[1].attribute("axes") is None
+    x = np.array([[1.0], [-2.0], [3.0]], dtype=np.float32)
+    assert run(shared, {"x": x})[0].tolist() == [1.0, 0.0, 3.0]
+
+
+def test_the_producers_of_a_folded_input_are_removed_and_nothing_else():
+    """Squeeze 13 -> 11 folds its axes (computed by Constant -> Cast) into an attribute: the
+    Cast and then the Constant that fed it are read by nothing any more and go; a node that
+    was unread before the conversion stays, and so does one whose output is a graph output
+    though nothing reads it."""
+    from onnx import TensorProto
+
+    const = helper.make_node("Constant", [], ["a32"],
+                             value=helper.make_tensor("v", TensorProto.INT32, [1], [1]))
+    cast = helper.make_node("Cast", ["a32"], ["axes"], to=TensorProto.INT64)
+    unread = helper.make_node("Relu", ["x"], ["unread"])  # dead before: not ours to remove
+    shown = helper.make_node("Cast", ["a32"], ["shown"], to=TensorProto.INT64)
+    sq = helper.make_node("Squeeze", ["x", "axes"], ["y"])
+    m = model([const, cast, unread, shown, sq], [value("x", F, [3, 1])],
+              [value("y", F, [3]), value("shown", I64, [1])], 13)
+    out = convert(m, {"": 11}).model
+    assert [(n.op_type, n.outputs) for n in out.graph.nodes] == [
+        ("Constant", ["a32"]), ("Relu", ["unread"]), ("Cast", ["shown"]), ("Squeeze", ["y"])]
+    m2 = model([const, cast, sq], [value("x", F, [3, 1])], [value("y", F, [3])], 13)
+    out2 = convert(m2, {"": 11}).model
+    assert [n.op_type for n in out2.graph.nodes] == ["Squeeze"]
+    assert out2.graph.nodes[0].attribute("axes").value == [1]
+    clean(out2)
+    x = np.array([[1.0], [2.0], [3.0]], dtype=np.float32)
+    assert run(out2, {"x": x})[0].tolist() == [1.0, 2.0, 3.0]

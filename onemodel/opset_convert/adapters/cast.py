@@ -46,16 +46,19 @@ class Saturate19(NarrowFloatAttribute):
     attribute = "saturate"
 
 
-#: FLOAT8E4M3FNUZ and FLOAT8E5M2FNUZ, whose saturation of +-Inf was restated at 24
+#: FLOAT8E4M3FNUZ and FLOAT8E5M2FNUZ (types without infinities), whose saturation of +-Inf was
+#: restated at 24
 FNUZ = frozenset((18, 20))
+#: the element types that hold infinities (float, float16, double, bfloat16)
+INFINITE = frozenset((1, 10, 11, 16))
 
 
 class RoundMode24(NarrowFloatAttribute):
     """Cast, CastLike at 24: ``round_mode`` (float8 and float4 targets) added; and the
     saturation table restated: +-Inf cast with ``saturate`` to FLOAT8E4M3FNUZ or
-    FLOAT8E5M2FNUZ gives NaN up to 23 and +-FLT_MAX from 24. A node of such a cast (or of a
-    target type not known) is refused both ways: whether its input holds an infinity cannot be
-    told."""
+    FLOAT8E5M2FNUZ gives NaN up to 23 and +-the largest finite value from 24. Such a cast (or
+    one to a target type not known) is refused both ways unless its input cannot hold an
+    infinity: an element type without them, or a constant without one."""
 
     attribute = "round_mode"
 
@@ -63,11 +66,19 @@ class RoundMode24(NarrowFloatAttribute):
     def _fnuz(step, node):
         to = step.attr("to") if node.op_type == "Cast" else step.elem(step.input(1))
         if (to is None or to in FNUZ) and step.attr("saturate", 1):
+            x = step.input(0)
+            elem = step.elem(x)
+            if elem is not None and elem not in INFINITE:
+                return
+            value = step.constant(x)
+            if value is not None:
+                from ...lazy import np
+                if not np.isinf(np.asarray(value, dtype=np.float64)).any():
+                    return
             what = "a target type not known" if to is None else \
                 ("FLOAT8E4M3FNUZ" if to == 18 else "FLOAT8E5M2FNUZ")
             step.refuse(f"saturating cast to {what}: +-Inf gives NaN before opset 24 and the "
-                        "largest finite value from 24, and whether the input holds an "
-                        "infinity cannot be told")
+                        f"largest finite value from 24, and {x!r} may hold an infinity")
 
     @classmethod
     def up(cls, step, node):
