@@ -32,6 +32,7 @@ does not (Clause 12.4), kept so that a rewrite gives back the same bytes.
 from __future__ import annotations
 
 import copy as _copy
+import os
 import struct
 from typing import Any, ClassVar
 
@@ -339,8 +340,6 @@ class Record(metaclass=_RecordMeta):
         iterative (records nested any depth deep copy without recursion)."""
         if not deep:
             return _copy.copy(self)
-        from .accelerator import copy_record
-
         fast = copy_record(self)  # the same in C (onemodel/ir/_cpass.c), when built
         if fast is not None:
             return fast
@@ -368,3 +367,48 @@ class Record(metaclass=_RecordMeta):
                 setattr(new, name, getattr(old, name))
             new.unknown = old.unknown
         return root
+
+
+# -- the deep copy in C ---------------------------------------------------------------------------
+_C_COPY: Any = False  # the _cpass module once looked up (None: not built)
+_PLANNED = -1  # how many record classes the copy plans were made from
+
+
+def copy_record(record):
+    """``record.copy()`` (deep) in C (``copy`` of onemodel/ir/_cpass.c), or None when the
+    extension is not built, ``ONEMODEL_PURE_PYTHON=1`` is set, or a record in it is of a class
+    the copy has no plan for (the caller copies in Python then). The plans (each record
+    class's slots and how a copy treats them) are made from the classes known at the first
+    copy, and again when a newer class appears."""
+    global _C_COPY, _PLANNED
+    if _C_COPY is False:
+        try:
+            from . import _cpass
+            _C_COPY = _cpass
+        except ImportError:
+            _C_COPY = None
+    if _C_COPY is None or os.environ.get("ONEMODEL_PURE_PYTHON") == "1":
+        return None
+    if _PLANNED != len(_CLASSES):
+        _C_COPY.setup_copy(_plans(_CLASSES.values()))
+        _PLANNED = len(_CLASSES)
+    try:
+        return _C_COPY.copy(record)
+    except (LookupError, TypeError):
+        return None
+
+
+def _plans(classes) -> list:
+    """``(cls, ((slot, how), ...))`` for each record class whose every slot is a field, an
+    extra or ``unknown`` (how: 0 shared, 1 a record, 2 a list of records, 3 a list)."""
+    out = []
+    pointer = struct.calcsize("P")  # the size of a slot
+    for cls in classes:
+        slots = [s for k in reversed(cls.__mro__) for s in k.__dict__.get("__slots__", ())]
+        if len(set(slots)) != len(slots) or "__dict__" in slots or "__weakref__" in slots or \
+                cls.__basicsize__ != object.__basicsize__ + len(slots) * pointer:
+            continue  # (not copied in C)
+        how = {MSG: 1, LIST_MSG: 2}
+        out.append((cls, tuple((s, how.get(cls.KIND.get(s), 3 if cls.KIND.get(s) in LIST_KINDS
+                                          else 0)) for s in slots)))
+    return out

@@ -32,8 +32,8 @@ def page_svg(data: dict, depth: int = 2) -> str:
     try:
         import igraph
     except ImportError:
-        raise UnsupportedError("--format svg lays the graph out with igraph, which is not "
-                               "installed: pip install igraph (or onemodel[view])") from None
+        raise UnsupportedError("the SVG picture is laid out with igraph, which is not "
+                               "installed: pip install igraph (or onemodel-onnx[view])") from None
     groups, nodes, values = data["groups"], data["nodes"], data["values"]
     level = _levels(groups)
     items: dict[tuple, int] = {}  # ("n", k) | ("g", g) -> index, in first-seen node order
@@ -54,8 +54,8 @@ def page_svg(data: dict, depth: int = 2) -> str:
                 edges.append((a, b))
     keys = list(items)
     if len(keys) > MAX_ITEMS:
-        raise UnsupportedError(f"{len(keys)} items to draw at --depth {depth}, more than "
-                               f"{MAX_ITEMS}: give a smaller --depth")
+        raise UnsupportedError(f"{len(keys)} items to draw at depth {depth}, more than "
+                               f"{MAX_ITEMS}: give a smaller depth")
     g = igraph.Graph(n=len(keys), edges=edges, directed=True)
     coords = g.layout_sugiyama(layers=_layers(len(keys), edges)).coords[:len(keys)] \
         if keys else []

@@ -13,8 +13,8 @@ import pytest
 
 import onemodel
 from onemodel.ir import Attribute, Graph, Model, Node, Tensor, Type, ValueInfo
-from onemodel.ir.accelerator import copy_record, passes
-from onemodel.ir.record import LIST_MSG, MSG, Record
+from onemodel.ir.accelerator import passes
+from onemodel.ir.record import LIST_MSG, MSG, Record, copy_record
 
 pytestmark = pytest.mark.skipif(passes() is None, reason="onemodel/ir/_cpass.c is not built")
 MODELS = Path(__file__).resolve().parents[2] / "testdata" / "models"

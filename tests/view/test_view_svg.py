@@ -77,7 +77,7 @@ def test_a_consumer_pulls_its_constant_down():
 def test_refusals(tmp_path, monkeypatch):
     with onemodel.load(_chain(tmp_path, 100)) as m:
         monkeypatch.setattr(svg_module, "MAX_ITEMS", 50)
-        with pytest.raises(UnsupportedError, match="more than 50: give a smaller --depth"):
+        with pytest.raises(UnsupportedError, match="more than 50: give a smaller depth"):
             render_svg(m, "chain", 3)
         monkeypatch.setitem(sys.modules, "igraph", None)
         with pytest.raises(UnsupportedError, match="pip install igraph"):
