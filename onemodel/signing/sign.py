@@ -1,0 +1,52 @@
+"""Signing a local model with an EC key into an OpenSSF model-signing bundle (the library
+builds the statement, envelope and bundle; onemodel adds the ``onemodel`` predicate field)."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+#: The predicate field onemodel adds to model-signing's v1.0 predicate: the content manifest
+#: (docs/content-digest.md, "Manifest"), which no layout of the model changes.
+PREDICATE_FIELD = "onemodel"
+
+
+def sign(model: str, key: str, output: str | None = None, *, prompt=None,
+         **load_options) -> str:
+    """Sign the local model ``model`` (an ONNX file, inline or with its external data files, or
+    a OneModel file) with the EC P-256/P-384 PEM private key ``key``; write the Sigstore bundle
+    to ``output`` (default ``MODEL.sig``) and return its path.
+
+    The bundle's resources are the model's files (:func:`onemodel.signing.files.model_files`):
+    for a single file, that file (the stock ``model_signing verify key MODEL`` accepts it); with
+    data files, the model's directory limited to those files (``--ignore_unsigned_files`` when
+    the directory holds others). The predicate's :data:`PREDICATE_FIELD` holds the content
+    manifest. An encrypted key's passphrase: :data:`onemodel.signing.keys.PASSPHRASE_ENV`, else
+    ``prompt()``. Raises the errors of :func:`onemodel.load` and of
+    :func:`onemodel.signing.keys.load_private_key`."""
+    from model_signing import hashing
+    from model_signing._signing import sign_ec_key
+    from model_signing._signing import signing as ms_signing
+
+    from ..content_digest import digest, manifest
+    from .files import model_files
+    from .keys import load_private_key
+
+    _, password = load_private_key(key, prompt=prompt)
+    names = model_files(model, **load_options)
+    content = manifest(digest(model, **load_options), os.path.basename(model))
+    target = pathlib.Path(model)
+    config = hashing.Config().use_file_serialization()
+    if len(names) == 1:
+        files = None
+    else:
+        target = target.parent
+        files = [target / n for n in names]
+    out = output or model + ".sig"
+    config.add_ignored_paths(model_path=target, paths=[out])
+    m = config.hash(target, files_to_hash=files)
+    payload = ms_signing.Payload(m)
+    payload.statement.pb.predicate.update({PREDICATE_FIELD: content})
+    signer = sign_ec_key.Signer(pathlib.Path(key), password)
+    signer.sign(payload).write(pathlib.Path(out))
+    return out
