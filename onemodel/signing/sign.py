@@ -47,6 +47,8 @@ def sign(model: str, key: str, output: str | None = None, *, prompt=None,
     m = config.hash(target, files_to_hash=files)
     payload = ms_signing.Payload(m)
     payload.statement.pb.predicate.update({PREDICATE_FIELD: content})
-    signer = sign_ec_key.Signer(pathlib.Path(key), password)
+    # model-signing hands the password to cryptography as it is: octets (its hint says str)
+    signer = sign_ec_key.Signer(pathlib.Path(key),
+                                password.encode() if password is not None else None)
     signer.sign(payload).write(pathlib.Path(out))
     return out
