@@ -43,7 +43,11 @@ def sign(model: str, key: str, output: str | None = None, *, prompt=None,
         target = target.parent
         files = [target / n for n in names]
     out = output or model + ".sig"
-    config.add_ignored_paths(model_path=target, paths=[out])
+    if files is not None:  # the bundle in the signed directory is no resource of it (the path
+        # recorded relative to the directory, so the stock verifier skips it wherever it lies)
+        rel = os.path.relpath(os.path.abspath(out), os.path.abspath(target))
+        if not rel.startswith(os.pardir):
+            config.add_ignored_paths(model_path=target, paths=[rel])
     m = config.hash(target, files_to_hash=files)
     payload = ms_signing.Payload(m)
     payload.statement.pb.predicate.update({PREDICATE_FIELD: content})

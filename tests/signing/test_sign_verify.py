@@ -74,15 +74,23 @@ def test_stock_verifier_accepts_and_bundle_carries_the_content_digest(signed):
         v.hex() for _, v in d.tensors.values()]
 
 
-def test_external_data_model_signed_and_stock_verified(tmp_path):
+def test_external_data_model_signed_and_stock_verified(tmp_path, monkeypatch):
     shutil.copytree(MODELS / "external", tmp_path / "ext")
     private, public = _key_pair(tmp_path)
+    monkeypatch.chdir(tmp_path)  # a relative model path, as typed on a command line
+    sig = tmp_path / onemodel.signing.sign("ext/mlp_dynamo.onnx", str(private))
     model = tmp_path / "ext" / "mlp_dynamo.onnx"
-    sig = onemodel.signing.sign(str(model), str(private))
-    _stock_verify(model.parent, sig, public)  # the directory: the model and its data file
-    names = [r["name"] for r in json.loads(__import__("base64").b64decode(json.loads(
-        pathlib.Path(sig).read_text())["dsseEnvelope"]["payload"]))["predicate"]["resources"]]
+    # the directory (the model and its data file), moved after signing: the bundle in it is
+    # ignored by its path relative to the directory
+    moved = tmp_path / "moved"
+    shutil.copytree(model.parent, moved)
+    _stock_verify(moved, moved / "mlp_dynamo.onnx.sig", public)
+    predicate = json.loads(__import__("base64").b64decode(json.loads(
+        pathlib.Path(sig).read_text())["dsseEnvelope"]["payload"]))["predicate"]
+    names = [r["name"] for r in predicate["resources"]]
     assert sorted(names) == ["mlp_dynamo.onnx", "mlp_dynamo.onnx.data"]
+    # the bundle's path relative to the signed directory, valid wherever it is moved
+    assert "mlp_dynamo.onnx.sig" in predicate["serialization"]["ignore_paths"]
     r = cli("verify-signature", model, "--signature", sig, "--key", public)
     assert r.exit_code == 0 and "files byte-exact" in r.output
 
