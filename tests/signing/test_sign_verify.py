@@ -186,3 +186,20 @@ def test_encrypted_key_passphrase_from_environment(tmp_path, monkeypatch):
     r = cli("sign", model, "--key", private, "-o", tmp_path / "m.sig")
     assert r.exit_code == 0, r.output
     _stock_verify(model, tmp_path / "m.sig", public)
+
+
+def test_zst_and_safetensors_layouts(signed, tmp_path):
+    model, sig, public = signed
+    zst = tmp_path / "cnn.onnx.zst"
+    assert cli("convert", model, zst).exit_code == 0
+    r = cli("verify-signature", zst, "--signature", sig, "--key", public)
+    assert r.exit_code == 0 and "same content, another layout" in r.output, r.output
+    sf = tmp_path / "sf"
+    sf.mkdir()
+    assert cli("convert", model, sf / "cnn.onnx", "--layout", "safetensors").exit_code == 0
+    r = cli("verify-signature", sf / "cnn.onnx", "--signature", sig, "--key", public)
+    assert r.exit_code == 0 and "same content, another layout" in r.output, r.output
+    # the safetensors layout signed itself: its two files, accepted by the stock verifier
+    private, public2 = _key_pair(tmp_path, stem="sf")
+    assert cli("sign", sf / "cnn.onnx", "--key", private).exit_code == 0
+    _stock_verify(sf, sf / "cnn.onnx.sig", public2)
