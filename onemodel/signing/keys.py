@@ -5,12 +5,23 @@ from __future__ import annotations
 
 import os
 
-from ..errors import MalformedError, UnsupportedError
+from ..errors import IoError, MalformedError, UnsupportedError
 
 #: The environment variable holding the passphrase of an encrypted private key.
 PASSPHRASE_ENV = "ONEMODEL_SIGNING_PASSPHRASE"
 #: The curves accepted (model-signing's names): P-256 and P-384.
 CURVES = ("secp256r1", "secp384r1")
+
+
+def read_file(path: str) -> bytes:
+    """The octets of the local file ``path`` (a key or a bundle: small). Raises IoError naming
+    the file when it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise IoError(f"cannot read the file ({e.strerror or type(e).__name__})",
+                      path=path) from None
 
 
 def _is_encrypted(pem: bytes) -> bool:
@@ -22,12 +33,11 @@ def load_private_key(path: str, *, prompt=None):
     passphrase (``None`` for an unencrypted key). The passphrase of an encrypted key comes from
     :data:`PASSPHRASE_ENV`, else from ``prompt()`` (a callable returning it; ``None``: refused).
     Raises MalformedError for a file that is not a PEM private key or a wrong passphrase,
-    UnsupportedError for another key type or curve, IoError-like OSError for an unreadable file
-    (the caller's reading turns it into IoError)."""
+    UnsupportedError for another key type or curve, IoError for a file that cannot be read."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
 
-    pem = open(path, "rb").read()
+    pem = read_file(path)
     password = None
     if _is_encrypted(pem):
         password = os.environ.get(PASSPHRASE_ENV)
@@ -48,12 +58,13 @@ def load_private_key(path: str, *, prompt=None):
 
 def load_public_key(path: str):
     """The EC public key of the PEM file ``path`` (SubjectPublicKeyInfo). Raises MalformedError
-    for a file that is not a PEM public key, UnsupportedError for another type or curve."""
+    for a file that is not a PEM public key, UnsupportedError for another type or curve,
+    IoError for a file that cannot be read."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
 
     try:
-        key = serialization.load_pem_public_key(open(path, "rb").read())
+        key = serialization.load_pem_public_key(read_file(path))
     except (ValueError, TypeError) as e:
         raise MalformedError(f"not a PEM public key ({e})", path=path) from None
     _check_curve(key, path, ec)

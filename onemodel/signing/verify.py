@@ -41,15 +41,18 @@ class SignatureResult:
 
 def _read_bundle(signature: str):
     """The model-signing Signature of the bundle file and its decoded in-toto statement
-    (unverified). Raises MalformedError for a file that is not such a bundle."""
+    (unverified). Raises MalformedError for a file that is not such a bundle, IoError for a
+    file that cannot be read."""
     from model_signing._signing import sign_sigstore_pb
 
+    from .keys import read_file
+
+    data = read_file(signature)
     try:
+        # the library's reader (it adapts bundles of earlier releases); the file was readable
         sig = sign_sigstore_pb.Signature.read(pathlib.Path(signature))
-        raw = json.loads(pathlib.Path(signature).read_text())
+        raw = json.loads(data)
         statement = json.loads(base64.b64decode(raw["dsseEnvelope"]["payload"]))
-    except OSError:
-        raise
     except Exception as e:  # json, base64, pydantic validation: all one kind, malformed
         raise MalformedError(f"not a model-signing bundle ({type(e).__name__}: "
                              f"{str(e).splitlines()[0][:200] if str(e) else ''})",

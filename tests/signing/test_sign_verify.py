@@ -203,3 +203,15 @@ def test_zst_and_safetensors_layouts(signed, tmp_path):
     private, public2 = _key_pair(tmp_path, stem="sf")
     assert cli("sign", sf / "cnn.onnx", "--key", private).exit_code == 0
     _stock_verify(sf, sf / "cnn.onnx.sig", public2)
+
+
+def test_missing_key_or_bundle_is_one_line_exit_2(signed, tmp_path):
+    model, sig, public = signed
+    for args in (("sign", model, "--key", tmp_path / "nope.pem"),
+                 ("verify-signature", model, "--signature", tmp_path / "nope.sig",
+                  "--key", public),
+                 ("verify-signature", model, "--signature", sig, "--key", tmp_path / "nope.pem")):
+        r = cli(*args)
+        assert r.exit_code == 2, r.output
+        assert "cannot read the file" in r.output and "nope" in r.output
+        assert len(r.output.strip().splitlines()) == 1
