@@ -215,3 +215,20 @@ def test_missing_key_or_bundle_is_one_line_exit_2(signed, tmp_path):
         assert r.exit_code == 2, r.output
         assert "cannot read the file" in r.output and "nope" in r.output
         assert len(r.output.strip().splitlines()) == 1
+
+
+def test_a_url_verifies_by_content(signed, http_server, tmp_path):
+    model, sig, public = signed
+    om = tmp_path / "cnn.onemodel"
+    onemodel.convert(str(model), str(om))
+    http_server.files["cnn.onemodel"] = om.read_bytes()
+    r = cli("verify-signature", http_server.url("cnn.onemodel"), "--signature", sig,
+            "--key", public)
+    assert r.exit_code == 0 and "same content, another layout" in r.output, r.output
+    bad = bytearray(om.read_bytes())  # the last octet: in the last tensor's contents
+    http_server.files["cnn.onemodel"] = bytes(bad[:-1]) + bytes([bad[-1] ^ 1])
+    r = cli("verify-signature", http_server.url("cnn.onemodel"), "--signature", sig,
+            "--key", public)
+    assert r.exit_code == 1, r.output
+    last = list(onemodel.digest(str(model)).tensors.items())[-1]
+    assert r.output.strip() == f"invalid: tensor {last[1][0]} at {last[0]} differs"
