@@ -22,16 +22,20 @@ def sign(model: str, key: str, output: str | None = None, *, prompt=None,
     data files, the model's directory limited to those files (``--ignore_unsigned_files`` when
     the directory holds others). The predicate's :data:`PREDICATE_FIELD` holds the content
     manifest. An encrypted key's passphrase: :data:`onemodel.signing.keys.PASSPHRASE_ENV`, else
-    ``prompt()``. Raises the errors of :func:`onemodel.load` and of
+    ``prompt()``. Raises UsageError for a URL, the errors of :func:`onemodel.load` and of
     :func:`onemodel.signing.keys.load_private_key`."""
     from model_signing import hashing
     from model_signing._signing import sign_ec_key
     from model_signing._signing import signing as ms_signing
 
     from ..content_digest import digest, manifest
+    from ..errors import UsageError
     from .files import model_files
     from .keys import load_private_key
 
+    if "://" in model:  # model-signing hashes local files; a URL is verified, not signed
+        raise UsageError(f"sign takes a local model file, not a URL ({model.split('://')[0]}://"
+                         "...): download it first")
     _, password = load_private_key(key, prompt=prompt)
     names = model_files(model, **load_options)
     content = manifest(digest(model, **load_options), os.path.basename(model))

@@ -232,3 +232,10 @@ def test_a_url_verifies_by_content(signed, http_server, tmp_path):
     assert r.exit_code == 1, r.output
     last = list(onemodel.digest(str(model)).tensors.items())[-1]
     assert r.output.strip() == f"invalid: tensor {last[1][0]} at {last[0]} differs"
+
+
+def test_sign_refuses_a_url(tmp_path):
+    private, _ = _key_pair(tmp_path)
+    r = cli("sign", "https://example.invalid/m.onnx", "--key", private)
+    assert r.exit_code == 2 and "sign takes a local model file, not a URL" in r.output
+    assert len(r.output.strip().splitlines()) == 1
