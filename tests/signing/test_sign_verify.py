@@ -239,3 +239,12 @@ def test_sign_refuses_a_url(tmp_path):
     r = cli("sign", "https://example.invalid/m.onnx", "--key", private)
     assert r.exit_code == 2 and "sign takes a local model file, not a URL" in r.output
     assert len(r.output.strip().splitlines()) == 1
+
+
+def test_a_key_of_another_curve_is_refused(tmp_path):
+    model = tmp_path / "cnn.onnx"
+    shutil.copyfile(MODELS / "cnn_legacy.onnx", model)
+    private, _ = _key_pair(tmp_path, ec.SECP521R1)
+    r = cli("sign", model, "--key", private)
+    assert r.exit_code == 2 and "secp521r1 is not P-256 or P-384" in r.output, r.output
+    assert not (tmp_path / "cnn.onnx.sig").exists()
