@@ -35,6 +35,7 @@ _LAZY = {name: module for module, names in (
     ("onemodel.inference", ("infer",)),
     ("onemodel.opset_convert", ("convert_opset", "ConversionRefused", "verify_conversion")),
     ("onemodel.content_digest", ("digest", "ModelDigest")),
+    ("onemodel.signing", ("sign", "verify_signature", "SignatureResult")),
 ) for name in names}
 
 

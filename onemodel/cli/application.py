@@ -436,7 +436,11 @@ def _interrupted() -> None:
 
 #: The commands, each a module of this package that registers its command on :data:`app`
 #: when imported, in the order ``onemodel --help`` lists them.
-COMMANDS = ("convert", "info", "verify", "check", "run", "hash", "infer", "view")
+COMMANDS = ("convert", "info", "verify", "check", "run", "hash", "sign", "verify-signature",
+            "infer", "view")
+
+#: The module of a command whose name is not its module's (both signing commands are in sign.py).
+_MODULE_OF = {"verify-signature": "sign"}
 
 
 def register_commands(names=COMMANDS):
@@ -446,7 +450,7 @@ def register_commands(names=COMMANDS):
     import importlib
 
     for name in names:
-        importlib.import_module(f"{__package__}.{name}")
+        importlib.import_module(f"{__package__}.{_MODULE_OF.get(name, name)}")
     order = {n: k for k, n in enumerate(COMMANDS)}
     app.registered_commands.sort(
         key=lambda c: order.get(c.name or c.callback.__name__, len(order)))

@@ -1,0 +1,62 @@
+"""Signing a local model with an EC key into an OpenSSF model-signing bundle (the library
+builds the statement, envelope and bundle; onemodel adds the ``onemodel`` predicate field)."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+#: The predicate field onemodel adds to model-signing's v1.0 predicate: the content manifest
+#: (docs/content-digest.md, "Manifest"), which no layout of the model changes.
+PREDICATE_FIELD = "onemodel"
+
+
+def sign(model: str, key: str, output: str | None = None, *, prompt=None,
+         **load_options) -> str:
+    """Sign the local model ``model`` (an ONNX file, inline or with its external data files, or
+    a OneModel file) with the EC P-256/P-384 PEM private key ``key``; write the Sigstore bundle
+    to ``output`` (default ``MODEL.sig``) and return its path.
+
+    The bundle's resources are the model's files (:func:`onemodel.signing.files.model_files`):
+    for a single file, that file (the stock ``model_signing verify key MODEL`` accepts it); with
+    data files, the model's directory limited to those files (``--ignore_unsigned_files`` when
+    the directory holds others). The predicate's :data:`PREDICATE_FIELD` holds the content
+    manifest. An encrypted key's passphrase: :data:`onemodel.signing.keys.PASSPHRASE_ENV`, else
+    ``prompt()``. Raises UsageError for a URL, the errors of :func:`onemodel.load` and of
+    :func:`onemodel.signing.keys.load_private_key`."""
+    from model_signing import hashing
+    from model_signing._signing import sign_ec_key
+    from model_signing._signing import signing as ms_signing
+
+    from ..content_digest import digest, manifest
+    from ..errors import UsageError
+    from .files import model_files
+    from .keys import load_private_key
+
+    if "://" in model:  # model-signing hashes local files; a URL is verified, not signed
+        raise UsageError(f"sign takes a local model file, not a URL ({model.split('://')[0]}://"
+                         "...): download it first")
+    _, password = load_private_key(key, prompt=prompt)
+    names = model_files(model, **load_options)
+    content = manifest(digest(model, **load_options), os.path.basename(model))
+    target = pathlib.Path(model)
+    config = hashing.Config().use_file_serialization()
+    if len(names) == 1:
+        files = None
+    else:
+        target = target.parent
+        files = [target / n for n in names]
+    out = output or model + ".sig"
+    if files is not None:  # the bundle in the signed directory is no resource of it (the path
+        # recorded relative to the directory, so the stock verifier skips it wherever it lies)
+        rel = os.path.relpath(os.path.abspath(out), os.path.abspath(target))
+        if not rel.startswith(os.pardir):
+            config.add_ignored_paths(model_path=target, paths=[rel])
+    m = config.hash(target, files_to_hash=files)
+    payload = ms_signing.Payload(m)
+    payload.statement.pb.predicate.update({PREDICATE_FIELD: content})
+    # model-signing hands the password to cryptography as it is: octets (its hint says str)
+    signer = sign_ec_key.Signer(pathlib.Path(key),
+                                password.encode() if password is not None else None)
+    signer.sign(payload).write(pathlib.Path(out))
+    return out
