@@ -46,11 +46,22 @@ class Conversion:
     """What :func:`convert` did: the converted ``model``, ``notes`` (nodes of other domains
     passed through, one phrase each), ``steps``: how many node rewrites each kind of change
     made (``{"types": 12, "adapter": 3, ...}``), and ``contradictions``: those shape inference
-    found in the original model (the conversion infers it first)."""
+    found in the original model (the conversion infers it first when a node's rewrite or type
+    check needs its values; otherwise on first use of the attribute)."""
 
-    def __init__(self, model: Model, notes: list, steps: dict, contradictions=()):
+    def __init__(self, model: Model, notes: list, steps: dict, contradictions=None,
+                 original: Model | None = None):
         self.model, self.notes, self.steps = model, notes, steps
-        self.contradictions = list(contradictions)
+        self._contradictions = None if contradictions is None else list(contradictions)
+        self._original = original
+
+    @property
+    def contradictions(self) -> list:
+        if self._contradictions is None:
+            from ..inference import infer_model
+            self._contradictions = [] if self._original is None else \
+                list(infer_model(self._original).contradictions)
+        return self._contradictions
 
 
 def latest(domain: str) -> int:
@@ -120,7 +131,7 @@ def convert(model: Model, targets, ir_version: int | None = None,
     new.ir_version = ir_version if ir_version is not None else _ir_for(new, model.ir_version)
     if new.ir_version < 4 and new.graph is not None:
         _initializers_as_inputs(new)
-    return Conversion(new, conv.notes, conv.steps, conv.contradictions)
+    return Conversion(new, conv.notes, conv.steps, conv.contradictions, original=model)
 
 
 def convert_checked(model: Model, targets, ir_version: int | None = None,
@@ -473,7 +484,11 @@ class _Converter:
         self.refusals: list = []
         self.notes: list = []
         self.steps: dict = {}
-        self.contradictions: list = []
+        #: the original's contradictions, Values by node, positive dimension variables: from
+        #: its inference, made by :meth:`run` when a node needs them (else None, {}, none)
+        self.contradictions: list | None = None
+        self.records: dict = {}
+        self.positive: frozenset = frozenset()
         self.names = _all_names(model)
         self.counter = 0
         self.given: dict = {}
@@ -505,9 +520,11 @@ class _Converter:
 
     def run(self) -> None:
         m = self.model
-        inference, self.records, self.positive = _inference(m)
-        self.contradictions = inference.contradictions
         versions = {normalize_domain(o.domain): o.version for o in m.opset_imports}
+        inference = None
+        if self._needs_values(versions):
+            inference, self.records, self.positive = _inference(m)
+            self.contradictions = inference.contradictions
         scopes: dict = {}
         for path, g in list(_all_graphs(m)):
             parent = _SUBGRAPH.sub("", path) if path != "graph" and \
@@ -517,7 +534,8 @@ class _Converter:
                 chain.append(scopes[parent])
                 parent = _SUBGRAPH.sub("", parent) if _SUBGRAPH.search(parent) else None
             s = _Scope(self, versions, graph=g, path=path,
-                       values=dict(inference.graphs.get(path, {})), parents=tuple(chain))
+                       values=dict(inference.graphs.get(path, {})) if inference else {},
+                       parents=tuple(chain))
             scopes[path] = s
         for path, s in scopes.items():
             s.graph.nodes = self._nodes(s, s.graph.nodes, path)
@@ -544,6 +562,30 @@ class _Converter:
         if self.refusals:
             raise ConversionRefused(self.refusals)
         _retarget(m.opset_imports, self.targets)
+
+    def _needs_values(self, versions: dict) -> bool:
+        """Whether some node's conversion reads what inference knows of the original model
+        (an adapter, a decomposition, a refusal or a type check is on its way: :meth:`_plan`
+        gives None or checks); when none does, the conversion changes only opset imports and
+        the original is not inferred (:attr:`contradictions` stays None until asked)."""
+        def needs(ns, vs) -> bool:
+            for node in ns:
+                d = normalize_domain(node.domain)
+                src, dst = vs.get(d), self.targets.get(d)
+                if d in DOMAINS and src is not None and dst is not None and src != dst:
+                    plan = self._plan(d, node.op_type, src, dst)
+                    if plan is None or plan[0]:
+                        return True
+            return False
+
+        if any(needs(g.nodes, versions) for _, g in _all_graphs(self.model)):
+            return True
+        for fn in self.model.functions or ():
+            fv = {normalize_domain(o.domain): o.version for o in fn.opset_imports}
+            if needs(fn.nodes, fv) or any(needs(g.nodes, fv) for n in fn.nodes
+                                          for sg in n.subgraphs() for _, g in iter_graphs(sg)):
+                return True
+        return False
 
     def _nodes(self, scope: _Scope, nodes: list, path: str) -> list:
         out = []

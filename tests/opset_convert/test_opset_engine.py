@@ -255,3 +255,43 @@ def test_the_producers_of_a_folded_input_are_removed_and_nothing_else():
     clean(out2)
     x = np.array([[1.0], [2.0], [3.0]], dtype=np.float32)
     assert run(out2, {"x": x})[0].tolist() == [1.0, 2.0, 3.0]
+
+
+def _counting_inference(monkeypatch) -> list:
+    """Count the conversion's inferences of the original model (engine._inference)."""
+    from onemodel.opset_convert import engine
+
+    calls: list = []
+    real = engine._inference
+
+    def counted(m):
+        calls.append(m)
+        return real(m)
+
+    monkeypatch.setattr(engine, "_inference", counted)
+    return calls
+
+
+def test_the_original_is_inferred_only_when_a_node_needs_its_values(monkeypatch):
+    # Add-7 and Relu-6 up to 18 cross only changes that add types: nothing reads what
+    # inference knows, the original is not inferred (until its contradictions are asked)
+    calls = _counting_inference(monkeypatch)
+    m = model([helper.make_node("Add", ["x", "x"], ["s"]), helper.make_node("Relu", ["s"], ["y"])],
+              [value("x", F, [2, 3])], [value("y", F, [2, 3])], 11)
+    conv = convert(m, {"": 18})
+    assert calls == [] and versions_of(conv.model) == {"": 18}
+    assert conv.contradictions == [] and len(calls) == 0  # (inferred by infer_model, not here)
+    # down to 13 from 14 the types of Add's inputs are checked: the original is inferred once
+    m14 = model([helper.make_node("Add", ["x", "x"], ["y"])], [value("x", F, [2, 3])],
+                [value("y", F, [2, 3])], 14)
+    convert(m14, {"": 13})
+    assert len(calls) == 1 and calls[0] is not m14  # (the copy the conversion works on)
+
+
+def test_contradictions_of_an_uninferred_original_are_inferred_when_asked():
+    # Add of [2,3] and [4,3] contradicts broadcasting; the conversion up reads no values
+    m = model([helper.make_node("Add", ["x", "z"], ["y"])],
+              [value("x", F, [2, 3]), value("z", F, [4, 3])], [value("y", F, None)], 11)
+    conv = convert(m, {"": 18})
+    want = [c.message for c in onemodel.inference.infer_model(m).contradictions]
+    assert want and [c.message for c in conv.contradictions] == want
