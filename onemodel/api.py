@@ -245,6 +245,46 @@ def _write(plugin, model: Model, target, options: dict, storage_options, progres
     return result
 
 
+def write_pieces(pieces: list, dst, storage_options, progress) -> None:
+    """``pieces`` (bytes, memoryviews and Blobs, as :func:`onemodel.formats.onnx.splice`
+    gives them) as the file ``dst``, committed on success, aborted (nothing left at ``dst``)
+    on any error."""
+    from .formats.onnx.writer import stream_pieces
+
+    sink = open_sink(dst, storage_options=storage_options, progress=progress)
+    try:
+        sink.reserve(sum(len(p) for p in pieces))
+        stream_pieces(pieces, sink)
+    except BaseException:
+        sink.abort()
+        raise
+    sink.commit()
+
+
+def _spliced_graph(original: Model, model: Model, out_format: str, options: dict, src, dst):
+    """The pieces of ``dst`` when ``model`` (what a transform returned for ``original``) has
+    the main graph ``original`` was read with: its other fields encoded around that graph's
+    octets as read (:func:`onemodel.formats.onnx.splice.splice_graph`), or None when it must
+    be written by its writer (another format, layout or option, a graph that differs, a source
+    whose octets cannot be used as they are, a file of 2 GiB or more)."""
+    if out_format != "onnx" or set(options) - {"storage_options"} or model is original or \
+            model.graph is None or original.graph is None:
+        return None
+    from . import limits
+    from .formats.onnx.splice import WireError, source_octets, splice_graph
+
+    whole = source_octets(original, src, dst)
+    if whole is None or model.graph != original.graph:
+        return None
+    try:
+        pieces = splice_graph(whole, model)
+    except WireError:
+        return None
+    if pieces is None or sum(len(p) for p in pieces) >= limits.PROTOBUF_MESSAGE_LIMIT:
+        return None
+    return pieces
+
+
 def refuse_overwriting(model: Model, outputs, *, in_place: bool = True,
                        extra_inputs=()) -> None:
     """Raise UsageError when one of ``outputs`` (``(what, target)`` pairs) is a file ``model``
@@ -329,7 +369,11 @@ def convert(src, dst, *, to: str | None = None, source_format: str | None = None
     ``transform``: a function given the model read (the graph rules applied) that returns the
     model to write, whose tensors may still be the source's (the command line's ``--opset``
     passes :func:`onemodel.opset_convert.convert_checked`); what it raises propagates, and
-    nothing is written.
+    nothing is written. It must not change the model it is given: when the model it returns
+    has the same main graph (equal records) and is written as ONNX in the default layout from
+    a local ONNX file, that graph's octets are copied from the file as read, not encoded again
+    (:func:`onemodel.formats.onnx.splice.splice_graph`; for a file in the writer's canonical
+    form, the same octets the writer gives).
 
     Returns a :class:`ConvertResult`; raises OneModelError (InvalidModelError for a model that
     breaks the graph rules, with nothing written at ``dst``), UsageError for an empty ``src`` or
@@ -365,13 +409,20 @@ def convert(src, dst, *, to: str | None = None, source_format: str | None = None
         refuse_overwriting(model, [("the destination", dst)])
         graph_rules.check_model(model)
         original = model
+        pieces = None
         if transform is not None:
             model = transform(model)
+            pieces = _spliced_graph(original, model, out_plugin.name, options, src, dst)
         tensors = [t for _, t in iter_tensors(model)]
         total = sum(t.nbytes for t in tensors)
         if progress is not None and hasattr(progress, "set_total"):
             progress.set_total(total)
-        omitted = _write(out_plugin, model, dst, options, storage_options, progress)
+        if pieces is not None:
+            check_nesting(model)
+            write_pieces(pieces, dst, storage_options, progress)
+            omitted = None
+        else:
+            omitted = _write(out_plugin, model, dst, options, storage_options, progress)
         return ConvertResult(original.format or "?", out_plugin.name, len(tensors), total,
                              list(omitted or []))
 

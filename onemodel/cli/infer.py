@@ -8,7 +8,6 @@ is :func:`infer_file`; printing is the command's.
 
 from __future__ import annotations
 
-import os
 from typing import List, Optional
 
 import typer
@@ -40,40 +39,19 @@ def _annotated_graphs(model, before: dict) -> list:
             if len(g.value_info) != before.get(id(g), len(g.value_info))]
 
 
-def _same_directory(a: str, b: str) -> bool:
-    """Whether local paths ``a`` and ``b`` are files of one directory."""
-    from ..storage.place import is_url
-
-    if is_url(a) or is_url(b):
-        return False
-    da, db = (os.path.dirname(os.path.abspath(os.fspath(p))) for p in (a, b))
-    try:
-        return os.path.samefile(da, db)
-    except OSError:
-        return da == db
-
-
 def _spliced(model, out_format: str, src: str, dst: str, entries: list, grown: list):
     """The pieces of ``dst`` as the octets of the ONNX file ``model`` was read from with
     ``entries`` spliced into its main graph (:mod:`onemodel.formats.onnx.splice`), or None when
     the model must be written by its writer instead: another format on either side, entries
-    added to a subgraph, a source that is not whole in memory or mapped (a URL), or external
-    data whose references would not hold from ``dst`` (another directory: the writer's ``keep``
-    layout copies the data files beside it, as ``convert`` does)."""
-    if model.format != "onnx" or out_format != "onnx" or any(g is not model.graph for g in grown):
+    added to a subgraph, or a source whose octets cannot be used as they are
+    (:func:`~onemodel.formats.onnx.splice.source_octets`)."""
+    if out_format != "onnx" or any(g is not model.graph for g in grown):
         return None
-    sources = model.resources or []
-    whole = sources[0].whole() if sources and hasattr(sources[0], "whole") else None
+    from ..formats.onnx.splice import WireError, source_octets, splice_value_info
+
+    whole = source_octets(model, src, dst)
     if whole is None:
         return None
-    from ..ir import iter_tensors
-
-    # (the reader adds each external data file it opened to model.resources)
-    if len(sources) > 1 and any(t.is_external for _, t in iter_tensors(model)) and \
-            not _same_directory(src, dst):
-        return None
-    from ..formats.onnx.splice import WireError, splice_value_info
-
     try:
         return splice_value_info(whole, entries)
     except WireError:
@@ -142,7 +120,7 @@ def infer_file(src: str, dst: str, *, storage_options: dict | None = None,
             except IoError as e:  # the hint names convert's flags, which infer has not
                 raise _infer_hint(e) from None
         else:
-            _write_pieces(pieces, dst, out_options, progress)
+            api.write_pieces(pieces, dst, out_options, progress)
         return {"source_format": model.format or "?", "target_format": out_plugin.name,
                 "added": added, "inference": res, "model": model}
 
@@ -156,23 +134,6 @@ def _infer_hint(e):
                        "write OUT in another directory", path=e.path, offset=e.offset,
                        source=e.source)
     return e
-
-
-def _write_pieces(pieces: list, dst: str, storage_options, progress) -> None:
-    """``pieces`` (bytes and memoryviews) as the file ``dst``, committed on success, aborted
-    (nothing left at ``dst``) on any error."""
-    from ..storage import open_sink
-
-    sink = open_sink(dst, storage_options=storage_options, progress=progress)
-    try:
-        sink.reserve(sum(len(p) for p in pieces))
-        for p in pieces:
-            if len(p):
-                sink.write(p)
-    except BaseException:
-        sink.abort()
-        raise
-    sink.commit()
 
 
 def contradiction_rows(model, res, fmt, which: str = "contradictions") -> list[dict]:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import copy as _copy
 import os
 import struct
+from operator import is_
 from typing import Any, ClassVar
 
 from ..errors import IoError
@@ -278,7 +279,8 @@ class Record(metaclass=_RecordMeta):
                 elif kind == LIST_MSG:
                     if len(a) != len(b):
                         return False
-                    pairs.extend(zip(a, b))
+                    if not all(map(is_, a, b)):  # (records shared by both: equal)
+                        pairs.extend(zip(a, b))
                 elif kind in LIST_KINDS:
                     if len(a) != len(b) or any(p != q for p, q in zip(a, b)):
                         return False

@@ -569,14 +569,8 @@ class _Converter:
         gives None or checks); when none does, the conversion changes only opset imports and
         the original is not inferred (:attr:`contradictions` stays None until asked)."""
         def needs(ns, vs) -> bool:
-            for node in ns:
-                d = normalize_domain(node.domain)
-                src, dst = vs.get(d), self.targets.get(d)
-                if d in DOMAINS and src is not None and dst is not None and src != dst:
-                    plan = self._plan(d, node.op_type, src, dst)
-                    if plan is None or plan[0]:
-                        return True
-            return False
+            return any(plan is None or (plan is not _OTHER and plan[0])
+                       for plan, _ in self._operator_plans(vs, ns))
 
         if any(needs(g.nodes, versions) for _, g in _all_graphs(self.model)):
             return True
@@ -588,6 +582,11 @@ class _Converter:
         return False
 
     def _nodes(self, scope: _Scope, nodes: list, path: str) -> list:
+        kept = self._all_kept(scope, nodes)
+        if kept is not None:  # every node stays as it is: only the steps are counted
+            for kind, n in kept.items():
+                self.steps[kind] = self.steps.get(kind, 0) + n
+            return list(nodes)
         out = []
         for i, node in enumerate(nodes):
             d = normalize_domain(node.domain)
@@ -607,6 +606,36 @@ class _Converter:
                 self.refusals.append((f"{path}.nodes[{i}]",
                                       f"{node.op_type}-{src} -> {dst}", e.reason))
         return out
+
+    def _operator_plans(self, versions: dict, nodes: list):
+        """``(plan, count)`` of each operator of ``nodes`` under imports ``versions``: its
+        :meth:`_plan` to the target (``((), ())`` when no change is crossed), :data:`_OTHER`
+        for an operator of another domain; one look per operator."""
+        counts: dict = {}
+        for n in nodes:
+            key = (n.domain, n.op_type)
+            counts[key] = counts.get(key, 0) + 1
+        for (domain, op_type), count in counts.items():
+            d = normalize_domain(domain)
+            src, dst = versions.get(d), self.targets.get(d)
+            if d not in DOMAINS:
+                yield _OTHER, count
+            elif src is None or dst is None or src == dst:
+                yield ((), ()), count
+            else:
+                yield self._plan(d, op_type, src, dst), count
+
+    def _all_kept(self, scope: _Scope, nodes: list) -> dict | None:
+        """When every node of ``nodes`` is of ai.onnx or ai.onnx.ml and stays as it is (no
+        adapter, decomposition, refusal or type check on its way), the steps they cross by
+        kind (``{"types": 30000}``); else None."""
+        steps: dict = {}
+        for plan, count in self._operator_plans(scope.versions, nodes):
+            if plan is _OTHER or plan is None or plan[0]:
+                return None
+            for kind, n in plan[1]:
+                steps[kind] = steps.get(kind, 0) + n * count
+        return steps
 
     def _convert(self, scope, node: Node, d: str, src: int, dst: int) -> list:
         """The nodes that replace ``node`` (of domain ``d`` at version ``src``) at ``dst``."""
@@ -821,6 +850,11 @@ class _Converter:
                         raise Refused(f"the element type of {name!r} is not known, and "
                                       f"{node.op_type}-{tdef.since_version} admits fewer types "
                                       f"than {node.op_type}-{sdef.since_version}")
+
+
+#: :meth:`_Converter._operator_plans`'s plan of an operator of another domain than ai.onnx and
+#: ai.onnx.ml (passed through, noted)
+_OTHER = object()
 
 
 def _is_function_call(model: Model, node: Node) -> bool:

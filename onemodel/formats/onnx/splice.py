@@ -1,5 +1,7 @@
-"""Value types added to a model without encoding it again: the main graph's new ``value_info``
-entries spliced into the octets of the file it was read from (Clause 12; ``onemodel infer``).
+"""Models written without encoding again what the file they were read from holds (Clause 12):
+the main graph's new ``value_info`` entries spliced into its octets (``onemodel infer``:
+:func:`splice_value_info`), or the model's other fields encoded around the main graph's octets
+as read (``onemodel convert --opset`` when no node changed: :func:`splice_graph`).
 
 A ModelProto's fields are walked at the top level to find its ``graph`` (field 7); the graph's
 fields are walked to find where ``value_info`` entries go in the order the writer (and the
@@ -19,7 +21,7 @@ import os
 from ..protobuf import LEN, WireError, encode_varint, read_varint, skip_field
 from . import wire_decode
 from .schema import MESSAGES
-from .wire_encode import encode
+from .wire_encode import Verbatim, encode, encode_pieces
 
 _MODEL_GRAPH = 7
 _ONE_OCTET = [encode_varint(i) for i in range(0x80)]
@@ -150,6 +152,59 @@ def splice_value_info(data, entries) -> list | None:
     return [view[:field_start], head, view[start:at], added, view[at:end], view[end:]]
 
 
+def splice_graph(data, model) -> list | None:
+    """The pieces (as :func:`.wire_encode.encode_pieces` gives them) of ModelProto ``model``
+    with its main graph's value the octets of the graph of the ModelProto ``data`` (a
+    memoryview piece, not decoded or copied): for a ``model`` whose graph the caller knows is
+    the one ``data`` encodes (equal records). None when ``data`` has no graph or more than one
+    graph field. Raises WireError when ``data`` is not a well-formed message at the top level,
+    and what :func:`.wire_encode.encode_pieces` raises."""
+    view = memoryview(data)
+    span = graph_span(view)
+    if span is None or model.graph is None:
+        return None
+    _, start, end = span
+    return encode_pieces(model, substitute={id(model.graph): Verbatim(view[start:end])})
+
+
+def source_octets(model, src, dst) -> memoryview | None:
+    """The octets of the ONNX file ``model`` was read from (``src``), whole in memory or
+    mapped, when a file spliced from them can be written at ``dst`` as they are: None when
+    ``model`` was read
+    from another format or from a source that is not whole (a URL), or when its external data
+    references would not hold from ``dst`` (another directory; the writer's ``keep`` layout
+    copies the data files beside it then)."""
+    if model.format != "onnx":
+        return None
+    sources = model.resources or []
+    whole = sources[0].whole() if sources and hasattr(sources[0], "whole") else None
+    if whole is None:
+        return None
+    from ...ir import iter_tensors
+    from ...storage import has_zstd_suffix
+    from ...storage.place import name_of_url
+
+    # (the reader adds each external data file it opened to model.resources); a .zst output
+    # is one stream: the writer puts every tensor in it
+    if len(sources) > 1 and any(t.is_external for _, t in iter_tensors(model)) and \
+            (not _same_directory(src, dst) or has_zstd_suffix(name_of_url(os.fspath(dst)))):
+        return None
+    return whole
+
+
+def _same_directory(a, b) -> bool:
+    """Whether local paths ``a`` and ``b`` are files of one directory."""
+    from ...storage.place import is_url
+
+    if is_url(a) or is_url(b):
+        return False
+    da, db = (os.path.dirname(os.path.abspath(os.fspath(p))) for p in (a, b))
+    try:
+        return os.path.samefile(da, db)
+    except OSError:
+        return da == db
+
+
 def _type_field(t) -> bytes:
     """The octets of a ValueInfoProto's ``type`` field (key 2) holding Type record ``t``."""
     body = encode(t)
@@ -162,5 +217,5 @@ def _entry_field(vi) -> bytes:
     return _VALUE_INFO_KEY + encode_varint(len(body)) + body
 
 
-__all__ = ["splice_value_info", "value_info_octets", "graph_span", "insertion_point",
-           "WireError"]
+__all__ = ["splice_value_info", "splice_graph", "source_octets", "value_info_octets",
+           "graph_span", "insertion_point", "WireError"]

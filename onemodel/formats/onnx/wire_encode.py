@@ -162,12 +162,30 @@ def _encode(obj, msg, out: bytearray, parts: list, subst: dict | None = None) ->
     return out
 
 
+class Verbatim:
+    """Octets that stand for a sub-record in :func:`encode_pieces`'s ``substitute``: the
+    field's value is these octets as they are (a memoryview of the file the record was read
+    from, whose encoding the caller knows equals the record's), a piece of its own, never
+    copied."""
+
+    __slots__ = ("octets",)
+
+    def __init__(self, octets):
+        self.octets = octets
+
+
 def _encode_sub(item, sub, key: bytes, out: bytearray, parts: list,
                 subst: dict | None = None) -> bytearray:
     """Append field ``key`` holding ``item`` (message ``sub``) after ``out``; return the
     bytearray to go on with (``out`` itself when the item's octets were copied into it)."""
     if subst is not None:
         item = subst.get(id(item), item)
+        if type(item) is Verbatim:
+            out += key
+            out += _v(len(item.octets))
+            parts.append(out)
+            parts.append(item.octets)
+            return bytearray()
     mark = len(parts)
     inner = _encode(item, sub, bytearray(), parts, subst)
     if len(parts) == mark:
@@ -301,11 +319,12 @@ def _refused(obj) -> InvalidModelError:
         "a repeated field holds None, not a list ([] when empty)")
 
 
-def encode_pieces(obj) -> list:
+def encode_pieces(obj, *, substitute: dict | None = None) -> list:
     """The encoding of a record as a list of pieces: ``bytearray`` (encoded octets), the
     :class:`~onemodel.storage.blob.Blob` of a ``raw_data`` value (bytes of a source, which a
     writer hands to ``Sink.write_blob``) or a byte-format memoryview of a ``raw_data`` buffer in
-    memory.
+    memory. ``substitute``: as :func:`encode`'s, where a value may also be a
+    :class:`Verbatim` (its octets are the sub-record's encoding, a piece of their own).
 
     Concatenating the pieces (a Blob's bytes for a Blob) gives the message's octets. A piece of
     its own is each ``raw_data`` that is a Blob of a remote source, or a Blob of :data:`SMALL`
@@ -320,7 +339,7 @@ def encode_pieces(obj) -> list:
     msg = BY_CLASS[type(obj)]
     parts: list = []
     try:
-        out = _encode(obj, msg, bytearray(), parts)
+        out = _encode(obj, msg, bytearray(), parts, substitute)
     except _NoneList:
         raise _refused(obj) from None
     except _OutOfRange as e:
@@ -337,18 +356,8 @@ def encode(obj, *, substitute: dict | None = None) -> bytes:
     occurs (the records themselves are not changed). Raises InvalidModelError for a repeated
     field holding None (not a list), naming it, and for an integer outside its field's range
     (:func:`encode_pieces`)."""
-    if substitute is None:
-        return b"".join(p.view() if isinstance(p, Blob) else p for p in encode_pieces(obj))
-    parts: list = []
-    try:
-        out = _encode(obj, BY_CLASS[type(obj)], bytearray(), parts, substitute)
-    except _NoneList:
-        raise _refused(obj) from None
-    except _OutOfRange as e:
-        raise _range_error(obj, e) from None
-    if out:
-        parts.append(out)
-    return b"".join(p.view() if isinstance(p, Blob) else p for p in parts)
+    return b"".join(p.view() if isinstance(p, Blob) else p
+                    for p in encode_pieces(obj, substitute=substitute))
 
 
 def pieces_size(pieces: list) -> int:
