@@ -123,11 +123,11 @@ def convert(model: Model, targets, ir_version: int | None = None,
     new = _copy_sharing(model, shared) if share else model.copy()
     for name in Model.EXTRA:
         setattr(new, name, getattr(model, name, None))
-    conv = _Converter(new, targets)
+    conv = _Converter(new, targets, model)
     conv.shared = shared
-    used = _used_names(new)
     conv.run()
-    _prune(new, used | conv.added)
+    if conv.rewritten:  # (``model`` is as it was: the names read before the conversion)
+        _prune(new, _used_names(model) | conv.added)
     new.ir_version = ir_version if ir_version is not None else _ir_for(new, model.ir_version)
     if new.ir_version < 4 and new.graph is not None:
         _initializers_as_inputs(new)
@@ -183,16 +183,16 @@ def _copy_sharing(model: Model, shared: set) -> Model:
                 work.append((v, c))
                 v = c
             elif kind == LIST_MSG:
-                copies = []
-                for x in v:
-                    if type(x) is Tensor or (type(x) is Node and not any(
-                            a.g is not None or a.graphs for a in x.attributes)):
-                        shared.add(id(x))
-                        copies.append(x)
-                        continue
-                    c = type(x).__new__(type(x))
+                copies = list(v)
+                own = [i for i, x in enumerate(v) if not (type(x) is Tensor or (
+                    type(x) is Node and not (x.attributes and any(
+                        a.g is not None or a.graphs for a in x.attributes))))]
+                shared.update(map(id, v))
+                for i in own:
+                    x = v[i]
+                    shared.discard(id(x))
+                    c = copies[i] = type(x).__new__(type(x))
                     work.append((x, c))
-                    copies.append(c)
                 v = copies
             elif kind in LIST_KINDS:
                 v = list(v)
@@ -479,8 +479,8 @@ def _constant_value(node: Node):
 class _Converter:
     """Converts one model (already a copy) in place; :meth:`run` raises ConversionRefused."""
 
-    def __init__(self, model: Model, targets: dict):
-        self.model, self.targets = model, targets
+    def __init__(self, model: Model, targets: dict, original: Model):
+        self.model, self.targets, self.original = model, targets, original
         self.refusals: list = []
         self.notes: list = []
         self.steps: dict = {}
@@ -489,7 +489,9 @@ class _Converter:
         self.contradictions: list | None = None
         self.records: dict = {}
         self.positive: frozenset = frozenset()
-        self.names = _all_names(model)
+        self._names: set | None = None  # every value name (fresh), made on first use
+        #: whether a node was replaced, removed or added (:func:`_prune` is needed)
+        self.rewritten = False
         self.counter = 0
         self.given: dict = {}
         self._known: dict = {}
@@ -510,11 +512,13 @@ class _Converter:
     def fresh(self, hint: str) -> str:
         """A name no value of the model has, from ``hint`` (kept in :attr:`added`)."""
         hint = re.sub(r"[^A-Za-z0-9_.]", "_", hint) or "v"
+        if self._names is None:  # (the original's names and those made so far)
+            self._names = _all_names(self.original) | self.added
         name = hint
-        while name in self.names:
+        while name in self._names:
             self.counter += 1
             name = f"{hint}_{self.counter}"
-        self.names.add(name)
+        self._names.add(name)
         self.added.add(name)
         return name
 
@@ -682,6 +686,7 @@ class _Converter:
 
     def _stepped(self, scope, node: Node, d: str, src: int, dst: int) -> list:
         """:meth:`_convert` one change at a time, through adapters."""
+        self.rewritten = True  # (an adapter may change the node or what it reads)
         known = self._versions(d, node.op_type)
         if not known:
             raise Refused(f"{node.op_type} is not an operator of {d or 'ai.onnx'}")
