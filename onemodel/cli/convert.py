@@ -23,6 +23,7 @@ from .application import (
     _errors,
     _human,
     _inputs_given,
+    _no_collections,
     _read_options,
     _seed,
     _storage,
@@ -259,7 +260,10 @@ def convert(
 
             options["transform"] = transform
         try:
-            with Progress("convert", quiet=quiet) as bar, _option_flags(layout_flag):
+            # (a model is a tree of records: no collection walks them while they are made;
+            # --verify-run's evaluation keeps collections, as `run` does)
+            with Progress("convert", quiet=quiet) as bar, _option_flags(layout_flag), \
+                    (_no_collections() if not verify_run else contextlib.nullcontext()):
                 result = api.convert(src, dst, to=to, into=into,
                                      storage_options=_storage(storage_option, src, dst),
                                      read_options=read_options, progress=bar, **options)

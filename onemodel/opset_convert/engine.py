@@ -497,6 +497,7 @@ class _Converter:
         self._known: dict = {}
         self._defs: dict = {}
         self._plans: dict = {}
+        self._by_list: dict = {}  # (id(nodes), ...) -> (nodes, _operator_plans of them)
         #: ids of the records shared with the original model (:func:`_copy_sharing`)
         self.shared: set = set()
         #: (operator, versions, the node's type strings) -> the refusal reason or None
@@ -611,10 +612,18 @@ class _Converter:
                                       f"{node.op_type}-{src} -> {dst}", e.reason))
         return out
 
-    def _operator_plans(self, versions: dict, nodes: list):
-        """``(plan, count)`` of each operator of ``nodes`` under imports ``versions``: its
+    def _operator_plans(self, versions: dict, nodes: list) -> list:
+        """``[(plan, count)]`` of each operator of ``nodes`` under imports ``versions``: its
         :meth:`_plan` to the target (``((), ())`` when no change is crossed), :data:`_OTHER`
-        for an operator of another domain; one look per operator."""
+        for an operator of another domain; one look per operator, memoized for the list
+        (:meth:`_needs_values` and :meth:`_nodes` ask of the same lists, unchanged between)."""
+        key = (id(nodes), len(nodes), tuple(sorted(versions.items())))
+        got = self._by_list.get(key)
+        if got is None or got[0] is not nodes:
+            got = self._by_list[key] = (nodes, list(self._plans_of(versions, nodes)))
+        return got[1]
+
+    def _plans_of(self, versions: dict, nodes: list):
         counts: dict = {}
         for n in nodes:
             key = (n.domain, n.op_type)

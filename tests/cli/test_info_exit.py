@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 import onemodel.cli as cli
@@ -125,3 +126,23 @@ def test_under_a_test_runner_collections_resume_and_nothing_is_frozen():
     assert gc.isenabled()
     assert gc.get_freeze_count() == frozen
     assert application._kept_to_exit == []  # the model is not kept past the command
+
+
+@pytest.mark.parametrize("extra, paused", [((), True), (("--opset", "21"), True),
+                                           (("--opset", "21", "--verify-run"), False)])
+def test_convert_pauses_collections_but_not_for_verify_run(tmp_path, monkeypatch, extra,
+                                                           paused):
+    from onemodel import api
+
+    seen = []
+    real = api.convert
+
+    def watched(*a, **k):
+        seen.append(gc.isenabled())
+        return real(*a, **k)
+
+    monkeypatch.setattr(api, "convert", watched)
+    result = CliRunner().invoke(cli.app, ["convert", str(MODEL), str(tmp_path / "o.onnx"),
+                                          *extra])
+    assert result.exit_code == 0, result.output
+    assert seen == [not paused] and gc.isenabled()
