@@ -448,12 +448,17 @@ def register_commands(names=COMMANDS):
     their modules, kept in the order of :data:`COMMANDS` whatever order they come in; returns
     :data:`app`."""
     import importlib
+    import inspect
 
     for name in names:
         importlib.import_module(f"{__package__}.{_MODULE_OF.get(name, name)}")
     order = {n: k for k, n in enumerate(COMMANDS)}
     app.registered_commands.sort(
         key=lambda c: order.get(c.name or c.callback.__name__, len(order)))
+    for c in app.registered_commands:  # the command list: each first paragraph on one line
+        if c.short_help is None and c.callback is not None and c.callback.__doc__:
+            c.short_help = " ".join(inspect.cleandoc(c.callback.__doc__).split("\n\n")[0]
+                                    .split())
     return app
 
 

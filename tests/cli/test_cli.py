@@ -330,6 +330,13 @@ def test_help_is_not_a_usage_error():
     assert "Commands" in r.output and "convert" in r.output and "Usage error" not in r.output
 
 
+def test_the_command_list_shows_each_description_as_one_paragraph():
+    # a docstring's line breaks are not the list's: "with\n--opset" made a short line
+    r = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "300", "TERMINAL_WIDTH": "300"})
+    line = next(x for x in r.output.splitlines() if "Convert SRC to DST" in x)
+    assert "bit-identical; with --opset, to other operator set versions." in line
+
+
 def test_usage_errors_are_one_line_from_the_console_script_too():
     r = subprocess.run([sys.executable, "-c", "from onemodel.cli import main; main()",
                         "convert", "a", "b", "--align", "abc"],
