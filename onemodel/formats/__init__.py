@@ -25,7 +25,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from ..errors import OneModelError, UnsupportedError, quote
+from ..errors import MalformedError, OneModelError, UnsupportedError, quote
 from ..storage.compressed import ZSTD_SUFFIX, has_zstd_suffix, set_format_sniff
 
 
@@ -215,11 +215,16 @@ def open_and_read(target, read: Callable, *, format: str | None = None, name: st
     owns the source. When anything fails the source is closed, and a OneModelError gets the
     source's name (``e.at(source=...)``).
 
-    Raises what ``open_source``, :func:`by_name`, :func:`detect` and ``read`` raise."""
+    Raises what ``open_source``, :func:`by_name`, :func:`detect` and ``read`` raise;
+    MalformedError for an empty file (0 bytes: a model of no format; protobuf would decode it
+    as a ModelProto with no field, Clause 12.2, which ``check`` would list as missing fields
+    where ``load`` refuses it)."""
     from ..storage import open_source
 
     source = open_source(target, storage_options=storage_options, progress=progress)
     try:
+        if source.size == 0:
+            raise MalformedError("the file is empty (0 bytes): it holds no model", offset=0)
         if format:
             plugin = by_name(format)
         else:

@@ -374,3 +374,21 @@ def test_a_negative_seed_is_a_usage_error_naming_the_flag(args):
                                ">= 0. Try 'onemodel ")
     assert "internal error" not in r.output
 
+
+
+@pytest.mark.parametrize("command", [["info"], ["check"], ["hash"], ["infer", "{out}"],
+                                     ["convert", "{out}"]])
+def test_an_empty_file_is_malformed_on_one_line_for_every_command(tmp_path, command):
+    # found by a new-user trial: check listed the empty ModelProto's missing fields (exit 1)
+    # while info refused it (exit 2)
+    p = tmp_path / "empty.onnx"
+    p.write_bytes(b"")
+    out = str(tmp_path / "o.onnx")
+    args = [command[0], str(p), *(a.format(out=out) for a in command[1:])]
+    r = subprocess.run([sys.executable, "-c", "from onemodel.cli import main; main()", *args],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stdout + r.stderr
+    lines = (r.stdout + r.stderr).strip().splitlines()
+    assert lines == [f"Malformed: the file is empty (0 bytes): it holds no model at offset 0x0 "
+                     f"in {p}"]
+    assert not (tmp_path / "o.onnx").exists()
