@@ -28,6 +28,7 @@ from .application import (
     _seed,
     _storage,
     app,
+    err,
     flag_of,
     out,
 )
@@ -105,17 +106,22 @@ def byte_size(text: str, flag: str) -> int:
 def opset_targets(values: List[str]) -> dict:
     """``--opset`` values (``13``, ``ai.onnx.ml=3``, ``ai.onnx=13``) as a dict domain ->
     version (``""`` for ai.onnx); UsageError for anything else or a domain given twice."""
+    from ..opset_convert import targets_of
+
     out: dict = {}
     for text in values:
-        domain, _, version = text.rpartition("=")
-        domain = "" if domain in ("", "ai.onnx") else domain
-        if not version.strip().isdigit():
+        domain, eq, version = text.rpartition("=")
+        if (eq and not domain) or not version.strip().isdigit():
             raise UsageError(f"--opset takes VERSION or DOMAIN=VERSION (13, ai.onnx.ml=3), not "
                              f"{text!r}")
+        domain = "" if domain == "ai.onnx" else domain
         if domain in out:
             raise UsageError(f"--opset gives {domain or 'ai.onnx'} twice")
         out[domain] = int(version)
-    return out
+    try:
+        return targets_of(out)
+    except UsageError as e:  # (the library's words, with the flag named)
+        raise UsageError(f"--opset: {e.message}") from None
 
 
 @app.command()
@@ -158,9 +164,9 @@ def convert(
                                "overwrite data files that may belong to another model."),
     opset: Optional[List[str]] = typer.Option(None, "--opset", metavar="[DOMAIN=]VERSION",
                                               help="Convert to this operator set version "
-                                              "(13: ai.onnx; ai.onnx.ml=3), up or down; "
-                                              "repeatable. Nodes that cannot be converted are "
-                                              "listed, nothing is written (exit 2)."),
+                                              "(13: ai.onnx, 1-28; ai.onnx.ml=3, 1-5), up or "
+                                              "down; repeatable. Nodes that cannot be converted "
+                                              "are listed, nothing is written (exit 2)."),
     ir_version: Optional[int] = typer.Option(None, "--ir-version", metavar="N",
                                              help="With --opset: the IR version to write "
                                              "(default: the one the target opset requires)."),
@@ -239,8 +245,12 @@ def convert(
         if targets is not None:
             if into is not None:
                 raise UsageError("--opset does not go with --into")
-            from ..opset_convert import convert_checked, targets_of
-            targets = targets_of(targets)  # refused before anything is read
+            from ..opset_convert import convert_checked
+            from ..opset_convert.engine import check_ir_version
+            try:
+                check_ir_version(ir_version)  # (before anything is read)
+            except UsageError as e:
+                raise UsageError(f"--ir-version: {e.message}") from None
             if verify_run:
                 from .. import engines as registry
                 registry.get(engine or "onemodel")  # (before anything is read)
@@ -249,8 +259,11 @@ def convert(
                     tune_allocator()
 
             def transform(model):
-                done.append(convert_checked(model, targets, ir_version, check=not no_check,
-                                            share=True))
+                try:
+                    done.append(convert_checked(model, targets, ir_version,
+                                                check=not no_check, share=True))
+                except UsageError as e:  # (an --ir-version older than the opsets require)
+                    raise UsageError(f"--ir-version: {e.message}") from None
                 if verify_run:
                     proofs.append(_verify_run(model, done[-1].model, seed or 0, dims, shapes,
                                               engine or "onemodel"))
@@ -267,6 +280,16 @@ def convert(
                 result = api.convert(src, dst, to=to, into=into,
                                      storage_options=_storage(storage_option, src, dst),
                                      read_options=read_options, progress=bar, **options)
+        except UnsupportedError as e:
+            refusals = getattr(e, "refusals", None)  # (ConversionRefused: every node listed)
+            if refusals is None:
+                raise
+            n = len(refusals)
+            err.line(f"Unsupported: cannot convert {n} node{'s' if n != 1 else ''} (each on a "
+                     f"line below); {shown(dst)} not written")
+            for path, op, reason in refusals:
+                err.line(printable(f"  {path}: {op}: {reason}"))
+            raise typer.Exit(2) from None
         except _Differs:
             proof = proofs[-1][0]
             out.line(printable(f"different: {proof.message()} (--verify-run; {shown(dst)} "

@@ -24,7 +24,7 @@ from ..ir.walk import check_nesting, iter_graphs
 from ..lazy import np
 from .changes import change
 from .context import Refused, Step
-from .ir_versions import ELEMENT_TYPE_IR, FUNCTIONS_IR, REQUIRED_IR, required_ir
+from .ir_versions import ELEMENT_TYPE_IR, FUNCTIONS_IR, NEWEST_IR, REQUIRED_IR, required_ir
 
 #: the domains whose operators are converted (the others pass through)
 DOMAINS = ("", "ai.onnx.ml")
@@ -89,6 +89,16 @@ def targets_of(targets) -> dict:
     return out
 
 
+def check_ir_version(ir_version) -> None:
+    """UsageError unless ``ir_version`` is None or an int from 1 to the newest IR version the
+    stored tables know (:data:`.ir_versions.NEWEST_IR`: onnx's checker and onnxruntime refuse a
+    newer one)."""
+    if ir_version is not None and (type(ir_version) is not int or
+                                   not 1 <= ir_version <= NEWEST_IR):
+        raise UsageError(f"IR version {ir_version!r}: a version from 1 to {NEWEST_IR} (the "
+                         "newest Part 1, Table 12 version known here)")
+
+
 def convert_opset(model: Model, targets, ir_version: int | None = None) -> Model:
     """A new model: ``model`` converted to the operator set versions ``targets`` (``{"": 13,
     "ai.onnx.ml": 3}``, or an int for ai.onnx), up or down, and to the IR version they require
@@ -116,8 +126,7 @@ def convert(model: Model, targets, ir_version: int | None = None,
     node is copied before an adapter rewrites it): much faster on large graphs, for a caller
     that changes neither model afterwards (``onemodel convert --opset``)."""
     targets = targets_of(targets)
-    if ir_version is not None and (type(ir_version) is not int or ir_version < 1):
-        raise UsageError(f"an IR version is an int >= 1, not {ir_version!r}")
+    check_ir_version(ir_version)
     check_nesting(model)
     shared: set = set()
     new = _copy_sharing(model, shared) if share else model.copy()
@@ -128,6 +137,10 @@ def convert(model: Model, targets, ir_version: int | None = None,
     conv.run()
     if conv.rewritten:  # (``model`` is as it was: the names read before the conversion)
         _prune(new, _used_names(model) | conv.added)
+    if ir_version is not None and ir_version < _ir_for(new, None):
+        raise UsageError(f"IR version {ir_version} is older than the converted model requires "
+                         f"({_ir_for(new, None)}: its operator set imports, model-local "
+                         "functions and element types, Part 1, Table 12)")
     new.ir_version = ir_version if ir_version is not None else _ir_for(new, model.ir_version)
     if new.ir_version < 4 and new.graph is not None:
         _initializers_as_inputs(new)

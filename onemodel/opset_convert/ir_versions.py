@@ -51,6 +51,10 @@ ELEMENT_TYPE_IR = {17: 9, 18: 9, 19: 9, 20: 9,      # FLOAT8E4M3FN ... FLOAT8E5M
                    27: 14, 28: 14}                    # FLOAT6E2M3, FLOAT6E3M2
 
 
+#: the newest IR version the tables above know (Part 1, Table 12's last row this onemodel holds)
+NEWEST_IR = max(max(ir for *_, ir in rows) for rows in REQUIRED_IR.values())
+
+
 def required_ir(domain: str | None, version: int) -> int | None:
     """The IR version operator set ``version`` of ``domain`` requires (the table of the module
     docstring), or None for a domain or version the table does not know (a custom domain, an

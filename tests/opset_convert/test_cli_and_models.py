@@ -58,9 +58,45 @@ def test_a_refusal_exits_2_and_writes_nothing(tmp_path):
                                   helper.make_tensor_value_info("z", F, None)], 13))
     r = cli("convert", src, tmp_path / "out.onnx", "--opset", "12")
     assert r.exit_code == 2
-    assert "cannot convert 2 nodes: graph.nodes[0]: Softmax-13 -> 12" in r.output
-    assert "graph.nodes[1]: Softmax-13 -> 12" in r.output
+    lines = r.output.splitlines()
+    assert lines[0] == (f"Unsupported: cannot convert 2 nodes (each on a line below); "
+                        f"{tmp_path / 'out.onnx'} not written")
+    assert [x.split(": ", 2)[:2] for x in lines[1:]] == [
+        ["  graph.nodes[0]", "Softmax-13 -> 12"], ["  graph.nodes[1]", "Softmax-13 -> 12"]]
+    assert "axis 0 is not the last axis of 'x'" in lines[1]
     assert not (tmp_path / "out.onnx").exists()
+
+
+def test_every_refused_node_is_listed_however_many(tmp_path):
+    # 60 refusals make a message far past the 2,000 characters an error line is cut to
+    n = 60
+    src = _write(tmp_path, model([helper.make_node("Softmax", ["x"], [f"y{i}"], axis=0)
+                                  for i in range(n)],
+                                 [helper.make_tensor_value_info("x", F, [2, 3])],
+                                 [helper.make_tensor_value_info(f"y{i}", F, None)
+                                  for i in range(n)], 13))
+    r = cli("convert", src, tmp_path / "out.onnx", "--opset", "12")
+    assert r.exit_code == 2 and "cannot convert 60 nodes" in r.output.splitlines()[0]
+    listed = [x for x in r.output.splitlines()[1:] if x.startswith("  graph.nodes[")]
+    assert [x.split(":")[0].strip() for x in listed] == [f"graph.nodes[{i}]" for i in range(n)]
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--opset", "=13"], "--opset takes VERSION or DOMAIN=VERSION (13, ai.onnx.ml=3), not '=13'"),
+    (["--opset", "99"], "--opset: ai.onnx opset 99: a version from 1 to 28"),
+    (["--opset", "ai.onnx.ml=9"], "--opset: ai.onnx.ml opset 9: a version from 1 to 5"),
+    (["--opset", "13", "--ir-version", "99"], "--ir-version: IR version 99: a version from 1 to "
+                                              "14"),
+    (["--opset", "13", "--ir-version", "2"], "--ir-version: IR version 2 is older than the "
+                                             "converted model requires (7")])
+def test_opset_and_ir_version_usage_errors_name_their_flag(tmp_path, args, said):
+    # found by a new-user trial: `=13` was taken as ai.onnx, 99 went unnamed, IR 99 was written
+    src = _write(tmp_path, model([helper.make_node("Relu", ["x"], ["y"])],
+                                 [helper.make_tensor_value_info("x", F, [2])],
+                                 [helper.make_tensor_value_info("y", F, None)], 13))
+    r = cli("convert", src, tmp_path / "out.onnx", *args)
+    assert r.exit_code == 2 and r.output.startswith(f"Usage error: {said}"), r.output
+    assert len(r.output.strip().splitlines()) == 1 and not (tmp_path / "out.onnx").exists()
 
 
 @pytest.mark.parametrize("args", [["--opset", "x"], ["--opset", "13", "--opset", "ai.onnx=12"],
@@ -164,3 +200,11 @@ def test_testdata_exports_convert_and_compute_the_same(name, opset):
             np.testing.assert_array_equal(g, w)
         else:
             assert g == w
+
+
+def test_the_help_of_opset_gives_the_versions_the_tables_know():
+    from onemodel.opset_convert.engine import latest
+
+    r = runner.invoke(app, ["convert", "--help"], env={"COLUMNS": "400"})
+    assert f"ai.onnx, 1-{latest('')}; ai.onnx.ml=3, 1-{latest('ai.onnx.ml')})" in \
+        " ".join(r.output.split())

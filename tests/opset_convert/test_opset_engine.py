@@ -3,6 +3,7 @@ version, weights shared, targets checked."""
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -96,6 +97,14 @@ def test_the_ir_version_follows_the_target_opset_or_the_caller():
     assert low.ir_version == 3
     assert convert_opset(m, {"": 8}, ir_version=8).ir_version == 8
     clean(low)
+    # past the newest IR version known (onnxruntime and onnx's checker refuse such a file), or
+    # older than the target operator set requires: refused
+    for bad, said in ((15, "a version from 1 to 14"), (99, "a version from 1 to 14"),
+                      (0, "a version from 1 to 14"),
+                      (6, "IR version 6 is older than the converted model requires (7")):
+        with pytest.raises(UsageError, match=re.escape(said)):
+            convert_opset(m, {"": 13}, ir_version=bad)
+    assert convert_opset(m, {"": 13}, ir_version=14).ir_version == 14
 
 
 def test_below_ir_4_initializers_become_graph_inputs():
