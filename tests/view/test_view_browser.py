@@ -178,3 +178,31 @@ def test_a_run_marks_the_first_differing_node(browser, tmp_path):
     assert {"run-first", "run-beyond"} <= set(sel.get_attribute("class").split())
     assert browser.execute_script(
         f"return window.onemodelView.data.nodes[{sel.get_attribute('data-node')}].n") == CONV
+
+
+def _ready(browser, page_path) -> None:
+    browser.get(page_path.as_uri())
+    deadline = time.monotonic() + READY_SECONDS
+    while browser.execute_script("return document.body.getAttribute('data-ready')") != "1":
+        assert time.monotonic() < deadline, "the page never became ready"
+        time.sleep(0.05)
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+
+
+def test_a_change_inside_an_if_branch_is_highlighted_in_place(browser, tmp_path):
+    from test_view_diff import _nested
+
+    from onemodel.view import render_diff
+
+    a, b = _nested(tmp_path / "a.onnx"), _nested(tmp_path / "b.onnx", alpha=0.2)
+    with onemodel.load(a) as ma, onemodel.load(b) as mb:
+        (tmp_path / "nested.html").write_text(render_diff(ma, "a", mb, "b"), "utf-8")
+    _ready(browser, tmp_path / "nested.html")
+    assert "1 changed" in browser.find_element("id", "panel").text
+    browser.find_element("css selector", "#panel li.diff-changed").click()  # reveal it
+    sel = browser.find_element("css selector", "#viewport .node.selected")
+    assert "diff-changed" in sel.get_attribute("class")
+    assert browser.execute_script(
+        f"return window.onemodelView.data.nodes[{sel.get_attribute('data-node')}].n") == \
+        "then_relu"
+    assert "attribute alpha: 0.1 -> 0.2" in browser.find_element("id", "panel").text

@@ -79,3 +79,23 @@ def test_run_options_are_refused_without_run(tmp_path):
         r = CliRunner().invoke(cli.app, ["view", str(DETECTOR), str(DETECTOR), *args, "-o",
                                          "-"])
         assert r.exit_code == 2 and said in r.stderr, (args, r.stderr)
+
+
+def test_a_run_colours_only_main_graph_nodes(tmp_path):
+    """A function's body naming its value as a main-graph value is named ("t") is not coloured
+    by that value's comparison: a run compares the main graph's values."""
+    from onnx import helper as h
+
+    fn = h.make_function("local", "F", ["a"], ["t"], [h.make_node("Neg", ["a"], ["t"],
+                                                                  name="fneg")],
+                         [h.make_opsetid("", 17)])
+    paths = []
+    for k, op in enumerate(("Relu", "Abs")):
+        paths.append(save(tmp_path / f"{k}.onnx",
+                          [h.make_node(op, ["x"], ["t"], name="first"),
+                           h.make_node("F", ["t"], ["z"], name="call", domain="local")],
+                          [vi("x")], [vi("z")], functions=[fn]))
+    d = _view(*paths, "--run")
+    by = {n["n"]: n for n in d["nodes"]}
+    assert by["first"]["rw"] is False and by["first"]["df"] == "changed"
+    assert "rd" not in by["fneg"] and "rw" not in by["fneg"]
