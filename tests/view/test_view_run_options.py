@@ -99,3 +99,12 @@ def test_a_run_colours_only_main_graph_nodes(tmp_path):
     by = {n["n"]: n for n in d["nodes"]}
     assert by["first"]["rw"] is False and by["first"]["df"] == "changed"
     assert "rd" not in by["fneg"] and "rw" not in by["fneg"]
+
+
+def test_two_engines_reach_the_run(tmp_path):
+    import pytest
+    pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
+    a, b = _shape_models(tmp_path)
+    d = _view(a, b, "--engines", "onemodel,onnxruntime", "--dim", "N=3")  # (implies --run)
+    assert d["run"]["engines"] == ["onemodel", "onnxruntime"]
+    assert _rd(d, "mul") == 3.0
