@@ -534,3 +534,22 @@ def _rerun(nr: NodeReport, a: Model, b: Model, b_nodes: dict, va, engine: str,
         nr.rerun.append((name, c))
         agree &= bool(c.within)
     nr.verdict = INPUTS if agree else NODE
+
+
+def bisect_generated(a: Model, b: Model, *, seed: int = 0, dims: dict[str, int] | None = None,
+                     shapes: dict[str, tuple] | None = None,
+                     engines: tuple[str, str] = ("onemodel", "onemodel"), tolerances=None,
+                     max_later: int | None = 8) -> BisectReport:
+    """:func:`bisect` of ``a`` and ``b`` on the inputs ``verify --run`` generates for ``a``
+    (:func:`onemodel.evaluate.random_inputs` with ``seed``, ``dims`` and ``shapes``): what
+    ``verify --bisect`` and ``view A B --run`` run.
+
+    Raises:
+        UsageError: ``dims`` or ``shapes`` that do not fit ``a``'s inputs.
+        EvaluationError, UnsupportedError, InvalidModelError: as :func:`bisect`.
+    """
+    from .evaluate import random_inputs
+
+    inputs = random_inputs(a, seed=seed, dims=dims or {}, shapes=shapes)
+    return bisect(a, b, inputs, engines=tuple(engines), tolerances=tolerances,
+                  max_later=max_later)

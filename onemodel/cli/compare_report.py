@@ -1,16 +1,73 @@
-"""``verify``'s engine and tolerance flags, and its report (text and ``--json``).
+"""``verify``'s run flags (inputs, engines, tolerances), and its report (text and ``--json``).
 
-Parsing only what the flags say (every malformed value a :class:`~onemodel.errors.UsageError`
-naming the flag); the comparison itself is :mod:`onemodel.compare`, run by
-:func:`onemodel.verify.verify`.
+The flags are declared once here (:data:`SeedOpt` ... :data:`TolOpt`) and taken by ``verify``
+and by ``view A B --run``; :func:`run_flags` parses them alike for both. Parsing only what the
+flags say (every malformed value a :class:`~onemodel.errors.UsageError` naming the flag); the
+comparison itself is :mod:`onemodel.compare`, run by :func:`onemodel.verify.verify` and
+:func:`onemodel.bisect.bisect_generated`.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Optional
 
+import typer
+
 from ..errors import UsageError, printable
+from .application import _inputs_given, _seed
+
+SeedOpt = typer.Option(0, "--seed", parser=_seed, metavar="N",
+                       help="Seed of the generated inputs (an integer >= 0).")
+DimOpt = typer.Option(None, "--dim", metavar="NAME=VALUE", help="Value of a symbolic dimension "
+                      "for --run (repeatable; unset ones are 1).")
+EngineOpt = typer.Option(None, "--engine", help="The engine for both models: onemodel "
+                         "(default), onnxruntime or one registered (group onemodel.engines).")
+EnginesOpt = typer.Option(None, "--engines", metavar="E1,E2", help="Run A with E1 and B (or A "
+                          "again) with E2; implies --run; floats within Clause 11.5 defaults.")
+AtolOpt = typer.Option(None, "--atol", help="Absolute tolerance of float outputs (with --run).")
+RtolOpt = typer.Option(None, "--rtol", help="Relative tolerance of float outputs, relative to "
+                       "B's value.")
+UlpOpt = typer.Option(None, "--ulp", help="Float elements at most this many representable "
+                      "values apart are within tolerance.")
+TolOpt = typer.Option(None, "--tol", metavar="NAME:atol=X,rtol=Y,ulp=N", help="Tolerance of one "
+                      "output (repeatable; unset fields from --atol/--rtol/--ulp).")
+
+
+@dataclass
+class RunFlags:
+    """The run flags parsed: ``pair`` (``--engines``, or None), ``engines`` (the engine of each
+    side), ``tolerances`` (:class:`onemodel.compare.Tolerances` or None), ``dims``, ``shapes``
+    (``--dim``, ``--shape``), ``seed``, and ``run``: whether the models run (``--run``, or
+    implied by ``--engines`` or ``--bisect``)."""
+
+    pair: Optional[tuple[str, str]]
+    engines: tuple[str, str]
+    tolerances: object
+    dims: dict
+    shapes: dict
+    seed: int
+    run: bool
+
+
+def run_flags(b: Optional[str], *, run: bool, seed: int, dim, shape, engine, engines, atol,
+              rtol, ulp, tol) -> RunFlags:
+    """The flags of :data:`SeedOpt` ... :data:`TolOpt` and ``--shape`` parsed as ``verify``
+    takes them (``b``: the second model or None; ``run``: ``--run`` or ``--bisect``); when the
+    models run on onemodel's engine, the allocator is tuned as ``run`` does (the process is the
+    command's). Raises UsageError as :func:`parse_engines` and :func:`parse_tolerances` do."""
+    pair = parse_engines(engine, engines, b)
+    tolerances = parse_tolerances(atol, rtol, ulp, tol, run=run or pair is not None,
+                                  exact=pair is None or pair[0] == pair[1],
+                                  cross_engine=pair is not None and pair[0] != pair[1])
+    dims, shapes = _inputs_given(dim, shape)
+    run = run or pair is not None
+    sides = pair or ((engine or "onemodel"),) * 2
+    if run and "onemodel" in sides:
+        from ..evaluate.memory import tune_allocator
+        tune_allocator()
+    return RunFlags(pair, tuple(sides), tolerances, dims, shapes, seed, run)
 
 
 def parse_engines(engine: Optional[str], engines: Optional[str],

@@ -17,13 +17,23 @@ from .application import (
     ShapeOpt,
     StorageOpt,
     _errors,
-    _inputs_given,
     _read_options,
-    _seed,
     _storage,
     app,
     flag_of,
     out,
+)
+from .compare_report import (
+    AtolOpt,
+    DimOpt,
+    EngineOpt,
+    EnginesOpt,
+    RtolOpt,
+    RunFlags,
+    SeedOpt,
+    TolOpt,
+    UlpOpt,
+    run_flags,
 )
 from .redact import shown
 
@@ -42,27 +52,15 @@ def verify(
                                "are ignored."),
     run: bool = typer.Option(False, "--run", help="Also run both models and compare every "
                              "output (bit for bit on one engine unless a tolerance is given)."),
-    seed: int = typer.Option(0, "--seed", parser=_seed, metavar="N",
-                             help="Seed of the generated inputs (an integer >= 0)."),
-    dim: Optional[List[str]] = typer.Option(None, "--dim", metavar="NAME=VALUE",
-                                            help="Value of a symbolic dimension for --run "
-                                            "(repeatable; unset ones are 1)."),
+    seed: int = SeedOpt,
+    dim: Optional[List[str]] = DimOpt,
     shape: Optional[List[str]] = ShapeOpt,
-    engine: Optional[str] = typer.Option(None, "--engine", help="The engine for both models: "
-                                         "onemodel (default), onnxruntime or one registered "
-                                         "(group onemodel.engines)."),
-    engines: Optional[str] = typer.Option(None, "--engines", metavar="E1,E2",
-                                          help="Run A with E1 and B (or A again) with E2; "
-                                          "implies --run; floats within Clause 11.5 defaults."),
-    atol: Optional[float] = typer.Option(None, "--atol", help="Absolute tolerance of float "
-                                         "outputs (with --run)."),
-    rtol: Optional[float] = typer.Option(None, "--rtol", help="Relative tolerance of float "
-                                         "outputs, relative to B's value."),
-    ulp: Optional[int] = typer.Option(None, "--ulp", help="Float elements at most this many "
-                                      "representable values apart are within tolerance."),
-    tol: Optional[List[str]] = typer.Option(None, "--tol", metavar="NAME:atol=X,rtol=Y,ulp=N",
-                                            help="Tolerance of one output (repeatable; unset "
-                                            "fields from --atol/--rtol/--ulp)."),
+    engine: Optional[str] = EngineOpt,
+    engines: Optional[str] = EnginesOpt,
+    atol: Optional[float] = AtolOpt,
+    rtol: Optional[float] = RtolOpt,
+    ulp: Optional[int] = UlpOpt,
+    tol: Optional[List[str]] = TolOpt,
     as_json: bool = typer.Option(False, "--json", help="Print the report as one JSON object."),
     bisect: bool = typer.Option(False, "--bisect", help="Also name the first node, in "
                                 "topological order, whose outputs differ beyond tolerance, and "
@@ -76,19 +74,13 @@ def verify(
     """Compare two models field by field and tensor byte by byte, and with --run their outputs
     (exit 0 equal or within tolerance, 1 different)."""
     from ..verify import verify as do_verify
-    from .compare_report import parse_engines, parse_tolerances, print_report, report_json
+    from .compare_report import print_report, report_json
 
     with _errors(debug):
-        pair = parse_engines(engine, engines, b)
-        run = run or bisect
-        tolerances = parse_tolerances(atol, rtol, ulp, tol, run=run or pair is not None,
-                                      exact=pair is None or pair[0] == pair[1],
-                                      cross_engine=pair is not None and pair[0] != pair[1])
-        dims, shapes = _inputs_given(dim, shape)
-        run = run or pair is not None
-        if run and "onemodel" in (pair or (engine,)):  # the process is the command's: tune
-            from ..evaluate.memory import tune_allocator  # as `run` does
-            tune_allocator()
+        flags = run_flags(b, run=run or bisect, seed=seed, dim=dim, shape=shape, engine=engine,
+                          engines=engines, atol=atol, rtol=rtol, ulp=ulp, tol=tol)
+        pair, tolerances, dims, shapes, run = (flags.pair, flags.tolerances, flags.dims,
+                                               flags.shapes, flags.run)
         read_options = _read_options(allow_outside)
         try:  # (the options are checked against A and B once: bisect reads them too)
             storage = _storage(storage_option, a, *filter(None, [b]))
@@ -109,8 +101,7 @@ def verify(
         not_bisected = None  # why bisect could not run, when the report has a verdict
         if bisect:
             try:
-                bisected = _bisect(a, b, pair or (engine or "onemodel",) * 2, tolerances, seed,
-                                   dims, shapes, read_options, storage)
+                bisected = _bisect(a, b, flags, read_options, storage)
             except UsageError:  # (a OneModelError: caught first)
                 raise
             except OneModelError as e:  # (an InternalError, a bug, is not: it goes on up)
@@ -137,24 +128,22 @@ def verify(
     raise typer.Exit(0 if report.equal else 1)
 
 
-def _bisect(a: str, b: Optional[str], engines, tolerances, seed, dims, shapes, read_options,
-            storage_options):
-    """verify --bisect: :func:`onemodel.bisect.bisect` of A and B (A again when B is omitted)
-    on the inputs ``--run`` generated (the same seed, dims and shapes)."""
+def _bisect(a: str, b: Optional[str], flags: RunFlags, read_options, storage_options):
+    """verify --bisect: :func:`onemodel.bisect.bisect_generated` of A and B (A again when B is
+    omitted) on the inputs ``--run`` generated (the same seed, dims and shapes)."""
     from ..api import _load as load  # (storage options checked against A and B by verify)
-    from ..bisect import bisect as do_bisect
-    from ..evaluate import random_inputs
+    from ..bisect import bisect_generated
 
     opts = dict(read_options or {}, storage_options=storage_options)
     ma = load(a, **opts)
     try:
         mb = ma if b is None else load(b, **opts)
         try:
-            inputs = random_inputs(ma, seed=seed, dims=dims or {}, shapes=shapes)
-            return do_bisect(ma, mb, inputs, engines=tuple(engines), tolerances=tolerances)
+            return bisect_generated(ma, mb, seed=flags.seed, dims=flags.dims,
+                                    shapes=flags.shapes, engines=flags.engines,
+                                    tolerances=flags.tolerances)
         finally:
             if mb is not ma:
                 mb.close()
     finally:
         ma.close()
-

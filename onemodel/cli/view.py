@@ -9,7 +9,28 @@ from typing import List, Optional
 
 import typer
 
-from .application import DebugOpt, OutsideOpt, StorageOpt, _errors, _read_options, _storage, app
+from .application import (
+    DebugOpt,
+    OutsideOpt,
+    ShapeOpt,
+    StorageOpt,
+    _errors,
+    _read_options,
+    _storage,
+    app,
+)
+from .compare_report import (
+    AtolOpt,
+    DimOpt,
+    EngineOpt,
+    EnginesOpt,
+    RtolOpt,
+    RunFlags,
+    SeedOpt,
+    TolOpt,
+    UlpOpt,
+    run_flags,
+)
 
 
 @app.command()
@@ -27,10 +48,18 @@ def view(
                                       "the page; svg: a static, deterministic picture, drawn "
                                       "without a browser (needs igraph)."),
     run: bool = typer.Option(False, "--run", help="With B: run both models on the same "
-                             "generated inputs (the onemodel engine, --seed) and colour each "
+                             "generated inputs (verify --run's options below) and colour each "
                              "node by the largest difference of its outputs; the first "
                              "differing node (verify --bisect's) is marked."),
-    seed: int = typer.Option(0, "--seed", help="--run: seed of the generated inputs."),
+    seed: int = SeedOpt,
+    dim: Optional[List[str]] = DimOpt,
+    shape: Optional[List[str]] = ShapeOpt,
+    engine: Optional[str] = EngineOpt,
+    engines: Optional[str] = EnginesOpt,
+    atol: Optional[float] = AtolOpt,
+    rtol: Optional[float] = RtolOpt,
+    ulp: Optional[int] = UlpOpt,
+    tol: Optional[List[str]] = TolOpt,
     depth: int = typer.Option(2, "--depth", min=1, help="svg: the levels of groups shown (1: "
                               "each top-level group a box; 2: those opened, the groups in them "
                               "boxes; ...)."),
@@ -52,9 +81,16 @@ def view(
         if other is not None and fmt == "svg":
             from ..errors import UsageError
             raise UsageError("--format svg draws one model: give MODEL alone")
-        if run and other is None:
+        if (run or engines is not None) and other is None:
             from ..errors import UsageError
             raise UsageError("--run compares two models: give MODEL and B")
+        flags = run_flags(other or "", run=run, seed=seed, dim=dim, shape=shape, engine=engine,
+                          engines=engines, atol=atol, rtol=rtol, ulp=ulp, tol=tol)
+        given = [f for f, v in (("--seed", seed != 0), ("--dim", dim), ("--shape", shape),
+                                ("--engine", engine)) if v]
+        if given and not flags.run:
+            from ..errors import UsageError
+            raise UsageError(f"{given[0]} is for the run of both models: give --run")
         if other is not None and output is None:
             target = default_output(other, fmt)
         storage = _storage(storage_option, file, *([] if other is None else [other]),
@@ -68,7 +104,7 @@ def view(
             title = title_of(file, model)
             if other is not None:
                 page = _diff_page(model, title, other, target, storage, allow_outside,
-                                  seed if run else None)
+                                  flags if flags.run else None)
             elif fmt == "html":
                 page = render(model, title)
             else:
@@ -90,9 +126,11 @@ def view(
         typer.echo(f"wrote {target} ({len(data):,} bytes)", err=True)
 
 
-def _diff_page(model_a, title_a, other, target, storage, allow_outside, seed) -> str:
+def _diff_page(model_a, title_a, other, target, storage, allow_outside,
+               flags: Optional[RunFlags]) -> str:
     """The page of ``other`` against ``model_a`` (open), ``other`` loaded and closed here;
-    with a ``seed``, both run on the inputs generated from it (``verify --bisect``'s run)."""
+    with run ``flags``, both run as ``verify --bisect`` runs them (the same inputs, engines
+    and tolerances: :func:`onemodel.bisect.bisect_generated`)."""
     from .. import api
     from ..view import render_diff
 
@@ -100,10 +138,16 @@ def _diff_page(model_a, title_a, other, target, storage, allow_outside, seed) ->
         if target != "-":
             api.refuse_overwriting(model_b, [("the page", target)], in_place=False)
         report = verdict = None
-        if seed is not None:
-            from ..bisect import bisect, verdict_line
-            from ..evaluate.inputs import random_inputs
-            report = bisect(model_a, model_b, random_inputs(model_a, seed=seed), max_later=0)
+        if flags is not None:
+            from ..bisect import bisect_generated, verdict_line
+            report = bisect_generated(model_a, model_b, seed=flags.seed, dims=flags.dims,
+                                      shapes=flags.shapes, engines=flags.engines,
+                                      tolerances=flags.tolerances, max_later=0)
+            unknown = sorted(set(getattr(flags.tolerances, "per_output", ()))
+                             - set(report.comparisons))
+            if unknown:
+                from ..errors import UsageError
+                raise UsageError(f"--tol {unknown[0]}: no value of that name was compared")
             verdict = None if report.first is None else verdict_line(report.first)
         return render_diff(model_a, title_a, model_b, title_of(other, model_b), report,
                            verdict)

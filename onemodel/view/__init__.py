@@ -38,10 +38,10 @@ def render_diff(model_a, title_a: str, model_b, title_b: str, run=None,
     difference and marks the first differing node (``verdict``: its verdict line)."""
     from .diff import annotate_diff, annotate_run
     from .html import page_html
-    from .page_model import page_model
+    from .page_model import page_model_scoped
 
-    data_b = page_model(model_b, f"{title_b} vs {title_a}")
-    annotate_diff(data_b, model_b, page_model(model_a, title_a), model_a, title_a)
+    data_b, scopes_b = page_model_scoped(model_b, f"{title_b} vs {title_a}")
+    annotate_diff(data_b, scopes_b, *page_model_scoped(model_a, title_a), title_a)
     if run is not None:
-        annotate_run(data_b, run, verdict)
+        annotate_run(data_b, scopes_b, run, verdict)
     return page_html(data_b)

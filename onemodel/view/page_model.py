@@ -25,6 +25,7 @@ model-local function's body) and returns tables the page's script reads:
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from ..errors import OneModelError
 from ..inference import Value, infer_model
@@ -44,11 +45,31 @@ _NODE_PATH = re.compile(r"nodes\[\d+\]")
 _INIT_PATH = re.compile(r"^(.*)\.initializers\[(\d+)\]")
 
 
+@dataclass
+class Scopes:
+    """Where each item of the page data is, for aligning two models (:mod:`.diff`); not on the
+    page. ``node_graph[k]``, ``value_graph[v]``: the group of the graph node ``k`` or value
+    ``v`` is in (-1: the main graph; a ``"subgraph"`` or ``"function"`` group); ``tags[g]`` of
+    such a group: ``("attribute", node, attribute name, field)`` for a subgraph (the node
+    holding it, the field ``g`` or ``graphs[i]``), ``("function", domain, name, overload)`` for
+    a function; ``tensors[i]``: the :class:`onemodel.ir.Tensor` of ``inits[i]``."""
+
+    node_graph: list
+    value_graph: list
+    tags: dict
+    tensors: list
+
+
 def page_model(model, name: str) -> dict:
     """The page data of ``model`` (an open :class:`onemodel.Model`; initializer statistics read
     its bytes), titled ``name``. Inference and check failures are kept as notes, not raised:
     the page shows what could be found, and so are tensors whose bytes cannot be read (their
     statistics say why)."""
+    return page_model_scoped(model, name)[0]
+
+
+def page_model_scoped(model, name: str) -> tuple[dict, Scopes]:
+    """:func:`page_model` and the :class:`Scopes` of its items (what ``view A B`` aligns)."""
     from ..summary import summarize
 
     b = _Builder(model)
@@ -63,8 +84,10 @@ def page_model(model, name: str) -> dict:
         label = f"function {f.domain + '.' if f.domain else ''}{f.name}"
         b.groups.append({"l": label, "p": -1, "k": "function", "c": 0})
         b.functions[(f.domain or "", f.name, f.overload or "")] = g
+        b.tags[g] = ("function", f.domain or "", f.name or "", f.overload or "")
         b.function_bodies.append((f, f"functions[{k}]", g))
     for f, path, g in b.function_bodies:
+        b.graph = g
         scope = {n: b.value(n, None, path, None) for n in f.inputs}
         b.groups[g]["c"] = b.walk_nodes(f.nodes, path, g, scope, f.opset_imports,
                                         outputs=f.outputs)
@@ -73,11 +96,12 @@ def page_model(model, name: str) -> dict:
         rec["st"] = st
     b.attach_findings()
     summary = summarize(model)
-    return {"title": name, "summary": summary, "notes": b.notes, "nodes": b.nodes,
+    data = {"title": name, "summary": summary, "notes": b.notes, "nodes": b.nodes,
             "categories": {op: kind for op in sorted({n["o"] for n in b.nodes})
                            if (kind := CATEGORY.get(op)) is not None},
             "values": b.values, "types": b.types, "inits": b.inits, "groups": b.groups,
             "findings": b.findings}
+    return data, Scopes(b.node_graph, b.value_graph, b.tags, b.init_tensors)
 
 
 class _Builder:
@@ -98,6 +122,10 @@ class _Builder:
         self.functions: dict = {}
         self.function_bodies: list = []
         self.calls: list = []  # (node index, (domain, op_type, overload))
+        self.graph = -1  # the group of the graph being walked (Scopes.node_graph)
+        self.node_graph: list = []
+        self.value_graph: list = []
+        self.tags: dict = {}
 
     # -- values -----------------------------------------------------------------------------
     def type_of(self, gpath: str, name: str, declared) -> int:
@@ -120,6 +148,7 @@ class _Builder:
     def value(self, name: str, declared, gpath: str, init: int | None) -> int:
         self.values.append([name, self.type_of(gpath, name, declared),
                             -1 if init is None else init, -1])
+        self.value_graph.append(self.graph)
         return len(self.values) - 1
 
     def initializer(self, t, path: str) -> int:
@@ -133,6 +162,7 @@ class _Builder:
     def walk_graph(self, graph, gpath: str, parent: int, outer: dict | None, opsets) -> int:
         """Walk ``graph`` (values, initializers, nodes) into groups below ``parent``; return the
         nodes counted below it."""
+        self.graph = parent
         scope = dict(outer or {})
         declared = {vi.name: vi.type for vi in graph.value_info}
         for i, t in enumerate(graph.initializers):
@@ -152,6 +182,7 @@ class _Builder:
 
     def walk_nodes(self, nodes, gpath, parent, scope, opsets, declared=None, inputs=(),
                    outputs=()) -> int:
+        self.graph = parent
         declared = declared or {}
         versions = {(o.domain or "") if o.domain != "ai.onnx" else "": o.version for o in opsets}
         items = [(("n", i), (), "Input") for i in inputs]
@@ -197,6 +228,7 @@ class _Builder:
                     sg = len(self.groups)
                     self.groups.append({"l": f"{a.name}" + (f" ({sub.name})" if sub.name else ""),
                                         "p": g, "k": "subgraph", "c": 0})
+                    self.tags[sg] = ("attribute", k, a.name or "", field)
                     self.groups[sg]["c"] = self.walk_graph(
                         sub, f"{npath}.attributes[{ai}].{field}", sg, scope, opsets)
                     self.groups[g]["c"] += self.groups[sg]["c"]
@@ -226,6 +258,7 @@ class _Builder:
             if node.doc_string:
                 rec["doc"] = _clip(node.doc_string)
         self.nodes.append(rec)
+        self.node_graph.append(self.graph)
         k = len(self.nodes) - 1
         if kind == "op":
             self.node_paths[path] = k

@@ -16,6 +16,8 @@ from view_models import MODELS, save, vi
 
 import onemodel
 from onemodel.view import render
+from onemodel.view.grouping import GROUP_SIZE
+from onemodel.view.page_model import page_model
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -58,6 +60,56 @@ def _open(browser, tmp_path, model_path, name="page.html") -> dict:
         "groups: v.data.groups.length, leaves: v.state.leaves};")
 
 
+def _expected_nodes(path) -> int:
+    """The page's node count, from the file read by onnx (the oracle): every node of every
+    graph and function body, and each graph's inputs (not those with an initializer) and
+    outputs."""
+    import onnx
+
+    def graph(g) -> int:
+        inits = {t.name for t in g.initializer}
+        n = len([i for i in g.input if i.name not in inits]) + len(g.output)
+        for node in g.node:
+            n += 1
+            for a in node.attribute:
+                n += sum(graph(sub) for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs))
+        return n
+    m = onnx.load(str(path), load_external_data=False)
+    return graph(m.graph) + sum(len(f.node) for f in m.functions)
+
+
+def _open_a_group(browser) -> None:
+    """Click the first closed group: it becomes a cluster, and more items are shown."""
+    groups = browser.find_elements("css selector", "#viewport .item.group")
+    assert groups
+    before = _items(browser)
+    g = groups[0].get_attribute("data-group")
+    groups[0].click()
+    assert browser.find_elements("css selector", f"#viewport .cluster[data-group='{g}']")
+    assert _items(browser) > before
+
+
+def _search(browser, text: str) -> str:
+    """Search ``text``: the one node selected, its name."""
+    box = browser.find_element("id", "search")
+    box.clear()
+    box.send_keys(text + "\n")
+    sel = browser.find_elements("css selector", "#viewport .node.selected")
+    assert len(sel) == 1
+    return browser.execute_script(
+        f"return window.onemodelView.data.nodes[{sel[0].get_attribute('data-node')}].n")
+
+
+def _levels(n: int) -> list[int]:
+    """The groups of runs that chunk ``n`` unscoped nodes (:mod:`onemodel.view.grouping`):
+    ceil(n / GROUP_SIZE) runs, then runs of those, until a level has at most GROUP_SIZE."""
+    out = []
+    while n > GROUP_SIZE:
+        n = -(-n // GROUP_SIZE)
+        out.append(n)
+    return out
+
+
 def _items(browser) -> int:
     return browser.execute_script("return document.querySelectorAll('#viewport .item').length")
 
@@ -67,6 +119,8 @@ def test_testdata_pages_load_open_and_search(browser, tmp_path, name):
     got = _open(browser, tmp_path, MODELS / f"{name}.onnx")
     with onemodel.load(MODELS / f"{name}.onnx") as m:
         last_op = m.graph.nodes[-1]
+        groups = len(page_model(m, name)["groups"])
+    assert got["nodes"] == _expected_nodes(MODELS / f"{name}.onnx") and got["groups"] == groups
     status = browser.find_element("id", "status").text
     assert f"{got['nodes']} nodes" in status and f"{got['groups']} groups" in status
     assert _items(browser) == got["leaves"] > 0
@@ -96,6 +150,9 @@ def test_a_chain_of_50000_nodes(browser, tmp_path):
     path = save(tmp_path / "chain.onnx", nodes, [vi("x")], [vi(prev)])
     got = _open(browser, tmp_path, path)
     assert got["nodes"] == 50_002 and got["leaves"] <= 60 and _items(browser) == got["leaves"]
+    # the 50,002 items (the input, the nodes, the output) in runs of GROUP_SIZE, nested
+    assert got["groups"] == sum(_levels(50_002)) == 1251 + 32
+    _open_a_group(browser)
     box = browser.find_element("id", "search")
     box.send_keys("n31337\n")
     sel = browser.find_elements("css selector", "#viewport .node.selected")
@@ -142,6 +199,16 @@ def test_the_changed_conv_is_highlighted_in_a_diff(browser, tmp_path):
     assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
     panel = browser.find_element("id", "panel").text
     assert "1 changed" in panel and CONV in panel
+    assert browser.execute_script("return window.onemodelView.data.nodes.length") == \
+        _expected_nodes(b)
+    browser.find_element("id", "close-all").click()  # closed, its group is marked
+    marked = browser.find_elements("css selector", "#viewport .item.group.has-diff")
+    assert [e.get_attribute("data-group") for e in marked] == [str(
+        browser.execute_script("return window.onemodelView.data.groups.findIndex("
+                               "g => g.l === 'fuse' && g.p === -1)"))]
+    _open_a_group(browser)
+    assert _search(browser, CONV) == CONV
+    browser.find_element("id", "summary").click()
     browser.find_element("css selector", "#panel li.diff-changed").click()  # reveal it
     sel = browser.find_element("css selector", "#viewport .node.selected")
     assert "diff-changed" in sel.get_attribute("class")
@@ -178,3 +245,76 @@ def test_a_run_marks_the_first_differing_node(browser, tmp_path):
     assert {"run-first", "run-beyond"} <= set(sel.get_attribute("class").split())
     assert browser.execute_script(
         f"return window.onemodelView.data.nodes[{sel.get_attribute('data-node')}].n") == CONV
+
+
+def _ready(browser, page_path) -> None:
+    browser.get(page_path.as_uri())
+    deadline = time.monotonic() + READY_SECONDS
+    while browser.execute_script("return document.body.getAttribute('data-ready')") != "1":
+        assert time.monotonic() < deadline, "the page never became ready"
+        time.sleep(0.05)
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+
+
+def test_a_change_inside_an_if_branch_is_highlighted_in_place(browser, tmp_path):
+    from test_view_diff import _nested
+
+    from onemodel.view import render_diff
+
+    a, b = _nested(tmp_path / "a.onnx"), _nested(tmp_path / "b.onnx", alpha=0.2)
+    with onemodel.load(a) as ma, onemodel.load(b) as mb:
+        (tmp_path / "nested.html").write_text(render_diff(ma, "a", mb, "b"), "utf-8")
+    _ready(browser, tmp_path / "nested.html")
+    assert "1 changed" in browser.find_element("id", "panel").text
+    browser.find_element("id", "close-all").click()  # closed, the If's group is marked
+    marked = browser.find_elements("css selector", "#viewport .item.group.has-diff")
+    labels = browser.execute_script("return window.onemodelView.data.groups.map(g => g.l)")
+    assert [labels[int(e.get_attribute("data-group"))] for e in marked] == ["If branch"]
+    browser.find_element("css selector", "#panel li.diff-changed").click()  # reveal it
+    sel = browser.find_element("css selector", "#viewport .node.selected")
+    assert "diff-changed" in sel.get_attribute("class")
+    assert browser.execute_script(
+        f"return window.onemodelView.data.nodes[{sel.get_attribute('data-node')}].n") == \
+        "then_relu"
+    assert "attribute alpha: 0.1 -> 0.2" in browser.find_element("id", "panel").text
+
+
+def test_text_from_the_model_is_shown_as_text_and_runs_nothing(browser, tmp_path):
+    """Every string of the model that reaches the page (node, value, graph and producer names,
+    doc strings, a string attribute, metadata) carries markup that would set window.ran if it
+    ran: it is shown as the same text, and nothing set it."""
+    import onnx
+
+    name = "<script>alert(1)</script>"
+    doc = '<img src=x onerror="window.ran=2"><b>bold?</b>'
+    value = '<iframe srcdoc="<script>parent.ran=3</script>">'
+    nodes = [helper.make_node("Relu", ["x"], [value], name=name, doc_string=doc),
+             helper.make_node("Constant", [], ["s"], name="const",
+                              value_string='<svg onload="window.ran=4">'),
+             helper.make_node("Relu", [value], ["y"], name="second")]
+    g = helper.make_graph(nodes, '<style>*{display:none}</style>', [vi("x")], [vi("y")],
+                          doc_string=doc)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)],
+                          producer_name='<a href="javascript:window.ran=5">p</a>', doc_string=doc)
+    helper.set_model_props(m, {"<u>key</u>": '<script>window.ran=6</script>'})
+    path = tmp_path / "xss.onnx"
+    onnx.save(m, str(path))
+    _open(browser, tmp_path, path, "xss.html")
+    assert browser.find_element("id", "title").text.startswith("<style>")
+    box = browser.find_element("id", "search")
+    box.send_keys("alert\n")
+    browser.find_element("css selector", "#viewport .node.selected").click()
+    panel = browser.find_element("id", "panel").text
+    assert name in panel and "<b>bold?</b>" in panel and 'onerror="window.ran=2"' in panel
+    assert value in panel
+    box.clear()
+    box.send_keys("const\n")
+    browser.find_element("css selector", "#viewport .node.selected").click()
+    assert '<svg onload="window.ran=4">' in browser.find_element("id", "panel").text
+    browser.find_element("id", "summary").click()
+    summary = browser.find_element("id", "panel").text
+    assert '<a href="javascript:window.ran=5">p</a>' in summary and "<u>key</u>" in summary
+    assert browser.execute_script(
+        "return [window.ran, document.querySelectorAll('img, iframe, b, u, a[href]').length, "
+        "document.querySelectorAll('script').length, document.querySelectorAll('style').length"
+        "]") == [None, 0, 3, 1]  # the page's own scripts (data, dagre, its own) and style

@@ -59,6 +59,25 @@ def test_unreadable_models_give_infos_one_line(tmp_path):
     assert not (tmp_path / "o.html").exists()
 
 
+def test_every_unreadable_model_gives_infos_one_line(tmp_path):
+    """Each kind of unreadable input, as MODEL, as B of a diff, and for --format svg: the line
+    `info` prints for it, exit 2, no page written."""
+    good = MODEL.read_bytes()
+    cases = {"empty.onnx": b"", "truncated.onnx": good[:len(good) // 2],
+             "bad.onnx.zst": b"(\xb5/\xfd not a zstd frame",
+             "dangling.onnx": good + b"\x0a\xff\xff\xff\xff\x0f"}  # a field past the end
+    out = tmp_path / "o.html"
+    for name, data in cases.items():
+        bad = tmp_path / name
+        bad.write_bytes(data)
+        info = CliRunner().invoke(cli.app, ["info", str(bad)])
+        assert info.exit_code == 2 and len(info.stderr.strip().splitlines()) == 1, name
+        for args in ([bad], [MODEL, bad], [bad, MODEL], [bad, "--format", "svg"]):
+            view = CliRunner().invoke(cli.app, ["view", *map(str, args), "-o", str(out)])
+            assert (view.exit_code, view.stderr) == (2, info.stderr), (name, args)
+            assert not out.exists()
+
+
 def test_the_page_never_replaces_the_model(tmp_path):
     model = tmp_path / "m.onnx"
     model.write_bytes(MODEL.read_bytes())
