@@ -61,7 +61,6 @@ def sign(model: str, key: str, output: str | None = None, *, prompt=None,
                          "...): download it first")
     _, password = load_private_key(key, prompt=prompt)
     names = model_files(model, **load_options)
-    content = content_field(model, **load_options)
     target = pathlib.Path(model)
     config = hashing.Config().use_file_serialization()
     if len(names) == 1:
@@ -75,7 +74,17 @@ def sign(model: str, key: str, output: str | None = None, *, prompt=None,
         rel = os.path.relpath(os.path.abspath(out), os.path.abspath(target))
         if not rel.startswith(os.pardir):
             config.add_ignored_paths(model_path=target, paths=[rel])
-    m = config.hash(target, files_to_hash=files)
+    # the files' digests (model-signing, one thread per file) while the content digest hashes
+    # the tensors (threads of its own): the two read the same pages at about the same time,
+    # and take the time of the longer, not of both (docs/performance.md, "Signing")
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        hashed = pool.submit(config.hash, target, files_to_hash=files)
+        try:
+            content = content_field(model, **load_options)
+        finally:
+            m = hashed.result()
     payload = ms_signing.Payload(m)
     payload.statement.pb.predicate.update({PREDICATE_FIELD: content})
     # model-signing hands the password to cryptography as it is: octets (its hint says str)
