@@ -93,7 +93,8 @@ def verify_signature(model: str, signature: str, key: str, *,
 
     Raises MalformedError for a bundle that is not a v1.0 model-signing bundle or a key that is
     not a PEM public key, UnsupportedError for a key of another curve, UsageError for a name
-    of ``tensors`` that was not signed or a ``sample`` outside (0, 1], and the errors of
+    of ``tensors`` that was not signed, a ``sample`` outside (0, 1] or a ``seed`` outside the
+    int64 range, and the errors of
     :func:`onemodel.load` reading the model."""
     from model_signing._signing import sign_ec_key
 
@@ -104,6 +105,8 @@ def verify_signature(model: str, signature: str, key: str, *,
         raise UsageError("give tensors or sample, not both")
     if sample is not None and not (0 < sample <= 1):
         raise UsageError(f"sample is a fraction of the tensors in (0, 1], not {sample}")
+    if not -(1 << 63) <= seed < (1 << 63):
+        raise UsageError(f"seed is a 64-bit signed integer, not {seed}")
     load_public_key(key)
     sig, statement = _read_bundle(signature)
     try:

@@ -127,7 +127,8 @@ def test_bad_partial_options_are_usage_errors(chain):
     for extra, said in ((("--sample", "0"), "sample is a fraction"),
                         (("--sample", "1.5"), "sample is a fraction"),
                         (("--tensors", "nope"), "no tensor named 'nope' was signed"),
-                        (("--tensors", "w1", "--sample", "0.5"), "not both")):
+                        (("--tensors", "w1", "--sample", "0.5"), "not both"),
+                        (("--sample", "0.5", "--seed", str(1 << 63)), "64-bit signed")):
         r = cli("verify-signature", model, "--signature", sig, "--key", public, *extra)
         assert r.exit_code == 2 and said in r.output, r.output
         assert len(r.output.strip().splitlines()) == 1
