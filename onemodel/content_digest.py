@@ -24,6 +24,7 @@ from .formats.content_digest import (
     ModelDigest,
     manifest,
     model_digest,
+    structure,
     tensor_digest,
     tensor_header,
 )
@@ -48,4 +49,5 @@ def digest(model_or_path, *, storage_options: dict | None = None, workers: int |
 
 
 __all__ = ["digest", "ModelDigest", "model_digest", "tensor_digest", "tensor_header", "manifest",
-           "VERSION", "TENSOR_PREFIX", "MODEL_PREFIX", "MANIFEST_FORMAT", "PARALLEL_BYTES"]
+           "structure", "VERSION", "TENSOR_PREFIX", "MODEL_PREFIX", "MANIFEST_FORMAT",
+           "PARALLEL_BYTES"]

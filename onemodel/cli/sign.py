@@ -57,21 +57,35 @@ def verify_signature_cmd(
                                   help="The model-signing bundle."),
     key: str = typer.Option(..., "--key", metavar="PUBLIC.pem",
                             help="EC P-256/P-384 public key (PEM)."),
+    tensors: Optional[List[str]] = typer.Option(
+        None, "--tensors", metavar="NAME",
+        help="Check the structure and only these signed tensors (repeat, or NAME,NAME): "
+        "only their bytes are read."),
+    sample: Optional[float] = typer.Option(
+        None, "--sample", metavar="FRACTION",
+        help="Check the structure and ceil(FRACTION x N) of the N signed tensors, chosen by "
+        "--seed and the signed model digest: only their bytes are read."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the --sample choice (the same "
+                             "tensors for the same seed and signature)."),
     allow_outside: bool = OutsideOpt,
     storage_option: Optional[List[str]] = StorageOpt,
     debug: bool = DebugOpt,
 ):
     """Check MODEL against a model-signing bundle: the signature, then the files byte-exact as
     signed, or for another layout (inline, external data, OneModel, .zst, URL) the content
-    digest and each tensor's. Exit 0 valid, 1 signature invalid or model differs, 2 malformed."""
+    digest and each tensor's; with --tensors or --sample, the structure and only some tensors.
+    Exit 0 valid, 1 signature invalid or model differs (what differs named), 2 malformed."""
     from ..signing import verify_signature
 
+    names = [n for t in tensors for n in t.split(",") if n] if tensors else None
     with _errors(debug):
         options = _storage(storage_option, model)
-        r = verify_signature(model, signature, key, storage_options=options,
-                             **_read_options(allow_outside))
+        r = verify_signature(model, signature, key, tensors=names, sample=sample, seed=seed,
+                             storage_options=options, **_read_options(allow_outside))
         if r.valid:
-            how = "files byte-exact" if r.how == "files" else "same content, another layout"
+            how = {"files": "files byte-exact", "content": "same content, another layout",
+                   "partial": f"structure and {len(r.checked)} tensors checked, the others "
+                   "not read"}[r.how]
             out.line(f"valid: {shown(model)} is the model signed ({how})")
             return
         for p in r.problems:

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from collections.abc import Mapping
 from functools import partial
 
 from ..errors import InvalidModelError
@@ -159,19 +160,22 @@ def _stub(t: Tensor, d: bytes) -> Tensor:
                   unknown=t.unknown)
 
 
-def model_digest(model: Model, *, workers: int | None = None, check: bool = True) -> ModelDigest:
+def model_digest(model: Model, *, workers: int | None = None, check: bool = True,
+                 known: Mapping[str, bytes] | None = None) -> ModelDigest:
     """The content digest of ``model`` (an :class:`onemodel.Model`; tensors read where they
     lie). ``workers``: threads hashing tensors of :data:`PARALLEL_BYTES` or more (default: the
     CPUs, at most 8). ``check``: as for :func:`tensor_digest` (False: bytes that do not match
-    a digest recorded for them are hashed as they are, for ``check --full`` to compare). Raises
-    what :func:`tensor_digest` raises; UnsupportedError for graphs nested deeper than
+    a digest recorded for them are hashed as they are, for ``check --full`` to compare).
+    ``known``: tensor path -> 32-octet digest taken as that tensor's without reading its bytes
+    (a signed manifest's, when only some tensors are checked: the model digest then proves the
+    structure and the tensors read, given the others are as ``known`` says). Raises what
+    :func:`tensor_digest` raises; UnsupportedError for graphs nested deeper than
     ``limits.MAX_MODEL_NESTING`` (:func:`onemodel.ir.walk.check_nesting`)."""
-    from .onnx.wire_encode import encode
-
-    check_nesting(model)  # the encoding below recurses into subgraphs
+    check_nesting(model)  # iter_tensors and the encoding recurse into subgraphs
     pairs = list(iter_tensors(model))
-    digests: dict[int, bytes] = {}
-    big = [t for _, t in pairs if _stored_bytes(t) >= PARALLEL_BYTES]
+    known = known or {}
+    digests: dict[int, bytes] = {id(t): known[p] for p, t in pairs if p in known}
+    big = [t for _, t in pairs if id(t) not in digests and _stored_bytes(t) >= PARALLEL_BYTES]
     if big:
         import os
         from concurrent.futures import ThreadPoolExecutor
@@ -183,15 +187,27 @@ def model_digest(model: Model, *, workers: int | None = None, check: bool = True
             for t, d in zip(order, pool.map(partial(tensor_digest, check=check), order)):
                 digests[id(t)] = d
     tensors = {}
-    stubs = {}
     for path, t in pairs:
         d = digests.get(id(t))
         if d is None:
             d = digests[id(t)] = tensor_digest(t, check=check)
         tensors[path] = (t.name or "", d)
-        stubs[id(t)] = _stub(t, d)
-    body = encode(model, substitute=stubs)
+    body = structure(model, tensors)
     return ModelDigest(hashlib.sha256(MODEL_PREFIX + body).digest(), tensors)
+
+
+def structure(model: Model, tensors: Mapping[str, tuple[str, bytes]]) -> bytes:
+    """``encode(M')`` of docs/content-digest.md: the ONNX encoding of ``model`` with every
+    TensorProto replaced by its stub (``raw_data`` the tensor's digest, from ``tensors``: path
+    -> ``(name, digest)``, as :attr:`ModelDigest.tensors`). What the model digest hashes after
+    its prefix; a model file itself (``onemodel.load`` reads it), with no tensor contents. Raises
+    KeyError for a tensor of ``model`` missing from ``tensors``; UnsupportedError for graphs
+    nested deeper than ``limits.MAX_MODEL_NESTING``."""
+    from .onnx.wire_encode import encode
+
+    check_nesting(model)  # the encoding recurses into subgraphs
+    stubs = {id(t): _stub(t, tensors[p][1]) for p, t in iter_tensors(model)}
+    return encode(model, substitute=stubs)
 
 
 def _stored_bytes(t: Tensor) -> int:

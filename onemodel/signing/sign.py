@@ -9,6 +9,30 @@ import pathlib
 #: The predicate field onemodel adds to model-signing's v1.0 predicate: the content manifest
 #: (docs/content-digest.md, "Manifest"), which no layout of the model changes.
 PREDICATE_FIELD = "onemodel"
+#: The format of the ``structure`` entry of :data:`PREDICATE_FIELD`: the base64 of ``encode(M')``
+#: (docs/content-digest.md: the model with each tensor's contents replaced by its digest).
+STRUCTURE_FORMAT = "onnx-stub-model"
+
+
+def content_field(model: str, **load_options) -> dict:
+    """The :data:`PREDICATE_FIELD` of the local model ``model``: its content manifest
+    (:func:`onemodel.content_digest.manifest`: the model digest, each tensor's path, name and
+    digest) and ``structure``: ``{"format": STRUCTURE_FORMAT, "base64": ...}``, the octets the
+    model digest hashes after its prefix, from which a verifier names a structural change (the
+    node and attribute, the opset import, the metadata entry). Reads every tensor once. Raises
+    the errors of :func:`onemodel.load` and :func:`onemodel.content_digest.model_digest`."""
+    import base64
+
+    from ..api import load
+    from ..content_digest import manifest, model_digest, structure
+
+    with load(model, **load_options) as m:
+        d = model_digest(m)
+        body = structure(m, d.tensors)
+    content = manifest(d, os.path.basename(model))
+    content["structure"] = {"format": STRUCTURE_FORMAT,
+                            "base64": base64.b64encode(body).decode("ascii")}
+    return content
 
 
 def sign(model: str, key: str, output: str | None = None, *, prompt=None,
@@ -28,7 +52,6 @@ def sign(model: str, key: str, output: str | None = None, *, prompt=None,
     from model_signing._signing import sign_ec_key
     from model_signing._signing import signing as ms_signing
 
-    from ..content_digest import digest, manifest
     from ..errors import UsageError
     from .files import model_files
     from .keys import load_private_key
@@ -38,7 +61,6 @@ def sign(model: str, key: str, output: str | None = None, *, prompt=None,
                          "...): download it first")
     _, password = load_private_key(key, prompt=prompt)
     names = model_files(model, **load_options)
-    content = manifest(digest(model, **load_options), os.path.basename(model))
     target = pathlib.Path(model)
     config = hashing.Config().use_file_serialization()
     if len(names) == 1:
@@ -52,7 +74,17 @@ def sign(model: str, key: str, output: str | None = None, *, prompt=None,
         rel = os.path.relpath(os.path.abspath(out), os.path.abspath(target))
         if not rel.startswith(os.pardir):
             config.add_ignored_paths(model_path=target, paths=[rel])
-    m = config.hash(target, files_to_hash=files)
+    # the files' digests (model-signing, one thread per file) while the content digest hashes
+    # the tensors (threads of its own): the two read the same pages at about the same time,
+    # and take the time of the longer, not of both (docs/performance.md, "Signing")
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        hashed = pool.submit(config.hash, target, files_to_hash=files)
+        try:
+            content = content_field(model, **load_options)
+        finally:
+            m = hashed.result()
     payload = ms_signing.Payload(m)
     payload.statement.pb.predicate.update({PREDICATE_FIELD: content})
     # model-signing hands the password to cryptography as it is: octets (its hint says str)

@@ -10,7 +10,14 @@ from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
 import onemodel
-from onemodel.content_digest import MODEL_PREFIX, TENSOR_PREFIX, digest, tensor_digest
+from onemodel.content_digest import (
+    MODEL_PREFIX,
+    TENSOR_PREFIX,
+    digest,
+    model_digest,
+    structure,
+    tensor_digest,
+)
 
 
 def _proto(big: int = 4096):
@@ -164,6 +171,8 @@ def test_model_digest_is_sha256_of_the_stubbed_encoding():
         proto_t.raw_data = d
     want = hashlib.sha256(MODEL_PREFIX + p.SerializeToString()).hexdigest()
     assert digest(m).hex == "sha256:" + want
+    # structure() is that stubbed encoding, octet for octet (what a bundle signs)
+    assert structure(m, digest(m).tensors) == p.SerializeToString()
     assert encode(m) == p_orig
     assert len(m.graph.initializers[0].raw_data) == 4096 * 4  # the model is unchanged
 
@@ -172,3 +181,26 @@ def test_model_digest_is_sha256_of_the_stubbed_encoding():
 def test_parallel_hashing_gives_the_same_digest(workers):
     m = onemodel.load(_proto(big=4 << 20).SerializeToString())
     assert digest(m, workers=workers) == digest(m, workers=1)
+
+
+def test_known_digests_are_used_without_reading_those_tensors(monkeypatch):
+    """model_digest(known=...): the digests given stand for those tensors, whose bytes are not
+    read; the model digest is the same when they are right, another when one is wrong."""
+    from onemodel.formats import content_digest as cd
+
+    m = onemodel.load(_proto().SerializeToString())
+    full = digest(m)
+    known = {p: d for p, (_, d) in full.tensors.items() if p != "graph.initializers[1]"}
+    read = []
+    real = cd.tensor_digest
+
+    def counted(t, **kw):
+        read.append(t.name)
+        return real(t, **kw)
+
+    monkeypatch.setattr(cd, "tensor_digest", counted)
+    assert model_digest(m, known=known) == full
+    assert read == ["b"]  # only the tensor not known was hashed
+    known["graph.initializers[0]"] = bytes(32)
+    r = model_digest(m, known=known)
+    assert r != full and r.tensors["graph.initializers[0]"][1] == bytes(32)
