@@ -53,3 +53,32 @@ def test_a_signed_model_verifies_in_six_layouts(name, keys, tmp_path):
         r = cli("verify-signature", d / file, "--signature", sig, "--key", public)
         assert r.exit_code == 0 and "same content, another layout" in r.output, \
             (layout, r.output)
+
+
+@pytest.mark.parametrize("name", ["cnn_dynamo", "external/mlp_dynamo"])
+def test_the_stock_command_line_accepts_the_bundle(name, keys, tmp_path):
+    # the console script `model_signing verify key`, as a user runs it (not its Python API)
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    private, public = keys
+    src = MODELS / f"{name}.onnx"
+    d = tmp_path / "m"
+    d.mkdir()
+    for f in src.parent.glob(src.name + "*"):
+        shutil.copyfile(f, d / f.name)
+    assert cli("sign", d / src.name, "--key", private, "-o", tmp_path / "m.sig").exit_code == 0
+    tool = Path(sys.executable).with_name("model_signing")
+    target = d if any(d.glob("*.data")) else d / src.name
+    r = subprocess.run([str(tool), "verify", "key", str(target), "--signature",
+                        str(tmp_path / "m.sig"), "--public_key", str(public)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    data = bytearray((d / src.name).read_bytes())
+    data[-1] ^= 1  # one bit of the model file flipped
+    (d / src.name).write_bytes(bytes(data))
+    r = subprocess.run([str(tool), "verify", "key", str(target), "--signature",
+                        str(tmp_path / "m.sig"), "--public_key", str(public)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
