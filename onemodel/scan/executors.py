@@ -1,0 +1,439 @@
+"""Running one function over many models: in this process, in a pool of local processes, or on
+a Dask cluster (:mod:`onemodel.scan.dask_executor`), each model's task under a time and memory
+limit, so that no model stops the scan (issue 29; docs/scan.md, "Limits").
+
+A task runs in a **sandbox**: a long-lived child Python process (``subprocess``, not
+``multiprocessing``: a Dask worker is a daemonic process, which ``multiprocessing`` forbids to
+have children) that receives ``(function, item)`` on a pipe, runs ``function(item)`` and sends
+the row back. The child's data segment is limited (``RLIMIT_DATA``: the heap and anonymous
+mappings, so a ``MemoryError`` past :data:`~onemodel.limits.MAX_SCAN_MEMORY`; file mappings,
+which is how large models are read, do not count). A task that runs past
+:data:`~onemodel.limits.MAX_SCAN_SECONDS` has its child killed and replaced; a child that dies
+(killed, a segfault) is replaced too. Either way the task's row is ``on_failure(item, kind,
+message)`` and the scan goes on. The outcomes a sandbox sends are the same wherever it runs, so
+the rows are the same locally and on Dask.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from multiprocessing.connection import Connection, wait
+
+from ..errors import InternalError, clip
+from ..limits import MAX_SCAN_MEMORY, MAX_SCAN_SECONDS, GiB, MiB
+
+#: The failure kinds ``on_failure`` is given (besides the kinds of :mod:`onemodel.errors`, which
+#: the function reports in its own rows): the task passed the time or memory limit; the process
+#: running it died (a signal, ``os._exit``); the function raised an exception (a bug: the
+#: function is meant to turn every fault of a model into a row).
+LIMIT = "Limit"
+CRASHED = "Crashed"
+INTERNAL = "Internal"
+
+#: Seconds a new sandbox may take to start (a Python interpreter importing this module) before
+#: the scan stops with an InternalError: a sandbox that cannot start is no model's fault.
+SANDBOX_START_SECONDS = 120.0
+
+_BOOTSTRAP = (
+    "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+    "import json, sys; sys.path[:] = json.loads(sys.argv[1])\n"
+    "from onemodel.scan.executors import _child_main\n"
+    "_child_main(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))\n")
+
+
+def run_tasks(function, items, *, jobs=None, dask=None, on_failure, progress=None,
+              time_limit: float | None = MAX_SCAN_SECONDS,
+              memory_limit: int | None = MAX_SCAN_MEMORY):
+    """Yield ``(index, row)`` for every item of ``items`` (any iterable, read lazily), in
+    completion order; ``index`` is the item's position, by which the caller sorts.
+
+    ``function(item) -> dict`` is a picklable callable (a ``functools.partial`` of a top-level
+    function) that never raises for a bad model. When its task exceeds ``time_limit`` seconds or
+    ``memory_limit`` bytes, or the process running it dies, or it raises, the row is
+    ``on_failure(item, kind, message)`` instead, ``kind`` one of :data:`LIMIT`, :data:`CRASHED`,
+    :data:`INTERNAL`, ``message`` one line. ``on_failure`` is called in this process.
+
+    ``jobs``: local processes (``None``: the CPUs this process may use; ``1``: in this process,
+    where no limit is enforced and a crash ends the scan: for debugging and profiling). Never
+    more than ``jobs`` tasks are in flight. ``dask``: ``None``, a scheduler address
+    (``"tcp://host:8786"``) or a ``dask.distributed.Client``; then the tasks run there and
+    ``jobs`` is not used (:func:`onemodel.scan.dask_executor.run_dask`). ``progress``: ``None`` or
+    ``progress(index, row)``, called in this process as each row arrives, before it is yielded.
+    ``time_limit``, ``memory_limit``: ``None`` for none.
+
+    Ctrl-C (KeyboardInterrupt), SIGTERM (:class:`onemodel.signals.Terminated`) or closing the
+    generator kills every process it started (a Dask scan cancels its tasks) and lets the
+    exception through. Raises ValueError for ``jobs < 1``; UnsupportedError when ``dask`` is
+    given and Dask is not installed; IoError when the scheduler cannot be reached;
+    InternalError when a sandbox cannot start or cannot read its task (not a model's fault).
+    """
+    if dask is not None:
+        from .dask_executor import run_dask
+
+        return run_dask(function, items, dask, on_failure=on_failure, progress=progress,
+                        time_limit=time_limit, memory_limit=memory_limit)
+    if jobs is None:
+        jobs = _cpu_count()
+    if not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a positive integer, not {jobs!r}")
+    if jobs == 1:
+        return _run_here(function, items, on_failure, progress)
+    return _run_pool(function, items, jobs, on_failure, progress, time_limit, memory_limit)
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def shown_bytes(n: int) -> str:
+    """``n`` bytes as a limit is written in a message: ``4 GiB``, ``256 MiB`` or ``1000 bytes``."""
+    for size, name in ((GiB, "GiB"), (MiB, "MiB")):
+        if n >= size and n % size == 0:
+            return f"{n // size} {name}"
+    return f"{n} bytes"
+
+
+def time_message(time_limit: float) -> str:
+    """The failure message of a task killed at the time limit."""
+    return f"the model's task ran past the time limit of {time_limit:g} s per model"
+
+
+def memory_message(memory_limit: int | None) -> str:
+    """The failure message of a task that ran out of memory (past the limit, if one is set)."""
+    if not memory_limit:
+        return "the model's task ran out of memory"
+    return (f"the model's task needed more memory than the limit of {shown_bytes(memory_limit)} "
+            "per model")
+
+
+def death_message(status: int) -> str:
+    """The failure message of a task whose process ended with ``status`` (``Popen.returncode``:
+    negative for a signal)."""
+    if status < 0:
+        try:
+            name = signal.Signals(-status).name
+        except ValueError:
+            name = "unknown"
+        return f"the process running the model's task was ended by signal {-status} ({name})"
+    return f"the process running the model's task exited with status {status}"
+
+
+def failure_row(outcome, item, on_failure):
+    """The row of an outcome a sandbox (or :func:`_outcome`) gave: ``("ok", row)`` or
+    ``("failed", kind, message, retire)``."""
+    if outcome[0] == "ok":
+        return outcome[1]
+    return on_failure(item, outcome[1], outcome[2])
+
+
+def _outcome(function, item, memory_limit):
+    """Run ``function(item)``: ``("ok", row)``, or ``("failed", kind, message, retire)`` when it
+    raised (``retire``: the process should be replaced, after a MemoryError)."""
+    try:
+        return ("ok", function(item))
+    except MemoryError:
+        return ("failed", LIMIT, memory_message(memory_limit), True)
+    except RecursionError as e:
+        return ("failed", INTERNAL, clip(f"RecursionError: {e}", 400), True)
+    except Exception as e:  # a bug of the function: its row says so, the scan goes on
+        return ("failed", INTERNAL, clip(f"{type(e).__name__}: {e}", 400), False)
+
+
+def _run_here(function, items, on_failure, progress):
+    """jobs=1: every task in this process, one after the other."""
+    for index, item in enumerate(items):
+        row = failure_row(_outcome(function, item, None), item, on_failure)
+        if progress is not None:
+            progress(index, row)
+        yield index, row
+
+
+# --- the sandbox: a child process running tasks under the limits --------------------------
+
+
+def _limit_memory(memory_limit: int) -> None:
+    """Limit this process's data segment (heap, anonymous mappings) to ``memory_limit`` bytes:
+    past it an allocation fails (``MemoryError``). Not where the resource module is missing."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if hard != resource.RLIM_INFINITY:
+        memory_limit = min(memory_limit, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (memory_limit, hard))
+
+
+def _child_main(task_fd: int, result_fd: int, memory_limit: int) -> None:
+    """The sandbox's loop (run by :data:`_BOOTSTRAP` in the child): ``("ready",)``, then one
+    outcome per task received, until the parent closes the task pipe. A task that cannot be
+    unpickled gives ``("broken", message)``; after a MemoryError the child ends (it is
+    replaced)."""
+    tasks = Connection(task_fd, writable=False)
+    results = Connection(result_fd, readable=False)
+    if memory_limit:
+        _limit_memory(memory_limit)
+    results.send(("ready",))
+    while True:
+        try:
+            function, item = tasks.recv()
+        except EOFError:
+            return
+        except Exception as e:
+            results.send(("broken", clip(f"the task could not be read: {type(e).__name__}: "
+                                         f"{e}", 400)))
+            return
+        outcome = _outcome(function, item, memory_limit)
+        del function, item
+        try:
+            results.send(outcome)
+        except MemoryError:
+            results.send(("failed", LIMIT, memory_message(memory_limit), True))
+        except Exception as e:  # a row that cannot be pickled
+            results.send(("failed", INTERNAL, clip(f"the row could not be sent: "
+                                                   f"{type(e).__name__}: {e}", 400), False))
+        if outcome[0] == "failed" and outcome[3]:
+            return
+
+
+class _Died(Exception):
+    """The sandbox's process ended; ``args[0]`` its exit status."""
+
+
+class Sandbox:
+    """One child process running tasks (see the module docstring). ``results`` is the
+    connection to wait on; :meth:`send` a task, then :meth:`receive` until an outcome comes."""
+
+    def __init__(self, memory_limit: int | None):
+        self.memory_limit = memory_limit or 0
+        task_r, task_w = os.pipe()
+        result_r, result_w = os.pipe()
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", _BOOTSTRAP, json.dumps([str(p) for p in sys.path]),
+                 str(task_r), str(result_w), str(self.memory_limit)],
+                pass_fds=(task_r, result_w), stdin=subprocess.DEVNULL)
+        except BaseException:
+            for fd in (task_w, result_r):
+                os.close(fd)
+            raise
+        finally:
+            os.close(task_r)
+            os.close(result_w)
+        self.tasks = Connection(task_w, readable=False)
+        self.results = Connection(result_r, writable=False)
+        self.ready = False
+        self.served = 0
+        self.started = time.monotonic()
+
+    def send(self, function, item) -> None:
+        """Give the child a task. Raises :class:`_Died` when it has ended."""
+        try:
+            self.tasks.send((function, item))
+        except (BrokenPipeError, ConnectionResetError):
+            raise _Died(self.process.wait()) from None
+
+    def receive(self):
+        """The child's next message, ``("ready",)`` or an outcome; raises :class:`_Died` when the
+        child has ended, InternalError when it could not read its task or never got ready."""
+        try:
+            message = self.results.recv()
+        except (EOFError, OSError):
+            status = self.process.wait()
+            if not self.ready:
+                raise InternalError(f"a scan process could not start ({death_message(status)})"
+                                    ) from None
+            raise _Died(status) from None
+        if message[0] == "ready":
+            self.ready = True
+        elif message[0] == "broken":
+            raise InternalError(message[1])
+        else:
+            self.served += 1
+        return message
+
+    def start_overdue(self) -> bool:
+        """Whether the child has taken longer than :data:`SANDBOX_START_SECONDS` to start."""
+        return not self.ready and time.monotonic() - self.started > SANDBOX_START_SECONDS
+
+    def kill(self) -> None:
+        """End the child at once (SIGKILL) and close the pipes."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        self.close_pipes()
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Let an idle child end (its task pipe closed), killing it after ``timeout`` s."""
+        self.close_pipes()
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def close_pipes(self) -> None:
+        """Close both ends this process holds."""
+        self.tasks.close()
+        self.results.close()
+
+    def run(self, function, item, time_limit):
+        """Run one task here, blocking: its outcome (as :func:`_outcome`'s) and whether this
+        sandbox can take another task."""
+        self.send(function, item)
+        deadline = None
+        while True:
+            if self.ready and deadline is None:
+                deadline = time.monotonic() + time_limit if time_limit else float("inf")
+            timeout = (SANDBOX_START_SECONDS if deadline is None
+                       else max(0.0, deadline - time.monotonic()))
+            if wait([self.results], None if timeout == float("inf") else timeout):
+                try:
+                    message = self.receive()
+                except _Died as died:
+                    return ("failed", CRASHED, death_message(died.args[0]), True), False
+                if message[0] != "ready":
+                    return message, not (message[0] == "failed" and message[3])
+            elif deadline is None:
+                self.kill()
+                raise InternalError(f"a scan process did not start in "
+                                    f"{SANDBOX_START_SECONDS:g} s")
+            else:
+                self.kill()
+                return ("failed", LIMIT, time_message(time_limit), True), False
+
+
+# --- the local pool -------------------------------------------------------------------------
+
+
+def _run_pool(function, items, jobs, on_failure, progress, time_limit, memory_limit):
+    """jobs >= 2: one sandbox per job, each given its next task as it finishes one; the items
+    are read as tasks are given out, so ``jobs`` tasks are in flight, never more."""
+    pending = enumerate(items)
+    idle: list[Sandbox] = []
+    busy: dict[Sandbox, list] = {}  # sandbox -> [index, item, deadline or None]
+    exhausted = False
+
+    def give(sandbox, index, item):
+        try:
+            sandbox.send(function, item)
+        except _Died:  # it ended while idle (killed from outside): a new one takes the task
+            sandbox.close_pipes()
+            sandbox = Sandbox(memory_limit)
+            sandbox.send(function, item)
+        deadline = time.monotonic() + time_limit if sandbox.ready and time_limit else None
+        busy[sandbox] = [index, item, deadline]
+
+    try:
+        while True:
+            while not exhausted and len(busy) < jobs:
+                nxt = next(pending, None)
+                if nxt is None:
+                    exhausted = True
+                    break
+                give(idle.pop() if idle else Sandbox(memory_limit), *nxt)
+            if not busy:
+                break
+            now = time.monotonic()
+            timeouts = [task[2] - now for task in busy.values() if task[2] is not None]
+            if any(not s.ready for s in busy):
+                timeouts.append(SANDBOX_START_SECONDS)
+            ready = wait([s.results for s in busy], max(0.0, min(timeouts)) if timeouts
+                         else None)
+            done = []
+            for sandbox in [s for s in busy if s.results in ready]:
+                task = busy[sandbox]
+                try:
+                    message = sandbox.receive()
+                except _Died as died:
+                    sandbox.close_pipes()
+                    del busy[sandbox]
+                    done.append((task, ("failed", CRASHED, death_message(died.args[0]), True)))
+                    continue
+                if message[0] == "ready":
+                    if time_limit:
+                        task[2] = time.monotonic() + time_limit
+                    continue
+                del busy[sandbox]
+                if message[0] == "failed" and message[3]:
+                    sandbox.close()
+                else:
+                    idle.append(sandbox)
+                done.append((task, message))
+            now = time.monotonic()
+            for sandbox, task in list(busy.items()):
+                if task[2] is not None and now >= task[2]:
+                    del busy[sandbox]
+                    sandbox.kill()
+                    done.append((task, ("failed", LIMIT, time_message(time_limit), True)))
+                elif sandbox.start_overdue():
+                    raise InternalError(f"a scan process did not start in "
+                                        f"{SANDBOX_START_SECONDS:g} s")
+            for (index, item, _), outcome in done:
+                row = failure_row(outcome, item, on_failure)
+                if progress is not None:
+                    progress(index, row)
+                yield index, row
+    finally:
+        for sandbox in busy:
+            sandbox.kill()
+        for sandbox in idle:
+            sandbox.close_pipes()
+        for sandbox in idle:
+            sandbox.close()
+
+
+# --- the sandboxes of a process that runs tasks for Dask ------------------------------------
+
+
+class _SandboxCache:
+    """The idle sandboxes of this process, by memory limit: a Dask worker's task threads each
+    take one for a task and give it back, so a worker keeps as many children as it runs tasks
+    at once (they end when the worker does: their task pipe closes)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.idle: dict[int, list[Sandbox]] = {}
+
+    def run(self, function, item, time_limit, memory_limit):
+        """``function(item)``'s outcome, run in one of the idle sandboxes or a new one."""
+        key = memory_limit or 0
+        with self.lock:
+            sandbox = self.idle.get(key, []).pop() if self.idle.get(key) else None
+        if sandbox is not None and sandbox.process.poll() is not None:
+            sandbox.close_pipes()
+            sandbox = None
+        sandbox = sandbox or Sandbox(memory_limit)
+        keep = False
+        try:
+            try:
+                outcome, keep = sandbox.run(function, item, time_limit)
+            except _Died:  # it ended while idle (killed from outside): a new one takes the task
+                sandbox.kill()
+                sandbox = Sandbox(memory_limit)
+                outcome, keep = sandbox.run(function, item, time_limit)
+            return outcome
+        finally:
+            if keep:
+                with self.lock:
+                    self.idle.setdefault(key, []).append(sandbox)
+            else:
+                sandbox.kill()
+
+
+_SANDBOXES = _SandboxCache()
+
+
+def run_in_sandbox(function, item, time_limit, memory_limit):
+    """The outcome of one task run in a sandbox of this process, blocking (what a Dask worker
+    runs): ``("ok", row)`` or ``("failed", kind, message, retire)``. Raises InternalError when
+    no sandbox can start."""
+    return _SANDBOXES.run(function, item, time_limit, memory_limit)
