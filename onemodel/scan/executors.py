@@ -162,10 +162,15 @@ def _run_here(function, items, on_failure, progress):
 
 def _limit_memory(memory_limit: int) -> None:
     """Limit this process's data segment (heap, anonymous mappings) to ``memory_limit`` bytes:
-    past it an allocation fails (``MemoryError``). Not where the resource module is missing."""
+    past it an allocation fails (``MemoryError``); and write no core file when it crashes (a
+    model that crashes a scan should not fill the disk). Not where the resource module is
+    missing."""
     try:
         import resource
     except ImportError:  # pragma: no cover - Windows
+        return
+    resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
+    if not memory_limit:
         return
     soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
     if hard != resource.RLIM_INFINITY:
@@ -180,8 +185,7 @@ def _child_main(task_fd: int, result_fd: int, memory_limit: int) -> None:
     replaced)."""
     tasks = Connection(task_fd, writable=False)
     results = Connection(result_fd, readable=False)
-    if memory_limit:
-        _limit_memory(memory_limit)
+    _limit_memory(memory_limit)
     results.send(("ready",))
     while True:
         try:
@@ -196,6 +200,8 @@ def _child_main(task_fd: int, result_fd: int, memory_limit: int) -> None:
         del function, item
         try:
             results.send(outcome)
+        except OSError:  # the parent has gone (killed: a Dask worker lost)
+            return
         except MemoryError:
             results.send(("failed", LIMIT, memory_message(memory_limit), True))
         except Exception as e:  # a row that cannot be pickled

@@ -1,0 +1,146 @@
+"""A fleet of small generated models, and the stand-in tasks the executor tests run over them.
+
+* :func:`make_model`, :func:`make_models`: small valid ONNX models (the ``onnx`` package as the
+  generator, a test oracle), varied in operator, opset, producer and weight size, the same bytes
+  on every run; also used by ``benchmarks/scan.py``.
+* :func:`s3_fleet`: a module-scoped fixture that uploads :data:`FLEET_SIZE` of them to a bucket
+  of the moto S3 server the tests start (``s3_server``, tests/servers/fixtures.py).
+* ``read_row`` and the misbehaving tasks (sleep past the time limit, allocate past the memory
+  limit, ``os._exit``, a signal, an exception): top-level functions, so that a sandbox process
+  or a Dask worker imports them by name from this module (``tests/scan`` is on ``sys.path``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+import uuid
+from dataclasses import dataclass
+
+import pytest
+
+#: Models the S3 fleet holds.
+FLEET_SIZE = 500
+
+_OPS = ("Add", "Mul", "Sub", "MatMul")
+_PRODUCERS = ("trainer-a", "exporter-b", "quantizer-c")
+
+
+def make_model(i: int, weight_bytes: int = 16 * 1024) -> bytes:
+    """The ``i``-th model of the fleet: ``y = op(x, w)`` then Relu, ``w`` a float32 initializer
+    of about ``weight_bytes`` bytes (rows of 64 values, the count varying with ``i``), opset 13
+    to 21, one of three producers. The same bytes for the same arguments."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    op = _OPS[i % len(_OPS)]
+    rows = max(1, weight_bytes // 256 + (i % 7) - 3)
+    w = np.random.default_rng(i).standard_normal((rows, 64), dtype=np.float32)
+    x_shape = [rows, rows] if op == "MatMul" else [rows, 64]
+    graph = helper.make_graph(
+        [helper.make_node(op, ["x", "w"], ["t"]), helper.make_node("Relu", ["t"], ["y"])],
+        f"g{i}", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, 64])],
+        [numpy_helper.from_array(w, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13 + i % 9)],
+                              producer_name=_PRODUCERS[i % len(_PRODUCERS)],
+                              producer_version=f"1.{i % 4}")
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def make_models(n: int, weight_bytes: int = 16 * 1024) -> dict[str, bytes]:
+    """``{relative path: bytes}`` of ``n`` models, ten to a folder (``run-3/model-0042.onnx``)."""
+    return {f"run-{i % 10}/model-{i:04d}.onnx": make_model(i, weight_bytes) for i in range(n)}
+
+
+def expected_row(source: str, data: bytes) -> dict:
+    """The row :func:`read_row` gives for ``data`` read from ``source``."""
+    return {"source": source, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+@dataclass
+class Fleet:
+    """Models uploaded to a bucket: ``models`` maps each ``s3://`` URL to its bytes."""
+
+    server: object
+    bucket: str
+    models: dict[str, bytes]
+
+    @property
+    def storage_options(self) -> dict:
+        return self.server.storage_options
+
+
+@pytest.fixture(scope="module")
+def s3_fleet(s3_server) -> Fleet:
+    """:data:`FLEET_SIZE` generated models (:func:`make_models`) under ``models/`` of a fresh
+    bucket of the session's moto server; tests read them, none changes them."""
+    bucket = s3_server.create_bucket("fleet-" + uuid.uuid4().hex[:12])
+    models = {f"s3://{bucket}/models/{name}": data
+              for name, data in make_models(FLEET_SIZE).items()}
+    s3_server.filesystem().pipe({url[len("s3://"):]: data for url, data in models.items()})
+    return Fleet(s3_server, bucket, models)
+
+
+# --- stand-in tasks --------------------------------------------------------------------------
+
+
+def read_row(storage_options, source: str) -> dict:
+    """Read ``source`` (a path or fsspec URL) whole: :func:`expected_row` of its bytes."""
+    import fsspec
+
+    with fsspec.open(source, "rb", **(storage_options or {})) as f:
+        return expected_row(source, f.read())
+
+
+def mapped_row(path: str) -> dict:
+    """Map the file ``path`` (as onemodel reads large models) and read a byte of every page:
+    ``{"bytes": its size, "sum": the sum of those bytes}``."""
+    import mmap
+
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        return {"bytes": len(m), "sum": sum(m[::4096])}
+
+
+def sleep_row(seconds: float, item) -> dict:
+    """Sleep ``seconds``, then ``{"item": item}``."""
+    time.sleep(seconds)
+    return {"item": item}
+
+
+def misbehave(item) -> dict:
+    """``item`` is ``(what, value)``: ``ok``: ``{"item": value}``; ``sleep``: sleep ``value``
+    seconds first; ``alloc``: allocate ``value`` bytes; ``exit``: ``os._exit(value)``;
+    ``signal``: send this process signal ``value``; ``raise``: raise KeyError(value);
+    ``pidfile``: write this process's id to the file ``value``, then sleep a minute."""
+    what, value = item
+    if what == "sleep":
+        time.sleep(value)
+    elif what == "alloc":
+        bytearray(value)
+    elif what == "exit":
+        os._exit(value)
+    elif what == "signal":
+        os.kill(os.getpid(), value)
+        time.sleep(10)
+    elif what == "raise":
+        raise KeyError(value)
+    elif what == "pidfile":
+        with open(value, "w") as f:
+            f.write(str(os.getpid()))
+        time.sleep(60)
+    return {"item": [what, value]}
+
+
+def pid_row(item) -> dict:
+    """``{"item": item, "pid": this process's id}``."""
+    return {"item": item, "pid": os.getpid()}
+
+
+def failed(item, kind: str, message: str) -> dict:
+    """The ``on_failure`` of the tests: a row naming the item, the kind and the message."""
+    return {"item": list(item) if isinstance(item, tuple) else item, "error": kind,
+            "message": message}
+

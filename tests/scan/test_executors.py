@@ -1,0 +1,182 @@
+"""run_tasks locally (onemodel/scan/executors.py): the same rows in this process and in a pool;
+the time limit, the memory limit, a dead process and an exception each a row; bounded in-flight
+tasks; every process ended when the scan stops."""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import sys
+import time
+
+import pytest
+from _fleet import expected_row, failed, make_models, mapped_row, misbehave, pid_row, read_row
+
+from onemodel.errors import UnsupportedError
+from onemodel.scan import executors
+from onemodel.scan.executors import run_tasks
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="sandboxes need POSIX")
+
+
+@pytest.fixture(scope="module")
+def model_files(tmp_path_factory):
+    """30 generated models in a temporary directory: ``{path: bytes}``."""
+    root = tmp_path_factory.mktemp("models")
+    files = {}
+    for name, data in make_models(30, weight_bytes=2048).items():
+        path = root / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(data)
+        files[str(path)] = data
+    return files
+
+
+def rows(function, items, **kw):
+    """The rows in item order, after checking that each index came once."""
+    got = list(run_tasks(function, items, on_failure=failed, **kw))
+    assert sorted(i for i, _ in got) == list(range(len(items)))
+    return [row for _, row in sorted(got, key=lambda pair: pair[0])]
+
+
+def test_same_rows_in_this_process_and_in_a_pool(model_files):
+    read = functools.partial(read_row, None)
+    paths = list(model_files)
+    want = [expected_row(p, model_files[p]) for p in paths]
+    assert rows(read, paths, jobs=1) == want
+    assert rows(read, paths, jobs=2) == want
+    assert rows(read, paths, jobs=3) == want
+
+
+def test_jobs_1_runs_here_and_jobs_2_in_two_other_processes():
+    here = rows(pid_row, list(range(6)), jobs=1)
+    assert {r["pid"] for r in here} == {os.getpid()}
+    pool = rows(pid_row, list(range(20)), jobs=2)
+    pids = {r["pid"] for r in pool}
+    assert os.getpid() not in pids and 1 <= len(pids) <= 2
+
+
+def test_each_limit_and_each_death_is_a_row_and_the_scan_goes_on():
+    items = [("ok", 0), ("sleep", 60), ("ok", 1), ("alloc", 1 << 30), ("ok", 2), ("exit", 3),
+             ("signal", int(signal.SIGKILL)), ("signal", int(signal.SIGSEGV)), ("raise", "k"),
+             ("ok", 3)]
+    start = time.monotonic()
+    got = rows(misbehave, items, jobs=2, time_limit=1.5, memory_limit=256 << 20)
+    assert time.monotonic() - start < 30  # the sleeper was stopped at 1.5 s, not after 60
+    assert got == [
+        {"item": ["ok", 0]},
+        failed(("sleep", 60), "Limit", "the model's task ran past the time limit of 1.5 s per "
+                                       "model"),
+        {"item": ["ok", 1]},
+        failed(("alloc", 1 << 30), "Limit", "the model's task needed more memory than the limit "
+                                            "of 256 MiB per model"),
+        {"item": ["ok", 2]},
+        failed(("exit", 3), "Crashed", "the process running the model's task exited with "
+                                       "status 3"),
+        failed(("signal", 9), "Crashed", "the process running the model's task was ended by "
+                                         "signal 9 (SIGKILL)"),
+        failed(("signal", 11), "Crashed", "the process running the model's task was ended by "
+                                          "signal 11 (SIGSEGV)"),
+        failed(("raise", "k"), "Internal", "KeyError: 'k'"),
+        {"item": ["ok", 3]},
+    ]
+
+
+def test_the_memory_limit_leaves_file_mappings_alone(tmp_path):
+    # a model is read through a mapping of its file: 512 MiB mapped under a 256 MiB heap limit
+    big = tmp_path / "big.bin"
+    with open(big, "wb") as f:
+        f.truncate(512 << 20)
+        f.seek(1 << 20)
+        f.write(b"\x07")
+    got = rows(mapped_row, [str(big)] * 2, jobs=2, memory_limit=256 << 20)
+    assert got == [{"bytes": 512 << 20, "sum": 7}] * 2
+
+
+def test_an_exception_in_this_process_is_a_row_too():
+    got = rows(misbehave, [("raise", "k"), ("ok", 1)], jobs=1)
+    assert got == [failed(("raise", "k"), "Internal", "KeyError: 'k'"), {"item": ["ok", 1]}]
+
+
+def test_no_more_than_jobs_tasks_are_in_flight():
+    taken = []
+
+    def items():
+        for i in range(40):
+            taken.append(i)
+            yield i
+
+    in_flight = []
+    for _ in run_tasks(pid_row, items(), jobs=3, on_failure=failed):
+        in_flight.append(len(taken))
+    # when the k-th row (k = 1, 2, ...) arrives, at most `jobs` items beyond the k-1 finished
+    # ones have been taken
+    assert all(t - k <= 3 for k, t in enumerate(in_flight)), in_flight
+    assert len(taken) == 40
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _wait_for_pids(files, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all(os.path.exists(f) and open(f).read() for f in files):
+            return [int(open(f).read()) for f in files]
+        time.sleep(0.05)
+    raise AssertionError("the tasks did not start")
+
+
+@pytest.mark.parametrize("stop", ["close", "interrupt"])
+def test_stopping_the_scan_ends_every_process(tmp_path, stop):
+    pidfiles = [str(tmp_path / f"pid{i}") for i in range(2)]
+    items = [("ok", 0)] + [("pidfile", f) for f in pidfiles] + [("ok", 1)] * 5
+    seen = []
+
+    def progress(index, row):
+        seen.append(index)
+        if stop == "interrupt" and len(seen) == 1:
+            pids.extend(_wait_for_pids(pidfiles))
+            raise KeyboardInterrupt  # Ctrl-C, as the command line raises it
+
+    pids = []
+    scan = run_tasks(misbehave, items, jobs=3, on_failure=failed, progress=progress)
+    if stop == "close":
+        assert next(scan) == (0, {"item": ["ok", 0]})
+        pids = _wait_for_pids(pidfiles)
+        scan.close()
+    else:
+        with pytest.raises(KeyboardInterrupt):
+            list(scan)
+    assert len(pids) == 2 and not any(_alive(p) for p in pids)  # killed and reaped
+    assert seen == [0]
+
+
+def test_a_sandbox_killed_while_idle_is_replaced():
+    first = executors.run_in_sandbox(pid_row, "a", 30, 1 << 30)
+    os.kill(first[1]["pid"], signal.SIGKILL)
+    time.sleep(0.2)
+    again = executors.run_in_sandbox(pid_row, "b", 30, 1 << 30)
+    assert again[0] == "ok" and again[1]["item"] == "b" and again[1]["pid"] != first[1]["pid"]
+
+
+def test_bad_jobs_and_missing_dask_are_one_clear_error(monkeypatch):
+    with pytest.raises(ValueError, match="jobs must be a positive integer"):
+        list(run_tasks(pid_row, [1], jobs=0, on_failure=failed))
+    monkeypatch.setitem(sys.modules, "distributed", None)  # as if not installed
+    with pytest.raises(UnsupportedError, match=r"pip install 'onemodel-onnx\[dask\]'"):
+        list(run_tasks(pid_row, [1], dask="tcp://127.0.0.1:8786", on_failure=failed))
+
+
+def test_the_limits_are_the_stated_ones():
+    from onemodel import limits
+
+    assert limits.MAX_SCAN_SECONDS == 600 and limits.MAX_SCAN_MEMORY == 4 << 30
+    assert run_tasks.__kwdefaults__["time_limit"] == limits.MAX_SCAN_SECONDS
+    assert run_tasks.__kwdefaults__["memory_limit"] == limits.MAX_SCAN_MEMORY
