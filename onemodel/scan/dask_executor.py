@@ -27,6 +27,9 @@ from .executors import CRASHED, failure_row, run_in_sandbox
 #: Times a task that raised is run again on the cluster (``Client.submit(retries=)``).
 RETRIES = 2
 
+#: Seconds to wait for the scheduler at an address given (``Client(timeout=)``).
+CONNECT_SECONDS = 30
+
 #: Tasks in flight per thread of the cluster, and the fewest in flight.
 TASKS_PER_THREAD = 2
 MIN_IN_FLIGHT = 4
@@ -62,7 +65,8 @@ def connect(dask):
     if not isinstance(dask, str):
         return dask, False
     try:
-        return distributed.Client(dask, set_as_default=False, timeout=30), True
+        return distributed.Client(dask, set_as_default=False,
+                                   timeout=CONNECT_SECONDS), True
     except (OSError, TimeoutError) as e:
         raise IoError(f"cannot reach the Dask scheduler: {type(e).__name__}: {e}",
                       source=dask) from None
@@ -79,7 +83,7 @@ def run_dask(function, items, dask, *, on_failure, progress, time_limit, memory_
     client, owned = connect(dask)
     scan = uuid.uuid4().hex[:12]
     futures = {}  # key -> (future, index, item)
-    completed = distributed.as_completed()
+    completed = distributed.as_completed(loop=client.loop)
     pending = enumerate(items)
 
     def submit():

@@ -3,6 +3,7 @@
 * :func:`make_model`, :func:`make_models`: small valid ONNX models (the ``onnx`` package as the
   generator, a test oracle), varied in operator, opset, producer and weight size, the same bytes
   on every run; also used by ``benchmarks/scan.py``.
+* :func:`model_files`: 30 of them in a temporary directory (module-scoped fixture).
 * :func:`s3_fleet`: a module-scoped fixture that uploads :data:`FLEET_SIZE` of them to a bucket
   of the moto S3 server the tests start (``s3_server``, tests/servers/fixtures.py).
 * ``read_row`` and the misbehaving tasks (sleep past the time limit, allocate past the memory
@@ -82,6 +83,20 @@ def s3_fleet(s3_server) -> Fleet:
               for name, data in make_models(FLEET_SIZE).items()}
     s3_server.filesystem().pipe({url[len("s3://"):]: data for url, data in models.items()})
     return Fleet(s3_server, bucket, models)
+
+
+@pytest.fixture(scope="module")
+def model_files(tmp_path_factory) -> dict[str, bytes]:
+    """30 generated models (2 KiB of weights each) in a temporary directory, ten to a folder:
+    ``{path: bytes}``."""
+    root = tmp_path_factory.mktemp("models")
+    files = {}
+    for name, data in make_models(30, weight_bytes=2048).items():
+        path = root / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(data)
+        files[str(path)] = data
+    return files
 
 
 # --- stand-in tasks --------------------------------------------------------------------------

@@ -10,27 +10,17 @@ import signal
 import sys
 import time
 
+import _fleet
 import pytest
-from _fleet import expected_row, failed, make_models, mapped_row, misbehave, pid_row, read_row
+from _fleet import expected_row, failed, mapped_row, misbehave, pid_row, read_row
 
 from onemodel.errors import UnsupportedError
 from onemodel.scan import executors
 from onemodel.scan.executors import run_tasks
 
+model_files = _fleet.model_files  # a fixture
+
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="sandboxes need POSIX")
-
-
-@pytest.fixture(scope="module")
-def model_files(tmp_path_factory):
-    """30 generated models in a temporary directory: ``{path: bytes}``."""
-    root = tmp_path_factory.mktemp("models")
-    files = {}
-    for name, data in make_models(30, weight_bytes=2048).items():
-        path = root / name
-        path.parent.mkdir(exist_ok=True)
-        path.write_bytes(data)
-        files[str(path)] = data
-    return files
 
 
 def rows(function, items, **kw):
