@@ -184,7 +184,7 @@ DESCRIPTIONS: dict[str, tuple[str, str, str]] = {
                             "statistics; a larger one is sampled (64 evenly spaced runs of "
                             "this many elements in all), never read whole", "count", "-"),
     "MAX_SCAN_SECONDS": ("seconds one model's task of `onemodel scan` runs in its process "
-                         "(`--jobs` of 2 or more, `--dask`); past it the process is killed and "
+                         "(every scan but `--jobs 1`); past it the process is killed and "
                          "the model's row is a `Limit` failure, the scan goes on", "count", "-"),
     "MAX_SCAN_MEMORY": ("heap of one model's task of `onemodel scan` (`RLIMIT_DATA` of its "
                         "process: file mappings do not count); past it the model's row is a "

@@ -59,8 +59,9 @@ def run_tasks(function, items, *, jobs=None, dask=None, on_failure, progress=Non
     ``on_failure(item, kind, message)`` instead, ``kind`` one of :data:`LIMIT`, :data:`CRASHED`,
     :data:`INTERNAL`, ``message`` one line. ``on_failure`` is called in this process.
 
-    ``jobs``: local processes (``None``: the CPUs this process may use; ``1``: in this process,
-    where no limit is enforced and a crash ends the scan: for debugging and profiling). Never
+    ``jobs``: local processes (``None``: as many as the CPUs this process may use, one at least;
+    ``1``: in this process, where no limit is enforced and a crash ends the scan: for debugging
+    and profiling). Never
     more than ``jobs`` tasks are in flight. ``dask``: ``None``, a scheduler address
     (``"tcp://host:8786"``) or a ``dask.distributed.Client``; then the tasks run there and
     ``jobs`` is not used (:func:`onemodel.scan.dask_executor.run_dask`). ``progress``: ``None`` or
@@ -78,8 +79,9 @@ def run_tasks(function, items, *, jobs=None, dask=None, on_failure, progress=Non
 
         return run_dask(function, items, dask, on_failure=on_failure, progress=progress,
                         time_limit=time_limit, memory_limit=memory_limit)
-    if jobs is None:
-        jobs = _cpu_count()
+    if jobs is None:  # sandboxed even where that is one process
+        return _run_pool(function, items, _cpu_count(), on_failure, progress, time_limit,
+                         memory_limit)
     if not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be a positive integer, not {jobs!r}")
     if jobs == 1:

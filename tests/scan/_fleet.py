@@ -1,8 +1,6 @@
 """A fleet of small generated models, and the stand-in tasks the executor tests run over them.
 
-* :func:`make_model`, :func:`make_models`: small valid ONNX models (the ``onnx`` package as the
-  generator, a test oracle), varied in operator, opset, producer and weight size, the same bytes
-  on every run; also used by ``benchmarks/scan.py``.
+* :func:`~_models.make_models` (tests/scan/_models.py): small valid ONNX models.
 * :func:`model_files`: 30 of them in a temporary directory (module-scoped fixture).
 * :func:`s3_fleet`: a module-scoped fixture that uploads :data:`FLEET_SIZE` of them to a bucket
   of the moto S3 server the tests start (``s3_server``, tests/servers/fixtures.py).
@@ -20,40 +18,10 @@ import uuid
 from dataclasses import dataclass
 
 import pytest
+from _models import make_models
 
 #: Models the S3 fleet holds.
 FLEET_SIZE = 500
-
-_OPS = ("Add", "Mul", "Sub", "MatMul")
-_PRODUCERS = ("trainer-a", "exporter-b", "quantizer-c")
-
-
-def make_model(i: int, weight_bytes: int = 16 * 1024) -> bytes:
-    """The ``i``-th model of the fleet: ``y = op(x, w)`` then Relu, ``w`` a float32 initializer
-    of about ``weight_bytes`` bytes (rows of 64 values, the count varying with ``i``), opset 13
-    to 21, one of three producers. The same bytes for the same arguments."""
-    import numpy as np
-    from onnx import TensorProto, helper, numpy_helper
-
-    op = _OPS[i % len(_OPS)]
-    rows = max(1, weight_bytes // 256 + (i % 7) - 3)
-    w = np.random.default_rng(i).standard_normal((rows, 64), dtype=np.float32)
-    x_shape = [rows, rows] if op == "MatMul" else [rows, 64]
-    graph = helper.make_graph(
-        [helper.make_node(op, ["x", "w"], ["t"]), helper.make_node("Relu", ["t"], ["y"])],
-        f"g{i}", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, 64])],
-        [numpy_helper.from_array(w, "w")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13 + i % 9)],
-                              producer_name=_PRODUCERS[i % len(_PRODUCERS)],
-                              producer_version=f"1.{i % 4}")
-    model.ir_version = 8
-    return model.SerializeToString()
-
-
-def make_models(n: int, weight_bytes: int = 16 * 1024) -> dict[str, bytes]:
-    """``{relative path: bytes}`` of ``n`` models, ten to a folder (``run-3/model-0042.onnx``)."""
-    return {f"run-{i % 10}/model-{i:04d}.onnx": make_model(i, weight_bytes) for i in range(n)}
 
 
 def expected_row(source: str, data: bytes) -> dict:

@@ -47,6 +47,14 @@ def test_jobs_1_runs_here_and_jobs_2_in_two_other_processes():
     assert os.getpid() not in pids and 1 <= len(pids) <= 2
 
 
+def test_the_default_jobs_run_sandboxed_even_on_one_cpu(monkeypatch):
+    monkeypatch.setattr(executors, "_cpu_count", lambda: 1)
+    got = rows(misbehave, [("ok", 0), ("sleep", 60), ("ok", 1)], time_limit=1)
+    assert got == [{"item": ["ok", 0]}, failed(("sleep", 60), "Limit", "the model's task ran "
+                                               "past the time limit of 1 s per model"),
+                   {"item": ["ok", 1]}]
+
+
 def test_each_limit_and_each_death_is_a_row_and_the_scan_goes_on():
     items = [("ok", 0), ("sleep", 60), ("ok", 1), ("alloc", 1 << 30), ("ok", 2), ("exit", 3),
              ("signal", int(signal.SIGKILL)), ("signal", int(signal.SIGSEGV)), ("raise", "k"),
