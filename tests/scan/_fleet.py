@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import time
 import uuid
 from dataclasses import dataclass
@@ -97,7 +98,8 @@ def misbehave(item) -> dict:
     """``item`` is ``(what, value)``: ``ok``: ``{"item": value}``; ``sleep``: sleep ``value``
     seconds first; ``alloc``: allocate ``value`` bytes; ``exit``: ``os._exit(value)``;
     ``signal``: send this process signal ``value``; ``raise``: raise KeyError(value);
-    ``pidfile``: write this process's id to the file ``value``, then sleep a minute."""
+    ``pidfile``: write this process's id to the file ``value``, then sleep a minute;
+    ``killparent``: SIGKILL the parent process (a Dask worker) unless its id is ``value``."""
     what, value = item
     if what == "sleep":
         time.sleep(value)
@@ -110,6 +112,10 @@ def misbehave(item) -> dict:
         time.sleep(10)
     elif what == "raise":
         raise KeyError(value)
+    elif what == "killparent":  # a Dask worker (the sandbox's parent); never the tests'
+        if os.getppid() != value:
+            os.kill(os.getppid(), signal.SIGKILL)
+        time.sleep(1)
     elif what == "pidfile":
         with open(value, "w") as f:
             f.write(str(os.getpid()))

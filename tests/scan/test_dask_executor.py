@@ -24,15 +24,21 @@ model_files, s3_fleet = _fleet.model_files, _fleet.s3_fleet  # fixtures
 
 distributed = pytest.importorskip("distributed", reason="dask[distributed] (the dask extra) "
                                                         "is not installed")
+import dask  # noqa: E402  (installed with distributed)
+
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="sandboxes need POSIX")
 
 
 @pytest.fixture(scope="module")
 def client():
     """A Client of a LocalCluster with 2 worker processes of 1 thread each, on 127.0.0.1."""
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  host="127.0.0.1", dashboard_address=None,
-                                  silence_logs=logging.CRITICAL) as cluster:
+    # a task on 2 workers that died is KilledWorker (the default is 3: fewer deaths to wait
+    # for); a worker holds no more tasks than it runs (so that a worker killed ends only those)
+    failures = {"distributed.scheduler.allowed-failures": 1,
+                "distributed.scheduler.worker-saturation": 1.0}
+    with dask.config.set(failures), distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+            dashboard_address=None, silence_logs=logging.CRITICAL) as cluster:
         with distributed.Client(cluster, set_as_default=False) as c:
             c.wait_for_workers(2, timeout=60)
             yield c
@@ -95,8 +101,10 @@ def test_no_more_than_a_window_of_tasks_is_in_flight(client):
     assert window == 4  # 2 threads, 2 tasks each
     in_flight = [len(taken) for _ in run_tasks(pid_row, items(), dask=client,
                                                on_failure=failed)]
-    # the k-th row's successor is submitted before the row is yielded: k + 1 rows done
-    assert all(t - (k + 1) <= window for k, t in enumerate(in_flight)), in_flight
+    # items taken but not yielded: `window` batches in flight, and the batch being yielded
+    most = (window + 1) * dask_executor.ITEMS_PER_TASK
+    assert all(t - k <= most for k, t in enumerate(in_flight)), in_flight
+    assert max(t - k for k, t in enumerate(in_flight)) == most  # the bound is the window's
     assert len(taken) == 60
 
 
@@ -107,7 +115,7 @@ def test_a_worker_killed_mid_scan_loses_no_row(client):
     for index, row in run_tasks(functools.partial(sleep_row, 0.2), items, dask=client,
                                 on_failure=failed):
         got[index] = row
-        if len(got) == 3:  # every worker is running a task now: kill one mid-task
+        if not killed:  # every worker is running a task now: kill one mid-task
             pid = sorted(client.run(os.getpid).values())[0]
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
@@ -123,6 +131,15 @@ def test_a_worker_killed_mid_scan_loses_no_row(client):
     assert killed[0] not in client.run(os.getpid).values()
 
 
+def test_a_model_that_kills_its_workers_is_a_row_and_its_batch_is_not(client):
+    items = [("ok", i) for i in range(5)] + [("killparent", os.getpid())] + [("ok", 5)]
+    got = rows(misbehave, items, dask=client)
+    assert got[:5] == [{"item": ["ok", i]} for i in range(5)] and got[6] == {"item": ["ok", 5]}
+    assert got[5] == failed(("killparent", os.getpid()), "Crashed", "the model's task ended "
+                            "each Dask worker that ran it (KilledWorker)")
+    client.wait_for_workers(2, timeout=60)
+
+
 def test_the_s3_fleet_read_by_the_workers(client, s3_fleet):
     urls = sorted(s3_fleet.models)
     assert len(urls) == 500
@@ -131,8 +148,8 @@ def test_the_s3_fleet_read_by_the_workers(client, s3_fleet):
 
 
 def test_closing_the_scan_cancels_its_tasks(client):
-    # last in the module: the cancelled tasks still running hold their worker for 3 s
-    items = [("ok", 0)] + [("sleep", 3)] * 8
+    # last in the module: the cancelled tasks still running hold their worker for a few s
+    items = [("ok", i) for i in range(dask_executor.ITEMS_PER_TASK)] + [("sleep", 0.5)] * 40
     scan = run_tasks(misbehave, items, dask=client, on_failure=failed)
     assert next(scan) == (0, {"item": ["ok", 0]})
     scan.close()
