@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from multiprocessing.connection import Connection, wait
 
 from ..errors import InternalError, clip
@@ -182,24 +183,29 @@ def _limit_memory(memory_limit: int) -> None:
 
 def _child_main(task_fd: int, result_fd: int, memory_limit: int) -> None:
     """The sandbox's loop (run by :data:`_BOOTSTRAP` in the child): ``("ready",)``, then one
-    outcome per task received, until the parent closes the task pipe. A task that cannot be
+    outcome per task received (``("task", item)``, run with the last ``("function", f)``
+    received), in order, until the parent closes the task pipe. A task that cannot be
     unpickled gives ``("broken", message)``; after a MemoryError the child ends (it is
     replaced)."""
     tasks = Connection(task_fd, writable=False)
     results = Connection(result_fd, readable=False)
     _limit_memory(memory_limit)
     results.send(("ready",))
+    function = None
     while True:
         try:
-            function, item = tasks.recv()
+            what, value = tasks.recv()
         except EOFError:
             return
         except Exception as e:
             results.send(("broken", clip(f"the task could not be read: {type(e).__name__}: "
                                          f"{e}", 400)))
             return
-        outcome = _outcome(function, item, memory_limit)
-        del function, item
+        if what == "function":
+            function = value
+            continue
+        outcome = _outcome(function, value, memory_limit)
+        del value
         try:
             results.send(outcome)
         except OSError:  # the parent has gone (killed: a Dask worker lost)
@@ -242,11 +248,19 @@ class Sandbox:
         self.ready = False
         self.served = 0
         self.started = time.monotonic()
+        self.function = None
+        self.queue: deque = deque()  # (index, item) sent, in order, not yet answered
+        self.deadline: float | None = None  # of the first task of the queue, once it runs
+        self.dead = False  # a send found it ended: its end is read from the results pipe
 
     def send(self, function, item) -> None:
-        """Give the child a task. Raises :class:`_Died` when it has ended."""
+        """Give the child a task (the function sent once, the items one by one). Raises
+        :class:`_Died` when it has ended."""
         try:
-            self.tasks.send((function, item))
+            if function is not self.function:
+                self.tasks.send(("function", function))
+                self.function = function
+            self.tasks.send(("task", item))
         except (BrokenPipeError, ConnectionResetError):
             raise _Died(self.process.wait()) from None
 
@@ -322,81 +336,119 @@ class Sandbox:
 # --- the local pool -------------------------------------------------------------------------
 
 
+#: Tasks sent ahead to each sandbox of a local pool: it runs them in order and answers each as
+#: it ends, so it never waits for the next one (a round trip on a loaded machine costs more than
+#: reading a small model). A sandbox that ends (killed at the time limit, a crash, a
+#: MemoryError) hands the tasks it had not started back to the pool.
+PIPELINE = 4
+
+
 def _run_pool(function, items, jobs, on_failure, progress, time_limit, memory_limit):
-    """jobs >= 2: one sandbox per job, each given its next task as it finishes one; the items
-    are read as tasks are given out, so ``jobs`` tasks are in flight, never more."""
+    """``jobs`` sandboxes, each sent up to :data:`PIPELINE` tasks; the items are read as tasks
+    are sent, so ``jobs * PIPELINE`` tasks are in flight, never more."""
     pending = enumerate(items)
-    idle: list[Sandbox] = []
-    busy: dict[Sandbox, list] = {}  # sandbox -> [index, item, deadline or None]
+    again: deque = deque()  # (index, item) handed back by a sandbox that ended, first out
+    sandboxes: list[Sandbox] = []
     exhausted = False
 
-    def give(sandbox, index, item):
+    def take():
+        nonlocal exhausted
+        if again:
+            return again.popleft()
+        if not exhausted:
+            nxt = next(pending, None)
+            if nxt is not None:
+                return nxt
+            exhausted = True
+        return None
+
+    def give(sandbox, task) -> bool:
         try:
-            sandbox.send(function, item)
-        except _Died:  # it ended while idle (killed from outside): a new one takes the task
-            sandbox.close_pipes()
-            sandbox = Sandbox(memory_limit)
-            sandbox.send(function, item)
-        deadline = time.monotonic() + time_limit if sandbox.ready and time_limit else None
-        busy[sandbox] = [index, item, deadline]
+            sandbox.send(function, task[1])
+        except _Died:  # it ended: the task goes back; its end is read from its results pipe
+            sandbox.dead = True
+            again.appendleft(task)
+            return False
+        if not sandbox.queue and sandbox.ready and time_limit:
+            sandbox.deadline = time.monotonic() + time_limit
+        sandbox.queue.append(task)
+        return True
+
+    def end(sandbox, kill):
+        """Remove ``sandbox``; the tasks it had not started go back."""
+        sandboxes.remove(sandbox)
+        again.extendleft(reversed(sandbox.queue))
+        sandbox.queue.clear()
+        sandbox.kill() if kill else sandbox.close()
+
+    def fill():
+        for depth in range(PIPELINE):
+            if len(sandboxes) < jobs and depth == 0:
+                while len(sandboxes) < jobs:
+                    task = take()
+                    if task is None:
+                        return
+                    sandboxes.append(Sandbox(memory_limit))
+                    give(sandboxes[-1], task)
+            for sandbox in sandboxes:
+                if len(sandbox.queue) <= depth and not sandbox.dead:
+                    task = take()
+                    if task is None:
+                        return
+                    give(sandbox, task)
 
     try:
         while True:
-            while not exhausted and len(busy) < jobs:
-                nxt = next(pending, None)
-                if nxt is None:
-                    exhausted = True
-                    break
-                give(idle.pop() if idle else Sandbox(memory_limit), *nxt)
-            if not busy:
+            fill()
+            if not any(s.queue or s.dead for s in sandboxes):
                 break
             now = time.monotonic()
-            timeouts = [task[2] - now for task in busy.values() if task[2] is not None]
-            if any(not s.ready for s in busy):
+            timeouts = [s.deadline - now for s in sandboxes
+                        if s.queue and s.deadline is not None]
+            if any(not s.ready for s in sandboxes):
                 timeouts.append(SANDBOX_START_SECONDS)
-            ready = wait([s.results for s in busy], max(0.0, min(timeouts)) if timeouts
-                         else None)
+            ready = wait([s.results for s in sandboxes],
+                         max(0.0, min(timeouts)) if timeouts else None)
             done = []
-            for sandbox in [s for s in busy if s.results in ready]:
-                task = busy[sandbox]
+            for sandbox in [s for s in sandboxes if s.results in ready]:
                 try:
                     message = sandbox.receive()
                 except _Died as died:
+                    if sandbox.queue:
+                        done.append((sandbox.queue.popleft(), ("failed", CRASHED,
+                                                               death_message(died.args[0]))))
                     sandbox.close_pipes()
-                    del busy[sandbox]
-                    done.append((task, ("failed", CRASHED, death_message(died.args[0]), True)))
+                    end(sandbox, kill=False)
                     continue
-                if message[0] == "ready":
-                    if time_limit:
-                        task[2] = time.monotonic() + time_limit
-                    continue
-                del busy[sandbox]
-                if message[0] == "failed" and message[3]:
-                    sandbox.close()
-                else:
-                    idle.append(sandbox)
-                done.append((task, message))
+                if message[0] != "ready":
+                    done.append((sandbox.queue.popleft(), message))
+                sandbox.deadline = (time.monotonic() + time_limit
+                                    if sandbox.queue and time_limit else None)
+                if message[0] == "failed" and message[3]:  # it ends itself (a MemoryError)
+                    end(sandbox, kill=False)
             now = time.monotonic()
-            for sandbox, task in list(busy.items()):
-                if task[2] is not None and now >= task[2]:
-                    del busy[sandbox]
-                    sandbox.kill()
-                    done.append((task, ("failed", LIMIT, time_message(time_limit), True)))
+            for sandbox in list(sandboxes):
+                if sandbox.queue and sandbox.deadline is not None and now >= sandbox.deadline:
+                    done.append((sandbox.queue.popleft(),
+                                 ("failed", LIMIT, time_message(time_limit))))
+                    end(sandbox, kill=True)
                 elif sandbox.start_overdue():
                     raise InternalError(f"a scan process did not start in "
                                         f"{SANDBOX_START_SECONDS:g} s")
-            for (index, item, _), outcome in done:
+            for (index, item), outcome in done:
                 row = failure_row(outcome, item, on_failure)
                 if progress is not None:
                     progress(index, row)
                 yield index, row
     finally:
-        for sandbox in busy:
-            sandbox.kill()
-        for sandbox in idle:
-            sandbox.close_pipes()
-        for sandbox in idle:
-            sandbox.close()
+        for sandbox in sandboxes:
+            if sandbox.queue:
+                sandbox.kill()
+            else:
+                sandbox.close_pipes()
+        for sandbox in sandboxes:
+            if not sandbox.queue:
+                sandbox.close()
 
 
 # --- the sandboxes of a process that runs tasks for Dask ------------------------------------

@@ -108,9 +108,11 @@ def test_no_more_than_jobs_tasks_are_in_flight():
     in_flight = []
     for _ in run_tasks(pid_row, items(), jobs=3, on_failure=failed):
         in_flight.append(len(taken))
-    # when the k-th row (k = 1, 2, ...) arrives, at most `jobs` items beyond the k-1 finished
-    # ones have been taken
-    assert all(t - k <= 3 for k, t in enumerate(in_flight)), in_flight
+    # when the k-th row (k = 0, 1, ...) is yielded, the items taken but not yet yielded are
+    # those sent ahead to the 3 sandboxes
+    most = 3 * executors.PIPELINE
+    assert all(t - k <= most for k, t in enumerate(in_flight)), in_flight
+    assert max(t - k for k, t in enumerate(in_flight)) == most  # the bound is reached
     assert len(taken) == 40
 
 
