@@ -12,7 +12,7 @@ import time
 
 import _fleet
 import pytest
-from _fleet import expected_row, failed, misbehave, pid_row, read_row, sleep_row
+from _tasks import expected_row, failed, misbehave, pid_row, read_row, sleep_row
 from servers.fixtures import s3_server  # noqa: F401
 from servers.s3 import free_port
 
@@ -149,7 +149,7 @@ def test_the_s3_fleet_read_by_the_workers(client, s3_fleet):
 
 def test_closing_the_scan_cancels_its_tasks(client):
     # last in the module: the cancelled tasks still running hold their worker for a few s
-    items = [("ok", i) for i in range(dask_executor.ITEMS_PER_TASK)] + [("sleep", 0.5)] * 40
+    items = [("ok", i) for i in range(dask_executor.ITEMS_PER_TASK)] + [("sleep", 0.2)] * 32
     scan = run_tasks(misbehave, items, dask=client, on_failure=failed)
     assert next(scan) == (0, {"item": ["ok", 0]})
     scan.close()

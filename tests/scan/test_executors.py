@@ -12,7 +12,7 @@ import time
 
 import _fleet
 import pytest
-from _fleet import expected_row, failed, mapped_row, misbehave, pid_row, read_row
+from _tasks import expected_row, failed, mapped_row, misbehave, pid_row, read_row
 
 from onemodel.errors import UnsupportedError
 from onemodel.scan import executors
