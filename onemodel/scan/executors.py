@@ -1,6 +1,7 @@
-"""Running one function over many models: in this process, in a pool of local processes, or on
-a Dask cluster (:mod:`onemodel.scan.dask_executor`), each model's task under a time and memory
-limit, so that no model stops the scan (issue 29; docs/scan.md, "Limits").
+"""Running one function over many models: in this process, in a pool of local processes, or on a
+Dask cluster (the optional extra ``dask``, imported when used: the last section), each model's
+task under a time and memory limit, so that no model stops the scan (issue 29; docs/scan.md,
+"Limits").
 
 A task runs in a **sandbox**: a long-lived child Python process (``subprocess``, not
 ``multiprocessing``: a Dask worker is a daemonic process, which ``multiprocessing`` forbids to
@@ -16,6 +17,7 @@ the rows are the same locally and on Dask.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -23,10 +25,11 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections import deque
 from multiprocessing.connection import Connection, wait
 
-from ..errors import InternalError, clip
+from ..errors import InternalError, IoError, UnsupportedError, clip
 from ..limits import MAX_SCAN_MEMORY, MAX_SCAN_SECONDS, GiB, MiB
 
 #: The failure kinds ``on_failure`` is given (besides the kinds of :mod:`onemodel.errors`, which
@@ -65,7 +68,7 @@ def run_tasks(function, items, *, jobs=None, dask=None, on_failure, progress=Non
     and profiling). Never
     more than ``jobs`` tasks are in flight. ``dask``: ``None``, a scheduler address
     (``"tcp://host:8786"``) or a ``dask.distributed.Client``; then the tasks run there and
-    ``jobs`` is not used (:func:`onemodel.scan.dask_executor.run_dask`). ``progress``: ``None`` or
+    ``jobs`` is not used (:func:`run_dask`). ``progress``: ``None`` or
     ``progress(index, row)``, called in this process as each row arrives, before it is yielded.
     ``time_limit``, ``memory_limit``: ``None`` for none.
 
@@ -76,8 +79,6 @@ def run_tasks(function, items, *, jobs=None, dask=None, on_failure, progress=Non
     InternalError when a sandbox cannot start or cannot read its task (not a model's fault).
     """
     if dask is not None:
-        from .dask_executor import run_dask
-
         return run_dask(function, items, dask, on_failure=on_failure, progress=progress,
                         time_limit=time_limit, memory_limit=memory_limit)
     if jobs is None:  # sandboxed even where that is one process
@@ -497,3 +498,145 @@ def run_in_sandbox(function, item, time_limit, memory_limit):
     runs): ``("ok", row)`` or ``("failed", kind, message, retire)``. Raises InternalError when
     no sandbox can start."""
     return _SANDBOXES.run(function, item, time_limit, memory_limit)
+
+
+# --- on a Dask cluster ------------------------------------------------------------------------
+#
+# Running the tasks on an existing Dask cluster (``onemodel scan --dask ADDRESS``, or a
+# ``dask.distributed.Client``): the optional extra ``onemodel-onnx[dask]``, imported when used.
+#
+# Each task is :func:`_dask_task` on a worker: it runs the model's function in a sandbox process
+# of that worker (:func:`run_in_sandbox`), under the same time and memory limits as a local scan,
+# and returns the same outcome, so the rows are the same. A subprocess, not a thread with a
+# timeout: a Python thread cannot be stopped, so a hung model would keep a worker thread (and its
+# memory) for ever, and ``RLIMIT_DATA`` limits a whole process, which for a thread would be the
+# worker itself. The sandbox is long-lived (one per worker thread), so a task costs a round trip
+# on a pipe, not a process start.
+#
+# A task is a batch of :data:`DASK_ITEMS_PER_TASK` items. At most :func:`dask_window` tasks are
+# submitted at a time (``as_completed``, topped up as each one completes), so a scan of 100,000
+# models holds a few dozen futures, not 100,000. A worker lost mid-scan loses no row: the
+# scheduler reschedules the tasks it was running on another worker (until a task has been running
+# on ``distributed.scheduler.allowed-failures`` workers that died, 3 by default: ``KilledWorker``;
+# then each item of the batch is submitted alone, up to :data:`DASK_KILLED_ALONE` times, and the
+# one whose task still kills workers gets a ``Crashed`` row), and a task that raised (a sandbox
+# that could not start) is retried :data:`DASK_RETRIES` times.
+
+#: Times a task that raised is run again on the cluster (``Client.submit(retries=)``).
+DASK_RETRIES = 2
+
+#: Seconds to wait for the scheduler at an address given (``Client(timeout=)``).
+DASK_CONNECT_SECONDS = 30
+
+#: Tasks in flight per thread of the cluster, and the fewest in flight.
+DASK_TASKS_PER_THREAD = 2
+DASK_MIN_IN_FLIGHT = 4
+
+#: Times an item of a task that ended in ``KilledWorker`` is submitted alone before its row is
+#: a ``Crashed`` failure: a worker lost ends every task it was running or holding, so a model
+#: that ends its workers takes the others beside it down; alone, twice, it is found.
+DASK_KILLED_ALONE = 2
+
+#: Items per Dask task. Dask costs a few milliseconds per task (scheduler, client, worker round
+#: trips): about 300 tasks/s on 2 cores, where onemodel reads a small model's structure in less.
+#: A batch of items per task makes that cost the batch's; each item still runs under its own
+#: limits, and a batch whose worker was lost is run again whole, its rows sent once.
+DASK_ITEMS_PER_TASK = 8
+
+
+def _distributed():
+    """The ``distributed`` package, or UnsupportedError saying how to install it."""
+    try:
+        import distributed
+    except ImportError:
+        raise UnsupportedError("--dask needs Dask: pip install 'onemodel-onnx[dask]' "
+                               "(dask.distributed is not installed)") from None
+    return distributed
+
+
+def _dask_task(function, items, time_limit, memory_limit):
+    """What a Dask worker runs for a batch of items: the outcome of ``function(item)`` for each,
+    each run in a sandbox of the worker under the limits (``("ok", row)`` or ``("failed", kind,
+    message, retire)``)."""
+    return [run_in_sandbox(function, item, time_limit, memory_limit) for item in items]
+
+
+def dask_window(client) -> int:
+    """Tasks kept in flight on ``client``'s cluster: :data:`DASK_TASKS_PER_THREAD` per worker thread
+    (so no worker waits for the next task), at least :data:`DASK_MIN_IN_FLIGHT`."""
+    threads = sum(client.nthreads().values())
+    return max(DASK_MIN_IN_FLIGHT, DASK_TASKS_PER_THREAD * threads)
+
+
+def dask_connect(dask):
+    """``(client, owned)``: the Client given, or one connected to the scheduler address given
+    (``owned``: closed by the caller). Raises IoError when the scheduler cannot be reached."""
+    distributed = _distributed()
+    if not isinstance(dask, str):
+        return dask, False
+    try:
+        return distributed.Client(dask, set_as_default=False,
+                                   timeout=DASK_CONNECT_SECONDS), True
+    except (OSError, TimeoutError) as e:
+        raise IoError(f"cannot reach the Dask scheduler: {type(e).__name__}: {e}",
+                      source=dask) from None
+
+
+def run_dask(function, items, dask, *, on_failure, progress, time_limit, memory_limit):
+    """:func:`run_tasks` on a Dask cluster: ``(index, row)`` for every
+    item, in completion order. ``dask``: a scheduler address or a ``Client``. Closing the
+    generator (Ctrl-C, SIGTERM) cancels the tasks still submitted; a Client made here is
+    closed."""
+    distributed = _distributed()
+    from distributed.scheduler import KilledWorker
+
+    client, owned = dask_connect(dask)
+    scan = uuid.uuid4().hex[:12]
+    futures = {}  # key -> (future, [(index, item), ...], times run alone after KilledWorker)
+    completed = distributed.as_completed(loop=client.loop)
+    pending = enumerate(items)
+
+    def submit(batch=None, alone=0):
+        if batch is None:
+            batch = list(itertools.islice(pending, DASK_ITEMS_PER_TASK))
+        if not batch:
+            return
+        future = client.submit(_dask_task, function, [item for _, item in batch], time_limit,
+                               memory_limit, key=f"onemodel-scan-{scan}-{batch[0][0]}-"
+                                                 f"{len(batch)}-{alone}", retries=DASK_RETRIES)
+        futures[future.key] = (future, batch, alone)
+        completed.add(future)
+
+    try:
+        for _ in range(dask_window(client)):
+            submit()
+        for future in completed:
+            _, batch, alone = futures.pop(future.key)
+            try:
+                outcomes = future.result()
+            except KilledWorker:
+                outcomes = None
+            future.release()
+            if outcomes is None and alone < DASK_KILLED_ALONE:  # find the model that ends workers
+                for one in batch:
+                    submit([one], alone + 1)
+                continue
+            if outcomes is None:
+                outcomes = [("failed", CRASHED, "the model's task ended each Dask worker that "
+                             "ran it (KilledWorker)", True)]
+            submit()
+            for (index, item), outcome in zip(batch, outcomes):
+                row = failure_row(outcome, item, on_failure)
+                if progress is not None:
+                    progress(index, row)
+                yield index, row
+    finally:
+        try:
+            if futures:
+                client.cancel([f for f, _, _ in futures.values()])
+        except (RuntimeError, OSError, TimeoutError):  # the client is closed already
+            pass
+        finally:
+            completed.clear()
+            if owned:
+                client.close()

@@ -1,6 +1,7 @@
-"""run_tasks on Dask (onemodel/scan/dask_executor.py), on a LocalCluster of two worker processes
-on 127.0.0.1 shared by the module: the same rows as locally (limits and deaths included), a
-worker killed mid-scan loses no row, bounded in-flight tasks, the S3 fleet read by the workers."""
+"""run_tasks on Dask (the last section of onemodel/scan/executors.py), on a LocalCluster of two
+worker processes on 127.0.0.1 shared by the module: the same rows as locally (limits and deaths
+included), a worker killed mid-scan loses no row, bounded in-flight tasks, the S3 fleet read by
+the workers."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from servers.fixtures import s3_server  # noqa: F401
 from servers.s3 import free_port
 
 from onemodel.errors import IoError
-from onemodel.scan import dask_executor
+from onemodel.scan import executors
 from onemodel.scan.executors import run_tasks
 
 model_files, s3_fleet = _fleet.model_files, _fleet.s3_fleet  # fixtures
@@ -82,7 +83,7 @@ def test_a_scheduler_address_works_as_a_client(client):
 
 
 def test_an_unreachable_scheduler_is_an_io_error(monkeypatch):
-    monkeypatch.setattr(dask_executor, "CONNECT_SECONDS", 1)
+    monkeypatch.setattr(executors, "DASK_CONNECT_SECONDS", 1)
     address = f"tcp://127.0.0.1:{free_port()}"
     with pytest.raises(IoError, match="cannot reach the Dask scheduler") as e:
         list(run_tasks(pid_row, [1], dask=address, on_failure=failed))
@@ -97,12 +98,12 @@ def test_no_more_than_a_window_of_tasks_is_in_flight(client):
             taken.append(i)
             yield i
 
-    window = dask_executor.window(client)
+    window = executors.dask_window(client)
     assert window == 4  # 2 threads, 2 tasks each
     in_flight = [len(taken) for _ in run_tasks(pid_row, items(), dask=client,
                                                on_failure=failed)]
     # items taken but not yielded: `window` batches in flight, and the batch being yielded
-    most = (window + 1) * dask_executor.ITEMS_PER_TASK
+    most = (window + 1) * executors.DASK_ITEMS_PER_TASK
     assert all(t - k <= most for k, t in enumerate(in_flight)), in_flight
     assert max(t - k for k, t in enumerate(in_flight)) == most  # the bound is the window's
     assert len(taken) == 60
@@ -149,7 +150,7 @@ def test_the_s3_fleet_read_by_the_workers(client, s3_fleet):
 
 def test_closing_the_scan_cancels_its_tasks(client):
     # last in the module: the cancelled tasks still running hold their worker for a few s
-    items = [("ok", i) for i in range(dask_executor.ITEMS_PER_TASK)] + [("sleep", 0.2)] * 32
+    items = [("ok", i) for i in range(executors.DASK_ITEMS_PER_TASK)] + [("sleep", 0.2)] * 32
     scan = run_tasks(misbehave, items, dask=client, on_failure=failed)
     assert next(scan) == (0, {"item": ["ok", 0]})
     scan.close()
