@@ -182,6 +182,18 @@ def _limit_memory(memory_limit: int) -> None:
     resource.setrlimit(resource.RLIMIT_DATA, (memory_limit, hard))
 
 
+#: Seconds between a sandbox's looks at whether the process that started it is still there.
+PARENT_POLL_SECONDS = 1.0
+
+
+def _end_with_parent(parent: int) -> None:
+    """End this process once its parent has gone (killed: a scan or a Dask worker SIGKILLed),
+    even in the middle of a task that would never end: it has no one to answer."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_SECONDS)
+    os._exit(0)
+
+
 def _child_main(task_fd: int, result_fd: int, memory_limit: int) -> None:
     """The sandbox's loop (run by :data:`_BOOTSTRAP` in the child): ``("ready",)``, then one
     outcome per task received (``("task", item)``, run with the last ``("function", f)``
@@ -190,6 +202,7 @@ def _child_main(task_fd: int, result_fd: int, memory_limit: int) -> None:
     replaced)."""
     tasks = Connection(task_fd, writable=False)
     results = Connection(result_fd, readable=False)
+    threading.Thread(target=_end_with_parent, args=(os.getppid(),), daemon=True).start()
     _limit_memory(memory_limit)
     results.send(("ready",))
     function = None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -156,6 +157,35 @@ def test_stopping_the_scan_ends_every_process(tmp_path, stop):
             list(scan)
     assert len(pids) == 2 and not any(_alive(p) for p in pids)  # killed and reaped
     assert seen == [0]
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads /proc")
+def test_a_sandbox_ends_when_its_parent_is_killed_mid_task(tmp_path):
+    pidfile = tmp_path / "pid"
+    scan = ("import sys; sys.path[:0] = {path!r}\n"
+            "from _tasks import failed, misbehave\n"
+            "from onemodel.scan.executors import run_tasks\n"
+            "list(run_tasks(misbehave, [('pidfile', {pidfile!r})], jobs=2, on_failure=failed))\n"
+            ).format(path=sys.path, pidfile=str(pidfile))
+    parent = subprocess.Popen([sys.executable, "-c", scan])
+    try:
+        (child,) = _wait_for_pids([str(pidfile)])
+        parent.kill()  # no finally runs: the sandbox must see for itself
+        parent.wait()
+        deadline = time.monotonic() + 30
+        while _alive_not_zombie(child) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive_not_zombie(child)  # not the minute its task would take
+    finally:
+        parent.kill()
+
+
+def _alive_not_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 def test_a_sandbox_killed_while_idle_is_replaced():
