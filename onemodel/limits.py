@@ -116,6 +116,17 @@ MAX_BISECT_MEMORY = 256 * MiB
 VIEW_STATS_ELEMENTS = 1 << 20
 
 
+#: Seconds one model's task of ``onemodel scan`` may run (in a pool of local processes or on a
+#: Dask worker): past it the process running it is killed and replaced, and the model's row is a
+#: ``Limit`` failure; the scan goes on (docs/scan.md, "Limits").
+MAX_SCAN_SECONDS = 600
+
+#: Bytes of heap (the data segment: ``RLIMIT_DATA``, which counts the heap and anonymous
+#: mappings, not the file mappings models are read through) one model's task of ``onemodel
+#: scan`` may use: past it the allocation fails and the model's row is a ``Limit`` failure.
+MAX_SCAN_MEMORY = 4 * GiB
+
+
 #: What each limit bounds and how a model past it is refused, in the order of the resource
 #: limits table of the conformance statement (Annex A; docs/make_statement.py renders that table
 #: from here, so this is the one description of each): ``{name: (what it bounds, unit, refused
@@ -172,6 +183,12 @@ DESCRIPTIONS: dict[str, tuple[str, str, str]] = {
     "VIEW_STATS_ELEMENTS": ("elements of one initializer `onemodel view` reads for its "
                             "statistics; a larger one is sampled (64 evenly spaced runs of "
                             "this many elements in all), never read whole", "count", "-"),
+    "MAX_SCAN_SECONDS": ("seconds one model's task of `onemodel scan` runs in its process "
+                         "(every scan but `--jobs 1`); past it the process is killed and "
+                         "the model's row is a `Limit` failure, the scan goes on", "count", "-"),
+    "MAX_SCAN_MEMORY": ("heap of one model's task of `onemodel scan` (`RLIMIT_DATA` of its "
+                        "process: file mappings do not count); past it the model's row is a "
+                        "`Limit` failure, the scan goes on", "bytes", "-"),
     "MMAP_THRESHOLD": ("files this large or larger are memory-mapped, smaller ones read", "bytes",
                        "-"),
     "CONTAINER_ALIGNMENT": ("alignment of tensors in a OneModel data region", "bytes", "-"),

@@ -1,0 +1,237 @@
+"""``onemodel scan`` over a directory of many small models, against a plain Python loop of
+``onnx.load`` + ``onnx.checker.check_model`` (issue 29).
+
+The models, generated in a temporary directory (``--dir`` to keep them) by the test suite's
+generator (tests/scan/_models.py, with the ``onnx`` package): ``--n`` (default 1000) valid ONNX
+models, ten to a folder, each ``y = Relu(op(x, w))`` with about ``--weight-bytes`` (default 16 KiB)
+of float32 weights, opsets 13 to 21, three producers.
+
+Each command is timed as a whole process (its interpreter's start included; median of
+``--repeat``, one untimed run of each first), and reported in models per second:
+
+* ``onnx loop``: one process loading and checking every model with ``onnx``; ``onnx loop x2``:
+  the same split over two processes (``multiprocessing``), the baseline of two cores;
+* ``onemodel scan DIR -o OUT.jsonl`` plain, ``--check`` and ``--hash``, each with ``--jobs 1``
+  (in one process), ``--jobs 2`` (two sandbox processes) and ``--dask ADDRESS`` on a
+  ``dask.distributed.LocalCluster`` of two worker processes of one thread each, started here on
+  127.0.0.1 (``--no-dask`` to skip);
+
+with the ratios scan / onnx loop on the same cores (the target of issue 29: ``scan --check`` at
+least 5x) and jobs 2 / jobs 1 (linear: 2x). Every run's output is checked to hold one row per
+model.
+
+Bytes read: ``rchar`` of ``/proc/self/io`` (bytes returned by ``read`` system calls) of a
+``--jobs 1`` scan, less that of the same scan of a directory of one model (the interpreter's
+imports), against the bytes of the other models. Files of 1 MiB or more are memory-mapped by
+onemodel, not read, so this counts only for models smaller than that (as generated here). Linux
+only (``/proc``).
+
+It needs ``onemodel.scan.row.scan_one`` and the ``onemodel scan`` command (the scan half of
+issue 29), and says so if they are missing.
+
+    python benchmarks/scan.py [--n 1000] [--weight-bytes 16384] [--repeat 3] [--dir DIR]
+                              [--no-dask]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+import _timing
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "scan"))  # the test suite's generator
+
+PY = sys.executable
+
+ONNX_LOOP = textwrap.dedent("""
+    import os, sys
+    import onnx
+
+    def check(path):
+        onnx.checker.check_model(onnx.load(path))
+
+    paths = sorted(os.path.join(r, n) for r, _, names in os.walk(sys.argv[1]) for n in names
+                   if n.endswith(".onnx"))
+    if sys.argv[2] == "1":
+        for p in paths:
+            check(p)
+    else:
+        import multiprocessing
+        with multiprocessing.get_context("spawn").Pool(int(sys.argv[2])) as pool:
+            pool.map(check, paths, chunksize=16)
+""")
+
+# `onemodel` run in this interpreter, writing /proc/self/io to the file $SCAN_BENCH_IO at exit
+MEASURED_CLI = textwrap.dedent("""
+    import atexit, os, sys
+
+    def _io():
+        with open("/proc/self/io") as f, open(os.environ["SCAN_BENCH_IO"], "w") as out:
+            out.write(f.read())
+
+    atexit.register(_io)
+    sys.argv[0] = "onemodel"
+    from onemodel.entry import main
+    main()
+""")
+
+
+def require_scan() -> None:
+    """Exit with one line unless the scan API and command are there."""
+    try:
+        from onemodel.scan.row import scan_one  # noqa: F401
+    except ImportError as e:
+        sys.exit(f"benchmarks/scan.py needs onemodel.scan.row.scan_one and the `onemodel scan` "
+                 f"command (the scan half of issue 29), not here yet: {e}")
+    r = subprocess.run([PY, "-m", "onemodel", "scan", "--help"], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit("benchmarks/scan.py needs the `onemodel scan` command (the scan half of issue "
+                 f"29): `onemodel scan --help` exited {r.returncode}")
+
+
+def write_models(root: str, n: int, weight_bytes: int) -> int:
+    """``n`` generated models under ``root``; their total size in bytes."""
+    from _models import make_models
+
+    total = 0
+    for name, data in make_models(n, weight_bytes).items():
+        path = os.path.join(root, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data)
+        total += len(data)
+    return total
+
+
+def rows_in(path: str) -> list[dict]:
+    """The JSON objects of a JSON lines file."""
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def run(cmd: list[str], env: dict | None = None) -> None:
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if r.returncode not in (0, 1):  # 1: some model has errors (a scan with --check may say so)
+        sys.exit(f"{' '.join(cmd)} exited {r.returncode}: {r.stderr.strip()[-2000:]}")
+
+
+def time_scan(root: str, out: str, n: int, extra: list[str], repeat: int) -> float:
+    """Median seconds of ``onemodel scan root -o out *extra`` (``out`` removed before each
+    run); checks that the output holds ``n`` rows."""
+    def remove():
+        if os.path.exists(out):
+            os.remove(out)
+
+    cmd = [PY, "-m", "onemodel", "scan", root, "-o", out, *extra]
+    seconds, _ = _timing.timed(lambda: run(cmd), repeat, warmup=True, before=remove)
+    got = len(rows_in(out))
+    if got != n:
+        sys.exit(f"{' '.join(cmd)} wrote {got} rows for {n} models")
+    return seconds
+
+
+def rchar(root: str, out: str, extra: list[str], scratch: str) -> int:
+    """Bytes a ``--jobs 1`` scan of ``root`` read through ``read`` system calls."""
+    io_file = os.path.join(scratch, "io.txt")
+    if os.path.exists(out):
+        os.remove(out)
+    run([PY, "-c", MEASURED_CLI, "scan", root, "-o", out, "--jobs", "1", *extra],
+        env=dict(os.environ, SCAN_BENCH_IO=io_file))
+    with open(io_file) as f:
+        fields = dict(line.split(": ") for line in f.read().splitlines())
+    return int(fields["rchar"])
+
+
+def bytes_read(root: str, one: str, out: str, extra: list[str], scratch: str) -> int:
+    """Bytes read for the models of ``root`` but one: a scan of it less a scan of ``one`` (a
+    directory of one model), which reads the same imports."""
+    return rchar(root, out, extra, scratch) - rchar(one, out, extra, scratch)
+
+
+def start_cluster():
+    """A LocalCluster of two worker processes of one thread each, on 127.0.0.1, or None
+    (saying why) when dask.distributed is not installed."""
+    try:
+        from distributed import LocalCluster
+    except ImportError:
+        print("(no dask.distributed: the --dask rows are skipped; pip install "
+              "'onemodel-onnx[dask]')")
+        return None
+    import logging
+
+    return LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                        dashboard_address=None, silence_logs=logging.ERROR)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=1000, help="models (default 1000)")
+    ap.add_argument("--weight-bytes", type=int, default=16 * 1024,
+                    help="weight bytes per model, about (default 16384)")
+    ap.add_argument("--repeat", type=int, default=3, help="timed runs of each (median)")
+    ap.add_argument("--dir", help="generate the models here and keep them")
+    ap.add_argument("--no-dask", action="store_true", help="skip the LocalCluster rows")
+    args = ap.parse_args()
+    require_scan()
+
+    scratch = tempfile.mkdtemp(prefix="scan-bench-")
+    cluster = None
+    try:
+        root = args.dir or os.path.join(scratch, "models")
+        os.makedirs(root, exist_ok=True)
+        total = write_models(root, args.n, args.weight_bytes)
+        one = os.path.join(scratch, "one")
+        os.makedirs(one)
+        shutil.copy(os.path.join(root, "run-0", "model-0000.onnx"), one)
+        out = os.path.join(scratch, "out.jsonl")
+        n = args.n
+        print(f"{n} models, {total / 2**20:.1f} MiB ({total // n} bytes each on average), "
+              f"{os.cpu_count()} CPUs, median of {args.repeat}")
+
+        results = {}
+        for procs in ("1", "2"):
+            cmd = [PY, "-c", ONNX_LOOP, root, procs]
+            results[("onnx loop", procs)], _ = _timing.timed(lambda: run(cmd), args.repeat,
+                                                             warmup=True)
+        if not args.no_dask:
+            cluster = start_cluster()
+        ways = [("1", ["--jobs", "1"]), ("2", ["--jobs", "2"])]
+        if cluster is not None:
+            ways.append(("dask 2", ["--dask", cluster.scheduler_address]))
+        for flag in ("", "--check", "--hash"):
+            for way, extra in ways:
+                results[(f"scan {flag}".strip(), way)] = time_scan(
+                    root, out, n, ([flag] if flag else []) + extra, args.repeat)
+
+        print(f"\n{'command':<16} {'jobs':<7} {'seconds':>8} {'models/s':>9} "
+              f"{'x onnx loop':>12} {'x jobs 1':>9}")
+        for (what, way), seconds in results.items():
+            rate = n / seconds
+            base = n / results[("onnx loop", "1" if way == "1" else "2")]
+            single = results[(what, "1")]
+            print(f"{what:<16} {way:<7} {seconds:>8.2f} {rate:>9.0f} "
+                  f"{rate / base:>11.2f}x {single / seconds:>8.2f}x")
+
+        if os.path.exists("/proc/self/io"):
+            others = total - os.path.getsize(os.path.join(one, "model-0000.onnx"))
+            print(f"\nbytes read (read() calls of a --jobs 1 scan, less a scan of one model's), "
+                  f"of {others} bytes of models:")
+            for flag in ("", "--check", "--hash"):
+                got = bytes_read(root, one, out, [flag] if flag else [], scratch)
+                print(f"  scan {flag:<8} {got:>12} bytes  {100 * got / others:6.1f}%")
+    finally:
+        if cluster is not None:
+            cluster.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The fleet scan (issue 29)."""
