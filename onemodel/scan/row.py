@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from ..errors import OneModelError, display_url
+from ..errors import IoError, OneModelError, display_url
 
 #: The version of the row's schema (docs/scan.md#rows); raised when a field changes meaning
 #: or type, not when one is added.
@@ -28,6 +28,11 @@ FIELDS = ("schema", "source", "format", "bytes", "data_bytes", "ir_version", "op
           "weight_bytes", "by_dtype", "tensor_count", "tensor_bytes", "external_tensors",
           "digest", "tensors", "check_errors", "check_warnings", "check_infos", "check_codes",
           "output", "output_error", "error_kind", "error", "read_bytes", "seconds")
+
+#: The block size in which a remote file's structure is read (the ONNX reader's
+#: ``block_size``): each initializer's header costs one block, so a small one keeps the
+#: bytes read without ``hash`` near the structure's own.
+STRUCTURE_BLOCK = 8 * 1024
 
 #: The error kind of a row whose model made onemodel fail unexpectedly (a bug, reported).
 INTERNAL = "Internal"
@@ -147,26 +152,57 @@ def _storage(options: ScanOptions, *targets: str) -> dict | None:
     return None if all(map(is_local, targets)) else options.storage_options
 
 
-def _read(source: str, options: ScanOptions, row: dict, counter: _Counter) -> None:
-    from ..api import load
+def _load(source: str, options: ScanOptions, counter: _Counter):
+    """The model at ``source``, read as :func:`onemodel.load` reads it (the same open,
+    detection and reader), but a reader that decodes a remote file through a block cache
+    (ONNX: its ``block_size``) is given :data:`STRUCTURE_BLOCK`; ``counter`` counts the
+    bytes transferred from a URL."""
+    import inspect
 
+    from ..formats import open_and_read
+    from ..storage.place import name_of_url
+
+    storage = _storage(options, source)
+    read = {"allow_outside": True} if options.allow_outside else {}
+
+    def reader(plugin, src):
+        taken = inspect.signature(plugin.read).parameters
+        given = {"storage_options": storage, **read}
+        if "block_size" in taken:
+            given["block_size"] = STRUCTURE_BLOCK
+        model = plugin.read(src, **{k: v for k, v in given.items() if k in taken})
+        model.format = plugin.name
+        return model
+
+    return open_and_read(source, reader, name=name_of_url(source), storage_options=storage,
+                         progress=counter)
+
+
+def _read(source: str, options: ScanOptions, row: dict, counter: _Counter) -> None:
+    """Fill ``row`` from the model at ``source``: ``check``'s read (its counts, and the
+    structure when nothing more is asked), else or then :func:`_load` (the structure, and the
+    digests: one thread per model, tensors in file order, so that a remote file is read front
+    to back once; the scan's parallelism is its executor's)."""
     if options.check:
+        from ..storage import open_source
         from ..validation.run import check_and_model
 
-        report, model = check_and_model(source, storage_options=_storage(options, source),
+        storage = _storage(options, source)
+        src = open_source(source, storage_options=storage, progress=counter)
+        report, model = check_and_model(src, storage_options=storage,
                                         allow_outside=options.allow_outside)
         row.update(check_fields(report))
-        if model is not None and not options.digests:
+        refused = any(f.code.startswith("OM20") and f.severity == "error"
+                      for f in report.findings)  # (load refuses it: its error is the row's)
+        if model is not None and not options.digests and not refused:
             row.update(model_fields(model))  # (records only: the model's sources are closed)
             return
-    read = {"allow_outside": True} if options.allow_outside else {}
-    with load(source, storage_options=_storage(options, source), progress=counter,
-              **read) as model:
+    with _load(source, options, counter) as model:
         row.update(model_fields(model))
         if options.digests:
             from ..content_digest import model_digest
 
-            d = model_digest(model)
+            d = model_digest(model, workers=1)
             row["digest"] = d.hex
             if options.tensors:
                 row["tensors"] = tensor_fields(model, d)
@@ -242,13 +278,22 @@ def _convert(source: str, output: str, options: ScanOptions, row: dict) -> None:
     """Convert ``source`` to ``output`` in ``options.layout``, then compare the output's
     content digest with the source's (``row["digest"]``); ``row["output"]`` is set when both
     hold, ``row["output_error"]`` (one line with its kind) otherwise."""
+    import os
+
     from ..api import convert
     from ..content_digest import digest
+    from ..storage import is_local
 
     write = {} if options.layout == "onemodel" else {"layout": options.layout}
     to = "onemodel" if options.layout == "onemodel" else "onnx"
     read = {"allow_outside": True} if options.allow_outside else {}
     try:
+        if is_local(output):  # (the directories of the sources' tree, made as needed)
+            try:
+                os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+            except OSError as e:
+                raise IoError(f"cannot create the directory: {e.strerror}",
+                              source=output) from None
         convert(source, output, to=to, storage_options=_storage(options, source, output),
                 read_options=read, **write)
         written = digest(output, storage_options=_storage(options, output)).hex
