@@ -35,7 +35,8 @@ def output_format(path: str) -> str:
         return "parquet"
     if lower.endswith((".jsonl", ".json")):
         return "jsonl"
-    raise UsageError(f"-o {path}: the catalog is JSON lines (.jsonl) or Parquet (.parquet)")
+    raise UsageError(f"the catalog {path}: JSON lines (.jsonl) or Parquet (.parquet), "
+                     "by its suffix")
 
 
 def _pyarrow():
@@ -186,7 +187,7 @@ class Catalog:
         from ..storage import is_local
 
         if not is_local(path):
-            raise UsageError(f"-o {path}: the catalog is written to a local file")
+            raise UsageError(f"the catalog {path}: a local file (not a URL)")
         self.path = path
         self.format = output_format(path)
         if self.format == "parquet":

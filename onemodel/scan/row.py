@@ -85,12 +85,11 @@ def failed_row(source: str, kind: str, message: str, seconds: float | None = Non
 
 
 def _one_line(text: str) -> str:
-    """``text`` on one line, printable, URLs and secrets masked as the command line masks
-    them (the row's line is the line ``onemodel`` prints)."""
-    from ..cli.redact import redact
-    from ..errors import printable
+    """``text`` on one line (the line ``onemodel`` prints), printable, each URL's user
+    information and query values masked (:func:`onemodel.errors.mask_urls`)."""
+    from ..errors import mask_urls, printable
 
-    return printable(redact(" ".join(str(text).split())))
+    return printable(mask_urls(" ".join(str(text).split())))
 
 
 def error_fields(e: BaseException) -> dict:

@@ -85,8 +85,8 @@ def plan_outputs(sources: list[str], directory: str, layout: str) -> dict[str, s
     inputs = {os.path.abspath(s) for s in sources if is_local(s)}
     clash = sorted(o for o in out.values() if os.path.abspath(o) in inputs)
     if clash:
-        raise UsageError(f"--convert-to {directory}: the output {clash[0]} would replace a "
-                         "model scanned; choose another directory")
+        raise UsageError(f"the conversion's output {clash[0]} would replace a model scanned; "
+                         f"choose another directory than {directory}")
     return out
 
 
