@@ -54,8 +54,11 @@ def test_sources_expand_directories_globs_and_lists_into_models_only(tmp_path, f
 
 
 def test_every_hostile_file_is_a_row_with_its_kind_and_the_rest_are_read(fleet):
+    from servers.fifo import run_guarded
+
     root, kinds = fleet
-    result = onemodel.scan(root, jobs=1)
+    result = run_guarded(lambda: onemodel.scan(root, jobs=1),
+                         os.path.join(root, "hostile", "fifo.onnx"))
     rows = {r["source"]: r for r in result.rows}
     assert [r["source"] for r in result.rows] == sorted(rows)
     assert len(rows) == 9 + len(kinds)
@@ -271,3 +274,43 @@ def test_the_command_line_writes_the_catalog_and_prints_the_summary(tmp_path, fl
     assert row["source"].endswith("m0.onnx") and row["nodes"] == 3
     r = CliRunner().invoke(app, ["scan", root, "--resume"])
     assert r.exit_code == 2 and "resume needs the output" in r.output
+
+
+def test_a_url_prefix_and_a_url_glob_list_the_models_under_them():
+    import uuid
+
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    root = f"scan-{uuid.uuid4().hex[:8]}"
+    for p in ("models/a.onnx", "models/sub/b.onnx.zst", "models/a.data", "other/c.onnx"):
+        data = chain_bytes(seed=1)
+        if p.endswith(".zst"):
+            data = onemodel.to_bytes(onemodel.load(data))
+            import zstandard
+            data = zstandard.ZstdCompressor().compress(data)
+        with fs.open(f"{root}/{p}", "wb") as f:
+            f.write(data)
+    want = [f"memory:///{root}/models/a.onnx", f"memory:///{root}/models/sub/b.onnx.zst"]
+    assert expand(f"memory://{root}/models/") == want
+    assert expand(f"memory://{root}/models") == want  # a directory without its slash
+    assert expand(f"memory://{root}/*/*.onnx") == [f"memory:///{root}/models/a.onnx",
+                                                  f"memory:///{root}/other/c.onnx"]
+    rows = onemodel.scan(f"memory://{root}/models/", jobs=1, hash=True).rows
+    assert [r["error_kind"] for r in rows] == [None, None]
+    assert rows[0]["digest"] == rows[1]["digest"] == onemodel.digest(chain_bytes(seed=1)).hex
+
+
+def test_an_s3_prefix_is_listed_and_read_with_the_storage_options(s3):
+    server, bucket = s3
+    client = server.client()
+    for i in range(3):
+        client.put_object(Bucket=bucket, Key=f"fleet/m{i}.onnx", Body=chain_bytes(seed=i))
+    client.put_object(Bucket=bucket, Key="fleet/bad.onnx", Body=b"\xff" * 100)
+    client.put_object(Bucket=bucket, Key="fleet/readme.txt", Body=b"text")
+    result = onemodel.scan(f"s3://{bucket}/fleet/", jobs=1, check=True,
+                           storage_options=server.storage_options)
+    assert [r["source"] for r in result.rows] == \
+        [f"s3://{bucket}/fleet/{n}" for n in ("bad.onnx", "m0.onnx", "m1.onnx", "m2.onnx")]
+    assert [r["error_kind"] for r in result.rows] == ["Malformed", None, None, None]
+    assert result.summary["validity"] == {"valid": 3, "unreadable": 1}
