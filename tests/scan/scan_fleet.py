@@ -106,5 +106,55 @@ def make_hostile(root) -> dict:
     fifo = os.path.join(base, "fifo.onnx")
     os.mkfifo(fifo)
     kinds[fifo] = "Io"
+    # hostile OneModel headers and manifests
+    import struct
+
+    manifest_length = struct.unpack_from("<Q", container, 24)[0]
+    manifest = container[64:64 + manifest_length]
+
+    def with_manifest(text: bytes) -> bytes:
+        assert len(text) <= manifest_length
+        return container[:64] + text.ljust(manifest_length, b" ") + \
+            container[64 + manifest_length:]
+
+    def patched(fmt, offset, value) -> bytes:
+        b = bytearray(container)
+        struct.pack_into(fmt, b, offset, value)
+        return bytes(b)
+
+    for name, data, kind in (
+            ("version2.onemodel", patched("<I", 8, 2), "Unsupported"),
+            ("flags.onemodel", patched("<I", 12, 1), "Unsupported"),
+            ("manifest_length.onemodel", patched("<Q", 24, 2 ** 40), "Malformed"),
+            ("nested.onemodel", with_manifest(b"[" * 400 + b"]" * 400), "Malformed"),
+            ("no_format.onemodel", with_manifest(b'{"x":1}'), "Malformed"),
+            # w2's bytes moved past the end of the data region
+            ("past_data.onemodel", with_manifest(manifest.replace(
+                b'"offset":512', b'"offset":992')), "Malformed"),
+            # w2's length no longer that of its dims and type
+            ("wrong_length.onemodel", with_manifest(manifest.replace(
+                b'"offset":512,"length":256', b'"offset":512,"length":128')),
+             "InvalidModel")):
+        kinds[write(os.path.join(base, name), data)] = kind
+    # ONNX tensors whose dims do not fit their bytes
+    for name, dims in (("huge_dims.onnx", [2 ** 40]), ("negative_dims.onnx", [-4])):
+        t = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=dims, raw_data=b"\0" * 16)
+        graph = helper.make_graph(
+            [helper.make_node("Add", ["x", "w"], ["y"])], "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], [t])
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        m.ir_version = 8
+        kinds[write(os.path.join(base, name), m.SerializeToString())] = "InvalidModel"
+    # compressed files that are not zstd, or not a model once decompressed
+    import zstandard
+
+    kinds[write(os.path.join(base, "not_zstd.onnx.zst"), b"not zstd" * 20)] = "Malformed"
+    kinds[write(os.path.join(base, "text.onnx.zst"), zstandard.ZstdCompressor().compress(
+        b"plain text, no model\n" * 50))] = "Unsupported"
+    # a link to itself and a link to nothing
+    for name, target in (("loop.onnx", "loop.onnx"), ("dangling.onnx", "nowhere.onnx")):
+        os.symlink(target, os.path.join(base, name))
+        kinds[os.path.join(base, name)] = "Io"
     assert onnx  # (the oracle builds these files)
     return kinds

@@ -61,7 +61,7 @@ def test_every_hostile_file_is_a_row_with_its_kind_and_the_rest_are_read(fleet):
                          os.path.join(root, "hostile", "fifo.onnx"))
     rows = {r["source"]: r for r in result.rows}
     assert [r["source"] for r in result.rows] == sorted(rows)
-    assert len(rows) == 9 + len(kinds)
+    assert len(kinds) == 21 and len(rows) == 9 + 21
     for path, kind in kinds.items():
         row = rows[path]
         assert (row["error_kind"], row["format"]) == (kind, None), row
@@ -87,10 +87,10 @@ def test_every_hostile_file_is_a_row_with_its_kind_and_the_rest_are_read(fleet):
     assert rows[os.path.join(root, "good", "m1.onemodel")]["format"] == "onemodel"
     s = result.summary
     assert s["models"] == len(rows) and s["failed"] == len(kinds)
-    assert s["errors"] == {"Malformed": 5, "Io": 2, "InvalidModel": 1}
+    assert s["errors"] == {"Malformed": 10, "InvalidModel": 4, "Io": 4, "Unsupported": 3}
     assert s["formats"] == {"onnx": 8, "onemodel": 1}
     assert s["producers"] == {"exporter-b": 5, "exporter-a": 4}  # m1's three forms, m3, m5
-    assert s["validity"] == {"read": 9, "unreadable": 8}
+    assert s["validity"] == {"unreadable": 21, "read": 9}
     assert len(s["slowest"]) == 5 and len(s["largest"]) == 5
 
 
@@ -149,16 +149,16 @@ def test_resume_after_a_torn_output_scans_only_the_rest_and_duplicates_nothing(t
     out = str(tmp_path / "catalog.jsonl")
     full = onemodel.scan(root, out, jobs=1)
     lines = pathlib.Path(out).read_bytes().splitlines(keepends=True)
-    assert len(lines) == 17 and read_catalog(out) == full.rows
+    assert len(lines) == 30 and read_catalog(out) == full.rows
     # a scan stopped after 7 rows, in the middle of writing the 8th
     pathlib.Path(out).write_bytes(b"".join(lines[:7]) + lines[7][:25])
     assert len(read_jsonl(out)) == 7
     resumed = onemodel.scan(root, out, jobs=1, resume=True)
-    assert (resumed.scanned, resumed.skipped) == (10, 7)
+    assert (resumed.scanned, resumed.skipped) == (23, 7)
     assert _stable(resumed.rows) == _stable(full.rows)
     assert _stable(read_catalog(out)) == _stable(full.rows)
     sources = [json.loads(x)["source"] for x in pathlib.Path(out).read_text().splitlines()]
-    assert sources == sorted(set(sources)) and len(sources) == 17
+    assert sources == sorted(set(sources)) and len(sources) == 30
 
 
 def test_an_interrupted_scan_keeps_its_complete_rows_and_resumes(tmp_path, fleet):
@@ -177,7 +177,7 @@ def test_an_interrupted_scan_keeps_its_complete_rows_and_resumes(tmp_path, fleet
     assert [r["source"] for r in read_jsonl(out + JOURNAL_SUFFIX)] == \
         [r["source"] for r in seen]
     resumed = onemodel.scan(root, out, jobs=1, resume=True)
-    assert (resumed.scanned, resumed.skipped) == (12, 5)
+    assert (resumed.scanned, resumed.skipped) == (25, 5)
     assert not os.path.exists(out + JOURNAL_SUFFIX)
     assert [r["source"] for r in read_catalog(out)] == expand(root)
 
@@ -264,10 +264,10 @@ def test_the_command_line_writes_the_catalog_and_prints_the_summary(tmp_path, fl
     out = str(tmp_path / "c.jsonl")
     r = CliRunner().invoke(app, ["scan", root, "-o", out, "-j", "1", "--duplicates"])
     assert r.exit_code == 0, r.output
-    assert r.output.startswith("scanned 17 models: 17 rows, 8 failed")
-    assert "errors: Malformed 5, Io 2, InvalidModel 1" in r.output
+    assert r.output.startswith("scanned 30 models: 30 rows, 21 failed")
+    assert "errors: Malformed 10, InvalidModel 4, Io 4, Unsupported 3" in r.output
     assert "2 groups of identical models" in r.output
-    assert len(read_catalog(out)) == 17
+    assert len(read_catalog(out)) == 30
     r = CliRunner().invoke(app, ["scan", os.path.join(root, "good", "m0.onnx"), "-j", "1"])
     assert r.exit_code == 0
     row = json.loads(r.stdout.splitlines()[0])
