@@ -210,6 +210,10 @@ def test_without_hash_a_remote_scan_reads_the_structure_only(http_server):
         assert row["read_bytes"] == http_server.bytes_sent
         assert http_server.bytes_sent <= 0.02 * size, (name, http_server.bytes_sent)
         http_server.log.clear()
+        row = onemodel.scan(http_server.url(name), jobs=1, check=True).rows[0]
+        assert row["check_errors"] == 0 and row["read_bytes"] == http_server.bytes_sent
+        assert http_server.bytes_sent <= 0.02 * size, (name, http_server.bytes_sent)
+        http_server.log.clear()
         row = onemodel.scan(http_server.url(name), jobs=1, hash=True).rows[0]
         assert row["digest"] == onemodel.digest(data).hex
         assert size <= http_server.bytes_sent <= 1.02 * size, (name, http_server.bytes_sent)
