@@ -30,7 +30,7 @@ def scan(
                                         "listing sources, one a line."),
     output: Optional[str] = typer.Option(None, "--output", "-o", metavar="CATALOG",
                                          help="Write the rows to CATALOG: .jsonl (JSON lines) "
-                                         "or .parquet (pip install 'onemodel-onnx[parquet]'). "
+                                         "or .parquet (the parquet extra, pyarrow). "
                                          "Without it the rows are printed as JSON lines and "
                                          "the summary goes to stderr."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, metavar="N",
@@ -62,10 +62,12 @@ def scan(
     storage_option: Optional[List[str]] = StorageOpt,
     debug: bool = DebugOpt,
 ):
-    """Scan many models: one row each (format, sizes, IR version, opsets, producer,
-    operators, weights by element type; the digest, check counts, per-tensor digests when
-    asked). A model that cannot be read is a row with its error; nothing stops the scan.
-    Exit 0 when the scan ran (whatever the models); 2 when it could not."""
+    """Scan many models (directories, buckets, lists): one row each, in a catalog.
+
+    A row holds the model's format, sizes, IR version, opsets, producer, operators and
+    weights by element type; the digest, check counts and per-tensor digests when asked. A
+    model that cannot be read is a row with its error; nothing stops the scan. Exit 0 when
+    the scan ran (whatever the models); 2 when it could not."""
     import json
 
     from ..errors import UsageError
@@ -118,6 +120,12 @@ def _top(counts: dict, n: int = 8) -> str:
     return text + (f", ... ({len(items) - n} more)" if len(items) > n else "")
 
 
+def _some(sources: list, n: int = 4) -> str:
+    """The first ``n`` of ``sources`` and how many more."""
+    text = ", ".join(sources[:n])
+    return text + (f" and {len(sources) - n} more" if len(sources) > n else "")
+
+
 def summary_lines(result, output: str | None) -> list[str]:
     """The summary a scan prints: what was scanned, counts by format, error kind, validity,
     producer and opset, check codes, the slowest and largest models, duplicates."""
@@ -149,9 +157,9 @@ def summary_lines(result, output: str | None) -> list[str]:
                      f"{_human(d['unique_tensor_bytes'])}: a deduplicated store saves "
                      f"{_human(d['saved_bytes'])}")
         for g in d["identical"]:
-            lines.append(f"    identical: {', '.join(g['sources'])}")
+            lines.append(f"    identical: {_some(g['sources'])}")
         for g in d["shared"]:
-            lines.append(f"    shared by {', '.join(g['sources'])}: "
+            lines.append(f"    shared by {_some(g['sources'])}: "
                          f"{_count(g['tensors'], 'tensor')}, {_human(g['bytes'])}")
         if d["shared_groups"] > len(d["shared"]):
             lines.append(f"    ... {d['shared_groups'] - len(d['shared'])} more groups")

@@ -276,6 +276,11 @@ def test_the_command_line_writes_the_catalog_and_prints_the_summary(tmp_path, fl
     assert r.exit_code == 0
     row = json.loads(r.stdout.splitlines()[0])
     assert row["source"].endswith("m0.onnx") and row["nodes"] == 3
+    r = CliRunner().invoke(app, ["scan", os.path.join(root, "good"), "-j", "1", "--json",
+                                 "--duplicates", "-o", str(tmp_path / "d.jsonl")])
+    doc = json.loads(r.stdout)
+    assert (doc["scanned"], doc["skipped"], doc["summary"]["models"]) == (9, 0, 9)
+    assert [len(g["sources"]) for g in doc["duplicates"]["identical"]] == [3, 2]
     r = CliRunner().invoke(app, ["scan", root, "--resume"])
     assert r.exit_code == 2 and "resume needs the output" in r.output
 
