@@ -140,7 +140,25 @@ def scan_one(source: str, options: ScanOptions, *, output: str | None = None) ->
         row.update(error_fields(e))
     row["read_bytes"] = None if is_local(source) else counter.n
     row["seconds"] = round(time.perf_counter() - start, 6)
-    return row
+    return printable_row(row)
+
+
+def printable_row(value):
+    """``value`` (a row, or any part of one) with every string, map keys included, made
+    :func:`~onemodel.errors.printable`: a name, op_type or producer of a model holding an
+    escape code, a newline or bytes that are not UTF-8 (read as lone surrogates) is written
+    ``\\x1b``, ``\\n``, ``\\udcff``, so that every row is valid UTF-8 in JSON and Parquet and
+    safe to print."""
+    from ..errors import printable
+
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable(k) if isinstance(k, str) else k: printable_row(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [printable_row(v) for v in value]
+    return value
 
 
 def _storage(options: ScanOptions, *targets: str) -> dict | None:

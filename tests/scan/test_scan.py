@@ -323,3 +323,18 @@ def test_an_s3_prefix_is_listed_and_read_with_the_storage_options(s3):
         [f"s3://{bucket}/fleet/{n}" for n in ("bad.onnx", "m0.onnx", "m1.onnx", "m2.onnx")]
     assert [r["error_kind"] for r in result.rows] == ["Malformed", None, None, None]
     assert result.summary["validity"] == {"valid": 3, "unreadable": 1}
+
+
+def test_strings_of_a_model_that_are_not_utf8_or_printable_are_escaped_in_both_catalogs(
+        tmp_path):
+    pytest.importorskip("pyarrow")
+    from scan_fleet import write
+
+    data = chain_bytes(producer="PRODUCER")
+    # the producer's octets: invalid UTF-8 and an escape code (the same length)
+    data = data.replace(b"PRODUCER", b"PR\xff\x1b[2JR")
+    path = write(str(tmp_path / "m" / "odd.onnx"), data)
+    for out in ("c.jsonl", "c.parquet"):
+        rows = onemodel.scan(path, str(tmp_path / out), jobs=1, tensors=True).rows
+        assert rows[0]["producer"] == "PR\\udcff\\x1b[2JR"
+        assert _stable(read_catalog(str(tmp_path / out))) == _stable(rows)
