@@ -338,3 +338,16 @@ def test_strings_of_a_model_that_are_not_utf8_or_printable_are_escaped_in_both_c
         rows = onemodel.scan(path, str(tmp_path / out), jobs=1, tensors=True).rows
         assert rows[0]["producer"] == "PR\\udcff\\x1b[2JR"
         assert _stable(read_catalog(str(tmp_path / out))) == _stable(rows)
+
+
+def test_the_progress_bar_counts_rows_done_failed_and_bytes_read():
+    from onemodel.cli.scan import _Bar
+
+    bar = _Bar(quiet=True)  # (drawn only on a terminal; the counts are kept all the same)
+    for row in (failed_row("a.onnx", "Io", "cannot open"),
+                {"error_kind": None, "read_bytes": 1536},
+                {"error_kind": None, "read_bytes": None}):
+        bar(row)
+    assert (bar.done, bar.failed, bar.read) == (3, 1, 1536)
+    assert bar._text() == "scan: 3 done, 1 failed, 1.5 KiB read"
+    assert not bar.enabled
