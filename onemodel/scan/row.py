@@ -143,22 +143,25 @@ def scan_one(source: str, options: ScanOptions, *, output: str | None = None) ->
     return printable_row(row)
 
 
-def printable_row(value):
-    """``value`` (a row, or any part of one) with every string, map keys included, made
-    :func:`~onemodel.errors.printable`: a name, op_type or producer of a model holding an
-    escape code, a newline or bytes that are not UTF-8 (read as lone surrogates) is written
-    ``\\x1b``, ``\\n``, ``\\udcff``, so that every row is valid UTF-8 in JSON and Parquet and
-    safe to print."""
+def printable_row(row: dict) -> dict:
+    """``row`` with every string that comes from a model or a file name made
+    :func:`~onemodel.errors.printable` (source, producer, producer version, opset domains,
+    operator names, tensor names; the rest onemodel writes itself, printable already): one
+    holding an escape code, a newline or bytes that are not UTF-8 (read as lone surrogates) is
+    written ``\\x1b``, ``\\n``, ``\\udcff``, so that every row is valid UTF-8 in JSON and
+    Parquet and safe to print."""
     from ..errors import printable
 
-    if isinstance(value, str):
-        return printable(value)
-    if isinstance(value, dict):
-        return {printable(k) if isinstance(k, str) else k: printable_row(v)
-                for k, v in value.items()}
-    if isinstance(value, list):
-        return [printable_row(v) for v in value]
-    return value
+    for key in ("source", "producer", "producer_version"):
+        if row[key] is not None:
+            row[key] = printable(row[key])
+    if row["ops"] and not all(map(str.isprintable, row["ops"])):
+        row["ops"] = {printable(k): v for k, v in row["ops"].items()}
+    for o in row["opsets"] or ():
+        o["domain"] = printable(o["domain"])
+    for t in row["tensors"] or ():
+        t["name"], t["path"] = printable(t["name"]), printable(t["path"])
+    return row
 
 
 def _storage(options: ScanOptions, *targets: str) -> dict | None:
@@ -236,12 +239,15 @@ def model_fields(model) -> dict:
 
     s = summarize(model)
     resources = list(getattr(model, "resources", None) or [])
-    parameters: dict[str, int] = {}
+    by_code: dict[int, int] = {}
     if model.graph is not None:
         for _, graph in iter_graphs(model.graph):
             for t in graph.initializers:
-                key = name_of(t.data_type or 0)
-                parameters[key] = parameters.get(key, 0) + t.size
+                code = t.data_type or 0
+                by_code[code] = by_code.get(code, 0) + t.size
+    parameters: dict[str, int] = {}
+    for code, n in by_code.items():  # (two codes may print alike, as in summarize)
+        parameters[name_of(code)] = parameters.get(name_of(code), 0) + n
     by_dtype = {k: {"tensors": v["count"], "parameters": parameters.get(k, 0),
                     "bytes": v["bytes"]} for k, v in s["initializers"]["by_dtype"].items()}
     return {
