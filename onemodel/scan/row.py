@@ -209,9 +209,12 @@ def _read(source: str, options: ScanOptions, row: dict, counter: _Counter) -> No
 
         storage = _storage(options, source)
         src = open_source(source, storage_options=storage, progress=counter)
-        report, model = check_and_model(src, storage_options=storage,
-                                        allow_outside=options.allow_outside,
-                                        block_size=STRUCTURE_BLOCK)
+        try:
+            report, model = check_and_model(src, storage_options=storage,
+                                            allow_outside=options.allow_outside,
+                                            block_size=STRUCTURE_BLOCK)
+        finally:  # (a OneModel file the check's reader refused leaves no model to close it)
+            src.close()
         row.update(check_fields(report))
         refused = any(f.code.startswith("OM20") and f.severity == "error"
                       for f in report.findings)  # (load refuses it: its error is the row's)
