@@ -65,11 +65,20 @@ class ScanOptions:
         return self.hash or self.tensors or self.convert_to is not None
 
 
+def row_source(source: str) -> str:
+    """The ``source`` field of ``source``'s row: a URL's user information and query values
+    masked (:func:`~onemodel.errors.display_url`), made printable (a file name may hold
+    anything); the key a resumed scan finds a source's row by."""
+    from ..errors import printable
+
+    return printable(display_url(source))
+
+
 def empty_row(source: str) -> dict:
     """A row of ``source`` with every field ``None`` but the schema and the source."""
     row = dict.fromkeys(FIELDS)
     row["schema"] = SCHEMA_VERSION
-    row["source"] = display_url(source)
+    row["source"] = row_source(source)
     return row
 
 
@@ -144,15 +153,16 @@ def scan_one(source: str, options: ScanOptions, *, output: str | None = None) ->
 
 
 def printable_row(row: dict) -> dict:
-    """``row`` with every string that comes from a model or a file name made
-    :func:`~onemodel.errors.printable` (source, producer, producer version, opset domains,
-    operator names, tensor names; the rest onemodel writes itself, printable already): one
+    """``row`` with every string that comes from a model made
+    :func:`~onemodel.errors.printable` (producer, producer version, opset domains, operator
+    names, tensor names; the source is :func:`row_source`, the rest onemodel writes itself,
+    printable already): one
     holding an escape code, a newline or bytes that are not UTF-8 (read as lone surrogates) is
     written ``\\x1b``, ``\\n``, ``\\udcff``, so that every row is valid UTF-8 in JSON and
     Parquet and safe to print."""
     from ..errors import printable
 
-    for key in ("source", "producer", "producer_version"):
+    for key in ("producer", "producer_version"):
         if row[key] is not None:
             row[key] = printable(row[key])
     if row["ops"] and not all(map(str.isprintable, row["ops"])):

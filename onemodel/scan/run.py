@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from ..errors import UsageError, display_url
-from .row import ScanOptions, failed_row, scan_item
+from ..errors import UsageError
+from .row import ScanOptions, failed_row, row_source, scan_item
 
 
 @dataclass
@@ -125,8 +125,11 @@ def scan(sources, output: str | None = None, *, jobs: int | None = None, client=
         IoError/UnsupportedError when a list, prefix or glob cannot be read or the output
         cannot be written. A model that cannot be read is never raised: it is a row.
     """
+    from functools import partial
+
     from .catalog import Catalog
     from .duplicates import find_duplicates
+    from .executors import run_tasks
     from .sources import expand
     from .summary import summarize_rows
 
@@ -144,11 +147,8 @@ def scan(sources, output: str | None = None, *, jobs: int | None = None, client=
     outputs = plan_outputs(found, convert_to, layout) if convert_to is not None else {}
     catalog = Catalog(output, resume=resume) if output is not None else None
     done = catalog.done if catalog is not None else set()
-    items = [(s, outputs.get(s)) for s in found if display_url(s) not in done]
+    items = [(s, outputs.get(s)) for s in found if row_source(s) not in done]
     rows: dict[str, dict] = {}
-    from functools import partial
-
-    from .executors import run_tasks
     try:
         for _, row in run_tasks(partial(scan_item, options=options), items, jobs=jobs,
                                 dask=client if client is not None else dask,

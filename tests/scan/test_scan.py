@@ -377,3 +377,15 @@ def test_a_scan_leaves_no_file_open(tmp_path, fleet):
         rows = {r["source"]: r for r in onemodel.scan([root, refused], jobs=1, **kw).rows}
         assert rows[refused]["error_kind"] == "Unsupported"
     assert fds() == before
+
+
+def test_a_file_name_with_an_escape_code_is_shown_escaped_and_found_again_on_resume(tmp_path):
+    from scan_fleet import write
+
+    path = write(str(tmp_path / "d" / "odd\x1b[2Jname.onnx"), chain_bytes())
+    out = str(tmp_path / "c.jsonl")
+    first = onemodel.scan(str(tmp_path / "d"), out, jobs=1)
+    assert first.rows[0]["source"] == path.replace("\x1b", "\\x1b")
+    assert first.rows[0]["error_kind"] is None
+    again = onemodel.scan(str(tmp_path / "d"), out, jobs=1, resume=True)
+    assert (again.scanned, again.skipped) == (0, 1)
