@@ -36,6 +36,7 @@ _LAZY = {name: module for module, names in (
     ("onemodel.opset_convert", ("convert_opset", "ConversionRefused", "verify_conversion")),
     ("onemodel.content_digest", ("digest", "ModelDigest")),
     ("onemodel.signing", ("sign", "verify_signature", "SignatureResult")),
+    ("onemodel.scan", ("scan", "ScanResult")),
 ) for name in names}
 
 
@@ -79,7 +80,7 @@ __all__ = [
     "verify_conversion", "verify",
     "check", "Finding",
     "Report", "infer",
-    "digest", "ModelDigest",
+    "digest", "ModelDigest", "scan", "ScanResult",
     "compare_models", "ConvertResult", "VerifyReport", "Difference", "OneModelError",
     "MalformedError", "InvalidModelError", "UnsupportedError", "OptionError", "IoError",
     "AdviceError", "NoDataDirectoryError", "UsageError", "InputError", "EvaluationError",

@@ -91,6 +91,13 @@ def _masked(text: str) -> str:
     return _URL.sub(lambda m: display_url(m.group(0)), text)
 
 
+def mask_urls(text: str) -> str:
+    """``text`` with each URL in it shown as :func:`display_url` shows it (user information
+    and query values as ``***``): for lines kept outside the command line's masking (a scan's
+    rows)."""
+    return _masked(text) if "://" in text else text
+
+
 def clip(text: str, limit: int) -> str:
     """``text`` itself when it has at most ``limit`` characters; otherwise its first and last
     ``limit // 2`` characters around ``…`` and its full length: ``aaaa…aaaa (100000

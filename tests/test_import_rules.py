@@ -79,7 +79,8 @@ for _package in FORMAT_PACKAGES:
 
 #: The command modules of the command line, one per command (``onemodel.cli`` imports them).
 CLI_COMMANDS = tuple(f"onemodel.cli.{c}" for c in
-                     ("convert", "info", "verify", "check", "run", "hash", "infer", "view"))
+                     ("convert", "info", "verify", "check", "run", "hash", "infer", "view",
+                      "scan"))
 RULES["onemodel.cli.application"] = CLI_COMMANDS
 for _command in CLI_COMMANDS:
     RULES[_command] = tuple(c for c in CLI_COMMANDS if c != _command)

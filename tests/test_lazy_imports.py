@@ -241,4 +241,4 @@ def test_a_command_line_registers_the_command_it_names_and_help_lists_them_all()
     """ % str(MODELS / "cnn_dynamo.onnx"))
     assert out == {"status": 0, "commands": ["onemodel.cli.check"],
                    "all": ["convert", "info", "verify", "check", "run", "hash", "sign",
-                           "verify-signature", "infer", "view"]}
+                           "verify-signature", "infer", "view", "scan"]}

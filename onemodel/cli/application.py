@@ -1,7 +1,8 @@
 """The ``onemodel`` command line's application: the typer ``app`` the commands register on
 (one module per command: :mod:`.convert`, :mod:`.info`, :mod:`.verify`, :mod:`.check`,
-:mod:`.run`, :mod:`.hash`, :mod:`.infer`), the options they share, the output consoles, the
-error-to-exit-status mapping, signal and exit handling, and the entry point :func:`main`.
+:mod:`.run`, :mod:`.hash`, :mod:`.infer`, :mod:`.scan`, ...), the options they share, the
+output consoles, the error-to-exit-status mapping, signal and exit handling, and the entry
+point :func:`main`.
 
 Exit status: 0 success (``verify``: the models are equal), 1 ``verify`` found a difference,
 2 error, 70 a kernel's internal error (:class:`~onemodel.errors.InternalError`, a bug). An error
@@ -437,7 +438,7 @@ def _interrupted() -> None:
 #: The commands, each a module of this package that registers its command on :data:`app`
 #: when imported, in the order ``onemodel --help`` lists them.
 COMMANDS = ("convert", "info", "verify", "check", "run", "hash", "sign", "verify-signature",
-            "infer", "view")
+            "infer", "view", "scan")
 
 #: The module of a command whose name is not its module's (both signing commands are in sign.py).
 _MODULE_OF = {"verify-signature": "sign"}

@@ -18,12 +18,16 @@ from .codes import finding
 
 
 def read_for_check(target, *, storage_options: dict | None = None,
-                   allow_outside: bool = False, full: bool = False):
+                   allow_outside: bool = False, full: bool = False,
+                   block_size: int = 64 * 1024):
     """``(model, findings, fmt, graph_paths)`` for the file or URL ``target``: the model read
     (``None`` when a OneModel reader refused it), the reading findings (``OM2xx``, paths in the
     file's terms), the format name and the OneModel reader's ``{id(graph): manifest path}``.
     External data checksums (SHA-1 of a whole data file, Clause 13.3) are verified only with
     ``full``; otherwise each data file with checksums gets the info finding ``OM206``.
+
+    ``block_size``: the blocks a remote ONNX file's structure is read in (as the ONNX
+    reader's ``block_size``).
 
     Raises MalformedError or IoError (the file cannot be read), UnsupportedError for a format
     that cannot be told or a limit that stops decoding."""
@@ -31,7 +35,7 @@ def read_for_check(target, *, storage_options: dict | None = None,
 
     def read(plugin, source):
         if plugin.name == "onnx":
-            model, found = _onnx(source, storage_options, allow_outside, full)
+            model, found = _onnx(source, storage_options, allow_outside, full, block_size)
             return model, found, "onnx", {}
         if plugin.name == "onemodel":
             model, found, paths = _onemodel(source)
@@ -49,7 +53,7 @@ def _strip(path):
     return path
 
 
-def _onnx(source, storage_options, allow_outside, full):
+def _onnx(source, storage_options, allow_outside, full, block_size):
     from ..formats.onnx.checks import check_tensors
     from ..formats.onnx.external import default_base, resolve_external_data
     from ..formats.onnx.wire_decode import decode
@@ -58,7 +62,7 @@ def _onnx(source, storage_options, allow_outside, full):
 
     data = source.whole()
     if data is None:
-        data = BlockView(source, 64 * 1024)
+        data = BlockView(source, block_size)
     tensor_errors: list = []
     external: dict = {}
 

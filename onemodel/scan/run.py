@@ -1,0 +1,170 @@
+"""``onemodel.scan``: many models, one row each, the rows in a catalog (docs/scan.md).
+
+The sources are expanded (:mod:`.sources`), the models not in the output yet are given to the
+executor (:func:`onemodel.scan.executors.run_tasks`: local processes or a Dask cluster), each
+row is appended to the catalog's journal as it completes (:mod:`.catalog`), and at the end the
+catalog is written sorted by source, with a summary (:mod:`.summary`) and, from per-tensor
+digests, the duplicates (:mod:`.duplicates`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from ..errors import UsageError
+from .row import ScanOptions, failed_row, row_source, scan_item
+
+
+@dataclass
+class ScanResult:
+    """What :func:`scan` found.
+
+    rows: every row, sorted by source (those of an earlier run resumed included); summary:
+    :func:`onemodel.scan.summary.summarize_rows` of them; duplicates:
+    :func:`onemodel.scan.duplicates.find_duplicates` (with ``duplicates=True``, else None);
+    scanned: the models scanned by this call; skipped: those already in the output (resume).
+    """
+
+    rows: list[dict] = field(default_factory=list)
+    summary: dict = field(default_factory=dict)
+    duplicates: dict | None = None
+    scanned: int = 0
+    skipped: int = 0
+
+
+def failed_item(item: tuple, kind: str, message: str) -> dict:
+    """The executor's ``on_failure`` for an item ``(source, output)``: :func:`failed_row`."""
+    return failed_row(item[0], kind, message)
+
+
+def _layout_names() -> list[str]:
+    from ..formats.layouts import names
+
+    return ["onemodel", *names()]
+
+
+#: The suffixes a conversion's output takes, by layout: the container, or ONNX.
+def _output_suffix(layout: str) -> str:
+    return ".onemodel" if layout == "onemodel" else ".onnx"
+
+
+def plan_outputs(sources: list[str], directory: str, layout: str) -> dict[str, str]:
+    """Where each source is converted to under ``directory``: its path relative to the
+    sources' common directory (a URL's host and path; a local file's absolute path), with the
+    suffix of ``layout``'s format in place of its own (and of ``.zst``); a name taken by an
+    earlier source (in sorted order) gets ``~2``, ``~3`` ... before the suffix. UsageError when
+    an output would be one of the sources."""
+    from ..storage import is_local
+    from .sources import model_suffixes
+
+    if not sources:
+        return {}
+    keys = {}
+    for s in sources:
+        if is_local(s):
+            keys[s] = os.path.abspath(s).lstrip(os.sep)
+        else:
+            rest = s.split("://", 1)[-1].split("?", 1)[0]
+            keys[s] = rest.lstrip("/")
+    dirs = [os.path.dirname(k) for k in keys.values()]
+    common = os.path.commonpath(dirs) if all(dirs) else ""
+    suffix = _output_suffix(layout)
+    own = sorted(model_suffixes(), key=len, reverse=True)
+    taken: set[str] = set()
+    out = {}
+    for s in sources:
+        rel = os.path.relpath(keys[s], common) if common else keys[s]
+        stem = next((rel[:-len(x)] for x in own if rel.lower().endswith(x)), rel)
+        name, n = stem + suffix, 1
+        while name in taken:
+            n += 1
+            name = f"{stem}~{n}{suffix}"
+        taken.add(name)
+        out[s] = os.path.join(directory, name)
+    inputs = {os.path.abspath(s) for s in sources if is_local(s)}
+    clash = sorted(o for o in out.values() if os.path.abspath(o) in inputs)
+    if clash:
+        raise UsageError(f"the conversion's output {clash[0]} would replace a model scanned; "
+                         f"choose another directory than {directory}")
+    return out
+
+
+def scan(sources, output: str | None = None, *, jobs: int | None = None, client=None,
+         dask=None, hash: bool = False, check: bool = False, tensors: bool = False,
+         duplicates: bool = False, resume: bool = False, convert_to: str | None = None,
+         layout: str = "onemodel", storage_options: dict | None = None,
+         allow_outside: bool = False, progress=None) -> ScanResult:
+    """Scan many models: one row each (docs/scan.md#rows), in a catalog sorted by source.
+
+    Args:
+        sources: a SOURCE or a list of them: paths, directories (recursive), globs, fsspec
+            URLs of a file or a prefix (``s3://bucket/models/``), ``@LIST`` files
+            (:mod:`onemodel.scan.sources`).
+        output: a local ``.jsonl`` or ``.parquet`` file (Parquet needs the ``parquet`` extra);
+            rows are journaled as they complete and the file is written sorted at the end.
+        jobs: local processes (None: the CPU count; 1: in this process).
+        client, dask: a ``dask.distributed.Client``, or a scheduler address
+            (``tcp://host:8786``) as ``dask``: run on that cluster (the ``dask`` extra).
+        hash: each model's content digest (reads every tensor byte once). tensors: each
+            tensor's digest too. duplicates: identical models and shared tensors (implies
+            ``tensors``). check: ``onemodel check``'s counts and codes.
+        resume: keep the rows already in ``output``, scan only the other sources.
+        convert_to: convert every readable model into this directory (:func:`plan_outputs`),
+            in ``layout`` (``onemodel``, or an ONNX layout: ``inline``, ``file``,
+            ``per_tensor``, ``safetensors``, ``keep``), its content digest checked after
+            writing.
+        storage_options: fsspec options for the URLs. allow_outside: resolve external data
+            outside a model's directory (Clause 15.3).
+        progress: a callable given each row as it completes.
+    Returns:
+        a :class:`ScanResult`.
+    Raises:
+        UsageError for arguments that do not fit (``resume`` without ``output``, both
+        ``client`` and ``dask``, an unknown layout, a conversion over a source);
+        IoError/UnsupportedError when a list, prefix or glob cannot be read or the output
+        cannot be written. A model that cannot be read is never raised: it is a row.
+    """
+    from functools import partial
+
+    from .catalog import Catalog
+    from .duplicates import find_duplicates
+    from .executors import run_tasks
+    from .sources import expand
+    from .summary import summarize_rows
+
+    if client is not None and dask is not None:
+        raise UsageError("give a Dask client or a scheduler address, not both")
+    if resume and output is None:
+        raise UsageError("resume needs the output to resume")
+    if layout not in _layout_names():
+        raise UsageError(f"layout {layout!r}: one of {', '.join(_layout_names())}")
+    tensors = tensors or duplicates
+    options = ScanOptions(hash=hash or tensors, tensors=tensors, check=check,
+                          convert_to=convert_to, layout=layout,
+                          storage_options=storage_options, allow_outside=allow_outside)
+    found = expand(sources, storage_options=storage_options)
+    outputs = plan_outputs(found, convert_to, layout) if convert_to is not None else {}
+    catalog = Catalog(output, resume=resume) if output is not None else None
+    done = catalog.done if catalog is not None else set()
+    items = [(s, outputs.get(s)) for s in found if row_source(s) not in done]
+    rows: dict[str, dict] = {}
+    try:
+        for _, row in run_tasks(partial(scan_item, options=options), items, jobs=jobs,
+                                dask=client if client is not None else dask,
+                                on_failure=failed_item):
+            if catalog is not None:
+                catalog.add(row)
+            rows[row["source"]] = row
+            if progress is not None:
+                progress(row)
+    finally:
+        if catalog is not None:
+            catalog.close()  # (interrupted: the journal stays, to resume from)
+    if catalog is not None:
+        all_rows = catalog.finish()
+    else:
+        all_rows = [rows[k] for k in sorted(rows)]
+    return ScanResult(rows=all_rows, summary=summarize_rows(all_rows),
+                      duplicates=find_duplicates(all_rows) if duplicates else None,
+                      scanned=len(items), skipped=len(found) - len(items))

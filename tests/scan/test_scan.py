@@ -1,0 +1,391 @@
+"""``onemodel scan``: one row per model, hostile files as rows, duplicates, resume, Parquet,
+bytes read (issue 29). The executor is run in this process (``jobs=1``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+
+import pytest
+from scan_fleet import chain_bytes, make_fleet, make_hostile
+
+import onemodel
+from onemodel.scan import FIELDS, SCHEMA_VERSION, expand, failed_row, read_catalog
+from onemodel.scan.catalog import JOURNAL_SUFFIX, read_jsonl
+
+pytest.importorskip("onnx")
+
+MODELS = pathlib.Path(__file__).resolve().parents[2] / "testdata" / "models"
+
+
+def _stable(rows):
+    """Rows without ``seconds``, the one field that differs between two runs."""
+    return [{k: v for k, v in r.items() if k != "seconds"} for r in rows]
+
+
+@pytest.fixture
+def fleet(tmp_path):
+    root = make_fleet(tmp_path / "fleet")
+    kinds = make_hostile(tmp_path / "fleet")
+    return root, kinds
+
+
+def test_sources_expand_directories_globs_and_lists_into_models_only(tmp_path, fleet):
+    root, kinds = fleet
+    good = sorted(str(p) for p in pathlib.Path(root, "good").rglob("*")
+                  if p.name.endswith((".onnx", ".onemodel", ".onnx.zst")))
+    assert len(good) == 9  # m0..m5, the copy, m1.onemodel, sub/m2.onnx.zst
+    assert expand(os.path.join(root, "good")) == good  # no notes.txt, no w.data
+    assert expand(os.path.join(root, "good", "m*.onnx")) == [
+        os.path.join(root, "good", f"m{i}.onnx") for i in range(6)]
+    listing = tmp_path / "list.txt"
+    listing.write_text(f"# two sources\n\n{os.path.join(root, 'good', 'm3.onnx')}\n"
+                       f"{os.path.join(root, 'hostile')}\n")
+    want = sorted([os.path.join(root, "good", "m3.onnx"), *kinds])
+    assert expand([f"@{listing}", os.path.join(root, "good", "m3.onnx")]) == want
+    # a file named explicitly is a source whatever its name
+    assert expand(os.path.join(root, "good", "notes.txt")) == [
+        os.path.join(root, "good", "notes.txt")]
+    nested = tmp_path / "nested.txt"
+    nested.write_text(f"@{listing}\n")
+    with pytest.raises(onemodel.UsageError, match="lists do not nest"):
+        expand(f"@{nested}")
+
+
+def test_every_hostile_file_is_a_row_with_its_kind_and_the_rest_are_read(fleet):
+    from servers.fifo import run_guarded
+
+    root, kinds = fleet
+    result = run_guarded(lambda: onemodel.scan(root, jobs=1),
+                         os.path.join(root, "hostile", "fifo.onnx"))
+    rows = {r["source"]: r for r in result.rows}
+    assert [r["source"] for r in result.rows] == sorted(rows)
+    assert len(kinds) == 21 and len(rows) == 9 + 21
+    for path, kind in kinds.items():
+        row = rows[path]
+        assert (row["error_kind"], row["format"]) == (kind, None), row
+        assert "\n" not in row["error"] and "Traceback" not in row["error"]
+        assert path in row["error"]  # the CLI's line names the file
+    fifo = rows[os.path.join(root, "hostile", "fifo.onnx")]
+    assert "FIFO" in fifo["error"]
+    for path, row in rows.items():
+        assert list(row) == list(FIELDS) and row["schema"] == SCHEMA_VERSION
+        if path in kinds:
+            continue
+        assert row["error_kind"] is None, row
+        # y = x + w0 + w1 + w2, three 8x8 float32 initializers
+        assert (row["nodes"], row["ops"], row["initializers"], row["parameters"]) == \
+            (3, {"Add": 3}, 3, 192)
+        assert row["by_dtype"] == {"float": {"tensors": 3, "parameters": 192, "bytes": 768}}
+        assert row["opsets"] == [{"domain": "", "version": 17}]
+        assert row["ir_version"] == 8
+        assert row["digest"] is None and row["tensors"] is None  # not asked for
+    m1 = rows[os.path.join(root, "good", "m1.onnx")]
+    assert (m1["format"], m1["producer"], m1["bytes"]) == \
+        ("onnx", "exporter-b", os.path.getsize(os.path.join(root, "good", "m1.onnx")))
+    assert rows[os.path.join(root, "good", "m1.onemodel")]["format"] == "onemodel"
+    s = result.summary
+    assert s["models"] == len(rows) and s["failed"] == len(kinds)
+    assert s["errors"] == {"Malformed": 10, "InvalidModel": 4, "Io": 4, "Unsupported": 3}
+    assert s["formats"] == {"onnx": 8, "onemodel": 1}
+    assert s["producers"] == {"exporter-b": 5, "exporter-a": 4}  # m1's three forms, m3, m5
+    assert s["validity"] == {"unreadable": 21, "read": 9}
+    assert len(s["slowest"]) == 5 and len(s["largest"]) == 5
+
+
+def test_check_counts_are_those_of_onemodel_check(fleet):
+    root, kinds = fleet
+    result = onemodel.scan(os.path.join(root, "good"), jobs=1, check=True)
+    for row in result.rows:
+        report = onemodel.check(row["source"])
+        assert (row["check_errors"], row["check_warnings"], row["check_infos"]) == \
+            (len(report.errors), len(report.warnings), len(report.infos))
+        assert sum(row["check_codes"].values()) == len(report.findings)
+    # a model the check reads but load refuses: the check's counts and the error both
+    row = onemodel.scan(os.path.join(root, "hostile", "outside.onnx"), jobs=1,
+                        check=True).rows[0]
+    assert row["error_kind"] == "InvalidModel" and row["check_codes"] == {"OM203": 1}
+    assert result.summary["validity"] == {"valid": 9}
+
+
+def test_duplicates_identical_models_and_shared_tensors(fleet):
+    root, _ = fleet
+    good = os.path.join(root, "good")
+    result = onemodel.scan(good, jobs=1, duplicates=True)
+    d = result.duplicates
+    path = lambda name: os.path.join(good, name)  # noqa: E731
+    # m1 three ways (a byte copy, OneModel), m2 twice (zstd): content-identical
+    assert d["identical"] == [
+        {"digest": result.rows[0]["digest"],
+         "sources": [path("copy_of_m1.onnx"), path("m1.onemodel"), path("m1.onnx")]},
+        {"digest": next(r["digest"] for r in result.rows if r["source"] == path("m2.onnx")),
+         "sources": [path("m2.onnx"), path("sub/m2.onnx.zst")]}]
+    # 9 models of 3 tensors of 256 bytes; distinct: m0..m5's 18 but m5's w0 (m0's)
+    assert (d["tensors"], d["tensor_bytes"]) == (27, 27 * 256)
+    assert d["unique_tensor_bytes"] == 17 * 256
+    assert d["saved_bytes"] == 10 * 256
+    assert {"sources": [path("m0.onnx"), path("m5.onnx")], "tensors": 1, "bytes": 256} \
+        in d["shared"]
+    for row in result.rows:
+        assert [t["path"] for t in row["tensors"]] == [f"graph.initializers[{i}]"
+                                                       for i in range(3)]
+        assert all(t["bytes"] == 256 and t["dtype"] == "float" for t in row["tensors"])
+        assert row["digest"] == onemodel.digest(row["source"]).hex
+
+
+def test_testdata_models_scan_with_digests_equal_to_onemodel_digest():
+    result = onemodel.scan(str(MODELS), jobs=1, hash=True)
+    assert len(result.rows) == len(list(MODELS.rglob("*.onnx")))
+    for row in result.rows:
+        assert row["error_kind"] is None, row
+        assert row["digest"] == onemodel.digest(row["source"]).hex
+    ext = next(r for r in result.rows if r["source"].endswith("mlp_dynamo.onnx"))
+    assert ext["external_tensors"] > 0 and ext["data_bytes"] > 0
+
+
+def test_resume_after_a_torn_output_scans_only_the_rest_and_duplicates_nothing(tmp_path, fleet):
+    root, _ = fleet
+    out = str(tmp_path / "catalog.jsonl")
+    full = onemodel.scan(root, out, jobs=1)
+    lines = pathlib.Path(out).read_bytes().splitlines(keepends=True)
+    assert len(lines) == 30 and read_catalog(out) == full.rows
+    # a scan stopped after 7 rows, in the middle of writing the 8th
+    pathlib.Path(out).write_bytes(b"".join(lines[:7]) + lines[7][:25])
+    assert len(read_jsonl(out)) == 7
+    resumed = onemodel.scan(root, out, jobs=1, resume=True)
+    assert (resumed.scanned, resumed.skipped) == (23, 7)
+    assert _stable(resumed.rows) == _stable(full.rows)
+    assert _stable(read_catalog(out)) == _stable(full.rows)
+    sources = [json.loads(x)["source"] for x in pathlib.Path(out).read_text().splitlines()]
+    assert sources == sorted(set(sources)) and len(sources) == 30
+
+
+def test_an_interrupted_scan_keeps_its_complete_rows_and_resumes(tmp_path, fleet):
+    root, _ = fleet
+    out = str(tmp_path / "catalog.parquet")
+    seen = []
+
+    def stop_after_five(row):
+        seen.append(row)
+        if len(seen) == 5:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        onemodel.scan(root, out, jobs=1, progress=stop_after_five)
+    assert not os.path.exists(out)
+    assert [r["source"] for r in read_jsonl(out + JOURNAL_SUFFIX)] == \
+        [r["source"] for r in seen]
+    resumed = onemodel.scan(root, out, jobs=1, resume=True)
+    assert (resumed.scanned, resumed.skipped) == (25, 5)
+    assert not os.path.exists(out + JOURNAL_SUFFIX)
+    assert [r["source"] for r in read_catalog(out)] == expand(root)
+
+
+def test_parquet_and_json_lines_hold_the_same_rows(tmp_path, fleet):
+    pytest.importorskip("pyarrow")
+    root, _ = fleet
+    a = onemodel.scan(root, str(tmp_path / "c.jsonl"), jobs=1, tensors=True, check=True)
+    b = onemodel.scan(root, str(tmp_path / "c.parquet"), jobs=1, tensors=True, check=True)
+    assert _stable(read_catalog(str(tmp_path / "c.parquet"))) == _stable(a.rows)
+    assert _stable(b.rows) == _stable(a.rows)
+    # a row written and read back is the same row, seconds included
+    from onemodel.scan.catalog import read_parquet, write_parquet
+    write_parquet(a.rows, str(tmp_path / "same.parquet"))
+    assert read_parquet(str(tmp_path / "same.parquet")) == a.rows
+
+
+def test_without_hash_a_remote_scan_reads_the_structure_only(http_server):
+    """32 float32 tensors of 1 MiB each over HTTP: the structure costs the first 64 KiB and one
+    8 KiB block per initializer (ONNX), the header and manifest (OneModel); the hash reads
+    each byte about once."""
+    data = chain_bytes(n=32, shape=(256, 1024), seed=3)
+    http_server.files["m.onnx"] = data
+    http_server.files["m.onemodel"] = onemodel.to_bytes(onemodel.load(data), format="onemodel")
+    for name in ("m.onnx", "m.onemodel"):
+        size = len(http_server.files[name])
+        http_server.log.clear()
+        row = onemodel.scan(http_server.url(name), jobs=1).rows[0]
+        assert row["error_kind"] is None and row["parameters"] == 32 * 256 * 1024
+        assert row["read_bytes"] == http_server.bytes_sent
+        assert http_server.bytes_sent <= 0.02 * size, (name, http_server.bytes_sent)
+        http_server.log.clear()
+        row = onemodel.scan(http_server.url(name), jobs=1, check=True).rows[0]
+        assert row["check_errors"] == 0 and row["read_bytes"] == http_server.bytes_sent
+        assert http_server.bytes_sent <= 0.02 * size, (name, http_server.bytes_sent)
+        http_server.log.clear()
+        row = onemodel.scan(http_server.url(name), jobs=1, hash=True).rows[0]
+        assert row["digest"] == onemodel.digest(data).hex
+        assert size <= http_server.bytes_sent <= 1.02 * size, (name, http_server.bytes_sent)
+
+
+def test_convert_to_writes_each_readable_model_with_its_digest_checked(tmp_path, fleet):
+    root, kinds = fleet
+    out = tmp_path / "converted"
+    result = onemodel.scan(root, jobs=1, convert_to=str(out))
+    for row in result.rows:
+        if row["source"] in kinds:
+            assert row["output"] is None and row["error_kind"] is not None
+            continue
+        assert row["output_error"] is None, row
+        assert row["output"].startswith(str(out)) and row["output"].endswith(".onemodel")
+        assert onemodel.digest(row["output"]).hex == row["digest"]
+    outputs = sorted(r["output"] for r in result.rows if r["output"])
+    assert len(set(outputs)) == 9  # m1.onnx and m1.onemodel do not write one file
+    assert str(out / "good" / "m1.onemodel") in outputs
+    assert str(out / "good" / "m1~2.onemodel") in outputs
+    assert str(out / "good" / "sub" / "m2.onemodel") in outputs
+    # ONNX with one data file per model
+    from scan_fleet import write
+    big = write(str(tmp_path / "big" / "b.onnx"), chain_bytes(n=2, shape=(64, 64)))
+    r2 = onemodel.scan(big, jobs=1, convert_to=str(tmp_path / "onnx"), layout="file").rows[0]
+    assert r2["output"] == str(tmp_path / "onnx" / "b.onnx") and r2["output_error"] is None
+    with onemodel.load(r2["output"]) as m:
+        assert all(t.is_external for t in m.graph.initializers)
+
+
+def test_a_conversion_over_a_source_is_refused_before_anything_is_read(fleet):
+    root, _ = fleet
+    with pytest.raises(onemodel.UsageError, match="would replace a model scanned"):
+        onemodel.scan(os.path.join(root, "good", "m0.onnx"), jobs=1,
+                      convert_to=os.path.join(root, "good"), layout="inline")
+
+
+def test_failed_row_is_a_row_of_its_kind():
+    row = failed_row("s3://b/m.onnx?X-Amz-Signature=secret", "Timeout",
+                     "the model took more than\n60 s")
+    assert list(row) == list(FIELDS)
+    assert (row["source"], row["error_kind"], row["error"]) == \
+        ("s3://b/m.onnx?X-Amz-Signature=***", "Timeout", "the model took more than 60 s")
+
+
+def test_the_command_line_writes_the_catalog_and_prints_the_summary(tmp_path, fleet):
+    from typer.testing import CliRunner
+
+    from onemodel.cli import app
+
+    root, kinds = fleet
+    out = str(tmp_path / "c.jsonl")
+    r = CliRunner().invoke(app, ["scan", root, "-o", out, "-j", "1", "--duplicates"])
+    assert r.exit_code == 0, r.output
+    assert r.output.startswith("scanned 30 models: 30 rows, 21 failed")
+    assert "errors: Malformed 10, InvalidModel 4, Io 4, Unsupported 3" in r.output
+    assert "2 groups of identical models" in r.output
+    assert len(read_catalog(out)) == 30
+    r = CliRunner().invoke(app, ["scan", os.path.join(root, "good", "m0.onnx"), "-j", "1"])
+    assert r.exit_code == 0
+    row = json.loads(r.stdout.splitlines()[0])
+    assert row["source"].endswith("m0.onnx") and row["nodes"] == 3
+    r = CliRunner().invoke(app, ["scan", os.path.join(root, "good"), "-j", "1", "--json",
+                                 "--duplicates", "-o", str(tmp_path / "d.jsonl")])
+    doc = json.loads(r.stdout)
+    assert (doc["scanned"], doc["skipped"], doc["summary"]["models"]) == (9, 0, 9)
+    assert [len(g["sources"]) for g in doc["duplicates"]["identical"]] == [3, 2]
+    r = CliRunner().invoke(app, ["scan", root, "--resume"])
+    assert r.exit_code == 2 and "resume needs the output" in r.output
+
+
+def test_a_url_prefix_and_a_url_glob_list_the_models_under_them():
+    import uuid
+
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    root = f"scan-{uuid.uuid4().hex[:8]}"
+    for p in ("models/a.onnx", "models/sub/b.onnx.zst", "models/a.data", "other/c.onnx"):
+        data = chain_bytes(seed=1)
+        if p.endswith(".zst"):
+            data = onemodel.to_bytes(onemodel.load(data))
+            import zstandard
+            data = zstandard.ZstdCompressor().compress(data)
+        with fs.open(f"{root}/{p}", "wb") as f:
+            f.write(data)
+    want = [f"memory:///{root}/models/a.onnx", f"memory:///{root}/models/sub/b.onnx.zst"]
+    assert expand(f"memory://{root}/models/") == want
+    assert expand(f"memory://{root}/models") == want  # a directory without its slash
+    assert expand(f"memory://{root}/*/*.onnx") == [f"memory:///{root}/models/a.onnx",
+                                                  f"memory:///{root}/other/c.onnx"]
+    rows = onemodel.scan(f"memory://{root}/models/", jobs=1, hash=True).rows
+    assert [r["error_kind"] for r in rows] == [None, None]
+    assert rows[0]["digest"] == rows[1]["digest"] == onemodel.digest(chain_bytes(seed=1)).hex
+
+
+def test_an_s3_prefix_is_listed_and_read_with_the_storage_options(s3):
+    server, bucket = s3
+    client = server.client()
+    for i in range(3):
+        client.put_object(Bucket=bucket, Key=f"fleet/m{i}.onnx", Body=chain_bytes(seed=i))
+    client.put_object(Bucket=bucket, Key="fleet/bad.onnx", Body=b"\xff" * 100)
+    client.put_object(Bucket=bucket, Key="fleet/readme.txt", Body=b"text")
+    result = onemodel.scan(f"s3://{bucket}/fleet/", jobs=1, check=True,
+                           storage_options=server.storage_options)
+    assert [r["source"] for r in result.rows] == \
+        [f"s3://{bucket}/fleet/{n}" for n in ("bad.onnx", "m0.onnx", "m1.onnx", "m2.onnx")]
+    assert [r["error_kind"] for r in result.rows] == ["Malformed", None, None, None]
+    assert result.summary["validity"] == {"valid": 3, "unreadable": 1}
+
+
+def test_strings_of_a_model_that_are_not_utf8_or_printable_are_escaped_in_both_catalogs(
+        tmp_path):
+    pytest.importorskip("pyarrow")
+    from scan_fleet import write
+
+    data = chain_bytes(producer="PRODUCER")
+    # the producer's octets: invalid UTF-8 and an escape code (the same length)
+    data = data.replace(b"PRODUCER", b"PR\xff\x1b[2JR")
+    path = write(str(tmp_path / "m" / "odd.onnx"), data)
+    for out in ("c.jsonl", "c.parquet"):
+        rows = onemodel.scan(path, str(tmp_path / out), jobs=1, tensors=True).rows
+        assert rows[0]["producer"] == "PR\\udcff\\x1b[2JR"
+        assert _stable(read_catalog(str(tmp_path / out))) == _stable(rows)
+
+
+def test_the_progress_bar_counts_rows_done_failed_and_bytes_read():
+    from onemodel.cli.scan import _Bar
+
+    bar = _Bar(quiet=True)  # (drawn only on a terminal; the counts are kept all the same)
+    for row in (failed_row("a.onnx", "Io", "cannot open"),
+                {"error_kind": None, "read_bytes": 1536},
+                {"error_kind": None, "read_bytes": None}):
+        bar(row)
+    assert (bar.done, bar.failed, bar.read) == (3, 1, 1536)
+    assert bar._text() == "scan: 3 done, 1 failed, 1.5 KiB read"
+    assert not bar.enabled
+
+
+def test_a_scan_leaves_no_file_open(tmp_path, fleet):
+    """Every source is closed whatever its row: a scan of thousands of models must not run out
+    of descriptors. A mapped (>= 1 MiB) OneModel file the check's reader refuses (an unknown
+    type kind: OM205, no model) kept one open per scan."""
+    import struct
+
+    from scan_fleet import write
+
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("no /proc/self/fd to count descriptors")
+    root, _ = fleet
+    big = onemodel.to_bytes(onemodel.load(chain_bytes(n=2, shape=(512, 512))),
+                            format="onemodel")
+    length = struct.unpack_from("<Q", big, 24)[0]
+    manifest = big[64:64 + length].replace(b'"kind":"tensor"', b'"kind":"tensox"', 1)
+    refused = write(str(tmp_path / "big" / "refused.onemodel"),
+                    big[:64] + manifest + big[64 + length:])
+    fds = lambda: len(os.listdir("/proc/self/fd"))  # noqa: E731
+    onemodel.scan([root, refused], jobs=1, check=True)  # (imports and caches settle)
+    before = fds()
+    for kw in ({}, {"check": True}, {"hash": True, "check": True}):
+        rows = {r["source"]: r for r in onemodel.scan([root, refused], jobs=1, **kw).rows}
+        assert rows[refused]["error_kind"] == "Unsupported"
+    assert fds() == before
+
+
+def test_a_file_name_with_an_escape_code_is_shown_escaped_and_found_again_on_resume(tmp_path):
+    from scan_fleet import write
+
+    path = write(str(tmp_path / "d" / "odd\x1b[2Jname.onnx"), chain_bytes())
+    out = str(tmp_path / "c.jsonl")
+    first = onemodel.scan(str(tmp_path / "d"), out, jobs=1)
+    assert first.rows[0]["source"] == path.replace("\x1b", "\\x1b")
+    assert first.rows[0]["error_kind"] is None
+    again = onemodel.scan(str(tmp_path / "d"), out, jobs=1, resume=True)
+    assert (again.scanned, again.skipped) == (0, 1)
