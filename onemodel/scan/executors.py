@@ -562,8 +562,9 @@ def _distributed():
     try:
         import distributed
     except ImportError:
-        raise UnsupportedError("--dask needs Dask: pip install 'onemodel-onnx[dask]' "
-                               "(dask.distributed is not installed)") from None
+        raise UnsupportedError("running on a Dask cluster needs Dask: pip install "
+                               "'onemodel-onnx[dask]' (dask.distributed is not installed)") \
+            from None
     return distributed
 
 
