@@ -162,3 +162,32 @@ def test_closing_the_scan_cancels_its_tasks(client):
     while client.run_on_scheduler(scan_tasks) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert client.run_on_scheduler(scan_tasks) == []
+
+
+def test_onemodel_scan_of_the_s3_fleet_gives_the_same_rows_on_dask_as_locally(client, s3_fleet):
+    # the scan itself (rows, check, digests) over the 500 models of the bucket, with a
+    # duplicate pair and a truncated model added: the rows of a LocalCluster equal the local
+    # ones but for the seconds each took
+    import onemodel
+    from onemodel.formats.content_digest import model_digest
+
+    fs = s3_fleet.server.filesystem()
+    first = sorted(s3_fleet.models)[0]
+    base = f"{s3_fleet.bucket}/extra"
+    fs.pipe({f"{base}/copy.onnx": s3_fleet.models[first],
+             f"{base}/truncated.onnx": s3_fleet.models[first][:100]})
+    sources = [f"s3://{s3_fleet.bucket}/models/", f"s3://{base}/"]
+    opts = s3_fleet.storage_options
+
+    def rows(**where):
+        got = onemodel.scan(sources, hash=True, check=True, storage_options=opts, **where).rows
+        return [{k: v for k, v in r.items() if k != "seconds"} for r in got]
+
+    local, remote = rows(jobs=2), rows(client=client)
+    assert len(local) == len(s3_fleet.models) + 2 and remote == local
+    by_source = {r["source"]: r for r in local}
+    bad = by_source[f"s3://{base}/truncated.onnx"]
+    assert bad["error_kind"] == "Malformed", bad
+    copy = by_source[f"s3://{base}/copy.onnx"]
+    assert copy["digest"] == by_source[first]["digest"] == \
+        model_digest(onemodel.load(s3_fleet.models[first])).hex
