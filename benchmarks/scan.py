@@ -51,6 +51,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "scan"))  # the test suite'
 
 PY = sys.executable
 
+# run as a script file, not with -c: spawned pool workers import the file's check()
 ONNX_LOOP = textwrap.dedent("""
     import os, sys
     import onnx
@@ -58,15 +59,16 @@ ONNX_LOOP = textwrap.dedent("""
     def check(path):
         onnx.checker.check_model(onnx.load(path))
 
-    paths = sorted(os.path.join(r, n) for r, _, names in os.walk(sys.argv[1]) for n in names
-                   if n.endswith(".onnx"))
-    if sys.argv[2] == "1":
-        for p in paths:
-            check(p)
-    else:
-        import multiprocessing
-        with multiprocessing.get_context("spawn").Pool(int(sys.argv[2])) as pool:
-            pool.map(check, paths, chunksize=16)
+    if __name__ == "__main__":
+        paths = sorted(os.path.join(r, n) for r, _, names in os.walk(sys.argv[1])
+                       for n in names if n.endswith(".onnx"))
+        if sys.argv[2] == "1":
+            for p in paths:
+                check(p)
+        else:
+            import multiprocessing
+            with multiprocessing.get_context("spawn").Pool(int(sys.argv[2])) as pool:
+                pool.map(check, paths, chunksize=16)
 """)
 
 # `onemodel` run in this interpreter, writing /proc/self/io to the file $SCAN_BENCH_IO at exit
@@ -196,9 +198,12 @@ def main() -> None:
         print(f"{n} models, {total / 2**20:.1f} MiB ({total // n} bytes each on average), "
               f"{os.cpu_count()} CPUs, median of {args.repeat}")
 
+        loop = os.path.join(scratch, "onnx_loop.py")
+        with open(loop, "w") as f:
+            f.write(ONNX_LOOP)
         results = {}
         for procs in ("1", "2"):
-            cmd = [PY, "-c", ONNX_LOOP, root, procs]
+            cmd = [PY, loop, root, procs]
             results[("onnx loop", procs)], _ = _timing.timed(lambda: run(cmd), args.repeat,
                                                              warmup=True)
         if not args.no_dask:

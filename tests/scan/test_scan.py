@@ -389,3 +389,42 @@ def test_a_file_name_with_an_escape_code_is_shown_escaped_and_found_again_on_res
     assert first.rows[0]["error_kind"] is None
     again = onemodel.scan(str(tmp_path / "d"), out, jobs=1, resume=True)
     assert (again.scanned, again.skipped) == (0, 1)
+
+
+def test_without_hash_a_bucket_scan_asks_the_server_for_at_most_2_percent_of_its_bytes(s3):
+    """A bucket of 6 models of 12 MiB of weights each (6 float32 tensors of 2 MiB): inline
+    ONNX, OneModel, and ONNX with one external data file, two of each. Without ``--hash``
+    (``--check`` included) the object bytes the GET requests ask for, counted from moto's
+    request log, are at most 2% of the bucket's bytes (the first 64 KiB of each file and one
+    8 KiB block per inline initializer); with ``--hash`` each byte is read about once."""
+    from servers.s3 import object_bytes_requested
+
+    server, bucket = s3
+    fs = server.filesystem()
+    objects = {}
+    for i in range(6):
+        data = chain_bytes(n=6, shape=(512, 1024), seed=100 + i)
+        if i % 3 == 0:
+            objects[f"{bucket}/m/{i}.onnx"] = data
+        elif i % 3 == 1:
+            objects[f"{bucket}/m/{i}.onemodel"] = onemodel.to_bytes(onemodel.load(data),
+                                                                     format="onemodel")
+        else:
+            onemodel.save(onemodel.load(data), f"s3://{bucket}/m/{i}.onnx",
+                          storage_options=server.storage_options, external_data=f"{i}.data")
+    fs.pipe(objects)
+    sizes = {f"/{p}": fs.size(p) for p in fs.find(f"{bucket}/m")}
+    total = sum(sizes.values())
+    assert len(sizes) == 8 and total >= 6 * 6 * 512 * 1024 * 4  # 6 models and 2 data files
+    source = f"s3://{bucket}/m/"
+    for kw in ({}, {"check": True}):
+        with server.recording() as requests:
+            result = onemodel.scan(source, jobs=1, storage_options=server.storage_options, **kw)
+        assert [r["error_kind"] for r in result.rows] == [None] * 6
+        assert all(r["parameters"] == 6 * 512 * 1024 for r in result.rows)
+        asked = object_bytes_requested(requests, sizes)
+        assert 0 < asked <= 0.02 * total, (kw, asked, total)
+    with server.recording() as requests:
+        result = onemodel.scan(source, jobs=1, hash=True, storage_options=server.storage_options)
+    assert all(r["digest"] for r in result.rows)
+    assert total * 0.98 <= object_bytes_requested(requests, sizes) <= 1.05 * total
