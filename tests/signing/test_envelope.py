@@ -107,3 +107,25 @@ def test_another_key_is_refused_by_both(bundle, tmp_path):
 def test_a_malformed_bundle_is_malformed(octets, why):
     with pytest.raises(MalformedError, match=why):
         read_envelope(octets, "x.sig")
+
+
+def test_verifying_a_key_bundle_does_not_import_model_signing(bundle):
+    # model-signing's import (0.3-0.7 s) is what a key verification saves (docs/performance.md)
+    import subprocess
+    import sys
+
+    d, sig, _, public = bundle
+    code = ("import sys, onemodel\n"
+            f"r = onemodel.verify_signature({str(d / 'm.onnx')!r}, {str(sig)!r}, "
+            f"{str(public)!r})\n"
+            "print(r.valid, r.how, 'model_signing' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.stdout.split() == ["True", "files", "False"], r.stdout + r.stderr
+
+
+def test_sigstore_signing_takes_no_key_or_certificate(bundle):
+    d, _, private, _ = bundle
+    for extra in (["--key", private], ["--certificate", private]):
+        r = cli("sign", d / "m.onnx", "--sigstore", *extra, "-o", d / "never.sig")
+        assert r.exit_code == 2, r.output
+    assert not (d / "never.sig").exists()
