@@ -222,15 +222,19 @@ def all_tensors(model: Model) -> list[Tensor]:
             else:
                 stack.pop()
 
-    if model.graph is not None:
-        walk(graph(model.graph))
-    for fn in model.functions:
-        walk(nodes(fn.nodes))
-        for attr in fn.attribute_defaults:
-            walk(attribute(attr))
-    for ti in model.training_info:
-        if ti.initialization is not None:
-            walk(graph(ti.initialization))
-        if ti.algorithm is not None:
-            walk(graph(ti.algorithm))
+    try:
+        if model.graph is not None:
+            walk(graph(model.graph))
+        for fn in model.functions:
+            walk(nodes(fn.nodes))
+            for attr in fn.attribute_defaults:
+                walk(attribute(attr))
+        for ti in model.training_info:
+            if ti.initialization is not None:
+                walk(graph(ti.initialization))
+            if ti.algorithm is not None:
+                walk(graph(ti.algorithm))
+    finally:  # the closures name each other: a cycle the collector would have to find, and
+        # that would keep the model alive until it did (tests/test_no_cycles.py)
+        sparse = attribute = nodes = graph = None  # noqa: F841
     return out

@@ -125,8 +125,11 @@ def bound_nodes(model, ctx=None) -> list:
                              cache)
 
     fast = passes()  # the walk of one node list in C (onemodel/ir/_cpass.c)
-    for top, nodes, versions in node_scopes(model):
-        walk(nodes, top, versions, {})  # (a cache per import table)
+    try:
+        for top, nodes, versions in node_scopes(model):
+            walk(nodes, top, versions, {})  # (a cache per import table)
+    finally:  # (walk names itself: a reference cycle holding the model, broken)
+        walk = None  # noqa: F841
     if isinstance(ctx, dict):
         ctx[key] = (model, out)
     return out

@@ -162,7 +162,10 @@ def _graphs(model, out: list) -> list:
         for spath, sub in subs:
             graph(sub, spath)
 
-    graph(top, "graph")
+    try:
+        graph(top, "graph")
+    finally:  # (graph names itself: a reference cycle holding the model, broken)
+        graph = None  # noqa: F841
     for gpath, g in _training_graphs(model):
         for sub_path, sub in iter_graphs(g, gpath):
             _graph_names(sub, sub_path, out, top=False)

@@ -154,13 +154,16 @@ def _scopes(model):
                         yield from walk(sub, f"{gpath}.nodes[{i}].attributes[{j}].{field}",
                                         known, chain)
 
-    if model.graph is not None:
-        yield from walk(model.graph, "graph", {}, ())
-    for k, ti in enumerate(model.training_info):
-        for field in ("initialization", "algorithm"):
-            g = getattr(ti, field)
-            if g is not None:
-                yield from walk(g, f"training_info[{k}].{field}", {}, ())
+    try:
+        if model.graph is not None:
+            yield from walk(model.graph, "graph", {}, ())
+        for k, ti in enumerate(model.training_info):
+            for field in ("initialization", "algorithm"):
+                g = getattr(ti, field)
+                if g is not None:
+                    yield from walk(g, f"training_info[{k}].{field}", {}, ())
+    finally:  # (walk names itself: a reference cycle holding the model, broken)
+        walk = None  # noqa: F841
     for k, fn in enumerate(model.functions):
         known = {v.name: type_string(v.type) for v in reversed(fn.value_info) if v.name}
         yield f"functions[{k}]", None, known, known, (fn,)

@@ -806,6 +806,24 @@ def test_objects_frozen_by_others_stay_frozen():
         gc.unfreeze()
 
 
+def _relu_chain(n: int) -> bytes:
+    nodes = [helper.make_node("Relu", [f"x{i}"], [f"x{i + 1}"]) for i in range(n)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x0", TensorProto.FLOAT, [1])],
+                          [helper.make_tensor_value_info(f"x{n}", TensorProto.FLOAT, [1])])
+    return helper.make_model(g).SerializeToString()
+
+
+@needs_c
+def test_only_a_decode_of_many_records_moves_them_out_of_the_young_generation():
+    # a large model's records go to the oldest generation (young collections would walk them
+    # over and over); a small one's stay young: the move asks gc.get_freeze_count(), which walks
+    # every frozen object (100 us per decode after the command line's gc.freeze())
+    for nodes, young in ((10, True), (6000, False)):
+        gc.collect()
+        m = C.decode(memoryview(_relu_chain(nodes)), "ModelProto", None, None, [])
+        assert any(o is m for o in gc.get_objects(generation=0)) is young, nodes
+
+
 @needs_c
 def test_bad_arguments_raise_type_errors():
     with pytest.raises(TypeError):
