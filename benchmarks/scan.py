@@ -4,7 +4,8 @@
 The models, generated in a temporary directory (``--dir`` to keep them) by the test suite's
 generator (tests/scan/_models.py, with the ``onnx`` package): ``--n`` (default 1000) valid ONNX
 models, ten to a folder, each ``y = Relu(op(x, w))`` with about ``--weight-bytes`` (default 16 KiB)
-of float32 weights, opsets 13 to 21, three producers.
+of float32 weights, opsets 13 to 21, three producers; ``--layers L``: L such blocks in a chain
+(2L nodes, L initializers sharing the weight bytes), closer to a real export.
 
 Each command is timed as a whole process (its interpreter's start included; median of
 ``--repeat``, one untimed run of each first), and reported in models per second:
@@ -29,8 +30,8 @@ only (``/proc``).
 It needs ``onemodel.scan.row.scan_one`` and the ``onemodel scan`` command (the scan half of
 issue 29), and says so if they are missing.
 
-    python benchmarks/scan.py [--n 1000] [--weight-bytes 16384] [--repeat 3] [--dir DIR]
-                              [--no-dask]
+    python benchmarks/scan.py [--n 1000] [--weight-bytes 16384] [--layers 1] [--repeat 3]
+                              [--dir DIR] [--no-dask]
 """
 
 from __future__ import annotations
@@ -99,13 +100,19 @@ def require_scan() -> None:
                  f"29): `onemodel scan --help` exited {r.returncode}")
 
 
-def write_models(root: str, n: int, weight_bytes: int) -> int:
-    """``n`` generated models under ``root``; their total size in bytes."""
-    from _models import make_models
+def write_models(root: str, n: int, weight_bytes: int, layers: int) -> int:
+    """``n`` generated models under ``root`` (kept when they are there already, as ``--dir``
+    left them); their total size in bytes."""
+    from _models import make_model
 
     total = 0
-    for name, data in make_models(n, weight_bytes).items():
+    for i in range(n):
+        name = f"run-{i % 10}/model-{i:04d}.onnx"  # (make_models' names)
         path = os.path.join(root, name)
+        if os.path.exists(path):
+            total += os.path.getsize(path)
+            continue
+        data = make_model(i, weight_bytes, layers)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as f:
             f.write(data)
@@ -178,6 +185,9 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=1000, help="models (default 1000)")
     ap.add_argument("--weight-bytes", type=int, default=16 * 1024,
                     help="weight bytes per model, about (default 16384)")
+    ap.add_argument("--layers", type=int, default=1,
+                    help="blocks per model: 2 x LAYERS nodes, LAYERS initializers sharing the "
+                    "weight bytes (default 1)")
     ap.add_argument("--repeat", type=int, default=3, help="timed runs of each (median)")
     ap.add_argument("--dir", help="generate the models here and keep them")
     ap.add_argument("--no-dask", action="store_true", help="skip the LocalCluster rows")
@@ -189,23 +199,26 @@ def main() -> None:
     try:
         root = args.dir or os.path.join(scratch, "models")
         os.makedirs(root, exist_ok=True)
-        total = write_models(root, args.n, args.weight_bytes)
+        total = write_models(root, args.n, args.weight_bytes, args.layers)
         one = os.path.join(scratch, "one")
         os.makedirs(one)
         shutil.copy(os.path.join(root, "run-0", "model-0000.onnx"), one)
         out = os.path.join(scratch, "out.jsonl")
         n = args.n
-        print(f"{n} models, {total / 2**20:.1f} MiB ({total // n} bytes each on average), "
-              f"{os.cpu_count()} CPUs, median of {args.repeat}")
+        print(f"{n} models of {2 * args.layers} nodes, {total / 2**20:.1f} MiB ({total // n} "
+              f"bytes each on average), {os.cpu_count()} CPUs, median of {args.repeat}")
 
         loop = os.path.join(scratch, "onnx_loop.py")
         with open(loop, "w") as f:
             f.write(ONNX_LOOP)
-        results = {}
+        tenth = os.path.join(root, "run-0")  # n/10 models: start-up against per-model cost
+        m = len([f for f in os.listdir(tenth) if f.endswith(".onnx")])
+        results, small = {}, {}
         for procs in ("1", "2"):
-            cmd = [PY, loop, root, procs]
-            results[("onnx loop", procs)], _ = _timing.timed(lambda: run(cmd), args.repeat,
-                                                             warmup=True)
+            for where, into in ((root, results), (tenth, small)):
+                cmd = [PY, loop, where, procs]
+                into[("onnx loop", procs)], _ = _timing.timed(lambda: run(cmd), args.repeat,
+                                                              warmup=True)
         if not args.no_dask:
             cluster = start_cluster()
         ways = [("1", ["--jobs", "1"]), ("2", ["--jobs", "2"])]
@@ -213,17 +226,29 @@ def main() -> None:
             ways.append(("dask 2", ["--dask", cluster.scheduler_address]))
         for flag in ("", "--check", "--hash"):
             for way, extra in ways:
-                results[(f"scan {flag}".strip(), way)] = time_scan(
-                    root, out, n, ([flag] if flag else []) + extra, args.repeat)
+                args_ = ([flag] if flag else []) + extra
+                results[(f"scan {flag}".strip(), way)] = time_scan(root, out, n, args_,
+                                                                    args.repeat)
+                small[(f"scan {flag}".strip(), way)] = time_scan(tenth, out, m, args_,
+                                                                  args.repeat)
 
-        print(f"\n{'command':<16} {'jobs':<7} {'seconds':>8} {'models/s':>9} "
-              f"{'x onnx loop':>12} {'x jobs 1':>9}")
+        def steady(key):  # models/s past the start-up: (n - m) / (T(n) - T(m))
+            return (n - m) / max(1e-9, results[key] - small[key])
+
+        print(f"\nwhole process ({n} models), and steady (the models past the first {m}: "
+              f"(T({n}) - T({m})) / {n - m}, start-up left out):")
+        print(f"{'command':<16} {'jobs':<7} {'seconds':>8} {'models/s':>9} "
+              f"{'x onnx loop':>12} {'x jobs 1':>9} {'steady/s':>9} {'x onnx':>7} "
+              f"{'x jobs 1':>9}")
         for (what, way), seconds in results.items():
             rate = n / seconds
-            base = n / results[("onnx loop", "1" if way == "1" else "2")]
+            base_key = ("onnx loop", "1" if way == "1" else "2")
+            base = n / results[base_key]
             single = results[(what, "1")]
+            st = steady((what, way))
             print(f"{what:<16} {way:<7} {seconds:>8.2f} {rate:>9.0f} "
-                  f"{rate / base:>11.2f}x {single / seconds:>8.2f}x")
+                  f"{rate / base:>11.2f}x {single / seconds:>8.2f}x {st:>9.0f} "
+                  f"{st / steady(base_key):>6.2f}x {st / steady((what, '1')):>8.2f}x")
 
         if os.path.exists("/proc/self/io"):
             others = total - os.path.getsize(os.path.join(one, "model-0000.onnx"))
