@@ -219,18 +219,21 @@ def _read(source: str, options: ScanOptions, row: dict, counter: _Counter) -> No
 
         storage = _storage(options, source)
         src = open_source(source, storage_options=storage, progress=counter)
+        model = None
         try:
             report, model = check_and_model(src, storage_options=storage,
                                             allow_outside=options.allow_outside,
-                                            block_size=STRUCTURE_BLOCK)
+                                            block_size=STRUCTURE_BLOCK, close=False)
+            row.update(check_fields(report))
+            refused = any(f.code.startswith("OM20") and f.severity == "error"
+                          for f in report.findings)  # (load refuses it: its error is the row's)
+            if model is not None and not options.digests and not refused:
+                row.update(model_fields(model))  # (records and the files' sizes)
+                return
         finally:  # (a OneModel file the check's reader refused leaves no model to close it)
+            if model is not None:
+                model.close()
             src.close()
-        row.update(check_fields(report))
-        refused = any(f.code.startswith("OM20") and f.severity == "error"
-                      for f in report.findings)  # (load refuses it: its error is the row's)
-        if model is not None and not options.digests and not refused:
-            row.update(model_fields(model))  # (records only: the model's sources are closed)
-            return
     with _load(source, options, counter) as model:
         row.update(model_fields(model))
         if options.digests:

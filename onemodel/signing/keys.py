@@ -13,6 +13,19 @@ PASSPHRASE_ENV = "ONEMODEL_SIGNING_PASSPHRASE"
 CURVES = ("secp256r1", "secp384r1")
 
 
+def sign_extra(module: str):
+    """The module ``module`` (of model-signing or cryptography, the ``sign`` extra), imported.
+    Raises UnsupportedError naming the extra to install when it, or a module it imports, is
+    missing."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise UnsupportedError(f"signing needs the sign extra ({e.name or module} is missing): "
+                               "pip install 'onemodel-onnx[sign]'") from None
+
+
 def read_file(path: str) -> bytes:
     """The octets of the local file ``path`` (a key or a bundle: small). Raises IoError naming
     the file when it cannot be read."""
@@ -34,6 +47,7 @@ def load_private_key(path: str, *, prompt=None):
     :data:`PASSPHRASE_ENV`, else from ``prompt()`` (a callable returning it; ``None``: refused).
     Raises MalformedError for a file that is not a PEM private key or a wrong passphrase,
     UnsupportedError for another key type or curve, IoError for a file that cannot be read."""
+    sign_extra("cryptography.hazmat.primitives.asymmetric.ec")
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
 
@@ -60,6 +74,7 @@ def load_public_key(path: str):
     """The EC public key of the PEM file ``path`` (SubjectPublicKeyInfo). Raises MalformedError
     for a file that is not a PEM public key, UnsupportedError for another type or curve,
     IoError for a file that cannot be read."""
+    sign_extra("cryptography.hazmat.primitives.asymmetric.ec")
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
 

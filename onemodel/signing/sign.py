@@ -117,12 +117,14 @@ def sign(model: str, key: str | None = None, output: str | None = None, *,
     predicate's :data:`PREDICATE_FIELD` holds the content manifest. Raises UsageError for a URL
     or a wrong combination of signers, the errors of :func:`onemodel.load` and of
     :func:`onemodel.signing.keys.load_private_key`, MalformedError for a certificate that is
-    not PEM or not the key's."""
-    from model_signing import hashing
-    from model_signing._signing import signing as ms_signing
-
+    not PEM or not the key's, UnsupportedError when the ``sign`` extra is not installed."""
     from ..errors import UsageError
     from .files import model_files
+    from .keys import sign_extra
+
+    sign_extra("model_signing.signing")  # (the library, and the pyOpenSSL it imports)
+    from model_signing import hashing
+    from model_signing._signing import signing as ms_signing
 
     if "://" in model:  # model-signing hashes local files; a URL is verified, not signed
         raise UsageError(f"sign takes a local model file, not a URL ({model.split('://')[0]}://"

@@ -92,6 +92,9 @@ def _signature_problem(signature: str, envelope, trust: Trust) -> str | None:
         why = key_problem(envelope, public)
         return None if why is None else f"the signature is not valid for this key: {why}"
     keys = _read_certificates(trust.certificate_chain) if trust.certificate_chain else None
+    from .keys import sign_extra
+
+    sign_extra("model_signing.verifying")
     try:
         if keys is not None:
             from model_signing._signing import sign_certificate, sign_sigstore_pb
@@ -147,7 +150,8 @@ def verify_signature(model: str, signature: str, key: str | None = None, *,
 
     Raises MalformedError for a bundle that is not a v1.0 model-signing bundle, a key that is
     not a PEM public key or a chain file without a PEM certificate, UnsupportedError for a key
-    of another curve, UsageError for no or several of key, chain and identity, a name of
+    of another curve or without the ``sign`` extra (cryptography; model-signing for a
+    certificate or Sigstore bundle), UsageError for no or several of key, chain and identity, a name of
     ``tensors`` that was not signed, a ``sample`` outside (0, 1] or a ``seed`` outside the
     int64 range, and the errors of :func:`onemodel.load` reading the model."""
     from ..errors import UsageError

@@ -71,11 +71,13 @@ def check(path_or_model, *, full: bool = False, strict: bool = False, select=Non
 
 def check_and_model(path_or_model, *, full: bool = False, strict: bool = False, select=None,
                     ignore=None, storage_options: dict | None = None,
-                    allow_outside: bool = False, block_size: int = 64 * 1024):
-    """:func:`check`, and the model it read (closed; ``None`` when none could be made): the
-    command line keeps it until the process ends, so that its records are not freed one by
-    one before the process exits anyway. ``block_size``: the blocks a remote ONNX file's
-    structure is read in (``onemodel scan`` reads in smaller ones)."""
+                    allow_outside: bool = False, block_size: int = 64 * 1024,
+                    close: bool = True):
+    """:func:`check`, and the model it read (closed unless ``close`` is False, when the caller
+    closes it: ``onemodel scan`` still reads the sizes of its files; ``None`` when none could
+    be made): the command line keeps it until the process ends, so that its records are not
+    freed one by one before the process exits anyway. ``block_size``: the blocks a remote ONNX
+    file's structure is read in (``onemodel scan`` reads in smaller ones)."""
     from ..ir import Model
     from ..storage import check_storage_options
 
@@ -85,13 +87,13 @@ def check_and_model(path_or_model, *, full: bool = False, strict: bool = False, 
     _known(ignore, "ignore")
     if isinstance(path_or_model, Model):
         model, found, fmt, graph_paths, source = path_or_model, [], None, {}, None
-        close = False
+        close = False  # (the caller's model)
     else:
         from .reading import read_for_check
         model, found, fmt, graph_paths = read_for_check(
             path_or_model, storage_options=storage_options, allow_outside=allow_outside,
             full=full, block_size=block_size)
-        source, close = getattr(model, "source", None) or str(path_or_model), True
+        source = getattr(model, "source", None) or str(path_or_model)
     try:
         nested = nesting_error(model) if model is not None else None
         if nested is not None:  # the families walk graphs recursively: the one finding

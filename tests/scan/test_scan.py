@@ -428,3 +428,13 @@ def test_without_hash_a_bucket_scan_asks_the_server_for_at_most_2_percent_of_its
         result = onemodel.scan(source, jobs=1, hash=True, storage_options=server.storage_options)
     assert all(r["digest"] for r in result.rows)
     assert total * 0.98 <= object_bytes_requested(requests, sizes) <= 1.05 * total
+
+
+def test_check_rows_give_the_sizes_of_the_files_as_plain_rows_do():
+    # --check reads through the check's reader: its model's files are sized before it closes
+    models = [str(MODELS / "cnn_dynamo.onnx"), str(MODELS / "external" / "mlp_dynamo.onnx")]
+    want = [(os.path.getsize(models[0]), 0),
+            (os.path.getsize(models[1]), os.path.getsize(models[1] + ".data"))]
+    for kw in ({}, {"check": True}, {"check": True, "hash": True}):
+        rows = onemodel.scan(models, jobs=1, **kw).rows
+        assert [(r["bytes"], r["data_bytes"]) for r in rows] == want, kw

@@ -66,3 +66,34 @@ def test_stock_library_signs_and_verifies_a_testdata_model(tmp_path):
     model.write_bytes(bytes(data))
     with pytest.raises(ValueError, match="Signature mismatch"):
         verifier.verify(model, signature)
+
+
+@pytest.mark.parametrize("missing", ["model_signing", "cryptography", "OpenSSL"])
+def test_without_the_sign_extra_the_commands_say_what_to_install(tmp_path, missing):
+    # a clean install without the extra: the import of the missing package fails (a None entry
+    # in sys.modules makes `import` raise ImportError). sign exits 2 with one line naming the
+    # extra, never an internal error; verify-signature of a key bundle needs cryptography
+    # alone (onemodel.signing.envelope), so it runs without model-signing and pyOpenSSL
+    import subprocess
+    import sys
+
+    from onemodel.signing import sign
+
+    private, public = _write_key_pair(tmp_path)
+    bundle = sign(str(MODEL), str(private), str(tmp_path / "made.sig"))
+    code = (f"import sys; sys.modules[{missing!r}] = None\n"
+            "from onemodel.entry import main; main()")
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-c", code, *map(str, args)],
+                              capture_output=True, text=True, timeout=120)
+
+    r = cli("sign", MODEL, "--key", private, "-o", tmp_path / "m.sig")
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "onemodel-onnx[sign]" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not (tmp_path / "m.sig").exists()
+    r = cli("verify-signature", MODEL, "--signature", bundle, "--key", public)
+    if missing == "cryptography":
+        assert r.returncode == 2 and "onemodel-onnx[sign]" in r.stderr, (r.stdout, r.stderr)
+    else:
+        assert r.returncode == 0 and "valid" in r.stdout, (r.stdout, r.stderr)
