@@ -151,9 +151,10 @@ def verify_signature(model: str, signature: str, key: str | None = None, *,
     Raises MalformedError for a bundle that is not a v1.0 model-signing bundle, a key that is
     not a PEM public key or a chain file without a PEM certificate, UnsupportedError for a key
     of another curve or without the ``sign`` extra (cryptography; model-signing for a
-    certificate or Sigstore bundle), UsageError for no or several of key, chain and identity, a name of
-    ``tensors`` that was not signed, a ``sample`` outside (0, 1] or a ``seed`` outside the
-    int64 range, and the errors of :func:`onemodel.load` reading the model."""
+    certificate or Sigstore bundle), UsageError for no or several of key, chain and
+    identity, a name of ``tensors`` that was not signed, a ``sample`` outside (0, 1] or a
+    ``seed`` outside the int64 range, and the errors of :func:`onemodel.load` reading the
+    model."""
     from ..errors import UsageError
     from .envelope import read_envelope
     from .keys import read_file
