@@ -12,12 +12,12 @@ can count the object bytes a client asked for (:func:`object_bytes_requested`).
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
 import contextlib
 import json
+import os
 import re
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
