@@ -27,6 +27,12 @@ imports), against the bytes of the other models. Files of 1 MiB or more are memo
 onemodel, not read, so this counts only for models smaller than that (as generated here). Linux
 only (``/proc``).
 
+``--s3``: the same models in a bucket of the moto S3 server (tests/servers/s3.py, started here on
+127.0.0.1; the ``dev`` extra), scanned at ``s3://BUCKET/models/``, against the loop reading each
+object whole with s3fs (``fs.cat``) before ``onnx.load_from_string`` and the check. Both read
+through the same local server, so its latency (about a millisecond) is far below an object
+store's (10-30 ms): the request counts are printed too, the part that grows with latency.
+
 It needs ``onemodel.scan.row.scan_one`` and the ``onemodel scan`` command (the scan half of
 issue 29), and says so if they are missing.
 
@@ -70,6 +76,35 @@ ONNX_LOOP = textwrap.dedent("""
             import multiprocessing
             with multiprocessing.get_context("spawn").Pool(int(sys.argv[2])) as pool:
                 pool.map(check, paths, chunksize=16)
+""")
+
+# the same loop over a bucket: every object read whole with s3fs (as onnx.load cannot open a URL)
+ONNX_S3_LOOP = textwrap.dedent("""
+    import json, sys
+    import onnx
+    import s3fs
+
+    OPTIONS = json.loads(sys.argv[3])
+
+    def check(key, fs=None):
+        fs = fs or s3fs.S3FileSystem(skip_instance_cache=True, **OPTIONS)
+        onnx.checker.check_model(onnx.load_from_string(fs.cat(key)))
+
+    def check_all(keys):
+        fs = s3fs.S3FileSystem(skip_instance_cache=True, **OPTIONS)
+        for key in keys:
+            check(key, fs)
+
+    if __name__ == "__main__":
+        fs = s3fs.S3FileSystem(skip_instance_cache=True, **OPTIONS)
+        keys = sorted(k for k in fs.find(sys.argv[1]) if k.endswith(".onnx"))
+        if sys.argv[2] == "1":
+            check_all(keys)
+        else:
+            import multiprocessing
+            n = int(sys.argv[2])
+            with multiprocessing.get_context("spawn").Pool(n) as pool:
+                pool.map(check_all, [keys[i::n] for i in range(n)])
 """)
 
 # `onemodel` run in this interpreter, writing /proc/self/io to the file $SCAN_BENCH_IO at exit
@@ -180,6 +215,52 @@ def start_cluster():
                         dashboard_address=None, silence_logs=logging.ERROR)
 
 
+def start_bucket(root: str):
+    """The moto S3 server, started, with the models of ``root`` under ``s3://BUCKET/models/``:
+    ``(server, URL of all, URL of run-0, the onnx loop's extra arguments, scan's)``."""
+    sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+    from servers.s3 import MotoS3
+
+    server = MotoS3().start()
+    bucket = server.create_bucket("scan-bench")
+    fs = server.filesystem()
+    for dirpath, _, names in os.walk(root):
+        batch = {}
+        for name in names:
+            path = os.path.join(dirpath, name)
+            with open(path, "rb") as f:
+                batch[f"{bucket}/models/{os.path.relpath(path, root)}"] = f.read()
+        fs.pipe(batch)
+    opts = server.storage_options
+    scan_args = []
+    for k, v in opts.items():
+        for kk, vv in (v.items() if isinstance(v, dict) else [(None, v)]):
+            scan_args += ["-S", f"{k}.{kk}={vv}" if kk else f"{k}={vv}"]
+    return (server, f"s3://{bucket}/models/", f"s3://{bucket}/models/run-0/",
+            [json.dumps(opts)], scan_args)
+
+
+def bucket_bytes(server, url: str, out: str, scan_args: list[str], total: int) -> None:
+    """Object bytes and requests a ``--jobs 1`` scan of ``url`` asks the server for (its
+    request log), plain, ``--check`` and ``--hash``, against the bucket's bytes."""
+    from servers.s3 import object_bytes_requested
+
+    fs = server.filesystem()
+    bucket_path = url.removeprefix("s3://")
+    sizes = {f"/{p}": fs.size(p) for p in fs.find(bucket_path)}
+    print(f"\nobject bytes asked of the server (its request log) by a --jobs 1 scan, of "
+          f"{total} bytes of models:")
+    for flag in ("", "--check", "--hash"):
+        if os.path.exists(out):
+            os.remove(out)
+        with server.recording() as requests:
+            run([PY, "-m", "onemodel", "scan", url, "-o", out, "--jobs", "1",
+                 *([flag] if flag else []), *scan_args])
+        got = object_bytes_requested(requests, sizes)
+        gets = sum(e["method"] == "GET" for e in requests)
+        print(f"  scan {flag:<8} {got:>12} bytes  {100 * got / total:6.1f}%  {gets} GET requests")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=1000, help="models (default 1000)")
@@ -191,11 +272,13 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="timed runs of each (median)")
     ap.add_argument("--dir", help="generate the models here and keep them")
     ap.add_argument("--no-dask", action="store_true", help="skip the LocalCluster rows")
+    ap.add_argument("--s3", action="store_true",
+                    help="scan the models in a bucket of a local moto S3 server")
     args = ap.parse_args()
     require_scan()
 
     scratch = tempfile.mkdtemp(prefix="scan-bench-")
-    cluster = None
+    cluster = server = None
     try:
         root = args.dir or os.path.join(scratch, "models")
         os.makedirs(root, exist_ok=True)
@@ -208,15 +291,19 @@ def main() -> None:
         print(f"{n} models of {2 * args.layers} nodes, {total / 2**20:.1f} MiB ({total // n} "
               f"bytes each on average), {os.cpu_count()} CPUs, median of {args.repeat}")
 
+        where, tenth = root, os.path.join(root, "run-0")  # n/10 models: start-up vs per model
+        m = len([f for f in os.listdir(tenth) if f.endswith(".onnx")])
         loop = os.path.join(scratch, "onnx_loop.py")
         with open(loop, "w") as f:
-            f.write(ONNX_LOOP)
-        tenth = os.path.join(root, "run-0")  # n/10 models: start-up against per-model cost
-        m = len([f for f in os.listdir(tenth) if f.endswith(".onnx")])
+            f.write(ONNX_S3_LOOP if args.s3 else ONNX_LOOP)
+        loop_args, scan_args = [], []
+        if args.s3:
+            server, where, tenth, loop_args, scan_args = start_bucket(root)
+            print(f"in a bucket of the moto S3 server at {server.endpoint}")
         results, small = {}, {}
         for procs in ("1", "2"):
-            for where, into in ((root, results), (tenth, small)):
-                cmd = [PY, loop, where, procs]
+            for at, into in ((where, results), (tenth, small)):
+                cmd = [PY, loop, at.removeprefix("s3://"), procs, *loop_args]
                 into[("onnx loop", procs)], _ = _timing.timed(lambda: run(cmd), args.repeat,
                                                               warmup=True)
         if not args.no_dask:
@@ -226,8 +313,8 @@ def main() -> None:
             ways.append(("dask 2", ["--dask", cluster.scheduler_address]))
         for flag in ("", "--check", "--hash"):
             for way, extra in ways:
-                args_ = ([flag] if flag else []) + extra
-                results[(f"scan {flag}".strip(), way)] = time_scan(root, out, n, args_,
+                args_ = ([flag] if flag else []) + extra + scan_args
+                results[(f"scan {flag}".strip(), way)] = time_scan(where, out, n, args_,
                                                                     args.repeat)
                 small[(f"scan {flag}".strip(), way)] = time_scan(tenth, out, m, args_,
                                                                   args.repeat)
@@ -250,7 +337,9 @@ def main() -> None:
                   f"{rate / base:>11.2f}x {single / seconds:>8.2f}x {st:>9.0f} "
                   f"{st / steady(base_key):>6.2f}x {st / steady((what, '1')):>8.2f}x")
 
-        if os.path.exists("/proc/self/io"):
+        if server is not None:
+            bucket_bytes(server, where, out, scan_args, total)
+        elif os.path.exists("/proc/self/io"):
             others = total - os.path.getsize(os.path.join(one, "model-0000.onnx"))
             print(f"\nbytes read (read() calls of a --jobs 1 scan, less a scan of one model's), "
                   f"of {others} bytes of models:")
@@ -260,6 +349,8 @@ def main() -> None:
     finally:
         if cluster is not None:
             cluster.close()
+        if server is not None:
+            server.stop()
         shutil.rmtree(scratch, ignore_errors=True)
 
 

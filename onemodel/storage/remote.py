@@ -5,9 +5,9 @@ chained URLs such as ``simplecache::s3://b/m.onemodel``). Storage options are pa
 backend as given; credentials otherwise come from each backend's usual environment variables
 (``AWS_ACCESS_KEY_ID``, ``AWS_ENDPOINT_URL``, ``GOOGLE_APPLICATION_CREDENTIALS`` ...).
 
-Reading (:class:`RemoteSource`) never downloads the whole object. The first
-:data:`HEAD_BYTES` bytes are fetched once and kept, so a reader's header read and a small
-manifest read cost one request; every other read is one range request whose answer is checked
+Reading (:class:`RemoteSource`) never downloads the whole object, unless it is small
+(:data:`WHOLE_OBJECT_BYTES`). The first :data:`HEAD_BYTES` bytes are fetched once and kept, so
+a reader's header read and a small manifest read cost one request; every other read is one range request whose answer is checked
 to be exactly the bytes asked for. ``fetch_many`` merges neighbouring ranges (gaps of at most
 :data:`COALESCE_GAP` bytes) into few requests issued concurrently. Reads that follow each other
 through the file (a converter streaming tensors in order, a parser walking a large structure)
@@ -56,6 +56,13 @@ from .base import Sink, Source
 #: Bytes fetched by the first read of a remote source and kept: enough for the OneModel header
 #: and a small manifest, or the start of an ONNX file, so opening costs one request.
 HEAD_BYTES = 64 * KiB
+
+#: An object of at most this many bytes whose size is known at open (every backend but HTTP) is
+#: fetched whole by its first read and kept, as its head: one request, where its structure read
+#: by ranges would take several (each an object store's 10-30 ms of first-byte latency, the time
+#: of 0.1-3 MB of transfer), and every later read of it (the tensors of a digest) is served from
+#: it, so each byte is fetched once.
+WHOLE_OBJECT_BYTES = 4 * MiB
 
 #: Two ranges of one ``fetch_many`` call whose gap is at most this many bytes are fetched by one
 #: request (the gap is transferred and dropped).
@@ -339,6 +346,8 @@ class RemoteSource(Source):
             return
         info = self._info("open")
         self.size = _size_of(info, self.name)
+        if self.size <= WHOLE_OBJECT_BYTES:  # one request for all of a small object
+            self._head_bytes = max(self._head_bytes, self.size)
         if kind == "S3FileSystem" and info.get("ETag"):
             self._s3_pin = {"IfMatch": info["ETag"]}
             if info.get("VersionId") and info["VersionId"] != "null":

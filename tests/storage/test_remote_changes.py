@@ -22,7 +22,9 @@ from onemodel.storage import BytesSink, RemoteSource
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-N = 128 * 1024  # float32 elements per tensor: 512 KiB, past the kept head of the first read
+# float32 elements per tensor: 2.5 MiB, so that an object of two is past the kept head of the
+# first read and larger than WHOLE_OBJECT_BYTES (a smaller object is fetched whole at open)
+N = 640 * 1024
 
 
 def _arrays(seed: int) -> list[np.ndarray]:
@@ -68,6 +70,28 @@ def test_s3_onemodel_overwritten_between_load_and_a_tensor_read(s3):
             w1.numpy()
     _assert_changed(e.value, f"s3://{bucket}/m.onemodel")
     assert "ETag" in e.value.message
+
+
+def test_a_small_object_overwritten_after_load_still_reads_as_opened(s3):
+    # an object of at most WHOLE_OBJECT_BYTES is fetched whole by its first read: its tensors
+    # are those of the object opened, whatever happens to it afterwards (never a mix)
+    from onemodel.storage.remote import WHOLE_OBJECT_BYTES
+
+    server, bucket = s3
+    fs = server.filesystem()
+    rng = np.random.default_rng(7)
+    old, new = ([rng.standard_normal(64 * 1024).astype(np.float32) for _ in range(2)]
+                for _ in range(2))
+    graph = lambda arrays: _proto(arrays)  # noqa: E731
+    old_bytes = onemodel.to_bytes(onemodel.load(graph(old).SerializeToString()),
+                                  format="onemodel")
+    assert len(old_bytes) <= WHOLE_OBJECT_BYTES
+    fs.pipe_file(f"{bucket}/s.onemodel", old_bytes)
+    with onemodel.load(f"s3://{bucket}/s.onemodel", storage_options=server.storage_options) as m:
+        fs.pipe_file(f"{bucket}/s.onemodel", onemodel.to_bytes(
+            onemodel.load(graph(new).SerializeToString()), format="onemodel"))
+        got = [t.numpy() for t in m.graph.initializers]
+    assert all(np.array_equal(a, b) for a, b in zip(got, old))
 
 
 def test_s3_external_data_file_overwritten_between_load_and_a_tensor_read(s3, tmp_path):
@@ -121,13 +145,13 @@ def test_s3_unchanged_object_reads_normally_with_if_match(s3):
 def test_memory_object_replaced_between_two_reads_is_io_error():
     fs = fsspec.filesystem("memory")
     path = f"/chg-{uuid.uuid4().hex[:8]}/blob"
-    data = bytes(range(256)) * 1200  # 300 KiB
+    data = bytes(range(256)) * 20_000  # 5 MB: read by ranges (past WHOLE_OBJECT_BYTES)
     fs.pipe_file(path, data)
     src = RemoteSource("memory://" + path)
     assert bytes(src.read(100_000, 16)) == data[100_000:100_016]
     fs.pipe_file(path, data[::-1])  # same size
     with pytest.raises(IoError) as e:
-        src.read(200_000, 16)
+        src.read(2_000_000, 16)
     _assert_changed(e.value, path)
     assert "modification time changed" in e.value.message
     fs.rm(path)

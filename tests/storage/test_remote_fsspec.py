@@ -30,7 +30,7 @@ def mem():
 
 def test_memory_source_reads_exact_ranges(mem):
     fs, d = mem
-    data = bytes(range(256)) * 1000
+    data = bytes(range(256)) * 20_000  # 5 MB: read by ranges (past WHOLE_OBJECT_BYTES)
     fs.pipe_file(f"{d}/a.bin", data)
     src = open_source(f"memory://{d}/a.bin")
     assert isinstance(src, RemoteSource) and src.size == len(data) and src.whole() is None
@@ -40,6 +40,22 @@ def test_memory_source_reads_exact_ranges(mem):
     assert src.requests == 2  # one range past the head, one head read serving both small reads
     with pytest.raises(MalformedError):
         src.read(len(data) - 1, 2)
+
+
+def test_a_small_object_is_fetched_whole_by_its_first_read(mem):
+    # WHOLE_OBJECT_BYTES: one request for all of it, every later read served from it
+    from onemodel.storage.remote import WHOLE_OBJECT_BYTES
+
+    fs, d = mem
+    data = bytes(range(256)) * 1000
+    assert len(data) <= WHOLE_OBJECT_BYTES
+    fs.pipe_file(f"{d}/s.bin", data)
+    src = open_source(f"memory://{d}/s.bin")
+    assert bytes(src.read(70_000, 300)) == data[70_000:70_300]
+    assert bytes(src.read(200_000, 56_000)) == data[200_000:]
+    assert [bytes(v) for v in src.fetch_many([(5, 10), (100_000, 7)])] == [
+        data[5:15], data[100_000:100_007]]
+    assert (src.requests, src.bytes_fetched) == (1, len(data))
 
 
 def test_memory_fetch_many_groups_and_orders(mem):
