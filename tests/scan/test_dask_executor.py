@@ -90,7 +90,9 @@ def test_an_unreachable_scheduler_is_an_io_error(monkeypatch):
     assert e.value.source == address
 
 
-def test_no_more_than_a_window_of_tasks_is_in_flight(client):
+def test_no_more_than_a_window_of_tasks_is_in_flight(client, monkeypatch):
+    # (batches of the first size throughout: the bound below is the window's, not the sizes')
+    monkeypatch.setattr(executors, "DASK_MAX_ITEMS_PER_TASK", executors.DASK_ITEMS_PER_TASK)
     taken = []
 
     def items():
@@ -107,6 +109,37 @@ def test_no_more_than_a_window_of_tasks_is_in_flight(client):
     assert all(t - k <= most for k, t in enumerate(in_flight)), in_flight
     assert max(t - k for k, t in enumerate(in_flight)) == most  # the bound is the window's
     assert len(taken) == 60
+
+
+def test_batches_grow_for_quick_items_and_shrink_for_slow_ones():
+    assert executors.dask_batch_size(None) == executors.DASK_ITEMS_PER_TASK
+    assert executors.dask_batch_size(0.0001) == executors.DASK_MAX_ITEMS_PER_TASK
+    assert executors.dask_batch_size(0.05) == int(executors.DASK_TASK_SECONDS / 0.05)
+    assert executors.dask_batch_size(3.0) == 1
+
+
+class _CountingClient:
+    """The client, counting the batches submitted and their sizes."""
+
+    def __init__(self, client):
+        self._client, self.sizes = client, []
+
+    def submit(self, fn, function, items, *args, **kwargs):
+        self.sizes.append(len(items))
+        return self._client.submit(fn, function, items, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._client, name)
+
+
+def test_quick_items_go_in_larger_batches(client):
+    counting = _CountingClient(client)
+    got = sorted(i for i, _ in run_tasks(pid_row, list(range(300)), dask=counting,
+                                         on_failure=failed))
+    assert got == list(range(300))
+    first = executors.DASK_ITEMS_PER_TASK
+    assert counting.sizes[:executors.dask_window(client)] == [first] * 4
+    assert max(counting.sizes) > first and len(counting.sizes) < 300 // first
 
 
 def test_a_worker_killed_mid_scan_loses_no_row(client):
