@@ -8,8 +8,9 @@ backend as given; credentials otherwise come from each backend's usual environme
 Reading (:class:`RemoteSource`) never downloads the whole object, unless it is small
 (:data:`WHOLE_OBJECT_BYTES`). The first :data:`HEAD_BYTES` bytes are fetched once and kept, so
 a reader's header read and a small manifest read cost one request; every other read is one
-range request whose answer is checked to be exactly the bytes asked for. ``fetch_many`` merges neighbouring ranges (gaps of at most
-:data:`COALESCE_GAP` bytes) into few requests issued concurrently. Reads that follow each other
+range request whose answer is checked to be exactly the bytes asked for. ``fetch_many`` merges
+neighbouring ranges (gaps of at most :data:`COALESCE_GAP` bytes) into few requests issued
+concurrently. Reads that follow each other
 through the file (a converter streaming tensors in order, a parser walking a large structure)
 are served from a read-ahead window that grows to :data:`READAHEAD_MAX`, so they too cost few
 requests; a random read fetches exactly its bytes.
