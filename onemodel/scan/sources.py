@@ -10,8 +10,10 @@ A SOURCE is, tried in this order:
   ``[`` a glob; any other one model (an http(s) URL is never listed: HTTP has no listing);
 * a local path holding ``*``, ``?`` or ``[``: a glob (``**`` matches directories recursively);
 * a local directory: walked recursively (symbolic links to directories are not followed);
-* any other local path: one model, whatever its name (a FIFO or a missing file too: its row
-  says why it cannot be read).
+* any other local path: one model, whatever its name (a FIFO too: its row says why it cannot
+  be read). A path given as a SOURCE that does not exist is refused (a mistyped name should
+  not look like a scan that ran); a missing file named in a list is a row (a fleet's list goes
+  on without it).
 
 From a listing (a directory, a prefix, a glob) only the files named like models count: the
 suffixes of the registered formats (``.onnx``, ``.onemodel``), also followed by ``.zst``.
@@ -54,7 +56,8 @@ def _is_url(source: str) -> bool:
 def expand(sources, *, storage_options: dict | None = None) -> list[str]:
     """Every model the SOURCEs name (module docstring), sorted, each once.
 
-    Raises UsageError for a list that nests another or an empty SOURCE; IoError or
+    Raises UsageError for a list that nests another, an empty SOURCE or a local path SOURCE
+    that does not exist (not for a line of a list); IoError or
     UnsupportedError (the messages of :mod:`onemodel.storage`) when a list file, a prefix or a
     glob of a URL cannot be read or listed. A local glob matching nothing expands to nothing.
     """
@@ -71,6 +74,11 @@ def expand(sources, *, storage_options: dict | None = None) -> list[str]:
                                      "lists do not nest")
                 found.update(_expand_one(line, suffixes, storage_options))
         else:
+            if (not _is_url(source) and not GLOB_CHARACTERS & set(source)
+                    and not os.path.lexists(source)):
+                from ..errors import quote
+
+                raise UsageError(f"no such file or directory: {quote(source)}")
             found.update(_expand_one(source, suffixes, storage_options))
     return sorted(found)
 

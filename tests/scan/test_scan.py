@@ -450,3 +450,13 @@ def test_a_remote_model_of_many_small_tensors_costs_few_requests(http_server):
     row = onemodel.scan(http_server.url("small.onnx"), jobs=1, check=True).rows[0]
     assert row["error_kind"] is None and row["initializers"] == 50
     assert len(http_server.log) <= 8, len(http_server.log)
+
+
+def test_a_source_that_does_not_exist_is_refused_but_a_listed_one_is_a_row(tmp_path):
+    missing = str(tmp_path / "no-such-model.onnx")
+    with pytest.raises(onemodel.UsageError, match="no such file or directory"):
+        onemodel.scan(missing, jobs=1)
+    listing = tmp_path / "list.txt"
+    listing.write_text(missing + "\n")
+    rows = onemodel.scan(f"@{listing}", jobs=1).rows
+    assert [(r["source"], r["error_kind"]) for r in rows] == [(missing, "Io")]
