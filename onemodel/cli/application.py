@@ -456,10 +456,15 @@ def register_commands(names=COMMANDS):
     order = {n: k for k, n in enumerate(COMMANDS)}
     app.registered_commands.sort(
         key=lambda c: order.get(c.name or c.callback.__name__, len(order)))
-    for c in app.registered_commands:  # the command list: each first paragraph on one line
-        if c.short_help is None and c.callback is not None and c.callback.__doc__:
-            c.short_help = " ".join(inspect.cleandoc(c.callback.__doc__).split("\n\n")[0]
-                                    .split())
+    for c in app.registered_commands:
+        doc = c.callback.__doc__ if c.callback is not None else None
+        if not doc:
+            continue
+        paragraphs = [" ".join(p.split()) for p in inspect.cleandoc(doc).split("\n\n")]
+        if c.short_help is None:  # the command list: each first paragraph on one line
+            c.short_help = paragraphs[0]
+        if c.help is None:  # `--help`: each paragraph's lines joined, wrapped to the terminal
+            c.help = "\n\n".join(paragraphs)  # (typer keeps a later paragraph's line breaks)
     return app
 
 
