@@ -77,18 +77,27 @@ def scan(
         if layout != "onemodel" and convert_to is None:
             raise UsageError("--layout takes effect with --convert-to")
         options = _storage_options(storage_option, sources, output, convert_to)
-        with _Bar(quiet) as bar:
-            result = run_scan(sources, output, jobs=jobs, dask=dask, hash=hash_, check=check,
-                              tensors=tensors, duplicates=duplicates, resume=resume,
-                              convert_to=convert_to, layout=layout, storage_options=options,
-                              allow_outside=allow_outside, progress=bar)
+        from ..signals import Terminated
+
+        try:
+            with _Bar(quiet) as bar:
+                result = run_scan(sources, output, jobs=jobs, dask=dask, hash=hash_,
+                                  check=check, tensors=tensors, duplicates=duplicates,
+                                  resume=resume, convert_to=convert_to, layout=layout,
+                                  storage_options=options, allow_outside=allow_outside,
+                                  progress=bar)
+        except (KeyboardInterrupt, Terminated):
+            if output is not None and bar.done:
+                err.line(f"the {_count(bar.done, 'row')} done so far are kept for {output}: "
+                         "the same command with --resume goes on from them")
+            raise
         show = err if output is None else out
         if output is None:
             for row in result.rows:
                 out.line(json.dumps(row, ensure_ascii=False, separators=(",", ":")))
         if as_json:
             doc = {"summary": result.summary, "scanned": result.scanned,
-                   "skipped": result.skipped}
+                   "skipped": result.skipped, "rescanned": result.rescanned}
             if result.duplicates is not None:
                 doc["duplicates"] = result.duplicates
             show.line(json.dumps(doc, indent=2))
@@ -133,8 +142,12 @@ def summary_lines(result, output: str | None) -> list[str]:
 
     s = result.summary
     head = f"scanned {_count(result.scanned, 'model')}"
-    if result.skipped:
-        head += f" ({result.skipped} already in {output})"
+    kept = [f"{result.skipped} already in {output}"] if result.skipped else []
+    if result.rescanned:
+        kept.append(f"{result.rescanned} of them again, their rows lacking what this scan "
+                    "asks")
+    if kept:
+        head += f" ({'; '.join(kept)})"
     head += f": {_count(s['models'], 'row')}, {s['failed']} failed, {_human(s['bytes'])}"
     if output is not None:
         head += f" -> {output}"

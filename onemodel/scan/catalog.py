@@ -93,9 +93,13 @@ def read_jsonl(path: str) -> list[dict]:
     return _read_lines(path)[0]
 
 
-def _read_lines(path: str) -> tuple[list[dict], int]:
+def _read_lines(path: str, *, strict: bool = False) -> tuple[list[dict], int]:
     """``(rows, length)``: the complete rows of the JSON lines file and the length of the file
-    up to the end of its last complete line."""
+    up to the end of its last complete line. ``strict`` (a file a scan will append to): every
+    complete line must be a row of this schema, and a torn last line the start of one (a scan
+    writes ``{"schema":`` first), else UsageError: the file is not a scan's catalog."""
+    from .row import SCHEMA_VERSION
+
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -105,13 +109,23 @@ def _read_lines(path: str) -> tuple[list[dict], int]:
         raise IoError(f"cannot read the catalog: {e.strerror}", source=path) from None
     end = data.rfind(b"\n") + 1
     rows = []
-    for line in data[:end].splitlines():
+    for number, line in enumerate(data[:end].splitlines(), 1):
         try:
             row = json.loads(line)
         except ValueError:
-            continue
+            row = None
         if isinstance(row, dict) and isinstance(row.get("source"), str):
-            rows.append(row)
+            if not strict or row.get("schema") == SCHEMA_VERSION:
+                rows.append(row)
+                continue
+        if strict and line.strip():
+            raise UsageError(f"{path} is not the catalog of a scan (line {number} is not a row "
+                             f"of schema {SCHEMA_VERSION}): only a scan's own output is resumed")
+    tail = data[end:]
+    if strict and tail.strip() and not b'{"schema":'.startswith(tail[:10]) and \
+            not tail.startswith(b'{"schema":'):
+        raise UsageError(f"{path} is not the catalog of a scan (its last line is not a row): "
+                         "only a scan's own output is resumed")
     return rows, end
 
 
@@ -179,8 +193,12 @@ class Catalog:
     """The output of one scan: :meth:`add` each row as it completes, :meth:`finish` at the end.
 
     ``path``: a local ``.jsonl`` or ``.parquet`` file. ``resume``: keep the rows already there
-    (:attr:`done`: their sources) and append; otherwise an existing output is replaced when
-    the scan finishes (and its journal started afresh).
+    (:attr:`rows`) and append; otherwise an existing output is replaced when the scan finishes
+    (and its journal started afresh). Nothing is written before the first row: a scan that
+    cannot start (an unreachable cluster, a source that cannot be listed) leaves an existing
+    catalog as it was. Raises UsageError for ``resume`` of a file that holds lines that are not
+    rows of a scan (a file that is not a catalog is not replaced), IoError when it cannot be
+    read or written.
     """
 
     def __init__(self, path: str, *, resume: bool = False):
@@ -194,18 +212,22 @@ class Catalog:
             _pyarrow()  # (refused before anything is scanned)
         self.journal = path + JOURNAL_SUFFIX if self.format == "parquet" else path
         rows: list[dict] = []
-        end = 0
+        self._end = 0  # where the journal's whole lines end (resume appends there)
+        self._resume = resume
         if resume:
             if self.format == "parquet" and os.path.exists(path):
                 rows = read_parquet(path)
-            journal_rows, end = _read_lines(self.journal)
+            journal_rows, self._end = _read_lines(self.journal, strict=True)
             rows += journal_rows
         self.rows = {r["source"]: r for r in rows}
+        self._file = None  # opened by the first row
+
+    def _open(self) -> None:
         try:
-            if resume and os.path.exists(self.journal):
+            if self._resume and os.path.exists(self.journal):
                 self._file = open(self.journal, "r+b")
-                self._file.truncate(end)  # a torn last line goes
-                self._file.seek(end)
+                self._file.truncate(self._end)  # a torn last line goes
+                self._file.seek(self._end)
             else:
                 self._file = open(self.journal, "wb")
         except OSError as e:
@@ -219,6 +241,8 @@ class Catalog:
 
     def add(self, row: dict) -> None:
         """Append ``row`` to the journal: one whole line, then flushed."""
+        if self._file is None:
+            self._open()
         self.rows[row["source"]] = row
         self._file.write(_line(row).encode("utf-8"))
         self._file.flush()
@@ -229,7 +253,7 @@ class Catalog:
 
     def close(self) -> None:
         """Close the journal, leaving it as it is (an interrupted scan: resume from it)."""
-        if not self._file.closed:
+        if self._file is not None and not self._file.closed:
             self._file.close()
 
     def finish(self) -> list[dict]:

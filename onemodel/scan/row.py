@@ -64,6 +64,18 @@ class ScanOptions:
         whose output is checked against it)."""
         return self.hash or self.tensors or self.convert_to is not None
 
+    def answered_by(self, row: dict) -> bool:
+        """Whether ``row`` (of an earlier scan, resumed) holds what these options ask: the
+        digest, the tensors' digests, the check's counts, the conversion (written or failed).
+        A row of a model that could not be read holds all it ever will."""
+        if row.get("error_kind") is not None:
+            return True
+        return not ((self.digests and row.get("digest") is None)
+                    or (self.tensors and row.get("tensors") is None)
+                    or (self.check and row.get("check_errors") is None)
+                    or (self.convert_to is not None and row.get("output") is None
+                        and row.get("output_error") is None))
+
 
 def row_source(source: str) -> str:
     """The ``source`` field of ``source``'s row: a URL's user information and query values

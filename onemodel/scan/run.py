@@ -23,7 +23,9 @@ class ScanResult:
     rows: every row, sorted by source (those of an earlier run resumed included); summary:
     :func:`onemodel.scan.summary.summarize_rows` of them; duplicates:
     :func:`onemodel.scan.duplicates.find_duplicates` (with ``duplicates=True``, else None);
-    scanned: the models scanned by this call; skipped: those already in the output (resume).
+    scanned: the models scanned by this call; skipped: those already in the output (resume);
+    rescanned: those of ``scanned`` whose row in the output (resume) lacked what this scan
+    asks (the digest, the check's counts, a conversion) and was replaced.
     """
 
     rows: list[dict] = field(default_factory=list)
@@ -31,6 +33,7 @@ class ScanResult:
     duplicates: dict | None = None
     scanned: int = 0
     skipped: int = 0
+    rescanned: int = 0
 
 
 def failed_item(item: tuple, kind: str, message: str) -> dict:
@@ -144,10 +147,14 @@ def scan(sources, output: str | None = None, *, jobs: int | None = None, client=
                           convert_to=convert_to, layout=layout,
                           storage_options=storage_options, allow_outside=allow_outside)
     found = expand(sources, storage_options=storage_options)
+    if output is not None:
+        _refuse_catalog_over_inputs(output, sources, found)
     outputs = plan_outputs(found, convert_to, layout) if convert_to is not None else {}
     catalog = Catalog(output, resume=resume) if output is not None else None
-    done = catalog.done if catalog is not None else set()
+    earlier = catalog.rows if catalog is not None else {}
+    done = {s for s, r in earlier.items() if options.answered_by(r)}
     items = [(s, outputs.get(s)) for s in found if row_source(s) not in done]
+    rescanned = sum(row_source(s) in earlier for s, _ in items)
     rows: dict[str, dict] = {}
     try:
         for _, row in run_tasks(partial(scan_item, options=options), items, jobs=jobs,
@@ -167,4 +174,23 @@ def scan(sources, output: str | None = None, *, jobs: int | None = None, client=
         all_rows = [rows[k] for k in sorted(rows)]
     return ScanResult(rows=all_rows, summary=summarize_rows(all_rows),
                       duplicates=find_duplicates(all_rows) if duplicates else None,
-                      scanned=len(items), skipped=len(found) - len(items))
+                      scanned=len(items), skipped=len(found) - len(items),
+                      rescanned=rescanned)
+
+
+def _refuse_catalog_over_inputs(output: str, sources, found: list[str]) -> None:
+    """UsageError, before anything is written, when the catalog (or its journal) is a file the
+    scan reads: a source, or a list of sources."""
+    import os
+
+    from ..storage import is_local
+    from ..storage.place import refuse_inputs_as_outputs
+    from .catalog import JOURNAL_SUFFIX
+
+    if isinstance(sources, (str, os.PathLike)):
+        sources = [sources]
+    lists = [os.fspath(s)[1:] for s in sources if os.fspath(s).startswith("@")]
+    inputs = [("a list of sources", p) for p in lists if is_local(p)]
+    inputs += [("a source", s) for s in found if is_local(s)]
+    refuse_inputs_as_outputs([("the catalog", output),
+                              ("the catalog's journal", output + JOURNAL_SUFFIX)], inputs)

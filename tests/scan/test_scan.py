@@ -460,3 +460,71 @@ def test_a_source_that_does_not_exist_is_refused_but_a_listed_one_is_a_row(tmp_p
     listing.write_text(missing + "\n")
     rows = onemodel.scan(f"@{listing}", jobs=1).rows
     assert [(r["source"], r["error_kind"]) for r in rows] == [(missing, "Io")]
+
+
+def _catalog_of(tmp_path, name="c.jsonl"):
+    """A directory of two models and its catalog (plain rows): ``(directory, catalog, bytes)``."""
+    import shutil
+
+    d = tmp_path / "models"
+    d.mkdir()
+    for m in ("cnn_dynamo.onnx", "bert_tiny.onnx"):
+        shutil.copyfile(MODELS / m, d / m)
+    out = tmp_path / name
+    onemodel.scan(str(d), str(out), jobs=1)
+    return d, out, out.read_bytes()
+
+
+def test_a_catalog_that_is_also_a_source_or_its_list_is_refused_untouched(tmp_path):
+    d, out, before = _catalog_of(tmp_path)
+    with pytest.raises(onemodel.UsageError, match="is a source"):
+        onemodel.scan([str(d), str(out)], str(out), jobs=1)
+    listing = tmp_path / "list.jsonl"
+    listing.write_text(f"{d / 'cnn_dynamo.onnx'}\n")
+    with pytest.raises(onemodel.UsageError, match="is a list of sources"):
+        onemodel.scan(f"@{listing}", str(listing), jobs=1)
+    assert out.read_bytes() == before and listing.read_text() == f"{d / 'cnn_dynamo.onnx'}\n"
+
+
+@pytest.mark.parametrize("name", ["c.jsonl", "c.parquet"])
+def test_a_scan_that_cannot_start_leaves_the_catalog_as_it_was(tmp_path, monkeypatch, name):
+    if name.endswith(".parquet"):
+        pytest.importorskip("pyarrow")
+    from onemodel.scan import executors
+
+    d, out, before = _catalog_of(tmp_path, name)
+
+    def unreachable(*args, **kwargs):
+        raise onemodel.IoError("cannot reach the Dask scheduler", source="tcp://127.0.0.1:1")
+        yield  # (a generator, as run_tasks is)
+
+    monkeypatch.setattr(executors, "run_tasks", unreachable)
+    with pytest.raises(onemodel.IoError):
+        onemodel.scan(str(d), str(out), jobs=1)
+    assert out.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["models", name])  # no journal
+
+
+def test_resuming_a_file_that_is_not_a_catalog_is_refused_untouched(tmp_path):
+    d, _, _ = _catalog_of(tmp_path)
+    other = tmp_path / "other.jsonl"
+    for text in ('{"user": 1, "text": "important"}\n', "notes, no newline"):
+        other.write_text(text)
+        with pytest.raises(onemodel.UsageError, match="not the catalog of a scan"):
+            onemodel.scan(str(d), str(other), jobs=1, resume=True)
+        assert other.read_text() == text
+
+
+def test_resuming_with_more_asked_scans_again_the_rows_that_lack_it(tmp_path):
+    d, out, _ = _catalog_of(tmp_path)  # rows without digests
+    import shutil
+
+    shutil.copyfile(d / "cnn_dynamo.onnx", d / "copy.onnx")
+    r = onemodel.scan(str(d), str(out), jobs=1, resume=True, duplicates=True)
+    assert (r.scanned, r.skipped, r.rescanned) == (3, 0, 2)
+    assert all(row["digest"] and row["tensors"] for row in r.rows)
+    assert [g["sources"] for g in r.duplicates["identical"]] == [
+        [str(d / "cnn_dynamo.onnx"), str(d / "copy.onnx")]]
+    assert len(read_catalog(str(out))) == 3
+    again = onemodel.scan(str(d), str(out), jobs=1, resume=True, hash=True)
+    assert (again.scanned, again.skipped, again.rescanned) == (0, 3, 0)
