@@ -29,7 +29,7 @@ import uuid
 from collections import deque
 from multiprocessing.connection import Connection, wait
 
-from ..errors import InternalError, IoError, UnsupportedError, clip
+from ..errors import InternalError, IoError, UnsupportedError, UsageError, clip
 from ..limits import MAX_SCAN_MEMORY, MAX_SCAN_SECONDS, GiB, MiB
 
 #: The failure kinds ``on_failure`` is given (besides the kinds of :mod:`onemodel.errors`, which
@@ -604,6 +604,21 @@ def dask_window(client) -> int:
     (so no worker waits for the next task), at least :data:`DASK_MIN_IN_FLIGHT`."""
     threads = sum(client.nthreads().values())
     return max(DASK_MIN_IN_FLIGHT, DASK_TASKS_PER_THREAD * threads)
+
+
+def check_dask_address(address: str) -> None:
+    """UsageError, without connecting, for a scheduler address that is not ``scheme://host:port``
+    (``tcp://10.0.0.5:8786``; the schemes Dask knows), as Dask would parse it."""
+    _distributed()
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        scheme, location = parse_address(address, strict=True)
+        if scheme in ("tcp", "tls", "ws", "wss"):
+            parse_host_port(location)
+    except (ValueError, TypeError) as e:
+        raise UsageError(f"the Dask scheduler address {address!r} is not scheme://host:port "
+                         f"({e})") from None
 
 
 def dask_connect(dask):

@@ -134,9 +134,16 @@ class _Counter:
 
 def scan_item(item: tuple, options: ScanOptions) -> dict:
     """:func:`scan_one` of a task's item ``(source, output)`` (``output``: the conversion's
-    destination or None): the function a scan gives its executor."""
-    source, output = item
-    return scan_one(source, options, output=output)
+    destination or None): the function a scan gives its executor. An item ``(source, output,
+    listed, listed_output)`` opens ``source`` and writes ``output`` (absolute paths, for a
+    Dask worker whose working directory is another) but names them as listed in its row."""
+    source, output = item[:2]
+    row = scan_one(source, options, output=output)
+    if len(item) == 4:
+        row["source"] = row_source(item[2])
+        if row.get("output") is not None:
+            row["output"] = row_source(item[3])
+    return row
 
 
 def scan_one(source: str, options: ScanOptions, *, output: str | None = None) -> dict:
@@ -356,4 +363,4 @@ def _convert(source: str, output: str, options: ScanOptions, row: dict) -> None:
         row["output_error"] = _one_line(f"InvalidModel: the content digest of {output} is "
                                         f"{written}, the source's {row['digest']}")
         return
-    row["output"] = display_url(output)
+    row["output"] = row_source(output)  # (masked and printable, as the source is)

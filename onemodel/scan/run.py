@@ -37,8 +37,26 @@ class ScanResult:
 
 
 def failed_item(item: tuple, kind: str, message: str) -> dict:
-    """The executor's ``on_failure`` for an item ``(source, output)``: :func:`failed_row`."""
-    return failed_row(item[0], kind, message)
+    """The executor's ``on_failure`` for an item ``(source, output[, listed, listed_output])``
+    (:func:`onemodel.scan.row.scan_item`): :func:`failed_row` of the source as listed."""
+    return failed_row(item[2] if len(item) == 4 else item[0], kind, message)
+
+
+def _for_workers(item: tuple) -> tuple:
+    """``item`` for a Dask worker: a local source or output made absolute (the worker's working
+    directory is its own), named as listed in the row (:func:`onemodel.scan.row.scan_item`)."""
+    import os
+
+    from ..storage import is_local
+
+    source, output = item
+
+    def absolute(p):
+        return os.path.abspath(p) if p is not None and is_local(p) else p
+
+    if absolute(source) == source and absolute(output) == output:
+        return item
+    return (absolute(source), absolute(output), source, output)
 
 
 def _layout_names() -> list[str]:
@@ -138,6 +156,13 @@ def scan(sources, output: str | None = None, *, jobs: int | None = None, client=
 
     if client is not None and dask is not None:
         raise UsageError("give a Dask client or a scheduler address, not both")
+    if jobs is not None and (client is not None or dask is not None):
+        raise UsageError("jobs are local processes; a Dask cluster runs its own workers: "
+                         "give one or the other")
+    if isinstance(dask, str):
+        from .executors import check_dask_address
+
+        check_dask_address(dask)
     if resume and output is None:
         raise UsageError("resume needs the output to resume")
     if layout not in _layout_names():
@@ -155,6 +180,8 @@ def scan(sources, output: str | None = None, *, jobs: int | None = None, client=
     done = {s for s, r in earlier.items() if options.answered_by(r)}
     items = [(s, outputs.get(s)) for s in found if row_source(s) not in done]
     rescanned = sum(row_source(s) in earlier for s, _ in items)
+    if client is not None or dask is not None:
+        items = [_for_workers(item) for item in items]
     rows: dict[str, dict] = {}
     try:
         for _, row in run_tasks(partial(scan_item, options=options), items, jobs=jobs,

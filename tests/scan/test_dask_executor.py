@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import pathlib
 import signal
 import time
 
@@ -172,6 +173,45 @@ def test_a_model_that_kills_its_workers_is_a_row_and_its_batch_is_not(client):
     assert got[5] == failed(("killparent", os.getpid()), "Crashed", "the model's task ended "
                             "each Dask worker that ran it (KilledWorker)")
     client.wait_for_workers(2, timeout=60)
+
+
+def test_relative_paths_are_read_by_the_workers_and_named_as_listed(client, tmp_path,
+                                                                    monkeypatch):
+    # the workers' working directory is their own: a relative path (a source, the conversions'
+    # directory) is sent absolute, and the rows name it as listed, as a local scan does
+    import shutil
+
+    import onemodel
+
+    models = pathlib.Path(__file__).resolve().parents[2] / "testdata" / "models"
+    (tmp_path / "m").mkdir()
+    for name in ("cnn_dynamo.onnx", "bert_tiny.onnx"):
+        shutil.copyfile(models / name, tmp_path / "m" / name)
+    monkeypatch.chdir(tmp_path)
+
+    def rows(out, **where):
+        got = onemodel.scan("m", hash=True, convert_to=out, **where).rows
+        return [{k: v for k, v in r.items() if k != "seconds"} for r in got]
+
+    remote, local = rows("on-dask", client=client), rows("here", jobs=1)
+    assert [r["source"] for r in remote] == ["m/bert_tiny.onnx", "m/cnn_dynamo.onnx"]
+    assert [r["error_kind"] for r in remote] == [None, None]
+    assert [r["output"] for r in remote] == ["on-dask/bert_tiny.onemodel",
+                                             "on-dask/cnn_dynamo.onemodel"]
+    assert [{**r, "output": None} for r in remote] == [{**r, "output": None} for r in local]
+    assert (tmp_path / "on-dask" / "cnn_dynamo.onemodel").is_file()
+
+
+def test_a_scheduler_address_that_is_no_address_or_jobs_with_dask_are_usage_errors(client):
+    import onemodel
+
+    for address in ("notaurl", "tcp://host"):
+        start = time.monotonic()
+        with pytest.raises(onemodel.UsageError, match="not scheme://host:port"):
+            onemodel.scan("testdata/models/cnn_dynamo.onnx", dask=address)
+        assert time.monotonic() - start < 10  # refused, not connected to
+    with pytest.raises(onemodel.UsageError, match="jobs are local processes"):
+        onemodel.scan("testdata/models/cnn_dynamo.onnx", client=client, jobs=2)
 
 
 def test_the_s3_fleet_read_by_the_workers(client, s3_fleet):

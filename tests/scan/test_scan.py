@@ -528,3 +528,21 @@ def test_resuming_with_more_asked_scans_again_the_rows_that_lack_it(tmp_path):
     assert len(read_catalog(str(out))) == 3
     again = onemodel.scan(str(d), str(out), jobs=1, resume=True, hash=True)
     assert (again.scanned, again.skipped, again.rescanned) == (0, 3, 0)
+
+
+def test_a_conversion_of_a_file_name_that_is_not_utf8_is_named_escaped(tmp_path):
+    # the output of bad\xff.onnx: its row names it escaped as the source is, the scan goes on
+    import shutil
+
+    d = tmp_path / "weird"
+    d.mkdir()
+    odd = os.path.join(os.fsencode(str(d)), b"bad\xff.onnx")
+    shutil.copyfile(MODELS / "cnn_dynamo.onnx", odd)
+    shutil.copyfile(MODELS / "cnn_dynamo.onnx", d / "good.onnx")
+    out = tmp_path / "c.jsonl"
+    rows = onemodel.scan(str(d), str(out), jobs=1, convert_to=str(tmp_path / "o")).rows
+    assert [r["error_kind"] for r in rows] == [None, None]
+    assert [r["output"] for r in rows] == [
+        str(tmp_path / "o" / "bad\\udcff.onemodel"), str(tmp_path / "o" / "good.onemodel")]
+    assert rows[0]["source"].endswith("bad\\udcff.onnx")
+    assert [r["output"] for r in read_catalog(str(out))] == [r["output"] for r in rows]
