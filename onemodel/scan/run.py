@@ -70,12 +70,20 @@ def _output_suffix(layout: str) -> str:
     return ".onemodel" if layout == "onemodel" else ".onnx"
 
 
+#: The layouts whose output is one file; any other writes data files beside the model (named by
+#: the model, by its tensors, or as the source names them), so each model converted in it gets
+#: a directory of its own: two models of one directory could otherwise name the same data file.
+SINGLE_FILE_LAYOUTS = ("onemodel", "inline")
+
+
 def plan_outputs(sources: list[str], directory: str, layout: str) -> dict[str, str]:
     """Where each source is converted to under ``directory``: its path relative to the
     sources' common directory (a URL's host and path; a local file's absolute path), with the
     suffix of ``layout``'s format in place of its own (and of ``.zst``); a name taken by an
-    earlier source (in sorted order) gets ``~2``, ``~3`` ... before the suffix. UsageError when
-    an output would be one of the sources."""
+    earlier source (in sorted order) gets ``~2``, ``~3`` ... before the suffix. A layout with
+    data files (not in :data:`SINGLE_FILE_LAYOUTS`) puts each model in a directory of its own,
+    named as the model without its suffix (``a/m.onnx`` -> ``DIR/a/m/m.onnx`` and its data
+    files). UsageError when an output would be one of the sources."""
     from ..storage import is_local
     from .sources import model_suffixes
 
@@ -102,6 +110,9 @@ def plan_outputs(sources: list[str], directory: str, layout: str) -> dict[str, s
             n += 1
             name = f"{stem}~{n}{suffix}"
         taken.add(name)
+        if layout not in SINGLE_FILE_LAYOUTS:  # DIR/a/m/m.onnx: its data files its own
+            folder = name[:-len(suffix)]
+            name = os.path.join(folder, os.path.basename(folder) + suffix)
         out[s] = os.path.join(directory, name)
     inputs = {os.path.abspath(s) for s in sources if is_local(s)}
     clash = sorted(o for o in out.values() if os.path.abspath(o) in inputs)

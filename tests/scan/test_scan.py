@@ -546,3 +546,25 @@ def test_a_conversion_of_a_file_name_that_is_not_utf8_is_named_escaped(tmp_path)
         str(tmp_path / "o" / "bad\\udcff.onemodel"), str(tmp_path / "o" / "good.onemodel")]
     assert rows[0]["source"].endswith("bad\\udcff.onnx")
     assert [r["output"] for r in read_catalog(str(out))] == [r["output"] for r in rows]
+
+
+@pytest.mark.parametrize("layout", ["per_tensor", "file", "safetensors", "keep"])
+def test_models_of_one_folder_with_the_same_tensor_names_convert_in_any_layout(tmp_path, layout):
+    # per_tensor names data files by tensor: two models of one folder whose tensors share names
+    # would write the same files; each model converted with data files gets a folder of its own
+    from scan_fleet import write
+
+    d = tmp_path / "src"
+    for i in range(3):  # the same initializer names (w0, w1), other values
+        write(str(d / "a" / f"m{i}.onnx"), chain_bytes(n=2, shape=(64, 64), seed=10 + i))
+    runs = []
+    for jobs in (1, 2, 1):
+        out = tmp_path / f"out-{len(runs)}"
+        rows = onemodel.scan(str(d), jobs=jobs, convert_to=str(out), layout=layout).rows
+        assert [r["output_error"] for r in rows] == [None] * 3, rows
+        for r in rows:
+            assert r["output"] == str(out / f"m{r['source'][-6]}" / f"m{r['source'][-6]}.onnx")
+            assert onemodel.digest(r["output"]).hex == r["digest"]
+        runs.append([{k: v for k, v in r.items() if k not in ("seconds", "output")}
+                     for r in rows])
+    assert runs[0] == runs[1] == runs[2]
