@@ -152,6 +152,11 @@ def summary_lines(result, output: str | None) -> list[str]:
     if output is not None:
         head += f" -> {output}"
     lines = [head]
+    if not s["models"]:  # (an empty folder, a glob that matches nothing: say what counts)
+        from ..scan.sources import model_suffixes
+
+        lines.append(f"  no model found: a listing counts the files named "
+                     f"{', '.join(model_suffixes())}")
     for key, label in (("formats", "formats"), ("errors", "errors"), ("validity", "validity"),
                        ("producers", "producers"), ("opsets", "opsets"),
                        ("check_codes", "check codes")):

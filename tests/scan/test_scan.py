@@ -235,11 +235,12 @@ def test_convert_to_writes_each_readable_model_with_its_digest_checked(tmp_path,
     assert str(out / "good" / "m1.onemodel") in outputs
     assert str(out / "good" / "m1~2.onemodel") in outputs
     assert str(out / "good" / "sub" / "m2.onemodel") in outputs
-    # ONNX with one data file per model
+    # ONNX with one data file per model, in a folder of its own
     from scan_fleet import write
     big = write(str(tmp_path / "big" / "b.onnx"), chain_bytes(n=2, shape=(64, 64)))
     r2 = onemodel.scan(big, jobs=1, convert_to=str(tmp_path / "onnx"), layout="file").rows[0]
-    assert r2["output"] == str(tmp_path / "onnx" / "b.onnx") and r2["output_error"] is None
+    assert r2["output"] == str(tmp_path / "onnx" / "b" / "b.onnx")
+    assert r2["output_error"] is None
     with onemodel.load(r2["output"]) as m:
         assert all(t.is_external for t in m.graph.initializers)
 
