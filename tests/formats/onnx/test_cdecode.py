@@ -818,7 +818,12 @@ def test_only_a_decode_of_many_records_moves_them_out_of_the_young_generation():
     # a large model's records go to the oldest generation (young collections would walk them
     # over and over); a small one's stay young: the move asks gc.get_freeze_count(), which walks
     # every frozen object (100 us per decode after the command line's gc.freeze())
-    for nodes, young in ((10, True), (6000, False)):
+    # (where gc.unfreeze() puts objects is CPython's own: its oldest generation up to 3.12;
+    # 3.13's collector lays generations out otherwise, so there only the small case is asked)
+    import sys
+
+    cases = ((10, True), (6000, False)) if sys.version_info < (3, 13) else ((10, True),)
+    for nodes, young in cases:
         gc.collect()
         m = C.decode(memoryview(_relu_chain(nodes)), "ModelProto", None, None, [])
         assert any(o is m for o in gc.get_objects(generation=0)) is young, nodes
