@@ -88,8 +88,9 @@ def scan(
                                   progress=bar)
         except (KeyboardInterrupt, Terminated):
             if output is not None and bar.done:
-                err.line(f"the {_count(bar.done, 'row')} done so far are kept for {output}: "
-                         "the same command with --resume goes on from them")
+                done = _count(bar.done, 'row')
+                err.line(f"the rows done so far ({done}) are kept in {output}: the same "
+                         "command with --resume goes on from them")
             raise
         show = err if output is None else out
         if output is None:

@@ -185,6 +185,8 @@ def scan(sources, output: str | None = None, *, jobs: int | None = None, client=
     found = expand(sources, storage_options=storage_options)
     if output is not None:
         _refuse_catalog_over_inputs(output, sources, found)
+        if convert_to is not None:
+            _refuse_conversion_over_catalog(convert_to, output)
     outputs = plan_outputs(found, convert_to, layout) if convert_to is not None else {}
     catalog = Catalog(output, resume=resume) if output is not None else None
     earlier = catalog.rows if catalog is not None else {}
@@ -214,6 +216,20 @@ def scan(sources, output: str | None = None, *, jobs: int | None = None, client=
                       duplicates=find_duplicates(all_rows) if duplicates else None,
                       scanned=len(items), skipped=len(found) - len(items),
                       rescanned=rescanned)
+
+
+def _refuse_conversion_over_catalog(convert_to: str, output: str) -> None:
+    """UsageError, before anything is written, when the conversion's directory is the catalog
+    or its journal (the models would be converted into a directory the catalog then cannot be
+    written as, or not at all over an existing catalog)."""
+    from ..storage.place import same_file
+    from .catalog import JOURNAL_SUFFIX
+
+    for what, path in (("the catalog", output), ("the catalog's journal",
+                                                 output + JOURNAL_SUFFIX)):
+        if same_file(convert_to, path):
+            raise UsageError(f"the conversion's directory {convert_to} is {what}; choose "
+                             "another directory")
 
 
 def _refuse_catalog_over_inputs(output: str, sources, found: list[str]) -> None:

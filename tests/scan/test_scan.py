@@ -487,6 +487,17 @@ def test_a_catalog_that_is_also_a_source_or_its_list_is_refused_untouched(tmp_pa
     assert out.read_bytes() == before and listing.read_text() == f"{d / 'cnn_dynamo.onnx'}\n"
 
 
+def test_a_conversion_into_the_catalog_is_refused_before_anything_is_written(tmp_path):
+    d, out, before = _catalog_of(tmp_path)
+    with pytest.raises(onemodel.UsageError, match="conversion's directory .* is the catalog"):
+        onemodel.scan(str(d), str(out), jobs=1, convert_to=str(out))
+    assert out.read_bytes() == before
+    fresh = tmp_path / "fresh.jsonl"
+    with pytest.raises(onemodel.UsageError, match="is the catalog"):
+        onemodel.scan(str(d), str(fresh), jobs=1, convert_to=str(tmp_path / "." / "fresh.jsonl"))
+    assert not fresh.exists()
+
+
 @pytest.mark.parametrize("name", ["c.jsonl", "c.parquet"])
 def test_a_scan_that_cannot_start_leaves_the_catalog_as_it_was(tmp_path, monkeypatch, name):
     if name.endswith(".parquet"):
@@ -569,3 +580,38 @@ def test_models_of_one_folder_with_the_same_tensor_names_convert_in_any_layout(t
         runs.append([{k: v for k, v in r.items() if k not in ("seconds", "output")}
                      for r in rows])
     assert runs[0] == runs[1] == runs[2]
+
+
+def test_the_command_line_says_an_interrupted_scan_resumes_and_what_resuming_kept(
+        tmp_path, monkeypatch):
+    import sys
+
+    from typer.testing import CliRunner
+
+    from onemodel.cli import app
+
+    d, out, _ = _catalog_of(tmp_path)  # two rows, without digests
+    package = sys.modules["onemodel.scan"]
+    real = package.scan
+
+    def stopped_after_one_row(*args, progress=None, **kwargs):
+        def stop(row):
+            progress(row)
+            raise KeyboardInterrupt
+        return real(*args, progress=stop, **kwargs)
+
+    monkeypatch.setattr(package, "scan", stopped_after_one_row)
+    fresh = str(tmp_path / "fresh.jsonl")
+    r = CliRunner().invoke(app, ["scan", str(d), "-o", fresh, "-j", "1"])
+    assert r.exit_code == 130, r.output
+    assert f"the rows done so far (1 row) are kept in {fresh}: the same command with --resume " \
+        "goes on from them" in r.stderr
+    assert len(read_jsonl(fresh)) == 1
+    monkeypatch.setattr(package, "scan", real)
+    r = CliRunner().invoke(app, ["scan", str(d), "-o", fresh, "-j", "1", "--resume"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.startswith(f"scanned 1 model (1 already in {fresh}): 2 rows")
+    r = CliRunner().invoke(app, ["scan", str(d), "-o", str(out), "-j", "1", "--resume",
+                                 "--hash"])
+    assert r.stdout.startswith("scanned 2 models (2 of them again, their rows lacking what "
+                               "this scan asks): 2 rows"), r.output
