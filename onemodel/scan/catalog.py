@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 
-from ..errors import IoError, UnsupportedError, UsageError
+from ..errors import IoError, MalformedError, UnsupportedError, UsageError
 from .row import FIELDS
 
 #: The suffix of a Parquet output's journal.
@@ -130,14 +130,17 @@ def _read_lines(path: str, *, strict: bool = False) -> tuple[list[dict], int]:
 
 
 def read_parquet(path: str) -> list[dict]:
-    """The rows of a Parquet catalog (maps as dicts)."""
-    pq = _pyarrow().parquet
+    """The rows of a Parquet catalog (maps as dicts); a missing file has none. MalformedError
+    when the file is not Parquet, IoError when it cannot be read."""
+    pa = _pyarrow()
     try:
-        table = pq.read_table(path)
+        table = pa.parquet.read_table(path)
     except FileNotFoundError:
         return []
     except OSError as e:
         raise IoError(f"cannot read the catalog: {e}", source=path) from None
+    except pa.lib.ArrowException as e:  # (not Parquet: no magic bytes, a torn footer)
+        raise MalformedError(f"the catalog is not a Parquet file: {e}", source=path) from None
     maps = _maps(table.schema)
     return [_from_arrow(r, maps) for r in table.to_pylist()]
 
@@ -189,6 +192,27 @@ def _atomic(path: str, write) -> None:
             os.unlink(tmp)
 
 
+def _parquet_rows_to_resume(path: str) -> list[dict]:
+    """The rows of the Parquet catalog ``path`` a scan resumes; UsageError when it is not a
+    Parquet file or holds rows of another schema (a file that is not a catalog is not
+    replaced)."""
+    from .row import SCHEMA_VERSION
+
+    why = "it is not a Parquet file"
+    try:
+        rows = read_parquet(path)
+    except MalformedError:
+        rows = None
+    else:
+        bad = next((n for n, r in enumerate(rows, 1) if not isinstance(r.get("source"), str)
+                    or r.get("schema") != SCHEMA_VERSION), None)
+        if bad is None:
+            return rows
+        why = f"row {bad} is not a row of schema {SCHEMA_VERSION}"
+    raise UsageError(f"{path} is not the catalog of a scan ({why}): only a scan's own output "
+                     "is resumed")
+
+
 class Catalog:
     """The output of one scan: :meth:`add` each row as it completes, :meth:`finish` at the end.
 
@@ -216,7 +240,7 @@ class Catalog:
         self._resume = resume
         if resume:
             if self.format == "parquet" and os.path.exists(path):
-                rows = read_parquet(path)
+                rows = _parquet_rows_to_resume(path)
             journal_rows, self._end = _read_lines(self.journal, strict=True)
             rows += journal_rows
         self.rows = {r["source"]: r for r in rows}

@@ -527,6 +527,27 @@ def test_resuming_a_file_that_is_not_a_catalog_is_refused_untouched(tmp_path):
         assert other.read_text() == text
 
 
+def test_resuming_a_parquet_file_that_is_not_a_catalog_is_refused_untouched(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    d, _, _ = _catalog_of(tmp_path)
+    text = tmp_path / "text.parquet"
+    text.write_text('{"user": 1}\n')
+    with pytest.raises(onemodel.UsageError, match="text.parquet is not the catalog of a scan "
+                       r"\(it is not a Parquet file\)"):
+        onemodel.scan(str(d), str(text), jobs=1, resume=True)
+    assert text.read_text() == '{"user": 1}\n'
+    table = tmp_path / "table.parquet"
+    pq.write_table(pa.table({"user": [1, 2], "text": ["important", "too"]}), table)
+    before = table.read_bytes()
+    with pytest.raises(onemodel.UsageError, match=r"\(row 1 is not a row of schema 1\)"):
+        onemodel.scan(str(d), str(table), jobs=1, resume=True)
+    assert table.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["models", "c.jsonl", "text.parquet", "table.parquet"])  # no journal either
+
+
 def test_resuming_with_more_asked_scans_again_the_rows_that_lack_it(tmp_path):
     d, out, _ = _catalog_of(tmp_path)  # rows without digests
     import shutil
