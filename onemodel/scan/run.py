@@ -191,7 +191,9 @@ def scan(sources, output: str | None = None, *, jobs: int | None = None, client=
     catalog = Catalog(output, resume=resume) if output is not None else None
     earlier = catalog.rows if catalog is not None else {}
     done = {s for s, r in earlier.items() if options.answered_by(r)}
-    items = [(s, outputs.get(s)) for s in found if row_source(s) not in done]
+    items = [(s, outputs.get(s)) for s in found
+             if row_source(s) not in done or _converted_elsewhere(earlier[row_source(s)],
+                                                                  outputs.get(s))]
     rescanned = sum(row_source(s) in earlier for s, _ in items)
     if client is not None or dask is not None:
         items = [_for_workers(item) for item in items]
@@ -216,6 +218,14 @@ def scan(sources, output: str | None = None, *, jobs: int | None = None, client=
                       duplicates=find_duplicates(all_rows) if duplicates else None,
                       scanned=len(items), skipped=len(found) - len(items),
                       rescanned=rescanned)
+
+
+def _converted_elsewhere(row: dict, output: str | None) -> bool:
+    """Whether ``row`` (of an earlier scan, resumed) names a conversion output other than
+    ``output``, this scan's (a resumed scan converting into another directory, or in another
+    layout, converts again)."""
+    return output is not None and row.get("output") is not None and \
+        row["output"] != row_source(output)
 
 
 def _refuse_conversion_over_catalog(convert_to: str, output: str) -> None:

@@ -561,6 +561,17 @@ def test_resuming_with_more_asked_scans_again_the_rows_that_lack_it(tmp_path):
     assert len(read_catalog(str(out))) == 3
     again = onemodel.scan(str(d), str(out), jobs=1, resume=True, hash=True)
     assert (again.scanned, again.skipped, again.rescanned) == (0, 3, 0)
+    first = onemodel.scan(str(d), str(out), jobs=1, resume=True, convert_to=str(tmp_path / "a"))
+    assert (first.scanned, first.skipped, first.rescanned) == (3, 0, 3)
+    second = onemodel.scan(str(d), str(out), jobs=1, resume=True,
+                           convert_to=str(tmp_path / "b"))  # another directory: again
+    assert (second.scanned, second.skipped, second.rescanned) == (3, 0, 3)
+    assert [r["output"] for r in read_catalog(str(out))] == [
+        str(tmp_path / "b" / n) for n in ("bert_tiny.onemodel", "cnn_dynamo.onemodel",
+                                          "copy.onemodel")]
+    assert sorted(os.listdir(tmp_path / "b")) == sorted(os.listdir(tmp_path / "a"))
+    same = onemodel.scan(str(d), str(out), jobs=1, resume=True, convert_to=str(tmp_path / "b"))
+    assert (same.scanned, same.skipped, same.rescanned) == (0, 3, 0)
 
 
 def test_a_conversion_of_a_file_name_that_is_not_utf8_is_named_escaped(tmp_path):
