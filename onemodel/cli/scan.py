@@ -143,10 +143,10 @@ def summary_lines(result, output: str | None) -> list[str]:
 
     s = result.summary
     head = f"scanned {_count(result.scanned, 'model')}"
-    kept = [f"{result.skipped} already in {output}"] if result.skipped else []
+    kept = [f"{_count(result.skipped, 'row')} kept from {output}"] if result.skipped else []
     if result.rescanned:
-        kept.append(f"{result.rescanned} of them again, their rows lacking what this scan "
-                    "asks")
+        kept.append(f"{result.rescanned} of those scanned replacing rows of {output} that "
+                    "lacked what this scan asks")
     if kept:
         head += f" ({'; '.join(kept)})"
     head += f": {_count(s['models'], 'row')}, {s['failed']} failed, {_human(s['bytes'])}"

@@ -139,7 +139,14 @@ def scan_item(item: tuple, options: ScanOptions) -> dict:
     Dask worker whose working directory is another) but names them as listed in its row."""
     source, output = item[:2]
     row = scan_one(source, options, output=output)
-    if len(item) == 4:
+    if len(item) == 4:  # the paths as listed, in the row's fields and its messages
+        for opened, listed in ((source, item[2]), (output, item[3])):
+            if opened is None or opened == listed:
+                continue
+            shown, as_listed = row_source(opened), row_source(listed)
+            for field in ("error", "output_error"):
+                if row.get(field):
+                    row[field] = row[field].replace(shown, as_listed)
         row["source"] = row_source(item[2])
         if row.get("output") is not None:
             row["output"] = row_source(item[3])

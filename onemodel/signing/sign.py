@@ -66,6 +66,21 @@ def _signer(key: str | None, certificate: str | None, certificate_chain, sigstor
     return _certificate_signer(key, secret, certificate, list(certificate_chain or []))
 
 
+def _may_sign(cert, x509) -> bool:
+    """Whether ``cert`` may sign, by the rule model-signing's certificate verifier applies: a
+    KeyUsage with digitalSignature, or an ExtendedKeyUsage with codeSigning."""
+    try:
+        if cert.extensions.get_extension_for_class(x509.KeyUsage).value.digital_signature:
+            return True
+    except x509.ExtensionNotFound:
+        pass
+    try:
+        usage = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+        return x509.oid.ExtendedKeyUsageOID.CODE_SIGNING in usage
+    except x509.ExtensionNotFound:
+        return False
+
+
 def _certificate_signer(key: str, secret: bytes | None, certificate: str, chain: list[str]):
     """model-signing's certificate signer for the PEM ``certificate`` and its ``chain``, with an
     encrypted key's passphrase too (model-signing's own takes none). Raises MalformedError for
@@ -86,6 +101,10 @@ def _certificate_signer(key: str, secret: bytes | None, certificate: str, chain:
     sign_ec_key.Signer.__init__(signer, pathlib.Path(key), secret)
     if certs[0][0].public_key() != signer._private_key.public_key():
         raise MalformedError("the certificate's public key is not the private key's",
+                             path=certificate)
+    if not _may_sign(certs[0][0], x509):  # (no verifier would accept the bundle)
+        raise MalformedError("the certificate may not sign: its key usage has no "
+                             "digitalSignature and its extended key usage no codeSigning",
                              path=certificate)
     signer._signing_certificate = certs[0][0]
     signer._trust_chain = [c for group in certs[1:] for c in group]

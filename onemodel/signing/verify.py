@@ -92,9 +92,14 @@ def _signature_problem(signature: str, envelope, trust: Trust) -> str | None:
         why = key_problem(envelope, public)
         return None if why is None else f"the signature is not valid for this key: {why}"
     keys = _read_certificates(trust.certificate_chain) if trust.certificate_chain else None
+    import logging
+
     from .keys import sign_extra
 
     sign_extra("model_signing.verifying")
+    quiet = logging.getLogger("model_signing")  # (its warnings, on stderr, are ours to say)
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
     try:
         if keys is not None:
             from model_signing._signing import sign_certificate, sign_sigstore_pb
@@ -109,7 +114,13 @@ def _signature_problem(signature: str, envelope, trust: Trust) -> str | None:
                                    use_staging=trust.staging).verify(sig)
     except Exception as e:  # the chain, the identity, the signature: all "not valid"
         first = str(e).splitlines()[0][:300] if str(e) else ""
-        return f"the signature is not valid ({type(e).__name__}{': ' + first if first else ''})"
+        why = f"{type(e).__name__}{': ' + first if first else ''}"
+        if type(e).__name__ == "X509StoreContextError":
+            return ("the signature is not valid: the bundle's signing certificate does not "
+                    f"chain to the certificates given ({why})")
+        return f"the signature is not valid ({why})"
+    finally:
+        quiet.setLevel(level)
     return None
 
 

@@ -187,6 +187,7 @@ def test_relative_paths_are_read_by_the_workers_and_named_as_listed(client, tmp_
     (tmp_path / "m").mkdir()
     for name in ("cnn_dynamo.onnx", "bert_tiny.onnx"):
         shutil.copyfile(models / name, tmp_path / "m" / name)
+    (tmp_path / "m" / "empty.onnx").write_bytes(b"")  # its error names it as listed too
     monkeypatch.chdir(tmp_path)
 
     def rows(out, **where):
@@ -194,10 +195,12 @@ def test_relative_paths_are_read_by_the_workers_and_named_as_listed(client, tmp_
         return [{k: v for k, v in r.items() if k != "seconds"} for r in got]
 
     remote, local = rows("on-dask", client=client), rows("here", jobs=1)
-    assert [r["source"] for r in remote] == ["m/bert_tiny.onnx", "m/cnn_dynamo.onnx"]
-    assert [r["error_kind"] for r in remote] == [None, None]
+    assert [r["source"] for r in remote] == ["m/bert_tiny.onnx", "m/cnn_dynamo.onnx",
+                                             "m/empty.onnx"]
+    assert [r["error_kind"] for r in remote] == [None, None, "Malformed"]
+    assert str(tmp_path) not in remote[2]["error"] and "m/empty.onnx" in remote[2]["error"]
     assert [r["output"] for r in remote] == ["on-dask/bert_tiny.onemodel",
-                                             "on-dask/cnn_dynamo.onemodel"]
+                                             "on-dask/cnn_dynamo.onemodel", None]
     assert [{**r, "output": None} for r in remote] == [{**r, "output": None} for r in local]
     assert (tmp_path / "on-dask" / "cnn_dynamo.onemodel").is_file()
 

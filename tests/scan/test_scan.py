@@ -642,8 +642,8 @@ def test_the_command_line_says_an_interrupted_scan_resumes_and_what_resuming_kep
     monkeypatch.setattr(package, "scan", real)
     r = CliRunner().invoke(app, ["scan", str(d), "-o", fresh, "-j", "1", "--resume"])
     assert r.exit_code == 0, r.output
-    assert r.stdout.startswith(f"scanned 1 model (1 already in {fresh}): 2 rows")
+    assert r.stdout.startswith(f"scanned 1 model (1 row kept from {fresh}): 2 rows")
     r = CliRunner().invoke(app, ["scan", str(d), "-o", str(out), "-j", "1", "--resume",
                                  "--hash"])
-    assert r.stdout.startswith("scanned 2 models (2 of them again, their rows lacking what "
-                               "this scan asks): 2 rows"), r.output
+    assert r.stdout.startswith(f"scanned 2 models (2 of those scanned replacing rows of {out} "
+                               "that lacked what this scan asks): 2 rows"), r.output

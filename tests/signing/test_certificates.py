@@ -22,7 +22,8 @@ import onemodel
 from tests.signing.helpers import MODELS, _key_pair, cli
 
 
-def _cert(subject, key, issuer, issuer_key, *, ca: bool, path: Path) -> x509.Certificate:
+def _cert(subject, key, issuer, issuer_key, *, ca: bool, path: Path,
+          signs: bool = True) -> x509.Certificate:
     now = datetime.datetime.now(datetime.timezone.utc)
     cert = (x509.CertificateBuilder()
             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
@@ -32,7 +33,8 @@ def _cert(subject, key, issuer, issuer_key, *, ca: bool, path: Path) -> x509.Cer
             .not_valid_after(now + datetime.timedelta(days=30))
             .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
             .add_extension(x509.KeyUsage(
-                digital_signature=not ca, content_commitment=False, key_encipherment=False,
+                digital_signature=not ca and signs, content_commitment=False,
+                key_encipherment=not signs,
                 data_encipherment=False, key_agreement=False, key_cert_sign=ca, crl_sign=ca,
                 encipher_only=False, decipher_only=False), critical=True)
             .sign(issuer_key, hashes.SHA256()))
@@ -104,6 +106,7 @@ def test_a_chain_to_another_root_or_a_key_is_refused(signed, tmp_path):
     r = cli("verify-signature", model, "--signature", sig, "--certificate-chain", other_root,
             "--certificate-chain", other_mid)
     assert r.exit_code == 1 and "signature is not valid" in r.output, r.output
+    assert "does not chain to the certificates given" in r.output, r.output
     public = tmp_path / "good-leaf.public.pem"
     r = cli("verify-signature", model, "--signature", sig, "--key", public)
     assert r.exit_code == 1 and "signed with a certificate" in r.output, r.output
@@ -122,4 +125,20 @@ def test_a_certificate_of_another_key_and_a_chain_without_certificate_are_refuse
     assert r.exit_code == 2 and "signing certificate" in r.output, r.output
     r = cli("sign", model, "--key", private, "--certificate", model)  # not a PEM certificate
     assert r.exit_code == 2 and "not a PEM certificate" in r.output, r.output
+    assert not (tmp_path / "cnn.onnx.sig").exists()
+
+
+def test_a_certificate_that_may_not_sign_is_refused_when_signing(tmp_path):
+    # keyUsage keyEncipherment only: model-signing's verifier refuses such a bundle ("cannot be
+    # used for signing"), so sign refuses to make it
+    model = tmp_path / "cnn.onnx"
+    shutil.copyfile(MODELS / "cnn_dynamo.onnx", model)
+    private, _, mid, root = _pki(tmp_path, "good")
+    mid_key = ec.generate_private_key(ec.SECP256R1())
+    leaf_key = serialization.load_pem_private_key(private.read_bytes(), None)
+    _cert("no signer", leaf_key, "good mid", mid_key, ca=False, signs=False,
+          path=tmp_path / "enc.pem")
+    r = cli("sign", model, "--key", private, "--certificate", tmp_path / "enc.pem",
+            "--certificate-chain", mid, "--certificate-chain", root)
+    assert r.exit_code == 2 and "may not sign" in r.output, r.output
     assert not (tmp_path / "cnn.onnx.sig").exists()
