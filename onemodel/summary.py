@@ -10,6 +10,7 @@ from itertools import chain
 from math import prod
 from operator import attrgetter
 
+from .errors import OneModelError
 from .ir import EXTERNAL, INFO, Model, all_tensors, iter_graphs
 from .ir.dtypes import name_of
 from .ir.entries import entries_to_dict, normalize_domain
@@ -21,13 +22,14 @@ _DIMS, _CODE, _LOCATION = attrgetter("dims"), attrgetter("data_type"), attrgette
 
 
 def _sizes(tensors: list) -> dict[int, list[int]]:
-    """``{data_type: [tensors, bytes]}`` of ``tensors`` (``data_type`` 0 when absent), bytes as
-    :attr:`~onemodel.ir.Tensor.nbytes` gives them (raw storage, ``ceil(count * bits / 8)`` per
-    tensor, 0 for STRING and tags outside Table 5).
+    """``{data_type: [tensors, bytes, elements]}`` of ``tensors`` (``data_type`` 0 when
+    absent), bytes as :attr:`~onemodel.ir.Tensor.nbytes` gives them (raw storage, ``ceil(count
+    * bits / 8)`` per tensor, 0 for STRING and tags outside Table 5).
 
     The element counts come from one ``math.prod`` per tensor and a few C-level passes over the
     lists; when a tensor has more than 16 dims, a negative one or 2^60 elements or more, every
-    tensor is sized by ``nbytes`` instead, which raises what it raises for such dims.
+    tensor is sized by ``nbytes`` and ``size`` instead, which raise what they raise for such
+    dims.
     """
     if not tensors:
         return {}
@@ -43,9 +45,10 @@ def _sizes(tensors: list) -> dict[int, list[int]]:
     if counts is None:  # nbytes raises for bad dims (not for a tag outside Table 5, as before)
         per_code: dict[int, list[int]] = {}
         for code, t in zip(codes, tensors):
-            e = per_code.setdefault(code, [0, 0])
+            e = per_code.setdefault(code, [0, 0, 0])
             e[0] += 1
             e[1] += t.nbytes
+            e[2] += t.size if code in INFO else _count_or_zero(t)
         return per_code
     kinds = set(codes)
     if len(kinds) == 1:
@@ -62,8 +65,17 @@ def _sizes(tensors: list) -> dict[int, list[int]]:
             nbytes = sum(ns) * bits // 8
         else:
             nbytes = sum((n * bits + 7) // 8 for n in ns)
-        out[code] = [len(ns), nbytes]
+        out[code] = [len(ns), nbytes, sum(ns)]
     return out
+
+
+def _count_or_zero(t) -> int:
+    """The element count of ``t``, or 0 where its dims give none (a tag outside Table 5 has
+    no size, and is not refused for its dims, as ``nbytes`` does not look at them)."""
+    try:
+        return t.size
+    except OneModelError:
+        return 0
 
 
 def _value(vi) -> dict:
@@ -82,8 +94,9 @@ def summarize(model: Model) -> dict:
     Keys: ``format``, ``source``, ``ir_version``, ``opsets`` (list of {domain, version}),
     ``producer``, ``inputs`` / ``outputs`` (name, type, elem_type, shape with dims as int, str
     (dim_param) or None), ``nodes`` (total over every graph), ``ops`` ({op_type: count}, domain
-    prefixed when not the default), ``initializers`` ({count, bytes, by_dtype: {dtype: {count,
-    bytes}}}), ``tensors`` (every tensor anywhere: count and bytes), ``functions``, ``metadata``.
+    prefixed when not the default), ``initializers`` ({count, bytes, parameters (elements),
+    by_dtype: {dtype: {count, bytes, parameters}}}), ``tensors`` (every tensor anywhere: count
+    and bytes), ``functions``, ``metadata``.
     Bytes are raw-storage sizes.
     """
     g = model.graph
@@ -105,15 +118,16 @@ def summarize(model: Model) -> dict:
         ops[f"{d}.{op_type}" if d else (op_type or "")] += n
     by_code = _sizes(initializers)
     by_dtype: dict[str, dict] = {}
-    for code, (count, nb) in by_code.items():  # two codes may print alike ("dtype(99)")
-        e = by_dtype.setdefault(name_of(code), {"count": 0, "bytes": 0})
+    for code, (count, nb, elements) in by_code.items():  # two codes may print alike
+        e = by_dtype.setdefault(name_of(code), {"count": 0, "bytes": 0, "parameters": 0})
         e["count"] += count
         e["bytes"] += nb
+        e["parameters"] += elements
     init_bytes = sum(e[1] for e in by_code.values())
     tensors = all_tensors(model)  # every tensor once, the initializers among them
     # as many as the initializers: they are all there is (the usual model), sized already
     tensor_bytes = init_bytes if len(tensors) == len(initializers) else sum(
-        nb for _, nb in _sizes(tensors).values())
+        e[1] for e in _sizes(tensors).values())
     external = list(map(_LOCATION, tensors)).count(EXTERNAL)
     return {
         "format": model.format,
@@ -129,6 +143,7 @@ def summarize(model: Model) -> dict:
         "nodes": nodes,
         "ops": dict(sorted(ops.items(), key=lambda kv: (-kv[1], kv[0]))),
         "initializers": {"count": len(initializers), "bytes": init_bytes,
+                         "parameters": sum(e[2] for e in by_code.values()),
                          "by_dtype": dict(sorted(by_dtype.items()))},
         "tensors": {"count": len(tensors), "bytes": tensor_bytes, "external": external},
         "functions": [f"{f.domain or ''}.{f.name or ''}" for f in model.functions],

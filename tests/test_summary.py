@@ -1,5 +1,5 @@
-"""summary._sizes (info's bytes by element type) gives what Tensor.nbytes gives, tensor by tensor
-summed, on the fast path and on the checked one."""
+"""summary._sizes (info's bytes and parameters by element type) gives what Tensor.nbytes and
+Tensor.size give, tensor by tensor summed, on the fast path and on the checked one."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ from onemodel.summary import _sizes
 def _expected(tensors) -> dict:
     out: dict = {}
     for t in tensors:
-        e = out.setdefault(t.data_type or 0, [0, 0])
+        e = out.setdefault(t.data_type or 0, [0, 0, 0])
         e[0] += 1
         e[1] += t.nbytes
+        e[2] += t.size
     return out
 
 
@@ -37,7 +38,7 @@ def test_sizes_are_the_sum_of_nbytes(seed):
 def test_sub_byte_types_round_up_per_tensor():
     int4 = next(c for c, i in INFO.items() if i.bits == 4)
     tensors = [Tensor(data_type=int4, dims=[3]) for _ in range(4)]  # 2 bytes each, not 6 in all
-    assert _sizes(tensors) == {int4: [4, 8]}
+    assert _sizes(tensors) == {int4: [4, 8, 12]}
 
 
 def test_no_tensors():
@@ -48,7 +49,7 @@ def test_no_tensors():
 def test_many_dims_or_many_elements_take_the_checked_path(dims):
     tensors = [Tensor(data_type=1, dims=[4]), Tensor(data_type=1, dims=dims)]
     if len(dims) > 16:
-        assert _sizes(tensors) == {1: [2, 16 + 4 * 2**17]}
+        assert _sizes(tensors) == {1: [2, 16 + 4 * 2**17, 4 + 2**17]}
     else:
         with pytest.raises(UnsupportedError, match="the limit"):
             _sizes(tensors)
@@ -61,5 +62,6 @@ def test_a_negative_dim_raises_as_nbytes_does():
     with pytest.raises(InvalidModelError) as want:
         tensors[1].nbytes
     assert str(got.value) == str(want.value)
-    # a tag outside Table 5 has no size: nbytes is 0 without looking at dims, as before
-    assert _sizes([Tensor(data_type=99, dims=[-1])]) == {99: [1, 0]}
+    # a tag outside Table 5 has no size: nbytes is 0 without looking at dims, as before, and
+    # its elements are not counted where its dims give no count
+    assert _sizes([Tensor(data_type=99, dims=[-1])]) == {99: [1, 0, 0]}

@@ -163,10 +163,12 @@ def _summary_blocks(s: dict) -> list:
     if not init["count"]:
         blocks.append(("line", "initializers: none"))
     else:
-        t = Table(f"initializers: {init['count']}, {binary_size(init['bytes'])}",
-                  [("dtype", "left"), ("count", "right"), ("bytes", "right")])
+        t = Table(f"initializers: {init['count']}, {init['parameters']:,} parameters, "
+                  f"{binary_size(init['bytes'])}",
+                  [("dtype", "left"), ("count", "right"), ("parameters", "right"),
+                   ("bytes", "right")])
         for dt, e in init["by_dtype"].items():
-            t.add_row(dt, str(e["count"]), binary_size(e["bytes"]))
+            t.add_row(dt, str(e["count"]), f"{e['parameters']:,}", binary_size(e["bytes"]))
         blocks.append(t)
     if s["functions"]:
         blocks.append(("line", "functions: " + ", ".join(map(p, s["functions"]))))

@@ -275,23 +275,12 @@ def model_fields(model) -> dict:
     """The structural fields of a row for a model read (its records only: no tensor byte is
     read): format, sizes, IR version, opsets, producer, operators and weights by element
     type, from ``info``'s :func:`onemodel.summary.summarize`."""
-    from ..ir import iter_graphs
-    from ..ir.dtypes import name_of
     from ..summary import summarize
 
     s = summarize(model)
     resources = list(getattr(model, "resources", None) or [])
-    by_code: dict[int, int] = {}
-    if model.graph is not None:
-        for _, graph in iter_graphs(model.graph):
-            for t in graph.initializers:
-                code = t.data_type or 0
-                by_code[code] = by_code.get(code, 0) + t.size
-    parameters: dict[str, int] = {}
-    for code, n in by_code.items():  # (two codes may print alike, as in summarize)
-        parameters[name_of(code)] = parameters.get(name_of(code), 0) + n
-    by_dtype = {k: {"tensors": v["count"], "parameters": parameters.get(k, 0),
-                    "bytes": v["bytes"]} for k, v in s["initializers"]["by_dtype"].items()}
+    by_dtype = {k: {"tensors": v["count"], "parameters": v["parameters"], "bytes": v["bytes"]}
+                for k, v in s["initializers"]["by_dtype"].items()}
     return {
         "format": s["format"],
         "bytes": resources[0].size if resources else None,
@@ -303,7 +292,7 @@ def model_fields(model) -> dict:
         "nodes": s["nodes"],
         "ops": dict(sorted(s["ops"].items())),
         "initializers": s["initializers"]["count"],
-        "parameters": sum(parameters.values()),
+        "parameters": s["initializers"]["parameters"],
         "weight_bytes": s["initializers"]["bytes"],
         "by_dtype": by_dtype,
         "tensor_count": s["tensors"]["count"],

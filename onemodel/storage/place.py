@@ -175,23 +175,43 @@ def join_location(base_url: str, location: str) -> str:
 
 def same_file(a, b) -> bool:
     """Whether targets ``a`` and ``b`` (paths, ``os.PathLike``, ``file://`` or other URLs,
-    Sources, Sinks: :func:`target_of`) name one file: local paths that resolve alike
-    (:func:`os.path.realpath`: symbolic links, ``..``, another spelling) or whose existing
-    files are one (``(st_dev, st_ino)``: a hard link, a case-folding file system); URLs that
-    are equal strings once the file's name is told (:func:`name_of_url`). Never raises."""
-    ta, tb = target_of(a), target_of(b)
-    if ta is None or tb is None:
-        return False
-    pa, pb = local_path(ta), local_path(tb)
-    if pa is None or pb is None:
-        return pa is None and pb is None and name_of_url(ta) == name_of_url(tb)
+    Sources, Sinks: :func:`target_of`) name one file: local paths whose existing files are one
+    (``(st_dev, st_ino)``: a symbolic link, ``..``, another spelling, a hard link, a
+    case-folding file system), or that resolve alike (:func:`os.path.realpath`) where neither
+    exists yet; URLs that are equal strings once the file's name is told
+    (:func:`name_of_url`). Never raises."""
+    return _same(_identity(a), _identity(b))
+
+
+def _identity(obj):
+    """What :func:`_same` compares of ``obj``: ``None`` (names no file), ``("url", name)``, or
+    ``("path", path, (st_dev, st_ino) or None when it does not exist)``: one ``stat`` call."""
+    t = target_of(obj)
+    if t is None:
+        return None
+    p = local_path(t)
+    if p is None:
+        return ("url", name_of_url(t))
     try:
-        if os.path.realpath(pa) == os.path.realpath(pb):
-            return True
-        sa, sb = os.stat(pa), os.stat(pb)
+        st = os.stat(p)
+    except (OSError, ValueError):
+        return ("path", p, None)
+    return ("path", p, (st.st_dev, st.st_ino))
+
+
+def _same(a, b) -> bool:
+    if a is None or b is None or a[0] != b[0]:
+        return False
+    if a[0] == "url":
+        return a[1] == b[1]
+    if a[2] is not None and b[2] is not None:
+        return a[2] == b[2]
+    if (a[2] is None) != (b[2] is None):
+        return False  # (one exists, the other not: were they one path, both would)
+    try:
+        return os.path.realpath(a[1]) == os.path.realpath(b[1])
     except (OSError, ValueError):
         return False
-    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
 
 
 def refuse_inputs_as_outputs(outputs, inputs) -> None:
@@ -202,11 +222,15 @@ def refuse_inputs_as_outputs(outputs, inputs) -> None:
     file"``, ``"data file 'w.bin' of the model"``); a None target is skipped. Compared before
     anything is written."""
 
-    for what_out, out, *_ in outputs:
-        if out is None:
+    outputs = [(what, out, _identity(out)) for what, out, *_ in outputs if out is not None]
+    if not outputs:
+        return
+    for what_in, inp, *_ in inputs:  # (each input's file stated once: a scan has thousands)
+        if inp is None:
             continue
-        for what_in, inp, *_ in inputs:
-            if inp is not None and same_file(out, inp):
+        key = _identity(inp)
+        for what_out, out, out_key in outputs:
+            if _same(out_key, key):
                 shown_out = display_url(str(target_of(out)))
                 shown_in = display_url(str(target_of(inp)))
                 same = "" if shown_in == shown_out else f" ({quote(shown_in)})"

@@ -186,7 +186,7 @@ def test_info_with_a_missing_data_file_shows_the_structure_and_names_the_file(tm
     assert r.stderr.endswith(f" in {path}\n") and r.stderr.count("\n") == 1
     lines = r.stdout.splitlines()
     assert lines[0] == f"{path}  format onnx, IR version {lines[0].rsplit(' ', 1)[1]}"
-    assert " Add     │     1 " in lines and " float │     2 │ 2.3 KiB " in lines
+    assert " Add     │     1 " in lines and " float │     2 │        600 │ 2.3 KiB " in lines
     assert "data file a: 1 tensor, 1.2 KiB referenced, 0 B unreferenced (gaps 0 B, " \
            "trailing 0 B), " in r.stdout
     assert "data file b: cannot be read, 1 tensor without its bytes: tensor 'b', external " \

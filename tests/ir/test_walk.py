@@ -89,8 +89,10 @@ def test_summary_counts_every_tensor_and_initializer_once():
     # initializers of every graph (main, Loop body, If branch, g2); not sparse, not training
     assert s["initializers"] == {
         "count": 5, "bytes": 2 * 3 * 4 + 4 * 8 + 5 * 4 + 3 + 6 * 4,
-        "by_dtype": {"float": {"count": 3, "bytes": 24 + 20 + 24},
-                     "int64": {"count": 1, "bytes": 32}, "uint8": {"count": 1, "bytes": 3}}}
+        "parameters": 2 * 3 + 4 + 5 + 3 + 6,
+        "by_dtype": {"float": {"count": 3, "bytes": 24 + 20 + 24, "parameters": 6 + 5 + 6},
+                     "int64": {"count": 1, "bytes": 32, "parameters": 4},
+                     "uint8": {"count": 1, "bytes": 3, "parameters": 3}}}
     sparse_bytes = 2 * 4 + 2 * 8
     assert s["tensors"] == {
         "count": 20, "external": 1,

@@ -97,3 +97,28 @@ def test_output_format_of_a_presigned_url_comes_from_its_path():
 
     assert _plugin_for_target("https://h/m.onemodel?X-Amz-Signature=s", None).name == "onemodel"
     assert _plugin_for_target("s3://b/m.onnx?versionId=1", None).name == "onnx"
+
+
+def test_same_file_by_identity_when_both_exist_by_resolved_path_when_neither(tmp_path):
+    """same_file: two existing paths are one file when stat says so (another spelling, a
+    symbolic link, a hard link); where neither exists yet, when they resolve alike; where one
+    exists and the other not, never (were they one path, both would exist)."""
+    from onemodel.storage.place import same_file
+
+    (tmp_path / "d").mkdir()
+    m = tmp_path / "d" / "m.onnx"
+    m.write_bytes(b"x")
+    os.link(m, tmp_path / "hard.onnx")
+    os.symlink(m, tmp_path / "soft.onnx")
+    (tmp_path / "other.onnx").write_bytes(b"x")
+    assert same_file(m, str(tmp_path / "d" / ".." / "d" / "m.onnx"))
+    assert same_file(str(m), tmp_path / "hard.onnx")
+    assert same_file(f"file://{tmp_path / 'soft.onnx'}", m)
+    assert not same_file(m, tmp_path / "other.onnx")
+    assert same_file(tmp_path / "new.jsonl", str(tmp_path / "d" / ".." / "new.jsonl"))
+    assert not same_file(tmp_path / "new.jsonl", tmp_path / "newer.jsonl")
+    assert not same_file(m, tmp_path / "d" / "missing.onnx")
+    os.symlink(tmp_path / "nowhere.onnx", tmp_path / "dangling.onnx")
+    assert same_file(tmp_path / "dangling.onnx", tmp_path / "nowhere.onnx")
+    assert same_file("s3://b/m.onnx", "s3://b/m.onnx") and not same_file("s3://b/m.onnx", m)
+    assert not same_file(b"bytes", m)
