@@ -39,13 +39,40 @@ def _annotated_graphs(model, before: dict) -> list:
             if len(g.value_info) != before.get(id(g), len(g.value_info))]
 
 
-def _spliced(model, out_format: str, src: str, dst: str, entries: list, grown: list):
+def _output_types(model) -> dict:
+    """``{id(graph): [its outputs' Type records]}`` of every graph of ``model``."""
+    from ..ir.walk import iter_graphs
+
+    return {id(g): [vi.type for vi in g.outputs] for _, g in iter_graphs(model.graph)}
+
+
+def _completed_outputs(model, before: dict) -> dict:
+    """``{id(graph): {index: ValueInfo}}`` of the outputs whose Type record changed since
+    ``before`` (:func:`_output_types`): the ones :func:`onemodel.inference.complete_outputs`
+    completed."""
+    from ..ir.walk import iter_graphs
+
+    out: dict = {}
+    for _, g in iter_graphs(model.graph):
+        was = before.get(id(g), [])
+        changed = {k: vi for k, vi in enumerate(g.outputs) if k < len(was)
+                   and vi.type is not was[k]}
+        if changed:
+            out[id(g)] = changed
+    return out
+
+
+def _spliced(model, out_format: str, src: str, dst: str, entries: list, grown: list,
+             completed: dict):
     """The pieces of ``dst`` as the octets of the ONNX file ``model`` was read from with
-    ``entries`` spliced into its main graph (:mod:`onemodel.formats.onnx.splice`), or None when
-    the model must be written by its writer instead: another format on either side, entries
-    added to a subgraph, or a source whose octets cannot be used as they are
+    ``entries`` spliced into its main graph and the ``completed`` outputs (of
+    :func:`_completed_outputs`) encoded again in their places
+    (:mod:`onemodel.formats.onnx.splice`), or None when the model must be written by its writer
+    instead: another format on either side, entries added or outputs completed in a subgraph,
+    or a source whose octets cannot be used as they are
     (:func:`~onemodel.formats.onnx.splice.source_octets`)."""
-    if out_format != "onnx" or any(g is not model.graph for g in grown):
+    if out_format != "onnx" or any(g is not model.graph for g in grown) or \
+            any(k != id(model.graph) for k in completed):
         return None
     from ..formats.onnx.splice import WireError, source_octets, splice_value_info
 
@@ -53,7 +80,7 @@ def _spliced(model, out_format: str, src: str, dst: str, entries: list, grown: l
     if whole is None:
         return None
     try:
-        return splice_value_info(whole, entries)
+        return splice_value_info(whole, entries, completed.get(id(model.graph)))
     except WireError:
         return None
 
@@ -62,19 +89,24 @@ def infer_file(src: str, dst: str, *, storage_options: dict | None = None,
                read_options: dict | None = None, progress=None) -> dict:
     """Read the model at ``src``, infer it (:func:`onemodel.inference.infer_model`), add a
     ``value_info`` entry for every node output whose type is known
-    (:func:`onemodel.inference.annotate`) and write the result to ``dst``, in the format of
-    ``dst``'s suffix (``.onnx``, ``.onemodel``, ``.zst`` of either) as ``convert`` tells it.
+    (:func:`onemodel.inference.annotate`), give the graph outputs what inference knows of their
+    types and they do not state (:func:`onemodel.inference.complete_outputs`), and write the
+    result to ``dst``, in the format of ``dst``'s suffix (``.onnx``, ``.onemodel``, ``.zst`` of
+    either) as ``convert`` tells it.
 
-    ONNX to ONNX, when only the main graph gained entries and the input is a local file (or
-    bytes), the output is the input's octets with the entries spliced into the graph
+    ONNX to ONNX, when only the main graph changed and the input is a local file (or bytes),
+    the output is the input's octets with the entries spliced into the graph and the completed
+    outputs encoded again in their places
     (:func:`onemodel.formats.onnx.splice.splice_value_info`): nothing else is encoded again and
     weights are copied as the file holds them; external data references are kept as written
     when ``dst`` is in ``src``'s directory (the data files are shared, not copied). Otherwise
     the annotated model is written by :func:`onemodel.save`, the write path of ``convert``:
     tensor bytes stream from the source, the ONNX ``keep`` layout writes the data files beside
-    ``dst``. Nothing but ``value_info`` is added either way.
+    ``dst``. Nothing but ``value_info`` and the outputs' missing types and extents is added
+    either way.
 
-    Returns ``{"source_format", "target_format", "added", "inference", "model"}`` (the
+    Returns ``{"source_format", "target_format", "added", "outputs_completed", "inference",
+    "model"}`` (the
     :class:`~onemodel.inference.Inference`, its paths in IR field names; the annotated model,
     closed). Raises the errors of
     :func:`onemodel.load` and :func:`onemodel.save` (UnsupportedError for a ``dst`` whose
@@ -86,7 +118,7 @@ def infer_file(src: str, dst: str, *, storage_options: dict | None = None,
     a rule's bug.
     """
     from .. import api
-    from ..inference import annotate, infer_model
+    from ..inference import annotate, complete_outputs, infer_model
     from ..ir.walk import iter_graphs
     from ..storage import check_storage_options, is_local
 
@@ -108,11 +140,14 @@ def infer_file(src: str, dst: str, *, storage_options: dict | None = None,
         before = {id(g): len(g.value_info) for _, g in iter_graphs(model.graph)} \
             if model.graph is not None else {}
         added = annotate(model, res)
+        types = _output_types(model) if model.graph is not None else {}
+        completed = complete_outputs(model, res)
         pieces = None
         if model.graph is not None:
             grown = _annotated_graphs(model, before)
             pieces = _spliced(model, out_plugin.name, src, dst,
-                              model.graph.value_info[main_before:], grown)
+                              model.graph.value_info[main_before:], grown,
+                              _completed_outputs(model, types) if completed else {})
         if pieces is None:
             try:
                 api.save(model, dst, format=out_plugin.name, storage_options=out_options,
@@ -122,7 +157,8 @@ def infer_file(src: str, dst: str, *, storage_options: dict | None = None,
         else:
             api.write_pieces(pieces, dst, out_options, progress)
         return {"source_format": model.format or "?", "target_format": out_plugin.name,
-                "added": added, "inference": res, "model": model}
+                "added": added, "outputs_completed": completed, "inference": res,
+                "model": model}
 
 
 def _infer_hint(e):
@@ -258,7 +294,8 @@ def infer(
     debug: bool = DebugOpt,
 ):
     """Write IN to OUT with value_info for every value whose type shape inference knows
-    (Clause 9), everything else unchanged. Exit 0; 1 with --check when the model contradicts
+    (Clause 9), and the graph outputs' types and extents it knows that they leave out,
+    everything else unchanged. Exit 0; 1 with --check when the model contradicts
     itself; 2 on error."""
     from ..inference import operator_names
     from ..storage.progress import Progress
@@ -280,15 +317,18 @@ def infer(
             doc = {"source": shown(src), "target": shown(dst),
                    "source_format": done["source_format"],
                    "target_format": done["target_format"], "value_info_added": done["added"],
-                   **counts, "contradictions": rows, "no_rule": no_rule,
-                   "unknown_wide_extents": wide, "notes": notes}
+                   "outputs_completed": done["outputs_completed"], **counts,
+                   "contradictions": rows, "no_rule": no_rule, "unknown_wide_extents": wide,
+                   "notes": notes}
             out.line(json.dumps(doc, indent=2))
         elif not quiet or check:
             if not quiet:
                 out.line(f"{shown(src)} ({done['source_format']}) -> {shown(dst)} "
                          f"({done['target_format']}): "
                          f"{done['added']} value_info "
-                         f"{'entry' if done['added'] == 1 else 'entries'} added; "
+                         f"{'entry' if done['added'] == 1 else 'entries'} added"
+                         + (f", {_count(done['outputs_completed'], 'graph output')} completed"
+                            if done["outputs_completed"] else "") + "; "
                          f"{counts['typed']} of {_count(counts['values'], 'value')} typed, "
                          f"{counts['complete']} with every extent known (ints or symbolic)")
                 if no_rule:

@@ -20,8 +20,8 @@ from .dims import Dim, Expr, fits_file
 from .engine import Contradiction, Engine, Inference
 from .value import UNKNOWN, Value
 
-__all__ = ["infer", "infer_model", "annotate", "wide_extents", "operator_names", "Inference",
-           "Contradiction", "Value", "Expr", "Dim", "UNKNOWN"]
+__all__ = ["infer", "infer_model", "annotate", "complete_outputs", "wide_extents",
+           "operator_names", "Inference", "Contradiction", "Value", "Expr", "Dim", "UNKNOWN"]
 
 
 def _model(model_or_path, storage_options=None):
@@ -152,6 +152,74 @@ def annotate(model, inference: Inference | None = None) -> int:
         g.value_info.extend(entries)
         added += len(entries)
     return added
+
+
+def complete_outputs(model, inference: Inference | None = None) -> int:
+    """Give each graph output of ``model`` (every graph's, in place) what inference knows of
+    its type and the output does not state, as ``onnx.shape_inference`` does: a missing type,
+    a tensor's unset ``elem_type`` (0), a missing shape, and each dimension with neither
+    ``dim_value`` nor ``dim_param`` (an expression or variable as its ``dim_param``, as
+    :func:`annotate` writes them; an extent above 2^63 - 1 stays unknown). What the output
+    states is kept as stated: a shape of another rank, another element type or another extent
+    is a contradiction (:attr:`Inference.contradictions`, ``OM410``), not replaced (Clause 9.4).
+    A completed output gets a new :class:`~onemodel.ir.Type` record (records may be shared).
+    Returns the number of outputs completed."""
+    from ..ir.walk import iter_graphs
+
+    res = inference if inference is not None else Engine(model).run()
+    done = 0
+    if model.graph is None:
+        return 0
+    for gpath, g in iter_graphs(model.graph):
+        values = res.graphs.get(gpath)
+        if not values:
+            continue
+        for vi in g.outputs:
+            v = values.get(vi.name) if vi.name else None
+            inferred = v.to_type() if v is not None else None
+            if inferred is None:
+                continue
+            t = _completed(vi.type, inferred)
+            if t is not None:
+                vi.type = t
+                done += 1
+    return done
+
+
+def _completed(declared, inferred):
+    """``declared`` (a Type or None) with what ``inferred`` adds to it, as a new record; None
+    when it adds nothing."""
+    if declared is None or declared.kind is None:
+        if declared is not None and declared.denotation is not None:
+            inferred.denotation = declared.denotation
+        return inferred
+    kind = declared.kind
+    if kind not in ("tensor", "sparse_tensor") or inferred.kind != kind:
+        return None  # (a sequence, map, optional: kept as declared)
+    have, got = declared.value, inferred.value
+    elem = not have.elem_type and got.elem_type
+    if have.shape is None:
+        shape = got.shape is not None
+        fill = []
+    else:
+        shape = False
+        dims = have.shape.dims
+        fill = [] if got.shape is None or len(got.shape.dims) != len(dims) else [
+            k for k, (d, e) in enumerate(zip(dims, got.shape.dims))
+            if d.dim_value is None and d.dim_param is None
+            and (e.dim_value is not None or e.dim_param is not None)]
+    if not (elem or shape or fill):
+        return None
+    out = declared.copy()
+    value = out.value
+    if elem:
+        value.elem_type = got.elem_type
+    if shape:
+        value.shape = got.shape
+    for k in fill:
+        d, e = value.shape.dims[k], got.shape.dims[k]
+        d.dim_value, d.dim_param = e.dim_value, e.dim_param
+    return out
 
 
 def wide_extents(model, inference: Inference) -> list[dict]:

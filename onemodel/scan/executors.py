@@ -206,6 +206,7 @@ def _child_main(task_fd: int, result_fd: int, memory_limit: int) -> None:
     _limit_memory(memory_limit)
     results.send(("ready",))
     function = None
+    frozen = False
     while True:
         try:
             what, value = tasks.recv()
@@ -220,6 +221,10 @@ def _child_main(task_fd: int, result_fd: int, memory_limit: int) -> None:
             continue
         outcome = _outcome(function, value, memory_limit)
         del value
+        if not frozen:  # the modules the first task imported are never garbage: collections
+            import gc   # skip them from now on (as the command line freezes its own at start)
+            gc.freeze()
+            frozen = True
         try:
             results.send(outcome)
         except OSError:  # the parent has gone (killed: a Dask worker lost)

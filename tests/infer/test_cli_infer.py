@@ -59,14 +59,29 @@ def _added(out_model, before: int, graph=None) -> dict:
     return {vi.name: str(vi.type) for vi in g.value_info[before:]}
 
 
-def _only_value_info_added(src: str, dst: str, before: dict) -> None:
+#: What infer completes of _chain()'s graph output y (declared float, no shape), by graph path:
+#: its shape, as onnx's inference does (test_onnx_to_onnx_splices_the_entries_into_the_...).
+CHAIN_OUTPUTS = {"graph": {"y": "tensor(float)[N,6]"}}
+
+
+def _only_value_info_added(src: str, dst: str, before: dict,
+                           completed: dict = CHAIN_OUTPUTS) -> None:
     """OUT equals IN field by field once the entries OUT's graphs gained are dropped
-    (``before``: graph path -> count of IN's value_info)."""
+    (``before``: graph path -> count of IN's value_info) and the graph outputs infer completed
+    (``completed``: graph path -> {output name: its type in OUT}, each asserted) are given IN's
+    types back."""
     from onemodel.ir.walk import iter_graphs
 
     a, b = onemodel.load(src), onemodel.load(dst)
+    ins = dict(iter_graphs(a.graph))
+    seen: dict = {}
     for path, g in iter_graphs(b.graph):
         del g.value_info[before.get(path, 0):]
+        for vi, was in zip(g.outputs, ins[path].outputs):
+            if vi.type != was.type:
+                seen.setdefault(path, {})[vi.name] = str(vi.type)
+                vi.type = was.type
+    assert seen == completed
     assert compare_models(a, b) == []
     a.close()
     b.close()
@@ -86,7 +101,17 @@ def test_onnx_to_onnx_splices_the_entries_into_the_files_octets(tmp_path):
     theirs = onnx.shape_inference.infer_shapes(onnx.load(src), strict_mode=True, data_prop=True)
     assert {vi.name: vi for vi in theirs.graph.value_info} == \
         {vi.name: vi for vi in out.graph.value_info}
+    # and completes the graph output's shape as onnx's inference does: onnx leaves Reshape's
+    # -1 a fresh variable (unk__0), onemodel computes it (2 * 3)
+    assert "1 graph output completed" in r.stdout
+    theirs_y, ours_y = (o.graph.output[0].type.tensor_type for o in (theirs, out))
+    assert theirs_y.elem_type == ours_y.elem_type == T.FLOAT
+    assert [d.dim_param for d in theirs_y.shape.dim] == ["N", "unk__0"]
+    assert [d.dim_param or d.dim_value for d in ours_y.shape.dim] == ["N", 6]
+    with onemodel.load(dst) as m:
+        assert str(m.graph.outputs[0].type) == CHAIN_OUTPUTS["graph"]["y"]
     del out.graph.value_info[:]
+    out.graph.output[0].CopyFrom(onnx.load(src).graph.output[0])
     # every other octet as IN's (onnx serializes canonically, so IN is its own encoding)
     assert out.SerializeToString() == open(src, "rb").read()
 
@@ -228,9 +253,13 @@ def test_subgraph_values_are_annotated_in_their_graph(tmp_path, wrap_registered)
     with onemodel.load(dst) as out:
         sub = out.graph.nodes[0].attributes[0].g
         assert _added(out, 0, sub) == {"bn": "tensor(float)[N,4]", "bs": "tensor(int64)[2]"}
-        # y is a graph output (declared): its type is not repeated as value_info
+        # y is a graph output (declared): its type is not repeated as value_info; the outputs
+        # of both graphs, declared without a shape, get theirs (the subgraph's: written by the
+        # writer, not spliced)
         assert out.graph.value_info == []
-    _only_value_info_added(src, dst, {})
+    _only_value_info_added(src, dst, {}, {"graph": {"y": "tensor(float)[N,4]"},
+                                          "graph.nodes[0].attributes[0].g": {
+                                              "by": "tensor(float)[N,4]"}})
     r = runner.invoke(app, ["info", src, "--shapes", "--json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["values"] == {

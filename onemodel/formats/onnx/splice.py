@@ -1,7 +1,8 @@
 """Models written without encoding again what the file they were read from holds (Clause 12):
-the main graph's new ``value_info`` entries spliced into its octets (``onemodel infer``:
-:func:`splice_value_info`), or the model's other fields encoded around the main graph's octets
-as read (``onemodel convert --opset`` when no node changed: :func:`splice_graph`).
+the main graph's new ``value_info`` entries spliced into its octets, and the outputs whose type
+was completed encoded again in their places (``onemodel infer``: :func:`splice_value_info`),
+or the model's other fields encoded around the main graph's octets as read (``onemodel convert
+--opset`` when no node changed: :func:`splice_graph`).
 
 A ModelProto's fields are walked at the top level to find its ``graph`` (field 7); the graph's
 fields are walked to find where ``value_info`` entries go in the order the writer (and the
@@ -27,6 +28,8 @@ _MODEL_GRAPH = 7
 _ONE_OCTET = [encode_varint(i) for i in range(0x80)]
 _VALUE_INFO_KEY = encode_varint(13 << 3 | LEN)
 _TYPE_KEY = encode_varint(2 << 3 | LEN)
+_GRAPH_OUTPUT = 12
+_OUTPUT_KEY = encode_varint(_GRAPH_OUTPUT << 3 | LEN)
 
 
 def _graph_tags_before_value_info() -> frozenset:
@@ -136,20 +139,48 @@ def value_info_octets(entries) -> bytes:
     return bytes(out)
 
 
-def splice_value_info(data, entries) -> list | None:
+def splice_value_info(data, entries, outputs: dict | None = None) -> list | None:
     """The pieces (memoryviews of ``data`` and new octets) of the ModelProto ``data`` with
-    ``entries`` appended to its main graph's ``value_info``; None when the file has no graph
-    or more than one graph field (then encode the model instead). Raises WireError when
-    ``data`` is not a well-formed message at the levels walked."""
+    ``entries`` appended to its main graph's ``value_info`` and, for each ``{k: ValueInfo}`` of
+    ``outputs``, the graph's ``k``-th ``output`` field replaced by that record's encoding (in
+    its place: ``onemodel infer`` completing an output's type); None when the file has no
+    graph or more than one graph field, or fewer outputs than an index asks (then encode the
+    model instead). Raises WireError when ``data`` is not a well-formed message at the levels
+    walked."""
     view = memoryview(data)
     span = graph_span(view)
     if span is None:
         return None
     field_start, start, end = span
     at = insertion_point(view, start, end)
-    added = value_info_octets(entries)
-    head = encode_varint(_MODEL_GRAPH << 3 | LEN) + encode_varint(end - start + len(added))
-    return [view[:field_start], head, view[start:at], added, view[at:end], view[end:]]
+    edits = [(at, at, value_info_octets(entries))]
+    if outputs:
+        spans = output_spans(view, start, end)
+        if max(outputs) >= len(spans):
+            return None
+        edits += [(*spans[k], _field(_OUTPUT_KEY, vi)) for k, vi in outputs.items()]
+        edits.sort(key=lambda e: e[:2])  # (the outputs end no later than ``at``)
+    body: list = []
+    pos = start
+    for first, after, octets in edits:
+        body += [view[pos:first], octets]
+        pos = after
+    body.append(view[pos:end])
+    head = encode_varint(_MODEL_GRAPH << 3 | LEN) + encode_varint(sum(map(len, body)))
+    return [view[:field_start], head, *body, view[end:]]
+
+
+def output_spans(data, start: int, end: int) -> list[tuple[int, int]]:
+    """``(field start, next field)`` of each ``output`` field (key 12) of the GraphProto
+    octets ``data[start:end]``, in order."""
+    spans = []
+    pos = start
+    while pos < end:
+        tag, wire, _, nxt = _field_at(data, pos, end)
+        if tag == _GRAPH_OUTPUT and wire == LEN:
+            spans.append((pos, nxt))
+        pos = nxt
+    return spans
 
 
 def splice_graph(data, model) -> list | None:
@@ -213,9 +244,14 @@ def _type_field(t) -> bytes:
 
 def _entry_field(vi) -> bytes:
     """The octets of a GraphProto ``value_info`` field (key 13) holding ValueInfo ``vi``."""
-    body = encode(vi)
-    return _VALUE_INFO_KEY + encode_varint(len(body)) + body
+    return _field(_VALUE_INFO_KEY, vi)
+
+
+def _field(key: bytes, record) -> bytes:
+    """The octets of a length-delimited field of ``key`` holding ``record``."""
+    body = encode(record)
+    return key + encode_varint(len(body)) + body
 
 
 __all__ = ["splice_value_info", "splice_graph", "source_octets", "value_info_octets",
-           "graph_span", "insertion_point", "WireError"]
+           "graph_span", "insertion_point", "output_spans", "WireError"]
