@@ -221,8 +221,11 @@ def _child_main(task_fd: int, result_fd: int, memory_limit: int) -> None:
             continue
         outcome = _outcome(function, value, memory_limit)
         del value
-        if not frozen:  # the modules the first task imported are never garbage: collections
-            import gc   # skip them from now on (as the command line freezes its own at start)
+        if not frozen:
+            # the modules the first task imported are never garbage: collections skip them
+            # from now on (as the command line freezes its own at start)
+            import gc
+
             gc.freeze()
             frozen = True
         try:
