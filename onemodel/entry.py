@@ -76,4 +76,47 @@ def main() -> None:
     except SystemExit as e:
         if e.code in (130, 143):  # interrupted, and said so
             _stop(None, e.code)
+        _finishing(e.code)
         raise
+    _finishing(0)
+
+
+#: The status of the command once it is done (:func:`_finishing`), while the interpreter ends.
+_done_status: int | None = None
+
+
+def _finishing(code) -> None:
+    """The command is done (``code``: its SystemExit code): from here to the end of the
+    process, Ctrl-C or SIGTERM ends it at once with the command's status, its work complete,
+    instead of raising into the interpreter's teardown; and once the atexit callbacks have run
+    (:func:`_ignore_late_signals`), they are ignored. Python restores the default disposition of
+    a signal it handles as it finalizes, so a Ctrl-C then would end the process by SIGINT (-2,
+    no message) though everything was written."""
+    global _done_status
+    _done_status = code if isinstance(code, int) else 0 if code is None else 1
+
+    def now(signum, frame):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:  # (what was printed is kept)
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        os._exit(_done_status)
+
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, now)
+    signal.signal(signal.SIGTERM, now)
+
+
+def _ignore_late_signals() -> None:
+    """Registered when this module is imported, so run after every other atexit callback: once
+    the command is done (:func:`_finishing`), SIGINT and SIGTERM are ignored for what remains of
+    the interpreter's end (its finalization resets a handler written in Python to the default,
+    which would end the process by the signal)."""
+    if _done_status is not None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+atexit.register(_ignore_late_signals)

@@ -151,3 +151,42 @@ def test_ctrl_c_in_the_first_tenth_of_a_second(tmp_path):
             assert "Traceback" not in err, (delay, err)
             assert (code, err) in ((130, "interrupted\n"), (0, "")), (delay, code, err)
     assert any(code == 130 for _, code, _ in outcomes), outcomes
+
+
+_SIGNAL_AT_THE_END = textwrap.dedent("""
+    import atexit, os, runpy, signal, sys, time
+    when, signame, src, dst = sys.argv[1:]
+    def send():
+        os.kill(os.getpid(), getattr(signal, signame))
+        time.sleep(0.2)  # (delivered by now, whatever its handler does)
+    if when == "atexit":  # registered after onemodel.entry's: run before its own
+        import onemodel.entry
+        atexit.register(send)
+    else:  # as the modules are destroyed, after Python reset its handlers
+        class SendWhenDestroyed:
+            def __del__(self):
+                send()
+        sys.modules["__end__"] = type(sys)("__end__")
+        sys.modules["__end__"].x = SendWhenDestroyed()
+    sys.argv = ["onemodel", "convert", src, dst]
+    runpy.run_module("onemodel", run_name="__main__")  # python -m onemodel
+""")
+
+
+@pytest.mark.parametrize("when", ["atexit", "teardown"])
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_a_signal_once_the_command_is_done_keeps_its_status(tmp_path, when, signame):
+    """Ctrl-C or SIGTERM after the command has written everything, while the interpreter ends
+    (an atexit callback, the modules' teardown after Python reset its signal handlers to the
+    default): the command's status (0) and nothing on stderr, the output whole; not death by
+    the signal (-2, -15), which a Ctrl-C at the end of a convert gave under load."""
+    dst = tmp_path / "m.onemodel"
+    done = subprocess.run([sys.executable, "-c", _SIGNAL_AT_THE_END, when, signame,
+                           str(MODELS / "cnn_dynamo.onnx"), str(dst)],
+                          capture_output=True, text=True, timeout=120,
+                          preexec_fn=_sigint_as_at_a_terminal)
+    assert (done.returncode, done.stderr) == (0, "")
+    import onemodel
+
+    with onemodel.load(str(dst)) as m:
+        assert len(m.graph.nodes) > 0
