@@ -189,6 +189,8 @@ def complete_outputs(model, inference: Inference | None = None) -> int:
 def _completed(declared, inferred):
     """``declared`` (a Type or None) with what ``inferred`` adds to it, as a new record; None
     when it adds nothing."""
+    if declared is not None and declared.kind is None and declared.unknown:
+        return None  # (a kind this reader does not know, kept as the file has it)
     if declared is None or declared.kind is None:
         if declared is not None and declared.denotation is not None:
             inferred.denotation = declared.denotation

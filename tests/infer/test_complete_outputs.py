@@ -70,6 +70,18 @@ def test_contradictions_and_complete_outputs_are_kept_as_stated():
     assert res.contradictions
 
 
+def test_a_type_of_a_kind_not_known_is_kept():
+    """A TypeProto holding only a field this reader does not know (a kind of a later ONNX) is
+    kept as the file has it, not replaced by the inferred tensor type."""
+    m = _model([helper.make_tensor_value_info("y", T.FLOAT, None),
+                helper.make_tensor_value_info("s", T.INT64, [3])])
+    future = Type()
+    future.unknown = b"\x52\x00"  # field 10, length-delimited, empty
+    m.graph.outputs[0].type = future
+    assert complete_outputs(m, infer_model(m)) == 0
+    assert m.graph.outputs[0].type is future
+
+
 def test_a_sequence_output_is_kept():
     m = _model([helper.make_tensor_value_info("y", T.FLOAT, None),
                 helper.make_tensor_value_info("s", T.INT64, [3])])
