@@ -213,6 +213,35 @@ def _parquet_rows_to_resume(path: str) -> list[dict]:
                      "is resumed")
 
 
+def _refuse_replacing(path: str, fmt: str) -> None:
+    """UsageError when ``path`` exists, is not empty and is not a scan's catalog (``fmt``:
+    ``"jsonl"``, whose first line a scan writes starting ``{"schema":``, or ``"parquet"``, with
+    a catalog's columns): a scan replaces its own earlier output, never another file (a
+    model's external data file that happens to be called ``weights.jsonl``)."""
+    try:
+        if os.path.getsize(path) == 0:
+            return
+    except OSError:
+        return  # (absent; one that cannot be read is refused when written)
+    if fmt == "parquet":
+        try:
+            names = set(_pyarrow().parquet.read_schema(path).names)
+        except Exception:  # noqa: BLE001 - any refusal of pyarrow: not a Parquet file
+            why = "it is not a Parquet file"
+        else:
+            why = None if {"schema", "source"} <= names else "its columns are not a catalog's"
+    else:
+        try:
+            with open(path, "rb") as f:
+                head = f.read(10)
+        except OSError as e:
+            raise IoError(f"cannot read the catalog: {e.strerror}", source=path) from None
+        why = None if head == b'{"schema":' else "its first line is not a row"
+    if why is not None:
+        raise UsageError(f"{path} exists and is not the catalog of a scan ({why}): a scan "
+                         "replaces only its own output; remove it or choose another path")
+
+
 class Catalog:
     """The output of one scan: :meth:`add` each row as it completes, :meth:`finish` at the end.
 
@@ -235,6 +264,14 @@ class Catalog:
         if self.format == "parquet":
             _pyarrow()  # (refused before anything is scanned)
         self.journal = path + JOURNAL_SUFFIX if self.format == "parquet" else path
+        from ..storage.local import refuse_special_file
+
+        for p in {path, self.journal}:  # (a FIFO's open would wait for a reader)
+            refuse_special_file(p)
+        if not resume:  # replaced at the end (the journal at the first row): a scan's own only
+            _refuse_replacing(path, self.format)
+            if self.journal != path:
+                _refuse_replacing(self.journal, "jsonl")
         rows: list[dict] = []
         self._end = 0  # where the journal's whole lines end (resume appends there)
         self._resume = resume

@@ -120,6 +120,20 @@ def file_kind(mode: int) -> str:
     return "not a regular file"
 
 
+def refuse_special_file(path: str, *, follow: bool = True) -> None:
+    """Raise IoError (``cannot write: it is a FIFO, not a regular file``) when ``path`` exists
+    and is not a regular file: a FIFO (whose open for writing waits for a reader), a socket, a
+    device, a directory. A symbolic link is taken as what it names with ``follow``, else as
+    itself (a link is allowed: renaming over it replaces the link). Nothing when it does not
+    exist or cannot be looked at (the write says why)."""
+    try:
+        mode = (os.stat if follow else os.lstat)(path).st_mode
+    except (OSError, ValueError):
+        return
+    if not (stat.S_ISREG(mode) or (not follow and stat.S_ISLNK(mode))):
+        raise IoError(f"cannot write: it is {file_kind(mode)}, not a regular file", source=path)
+
+
 def _check_regular(fd: int, name: str) -> None:
     """Raise IoError naming the kind of file unless ``fd`` is a regular file; OSError from
     ``fstat`` passes through. ``fd`` is closed whenever this raises."""
@@ -237,14 +251,8 @@ class LocalSink(Sink):
         self.name = os.fspath(path)
         self.temporary = temporary
         self.durable = durable
-        try:
-            mode = os.lstat(self.name).st_mode
-        except OSError:
-            mode = None  # absent (or unreadable: the create below says why)
-        if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
-            # renaming over a FIFO or a device (/dev/null) would replace it with a file
-            raise IoError(f"cannot write: it is {file_kind(mode)}, not a regular file",
-                          source=self.name)
+        # renaming over a FIFO or a device (/dev/null) would replace it with a file
+        refuse_special_file(self.name, follow=False)
         directory = os.path.dirname(os.path.abspath(self.name))
         #: Called in :meth:`commit` once the bytes are complete, before the rename (a failure
         #: aborts the write); after the rename; and by :meth:`abort`. A writer of several files

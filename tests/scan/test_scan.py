@@ -548,6 +548,65 @@ def test_resuming_a_parquet_file_that_is_not_a_catalog_is_refused_untouched(tmp_
         ["models", "c.jsonl", "text.parquet", "table.parquet"])  # no journal either
 
 
+def test_a_catalog_over_a_models_data_file_or_another_file_is_refused_untouched(tmp_path):
+    """A new-user trial: a scan whose catalog is named as a model's external data file
+    (``weights.jsonl``) wrote the catalog over the weights. A scan replaces only its own
+    earlier output: any other file that is not empty is refused, JSON lines or Parquet (and a
+    Parquet catalog's journal), before anything is written; an earlier catalog is replaced."""
+    import importlib.util
+
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper, save_model
+
+    d = tmp_path / "d"
+    d.mkdir()
+    w = numpy_helper.from_array(np.ones((64, 64), np.float32), "W")
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])], [w])
+    save_model(helper.make_model(g), str(d / "m.onnx"), save_as_external_data=True,
+               location="weights.jsonl", size_threshold=0)
+    weights = (d / "weights.jsonl").read_bytes()
+    with pytest.raises(onemodel.UsageError, match=r"weights.jsonl exists and is not the catalog "
+                       r"of a scan \(its first line is not a row\): a scan replaces only its "
+                       "own output"):
+        onemodel.scan(str(d), str(d / "weights.jsonl"), jobs=1, hash=True)
+    assert (d / "weights.jsonl").read_bytes() == weights
+    notes = tmp_path / "notes.parquet"
+    notes.write_text("not parquet")
+    with pytest.raises(onemodel.UsageError, match=r"\(it is not a Parquet file\)"):
+        onemodel.scan(str(d), str(notes), jobs=1)
+    if importlib.util.find_spec("pyarrow") is not None:
+        journal = tmp_path / ("c.parquet" + JOURNAL_SUFFIX)
+        journal.write_text("my notes\n")
+        with pytest.raises(onemodel.UsageError, match="c.parquet.rows.jsonl exists"):
+            onemodel.scan(str(d), str(tmp_path / "c.parquet"), jobs=1)
+        assert journal.read_text() == "my notes\n"
+    assert notes.read_text() == "not parquet"
+    out = tmp_path / "c.jsonl"
+    out.write_bytes(b"")  # empty: nothing to lose
+    onemodel.scan(str(d), str(out), jobs=1)
+    onemodel.scan(str(d), str(out), jobs=1, hash=True)  # an earlier catalog: replaced
+    assert [r["digest"] is not None for r in read_catalog(str(out))] == [True]
+    assert (d / "weights.jsonl").read_bytes() == weights
+
+
+@pytest.mark.parametrize("resume", [False, True])
+def test_a_catalog_that_is_a_fifo_is_refused_at_once(tmp_path, resume):
+    """A new-user trial: ``-o`` a FIFO waited forever for a reader; it is an Io error, as for
+    every other output."""
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "c.jsonl"
+    os.mkfifo(fifo)
+    done = subprocess.run([sys.executable, "-m", "onemodel", "scan", str(MODELS), "-o",
+                           str(fifo), *(["--resume"] if resume else [])],
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (
+        2, f"Io: cannot write: it is a FIFO, not a regular file in {fifo}\n")
+
+
 def test_resuming_with_more_asked_scans_again_the_rows_that_lack_it(tmp_path):
     d, out, _ = _catalog_of(tmp_path)  # rows without digests
     import shutil
