@@ -161,7 +161,9 @@ def complete_outputs(model, inference: Inference | None = None) -> int:
     ``dim_value`` nor ``dim_param`` (an expression or variable as its ``dim_param``, as
     :func:`annotate` writes them; an extent above 2^63 - 1 stays unknown). What the output
     states is kept as stated: a shape of another rank, another element type or another extent
-    is a contradiction (:attr:`Inference.contradictions`, ``OM410``), not replaced (Clause 9.4).
+    is a contradiction (:attr:`Inference.contradictions`, ``OM410``), not replaced (Clause 9.4),
+    and an output whose declared type (or ``value_info`` of its name) contradicts the operators
+    is not completed at all.
     A completed output gets a new :class:`~onemodel.ir.Type` record (records may be shared).
     Returns the number of outputs completed."""
     from ..ir.walk import iter_graphs
@@ -170,11 +172,17 @@ def complete_outputs(model, inference: Inference | None = None) -> int:
     done = 0
     if model.graph is None:
         return 0
+    # (graph path, value name) of every declared type a contradiction was found in: such a
+    # value is the declared one merged with the inferred one, which nothing states in full
+    contradicted = {(c.path.rsplit(".", 1)[0], c.name) for c in res.contradictions
+                    if c.name is not None}
     for gpath, g in iter_graphs(model.graph):
         values = res.graphs.get(gpath)
         if not values:
             continue
         for vi in g.outputs:
+            if (gpath, vi.name) in contradicted:
+                continue
             v = values.get(vi.name) if vi.name else None
             inferred = v.to_type() if v is not None else None
             if inferred is None:

@@ -152,13 +152,16 @@ class Scope:
 
 
 class Contradiction:
-    """One contradiction: ``path`` (IR field names, ``graph.nodes[3]``) and ``message``."""
+    """One contradiction: ``path`` (IR field names, ``graph.nodes[3]``) and ``message``;
+    ``name``: the value whose declared type the inference contradicts (None for inputs an
+    operator cannot take)."""
 
-    __slots__ = ("path", "message")
+    __slots__ = ("path", "message", "name")
 
-    def __init__(self, path: str, message: str):
+    def __init__(self, path: str, message: str, name: str | None = None):
         self.path = path
         self.message = message
+        self.name = name
 
     def __repr__(self):
         return f"Contradiction({self.path!r}, {self.message!r})"
@@ -240,7 +243,7 @@ def merge(declared: Value | None, inferred: Value | None, path: str, name: str, 
         return declared
     if declared.kind != inferred.kind:
         out.append(Contradiction(path, f"{name!r} is declared {declared} but inferred "
-                                       f"{inferred}"))
+                                       f"{inferred}", name))
         return declared
     if declared.kind in ("sequence", "optional"):
         return Value(declared.kind, inner=merge(declared.inner, inferred.inner, path, name, out))
@@ -249,7 +252,7 @@ def merge(declared: Value | None, inferred: Value | None, path: str, name: str, 
     elem = inferred.elem if inferred.elem is not None else declared.elem
     if declared.elem is not None and inferred.elem is not None and declared.elem != inferred.elem:
         out.append(Contradiction(path, f"{name!r} is declared {declared} but inferred "
-                                       f"{inferred}"))
+                                       f"{inferred}", name))
         elem = declared.elem
     ds, is_ = declared.shape, inferred.shape
     if ds is None or is_ is None:
@@ -257,14 +260,15 @@ def merge(declared: Value | None, inferred: Value | None, path: str, name: str, 
     elif len(ds) != len(is_):
         out.append(Contradiction(path, f"{name!r} is declared rank {len(ds)} "
                                        f"{D.shape_text(ds)} but inferred rank {len(is_)} "
-                                       f"{D.shape_text(is_)}"))
+                                       f"{D.shape_text(is_)}", name))
         shape = ds
     else:
         shape = []
         for k, (a, b) in enumerate(zip(ds, is_)):
             if D.differ(a, b):
                 out.append(Contradiction(path, f"{name!r} is declared {D.shape_text(ds)} but "
-                                               f"inferred {D.shape_text(is_)} (axis {k})"))
+                                               f"inferred {D.shape_text(is_)} (axis {k})",
+                                               name))
                 shape.append(a)
             elif type(a) is int or b is None:
                 shape.append(a)

@@ -14,7 +14,7 @@ import onemodel
 from onemodel.formats.onnx.splice import splice_value_info
 from onemodel.formats.onnx.wire_encode import encode
 from onemodel.inference import complete_outputs, infer_model
-from onemodel.ir import Dimension, Shape, Type
+from onemodel.ir import Dimension, Shape, Type, ValueInfo
 from onemodel.ir.types import SequenceType, TensorType
 
 
@@ -80,6 +80,26 @@ def test_a_type_of_a_kind_not_known_is_kept():
     m.graph.outputs[0].type = future
     assert complete_outputs(m, infer_model(m)) == 0
     assert m.graph.outputs[0].type is future
+
+
+def test_an_output_whose_declared_type_contradicts_the_operators_is_not_completed():
+    """A new-user trial: y declared int64 without a shape (Relu gives float [N,2,3]) got the
+    inferred shape as int64 [N,2,3]; y without a type but with a value_info of [3,3,3] got
+    that contradicted shape. Neither is completed: nothing states such a type in full."""
+    m = _model([helper.make_tensor_value_info("y", T.INT64, None),
+                helper.make_tensor_value_info("s", T.INT64, None)])
+    res = infer_model(m)
+    assert [c.name for c in res.contradictions] == ["y"]
+    assert complete_outputs(m, res) == 1  # s only
+    assert [str(vi.type) for vi in m.graph.outputs] == ["tensor(int64)", "tensor(int64)[3]"]
+    m = _model([helper.make_tensor_value_info("y", T.FLOAT, None),
+                helper.make_tensor_value_info("s", T.INT64, [3])])
+    m.graph.outputs[0].type = None
+    m.graph.value_info.append(ValueInfo(name="y", type=Type.tensor(T.FLOAT, [3, 3, 3])))
+    res = infer_model(m)
+    assert [(c.path, c.name) for c in res.contradictions] == [("graph.nodes[0]", "y")]
+    assert complete_outputs(m, res) == 0
+    assert m.graph.outputs[0].type is None
 
 
 def test_a_sequence_output_is_kept():
