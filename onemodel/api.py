@@ -285,6 +285,24 @@ def _spliced_graph(original: Model, model: Model, out_format: str, options: dict
     return pieces
 
 
+def check_graph_rules(model: Model) -> dict:
+    """:func:`onemodel.ir.graph_rules.check_model` of ``model`` (Clause 7: names defined once
+    and before use, no cycle, every domain imported): ``{id(graph): node order}``. Its error
+    names the file the model was read from (``model.source``) and the field in the file's
+    terms (``graph.output[1]`` of an ONNX file, not the IR's ``graph.outputs[1]``), as the
+    readers' errors do. Raises InvalidModelError or UnsupportedError as ``check_model``."""
+    from .ir import graph_rules
+
+    try:
+        return graph_rules.check_model(model)
+    except OneModelError as e:
+        if e.path is not None and getattr(model, "format", None) == "onnx":
+            from .formats.onnx.paths import onnx_path
+
+            e.path = onnx_path(model, e.path)
+        raise e.at(source=getattr(model, "source", None)) from None
+
+
 def refuse_overwriting(model: Model, outputs, *, in_place: bool = True,
                        extra_inputs=()) -> None:
     """Raise UsageError when one of ``outputs`` (``(what, target)`` pairs) is a file ``model``
@@ -383,7 +401,7 @@ def convert(src, dst, *, to: str | None = None, source_format: str | None = None
     before anything is written. ``dst`` may be ``src`` itself: the
     model is converted in place (written to a temporary file renamed over it).
     """
-    from .ir import graph_rules, iter_tensors
+    from .ir import iter_tensors
 
     _not_empty(src)
     _not_empty(dst)
@@ -407,7 +425,7 @@ def convert(src, dst, *, to: str | None = None, source_format: str | None = None
                   **(read_options or {}))
     with model:
         refuse_overwriting(model, [("the destination", dst)])
-        graph_rules.check_model(model)
+        check_graph_rules(model)
         original = model
         pieces = None
         if transform is not None:
@@ -489,7 +507,6 @@ def apply_weights(weights, model_path, dst, *, to: str | None = None,
     errors of :func:`load` and of the header check for a file that breaks the safetensors rules.
     """
     from .formats.layouts import weights_layout
-    from .ir import graph_rules
 
     _not_empty(weights)
     check_storage_options(storage_options, weights, model_path, dst,
@@ -509,7 +526,7 @@ def apply_weights(weights, model_path, dst, *, to: str | None = None,
         except BaseException as e:
             source.close()
             raise e.at(source=source.name) if isinstance(e, OneModelError) else e
-        graph_rules.check_model(model)
+        check_graph_rules(model)
         total = sum(t.nbytes for t in replaced)
         if progress is not None and hasattr(progress, "set_total"):
             progress.set_total(total)

@@ -361,10 +361,10 @@ def _defective_onnx(tmp_path, defect):
     return path
 
 
-@pytest.mark.parametrize("defect,message,path", [
-    ("duplicate", "name 'y' is defined twice in one graph", "graph.nodes[1].outputs[0]"),
+@pytest.mark.parametrize("defect,message,path", [  # (the field in the ONNX file's terms)
+    ("duplicate", "name 'y' is defined twice in one graph", "graph.node[1].output[0]"),
     ("undefined", "input 'nowhere' of node 'Add' is not defined in this graph or an enclosing one",
-     "graph.nodes[0].inputs[1]"),
+     "graph.node[0].input[1]"),
 ])
 def test_convert_applies_the_graph_rules_whatever_the_output_format(tmp_path, defect, message,
                                                                     path):
@@ -378,6 +378,7 @@ def test_convert_applies_the_graph_rules_whatever_the_output_format(tmp_path, de
         with pytest.raises(InvalidModelError) as e:
             onemodel.convert(src, dst)
         assert message in str(e.value) and e.value.path == path, suffix
+        assert e.value.source == str(src), suffix  # (named as the readers' errors name it)
         assert not dst.exists(), suffix
 
 

@@ -12,7 +12,7 @@ from typing import List, Optional
 
 import typer
 
-from ..errors import IoError, printable
+from ..errors import IoError, UnsupportedError, printable
 from .application import (
     DebugOpt,
     OutsideOpt,
@@ -122,9 +122,12 @@ def infer_file(src: str, dst: str, *, storage_options: dict | None = None,
     from ..ir.walk import iter_graphs
     from ..storage import check_storage_options, is_local
 
-    out_plugin = api._plugin_for_target(dst, None)
-    from ..ir import graph_rules
-
+    try:
+        out_plugin = api._plugin_for_target(dst, None)
+    except UnsupportedError as e:  # (infer has no format option for its advice to name)
+        raise UnsupportedError("cannot tell the output format from the file name: name it "
+                               ".onnx or .onemodel (or .zst of either)",
+                               source=e.source) from None
     check_storage_options(storage_options, src, dst)
     # the options are for the URLs among src and dst: a local dst is written without them
     # (save would refuse them as ignored, though they served src)
@@ -134,7 +137,7 @@ def infer_file(src: str, dst: str, *, storage_options: dict | None = None,
         # OUT is never a data file, shard or index of IN (IN itself: annotated in place)
         api.refuse_overwriting(model, [("OUT", dst)])
         # what convert refuses, infer does not write either; its orders spare the engine's
-        orders = graph_rules.check_model(model)
+        orders = api.check_graph_rules(model)
         res = infer_model(model, orders=orders)
         main_before = len(model.graph.value_info) if model.graph is not None else 0
         before = {id(g): len(g.value_info) for _, g in iter_graphs(model.graph)} \

@@ -18,7 +18,7 @@ past ``MAX_EXPR_SIZE``, a function call not expanded) is ``OM413`` (info), at th
 from __future__ import annotations
 
 from .codes import finding
-from .paths import file_path, onnx_path
+from .paths import file_path
 
 #: How the engine names a path inside a model-local function's body, after the calling node.
 _FUNCTION = "(function "
@@ -39,6 +39,8 @@ def path_in_file(model, path: str | None, fmt: str | None) -> str | None:
     for call in calls:
         name, _, rest = call.partition(").")
         if fmt == "onnx":
+            from ..formats.onnx.paths import onnx_path
+
             f = next((f for f in model.functions if f.name == name), None)
             if f is not None:
                 rest = onnx_path(f, rest)

@@ -16,8 +16,8 @@ from onnx import TensorProto, helper
 from oracle_releases import NO_ONNXRUNTIME
 
 import onemodel
+from onemodel.formats.onnx.paths import onnx_path
 from onemodel.validation.operators import check_operators
-from onemodel.validation.paths import onnx_path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -13,8 +13,8 @@ from check_models import model, save, vi
 from onnx import TensorProto, helper
 
 import onemodel
+from onemodel.formats.onnx.paths import onnx_path
 from onemodel.ir import Type
-from onemodel.validation.paths import onnx_path
 from onemodel.validation.types import check_types, normalize, type_string
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

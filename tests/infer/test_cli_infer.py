@@ -343,6 +343,25 @@ def test_errors_exit_2_with_one_line(tmp_path, case):
     line, = r.stderr.splitlines()
     assert line.startswith(kind), line
     assert not os.path.exists(dst)
+    if case == "suffix":  # (no advice to give a format: infer has no --to)
+        assert line == ("Unsupported: cannot tell the output format from the file name: name it "
+                        f".onnx or .onemodel (or .zst of either) in {dst}")
+
+
+def test_a_model_breaking_a_graph_rule_names_the_file_and_its_field(tmp_path):
+    """A new-user trial: infer (and convert) named an undefined graph output in the IR's terms
+    (graph.outputs[1]) without the file; now as the readers' errors: the ONNX field, the file."""
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", T.FLOAT, [2])],
+                          [helper.make_tensor_value_info("y", T.FLOAT, [2]),
+                           helper.make_tensor_value_info("nothing", T.FLOAT, [2])])
+    src = _save(tmp_path / "m.onnx", helper.make_model(g))
+    for command, dst in (("infer", "o.onnx"), ("convert", "o.onemodel")):
+        r = runner.invoke(app, [command, src, str(tmp_path / dst)])
+        assert (r.exit_code, r.stderr) == (2, "InvalidModel: name 'nothing' is not defined in "
+                                           "this graph or an enclosing one [graph.output[1]] "
+                                           f"in {src}\n"), command
+        assert not (tmp_path / dst).exists()
 
 
 def test_a_url_is_read(http_server, tmp_path):  # noqa: F811
