@@ -476,6 +476,16 @@ def _invoked(argv) -> tuple:
     return (argv[0],) if argv and argv[0] in COMMANDS else COMMANDS
 
 
+def _help_to_a_closed_pipe() -> None:
+    """Help is printed by typer through a rich Console of its own, whose answer to a closed
+    stdout (``onemodel --help | head -1``) is SystemExit(1), "different" for verify: every
+    Console of this process answers as the command line's own output does (:data:`EXIT_PIPE`).
+    Only when help is asked for (importing rich costs the other commands' start-up)."""
+    from rich.console import Console
+
+    Console.on_broken_pipe = lambda self: _stdout_gone()
+
+
 def main() -> None:
     """Entry point of the ``onemodel`` console script."""
     import atexit
@@ -491,6 +501,8 @@ def main() -> None:
     signal.signal(signal.SIGTERM, on_sigterm)
     warnings.showwarning = _show_warning
     register_commands(_invoked(sys.argv[1:]))
+    if any(a in ("--help", "-h") for a in sys.argv[1:]):
+        _help_to_a_closed_pipe()
     try:
         try:
             app(prog_name="onemodel")
