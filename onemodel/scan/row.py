@@ -77,6 +77,19 @@ class ScanOptions:
                         and row.get("output_error") is None))
 
 
+    def kept_from(self, row: dict) -> tuple:
+        """The flags (``"hash"``, ``"tensors"``, ``"check"``) of what ``row`` (of an earlier
+        scan, resumed, scanned again for what these options ask) holds and these options do
+        not ask: a model scanned again with them too keeps in its new row what its old one
+        held (``--resume --hash`` of a catalog made with ``--check`` keeps the check's
+        counts)."""
+        if row.get("error_kind") is not None:
+            return ()
+        return tuple(flag for flag, field in (("hash", "digest"), ("tensors", "tensors"),
+                                              ("check", "check_errors"))
+                     if row.get(field) is not None and not getattr(self, flag))
+
+
 def row_source(source: str) -> str:
     """The ``source`` field of ``source``'s row: a URL's user information and query values
     masked (:func:`~onemodel.errors.display_url`), made printable (a file name may hold
@@ -136,20 +149,26 @@ def scan_item(item: tuple, options: ScanOptions) -> dict:
     """:func:`scan_one` of a task's item ``(source, output)`` (``output``: the conversion's
     destination or None): the function a scan gives its executor. An item ``(source, output,
     listed, listed_output)`` opens ``source`` and writes ``output`` (absolute paths, for a
-    Dask worker whose working directory is another) but names them as listed in its row."""
-    source, output = item[:2]
+    Dask worker whose working directory is another) but names them as listed in its row
+    (``listed`` None: as opened). A fifth element names flags set for this model too
+    (:meth:`ScanOptions.kept_from`)."""
+    source, output, listed, listed_output, more = (tuple(item) + (None,) * 5)[:5]
+    if more:
+        from dataclasses import replace
+
+        options = replace(options, **dict.fromkeys(more, True))
     row = scan_one(source, options, output=output)
-    if len(item) == 4:  # the paths as listed, in the row's fields and its messages
-        for opened, listed in ((source, item[2]), (output, item[3])):
-            if opened is None or opened == listed:
+    if listed is not None:  # the paths as listed, in the row's fields and its messages
+        for opened, as_named in ((source, listed), (output, listed_output)):
+            if opened is None or opened == as_named:
                 continue
-            shown, as_listed = row_source(opened), row_source(listed)
+            shown, as_listed = row_source(opened), row_source(as_named)
             for field in ("error", "output_error"):
                 if row.get(field):
                     row[field] = row[field].replace(shown, as_listed)
-        row["source"] = row_source(item[2])
+        row["source"] = row_source(listed)
         if row.get("output") is not None:
-            row["output"] = row_source(item[3])
+            row["output"] = row_source(listed_output)
     return row
 
 

@@ -37,9 +37,11 @@ class ScanResult:
 
 
 def failed_item(item: tuple, kind: str, message: str) -> dict:
-    """The executor's ``on_failure`` for an item ``(source, output[, listed, listed_output])``
-    (:func:`onemodel.scan.row.scan_item`): :func:`failed_row` of the source as listed."""
-    return failed_row(item[2] if len(item) == 4 else item[0], kind, message)
+    """The executor's ``on_failure`` for an item ``(source, output[, listed, listed_output[,
+    more]])`` (:func:`onemodel.scan.row.scan_item`): :func:`failed_row` of the source as
+    listed."""
+    return failed_row(item[2] if len(item) > 2 and item[2] is not None else item[0], kind,
+                      message)
 
 
 def _for_workers(item: tuple) -> tuple:
@@ -49,14 +51,15 @@ def _for_workers(item: tuple) -> tuple:
 
     from ..storage import is_local
 
-    source, output = item
+    source, output = item[:2]
+    more = item[4:]  # (flags set for this model too: kept)
 
     def absolute(p):
         return os.path.abspath(p) if p is not None and is_local(p) else p
 
     if absolute(source) == source and absolute(output) == output:
         return item
-    return (absolute(source), absolute(output), source, output)
+    return (absolute(source), absolute(output), source, output, *more)
 
 
 def _layout_names() -> list[str]:
@@ -192,10 +195,10 @@ def scan(sources, output: str | None = None, *, jobs: int | None = None, client=
     catalog = Catalog(output, resume=resume) if output is not None else None
     earlier = catalog.rows if catalog is not None else {}
     done = {s for s, r in earlier.items() if options.answered_by(r)}
-    items = [(s, outputs.get(s)) for s in found
+    items = [_item(s, outputs.get(s), earlier.get(row_source(s)), options) for s in found
              if row_source(s) not in done or _converted_elsewhere(earlier[row_source(s)],
                                                                   outputs.get(s))]
-    rescanned = sum(row_source(s) in earlier for s, _ in items)
+    rescanned = sum(row_source(item[0]) in earlier for item in items)
     if client is not None or dask is not None:
         items = [_for_workers(item) for item in items]
     rows: dict[str, dict] = {}
@@ -219,6 +222,13 @@ def scan(sources, output: str | None = None, *, jobs: int | None = None, client=
                       duplicates=find_duplicates(all_rows) if duplicates else None,
                       scanned=len(items), skipped=len(found) - len(items),
                       rescanned=rescanned)
+
+
+def _item(source: str, output: str | None, earlier: dict | None, options: ScanOptions) -> tuple:
+    """The task of ``source``: ``(source, output)``, with what its ``earlier`` row (resumed)
+    holds that ``options`` do not ask, to be found again (:meth:`ScanOptions.kept_from`)."""
+    more = options.kept_from(earlier) if earlier is not None else ()
+    return (source, output, None, None, more) if more else (source, output)
 
 
 def _converted_elsewhere(row: dict, output: str | None) -> bool:

@@ -13,6 +13,7 @@ from scan_fleet import chain_bytes, make_fleet, make_hostile
 import onemodel
 from onemodel.scan import FIELDS, SCHEMA_VERSION, expand, failed_row, read_catalog
 from onemodel.scan.catalog import JOURNAL_SUFFIX, read_jsonl
+from onemodel.scan.summary import summarize_rows
 
 pytest.importorskip("onnx")
 
@@ -605,6 +606,25 @@ def test_a_catalog_that_is_a_fifo_is_refused_at_once(tmp_path, resume):
                           capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stderr) == (
         2, f"Io: cannot write: it is a FIFO, not a regular file in {fifo}\n")
+
+
+@pytest.mark.parametrize("name", ["c.jsonl", "c.parquet"])
+def test_resuming_with_another_flag_keeps_what_the_earlier_rows_held(tmp_path, name):
+    """A new-user trial: ``--check`` then ``--resume --hash`` replaced each row by one with the
+    digest but without the check's counts (null: "validity" became "read"). A row scanned
+    again for what this scan asks is scanned for what its earlier row held too."""
+    if name.endswith(".parquet"):
+        pytest.importorskip("pyarrow")
+    d, out, _ = _catalog_of(tmp_path, name)  # rows without digests or checks
+    onemodel.scan(str(d), str(out), jobs=1, check=True)
+    checked = {r["source"]: r["check_codes"] for r in read_catalog(str(out))}
+    assert all(v is not None for v in checked.values())
+    r = onemodel.scan(str(d), str(out), jobs=2, resume=True, hash=True)
+    assert (r.scanned, r.rescanned) == (2, 2)
+    rows = read_catalog(str(out))
+    assert {x["source"]: x["check_codes"] for x in rows} == checked
+    assert all(x["digest"] and x["check_errors"] is not None for x in rows)
+    assert r.summary == summarize_rows(rows) and "valid" in str(r.summary)
 
 
 def test_resuming_with_more_asked_scans_again_the_rows_that_lack_it(tmp_path):
