@@ -496,6 +496,10 @@ class LocalSink(Sink):
         self._close_pipe()
         if self._f is None:
             return
+        # the temporary file's lock (:func:`.locks.lock_partial`) is held until it is renamed:
+        # a descriptor of its own outlives the file object's, since another writer's
+        # :func:`.locks.remove_stale_partials` removes any partial whose lock it can take
+        held_lock = None
         try:
             if self._held:  # the first bytes, last: the file is complete from here on
                 self._f.seek(0)
@@ -506,6 +510,8 @@ class LocalSink(Sink):
                 os.ftruncate(self._f.fileno(), self._pos)
             if self.durable:
                 os.fsync(self._f.fileno())
+            if locks.HAVE_FLOCK:
+                held_lock = os.dup(self._f.fileno())
             self._f.close()
             self._f = None
             umask = os.umask(0)
@@ -523,6 +529,9 @@ class LocalSink(Sink):
         except BaseException:
             self.abort()
             raise
+        finally:
+            if held_lock is not None:
+                os.close(held_lock)
         try:
             for step in self.after_rename:
                 step()

@@ -246,3 +246,27 @@ def test_the_first_bytes_are_written_last(tmp_path, size):
         assert partial[:64] == bytes(64) and partial[64:] == data[64:]
         sink.commit()
     assert (tmp_path / "dst.bin").read_bytes() == data
+
+
+@pytest.mark.skipif(not locks.HAVE_FLOCK, reason="no flock: partials are never removed")
+def test_a_partial_keeps_its_lock_until_it_is_renamed(tmp_path, monkeypatch):
+    """A new-user trial: 8 processes converting into one directory failed 29 times in 400
+    (``cannot write file: No such file or directory``): a writer closed its temporary file,
+    releasing its lock, before the rename, and another writer's cleaning of dead partials
+    (``remove_stale_partials``) removed it in that gap. The cleaner runs in the gap here."""
+    cleaned = []
+    chmod = os.chmod
+
+    def chmod_then_clean(path, mode, *a, **k):  # (between the close and the rename)
+        chmod(path, mode, *a, **k)
+        cleaned.extend(locks.remove_stale_partials(str(tmp_path)))
+
+    monkeypatch.setattr(os, "chmod", chmod_then_clean)
+    sink = LocalSink(str(tmp_path / "m.bin"))
+    sink.write(b"x" * 100)
+    sink.commit()
+    assert cleaned == [] and (tmp_path / "m.bin").read_bytes() == b"x" * 100
+    # a partial whose writer is gone is still cleaned
+    dead = tmp_path / ".m.bin.abcd1234.partial"
+    dead.write_bytes(b"")
+    assert locks.remove_stale_partials(str(tmp_path)) == [dead.name]
