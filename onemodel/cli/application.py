@@ -501,7 +501,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, on_sigterm)
     warnings.showwarning = _show_warning
     register_commands(_invoked(sys.argv[1:]))
-    if any(a in ("--help", "-h") for a in sys.argv[1:]):
+    if not sys.argv[1:] or any(a in ("--help", "-h") for a in sys.argv[1:]):
         _help_to_a_closed_pipe()
     try:
         try:

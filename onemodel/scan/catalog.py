@@ -213,11 +213,12 @@ def _parquet_rows_to_resume(path: str) -> list[dict]:
                      "is resumed")
 
 
-def _refuse_replacing(path: str, fmt: str) -> None:
+def _refuse_replacing(path: str, fmt: str, *, resume: bool = False) -> None:
     """UsageError when ``path`` exists, is not empty and is not a scan's catalog (``fmt``:
     ``"jsonl"``, whose first line a scan writes starting ``{"schema":``, or ``"parquet"``, with
-    a catalog's columns): a scan replaces its own earlier output, never another file (a
-    model's external data file that happens to be called ``weights.jsonl``)."""
+    a catalog's columns): a scan replaces (or, ``resume``, appends to) its own earlier output,
+    never another file (a model's external data file that happens to be called
+    ``weights.jsonl``)."""
     try:
         if os.path.getsize(path) == 0:
             return
@@ -237,6 +238,9 @@ def _refuse_replacing(path: str, fmt: str) -> None:
         except OSError as e:
             raise IoError(f"cannot read the catalog: {e.strerror}", source=path) from None
         why = None if head == b'{"schema":' else "its first line is not a row"
+    if why is not None and resume:
+        raise UsageError(f"{path} is not the catalog of a scan ({why}): only a scan's own "
+                         "output is resumed")
     if why is not None:
         raise UsageError(f"{path} exists and is not the catalog of a scan ({why}): a scan "
                          "replaces only its own output; remove it or choose another path")
@@ -272,6 +276,8 @@ class Catalog:
             _refuse_replacing(path, self.format)
             if self.journal != path:
                 _refuse_replacing(self.journal, "jsonl")
+        else:  # appended to: a journal holding no row (blank lines) is no catalog either
+            _refuse_replacing(self.journal, "jsonl", resume=True)
         rows: list[dict] = []
         self._end = 0  # where the journal's whole lines end (resume appends there)
         self._resume = resume

@@ -56,8 +56,8 @@ def _closed_stdout(args) -> subprocess.CompletedProcess:
     ["info", MODELS / "cnn_legacy.onnx"],  # rich tables
     ["info", "--json", MODELS / "cnn_legacy.onnx"],
     ["verify", MODELS / "cnn_legacy.onnx", MODELS / "cnn_dynamo.onnx"],  # would exit 1
-    ["--help"], ["info", "--help"], ["scan", "-h"],  # typer's own rich console: it gave 1
-], ids=["version", "info", "info-json", "verify", "help", "info-help", "scan-h"])
+    ["--help"], ["info", "--help"], ["scan", "-h"], [],  # typer's own rich console: it gave 1
+], ids=["version", "info", "info-json", "verify", "help", "info-help", "scan-h", "no-args"])
 def test_a_closed_stdout_ends_quietly_with_141(args):
     done = _closed_stdout(args)
     assert done.returncode == 141 and done.stderr == ""

@@ -521,7 +521,8 @@ def test_a_scan_that_cannot_start_leaves_the_catalog_as_it_was(tmp_path, monkeyp
 def test_resuming_a_file_that_is_not_a_catalog_is_refused_untouched(tmp_path):
     d, _, _ = _catalog_of(tmp_path)
     other = tmp_path / "other.jsonl"
-    for text in ('{"user": 1, "text": "important"}\n', "notes, no newline"):
+    for text in ('{"user": 1, "text": "important"}\n', "notes, no newline",
+                 " \n \n\n"):  # (a data file of whitespace bytes: no row, no catalog)
         other.write_text(text)
         with pytest.raises(onemodel.UsageError, match="not the catalog of a scan"):
             onemodel.scan(str(d), str(other), jobs=1, resume=True)
